@@ -1,0 +1,126 @@
+# banditd — build, run and test.
+#
+#   make          build/banditd and build/bandit-sim (optimised)
+#   make run      install missing packages, build, serve on 127.0.0.1:8080
+#   make test     install, build, run every suite (unit, HTTP, statistical)
+#   make bench    benchmarks (bench/)
+#
+# Objects go to $(BUILD)/obj; the sanitizer build (ASan + UBSan) used by the
+# tests lives in build/asan and is made by calling this Makefile again with
+# BUILD=build/asan SAN=1. Sources are found by wildcard: a new policy is one
+# new file in policies/ (plus its registry line), nothing to add here.
+
+BUILD ?= build
+SAN ?= 0
+CC ?= gcc
+
+PKGS := libmicrohttpd jansson sqlite3 gsl libcurl
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wpointer-arith -Wcast-qual -Wformat=2 -Wvla
+CFLAGS ?= -g
+CFLAGS += -std=c11 -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS) -MMD -MP -pthread
+LDFLAGS += -pthread
+LDLIBS += $(PKG_LIBS) -lm
+
+ifeq ($(SAN),1)
+CFLAGS += -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address,undefined
+else
+CFLAGS += -O2
+endif
+
+OBJ := $(BUILD)/obj
+
+POLICY_SRC := $(wildcard policies/*.c)
+STORE_SRC := $(wildcard store/*.c)
+SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c)) $(wildcard api/*.c)
+SIM_SRC := $(filter-out sim/main.c,$(wildcard sim/*.c))
+TEST_SUPPORT_SRC := $(wildcard tests/support/*.c)
+
+objs = $(patsubst %.c,$(OBJ)/%.o,$(1))
+
+LIB_POLICIES := $(BUILD)/libpolicies.a
+LIB_STORE := $(BUILD)/libstore.a
+LIB_SERVER := $(BUILD)/libserver.a
+LIB_SIM := $(BUILD)/libsim.a
+LIB_TESTS := $(BUILD)/libtestsupport.a
+LIBS_ALL := $(LIB_SERVER) $(LIB_SIM) $(LIB_STORE) $(LIB_POLICIES)
+
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
+HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
+STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
+
+.PHONY: all run test test-build deps test-deps format lint bench clean valgrind reproduce \
+        test-crash fuzz
+
+all: $(BUILD)/banditd $(BUILD)/bandit-sim
+
+$(OBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(LIB_POLICIES): $(call objs,$(POLICY_SRC))
+$(LIB_STORE): $(call objs,$(STORE_SRC))
+$(LIB_SERVER): $(call objs,$(SERVER_SRC))
+$(LIB_SIM): $(call objs,$(SIM_SRC))
+$(LIB_TESTS): $(call objs,$(TEST_SUPPORT_SRC))
+$(BUILD)/lib%.a:
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/banditd: $(OBJ)/server/main.o $(LIBS_ALL)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/bandit-sim: $(OBJ)/sim/main.o $(LIB_SIM) $(LIB_POLICIES)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(OBJ)/tests/%.o $(LIB_TESTS) $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
+
+# --- the README's two commands --------------------------------------------
+
+deps:
+	@./scripts/install-deps.sh
+
+test-deps:
+	@./scripts/install-deps.sh --test
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@mkdir -p var
+	./$(BUILD)/banditd --listen 127.0.0.1:8080 --db var/banditd.db
+
+test-build:
+	@$(MAKE) --no-print-directory all $(STAT_TESTS)
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 build/asan/banditd build/asan/bandit-sim \
+		$(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS))
+
+# Unit and HTTP suites run under ASan + UBSan (the daemon they start is the
+# sanitizer build); statistical suites run optimised (they measure rates
+# over thousands of simulated runs, and share every line of policy code).
+test: test-deps
+	@$(MAKE) --no-print-directory test-build
+	@BANDITD_BIN=$(CURDIR)/build/asan/banditd BANDIT_SIM_BIN=$(CURDIR)/build/bandit-sim \
+		./tests/run.sh $(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS)) \
+		$(STAT_TESTS)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+		--inline-suppr --suppress=missingIncludeSystem -I. \
+		$$(git ls-files '*.c')
+	clang-tidy --quiet $$(git ls-files 'policies/*.c' 'store/*.c' 'server/*.c' 'api/*.c' 'sim/*.c') \
+		-- -std=c11 -D_GNU_SOURCE -I. $(PKG_CFLAGS)
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

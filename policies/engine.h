@@ -1,0 +1,141 @@
+/*
+ * engine.h — one experiment's allocation state machine, without I/O.
+ *
+ * The engine is what the daemon serves and what the simulator measures: the
+ * per-arm statistics, pending pulls, the experiment's random generator, the
+ * policy instance(s), budgets, stop rules, clinical constraints (burn-in,
+ * minimum allocation probability, control share) and the status figures
+ * (recommended set, δᶜ, ρ̄, GLR). It knows nothing of HTTP, SQL or time.
+ *
+ * Determinism: given the same config and the same sequence of calls
+ * (engine_assign, engine_reward, engine_release, engine_observe,
+ * engine_stop), an engine reaches the same state, bit for bit. The daemon
+ * stores that sequence and replays it on restart; that is how exact
+ * resumption works. Status functions never touch the random generator.
+ *
+ * Threads: an engine is not thread-safe; the caller holds a lock around it.
+ */
+#ifndef BANDITD_POLICIES_ENGINE_H
+#define BANDITD_POLICIES_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy.h"
+#include "stats.h"
+
+#define ENGINE_MAX_BANDITS 1024
+#define ENGINE_MAX_ARMS 4096
+
+enum engine_stop_rule {
+    ENGINE_RULE_DEFAULT = 0, /* the policy's own rule, else δᶜ ≤ δ */
+    ENGINE_RULE_DELTA_C,     /* δᶜ ≤ δ (K&S §4), bound per config */
+    ENGINE_RULE_GLR,         /* Chernoff GLR, proven threshold */
+    ENGINE_RULE_GLR_HEURISTIC, /* Chernoff GLR, ln((ln t + 1)/δ) */
+    ENGINE_RULE_POLICY,      /* the policy's own rule (error if it has none) */
+    ENGINE_RULE_RHO,         /* ρ̄ ≥ τ (Bachman & Precup) */
+    ENGINE_RULE_NONE,        /* never stop on confidence (budget only) */
+};
+
+enum engine_stop_reason {
+    ENGINE_RUNNING = 0,
+    ENGINE_STOPPED_CONFIDENCE, /* a confidence rule fired in every bandit */
+    ENGINE_STOPPED_BUDGET,     /* the budget is handed out */
+    ENGINE_STOPPED_MANUAL,     /* engine_stop() */
+    ENGINE_STOPPED_POLICY,     /* the policy's own rule / its phases ended */
+};
+
+struct engine_config {
+    size_t n_bandits;
+    const size_t *n_arms; /* per bandit, copied */
+    unsigned m;
+    double epsilon; /* in [0, 1] units (caller rescales) */
+    double delta;
+    uint64_t budget; /* 0: fixed confidence */
+    enum stats_bound bound;
+    enum engine_stop_rule stop_rule;
+    double tau;     /* NaN or 0: 1 − δ */
+    int target_arm; /* −1: none */
+    uint64_t seed;
+    double prior_alpha, prior_beta; /* Beta prior; 0 means 1 */
+    const struct policy_ops *policy;
+    struct policy_params params; /* validated values, defaults filled */
+    /* clinical-trial constraints */
+    uint32_t burn_in;     /* pulls per arm before the policy takes over */
+    double min_prob;      /* additive floor f: p_i = f + (1 − K f) q_i */
+    int control_arm;      /* −1: none; same index in every bandit */
+    double control_share; /* fixed share of pulls for the control arm */
+};
+
+struct engine;
+
+/* Validate cfg and build an engine. Returns NULL with a message naming the
+ * offending field (e.g. "goal.m: must be < number of arms (3)") in err.
+ * The result is new; free it with engine_free. */
+struct engine *engine_create(const struct engine_config *cfg, char *err, size_t errlen);
+void engine_free(struct engine *e);
+
+/* Check a configuration without building anything; same contract. */
+int engine_validate(const struct engine_config *cfg, char *err, size_t errlen);
+
+/* One assignment. */
+struct engine_pull {
+    size_t bandit;
+    size_t arm;
+    int exploit; /* 1: the bandit is done (or the experiment stopped or
+                  * paused): this is the recommendation, not a pull; it
+                  * counts nowhere and needs no reward */
+};
+
+/* Hand out one pull. bandit >= 0 targets that bandit; bandit < 0 lets the
+ * policy (or the engine, for single-bandit policies) choose. Never fails for
+ * a valid bandit; returns −1 only when bandit is out of range. */
+int engine_assign(struct engine *e, int bandit, struct engine_pull *out);
+
+/* A pending pull of (bandit, arm) came back with reward r ∈ [0, 1]. */
+void engine_reward(struct engine *e, size_t bandit, size_t arm, double r);
+/* A pending pull of (bandit, arm) expired unanswered. */
+void engine_release(struct engine *e, size_t bandit, size_t arm);
+/* An outcome not tied to a pull (observations endpoint). */
+void engine_observe(struct engine *e, size_t bandit, size_t arm, double r);
+/* Stop for good (manual). */
+void engine_stop(struct engine *e);
+
+/* Pause: assignments exploit (serve the recommendation, count nothing) but
+ * rewards are still taken. Not an event of the replayed sequence's policy
+ * calls; the caller replays it too. */
+void engine_set_paused(struct engine *e, int paused);
+
+/* --- status (never touches the random generator) ------------------------- */
+
+enum engine_stop_reason engine_stop_reason(const struct engine *e);
+int engine_stopped(const struct engine *e);
+size_t engine_n_bandits(const struct engine *e);
+size_t engine_n_arms(const struct engine *e, size_t bandit);
+const struct stats_arm *engine_arms(const struct engine *e, size_t bandit);
+uint64_t engine_pulls(const struct engine *e);   /* rewarded pulls, all bandits */
+uint64_t engine_pending(const struct engine *e); /* pending pulls, all bandits */
+uint64_t engine_handed_out(const struct engine *e); /* pulls handed out (budget count) */
+int engine_bandit_done(const struct engine *e, size_t bandit);
+size_t engine_bandits_done(const struct engine *e);
+
+struct engine_bandit_status {
+    double delta_c;    /* δᶜ of the recommended set at the optimised cutoff */
+    double cutoff;     /* c* (in [0, 1] units) */
+    double rho;        /* Bachman & Precup's ρ̄ */
+    double glr;        /* GLR statistic Z of the recommended set */
+    int done;
+};
+
+/* Fill st and high[] (n_arms entries: 1 = recommended). */
+void engine_bandit_status(const struct engine *e, size_t bandit, unsigned char *high,
+                          struct engine_bandit_status *st);
+
+/* Per-arm confidence interval at level 1 − d (the experiment's bound family),
+ * in [0, 1] units, clipped to [0, 1]. */
+void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, double d, double *lo,
+                         double *hi);
+
+const struct engine_config *engine_config(const struct engine *e);
+
+#endif

@@ -1,0 +1,173 @@
+/*
+ * policy.h — the interface every allocation policy implements, and the
+ * registry the daemon and the simulator look policies up in.
+ *
+ * A policy is a `const struct policy_ops` (designated initializers) in its own
+ * file under policies/, listed once in registry.c. The engine (engine.h) owns
+ * everything shared — per-arm statistics, pending pulls, the random number
+ * generator, budgets, stop rules, clinical constraints — and hands the policy a
+ * read-only `struct policy_ctx`; the policy keeps only its private state
+ * (phases, active and accepted sets, queued pulls).
+ *
+ * Determinism contract: a policy's state must be a function of the sequence
+ * of calls it received and of the draws it took from ctx->rng. The daemon
+ * persists that sequence (assignments, rewards, releases) and replays it on
+ * restart, so a policy that reads the clock or a global is a bug.
+ *
+ * Asynchrony contract (POLICIES.md, "Serving policies over HTTP"): select()
+ * is called while earlier pulls are still pending (arm->pending > 0); it must
+ * always answer (never wait), and rewards may arrive for arms the policy did
+ * not pick (burn-in, control share, observations). Index policies count
+ * pending pulls as if they had returned the arm's current mean; phase policies
+ * hand out each phase's quota once and, while a phase waits for its last
+ * rewards, keep answering from the active arms round-robin, counting those
+ * extra samples in the next phase.
+ */
+#ifndef BANDITD_POLICIES_POLICY_H
+#define BANDITD_POLICIES_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "stats.h"
+
+/* What a policy is and needs (ops->flags). */
+enum {
+    POLICY_F_FIXED_CONFIDENCE = 1u << 0, /* stops on a confidence rule */
+    POLICY_F_FIXED_BUDGET = 1u << 1,     /* needs a budget */
+    POLICY_F_MULTI = 1u << 2,            /* handles M bandits itself (chooses the bandit) */
+    POLICY_F_TOPM = 1u << 3,             /* supports m > 1 */
+    POLICY_F_NEEDS_EPSILON = 1u << 4,    /* ε > 0 required (direct, incremental, halving) */
+    POLICY_F_OWN_STOP = 1u << 5,         /* ops->done implements its own stop rule */
+    POLICY_F_BAYES = 1u << 6,            /* reads the Beta posteriors */
+    POLICY_F_NEEDS_TARGET = 1u << 7,     /* needs target_arm (gcp-targeted) */
+    POLICY_F_REGRET = 1u << 8,           /* not pure exploration (thompson) */
+};
+
+/* One declared parameter: validated generically before init() runs. */
+enum policy_param_type { POLICY_PARAM_NUM, POLICY_PARAM_INT, POLICY_PARAM_ENUM };
+
+struct policy_param_spec {
+    const char *name;
+    enum policy_param_type type;
+    double def;            /* default (NUM/INT), or index into choices (ENUM) */
+    double min, max;       /* inclusive range for NUM/INT */
+    const char *const *choices; /* NULL-terminated, ENUM only */
+    const char *doc;       /* one line, with the paper and equation it comes from */
+};
+
+/* The parameters a user passed, after validation: values[i] belongs to
+ * ops->params[i] (ENUM values hold the choice index). */
+struct policy_params {
+    double values[16];
+};
+#define POLICY_MAX_PARAMS 16
+
+/* What the engine shows a policy. Everything is read-only except rng. */
+struct policy_ctx {
+    size_t n_bandits;
+    const size_t *n_arms;             /* arms per bandit */
+    struct stats_arm *const *arms;    /* arms[b][i], rewards rescaled to [0, 1] */
+    const unsigned char *bandit_done; /* the engine's verdict per bandit */
+    unsigned m;                       /* size of the wanted top set */
+    double epsilon;                   /* in [0, 1] units */
+    double delta;
+    uint64_t budget;        /* pulls this policy instance may hand out; 0 = none */
+    uint64_t handed_out;    /* pulls handed out so far (rewarded + pending + released) */
+    enum stats_bound bound; /* "anytime" (default) or "fixed" */
+    double tau;             /* per-bandit confidence target for GCP */
+    int target_arm;         /* gcp-targeted; −1 when unset */
+    const struct policy_params *params;
+    gsl_rng *rng; /* the experiment's generator: the only randomness allowed */
+};
+
+/* select() result. */
+struct policy_pick {
+    size_t bandit;
+    size_t arm;
+};
+
+/* select() return values. */
+enum {
+    POLICY_OK = 0,
+    POLICY_DONE = 1, /* nothing left to explore in this scope (phases spent) */
+};
+
+/* update() kinds. */
+enum policy_event {
+    POLICY_EV_REWARD = 0,      /* a pending pull came back; stats already updated */
+    POLICY_EV_OBSERVATION = 1, /* a reward not tied to a pull of ours; stats updated */
+    POLICY_EV_RELEASE = 2,     /* a pending pull expired without reward; no data */
+};
+
+struct policy_ops {
+    const char *name;
+    const char *summary; /* one line: what it is, which paper */
+    unsigned flags;
+    const struct policy_param_spec *params; /* NULL-terminated by name == NULL; may be NULL */
+
+    /* Allocate the private state (*state, owned by the engine and freed with
+     * fini). ctx is the context select() will get. On error return non-zero
+     * with a message naming the offending parameter in err. */
+    int (*init)(void **state, const struct policy_ctx *ctx, char *err, size_t errlen);
+    void (*fini)(void *state);
+
+    /* Choose the next pull. bandit >= 0: an arm of that bandit; bandit < 0
+     * (POLICY_F_MULTI only): the policy chooses the bandit too. Must not
+     * allocate. Return POLICY_OK with *pick filled, or POLICY_DONE. */
+    int (*select)(void *state, const struct policy_ctx *ctx, int bandit, struct policy_pick *pick);
+
+    /* Learn of an event on (bandit, arm); ctx->arms already reflects it.
+     * May be NULL for policies that read everything from ctx. */
+    void (*update)(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
+                   enum policy_event ev, double reward);
+
+    /* Own stop rule (POLICY_F_OWN_STOP): non-zero when the bandit is done. */
+    int (*done)(void *state, const struct policy_ctx *ctx, size_t bandit);
+
+    /* The set the policy returns for a bandit (high[i] = 1 for chosen arms);
+     * NULL means the empirical top m (ties by the engine's random ranks). */
+    void (*recommend)(void *state, const struct policy_ctx *ctx, size_t bandit,
+                      unsigned char *high);
+};
+
+/* --- registry ------------------------------------------------------------ */
+
+/* The policy named `name`, or NULL. */
+const struct policy_ops *policy_find(const char *name);
+/* All policies, NULL-terminated (for docs and the simulator's --list). */
+const struct policy_ops *const *policy_all(void);
+
+/* Parse one parameter value given as text ("0.5", "adapt") against spec.
+ * Returns 0 and sets *out, or non-zero with a message in err. */
+int policy_param_parse(const struct policy_param_spec *spec, const char *text, double *out,
+                       char *err, size_t errlen);
+/* Check a numeric value against spec; same contract. */
+int policy_param_check(const struct policy_param_spec *spec, double v, char *err, size_t errlen);
+/* Index of parameter `name` in ops->params, or −1. */
+int policy_param_index(const struct policy_ops *ops, const char *name);
+/* Fill p with every default of ops. */
+void policy_params_defaults(const struct policy_ops *ops, struct policy_params *p);
+/* Value of parameter `name` (must exist: programming error otherwise). */
+double policy_param(const struct policy_ctx *ctx, const struct policy_ops *ops, const char *name);
+
+/* --- helpers shared by policies ----------------------------------------- */
+
+/* Uniform integer in [0, n). */
+size_t policy_rand_index(gsl_rng *rng, size_t n);
+/* Index of the max / min of v[0..n) over mask (NULL = all), ties broken
+ * uniformly at random; (size_t)-1 when the mask is empty. */
+size_t policy_argmax(gsl_rng *rng, const double *v, const unsigned char *mask, size_t n);
+size_t policy_argmin(gsl_rng *rng, const double *v, const unsigned char *mask, size_t n);
+/* Sort arm indices by mean descending, ties broken at random (Fisher–Yates
+ * then a stable sort). idx must hold k entries. */
+void policy_order_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t *idx);
+/* Top-m gaps (Bubeck et al. 2013): Δ̂_i = μ̂_i − μ̂_(m+1) in High,
+ * μ̂_(m) − μ̂_i in Low (m = 1: Gabillon's gap). gap must hold k entries;
+ * `order` is scratch of k entries. */
+void policy_topm_gaps(gsl_rng *rng, const struct stats_arm *arms, size_t k, unsigned m,
+                      double *gap, size_t *order);
+
+#endif

@@ -1,0 +1,173 @@
+/*
+ * stats.h — the statistics every policy and the status endpoint share.
+ *
+ * Rewards are rescaled to [0, 1] before they reach this module (b = 1 in the
+ * papers' notation). An arm is summarised by `struct stats_arm`; from it we
+ * derive one-sided confidence bounds (Hoeffding, empirical Bernstein, the
+ * tightest of the two, each either at a fixed n or time-uniform), their
+ * inverses (the error probability at which a bound has a given width), the
+ * aggregate δᶜ of Kalyanakrishnan & Stone (2010, §4) at the optimised cutoff,
+ * Bachman & Precup's Bayesian confidence ρ̄ (2013, eq. 3), Bernoulli KL
+ * bounds and the GLR (Chernoff) statistic of Garivier & Kaufmann (2016).
+ *
+ * All functions are pure: no allocation, no global state, thread-safe.
+ */
+#ifndef BANDITD_POLICIES_STATS_H
+#define BANDITD_POLICIES_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Which family of bounds a policy or the status endpoint uses. */
+enum stats_bound {
+    /* Time-uniform (Howard, Ramdas, McAuliffe & Sekhon 2021, polynomial
+     * stitching): holds for all n at once, so it survives continuous
+     * monitoring. The default. */
+    STATS_BOUND_ANYTIME = 0,
+    /* The papers' bounds for a fixed sample size n. */
+    STATS_BOUND_FIXED = 1,
+};
+
+/* Sufficient statistics of one arm; rewards in [0, 1]. */
+struct stats_arm {
+    uint64_t n;       /* pulls with a reward received */
+    uint64_t pending; /* pulls handed out and not answered yet */
+    double mean;      /* running mean (Welford) */
+    double m2;        /* sum of squared deviations from the mean (Welford) */
+    double ebv;       /* Σ (x_i − x̂_{i−1})², x̂ the mean before x_i (x̂_0 = 1/2):
+                       * the predictable variance process of Howard et al.'s
+                       * empirical-Bernstein confidence sequence */
+    double alpha;     /* Beta posterior, prior included */
+    double beta;
+};
+
+/* Reset an arm to no data with a Beta(a, b) prior. */
+void stats_arm_init(struct stats_arm *a, double prior_alpha, double prior_beta);
+
+/* Add one reward x ∈ [0, 1] to the frequentist statistics (n, mean, m2, ebv).
+ * The Beta posterior is updated separately (stats_arm_add_bayes) because the
+ * Bernoulli trick needs a random draw. */
+void stats_arm_add(struct stats_arm *a, double x);
+
+/* Add a success (s = 1) or failure (s = 0) to the Beta posterior. */
+void stats_arm_add_bayes(struct stats_arm *a, int s);
+
+/* Unbiased sample variance; 0 when n < 2. */
+double stats_arm_var(const struct stats_arm *a);
+
+/* --- one-sided bounds at error probability d, for n samples in [0, 1] ----
+ * width functions return +INFINITY when no finite width holds (n == 0, or
+ * n < 2 for Bernstein); confidence functions return the error probability d
+ * at which the bound has width w, in (0, 1], and 1 when w <= 0 or n == 0. */
+
+/* Hoeffding, fixed n: sqrt(ln(1/d) / (2n)); inverse exp(−2 n w²). */
+double stats_hoeffding_width(double n, double d);
+double stats_hoeffding_conf(double n, double w);
+
+/* Empirical Bernstein (Audibert et al. 2007 / Maurer & Pontil 2009), fixed n:
+ * sqrt(2 var ln(2/d) / n) + 7 ln(2/d) / (3 (n − 1)); the inverse is closed
+ * form (quadratic in sqrt(ln(2/d))). */
+double stats_bernstein_width(double n, double var, double d);
+double stats_bernstein_conf(double n, double var, double w);
+
+/* Howard et al.'s polynomial-stitched boundary (s = 1.4, η = 2) for a
+ * sub-gamma process with scale c and intrinsic time v ≥ v_min:
+ *   ℓ = s ln ln(η v / v_min) + ln(ζ(s) / ln(η)^s) + ln(1/d)
+ *   u = sqrt(k1² v ℓ + (k2 c ℓ)²) + k2 c ℓ.
+ * stats_stitched_boundary returns u; stats_stitched_conf inverts it (the d at
+ * which u equals the given value). */
+double stats_stitched_boundary(double v, double v_min, double c, double d);
+double stats_stitched_conf(double v, double v_min, double c, double u);
+
+/* Time-uniform Hoeffding: S_n sub-Gaussian with variance process n/4. */
+double stats_anytime_hoeffding_width(double n, double d);
+double stats_anytime_hoeffding_conf(double n, double w);
+
+/* Time-uniform empirical Bernstein: S_n sub-exponential with scale 1 and
+ * variance process ebv (Howard et al. 2021, Theorem 4). */
+double stats_anytime_bernstein_width(double n, double ebv, double d);
+double stats_anytime_bernstein_conf(double n, double ebv, double w);
+
+/* The tightest applicable bound of the family (what makes ADAPT "π4").
+ * `extra` pending pulls are counted as if they had returned the arm's
+ * current mean (n grows, mean and variance do not change). For the anytime
+ * family the union of the two bounds is paid for (d split in half); the fixed
+ * family takes the plain minimum, as Kalyanakrishnan & Stone do. */
+double stats_width(enum stats_bound b, const struct stats_arm *a, uint64_t extra, double d);
+double stats_conf(enum stats_bound b, const struct stats_arm *a, uint64_t extra, double w);
+
+/* Hoeffding only, of the family (π3). */
+double stats_width_hoeffding(enum stats_bound b, const struct stats_arm *a, uint64_t extra,
+                             double d);
+double stats_conf_hoeffding(enum stats_bound b, const struct stats_arm *a, uint64_t extra,
+                            double w);
+
+/* --- δᶜ (Kalyanakrishnan & Stone 2010, §4) ---------------------------------
+ * high[i] != 0 marks the arms of the returned set (usually the empirical top
+ * m). For a cutoff c: δᶜ_h = d(n_h, μ̂_h + ε − c) for h ∈ High,
+ * δᶜ_l = d(n_l, c − μ̂_l) for l ∈ Low, δᶜ = 1 − Π (1 − δᶜ_i).
+ * `hoeffding_only` selects π3's bounds instead of the tightest. */
+struct stats_dc_opts {
+    enum stats_bound bound;
+    double epsilon;     /* in [0, 1] units */
+    int hoeffding_only; /* 0: tightest bounds */
+    int count_pending;  /* 1: widths use n + pending (index policies) */
+};
+
+/* δᶜ at a given cutoff c; per_arm (may be NULL) receives each δᶜ_i. */
+double stats_delta_c_at(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                        const struct stats_dc_opts *o, double c, double *per_arm);
+
+/* The paper's cutoff ĉ: divides (min_High μ̂, max_Low μ̂ ...) in proportion to
+ * the standard errors of arms (m+1) and (m). */
+double stats_cutoff_hat(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                        double epsilon);
+
+/* δᶜ at the optimised cutoff c* = argmin over I = (max_Low μ̂, min_High μ̂ + ε)
+ * (golden-section search). When I is empty (the High set is not the
+ * empirical top), the search runs over the reversed interval and δᶜ comes out
+ * large, as it should. c_out and per_arm may be NULL. With k < 2 or an empty
+ * High or Low set, returns 0 (nothing to distinguish). */
+double stats_delta_c(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                     const struct stats_dc_opts *o, double *c_out, double *per_arm);
+
+/* --- Bayesian confidence ρ̄ (Bachman & Precup 2013, eq. 3) ------------------
+ * r̄_j = α_j/(α_j+β_j), γ̄ = (r̄_(m) + r̄_(m+1))/2, σ̄_j = sqrt(r̄_j (1 − r̄_j)),
+ * ρ̄ = max(0, 1 − Σ_j [1 − Φ(√t_j |r̄_j − γ̄| / σ̄_j)]), t_j = pulls of arm j.
+ * Returns 0 when some arm has no data, 1 when k ≤ m. */
+double stats_rho(const struct stats_arm *arms, size_t k, unsigned m);
+
+/* --- Bernoulli KL and its bounds ------------------------------------------ */
+double stats_kl_bern(double p, double q);
+/* max{q ≥ p : kl(p, q) ≤ level} and min{q ≤ p : kl(p, q) ≤ level}. */
+double stats_kl_upper(double p, double level);
+double stats_kl_lower(double p, double level);
+
+/* --- GLR (Chernoff) statistic ----------------------------------------------
+ * Z = min over pairs (i ∈ High, j ∈ Low, μ̂_i ≥ μ̂_j) of
+ * n_i d(μ̂_i, μ̂_ij) + n_j d(μ̂_j, μ̂_ij); +INFINITY when no pair counts...
+ * except that a High arm below a Low arm gives Z = 0. Arms with n = 0 give 0. */
+double stats_glr(const struct stats_arm *arms, size_t k, const unsigned char *high);
+
+enum stats_glr_threshold {
+    /* ln((ln t + 1)/δ): Garivier & Kaufmann's code, a heuristic. */
+    STATS_GLR_HEURISTIC = 0,
+    /* A threshold with a proof: Kaufmann & Koolen (2021), the union over pairs
+     * of their mixture-martingale boundary, 2 𝒯(ln((K−1)/δ)/2) + 6 ln(ln(t/2) + 1)
+     * approximated by its explicit upper bound (see stats.c). */
+    STATS_GLR_PROVEN = 1,
+};
+double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, double delta);
+
+/* --- ordering helpers ------------------------------------------------------
+ * stats_top_m marks the m arms of largest mean in high[]; ties are broken by
+ * rank[] (a random permutation drawn once per bandit, so ties never favour
+ * arms by their index, and the answer does not flicker between calls).
+ * rank may be NULL (ties then broken by index: tests only). */
+void stats_top_m(const struct stats_arm *arms, size_t k, unsigned m, const uint32_t *rank,
+                 unsigned char *high);
+
+/* Standard normal upper tail 1 − Φ(x). */
+double stats_normal_sf(double x);
+
+#endif

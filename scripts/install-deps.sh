@@ -1,0 +1,17 @@
+#!/bin/sh
+# Installs the Debian packages banditd needs to build and test, only when one
+# is missing (so `make run` stays fast on a prepared machine). Run as root.
+set -eu
+PKGS="libmicrohttpd-dev libjansson-dev libsqlite3-dev libgsl-dev libcmocka-dev \
+libcurl4-openssl-dev pkg-config gcc make curl"
+[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "installing:$missing" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,193 @@
+/*
+ * store.h — durable storage of experiments and their event logs (SQLite).
+ *
+ * Persistence model: an experiment is its configuration plus an append-only
+ * log of events, numbered 1, 2, 3… per experiment (seq): assignments,
+ * rewards, observations, expiries, late rewards and state changes, in the
+ * order the engine applied them. Replaying the log through a fresh engine
+ * restores the statistics exactly and the policy state too (engine.h,
+ * determinism). There is no other mutable state on disk.
+ *
+ * Writes are asynchronous: store_submit() queues a write (one request's
+ * worth of rows) for the single writer thread, which commits whatever is
+ * queued in one transaction (group commit) and then calls each write's
+ * completion callback, in submission order, from the writer thread. A
+ * callback with STORE_OK means the rows are committed (on disk per the sync
+ * mode). Submissions are committed in the order they were queued, so the
+ * committed part of an experiment's log is always a prefix of what was
+ * queued: a caller that queues under its per-experiment lock never sees a
+ * gap after a crash.
+ *
+ * Reads (store_find_*, store_load_*, store_export) run on the calling thread
+ * through a per-thread read-only connection; with WAL they never wait for
+ * the writer and see only committed data.
+ */
+#ifndef BANDITD_STORE_STORE_H
+#define BANDITD_STORE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Errors of this layer; 0 is success. */
+enum store_err {
+    STORE_OK = 0,
+    STORE_ERR_NOTFOUND = 1, /* no such row */
+    STORE_ERR_EXISTS = 2,   /* unique key taken (experiment id, unit) */
+    STORE_ERR_FULL = 3,     /* disk full or read-only: retry later (503) */
+    STORE_ERR_IO = 4,       /* other I/O or SQLite failure (500) */
+    STORE_ERR_NOMEM = 5,
+    STORE_ERR_CLOSED = 6,   /* store shutting down */
+};
+
+const char *store_strerror(int err);
+
+enum store_sync {
+    STORE_SYNC_FULL = 0,   /* fsync the WAL at every commit: survives power loss */
+    STORE_SYNC_NORMAL = 1, /* WAL written at commit, synced at checkpoints:
+                            * survives a daemon crash (kill -9), may lose the
+                            * last commits on power loss */
+};
+
+struct store;
+
+/* Open (creating if needed) and migrate the database at path. Returns NULL
+ * with a message in err on failure. The result is new; free with
+ * store_close, which drains the writer queue first. */
+struct store *store_open(const char *path, enum store_sync sync, char *err, size_t errlen);
+void store_close(struct store *s);
+
+/* Schema version this build writes (PRAGMA user_version). */
+int store_schema_version(void);
+
+/* --- events --------------------------------------------------------------- */
+
+enum store_event_kind {
+    STORE_EV_ASSIGN = 1,  /* bandit, arm, flags, unit, expires */
+    STORE_EV_REWARD = 2,  /* ref = assignment seq, value */
+    STORE_EV_OBSERVE = 3, /* bandit, arm, value */
+    STORE_EV_EXPIRE = 4,  /* ref; value = default reward recorded, or NaN */
+    STORE_EV_LATE = 5,    /* ref, value: a reward after expiry (audit only) */
+    STORE_EV_STATE = 6,   /* text = "running" | "paused" | "stopped" */
+};
+
+/* ASSIGN flags */
+enum {
+    STORE_AF_EXPLOIT = 1u << 0,     /* served the recommendation; not a pull */
+    STORE_AF_BANDIT_GIVEN = 1u << 1, /* the request named the bandit */
+};
+
+struct store_event {
+    int64_t exp; /* experiment rowid */
+    int64_t seq; /* 1, 2, 3… per experiment */
+    int kind;    /* enum store_event_kind */
+    int32_t bandit;
+    int32_t arm;
+    uint32_t flags;
+    double value;     /* reward in the user's units; NaN when none */
+    int64_t ref;      /* seq of the assignment this event is about; 0 if none */
+    int64_t ts_ms;    /* when (ms since the epoch) */
+    int64_t expires_ms; /* ASSIGN: expiry time */
+    const char *unit; /* ASSIGN: sticky unit or NULL; borrowed */
+    const char *text; /* STATE: new state; borrowed */
+};
+
+/* --- writes --------------------------------------------------------------- */
+
+enum store_op_kind {
+    STORE_OP_EXP_CREATE = 1, /* id, config_json, created_ms → rowid filled on commit */
+    STORE_OP_EXP_DELETE = 2, /* exp */
+    STORE_OP_EVENT = 3,      /* ev */
+};
+
+struct store_op {
+    int kind;
+    /* EXP_CREATE */
+    const char *id;          /* borrowed until the callback */
+    const char *config_json; /* borrowed until the callback */
+    int64_t created_ms;
+    int64_t *rowid_out; /* receives the new rowid before the callback */
+    /* EXP_DELETE */
+    int64_t exp;
+    /* EVENT */
+    struct store_event ev; /* strings borrowed until the callback */
+};
+
+/* Completion: err is STORE_OK or a store_err; called once, on the writer
+ * thread, after the transaction holding the write committed or failed. */
+typedef void (*store_done_fn)(void *arg, int err);
+
+/* One submission: n ops committed atomically (a savepoint inside the group
+ * transaction: one submission's constraint error does not fail the others).
+ * ops must stay valid until done runs. Returns STORE_OK if queued (done will
+ * be called exactly once) or STORE_ERR_CLOSED (done will not be called). */
+int store_submit(struct store *s, struct store_op *ops, size_t n, store_done_fn done, void *arg);
+
+/* Submit and wait (tools, tests, startup). Same atomicity. */
+int store_write_sync(struct store *s, struct store_op *ops, size_t n);
+
+/* Writer figures for /metrics. */
+struct store_stats {
+    uint64_t commits;
+    uint64_t writes;          /* submissions committed */
+    uint64_t failed_commits;
+    uint64_t commit_us_total; /* sum of commit latencies */
+    uint64_t queue_depth;     /* submissions waiting now */
+};
+void store_get_stats(struct store *s, struct store_stats *out);
+
+/* --- reads (any thread; committed data only) ------------------------------ */
+
+struct store_experiment_row {
+    int64_t rowid;
+    const char *id;          /* borrowed for the callback's duration */
+    const char *config_json; /* borrowed for the callback's duration */
+    int64_t created_ms;
+};
+
+/* Call cb for every experiment, by rowid. cb returns non-zero to stop
+ * (that value is returned). */
+int store_load_experiments(struct store *s,
+                           int (*cb)(void *arg, const struct store_experiment_row *row),
+                           void *arg);
+
+/* Call cb for every event of exp with seq > after_seq, in seq order. Strings
+ * in the event are borrowed for the callback's duration. Streams (constant
+ * memory): usable for replay and export. */
+int store_load_events(struct store *s, int64_t exp, int64_t after_seq,
+                      int (*cb)(void *arg, const struct store_event *ev), void *arg);
+
+/* The ASSIGN event of exp with sequence number seq. STORE_ERR_NOTFOUND if
+ * none. Strings are copied into buf (unit), truncated to buflen. */
+int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct store_event *out,
+                          char *buf, size_t buflen);
+
+/* The first REWARD, EXPIRE or LATE event referring to assignment seq ref. */
+int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_event *out);
+
+/* The ASSIGN event of exp for a sticky unit. */
+int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store_event *out);
+
+/* Highest seq of exp (0 when no event). */
+int store_last_seq(struct store *s, int64_t exp, int64_t *out);
+
+/* --- API keys (Access section of CONTRACT.md) ----------------------------- */
+
+struct store_key_row {
+    int64_t rowid;
+    const char *name;   /* borrowed */
+    const char *scopes; /* comma-separated; borrowed */
+    const char *hash;   /* hex SHA-256 of the key; borrowed */
+    int64_t created_ms;
+    int revoked;
+};
+
+int store_key_insert(struct store *s, const char *name, const char *scopes, const char *hash,
+                     int64_t created_ms, int64_t *rowid_out);
+int store_key_revoke(struct store *s, int64_t rowid);
+int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key_row *row),
+                    void *arg);
+
+/* Online backup to path (VACUUM INTO). */
+int store_backup(struct store *s, const char *path, char *err, size_t errlen);
+
+#endif
