@@ -63,8 +63,8 @@ struct engine_config {
     /* clinical-trial constraints */
     uint32_t burn_in;     /* pulls per arm before the policy takes over */
     double min_prob;      /* additive floor f: p_i = f + (1 − K f) q_i */
-    int control_arm;      /* −1: none; same index in every bandit */
-    double control_share; /* fixed share of pulls for the control arm */
+    const int *control_arm; /* per bandit, copied; NULL: none (−1 in a bandit: none there) */
+    double control_share;   /* fixed share of pulls for the control arm */
 };
 
 struct engine;
@@ -91,6 +91,11 @@ struct engine_pull {
  * policy (or the engine, for single-bandit policies) choose. Never fails for
  * a valid bandit; returns −1 only when bandit is out of range. */
 int engine_assign(struct engine *e, int bandit, struct engine_pull *out);
+
+/* Replay fallback: account a pull of (bandit, arm) that the policy did not
+ * choose (a log written by another version of a policy). Statistics stay
+ * exact; the policy learns of it only through later updates. */
+void engine_record_pull(struct engine *e, size_t bandit, size_t arm);
 
 /* A pending pull of (bandit, arm) came back with reward r ∈ [0, 1]. */
 void engine_reward(struct engine *e, size_t bandit, size_t arm, double r);

@@ -128,7 +128,8 @@ struct policy_ops {
     int (*done)(void *state, const struct policy_ctx *ctx, size_t bandit);
 
     /* The set the policy returns for a bandit (high[i] = 1 for chosen arms);
-     * NULL means the empirical top m (ties by the engine's random ranks). */
+     * NULL means the empirical top m (ties by the engine's random ranks).
+     * Called by the status endpoint: must not draw from ctx->rng. */
     void (*recommend)(void *state, const struct policy_ctx *ctx, size_t bandit,
                       unsigned char *high);
 };

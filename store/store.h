@@ -122,6 +122,16 @@ typedef void (*store_done_fn)(void *arg, int err);
  * be called exactly once) or STORE_ERR_CLOSED (done will not be called). */
 int store_submit(struct store *s, struct store_op *ops, size_t n, store_done_fn done, void *arg);
 
+/* Keyed submission (key = experiment rowid, > 0). Every submission of a key
+ * depends on the ones queued before it, so after a submission with key k
+ * fails (constraint, disk full, I/O), every later submission with key k
+ * fails too with the same error, without being executed — until one is
+ * queued with reset = 1, which clears the failure and runs normally. The
+ * daemon resets after reloading the experiment from disk, so the log on disk
+ * never has a gap that memory filled. store_submit is key 0: never poisoned. */
+int store_submit_keyed(struct store *s, int64_t key, int reset, struct store_op *ops, size_t n,
+                       store_done_fn done, void *arg);
+
 /* Submit and wait (tools, tests, startup). Same atomicity. */
 int store_write_sync(struct store *s, struct store_op *ops, size_t n);
 

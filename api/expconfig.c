@@ -1,0 +1,668 @@
+/*
+ * expconfig.c — parse and validate an experiment's creation body into a
+ * `struct exp_config`, and build its normalised JSON (every default filled
+ * in, the seed drawn), which is what the store keeps and GET returns. The
+ * same parser reads stored configurations back at startup, so a stored
+ * experiment is always one a client could have created.
+ */
+#include "api/experiment.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "api/jsonutil.h"
+
+static void add_error(json_t *errors, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void add_error(json_t *errors, const char *field, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_array_append_new(errors, json_pack("{s:s,s:s}", "field", field, "message", msg));
+}
+
+static void random_id(char *buf, size_t len)
+{
+    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    unsigned char raw[32];
+    if (len > sizeof raw + 1)
+        len = sizeof raw + 1;
+    if (getrandom(raw, len - 1, 0) != (ssize_t)(len - 1))
+        memset(raw, 7, sizeof raw);
+    for (size_t i = 0; i + 1 < len; i++)
+        buf[i] = alphabet[raw[i] % (sizeof alphabet - 1)];
+    buf[len - 1] = '\0';
+}
+
+void exp_config_free(struct exp_config *c)
+{
+    if (c == NULL)
+        return;
+    free(c->name);
+    json_decref(c->policy_params);
+    if (c->bandit_ids != NULL)
+        for (size_t b = 0; b < c->n_bandits; b++)
+            free(c->bandit_ids[b]);
+    free(c->bandit_ids);
+    if (c->arm_names != NULL)
+        for (size_t b = 0; b < c->n_bandits; b++) {
+            if (c->arm_names[b] != NULL)
+                for (size_t i = 0; i < c->n_arms[b]; i++)
+                    free(c->arm_names[b][i]);
+            free(c->arm_names[b]);
+        }
+    free(c->arm_names);
+    free(c->n_arms);
+    free(c->control_arm);
+    json_decref(c->json);
+    memset(c, 0, sizeof *c);
+}
+
+/* A finite JSON number (integer or real), or 0 with *ok = 0. */
+static double num(const json_t *v, int *ok)
+{
+    if (json_is_integer(v)) {
+        *ok = 1;
+        return (double)json_integer_value(v);
+    }
+    if (json_is_real(v) && isfinite(json_real_value(v))) {
+        *ok = 1;
+        return json_real_value(v);
+    }
+    *ok = 0;
+    return 0;
+}
+
+static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, json_t *errors,
+                         const struct exp_limits *lim)
+{
+    size_t nb = json_array_size(bandits);
+    if (nb < 1 || nb > lim->max_bandits) {
+        add_error(errors, "bandits", "need 1 to %zu bandits", lim->max_bandits);
+        return 1;
+    }
+    c->n_bandits = nb;
+    c->bandit_ids = calloc(nb, sizeof *c->bandit_ids);
+    c->n_arms = calloc(nb, sizeof *c->n_arms);
+    c->arm_names = calloc(nb, sizeof *c->arm_names);
+    if (!c->bandit_ids || !c->n_arms || !c->arm_names)
+        return -1;
+    int bad = 0;
+    for (size_t b = 0; b < nb; b++) {
+        char field[64];
+        json_t *bj = json_array_get(bandits, b);
+        json_t *arms = NULL;
+        const char *bid = NULL;
+        if (shorthand) {
+            arms = bj;
+            bid = "default";
+            snprintf(field, sizeof field, "arms");
+        } else {
+            snprintf(field, sizeof field, "bandits[%zu]", b);
+            static const char *const keys[] = {"id", "arms", NULL};
+            if (!json_is_object(bj)) {
+                add_error(errors, field, "must be an object {\"id\", \"arms\"}");
+                bad = 1;
+                continue;
+            }
+            if (api_json_unknown_keys(bj, keys, field, errors))
+                bad = 1;
+            json_t *idj = json_object_get(bj, "id");
+            char defid[32];
+            snprintf(defid, sizeof defid, "b%zu", b);
+            bid = idj == NULL ? (nb == 1 ? "default" : defid) : json_string_value(idj);
+            if (bid == NULL || !api_valid_id(bid)) {
+                char f[80];
+                snprintf(f, sizeof f, "%s.id", field);
+                add_error(errors, f, "must match [A-Za-z0-9_.-]{1,64}");
+                bad = 1;
+                continue;
+            }
+            arms = json_object_get(bj, "arms");
+            snprintf(field + strlen(field), sizeof field - strlen(field), ".arms");
+        }
+        for (size_t j = 0; j < b; j++)
+            if (c->bandit_ids[j] != NULL && strcmp(c->bandit_ids[j], bid) == 0) {
+                add_error(errors, field, "bandit id \"%s\" is used twice", bid);
+                bad = 1;
+            }
+        c->bandit_ids[b] = strdup(bid);
+        if (c->bandit_ids[b] == NULL)
+            return -1;
+        size_t k = json_array_size(arms);
+        if (!json_is_array(arms) || k < 2 || k > lim->max_arms) {
+            add_error(errors, field, "must be an array of 2 to %zu arm names", lim->max_arms);
+            bad = 1;
+            continue;
+        }
+        c->n_arms[b] = k;
+        c->arm_names[b] = calloc(k, sizeof **c->arm_names);
+        if (c->arm_names[b] == NULL)
+            return -1;
+        for (size_t i = 0; i < k; i++) {
+            const char *name = json_string_value(json_array_get(arms, i));
+            if (name == NULL || name[0] == '\0' || strlen(name) > 64) {
+                char f[96];
+                snprintf(f, sizeof f, "%s[%zu]", field, i);
+                add_error(errors, f, "must be a non-empty string of at most 64 bytes");
+                bad = 1;
+                continue;
+            }
+            for (size_t j = 0; j < i; j++)
+                if (c->arm_names[b][j] != NULL && strcmp(c->arm_names[b][j], name) == 0) {
+                    char f[96];
+                    snprintf(f, sizeof f, "%s[%zu]", field, i);
+                    add_error(errors, f, "arm \"%s\" is listed twice", name);
+                    bad = 1;
+                }
+            c->arm_names[b][i] = strdup(name);
+            if (c->arm_names[b][i] == NULL)
+                return -1;
+        }
+    }
+    return bad;
+}
+
+static int arm_index_in(const struct exp_config *c, size_t b, const char *name)
+{
+    for (size_t i = 0; i < c->n_arms[b]; i++)
+        if (c->arm_names[b][i] != NULL && strcmp(c->arm_names[b][i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_t *errors)
+{
+    const char *name = has_budget ? "sar" : "adapt";
+    json_t *params = NULL;
+    if (pol != NULL) {
+        static const char *const keys[] = {"name", "params", NULL};
+        if (!json_is_object(pol)) {
+            add_error(errors, "policy", "must be an object {\"name\", \"params\"}");
+            return 1;
+        }
+        if (api_json_unknown_keys(pol, keys, "policy", errors))
+            return 1;
+        json_t *nj = json_object_get(pol, "name");
+        if (nj != NULL) {
+            name = json_string_value(nj);
+            if (name == NULL) {
+                add_error(errors, "policy.name", "must be a string");
+                return 1;
+            }
+        }
+        params = json_object_get(pol, "params");
+        if (params != NULL && !json_is_object(params)) {
+            add_error(errors, "policy.params", "must be an object");
+            return 1;
+        }
+    }
+    c->policy = policy_find(name);
+    if (c->policy == NULL && pol == NULL)
+        c->policy = policy_find("uniform"); /* a build without the default */
+    if (c->policy == NULL) {
+        char list[1024] = "";
+        size_t len = 0;
+        for (const struct policy_ops *const *p = policy_all(); *p != NULL; p++)
+            len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%s%s",
+                                    p == policy_all() ? "" : ", ", (*p)->name);
+        add_error(errors, "policy.name", "unknown policy \"%s\"; known: %s", name, list);
+        return 1;
+    }
+    policy_params_defaults(c->policy, &c->engine.params);
+    c->policy_params = params != NULL ? json_deep_copy(params) : json_object();
+    if (c->policy_params == NULL)
+        return -1;
+    int bad = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(params, key, v)
+    {
+        char field[128];
+        snprintf(field, sizeof field, "policy.params.%s", key);
+        int idx = policy_param_index(c->policy, key);
+        if (idx < 0) {
+            add_error(errors, field, "policy %s has no parameter \"%s\"", c->policy->name, key);
+            bad = 1;
+            continue;
+        }
+        const struct policy_param_spec *spec = &c->policy->params[idx];
+        char err[160];
+        double out = 0;
+        int ok;
+        if (json_is_string(v)) {
+            if (policy_param_parse(spec, json_string_value(v), &out, err, sizeof err) != 0) {
+                add_error(errors, field, "%s", err);
+                bad = 1;
+                continue;
+            }
+        } else {
+            out = num(v, &ok);
+            if (!ok || spec->type == POLICY_PARAM_ENUM ||
+                policy_param_check(spec, out, err, sizeof err) != 0) {
+                add_error(errors, field, "%s",
+                          !ok                                ? "must be a finite number"
+                          : spec->type == POLICY_PARAM_ENUM ? "must be a string choice"
+                                                             : err);
+                bad = 1;
+                continue;
+            }
+        }
+        c->engine.params.values[idx] = out;
+    }
+    return bad;
+}
+
+static const char *const stop_rules[] = {"delta_c", "glr", "policy", "rho", "glr-heuristic",
+                                         "none", NULL};
+static const enum engine_stop_rule stop_rule_values[] = {
+    ENGINE_RULE_DELTA_C, ENGINE_RULE_GLR,           ENGINE_RULE_POLICY,
+    ENGINE_RULE_RHO,     ENGINE_RULE_GLR_HEURISTIC, ENGINE_RULE_NONE};
+
+/* Build cfg->json: the configuration with every default made explicit. */
+static int normalise(struct exp_config *c, json_t *stop_rule, const char *bound, double tau,
+                     json_t *target, json_t *constraints)
+{
+    json_t *bandits = json_array();
+    if (bandits == NULL)
+        return -1;
+    for (size_t b = 0; b < c->n_bandits; b++) {
+        json_t *arms = json_array();
+        for (size_t i = 0; i < c->n_arms[b]; i++)
+            json_array_append_new(arms, json_string(c->arm_names[b][i]));
+        json_array_append_new(bandits, json_pack("{s:s,s:o}", "id", c->bandit_ids[b], "arms", arms));
+    }
+    const struct engine_config *e = &c->engine;
+    double range = c->reward_max - c->reward_min;
+    json_t *goal = json_pack("{s:i,s:f,s:f}", "m", (json_int_t)e->m, "epsilon", e->epsilon * range,
+                             "delta", e->delta);
+    json_object_set_new(goal, "budget",
+                        e->budget ? json_integer((json_int_t)e->budget) : json_null());
+    c->json = json_pack("{s:s,s:s,s:{s:s,s:O},s:o,s:{s:f,s:f},s:o,s:I,s:I,s:s}", "id", c->id,
+                        "name", c->name, "policy", "name", c->policy->name, "params",
+                        c->policy_params, "goal", goal, "reward", "min", c->reward_min, "max",
+                        c->reward_max, "bandits", bandits, "assignment_ttl_s", (json_int_t)c->ttl_s,
+                        "seed", (json_int_t)e->seed, "bound", bound);
+    if (c->json == NULL)
+        return -1;
+    if (stop_rule != NULL)
+        json_object_set(c->json, "stop_rule", stop_rule);
+    if (!isnan(tau))
+        json_object_set_new(c->json, "tau", json_real(tau));
+    if (target != NULL)
+        json_object_set(c->json, "target_arm", target);
+    if (c->has_default_reward)
+        json_object_set_new(c->json, "default_reward", json_real(c->default_reward));
+    if (constraints != NULL)
+        json_object_set(c->json, "constraints", constraints);
+    return 0;
+}
+
+extern const struct exp_limits *exp_limits_get(void);
+
+int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
+{
+    memset(c, 0, sizeof *c);
+    const struct exp_limits *lim = exp_limits_get();
+    int bad = 0, rc;
+    if (!json_is_object(body)) {
+        add_error(errors, "", "the body must be a JSON object");
+        return 1;
+    }
+    static const char *const keys[] = {"id",          "name",        "policy",
+                                       "goal",        "reward",      "bandits",
+                                       "arms",        "assignment_ttl_s", "seed",
+                                       "stop_rule",   "bound",       "tau",
+                                       "target_arm",  "default_reward", "constraints",
+                                       NULL};
+    if (api_json_unknown_keys(body, keys, "", errors))
+        bad = 1;
+
+    json_t *v = json_object_get(body, "id");
+    if (v != NULL) {
+        const char *id = json_string_value(v);
+        if (id == NULL || !api_valid_id(id)) {
+            add_error(errors, "id", "must match [A-Za-z0-9_.-]{1,64}");
+            bad = 1;
+        } else {
+            snprintf(c->id, sizeof c->id, "%s", id);
+        }
+    } else {
+        random_id(c->id, 13);
+    }
+    v = json_object_get(body, "name");
+    if (v != NULL && (!json_is_string(v) || json_string_length(v) > 256)) {
+        add_error(errors, "name", "must be a string of at most 256 bytes");
+        bad = 1;
+    }
+    c->name = strdup(v != NULL && json_is_string(v) ? json_string_value(v) : c->id);
+    if (c->name == NULL)
+        return -1;
+
+    /* goal */
+    struct engine_config *e = &c->engine;
+    e->m = 1;
+    e->delta = 0.05;
+    e->target_arm = -1;
+    e->tau = NAN;
+    double epsilon = 0;
+    json_t *goal = json_object_get(body, "goal");
+    if (goal != NULL) {
+        static const char *const gkeys[] = {"m", "epsilon", "delta", "budget", NULL};
+        if (!json_is_object(goal)) {
+            add_error(errors, "goal", "must be an object");
+            bad = 1;
+        } else {
+            if (api_json_unknown_keys(goal, gkeys, "goal", errors))
+                bad = 1;
+            int ok;
+            if ((v = json_object_get(goal, "m")) != NULL) {
+                if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+                    json_integer_value(v) > 4096) {
+                    add_error(errors, "goal.m", "must be an integer >= 1");
+                    bad = 1;
+                } else {
+                    e->m = (unsigned)json_integer_value(v);
+                }
+            }
+            if ((v = json_object_get(goal, "epsilon")) != NULL) {
+                epsilon = num(v, &ok);
+                if (!ok || epsilon < 0) {
+                    add_error(errors, "goal.epsilon", "must be a finite number >= 0");
+                    bad = 1;
+                }
+            }
+            if ((v = json_object_get(goal, "delta")) != NULL) {
+                e->delta = num(v, &ok);
+                if (!ok || !(e->delta > 0 && e->delta < 1)) {
+                    add_error(errors, "goal.delta", "must be a number in (0, 1)");
+                    bad = 1;
+                }
+            }
+            if ((v = json_object_get(goal, "budget")) != NULL && !json_is_null(v)) {
+                if (!json_is_integer(v) || json_integer_value(v) < 1) {
+                    add_error(errors, "goal.budget", "must be a positive integer or null");
+                    bad = 1;
+                } else {
+                    e->budget = (uint64_t)json_integer_value(v);
+                }
+            }
+        }
+    }
+
+    /* reward range */
+    c->reward_min = 0;
+    c->reward_max = 1;
+    json_t *reward = json_object_get(body, "reward");
+    if (reward != NULL) {
+        static const char *const rkeys[] = {"min", "max", NULL};
+        int ok1 = 1, ok2 = 1;
+        if (!json_is_object(reward)) {
+            add_error(errors, "reward", "must be an object {\"min\", \"max\"}");
+            bad = 1;
+        } else {
+            if (api_json_unknown_keys(reward, rkeys, "reward", errors))
+                bad = 1;
+            if ((v = json_object_get(reward, "min")) != NULL)
+                c->reward_min = num(v, &ok1);
+            if ((v = json_object_get(reward, "max")) != NULL)
+                c->reward_max = num(v, &ok2);
+            if (!ok1) {
+                add_error(errors, "reward.min", "must be a finite number");
+                bad = 1;
+            }
+            if (!ok2) {
+                add_error(errors, "reward.max", "must be a finite number");
+                bad = 1;
+            }
+            if (ok1 && ok2 && !(c->reward_max > c->reward_min)) {
+                add_error(errors, "reward.max", "must be greater than reward.min");
+                bad = 1;
+            }
+        }
+    }
+    double range = c->reward_max - c->reward_min;
+    if (range > 0)
+        e->epsilon = epsilon / range;
+    if (range > 0 && e->epsilon >= 1) {
+        add_error(errors, "goal.epsilon", "must be smaller than the reward range");
+        bad = 1;
+    }
+
+    /* bandits */
+    json_t *bandits = json_object_get(body, "bandits");
+    json_t *arms = json_object_get(body, "arms");
+    if (bandits != NULL && arms != NULL) {
+        add_error(errors, "arms", "give either \"arms\" or \"bandits\", not both");
+        bad = 1;
+    } else if (bandits != NULL) {
+        if (!json_is_array(bandits)) {
+            add_error(errors, "bandits", "must be an array");
+            bad = 1;
+        } else if ((rc = parse_bandits(c, bandits, 0, errors, lim)) != 0) {
+            if (rc < 0)
+                return -1;
+            bad = 1;
+        }
+    } else if (arms != NULL) {
+        json_t *wrap = json_pack("[O]", arms);
+        if (wrap == NULL)
+            return -1;
+        rc = parse_bandits(c, wrap, 1, errors, lim);
+        json_decref(wrap);
+        if (rc < 0)
+            return -1;
+        bad |= rc;
+    } else {
+        add_error(errors, "bandits", "required (or \"arms\" for a single bandit)");
+        bad = 1;
+    }
+
+    /* policy */
+    if ((rc = parse_policy(c, json_object_get(body, "policy"), e->budget > 0, errors)) != 0) {
+        if (rc < 0)
+            return -1;
+        bad = 1;
+    }
+
+    /* TTL, seed */
+    c->ttl_s = 86400;
+    if ((v = json_object_get(body, "assignment_ttl_s")) != NULL) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            json_integer_value(v) > 10LL * 366 * 86400) {
+            add_error(errors, "assignment_ttl_s", "must be an integer from 1 to 316224000 (10 years)");
+            bad = 1;
+        } else {
+            c->ttl_s = json_integer_value(v);
+        }
+    }
+    if ((v = json_object_get(body, "seed")) != NULL) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+            add_error(errors, "seed", "must be a non-negative integer");
+            bad = 1;
+        } else {
+            e->seed = (uint64_t)json_integer_value(v);
+        }
+    } else {
+        uint32_t r = 0;
+        if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+            r = 12345;
+        e->seed = r; /* stored with the configuration: replays are exact */
+    }
+
+    /* stop rule, bound, tau */
+    json_t *stop_rule = json_object_get(body, "stop_rule");
+    e->stop_rule = ENGINE_RULE_DEFAULT;
+    if (stop_rule != NULL) {
+        const char *s = json_string_value(stop_rule);
+        size_t i = 0;
+        for (; s != NULL && stop_rules[i] != NULL; i++)
+            if (strcmp(s, stop_rules[i]) == 0)
+                break;
+        if (s == NULL || stop_rules[i] == NULL) {
+            add_error(errors, "stop_rule", "must be one of delta_c, glr, policy, rho");
+            bad = 1;
+        } else {
+            e->stop_rule = stop_rule_values[i];
+        }
+    }
+    const char *bound = "anytime";
+    if ((v = json_object_get(body, "bound")) != NULL) {
+        bound = json_string_value(v);
+        if (bound == NULL || (strcmp(bound, "anytime") != 0 && strcmp(bound, "fixed") != 0)) {
+            add_error(errors, "bound", "must be \"anytime\" or \"fixed\"");
+            bad = 1;
+            bound = "anytime";
+        }
+    }
+    e->bound = strcmp(bound, "fixed") == 0 ? STATS_BOUND_FIXED : STATS_BOUND_ANYTIME;
+    double tau = NAN;
+    if ((v = json_object_get(body, "tau")) != NULL && !json_is_null(v)) {
+        int ok;
+        tau = num(v, &ok);
+        if (!ok || !(tau > 0 && tau < 1)) {
+            add_error(errors, "tau", "must be a number in (0, 1)");
+            bad = 1;
+            tau = NAN;
+        }
+    }
+    e->tau = tau;
+
+    /* default reward */
+    if ((v = json_object_get(body, "default_reward")) != NULL && !json_is_null(v)) {
+        int ok;
+        c->default_reward = num(v, &ok);
+        if (!ok || c->default_reward < c->reward_min || c->default_reward > c->reward_max) {
+            add_error(errors, "default_reward", "must be a finite number within the reward range");
+            bad = 1;
+        } else {
+            c->has_default_reward = 1;
+        }
+    }
+    if (bad)
+        return 1;
+
+    /* Fields that name arms need the bandits parsed. */
+    json_t *target = json_object_get(body, "target_arm");
+    if (target != NULL && !json_is_null(target)) {
+        int idx = -1;
+        if (json_is_string(target)) {
+            idx = arm_index_in(c, 0, json_string_value(target));
+            for (size_t b = 1; b < c->n_bandits && idx >= 0; b++)
+                if (arm_index_in(c, b, json_string_value(target)) != idx)
+                    idx = -2;
+        } else if (json_is_integer(target) && json_integer_value(target) >= 0) {
+            idx = (int)json_integer_value(target);
+        }
+        if (idx < 0) {
+            add_error(errors, "target_arm",
+                      idx == -2 ? "must be at the same position in every bandit"
+                                : "must name an arm (or give its index)");
+            return 1;
+        }
+        e->target_arm = idx;
+    } else {
+        target = NULL;
+    }
+
+    json_t *constraints = json_object_get(body, "constraints");
+    if (constraints != NULL && !json_is_null(constraints)) {
+        static const char *const ckeys[] = {"burn_in", "min_prob", "control", NULL};
+        if (!json_is_object(constraints)) {
+            add_error(errors, "constraints", "must be an object");
+            return 1;
+        }
+        if (api_json_unknown_keys(constraints, ckeys, "constraints", errors))
+            return 1;
+        int ok;
+        if ((v = json_object_get(constraints, "burn_in")) != NULL) {
+            if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                json_integer_value(v) > 1000000) {
+                add_error(errors, "constraints.burn_in", "must be an integer from 0 to 1000000");
+                return 1;
+            }
+            e->burn_in = (uint32_t)json_integer_value(v);
+        }
+        if ((v = json_object_get(constraints, "min_prob")) != NULL) {
+            e->min_prob = num(v, &ok);
+            if (!ok || e->min_prob < 0 || e->min_prob >= 1) {
+                add_error(errors, "constraints.min_prob", "must be a number in [0, 1)");
+                return 1;
+            }
+        }
+        json_t *ctl = json_object_get(constraints, "control");
+        if (ctl != NULL && !json_is_null(ctl)) {
+            static const char *const tkeys[] = {"arm", "share", NULL};
+            if (!json_is_object(ctl) || api_json_unknown_keys(ctl, tkeys, "constraints.control",
+                                                               errors)) {
+                if (!json_is_object(ctl))
+                    add_error(errors, "constraints.control", "must be an object {\"arm\", \"share\"}");
+                return 1;
+            }
+            const char *arm = json_string_value(json_object_get(ctl, "arm"));
+            if (arm == NULL) {
+                add_error(errors, "constraints.control.arm", "must name an arm");
+                return 1;
+            }
+            c->control_arm = calloc(c->n_bandits, sizeof *c->control_arm);
+            if (c->control_arm == NULL)
+                return -1;
+            for (size_t b = 0; b < c->n_bandits; b++) {
+                c->control_arm[b] = arm_index_in(c, b, arm);
+                if (c->control_arm[b] < 0) {
+                    add_error(errors, "constraints.control.arm", "no arm \"%s\" in bandit %s", arm,
+                              c->bandit_ids[b]);
+                    return 1;
+                }
+            }
+            e->control_share = num(json_object_get(ctl, "share"), &ok);
+            if (!ok || e->control_share <= 0 || e->control_share >= 1) {
+                add_error(errors, "constraints.control.share", "must be a number in (0, 1)");
+                return 1;
+            }
+        }
+    } else {
+        constraints = NULL;
+    }
+
+    e->n_bandits = c->n_bandits;
+    e->n_arms = c->n_arms;
+    e->control_arm = c->control_arm;
+    e->policy = c->policy;
+    char err[256];
+    if (engine_validate(e, err, sizeof err) != 0) {
+        /* engine messages start with the field name: "field: message" */
+        char *colon = strstr(err, ": ");
+        if (colon != NULL) {
+            *colon = '\0';
+            add_error(errors, err, "%s", colon + 2);
+        } else {
+            add_error(errors, "", "%s", err);
+        }
+        return 1;
+    }
+    /* Let the policy check its parameters against the goal (e.g. ADAPT's
+     * cap needs ε > 0) by building a throwaway engine. */
+    struct engine *probe = engine_create(e, err, sizeof err);
+    if (probe == NULL) {
+        char *colon = strstr(err, ": ");
+        if (colon != NULL) {
+            *colon = '\0';
+            add_error(errors, err, "%s", colon + 2);
+        } else {
+            add_error(errors, "policy", "%s", err);
+        }
+        return 1;
+    }
+    engine_free(probe);
+    if (normalise(c, stop_rule, bound, tau, target, constraints) != 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,252 @@
+/*
+ * experiment.h — a live experiment: its configuration, its engine, its
+ * outstanding assignments, its history, and the registry of all of them.
+ *
+ * Concurrency: each experiment has its own mutex (exp_lock/exp_unlock); the
+ * registry is sharded by id, so no lock is global on the hot path. A handler
+ * looks an experiment up (exp_get: a new reference), locks it, applies the
+ * request to the engine, queues the events it produced with
+ * exp_submit_locked (which numbers them in the order they were applied),
+ * unlocks, and drops its reference with exp_put.
+ *
+ * Durability: events reach the engine before they reach the disk. If a
+ * write fails (disk full), the writer fails every later write of the same
+ * experiment too and marks it stale; the next request reloads it from disk
+ * (the committed prefix of its log), so memory never keeps what the disk
+ * lost. See store.h for the ordering guarantee this relies on.
+ */
+#ifndef BANDITD_API_EXPERIMENT_H
+#define BANDITD_API_EXPERIMENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "policies/engine.h"
+#include "store/store.h"
+
+#define EXP_ID_MAX 64
+#define EXP_MAX_UNIT 256
+
+enum exp_state { EXP_RUNNING = 0, EXP_PAUSED = 1, EXP_STOPPED = 2 };
+
+/* Assignment status in memory. */
+enum exp_astatus {
+    EXP_A_PENDING = 0,
+    EXP_A_REWARDED = 1,
+    EXP_A_EXPIRED = 2,
+    EXP_A_EXPLOIT = 3,
+};
+
+/* One assignment known in memory: pending, or not yet committed. */
+struct exp_assignment {
+    int64_t seq;
+    int64_t expires_ms;
+    int64_t created_ms;
+    int32_t bandit;
+    int32_t arm;
+    double value;      /* reward (user units) once rewarded/expired with default */
+    uint8_t status;    /* enum exp_astatus */
+    uint8_t committed; /* the ASSIGN event is on disk */
+    uint8_t outcome_committed; /* the outcome event (if any) is on disk */
+    char *unit;        /* owned; NULL when none */
+};
+
+/* Limits (configurable by the daemon's flags). */
+struct exp_limits {
+    size_t max_experiments;
+    size_t max_bandits;
+    size_t max_arms;
+    size_t max_batch;
+    size_t max_count;   /* assignments per request */
+    size_t max_pending; /* outstanding assignments per experiment */
+    size_t history_points;
+};
+
+/* The parsed, validated configuration of an experiment. */
+struct exp_config {
+    char id[EXP_ID_MAX + 1];
+    char *name;                /* owned */
+    const struct policy_ops *policy;
+    json_t *policy_params;     /* owned reference: as given (object) */
+    double reward_min, reward_max;
+    int64_t ttl_s;
+    int has_default_reward;
+    double default_reward;
+    size_t n_bandits;
+    char **bandit_ids;   /* owned */
+    size_t *n_arms;      /* owned */
+    char ***arm_names;   /* owned: arm_names[b][i] */
+    int *control_arm;    /* owned; per bandit or NULL */
+    struct engine_config engine; /* n_arms and control_arm point into this struct */
+    json_t *json;        /* owned: the normalised configuration (stored, returned) */
+};
+
+struct exp_history_point {
+    uint64_t pulls;
+    int64_t ts_ms;
+    float *delta_c; /* per bandit */
+    float *rho;     /* per bandit */
+    uint32_t *arm_pulls; /* all arms, bandit after bandit */
+};
+
+struct exp;
+
+/* --- registry -------------------------------------------------------------- */
+
+/* Initialise the registry over an open store (borrowed for its lifetime). */
+int exp_registry_init(struct store *st, const struct exp_limits *lim);
+/* Load every stored experiment and replay its log. Returns 0 or −1 with a
+ * message in err. */
+int exp_registry_load(char *err, size_t errlen);
+/* Drop every experiment (shutdown, after the HTTP server stopped). */
+void exp_registry_free(void);
+
+/* Number of experiments; ids sorted (new array of borrowed-until-put refs):
+ * exp_list returns up to `limit` experiments with id > after (NULL: from the
+ * start), each a new reference the caller must exp_put. */
+size_t exp_count(void);
+size_t exp_list(const char *after, size_t limit, struct exp **out);
+/* Experiments per state, for /metrics. */
+void exp_count_states(size_t counts[3]);
+
+/* New reference to experiment id, or NULL. */
+struct exp *exp_get(const char *id);
+void exp_put(struct exp *x);
+
+/* --- configuration ------------------------------------------------------------ */
+
+/* Parse and validate a create body. On success returns 0 and fills cfg (the
+ * caller owns it: exp_config_free). On a validation failure returns 1 and
+ * appends {"field", "message"} objects to errors (borrowed array). On
+ * allocation failure returns −1. */
+int exp_config_parse(json_t *body, struct exp_config *cfg, json_t *errors);
+void exp_config_free(struct exp_config *cfg);
+
+/* --- life cycle --------------------------------------------------------------- */
+
+enum exp_err {
+    EXP_OK = 0,
+    EXP_ERR_EXISTS = 1,   /* id taken */
+    EXP_ERR_LIMIT = 2,    /* too many experiments */
+    EXP_ERR_STORE = 3,    /* store rejected the write; see *store_err */
+    EXP_ERR_NOMEM = 4,
+    EXP_ERR_GONE = 5,     /* deleted meanwhile */
+    EXP_ERR_INTERNAL = 6,
+};
+
+/* Create and register experiment cfg (consumed: ownership moves in, also on
+ * failure). The id is reserved at once (a concurrent create of the same id
+ * gets EXP_ERR_EXISTS) but the experiment stays invisible to exp_get until
+ * its configuration is committed; done(arg, store_err) runs on the writer
+ * thread after that commit (or failure, which unregisters it). On EXP_OK,
+ * *out is a new reference. */
+int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp **out);
+
+/* --- under the experiment's lock -------------------------------------------- */
+
+void exp_lock(struct exp *x);
+void exp_unlock(struct exp *x);
+
+/* Call with the lock held, first thing: reloads the experiment from disk if
+ * an earlier write failed, expires due assignments (queuing their events).
+ * Returns EXP_OK, EXP_ERR_GONE (deleted) or EXP_ERR_STORE (reload failed). */
+int exp_prepare_locked(struct exp *x, int64_t now_ms);
+
+const struct exp_config *exp_cfg(const struct exp *x);
+struct engine *exp_engine(struct exp *x);
+enum exp_state exp_get_state(const struct exp *x);
+int64_t exp_created_ms(const struct exp *x);
+int64_t exp_rowid(const struct exp *x);
+int64_t exp_last_seq(const struct exp *x);   /* events applied so far */
+uint64_t exp_version(const struct exp *x);   /* changes whenever status may change */
+const char *exp_id(const struct exp *x);
+
+/* Bandit index by id, −1 if none. Arm index by name within bandit b. */
+int exp_bandit_index(const struct exp *x, const char *id);
+int exp_arm_index(const struct exp *x, size_t b, const char *name);
+
+/* Rescale a reward in user units to [0, 1]. */
+double exp_scale(const struct exp *x, double v);
+/* Width of the reward range (to scale bounds back). */
+double exp_range(const struct exp *x);
+
+/* Assignment ids: "<token>-<seq>" (the token is random per experiment, so
+ * ids of a deleted and re-created experiment never match). Parse returns
+ * the seq, or −1 if the id is not one of this experiment's. */
+void exp_assignment_id(const struct exp *x, int64_t seq, char *buf, size_t len);
+int64_t exp_parse_assignment_id(const struct exp *x, const char *id);
+
+/* Events. Each exp_ev_* applies the event to the engine and the in-memory
+ * tables and appends its store op to `batch` (seq numbered); nothing is
+ * written until exp_submit_locked. */
+struct exp_batch {
+    struct store_op *ops; /* owned by the batch */
+    size_t n, cap;
+    char **strings;       /* owned copies the ops point to */
+    size_t nstr, capstr;
+    int64_t *assign_seqs; /* assignments created by this batch */
+    size_t nassign, capassign;
+    int64_t *outcome_seqs; /* assignments finalised by this batch */
+    size_t noutcome, capoutcome;
+};
+
+void exp_batch_init(struct exp_batch *b);
+void exp_batch_free(struct exp_batch *b);
+
+/* Hand out an assignment. bandit < 0: the policy chooses. unit may be NULL.
+ * Fills *out (borrowed pointer into the table, valid while locked).
+ * Returns EXP_OK, EXP_ERR_LIMIT (too many pending), EXP_ERR_NOMEM. */
+int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *unit,
+                  int64_t now_ms, const struct exp_assignment **out);
+
+/* The assignment of a sticky unit, if any (memory, then disk). Returns 1
+ * and fills *out (a copy; out->unit is NULL), 0 if none, −1 on store error. */
+int exp_find_unit(struct exp *x, const char *unit, struct exp_assignment *out);
+
+/* Outcome of a reward report. */
+enum exp_reward_status {
+    EXP_R_ACCEPTED = 0,
+    EXP_R_DUPLICATE = 1,
+    EXP_R_CONFLICT = 2,
+    EXP_R_UNKNOWN = 3,
+    EXP_R_EXPIRED = 4,
+    EXP_R_ERROR = 5, /* store read failed */
+};
+const char *exp_reward_status_name(enum exp_reward_status s);
+
+/* Report reward v (user units, validated by the caller) for assignment seq. */
+enum exp_reward_status exp_ev_reward(struct exp *x, struct exp_batch *b, int64_t seq, double v,
+                                     int64_t now_ms);
+/* An observation for (bandit, arm). */
+int exp_ev_observe(struct exp *x, struct exp_batch *b, size_t bandit, size_t arm, double v,
+                   int64_t now_ms);
+/* Change state (running / paused / stopped). Returns EXP_OK, or
+ * EXP_ERR_INTERNAL when the transition is not allowed (from stopped). */
+int exp_ev_state(struct exp *x, struct exp_batch *b, enum exp_state s, int64_t now_ms);
+
+/* Queue the batch's ops (if any) for the writer; done(arg, store_err) runs on
+ * the writer thread after commit. The batch must stay alive until then.
+ * Returns STORE_OK or a store error (done not called). */
+int exp_submit_locked(struct exp *x, struct exp_batch *b, store_done_fn done, void *arg);
+
+/* Mark for deletion (under lock) and queue the delete; later requests get
+ * EXP_ERR_GONE. The registry forgets the id at once. */
+int exp_delete_locked(struct exp *x, struct exp_batch *b, store_done_fn done, void *arg);
+
+/* History (bounded, decimated): number of points and the i-th. */
+size_t exp_history_len(const struct exp *x);
+const struct exp_history_point *exp_history_at(const struct exp *x, size_t i);
+
+/* The store, for read paths (export). */
+struct store *exp_store(void);
+
+/* Outstanding (pending) assignments of the experiment. */
+size_t exp_pending_count(const struct exp *x);
+/* Pending assignments of all experiments (for /metrics; approximate). */
+uint64_t exp_pending_total(void);
+
+#endif

@@ -1,0 +1,772 @@
+/*
+ * engine.c — one experiment's allocation state machine (see engine.h).
+ *
+ * The engine wraps a policy with what every policy shares: statistics,
+ * pending pulls, budgets, stop rules and clinical constraints. Policies that
+ * handle several bandits themselves (POLICY_F_MULTI) get one instance over
+ * the whole experiment; any other policy gets one instance per bandit, each
+ * with its share of the budget, and the engine chooses the bandit when the
+ * request does not name one (the unfinished bandit with the fewest pulls
+ * handed out).
+ */
+#include "policies/engine.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct engine {
+    struct engine_config cfg;
+    size_t nb;
+    size_t *k;               /* arms per bandit */
+    size_t kmax;
+    struct stats_arm *store; /* all arms, bandit after bandit */
+    struct stats_arm **arms; /* arms[b] points into store */
+    uint32_t **rank;         /* per bandit: random tie-break rank of each arm */
+    uint32_t *rank_store;
+    int *control;            /* per bandit control arm or −1 */
+    unsigned char *done;     /* per bandit */
+    uint64_t *used;          /* per bandit: rewarded + pending pulls (budget count) */
+    uint64_t *handed;        /* per bandit: pulls ever handed out */
+    uint64_t pulls, pending, handed_total;
+    uint64_t used_total;     /* Σ used */
+    enum engine_stop_reason reason;
+    enum engine_stop_rule rule; /* resolved (never DEFAULT) */
+    int paused;
+    gsl_rng *rng;
+    /* policy instances: one (multi) or one per bandit */
+    size_t ninst;
+    struct policy_ctx *ctx;
+    void **pstate;
+    uint64_t *inst_budget;
+    unsigned char *scratch_high; /* kmax entries, stop checks */
+};
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static int is_multi(const struct engine *e)
+{
+    return (e->cfg.policy->flags & POLICY_F_MULTI) != 0 || e->nb == 1;
+}
+
+static size_t inst_of(const struct engine *e, size_t b)
+{
+    return e->ninst == 1 ? 0 : b;
+}
+
+static enum engine_stop_rule resolve_rule(const struct engine_config *c)
+{
+    const struct policy_ops *p = c->policy;
+    if (c->stop_rule != ENGINE_RULE_DEFAULT)
+        return c->stop_rule;
+    if (p->flags & POLICY_F_OWN_STOP)
+        return ENGINE_RULE_POLICY;
+    if (p->flags & POLICY_F_REGRET)
+        return ENGINE_RULE_NONE;
+    /* A fixed-budget run stops at its budget; a fixed-confidence policy
+     * given a budget treats it as a cap and still stops on δᶜ. */
+    if ((p->flags & POLICY_F_FIXED_BUDGET) &&
+        (c->budget > 0 || !(p->flags & POLICY_F_FIXED_CONFIDENCE)))
+        return ENGINE_RULE_NONE;
+    return ENGINE_RULE_DELTA_C;
+}
+
+int engine_validate(const struct engine_config *c, char *err, size_t errlen)
+{
+    const struct policy_ops *p = c->policy;
+    if (p == NULL) {
+        snprintf(err, errlen, "policy.name: unknown policy");
+        return -1;
+    }
+    if (c->n_bandits < 1 || c->n_bandits > ENGINE_MAX_BANDITS) {
+        snprintf(err, errlen, "bandits: need 1 to %d bandits", ENGINE_MAX_BANDITS);
+        return -1;
+    }
+    for (size_t b = 0; b < c->n_bandits; b++) {
+        if (c->n_arms[b] < 2 || c->n_arms[b] > ENGINE_MAX_ARMS) {
+            snprintf(err, errlen, "bandits[%zu].arms: need 2 to %d arms", b, ENGINE_MAX_ARMS);
+            return -1;
+        }
+        if (c->m >= c->n_arms[b]) {
+            snprintf(err, errlen, "goal.m: must be less than the number of arms (%zu in bandit %zu)",
+                     c->n_arms[b], b);
+            return -1;
+        }
+        if (c->control_arm != NULL && c->control_arm[b] >= (int)c->n_arms[b]) {
+            snprintf(err, errlen, "constraints.control.arm: no such arm in bandit %zu", b);
+            return -1;
+        }
+        if (c->min_prob * (double)c->n_arms[b] >= 1.0) {
+            snprintf(err, errlen,
+                     "constraints.min_prob: times the number of arms (%zu) must be below 1",
+                     c->n_arms[b]);
+            return -1;
+        }
+    }
+    if (c->m < 1) {
+        snprintf(err, errlen, "goal.m: must be at least 1");
+        return -1;
+    }
+    if (c->m > 1 && !(p->flags & POLICY_F_TOPM)) {
+        snprintf(err, errlen, "goal.m: policy %s finds the best arm only (m = 1)", p->name);
+        return -1;
+    }
+    if (!(c->epsilon >= 0 && c->epsilon < 1)) {
+        snprintf(err, errlen, "goal.epsilon: must be in [0, reward range)");
+        return -1;
+    }
+    if ((p->flags & POLICY_F_NEEDS_EPSILON) && c->epsilon <= 0) {
+        snprintf(err, errlen, "goal.epsilon: policy %s needs epsilon > 0", p->name);
+        return -1;
+    }
+    if (!(c->delta > 0 && c->delta < 1)) {
+        snprintf(err, errlen, "goal.delta: must be in (0, 1)");
+        return -1;
+    }
+    if ((p->flags & POLICY_F_FIXED_BUDGET) && !(p->flags & POLICY_F_FIXED_CONFIDENCE) &&
+        c->budget == 0) {
+        snprintf(err, errlen, "goal.budget: policy %s is a fixed-budget policy and needs a budget",
+                 p->name);
+        return -1;
+    }
+    if (c->budget > 0) {
+        uint64_t arms = 0;
+        for (size_t b = 0; b < c->n_bandits; b++)
+            arms += c->n_arms[b];
+        if (c->budget < arms) {
+            snprintf(err, errlen, "goal.budget: must be at least the number of arms (%llu)",
+                     (unsigned long long)arms);
+            return -1;
+        }
+    }
+    if (p->flags & POLICY_F_NEEDS_TARGET) {
+        if (c->target_arm < 0) {
+            snprintf(err, errlen, "target_arm: policy %s needs a target arm", p->name);
+            return -1;
+        }
+    }
+    if (c->target_arm >= 0) {
+        for (size_t b = 0; b < c->n_bandits; b++)
+            if ((size_t)c->target_arm >= c->n_arms[b]) {
+                snprintf(err, errlen, "target_arm: no such arm in bandit %zu", b);
+                return -1;
+            }
+    }
+    if (!(isnan(c->tau) || c->tau == 0 || (c->tau > 0 && c->tau < 1))) {
+        snprintf(err, errlen, "tau: must be in (0, 1)");
+        return -1;
+    }
+    if (c->stop_rule == ENGINE_RULE_POLICY && !(p->flags & POLICY_F_OWN_STOP)) {
+        snprintf(err, errlen, "stop_rule: policy %s has no stop rule of its own", p->name);
+        return -1;
+    }
+    if (!(c->min_prob >= 0 && c->min_prob < 1)) {
+        snprintf(err, errlen, "constraints.min_prob: must be in [0, 1)");
+        return -1;
+    }
+    if (!(c->control_share >= 0 && c->control_share < 1)) {
+        snprintf(err, errlen, "constraints.control.share: must be in [0, 1)");
+        return -1;
+    }
+    if (c->control_share > 0 && c->control_arm == NULL) {
+        snprintf(err, errlen, "constraints.control.arm: a control share needs a control arm");
+        return -1;
+    }
+    if (c->prior_alpha < 0 || c->prior_beta < 0) {
+        snprintf(err, errlen, "policy.params.prior: must be positive");
+        return -1;
+    }
+    return 0;
+}
+
+void engine_free(struct engine *e)
+{
+    if (e == NULL)
+        return;
+    if (e->pstate != NULL && e->cfg.policy->fini != NULL)
+        for (size_t i = 0; i < e->ninst; i++)
+            if (e->pstate[i] != NULL)
+                e->cfg.policy->fini(e->pstate[i]);
+    if (e->rng != NULL)
+        gsl_rng_free(e->rng);
+    free(e->pstate);
+    free(e->ctx);
+    free(e->inst_budget);
+    free(e->scratch_high);
+    free(e->k);
+    free(e->store);
+    free(e->arms);
+    free(e->rank);
+    free(e->rank_store);
+    free(e->control);
+    free(e->done);
+    free(e->used);
+    free(e->handed);
+    free(e);
+}
+
+struct engine *engine_create(const struct engine_config *cfg, char *err, size_t errlen)
+{
+    if (engine_validate(cfg, err, errlen) != 0)
+        return NULL;
+    struct engine *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        goto nomem;
+    e->cfg = *cfg;
+    e->nb = cfg->n_bandits;
+    e->k = calloc(e->nb, sizeof *e->k);
+    e->arms = calloc(e->nb, sizeof *e->arms);
+    e->rank = calloc(e->nb, sizeof *e->rank);
+    e->control = calloc(e->nb, sizeof *e->control);
+    e->done = calloc(e->nb, 1);
+    e->used = calloc(e->nb, sizeof *e->used);
+    e->handed = calloc(e->nb, sizeof *e->handed);
+    if (!e->k || !e->arms || !e->rank || !e->control || !e->done || !e->used || !e->handed)
+        goto nomem;
+    size_t total = 0;
+    for (size_t b = 0; b < e->nb; b++) {
+        e->k[b] = cfg->n_arms[b];
+        total += e->k[b];
+        if (e->k[b] > e->kmax)
+            e->kmax = e->k[b];
+        e->control[b] = cfg->control_arm != NULL ? cfg->control_arm[b] : -1;
+    }
+    e->cfg.n_arms = e->k;
+    e->cfg.control_arm = NULL; /* use e->control */
+    if (isnan(e->cfg.tau) || e->cfg.tau == 0)
+        e->cfg.tau = 1 - e->cfg.delta;
+    if (e->cfg.prior_alpha == 0)
+        e->cfg.prior_alpha = 1;
+    if (e->cfg.prior_beta == 0)
+        e->cfg.prior_beta = 1;
+    e->store = calloc(total, sizeof *e->store);
+    e->rank_store = calloc(total, sizeof *e->rank_store);
+    e->scratch_high = calloc(e->kmax, 1);
+    if (!e->store || !e->rank_store || !e->scratch_high)
+        goto nomem;
+    e->rng = gsl_rng_alloc(gsl_rng_taus2);
+    if (e->rng == NULL)
+        goto nomem;
+    uint64_t sm = cfg->seed;
+    unsigned long s = (unsigned long)splitmix64(&sm);
+    gsl_rng_set(e->rng, s != 0 ? s : 1);
+
+    size_t off = 0;
+    for (size_t b = 0; b < e->nb; b++) {
+        e->arms[b] = e->store + off;
+        e->rank[b] = e->rank_store + off;
+        for (size_t i = 0; i < e->k[b]; i++) {
+            stats_arm_init(&e->arms[b][i], e->cfg.prior_alpha, e->cfg.prior_beta);
+            e->rank[b][i] = (uint32_t)i;
+        }
+        /* A random permutation per bandit: the status endpoint's tie-break,
+         * fair to every arm and stable between calls. */
+        for (size_t i = e->k[b]; i > 1; i--) {
+            size_t j = policy_rand_index(e->rng, i);
+            uint32_t t = e->rank[b][i - 1];
+            e->rank[b][i - 1] = e->rank[b][j];
+            e->rank[b][j] = t;
+        }
+        off += e->k[b];
+    }
+    e->rule = resolve_rule(&e->cfg);
+
+    e->ninst = is_multi(e) ? 1 : e->nb;
+    e->ctx = calloc(e->ninst, sizeof *e->ctx);
+    e->pstate = calloc(e->ninst, sizeof *e->pstate);
+    e->inst_budget = calloc(e->ninst, sizeof *e->inst_budget);
+    if (!e->ctx || !e->pstate || !e->inst_budget)
+        goto nomem;
+    for (size_t i = 0; i < e->ninst; i++) {
+        struct policy_ctx *c = &e->ctx[i];
+        size_t b0 = e->ninst == 1 ? 0 : i;
+        c->n_bandits = e->ninst == 1 ? e->nb : 1;
+        c->n_arms = &e->k[b0];
+        c->arms = &e->arms[b0];
+        c->bandit_done = &e->done[b0];
+        c->m = e->cfg.m;
+        c->epsilon = e->cfg.epsilon;
+        c->delta = e->cfg.delta;
+        if (e->cfg.budget > 0) {
+            /* Split the budget between per-bandit instances; the first
+             * budget % M bandits get one pull more. */
+            e->inst_budget[i] = e->ninst == 1 ? e->cfg.budget
+                                              : e->cfg.budget / e->nb + (i < e->cfg.budget % e->nb);
+        }
+        c->budget = e->inst_budget[i];
+        c->bound = e->cfg.bound;
+        c->tau = e->cfg.tau;
+        c->target_arm = e->cfg.target_arm;
+        c->params = &e->cfg.params;
+        c->rng = e->rng;
+        if (e->cfg.policy->init(&e->pstate[i], c, err, errlen) != 0) {
+            e->pstate[i] = NULL;
+            engine_free(e);
+            return NULL;
+        }
+    }
+    return e;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    engine_free(e);
+    return NULL;
+}
+
+/* --- stopping ------------------------------------------------------------- */
+
+static void recommend(const struct engine *e, size_t b, unsigned char *high)
+{
+    const struct policy_ops *p = e->cfg.policy;
+    if (p->recommend != NULL) {
+        size_t i = inst_of(e, b);
+        memset(high, 0, e->k[b]);
+        p->recommend(e->pstate[i], &e->ctx[i], e->ninst == 1 ? b : 0, high);
+        return;
+    }
+    stats_top_m(e->arms[b], e->k[b], e->cfg.m, e->rank[b], high);
+}
+
+static double delta_c_of(const struct engine *e, size_t b, const unsigned char *high, double *cut)
+{
+    struct stats_dc_opts o = {
+        .bound = e->cfg.bound, .epsilon = e->cfg.epsilon, .hoeffding_only = 0, .count_pending = 0};
+    return stats_delta_c(e->arms[b], e->k[b], high, &o, cut, NULL);
+}
+
+static int any_unpulled(const struct engine *e, size_t b)
+{
+    for (size_t i = 0; i < e->k[b]; i++)
+        if (e->arms[b][i].n == 0)
+            return 1;
+    return 0;
+}
+
+/* Does bandit b meet the experiment's confidence rule now? */
+static int rule_met(struct engine *e, size_t b)
+{
+    if (e->rule == ENGINE_RULE_NONE)
+        return 0;
+    if (e->rule == ENGINE_RULE_POLICY) {
+        size_t i = inst_of(e, b);
+        const struct policy_ops *p = e->cfg.policy;
+        return p->done != NULL && p->done(e->pstate[i], &e->ctx[i], e->ninst == 1 ? b : 0);
+    }
+    if (any_unpulled(e, b))
+        return 0;
+    unsigned char *high = e->scratch_high;
+    recommend(e, b, high);
+    switch (e->rule) {
+    case ENGINE_RULE_DELTA_C:
+        return delta_c_of(e, b, high, NULL) <= e->cfg.delta;
+    case ENGINE_RULE_GLR:
+    case ENGINE_RULE_GLR_HEURISTIC: {
+        uint64_t t = 0;
+        for (size_t i = 0; i < e->k[b]; i++)
+            t += e->arms[b][i].n;
+        enum stats_glr_threshold kind =
+            e->rule == ENGINE_RULE_GLR ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
+        return stats_glr(e->arms[b], e->k[b], high) >
+               stats_glr_threshold(kind, (double)t, e->k[b], e->cfg.delta);
+    }
+    case ENGINE_RULE_RHO:
+        return stats_rho(e->arms[b], e->k[b], e->cfg.m) >= e->cfg.tau;
+    default:
+        return 0;
+    }
+}
+
+static void finish_if_all_done(struct engine *e, enum engine_stop_reason why)
+{
+    for (size_t b = 0; b < e->nb; b++)
+        if (!e->done[b])
+            return;
+    if (e->reason == ENGINE_RUNNING)
+        e->reason = why;
+}
+
+static void mark_done(struct engine *e, size_t b, enum engine_stop_reason why)
+{
+    if (e->done[b])
+        return;
+    e->done[b] = 1;
+    finish_if_all_done(e, why);
+}
+
+static enum engine_stop_reason rule_reason(const struct engine *e)
+{
+    return e->rule == ENGINE_RULE_POLICY ? ENGINE_STOPPED_POLICY : ENGINE_STOPPED_CONFIDENCE;
+}
+
+static void check_stop(struct engine *e, size_t b)
+{
+    if (e->reason != ENGINE_RUNNING || e->done[b])
+        return;
+    if (rule_met(e, b))
+        mark_done(e, b, rule_reason(e));
+}
+
+/* --- assignment ------------------------------------------------------------ */
+
+/* The unfinished bandit with the fewest pulls handed out (ties at random);
+ * −1 if every bandit is done. */
+static int least_served_bandit(struct engine *e)
+{
+    size_t best = (size_t)-1, ties = 0;
+    for (size_t b = 0; b < e->nb; b++) {
+        if (e->done[b])
+            continue;
+        if (best == (size_t)-1 || e->used[b] < e->used[best]) {
+            best = b;
+            ties = 1;
+        } else if (e->used[b] == e->used[best]) {
+            ties++;
+            if (gsl_rng_uniform_int(e->rng, (unsigned long)ties) == 0)
+                best = b;
+        }
+    }
+    return best == (size_t)-1 ? -1 : (int)best;
+}
+
+static void exploit(struct engine *e, int bandit, struct engine_pull *out)
+{
+    size_t b = bandit >= 0 ? (size_t)bandit : policy_rand_index(e->rng, e->nb);
+    unsigned char *high = e->scratch_high;
+    recommend(e, b, high);
+    /* Serve one of the recommended arms, uniformly. */
+    size_t count = 0;
+    for (size_t i = 0; i < e->k[b]; i++)
+        count += high[i] != 0;
+    size_t pick = policy_rand_index(e->rng, count ? count : e->k[b]);
+    size_t arm = 0;
+    for (size_t i = 0; i < e->k[b]; i++) {
+        if (count && !high[i])
+            continue;
+        if (pick-- == 0) {
+            arm = i;
+            break;
+        }
+    }
+    out->bandit = b;
+    out->arm = arm;
+    out->exploit = 1;
+}
+
+static void record_pull(struct engine *e, size_t b, size_t arm)
+{
+    e->arms[b][arm].pending++;
+    e->pending++;
+    e->used[b]++;
+    e->used_total++;
+    e->handed[b]++;
+    e->handed_total++;
+    e->ctx[inst_of(e, b)].handed_out = e->ninst == 1 ? e->handed_total : e->handed[b];
+}
+
+/* Is the budget of bandit b's policy instance (or of the experiment, for a
+ * single instance) handed out? Counted in rewarded plus pending pulls. */
+static int budget_spent(const struct engine *e, size_t b)
+{
+    if (e->cfg.budget == 0)
+        return 0;
+    if (e->ninst == 1)
+        return e->used_total >= e->cfg.budget;
+    return e->used[b] >= e->inst_budget[b];
+}
+
+static void stop_on_budget(struct engine *e, size_t b)
+{
+    if (e->ninst != 1) {
+        mark_done(e, b, ENGINE_STOPPED_BUDGET);
+        return;
+    }
+    for (size_t j = 0; j < e->nb; j++)
+        mark_done(e, j, ENGINE_STOPPED_BUDGET);
+}
+
+/* The arm with the fewest pulls handed out below the burn-in, in bandit b or
+ * (b < 0) in any unfinished bandit; 0 if none. */
+static int burn_in_pick(struct engine *e, int b, struct policy_pick *pick)
+{
+    uint64_t best_h = 0;
+    size_t ties = 0;
+    for (size_t j = 0; j < e->nb; j++) {
+        if ((b >= 0 && j != (size_t)b) || e->done[j])
+            continue;
+        for (size_t i = 0; i < e->k[j]; i++) {
+            uint64_t h = e->arms[j][i].n + e->arms[j][i].pending;
+            if (h >= e->cfg.burn_in)
+                continue;
+            if (ties == 0 || h < best_h) {
+                best_h = h;
+                ties = 1;
+                pick->bandit = j;
+                pick->arm = i;
+            } else if (h == best_h && gsl_rng_uniform_int(e->rng, (unsigned long)++ties) == 0) {
+                pick->bandit = j;
+                pick->arm = i;
+            }
+        }
+    }
+    return ties > 0;
+}
+
+/* Clinical constraints, applied before the policy: burn-in first; then
+ * with probability s the control arm; then, with probability K·f, an arm
+ * uniformly at random — so p_i = s·[i = control] + (1 − s)(f + (1 − K f) q_i)
+ * with q the policy's own distribution. Returns 1 and fills pick when a
+ * constraint decides the pull. */
+static int constrained_pick(struct engine *e, int b, struct policy_pick *pick)
+{
+    const struct engine_config *c = &e->cfg;
+    if (c->burn_in > 0 && burn_in_pick(e, b, pick))
+        return 1;
+    if (c->control_share <= 0 && c->min_prob <= 0)
+        return 0;
+    double u = gsl_rng_uniform(e->rng);
+    int kind = 0; /* 1 control, 2 uniform */
+    if (u < c->control_share)
+        kind = 1;
+    else if (c->min_prob > 0 && gsl_rng_uniform(e->rng) < c->min_prob * (double)e->kmax)
+        kind = 2;
+    if (kind == 0)
+        return 0;
+    int bb = b >= 0 ? b : least_served_bandit(e);
+    if (bb < 0)
+        return 0;
+    if (kind == 1 && e->control[bb] < 0)
+        return 0;
+    /* The uniform floor is f·K_b for bandit bb: thin the K_max coin. */
+    if (kind == 2 && e->k[bb] != e->kmax &&
+        gsl_rng_uniform(e->rng) >= (double)e->k[bb] / (double)e->kmax)
+        return 0;
+    pick->bandit = (size_t)bb;
+    pick->arm = kind == 1 ? (size_t)e->control[bb] : policy_rand_index(e->rng, e->k[bb]);
+    return 1;
+}
+
+int engine_assign(struct engine *e, int bandit, struct engine_pull *out)
+{
+    if (bandit >= (int)e->nb)
+        return -1;
+    if (e->reason != ENGINE_RUNNING || e->paused || (bandit >= 0 && e->done[bandit])) {
+        exploit(e, bandit, out);
+        return 0;
+    }
+    const struct policy_ops *p = e->cfg.policy;
+    /* Each pass that does not hand out a pull marks a bandit done, so the
+     * loop ends after at most M + 1 passes. */
+    for (;;) {
+        struct policy_pick pick = {0, 0};
+        int b = bandit;
+        int policy_chooses = b < 0 && e->ninst == 1 && e->nb > 1;
+        if (b < 0 && !policy_chooses) {
+            b = least_served_bandit(e);
+            if (b < 0)
+                break;
+        }
+        size_t bs = b >= 0 ? (size_t)b : 0;
+        if (budget_spent(e, bs)) {
+            stop_on_budget(e, bs);
+            if (bandit >= 0 || e->reason != ENGINE_RUNNING)
+                break;
+            continue;
+        }
+        if (!constrained_pick(e, b, &pick)) {
+            size_t i = b >= 0 ? inst_of(e, bs) : 0;
+            int local = b < 0 ? -1 : (e->ninst == 1 ? b : 0);
+            if (p->select(e->pstate[i], &e->ctx[i], local, &pick) == POLICY_DONE) {
+                if (b >= 0)
+                    mark_done(e, bs, ENGINE_STOPPED_POLICY);
+                else
+                    for (size_t j = 0; j < e->nb; j++)
+                        mark_done(e, j, ENGINE_STOPPED_POLICY);
+                if (bandit >= 0 || e->reason != ENGINE_RUNNING)
+                    break;
+                continue;
+            }
+            if (e->ninst != 1)
+                pick.bandit = bs;
+        }
+        if (pick.bandit >= e->nb || pick.arm >= e->k[pick.bandit] || e->done[pick.bandit])
+            abort(); /* a policy answered outside its scope: a bug, fail loudly */
+        record_pull(e, pick.bandit, pick.arm);
+        out->bandit = pick.bandit;
+        out->arm = pick.arm;
+        out->exploit = 0;
+        if (budget_spent(e, pick.bandit))
+            stop_on_budget(e, pick.bandit); /* that was the budget's last pull */
+        return 0;
+    }
+    exploit(e, bandit, out);
+    return 0;
+}
+
+void engine_record_pull(struct engine *e, size_t bandit, size_t arm)
+{
+    record_pull(e, bandit, arm);
+    if (budget_spent(e, bandit))
+        stop_on_budget(e, bandit);
+}
+
+/* --- outcomes --------------------------------------------------------------- */
+
+static void learn(struct engine *e, size_t b, size_t arm, double r, enum policy_event ev)
+{
+    struct stats_arm *a = &e->arms[b][arm];
+    int was_pending = ev != POLICY_EV_OBSERVATION && a->pending > 0;
+    if (was_pending) {
+        a->pending--;
+        e->pending--;
+        e->used[b]--;
+        e->used_total--;
+    }
+    if (ev == POLICY_EV_RELEASE) {
+        /* The pull is neither rewarded nor pending any more: it frees its
+         * place in the budget. */
+    } else {
+        if (r < 0)
+            r = 0;
+        if (r > 1)
+            r = 1;
+        stats_arm_add(a, r);
+        /* Bernoulli trick (Agrawal & Goyal): a reward in (0, 1) updates the
+         * Beta posterior as a success with probability r. 0 and 1 need no
+         * draw, so Bernoulli experiments keep their random stream. */
+        int s = r >= 1 ? 1 : r <= 0 ? 0 : gsl_rng_uniform(e->rng) < r;
+        stats_arm_add_bayes(a, s);
+        e->pulls++;
+        if (was_pending) {
+            /* A rewarded pull keeps its place in the budget; observations
+             * were never handed out and take none. */
+            e->used[b]++;
+            e->used_total++;
+        }
+    }
+    const struct policy_ops *p = e->cfg.policy;
+    size_t i = inst_of(e, b);
+    if (p->update != NULL)
+        p->update(e->pstate[i], &e->ctx[i], e->ninst == 1 ? b : 0, arm, ev, r);
+    if (ev != POLICY_EV_RELEASE)
+        check_stop(e, b);
+}
+
+void engine_reward(struct engine *e, size_t bandit, size_t arm, double r)
+{
+    learn(e, bandit, arm, r, POLICY_EV_REWARD);
+}
+
+void engine_release(struct engine *e, size_t bandit, size_t arm)
+{
+    learn(e, bandit, arm, 0, POLICY_EV_RELEASE);
+}
+
+void engine_observe(struct engine *e, size_t bandit, size_t arm, double r)
+{
+    learn(e, bandit, arm, r, POLICY_EV_OBSERVATION);
+}
+
+void engine_stop(struct engine *e)
+{
+    for (size_t b = 0; b < e->nb; b++)
+        e->done[b] = 1;
+    if (e->reason == ENGINE_RUNNING)
+        e->reason = ENGINE_STOPPED_MANUAL;
+}
+
+void engine_set_paused(struct engine *e, int paused)
+{
+    e->paused = paused != 0;
+}
+
+/* --- status ------------------------------------------------------------------ */
+
+enum engine_stop_reason engine_stop_reason(const struct engine *e)
+{
+    return e->reason;
+}
+
+int engine_stopped(const struct engine *e)
+{
+    return e->reason != ENGINE_RUNNING;
+}
+
+size_t engine_n_bandits(const struct engine *e)
+{
+    return e->nb;
+}
+
+size_t engine_n_arms(const struct engine *e, size_t bandit)
+{
+    return e->k[bandit];
+}
+
+const struct stats_arm *engine_arms(const struct engine *e, size_t bandit)
+{
+    return e->arms[bandit];
+}
+
+uint64_t engine_pulls(const struct engine *e)
+{
+    return e->pulls;
+}
+
+uint64_t engine_pending(const struct engine *e)
+{
+    return e->pending;
+}
+
+uint64_t engine_handed_out(const struct engine *e)
+{
+    return e->handed_total;
+}
+
+int engine_bandit_done(const struct engine *e, size_t bandit)
+{
+    return e->done[bandit];
+}
+
+size_t engine_bandits_done(const struct engine *e)
+{
+    size_t n = 0;
+    for (size_t b = 0; b < e->nb; b++)
+        n += e->done[b];
+    return n;
+}
+
+void engine_bandit_status(const struct engine *e, size_t b, unsigned char *high,
+                          struct engine_bandit_status *st)
+{
+    recommend(e, b, high);
+    st->delta_c = delta_c_of(e, b, high, &st->cutoff);
+    if (any_unpulled(e, b))
+        st->delta_c = 1;
+    st->rho = stats_rho(e->arms[b], e->k[b], e->cfg.m);
+    st->glr = stats_glr(e->arms[b], e->k[b], high);
+    st->done = e->done[b];
+}
+
+void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, double d, double *lo,
+                         double *hi)
+{
+    const struct stats_arm *a = &e->arms[bandit][arm];
+    double w = stats_width(e->cfg.bound, a, 0, d);
+    if (a->n == 0 || !isfinite(w)) {
+        *lo = 0;
+        *hi = 1;
+        return;
+    }
+    *lo = a->mean - w < 0 ? 0 : a->mean - w;
+    *hi = a->mean + w > 1 ? 1 : a->mean + w;
+}
+
+const struct engine_config *engine_config(const struct engine *e)
+{
+    return &e->cfg;
+}
