@@ -176,7 +176,7 @@ const char *store_strerror(int err)
     case STORE_ERR_EXISTS:
         return "already exists";
     case STORE_ERR_FULL:
-        return "storage full or read-only";
+        return "storage full, read-only or locked";
     case STORE_ERR_IO:
         return "storage I/O error";
     case STORE_ERR_NOMEM:
@@ -208,6 +208,8 @@ static int store_err_from_sqlite(int rc)
     case SQLITE_FULL:
     case SQLITE_READONLY:
     case SQLITE_CANTOPEN:
+    case SQLITE_BUSY:   /* still locked after the busy timeout and retries: */
+    case SQLITE_LOCKED: /* another process holds it; retry later too */
         return STORE_ERR_FULL;
     case SQLITE_NOMEM:
         return STORE_ERR_NOMEM;
