@@ -715,7 +715,7 @@ static int reader_get(struct store *s, struct reader **out)
     if (rc != SQLITE_OK) {
         sqlite3_close_v2(r->db);
         free(r);
-        return store_err_from_sqlite(rc);
+        return batch_err_from_sqlite(rc); /* never STORE_OK */
     }
     pthread_mutex_lock(&s->rmu);
     r->next = s->readers;
