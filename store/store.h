@@ -33,7 +33,8 @@ enum store_err {
     STORE_OK = 0,
     STORE_ERR_NOTFOUND = 1, /* no such row */
     STORE_ERR_EXISTS = 2,   /* unique key taken (experiment id, unit) */
-    STORE_ERR_FULL = 3,     /* disk full or read-only: retry later (503) */
+    STORE_ERR_FULL = 3,     /* disk full, read-only, or locked by another
+                             * process past the busy timeout: retry later (503) */
     STORE_ERR_IO = 4,       /* other I/O or SQLite failure (500) */
     STORE_ERR_NOMEM = 5,
     STORE_ERR_CLOSED = 6,   /* store shutting down */
@@ -51,8 +52,11 @@ enum store_sync {
 struct store;
 
 /* Open (creating if needed) and migrate the database at path. Returns NULL
- * with a message in err on failure. The result is new; free with
- * store_close, which drains the writer queue first. */
+ * with a message in err on failure (including a database whose schema is
+ * newer than this build). The result is new; free with store_close, which
+ * stops accepting submissions, drains the writer queue (commits it and calls
+ * the callbacks), joins the writer and closes every connection. Call it
+ * once no other thread is inside a store call, never from a callback. */
 struct store *store_open(const char *path, enum store_sync sync, char *err, size_t errlen);
 void store_close(struct store *s);
 
@@ -86,7 +90,7 @@ struct store_event {
     double value;     /* reward in the user's units; NaN when none */
     int64_t ref;      /* seq of the assignment this event is about; 0 if none */
     int64_t ts_ms;    /* when (ms since the epoch) */
-    int64_t expires_ms; /* ASSIGN: expiry time */
+    int64_t expires_ms; /* ASSIGN: expiry time; 0 if none */
     const char *unit; /* ASSIGN: sticky unit or NULL; borrowed */
     const char *text; /* STATE: new state; borrowed */
 };
@@ -95,7 +99,7 @@ struct store_event {
 
 enum store_op_kind {
     STORE_OP_EXP_CREATE = 1, /* id, config_json, created_ms → rowid filled on commit */
-    STORE_OP_EXP_DELETE = 2, /* exp */
+    STORE_OP_EXP_DELETE = 2, /* exp: the row and all its events; NOTFOUND if none */
     STORE_OP_EVENT = 3,      /* ev */
 };
 
@@ -113,13 +117,21 @@ struct store_op {
 };
 
 /* Completion: err is STORE_OK or a store_err; called once, on the writer
- * thread, after the transaction holding the write committed or failed. */
+ * thread, after the transaction holding the write committed or failed.
+ * Callbacks may call store_submit (from store_close's drain it returns
+ * STORE_ERR_CLOSED) and the read functions; they must not call
+ * store_write_sync (refused with STORE_ERR_IO: it would wait for itself),
+ * store_key_insert/revoke (same) or store_close, and should be short: the
+ * next group commit waits for them. */
 typedef void (*store_done_fn)(void *arg, int err);
 
 /* One submission: n ops committed atomically (a savepoint inside the group
  * transaction: one submission's constraint error does not fail the others).
  * ops must stay valid until done runs. Returns STORE_OK if queued (done will
- * be called exactly once) or STORE_ERR_CLOSED (done will not be called). */
+ * be called exactly once) or, without calling done, STORE_ERR_CLOSED,
+ * STORE_ERR_FULL (131072 submissions already waiting: back off) or
+ * STORE_ERR_NOMEM. A failed commit (disk full, I/O error) fails every
+ * submission of its group with STORE_ERR_FULL or STORE_ERR_IO. */
 int store_submit(struct store *s, struct store_op *ops, size_t n, store_done_fn done, void *arg);
 
 /* Keyed submission (key = experiment rowid, > 0). Every submission of a key
@@ -132,7 +144,8 @@ int store_submit(struct store *s, struct store_op *ops, size_t n, store_done_fn 
 int store_submit_keyed(struct store *s, int64_t key, int reset, struct store_op *ops, size_t n,
                        store_done_fn done, void *arg);
 
-/* Submit and wait (tools, tests, startup). Same atomicity. */
+/* Submit and wait (tools, tests, startup). Same atomicity. Not from a
+ * completion callback. */
 int store_write_sync(struct store *s, struct store_op *ops, size_t n);
 
 /* Writer figures for /metrics. */
@@ -146,6 +159,10 @@ struct store_stats {
 void store_get_stats(struct store *s, struct store_stats *out);
 
 /* --- reads (any thread; committed data only) ------------------------------ */
+/* Each thread gets its own read-only connection on first use, closed when
+ * the thread exits or at store_close. Reads are re-entrant: a callback of
+ * store_load_* may call any read function (nested reads see the same
+ * snapshot as the enclosing one). */
 
 struct store_experiment_row {
     int64_t rowid;
@@ -171,16 +188,21 @@ int store_load_events(struct store *s, int64_t exp, int64_t after_seq,
 int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct store_event *out,
                           char *buf, size_t buflen);
 
-/* The first REWARD, EXPIRE or LATE event referring to assignment seq ref. */
+/* The first REWARD, EXPIRE or LATE event referring to assignment seq ref.
+ * out->unit and out->text are NULL. */
 int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_event *out);
 
-/* The ASSIGN event of exp for a sticky unit. */
+/* The ASSIGN event of exp for a sticky unit. out->unit is the caller's
+ * unit, out->text NULL. */
 int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store_event *out);
 
 /* Highest seq of exp (0 when no event). */
 int store_last_seq(struct store *s, int64_t exp, int64_t *out);
 
 /* --- API keys (Access section of CONTRACT.md) ----------------------------- */
+/* Insert and revoke go through the writer queue and wait for their commit
+ * (one writing connection); revoke of an unknown rowid is NOTFOUND, a hash
+ * already stored is EXISTS. */
 
 struct store_key_row {
     int64_t rowid;
@@ -197,7 +219,8 @@ int store_key_revoke(struct store *s, int64_t rowid);
 int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key_row *row),
                     void *arg);
 
-/* Online backup to path (VACUUM INTO). */
+/* Online backup to path (VACUUM INTO on a fresh read-only connection: a
+ * consistent snapshot while the writer runs), fsynced. path must not exist. */
 int store_backup(struct store *s, const char *path, char *err, size_t errlen);
 
 #endif

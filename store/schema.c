@@ -1,0 +1,134 @@
+/*
+ * schema.c — the store's tables and the ordered list of migrations.
+ *
+ * A new schema version is one new entry at the end of migrations[] (its SQL
+ * turns version N-1 into N); nothing else changes. Existing entries are
+ * never edited: a database in the field went through them as they were.
+ */
+#include "store/schema.h"
+
+#include <stdio.h>
+
+#include "store/store.h"
+
+struct migration {
+    int version;     /* user_version after this step */
+    const char *sql; /* one or more statements */
+};
+
+static const struct migration migrations[] = {
+    {1,
+     /* Experiments: the configuration as sent (JSON), by a stable rowid that
+      * events refer to. */
+     "CREATE TABLE experiments ("
+     " rowid INTEGER PRIMARY KEY,"
+     " id TEXT NOT NULL UNIQUE,"
+     " config TEXT NOT NULL,"
+     " created_ms INTEGER NOT NULL);"
+     /* The append-only log, clustered by (exp, seq) so that replay and
+      * export are one range scan. */
+     "CREATE TABLE events ("
+     " exp INTEGER NOT NULL,"
+     " seq INTEGER NOT NULL,"
+     " kind INTEGER NOT NULL,"
+     " bandit INTEGER,"
+     " arm INTEGER,"
+     " flags INTEGER NOT NULL DEFAULT 0,"
+     " value REAL,"
+     " ref INTEGER,"
+     " ts_ms INTEGER NOT NULL,"
+     " expires_ms INTEGER,"
+     " unit TEXT,"
+     " text TEXT,"
+     " PRIMARY KEY (exp, seq)) WITHOUT ROWID;"
+     "CREATE INDEX events_ref ON events(exp, ref) WHERE ref IS NOT NULL;"
+     "CREATE UNIQUE INDEX events_unit ON events(exp, unit) WHERE unit IS NOT NULL;"
+     "CREATE TABLE api_keys ("
+     " rowid INTEGER PRIMARY KEY,"
+     " name TEXT,"
+     " scopes TEXT NOT NULL,"
+     " hash TEXT NOT NULL UNIQUE,"
+     " created_ms INTEGER NOT NULL,"
+     " revoked INTEGER NOT NULL DEFAULT 0);"},
+};
+
+#define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
+
+/* Schema version this build writes: the last migration's. */
+int store_schema_version(void)
+{
+    return migrations[N_MIGRATIONS - 1].version;
+}
+
+int store_schema_read_version(sqlite3 *db, int *out)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        goto out;
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *out = sqlite3_column_int(st, 0);
+        rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_ERROR; /* a pragma that returns nothing: not SQLite */
+    }
+out:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_schema_migrate(sqlite3 *db, char *err, size_t errlen)
+{
+    int rc, version = 0, in_tx = 0;
+    char pragma[64];
+
+    /* IMMEDIATE: two processes opening the same new file at once must not
+     * both run migration 1. */
+    rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "begin migration: %s", sqlite3_errmsg(db));
+        goto out;
+    }
+    in_tx = 1;
+    rc = store_schema_read_version(db, &version);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "read schema version: %s", sqlite3_errmsg(db));
+        goto out;
+    }
+    if (version > store_schema_version()) {
+        snprintf(err, errlen,
+                 "database schema version %d is newer than this build's (%d): "
+                 "refusing to open it; use a newer banditd",
+                 version, store_schema_version());
+        rc = SQLITE_ERROR;
+        goto out;
+    }
+    for (size_t i = 0; i < N_MIGRATIONS; i++) {
+        if (migrations[i].version <= version)
+            continue;
+        rc = sqlite3_exec(db, migrations[i].sql, NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+            snprintf(err, errlen, "migration %d: %s", migrations[i].version,
+                     sqlite3_errmsg(db));
+            goto out;
+        }
+        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", migrations[i].version);
+        rc = sqlite3_exec(db, pragma, NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+            snprintf(err, errlen, "migration %d: %s", migrations[i].version,
+                     sqlite3_errmsg(db));
+            goto out;
+        }
+    }
+    rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "commit migration: %s", sqlite3_errmsg(db));
+        goto out;
+    }
+    in_tx = 0;
+out:
+    if (in_tx && !sqlite3_get_autocommit(db))
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}

@@ -1,0 +1,1286 @@
+/*
+ * store.c — the SQLite store: one writer thread with group commit, per-thread
+ * read-only connections, WAL.
+ *
+ * Writes: store_submit() appends a submission to a FIFO; the writer thread
+ * takes up to STORE_BATCH_MAX of them, opens one IMMEDIATE transaction, runs
+ * each submission inside its own savepoint (a constraint error rolls back
+ * that submission only), commits once and then calls the completion
+ * callbacks in FIFO order. A failure of the transaction itself (full disk,
+ * I/O error, injected fault) rolls everything back and fails every
+ * submission of the batch. API keys are written through the same queue, so
+ * the database has exactly one writing connection.
+ *
+ * Reads: each thread gets its own read-only connection on first use (a
+ * pthread key per store; the connection is closed when the thread exits or at
+ * store_close, whichever comes first) with its statements prepared once. A
+ * statement busy in an outer read (a callback of store_load_events calling
+ * store_find_unit, or even store_load_events again) is never reused: the
+ * nested call prepares a private one, so reads are re-entrant.
+ *
+ * Threads: store_close must not run while another thread is inside a store
+ * call, and must not be called from a completion callback (it joins the
+ * writer). Callbacks run on the writer thread: they may call store_submit
+ * and the read functions, but not store_write_sync or store_close, and they
+ * should be short (the next batch waits for them).
+ */
+#include "store/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "store/schema.h"
+#include "store/store_test.h"
+
+#define STORE_BUSY_TIMEOUT_MS 5000
+#define STORE_BUSY_RETRIES 5      /* on top of the busy handler's wait */
+#define STORE_BATCH_MAX 4096      /* submissions per group commit */
+#define STORE_QUEUE_MAX 131072    /* submissions waiting: beyond, FULL (503) */
+#define STORE_FAULT_ENV "BANDITD_STORE_FAIL_COMMITS"
+
+/* --- writer statements ------------------------------------------------------ */
+
+enum wq {
+    WQ_BEGIN,
+    WQ_COMMIT,
+    WQ_ROLLBACK,
+    WQ_SAVEPOINT,
+    WQ_RELEASE,
+    WQ_ROLLBACK_TO,
+    WQ_EXP_INSERT,
+    WQ_EXP_DELETE,
+    WQ_EXP_DELETE_EVENTS,
+    WQ_EVENT_INSERT,
+    WQ_KEY_INSERT,
+    WQ_KEY_REVOKE,
+    WQ_COUNT
+};
+
+static const char *const write_sql[WQ_COUNT] = {
+    [WQ_BEGIN] = "BEGIN IMMEDIATE",
+    [WQ_COMMIT] = "COMMIT",
+    [WQ_ROLLBACK] = "ROLLBACK",
+    [WQ_SAVEPOINT] = "SAVEPOINT s",
+    [WQ_RELEASE] = "RELEASE s",
+    [WQ_ROLLBACK_TO] = "ROLLBACK TO s",
+    [WQ_EXP_INSERT] = "INSERT INTO experiments(id, config, created_ms) VALUES (?1, ?2, ?3)",
+    [WQ_EXP_DELETE] = "DELETE FROM experiments WHERE rowid = ?1",
+    [WQ_EXP_DELETE_EVENTS] = "DELETE FROM events WHERE exp = ?1",
+    [WQ_EVENT_INSERT] = "INSERT INTO events(exp, seq, kind, bandit, arm, flags, value, ref,"
+                        " ts_ms, expires_ms, unit, text)"
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    [WQ_KEY_INSERT] = "INSERT INTO api_keys(name, scopes, hash, created_ms) VALUES (?1, ?2, ?3, ?4)",
+    [WQ_KEY_REVOKE] = "UPDATE api_keys SET revoked = 1 WHERE rowid = ?1",
+};
+
+/* --- reader statements ------------------------------------------------------ */
+
+enum rq { RQ_EXPERIMENTS, RQ_EVENTS, RQ_ASSIGNMENT, RQ_OUTCOME, RQ_UNIT, RQ_LAST_SEQ, RQ_KEYS, RQ_COUNT };
+
+#define EVENT_COLS                                                                                 \
+    "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text"
+
+static const char *const read_sql[RQ_COUNT] = {
+    [RQ_EXPERIMENTS] = "SELECT rowid, id, config, created_ms FROM experiments ORDER BY rowid",
+    [RQ_EVENTS] = "SELECT " EVENT_COLS " FROM events WHERE exp = ?1 AND seq > ?2 ORDER BY seq",
+    [RQ_ASSIGNMENT] = "SELECT " EVENT_COLS " FROM events WHERE exp = ?1 AND seq = ?2 AND kind = 1",
+    [RQ_OUTCOME] = "SELECT " EVENT_COLS " FROM events WHERE exp = ?1 AND ref = ?2"
+                   " AND kind IN (2, 4, 5) ORDER BY seq LIMIT 1",
+    [RQ_UNIT] = "SELECT " EVENT_COLS " FROM events WHERE exp = ?1 AND unit = ?2 AND kind = 1",
+    [RQ_LAST_SEQ] = "SELECT max(seq) FROM events WHERE exp = ?1",
+    [RQ_KEYS] = "SELECT rowid, name, scopes, hash, created_ms, revoked FROM api_keys ORDER BY rowid",
+};
+
+/* One thread's read-only connection. */
+struct reader {
+    struct store *s;
+    sqlite3 *db;
+    sqlite3_stmt *st[RQ_COUNT];  /* prepared on first use */
+    unsigned char busy[RQ_COUNT]; /* st[q] is in an unfinished read */
+    struct reader *prev, *next;   /* s->readers, under s->rmu */
+};
+
+/* --- submissions ------------------------------------------------------------- */
+
+enum key_op_kind { KEY_OP_INSERT = 1, KEY_OP_REVOKE = 2 };
+
+/* API key writes ride the writer queue (one writing connection). */
+struct key_op {
+    int kind;
+    const char *name, *scopes, *hash;
+    int64_t created_ms;
+    int64_t rowid;      /* REVOKE */
+    int64_t *rowid_out; /* INSERT */
+};
+
+struct sub {
+    struct sub *next;
+    const struct store_op *ops; /* borrowed until done */
+    size_t n;
+    int64_t key; /* store_submit_keyed: > 0 */
+    int reset;
+    const struct key_op *key; /* instead of ops; borrowed */
+    store_done_fn done;
+    void *arg;
+    int err;
+};
+
+struct store {
+    char *path;
+    enum store_sync sync;
+
+    /* writer: connection and statements used by the writer thread only
+     * (by store_open before it starts and store_close after it ends) */
+    sqlite3 *wdb;
+    sqlite3_stmt *wst[WQ_COUNT];
+    pthread_t writer;
+    int writer_started;
+
+    /* queue, flags, fault counters and stats, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* work arrived, closing or unpaused */
+    struct sub *head, *tail;
+    uint64_t depth;
+    int closing;
+    int paused;
+    int fault_skip, fault_fail; /* commits to let through, then to fail */
+    struct store_stats stats;
+
+    /* keys whose last submission failed (writer thread only) */
+    struct poisoned {
+        int64_t key;
+        int err;
+    } *poison;
+    size_t npoison, cappoison;
+
+    /* readers */
+    pthread_mutex_t rmu;
+    struct reader *readers;
+    pthread_key_t rkey;
+
+    int have_mu, have_cv, have_rmu, have_rkey;
+};
+
+/* The store whose writer runs on this thread (guards against deadlocks). */
+static _Thread_local struct store *tl_writer_of;
+
+/* --- errors ------------------------------------------------------------------ */
+
+const char *store_strerror(int err)
+{
+    switch (err) {
+    case STORE_OK:
+        return "ok";
+    case STORE_ERR_NOTFOUND:
+        return "not found";
+    case STORE_ERR_EXISTS:
+        return "already exists";
+    case STORE_ERR_FULL:
+        return "storage full, read-only or locked";
+    case STORE_ERR_IO:
+        return "storage I/O error";
+    case STORE_ERR_NOMEM:
+        return "out of memory";
+    case STORE_ERR_CLOSED:
+        return "store closed";
+    default:
+        return "unknown store error";
+    }
+}
+
+/* The one place SQLite result codes become store errors. SQLITE_NOTFOUND,
+ * which statements never return, is used inside this file for "no such
+ * row". */
+static int store_err_from_sqlite(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_ROW:
+    case SQLITE_DONE:
+        return STORE_OK;
+    case SQLITE_NOTFOUND:
+        return STORE_ERR_NOTFOUND;
+    case SQLITE_CONSTRAINT:
+        if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY ||
+            rc == SQLITE_CONSTRAINT_ROWID)
+            return STORE_ERR_EXISTS;
+        return STORE_ERR_IO;
+    case SQLITE_FULL:
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_BUSY:   /* still locked after the busy timeout and retries: */
+    case SQLITE_LOCKED: /* another process holds it; retry later too */
+        return STORE_ERR_FULL;
+    case SQLITE_NOMEM:
+        return STORE_ERR_NOMEM;
+    default:
+        return STORE_ERR_IO;
+    }
+}
+
+/* Errors caused by one submission's data: roll back that submission only.
+ * Anything else (disk full, I/O, corruption…) dooms the whole batch. */
+static int rc_is_submission_error(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_CONSTRAINT:
+    case SQLITE_TOOBIG:
+    case SQLITE_MISMATCH:
+    case SQLITE_RANGE:
+    case SQLITE_MISUSE:
+    case SQLITE_NOTFOUND:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The error reported to every submission of a batch whose transaction
+ * failed: never "exists" or "not found", which would be about one row. */
+static int batch_err_from_sqlite(int rc)
+{
+    int err = store_err_from_sqlite(rc);
+    if (err == STORE_OK || err == STORE_ERR_EXISTS || err == STORE_ERR_NOTFOUND)
+        err = STORE_ERR_IO;
+    return err;
+}
+
+/* --- small helpers ----------------------------------------------------------- */
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* sqlite3_step, retried when the database stays busy or locked beyond the
+ * busy handler (cases where SQLite does not call it). Only for statements
+ * that have produced no row yet, where a reset and retry is safe. */
+static int step_retry(sqlite3_stmt *st)
+{
+    int rc;
+    for (int tries = 0;; tries++) {
+        rc = sqlite3_step(st);
+        if (((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) ||
+            tries >= STORE_BUSY_RETRIES)
+            return rc;
+        sqlite3_reset(st);
+        sleep_ms(1 << tries);
+    }
+}
+
+/* Settings every connection gets. */
+static int conn_setup(sqlite3 *db)
+{
+    sqlite3_extended_result_codes(db, 1);
+    return sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+}
+
+static int bind_opt_int64(sqlite3_stmt *st, int i, int64_t v)
+{
+    return v == 0 ? sqlite3_bind_null(st, i) : sqlite3_bind_int64(st, i, v);
+}
+
+static int bind_opt_text(sqlite3_stmt *st, int i, const char *v)
+{
+    return v == NULL ? sqlite3_bind_null(st, i) : sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+}
+
+/* Fill ev from a row of EVENT_COLS. Strings are borrowed from st until its
+ * next step or reset. */
+static void event_from_row(sqlite3_stmt *st, struct store_event *ev)
+{
+    ev->exp = sqlite3_column_int64(st, 0);
+    ev->seq = sqlite3_column_int64(st, 1);
+    ev->kind = sqlite3_column_int(st, 2);
+    ev->bandit = (int32_t)sqlite3_column_int64(st, 3);
+    ev->arm = (int32_t)sqlite3_column_int64(st, 4);
+    ev->flags = (uint32_t)sqlite3_column_int64(st, 5);
+    ev->value = sqlite3_column_type(st, 6) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 6);
+    ev->ref = sqlite3_column_int64(st, 7);
+    ev->ts_ms = sqlite3_column_int64(st, 8);
+    ev->expires_ms = sqlite3_column_int64(st, 9);
+    ev->unit = (const char *)sqlite3_column_text(st, 10);
+    ev->text = (const char *)sqlite3_column_text(st, 11);
+}
+
+/* --- writer ------------------------------------------------------------------ */
+
+/* Run a writer statement to completion and reset it. */
+static int wexec(struct store *s, enum wq q)
+{
+    sqlite3_stmt *st = s->wst[q];
+    int rc = step_retry(st);
+    while (rc == SQLITE_ROW)
+        rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int writer_event(struct store *s, const struct store_event *ev)
+{
+    sqlite3_stmt *st = s->wst[WQ_EVENT_INSERT];
+    int rc = sqlite3_bind_int64(st, 1, ev->exp);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 2, ev->seq);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, 3, ev->kind);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, 4, ev->bandit);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, 5, ev->arm);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 6, (int64_t)ev->flags);
+    if (rc == SQLITE_OK)
+        rc = isnan(ev->value) ? sqlite3_bind_null(st, 7) : sqlite3_bind_double(st, 7, ev->value);
+    if (rc == SQLITE_OK)
+        rc = bind_opt_int64(st, 8, ev->ref);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 9, ev->ts_ms);
+    if (rc == SQLITE_OK)
+        rc = bind_opt_int64(st, 10, ev->expires_ms);
+    if (rc == SQLITE_OK)
+        rc = bind_opt_text(st, 11, ev->unit);
+    if (rc == SQLITE_OK)
+        rc = bind_opt_text(st, 12, ev->text);
+    if (rc != SQLITE_OK) {
+        sqlite3_clear_bindings(st);
+        return rc;
+    }
+    return wexec(s, WQ_EVENT_INSERT);
+}
+
+static int writer_exp_create(struct store *s, const struct store_op *op)
+{
+    sqlite3_stmt *st = s->wst[WQ_EXP_INSERT];
+    int rc = bind_opt_text(st, 1, op->id);
+    if (rc == SQLITE_OK)
+        rc = bind_opt_text(st, 2, op->config_json);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 3, op->created_ms);
+    if (rc != SQLITE_OK) {
+        sqlite3_clear_bindings(st);
+        return rc;
+    }
+    rc = wexec(s, WQ_EXP_INSERT);
+    if (rc == SQLITE_OK && op->rowid_out)
+        *op->rowid_out = sqlite3_last_insert_rowid(s->wdb);
+    return rc;
+}
+
+static int writer_exp_delete(struct store *s, int64_t exp)
+{
+    int rc = sqlite3_bind_int64(s->wst[WQ_EXP_DELETE_EVENTS], 1, exp);
+    if (rc == SQLITE_OK)
+        rc = wexec(s, WQ_EXP_DELETE_EVENTS);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(s->wst[WQ_EXP_DELETE], 1, exp);
+    if (rc == SQLITE_OK)
+        rc = wexec(s, WQ_EXP_DELETE);
+    if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
+        rc = SQLITE_NOTFOUND;
+    return rc;
+}
+
+static int writer_key(struct store *s, const struct key_op *k)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if (k->kind == KEY_OP_REVOKE) {
+        rc = sqlite3_bind_int64(s->wst[WQ_KEY_REVOKE], 1, k->rowid);
+        if (rc == SQLITE_OK)
+            rc = wexec(s, WQ_KEY_REVOKE);
+        if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
+            rc = SQLITE_NOTFOUND;
+        return rc;
+    }
+    st = s->wst[WQ_KEY_INSERT];
+    rc = bind_opt_text(st, 1, k->name);
+    if (rc == SQLITE_OK)
+        rc = bind_opt_text(st, 2, k->scopes);
+    if (rc == SQLITE_OK)
+        rc = bind_opt_text(st, 3, k->hash);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 4, k->created_ms);
+    if (rc != SQLITE_OK) {
+        sqlite3_clear_bindings(st);
+        return rc;
+    }
+    rc = wexec(s, WQ_KEY_INSERT);
+    if (rc == SQLITE_OK && k->rowid_out)
+        *k->rowid_out = sqlite3_last_insert_rowid(s->wdb);
+    return rc;
+}
+
+/* Run one submission's ops; returns an SQLite code (SQLITE_NOTFOUND: no such
+ * row, SQLITE_MISUSE: unknown op kind). */
+static int writer_sub(struct store *s, const struct sub *sub)
+{
+    int rc = SQLITE_OK;
+
+    if (sub->key)
+        return writer_key(s, sub->key);
+    for (size_t i = 0; i < sub->n && rc == SQLITE_OK; i++) {
+        const struct store_op *op = &sub->ops[i];
+        switch (op->kind) {
+        case STORE_OP_EXP_CREATE:
+            rc = writer_exp_create(s, op);
+            break;
+        case STORE_OP_EXP_DELETE:
+            rc = writer_exp_delete(s, op->exp);
+            break;
+        case STORE_OP_EVENT:
+            rc = writer_event(s, &op->ev);
+            break;
+        default:
+            rc = SQLITE_MISUSE;
+            break;
+        }
+    }
+    return rc;
+}
+
+/* --- keyed submissions: a failure poisons the key until a reset ----------- */
+
+static struct poisoned *poison_find(struct store *s, int64_t key)
+{
+    for (size_t i = 0; i < s->npoison; i++)
+        if (s->poison[i].key == key)
+            return &s->poison[i];
+    return NULL;
+}
+
+static void poison_add(struct store *s, int64_t key, int err)
+{
+    if (key <= 0 || poison_find(s, key) != NULL)
+        return;
+    if (s->npoison == s->cappoison) {
+        size_t ncap = s->cappoison ? s->cappoison * 2 : 8;
+        struct poisoned *n = realloc(s->poison, ncap * sizeof *n);
+        if (n == NULL)
+            return; /* best effort: the daemon reloads on the failure anyway */
+        s->poison = n;
+        s->cappoison = ncap;
+    }
+    s->poison[s->npoison].key = key;
+    s->poison[s->npoison].err = err;
+    s->npoison++;
+}
+
+static void poison_clear(struct store *s, int64_t key)
+{
+    struct poisoned *p = poison_find(s, key);
+    if (p != NULL)
+        *p = s->poison[--s->npoison];
+}
+
+/* Commit one batch (a NULL-terminated list) and complete its submissions.
+ * Frees the list. */
+static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
+{
+    uint64_t t0 = now_us(), committed = 0;
+    int fatal = STORE_OK, rc;
+    struct sub *sub, *next;
+
+    rc = wexec(s, WQ_BEGIN);
+    if (rc != SQLITE_OK) {
+        fatal = batch_err_from_sqlite(rc);
+        goto finish;
+    }
+    for (sub = batch; sub; sub = sub->next) {
+        if (sub->key > 0) {
+            struct poisoned *p = sub->reset ? NULL : poison_find(s, sub->key);
+            if (sub->reset)
+                poison_clear(s, sub->key);
+            if (p != NULL) {
+                sub->err = p->err; /* depends on a write that failed */
+                continue;
+            }
+        }
+        rc = wexec(s, WQ_SAVEPOINT);
+        if (rc != SQLITE_OK) {
+            fatal = batch_err_from_sqlite(rc);
+            goto finish;
+        }
+        rc = writer_sub(s, sub);
+        if (rc != SQLITE_OK && rc_is_submission_error(rc) && !sqlite3_get_autocommit(s->wdb)) {
+            sub->err = store_err_from_sqlite(rc);
+            if (sub->err == STORE_OK)
+                sub->err = STORE_ERR_IO;
+            poison_add(s, sub->key, sub->err);
+            rc = wexec(s, WQ_ROLLBACK_TO);
+        } else if (rc != SQLITE_OK) {
+            fatal = batch_err_from_sqlite(rc);
+            goto finish;
+        }
+        if (rc == SQLITE_OK)
+            rc = wexec(s, WQ_RELEASE);
+        if (rc != SQLITE_OK) {
+            fatal = batch_err_from_sqlite(rc);
+            goto finish;
+        }
+    }
+    if (inject_fault) {
+        fatal = STORE_ERR_FULL;
+        goto finish;
+    }
+    rc = wexec(s, WQ_COMMIT);
+    if (rc != SQLITE_OK)
+        fatal = batch_err_from_sqlite(rc);
+
+finish:
+    if (fatal != STORE_OK && !sqlite3_get_autocommit(s->wdb))
+        wexec(s, WQ_ROLLBACK);
+    for (sub = batch; sub; sub = sub->next) {
+        if (fatal != STORE_OK) {
+            sub->err = fatal;
+            poison_add(s, sub->key, fatal);
+        } else if (sub->err == STORE_OK) {
+            committed++;
+        }
+    }
+    pthread_mutex_lock(&s->mu);
+    if (fatal == STORE_OK)
+        s->stats.commits++;
+    else
+        s->stats.failed_commits++;
+    s->stats.writes += committed;
+    s->stats.commit_us_total += now_us() - t0;
+    pthread_mutex_unlock(&s->mu);
+
+    for (sub = batch; sub; sub = next) {
+        next = sub->next;
+        sub->done(sub->arg, sub->err);
+        free(sub);
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    struct store *s = arg;
+    struct sub *batch, *last;
+    int inject;
+
+    tl_writer_of = s;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->closing && (s->head == NULL || s->paused))
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (s->head == NULL)
+            break; /* closing and drained */
+        batch = last = s->head;
+        s->depth--;
+        for (int n = 1; n < STORE_BATCH_MAX && last->next; n++) {
+            last = last->next;
+            s->depth--;
+        }
+        s->head = last->next;
+        if (s->head == NULL)
+            s->tail = NULL;
+        last->next = NULL;
+        inject = 0;
+        if (s->fault_skip > 0) {
+            s->fault_skip--;
+        } else if (s->fault_fail > 0) {
+            s->fault_fail--;
+            inject = 1;
+        }
+        pthread_mutex_unlock(&s->mu);
+        writer_batch(s, batch, inject);
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* Queue a submission. On STORE_OK, done will be called exactly once. */
+static int submit(struct store *s, int64_t pkey, int reset, const struct store_op *ops, size_t n,
+                  const struct key_op *key, store_done_fn done, void *arg)
+{
+    int err = STORE_OK;
+    struct sub *sub = calloc(1, sizeof *sub);
+
+    if (sub == NULL)
+        return STORE_ERR_NOMEM;
+    sub->key = pkey;
+    sub->reset = reset;
+    sub->ops = ops;
+    sub->n = n;
+    sub->key = key;
+    sub->done = done;
+    sub->arg = arg;
+    pthread_mutex_lock(&s->mu);
+    if (s->closing) {
+        err = STORE_ERR_CLOSED;
+    } else if (s->depth >= STORE_QUEUE_MAX) {
+        err = STORE_ERR_FULL;
+    } else {
+        if (s->tail)
+            s->tail->next = sub;
+        else
+            s->head = sub;
+        s->tail = sub;
+        s->depth++;
+        sub = NULL; /* owned by the queue now */
+        pthread_cond_signal(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    free(sub);
+    return err;
+}
+
+int store_submit(struct store *s, struct store_op *ops, size_t n, store_done_fn done, void *arg)
+{
+    return submit(s, 0, 0, ops, n, NULL, done, arg);
+}
+
+int store_submit_keyed(struct store *s, int64_t key, int reset, struct store_op *ops, size_t n,
+                       store_done_fn done, void *arg)
+{
+    return submit(s, key, reset, ops, n, NULL, done, arg);
+}
+
+struct waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    int err;
+};
+
+static void waiter_done(void *arg, int err)
+{
+    struct waiter *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->err = err;
+    w->done = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Submit and wait for the callback. */
+static int submit_wait(struct store *s, const struct store_op *ops, size_t n,
+                       const struct key_op *key)
+{
+    struct waiter w = {.done = 0, .err = STORE_OK};
+    int err;
+
+    if (tl_writer_of == s)
+        return STORE_ERR_IO; /* from a callback: would wait for itself */
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    err = submit(s, 0, 0, ops, n, key, waiter_done, &w);
+    if (err == STORE_OK) {
+        pthread_mutex_lock(&w.mu);
+        while (!w.done)
+            pthread_cond_wait(&w.cv, &w.mu);
+        err = w.err;
+        pthread_mutex_unlock(&w.mu);
+    }
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    return err;
+}
+
+int store_write_sync(struct store *s, struct store_op *ops, size_t n)
+{
+    return submit_wait(s, ops, n, NULL);
+}
+
+void store_get_stats(struct store *s, struct store_stats *out)
+{
+    pthread_mutex_lock(&s->mu);
+    *out = s->stats;
+    out->queue_depth = s->depth;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void store_test_fail_commits(struct store *s, int n)
+{
+    pthread_mutex_lock(&s->mu);
+    s->fault_skip = 0;
+    s->fault_fail = n > 0 ? n : 0;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void store_test_pause_writer(struct store *s, int paused)
+{
+    pthread_mutex_lock(&s->mu);
+    s->paused = paused != 0;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* --- readers ----------------------------------------------------------------- */
+
+/* Finalize and close one reader (already unlinked). */
+static void reader_free(struct reader *r)
+{
+    for (int q = 0; q < RQ_COUNT; q++)
+        sqlite3_finalize(r->st[q]);
+    sqlite3_close_v2(r->db);
+    free(r);
+}
+
+/* pthread key destructor: the thread is exiting. */
+static void reader_thread_exit(void *p)
+{
+    struct reader *r = p;
+    struct store *s = r->s;
+
+    pthread_mutex_lock(&s->rmu);
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        s->readers = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    pthread_mutex_unlock(&s->rmu);
+    reader_free(r);
+}
+
+/* This thread's reader, opened on first use. The result is borrowed: the
+ * store owns it until the thread exits or the store closes. */
+static int reader_get(struct store *s, struct reader **out)
+{
+    struct reader *r = pthread_getspecific(s->rkey);
+    int rc;
+
+    if (r) {
+        *out = r;
+        return STORE_OK;
+    }
+    r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return STORE_ERR_NOMEM;
+    r->s = s;
+    rc = sqlite3_open_v2(s->path, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc == SQLITE_OK)
+        rc = conn_setup(r->db);
+    if (rc != SQLITE_OK) {
+        sqlite3_close_v2(r->db);
+        free(r);
+        return batch_err_from_sqlite(rc); /* never STORE_OK */
+    }
+    pthread_mutex_lock(&s->rmu);
+    r->next = s->readers;
+    if (r->next)
+        r->next->prev = r;
+    s->readers = r;
+    pthread_mutex_unlock(&s->rmu);
+    if (pthread_setspecific(s->rkey, r) != 0) {
+        reader_thread_exit(r); /* unlinks and frees */
+        return STORE_ERR_NOMEM;
+    }
+    *out = r;
+    return STORE_OK;
+}
+
+/* A statement for query q on r: the cached one, or, when that one is in use
+ * by an enclosing read on this thread, a private one (released by
+ * reader_put). */
+static int reader_stmt(struct reader *r, enum rq q, sqlite3_stmt **out)
+{
+    int rc;
+
+    if (!r->busy[q]) {
+        if (r->st[q] == NULL) {
+            rc = sqlite3_prepare_v3(r->db, read_sql[q], -1, SQLITE_PREPARE_PERSISTENT, &r->st[q],
+                                    NULL);
+            if (rc != SQLITE_OK)
+                return rc;
+        }
+        r->busy[q] = 1;
+        *out = r->st[q];
+        return SQLITE_OK;
+    }
+    return sqlite3_prepare_v2(r->db, read_sql[q], -1, out, NULL);
+}
+
+static void reader_put(struct reader *r, enum rq q, sqlite3_stmt *st)
+{
+    if (st == NULL)
+        return;
+    if (st == r->st[q]) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        r->busy[q] = 0;
+    } else {
+        sqlite3_finalize(st);
+    }
+}
+
+/* Begin a read of query q: *st is ready to bind. */
+static int read_begin(struct store *s, enum rq q, struct reader **r, sqlite3_stmt **st)
+{
+    int err = reader_get(s, r);
+    if (err != STORE_OK)
+        return err;
+    return store_err_from_sqlite(reader_stmt(*r, q, st));
+}
+
+int store_load_experiments(struct store *s,
+                           int (*cb)(void *arg, const struct store_experiment_row *row), void *arg)
+{
+    struct reader *r = NULL;
+    sqlite3_stmt *st = NULL;
+    struct store_experiment_row row;
+    int ret, rc;
+
+    ret = read_begin(s, RQ_EXPERIMENTS, &r, &st);
+    if (ret != STORE_OK)
+        goto out;
+    for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
+        row.rowid = sqlite3_column_int64(st, 0);
+        row.id = (const char *)sqlite3_column_text(st, 1);
+        row.config_json = (const char *)sqlite3_column_text(st, 2);
+        row.created_ms = sqlite3_column_int64(st, 3);
+        ret = cb(arg, &row);
+        if (ret != 0)
+            goto out;
+    }
+    ret = store_err_from_sqlite(rc);
+out:
+    if (r)
+        reader_put(r, RQ_EXPERIMENTS, st);
+    return ret;
+}
+
+int store_load_events(struct store *s, int64_t exp, int64_t after_seq,
+                      int (*cb)(void *arg, const struct store_event *ev), void *arg)
+{
+    struct reader *r = NULL;
+    sqlite3_stmt *st = NULL;
+    struct store_event ev;
+    int ret, rc;
+
+    ret = read_begin(s, RQ_EVENTS, &r, &st);
+    if (ret != STORE_OK)
+        goto out;
+    rc = sqlite3_bind_int64(st, 1, exp);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 2, after_seq);
+    if (rc != SQLITE_OK) {
+        ret = store_err_from_sqlite(rc);
+        goto out;
+    }
+    for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
+        event_from_row(st, &ev);
+        ret = cb(arg, &ev);
+        if (ret != 0)
+            goto out;
+    }
+    ret = store_err_from_sqlite(rc);
+out:
+    if (r)
+        reader_put(r, RQ_EVENTS, st);
+    return ret;
+}
+
+/* Run a single-row event query (bound by the caller) into out, leaving the
+ * strings borrowed from st. */
+static int read_event_row(sqlite3_stmt *st, struct store_event *out)
+{
+    int rc = step_retry(st);
+    if (rc == SQLITE_ROW) {
+        event_from_row(st, out);
+        return STORE_OK;
+    }
+    if (rc == SQLITE_DONE)
+        return STORE_ERR_NOTFOUND;
+    return store_err_from_sqlite(rc);
+}
+
+int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct store_event *out,
+                          char *buf, size_t buflen)
+{
+    struct reader *r = NULL;
+    sqlite3_stmt *st = NULL;
+    int err, rc;
+
+    err = read_begin(s, RQ_ASSIGNMENT, &r, &st);
+    if (err != STORE_OK)
+        goto out;
+    rc = sqlite3_bind_int64(st, 1, exp);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 2, seq);
+    err = store_err_from_sqlite(rc);
+    if (err == STORE_OK)
+        err = read_event_row(st, out);
+    if (err != STORE_OK)
+        goto out;
+    /* the row's strings die with the reset: copy the unit out */
+    if (out->unit && buf && buflen > 0) {
+        snprintf(buf, buflen, "%s", out->unit);
+        out->unit = buf;
+    } else {
+        out->unit = NULL;
+    }
+    out->text = NULL;
+out:
+    if (r)
+        reader_put(r, RQ_ASSIGNMENT, st);
+    return err;
+}
+
+int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_event *out)
+{
+    struct reader *r = NULL;
+    sqlite3_stmt *st = NULL;
+    int err, rc;
+
+    err = read_begin(s, RQ_OUTCOME, &r, &st);
+    if (err != STORE_OK)
+        goto out;
+    rc = sqlite3_bind_int64(st, 1, exp);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 2, ref);
+    err = store_err_from_sqlite(rc);
+    if (err == STORE_OK)
+        err = read_event_row(st, out);
+    if (err == STORE_OK)
+        out->unit = out->text = NULL; /* outcomes carry none; not copied */
+out:
+    if (r)
+        reader_put(r, RQ_OUTCOME, st);
+    return err;
+}
+
+int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store_event *out)
+{
+    struct reader *r = NULL;
+    sqlite3_stmt *st = NULL;
+    int err, rc;
+
+    err = read_begin(s, RQ_UNIT, &r, &st);
+    if (err != STORE_OK)
+        goto out;
+    rc = sqlite3_bind_int64(st, 1, exp);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 2, unit, -1, SQLITE_STATIC);
+    err = store_err_from_sqlite(rc);
+    if (err == STORE_OK)
+        err = read_event_row(st, out);
+    if (err == STORE_OK) {
+        out->unit = unit; /* the caller's string, equal to the stored one */
+        out->text = NULL;
+    }
+out:
+    if (r)
+        reader_put(r, RQ_UNIT, st);
+    return err;
+}
+
+int store_last_seq(struct store *s, int64_t exp, int64_t *out)
+{
+    struct reader *r = NULL;
+    sqlite3_stmt *st = NULL;
+    int err, rc;
+
+    err = read_begin(s, RQ_LAST_SEQ, &r, &st);
+    if (err != STORE_OK)
+        goto out;
+    rc = sqlite3_bind_int64(st, 1, exp);
+    if (rc == SQLITE_OK)
+        rc = step_retry(st);
+    if (rc == SQLITE_ROW) {
+        *out = sqlite3_column_int64(st, 0); /* max() of nothing: NULL → 0 */
+        err = STORE_OK;
+    } else {
+        err = rc == SQLITE_DONE ? STORE_ERR_IO : store_err_from_sqlite(rc);
+    }
+out:
+    if (r)
+        reader_put(r, RQ_LAST_SEQ, st);
+    return err;
+}
+
+/* --- keys -------------------------------------------------------------------- */
+
+int store_key_insert(struct store *s, const char *name, const char *scopes, const char *hash,
+                     int64_t created_ms, int64_t *rowid_out)
+{
+    struct key_op k = {.kind = KEY_OP_INSERT,
+                       .name = name,
+                       .scopes = scopes,
+                       .hash = hash,
+                       .created_ms = created_ms,
+                       .rowid_out = rowid_out};
+    return submit_wait(s, NULL, 0, &k);
+}
+
+int store_key_revoke(struct store *s, int64_t rowid)
+{
+    struct key_op k = {.kind = KEY_OP_REVOKE, .rowid = rowid};
+    return submit_wait(s, NULL, 0, &k);
+}
+
+int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key_row *row),
+                    void *arg)
+{
+    struct reader *r = NULL;
+    sqlite3_stmt *st = NULL;
+    struct store_key_row row;
+    int ret, rc;
+
+    ret = read_begin(s, RQ_KEYS, &r, &st);
+    if (ret != STORE_OK)
+        goto out;
+    for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
+        row.rowid = sqlite3_column_int64(st, 0);
+        row.name = (const char *)sqlite3_column_text(st, 1);
+        row.scopes = (const char *)sqlite3_column_text(st, 2);
+        row.hash = (const char *)sqlite3_column_text(st, 3);
+        row.created_ms = sqlite3_column_int64(st, 4);
+        row.revoked = sqlite3_column_int(st, 5);
+        ret = cb(arg, &row);
+        if (ret != 0)
+            goto out;
+    }
+    ret = store_err_from_sqlite(rc);
+out:
+    if (r)
+        reader_put(r, RQ_KEYS, st);
+    return ret;
+}
+
+/* --- backup ------------------------------------------------------------------ */
+
+/* VACUUM INTO on a fresh read-only connection (a consistent snapshot; the
+ * writer keeps running), then fsync the copy. A fresh connection rather than
+ * this thread's reader: VACUUM cannot run inside the read transaction an
+ * enclosing store_load_* holds. */
+int store_backup(struct store *s, const char *path, char *err, size_t errlen)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int ret = STORE_OK, rc, fd;
+
+    rc = sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc == SQLITE_OK)
+        rc = conn_setup(db);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "VACUUM INTO ?1", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = step_retry(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_OK) {
+        snprintf(err, errlen, "backup to %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+        ret = store_err_from_sqlite(rc);
+        if (ret == STORE_OK)
+            ret = STORE_ERR_IO;
+        goto out;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0) {
+        snprintf(err, errlen, "backup to %s: fsync: %s", path, strerror(errno));
+        ret = errno == ENOSPC || errno == EROFS ? STORE_ERR_FULL : STORE_ERR_IO;
+    }
+    if (fd >= 0)
+        close(fd);
+out:
+    sqlite3_finalize(st);
+    sqlite3_close_v2(db);
+    return ret;
+}
+
+/* --- open and close ---------------------------------------------------------- */
+
+/* Parse BANDITD_STORE_FAIL_COMMITS ("N" or "K+N"). */
+static void fault_from_env(struct store *s)
+{
+    const char *v = getenv(STORE_FAULT_ENV);
+    int skip = 0, fail = 0;
+
+    if (v == NULL || *v == '\0')
+        return;
+    if (sscanf(v, "%d+%d", &skip, &fail) == 2) {
+        /* K+N */
+    } else if (sscanf(v, "%d", &fail) == 1) {
+        skip = 0;
+    } else {
+        return;
+    }
+    s->fault_skip = skip > 0 ? skip : 0;
+    s->fault_fail = fail > 0 ? fail : 0;
+}
+
+/* Free whatever of s exists. The writer must not be running. */
+static void store_free(struct store *s)
+{
+    struct reader *r;
+
+    free(s->poison);
+
+    if (s->have_rkey)
+        pthread_key_delete(s->rkey); /* no destructor runs after this */
+    if (s->have_rmu) {
+        pthread_mutex_lock(&s->rmu);
+        while ((r = s->readers) != NULL) {
+            s->readers = r->next;
+            reader_free(r);
+        }
+        pthread_mutex_unlock(&s->rmu);
+        pthread_mutex_destroy(&s->rmu);
+    }
+    for (int q = 0; q < WQ_COUNT; q++)
+        sqlite3_finalize(s->wst[q]);
+    /* last connection: checkpoints and removes the WAL */
+    sqlite3_close_v2(s->wdb);
+    if (s->have_cv)
+        pthread_cond_destroy(&s->cv);
+    if (s->have_mu)
+        pthread_mutex_destroy(&s->mu);
+    free(s->path);
+    free(s);
+}
+
+/* Run a pragma and return its first column as text into buf (may be
+ * empty). */
+static int pragma(sqlite3 *db, const char *sql, char *buf, size_t buflen)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (buflen)
+        buf[0] = '\0';
+    if (rc != SQLITE_OK)
+        goto out;
+    rc = step_retry(st);
+    if (rc == SQLITE_ROW && buflen) {
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        snprintf(buf, buflen, "%s", t ? (const char *)t : "");
+    }
+    if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+out:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+struct store *store_open(const char *path, enum store_sync sync, char *err, size_t errlen)
+{
+    struct store *s = NULL;
+    char mode[32];
+    int rc, version, prc = 0;
+
+    if (!sqlite3_threadsafe()) {
+        snprintf(err, errlen, "SQLite was built without thread support");
+        goto fail;
+    }
+    s = calloc(1, sizeof *s);
+    if (s == NULL || (s->path = strdup(path)) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    s->sync = sync;
+    if ((prc = pthread_mutex_init(&s->mu, NULL)) != 0)
+        goto fail_sys;
+    s->have_mu = 1;
+    if ((prc = pthread_cond_init(&s->cv, NULL)) != 0)
+        goto fail_sys;
+    s->have_cv = 1;
+    if ((prc = pthread_mutex_init(&s->rmu, NULL)) != 0)
+        goto fail_sys;
+    s->have_rmu = 1;
+    if ((prc = pthread_key_create(&s->rkey, reader_thread_exit)) != 0)
+        goto fail_sys;
+    s->have_rkey = 1;
+
+    rc = sqlite3_open_v2(path, &s->wdb,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc == SQLITE_OK)
+        rc = conn_setup(s->wdb);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "open %s: %s", path,
+                 s->wdb ? sqlite3_errmsg(s->wdb) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    /* refuse a newer database before touching it (even its journal mode) */
+    rc = store_schema_read_version(s->wdb, &version);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "open %s: %s", path, sqlite3_errmsg(s->wdb));
+        goto fail;
+    }
+    if (version > store_schema_version()) {
+        snprintf(err, errlen,
+                 "open %s: database schema version %d is newer than this build's (%d): "
+                 "refusing to open it; use a newer banditd",
+                 path, version, store_schema_version());
+        goto fail;
+    }
+    rc = pragma(s->wdb, "PRAGMA journal_mode=WAL", mode, sizeof mode);
+    if (rc != SQLITE_OK || strcmp(mode, "wal") != 0) {
+        snprintf(err, errlen, "open %s: cannot use WAL (journal mode %s): %s", path,
+                 mode[0] ? mode : "?", sqlite3_errmsg(s->wdb));
+        goto fail;
+    }
+    rc = pragma(s->wdb, sync == STORE_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL"
+                                                   : "PRAGMA synchronous=FULL",
+                mode, sizeof mode);
+    if (rc == SQLITE_OK)
+        rc = pragma(s->wdb, "PRAGMA foreign_keys=OFF", mode, sizeof mode);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "open %s: %s", path, sqlite3_errmsg(s->wdb));
+        goto fail;
+    }
+    {
+        char merr[256];
+        rc = store_schema_migrate(s->wdb, merr, sizeof merr);
+        if (rc != SQLITE_OK) {
+            snprintf(err, errlen, "open %s: %s", path, merr);
+            goto fail;
+        }
+    }
+    for (int q = 0; q < WQ_COUNT; q++) {
+        rc = sqlite3_prepare_v3(s->wdb, write_sql[q], -1, SQLITE_PREPARE_PERSISTENT, &s->wst[q],
+                                NULL);
+        if (rc != SQLITE_OK) {
+            snprintf(err, errlen, "open %s: prepare: %s", path, sqlite3_errmsg(s->wdb));
+            goto fail;
+        }
+    }
+    fault_from_env(s);
+    if ((prc = pthread_create(&s->writer, NULL, writer_main, s)) != 0)
+        goto fail_sys;
+    s->writer_started = 1;
+    return s;
+
+fail_sys:
+    snprintf(err, errlen, "open %s: %s", path, strerror(prc)); /* pthread error */
+fail:
+    if (s)
+        store_free(s);
+    return NULL;
+}
+
+void store_close(struct store *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->closing = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (s->writer_started)
+        pthread_join(s->writer, NULL);
+    store_free(s);
+}

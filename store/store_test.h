@@ -1,0 +1,25 @@
+/*
+ * store_test.h — fault injection and scheduling hooks for tests (STYLE §15).
+ *
+ * Not for production code paths. The daemon's black-box tests reach the same
+ * fault through the environment: BANDITD_STORE_FAIL_COMMITS=N makes the
+ * first N commits after store_open fail as if the disk were full, and
+ * BANDITD_STORE_FAIL_COMMITS=K+N lets K commits through first.
+ */
+#ifndef BANDITD_STORE_STORE_TEST_H
+#define BANDITD_STORE_STORE_TEST_H
+
+#include "store/store.h"
+
+/* The next n group commits fail as if the disk were full: the transaction is
+ * rolled back and every submission of the batch completes with
+ * STORE_ERR_FULL. n = 0 cancels a pending injection. */
+void store_test_fail_commits(struct store *s, int n);
+
+/* paused != 0: the writer takes no new batch (the one it is committing, if
+ * any, finishes) so that a test can queue several submissions and have them
+ * committed as one group; paused = 0 resumes. store_close overrides a
+ * pause (it always drains). */
+void store_test_pause_writer(struct store *s, int paused);
+
+#endif

@@ -1,0 +1,1050 @@
+/*
+ * test_store.c — the SQLite store on a real file in a temporary directory:
+ * schema and migrations, group commit and per-submission failure, the event
+ * log round trip, lookups, deletion, concurrent submitters, draining on
+ * close, injected and real disk-full failures, API keys and backups.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+#include "store/store_test.h"
+
+/* --- fixture ------------------------------------------------------------------ */
+
+struct fx {
+    char dir[64];
+    char path[128];
+    struct store *s;
+};
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    char err[256];
+
+    assert_non_null(f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/test_store.XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->path, sizeof f->path, "%s/b.db", f->dir);
+    f->s = store_open(f->path, STORE_SYNC_NORMAL, err, sizeof err);
+    if (f->s == NULL)
+        fail_msg("store_open: %s", err);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    char mnt[160];
+    store_close(f->s);
+    snprintf(mnt, sizeof mnt, "%s/mnt", f->dir);
+    umount2(mnt, MNT_DETACH); /* left mounted by a failed test_real_disk_full */
+    nftw(f->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+/* Close and reopen the fixture's store. */
+static void reopen(struct fx *f)
+{
+    char err[256];
+    store_close(f->s);
+    f->s = store_open(f->path, STORE_SYNC_FULL, err, sizeof err);
+    if (f->s == NULL)
+        fail_msg("reopen: %s", err);
+}
+
+/* Collects completions from the writer thread. */
+struct collector {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int n;          /* callbacks so far */
+    int order[64];  /* slot of the n-th callback */
+    int err[64];    /* by slot */
+};
+
+struct slot {
+    struct collector *c;
+    int idx;
+};
+
+static void collector_init(struct collector *c)
+{
+    memset(c, 0, sizeof *c);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    for (int i = 0; i < 64; i++)
+        c->err[i] = -1;
+}
+
+static void collector_destroy(struct collector *c)
+{
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+}
+
+static void collect(void *arg, int err)
+{
+    struct slot *sl = arg;
+    struct collector *c = sl->c;
+    pthread_mutex_lock(&c->mu);
+    c->err[sl->idx] = err;
+    c->order[c->n++] = sl->idx;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void collector_wait(struct collector *c, int n)
+{
+    pthread_mutex_lock(&c->mu);
+    while (c->n < n)
+        pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static int64_t create_exp(struct store *s, const char *id)
+{
+    int64_t rowid = 0;
+    struct store_op op = {.kind = STORE_OP_EXP_CREATE,
+                          .id = id,
+                          .config_json = "{\"arms\":[\"a\",\"b\"]}",
+                          .created_ms = 1700000000000,
+                          .rowid_out = &rowid};
+    assert_int_equal(store_write_sync(s, &op, 1), STORE_OK);
+    assert_true(rowid > 0);
+    return rowid;
+}
+
+static struct store_op ev_op(int64_t exp, int64_t seq, int kind)
+{
+    struct store_op op = {.kind = STORE_OP_EVENT};
+    op.ev.exp = exp;
+    op.ev.seq = seq;
+    op.ev.kind = kind;
+    op.ev.value = NAN;
+    op.ev.ts_ms = 1700000000000 + seq;
+    return op;
+}
+
+static int64_t count_rows(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int64_t n = -1;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+/* Events collected by store_load_events, strings copied. */
+struct evlist {
+    int n;
+    struct store_event ev[32];
+    char unit[32][32];
+    char text[32][32];
+};
+
+static int collect_ev(void *arg, const struct store_event *ev)
+{
+    struct evlist *l = arg;
+    assert_true(l->n < 32);
+    l->ev[l->n] = *ev;
+    if (ev->unit) {
+        snprintf(l->unit[l->n], 32, "%s", ev->unit);
+        l->ev[l->n].unit = l->unit[l->n];
+    }
+    if (ev->text) {
+        snprintf(l->text[l->n], 32, "%s", ev->text);
+        l->ev[l->n].text = l->text[l->n];
+    }
+    l->n++;
+    return 0;
+}
+
+static void assert_str_eq_or_null(const char *a, const char *b)
+{
+    if (a == NULL || b == NULL)
+        assert_ptr_equal(a, b);
+    else
+        assert_string_equal(a, b);
+}
+
+static void assert_event_eq(const struct store_event *a, const struct store_event *b)
+{
+    assert_int_equal(a->exp, b->exp);
+    assert_int_equal(a->seq, b->seq);
+    assert_int_equal(a->kind, b->kind);
+    assert_int_equal(a->bandit, b->bandit);
+    assert_int_equal(a->arm, b->arm);
+    assert_int_equal(a->flags, b->flags);
+    if (isnan(a->value))
+        assert_true(isnan(b->value));
+    else
+        assert_true(a->value == b->value);
+    assert_int_equal(a->ref, b->ref);
+    assert_int_equal(a->ts_ms, b->ts_ms);
+    assert_int_equal(a->expires_ms, b->expires_ms);
+    assert_str_eq_or_null(a->unit, b->unit);
+    assert_str_eq_or_null(a->text, b->text);
+}
+
+/* --- schema ------------------------------------------------------------------- */
+
+static void test_open_migrate_reopen(void **state)
+{
+    struct fx *f = *state;
+    char sql[64];
+
+    snprintf(sql, sizeof sql, "PRAGMA user_version");
+    assert_int_equal(count_rows(f->path, sql), store_schema_version());
+    assert_int_equal(store_schema_version(), 1);
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM sqlite_master WHERE name IN "
+                                         "('experiments','events','api_keys','events_ref',"
+                                         "'events_unit')"),
+                     5);
+    create_exp(f->s, "kept");
+    reopen(f);
+    assert_int_equal(count_rows(f->path, "PRAGMA user_version"), store_schema_version());
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM experiments"), 1);
+    {
+        /* journal mode is persistent in the file */
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    }
+}
+
+static void test_refuse_newer_version(void **state)
+{
+    struct fx *f = *state;
+    char path[160], err[256], sql[64];
+    sqlite3 *db;
+
+    snprintf(path, sizeof path, "%s/newer.db", f->dir);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", store_schema_version() + 1);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+
+    err[0] = '\0';
+    assert_null(store_open(path, STORE_SYNC_FULL, err, sizeof err));
+    assert_non_null(strstr(err, "newer than this build"));
+    /* and it was not touched */
+    assert_int_equal(count_rows(path, "PRAGMA user_version"), store_schema_version() + 1);
+    assert_int_equal(count_rows(path, "SELECT count(*) FROM sqlite_master"), 0);
+
+    /* not a database at all */
+    snprintf(path, sizeof path, "%s/junk.db", f->dir);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs("this is not an SQLite database, not even close......................", fp);
+    fclose(fp);
+    err[0] = '\0';
+    assert_null(store_open(path, STORE_SYNC_FULL, err, sizeof err));
+    assert_true(err[0] != '\0');
+}
+
+/* --- experiments -------------------------------------------------------------- */
+
+static void test_exp_duplicate_in_batch(void **state)
+{
+    struct fx *f = *state;
+    struct collector c;
+    struct slot sl[3];
+    int64_t rowid[3] = {0, 0, 0};
+    const char *ids[3] = {"alpha", "alpha", "beta"};
+    struct store_op op[3];
+    struct store_stats before, after;
+
+    collector_init(&c);
+    store_get_stats(f->s, &before);
+    store_test_pause_writer(f->s, 1);
+    for (int i = 0; i < 3; i++) {
+        op[i] = (struct store_op){.kind = STORE_OP_EXP_CREATE,
+                                  .id = ids[i],
+                                  .config_json = "{}",
+                                  .created_ms = 42 + i,
+                                  .rowid_out = &rowid[i]};
+        sl[i] = (struct slot){&c, i};
+        assert_int_equal(store_submit(f->s, &op[i], 1, collect, &sl[i]), STORE_OK);
+    }
+    store_get_stats(f->s, &after);
+    assert_int_equal(after.queue_depth, 3);
+    store_test_pause_writer(f->s, 0);
+    collector_wait(&c, 3);
+    assert_int_equal(c.err[0], STORE_OK);
+    assert_int_equal(c.err[1], STORE_ERR_EXISTS);
+    assert_int_equal(c.err[2], STORE_OK);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(c.order[i], i);
+    assert_true(rowid[0] > 0 && rowid[2] > 0 && rowid[0] != rowid[2]);
+
+    store_get_stats(f->s, &after);
+    assert_int_equal(after.commits - before.commits, 1); /* one group */
+    assert_int_equal(after.writes - before.writes, 2);
+    assert_int_equal(after.failed_commits, before.failed_commits);
+    assert_int_equal(after.queue_depth, 0);
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM experiments"), 2);
+    collector_destroy(&c);
+}
+
+struct explist {
+    int n;
+    int64_t rowid[8];
+    char id[8][16];
+    int64_t created[8];
+};
+
+static int collect_exp(void *arg, const struct store_experiment_row *row)
+{
+    struct explist *l = arg;
+    assert_true(l->n < 8);
+    l->rowid[l->n] = row->rowid;
+    snprintf(l->id[l->n], 16, "%s", row->id);
+    assert_string_equal(row->config_json, "{\"arms\":[\"a\",\"b\"]}");
+    l->created[l->n] = row->created_ms;
+    l->n++;
+    return 0;
+}
+
+static int stop_at_first(void *arg, const struct store_experiment_row *row)
+{
+    (void)arg;
+    (void)row;
+    return 77;
+}
+
+static void test_load_experiments(void **state)
+{
+    struct fx *f = *state;
+    struct explist l = {0};
+    int64_t a = create_exp(f->s, "one"), b = create_exp(f->s, "two");
+
+    assert_int_equal(store_load_experiments(f->s, collect_exp, &l), 0);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.rowid[0], a);
+    assert_int_equal(l.rowid[1], b);
+    assert_string_equal(l.id[0], "one");
+    assert_string_equal(l.id[1], "two");
+    assert_int_equal(l.created[0], 1700000000000);
+    assert_int_equal(store_load_experiments(f->s, stop_at_first, NULL), 77);
+}
+
+/* --- events ------------------------------------------------------------------- */
+
+static void test_events_roundtrip(void **state)
+{
+    struct fx *f = *state;
+    int64_t exp = create_exp(f->s, "ev"), other = create_exp(f->s, "other"), last = -1;
+    struct store_op op[6];
+    struct evlist l = {0};
+
+    op[0] = ev_op(exp, 1, STORE_EV_ASSIGN);
+    op[0].ev.bandit = 2;
+    op[0].ev.arm = 5;
+    op[0].ev.flags = STORE_AF_EXPLOIT | STORE_AF_BANDIT_GIVEN;
+    op[0].ev.expires_ms = 1700000086400;
+    op[0].ev.unit = "user-123";
+    op[1] = ev_op(exp, 2, STORE_EV_REWARD);
+    op[1].ev.ref = 1;
+    op[1].ev.value = 0.25;
+    op[2] = ev_op(exp, 3, STORE_EV_OBSERVE);
+    op[2].ev.bandit = 1;
+    op[2].ev.arm = 0;
+    op[2].ev.value = -3.5e10;
+    op[3] = ev_op(exp, 4, STORE_EV_EXPIRE);
+    op[3].ev.ref = 1;
+    op[3].ev.value = NAN; /* no default reward */
+    op[4] = ev_op(exp, 5, STORE_EV_LATE);
+    op[4].ev.ref = 1;
+    op[4].ev.value = 1.0;
+    op[5] = ev_op(exp, 6, STORE_EV_STATE);
+    op[5].ev.text = "paused";
+    /* queued out of order across submissions, committed in queue order */
+    assert_int_equal(store_write_sync(f->s, &op[3], 3), STORE_OK);
+    assert_int_equal(store_write_sync(f->s, &op[0], 3), STORE_OK);
+    {
+        struct store_op o = ev_op(other, 1, STORE_EV_OBSERVE);
+        assert_int_equal(store_write_sync(f->s, &o, 1), STORE_OK);
+    }
+
+    assert_int_equal(store_load_events(f->s, exp, 0, collect_ev, &l), 0);
+    assert_int_equal(l.n, 6);
+    for (int i = 0; i < 6; i++)
+        assert_event_eq(&op[i].ev, &l.ev[i]);
+    /* NaN is stored as NULL */
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM events WHERE value IS NULL"),
+                     3 + 1 /* the other experiment's observation */);
+
+    memset(&l, 0, sizeof l);
+    assert_int_equal(store_load_events(f->s, exp, 4, collect_ev, &l), 0);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.ev[0].seq, 5);
+    assert_int_equal(l.ev[1].seq, 6);
+    memset(&l, 0, sizeof l);
+    assert_int_equal(store_load_events(f->s, exp, 6, collect_ev, &l), 0);
+    assert_int_equal(l.n, 0);
+    assert_int_equal(store_load_events(f->s, 9999, 0, collect_ev, &l), 0);
+    assert_int_equal(l.n, 0);
+
+    assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK);
+    assert_int_equal(last, 6);
+    assert_int_equal(store_last_seq(f->s, other, &last), STORE_OK);
+    assert_int_equal(last, 1);
+    assert_int_equal(store_last_seq(f->s, 9999, &last), STORE_OK);
+    assert_int_equal(last, 0);
+}
+
+static void test_find(void **state)
+{
+    struct fx *f = *state;
+    int64_t exp = create_exp(f->s, "find");
+    struct store_op op[6];
+    struct store_event ev;
+    char buf[64], small[5];
+
+    op[0] = ev_op(exp, 1, STORE_EV_ASSIGN);
+    op[0].ev.arm = 1;
+    op[0].ev.unit = "visitor-9";
+    op[0].ev.expires_ms = 99;
+    op[1] = ev_op(exp, 2, STORE_EV_ASSIGN);
+    op[1].ev.arm = 2;
+    op[2] = ev_op(exp, 3, STORE_EV_OBSERVE); /* not an outcome */
+    op[2].ev.ref = 2;
+    op[3] = ev_op(exp, 4, STORE_EV_EXPIRE);
+    op[3].ev.ref = 2;
+    op[4] = ev_op(exp, 5, STORE_EV_LATE);
+    op[4].ev.ref = 2;
+    op[4].ev.value = 1;
+    op[5] = ev_op(exp, 6, STORE_EV_REWARD);
+    op[5].ev.ref = 1;
+    op[5].ev.value = 0.5;
+    assert_int_equal(store_write_sync(f->s, op, 6), STORE_OK);
+
+    assert_int_equal(store_find_assignment(f->s, exp, 1, &ev, buf, sizeof buf), STORE_OK);
+    assert_int_equal(ev.seq, 1);
+    assert_int_equal(ev.arm, 1);
+    assert_int_equal(ev.expires_ms, 99);
+    assert_ptr_equal(ev.unit, buf);
+    assert_string_equal(buf, "visitor-9");
+    assert_null(ev.text);
+    assert_int_equal(store_find_assignment(f->s, exp, 1, &ev, small, sizeof small), STORE_OK);
+    assert_string_equal(small, "visi"); /* truncated */
+    assert_int_equal(store_find_assignment(f->s, exp, 2, &ev, buf, sizeof buf), STORE_OK);
+    assert_null(ev.unit);
+    assert_int_equal(store_find_assignment(f->s, exp, 3, &ev, buf, sizeof buf),
+                     STORE_ERR_NOTFOUND); /* an event, but not an assignment */
+    assert_int_equal(store_find_assignment(f->s, exp, 7, &ev, buf, sizeof buf),
+                     STORE_ERR_NOTFOUND);
+
+    assert_int_equal(store_find_outcome(f->s, exp, 2, &ev), STORE_OK);
+    assert_int_equal(ev.seq, 4); /* the first outcome, skipping the observation */
+    assert_int_equal(ev.kind, STORE_EV_EXPIRE);
+    assert_true(isnan(ev.value));
+    assert_int_equal(store_find_outcome(f->s, exp, 1, &ev), STORE_OK);
+    assert_int_equal(ev.kind, STORE_EV_REWARD);
+    assert_true(ev.value == 0.5);
+    assert_int_equal(store_find_outcome(f->s, exp, 6, &ev), STORE_ERR_NOTFOUND);
+
+    assert_int_equal(store_find_unit(f->s, exp, "visitor-9", &ev), STORE_OK);
+    assert_int_equal(ev.seq, 1);
+    assert_string_equal(ev.unit, "visitor-9");
+    assert_int_equal(store_find_unit(f->s, exp, "visitor-10", &ev), STORE_ERR_NOTFOUND);
+    assert_int_equal(store_find_unit(f->s, exp + 1, "visitor-9", &ev), STORE_ERR_NOTFOUND);
+}
+
+static void test_duplicates_and_atomicity(void **state)
+{
+    struct fx *f = *state;
+    int64_t exp = create_exp(f->s, "dup"), exp2 = create_exp(f->s, "dup2"), last;
+    struct store_op a = ev_op(exp, 1, STORE_EV_ASSIGN), b[2];
+    struct store_event ev;
+
+    a.ev.unit = "u1";
+    assert_int_equal(store_write_sync(f->s, &a, 1), STORE_OK);
+    /* same unit, same experiment */
+    b[0] = ev_op(exp, 2, STORE_EV_ASSIGN);
+    b[0].ev.unit = "u1";
+    assert_int_equal(store_write_sync(f->s, b, 1), STORE_ERR_EXISTS);
+    /* same unit, other experiment: fine */
+    b[0] = ev_op(exp2, 1, STORE_EV_ASSIGN);
+    b[0].ev.unit = "u1";
+    assert_int_equal(store_write_sync(f->s, b, 1), STORE_OK);
+    /* duplicate seq */
+    b[0] = ev_op(exp, 1, STORE_EV_OBSERVE);
+    assert_int_equal(store_write_sync(f->s, b, 1), STORE_ERR_EXISTS);
+    /* a submission is atomic: the good first op goes with the bad second */
+    b[0] = ev_op(exp, 2, STORE_EV_OBSERVE);
+    b[1] = ev_op(exp, 3, STORE_EV_ASSIGN);
+    b[1].ev.unit = "u1";
+    assert_int_equal(store_write_sync(f->s, b, 2), STORE_ERR_EXISTS);
+    assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK);
+    assert_int_equal(last, 1);
+    assert_int_equal(store_find_unit(f->s, exp, "u1", &ev), STORE_OK);
+    assert_int_equal(ev.seq, 1);
+    /* unknown op kind fails its submission only */
+    b[0] = ev_op(exp, 2, STORE_EV_OBSERVE);
+    b[0].kind = 99;
+    assert_int_equal(store_write_sync(f->s, b, 1), STORE_ERR_IO);
+    /* an empty submission is a no-op that succeeds */
+    assert_int_equal(store_write_sync(f->s, NULL, 0), STORE_OK);
+}
+
+static void test_delete(void **state)
+{
+    struct fx *f = *state;
+    int64_t exp = create_exp(f->s, "gone"), keep = create_exp(f->s, "kept"), last;
+    struct store_op op[3];
+    struct explist l = {0};
+
+    op[0] = ev_op(exp, 1, STORE_EV_ASSIGN);
+    op[0].ev.unit = "u";
+    op[1] = ev_op(exp, 2, STORE_EV_REWARD);
+    op[1].ev.ref = 1;
+    op[2] = ev_op(keep, 1, STORE_EV_OBSERVE);
+    assert_int_equal(store_write_sync(f->s, op, 3), STORE_OK);
+
+    op[0] = (struct store_op){.kind = STORE_OP_EXP_DELETE, .exp = exp};
+    assert_int_equal(store_write_sync(f->s, op, 1), STORE_OK);
+    assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK);
+    assert_int_equal(last, 0);
+    assert_int_equal(store_last_seq(f->s, keep, &last), STORE_OK);
+    assert_int_equal(last, 1);
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM events"), 1);
+    assert_int_equal(store_load_experiments(f->s, collect_exp, &l), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.id[0], "kept");
+    /* deleting what is not there */
+    assert_int_equal(store_write_sync(f->s, op, 1), STORE_ERR_NOTFOUND);
+    /* the id is free again */
+    create_exp(f->s, "gone");
+}
+
+/* Reads inside a read's callback: nested statements, same query included. */
+struct nest {
+    struct store *s;
+    int64_t exp;
+    int outer, inner;
+};
+
+static int nest_inner(void *arg, const struct store_event *ev)
+{
+    struct nest *n = arg;
+    (void)ev;
+    n->inner++;
+    return 0;
+}
+
+static int nest_outer(void *arg, const struct store_event *ev)
+{
+    struct nest *n = arg;
+    struct store_event e2;
+    int64_t last;
+
+    n->outer++;
+    if (ev->unit) {
+        assert_int_equal(store_find_unit(n->s, n->exp, ev->unit, &e2), STORE_OK);
+        assert_int_equal(e2.seq, ev->seq);
+    }
+    assert_int_equal(store_last_seq(n->s, n->exp, &last), STORE_OK);
+    assert_int_equal(last, 3);
+    assert_int_equal(store_load_events(n->s, n->exp, ev->seq, nest_inner, n), 0);
+    /* the outer row's strings are still valid */
+    if (ev->seq == 1)
+        assert_string_equal(ev->unit, "first");
+    return 0;
+}
+
+static void test_reentrant_reads(void **state)
+{
+    struct fx *f = *state;
+    int64_t exp = create_exp(f->s, "nest");
+    struct store_op op[3];
+    struct nest n = {.s = f->s, .exp = exp};
+
+    op[0] = ev_op(exp, 1, STORE_EV_ASSIGN);
+    op[0].ev.unit = "first";
+    op[1] = ev_op(exp, 2, STORE_EV_ASSIGN);
+    op[1].ev.unit = "second";
+    op[2] = ev_op(exp, 3, STORE_EV_OBSERVE);
+    assert_int_equal(store_write_sync(f->s, op, 3), STORE_OK);
+    assert_int_equal(store_load_events(f->s, exp, 0, nest_outer, &n), 0);
+    assert_int_equal(n.outer, 3);
+    assert_int_equal(n.inner, 2 + 1 + 0);
+}
+
+/* --- concurrency and shutdown --------------------------------------------------- */
+
+#define CT_THREADS 4
+#define CT_SUBS 2000
+
+struct ct_thread {
+    struct store *s;
+    int64_t exp;
+    struct store_op ops[CT_SUBS];
+    struct ct_sub {
+        struct ct_thread *t;
+        int i;
+    } subs[CT_SUBS];
+    /* written by the writer thread only (callbacks) */
+    int next, calls, bad_order, failed;
+    /* written by the submitting thread (no cmocka asserts off the main thread) */
+    int submit_errors, read_errors;
+    int64_t last_seen;
+};
+
+static void ct_done(void *arg, int err)
+{
+    struct ct_sub *cs = arg;
+    struct ct_thread *t = cs->t;
+    t->calls++;
+    if (cs->i != t->next)
+        t->bad_order++;
+    t->next = cs->i + 1;
+    if (err != STORE_OK)
+        t->failed++;
+}
+
+static void *ct_main(void *arg)
+{
+    struct ct_thread *t = arg;
+    for (int i = 0; i < CT_SUBS; i++) {
+        t->ops[i] = ev_op(t->exp, i + 1, STORE_EV_OBSERVE);
+        t->ops[i].ev.value = i;
+        t->subs[i] = (struct ct_sub){t, i};
+        if (store_submit(t->s, &t->ops[i], 1, ct_done, &t->subs[i]) != STORE_OK)
+            t->submit_errors++;
+        /* reads from this thread's own connection, closed when it exits */
+        if (i % 500 == 0 && store_last_seq(t->s, t->exp, &t->last_seen) != STORE_OK)
+            t->read_errors++;
+    }
+    return NULL;
+}
+
+static void test_concurrent_submitters(void **state)
+{
+    struct fx *f = *state;
+    struct ct_thread *t = calloc(CT_THREADS, sizeof *t);
+    pthread_t tid[CT_THREADS];
+    struct store_stats st;
+    char name[16];
+    int64_t last;
+
+    assert_non_null(t);
+    for (int k = 0; k < CT_THREADS; k++) {
+        snprintf(name, sizeof name, "ct%d", k);
+        t[k].s = f->s;
+        t[k].exp = create_exp(f->s, name);
+    }
+    for (int k = 0; k < CT_THREADS; k++)
+        assert_int_equal(pthread_create(&tid[k], NULL, ct_main, &t[k]), 0);
+    for (int k = 0; k < CT_THREADS; k++)
+        pthread_join(tid[k], NULL);
+    /* FIFO: once this completes, every earlier submission has too */
+    assert_int_equal(store_write_sync(f->s, NULL, 0), STORE_OK);
+    for (int k = 0; k < CT_THREADS; k++) {
+        assert_int_equal(t[k].submit_errors, 0);
+        assert_int_equal(t[k].read_errors, 0);
+        assert_int_equal(t[k].calls, CT_SUBS);
+        assert_int_equal(t[k].bad_order, 0);
+        assert_int_equal(t[k].failed, 0);
+        assert_int_equal(store_last_seq(f->s, t[k].exp, &last), STORE_OK);
+        assert_int_equal(last, CT_SUBS);
+    }
+    store_get_stats(f->s, &st);
+    assert_int_equal(st.queue_depth, 0);
+    assert_true(st.writes >= CT_THREADS * CT_SUBS);
+    assert_true(st.commits <= st.writes);
+    reopen(f);
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM events"), CT_THREADS * CT_SUBS);
+    assert_int_equal(count_rows(f->path, "SELECT count(DISTINCT exp || '/' || seq) FROM events"),
+                     CT_THREADS * CT_SUBS);
+    free(t);
+}
+
+struct drain {
+    struct store *s;
+    int calls, ok, closed_on_resubmit;
+    struct store_op again;
+};
+
+static void drain_done(void *arg, int err)
+{
+    struct drain *d = arg;
+    d->calls++;
+    if (err == STORE_OK)
+        d->ok++;
+    /* the store is closing: no new work is accepted, even from callbacks */
+    if (store_submit(d->s, &d->again, 1, drain_done, d) == STORE_ERR_CLOSED)
+        d->closed_on_resubmit++;
+}
+
+static void test_close_drains(void **state)
+{
+    struct fx *f = *state;
+    int64_t exp = create_exp(f->s, "drain");
+    struct store_op op[50];
+    struct drain d = {.s = f->s};
+    char err[256];
+
+    d.again = ev_op(exp, 1000, STORE_EV_OBSERVE);
+    store_test_pause_writer(f->s, 1);
+    for (int i = 0; i < 50; i++) {
+        op[i] = ev_op(exp, i + 1, STORE_EV_OBSERVE);
+        assert_int_equal(store_submit(f->s, &op[i], 1, drain_done, &d), STORE_OK);
+    }
+    store_close(f->s); /* still paused: close overrides and drains */
+    f->s = NULL;
+    assert_int_equal(d.calls, 50);
+    assert_int_equal(d.ok, 50);
+    assert_int_equal(d.closed_on_resubmit, 50);
+    /* WAL checkpointed and removed on a clean close (checked before any
+     * other connection opens the file and recreates it) */
+    {
+        char wal[160];
+        snprintf(wal, sizeof wal, "%s-wal", f->path);
+        assert_int_equal(access(wal, F_OK), -1);
+    }
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM events"), 50);
+    f->s = store_open(f->path, STORE_SYNC_FULL, err, sizeof err);
+    assert_non_null(f->s);
+}
+
+/* --- failures ----------------------------------------------------------------- */
+
+static void test_injected_commit_failure(void **state)
+{
+    struct fx *f = *state;
+    int64_t exp = create_exp(f->s, "fault"), last = -1;
+    struct collector c;
+    struct slot sl[4];
+    struct store_op op[4];
+    int64_t rowid = 0;
+    struct store_stats before, after;
+
+    collector_init(&c);
+    store_get_stats(f->s, &before);
+    store_test_fail_commits(f->s, 1);
+    store_test_pause_writer(f->s, 1);
+    op[0] = (struct store_op){.kind = STORE_OP_EXP_CREATE,
+                              .id = "doomed",
+                              .config_json = "{}",
+                              .rowid_out = &rowid};
+    op[1] = ev_op(exp, 1, STORE_EV_ASSIGN);
+    op[1].ev.unit = "u";
+    op[2] = ev_op(exp, 2, STORE_EV_OBSERVE);
+    op[3] = (struct store_op){.kind = STORE_OP_EXP_CREATE, .id = "fault", .config_json = "{}"};
+    for (int i = 0; i < 4; i++) {
+        sl[i] = (struct slot){&c, i};
+        assert_int_equal(store_submit(f->s, &op[i], 1, collect, &sl[i]), STORE_OK);
+    }
+    store_test_pause_writer(f->s, 0);
+    collector_wait(&c, 4);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(c.order[i], i);
+        assert_int_equal(c.err[i], STORE_ERR_FULL); /* even the duplicate id */
+    }
+    store_get_stats(f->s, &after);
+    assert_int_equal(after.failed_commits - before.failed_commits, 1);
+    assert_int_equal(after.commits, before.commits);
+    assert_int_equal(after.writes, before.writes);
+    /* nothing of the batch is on disk */
+    assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK);
+    assert_int_equal(last, 0);
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM experiments"), 1);
+    /* and the store recovers */
+    assert_int_equal(store_write_sync(f->s, &op[1], 2), STORE_OK);
+    assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK);
+    assert_int_equal(last, 2);
+    assert_int_equal(store_write_sync(f->s, &op[0], 1), STORE_OK);
+    assert_true(rowid > exp);
+    collector_destroy(&c);
+}
+
+static void test_env_fault(void **state)
+{
+    struct fx *f = *state;
+    char err[256];
+    struct store_op op[3];
+
+    store_close(f->s);
+    setenv("BANDITD_STORE_FAIL_COMMITS", "1+1", 1);
+    f->s = store_open(f->path, STORE_SYNC_FULL, err, sizeof err);
+    unsetenv("BANDITD_STORE_FAIL_COMMITS");
+    assert_non_null(f->s);
+    for (int i = 0; i < 3; i++)
+        op[i] = (struct store_op){
+            .kind = STORE_OP_EXP_CREATE, .id = i == 0 ? "e0" : i == 1 ? "e1" : "e2",
+            .config_json = "{}"};
+    assert_int_equal(store_write_sync(f->s, &op[0], 1), STORE_OK);
+    assert_int_equal(store_write_sync(f->s, &op[1], 1), STORE_ERR_FULL);
+    assert_int_equal(store_write_sync(f->s, &op[2], 1), STORE_OK);
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM experiments"), 2);
+}
+
+/* Callbacks may not wait for the writer they run on. */
+struct cbsync {
+    struct store *s;
+    int inner;
+};
+
+static void cbsync_done(void *arg, int err)
+{
+    struct cbsync *c = arg;
+    assert_int_equal(err, STORE_OK);
+    c->inner = store_write_sync(c->s, NULL, 0);
+}
+
+static void test_sync_from_callback_refused(void **state)
+{
+    struct fx *f = *state;
+    struct cbsync c = {.s = f->s, .inner = -1};
+    assert_int_equal(store_submit(f->s, NULL, 0, cbsync_done, &c), STORE_OK);
+    assert_int_equal(store_write_sync(f->s, NULL, 0), STORE_OK);
+    assert_int_equal(c.inner, STORE_ERR_IO);
+}
+
+/* Another process holding the write lock for a while: the writer waits
+ * (busy timeout) instead of failing, and readers are not blocked (WAL). */
+static void *release_later(void *arg)
+{
+    sqlite3 *db = arg;
+    usleep(300 * 1000);
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    return NULL;
+}
+
+static void test_busy_retried(void **state)
+{
+    struct fx *f = *state;
+    int64_t exp = create_exp(f->s, "busy"), last = -1;
+    struct store_op op = ev_op(exp, 1, STORE_EV_OBSERVE);
+    sqlite3 *other;
+    pthread_t tid;
+
+    assert_int_equal(sqlite3_open(f->path, &other), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(pthread_create(&tid, NULL, release_later, other), 0);
+    assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK); /* not blocked */
+    assert_int_equal(last, 0);
+    assert_int_equal(store_write_sync(f->s, &op, 1), STORE_OK);
+    pthread_join(tid, NULL);
+    sqlite3_close(other);
+    assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK);
+    assert_int_equal(last, 1);
+}
+
+/* A real full disk: a small tmpfs (needs root; skipped otherwise). Fill it,
+ * check the failure is STORE_ERR_FULL and leaves the committed data intact,
+ * then free space and check the store writes again. */
+static void test_real_disk_full(void **state)
+{
+    struct fx *f = *state;
+    char mnt[160], path[200], ballast[200], err[256], text[8192];
+    struct store *s;
+    struct store_op op;
+    int64_t exp, last;
+    int rc = STORE_OK, i, ok = 0;
+    FILE *fp;
+
+    snprintf(mnt, sizeof mnt, "%s/mnt", f->dir);
+    assert_int_equal(mkdir(mnt, 0700), 0);
+    if (mount("tmpfs", mnt, "tmpfs", 0, "size=384k") != 0) {
+        /* not root (or no mount namespace): nothing to test here. Not
+         * skip(): cmocka's TAP prints a skip as "not ok … # SKIP", which
+         * tests/run.sh counts as a failure. */
+        fprintf(stderr, "# tmpfs mount failed (%s): real disk-full test not run\n",
+                strerror(errno));
+        return;
+    }
+    snprintf(path, sizeof path, "%s/full.db", mnt);
+    snprintf(ballast, sizeof ballast, "%s/ballast", mnt);
+    s = store_open(path, STORE_SYNC_FULL, err, sizeof err);
+    if (s == NULL) {
+        umount(mnt);
+        fail_msg("open on tmpfs: %s", err);
+    }
+    exp = create_exp(s, "full");
+    fp = fopen(ballast, "w");
+    assert_non_null(fp);
+    memset(text, 'x', sizeof text);
+    for (i = 0; i < 16; i++)
+        fwrite(text, 1, sizeof text, fp);
+    fclose(fp);
+    text[sizeof text - 1] = '\0';
+    for (i = 1; i <= 200; i++) {
+        op = ev_op(exp, i, STORE_EV_STATE);
+        op.ev.text = text;
+        rc = store_write_sync(s, &op, 1);
+        if (rc != STORE_OK)
+            break;
+        ok++;
+    }
+    assert_int_equal(rc, STORE_ERR_FULL);
+    assert_true(ok > 0);
+    assert_int_equal(store_last_seq(s, exp, &last), STORE_OK);
+    assert_int_equal(last, ok);
+    /* free space: the store writes again */
+    assert_int_equal(unlink(ballast), 0);
+    op = ev_op(exp, ok + 1, STORE_EV_OBSERVE);
+    assert_int_equal(store_write_sync(s, &op, 1), STORE_OK);
+    assert_int_equal(store_last_seq(s, exp, &last), STORE_OK);
+    assert_int_equal(last, ok + 1);
+    store_close(s);
+    assert_int_equal(umount(mnt), 0);
+}
+
+/* --- keys and backup ------------------------------------------------------------ */
+
+struct keylist {
+    int n;
+    int64_t rowid[4];
+    char name[4][16], scopes[4][32], hash[4][70];
+    int revoked[4];
+    int64_t created[4];
+};
+
+static int collect_key(void *arg, const struct store_key_row *row)
+{
+    struct keylist *l = arg;
+    assert_true(l->n < 4);
+    l->rowid[l->n] = row->rowid;
+    snprintf(l->name[l->n], 16, "%s", row->name ? row->name : "(null)");
+    snprintf(l->scopes[l->n], 32, "%s", row->scopes);
+    snprintf(l->hash[l->n], 70, "%s", row->hash);
+    l->revoked[l->n] = row->revoked;
+    l->created[l->n] = row->created_ms;
+    l->n++;
+    return 0;
+}
+
+static void test_keys(void **state)
+{
+    struct fx *f = *state;
+    int64_t k1 = 0, k2 = 0;
+    struct keylist l = {0};
+    const char *h1 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    const char *h2 = "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752";
+
+    assert_int_equal(store_key_insert(f->s, "ops", "admin", h1, 111, &k1), STORE_OK);
+    assert_int_equal(store_key_insert(f->s, NULL, "assign,report", h2, 222, &k2), STORE_OK);
+    assert_true(k1 > 0 && k2 > k1);
+    assert_int_equal(store_key_insert(f->s, "again", "read", h1, 333, NULL), STORE_ERR_EXISTS);
+    assert_int_equal(store_key_revoke(f->s, k1), STORE_OK);
+    assert_int_equal(store_key_revoke(f->s, k2 + 100), STORE_ERR_NOTFOUND);
+    assert_int_equal(store_load_keys(f->s, collect_key, &l), 0);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.rowid[0], k1);
+    assert_string_equal(l.name[0], "ops");
+    assert_string_equal(l.scopes[0], "admin");
+    assert_string_equal(l.hash[0], h1);
+    assert_int_equal(l.revoked[0], 1);
+    assert_int_equal(l.created[0], 111);
+    assert_string_equal(l.name[1], "(null)");
+    assert_string_equal(l.scopes[1], "assign,report");
+    assert_int_equal(l.revoked[1], 0);
+}
+
+static void test_backup(void **state)
+{
+    struct fx *f = *state;
+    char bpath[160], err[256];
+    int64_t exp = create_exp(f->s, "saved"), last;
+    struct store_op op[2];
+    struct store *b;
+    struct explist l = {0};
+    struct evlist el = {0};
+
+    op[0] = ev_op(exp, 1, STORE_EV_ASSIGN);
+    op[0].ev.unit = "u";
+    op[1] = ev_op(exp, 2, STORE_EV_REWARD);
+    op[1].ev.ref = 1;
+    op[1].ev.value = 1;
+    assert_int_equal(store_write_sync(f->s, op, 2), STORE_OK);
+    assert_int_equal(store_key_insert(f->s, "k", "read", "abc", 1, NULL), STORE_OK);
+
+    snprintf(bpath, sizeof bpath, "%s/backup.db", f->dir);
+    err[0] = '\0';
+    assert_int_equal(store_backup(f->s, bpath, err, sizeof err), STORE_OK);
+    /* existing target: refused with a message */
+    assert_int_not_equal(store_backup(f->s, bpath, err, sizeof err), STORE_OK);
+    assert_true(err[0] != '\0');
+    /* the writer keeps going; the backup is a snapshot */
+    op[0] = ev_op(exp, 3, STORE_EV_OBSERVE);
+    assert_int_equal(store_write_sync(f->s, op, 1), STORE_OK);
+
+    b = store_open(bpath, STORE_SYNC_FULL, err, sizeof err);
+    if (b == NULL)
+        fail_msg("open backup: %s", err);
+    assert_int_equal(store_load_experiments(b, collect_exp, &l), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.id[0], "saved");
+    assert_int_equal(store_load_events(b, l.rowid[0], 0, collect_ev, &el), 0);
+    assert_int_equal(el.n, 2);
+    assert_string_equal(el.ev[0].unit, "u");
+    assert_true(el.ev[1].value == 1.0);
+    assert_int_equal(store_last_seq(b, exp, &last), STORE_OK);
+    assert_int_equal(last, 2);
+    assert_int_equal(count_rows(bpath, "SELECT count(*) FROM api_keys"), 1);
+    store_close(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_open_migrate_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refuse_newer_version, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exp_duplicate_in_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_load_experiments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_events_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_find, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicates_and_atomicity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reentrant_reads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_submitters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_drains, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_injected_commit_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_env_fault, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sync_from_callback_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_busy_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_real_disk_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backup, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+}
