@@ -33,7 +33,7 @@ int api_json_unknown_keys(json_t *obj, const char *const *allowed, const char *p
 int api_valid_id(const char *s)
 {
     size_t n = strlen(s);
-    if (n < 1 || n > EXP_ID_MAX)
+    if (n < 1 || n > 64)
         return 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];

@@ -1,0 +1,651 @@
+/*
+ * http.c — libmicrohttpd glue: request contexts, routing, body limits,
+ * content types, authentication, replies, and the suspend/resume dance that
+ * lets a handler wait for the store's group commit without holding a pool
+ * thread.
+ *
+ * Request life: MHD calls access_handler once with the headers (we route and
+ * check limits), once per body chunk (we buffer up to max_body), then once
+ * with no data (we dispatch to the handler). A handler that wrote something
+ * suspends the connection; the writer thread's completion callback resumes
+ * it, MHD calls access_handler again, and we send the stashed reply. A
+ * request context is shared by MHD and a pending write, hence its reference
+ * count.
+ */
+#define _GNU_SOURCE
+#include "server/http.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/auth.h"
+#include "server/log.h"
+#include "server/metrics.h"
+
+#define MAX_HEADERS 8
+#define MAX_SEGMENTS 8
+
+struct api_req {
+    struct MHD_Connection *conn;
+    const struct route *route;
+    char method[16];
+    char *path;
+    char id[EXP_ID_MAX + 1];
+    unsigned pre_status; /* an answer decided before dispatch (404, 405, 413…) */
+    const char *pre_detail;
+    char *allow;         /* 405: the methods the path accepts */
+    char *body;
+    size_t len, cap;
+    int too_large;
+    json_t *json;
+    struct exp_batch batch;
+    int64_t now_ms;
+    uint64_t start_ns;
+    unsigned scopes;
+    struct {
+        char *name, *value;
+    } hdrs[MAX_HEADERS];
+    size_t nhdrs;
+    int replied;
+    unsigned status;
+    /* waiting for a write */
+    pthread_mutex_t mu;
+    int write_done, write_err, suspended, waiting;
+    unsigned pend_status;
+    json_t *pend_body;
+    atomic_int refs;
+};
+
+struct http_server {
+    struct MHD_Daemon *d;
+    struct http_config cfg;
+    uint16_t port;
+};
+
+static size_t g_max_body = 1 << 20;
+static int g_log_requests;
+static atomic_uint g_in_flight;
+static atomic_int g_ready;
+
+unsigned http_in_flight(void)
+{
+    return atomic_load(&g_in_flight);
+}
+
+void http_set_ready(int ready)
+{
+    atomic_store(&g_ready, ready);
+}
+
+int http_ready(void)
+{
+    return atomic_load(&g_ready);
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* --- request contexts ----------------------------------------------------- */
+
+static void req_unref(struct api_req *r)
+{
+    if (atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
+    free(r->path);
+    free(r->body);
+    free(r->allow);
+    json_decref(r->json);
+    json_decref(r->pend_body);
+    exp_batch_free(&r->batch);
+    for (size_t i = 0; i < r->nhdrs; i++) {
+        free(r->hdrs[i].name);
+        free(r->hdrs[i].value);
+    }
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+    atomic_fetch_sub(&g_in_flight, 1);
+}
+
+/* --- accessors ------------------------------------------------------------- */
+
+const char *api_req_method(const struct api_req *r)
+{
+    return r->method;
+}
+
+const char *api_req_path(const struct api_req *r)
+{
+    return r->path;
+}
+
+const char *api_req_id(const struct api_req *r)
+{
+    return r->id[0] ? r->id : NULL;
+}
+
+const char *api_req_query(const struct api_req *r, const char *key)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *api_req_header(const struct api_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+int64_t api_req_now_ms(const struct api_req *r)
+{
+    return r->now_ms;
+}
+
+unsigned api_req_scopes(const struct api_req *r)
+{
+    return r->scopes;
+}
+
+struct exp_batch *api_req_batch(struct api_req *r)
+{
+    return &r->batch;
+}
+
+json_t *api_req_json(struct api_req *r, int empty_ok)
+{
+    if (r->json != NULL)
+        return r->json;
+    size_t i = 0;
+    while (i < r->len && (r->body[i] == ' ' || r->body[i] == '\n' || r->body[i] == '\r' ||
+                          r->body[i] == '\t'))
+        i++;
+    if (i == r->len) {
+        if (empty_ok)
+            return r->json = json_object();
+        api_reply_problem(r, 400, "a JSON body is required", NULL);
+        return NULL;
+    }
+    json_error_t err;
+    r->json = json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &err);
+    if (r->json == NULL) {
+        char detail[256];
+        snprintf(detail, sizeof detail, "malformed JSON at line %d, column %d: %s", err.line,
+                 err.column, err.text);
+        api_reply_problem(r, 400, detail, NULL);
+    }
+    return r->json;
+}
+
+/* --- replies ---------------------------------------------------------------- */
+
+void api_reply_header(struct api_req *r, const char *name, const char *value)
+{
+    if (r->nhdrs == MAX_HEADERS)
+        return;
+    r->hdrs[r->nhdrs].name = strdup(name);
+    r->hdrs[r->nhdrs].value = strdup(value);
+    r->nhdrs++;
+}
+
+static void log_request(struct api_req *r)
+{
+    double ms = (double)(mono_ns() - r->start_ns) / 1e6;
+    metrics_request(r->route != NULL ? r->route->name : "other", r->method, r->status, ms);
+    if (!g_log_requests)
+        return;
+    json_t *j = json_pack("{s:s,s:s,s:s,s:i,s:f}", "msg", "request", "method", r->method, "path",
+                          r->path ? r->path : "", "status", (json_int_t)r->status, "ms", ms);
+    if (j == NULL)
+        return;
+    char ts[40];
+    api_format_time(wall_ms(), ts, sizeof ts);
+    json_object_set_new(j, "time", json_string(ts));
+    if (r->id[0])
+        json_object_set_new(j, "experiment", json_string(r->id));
+    char *line = json_dumps(j, JSON_COMPACT);
+    if (line != NULL)
+        log_line(line);
+    free(line);
+    json_decref(j);
+}
+
+static int queue(struct api_req *r, unsigned status, struct MHD_Response *resp)
+{
+    if (resp == NULL) {
+        log_error("cannot build a response");
+        return API_DONE;
+    }
+    for (size_t i = 0; i < r->nhdrs; i++)
+        MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    if (MHD_queue_response(r->conn, status, resp) != MHD_YES)
+        log_warn("queueing a %u response failed", status);
+    MHD_destroy_response(resp);
+    r->replied = 1;
+    r->status = status;
+    log_request(r);
+    return API_DONE;
+}
+
+int api_reply_raw(struct api_req *r, unsigned status, const char *content_type, char *body,
+                  size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, body ? body : (char *)"", body ? MHD_RESPMEM_MUST_FREE
+                                                                          : MHD_RESPMEM_PERSISTENT);
+    if (resp != NULL && content_type != NULL)
+        MHD_add_response_header(resp, "Content-Type", content_type);
+    return queue(r, status, resp);
+}
+
+int api_reply_empty(struct api_req *r, unsigned status)
+{
+    return queue(r, status, MHD_create_response_from_buffer(0, (char *)"", MHD_RESPMEM_PERSISTENT));
+}
+
+int api_reply_json(struct api_req *r, unsigned status, json_t *body)
+{
+    char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
+    const char *ctype =
+        json_object_get(body, "type") != NULL && json_object_get(body, "title") != NULL &&
+                status >= 400
+            ? "application/problem+json"
+            : "application/json";
+    json_decref(body);
+    if (text == NULL)
+        return api_reply_raw(r, 500, "text/plain", NULL, 0);
+    return api_reply_raw(r, status, ctype, text, strlen(text));
+}
+
+struct stream {
+    long (*reader)(void *cls, uint64_t pos, char *buf, size_t max);
+    void *cls;
+    void (*free_cls)(void *cls);
+};
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct stream *s = cls;
+    long n = s->reader(s->cls, pos, buf, max);
+    if (n < 0)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (n == 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+    struct stream *s = cls;
+    if (s->free_cls != NULL)
+        s->free_cls(s->cls);
+    free(s);
+}
+
+int api_reply_stream(struct api_req *r, unsigned status, const char *content_type,
+                     long (*reader)(void *cls, uint64_t pos, char *buf, size_t max), void *cls,
+                     void (*free_cls)(void *cls))
+{
+    struct stream *s = malloc(sizeof *s);
+    if (s == NULL) {
+        if (free_cls)
+            free_cls(cls);
+        return api_reply_problem(r, 503, "out of memory", NULL);
+    }
+    s->reader = reader;
+    s->cls = cls;
+    s->free_cls = free_cls;
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, s, stream_free);
+    if (resp == NULL) {
+        stream_free(s);
+        return api_reply_problem(r, 503, "out of memory", NULL);
+    }
+    MHD_add_response_header(resp, "Content-Type", content_type);
+    return queue(r, status, resp);
+}
+
+/* --- waiting for writes -------------------------------------------------------- */
+
+static int send_pending(struct api_req *r)
+{
+    if (r->write_err != STORE_OK)
+        return api_reply_store_error(r, r->write_err);
+    json_t *b = r->pend_body;
+    r->pend_body = NULL;
+    return api_reply_json(r, r->pend_status, b);
+}
+
+void api_req_write_done(void *arg, int store_err)
+{
+    struct api_req *r = arg;
+    pthread_mutex_lock(&r->mu);
+    r->write_done = 1;
+    r->write_err = store_err;
+    if (r->suspended) {
+        r->suspended = 0;
+        MHD_resume_connection(r->conn);
+    }
+    pthread_mutex_unlock(&r->mu);
+    req_unref(r); /* the write's reference */
+}
+
+int api_req_wait(struct api_req *r, unsigned status, json_t *body)
+{
+    r->pend_status = status;
+    r->pend_body = body;
+    pthread_mutex_lock(&r->mu);
+    if (r->write_done) {
+        pthread_mutex_unlock(&r->mu);
+        return send_pending(r);
+    }
+    r->waiting = 1;
+    r->suspended = 1;
+    MHD_suspend_connection(r->conn);
+    pthread_mutex_unlock(&r->mu);
+    return API_SUSPENDED;
+}
+
+/* Handlers pass (api_req_write_done, r) to the store; the pending write
+ * holds a reference taken here, before the handler runs. */
+static void req_ref_for_write(struct api_req *r)
+{
+    atomic_fetch_add(&r->refs, 1);
+}
+
+/* --- routing ------------------------------------------------------------------- */
+
+static int match(const char *pattern, const char *path, char *id, size_t idlen)
+{
+    const char *p = pattern, *u = path;
+    while (*p && *u) {
+        if (strncmp(p, "{id}", 4) == 0) {
+            size_t n = strcspn(u, "/");
+            if (n == 0 || n >= idlen)
+                return 0;
+            memcpy(id, u, n);
+            id[n] = '\0';
+            p += 4;
+            u += n;
+            continue;
+        }
+        if (*p != *u)
+            return 0;
+        p++;
+        u++;
+    }
+    return *p == '\0' && *u == '\0';
+}
+
+static void route(struct api_req *r)
+{
+    char id[EXP_ID_MAX + 2];
+    char allow[128] = "";
+    int path_known = 0;
+    for (const struct route *rt = http_routes; rt->method != NULL; rt++) {
+        id[0] = '\0';
+        if (!match(rt->pattern, r->path, id, sizeof id))
+            continue;
+        path_known = 1;
+        if (strcmp(rt->method, r->method) == 0 ||
+            (strcmp(r->method, "HEAD") == 0 && strcmp(rt->method, "GET") == 0)) {
+            r->route = rt;
+            snprintf(r->id, sizeof r->id, "%s", id);
+            return;
+        }
+        size_t l = strlen(allow);
+        snprintf(allow + l, sizeof allow - l, "%s%s", l ? ", " : "", rt->method);
+    }
+    if (path_known) {
+        r->pre_status = 405;
+        r->allow = strdup(allow);
+    } else {
+        r->pre_status = 404;
+        r->pre_detail = "no such endpoint";
+    }
+}
+
+static int is_json_type(const char *ct)
+{
+    if (ct == NULL)
+        return 0;
+    size_t n = strcspn(ct, ";");
+    while (n > 0 && ct[n - 1] == ' ')
+        n--;
+    if (n == 16 && strncasecmp(ct, "application/json", 16) == 0)
+        return 1;
+    return n > 5 && strncasecmp(ct + n - 5, "+json", 5) == 0;
+}
+
+static void check_auth(struct api_req *r)
+{
+    if (r->route == NULL || r->route->scope == API_SCOPE_NONE || !auth_enabled()) {
+        r->scopes = API_SCOPE_READ | API_SCOPE_ASSIGN | API_SCOPE_REPORT | API_SCOPE_ADMIN;
+        return;
+    }
+    int known = 0;
+    r->scopes = auth_scopes(api_req_header(r, "Authorization"), &known);
+    if (!known) {
+        r->pre_status = 401;
+        r->pre_detail = "send Authorization: Bearer KEY with a valid API key";
+        api_reply_header(r, "WWW-Authenticate", "Bearer");
+        return;
+    }
+    if (!(r->scopes & API_SCOPE_ADMIN) && !(r->scopes & r->route->scope)) {
+        r->pre_status = 403;
+        r->pre_detail = "this API key lacks the scope this endpoint needs";
+    }
+}
+
+static int answer_pre(struct api_req *r)
+{
+    if (r->pre_status == 405) {
+        api_reply_header(r, "Allow", r->allow ? r->allow : "");
+        char detail[192];
+        snprintf(detail, sizeof detail, "%s is not allowed here; allowed: %s", r->method,
+                 r->allow ? r->allow : "");
+        return api_reply_problem(r, 405, detail, NULL);
+    }
+    return api_reply_problem(r, r->pre_status, r->pre_detail, NULL);
+}
+
+static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
+                                      const char *method, const char *version,
+                                      const char *upload_data, size_t *upload_size, void **con_cls)
+{
+    (void)cls;
+    (void)version;
+    struct api_req *r = *con_cls;
+    if (r == NULL) {
+        r = calloc(1, sizeof *r);
+        if (r == NULL)
+            return MHD_NO;
+        atomic_fetch_add(&g_in_flight, 1);
+        atomic_init(&r->refs, 1);
+        pthread_mutex_init(&r->mu, NULL);
+        r->conn = conn;
+        r->start_ns = mono_ns();
+        snprintf(r->method, sizeof r->method, "%s", method);
+        r->path = strdup(url);
+        *con_cls = r;
+        if (r->path == NULL)
+            return MHD_NO;
+        route(r);
+        if (r->pre_status == 0)
+            check_auth(r);
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        if (r->pre_status == 0 && cl != NULL && strtoull(cl, NULL, 10) > g_max_body) {
+            r->pre_status = 413;
+            r->pre_detail = "the request body exceeds the configured limit";
+        }
+        return MHD_YES;
+    }
+    if (r->replied)
+        return MHD_YES;
+    if (r->waiting) {
+        /* Resumed after the write completed. */
+        pthread_mutex_lock(&r->mu);
+        int done = r->write_done;
+        pthread_mutex_unlock(&r->mu);
+        if (!done)
+            return MHD_YES;
+        r->waiting = 0;
+        send_pending(r);
+        return MHD_YES;
+    }
+    if (*upload_size > 0) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (r->too_large || r->pre_status != 0)
+            return MHD_YES;
+        if (r->len + n > g_max_body) {
+            r->too_large = 1;
+            return MHD_YES;
+        }
+        if (r->len + n + 1 > r->cap) {
+            size_t ncap = r->cap ? r->cap : 1024;
+            while (ncap < r->len + n + 1)
+                ncap *= 2;
+            char *nb = realloc(r->body, ncap);
+            if (nb == NULL) {
+                r->too_large = 1;
+                return MHD_YES;
+            }
+            r->body = nb;
+            r->cap = ncap;
+        }
+        memcpy(r->body + r->len, upload_data, n);
+        r->len += n;
+        r->body[r->len] = '\0';
+        return MHD_YES;
+    }
+    /* The whole request is in. */
+    r->now_ms = wall_ms();
+    if (r->pre_status != 0) {
+        answer_pre(r);
+        return MHD_YES;
+    }
+    if (r->too_large) {
+        api_reply_problem(r, 413, "the request body exceeds the configured limit", NULL);
+        return MHD_YES;
+    }
+    if (r->len > 0 && (strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0 ||
+                       strcmp(method, "PUT") == 0) &&
+        !is_json_type(api_req_header(r, "Content-Type"))) {
+        api_reply_problem(r, 415, "send the body as Content-Type: application/json", NULL);
+        return MHD_YES;
+    }
+    req_ref_for_write(r);
+    int rc = r->route->handler(r);
+    if (rc != API_SUSPENDED && !(r->waiting && !r->write_done)) {
+        /* No write was queued with this request (or it already completed
+         * and replied): drop the write reference unless a submission took it. */
+    }
+    if (!r->replied && rc != API_SUSPENDED) {
+        log_error("handler for %s %s returned without replying", r->method, r->path);
+        api_reply_problem(r, 500, "the handler did not answer", NULL);
+    }
+    return MHD_YES;
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    struct api_req *r = *con_cls;
+    if (r == NULL)
+        return;
+    *con_cls = NULL;
+    req_unref(r);
+}
+
+/* --- server ------------------------------------------------------------------ */
+
+struct http_server *http_start(const struct http_config *c, char *err, size_t errlen)
+{
+    struct http_server *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->cfg = *c;
+    g_max_body = c->max_body;
+    g_log_requests = c->log_requests;
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(c->port);
+    if (inet_pton(AF_INET, c->host, &sa.sin_addr) != 1) {
+        snprintf(err, errlen, "--listen: %s is not an IPv4 address", c->host);
+        free(s);
+        return NULL;
+    }
+    unsigned threads = c->threads;
+    if (threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (unsigned)n : 2;
+    }
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    if (c->tls_cert_pem != NULL)
+        flags |= MHD_USE_TLS;
+    struct MHD_OptionItem opts[16];
+    size_t n = 0;
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, threads, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &sa};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout_s,
+                                        NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, c->max_connections, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
+    if (c->tls_cert_pem != NULL) {
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)c->tls_cert_pem};
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)c->tls_key_pem};
+    }
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    s->d = MHD_start_daemon(flags, c->port, NULL, NULL, access_handler, NULL, MHD_OPTION_ARRAY,
+                            opts, MHD_OPTION_END);
+    if (s->d == NULL) {
+        snprintf(err, errlen, "cannot listen on %s:%u (in use, or TLS setup failed)", c->host,
+                 (unsigned)c->port);
+        free(s);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info != NULL ? info->port : c->port;
+    return s;
+}
+
+uint16_t http_port(const struct http_server *s)
+{
+    return s->port;
+}
+
+void http_stop(struct http_server *s, unsigned timeout_ms)
+{
+    if (s == NULL)
+        return;
+    MHD_socket fd = MHD_quiesce_daemon(s->d);
+    /* Let in-flight requests (and the writes they wait for) finish. */
+    for (unsigned waited = 0; http_in_flight() > 0 && waited < timeout_ms; waited += 10)
+        usleep(10000);
+    MHD_stop_daemon(s->d);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    free(s);
+}
