@@ -530,7 +530,7 @@ double stats_kl_bern(double p, double q)
     return p * log(p / q) + (1.0 - p) * log((1.0 - p) / (1.0 - q));
 }
 
-#define KL_BISECT 60 /* 2^-60 < 1e-18: the bracket closes below an ulp */
+#define KL_BISECT 60 /* the bracket ends under 1e-18 wide (or at one ulp) */
 
 /* Bisection: kl(p, ·) is monotone on each side of p but its slope blows up
  * near 0 and 1, where Newton overshoots. Each returns the outer end of the
@@ -548,6 +548,8 @@ double stats_kl_upper(double p, double level)
         return 1.0;
     for (int i = 0; i < KL_BISECT; i++) {
         double mid = 0.5 * (lo + hi);
+        if (mid <= lo || mid >= hi)
+            break;
         if (stats_kl_bern(p, mid) > level)
             hi = mid;
         else
@@ -569,6 +571,8 @@ double stats_kl_lower(double p, double level)
         return 0.0;
     for (int i = 0; i < KL_BISECT; i++) {
         double mid = 0.5 * (lo + hi);
+        if (mid <= lo || mid >= hi)
+            break;
         if (stats_kl_bern(p, mid) > level)
             lo = mid;
         else
