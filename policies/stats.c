@@ -16,7 +16,6 @@
 #include <math.h>
 
 #include <gsl/gsl_cdf.h>
-#include <gsl/gsl_sf_zeta.h>
 
 /* Polynomial stitching parameters (Howard, Ramdas, McAuliffe & Sekhon 2021,
  * Theorem 1 and eq. (10); the confseq library's defaults). */
@@ -151,11 +150,16 @@ static double stitch_k2(void)
     return (sqrt(STITCH_ETA) + 1.0) / 2.0;
 }
 
+/* ζ(s) for s = STITCH_S = 1.4, as gsl_sf_zeta(1.4) returns it. A literal
+ * because the call cost two thirds of a δᶜ search over 4096 arms (27 ms
+ * against 9 ms); the unit tests check it against gsl_sf_zeta. */
+#define STITCH_ZETA_S 3.1055472779775792
+
 /* The part of ℓ that does not depend on d:
  * s ln ln(η v / v_min) + ln(ζ(s) / ln(η)^s), with v already >= v_min. */
 static double stitch_ell0(double v, double v_min)
 {
-    double a = log(gsl_sf_zeta(STITCH_S)) - STITCH_S * log(log(STITCH_ETA));
+    double a = log(STITCH_ZETA_S) - STITCH_S * log(log(STITCH_ETA));
     return STITCH_S * log(log(STITCH_ETA * v / v_min)) + a;
 }
 
@@ -283,8 +287,7 @@ double stats_width_hoeffding(enum stats_bound b, const struct stats_arm *a, uint
                                   : stats_anytime_hoeffding_width(ne, d);
 }
 
-double stats_conf_hoeffding(enum stats_bound b, const struct stats_arm *a, uint64_t extra,
-                            double w)
+double stats_conf_hoeffding(enum stats_bound b, const struct stats_arm *a, uint64_t extra, double w)
 {
     if (a->n == 0)
         return 1.0;
@@ -370,7 +373,7 @@ double stats_cutoff_hat(const struct stats_arm *arms, size_t k, const unsigned c
     return lo + (hi - lo) * frac;
 }
 
-#define DC_GRID 16      /* coarse scan intervals before golden section */
+#define DC_GRID 16       /* coarse scan intervals before golden section */
 #define DC_GOLDEN_MAX 48 /* 0.618^48 < 1e-9 on an interval of length 1 */
 #define DC_TOL 1e-9
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include <gsl/gsl_rng.h>
+#include <gsl/gsl_sf_zeta.h>
 
 #include "policies/stats.h"
 
@@ -149,6 +150,11 @@ static void test_stitched_hand(void **state)
      * u = k1 sqrt(ℓ) = 2.91690000 */
     CLOSE(stats_stitched_boundary(0.3, 1, 0, 0.05), 2.9168999970127727, 1e-10);
     CLOSE(stats_stitched_boundary(1.0, 1, 0, 0.05), 2.9168999970127727, 1e-10);
+    /* stats.c hard-codes ζ(1.4); the same boundary from gsl_sf_zeta: */
+    double k1 = (pow(2, 0.25) + pow(2, -0.25)) / sqrt(2), k2 = (sqrt(2) + 1) / 2;
+    double ell = 1.4 * log(log(2 * 10.0)) + log(gsl_sf_zeta(1.4) / pow(log(2), 1.4)) + log(20);
+    CLOSE(stats_stitched_boundary(10, 1, 1, 0.05),
+          sqrt(k1 * k1 * 10 * ell + k2 * k2 * ell * ell) + k2 * ell, 1e-14);
     /* Inverse, c = 0: ℓ = u²/(k1² v); u = 20, v = 25: ℓ = 400/51.5159 = 7.76450199;
      * d = exp(−(ℓ − 1.4 ln ln 50 − A)) = exp(−4.20861) = .01486840 */
     CLOSE(stats_stitched_conf(25, 1, 0, 20), 0.014868395054546759, 1e-9);
@@ -187,8 +193,9 @@ static void test_round_trips(void **state)
             for (size_t v = 0; v < LEN(vars); v++) {
                 double var = vars[v], ebv = vars[v] * n;
                 CLOSE(stats_bernstein_conf(n, var, stats_bernstein_width(n, var, d)), d, 1e-9);
-                CLOSE(stats_anytime_bernstein_conf(n, ebv, stats_anytime_bernstein_width(n, ebv, d)),
-                      d, 1e-9);
+                CLOSE(
+                    stats_anytime_bernstein_conf(n, ebv, stats_anytime_bernstein_width(n, ebv, d)),
+                    d, 1e-9);
             }
             for (double c = 0; c <= 2; c += 0.5)
                 for (double vv = 0.5; vv < 1e6; vv *= 7)
@@ -438,8 +445,8 @@ static void test_cutoff_hat_hand(void **state)
     /* (m): mean .6, var .24, n 100: se = sqrt(.0024) = .0489898;
      * (m+1): mean .4, var .24, n 25: se = sqrt(.0096) = .0979796;
      * ĉ = .4 + (.6 − .4)·.0979796/(.0489898 + .0979796) = .4 + .2·2/3 = .53333 */
-    struct stats_arm arms[4] = {mk_arm(100, 0.6, 0.24), mk_arm(25, 0.4, 0.24),
-                                mk_arm(50, 0.9, 0.1), mk_arm(50, 0.1, 0.1)};
+    struct stats_arm arms[4] = {mk_arm(100, 0.6, 0.24), mk_arm(25, 0.4, 0.24), mk_arm(50, 0.9, 0.1),
+                                mk_arm(50, 0.1, 0.1)};
     unsigned char high[4] = {1, 0, 1, 0};
     CLOSE(stats_cutoff_hat(arms, 4, high, 0.0), 0.4 + 0.2 * 2.0 / 3.0, 1e-12);
     /* ε = .1: I = (.4, .7), ĉ = .4 + .3·2/3 = .6 */
@@ -683,8 +690,8 @@ static void test_glr(void **state)
     /* Unequal counts: μ̂_ij = (300·.6 + 100·.4)/400 = .55;
      * Z = 300 kl(.6, .55) + 100 kl(.4, .55); the min is still this pair. */
     arms[0].n = 300;
-    CLOSE(stats_glr(arms, 3, high),
-          300 * stats_kl_bern(0.6, 0.55) + 100 * stats_kl_bern(0.4, 0.55), 1e-12);
+    CLOSE(stats_glr(arms, 3, high), 300 * stats_kl_bern(0.6, 0.55) + 100 * stats_kl_bern(0.4, 0.55),
+          1e-12);
     arms[0].n = 100;
     /* A High arm below a Low arm: 0. */
     unsigned char wrong[3] = {0, 1, 0};
@@ -719,8 +726,7 @@ static void test_glr_threshold(void **state)
     CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 2, 0.05), 22.349130439898765, 1e-8);
     /* 𝒯 at larger x, where x + 4 ln(1 + x + √(2x)) is a fair guide:
      * x = 20 is δ = e^-40 with K = 2; 𝒯(20) = 32.91475 (approximation 33.23). */
-    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 2, 1, exp(-40.0)), 2 * 32.91475023571225,
-          1e-8);
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 2, 1, exp(-40.0)), 2 * 32.91475023571225, 1e-8);
     /* Monotone: larger t, smaller δ, more pairs; always above the heuristic
      * and above ln(1/δ) (no threshold below that can be δ-correct). */
     const double ts[] = {2, 10, 100, 1e4, 1e6};
@@ -883,7 +889,7 @@ static void test_mc_anytime_vs_fixed(void **state)
     assert_true(ra <= d + tol);
     assert_true(rb <= d + tol);
     assert_true(rt <= d + tol);
-    assert_true(rf > d + tol);   /* the fixed bound breaks its promise */
+    assert_true(rf > d + tol);  /* the fixed bound breaks its promise */
     assert_true(rf > 3.0 * ra); /* by a wide margin */
 }
 
