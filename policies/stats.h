@@ -124,7 +124,7 @@ double stats_cutoff_hat(const struct stats_arm *arms, size_t k, const unsigned c
                         double epsilon);
 
 /* δᶜ at the optimised cutoff c* = argmin over I = (max_Low μ̂, min_High μ̂ + ε)
- * (golden-section search). When I is empty (the High set is not the
+ * (a coarse scan, then golden section). When I is empty (the High set is not the
  * empirical top), the search runs over the reversed interval and δᶜ comes out
  * large, as it should. c_out and per_arm may be NULL. With k < 2 or an empty
  * High or Low set, returns 0 (nothing to distinguish). */
