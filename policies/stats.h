@@ -124,7 +124,7 @@ double stats_cutoff_hat(const struct stats_arm *arms, size_t k, const unsigned c
                         double epsilon);
 
 /* δᶜ at the optimised cutoff c* = argmin over I = (max_Low μ̂, min_High μ̂ + ε)
- * (golden-section search). When I is empty (the High set is not the
+ * (a coarse scan, then golden section). When I is empty (the High set is not the
  * empirical top), the search runs over the reversed interval and δᶜ comes out
  * large, as it should. c_out and per_arm may be NULL. With k < 2 or an empty
  * High or Low set, returns 0 (nothing to distinguish). */
@@ -152,12 +152,15 @@ double stats_glr(const struct stats_arm *arms, size_t k, const unsigned char *hi
 enum stats_glr_threshold {
     /* ln((ln t + 1)/δ): Garivier & Kaufmann's code, a heuristic. */
     STATS_GLR_HEURISTIC = 0,
-    /* A threshold with a proof: Kaufmann & Koolen (2021), the union over pairs
-     * of their mixture-martingale boundary, 2 𝒯(ln((K−1)/δ)/2) + 6 ln(ln(t/2) + 1)
-     * approximated by its explicit upper bound (see stats.c). */
+    /* A threshold with a proof: Kaufmann & Koolen (2021), the union over the
+     * m(K−m) (High, Low) pairs that can be wrong (K−1 when m = 1) of their
+     * mixture-martingale boundary, 2 𝒯(ln(m(K−m)/δ)/2) + 6 ln(ln(t/2) + 1),
+     * with 𝒯 computed exactly (see stats.c). */
     STATS_GLR_PROVEN = 1,
 };
-double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, double delta);
+/* m = size of the wanted top set; only the PROVEN threshold uses it. */
+double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, unsigned m,
+                           double delta);
 
 /* --- ordering helpers ------------------------------------------------------
  * stats_top_m marks the m arms of largest mean in high[]; ties are broken by

@@ -1,0 +1,924 @@
+/*
+ * test_stats.c — unit tests for policies/stats.c.
+ *
+ * Three kinds of check: values worked out by hand (the arithmetic is in the
+ * comments; ζ(1.4) = 3.1055472779775... by Euler–Maclaurin), properties that
+ * must hold whatever the numbers (inverses, monotonicity, optimality of c*),
+ * and a Monte Carlo check that the time-uniform bound keeps its promise under
+ * continuous monitoring while the fixed-n bound does not.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sf_zeta.h>
+
+#include "policies/stats.h"
+
+/* |got − want| <= tol · max(1, |want|), with the numbers on failure. */
+#define CLOSE(got, want, tol) check_close((got), (want), (tol), #got, __LINE__)
+
+static void check_close(double got, double want, double tol, const char *what, int line)
+{
+    double scale = fabs(want) > 1.0 ? fabs(want) : 1.0;
+    if (!(fabs(got - want) <= tol * scale))
+        fail_msg("line %d: %s = %.17g, want %.17g (tol %g)", line, what, got, want, tol);
+}
+
+/* An arm with given sufficient statistics (variance, not m2). */
+static struct stats_arm mk_arm(uint64_t n, double mean, double var)
+{
+    struct stats_arm a;
+    stats_arm_init(&a, 1.0, 1.0);
+    a.n = n;
+    a.mean = mean;
+    a.m2 = n > 1 ? var * (double)(n - 1) : 0.0;
+    a.ebv = var * (double)n;
+    return a;
+}
+
+/* An arm fed n Bernoulli(p) rewards, so mean, m2 and ebv are consistent. */
+static struct stats_arm sampled_arm(gsl_rng *r, uint64_t n, double p)
+{
+    struct stats_arm a;
+    stats_arm_init(&a, 1.0, 1.0);
+    for (uint64_t i = 0; i < n; i++) {
+        int s = gsl_rng_uniform(r) < p;
+        stats_arm_add(&a, s);
+        stats_arm_add_bayes(&a, s);
+    }
+    return a;
+}
+
+static const double DS[] = {1e-9, 1e-6, 1e-3, 0.01, 0.05, 0.1, 0.3, 0.6, 0.9};
+static const double NS[] = {2, 3, 5, 10, 30, 100, 1000, 1e5, 1e7};
+#define LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- arms ---------------------------------------------------------------- */
+
+static void test_arm_welford_ebv(void **state)
+{
+    (void)state;
+    struct stats_arm a;
+    stats_arm_init(&a, 2.0, 3.0);
+    assert_true(a.n == 0 && a.mean == 0.0 && a.m2 == 0.0 && a.ebv == 0.0);
+    CLOSE(stats_arm_var(&a), 0.0, 0);
+    /* rewards 0, 1, 1, 0, 1: mean 3/5 = 0.6;
+     * m2 = 2·(0 − .6)² + 3·(1 − .6)² = .72 + .48 = 1.2; var = 1.2/4 = 0.3.
+     * ebv, predictions x̂ = .5 (no data), 0, .5, 2/3, .5:
+     * (0−.5)² + (1−0)² + (1−.5)² + (0−2/3)² + (1−.5)² = .25+1+.25+4/9+.25 = 2.19444… */
+    const double xs[] = {0, 1, 1, 0, 1};
+    for (size_t i = 0; i < LEN(xs); i++)
+        stats_arm_add(&a, xs[i]);
+    assert_true(a.n == 5);
+    CLOSE(a.mean, 0.6, 1e-15);
+    CLOSE(a.m2, 1.2, 1e-14);
+    CLOSE(stats_arm_var(&a), 0.3, 1e-14);
+    CLOSE(a.ebv, 1.75 + 4.0 / 9.0, 1e-14);
+    /* The Beta posterior is separate. */
+    CLOSE(a.alpha, 2.0, 0);
+    CLOSE(a.beta, 3.0, 0);
+    stats_arm_add_bayes(&a, 1);
+    stats_arm_add_bayes(&a, 0);
+    stats_arm_add_bayes(&a, 0);
+    CLOSE(a.alpha, 3.0, 0);
+    CLOSE(a.beta, 5.0, 0);
+    /* One reward: variance 0 (n < 2); out-of-range rewards are clamped. */
+    stats_arm_init(&a, 1, 1);
+    stats_arm_add(&a, 1.0 + 1e-12);
+    CLOSE(a.mean, 1.0, 0);
+    CLOSE(a.ebv, 0.25, 1e-15);
+    CLOSE(stats_arm_var(&a), 0.0, 0);
+    stats_arm_add(&a, NAN); /* ignored */
+    assert_true(a.n == 1);
+}
+
+/* ---- fixed-n bounds, by hand --------------------------------------------- */
+
+static void test_hoeffding_hand(void **state)
+{
+    (void)state;
+    /* n = 100, d = 0.05: sqrt(ln(20)/200) = sqrt(2.995732/200) = 0.12238734… */
+    CLOSE(stats_hoeffding_width(100, 0.05), 0.12238734153404082, 1e-12);
+    /* n = 100, w = 0.1: exp(−2·100·0.01) = exp(−2) = 0.13533528… */
+    CLOSE(stats_hoeffding_conf(100, 0.1), 0.1353352832366127, 1e-12);
+    /* n = 1, d = e^-2: sqrt(2/2) = 1. */
+    CLOSE(stats_hoeffding_width(1, exp(-2.0)), 1.0, 1e-14);
+}
+
+static void test_bernstein_hand(void **state)
+{
+    (void)state;
+    /* n = 100, var = .25, d = .05: x = ln(2/.05) = ln 40 = 3.68887945;
+     * sqrt(2·.25·x/100) = sqrt(.0184444) = .13581015;
+     * 7x/(3·99) = 25.8221562/297 = .08694329; sum .22275344. */
+    CLOSE(stats_bernstein_width(100, 0.25, 0.05), 0.2227534383713601, 1e-12);
+    /* Inverse at w = .2: a = sqrt(2·.25/100) = .0707107, b = 7/297 = .0235690;
+     * s = (−a + sqrt(a² + 4bw))/(2b) = 1.77649849; d = 2 exp(−s²) = .08519609. */
+    CLOSE(stats_bernstein_conf(100, 0.25, 0.2), 0.08519609174182094, 1e-10);
+    /* var = 0 leaves the range term: 7 ln(40)/(3·99). */
+    CLOSE(stats_bernstein_width(100, 0.0, 0.05), 0.08694328679729815, 1e-12);
+    /* n < 2: no finite width. */
+    assert_true(isinf(stats_bernstein_width(1, 0.25, 0.05)));
+    CLOSE(stats_bernstein_conf(1, 0.25, 0.5), 1.0, 0);
+}
+
+/* ---- time-uniform bounds, by hand ---------------------------------------- */
+
+/* k1 = (2^¼ + 2^-¼)/√2 = (1.18920712 + 0.84089642)/1.41421356 = 1.43549997
+ * k2 = (√2 + 1)/2 = 1.20710678
+ * A = ln(ζ(1.4)/ln(2)^1.4) = ln(3.10554728/0.59867…) = 1.64630805 */
+static void test_stitched_hand(void **state)
+{
+    (void)state;
+    /* v = 25, v_min = 1, c = 0, d = .05:
+     * ℓ = 1.4 ln ln(50) + A + ln 20 = 1.4·1.36405 + 1.64631 + 2.99573 = 6.55171681
+     * u = k1 sqrt(25 ℓ) = 1.43550·12.79816 = 18.37175949 */
+    CLOSE(stats_stitched_boundary(25, 1, 0, 0.05), 18.371759494797672, 1e-10);
+    /* v = 10, c = 1: ℓ = 1.4 ln ln(20) + A + ln 20 = 6.17810450;
+     * k2 c ℓ = 7.45755; u = sqrt(k1²·10·ℓ + 7.45755²) + 7.45755 = 20.98264612 */
+    CLOSE(stats_stitched_boundary(10, 1, 1, 0.05), 20.982646121366642, 1e-10);
+    /* Below v_min the boundary is u(v_min): v = .3 gives the same as v = 1.
+     * ℓ = 1.4 ln ln 2 + A + ln 20 = −.51311 + 1.64631 + 2.99573 = 4.12892223
+     * u = k1 sqrt(ℓ) = 2.91690000 */
+    CLOSE(stats_stitched_boundary(0.3, 1, 0, 0.05), 2.9168999970127727, 1e-10);
+    CLOSE(stats_stitched_boundary(1.0, 1, 0, 0.05), 2.9168999970127727, 1e-10);
+    /* stats.c hard-codes ζ(1.4); the same boundary from gsl_sf_zeta: */
+    double k1 = (pow(2, 0.25) + pow(2, -0.25)) / sqrt(2), k2 = (sqrt(2) + 1) / 2;
+    double ell = 1.4 * log(log(2 * 10.0)) + log(gsl_sf_zeta(1.4) / pow(log(2), 1.4)) + log(20);
+    CLOSE(stats_stitched_boundary(10, 1, 1, 0.05),
+          sqrt(k1 * k1 * 10 * ell + k2 * k2 * ell * ell) + k2 * ell, 1e-14);
+    /* Inverse, c = 0: ℓ = u²/(k1² v); u = 20, v = 25: ℓ = 400/51.5159 = 7.76450199;
+     * d = exp(−(ℓ − 1.4 ln ln 50 − A)) = exp(−4.20861) = .01486840 */
+    CLOSE(stats_stitched_conf(25, 1, 0, 20), 0.014868395054546759, 1e-9);
+}
+
+static void test_anytime_hand(void **state)
+{
+    (void)state;
+    /* Hoeffding, n = 100: v = n/4 = 25, so u/n = 18.37175949/100. */
+    CLOSE(stats_anytime_hoeffding_width(100, 0.05), 0.18371759494797672, 1e-10);
+    /* n = 4 is v = v_min: 2.91690000/4 = .72922500 */
+    CLOSE(stats_anytime_hoeffding_width(4, 0.05), 0.7292249992531932, 1e-10);
+    /* n = 2 is below v_min: u(v_min)/2. */
+    CLOSE(stats_anytime_hoeffding_width(2, 0.05), 2.9168999970127727 / 2, 1e-10);
+    /* w = .2 at n = 100 is u = 20 at v = 25: .01486840 (above). */
+    CLOSE(stats_anytime_hoeffding_conf(100, 0.2), 0.014868395054546759, 1e-9);
+    /* Bernstein, ebv = 10, n = 100: 20.98264612/100 (above). */
+    CLOSE(stats_anytime_bernstein_width(100, 10, 0.05), 0.20982646121366642, 1e-10);
+    assert_true(isinf(stats_anytime_hoeffding_width(0.5, 0.05)));
+    assert_true(isinf(stats_anytime_bernstein_width(1, 0.25, 0.05)));
+}
+
+/* ---- properties of the bounds -------------------------------------------- */
+
+/* conf(n, width(n, d)) = d and width(n, conf(n, w)) = w for every pair. */
+static void test_round_trips(void **state)
+{
+    (void)state;
+    const double vars[] = {0.0, 0.01, 0.09, 0.25};
+    for (size_t i = 0; i < LEN(NS); i++) {
+        double n = NS[i];
+        for (size_t j = 0; j < LEN(DS); j++) {
+            double d = DS[j];
+            CLOSE(stats_hoeffding_conf(n, stats_hoeffding_width(n, d)), d, 1e-9);
+            CLOSE(stats_anytime_hoeffding_conf(n, stats_anytime_hoeffding_width(n, d)), d, 1e-9);
+            for (size_t v = 0; v < LEN(vars); v++) {
+                double var = vars[v], ebv = vars[v] * n;
+                CLOSE(stats_bernstein_conf(n, var, stats_bernstein_width(n, var, d)), d, 1e-9);
+                CLOSE(
+                    stats_anytime_bernstein_conf(n, ebv, stats_anytime_bernstein_width(n, ebv, d)),
+                    d, 1e-9);
+            }
+            for (double c = 0; c <= 2; c += 0.5)
+                for (double vv = 0.5; vv < 1e6; vv *= 7)
+                    CLOSE(stats_stitched_conf(vv, 1, c, stats_stitched_boundary(vv, 1, c, d)), d,
+                          1e-9);
+        }
+    }
+    /* The other direction, where conf < 1. */
+    for (size_t i = 0; i < LEN(NS); i++) {
+        double n = NS[i];
+        for (double w = 0.01; w < 1.0; w += 0.07) {
+            double d = stats_hoeffding_conf(n, w);
+            if (d < 1.0 && d > 1e-300)
+                CLOSE(stats_hoeffding_width(n, d), w, 1e-9);
+            d = stats_anytime_bernstein_conf(n, 0.1 * n, w);
+            if (d < 1.0 && d > 1e-300)
+                CLOSE(stats_anytime_bernstein_width(n, 0.1 * n, d), w, 1e-9);
+        }
+    }
+}
+
+/* The family functions on real arms, with and without pending pulls. */
+static void test_family_round_trips(void **state)
+{
+    (void)state;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 7);
+    const uint64_t ns[] = {2, 5, 40, 300, 5000};
+    const double ps[] = {0.0, 0.03, 0.5, 0.9};
+    const uint64_t extras[] = {0, 1, 17};
+    for (size_t i = 0; i < LEN(ns); i++)
+        for (size_t p = 0; p < LEN(ps); p++) {
+            struct stats_arm a = sampled_arm(r, ns[i], ps[p]);
+            for (size_t e = 0; e < LEN(extras); e++)
+                for (size_t j = 0; j < LEN(DS); j++) {
+                    double d = DS[j];
+                    for (int b = 0; b < 2; b++) {
+                        enum stats_bound bd = b ? STATS_BOUND_FIXED : STATS_BOUND_ANYTIME;
+                        double w = stats_width(bd, &a, extras[e], d);
+                        CLOSE(stats_conf(bd, &a, extras[e], w), d, 1e-9);
+                        w = stats_width_hoeffding(bd, &a, extras[e], d);
+                        CLOSE(stats_conf_hoeffding(bd, &a, extras[e], w), d, 1e-9);
+                    }
+                }
+        }
+    gsl_rng_free(r);
+}
+
+/* Widths shrink as n grows and as d grows.
+ * One exception, a property of the stitched boundary and not a bug: right
+ * after v_min its ln ln(ηv/v_min) term rises fast, and in mean units
+ * (u/n ∝ sqrt(ℓ(v)/v) for c = 0, ∝ ℓ(v)/v when the scale term dominates)
+ * the width decreases only where ln(ηv/v_min)·ℓ(v) > s = 1.4. At v = v_min
+ * that is ln 2·(1.133 + ln(1/d)) > 1.4, i.e. d < 0.41: at d = .9 the anytime
+ * Hoeffding width at n = 5 (.2854 k1) exceeds the one at n = 4 (.2781 k1).
+ * So the anytime families are checked in n for d <= 0.3 only. */
+static void test_widths_monotone(void **state)
+{
+    (void)state;
+    for (size_t j = 0; j < LEN(DS); j++) {
+        double d = DS[j], prev[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
+        int nfam = d <= 0.3 ? 4 : 2;
+        for (double n = 2; n < 1e7; n *= 1.37) {
+            double w[4] = {
+                stats_hoeffding_width(n, d),
+                stats_bernstein_width(n, 0.1, d),
+                stats_anytime_hoeffding_width(n, d),
+                stats_anytime_bernstein_width(n, 0.1 * n, d),
+            };
+            for (int f = 0; f < nfam; f++) {
+                if (!(w[f] < prev[f]))
+                    fail_msg("family %d, d=%g: width at n=%g is %g, not below %g", f, d, n, w[f],
+                             prev[f]);
+                prev[f] = w[f];
+            }
+        }
+    }
+    /* Every integer n up to 100, where the stitching starts (n = 4). */
+    for (size_t j = 0; j < LEN(DS) && DS[j] <= 0.3; j++)
+        for (int n = 2; n < 100; n++) {
+            assert_true(stats_anytime_hoeffding_width(n + 1, DS[j]) <
+                        stats_anytime_hoeffding_width(n, DS[j]));
+            assert_true(stats_anytime_bernstein_width(n + 1, 0.25 * (n + 1), DS[j]) <
+                        stats_anytime_bernstein_width(n, 0.25 * n, DS[j]));
+        }
+    for (size_t i = 0; i < LEN(NS); i++) {
+        double n = NS[i], prev[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
+        for (size_t j = 0; j < LEN(DS); j++) {
+            double d = DS[j];
+            double w[4] = {
+                stats_hoeffding_width(n, d),
+                stats_bernstein_width(n, 0.1, d),
+                stats_anytime_hoeffding_width(n, d),
+                stats_anytime_bernstein_width(n, 0.1 * n, d),
+            };
+            for (int f = 0; f < 4; f++) {
+                if (!(w[f] < prev[f]))
+                    fail_msg("family %d, n=%g: width at d=%g is %g, not below %g", f, n, d, w[f],
+                             prev[f]);
+                prev[f] = w[f];
+            }
+        }
+    }
+}
+
+/* The time-uniform bound pays for holding at every n: at the same d it is
+ * wider. For Hoeffding always: k1² v ℓ = 2.06 (n/4) (ln(1/d) + A + s ln ln …)
+ * > n ln(1/d)/2 since A + s ln ln(η) > 0. For the tightest family on arms
+ * of moderate variance too. Not for very low variance: the fixed empirical
+ * Bernstein bound's range term 7 ln(2/d)/(3(n − 1)) is loose, and Howard et
+ * al.'s sequence beats it there (p = .02, n = 607, d = 1e-6: .0826 vs .0837),
+ * so p = .02 is only checked at the everyday d >= 0.01. */
+static void test_anytime_wider(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < LEN(NS); i++)
+        for (size_t j = 0; j < LEN(DS); j++)
+            assert_true(stats_anytime_hoeffding_width(NS[i], DS[j]) >
+                        stats_hoeffding_width(NS[i], DS[j]));
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 11);
+    const double ps[] = {0.02, 0.2, 0.5};
+    for (uint64_t n = 2; n < 20000; n = n * 3 + 1)
+        for (size_t p = 0; p < LEN(ps); p++) {
+            struct stats_arm a = sampled_arm(r, n, ps[p]);
+            for (size_t j = 0; j < LEN(DS); j++) {
+                if (ps[p] < 0.1 && DS[j] < 0.01)
+                    continue;
+                assert_true(stats_width(STATS_BOUND_ANYTIME, &a, 0, DS[j]) >
+                            stats_width(STATS_BOUND_FIXED, &a, 0, DS[j]));
+            }
+        }
+    gsl_rng_free(r);
+}
+
+/* The contract's edges: no data, d outside (0, 1), w <= 0, the (0, 1] range. */
+static void test_bound_edges(void **state)
+{
+    (void)state;
+    assert_true(isinf(stats_hoeffding_width(0, 0.1)));
+    assert_true(isinf(stats_hoeffding_width(10, 0.0)));
+    CLOSE(stats_hoeffding_width(10, 1.0), 0.0, 0);
+    CLOSE(stats_hoeffding_conf(0, 0.1), 1.0, 0);
+    CLOSE(stats_hoeffding_conf(10, 0.0), 1.0, 0);
+    CLOSE(stats_hoeffding_conf(10, -0.3), 1.0, 0);
+    CLOSE(stats_anytime_hoeffding_conf(10, -0.3), 1.0, 0);
+    CLOSE(stats_stitched_conf(10, 1, 1, 0.0), 1.0, 0);
+    /* Huge widths never give 0: the promise is d in (0, 1]. */
+    assert_true(stats_hoeffding_conf(1e9, 1.0) > 0.0);
+    assert_true(stats_anytime_hoeffding_conf(1e9, 1.0) > 0.0);
+    assert_true(stats_bernstein_conf(1e9, 0.0, 1.0) > 0.0);
+    /* Small widths: exactly 1, never above. */
+    CLOSE(stats_bernstein_conf(10, 0.25, 1e-6), 1.0, 0);
+    CLOSE(stats_anytime_bernstein_conf(10, 2.5, 1e-6), 1.0, 0);
+    struct stats_arm empty;
+    stats_arm_init(&empty, 1, 1);
+    for (int b = 0; b < 2; b++) {
+        enum stats_bound bd = b ? STATS_BOUND_FIXED : STATS_BOUND_ANYTIME;
+        assert_true(isinf(stats_width(bd, &empty, 0, 0.1)));
+        assert_true(isinf(stats_width(bd, &empty, 5, 0.1))); /* pending is not data */
+        CLOSE(stats_conf(bd, &empty, 5, 0.3), 1.0, 0);
+        assert_true(isinf(stats_width_hoeffding(bd, &empty, 5, 0.1)));
+        CLOSE(stats_conf_hoeffding(bd, &empty, 5, 0.3), 1.0, 0);
+    }
+}
+
+/* Pending pulls count as returned at the current mean. */
+static void test_pending(void **state)
+{
+    (void)state;
+    struct stats_arm a = mk_arm(100, 0.3, 0.2);
+    double var = stats_arm_var(&a);
+    /* Fixed: min over the two bounds at n = 150, same variance. */
+    CLOSE(stats_width(STATS_BOUND_FIXED, &a, 50, 0.05),
+          fmin(stats_hoeffding_width(150, 0.05), stats_bernstein_width(150, var, 0.05)), 1e-15);
+    /* Anytime: each at d/2; ebv scaled by 150/100. */
+    CLOSE(stats_width(STATS_BOUND_ANYTIME, &a, 50, 0.05),
+          fmin(stats_anytime_hoeffding_width(150, 0.025),
+               stats_anytime_bernstein_width(150, a.ebv * 1.5, 0.025)),
+          1e-15);
+    double both = 2 * fmin(stats_anytime_hoeffding_conf(150, 0.25),
+                           stats_anytime_bernstein_conf(150, a.ebv * 1.5, 0.25));
+    assert_true(both < 1.0);
+    CLOSE(stats_conf(STATS_BOUND_ANYTIME, &a, 50, 0.25), both, 1e-15);
+    /* Capped at 1 when the doubled value would exceed it. */
+    CLOSE(stats_conf(STATS_BOUND_ANYTIME, &a, 50, 0.01), 1.0, 0);
+    CLOSE(stats_width_hoeffding(STATS_BOUND_ANYTIME, &a, 50, 0.05),
+          stats_anytime_hoeffding_width(150, 0.05), 1e-15);
+    CLOSE(stats_width_hoeffding(STATS_BOUND_FIXED, &a, 50, 0.05), stats_hoeffding_width(150, 0.05),
+          1e-15);
+    /* More pending pulls, narrower bound. */
+    assert_true(stats_width(STATS_BOUND_ANYTIME, &a, 50, 0.05) <
+                stats_width(STATS_BOUND_ANYTIME, &a, 0, 0.05));
+}
+
+/* ---- δᶜ ------------------------------------------------------------------- */
+
+static void test_delta_c_hand(void **state)
+{
+    (void)state;
+    /* High: n = 100, mean .7; Low: n = 100, mean .3; ε = 0; c = .5.
+     * Hoeffding fixed: each δᶜ_i = exp(−2·100·.2²) = exp(−8) = 3.3546263e-4;
+     * δᶜ = 1 − (1 − e^-8)² = 6.7081272e-4. */
+    struct stats_arm arms[2] = {mk_arm(100, 0.7, 0.21), mk_arm(100, 0.3, 0.21)};
+    unsigned char high[2] = {1, 0};
+    struct stats_dc_opts o = {STATS_BOUND_FIXED, 0.0, 1, 0};
+    double per[2];
+    CLOSE(stats_delta_c_at(arms, 2, high, &o, 0.5, per), 0.0006708127206302983, 1e-12);
+    CLOSE(per[0], 0.00033546262790251185, 1e-12);
+    CLOSE(per[1], 0.00033546262790251185, 1e-12);
+    /* ε = .1 moves the High arm's width to .7 + .1 − .5 = .3: exp(−18). */
+    o.epsilon = 0.1;
+    stats_delta_c_at(arms, 2, high, &o, 0.5, per);
+    CLOSE(per[0], exp(-18.0), 1e-12);
+    /* A cutoff past an arm's mean: that arm's width is <= 0, δᶜ_i = 1. */
+    o.epsilon = 0.0;
+    CLOSE(stats_delta_c_at(arms, 2, high, &o, 0.7, per), 1.0, 0);
+    CLOSE(per[0], 1.0, 0);
+
+    /* Tightest fixed bounds, low variance: High n = 1000 mean .2 var .05,
+     * Low n = 1000 mean .1 var .05, c = .15, w = .05 for both.
+     * Hoeffding: exp(−2·1000·.0025) = e^-5 = .0067379;
+     * Bernstein: a = sqrt(2·.05/1000) = .01, b = 7/2997 = .00233567,
+     * s = 2w/(a + sqrt(a² + 4bw)) = .1/(.01 + .0238147) = 2.95730499,
+     * d = 2 exp(−s²) = 3.1830338e-4 < e^-5, so δᶜ = 1 − (1 − d)² = 6.3650544e-4. */
+    struct stats_arm low_var[2] = {mk_arm(1000, 0.2, 0.05), mk_arm(1000, 0.1, 0.05)};
+    o.hoeffding_only = 0;
+    CLOSE(stats_delta_c_at(low_var, 2, high, &o, 0.15, per), 0.000636505440543722, 1e-9);
+    CLOSE(per[0], 0.000318303378792397, 1e-9);
+
+    /* count_pending: the Low arm's 300 pending pulls make n = 400 for it:
+     * exp(−2·400·.04) = e^-32; the High arm stays e^-8. */
+    o.hoeffding_only = 1;
+    arms[1].pending = 300;
+    o.count_pending = 1;
+    stats_delta_c_at(arms, 2, high, &o, 0.5, per);
+    CLOSE(per[1], exp(-32.0), 1e-12);
+    CLOSE(per[0], exp(-8.0), 1e-12);
+    o.count_pending = 0;
+    stats_delta_c_at(arms, 2, high, &o, 0.5, per);
+    CLOSE(per[1], exp(-8.0), 1e-12);
+}
+
+static void test_cutoff_hat_hand(void **state)
+{
+    (void)state;
+    /* (m): mean .6, var .24, n 100: se = sqrt(.0024) = .0489898;
+     * (m+1): mean .4, var .24, n 25: se = sqrt(.0096) = .0979796;
+     * ĉ = .4 + (.6 − .4)·.0979796/(.0489898 + .0979796) = .4 + .2·2/3 = .53333 */
+    struct stats_arm arms[4] = {mk_arm(100, 0.6, 0.24), mk_arm(25, 0.4, 0.24), mk_arm(50, 0.9, 0.1),
+                                mk_arm(50, 0.1, 0.1)};
+    unsigned char high[4] = {1, 0, 1, 0};
+    CLOSE(stats_cutoff_hat(arms, 4, high, 0.0), 0.4 + 0.2 * 2.0 / 3.0, 1e-12);
+    /* ε = .1: I = (.4, .7), ĉ = .4 + .3·2/3 = .6 */
+    CLOSE(stats_cutoff_hat(arms, 4, high, 0.1), 0.6, 1e-12);
+    /* Both standard errors 0 (n = 1, var 0): the midpoint. */
+    struct stats_arm ones[2] = {mk_arm(1, 1.0, 0.0), mk_arm(1, 0.0, 0.0)};
+    unsigned char h2[2] = {1, 0};
+    CLOSE(stats_cutoff_hat(ones, 2, h2, 0.0), 0.5, 1e-15);
+    /* An arm with no data has infinite se: the cutoff goes to the other
+     * arm's side (here the Low arm is unknown, so ĉ = μ̂_(m) + ε). */
+    struct stats_arm mixed[2] = {mk_arm(100, 0.6, 0.24), mk_arm(0, 0.0, 0.0)};
+    CLOSE(stats_cutoff_hat(mixed, 2, h2, 0.0), 0.6, 1e-15);
+}
+
+/* δᶜ at c* is no worse than at ĉ or at any of 100 cutoffs across I. */
+static void test_delta_c_optimal(void **state)
+{
+    (void)state;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 2024);
+    enum { KMAX = 12 };
+    for (int trial = 0; trial < 60; trial++) {
+        struct stats_arm arms[KMAX];
+        unsigned char high[KMAX];
+        double per[KMAX], per2[KMAX];
+        size_t k = 2 + gsl_rng_uniform_int(r, KMAX - 1);
+        unsigned m = 1 + (unsigned)gsl_rng_uniform_int(r, k - 1);
+        for (size_t i = 0; i < k; i++) {
+            uint64_t n = 5 + gsl_rng_uniform_int(r, trial < 30 ? 200 : 20000);
+            arms[i] = sampled_arm(r, n, gsl_rng_uniform(r));
+            arms[i].pending = gsl_rng_uniform_int(r, 10);
+        }
+        stats_top_m(arms, k, m, NULL, high);
+        struct stats_dc_opts o = {
+            trial % 2 ? STATS_BOUND_FIXED : STATS_BOUND_ANYTIME,
+            (trial % 3) * 0.02,
+            (trial / 2) % 2,
+            (trial / 4) % 2,
+        };
+        double c_star;
+        double dc = stats_delta_c(arms, k, high, &o, &c_star, per);
+        assert_true(dc >= 0.0 && dc <= 1.0);
+        /* per_arm and c_out describe the same point. */
+        CLOSE(stats_delta_c_at(arms, k, high, &o, c_star, per2), dc, 1e-15);
+        for (size_t i = 0; i < k; i++)
+            CLOSE(per[i], per2[i], 1e-15);
+        double chat = stats_cutoff_hat(arms, k, high, o.epsilon);
+        assert_true(dc <= stats_delta_c_at(arms, k, high, &o, chat, NULL));
+        double lo = -INFINITY, hi = INFINITY;
+        for (size_t i = 0; i < k; i++) {
+            if (high[i])
+                hi = fmin(hi, arms[i].mean + o.epsilon);
+            else
+                lo = fmax(lo, arms[i].mean);
+        }
+        for (int j = 0; j < 100; j++) {
+            double c = lo + (hi - lo) * (j + 0.5) / 100.0;
+            double f = stats_delta_c_at(arms, k, high, &o, c, NULL);
+            if (!(dc <= f + 1e-12))
+                fail_msg("trial %d: δᶜ(c*=%g) = %.12g > δᶜ(%g) = %.12g", trial, c_star, dc, c, f);
+        }
+    }
+    gsl_rng_free(r);
+}
+
+static void test_delta_c_extremes(void **state)
+{
+    (void)state;
+    unsigned char high[3] = {1, 0, 0};
+    struct stats_dc_opts o = {STATS_BOUND_ANYTIME, 0.0, 0, 0};
+    /* Well separated, many samples: .8 vs .2 with 10000 pulls each is a
+     * width of .3 per arm; the anytime Hoeffding d there is ~e^-1700. */
+    struct stats_arm sep[3] = {mk_arm(10000, 0.8, 0.16), mk_arm(10000, 0.2, 0.16),
+                               mk_arm(10000, 0.1, 0.09)};
+    double dc = stats_delta_c(sep, 3, high, &o, NULL, NULL);
+    assert_true(dc >= 0.0 && dc < 1e-12);
+    /* Few samples: 3 pulls each cannot tell .6 from .4. */
+    struct stats_arm few[3] = {mk_arm(3, 0.6667, 0.33), mk_arm(3, 0.3333, 0.33),
+                               mk_arm(3, 0.3333, 0.33)};
+    assert_true(stats_delta_c(few, 3, high, &o, NULL, NULL) > 0.99);
+    o.bound = STATS_BOUND_FIXED;
+    assert_true(stats_delta_c(few, 3, high, &o, NULL, NULL) > 0.9);
+    /* High is not the empirical top: the reversed interval, δᶜ = 1. */
+    struct stats_arm rev[3] = {mk_arm(10000, 0.2, 0.16), mk_arm(10000, 0.8, 0.16),
+                               mk_arm(10000, 0.1, 0.09)};
+    double c;
+    CLOSE(stats_delta_c(rev, 3, high, &o, &c, NULL), 1.0, 1e-12);
+    assert_true(c >= 0.2 && c <= 0.8);
+    /* Nothing to distinguish: k < 2, or an empty side. */
+    double per[3] = {9, 9, 9};
+    CLOSE(stats_delta_c(sep, 1, high, &o, NULL, per), 0.0, 0);
+    unsigned char none[3] = {0, 0, 0}, all[3] = {1, 1, 1};
+    CLOSE(stats_delta_c(sep, 3, none, &o, NULL, per), 0.0, 0);
+    CLOSE(per[2], 0.0, 0);
+    CLOSE(stats_delta_c(sep, 3, all, &o, NULL, NULL), 0.0, 0);
+    /* Many arms, each tiny: the log1p sum keeps what a product would lose. */
+    enum { K = 2000 };
+    static struct stats_arm many[K];
+    static unsigned char h[K];
+    for (size_t i = 0; i < K; i++) {
+        many[i] = mk_arm(1000000, i == 0 ? 0.9 : 0.1, 0.09);
+        h[i] = i == 0;
+    }
+    o.bound = STATS_BOUND_FIXED;
+    o.hoeffding_only = 1;
+    /* At c = .5 every arm has w = .4: e^{−2·10⁶·.16} underflows to the
+     * smallest normal, and δᶜ stays positive, tiny, and finite. */
+    dc = stats_delta_c_at(many, K, h, &o, 0.5, NULL);
+    assert_true(dc > 0.0 && dc < 1e-300);
+    /* 2000 arms of δᶜ_i = 1e-17 each: 1 − Π(1 − δᶜ_i) computed naively is
+     * exactly 0 (1 − 1e-17 rounds to 1); the answer is 2000e-17 = 2e-14.
+     * Hoeffding width at n = 100, d = 1e-17: sqrt(ln(1e17)/200) = .44237. */
+    double w = stats_hoeffding_width(100, 1e-17);
+    for (size_t i = 0; i < K; i++) {
+        many[i].n = 100;
+        many[i].mean = i == 0 ? 0.5 + w : 0.5 - w;
+    }
+    dc = stats_delta_c_at(many, K, h, &o, 0.5, NULL);
+    if (!(fabs(dc / 2e-14 - 1.0) < 1e-6))
+        fail_msg("δᶜ of 2000 arms at 1e-17: %.17g, want 2e-14", dc);
+}
+
+/* ---- ρ̄ -------------------------------------------------------------------- */
+
+static struct stats_arm beta_arm(uint64_t n, double a, double b)
+{
+    struct stats_arm x = mk_arm(n, 0.5, 0.25);
+    x.alpha = a;
+    x.beta = b;
+    return x;
+}
+
+static void test_rho_hand(void **state)
+{
+    (void)state;
+    /* A: Beta(8, 2), 8 pulls: r̄ = .8; B: Beta(3, 7), 8 pulls: r̄ = .3; m = 1.
+     * γ̄ = .55. A: σ̄ = sqrt(.16) = .4, z = √8·.25/.4 = 1.76776695, Q = .03854994.
+     * B: σ̄ = sqrt(.21) = .45825757, z = √8·.25/.45825757 = 1.54303350,
+     * Q = .06141132. ρ̄ = 1 − .03854994 − .06141132 = .90003874. */
+    struct stats_arm arms[2] = {beta_arm(8, 8, 2), beta_arm(8, 3, 7)};
+    CLOSE(stats_rho(arms, 2, 1), 0.9000387400775328, 1e-9);
+    /* The order in the array does not matter. */
+    struct stats_arm swapped[2] = {arms[1], arms[0]};
+    CLOSE(stats_rho(swapped, 2, 1), 0.9000387400775328, 1e-9);
+    /* σ̄ = 0: Beta(5, 0) has r̄ = 1 away from γ̄ = .75, its term is 0;
+     * the other, Beta(1, 1) with 10 pulls: z = √10·.25/.5 = 1.58113883,
+     * Q = .05692315, ρ̄ = .94307685. */
+    struct stats_arm point[2] = {beta_arm(5, 5, 0), beta_arm(10, 1, 1)};
+    CLOSE(stats_rho(point, 2, 1), 0.9430768509966709, 1e-9);
+    /* Equal posterior means on the boundary: both terms .5, ρ̄ = 0. */
+    struct stats_arm tie[3] = {beta_arm(50, 5, 5), beta_arm(50, 5, 5), beta_arm(50, 1, 9)};
+    CLOSE(stats_rho(tie, 3, 1), 0.0, 0);
+}
+
+static void test_rho_props(void **state)
+{
+    (void)state;
+    struct stats_arm arms[3] = {beta_arm(8, 8, 2), beta_arm(8, 3, 7), beta_arm(8, 1, 9)};
+    CLOSE(stats_rho(arms, 3, 3), 1.0, 0); /* k <= m */
+    CLOSE(stats_rho(arms, 2, 5), 1.0, 0);
+    CLOSE(stats_rho(arms, 3, 0), 1.0, 0);
+    arms[2].n = 0;
+    CLOSE(stats_rho(arms, 3, 1), 0.0, 0); /* an arm with no data */
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 99);
+    enum { KMAX = 30 };
+    struct stats_arm many[KMAX];
+    for (int trial = 0; trial < 200; trial++) {
+        size_t k = 2 + gsl_rng_uniform_int(r, KMAX - 1);
+        for (size_t i = 0; i < k; i++)
+            many[i] = sampled_arm(r, 1 + gsl_rng_uniform_int(r, 300), gsl_rng_uniform(r));
+        unsigned m = 1 + (unsigned)gsl_rng_uniform_int(r, k);
+        double rho = stats_rho(many, k, m);
+        assert_true(rho >= 0.0 && rho <= 1.0);
+    }
+    /* Well separated posteriors: close to 1. */
+    struct stats_arm sep[2] = {beta_arm(2000, 1800, 200), beta_arm(2000, 200, 1800)};
+    assert_true(stats_rho(sep, 2, 1) > 1.0 - 1e-12);
+    gsl_rng_free(r);
+}
+
+/* ---- Bernoulli KL ---------------------------------------------------------- */
+
+static void test_kl(void **state)
+{
+    (void)state;
+    /* kl(.5, .6) = .5 ln(.5/.6) + .5 ln(.5/.4) = .5(−.18232156 + .22314355) = .02041100 */
+    CLOSE(stats_kl_bern(0.5, 0.6), 0.020410997260127586, 1e-12);
+    CLOSE(stats_kl_bern(0.3, 0.3), 0.0, 0);
+    /* kl(1, q) = ln(1/q) up to the 1e-15 clamp. */
+    CLOSE(stats_kl_bern(1.0, 0.5), log(2.0), 1e-12);
+    assert_true(isfinite(stats_kl_bern(0.0, 1.0)));
+    const double ps[] = {0.0, 1e-6, 0.1, 0.5, 0.77, 0.999, 1.0};
+    const double levels[] = {1e-6, 1e-3, 0.01, 0.1, 1.0, 5.0};
+    for (size_t i = 0; i < LEN(ps); i++) {
+        double p = ps[i];
+        CLOSE(stats_kl_upper(p, 0.0), p, 0);
+        CLOSE(stats_kl_lower(p, 0.0), p, 0);
+        for (size_t j = 0; j < LEN(levels); j++)
+            for (double n = 1; n <= 1e4; n *= 10) {
+                double level = levels[j] / n; /* n·kl(p, q) = levels[j] */
+                double up = stats_kl_upper(p, level), lo = stats_kl_lower(p, level);
+                assert_true(lo <= p && p <= up && lo >= 0.0 && up <= 1.0);
+                /* Either the bound hits the end of [0, 1], or n·kl = level,
+                 * erring wide (kl >= level). Near 0 and 1 the slope of kl is
+                 * ~1/q(1 − q), up to 1e10 here, so a q exact to 1e-16 gives
+                 * kl to ~1e-7 only: hence 1e-6 there, 1e-9 elsewhere. */
+                if (up < 1.0) {
+                    double tol = up > 1 - 1e-6 ? 1e-6 : 1e-9;
+                    CLOSE(n * stats_kl_bern(p, up), levels[j], tol);
+                    assert_true(n * stats_kl_bern(p, up) >= levels[j] * (1 - 1e-12));
+                } else {
+                    assert_true(n * stats_kl_bern(p, 1.0) <= levels[j] * (1 + 1e-9));
+                }
+                if (lo > 0.0) {
+                    double tol = lo < 1e-6 ? 1e-6 : 1e-9;
+                    CLOSE(n * stats_kl_bern(p, lo), levels[j], tol);
+                    assert_true(n * stats_kl_bern(p, lo) >= levels[j] * (1 - 1e-12));
+                } else {
+                    assert_true(n * stats_kl_bern(p, 0.0) <= levels[j] * (1 + 1e-9));
+                }
+            }
+    }
+    /* Larger level, wider bounds. */
+    assert_true(stats_kl_upper(0.3, 0.2) > stats_kl_upper(0.3, 0.1));
+    assert_true(stats_kl_lower(0.3, 0.2) < stats_kl_lower(0.3, 0.1));
+}
+
+/* ---- GLR ------------------------------------------------------------------- */
+
+static void test_glr(void **state)
+{
+    (void)state;
+    /* High n = 100 mean .6, Low n = 100 mean .4: μ̂_ij = .5;
+     * Z = 100 kl(.6, .5) + 100 kl(.4, .5)
+     *   = 200 (.6 ln 1.2 + .4 ln .8) = 200 (.10939293 − .08925742) = 4.02710271 */
+    struct stats_arm arms[3] = {mk_arm(100, 0.6, 0.24), mk_arm(100, 0.4, 0.24),
+                                mk_arm(100, 0.1, 0.09)};
+    unsigned char high[3] = {1, 0, 0};
+    CLOSE(stats_glr(arms, 3, high), 4.027102710137773, 1e-10);
+    /* Unequal counts: μ̂_ij = (300·.6 + 100·.4)/400 = .55;
+     * Z = 300 kl(.6, .55) + 100 kl(.4, .55); the min is still this pair. */
+    arms[0].n = 300;
+    CLOSE(stats_glr(arms, 3, high), 300 * stats_kl_bern(0.6, 0.55) + 100 * stats_kl_bern(0.4, 0.55),
+          1e-12);
+    arms[0].n = 100;
+    /* A High arm below a Low arm: 0. */
+    unsigned char wrong[3] = {0, 1, 0};
+    CLOSE(stats_glr(arms, 3, wrong), 0.0, 0);
+    /* An arm without data: 0. */
+    arms[2].n = 0;
+    CLOSE(stats_glr(arms, 3, high), 0.0, 0);
+    /* No pair at all: +inf. */
+    unsigned char all[3] = {1, 1, 1}, none[3] = {0, 0, 0};
+    assert_true(isinf(stats_glr(arms, 3, all)));
+    assert_true(isinf(stats_glr(arms, 3, none)));
+    /* Equal means: 0 evidence. */
+    struct stats_arm eq[2] = {mk_arm(50, 0.5, 0.25), mk_arm(80, 0.5, 0.25)};
+    unsigned char h2[2] = {1, 0};
+    CLOSE(stats_glr(eq, 2, h2), 0.0, 1e-15);
+}
+
+static void test_glr_threshold(void **state)
+{
+    (void)state;
+    /* Heuristic, t = 1000, δ = .1: ln((ln 1000 + 1)/.1) = ln(79.0775528) = 4.37042905 */
+    CLOSE(stats_glr_threshold(STATS_GLR_HEURISTIC, 1000, 2, 1, 0.1), 4.370429051817273, 1e-12);
+    /* Proven, computed independently with 𝒯 from its definition
+     * 𝒯(x) = 2 h̃_{3/2}((h⁻¹(1 + x) + ln(π²/3))/2), h̃ by brute-force
+     * minimisation of e^λ (x − ln λ) over λ in (0, ln 1.5]:
+     * K = 2, m = 1, δ = .1, t = 1000: x = ln(1/.1)/2 = 1.15129255,
+     *   𝒯(x) = 9.39598671; 2𝒯 + 6 ln(1 + ln 500) = 18.79197 + 11.85665 = 30.64862
+     * K = 4, m = 1, δ = .05, t = 2 (ln(1 + ln 1) = 0): 2𝒯(ln(3/.05)/2) = 21.88946
+     * K = 4, m = 2: four pairs, 2𝒯(ln(4/.05)/2) = 22.34913 */
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 1000, 2, 1, 0.1), 30.64862065353894, 1e-8);
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 1, 0.05), 21.889460414731143, 1e-8);
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 2, 0.05), 22.349130439898765, 1e-8);
+    /* 𝒯 at larger x, where x + 4 ln(1 + x + √(2x)) is a fair guide:
+     * x = 20 is δ = e^-40 with K = 2; 𝒯(20) = 32.91475 (approximation 33.23). */
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 2, 1, exp(-40.0)), 2 * 32.91475023571225, 1e-8);
+    /* Monotone: larger t, smaller δ, more pairs; always above the heuristic
+     * and above ln(1/δ) (no threshold below that can be δ-correct). */
+    const double ts[] = {2, 10, 100, 1e4, 1e6};
+    const double dl[] = {0.5, 0.1, 0.01, 1e-4, 1e-8};
+    for (size_t i = 0; i < LEN(ts); i++)
+        for (size_t j = 0; j < LEN(dl); j++)
+            for (size_t k = 2; k < 100; k = 2 * k + 1) {
+                double p = stats_glr_threshold(STATS_GLR_PROVEN, ts[i], k, 1, dl[j]);
+                assert_true(p > stats_glr_threshold(STATS_GLR_HEURISTIC, ts[i], k, 1, dl[j]));
+                assert_true(p > log(1.0 / dl[j]));
+                if (i > 0)
+                    assert_true(p > stats_glr_threshold(STATS_GLR_PROVEN, ts[i - 1], k, 1, dl[j]));
+                if (j > 0)
+                    assert_true(p > stats_glr_threshold(STATS_GLR_PROVEN, ts[i], k, 1, dl[j - 1]));
+                assert_true(stats_glr_threshold(STATS_GLR_PROVEN, ts[i], 2 * k + 1, 1, dl[j]) > p);
+            }
+    /* m(K − m) pairs: m = 2, K = 10 (16 pairs) above m = 1 (9 pairs);
+     * symmetric in m ↔ K − m. */
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 2, 0.05),
+          stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 8, 0.05), 1e-15);
+    assert_true(stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 2, 0.05) >
+                stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 1, 0.05));
+}
+
+/* ---- ordering -------------------------------------------------------------- */
+
+struct ref_ctx {
+    const struct stats_arm *arms;
+    const uint32_t *rank;
+};
+static struct ref_ctx ref; /* qsort has no context argument */
+
+static int ref_cmp(const void *pa, const void *pb)
+{
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    double ma = ref.arms[a].mean, mb = ref.arms[b].mean;
+    if (ma != mb)
+        return ma > mb ? -1 : 1;
+    uint32_t ra = ref.rank ? ref.rank[a] : (uint32_t)a, rb = ref.rank ? ref.rank[b] : (uint32_t)b;
+    return ra < rb ? -1 : ra > rb;
+}
+
+static void test_top_m(void **state)
+{
+    (void)state;
+    struct stats_arm arms[5] = {mk_arm(1, 0.5, 0), mk_arm(1, 0.7, 0), mk_arm(1, 0.5, 0),
+                                mk_arm(1, 0.7, 0), mk_arm(1, 0.1, 0)};
+    const uint32_t rank[5] = {4, 3, 2, 1, 0};
+    unsigned char h[5];
+    /* m = 1: the two .7 arms tie; rank 1 (arm 3) beats rank 3 (arm 1). */
+    stats_top_m(arms, 5, 1, rank, h);
+    assert_memory_equal(h, ((unsigned char[]){0, 0, 0, 1, 0}), 5);
+    /* m = 3 (the drop-the-worst path): both .7, then the .5 of rank 2. */
+    stats_top_m(arms, 5, 3, rank, h);
+    assert_memory_equal(h, ((unsigned char[]){0, 1, 1, 1, 0}), 5);
+    /* No rank: ties by index. */
+    stats_top_m(arms, 5, 1, NULL, h);
+    assert_memory_equal(h, ((unsigned char[]){0, 1, 0, 0, 0}), 5);
+    stats_top_m(arms, 5, 3, NULL, h);
+    assert_memory_equal(h, ((unsigned char[]){1, 1, 0, 1, 0}), 5);
+    stats_top_m(arms, 5, 0, rank, h);
+    assert_memory_equal(h, ((unsigned char[]){0, 0, 0, 0, 0}), 5);
+    stats_top_m(arms, 5, 9, rank, h);
+    assert_memory_equal(h, ((unsigned char[]){1, 1, 1, 1, 1}), 5);
+    /* Against a full sort, with many ties, every m. */
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 5);
+    enum { K = 40 };
+    struct stats_arm many[K];
+    uint32_t rk[K];
+    size_t idx[K];
+    unsigned char got[K], want[K];
+    for (int trial = 0; trial < 20; trial++) {
+        for (size_t i = 0; i < K; i++) {
+            many[i] = mk_arm(1, (double)gsl_rng_uniform_int(r, 6) / 5.0, 0);
+            rk[i] = (uint32_t)i;
+            idx[i] = i;
+        }
+        for (size_t i = K - 1; i > 0; i--) { /* Fisher–Yates for the ranks */
+            size_t j = gsl_rng_uniform_int(r, i + 1);
+            uint32_t t = rk[i];
+            rk[i] = rk[j];
+            rk[j] = t;
+        }
+        ref.arms = many;
+        ref.rank = trial % 2 ? rk : NULL;
+        qsort(idx, K, sizeof idx[0], ref_cmp);
+        for (unsigned m = 0; m <= K; m++) {
+            memset(want, 0, sizeof want);
+            for (unsigned i = 0; i < m; i++)
+                want[idx[i]] = 1;
+            stats_top_m(many, K, m, ref.rank, got);
+            assert_memory_equal(got, want, K);
+        }
+    }
+    gsl_rng_free(r);
+}
+
+static void test_normal_sf(void **state)
+{
+    (void)state;
+    CLOSE(stats_normal_sf(0.0), 0.5, 1e-15);
+    /* 1 − Φ(1.959964) = .025 */
+    CLOSE(stats_normal_sf(1.959963984540054), 0.025, 1e-12);
+    CLOSE(stats_normal_sf(-1.959963984540054), 0.975, 1e-12);
+    /* The far tail, not 1 − Φ rounded to 0: Q(30) = erfc(30/√2)/2 = 4.9e-198. */
+    CLOSE(stats_normal_sf(30.0) / (0.5 * erfc(30.0 / sqrt(2.0))), 1.0, 1e-10);
+}
+
+/* ---- Monte Carlo: continuous monitoring ------------------------------------
+ * R paths of N Bernoulli(1/2) rewards; after every reward, check the upper
+ * bound μ ≤ x̄_n + w(n, d) with μ = 1/2. A path "violates" a bound if it fails
+ * at ANY n <= N. The anytime bound promises P(violation) <= d; we allow three
+ * binomial standard errors sqrt(d(1 − d)/R) above it. The fixed-n bound only
+ * promises d at each n separately, and checked at every n it fails far more
+ * often: this is why the anytime bound is the default. */
+static void test_mc_anytime_vs_fixed(void **state)
+{
+    (void)state;
+    enum { R = 4000, N = 1000 };
+    const double d = 0.1;
+    static double w_any[N + 1], w_fix[N + 1];
+    for (int n = 1; n <= N; n++) {
+        w_any[n] = stats_anytime_hoeffding_width(n, d);
+        w_fix[n] = stats_hoeffding_width(n, d);
+    }
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 20240917);
+    int viol_any = 0, viol_fix = 0, viol_bern = 0, viol_tight = 0;
+    for (int run = 0; run < R; run++) {
+        struct stats_arm a;
+        stats_arm_init(&a, 1, 1);
+        int va = 0, vf = 0, vb = 0, vt = 0;
+        for (int n = 1; n <= N; n++) {
+            stats_arm_add(&a, gsl_rng_uniform(r) < 0.5 ? 1.0 : 0.0);
+            double dev = a.mean - 0.5;
+            va |= dev > w_any[n];
+            vf |= dev > w_fix[n];
+            /* The empirical-Bernstein sequence and the default family bound
+             * (union of both at d/2), on the same path. */
+            if (dev > 0.0) {
+                vb |= dev > stats_anytime_bernstein_width(n, a.ebv, d);
+                vt |= dev > stats_width(STATS_BOUND_ANYTIME, &a, 0, d);
+            }
+        }
+        viol_any += va;
+        viol_fix += vf;
+        viol_bern += vb;
+        viol_tight += vt;
+    }
+    gsl_rng_free(r);
+    double tol = 3.0 * sqrt(d * (1.0 - d) / R);
+    double ra = (double)viol_any / R, rf = (double)viol_fix / R;
+    double rb = (double)viol_bern / R, rt = (double)viol_tight / R;
+    print_message("MC, %d paths of %d Bernoulli(1/2) rewards, d = %.2f, tolerance %.4f:\n"
+                  "  anytime Hoeffding violated somewhere on %.4f of paths\n"
+                  "  anytime Bernstein %.4f, anytime tightest (union at d/2) %.4f\n"
+                  "  fixed-n Hoeffding checked at every n: %.4f\n",
+                  R, N, d, tol, ra, rb, rt, rf);
+    assert_true(ra <= d + tol);
+    assert_true(rb <= d + tol);
+    assert_true(rt <= d + tol);
+    assert_true(rf > d + tol);  /* the fixed bound breaks its promise */
+    assert_true(rf > 3.0 * ra); /* by a wide margin */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_arm_welford_ebv),
+        cmocka_unit_test(test_hoeffding_hand),
+        cmocka_unit_test(test_bernstein_hand),
+        cmocka_unit_test(test_stitched_hand),
+        cmocka_unit_test(test_anytime_hand),
+        cmocka_unit_test(test_round_trips),
+        cmocka_unit_test(test_family_round_trips),
+        cmocka_unit_test(test_widths_monotone),
+        cmocka_unit_test(test_anytime_wider),
+        cmocka_unit_test(test_bound_edges),
+        cmocka_unit_test(test_pending),
+        cmocka_unit_test(test_delta_c_hand),
+        cmocka_unit_test(test_cutoff_hat_hand),
+        cmocka_unit_test(test_delta_c_optimal),
+        cmocka_unit_test(test_delta_c_extremes),
+        cmocka_unit_test(test_rho_hand),
+        cmocka_unit_test(test_rho_props),
+        cmocka_unit_test(test_kl),
+        cmocka_unit_test(test_glr),
+        cmocka_unit_test(test_glr_threshold),
+        cmocka_unit_test(test_top_m),
+        cmocka_unit_test(test_normal_sf),
+        cmocka_unit_test(test_mc_anytime_vs_fixed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
