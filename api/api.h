@@ -85,8 +85,14 @@ json_t *api_problem(unsigned status, const char *detail, json_t *errors);
 
 /* --- writes ----------------------------------------------------------------------- */
 
-/* A store_done_fn whose arg is the request: pass (api_req_write_done, r) to
- * exp_submit_locked / exp_create. */
+/* Queue the request's batch (api_req_batch) for experiment x, whose lock
+ * the caller holds; on STORE_OK the request must then api_req_wait. */
+int api_req_submit(struct api_req *r, struct exp *x);
+/* exp_create with this request waiting for the commit; same contract. */
+int api_req_create(struct api_req *r, struct exp_config *cfg, struct exp **out);
+/* exp_delete_locked with this request waiting for the commit. */
+int api_req_delete(struct api_req *r, struct exp *x);
+/* Completion callback used by the three above (store_done_fn). */
 void api_req_write_done(void *req, int store_err);
 /* Stash the reply (body stolen) for when the write completes; suspend.
  * Returns API_SUSPENDED (or API_DONE when the write already completed). */
@@ -114,6 +120,11 @@ int api_readyz(struct api_req *r);
  * NULL. The caller unlocks and puts. */
 struct exp *api_exp_lock(struct api_req *r);
 void api_exp_unlock(struct exp *x);
+
+/* "confidence" | "budget" | "manual" | "policy", or NULL while running. */
+const char *api_stop_reason(struct exp *x);
+/* "running" | "paused" | "stopped". */
+const char *api_state_name(struct exp *x);
 
 /* Experiment representation for GET/list/create: new reference. Lock held. */
 json_t *api_experiment_json(struct exp *x);

@@ -373,7 +373,7 @@ static int rule_met(struct engine *e, size_t b)
         enum stats_glr_threshold kind =
             e->rule == ENGINE_RULE_GLR ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
         return stats_glr(e->arms[b], e->k[b], high) >
-               stats_glr_threshold(kind, (double)t, e->k[b], e->cfg.delta);
+               stats_glr_threshold(kind, (double)t, e->k[b], e->cfg.m, e->cfg.delta);
     }
     case ENGINE_RULE_RHO:
         return stats_rho(e->arms[b], e->k[b], e->cfg.m) >= e->cfg.tau;

@@ -12,7 +12,6 @@
  * request context is shared by MHD and a pending write, hence its reference
  * count.
  */
-#define _GNU_SOURCE
 #include "server/http.h"
 
 #include <arpa/inet.h>
@@ -24,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/jsonutil.h"
 #include "server/auth.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -259,7 +259,7 @@ int api_reply_empty(struct api_req *r, unsigned status)
 
 int api_reply_json(struct api_req *r, unsigned status, json_t *body)
 {
-    char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
+    char *text = body != NULL ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
     const char *ctype =
         json_object_get(body, "type") != NULL && json_object_get(body, "title") != NULL &&
                 status >= 400
@@ -327,6 +327,8 @@ static int send_pending(struct api_req *r)
         return api_reply_store_error(r, r->write_err);
     json_t *b = r->pend_body;
     r->pend_body = NULL;
+    if (b == NULL)
+        return api_reply_empty(r, r->pend_status);
     return api_reply_json(r, r->pend_status, b);
 }
 
@@ -360,11 +362,31 @@ int api_req_wait(struct api_req *r, unsigned status, json_t *body)
     return API_SUSPENDED;
 }
 
-/* Handlers pass (api_req_write_done, r) to the store; the pending write
- * holds a reference taken here, before the handler runs. */
-static void req_ref_for_write(struct api_req *r)
+int api_req_submit(struct api_req *r, struct exp *x)
+{
+    atomic_fetch_add(&r->refs, 1); /* held by the pending write */
+    int rc = exp_submit_locked(x, &r->batch, api_req_write_done, r);
+    if (rc != STORE_OK)
+        atomic_fetch_sub(&r->refs, 1);
+    return rc;
+}
+
+int api_req_create(struct api_req *r, struct exp_config *cfg, struct exp **out)
 {
     atomic_fetch_add(&r->refs, 1);
+    int rc = exp_create(cfg, api_req_write_done, r, out);
+    if (rc != EXP_OK)
+        atomic_fetch_sub(&r->refs, 1);
+    return rc;
+}
+
+int api_req_delete(struct api_req *r, struct exp *x)
+{
+    atomic_fetch_add(&r->refs, 1);
+    int rc = exp_delete_locked(x, &r->batch, api_req_write_done, r);
+    if (rc != STORE_OK)
+        atomic_fetch_sub(&r->refs, 1);
+    return rc;
 }
 
 /* --- routing ------------------------------------------------------------------- */
@@ -549,12 +571,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         api_reply_problem(r, 415, "send the body as Content-Type: application/json", NULL);
         return MHD_YES;
     }
-    req_ref_for_write(r);
     int rc = r->route->handler(r);
-    if (rc != API_SUSPENDED && !(r->waiting && !r->write_done)) {
-        /* No write was queued with this request (or it already completed
-         * and replied): drop the write reference unless a submission took it. */
-    }
     if (!r->replied && rc != API_SUSPENDED) {
         log_error("handler for %s %s returned without replying", r->method, r->path);
         api_reply_problem(r, 500, "the handler did not answer", NULL);
@@ -614,8 +631,8 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, c->max_connections, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
     if (c->tls_cert_pem != NULL) {
-        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)c->tls_cert_pem};
-        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)c->tls_key_pem};
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)(uintptr_t)c->tls_cert_pem};
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)(uintptr_t)c->tls_key_pem};
     }
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     s->d = MHD_start_daemon(flags, c->port, NULL, NULL, access_handler, NULL, MHD_OPTION_ARRAY,

@@ -126,7 +126,7 @@ struct sub {
     struct sub *next;
     const struct store_op *ops; /* borrowed until done */
     size_t n;
-    int64_t key; /* store_submit_keyed: > 0 */
+    int64_t pkey; /* store_submit_keyed: > 0 */
     int reset;
     const struct key_op *key; /* instead of ops; borrowed */
     store_done_fn done;
@@ -507,10 +507,10 @@ static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
         goto finish;
     }
     for (sub = batch; sub; sub = sub->next) {
-        if (sub->key > 0) {
-            struct poisoned *p = sub->reset ? NULL : poison_find(s, sub->key);
+        if (sub->pkey > 0) {
+            struct poisoned *p = sub->reset ? NULL : poison_find(s, sub->pkey);
             if (sub->reset)
-                poison_clear(s, sub->key);
+                poison_clear(s, sub->pkey);
             if (p != NULL) {
                 sub->err = p->err; /* depends on a write that failed */
                 continue;
@@ -526,7 +526,7 @@ static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
             sub->err = store_err_from_sqlite(rc);
             if (sub->err == STORE_OK)
                 sub->err = STORE_ERR_IO;
-            poison_add(s, sub->key, sub->err);
+            poison_add(s, sub->pkey, sub->err);
             rc = wexec(s, WQ_ROLLBACK_TO);
         } else if (rc != SQLITE_OK) {
             fatal = batch_err_from_sqlite(rc);
@@ -553,7 +553,7 @@ finish:
     for (sub = batch; sub; sub = sub->next) {
         if (fatal != STORE_OK) {
             sub->err = fatal;
-            poison_add(s, sub->key, fatal);
+            poison_add(s, sub->pkey, fatal);
         } else if (sub->err == STORE_OK) {
             committed++;
         }
@@ -621,7 +621,7 @@ static int submit(struct store *s, int64_t pkey, int reset, const struct store_o
 
     if (sub == NULL)
         return STORE_ERR_NOMEM;
-    sub->key = pkey;
+    sub->pkey = pkey;
     sub->reset = reset;
     sub->ops = ops;
     sub->n = n;

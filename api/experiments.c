@@ -1,0 +1,197 @@
+/*
+ * experiments.c — POST/GET/PATCH/DELETE /v1/experiments[/{id}].
+ */
+#include "api/api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/jsonutil.h"
+
+int api_experiments_create(struct api_req *r)
+{
+    json_t *body = api_req_json(r, 0);
+    if (body == NULL)
+        return API_DONE;
+    json_t *errors = json_array();
+    if (errors == NULL)
+        return api_reply_problem(r, 503, "out of memory", NULL);
+    struct exp_config cfg;
+    int rc = exp_config_parse(body, &cfg, errors);
+    if (rc != 0) {
+        if (rc < 0) {
+            json_decref(errors);
+            exp_config_free(&cfg);
+            return api_reply_problem(r, 503, "out of memory", NULL);
+        }
+        json_t *first = json_array_get(errors, 0);
+        char detail[320];
+        snprintf(detail, sizeof detail, "%s: %s",
+                 json_string_value(json_object_get(first, "field")),
+                 json_string_value(json_object_get(first, "message")));
+        exp_config_free(&cfg);
+        return api_reply_problem(r, 400, detail, errors);
+    }
+    json_decref(errors);
+    char id[EXP_ID_MAX + 1];
+    snprintf(id, sizeof id, "%s", cfg.id);
+    struct exp *x = NULL;
+    rc = api_req_create(r, &cfg, &x);
+    switch (rc) {
+    case EXP_OK:
+        break;
+    case EXP_ERR_EXISTS: {
+        char detail[128];
+        snprintf(detail, sizeof detail, "an experiment \"%s\" exists already", id);
+        return api_reply_problem(r, 409, detail,
+                                 json_pack("[{s:s,s:s}]", "field", "id", "message", "taken"));
+    }
+    case EXP_ERR_LIMIT:
+        return api_reply_problem(r, 429, "the experiment limit is reached; delete some first",
+                                 NULL);
+    default:
+        return api_reply_problem(r, 503, "cannot store the experiment now; retry later", NULL);
+    }
+    exp_lock(x);
+    json_t *j = api_experiment_json(x);
+    exp_unlock(x);
+    exp_put(x);
+    char loc[128];
+    snprintf(loc, sizeof loc, "/v1/experiments/%s", id);
+    api_reply_header(r, "Location", loc);
+    return api_req_wait(r, 201, j);
+}
+
+static json_t *summary(struct exp *x)
+{
+    struct engine *e = exp_engine(x);
+    const struct exp_config *c = exp_cfg(x);
+    /* The experiment's δᶜ: the largest over its bandits (each bandit's
+     * recommendation must hold). */
+    double worst = 0;
+    unsigned char high[ENGINE_MAX_ARMS];
+    for (size_t b = 0; b < c->n_bandits; b++) {
+        struct engine_bandit_status st;
+        engine_bandit_status(e, b, high, &st);
+        if (st.delta_c > worst)
+            worst = st.delta_c;
+    }
+    const char *reason = api_stop_reason(x);
+    char ts[40];
+    api_format_time(exp_created_ms(x), ts, sizeof ts);
+    return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:o,s:s,s:I,s:I}", "id", exp_id(x), "name",
+                     c->name, "state", api_state_name(x), "policy", c->policy->name, "pulls",
+                     (json_int_t)engine_pulls(e), "pending", (json_int_t)engine_pending(e),
+                     "delta_c", worst, "stop_reason", reason ? json_string(reason) : json_null(),
+                     "created_at", ts, "bandits", (json_int_t)c->n_bandits, "bandits_done",
+                     (json_int_t)engine_bandits_done(e));
+}
+
+int api_experiments_list(struct api_req *r)
+{
+    size_t limit = 100;
+    const char *l = api_req_query(r, "limit");
+    if (l != NULL) {
+        char *end;
+        long v = strtol(l, &end, 10);
+        if (*l == '\0' || *end != '\0' || v < 1 || v > 1000)
+            return api_reply_invalid(r, "limit", "must be an integer from 1 to 1000");
+        limit = (size_t)v;
+    }
+    const char *after = api_req_query(r, "after");
+    struct exp **page = calloc(limit + 1, sizeof *page);
+    json_t *arr = json_array();
+    if (page == NULL || arr == NULL) {
+        free(page);
+        json_decref(arr);
+        return api_reply_problem(r, 503, "out of memory", NULL);
+    }
+    /* One more than asked tells whether a next page exists. */
+    size_t n = exp_list(after, limit + 1, page);
+    for (size_t i = 0; i < n; i++) {
+        if (i < limit) {
+            exp_lock(page[i]);
+            json_array_append_new(arr, summary(page[i]));
+            exp_unlock(page[i]);
+        }
+    }
+    json_t *next = n > limit ? json_string(exp_id(page[limit - 1])) : json_null();
+    for (size_t i = 0; i < n; i++)
+        exp_put(page[i]);
+    free(page);
+    return api_reply_json(r, 200, json_pack("{s:o,s:o}", "experiments", arr, "next", next));
+}
+
+int api_experiments_get(struct api_req *r)
+{
+    struct exp *x = api_exp_lock(r);
+    if (x == NULL)
+        return API_DONE;
+    json_t *j = api_experiment_json(x);
+    api_exp_unlock(x);
+    return api_reply_json(r, 200, j);
+}
+
+int api_experiments_patch(struct api_req *r)
+{
+    json_t *body = api_req_json(r, 0);
+    if (body == NULL)
+        return API_DONE;
+    static const char *const keys[] = {"state", NULL};
+    json_t *errors = json_array();
+    if (!json_is_object(body)) {
+        json_decref(errors);
+        return api_reply_invalid(r, "", "the body must be a JSON object");
+    }
+    if (api_json_unknown_keys(body, keys, "", errors) > 0)
+        return api_reply_problem(r, 400, "unknown fields", errors);
+    json_decref(errors);
+    const char *st = json_string_value(json_object_get(body, "state"));
+    enum exp_state want;
+    if (st != NULL && strcmp(st, "running") == 0)
+        want = EXP_RUNNING;
+    else if (st != NULL && strcmp(st, "paused") == 0)
+        want = EXP_PAUSED;
+    else if (st != NULL && strcmp(st, "stopped") == 0)
+        want = EXP_STOPPED;
+    else
+        return api_reply_invalid(r, "state", "must be \"running\", \"paused\" or \"stopped\"");
+    struct exp *x = api_exp_lock(r);
+    if (x == NULL)
+        return API_DONE;
+    struct exp_batch *b = api_req_batch(r);
+    int rc = exp_ev_state(x, b, want, api_req_now_ms(r));
+    if (rc != EXP_OK) {
+        api_exp_unlock(x);
+        if (rc == EXP_ERR_NOMEM)
+            return api_reply_problem(r, 503, "out of memory", NULL);
+        return api_reply_problem(r, 409, "the experiment has stopped; a stop is final",
+                                 json_pack("[{s:s,s:s}]", "field", "state", "message",
+                                           "cannot leave \"stopped\""));
+    }
+    json_t *j = api_experiment_json(x);
+    if (b->n == 0) {
+        api_exp_unlock(x);
+        return api_reply_json(r, 200, j);
+    }
+    rc = api_req_submit(r, x);
+    api_exp_unlock(x);
+    if (rc != STORE_OK) {
+        json_decref(j);
+        return api_reply_store_error(r, rc);
+    }
+    return api_req_wait(r, 200, j);
+}
+
+int api_experiments_delete(struct api_req *r)
+{
+    struct exp *x = api_exp_lock(r);
+    if (x == NULL)
+        return API_DONE;
+    int rc = api_req_delete(r, x);
+    api_exp_unlock(x);
+    if (rc != STORE_OK)
+        return api_reply_store_error(r, rc);
+    return api_req_wait(r, 204, NULL);
+}

@@ -1,0 +1,144 @@
+/*
+ * status.c — GET /v1/experiments/{id}/status and /history: what dashboards
+ * poll. Both carry an ETag (the experiment's event count, which changes
+ * whenever either answer can), so If-None-Match answers 304 without
+ * computing anything.
+ */
+#include "api/api.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api/jsonutil.h"
+
+/* 304 if the client has the current version. Lock held. */
+static int not_modified(struct api_req *r, struct exp *x, char *etag, size_t len)
+{
+    snprintf(etag, len, "\"%" PRId64 "-%s-%" PRIu64 "\"", exp_created_ms(x), exp_id(x),
+             exp_version(x));
+    const char *inm = api_req_header(r, "If-None-Match");
+    return inm != NULL && (strstr(inm, etag) != NULL || strcmp(inm, "*") == 0);
+}
+
+static json_t *bandit_json(struct exp *x, size_t b)
+{
+    const struct exp_config *c = exp_cfg(x);
+    struct engine *e = exp_engine(x);
+    unsigned char high[ENGINE_MAX_ARMS];
+    struct engine_bandit_status st;
+    engine_bandit_status(e, b, high, &st);
+    double lo = c->reward_min, range = exp_range(x);
+    size_t k = c->n_arms[b];
+    const struct stats_arm *arms = engine_arms(e, b);
+    json_t *rec = json_array(), *arr = json_array();
+    /* Per-arm intervals: each side at δ/(2K), so all K intervals hold
+     * together with probability ≥ 1 − δ (time-uniformly for "anytime"). */
+    double d = c->engine.delta / (2.0 * (double)k);
+    for (size_t i = 0; i < k; i++) {
+        if (high[i])
+            json_array_append_new(rec, json_string(c->arm_names[b][i]));
+        double l, h;
+        engine_arm_interval(e, b, i, d, &l, &h);
+        double var = stats_arm_var(&arms[i]);
+        json_t *a = json_pack("{s:s,s:I,s:I}", "id", c->arm_names[b][i], "pulls",
+                              (json_int_t)arms[i].n, "pending", (json_int_t)arms[i].pending);
+        if (arms[i].n > 0) {
+            json_object_set_new(a, "mean", json_real(lo + arms[i].mean * range));
+            json_object_set_new(a, "variance", json_real(var * range * range));
+            json_object_set_new(a, "lower", json_real(lo + l * range));
+            json_object_set_new(a, "upper", json_real(lo + h * range));
+        } else {
+            json_object_set_new(a, "mean", json_null());
+            json_object_set_new(a, "variance", json_null());
+            json_object_set_new(a, "lower", json_real(lo));
+            json_object_set_new(a, "upper", json_real(lo + range));
+        }
+        json_object_set_new(a, "posterior_mean",
+                            json_real(arms[i].alpha / (arms[i].alpha + arms[i].beta)));
+        json_array_append_new(arr, a);
+    }
+    return json_pack("{s:s,s:o,s:f,s:f,s:f,s:f,s:b,s:o}", "id", c->bandit_ids[b], "recommended",
+                     rec, "delta_c", st.delta_c, "rho", st.rho, "cutoff", lo + st.cutoff * range,
+                     "glr", isfinite(st.glr) ? st.glr : 1e308, "done", st.done, "arms", arr);
+}
+
+int api_status_get(struct api_req *r)
+{
+    struct exp *x = api_exp_lock(r);
+    if (x == NULL)
+        return API_DONE;
+    char etag[160];
+    if (not_modified(r, x, etag, sizeof etag)) {
+        api_exp_unlock(x);
+        api_reply_header(r, "ETag", etag);
+        return api_reply_empty(r, 304);
+    }
+    const struct exp_config *c = exp_cfg(x);
+    struct engine *e = exp_engine(x);
+    json_t *bandits = json_array();
+    for (size_t b = 0; b < c->n_bandits; b++)
+        json_array_append_new(bandits, bandit_json(x, b));
+    const char *reason = api_stop_reason(x);
+    json_t *j = json_pack(
+        "{s:s,s:s,s:b,s:o,s:I,s:I,s:I,s:o,s:s,s:I,s:f,s:f,s:I,s:I,s:o}", "id", exp_id(x), "state",
+        api_state_name(x), "stopped", engine_stopped(e), "stop_reason",
+        reason ? json_string(reason) : json_null(), "pulls", (json_int_t)engine_pulls(e),
+        "pending", (json_int_t)engine_pending(e), "handed_out", (json_int_t)engine_handed_out(e),
+        "budget", c->engine.budget ? json_integer((json_int_t)c->engine.budget) : json_null(),
+        "policy", c->policy->name, "m", (json_int_t)c->engine.m, "delta", c->engine.delta,
+        "epsilon", c->engine.epsilon * exp_range(x), "bandits_done",
+        (json_int_t)engine_bandits_done(e), "bandits_total", (json_int_t)c->n_bandits, "bandits",
+        bandits);
+    api_exp_unlock(x);
+    api_reply_header(r, "ETag", etag);
+    return api_reply_json(r, 200, j);
+}
+
+int api_history_get(struct api_req *r)
+{
+    struct exp *x = api_exp_lock(r);
+    if (x == NULL)
+        return API_DONE;
+    char etag[160];
+    if (not_modified(r, x, etag, sizeof etag)) {
+        api_exp_unlock(x);
+        api_reply_header(r, "ETag", etag);
+        return api_reply_empty(r, 304);
+    }
+    const struct exp_config *c = exp_cfg(x);
+    size_t n = exp_history_len(x);
+    /* Columns, not rows: a chart library takes them as they are. */
+    json_t *pulls = json_array(), *times = json_array(), *bandits = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const struct exp_history_point *p = exp_history_at(x, i);
+        char ts[40];
+        api_format_time(p->ts_ms, ts, sizeof ts);
+        json_array_append_new(pulls, json_integer((json_int_t)p->pulls));
+        json_array_append_new(times, json_string(ts));
+    }
+    size_t off = 0;
+    for (size_t b = 0; b < c->n_bandits; b++) {
+        json_t *dc = json_array(), *rho = json_array(), *arms = json_object();
+        for (size_t i = 0; i < n; i++) {
+            const struct exp_history_point *p = exp_history_at(x, i);
+            json_array_append_new(dc, json_real(p->delta_c[b]));
+            json_array_append_new(rho, json_real(p->rho[b]));
+        }
+        for (size_t a = 0; a < c->n_arms[b]; a++) {
+            json_t *col = json_array();
+            for (size_t i = 0; i < n; i++)
+                json_array_append_new(col, json_integer(exp_history_at(x, i)->arm_pulls[off + a]));
+            json_object_set_new(arms, c->arm_names[b][a], col);
+        }
+        off += c->n_arms[b];
+        json_array_append_new(bandits, json_pack("{s:s,s:o,s:o,s:o}", "id", c->bandit_ids[b],
+                                                 "delta_c", dc, "rho", rho, "arm_pulls", arms));
+    }
+    json_t *j = json_pack("{s:s,s:f,s:o,s:o,s:o}", "id", exp_id(x), "delta", c->engine.delta,
+                          "pulls", pulls, "time", times, "bandits", bandits);
+    api_exp_unlock(x);
+    api_reply_header(r, "ETag", etag);
+    return api_reply_json(r, 200, j);
+}

@@ -1,0 +1,253 @@
+/*
+ * config.c — flags and the config file. Every setting has one entry in the
+ * table below, which drives parsing, the config file and --help alike.
+ */
+#include "server/config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum kind { K_STR, K_UINT, K_SIZE, K_FLAG, K_SYNC, K_LISTEN };
+
+struct opt {
+    const char *name;
+    enum kind kind;
+    size_t off, len;
+    const char *help;
+};
+
+#define OFF(f) offsetof(struct config, f)
+#define LIM(f) (offsetof(struct config, limits) + offsetof(struct exp_limits, f))
+
+static const struct opt opts[] = {
+    {"listen", K_LISTEN, 0, 0, "HOST:PORT to listen on (default 127.0.0.1:8080; port 0: any)"},
+    {"db", K_STR, OFF(db), sizeof(((struct config *)0)->db), "SQLite file (default var/banditd.db)"},
+    {"threads", K_UINT, OFF(threads), 0, "HTTP worker threads (default: number of cores)"},
+    {"sync", K_SYNC, 0, 0,
+     "full: fsync at every commit (survives power loss); normal: survives a crash of the daemon "
+     "(default full)"},
+    {"insecure", K_FLAG, OFF(insecure), 0,
+     "allow a non-loopback address while no API key exists"},
+    {"tls-cert", K_STR, OFF(tls_cert), sizeof(((struct config *)0)->tls_cert),
+     "PEM certificate: serve HTTPS"},
+    {"tls-key", K_STR, OFF(tls_key), sizeof(((struct config *)0)->tls_key), "PEM private key"},
+    {"log-requests", K_FLAG, OFF(log_requests), 0, "one JSON line per request on stderr"},
+    {"metrics-need-key", K_FLAG, OFF(metrics_need_key), 0, "put /metrics behind the read scope"},
+    {"max-body", K_SIZE, OFF(max_body), 0, "largest request body in bytes (default 1048576)"},
+    {"max-connections", K_UINT, OFF(max_connections), 0, "concurrent connections (default 1024)"},
+    {"timeout", K_UINT, OFF(timeout_s), 0, "seconds an idle connection is kept (default 30)"},
+    {"max-experiments", K_SIZE, LIM(max_experiments), 0, "experiments (default 10000)"},
+    {"max-bandits", K_SIZE, LIM(max_bandits), 0, "bandits per experiment (default 256)"},
+    {"max-arms", K_SIZE, LIM(max_arms), 0, "arms per bandit (default 1024)"},
+    {"max-batch", K_SIZE, LIM(max_batch), 0, "items per reward/observation batch (default 1000)"},
+    {"max-count", K_SIZE, LIM(max_count), 0, "assignments per request (default 100)"},
+    {"max-pending", K_SIZE, LIM(max_pending), 0,
+     "outstanding assignments per experiment (default 1000000)"},
+    {"history-points", K_SIZE, LIM(history_points), 0,
+     "history points kept per experiment (default 256)"},
+    {NULL, K_STR, 0, 0, NULL},
+};
+
+void config_defaults(struct config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->host, sizeof c->host, "127.0.0.1");
+    c->port = 8080;
+    snprintf(c->db, sizeof c->db, "var/banditd.db");
+    c->sync = STORE_SYNC_FULL;
+    c->max_body = 1 << 20;
+    c->max_connections = 1024;
+    c->timeout_s = 30;
+    c->limits.max_experiments = 10000;
+    c->limits.max_bandits = 256;
+    c->limits.max_arms = 1024;
+    c->limits.max_batch = 1000;
+    c->limits.max_count = 100;
+    c->limits.max_pending = 1000000;
+    c->limits.history_points = 256;
+}
+
+void config_usage(void)
+{
+    printf("usage: banditd [options]\n"
+           "       banditd keys create --db PATH --scope SCOPE[,SCOPE] [--name NAME]\n"
+           "       banditd keys list|revoke ID --db PATH\n"
+           "       banditd backup --db PATH --to FILE\n\n"
+           "options (also `name = value` lines in --config FILE):\n"
+           "  --config FILE  read settings from FILE first\n");
+    for (const struct opt *o = opts; o->name != NULL; o++)
+        printf("  --%-18s %s\n", o->name, o->help);
+}
+
+static int set(struct config *c, const struct opt *o, const char *v, char *err, size_t errlen)
+{
+    char *p = (char *)c + o->off;
+    char *end;
+    switch (o->kind) {
+    case K_STR:
+        if (strlen(v) >= o->len) {
+            snprintf(err, errlen, "--%s: too long", o->name);
+            return -1;
+        }
+        memcpy(p, v, strlen(v) + 1);
+        return 0;
+    case K_FLAG:
+        *(int *)p = v == NULL || strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
+                    strcmp(v, "yes") == 0;
+        return 0;
+    case K_UINT:
+    case K_SIZE: {
+        errno = 0;
+        unsigned long long n = strtoull(v, &end, 10);
+        if (errno != 0 || *v == '\0' || *end != '\0' || v[0] == '-') {
+            snprintf(err, errlen, "--%s: not a non-negative integer: %s", o->name, v);
+            return -1;
+        }
+        if (o->kind == K_UINT)
+            *(unsigned *)p = (unsigned)n;
+        else
+            *(size_t *)p = (size_t)n;
+        return 0;
+    }
+    case K_SYNC:
+        if (strcmp(v, "full") == 0)
+            c->sync = STORE_SYNC_FULL;
+        else if (strcmp(v, "normal") == 0)
+            c->sync = STORE_SYNC_NORMAL;
+        else {
+            snprintf(err, errlen, "--sync: must be full or normal");
+            return -1;
+        }
+        return 0;
+    case K_LISTEN: {
+        const char *colon = strrchr(v, ':');
+        if (colon == NULL || colon == v || (size_t)(colon - v) >= sizeof c->host) {
+            snprintf(err, errlen, "--listen: expected HOST:PORT, got %s", v);
+            return -1;
+        }
+        errno = 0;
+        unsigned long port = strtoul(colon + 1, &end, 10);
+        if (errno != 0 || colon[1] == '\0' || *end != '\0' || port > 65535) {
+            snprintf(err, errlen, "--listen: bad port in %s", v);
+            return -1;
+        }
+        memcpy(c->host, v, (size_t)(colon - v));
+        c->host[colon - v] = '\0';
+        c->port = (unsigned)port;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+static const struct opt *find(const char *name)
+{
+    for (const struct opt *o = opts; o->name != NULL; o++)
+        if (strcmp(o->name, name) == 0)
+            return o;
+    return NULL;
+}
+
+static int read_file(struct config *c, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(err, errlen, "--config %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[2048];
+    int lineno = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof line, f) != NULL) {
+        lineno++;
+        char *s = line;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == '#' || *s == '\n' || *s == '\0')
+            continue;
+        char *eq = strchr(s, '=');
+        char *name = s, *val = NULL;
+        if (eq != NULL) {
+            *eq = '\0';
+            val = eq + 1;
+            while (*val == ' ' || *val == '\t')
+                val++;
+            val[strcspn(val, "\r\n")] = '\0';
+            for (char *t = val + strlen(val); t > val && (t[-1] == ' ' || t[-1] == '\t'); t--)
+                t[-1] = '\0';
+        }
+        for (char *t = name + strlen(name); t > name && (t[-1] == ' ' || t[-1] == '\t' ||
+                                                         t[-1] == '\n' || t[-1] == '\r');
+             t--)
+            t[-1] = '\0';
+        const struct opt *o = find(name);
+        if (o == NULL) {
+            snprintf(err, errlen, "%s:%d: unknown setting \"%s\"", path, lineno, name);
+            rc = -1;
+        } else if (val == NULL && o->kind != K_FLAG) {
+            snprintf(err, errlen, "%s:%d: %s needs a value", path, lineno, name);
+            rc = -1;
+        } else {
+            rc = set(c, o, val, err, errlen);
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+int config_parse_args(struct config *c, int argc, char **argv, char *err, size_t errlen)
+{
+    /* The file first, so that flags override it. */
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--config") == 0) {
+            if (i + 1 >= argc) {
+                snprintf(err, errlen, "--config needs a file");
+                return -1;
+            }
+            if (read_file(c, argv[i + 1], err, errlen) != 0)
+                return -1;
+        }
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            config_usage();
+            return 1;
+        }
+        if (strcmp(a, "--config") == 0) {
+            i++;
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            snprintf(err, errlen, "unexpected argument: %s (see --help)", a);
+            return -1;
+        }
+        char name[64];
+        const char *val = NULL;
+        const char *eq = strchr(a + 2, '=');
+        size_t nlen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (nlen >= sizeof name) {
+            snprintf(err, errlen, "unknown option %s (see --help)", a);
+            return -1;
+        }
+        memcpy(name, a + 2, nlen);
+        name[nlen] = '\0';
+        const struct opt *o = find(name);
+        if (o == NULL) {
+            snprintf(err, errlen, "unknown option %s (see --help)", a);
+            return -1;
+        }
+        if (eq != NULL)
+            val = eq + 1;
+        else if (o->kind != K_FLAG) {
+            if (i + 1 >= argc) {
+                snprintf(err, errlen, "--%s needs a value", name);
+                return -1;
+            }
+            val = argv[++i];
+        }
+        if (set(c, o, val, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}

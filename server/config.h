@@ -1,0 +1,43 @@
+/*
+ * config.h — the daemon's settings: defaults, command-line flags and the
+ * config file (one `name = value` per line, the flag names without "--";
+ * flags given on the command line win over the file).
+ */
+#ifndef BANDITD_SERVER_CONFIG_H
+#define BANDITD_SERVER_CONFIG_H
+
+#include <stddef.h>
+
+#include "api/experiment.h"
+#include "server/http.h"
+#include "store/store.h"
+
+struct config {
+    char host[64];
+    unsigned port;
+    char db[1024];
+    unsigned threads;
+    enum store_sync sync;
+    int insecure;
+    char tls_cert[1024];
+    char tls_key[1024];
+    int log_requests;
+    int metrics_need_key;
+    size_t max_body;
+    unsigned max_connections;
+    unsigned timeout_s;
+    struct exp_limits limits;
+};
+
+/* Defaults. */
+void config_defaults(struct config *c);
+
+/* Apply argv (after the program name) over c, reading --config FILE first.
+ * Returns 0, 1 when --help was given (usage printed), or −1 with a message
+ * in err. */
+int config_parse_args(struct config *c, int argc, char **argv, char *err, size_t errlen);
+
+/* The usage text. */
+void config_usage(void);
+
+#endif

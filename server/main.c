@@ -1,0 +1,165 @@
+/*
+ * main.c — banditd: parse the settings, open the store, replay every
+ * experiment, serve HTTP until SIGTERM/SIGINT, then finish in-flight
+ * requests, flush the writer and exit 0.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "api/experiment.h"
+#include "server/auth.h"
+#include "server/config.h"
+#include "server/http.h"
+#include "server/log.h"
+#include "store/store.h"
+
+/* Read a whole file (new buffer, NUL-terminated) or NULL. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    char chunk[4096];
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + n + 1 > cap) {
+            cap = (len + n + 1) * 2;
+            char *nb = realloc(buf, cap);
+            if (nb == NULL) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb;
+        }
+        memcpy(buf + len, chunk, n);
+        len += n;
+    }
+    fclose(f);
+    if (buf != NULL)
+        buf[len] = '\0';
+    return buf;
+}
+
+static int is_loopback(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0;
+}
+
+/* Create the directory holding path if it is missing (./var on first run). */
+static void ensure_parent_dir(const char *path)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL || slash == dir)
+        return;
+    *slash = '\0';
+    mkdir(dir, 0750);
+}
+
+int main(int argc, char **argv)
+{
+    char err[512] = "";
+    struct config cfg;
+    config_defaults(&cfg);
+    int rc = config_parse_args(&cfg, argc - 1, argv + 1, err, sizeof err);
+    if (rc == 1)
+        return 0;
+    if (rc != 0) {
+        fprintf(stderr, "banditd: %s\n", err);
+        return 2;
+    }
+
+    /* Signals are taken by sigwait in this thread only; threads started
+     * from here inherit the mask. A client closing early must not kill us. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    ensure_parent_dir(cfg.db);
+    struct store *st = store_open(cfg.db, cfg.sync, err, sizeof err);
+    if (st == NULL) {
+        fprintf(stderr, "banditd: %s\n", err);
+        return 1;
+    }
+    if (auth_init(st) != 0) {
+        fprintf(stderr, "banditd: cannot read API keys\n");
+        store_close(st);
+        return 1;
+    }
+    if (!auth_enabled() && !is_loopback(cfg.host) && !cfg.insecure) {
+        fprintf(stderr,
+                "banditd: refusing to listen on %s with no API key (the API would be open); "
+                "create a key (banditd keys create) or pass --insecure\n",
+                cfg.host);
+        store_close(st);
+        return 2;
+    }
+    exp_registry_init(st, &cfg.limits);
+    if (exp_registry_load(err, sizeof err) != 0) {
+        fprintf(stderr, "banditd: %s\n", err);
+        exp_registry_free();
+        store_close(st);
+        return 1;
+    }
+
+    char *cert = NULL, *key = NULL;
+    if (cfg.tls_cert[0] != '\0' || cfg.tls_key[0] != '\0') {
+        cert = slurp(cfg.tls_cert);
+        key = slurp(cfg.tls_key);
+        if (cert == NULL || key == NULL) {
+            fprintf(stderr, "banditd: cannot read --tls-cert/--tls-key: %s\n", strerror(errno));
+            free(cert);
+            free(key);
+            exp_registry_free();
+            store_close(st);
+            return 1;
+        }
+    }
+    struct http_config hc = {
+        .host = cfg.host,
+        .port = (uint16_t)cfg.port,
+        .threads = cfg.threads,
+        .max_body = cfg.max_body,
+        .max_connections = cfg.max_connections,
+        .connection_timeout_s = cfg.timeout_s,
+        .log_requests = cfg.log_requests,
+        .tls_cert_pem = cert,
+        .tls_key_pem = key,
+    };
+    struct http_server *srv = http_start(&hc, err, sizeof err);
+    if (srv == NULL) {
+        fprintf(stderr, "banditd: %s\n", err);
+        free(cert);
+        free(key);
+        exp_registry_free();
+        store_close(st);
+        return 1;
+    }
+    http_set_ready(1);
+    printf("listening on %s:%u\n", cfg.host, (unsigned)http_port(srv));
+    fflush(stdout);
+    log_info("banditd serving %s on %s:%u (db %s, sync %s)", cert ? "HTTPS" : "HTTP", cfg.host,
+             (unsigned)http_port(srv), cfg.db, cfg.sync == STORE_SYNC_FULL ? "full" : "normal");
+
+    int sig = 0;
+    sigwait(&set, &sig);
+    log_info("signal %d: finishing in-flight requests", sig);
+    http_set_ready(0);
+    http_stop(srv, 10000);
+    exp_registry_free();
+    store_close(st);
+    free(cert);
+    free(key);
+    log_info("stopped cleanly");
+    return 0;
+}

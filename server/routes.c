@@ -1,0 +1,23 @@
+/*
+ * routes.c — the routing table: method, path pattern, handler, required
+ * scope. {id} matches one path segment (an experiment id).
+ */
+#include "server/http.h"
+
+const struct route http_routes[] = {
+    {"POST", "/v1/experiments", api_experiments_create, API_SCOPE_ADMIN, "experiments"},
+    {"GET", "/v1/experiments", api_experiments_list, API_SCOPE_READ, "experiments"},
+    {"GET", "/v1/experiments/{id}", api_experiments_get, API_SCOPE_READ, "experiment"},
+    {"PATCH", "/v1/experiments/{id}", api_experiments_patch, API_SCOPE_ADMIN, "experiment"},
+    {"DELETE", "/v1/experiments/{id}", api_experiments_delete, API_SCOPE_ADMIN, "experiment"},
+    {"POST", "/v1/experiments/{id}/assignments", api_assignments_create, API_SCOPE_ASSIGN,
+     "assignments"},
+    {"POST", "/v1/experiments/{id}/rewards", api_rewards_create, API_SCOPE_REPORT, "rewards"},
+    {"POST", "/v1/experiments/{id}/observations", api_observations_create, API_SCOPE_REPORT,
+     "observations"},
+    {"GET", "/v1/experiments/{id}/status", api_status_get, API_SCOPE_READ, "status"},
+    {"GET", "/v1/experiments/{id}/history", api_history_get, API_SCOPE_READ, "history"},
+    {"GET", "/healthz", api_healthz, API_SCOPE_NONE, "healthz"},
+    {"GET", "/readyz", api_readyz, API_SCOPE_NONE, "readyz"},
+    {NULL, NULL, NULL, 0, NULL},
+};
