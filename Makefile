@@ -54,8 +54,8 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/u
 HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
 STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
 
-.PHONY: all run test test-build deps test-deps format lint bench clean valgrind reproduce \
-        test-crash fuzz
+.PHONY: all run test test-build deps test-deps format lint bench bench-deps clean valgrind \
+        reproduce test-crash fuzz
 
 all: $(BUILD)/banditd $(BUILD)/bandit-sim
 
@@ -113,6 +113,24 @@ test: test-deps
 	@BANDITD_BIN=$(CURDIR)/build/asan/banditd BANDIT_SIM_BIN=$(CURDIR)/build/bandit-sim \
 		./tests/run.sh $(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS)) \
 		$(STAT_TESTS)
+
+# Benchmarks: every figure goes to build/bench/*.md, and together into
+# bench/results.md (also printed). Timing lives here, never in tests. The
+# HTTP run takes ~2 minutes (BENCH_DURATION seconds per wrk run, 15 runs).
+BENCH_DURATION ?= 5
+BENCH_BINS := $(BUILD)/banditd $(BUILD)/bench/load $(BUILD)/bench/bare
+bench-deps:
+	@./scripts/install-deps.sh --bench
+
+bench: bench-deps
+	@$(MAKE) --no-print-directory $(BENCH_BINS)
+	@mkdir -p $(BUILD)/bench
+	./$(BUILD)/bench/load memory --daemon $(BUILD)/banditd --out $(BUILD)/bench/memory.md
+	./$(BUILD)/bench/load throughput --daemon $(BUILD)/banditd --bare $(BUILD)/bench/bare \
+		--duration $(BENCH_DURATION) --out $(BUILD)/bench/load.md
+	@{ echo "# Benchmark results"; echo; echo "Written by \`make bench\` on $$(uname -n)."; echo; \
+	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md; } > bench/results.md
+	@echo "written bench/results.md"
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

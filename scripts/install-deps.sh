@@ -5,6 +5,8 @@ set -eu
 PKGS="libmicrohttpd-dev libjansson-dev libsqlite3-dev libgsl-dev libcmocka-dev \
 libcurl4-openssl-dev pkg-config gcc make curl"
 [ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox"
+# make bench: wrk drives the HTTP benchmarks (bench/load.c)
+[ "${1:-}" = "--bench" ] && PKGS="$PKGS wrk"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -11,6 +11,10 @@
 
 #include "api/api.h"
 
+/* The libmicrohttpd flags of the daemon (TLS added when configured). Shared
+ * with bench/bare.c, the stack's ceiling, so both run the same event loop. */
+#define HTTP_MHD_FLAGS (MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG)
+
 struct route {
     const char *method;  /* "GET", "POST", ... */
     const char *pattern; /* "/v1/experiments/{id}/status"; {id} matches one segment */
