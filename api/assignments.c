@@ -8,18 +8,30 @@
 #include <string.h>
 
 #include "api/jsonutil.h"
+#include "api/jsonw.h"
 
 extern const struct exp_limits *exp_limits_get(void);
 
-static json_t *assignment_json(struct exp *x, const struct exp_assignment *a)
+/* {"id":…,"bandit":…,"arm":…,"arm_index":…,"expires_at":…,"exploit":…} */
+static void assignment_text(struct jw *w, struct exp *x, const struct exp_assignment *a)
 {
     const struct exp_config *c = exp_cfg(x);
     char id[48], exp_at[40];
     exp_assignment_id(x, a->seq, id, sizeof id);
     api_format_time(a->expires_ms, exp_at, sizeof exp_at);
-    return json_pack("{s:s,s:s,s:s,s:i,s:s,s:b}", "id", id, "bandit", c->bandit_ids[a->bandit],
-                     "arm", c->arm_names[a->bandit][a->arm], "arm_index", (json_int_t)a->arm,
-                     "expires_at", exp_at, "exploit", a->status == EXP_A_EXPLOIT);
+    jw_lit(w, "{\"id\":");
+    jw_str(w, id);
+    jw_lit(w, ",\"bandit\":");
+    jw_str(w, c->bandit_ids[a->bandit]);
+    jw_lit(w, ",\"arm\":");
+    jw_str(w, c->arm_names[a->bandit][a->arm]);
+    jw_lit(w, ",\"arm_index\":");
+    jw_int(w, a->arm);
+    jw_lit(w, ",\"expires_at\":");
+    jw_str(w, exp_at);
+    jw_lit(w, ",\"exploit\":");
+    jw_bool(w, a->status == EXP_A_EXPLOIT);
+    jw_lit(w, "}");
 }
 
 int api_assignments_create(struct api_req *r)
@@ -68,20 +80,26 @@ int api_assignments_create(struct api_req *r)
         api_exp_unlock(x);
         return api_reply_invalid(r, "bandit", "no such bandit in this experiment");
     }
-    json_t *list = json_array();
+    /* The reply is written as text (api/jsonw.h): {"assignments":[…]} */
+    struct jw w;
+    jw_init(&w);
+    jw_lit(&w, "{\"assignments\":[");
     if (unit != NULL) {
         struct exp_assignment found;
         int rc = exp_find_unit(x, unit, &found);
         if (rc < 0) {
             api_exp_unlock(x);
-            json_decref(list);
+            jw_free(&w);
             return api_reply_problem(r, 503, "storage read failed; retry later", NULL);
         }
         if (rc == 1) {
             /* Sticky: the unit's first assignment, not a new pull. */
-            json_array_append_new(list, assignment_json(x, &found));
+            assignment_text(&w, x, &found);
             api_exp_unlock(x);
-            return api_reply_json(r, 200, json_pack("{s:o}", "assignments", list));
+            jw_lit(&w, "]}");
+            size_t len = 0;
+            char *text = jw_finish(&w, &len);
+            return api_reply_text(r, 200, text, len);
         }
     }
     struct exp_batch *b = api_req_batch(r);
@@ -93,11 +111,13 @@ int api_assignments_create(struct api_req *r)
             limited = rc;
             break;
         }
-        json_array_append_new(list, assignment_json(x, a));
+        if (i > 0)
+            jw_lit(&w, ",");
+        assignment_text(&w, x, a);
     }
     if (b->n == 0) {
         api_exp_unlock(x);
-        json_decref(list);
+        jw_free(&w);
         if (limited == EXP_ERR_LIMIT)
             return api_reply_problem(r, 429,
                                      "too many outstanding assignments; report rewards or wait "
@@ -108,8 +128,11 @@ int api_assignments_create(struct api_req *r)
     int rc = api_req_submit(r, x);
     api_exp_unlock(x);
     if (rc != STORE_OK) {
-        json_decref(list);
+        jw_free(&w);
         return api_reply_store_error(r, rc);
     }
-    return api_req_wait(r, 201, json_pack("{s:o}", "assignments", list));
+    jw_lit(&w, "]}");
+    size_t len = 0;
+    char *text = jw_finish(&w, &len);
+    return api_req_wait_text(r, 201, text, len);
 }

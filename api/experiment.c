@@ -625,7 +625,28 @@ double exp_range(const struct exp *x)
 
 void exp_assignment_id(const struct exp *x, int64_t seq, char *buf, size_t len)
 {
-    snprintf(buf, len, "%08" PRIx32 "-%" PRId64, x->token, seq);
+    /* "%08x-%lld" by hand: snprintf was a quarter of an assignment's reply */
+    static const char hex[] = "0123456789abcdef";
+    char tmp[32];
+    size_t n = 0;
+    for (int sh = 28; sh >= 0; sh -= 4)
+        tmp[n++] = hex[(x->token >> sh) & 15];
+    tmp[n++] = '-';
+    char dig[24];
+    size_t nd = 0;
+    uint64_t u = seq < 0 ? 0 : (uint64_t)seq;
+    do {
+        dig[nd++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    while (nd > 0)
+        tmp[n++] = dig[--nd];
+    if (len == 0)
+        return;
+    if (n >= len)
+        n = len - 1;
+    memcpy(buf, tmp, n);
+    buf[n] = '\0';
 }
 
 int64_t exp_parse_assignment_id(const struct exp *x, const char *id)
