@@ -124,6 +124,11 @@ int api_readyz(struct api_req *r);
 /* Shared by handlers: look up {id} and lock it, or reply 404/503 and return
  * NULL. The caller unlocks and puts. */
 struct exp *api_exp_lock(struct api_req *r);
+/* The two halves of api_exp_lock: a reference to {id} (or 404 and NULL),
+ * then lock and prepare it (0, or −1 after replying 404/503 and dropping
+ * the reference). In between, exp_cfg() may be read: it never changes. */
+struct exp *api_exp_find(struct api_req *r);
+int api_exp_enter(struct api_req *r, struct exp *x);
 void api_exp_unlock(struct exp *x);
 
 /* "confidence" | "budget" | "manual" | "policy", or NULL while running. */

@@ -1,6 +1,7 @@
 /*
  * assignments.c — POST /v1/experiments/{id}/assignments: which arm next.
- * Body (all optional): {"bandit": "...", "unit": "...", "count": N}.
+ * Body (all optional): {"bandit": "...", "unit": "...", "count": N}, parsed
+ * by api_parse_assignment (api/parse.c).
  */
 #include "api/api.h"
 
@@ -9,6 +10,7 @@
 
 #include "api/jsonutil.h"
 #include "api/jsonw.h"
+#include "api/parse.h"
 
 extern const struct exp_limits *exp_limits_get(void);
 
@@ -39,47 +41,29 @@ int api_assignments_create(struct api_req *r)
     json_t *body = api_req_json(r, 1);
     if (body == NULL)
         return API_DONE;
-    if (!json_is_object(body))
-        return api_reply_invalid(r, "", "the body must be a JSON object");
-    static const char *const keys[] = {"bandit", "unit", "count", NULL};
-    json_t *errors = json_array();
-    if (api_json_unknown_keys(body, keys, "", errors) > 0)
-        return api_reply_problem(r, 400, "unknown fields", errors);
-    json_decref(errors);
-
-    const char *bandit_id = NULL, *unit = NULL;
-    json_t *v;
-    if ((v = json_object_get(body, "bandit")) != NULL && !json_is_null(v)) {
-        bandit_id = json_string_value(v);
-        if (bandit_id == NULL)
-            return api_reply_invalid(r, "bandit", "must be a bandit id (string)");
-    }
-    if ((v = json_object_get(body, "unit")) != NULL && !json_is_null(v)) {
-        unit = json_string_value(v);
-        if (unit == NULL || unit[0] == '\0' || strlen(unit) > EXP_MAX_UNIT)
-            return api_reply_invalid(r, "unit", "must be a non-empty string of at most 256 bytes");
-    }
-    size_t count = 1, max_count = exp_limits_get()->max_count;
-    if ((v = json_object_get(body, "count")) != NULL) {
-        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-            (size_t)json_integer_value(v) > max_count) {
-            char msg[64];
-            snprintf(msg, sizeof msg, "must be an integer from 1 to %zu", max_count);
-            return api_reply_invalid(r, "count", msg);
-        }
-        count = (size_t)json_integer_value(v);
-    }
-    if (unit != NULL && count != 1)
-        return api_reply_invalid(r, "count", "a unit gets exactly one assignment (count 1)");
-
-    struct exp *x = api_exp_lock(r);
+    struct exp *x = api_exp_find(r);
     if (x == NULL)
         return API_DONE;
-    int bandit = -1;
-    if (bandit_id != NULL && (bandit = exp_bandit_index(x, bandit_id)) < 0) {
-        api_exp_unlock(x);
-        return api_reply_invalid(r, "bandit", "no such bandit in this experiment");
+    json_t *errors = json_array();
+    struct api_assign_req req;
+    char detail[API_DETAIL_MAX];
+    int prc = errors != NULL ? api_parse_assignment(body, exp_cfg(x), exp_limits_get()->max_count,
+                                                    &req, errors, detail)
+                             : -1;
+    if (prc != 0) {
+        exp_put(x);
+        if (prc < 0) {
+            json_decref(errors);
+            return api_reply_problem(r, 503, "out of memory", NULL);
+        }
+        return api_reply_problem(r, 400, detail, errors);
     }
+    json_decref(errors);
+    if (api_exp_enter(r, x) != 0)
+        return API_DONE;
+    const char *unit = req.unit;
+    size_t count = req.count;
+    int bandit = req.bandit;
     /* The reply is written as text (api/jsonw.h): {"assignments":[…]} */
     struct jw w;
     jw_init(&w);

@@ -651,12 +651,12 @@ void exp_assignment_id(const struct exp *x, int64_t seq, char *buf, size_t len)
 
 int64_t exp_parse_assignment_id(const struct exp *x, const char *id)
 {
-    char tok[9];
+    static const char hex[] = "0123456789abcdef";
     if (strlen(id) < 10 || id[8] != '-')
         return -1;
-    snprintf(tok, sizeof tok, "%08" PRIx32, x->token);
-    if (memcmp(tok, id, 8) != 0)
-        return -1;
+    for (int i = 0, sh = 28; i < 8; i++, sh -= 4)
+        if (id[i] != hex[(x->token >> sh) & 15])
+            return -1;
     const char *p = id + 9;
     if (*p < '1' || *p > '9')
         return -1;
