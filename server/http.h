@@ -13,7 +13,9 @@
 
 /* The libmicrohttpd flags of the daemon (TLS added when configured). Shared
  * with bench/bare.c, the stack's ceiling, so both run the same event loop. */
-#define HTTP_MHD_FLAGS (MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG)
+#define HTTP_MHD_FLAGS                                                                         \
+    (MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |             \
+     MHD_USE_ITC /* MHD_quiesce_daemon needs it with a thread pool */)
 
 struct route {
     const char *method;  /* "GET", "POST", ... */
