@@ -17,6 +17,16 @@
 #include "server/log.h"
 
 #define NSHARDS 64
+
+/* Why an experiment must be reloaded. A failed commit poisons the
+ * experiment's later queued writes (store_submit_keyed), so once its
+ * callback ran, everything still queued will fail too and the disk holds
+ * the final committed prefix: reload at once. A submission the store
+ * refused to queue (queue full, out of memory, closing) poisons nothing:
+ * writes queued before it will still commit, so the reload waits until
+ * none is in flight, or it would miss them and hand out their sequence
+ * numbers again. */
+enum { STALE_NO = 0, STALE_FAILED = 1, STALE_UNQUEUED = 2 };
 #define SHARD_BUCKETS 1024
 
 /* --- per-experiment data that a reload replaces ----------------------------- */
@@ -50,7 +60,9 @@ struct exp {
     uint32_t token;
     pthread_mutex_t mu;
     atomic_int refs;
-    atomic_int stale;  /* a write failed: reload before the next request */
+    atomic_int stale;  /* a write failed: reload before the next request
+                        * (STALE_FAILED or STALE_UNQUEUED) */
+    int inflight;      /* submissions queued and not completed (under mu) */
     atomic_uint gen;   /* increments at each reload */
     int deleted;
     atomic_int visible;
@@ -1039,6 +1051,7 @@ static void on_commit(void *arg, int err)
     struct sub *s = arg;
     struct exp *x = s->x;
     exp_lock(x);
+    x->inflight--;
     if (s->gen == atomic_load(&x->gen) && !x->deleted) {
         struct exp_data *d = x->d;
         if (err == STORE_OK) {
@@ -1062,7 +1075,7 @@ static void on_commit(void *arg, int err)
             /* Memory holds events the disk lost: reload before the next
              * request (the store fails this experiment's later writes until
              * then, so nothing after the gap commits). */
-            atomic_store(&x->stale, 1);
+            atomic_store(&x->stale, STALE_FAILED);
         }
     }
     exp_unlock(x);
@@ -1092,9 +1105,11 @@ static int submit(struct exp *x, struct exp_batch *b, int owns, store_done_fn do
     if (rc != STORE_OK) {
         atomic_fetch_sub(&x->refs, 1);
         free(s);
-        atomic_store(&x->stale, 1);
+        if (atomic_load(&x->stale) != STALE_FAILED)
+            atomic_store(&x->stale, STALE_UNQUEUED);
         return rc;
     }
+    x->inflight++;
     x->d->need_reset = 0;
     return STORE_OK;
 }
@@ -1227,7 +1242,10 @@ int exp_prepare_locked(struct exp *x, int64_t now)
 {
     if (x->deleted)
         return EXP_ERR_GONE;
-    if (atomic_load(&x->stale)) {
+    int stale = atomic_load(&x->stale);
+    if (stale == STALE_UNQUEUED && x->inflight > 0)
+        return EXP_ERR_STORE; /* 503: earlier writes still on their way */
+    if (stale != STALE_NO) {
         char err[256];
         struct exp_data *d = replay_all(x, err, sizeof err);
         if (d == NULL) {
@@ -1238,7 +1256,7 @@ int exp_prepare_locked(struct exp *x, int64_t now)
         x->d = d;
         d->need_reset = 1;
         atomic_fetch_add(&x->gen, 1);
-        atomic_store(&x->stale, 0);
+        atomic_store(&x->stale, STALE_NO);
         log_info("experiment %s reloaded from disk after a failed write (%" PRId64 " events)",
                  x->id, d->seq);
     }
