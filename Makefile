@@ -114,6 +114,15 @@ test: test-deps
 		./tests/run.sh $(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS)) \
 		$(STAT_TESTS)
 
+# kill -9 at random moments, CRASH_KILLS times (make test runs 3 of them):
+# every acknowledged reward present exactly once after each restart.
+CRASH_KILLS ?= 25
+test-crash: test-deps
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 build/asan/banditd \
+		build/asan/tests/http/test_crash
+	@CRASH_KILLS=$(CRASH_KILLS) BANDITD_BIN=$(CURDIR)/build/asan/banditd \
+		./tests/run.sh build/asan/tests/http/test_crash
+
 # Benchmarks: every figure goes to build/bench/*.md, and together into
 # bench/results.md (also printed). Timing lives here, never in tests. The
 # HTTP run takes ~2 minutes (BENCH_DURATION seconds per wrk run, 15 runs).
