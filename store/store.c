@@ -597,10 +597,17 @@ finish:
         }
     }
     pthread_mutex_lock(&s->mu);
-    if (fatal == STORE_OK)
+    if (fatal == STORE_OK) {
         s->stats.commits++;
-    else
+    } else {
         s->stats.failed_commits++;
+        /* A full disk: a checkpoint may let the WAL start over and reuse
+         * its own space (it needs room only where the database grows). */
+        if (fatal == STORE_ERR_FULL && !inject_fault && !s->ckpt_wanted) {
+            s->ckpt_wanted = 1;
+            pthread_cond_signal(&s->ckpt_cv);
+        }
+    }
     s->stats.writes += committed;
     s->stats.commit_us_total += now_us() - t0;
     pthread_mutex_unlock(&s->mu);
