@@ -12,6 +12,7 @@
 
 BUILD ?= build
 SAN ?= 0
+FUZZ ?= 0
 CC ?= gcc
 
 PKGS := libmicrohttpd jansson sqlite3 gsl libcurl
@@ -26,11 +27,20 @@ CFLAGS += -std=c11 -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS) -MMD -MP -pthread
 LDFLAGS += -pthread
 LDLIBS += $(PKG_LIBS) -lm
 
-ifeq ($(SAN),1)
+ifeq ($(FUZZ),1)
+# libFuzzer build (make fuzz): clang, coverage instrumentation everywhere
+CFLAGS += -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+          -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address,undefined
+else ifeq ($(SAN),1)
 CFLAGS += -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
 else
 CFLAGS += -O2
+endif
+# The simulator's problem parser is fuzzed once sim/sim.c exists.
+ifneq ($(wildcard sim/sim.c),)
+CFLAGS += -DFUZZ_HAVE_SIM
 endif
 
 OBJ := $(BUILD)/obj
@@ -83,6 +93,16 @@ $(BUILD)/tests/%: $(OBJ)/tests/%.o $(LIB_TESTS) $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
 
+$(BUILD)/fuzz/fuzz_%: $(OBJ)/tests/fuzz/fuzz_%.o $(OBJ)/tests/fuzz/targets.o $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+# replays the fuzz corpus: the target bodies link before the libraries
+$(BUILD)/tests/unit/test_fuzz_corpus: $(OBJ)/tests/unit/test_fuzz_corpus.o \
+		$(OBJ)/tests/fuzz/targets.o $(LIB_TESTS) $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
+
 $(BUILD)/bench/%: $(OBJ)/bench/%.o $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -122,6 +142,18 @@ test-crash: test-deps
 		build/asan/tests/http/test_crash
 	@CRASH_KILLS=$(CRASH_KILLS) BANDITD_BIN=$(CURDIR)/build/asan/banditd \
 		./tests/run.sh build/asan/tests/http/test_crash
+
+# libFuzzer targets (clang, ASan + UBSan), FUZZ_TIME seconds each, on a
+# working corpus seeded from tests/fuzz/corpus/; a crash is saved under
+# build/fuzz/artifacts/ and fails the run (copy it to tests/fuzz/regress/ to
+# make it a regression test of make test). Report: build/fuzz/report.md.
+FUZZ_TIME ?= 60
+FUZZ_TARGETS := expconfig assignment rewards observations patch \
+                $(if $(wildcard sim/sim.c),simproblem)
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=build/fuzz FUZZ=1 CC=clang \
+		$(addprefix build/fuzz/fuzz/fuzz_,$(FUZZ_TARGETS))
+	@./tests/fuzz/run.sh $(FUZZ_TIME) $(FUZZ_TARGETS)
 
 # Benchmarks: every figure goes to build/bench/*.md, and together into
 # bench/results.md (also printed). Timing lives here, never in tests. The
