@@ -40,7 +40,7 @@ CFLAGS += -O2
 endif
 # The simulator's problem parser is fuzzed once sim/sim.c exists.
 ifneq ($(wildcard sim/sim.c),)
-CFLAGS += -DFUZZ_HAVE_SIM
+CFLAGS += -DHAVE_SIM
 endif
 
 OBJ := $(BUILD)/obj
@@ -159,18 +159,20 @@ fuzz:
 # bench/results.md (also printed). Timing lives here, never in tests. The
 # HTTP run takes ~2 minutes (BENCH_DURATION seconds per wrk run, 15 runs).
 BENCH_DURATION ?= 5
-BENCH_BINS := $(BUILD)/banditd $(BUILD)/bench/load $(BUILD)/bench/bare
+BENCH_BINS := $(BUILD)/banditd $(BUILD)/bench/load $(BUILD)/bench/bare $(BUILD)/bench/policies
 bench-deps:
 	@./scripts/install-deps.sh --bench
 
 bench: bench-deps
 	@$(MAKE) --no-print-directory $(BENCH_BINS)
 	@mkdir -p $(BUILD)/bench
+	./$(BUILD)/bench/policies --out $(BUILD)/bench/policies.md
 	./$(BUILD)/bench/load memory --daemon $(BUILD)/banditd --out $(BUILD)/bench/memory.md
 	./$(BUILD)/bench/load throughput --daemon $(BUILD)/banditd --bare $(BUILD)/bench/bare \
 		--duration $(BENCH_DURATION) --out $(BUILD)/bench/load.md
 	@{ echo "# Benchmark results"; echo; echo "Written by \`make bench\` on $$(uname -n)."; echo; \
-	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md; } > bench/results.md
+	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md $(BUILD)/bench/policies.md; } \
+		> bench/results.md
 	@echo "written bench/results.md"
 
 format:

@@ -16,7 +16,7 @@
 #include "api/experiment.h"
 #include "api/parse.h"
 #include "policies/engine.h"
-#ifdef FUZZ_HAVE_SIM
+#ifdef HAVE_SIM
 #include "sim/sim.h"
 #endif
 
@@ -159,7 +159,7 @@ int fuzz_patch(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifdef FUZZ_HAVE_SIM
+#ifdef HAVE_SIM
 int fuzz_simproblem(const uint8_t *data, size_t size)
 {
     json_t *j = load(data, size);

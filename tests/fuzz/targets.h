@@ -19,7 +19,7 @@ int fuzz_assignment(const uint8_t *data, size_t size);
 int fuzz_rewards(const uint8_t *data, size_t size);
 int fuzz_observations(const uint8_t *data, size_t size);
 int fuzz_patch(const uint8_t *data, size_t size);
-#ifdef FUZZ_HAVE_SIM
+#ifdef HAVE_SIM
 int fuzz_simproblem(const uint8_t *data, size_t size);
 #endif
 

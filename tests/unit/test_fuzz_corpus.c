@@ -98,7 +98,7 @@ static void test_patch(void **s)
     (void)s;
     replay("patch", fuzz_patch, 1);
 }
-#ifdef FUZZ_HAVE_SIM
+#ifdef HAVE_SIM
 static void test_simproblem(void **s)
 {
     (void)s;
@@ -222,7 +222,7 @@ int main(void)
         cmocka_unit_test(test_rewards),
         cmocka_unit_test(test_observations),
         cmocka_unit_test(test_patch),
-#ifdef FUZZ_HAVE_SIM
+#ifdef HAVE_SIM
         cmocka_unit_test(test_simproblem),
 #endif
         cmocka_unit_test(test_jsonw_matches_jansson),
