@@ -46,8 +46,9 @@ struct exp_data {
     size_t fhead, flen, fcap;
     size_t pending;
     /* history */
-    struct exp_history_point *hist;
-    size_t hlen;
+    struct exp_history_point *hist; /* grows to history_points (most
+                                     * experiments never fill it) */
+    size_t hlen, hcap;
     uint64_t hstride, hnext;
     unsigned char *scratch; /* kmax entries */
     int need_reset; /* next submission clears the store's failure mark */
@@ -330,10 +331,9 @@ static struct exp_data *data_new(const struct exp_config *cfg, char *err, size_t
     for (size_t b = 0; b < cfg->n_bandits; b++)
         kmax = cfg->n_arms[b] > kmax ? cfg->n_arms[b] : kmax;
     d->scratch = calloc(kmax, 1);
-    d->hist = calloc(g_lim.history_points, sizeof *d->hist);
     d->hstride = 1;
     d->hnext = 1;
-    if (d->eng == NULL || d->scratch == NULL || d->hist == NULL) {
+    if (d->eng == NULL || d->scratch == NULL) {
         if (d->eng != NULL)
             snprintf(err, errlen, "out of memory");
         data_free(d);
@@ -368,6 +368,17 @@ static void history_maybe_record(struct exp *x, int64_t ts)
     size_t total = 0;
     for (size_t b = 0; b < c->n_bandits; b++)
         total += c->n_arms[b];
+    if (d->hlen == d->hcap) {
+        /* 256 points up front were 10 KiB of a 16 KiB experiment */
+        size_t ncap = d->hcap ? d->hcap * 2 : 8;
+        if (ncap > g_lim.history_points)
+            ncap = g_lim.history_points;
+        struct exp_history_point *nh = realloc(d->hist, ncap * sizeof *nh);
+        if (nh == NULL)
+            return; /* history is best effort */
+        d->hist = nh;
+        d->hcap = ncap;
+    }
     struct exp_history_point *p = &d->hist[d->hlen];
     p->pulls = pulls;
     p->ts_ms = ts;
