@@ -65,13 +65,32 @@ $(OBJ)/%.o: %.c
 
 $(LIB_POLICIES): $(call objs,$(POLICY_SRC))
 $(LIB_STORE): $(call objs,$(STORE_SRC))
-$(LIB_SERVER): $(call objs,$(SERVER_SRC))
+$(LIB_SERVER): $(call objs,$(SERVER_SRC)) $(OBJ)/gen/web_assets.o
 $(LIB_SIM): $(call objs,$(SIM_SRC))
 $(LIB_TESTS): $(call objs,$(TEST_SUPPORT_SRC))
 $(BUILD)/lib%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^
+
+# The dashboard: web/dist (built and committed from web/src, see web/README.md)
+# becomes a C table in the binary. The generator is C, built here, so a fresh
+# machine needs neither npm nor xxd. web/dist itself is a prerequisite so that
+# a removed file also regenerates the table.
+WEB_DIST := $(sort $(wildcard web/dist/*))
+EMBED := $(BUILD)/scripts/embed
+
+$(EMBED): scripts/embed.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 $(WARN) -o $@ $<
+
+$(BUILD)/gen/web_assets.c: $(EMBED) $(WEB_DIST) web/dist
+	@mkdir -p $(dir $@)
+	$(EMBED) $@ $(WEB_DIST)
+
+$(OBJ)/gen/web_assets.o: $(BUILD)/gen/web_assets.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/banditd: $(OBJ)/server/main.o $(LIBS_ALL)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -1,14 +1,24 @@
 #!/bin/sh
 # Installs the Debian packages banditd needs to build and test, only when one
 # is missing (so `make run` stays fast on a prepared machine). Run as root.
+# --test adds what the test suites need, among them a real browser for the
+# dashboard test (tests/web): Debian's chromium + chromium-driver, fonts the
+# page's glyphs need (δᶜ, ρ̄), and Node.js with npm to drive it.
 set -eu
 PKGS="libmicrohttpd-dev libjansson-dev libsqlite3-dev libgsl-dev libcmocka-dev \
 libcurl4-openssl-dev pkg-config gcc make curl"
-[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox"
+[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox chromium chromium-driver fonts-dejavu-core \
+fonts-liberation"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# Node.js may come from elsewhere than Debian (a nodesource build bundles
+# npm): only a missing command asks for Debian's packages.
+if [ "${1:-}" = "--test" ]; then
+    command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+    command -v npm >/dev/null 2>&1 || missing="$missing npm"
+fi
 [ -z "$missing" ] && exit 0
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -19,5 +19,9 @@ const struct route http_routes[] = {
     {"GET", "/v1/experiments/{id}/history", api_history_get, API_SCOPE_READ, "history"},
     {"GET", "/healthz", api_healthz, API_SCOPE_NONE, "healthz"},
     {"GET", "/readyz", api_readyz, API_SCOPE_NONE, "readyz"},
+    /* The dashboard: open pages; the page calls the API with the user's key. */
+    {"GET", "/", api_web_page, API_SCOPE_NONE, "dashboard"},
+    {"GET", "/experiments/{id}", api_web_page, API_SCOPE_NONE, "dashboard"},
+    {"GET", "/static/{id}", api_web_static, API_SCOPE_NONE, "static"},
     {NULL, NULL, NULL, 0, NULL},
 };
