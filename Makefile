@@ -4,6 +4,7 @@
 #   make run      install missing packages, build, serve on 127.0.0.1:8080
 #   make test     install, build, run every suite (unit, HTTP, statistical)
 #   make bench    benchmarks (bench/)
+#   make web-dist rebuild the dashboard's committed files (web/dist) with npm
 #
 # Objects go to $(BUILD)/obj; the sanitizer build (ASan + UBSan) used by the
 # tests lives in build/asan and is made by calling this Makefile again with
@@ -53,9 +54,12 @@ LIBS_ALL := $(LIB_SERVER) $(LIB_SIM) $(LIB_STORE) $(LIB_POLICIES)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
 STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
+# Suites that are scripts, not binaries (TAP on stdout): the dashboard in a
+# real browser.
+SCRIPT_TESTS := $(wildcard tests/web/test_*.sh)
 
 .PHONY: all run test test-build deps test-deps format lint bench clean valgrind reproduce \
-        test-crash fuzz
+        test-crash fuzz web-dist
 
 all: $(BUILD)/banditd $(BUILD)/bandit-sim
 
@@ -127,11 +131,17 @@ test-build:
 # Unit and HTTP suites run under ASan + UBSan (the daemon they start is the
 # sanitizer build); statistical suites run optimised (they measure rates
 # over thousands of simulated runs, and share every line of policy code).
+# The dashboard suite drives Debian's chromium against the sanitizer daemon.
 test: test-deps
 	@$(MAKE) --no-print-directory test-build
 	@BANDITD_BIN=$(CURDIR)/build/asan/banditd BANDIT_SIM_BIN=$(CURDIR)/build/bandit-sim \
 		./tests/run.sh $(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS)) \
-		$(STAT_TESTS)
+		$(STAT_TESTS) $(SCRIPT_TESTS)
+
+# Rebuild web/dist from web/src (needs npm; `make` itself never does). Commit
+# the result: the browser test fails when web/dist lags web/src.
+web-dist:
+	cd web && npm ci --no-audit --no-fund && npm run build
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

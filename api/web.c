@@ -22,8 +22,8 @@
 /* The shell may run only our own scripts and styles, talk only to us, and
  * not be framed. */
 #define WEB_CSP                                                                                    \
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "            \
-    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "                 \
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "              \
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "                   \
     "frame-ancestors 'none'"
 
 static const struct web_asset *find(const char *name)

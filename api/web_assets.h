@@ -16,7 +16,7 @@ struct web_asset {
     const char *etag;        /* quoted strong validator of data */
     const unsigned char *gz; /* gzip-encoded variant, or NULL */
     size_t gz_len;
-    const char *gz_etag;     /* quoted validator of the gzip variant */
+    const char *gz_etag; /* quoted validator of the gzip variant */
 };
 
 /* Sorted by name, ended by an entry whose name is NULL. Static storage:

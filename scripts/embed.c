@@ -30,8 +30,8 @@ struct file {
     char name[EMBED_MAX_NAME];
     unsigned char *data;
     size_t len;
-    int is_gz_of;   /* index of the file this one gzips, or -1 */
-    int gz;         /* index of this file's gzip variant, or -1 */
+    int is_gz_of; /* index of the file this one gzips, or -1 */
+    int gz;       /* index of this file's gzip variant, or -1 */
 };
 
 static const struct {
@@ -186,7 +186,8 @@ int main(int argc, char **argv)
         if (l < 4 || strcmp(files[i].name + l - 3, ".gz") != 0)
             continue;
         for (size_t j = 0; j < n; j++)
-            if (strlen(files[j].name) == l - 3 && strncmp(files[j].name, files[i].name, l - 3) == 0) {
+            if (strlen(files[j].name) == l - 3 &&
+                strncmp(files[j].name, files[i].name, l - 3) == 0) {
                 files[i].is_gz_of = (int)j;
                 files[j].gz = (int)i;
             }

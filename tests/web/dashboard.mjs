@@ -157,8 +157,14 @@ function formatChecks() {
       'Running: green leads with δᶜ = 0.31 after 1,204 pulls; it stops after 2,000 pulls (796 to go).', 'words: running with a budget');
   const multi = decision({ ...base, stop_reason: 'budget', budget: 300, pulls: 300, bandits_done: 1,
     bandits: [bandit({ id: 'a' }), bandit({ id: 'b', recommended: ['x'], delta_c: 0.4, done: false })] });
-  ok(multi.headline === 'Stopped: the budget of 300 pulls is spent; 1 of 2 bandits decided.' && multi.details.length === 2 &&
-      multi.details[1] === 'b: not decided, x leads (δᶜ = 0.4 > 0.05).', 'words: multi-bandit budget stop, one line per bandit', multi);
+  ok(multi.headline === 'Stopped: the budget of 300 pulls is spent; 1 of 2 bandits reached δᶜ ≤ 0.05.' && multi.details.length === 2 &&
+      multi.details[0] === 'a: done, green is the best arm (δᶜ = 0.031 ≤ 0.05).' &&
+      multi.details[1] === 'b: still sampling, x leads (δᶜ = 0.4 > 0.05).', 'words: multi-bandit budget stop, one line per bandit', multi);
+  const spent = decision({ ...base, stop_reason: 'budget', budget: 300, pulls: 300, bandits_done: 2,
+    bandits: [bandit({ id: 'a' }), bandit({ id: 'b', recommended: ['x'], delta_c: 0.4, done: true })] });
+  ok(spent.details[1] === 'b: done, x leads (δᶜ = 0.4 > 0.05: not conclusive).', 'words: a bandit done without reaching δ is not called decided', spent);
+  ok(say({ stop_reason: 'confidence' }, [bandit({ delta_c: 0.08 })]) === 'Stopped: green is the best arm by the stopping rule after 1,204 pulls (δᶜ = 0.08 > 0.05).',
+    'words: a confidence stop by another rule than δᶜ (GLR) does not claim δᶜ ≤ δ');
   ok(fmtProb(0.0503, 0.05) === '0.0503' && fmtProb(0.0499, 0.05) === '0.0499' && fmtProb(0.05, 0.05) === '0.05' && fmtProb(0.0334, 0.05) === '0.033',
     'fmtProb: digits enough to read the comparison with δ right', [fmtProb(0.0503, 0.05), fmtProb(0.0499, 0.05), fmtProb(0.05, 0.05)]);
   ok(fmtInt(1204) === '1,204' && fmtProb(3.2e-6) === '3.2×10⁻⁶', 'fmtInt groups thousands; tiny δᶜ as a power of ten');
@@ -336,12 +342,13 @@ async function browserChecks(browser, ids) {
   const ms = (await call('GET', `/v1/experiments/${ids.multi}/status`)).json;
   await page.goto(`${U}/experiments/${ids.multi}`);
   await page.waitForSelector('section.bandit >> nth=1', { timeout: 10000 }).catch(() => {});
-  await check('multi-bandit budget stop: the sentence, one line per bandit, a decided/deciding badge each', async () => {
+  await check('multi-bandit budget stop: the sentence, one line per bandit, a done/sampling badge each', async () => {
     const head = await page.textContent('#decision');
     const lines = await page.$$eval('.decision-details li', (l) => l.map((e) => e.textContent));
     const badges = await page.$$eval('table.overview tbody .badge', (b) => b.map((e) => e.textContent));
-    const want = ms.bandits.map((b) => (b.done ? 'decided' : 'deciding'));
-    return (head.startsWith(`Stopped: the budget of ${fmtInt(ms.budget)} pulls is spent; ${ms.bandits_done} of 2 bandits decided`) &&
+    const want = ms.bandits.map((b) => (b.done ? 'done' : 'sampling'));
+    const sure = ms.bandits.filter((b) => b.delta_c <= ms.delta).length;
+    return (head === `Stopped: the budget of ${fmtInt(ms.budget)} pulls is spent; ${sure} of 2 bandits reached δᶜ ≤ 0.05.` &&
       lines.length === 2 && lines[0].startsWith('segment-a: ') && JSON.stringify(badges) === JSON.stringify(want) &&
       (await page.$$('section.bandit')).length === 2) || { head, lines, badges, want };
   });

@@ -178,7 +178,7 @@ function listView() {
   const more = h('button', { type: 'button', hidden: true, onclick: () => { shown += 50; poll.now(); } }, 'Show more');
   const table = h('table', { class: 'list' },
     h('caption', { class: 'sr-only' }, 'Experiments, oldest first'),
-    h('thead', {}, h('tr', {}, ['Experiment', 'State', 'Policy', 'Pulls', 'Pending', 'δᶜ', 'Bandits decided', 'Stop reason', 'Age'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('thead', {}, h('tr', {}, ['Experiment', 'State', 'Policy', 'Pulls', 'Pending', 'δᶜ', 'Bandits done', 'Stop reason', 'Age'].map((t) => h('th', { scope: 'col' }, t)))),
     tbody);
   const createBox = createForm(policies);
   ui.main.replaceChildren(
@@ -195,7 +195,7 @@ function listView() {
       ['Pulls', fmtInt(e.pulls)],
       ['Pending', fmtInt(e.pending)],
       ['δᶜ', fmtProb(e.delta_c)],
-      ['Bandits decided', `${fmtInt(e.bandits_done)} of ${fmtInt(e.bandits)}`],
+      ['Bandits done', `${fmtInt(e.bandits_done)} of ${fmtInt(e.bandits)}`],
       ['Stop reason', e.stop_reason ? STOP_WORDS[e.stop_reason] || e.stop_reason : '–'],
       ['Age', h('time', { datetime: e.created_at, title: e.created_at }, fmtAge(e.created_at))],
     ];
@@ -369,7 +369,7 @@ class BanditView {
     const b = status.bandits[this.bi];
     setText(this.title, this.multi ? `Bandit ${b.id}` : 'Arms and confidence');
     this.doneBadge.className = `badge ${b.done ? 'badge-done' : 'badge-open'}`;
-    setText(this.doneBadge, b.done ? 'decided' : 'deciding');
+    setText(this.doneBadge, b.done ? 'done' : 'sampling');
     this.doneBadge.hidden = !this.multi;
     const series = bandit_series(hist, status, this.bi);
     this.confHost.setAttribute('aria-label', this.conf.update(series, status.delta));
@@ -412,7 +412,7 @@ function experimentView(id) {
   const controls = h('div', { class: 'controls', role: 'group', 'aria-label': 'Experiment controls', hidden: true }, pauseBtn, resumeBtn, stopBtn);
   const stats = h('dl', { class: 'stats' },
     statItem('Pulls', 's-pulls'), statItem('Pending assignments', 's-pending'), statItem('Budget', 's-budget'),
-    statItem('Bandits decided', 's-done'), statItem('Target δ', 's-delta'));
+    statItem('Bandits done', 's-done'), statItem('Target δ', 's-delta'));
   const overview = h('div', { class: 'table-wrap', hidden: true });
   const banditsHost = h('div');
   const confirmDlg = h('dialog', { id: 'stop-dialog', 'aria-labelledby': 'stop-title' },
@@ -476,10 +476,10 @@ function experimentView(id) {
     overview.hidden = false;
     overview.replaceChildren(h('table', { class: 'overview' },
       h('caption', {}, 'Bandits'),
-      h('thead', {}, h('tr', {}, ['Bandit', 'Decided', 'Recommended', 'δᶜ', 'ρ̄', 'Pulls', 'Pending'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('thead', {}, h('tr', {}, ['Bandit', 'Done', 'Recommended', 'δᶜ', 'ρ̄', 'Pulls', 'Pending'].map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, status.bandits.map((b) => h('tr', {},
         h('th', { scope: 'row' }, h('a', { href: `#bandit-${status.bandits.indexOf(b)}-title` }, b.id)),
-        h('td', {}, h('span', { class: `badge ${b.done ? 'badge-done' : 'badge-open'}` }, b.done ? 'decided' : 'deciding')),
+        h('td', {}, h('span', { class: `badge ${b.done ? 'badge-done' : 'badge-open'}` }, b.done ? 'done' : 'sampling')),
         h('td', {}, (b.recommended || []).join(', ') || '–'),
         h('td', { class: 'num' }, fmtProb(b.delta_c, status.delta)),
         h('td', { class: 'num' }, fmtProb(b.rho)),

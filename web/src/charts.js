@@ -50,6 +50,8 @@ function legendValue(raw, fmt) {
   };
 }
 
+const FLOOR_MIN = 1e-6;
+
 const chartHeight = (w) => Math.round(Math.max(180, Math.min(260, w * 0.55)));
 
 // A uPlot chart in host that follows the host's width. update(data, opts)
@@ -102,7 +104,13 @@ export class ConfidenceChart {
     const n = series.x.length;
     const pos = (v) => (v > 0 ? v : null);
     const minDc = series.dc.reduce((a, v) => (v > 0 && v < a ? v : a), 1);
-    const floor = 10 ** Math.floor(Math.log10(Math.min(delta / 10, minDc / 2)));
+    // Below 10⁻⁶ more decades tell nothing new: values there are drawn on
+    // the floor, the legend and the table give them exactly.
+    const natural = 10 ** Math.floor(Math.log10(Math.min(delta / 10, minDc / 2)));
+    const floor = Math.max(natural, FLOOR_MIN);
+    const capped = natural < FLOOR_MIN;
+    const decades = [];
+    for (let e = Math.round(Math.log10(floor)); e <= 0; e++) decades.push(10 ** e);
     const pin = (v) => (v === null ? null : Math.max(v, floor));
     const data = [
       series.x,
@@ -113,12 +121,17 @@ export class ConfidenceChart {
     this.raw = [series.x, series.dc, series.rho.map((r) => 1 - r), data[3]];
     const raw = () => this.raw;
     this.plot.update(
-      `conf-${floor}`,
+      `conf-${floor}-${capped}`,
       () => ({
         scales: { x: { time: false }, y: { distr: 3, range: () => [floor, 1] } },
         axes: [
-          axisOpts('pulls', { values: (u, ticks) => ticks.map(fmtCompact) }),
-          axisOpts('probability (log scale)', { values: (u, ticks) => ticks.map((t) => fmtProb(t)), size: 56 }),
+          axisOpts('pulls', { values: (u, ticks) => ticks.map((t) => (t == null ? '' : fmtCompact(t))) }),
+          axisOpts('probability (log scale)', {
+            splits: () => decades,
+            // uPlot hands null for ticks it has no room to label.
+            values: (u, ticks) => ticks.map((t) => (t == null ? '' : capped && t === floor ? `≤${fmtProb(t)}` : fmtProb(t))),
+            size: 64,
+          }),
         ],
         series: [
           { label: 'pulls', value: legendValue(raw, fmtInt) },
@@ -157,8 +170,8 @@ export class PullsChart {
       () => ({
         scales: { x: { time: false } },
         axes: [
-          axisOpts('pulls (all arms)', { values: (u, ticks) => ticks.map(fmtCompact) }),
-          axisOpts('pulls of the arm', { values: (u, ticks) => ticks.map(fmtCompact), size: 56 }),
+          axisOpts('pulls (all arms)', { values: (u, ticks) => ticks.map((t) => (t == null ? '' : fmtCompact(t))) }),
+          axisOpts('pulls of the arm', { values: (u, ticks) => ticks.map((t) => (t == null ? '' : fmtCompact(t))), size: 56 }),
         ],
         series: [
           { label: 'pulls', value: legendValue(raw, fmtInt) },

@@ -123,7 +123,15 @@ export function decision(st) {
     if (st.stopped || st.state === 'stopped') {
       switch (st.stop_reason) {
         case 'confidence':
-          return { tone: 'stopped', headline: `Stopped: ${best} with ${dc} after ${n} ${pullsWord}.`, details: [] };
+          // The stop rule may be another than δᶜ ≤ δ (GLR): say which held.
+          return {
+            tone: 'stopped',
+            headline:
+              b.delta_c <= delta
+                ? `Stopped: ${best} with ${dc} after ${n} ${pullsWord}.`
+                : `Stopped: ${best} by the stopping rule after ${n} ${pullsWord} (${dc}).`,
+            details: [],
+          };
         case 'budget':
           return {
             tone: 'stopped',
@@ -166,29 +174,35 @@ export function decision(st) {
     };
   }
 
-  // Several bandits: a headline for the experiment, a line per bandit.
-  const details = bandits.map((b) =>
-    b.done
-      ? `${b.id}: decided, ${bestPhrase(b, m, eps)} (${dcVsDelta(b, delta)}).`
-      : `${b.id}: not decided, ${leadPhrase(b)} (${dcVsDelta(b, delta)}).`,
-  );
-  const decided = `${done} of ${nb} bandits decided`;
+  // Several bandits: a headline for the experiment, a line per bandit. A
+  // bandit is "done" when it gets no more pulls (confident, out of budget,
+  // or stopped); whether its answer is conclusive is δᶜ against δ.
+  const details = bandits.map((b) => {
+    const state = b.done ? 'done' : 'still sampling';
+    if (b.delta_c <= delta) return `${b.id}: ${state}, ${bestPhrase(b, m, eps)} (${dcVsDelta(b, delta)}).`;
+    return `${b.id}: ${state}, ${leadPhrase(b)} (${dcVsDelta(b, delta)}${b.done ? ': not conclusive' : ''}).`;
+  });
+  const sure = bandits.filter((b) => b.delta_c <= delta).length;
+  const conclusive = `${sure} of ${nb} bandits reached δᶜ ≤ ${fmtParam(delta)}`;
+  const doneWords = `${done} of ${nb} bandits done`;
   if (st.stopped || st.state === 'stopped') {
     switch (st.stop_reason) {
       case 'confidence':
-        return { tone: 'stopped', headline: `Stopped: all ${nb} bandits are decided with δᶜ ≤ ${fmtParam(delta)} after ${n} ${pullsWord}.`, details };
-      case 'budget':
         return {
           tone: 'stopped',
-          headline: `Stopped: ${budget}; ${decided}${confident ? `, each with δᶜ ≤ ${fmtParam(delta)}` : ''}.`,
+          headline: confident
+            ? `Stopped: all ${nb} bandits are decided with δᶜ ≤ ${fmtParam(delta)} after ${n} ${pullsWord}.`
+            : `Stopped: all ${nb} bandits met the stopping rule after ${n} ${pullsWord}; ${conclusive}.`,
           details,
         };
+      case 'budget':
+        return { tone: 'stopped', headline: `Stopped: ${budget}; ${conclusive}.`, details };
       case 'policy':
-        return { tone: 'stopped', headline: `Stopped by the ${st.policy} policy's rule after ${n} ${pullsWord}: ${decided}.`, details };
+        return { tone: 'stopped', headline: `Stopped by the ${st.policy} policy's rule after ${n} ${pullsWord}: ${conclusive}.`, details };
       case 'manual':
-        return { tone: 'stopped', headline: `Stopped by hand after ${n} ${pullsWord}: ${decided}.`, details };
+        return { tone: 'stopped', headline: `Stopped by hand after ${n} ${pullsWord}: ${conclusive}.`, details };
       default:
-        return { tone: 'stopped', headline: `Stopped after ${n} ${pullsWord}: ${decided}.`, details };
+        return { tone: 'stopped', headline: `Stopped after ${n} ${pullsWord}: ${conclusive}.`, details };
     }
   }
   if (st.pulls === 0) {
@@ -196,8 +210,8 @@ export function decision(st) {
     return { tone: st.state, headline: `${what}: no rewards yet in any of the ${nb} bandits.`, details };
   }
   if (st.state === 'paused')
-    return { tone: 'paused', headline: `Paused after ${n} ${pullsWord}: no new assignments are handed out; ${decided}.`, details };
-  return { tone: 'running', headline: `Running: ${decided} after ${n} ${pullsWord}.`, details };
+    return { tone: 'paused', headline: `Paused after ${n} ${pullsWord}: no new assignments are handed out; ${doneWords}, ${conclusive}.`, details };
+  return { tone: 'running', headline: `Running: ${doneWords} after ${n} ${pullsWord}; ${conclusive}.`, details };
 }
 
 // One chart's data from history (GET .../history) for bandit index bi,
