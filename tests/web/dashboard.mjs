@@ -163,8 +163,9 @@ function formatChecks() {
   const spent = decision({ ...base, stop_reason: 'budget', budget: 300, pulls: 300, bandits_done: 2,
     bandits: [bandit({ id: 'a' }), bandit({ id: 'b', recommended: ['x'], delta_c: 0.4, done: true })] });
   ok(spent.details[1] === 'b: done, x leads (δᶜ = 0.4 > 0.05: not conclusive).', 'words: a bandit done without reaching δ is not called decided', spent);
-  ok(say({ stop_reason: 'confidence' }, [bandit({ delta_c: 0.08 })]) === 'Stopped: green is the best arm by the stopping rule after 1,204 pulls (δᶜ = 0.08 > 0.05).',
-    'words: a confidence stop by another rule than δᶜ (GLR) does not claim δᶜ ≤ δ');
+  ok(say({ stop_reason: 'confidence' }, [bandit({ delta_c: 0.08 })]) ===
+      'Stopped at the confidence target: green is the best arm. After 1,204 pulls, late rewards included, δᶜ = 0.08 > 0.05.',
+    'words: a confidence stop whose δᶜ is now above δ (GLR rule, late rewards) does not claim δᶜ ≤ δ');
   ok(fmtProb(0.0503, 0.05) === '0.0503' && fmtProb(0.0499, 0.05) === '0.0499' && fmtProb(0.05, 0.05) === '0.05' && fmtProb(0.0334, 0.05) === '0.033',
     'fmtProb: digits enough to read the comparison with δ right', [fmtProb(0.0503, 0.05), fmtProb(0.0499, 0.05), fmtProb(0.05, 0.05)]);
   ok(fmtInt(1204) === '1,204' && fmtProb(3.2e-6) === '3.2×10⁻⁶', 'fmtInt groups thousands; tiny δᶜ as a power of ten');
@@ -269,11 +270,16 @@ async function browserChecks(browser, ids) {
   await page.waitForFunction(() => document.querySelector('#decision')?.textContent.startsWith('Stopped'), null, { timeout: 10000 }).catch(() => {});
   const sentence = (await page.textContent('#decision')) || '';
   await check('stopped experiment: the stop decision in words, with the API\'s numbers', () => {
-    const m = sentence.match(/^Stopped: (\S+) is the best arm with δᶜ = ([0-9.]+) ≤ 0\.05 after ([0-9,]+) pulls\.$/);
-    if (!m) return sentence;
-    const dc = Number(m[2]);
-    return (m[1] === st.bandits[0].recommended[0] && m[3] === st.pulls.toLocaleString('en-US') &&
-      Math.abs(dc - st.bandits[0].delta_c) <= 0.006 * st.bandits[0].delta_c + 5e-4 && st.bandits[0].delta_c <= 0.05) ||
+    // Rewards of assignments made before the stop may arrive after it and
+    // move δᶜ above δ; the sentence must then say so rather than claim ≤.
+    const below = st.bandits[0].delta_c <= 0.05;
+    const m = below
+      ? sentence.match(/^Stopped: (\S+) is the best arm with δᶜ = ([0-9.]+) ≤ 0\.05 after ([0-9,]+) pulls\.$/)
+      : sentence.match(/^Stopped at the confidence target: (\S+) is the best arm\. After ([0-9,]+) pulls, late rewards included, δᶜ = ([0-9.]+) > 0\.05\.$/);
+    if (!m) return `${sentence} (δᶜ ${st.bandits[0].delta_c})`;
+    const [arm, dc, pulls] = below ? [m[1], Number(m[2]), m[3]] : [m[1], Number(m[3]), m[2]];
+    return (arm === st.bandits[0].recommended[0] && pulls === st.pulls.toLocaleString('en-US') &&
+      Math.abs(dc - st.bandits[0].delta_c) <= 0.006 * st.bandits[0].delta_c + 5e-4) ||
       `${sentence} vs ${JSON.stringify({ rec: st.bandits[0].recommended, dc: st.bandits[0].delta_c, pulls: st.pulls })}`;
   });
   await check('stopped experiment: state badge, pulls, pending, no admin buttons after a stop', async () => {
@@ -359,6 +365,21 @@ async function browserChecks(browser, ids) {
   });
   await page.screenshot({ path: join(OUT, 'dashboard-multi.png'), fullPage: true });
 
+  // Many bandits: charts folded until asked for.
+  await page.goto(`${U}/experiments/${ids.many}`);
+  await page.waitForSelector('section.bandit >> nth=4', { timeout: 10000 }).catch(() => {});
+  await check('five bandits: a section each, charts folded and drawn only once unfolded', async () => {
+    const sections = (await page.$$('section.bandit')).length;
+    const before = (await page.$$('.plot canvas')).length;
+    await page.click('section.bandit >> nth=2 >> details.charts-fold > summary');
+    await page.waitForSelector('section.bandit >> nth=2 >> .plot canvas', { timeout: 5000 });
+    const drawn = await canvasPixels(page, 'section.bandit:nth-of-type(3) .chart.conf', [0, 114, 178]);
+    const after = (await page.$$('.plot canvas')).length;
+    const head = await page.textContent('#decision');
+    return (sections === 5 && before === 0 && after === 2 && drawn[0] && drawn[0].hit > 50 && /^Running: 0 of 5 bandits done after/.test(head)) ||
+      { sections, before, after, drawn, head };
+  });
+
   // The running experiment: refresh, ETags, hidden tab, controls.
   const statusCalls = [];
   page.on('response', (r) => {
@@ -429,7 +450,7 @@ async function browserChecks(browser, ids) {
   await check('the list: a row per experiment with state, policy, pulls, δᶜ, stop reason and age', async () => {
     const rows = await page.$$eval('table.list tbody tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
     const row = rows.find((r) => r[0].startsWith(ids.stopped));
-    return (rows.length === 3 && row && row[1] === 'stopped' && row[2] === 'adapt' && row[3] === fmtInt(st.pulls) &&
+    return (rows.length === 4 && row && row[1] === 'stopped' && row[2] === 'adapt' && row[3] === fmtInt(st.pulls) &&
       row[5] === fmtProb(st.bandits[0].delta_c) && row[7] === 'confidence reached' && /ago|just now/.test(row[8])) || rows;
   });
   await page.screenshot({ path: join(OUT, 'dashboard-list.png'), fullPage: true });
@@ -516,7 +537,7 @@ try {
   ok(true, `daemon started at ${U}`);
   await staticChecks();
 
-  const ids = { stopped: 'checkout-button', multi: 'segments', live: 'live' };
+  const ids = { stopped: 'checkout-button', multi: 'segments', many: 'many', live: 'live' };
   await call('POST', '/v1/experiments', { id: ids.stopped, name: ids.stopped, arms: ['red', 'green', 'blue'], seed: 42 });
   const stopped = await drive(ids.stopped, { red: 0.2, green: 0.6, blue: 0.4 }, 1, 20000);
   ok(stopped.stopped && stopped.stop_reason === 'confidence', `API: driven to a confidence stop after ${stopped.pulls} pulls`, stopped);
@@ -533,6 +554,13 @@ try {
   }
   const multi = (await call('GET', `/v1/experiments/${ids.multi}/status`)).json;
   ok(multi.stopped && multi.stop_reason === 'budget' && multi.bandits.length === 2, 'API: the two-bandit experiment stopped at its budget', multi);
+  await call('POST', '/v1/experiments', {
+    id: ids.many, seed: 11, bandits: [1, 2, 3, 4, 5].map((i) => ({ id: `s${i}`, arms: [`s${i}-x`, `s${i}-y`] })),
+  });
+  for (let i = 1; i <= 5; i++) {
+    const a = (await call('POST', `/v1/experiments/${ids.many}/assignments`, { count: 10, bandit: `s${i}` })).json.assignments;
+    await call('POST', `/v1/experiments/${ids.many}/rewards`, { rewards: a.map((x, j) => ({ assignment_id: x.id, reward: j % 2 })) });
+  }
   await call('POST', '/v1/experiments', { id: ids.live, arms: ['red', 'green', 'blue'], seed: 5 });
   await drive(ids.live, { red: 0.5, green: 0.5, blue: 0.5 }, 9, 100);
 

@@ -12,6 +12,7 @@ import { bandit_series, decision, fmtAge, fmtInt, fmtNum, fmtParam, fmtProb } fr
 const POLL_LIVE_MS = 2000; // running or paused: things change
 const POLL_IDLE_MS = 10000; // stopped: only late rewards of pending assignments
 const LIST_POLL_MS = 5000;
+const FOLD_BANDITS = 4; // more bandits than this: their charts start folded
 
 // --- DOM helpers -------------------------------------------------------------
 
@@ -166,6 +167,7 @@ const clock = () => new Date().toLocaleTimeString('en-GB', { hour12: false });
 
 // --- "/": the list -------------------------------------------------------------
 
+const NUM_COLS = ['Pulls', 'Pending', 'δᶜ'];
 const STOP_WORDS = { confidence: 'confidence reached', budget: 'budget spent', manual: 'stopped by hand', policy: "policy's rule" };
 
 function listView() {
@@ -177,8 +179,9 @@ function listView() {
   const empty = h('p', { class: 'muted', hidden: true }, 'No experiments yet. Create one below, or with POST /v1/experiments.');
   const more = h('button', { type: 'button', hidden: true, onclick: () => { shown += 50; poll.now(); } }, 'Show more');
   const table = h('table', { class: 'list' },
-    h('caption', { class: 'sr-only' }, 'Experiments, oldest first'),
-    h('thead', {}, h('tr', {}, ['Experiment', 'State', 'Policy', 'Pulls', 'Pending', 'δᶜ', 'Bandits done', 'Stop reason', 'Age'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('caption', { class: 'sr-only' }, 'Experiments, by id'),
+    h('thead', {}, h('tr', {}, ['Experiment', 'State', 'Policy', 'Pulls', 'Pending', 'δᶜ', 'Bandits done', 'Stop reason', 'Age'].map((t) =>
+      h('th', { scope: 'col', class: NUM_COLS.includes(t) ? 'num' : null }, t)))),
     tbody);
   const createBox = createForm(policies);
   ui.main.replaceChildren(
@@ -199,7 +202,7 @@ function listView() {
       ['Stop reason', e.stop_reason ? STOP_WORDS[e.stop_reason] || e.stop_reason : '–'],
       ['Age', h('time', { datetime: e.created_at, title: e.created_at }, fmtAge(e.created_at))],
     ];
-    return h('tr', { 'data-id': e.id }, cells.map(([label, ...v], i) => h(i === 0 ? 'th' : 'td', { 'data-label': label, scope: i === 0 ? 'row' : null, class: ['Pulls', 'Pending', 'δᶜ'].includes(label) ? 'num' : null }, ...v)));
+    return h('tr', { 'data-id': e.id }, cells.map(([label, ...v], i) => h(i === 0 ? 'th' : 'td', { 'data-label': label, scope: i === 0 ? 'row' : null, class: NUM_COLS.includes(label) ? 'num' : null }, ...v)));
   }
 
   async function load() {
@@ -304,7 +307,8 @@ function armsTable(bandit, status) {
   const arms = ranked(bandit);
   return h('table', { class: 'arms' },
     h('caption', {}, 'Arms, best mean first'),
-    h('thead', {}, h('tr', {}, ['Arm', 'Pulls', 'Pending', 'Mean', 'Interval', status.m > 1 ? `In top ${status.m}` : 'Best'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('thead', {}, h('tr', {}, ['Arm', 'Pulls', 'Pending', 'Mean', 'Interval', status.m > 1 ? `In top ${status.m}` : 'Best'].map((t, i) =>
+      h('th', { scope: 'col', class: i >= 1 && i <= 4 ? 'num' : null }, t)))),
     h('tbody', {}, arms.map((a) => h('tr', {},
       h('th', { scope: 'row' }, swatch(a.index), a.id),
       h('td', { class: 'num' }, fmtInt(a.pulls)),
@@ -323,7 +327,7 @@ function historyTable(series, delta) {
   for (let i = 0; i < want; i++) idx.push(Math.round((i * (n - 1)) / Math.max(1, want - 1)));
   return h('table', { class: 'hist' },
     h('caption', {}, 'δᶜ and ρ̄ at some points in time'),
-    h('thead', {}, h('tr', {}, ['Pulls', 'δᶜ', 'ρ̄'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('thead', {}, h('tr', {}, ['Pulls', 'δᶜ', 'ρ̄'].map((t) => h('th', { scope: 'col', class: 'num' }, t)))),
     h('tbody', {}, [...new Set(idx)].map((i) => h('tr', {},
       h('td', { class: 'num' }, fmtInt(series.x[i])),
       h('td', { class: 'num' }, fmtProb(series.dc[i], delta)),
@@ -338,9 +342,12 @@ function figure(cls, caption, body, fallback, note) {
 
 // One bandit's section: charts, arms table; redrawn on each new status.
 class BanditView {
-  constructor(bi, multi) {
+  // collapsed: the charts start folded (experiments with many bandits), and
+  // are drawn only while unfolded.
+  constructor(bi, multi, collapsed) {
     this.bi = bi;
     this.multi = multi;
+    this.collapsed = collapsed;
     this.title = h('h2', {});
     this.doneBadge = h('span', { class: 'badge' });
     this.confHost = h('div', { class: 'plot', role: 'img' });
@@ -349,16 +356,19 @@ class BanditView {
     this.histHost = h('div', { class: 'svgplot' });
     this.histFallback = h('div');
     this.armsHost = h('div', { class: 'table-wrap' });
-    this.el = h('section', { class: 'bandit', 'aria-labelledby': `bandit-${bi}-title` },
-      h('div', { class: 'bandit-head' }, this.title, this.doneBadge),
-      h('div', { class: 'grid' },
+    const grid = h('div', { class: 'grid' },
         figure('conf', 'δᶜ and ρ̄ against pulls (log scale; the dashed line is the target δ)', this.confHost, this.histFallback,
           'δᶜ bounds the chance that the recommendation is wrong; it stops at δᶜ ≤ δ. ρ̄ is the Bayesian confidence, drawn as 1 − ρ̄.'),
         figure('ci', 'Means and confidence intervals against the cutoff c* (Kalyanakrishnan & Stone, Fig. 1)', this.ciHost, null,
           'Blue: recommended arms, which should sit above c*; grey: the others, below it. Dots are means; bars span the intervals.'),
         figure('hist', 'Pulls per arm, best mean first (Kalyanakrishnan & Stone, Fig. 2c)', this.histHost, null,
           'Adaptive policies spend their pulls on the arms either side of the m | m + 1 boundary.'),
-        figure('pulls', 'Pulls per arm against total pulls', this.pullsHost)),
+        figure('pulls', 'Pulls per arm against total pulls', this.pullsHost));
+    this.fold = collapsed ? h('details', { class: 'charts-fold' }, h('summary', {}, 'Charts'), grid) : null;
+    if (this.fold) this.fold.addEventListener('toggle', () => this.fold.open && this.drawCharts());
+    this.el = h('section', { class: 'bandit', 'aria-labelledby': `bandit-${bi}-title` },
+      h('div', { class: 'bandit-head' }, this.title, this.doneBadge),
+      this.fold || grid,
       this.armsHost);
     this.title.id = `bandit-${bi}-title`;
     this.conf = new ConfidenceChart(this.confHost);
@@ -371,19 +381,26 @@ class BanditView {
     this.doneBadge.className = `badge ${b.done ? 'badge-done' : 'badge-open'}`;
     setText(this.doneBadge, b.done ? 'done' : 'sampling');
     this.doneBadge.hidden = !this.multi;
+    this.last = { status, hist };
+    this.armsHost.replaceChildren(armsTable(b, status));
+    this.drawCharts();
+  }
+
+  drawCharts() {
+    if (!this.last || (this.fold && !this.fold.open)) return;
+    const { status, hist } = this.last;
+    const b = status.bandits[this.bi];
     const series = bandit_series(hist, status, this.bi);
     this.confHost.setAttribute('aria-label', this.conf.update(series, status.delta));
     this.histFallback.replaceChildren(historyTable(series, status.delta));
     const armIds = b.arms.map((a) => a.id);
     this.pullsHost.setAttribute('aria-label', this.pulls.update(series, armIds));
-    this.last = { status };
     this.redrawSvg();
-    this.armsHost.replaceChildren(armsTable(b, status));
   }
 
   // The SVGs are drawn at their host's width; called again on resize.
   redrawSvg() {
-    if (!this.last) return;
+    if (!this.last || (this.fold && !this.fold.open)) return;
     const { status } = this.last;
     const b = status.bandits[this.bi];
     drawIntervals(this.ciHost, b, status);
@@ -476,7 +493,8 @@ function experimentView(id) {
     overview.hidden = false;
     overview.replaceChildren(h('table', { class: 'overview' },
       h('caption', {}, 'Bandits'),
-      h('thead', {}, h('tr', {}, ['Bandit', 'Done', 'Recommended', 'δᶜ', 'ρ̄', 'Pulls', 'Pending'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('thead', {}, h('tr', {}, ['Bandit', 'Done', 'Recommended', 'δᶜ', 'ρ̄', 'Pulls', 'Pending'].map((t, i) =>
+        h('th', { scope: 'col', class: i >= 3 ? 'num' : null }, t)))),
       h('tbody', {}, status.bandits.map((b) => h('tr', {},
         h('th', { scope: 'row' }, h('a', { href: `#bandit-${status.bandits.indexOf(b)}-title` }, b.id)),
         h('td', {}, h('span', { class: `badge ${b.done ? 'badge-done' : 'badge-open'}` }, b.done ? 'done' : 'sampling')),
@@ -509,7 +527,8 @@ function experimentView(id) {
     renderOverview();
     if (views.length !== status.bandits.length) {
       views.forEach((v) => v.destroy());
-      views = status.bandits.map((b, i) => new BanditView(i, status.bandits.length > 1));
+      const nb = status.bandits.length;
+      views = status.bandits.map((b, i) => new BanditView(i, nb > 1, nb > FOLD_BANDITS));
       banditsHost.replaceChildren(...views.map((v) => v.el));
     }
     views.forEach((v) => v.render(status, hist));

@@ -178,6 +178,9 @@ export class PullsChart {
           ...armIds.map((id, i) => ({ label: id, stroke: armColour(i), width: 2, value: legendValue(raw, fmtInt) })),
         ],
         cursor: { drag: { x: false, y: false } },
+        // Past a dozen arms the legend would bury the chart; the arms
+        // table has the numbers.
+        legend: { show: armIds.length <= 12 },
       }),
       data,
     );

@@ -123,13 +123,14 @@ export function decision(st) {
     if (st.stopped || st.state === 'stopped') {
       switch (st.stop_reason) {
         case 'confidence':
-          // The stop rule may be another than δᶜ ≤ δ (GLR): say which held.
+          // δᶜ can be above δ after such a stop: the rule was another (GLR),
+          // or rewards of assignments made before the stop came in since.
           return {
             tone: 'stopped',
             headline:
               b.delta_c <= delta
                 ? `Stopped: ${best} with ${dc} after ${n} ${pullsWord}.`
-                : `Stopped: ${best} by the stopping rule after ${n} ${pullsWord} (${dc}).`,
+                : `Stopped at the confidence target: ${best}. After ${n} ${pullsWord}, late rewards included, ${dc}.`,
             details: [],
           };
         case 'budget':
