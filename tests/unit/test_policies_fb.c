@@ -73,11 +73,30 @@ static int wrap_select(void *state, const struct policy_ctx *ctx, int bandit,
     return rc;
 }
 
+/* Phase policies: a phase ends only when every arm active in it has its
+ * target of rewarded samples (unless its bandit is closed by the engine). */
 static void wrap_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
                         enum policy_event ev, double reward)
 {
+    static unsigned char before[64];
+    const struct policy_phases *ph = state;
+    size_t phase = 0;
+    if (wrapped_phases) {
+        assert_true(ph->total <= sizeof before);
+        memcpy(before, ph->status, ph->total);
+        phase = ph->phase;
+    }
     if (wrapped->update != NULL)
         wrapped->update(state, ctx, bandit, arm, ev, reward);
+    if (!wrapped_phases || ph->phase == phase)
+        return;
+    for (size_t b = 0; b < ph->nb; b++) {
+        if (ctx->bandit_done[b])
+            continue;
+        for (size_t i = 0; i < ctx->n_arms[b]; i++)
+            if (before[ph->off[b] + i] == PHASES_ACTIVE)
+                assert_true(ctx->arms[b][i].n >= ph->target[phase]);
+    }
 }
 
 static int wrap_done(void *state, const struct policy_ctx *ctx, size_t bandit)
