@@ -30,8 +30,10 @@ static int gapidx_init(struct policy_gapidx *g, const struct policy_ctx *ctx, in
     g->idx = calloc(g->total, sizeof *g->idx);
     g->mask = calloc(g->total, 1);
     g->sel = calloc(kmax, sizeof *g->sel);
+    g->rt = calloc(g->total, sizeof *g->rt);
+    g->sd = calloc(g->total, sizeof *g->sd);
     g->ready = calloc(g->nb, 1);
-    if (!g->off || !g->bandit_of || !g->gap || !g->idx || !g->mask || !g->sel || !g->ready) {
+    if (!g->off || !g->bandit_of || !g->gap || !g->idx || !g->mask || !g->sel || !g->ready || !g->rt || !g->sd) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -55,6 +57,8 @@ void policy_gapidx_free(void *state)
     free(g->mask);
     free(g->sel);
     free(g->ready);
+    free(g->rt);
+    free(g->sd);
     free(g);
 }
 
@@ -148,17 +152,24 @@ void policy_gapidx_order_stats(const struct stats_arm *arms, size_t k, unsigned 
     *mu_m = lo;
 }
 
-/* Top-m gaps of bandit b into g->gap (values only: which of two tied arms
- * is "High" does not change any gap, so no random draw is needed). */
+/* Per arm of bandit b: the top-m gap into g->gap (values only: which of two
+ * tied arms is "High" changes no gap, so no random draw is needed), and the
+ * pieces every later formula reuses, so each select takes one sqrt and one
+ * division per arm (two more for the Bernstein index): rt = 1/sqrt(T) and,
+ * for the Bernstein index, σ̂. */
 static void bandit_gaps(struct policy_gapidx *g, const struct policy_ctx *ctx, size_t b)
 {
     const struct stats_arm *a = ctx->arms[b];
     size_t k = ctx->n_arms[b];
     double mu_m, mu_m1;
     policy_gapidx_order_stats(a, k, ctx->m, g->sel, &mu_m, &mu_m1);
-    double *gap = &g->gap[g->off[b]];
-    for (size_t i = 0; i < k; i++)
-        gap[i] = a[i].mean > mu_m1 ? a[i].mean - mu_m1 : mu_m - a[i].mean;
+    size_t o = g->off[b];
+    for (size_t i = 0; i < k; i++) {
+        g->gap[o + i] = a[i].mean > mu_m1 ? a[i].mean - mu_m1 : mu_m - a[i].mean;
+        g->rt[o + i] = 1.0 / sqrt((double)(a[i].n + a[i].pending));
+        if (g->bernstein)
+            g->sd[o + i] = sqrt(stats_arm_var(&a[i]));
+    }
 }
 
 static unsigned initial_samples(const struct policy_gapidx *g)
@@ -184,15 +195,14 @@ static double h_hat(const struct policy_gapidx *g, const struct policy_ctx *ctx)
         if (!g->ready[b])
             continue;
         const struct stats_arm *a = ctx->arms[b];
-        const double *gap = &g->gap[g->off[b]];
-        for (size_t i = 0; i < ctx->n_arms[b]; i++) {
-            double t = (double)(a[i].n + a[i].pending);
-            double ucb = gap[i] + sqrt(1.0 / (2.0 * t));
+        for (size_t i = 0, f = g->off[b]; i < ctx->n_arms[b]; i++, f++) {
+            double ucb = g->gap[f] + M_SQRT1_2 * g->rt[f]; /* Δ̂ + sqrt(1/(2T)) */
             if (!g->bernstein) {
                 h += 1.0 / (ucb * ucb);
                 continue;
             }
-            double lcb = sqrt(stats_arm_var(&a[i])) - sqrt(2.0 / (t - 1.0));
+            double t = (double)(a[i].n + a[i].pending);
+            double lcb = g->sd[f] - sqrt(2.0 / (t - 1.0));
             if (lcb < 0)
                 lcb = 0;
             double num = lcb + sqrt(lcb * lcb + (16.0 / 3.0) * ucb);
@@ -281,16 +291,21 @@ int policy_gapidx_select(void *state, const struct policy_ctx *ctx, int bandit,
         return least_served(g, ctx, bandit, pick) ? POLICY_OK : POLICY_DONE;
     size_t lo = bandit >= 0 ? g->off[bandit] : 0;
     size_t hi = bandit >= 0 ? g->off[bandit + 1] : g->total;
+    double sqrt_a = sqrt(a), sqrt_2a = sqrt(2.0 * a);
     for (size_t f = lo; f < hi; f++) {
         size_t b = g->bandit_of[f];
         g->mask[f] = g->ready[b];
         if (!g->ready[b])
             continue;
-        const struct stats_arm *x = &ctx->arms[b][f - g->off[b]];
-        double t = (double)(x->n + x->pending);
-        double explore = g->bernstein ? sqrt(2.0 * a * stats_arm_var(x) / t) +
-                                            7.0 * a / (3.0 * (t - 1.0))
-                                      : sqrt(a / t);
+        double explore;
+        if (g->bernstein) {
+            /* sqrt(2 a σ̂² / T) + 7a / (3 (T − 1)) */
+            const struct stats_arm *x = &ctx->arms[b][f - g->off[b]];
+            double t = (double)(x->n + x->pending);
+            explore = sqrt_2a * g->sd[f] * g->rt[f] + 7.0 * a / (3.0 * (t - 1.0));
+        } else {
+            explore = sqrt_a * g->rt[f]; /* sqrt(a / T) */
+        }
         g->idx[f] = -g->gap[f] + explore;
     }
     size_t f = policy_argmax(ctx->rng, &g->idx[lo], &g->mask[lo], hi - lo);

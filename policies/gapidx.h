@@ -49,6 +49,8 @@ struct policy_gapidx {
     unsigned char *mask; /* flat: in scope */
     double *sel;         /* kmax: order-statistics scratch */
     unsigned char *ready; /* per bandit: every arm has its initial samples */
+    double *rt;           /* flat: 1/sqrt(n + pending) */
+    double *sd;           /* flat: σ̂ (Bernstein index only) */
 };
 
 /* Build the state of an index policy over ctx's bandits in *state (new;
