@@ -45,9 +45,16 @@ static double bench_select(const struct policy_ops *ops, size_t k, gsl_rng *env)
     struct policy_params pp;
     policy_params_defaults(ops, &pp);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
-    struct policy_ctx ctx = {.n_bandits = 1, .n_arms = n_arms, .arms = bandits,
-                             .bandit_done = done, .m = 1, .delta = 0.05, .budget = 100 * k,
-                             .params = &pp, .rng = rng, .target_arm = -1};
+    struct policy_ctx ctx = {.n_bandits = 1,
+                             .n_arms = n_arms,
+                             .arms = bandits,
+                             .bandit_done = done,
+                             .m = 1,
+                             .delta = 0.05,
+                             .budget = 100 * k,
+                             .params = &pp,
+                             .rng = rng,
+                             .target_arm = -1};
     void *state = NULL;
     char err[256];
     if (ops->init(&state, &ctx, err, sizeof err) != 0) {
@@ -122,8 +129,8 @@ int main(void)
         fclose(f);
     }
     printf("load average %.2f %.2f %.2f\n", load[0], load[1], load[2]);
-    printf("%-12s %10s %10s %10s   %10s %10s %10s\n", "policy", "select K=10", "K=100",
-           "K=1000", "pull K=10", "K=100", "K=1000");
+    printf("%-12s %10s %10s %10s   %10s %10s %10s\n", "policy", "select K=10", "K=100", "K=1000",
+           "pull K=10", "K=100", "K=1000");
     gsl_rng *env = gsl_rng_alloc(gsl_rng_taus2);
     for (size_t i = 0; names[i] != NULL; i++) {
         const struct policy_ops *ops = policy_find(names[i]);

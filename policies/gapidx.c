@@ -33,7 +33,8 @@ static int gapidx_init(struct policy_gapidx *g, const struct policy_ctx *ctx, in
     g->rt = calloc(g->total, sizeof *g->rt);
     g->sd = calloc(g->total, sizeof *g->sd);
     g->ready = calloc(g->nb, 1);
-    if (!g->off || !g->bandit_of || !g->gap || !g->idx || !g->mask || !g->sel || !g->ready || !g->rt || !g->sd) {
+    if (!g->off || !g->bandit_of || !g->gap || !g->idx || !g->mask || !g->sel || !g->ready ||
+        !g->rt || !g->sd) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -62,9 +63,8 @@ void policy_gapidx_free(void *state)
     free(g);
 }
 
-int policy_gapidx_new(void **state, const struct policy_ctx *ctx, const char *name,
-                      int bernstein, double scale, double a_fixed, double h_fixed, char *err,
-                      size_t errlen)
+int policy_gapidx_new(void **state, const struct policy_ctx *ctx, const char *name, int bernstein,
+                      double scale, double a_fixed, double h_fixed, char *err, size_t errlen)
 {
     size_t arms = 0;
     for (size_t b = 0; b < ctx->n_bandits; b++)
@@ -124,8 +124,8 @@ static double select_desc(double *v, size_t n, size_t kth)
     }
 }
 
-void policy_gapidx_order_stats(const struct stats_arm *arms, size_t k, unsigned m,
-                               double *scratch, double *mu_m, double *mu_m1)
+void policy_gapidx_order_stats(const struct stats_arm *arms, size_t k, unsigned m, double *scratch,
+                               double *mu_m, double *mu_m1)
 {
     if (m == 1) {
         double first = -INFINITY, second = -INFINITY;

@@ -42,12 +42,12 @@ struct policy_gapidx {
     double a_fixed; /* > 0: a itself */
     double h_fixed; /* > 0: the known complexity H (Hσ for the -V index) */
     size_t nb, total;
-    size_t *off;         /* off[b] = flat index of bandit b's first arm */
-    size_t *bandit_of;   /* flat → bandit */
-    double *gap;         /* flat: Δ̂ */
-    double *idx;         /* flat: B */
-    unsigned char *mask; /* flat: in scope */
-    double *sel;         /* kmax: order-statistics scratch */
+    size_t *off;          /* off[b] = flat index of bandit b's first arm */
+    size_t *bandit_of;    /* flat → bandit */
+    double *gap;          /* flat: Δ̂ */
+    double *idx;          /* flat: B */
+    unsigned char *mask;  /* flat: in scope */
+    double *sel;          /* kmax: order-statistics scratch */
     unsigned char *ready; /* per bandit: every arm has its initial samples */
     double *rt;           /* flat: 1/sqrt(n + pending) */
     double *sd;           /* flat: σ̂ (Bernstein index only) */
@@ -57,9 +57,8 @@ struct policy_gapidx {
  * free with policy_gapidx_free). The Bernstein index needs two samples per
  * arm, so it refuses a budget below 2 P (P arms in scope), naming
  * goal.budget and `name` in err. Returns 0, or −1 with a message. */
-int policy_gapidx_new(void **state, const struct policy_ctx *ctx, const char *name,
-                      int bernstein, double scale, double a_fixed, double h_fixed, char *err,
-                      size_t errlen);
+int policy_gapidx_new(void **state, const struct policy_ctx *ctx, const char *name, int bernstein,
+                      double scale, double a_fixed, double h_fixed, char *err, size_t errlen);
 void policy_gapidx_free(void *state);
 
 /* The vtable's select (state is the struct). Must not allocate. */
@@ -73,7 +72,7 @@ double policy_gapidx_a(struct policy_gapidx *g, const struct policy_ctx *ctx);
 
 /* The m-th and (m+1)-th largest of k means (1 ≤ m < k); scratch holds k
  * doubles. Expected O(k). Exposed for tests. */
-void policy_gapidx_order_stats(const struct stats_arm *arms, size_t k, unsigned m,
-                               double *scratch, double *mu_m, double *mu_m1);
+void policy_gapidx_order_stats(const struct stats_arm *arms, size_t k, unsigned m, double *scratch,
+                               double *mu_m, double *mu_m1);
 
 #endif

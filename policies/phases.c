@@ -34,8 +34,8 @@ int policy_phases_init(struct policy_phases *ph, const struct policy_ctx *ctx, s
     ph->gap = calloc(ph->total, sizeof *ph->gap);
     ph->cand = calloc(ph->total, sizeof *ph->cand);
     ph->mask = calloc(ph->total, 1);
-    if (!ph->off || !ph->bandit_of || !ph->status || !ph->need || !ph->n_active ||
-        !ph->settled || !ph->target || !ph->rank || !ph->order || !ph->gap || !ph->cand || !ph->mask) {
+    if (!ph->off || !ph->bandit_of || !ph->status || !ph->need || !ph->n_active || !ph->settled ||
+        !ph->target || !ph->rank || !ph->order || !ph->gap || !ph->cand || !ph->mask) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -135,8 +135,7 @@ uint64_t policy_phases_plan_total(const uint64_t *target, const size_t *active, 
     return total;
 }
 
-size_t policy_phases_order_active(struct policy_phases *ph, const struct policy_ctx *ctx,
-                                  size_t b)
+size_t policy_phases_order_active(struct policy_phases *ph, const struct policy_ctx *ctx, size_t b)
 {
     size_t k = ctx->n_arms[b];
     policy_order_by_mean(ctx->rng, ctx->arms[b], k, ph->order);

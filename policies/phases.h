@@ -66,15 +66,15 @@ struct policy_phases {
     size_t *n_active;       /* per bandit */
     unsigned char *settled; /* per bandit: top set decided */
     size_t n_settled;
-    uint64_t *target;       /* cumulative per-arm target of each phase (caller fills) */
+    uint64_t *target; /* cumulative per-arm target of each phase (caller fills) */
     size_t nphases;
-    size_t phase;           /* current phase; == nphases once every phase ended */
-    uint32_t *rank;         /* flat: random tie-break rank for recommend() */
+    size_t phase;   /* current phase; == nphases once every phase ended */
+    uint32_t *rank; /* flat: random tie-break rank for recommend() */
     policy_phases_decide_fn *decide;
     /* scratch for decide(), sized at init (select must not allocate) */
-    size_t *order; /* max arms per bandit */
-    double *gap;   /* total */
-    size_t *cand;  /* total */
+    size_t *order;       /* max arms per bandit */
+    double *gap;         /* total */
+    size_t *cand;        /* total */
     unsigned char *mask; /* total */
 };
 
@@ -111,7 +111,6 @@ uint64_t policy_phases_plan_total(const uint64_t *target, const size_t *active, 
 
 /* Active arms of bandit b ordered by mean, descending, ties at random;
  * writes them to ph->order and returns how many. */
-size_t policy_phases_order_active(struct policy_phases *ph, const struct policy_ctx *ctx,
-                                  size_t b);
+size_t policy_phases_order_active(struct policy_phases *ph, const struct policy_ctx *ctx, size_t b);
 
 #endif

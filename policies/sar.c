@@ -96,8 +96,7 @@ static int sar_init(void **state, const struct policy_ctx *ctx, char *err, size_
     for (size_t b = 0; b < ctx->n_bandits; b++)
         pool += ctx->n_arms[b];
     if (ctx->budget <= pool) {
-        snprintf(err, errlen, "goal.budget: sar needs more than one pull per arm (%zu arms)",
-                 pool);
+        snprintf(err, errlen, "goal.budget: sar needs more than one pull per arm (%zu arms)", pool);
         return -1;
     }
     struct policy_phases *ph = calloc(1, sizeof *ph);
@@ -122,7 +121,8 @@ static int sar_init(void **state, const struct policy_ctx *ctx, char *err, size_
 
 const struct policy_ops policy_sar = {
     .name = "sar",
-    .summary = "Successive Accepts and Rejects (Bubeck et al. 2013): top m, one or M bandits pooled",
+    .summary =
+        "Successive Accepts and Rejects (Bubeck et al. 2013): top m, one or M bandits pooled",
     .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI | POLICY_F_OWN_STOP,
     .params = NULL,
     .init = sar_init,

@@ -95,7 +95,8 @@ static int one_run(const struct inst *p, const struct policy_ops *ops,
             break;
         q[(head + len) % cap] = pl;
         if (++len > delay) {
-            engine_reward(e, q[head].bandit, q[head].arm, draw(env, p, q[head].bandit, q[head].arm));
+            engine_reward(e, q[head].bandit, q[head].arm,
+                          draw(env, p, q[head].bandit, q[head].arm));
             head = (head + 1) % cap;
             len--;
         }
@@ -132,9 +133,8 @@ static unsigned long errors(const char *name, const char *const *kv, const struc
         int ix = policy_param_index(ops, kv[i]);
         assert_true(ix >= 0);
         char err[128];
-        assert_int_equal(policy_param_parse(&ops->params[ix], kv[i + 1], &pp.values[ix], err,
-                                            sizeof err),
-                         0);
+        assert_int_equal(
+            policy_param_parse(&ops->params[ix], kv[i + 1], &pp.values[ix], err, sizeof err), 0);
     }
     unsigned long n = 0;
     for (unsigned long r = 0; r < runs; r++)

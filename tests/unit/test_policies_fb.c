@@ -28,14 +28,13 @@
 #include "policies/gapidx.h"
 #include "policies/phases.h"
 
-static const char *const FB_POLICIES[] = {"sr",    "sar",    "seq-halving", "ucb-e",   "gape",
+static const char *const FB_POLICIES[] = {"sr",     "sar",    "seq-halving", "ucb-e", "gape",
                                           "gape-v", "a-gape", "a-gape-v",    NULL};
 static const char *const MULTI_POLICIES[] = {"sar", "gape", "gape-v", "a-gape", "a-gape-v", NULL};
 
 static int is_phase_policy(const char *name)
 {
-    return strcmp(name, "sr") == 0 || strcmp(name, "sar") == 0 ||
-           strcmp(name, "seq-halving") == 0;
+    return strcmp(name, "sr") == 0 || strcmp(name, "sar") == 0 || strcmp(name, "seq-halving") == 0;
 }
 
 /* --- the checking wrapper --------------------------------------------------- */
@@ -138,10 +137,10 @@ struct problem {
 };
 
 struct drive_opts {
-    uint64_t delay;          /* rewards come back this many assignments later */
-    int named;               /* requests name the bandits in turn */
-    unsigned release_every;  /* every n-th returned pull expires instead (0: none) */
-    int status_every_pull;   /* call the status functions after every assignment */
+    uint64_t delay;         /* rewards come back this many assignments later */
+    int named;              /* requests name the bandits in turn */
+    unsigned release_every; /* every n-th returned pull expires instead (0: none) */
+    int status_every_pull;  /* call the status functions after every assignment */
 };
 
 struct trace {
@@ -158,9 +157,8 @@ static void set_params(const struct policy_ops *ops, struct policy_params *pp,
         int ix = policy_param_index(ops, kv[i]);
         assert_true(ix >= 0);
         char err[128];
-        assert_int_equal(policy_param_parse(&ops->params[ix], kv[i + 1], &pp->values[ix], err,
-                                            sizeof err),
-                         0);
+        assert_int_equal(
+            policy_param_parse(&ops->params[ix], kv[i + 1], &pp->values[ix], err, sizeof err), 0);
     }
 }
 
@@ -278,19 +276,20 @@ static void assert_m_per_bandit(const struct engine *e, unsigned m)
 
 static struct problem five_arms(unsigned m, uint64_t budget)
 {
-    struct problem p = {.nb = 1, .k = {5}, .mu = {{0.5, 0.45, 0.43, 0.4, 0.3}}, .m = m,
-                        .budget = budget};
+    struct problem p = {
+        .nb = 1, .k = {5}, .mu = {{0.5, 0.45, 0.43, 0.4, 0.3}}, .m = m, .budget = budget};
     return p;
 }
 
 /* Three bandits with different numbers of arms. */
 static struct problem three_bandits(unsigned m, uint64_t budget)
 {
-    struct problem p = {.nb = 3,
-                        .k = {3, 6, 4},
-                        .mu = {{0.3, 0.7, 0.5}, {0.5, 0.4, 0.45, 0.9, 0.2, 0.6}, {0.2, 0.4, 0.6, 0.8}},
-                        .m = m,
-                        .budget = budget};
+    struct problem p = {
+        .nb = 3,
+        .k = {3, 6, 4},
+        .mu = {{0.3, 0.7, 0.5}, {0.5, 0.4, 0.45, 0.9, 0.2, 0.6}, {0.2, 0.4, 0.6, 0.8}},
+        .m = m,
+        .budget = budget};
     return p;
 }
 
@@ -492,8 +491,10 @@ static void test_phase_policies_late_and_released(void **unused)
         for (unsigned m = 1; m <= 3; m++)
             for (size_t d = 0; d < 4; d++)
                 for (unsigned rel = 0; rel <= 7; rel += 7) {
-                    struct problem p = {.nb = 1, .k = {6},
-                                        .mu = {{0.5, 0.4, 0.45, 0.9, 0.2, 0.6}}, .m = m,
+                    struct problem p = {.nb = 1,
+                                        .k = {6},
+                                        .mu = {{0.5, 0.4, 0.45, 0.9, 0.2, 0.6}},
+                                        .m = m,
                                         .budget = 600};
                     struct drive_opts o = {.delay = delays[d], .release_every = rel};
                     checked_picks = 0;
@@ -609,9 +610,16 @@ static void sar_decide_once(const double *mu, size_t k, unsigned m, unsigned cha
     struct policy_params pp;
     policy_params_defaults(ops, &pp);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
-    struct policy_ctx ctx = {.n_bandits = 1, .n_arms = n_arms, .arms = bandits,
-                             .bandit_done = done, .m = m, .delta = 0.05, .budget = 1000,
-                             .params = &pp, .rng = rng, .target_arm = -1};
+    struct policy_ctx ctx = {.n_bandits = 1,
+                             .n_arms = n_arms,
+                             .arms = bandits,
+                             .bandit_done = done,
+                             .m = m,
+                             .delta = 0.05,
+                             .budget = 1000,
+                             .params = &pp,
+                             .rng = rng,
+                             .target_arm = -1};
     for (size_t i = 0; i < k; i++) {
         stats_arm_init(&arms[i], 1, 1);
         arms[i].n = 1000; /* past every target: the first phase ends at once */
@@ -636,13 +644,13 @@ static void test_sar_rule(void **unused)
     unsigned char st[8];
     static const double a[] = {0.9, 0.8, 0.5, 0.45, 0.1};
     sar_decide_once(a, 5, 2, st);
-    static const unsigned char wa[] = {PHASES_ACTIVE, PHASES_ACTIVE, PHASES_ACTIVE,
-                                       PHASES_ACTIVE, PHASES_REJECTED};
+    static const unsigned char wa[] = {PHASES_ACTIVE, PHASES_ACTIVE, PHASES_ACTIVE, PHASES_ACTIVE,
+                                       PHASES_REJECTED};
     assert_memory_equal(st, wa, 5);
     static const double b[] = {0.9, 0.5, 0.48, 0.45, 0.4};
     sar_decide_once(b, 5, 2, st);
-    static const unsigned char wb[] = {PHASES_ACCEPTED, PHASES_ACTIVE, PHASES_ACTIVE,
-                                       PHASES_ACTIVE, PHASES_ACTIVE};
+    static const unsigned char wb[] = {PHASES_ACCEPTED, PHASES_ACTIVE, PHASES_ACTIVE, PHASES_ACTIVE,
+                                       PHASES_ACTIVE};
     assert_memory_equal(st, wb, 5);
     /* Δ̂_best = 0.875 − 0.5 = 0.375 = Δ̂_worst = 0.625 − 0.25: reject. */
     static const double c[] = {0.875, 0.625, 0.5, 0.25};
@@ -694,9 +702,16 @@ static void test_multi_skips_done_bandit(void **unused)
         const struct policy_ops *ops = policy_find(MULTI_POLICIES[i]);
         struct policy_params pp;
         policy_params_defaults(ops, &pp);
-        struct policy_ctx ctx = {.n_bandits = 3, .n_arms = n_arms, .arms = bandits,
-                                 .bandit_done = done, .m = 1, .delta = 0.05, .budget = 5000,
-                                 .params = &pp, .rng = rng, .target_arm = -1};
+        struct policy_ctx ctx = {.n_bandits = 3,
+                                 .n_arms = n_arms,
+                                 .arms = bandits,
+                                 .bandit_done = done,
+                                 .m = 1,
+                                 .delta = 0.05,
+                                 .budget = 5000,
+                                 .params = &pp,
+                                 .rng = rng,
+                                 .target_arm = -1};
         for (size_t b = 0; b < 3; b++)
             for (size_t a = 0; a < n_arms[b]; a++)
                 stats_arm_init(&arms[b][a], 1, 1);
@@ -853,9 +868,16 @@ static void test_exploration_parameter(void **unused)
     const struct policy_ops *g = policy_find("gape");
     struct policy_params pp;
     policy_params_defaults(g, &pp);
-    struct policy_ctx ctx = {.n_bandits = 1, .n_arms = n_arms, .arms = bandits,
-                             .bandit_done = done, .m = 1, .delta = 0.05, .budget = 700,
-                             .params = &pp, .rng = rng, .target_arm = -1};
+    struct policy_ctx ctx = {.n_bandits = 1,
+                             .n_arms = n_arms,
+                             .arms = bandits,
+                             .bandit_done = done,
+                             .m = 1,
+                             .delta = 0.05,
+                             .budget = 700,
+                             .params = &pp,
+                             .rng = rng,
+                             .target_arm = -1};
     void *s = NULL;
     char err[128];
     pp.values[policy_param_index(g, "h")] = 925;
