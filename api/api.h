@@ -118,10 +118,6 @@ int api_observations_create(struct api_req *r);
 int api_status_get(struct api_req *r);
 int api_history_get(struct api_req *r);
 int api_healthz(struct api_req *r);
-/* The dashboard (web.c): HTML shell at / and /experiments/{id}, assets at
- * /static/{name}; open routes, the page itself calls the API with a key. */
-int api_web_page(struct api_req *r);
-int api_web_static(struct api_req *r);
 int api_readyz(struct api_req *r);
 
 /* Shared by handlers: look up {id} and lock it, or reply 404/503 and return
@@ -136,5 +132,10 @@ const char *api_state_name(struct exp *x);
 
 /* Experiment representation for GET/list/create: new reference. Lock held. */
 json_t *api_experiment_json(struct exp *x);
+
+/* The dashboard (web.c): the HTML shell at / and /experiments/{id}, assets
+ * at /static/{name}; open routes, the page calls the API with a key. */
+int api_web_page(struct api_req *r);
+int api_web_static(struct api_req *r);
 
 #endif

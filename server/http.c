@@ -229,13 +229,9 @@ static int queue(struct api_req *r, unsigned status, struct MHD_Response *resp)
         log_error("cannot build a response");
         return API_DONE;
     }
-    int cache_set = 0;
-    for (size_t i = 0; i < r->nhdrs; i++) {
+    for (size_t i = 0; i < r->nhdrs; i++)
         MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
-        cache_set |= strcasecmp(r->hdrs[i].name, "Cache-Control") == 0;
-    }
-    /* API answers are never cached; the dashboard's assets say otherwise. */
-    if (!cache_set)
+    if (MHD_get_response_header(resp, "Cache-Control") == NULL) /* the dashboard sets its own */
         MHD_add_response_header(resp, "Cache-Control", "no-store");
     if (MHD_queue_response(r->conn, status, resp) != MHD_YES)
         log_warn("queueing a %u response failed", status);

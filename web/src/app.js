@@ -174,7 +174,7 @@ function listView() {
   document.title = 'Experiments · banditd';
   let shown = 50;
   let next = null;
-  const policies = new Set(['adapt', 'uniform']);
+  const policies = new Set(['adapt']); // and whatever the list shows
   const tbody = h('tbody');
   const empty = h('p', { class: 'muted', hidden: true }, 'No experiments yet. Create one below, or with POST /v1/experiments.');
   const more = h('button', { type: 'button', hidden: true, onclick: () => { shown += 50; poll.now(); } }, 'Show more');
@@ -246,7 +246,7 @@ function createForm(policies) {
     field('f-name', 'Name', inp('f-name', { type: 'text', maxlength: 200, placeholder: 'Checkout button colour' }), 'Shown in lists; optional.'),
     field('f-id', 'ID', inp('f-id', { type: 'text', pattern: '[A-Za-z0-9_.\\-]{1,64}', placeholder: 'checkout-button' }), 'Letters, digits, _ . -; generated when empty.'),
     field('f-arms', 'Arms', inp('f-arms', { type: 'text', required: true, placeholder: 'red, green, blue' }), 'Two or more, separated by commas.'),
-    field('f-policy', 'Policy', inp('f-policy', { type: 'text', required: true, value: 'adapt', list: 'policy-names' }), 'The allocation policy, e.g. adapt.'),
+    field('f-policy', 'Policy', inp('f-policy', { type: 'text', list: 'policy-names', placeholder: 'adapt' }), 'Empty: the daemon\'s default (adapt; sar with a budget).'),
     field('f-m', 'Best arms wanted (m)', inp('f-m', { type: 'number', min: 1, step: 1, value: 1, required: true }), 'Top-m identification; 1 for the single best arm.'),
     field('f-delta', 'Error probability (δ)', inp('f-delta', { type: 'number', min: 0.0001, max: 0.5, step: 'any', value: 0.05, required: true }), 'Stops when δᶜ ≤ δ.'),
     field('f-budget', 'Budget (pulls)', inp('f-budget', { type: 'number', min: 1, step: 1 }), 'Empty: fixed confidence. Set: a fixed budget.'),
@@ -259,10 +259,10 @@ function createForm(policies) {
     const v = (id) => $(`#${id}`, form).value.trim();
     const arms = v('f-arms').split(',').map((a) => a.trim()).filter(Boolean);
     const body = {
-      policy: { name: v('f-policy'), params: {} },
       goal: { m: Number(v('f-m')), epsilon: 0, delta: Number(v('f-delta')), budget: v('f-budget') ? Number(v('f-budget')) : null },
       arms,
     };
+    if (v('f-policy')) body.policy = { name: v('f-policy'), params: {} };
     if (v('f-name')) body.name = v('f-name');
     if (v('f-id')) body.id = v('f-id');
     setText(msg, 'Creating…');
