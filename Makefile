@@ -54,9 +54,6 @@ LIBS_ALL := $(LIB_SERVER) $(LIB_SIM) $(LIB_STORE) $(LIB_POLICIES)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
 STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
-# Suites that are scripts, not binaries (TAP on stdout): the dashboard in a
-# real browser.
-SCRIPT_TESTS := $(wildcard tests/web/test_*.sh)
 
 .PHONY: all run test test-build deps test-deps format lint bench clean valgrind reproduce \
         test-crash fuzz web-dist
@@ -73,7 +70,7 @@ $(OBJ)/%.o: %.c
 
 $(LIB_POLICIES): $(call objs,$(POLICY_SRC))
 $(LIB_STORE): $(call objs,$(STORE_SRC))
-$(LIB_SERVER): $(call objs,$(SERVER_SRC)) $(OBJ)/gen/web_assets.o
+$(LIB_SERVER): $(call objs,$(SERVER_SRC))
 $(LIB_SIM): $(call objs,$(SIM_SRC))
 $(LIB_TESTS): $(call objs,$(TEST_SUPPORT_SRC))
 $(BUILD)/lib%.a:
@@ -84,21 +81,28 @@ $(BUILD)/lib%.a:
 # The dashboard: web/dist (built and committed from web/src, see web/README.md)
 # becomes a C table in the binary. The generator is C, built here, so a fresh
 # machine needs neither npm nor xxd. web/dist itself is a prerequisite so that
-# a removed file also regenerates the table.
+# a removed file also regenerates the table. Its suite is a script printing
+# TAP (tests/web/test_dashboard.sh: Debian's chromium against the daemon).
 WEB_DIST := $(sort $(wildcard web/dist/*))
 EMBED := $(BUILD)/scripts/embed
+SCRIPT_TESTS += $(wildcard tests/web/test_*.sh)
+
+$(LIB_SERVER): $(OBJ)/gen/web_assets.o
 
 $(EMBED): scripts/embed.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -O2 $(WARN) -o $@ $<
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) -std=c11 -O2 $(WARN) -o $@ $<
 
 $(BUILD)/gen/web_assets.c: $(EMBED) $(WEB_DIST) web/dist
 	@mkdir -p $(dir $@)
-	$(EMBED) $@ $(WEB_DIST)
+	@$(if $(V),,echo "  EMBED   web/dist")
+	$(Q)$(EMBED) $@ $(WEB_DIST)
 
 $(OBJ)/gen/web_assets.o: $(BUILD)/gen/web_assets.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/banditd: $(OBJ)/server/main.o $(LIBS_ALL)
 	@$(if $(V),,echo "  LD      $@")
@@ -138,12 +142,12 @@ test-build:
 # Unit and HTTP suites run under ASan + UBSan (the daemon they start is the
 # sanitizer build); statistical suites run optimised (they measure rates
 # over thousands of simulated runs, and share every line of policy code).
-# The dashboard suite drives Debian's chromium against the sanitizer daemon.
+# Script suites (SCRIPT_TESTS) run against the sanitizer daemon too.
 test: test-deps
 	@$(MAKE) --no-print-directory test-build
 	@BANDITD_BIN=$(CURDIR)/build/asan/banditd BANDIT_SIM_BIN=$(CURDIR)/build/bandit-sim \
 		./tests/run.sh $(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS)) \
-		$(STAT_TESTS) $(SCRIPT_TESTS)
+		$(SCRIPT_TESTS) $(STAT_TESTS)
 
 # Rebuild web/dist from web/src (needs npm; `make` itself never does). Commit
 # the result: the browser test fails when web/dist lags web/src.

@@ -1,15 +1,15 @@
 #!/bin/sh
 # Installs the Debian packages banditd needs to build and test, only when one
 # is missing (so `make run` stays fast on a prepared machine). Run as root.
-# --test adds what the test suites need, among them a real browser for the
-# dashboard test (tests/web): Debian's chromium + chromium-driver, fonts the
-# page's glyphs need (δᶜ, ρ̄), and Node.js with npm to drive it.
 set -eu
 PKGS="libmicrohttpd-dev libjansson-dev libsqlite3-dev libgsl-dev libcmocka-dev \
 libcurl4-openssl-dev pkg-config gcc make curl"
-[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox chromium chromium-driver fonts-dejavu-core \
-fonts-liberation"
+[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox"
 missing=""
+# The dashboard suite (tests/web) needs a real browser: Debian's chromium and
+# chromium-driver, fonts with the page's glyphs (δᶜ, ρ̄), and Node.js with
+# npm (below) to drive it.
+[ "${1:-}" = "--test" ] && PKGS="$PKGS chromium chromium-driver fonts-dejavu-core fonts-liberation"
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
