@@ -56,7 +56,7 @@ HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/h
 STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
 
 .PHONY: all run test test-build deps test-deps format lint bench clean valgrind reproduce \
-        test-crash fuzz web-dist
+        test-crash fuzz
 
 all: $(BUILD)/banditd $(BUILD)/bandit-sim
 
@@ -104,6 +104,12 @@ $(OBJ)/gen/web_assets.o: $(BUILD)/gen/web_assets.c
 	@$(if $(V),,echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
+# Rebuild web/dist from web/src (needs npm; `make` itself never does). Commit
+# the result: the browser test fails when web/dist lags web/src.
+.PHONY: web-dist
+web-dist:
+	cd web && npm ci --no-audit --no-fund && npm run build
+
 $(BUILD)/banditd: $(OBJ)/server/main.o $(LIBS_ALL)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -148,11 +154,6 @@ test: test-deps
 	@BANDITD_BIN=$(CURDIR)/build/asan/banditd BANDIT_SIM_BIN=$(CURDIR)/build/bandit-sim \
 		./tests/run.sh $(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS)) \
 		$(SCRIPT_TESTS) $(STAT_TESTS)
-
-# Rebuild web/dist from web/src (needs npm; `make` itself never does). Commit
-# the result: the browser test fails when web/dist lags web/src.
-web-dist:
-	cd web && npm ci --no-audit --no-fund && npm run build
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
