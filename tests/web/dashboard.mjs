@@ -483,15 +483,19 @@ async function browserChecks(browser, ids) {
     await page.click('#key-button');
     await page.fill('#key-input', 'key-for-test');
     await page.click('#key-dialog button[value="save"]');
-    const sent = page.waitForRequest((r) => r.url().includes('/v1/experiments') && r.headers().authorization === 'Bearer key-for-test', { timeout: 8000 });
-    await page.reload();
+    // Kept across pages of the tab: the experiment page sends it too, and
+    // offers the admin buttons to a key (its scopes show only when used).
+    const sent = page.waitForRequest((r) => r.url().endsWith('/v1/experiments/from-form/status') && r.headers().authorization === 'Bearer key-for-test', { timeout: 8000 });
+    await page.goto(`${U}/experiments/from-form`);
     await sent;
+    await page.waitForFunction(() => !document.querySelector('.controls').hidden, null, { timeout: 5000 }).catch(() => {});
+    const controls = await page.isVisible('button[data-state="paused"]');
     const stored = await page.evaluate(() => sessionStorage.getItem('banditd.key'));
     const label = await page.textContent('#key-button');
     await page.click('#key-button');
     await page.click('#key-dialog button[value="forget"]');
     const gone = await page.evaluate(() => sessionStorage.getItem('banditd.key'));
-    return (stored === 'key-for-test' && label === 'API key: set' && gone === null) || { stored, label, gone };
+    return (stored === 'key-for-test' && label === 'API key: set' && controls && gone === null) || { stored, label, controls, gone };
   });
   await ctx.close();
 

@@ -46,12 +46,26 @@ const ui = {
   alert: null,
   keyBtn: null,
   keyDialog: null,
-  // Whether to offer admin actions: a key was typed (its scopes are not
-  // knowable without trying), or the API answered without one (open API:
-  // every caller is admin). A 403 on an admin action turns it off.
-  adminOk: false,
+  // Admin actions are offered when the API answered without a key (open
+  // API: every caller is admin) or a key was typed (its scopes cannot be
+  // known without trying), unless that key was refused one (403).
+  openApi: false,
+  refusedKey: null,
+  // The key (or '') for which we last asked for a key on a 401: ask once,
+  // not at every poll.
+  askedFor: null,
   onKeyChange: null,
 };
+
+function adminOk() {
+  const key = getKey();
+  return key ? key !== ui.refusedKey : ui.openApi;
+}
+
+// A GET answered: without a key, the API is open.
+function answered() {
+  if (!getKey()) ui.openApi = true;
+}
 
 function showAlert(msg) {
   ui.alert.hidden = !msg;
@@ -107,8 +121,12 @@ function frame() {
 // Errors of a poll: a 401 asks for a key, the rest is shown and retried.
 function reportError(err) {
   if (err instanceof ApiError && err.status === 401) {
-    showAlert('This daemon needs an API key with the read scope.');
-    if (!ui.keyDialog.open) openKeyDialog('This daemon needs an API key. It is kept in this browser tab only and sent as Authorization: Bearer.');
+    showAlert(getKey() ? 'The daemon does not know this API key.' : 'This daemon needs an API key with the read scope.');
+    if (!getKey()) ui.openApi = false;
+    if (!ui.keyDialog.open && ui.askedFor !== getKey()) {
+      ui.askedFor = getKey();
+      openKeyDialog('This daemon needs an API key. It is kept in this browser tab only and sent as Authorization: Bearer.');
+    }
   } else if (err instanceof ApiError && err.status === 403) {
     showAlert(`This API key lacks the scope for that: ${err.message}`);
   } else if (err instanceof ApiError) {
@@ -218,8 +236,8 @@ function listView() {
         after = r.body.next;
       } while (after && items.length < shown);
       next = after;
-      if (!getKey()) ui.adminOk = true; // answered without a key: open API
-      createBox.hidden = !ui.adminOk;
+      answered();
+      createBox.hidden = !adminOk();
       for (const e of items) policies.add(e.policy);
       tbody.replaceChildren(...items.map(row));
       empty.hidden = items.length > 0;
@@ -274,6 +292,7 @@ function createForm(policies) {
     } catch (err) {
       msg.className = 'form-msg error';
       if (err instanceof ApiError) {
+        if (err.status === 403) ui.refusedKey = getKey();
         const errs = err.problem?.errors || [];
         msg.replaceChildren(h('strong', {}, err.status === 403 ? 'This key cannot create experiments (admin scope needed).' : err.message),
           errs.length ? h('ul', {}, errs.map((e) => h('li', {}, `${e.field || 'body'}: ${e.message}`))) : null);
@@ -468,7 +487,7 @@ function experimentView(id) {
       poll.now();
     } catch (err) {
       if (err instanceof ApiError && (err.status === 403 || err.status === 401)) {
-        ui.adminOk = err.status === 401 ? ui.adminOk : false;
+        if (err.status === 403) ui.refusedKey = getKey();
         setText(ctlMsg, 'This API key cannot change the experiment: that needs the admin scope.');
         if (err.status === 401) openKeyDialog('Changing an experiment needs an admin API key.');
         renderControls();
@@ -479,7 +498,7 @@ function experimentView(id) {
   }
 
   function renderControls() {
-    controls.hidden = !ui.adminOk || !status || status.state === 'stopped';
+    controls.hidden = !adminOk() || !status || status.state === 'stopped';
     if (!status) return;
     pauseBtn.hidden = status.state !== 'running';
     resumeBtn.hidden = status.state !== 'paused';
@@ -537,7 +556,7 @@ function experimentView(id) {
   async function load() {
     try {
       if (!config) config = (await api(expPath(id))).body;
-      if (!getKey()) ui.adminOk = true;
+      answered();
       const s = await api(`${expPath(id)}/status`, { etag: statusTag });
       if (s.status !== 304) {
         const state0 = status?.state;
