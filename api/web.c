@@ -34,33 +34,36 @@ static const struct web_asset *find(const char *name)
     return NULL;
 }
 
-/* Whether an Accept-Encoding value admits gzip (a "gzip" or "*" coding
- * whose q is not 0). */
+/* Whether an Accept-Encoding value admits gzip: "gzip" with a q other than
+ * 0, or else "*" with a q other than 0 (an explicit gzip;q=0 wins over *). */
 static int accepts_gzip(const char *ae)
 {
     if (ae == NULL)
         return 0;
+    int gzip = -1, star = -1; /* -1 unnamed, 0 refused, 1 accepted */
     const char *p = ae;
     while (*p) {
         p += strspn(p, " \t,");
         size_t tok = strcspn(p, " \t;,");
-        int match = (tok == 4 && strncasecmp(p, "gzip", 4) == 0) || (tok == 1 && *p == '*');
         const char *end = p + strcspn(p, ",");
-        if (match) {
-            /* ";q=0", ";q=0.0"... refuse; any other q accepts. */
+        int *which = tok == 4 && strncasecmp(p, "gzip", 4) == 0 ? &gzip
+                     : tok == 1 && *p == '*'                    ? &star
+                                                                : NULL;
+        if (which != NULL) {
+            /* q=0, q=0.0, q=0.000 refuse; any other q accepts. */
             const char *q = strstr(p, "q=");
-            if (q == NULL || q > end)
-                return 1;
-            q += 2;
-            int zero = *q == '0';
-            for (q++; zero && q < end && *q != ' ' && *q != ';'; q++)
-                zero = *q == '.' || *q == '0';
-            if (!zero)
-                return 1;
+            int zero = 0;
+            if (q != NULL && q < end) {
+                q += 2;
+                zero = *q == '0';
+                for (q++; zero && q < end && *q != ' ' && *q != ';'; q++)
+                    zero = *q == '.' || *q == '0';
+            }
+            *which = !zero;
         }
         p = end;
     }
-    return 0;
+    return gzip >= 0 ? gzip : star == 1;
 }
 
 /* Whether If-None-Match names etag: a list of entity tags, compared weakly

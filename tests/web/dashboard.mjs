@@ -106,6 +106,19 @@ async function call(method, path, body, headers = {}) {
   return { status: r.status, headers: r.headers, json, text };
 }
 
+// A GET through node:http: headers as sent, body as received (fetch would
+// add and decode Accept-Encoding on its own).
+async function rawGet(path, headers) {
+  const { request } = await import('node:http');
+  return new Promise((res, rej) => {
+    request(`${U}${path}`, { headers }, (r) => {
+      const parts = [];
+      r.on('data', (d) => parts.push(d));
+      r.on('end', () => res({ status: r.statusCode, headers: r.headers, body: Buffer.concat(parts) }));
+    }).on('error', rej).end();
+  });
+}
+
 // Bernoulli rewards from a fixed-seed generator (LCG): the same run each time.
 function rng(seed) {
   let s = seed >>> 0;
@@ -196,16 +209,21 @@ async function staticChecks() {
     plain.headers.get('etag') && plain.headers.get('x-content-type-options') === 'nosniff' && plainBody.length > 20000 ||
     Object.fromEntries(plain.headers));
   await check('the same asset gzip-encoded when accepted, equal once decoded', async () => {
-    const { request } = await import('node:http');
-    const raw = await new Promise((res, rej) => {
-      request(`${U}/static/${js}`, { headers: { 'Accept-Encoding': 'gzip, deflate' } }, (r) => {
-        const parts = [];
-        r.on('data', (d) => parts.push(d));
-        r.on('end', () => res({ headers: r.headers, body: Buffer.concat(parts) }));
-      }).on('error', rej).end();
-    });
+    const raw = await rawGet(`/static/${js}`, { 'Accept-Encoding': 'gzip, deflate' });
     return (raw.headers['content-encoding'] === 'gzip' && raw.headers.vary === 'Accept-Encoding' &&
       raw.headers.etag !== plain.headers.get('etag') && gunzipSync(raw.body).equals(plainBody)) || raw.headers;
+  });
+  await check('Accept-Encoding q-values: gzip;q=0 and *;q=0 refuse it (gzip;q=0 over *), q=0.5 and * take it', async () => {
+    const enc = async (ae) => (await rawGet(`/static/${js}`, { 'Accept-Encoding': ae })).headers['content-encoding'] || 'identity';
+    const got = [await enc('gzip;q=0'), await enc('br, *;q=0'), await enc('br, gzip;q=0.5'), await enc('*'), await enc('identity'),
+      await enc('*, gzip;q=0'), await enc('GZIP;q=1.0')];
+    return JSON.stringify(got) === JSON.stringify(['identity', 'identity', 'gzip', 'gzip', 'identity', 'identity', 'gzip']) || got;
+  });
+  await check('If-None-Match: a list with weak tags matches (RFC 9110 weak comparison)', async () => {
+    const tag = plain.headers.get('etag');
+    const r = await rawGet(`/static/${js}`, { 'Accept-Encoding': 'identity', 'If-None-Match': `"nope", W/${tag}` });
+    const miss = await rawGet(`/static/${js}`, { 'Accept-Encoding': 'identity', 'If-None-Match': '"nope"' });
+    return (r.status === 304 && miss.status === 200) || [r.status, miss.status];
   });
   await check('a stylesheet asset: text/css; 304 for its ETag', async () => {
     const r = await fetch(`${U}/static/${css}`);
