@@ -5,3 +5,6 @@
  */
 POLICY(policy_uniform)
 POLICY(policy_adapt)
+POLICY(policy_gcp)
+POLICY(policy_gcp_targeted)
+POLICY(policy_thompson)
