@@ -629,6 +629,14 @@ void engine_record_pull(struct engine *e, size_t bandit, size_t arm)
 static void learn(struct engine *e, size_t b, size_t arm, double r, enum policy_event ev)
 {
     struct stats_arm *a = &e->arms[b][arm];
+    /* A NaN reward carries no information: stats_arm_add would ignore it
+     * while the posterior and the pull count took it as a failure. An
+     * observation of NaN is dropped; a pull answered with NaN is released. */
+    if (isnan(r) && ev != POLICY_EV_RELEASE) {
+        if (ev == POLICY_EV_OBSERVATION)
+            return;
+        ev = POLICY_EV_RELEASE;
+    }
     int was_pending = ev != POLICY_EV_OBSERVATION && a->pending > 0;
     if (was_pending) {
         a->pending--;
