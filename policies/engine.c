@@ -191,8 +191,11 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
             return -1;
         }
     }
-    if (c->prior_alpha < 0 || c->prior_beta < 0) {
-        snprintf(err, errlen, "policy.params.prior: must be positive");
+    /* NaN and infinity would pass a plain `< 0` test and poison every
+     * posterior draw. */
+    if (!(c->prior_alpha >= 0 && isfinite(c->prior_alpha)) ||
+        !(c->prior_beta >= 0 && isfinite(c->prior_beta))) {
+        snprintf(err, errlen, "policy.params.prior: must be a finite positive number");
         return -1;
     }
     return 0;
