@@ -145,6 +145,21 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
                      (unsigned long long)arms);
             return -1;
         }
+        /* One instance per bandit splits the budget evenly (engine_create);
+         * every share must cover its bandit's arms, or phase policies
+         * compute their phases from N − K < 0. */
+        if (!(p->flags & POLICY_F_MULTI) && c->n_bandits > 1) {
+            for (size_t b = 0; b < c->n_bandits; b++) {
+                uint64_t share = c->budget / c->n_bandits + (b < c->budget % c->n_bandits);
+                if (share < c->n_arms[b]) {
+                    snprintf(err, errlen,
+                             "goal.budget: policy %s splits it evenly between the %zu bandits; "
+                             "bandit %zu would get %llu pulls for %zu arms",
+                             p->name, c->n_bandits, b, (unsigned long long)share, c->n_arms[b]);
+                    return -1;
+                }
+            }
+        }
     }
     if (p->flags & POLICY_F_NEEDS_TARGET) {
         if (c->target_arm < 0) {
