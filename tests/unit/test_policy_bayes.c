@@ -407,6 +407,7 @@ static void test_thompson(void **state)
     assert_true(best > 2400);
     assert_false(engine_stopped(e));
     assert_true(pol("thompson")->flags & POLICY_F_REGRET);
+    gsl_rng_free(env);
     engine_free(e);
 }
 
