@@ -44,7 +44,7 @@ static const struct policy_param_spec gcp_params[] = {
      .def = GCP_BANDITS_COST,
      .choices = bandit_modes,
      .doc = "bandit choice when the request names none: cost = Alg. 3, argmin of a posterior "
-            "sample of the completion cost (eq. 12) over bandits with rho < tau; uniform = the "
+            "sample of the completion cost (eq. 12) over unfinished bandits; uniform = the "
             "Uni-* baseline of Bachman & Precup 2013 §6 (fewest pulls first)"},
     {.name = NULL},
 };
@@ -222,16 +222,10 @@ size_t gcp_select_arm(struct gcp *s, const struct policy_ctx *ctx, size_t b)
 
 size_t gcp_candidates(struct gcp *s, const struct policy_ctx *ctx)
 {
-    size_t count = 0, open = 0;
+    size_t count = 0;
     for (size_t b = 0; b < s->nb; b++) {
-        s->cand[b] = !ctx->bandit_done[b] && s->rho[b] < ctx->tau;
+        s->cand[b] = !ctx->bandit_done[b];
         count += s->cand[b];
-        open += !ctx->bandit_done[b];
-    }
-    if (count == 0 && open > 0) {
-        for (size_t b = 0; b < s->nb; b++)
-            s->cand[b] = !ctx->bandit_done[b];
-        count = open;
     }
     return count;
 }

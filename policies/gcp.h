@@ -78,9 +78,9 @@ double gcp_cost(const struct gcp *s, size_t k, double gamma);
  * footnote 4.) */
 size_t gcp_select_arm(struct gcp *s, const struct policy_ctx *ctx, size_t b);
 
-/* Mark in s->cand the bandits Alg. 3 may choose: not done and ρ̄ < τ; when
- * every unfinished bandit already has ρ̄ ≥ τ (the experiment runs another
- * stop rule), the unfinished ones. Returns how many. */
+/* Mark in s->cand the bandits Alg. 3 may choose: those the engine has not
+ * marked done (under gcp's own rule exactly the bandits with ρ̄ < τ, Alg. 3
+ * line 5; see gcp.c). Returns how many. */
 size_t gcp_candidates(struct gcp *s, const struct policy_ctx *ctx);
 
 /* The only candidate of the last gcp_candidates(), or (size_t)-1 when there

@@ -306,6 +306,36 @@ static void test_multi_bandits(void **state)
     }
 }
 
+/* Under another stop rule the engine's verdict decides which bandits are
+ * pursued: a bandit past ρ̄ ≥ τ but not yet at δᶜ ≤ δ keeps being served
+ * (were it dropped as Alg. 3 line 5 drops ρ̄ ≥ τ, it would starve behind a
+ * bandit that never reaches τ). */
+static void test_other_rule_pursues_engine_verdict(void **state)
+{
+    (void)state;
+    size_t k[] = {2, 2};
+    struct engine_config c = cfg_of("gcp", 2, k, 1);
+    c.stop_rule = ENGINE_RULE_DELTA_C;
+    struct engine *e = mk(&c);
+    gsl_rng *env = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(env, 10);
+    const double p[2][2] = {{0.2, 0.8}, {0.5, 0.5}}; /* bandit 1 can never finish */
+    int rho_first = 0;
+    for (int i = 0; i < 20000 && !engine_bandit_done(e, 0); i++) {
+        struct engine_pull pl;
+        engine_assign(e, -1, &pl);
+        engine_reward(e, pl.bandit, pl.arm, gsl_rng_uniform(env) < p[pl.bandit][pl.arm]);
+        unsigned char high[2];
+        struct engine_bandit_status st;
+        engine_bandit_status(e, 0, high, &st);
+        rho_first |= st.rho >= 0.95 && !engine_bandit_done(e, 0);
+    }
+    assert_true(rho_first); /* the case arose */
+    assert_true(engine_bandit_done(e, 0));
+    gsl_rng_free(env);
+    engine_free(e);
+}
+
 /* With bandits=uniform the unfinished bandits are served evenly. */
 static void test_uniform_bandit_mode(void **state)
 {
@@ -447,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_allocation_shape),
         cmocka_unit_test(test_recommend_map),
         cmocka_unit_test(test_multi_bandits),
+        cmocka_unit_test(test_other_rule_pursues_engine_verdict),
         cmocka_unit_test(test_uniform_bandit_mode),
         cmocka_unit_test(test_targeted_fallback),
         cmocka_unit_test(test_targeted_prefers_target),
