@@ -23,6 +23,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include <gsl/gsl_randist.h>
+
 static const struct policy_param_spec targeted_params[] = {
     {.name = "resample",
      .type = POLICY_PARAM_INT,
@@ -56,13 +58,28 @@ static int targeted_init(void **state, const struct policy_ctx *ctx, char *err, 
     return 0;
 }
 
-/* Is the target in the top m of the sample (fewer than m arms strictly above)? */
-static int target_in_top(const double *theta, size_t k, size_t target, unsigned m)
+/* Sample bandit b's returns, the target arm first; stop drawing as soon as m
+ * arms are strictly above the target (the sample is rejected: ĉ = ∞, line
+ * 06), which keeps the loop cheap where the target is rarely best. Returns
+ * 1 with the full sample in s->theta and its gap location in *gamma, or 0. */
+static int sample_if_target_top(struct gcp *s, const struct policy_ctx *ctx, size_t b,
+                                size_t target, double *gamma)
 {
+    const struct stats_arm *a = ctx->arms[b];
+    size_t k = ctx->n_arms[b];
+    double t = gsl_ran_beta(ctx->rng, a[target].alpha, a[target].beta);
+    s->theta[target] = t;
     unsigned above = 0;
-    for (size_t j = 0; j < k; j++)
-        if (theta[j] > theta[target] && ++above >= m)
+    for (size_t j = 0; j < k; j++) {
+        if (j == target)
+            continue;
+        s->theta[j] = gsl_ran_beta(ctx->rng, a[j].alpha, a[j].beta);
+        if (s->theta[j] > t && ++above >= s->m)
             return 0;
+    }
+    for (size_t j = 0; j < k; j++)
+        s->work[j] = s->theta[j];
+    *gamma = gcp_gap_location(s->work, k, s->m);
     return 1;
 }
 
@@ -74,10 +91,8 @@ static size_t pick_bandit_targeted(struct gcp *s, const struct policy_ctx *ctx)
         int found = 0;
         for (size_t b = 0; b < s->nb; b++) {
             s->cost[b] = INFINITY;
-            if (!s->cand[b])
-                continue;
-            double gamma = gcp_sample(s, ctx, b);
-            if (!target_in_top(s->theta, ctx->n_arms[b], target, s->m))
+            double gamma;
+            if (!s->cand[b] || !sample_if_target_top(s, ctx, b, target, &gamma))
                 continue;
             s->cost[b] = gcp_cost(s, ctx->n_arms[b], gamma);
             found |= isfinite(s->cost[b]);
