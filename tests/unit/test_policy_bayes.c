@@ -434,6 +434,7 @@ static void test_thompson(void **state)
         engine_reward(e, 0, pl.arm, gsl_rng_uniform(env) < p[pl.arm]);
     }
     /* Regret minimisation: most pulls on the best arm, and no stop. */
+    print_message("# thompson: %llu of 3000 pulls on the best arm\n", (unsigned long long)best);
     assert_true(best > 2400);
     assert_false(engine_stopped(e));
     assert_true(pol("thompson")->flags & POLICY_F_REGRET);
