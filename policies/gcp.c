@@ -69,8 +69,8 @@ void gcp_fini(void *state)
     free(s);
 }
 
-int gcp_new(struct gcp **out, const struct policy_ctx *ctx, int mode, unsigned resample,
-            char *err, size_t errlen)
+int gcp_new(struct gcp **out, const struct policy_ctx *ctx, int mode, unsigned resample, char *err,
+            size_t errlen)
 {
     *out = NULL;
     struct gcp *s = calloc(1, sizeof *s);
@@ -332,8 +332,7 @@ static int ahead(const struct stats_arm *a, const uint32_t *rank, size_t i, size
     return rank[i] < rank[j];
 }
 
-void gcp_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
-                   unsigned char *high)
+void gcp_recommend(void *state, const struct policy_ctx *ctx, size_t bandit, unsigned char *high)
 {
     const struct gcp *s = state;
     const struct stats_arm *a = ctx->arms[bandit];

@@ -36,26 +36,26 @@ enum gcp_bandit_mode {
 };
 
 struct gcp {
-    size_t nb;             /* bandits */
-    size_t kmax;           /* largest arm count */
-    unsigned m;            /* top-m */
-    int mode;              /* enum gcp_bandit_mode */
-    unsigned resample;     /* gcp-targeted: Alg. 4 resampling tries; 0 otherwise */
-    double *theta;         /* kmax: one bandit's sampled returns θ̂_j */
-    double *work;          /* kmax: scratch for the order statistics */
-    double *index;         /* kmax: Alg. 2's √T_j γ̂_j */
-    double *cost;          /* nb: sampled completion costs ĉ_i */
-    double *rho;           /* nb: ρ̄_i, refreshed on every reward/observation */
-    unsigned char *cand;   /* nb: bandits Alg. 3 may choose */
-    uint32_t *rank;        /* Σ K: random tie-break ranks for the recommendation */
-    size_t *rank_off;      /* nb: offset of bandit b in rank */
+    size_t nb;           /* bandits */
+    size_t kmax;         /* largest arm count */
+    unsigned m;          /* top-m */
+    int mode;            /* enum gcp_bandit_mode */
+    unsigned resample;   /* gcp-targeted: Alg. 4 resampling tries; 0 otherwise */
+    double *theta;       /* kmax: one bandit's sampled returns θ̂_j */
+    double *work;        /* kmax: scratch for the order statistics */
+    double *index;       /* kmax: Alg. 2's √T_j γ̂_j */
+    double *cost;        /* nb: sampled completion costs ĉ_i */
+    double *rho;         /* nb: ρ̄_i, refreshed on every reward/observation */
+    unsigned char *cand; /* nb: bandits Alg. 3 may choose */
+    uint32_t *rank;      /* Σ K: random tie-break ranks for the recommendation */
+    size_t *rank_off;    /* nb: offset of bandit b in rank */
 };
 
 /* Allocate the state for ctx (every buffer select() needs, and a random
  * tie-break rank per arm drawn from ctx->rng). mode and resample as above.
  * Returns 0, or −1 with a message in err (state freed). *out is new. */
-int gcp_new(struct gcp **out, const struct policy_ctx *ctx, int mode, unsigned resample,
-            char *err, size_t errlen);
+int gcp_new(struct gcp **out, const struct policy_ctx *ctx, int mode, unsigned resample, char *err,
+            size_t errlen);
 void gcp_fini(void *state);
 
 /* The gap location of a sample: (w_(m) + w_(m+1)) / 2, the mean of the m-th
@@ -95,7 +95,6 @@ size_t gcp_pick_bandit_cost(struct gcp *s, const struct policy_ctx *ctx);
 void gcp_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
                 enum policy_event ev, double reward);
 int gcp_done(void *state, const struct policy_ctx *ctx, size_t bandit);
-void gcp_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
-                   unsigned char *high);
+void gcp_recommend(void *state, const struct policy_ctx *ctx, size_t bandit, unsigned char *high);
 
 #endif

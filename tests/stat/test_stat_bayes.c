@@ -109,11 +109,11 @@ static void gen_bandit(gsl_rng *g, size_t k, double gap, int best, double *p)
 /* ---- one run ------------------------------------------------------------------- */
 
 struct outcome {
-    uint64_t pulls;           /* handed out until the stop or the budget */
-    int correct;              /* single bandit: the returned set is the true top m */
-    size_t completed;         /* bandits with ρ̄ ≥ τ at the end */
-    size_t completed_target;  /* ... among those whose target arm is best */
-    uint64_t pulls_target;    /* pulls spent in those bandits */
+    uint64_t pulls;          /* handed out until the stop or the budget */
+    int correct;             /* single bandit: the returned set is the true top m */
+    size_t completed;        /* bandits with ρ̄ ≥ τ at the end */
+    size_t completed_target; /* ... among those whose target arm is best */
+    uint64_t pulls_target;   /* pulls spent in those bandits */
 };
 
 struct policy_choice {
@@ -148,8 +148,8 @@ static void simulate(const struct inst *in, const struct policy_choice *pc, unsi
         int i = policy_param_index(c.policy, "bandits");
         assert_true(i >= 0);
         char err[128];
-        assert_int_equal(policy_param_parse(&c.policy->params[i], pc->bandits,
-                                            &c.params.values[i], err, sizeof err),
+        assert_int_equal(policy_param_parse(&c.policy->params[i], pc->bandits, &c.params.values[i],
+                                            err, sizeof err),
                          0);
     }
     char err[256] = "";
@@ -176,8 +176,8 @@ static void simulate(const struct inst *in, const struct policy_choice *pc, unsi
         out->pulls++;
         if (in->target_best[pl.bandit])
             out->pulls_target++;
-        double r = stream(run, pl.bandit, pl.arm, count[pl.bandit][pl.arm]++) <
-                   in->p[pl.bandit][pl.arm];
+        double r =
+            stream(run, pl.bandit, pl.arm, count[pl.bandit][pl.arm]++) < in->p[pl.bandit][pl.arm];
         fifo[(head + n) % 1024] = (struct fb){pl.bandit, pl.arm, r};
         n++;
         while (n > delay) {
@@ -263,8 +263,8 @@ static void topm_case(size_t k, unsigned m, uint64_t delay, int runs)
     print_message("# top-m K=%zu m=%u delay=%llu runs=%d: trials to rho>=%.2f gcp %.0f, "
                   "uniform %.0f (ratio %.2f, paired z %.1f); correct set gcp %d/%d, "
                   "uniform %d/%d\n",
-                  k, m, (unsigned long long)delay, runs, TAU, p.sb / p.n, p.sa / p.n,
-                  p.sb / p.sa, z, correct_gcp, runs, correct_uni, runs);
+                  k, m, (unsigned long long)delay, runs, TAU, p.sb / p.n, p.sa / p.n, p.sb / p.sa,
+                  z, correct_gcp, runs, correct_uni, runs);
     if (!(z > Z_99))
         fail_msg("gcp is not faster than uniform to rho >= tau (z = %.2f)", z);
     gsl_rng_free(g);
@@ -371,8 +371,8 @@ static void test_targeted(void **state)
                   "bandits completed gcp-targeted %.2f, gcp %.2f (paired z %.1f); share of "
                   "pulls there %.2f vs %.2f (z %.1f); all bandits completed %.2f vs %.2f\n",
                   nb, k, n_target, (unsigned long long)budget, runs, done.sa / done.n,
-                  done.sb / done.n, zd, share.sa / share.n, share.sb / share.n, zs,
-                  all.sa / all.n, all.sb / all.n);
+                  done.sb / done.n, zd, share.sa / share.n, share.sb / share.n, zs, all.sa / all.n,
+                  all.sb / all.n);
     if (!(zd > Z_99))
         fail_msg("gcp-targeted does not complete more target-best bandits (z = %.2f)", zd);
     if (!(zs > Z_99))
@@ -383,10 +383,8 @@ static void test_targeted(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_topm_best_arm),
-        cmocka_unit_test(test_topm_m3),
-        cmocka_unit_test(test_topm_delayed),
-        cmocka_unit_test(test_multi_easy_among_hard),
+        cmocka_unit_test(test_topm_best_arm), cmocka_unit_test(test_topm_m3),
+        cmocka_unit_test(test_topm_delayed),  cmocka_unit_test(test_multi_easy_among_hard),
         cmocka_unit_test(test_targeted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

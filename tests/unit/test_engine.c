@@ -317,7 +317,7 @@ static void test_validate_split_budget(void **state)
     (void)state;
     size_t k[] = {2, 10};
     struct engine_config c = cfg_of(pol("adapt"), 2, k); /* one instance per bandit */
-    c.budget = 12;                                      /* 6 + 6: bandit 1 has 10 arms */
+    c.budget = 12;                                       /* 6 + 6: bandit 1 has 10 arms */
     INVALID(c, "goal.budget");
     c.budget = 20;
     char err[256];
@@ -475,9 +475,9 @@ static int rule_holds(const struct engine *e, enum engine_stop_rule rule, size_t
         return st.delta_c <= c->delta;
     case ENGINE_RULE_GLR:
     case ENGINE_RULE_GLR_HEURISTIC:
-        return st.glr > stats_glr_threshold(rule == ENGINE_RULE_GLR ? STATS_GLR_PROVEN
-                                                                    : STATS_GLR_HEURISTIC,
-                                            (double)t, engine_n_arms(e, b), c->m, c->delta);
+        return st.glr >
+               stats_glr_threshold(rule == ENGINE_RULE_GLR ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC,
+                                   (double)t, engine_n_arms(e, b), c->m, c->delta);
     case ENGINE_RULE_RHO:
     case ENGINE_RULE_POLICY:  /* only used with gcp: ρ̄ ≥ τ */
     case ENGINE_RULE_DEFAULT: /* likewise (gcp's default is its own rule) */
@@ -487,8 +487,7 @@ static int rule_holds(const struct engine *e, enum engine_stop_rule rule, size_t
     }
 }
 
-static void run_rule(const char *policy, enum engine_stop_rule rule,
-                     enum engine_stop_reason want)
+static void run_rule(const char *policy, enum engine_stop_rule rule, enum engine_stop_reason want)
 {
     size_t k[] = {3};
     const double p[] = {0.8, 0.3, 0.2};

@@ -212,10 +212,10 @@ static void test_allocation_shape(void **state)
         engine_reward(e, 0, pl.arm, gsl_rng_uniform(env) < p[pl.arm]);
     }
     const struct stats_arm *a = engine_arms(e, 0);
-    print_message("# gcp pulls at m=3: %llu %llu %llu %llu %llu %llu\n",
-                  (unsigned long long)a[0].n, (unsigned long long)a[1].n,
-                  (unsigned long long)a[2].n, (unsigned long long)a[3].n,
-                  (unsigned long long)a[4].n, (unsigned long long)a[5].n);
+    print_message("# gcp pulls at m=3: %llu %llu %llu %llu %llu %llu\n", (unsigned long long)a[0].n,
+                  (unsigned long long)a[1].n, (unsigned long long)a[2].n,
+                  (unsigned long long)a[3].n, (unsigned long long)a[4].n,
+                  (unsigned long long)a[5].n);
     assert_true(a[2].n > a[1].n && a[1].n > a[0].n);
     assert_true(a[3].n > a[4].n && a[4].n > a[5].n);
     /* and the recommendation is the true top 3 */
