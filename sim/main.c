@@ -172,6 +172,26 @@ static void parse_params(const struct policy_ops *ops, char **args, size_t n,
     }
 }
 
+/* The engine names fields as the HTTP API does (goal.epsilon,
+ * policy.params.cap); say them as this command spells them. */
+static const char *cli_field(const char *err, char *buf, size_t len)
+{
+    static const char *const map[][2] = {
+        {"goal.budget", "budget"},        {"goal.epsilon", "epsilon"},
+        {"goal.delta", "delta"},          {"goal.m", "m"},
+        {"policy.params.", "--param "},   {"constraints.min_prob", "--min-prob"},
+        {"constraints.", "--"},           {"stop_rule", "--stop"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        size_t n = strlen(map[i][0]);
+        if (strncmp(err, map[i][0], n) == 0) {
+            snprintf(buf, len, "%s%s", map[i][1], err + n);
+            return buf;
+        }
+    }
+    return err;
+}
+
 int main(int argc, char **argv)
 {
     const char *problem_path = NULL, *policy_name = NULL;
@@ -261,7 +281,7 @@ int main(int argc, char **argv)
             return 0;
         default:
             if (optopt != 0)
-                die(2, "%s: missing value or unknown option (see --help)", argv[optind - 1]);
+                die(2, "%s: needs a value (see --help)", argv[optind - 1]);
             die(2, "%s: unknown option (see --help)", argv[optind - 1]);
         }
     }
@@ -305,8 +325,9 @@ int main(int argc, char **argv)
 
     struct sim_result r;
     if (sim_run(&p, &o, &r, err, sizeof err) != 0) {
+        char buf[600];
         sim_problem_free(&p);
-        die(1, "%s", err);
+        die(1, "%s", cli_field(err, buf, sizeof buf));
     }
     json_t *j = sim_result_json(&p, &o, &r);
     sim_problem_free(&p);

@@ -580,7 +580,10 @@ int sim_problem_load(const char *path, struct sim_problem *p, char *err, size_t 
                                        : json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (j == NULL) {
         memset(p, 0, sizeof *p);
-        snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+        if (je.line > 0)
+            snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+        else
+            snprintf(err, errlen, "%s: %s", path, je.text);
         return -1;
     }
     int rc = sim_problem_parse(j, p, err, errlen);
