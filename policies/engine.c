@@ -352,17 +352,31 @@ static double delta_c_of(const struct engine *e, size_t b, const unsigned char *
 static int delta_c_may_pass(const struct engine *e, size_t b, const unsigned char *high)
 {
     const struct stats_arm *a = e->arms[b];
-    double c_min = -INFINITY, c_max = INFINITY;
+    double c_max = INFINITY;
     for (size_t i = 0; i < e->k[b]; i++) {
+        if (!high[i])
+            continue;
         double w = stats_width(e->cfg.bound, &a[i], 0, e->cfg.delta);
         if (!(w < INFINITY))
             return 0; /* no width reaches δ: this arm's δᶜ_i > δ at every c */
-        if (high[i])
-            c_max = fmin(c_max, a[i].mean + e->cfg.epsilon - w);
-        else
-            c_min = fmax(c_min, a[i].mean + w);
+        c_max = fmin(c_max, a[i].mean + e->cfg.epsilon - w);
     }
-    return c_min <= c_max + 1e-9;
+    /* Low arms second, the one of highest mean first: it is the likeliest
+     * to cross c_max, which ends the check after one more width (the rest
+     * only run when a stop is near). */
+    size_t top = (size_t)-1;
+    for (size_t i = 0; i < e->k[b]; i++)
+        if (!high[i] && (top == (size_t)-1 || a[i].mean > a[top].mean))
+            top = i;
+    for (size_t j = 0; j <= e->k[b]; j++) {
+        size_t i = j == 0 ? top : j - 1;
+        if (i == (size_t)-1 || high[i] || (j > 0 && i == top))
+            continue;
+        double w = stats_width(e->cfg.bound, &a[i], 0, e->cfg.delta);
+        if (!(w < INFINITY) || a[i].mean + w > c_max + 1e-9)
+            return 0;
+    }
+    return 1;
 }
 
 static int any_unpulled(const struct engine *e, size_t b)
