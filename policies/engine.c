@@ -694,6 +694,12 @@ static void learn(struct engine *e, size_t b, size_t arm, double r, enum policy_
         p->update(e->pstate[i], &e->ctx[i], e->ninst == 1 ? b : 0, arm, ev, r);
     if (ev != POLICY_EV_RELEASE)
         check_stop(e, b);
+    /* A multi-bandit policy's own rule can settle other bandits too (pooled
+     * SAR accepts arms across bandits): ask about each. */
+    if (e->rule == ENGINE_RULE_POLICY && e->ninst == 1)
+        for (size_t j = 0; j < e->nb; j++)
+            if (j != b)
+                check_stop(e, j);
 }
 
 void engine_reward(struct engine *e, size_t bandit, size_t arm, double r)
