@@ -65,6 +65,16 @@ double stattest_mean_less_p(double mean_a, double sd_a, uint64_t n_a, double mea
     return gsl_cdf_ugaussian_Q((mean_b - mean_a) / se);
 }
 
+double stattest_prop_less_p(uint64_t k_a, uint64_t n_a, uint64_t k_b, uint64_t n_b)
+{
+    double pa = (double)k_a / (double)n_a, pb = (double)k_b / (double)n_b;
+    double pool = (double)(k_a + k_b) / (double)(n_a + n_b);
+    double se = sqrt(pool * (1.0 - pool) * (1.0 / (double)n_a + 1.0 / (double)n_b));
+    if (!(se > 0.0))
+        return pa < pb ? 0.0 : 1.0;
+    return gsl_cdf_ugaussian_Q((pb - pa) / se);
+}
+
 void stattest_assert_rate_at_most(const char *label, uint64_t k, uint64_t n, double p,
                                   double alpha)
 {

@@ -15,7 +15,8 @@
  *   3. Fix the seed (results do not depend on the thread count), so the test
  *      is reproducible; never retry with another seed until it passes.
  *   4. Compare costs with stattest_mean_less_p (Welch's z on the mean pulls)
- *      rather than with a hand-tuned margin.
+ *      and error rates with stattest_prop_less_p (two-proportion z), rather
+ *      than with hand-tuned margins.
  *
  * Every helper that runs a simulation prints one TAP comment line ("# ...")
  * with the figures, so the logs under tests/out/ record what was measured.
@@ -52,6 +53,11 @@ void stattest_wilson(uint64_t k, uint64_t n, double conf, double *lo, double *hi
  * the hundreds of runs a simulation gives; small p means a is smaller. */
 double stattest_mean_less_p(double mean_a, double sd_a, uint64_t n_a, double mean_b, double sd_b,
                             uint64_t n_b);
+
+/* One-sided p-value of "rate a < rate b" from k_a of n_a and k_b of n_b
+ * (two-proportion z-test with pooled variance, normal tail). Use it to show
+ * a policy errs less than a baseline; small p means a is smaller. */
+double stattest_prop_less_p(uint64_t k_a, uint64_t n_a, uint64_t k_b, uint64_t n_b);
 
 /* Fail the current cmocka test unless k successes in n runs are consistent
  * with a rate ≤ p at level alpha; print the count, the rate, its 95% Wilson

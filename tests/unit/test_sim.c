@@ -807,6 +807,10 @@ static void test_wilson_and_binomial(void **state)
     assert_true(n > 200 && n < 600);
     assert_true(stattest_mean_less_p(100, 10, 50, 120, 10, 50) < 1e-6);
     assert_true(stattest_mean_less_p(120, 10, 50, 100, 10, 50) > 0.99);
+    /* 10/100 vs 30/100: pooled p = 0.2, se = sqrt(0.16 · 0.02) = 0.05657,
+     * z = 3.536, one-sided p = 2.03e-4. */
+    CLOSE(stattest_prop_less_p(10, 100, 30, 100), 2.03e-4, 0.01e-4);
+    assert_true(stattest_prop_less_p(30, 100, 10, 100) > 0.99);
 }
 
 int main(void)
