@@ -90,8 +90,8 @@ int main(int argc, char **argv)
                 double wall = clock_s(CLOCK_MONOTONIC) - w0;
                 double cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
                 printf("| %s | %zu | %s | %llu | %llu | %.0f | %.0f |\n", policies[pi], ks[ki],
-                       b ? "fixed" : "anytime", (unsigned long long)done,
-                       (unsigned long long)pulls, (double)pulls / wall, (double)pulls / cpu);
+                       b ? "fixed" : "anytime", (unsigned long long)done, (unsigned long long)pulls,
+                       (double)pulls / wall, (double)pulls / cpu);
                 fflush(stdout);
                 sim_problem_free(&p);
             }

@@ -61,10 +61,10 @@ static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t
     errno = 0;
     /* strtoull accepts "-1" (as 2^64 − 1); a count never starts with '-'. */
     unsigned long long v = strtoull(s, &end, 10);
-    if (*s == '\0' || *s == '-' || *s == '+' || end == s || *end != '\0' || errno != 0 ||
-        v < min || v > max)
-        die(2, "%s: must be an integer in [%llu, %llu] (got \"%s\")", opt,
-            (unsigned long long)min, (unsigned long long)max, s);
+    if (*s == '\0' || *s == '-' || *s == '+' || end == s || *end != '\0' || errno != 0 || v < min ||
+        v > max)
+        die(2, "%s: must be an integer in [%llu, %llu] (got \"%s\")", opt, (unsigned long long)min,
+            (unsigned long long)max, s);
     return v;
 }
 
@@ -177,10 +177,10 @@ static void parse_params(const struct policy_ops *ops, char **args, size_t n,
 static const char *cli_field(const char *err, char *buf, size_t len)
 {
     static const char *const map[][2] = {
-        {"goal.budget", "budget"},        {"goal.epsilon", "epsilon"},
-        {"goal.delta", "delta"},          {"goal.m", "m"},
-        {"policy.params.", "--param "},   {"constraints.min_prob", "--min-prob"},
-        {"constraints.", "--"},           {"stop_rule", "--stop"},
+        {"goal.budget", "budget"},      {"goal.epsilon", "epsilon"},
+        {"goal.delta", "delta"},        {"goal.m", "m"},
+        {"policy.params.", "--param "}, {"constraints.min_prob", "--min-prob"},
+        {"constraints.", "--"},         {"stop_rule", "--stop"},
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         size_t n = strlen(map[i][0]);
@@ -225,7 +225,7 @@ int main(int argc, char **argv)
             o.runs = parse_u64("--runs", optarg, 1, SIM_MAX_RUNS);
             break;
         case OPT_SEED:
-            o.seed = parse_u64("--seed", optarg, 0, UINT64_MAX);
+            o.seed = parse_u64("--seed", optarg, 0, INT64_MAX); /* printed as a JSON integer */
             break;
         case OPT_DELAY:
             o.delay = parse_u64("--delay", optarg, 0, SIM_MAX_DELAY);
@@ -238,8 +238,9 @@ int main(int argc, char **argv)
             break;
         case OPT_STOP:
             if (sim_stop_rule_parse(optarg, &o.stop) != 0)
-                die(2, "--stop: must be policy, delta_c, glr, glr-heuristic, rho or none (got "
-                       "\"%s\")",
+                die(2,
+                    "--stop: must be policy, delta_c, glr, glr-heuristic, rho or none (got "
+                    "\"%s\")",
                     optarg);
             break;
         case OPT_BOUND:

@@ -266,8 +266,10 @@ struct dist_spec {
 };
 
 static const struct dist_spec dists[] = {
-    {"bernoulli", SIM_BERNOULLI, "p", NULL},    {"rademacher", SIM_RADEMACHER, "x", "y"},
-    {"uniform", SIM_UNIFORM, "low", "high"},    {"gaussian", SIM_GAUSSIAN, "mean", "sd"},
+    {"bernoulli", SIM_BERNOULLI, "p", NULL},
+    {"rademacher", SIM_RADEMACHER, "x", "y"},
+    {"uniform", SIM_UNIFORM, "low", "high"},
+    {"gaussian", SIM_GAUSSIAN, "mean", "sd"},
     {"beta", SIM_BETA, "a", "b"},
 };
 
@@ -388,9 +390,9 @@ static int parse_arms(json_t *arms, const char *where, struct sim_problem *p, si
     return 0;
 }
 
-static const char *const problem_keys[] = {"m",      "epsilon",    "delta", "budget",
-                                           "bandits", "arms",      "reward", "target_arm",
-                                           "tau",     "bound",     NULL};
+static const char *const problem_keys[] = {"m",       "epsilon", "delta",  "budget",
+                                           "bandits", "arms",    "reward", "target_arm",
+                                           "tau",     "bound",   NULL};
 static const char *const reward_keys[] = {"min", "max", NULL};
 static const char *const bandit_keys[] = {"arms", "id", NULL};
 
@@ -837,7 +839,8 @@ static int run_one(const struct sim_problem *p, const struct sim_options *o, con
 
     out->pulls = engine_handed_out(e);
     enum engine_stop_reason why = engine_stop_reason(e);
-    out->stopped = !out->capped && (why == ENGINE_STOPPED_CONFIDENCE || why == ENGINE_STOPPED_POLICY);
+    out->stopped =
+        !out->capped && (why == ENGINE_STOPPED_CONFIDENCE || why == ENGINE_STOPPED_POLICY);
     const double tau = engine_config(e)->tau; /* resolved: 1 − δ when unset */
     for (size_t b = 0; b < p->n_bandits; b++) {
         struct engine_bandit_status st;
@@ -1163,9 +1166,9 @@ struct rule_name {
 };
 
 static const struct rule_name rules[] = {
-    {"policy", ENGINE_RULE_DEFAULT},   {"delta_c", ENGINE_RULE_DELTA_C},
-    {"glr", ENGINE_RULE_GLR},          {"glr-heuristic", ENGINE_RULE_GLR_HEURISTIC},
-    {"rho", ENGINE_RULE_RHO},          {"none", ENGINE_RULE_NONE},
+    {"policy", ENGINE_RULE_DEFAULT}, {"delta_c", ENGINE_RULE_DELTA_C},
+    {"glr", ENGINE_RULE_GLR},        {"glr-heuristic", ENGINE_RULE_GLR_HEURISTIC},
+    {"rho", ENGINE_RULE_RHO},        {"none", ENGINE_RULE_NONE},
 };
 
 int sim_stop_rule_parse(const char *name, enum engine_stop_rule *out)
@@ -1316,9 +1319,9 @@ json_t *sim_policies_json(void)
         for (int i = 0; ops->params != NULL && i < POLICY_MAX_PARAMS && ops->params[i].name != NULL;
              i++)
             json_array_append_new(params, param_spec_json(&ops->params[i]));
-        json_array_append_new(list, json_pack("{s:s, s:s, s:o, s:o}", "name", ops->name,
-                                              "summary", ops->summary ? ops->summary : "", "flags",
-                                              flags, "params", params));
+        json_array_append_new(list, json_pack("{s:s, s:s, s:o, s:o}", "name", ops->name, "summary",
+                                              ops->summary ? ops->summary : "", "flags", flags,
+                                              "params", params));
     }
     json_t *stops = json_array();
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)

@@ -31,8 +31,8 @@
 
 #include "policies/engine.h"
 
-#define SIM_MAX_RUNS 10000000ULL     /* per-run pull counts are kept for quantiles */
-#define SIM_MAX_DELAY 10000000ULL    /* FIFO entries (24 bytes each, per thread) */
+#define SIM_MAX_RUNS 10000000ULL  /* per-run pull counts are kept for quantiles */
+#define SIM_MAX_DELAY 10000000ULL /* FIFO entries (16 bytes each, per thread) */
 #define SIM_MAX_THREADS 256
 #define SIM_SAFETY_PULLS 100000000ULL /* default absolute cap on pulls per run */
 
@@ -51,8 +51,8 @@ struct sim_problem {
     double delta;
     uint64_t budget; /* 0: none */
     size_t n_bandits;
-    size_t *n_arms;         /* owned */
-    struct sim_arm **arms;  /* owned: arms[b][i] */
+    size_t *n_arms;        /* owned */
+    struct sim_arm **arms; /* owned: arms[b][i] */
     double reward_min, reward_max;
     int target_arm; /* −1 none */
     double tau;     /* NaN: none */
@@ -70,12 +70,12 @@ struct sim_options {
     struct policy_params params; /* validated, defaults filled */
     uint64_t runs;
     uint64_t seed;
-    uint64_t delay;  /* rewards come back this many pulls later */
-    uint64_t budget; /* overrides the problem's budget when > 0 (a cap for
-                      * fixed-confidence policies) */
-    unsigned threads; /* 0: all cores */
+    uint64_t delay;             /* rewards come back this many pulls later */
+    uint64_t budget;            /* overrides the problem's budget when > 0 (a cap for
+                                 * fixed-confidence policies) */
+    unsigned threads;           /* 0: all cores */
     enum engine_stop_rule stop; /* ENGINE_RULE_DEFAULT: the policy's own */
-    int progress;     /* progress bar on stderr (when a terminal) */
+    int progress;               /* progress bar on stderr (when a terminal) */
     /* clinical constraints, as for an experiment */
     uint32_t burn_in;
     double min_prob;

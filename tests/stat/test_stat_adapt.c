@@ -36,13 +36,13 @@ struct instance {
     uint64_t seed;
 };
 
-static struct instance best3 = {
-    "bernoulli(0.2,0.5,0.8) d=0.05", "{\"delta\": 0.05, \"arms\": [0.2, 0.5, 0.8]}", 101};
-static struct instance top2of5 = {
-    "top-2 of bernoulli(0.1,0.3,0.5,0.7,0.9) d=0.1",
-    "{\"m\": 2, \"delta\": 0.1, \"arms\": [0.1, 0.3, 0.5, 0.7, 0.9]}", 102};
-static struct instance close3 = {
-    "close bernoulli(0.1,0.4,0.5) d=0.2", "{\"delta\": 0.2, \"arms\": [0.1, 0.4, 0.5]}", 103};
+static struct instance best3 = {"bernoulli(0.2,0.5,0.8) d=0.05",
+                                "{\"delta\": 0.05, \"arms\": [0.2, 0.5, 0.8]}", 101};
+static struct instance top2of5 = {"top-2 of bernoulli(0.1,0.3,0.5,0.7,0.9) d=0.1",
+                                  "{\"m\": 2, \"delta\": 0.1, \"arms\": [0.1, 0.3, 0.5, 0.7, 0.9]}",
+                                  102};
+static struct instance close3 = {"close bernoulli(0.1,0.4,0.5) d=0.2",
+                                 "{\"delta\": 0.2, \"arms\": [0.1, 0.4, 0.5]}", 103};
 
 /* error rate ≤ δ for one policy/stop on one instance, over both bounds and
  * delays 0 and 100. Shared with test_stat_uniform.c in spirit; kept here so

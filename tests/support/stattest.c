@@ -75,8 +75,7 @@ double stattest_prop_less_p(uint64_t k_a, uint64_t n_a, uint64_t k_b, uint64_t n
     return gsl_cdf_ugaussian_Q((pb - pa) / se);
 }
 
-void stattest_assert_rate_at_most(const char *label, uint64_t k, uint64_t n, double p,
-                                  double alpha)
+void stattest_assert_rate_at_most(const char *label, uint64_t k, uint64_t n, double p, double alpha)
 {
     double lo, hi, pv = stattest_binom_sf(k, n, p);
     stattest_wilson(k, n, 0.95, &lo, &hi);
@@ -139,9 +138,8 @@ void stattest_run(const char *label, const struct sim_problem *p, const struct s
     stattest_wilson(r->errors, r->runs, 0.95, &lo, &hi);
     print_message("# %s: %s, %llu runs, delay %llu, %s bound: error %.4f [%.4f, %.4f], pac %.4f, "
                   "pulls mean %.1f (se %.1f) median %.1f p90 %.1f, stopped %.3f, %.2f s\n",
-                  label, o->policy->name, (unsigned long long)r->runs,
-                  (unsigned long long)o->delay, p->bound == STATS_BOUND_FIXED ? "fixed" : "anytime",
-                  r->error_rate, lo, hi, r->pac_error_rate, r->mean_pulls,
-                  r->sd_pulls / sqrt((double)r->runs), r->median_pulls, r->p90_pulls,
-                  r->stopped_rate, r->wall_s);
+                  label, o->policy->name, (unsigned long long)r->runs, (unsigned long long)o->delay,
+                  p->bound == STATS_BOUND_FIXED ? "fixed" : "anytime", r->error_rate, lo, hi,
+                  r->pac_error_rate, r->mean_pulls, r->sd_pulls / sqrt((double)r->runs),
+                  r->median_pulls, r->p90_pulls, r->stopped_rate, r->wall_s);
 }

@@ -31,7 +31,7 @@
     do {                                                                                           \
         double g_ = (got), w_ = (want);                                                            \
         if (!(fabs(g_ - w_) <= (tol)))                                                             \
-            fail_msg("line %d: %s = %.17g, want %.17g (tol %g)", __LINE__, #got, g_, w_,          \
+            fail_msg("line %d: %s = %.17g, want %.17g (tol %g)", __LINE__, #got, g_, w_,           \
                      (double)(tol));                                                               \
     } while (0)
 
@@ -90,7 +90,7 @@ static void test_parse_contract_example(void **state)
                   gsl_ran_ugaussian_pdf(-0.3) - gsl_ran_ugaussian_pdf(0.7);
     CLOSE(p.arms[0][3].mean, want, 1e-14);
     CLOSE(p.arms[0][4].mean, 2.0 / 7.0, 1e-14); /* Beta(2,5) inside [0, 1]: a/(a+b) */
-    assert_true(p.clipped); /* the gaussian and the uniform leave [0, 1] */
+    assert_true(p.clipped);                     /* the gaussian and the uniform leave [0, 1] */
     sim_problem_free(&p);
 }
 
@@ -152,8 +152,7 @@ static const struct bad_case bad_cases[] = {
     {"{\"arms\": [0.1, 0.2], \"reward\": {\"max\": 1}}", "reward.min: required"},
     {"{\"arms\": [0.1, 0.2], \"reward\": {\"min\": \"0\", \"max\": 1}}", "reward.min: required"},
     {"{\"arms\": [0.1, 0.2], \"reward\": {\"min\": 0}}", "reward.max: required"},
-    {"{\"arms\": [0.1, 0.2], \"reward\": {\"min\": 1, \"max\": 1}}",
-     "reward.max: must be greater"},
+    {"{\"arms\": [0.1, 0.2], \"reward\": {\"min\": 1, \"max\": 1}}", "reward.max: must be greater"},
     {"{\"arms\": [0.1, 0.2], \"m\": 0}", "m: must be an integer >= 1"},
     {"{\"arms\": [0.1, 0.2], \"m\": 1.5}", "m: must be an integer >= 1"},
     {"{\"arms\": [0.1, 0.2], \"m\": \"1\"}", "m: must be an integer >= 1"},
@@ -201,8 +200,7 @@ static const struct bad_case bad_cases[] = {
     {"{\"arms\": [0.1, {\"dist\": \"gaussian\", \"mean\": 0.5, \"sd\": 0}]}",
      "arms[1].sd: must be positive"},
     {"{\"arms\": [0.1, {\"dist\": \"beta\", \"a\": 0, \"b\": 1}]}", "arms[1].a: must be positive"},
-    {"{\"arms\": [0.1, {\"dist\": \"beta\", \"a\": 1, \"b\": -2}]}",
-     "arms[1].b: must be positive"},
+    {"{\"arms\": [0.1, {\"dist\": \"beta\", \"a\": 1, \"b\": -2}]}", "arms[1].b: must be positive"},
     {"{\"bandits\": [{\"arms\": [0.1, 0.2, {\"dist\": \"beta\", \"a\": 1}]}]}",
      "bandits[0].arms[2].b: required"},
     {"{\"m\": 2, \"bandits\": [{\"arms\": [0.1, 0.2, 0.3]}, {\"arms\": [0.1, 0.2]}]}",
@@ -329,9 +327,9 @@ static void test_clipped_means_draws(void **state)
 {
     (void)state;
     const struct sim_arm arms[] = {
-        {.dist = SIM_GAUSSIAN, .p1 = 0.3, .p2 = 1.0}, {.dist = SIM_GAUSSIAN, .p1 = 1.7, .p2 = 0.4},
-        {.dist = SIM_UNIFORM, .p1 = -0.5, .p2 = 0.7}, {.dist = SIM_BETA, .p1 = 2, .p2 = 5},
-        {.dist = SIM_BETA, .p1 = 0.5, .p2 = 0.5},     {.dist = SIM_BERNOULLI, .p1 = 0.35},
+        {.dist = SIM_GAUSSIAN, .p1 = 0.3, .p2 = 1.0},  {.dist = SIM_GAUSSIAN, .p1 = 1.7, .p2 = 0.4},
+        {.dist = SIM_UNIFORM, .p1 = -0.5, .p2 = 0.7},  {.dist = SIM_BETA, .p1 = 2, .p2 = 5},
+        {.dist = SIM_BETA, .p1 = 0.5, .p2 = 0.5},      {.dist = SIM_BERNOULLI, .p1 = 0.35},
         {.dist = SIM_RADEMACHER, .p1 = -1, .p2 = 0.6},
     };
     const double ranges[][2] = {{0, 1}, {0.1, 0.3}, {-0.2, 2}};
@@ -685,10 +683,19 @@ static void test_run_errors(void **state)
     sim_problem_free(&p);
 }
 
-static const char *const contract_keys[] = {
-    "runs",           "policy",     "params",      "error_rate",     "mean_bandit_error_rate",
-    "pac_error_rate", "regret_error_rate",         "mean_pulls",     "median_pulls",
-    "p90_pulls",      "mean_completed",            "wall_s",         NULL};
+static const char *const contract_keys[] = {"runs",
+                                            "policy",
+                                            "params",
+                                            "error_rate",
+                                            "mean_bandit_error_rate",
+                                            "pac_error_rate",
+                                            "regret_error_rate",
+                                            "mean_pulls",
+                                            "median_pulls",
+                                            "p90_pulls",
+                                            "mean_completed",
+                                            "wall_s",
+                                            NULL};
 
 static void test_result_json(void **state)
 {

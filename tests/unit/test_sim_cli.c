@@ -202,8 +202,8 @@ static void test_bad_input(void **state)
         char args[1024];
         const char *at = strstr(bad[i].args, "@P");
         if (at != NULL)
-            snprintf(args, sizeof args, "%.*s%s%s", (int)(at - bad[i].args), bad[i].args,
-                     problem, at + 2);
+            snprintf(args, sizeof args, "%.*s%s%s", (int)(at - bad[i].args), bad[i].args, problem,
+                     at + 2);
         else
             snprintf(args, sizeof args, "%s", bad[i].args);
         struct outcome o;
