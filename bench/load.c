@@ -23,7 +23,8 @@
  * Options: --daemon PATH (build/banditd) --bare PATH (build/bench/bare)
  * --scripts DIR (bench) --out FILE --duration S (5) --conns 16,64,256
  * --threads N (cores) --sync full|normal (full) --experiments E (1000)
- * --assignments A (100000).
+ * --assignments A (100000) --normal-too 0|1 (1: with --sync full, also
+ * assignments and rewards at 64 connections on a --sync normal daemon).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -52,6 +53,7 @@ struct opts {
     unsigned conns[MAX_CONNS];
     size_t nconns;
     size_t experiments, assignments;
+    int sync_normal_too; /* also assignments and rewards with --sync normal at 64 */
 };
 
 /* --- processes ------------------------------------------------------------ */
@@ -412,7 +414,7 @@ static int throughput(const struct opts *o)
     char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], log1[256], log2[256], thr[16];
     char load0[64], load1[64], token[16] = "";
     struct proc bare = {0}, d = {0};
-    struct row rows[MAX_CONNS * 5];
+    struct row rows[MAX_CONNS * 5 + 2];
     size_t nrows = 0;
     int rc = 1;
     CURL *c = curl_easy_init();
@@ -471,6 +473,44 @@ static int throughput(const struct opts *o)
         snprintf(path, sizeof path, "/v1/experiments/%s0/status", prefix);
         rows[nrows++] = (struct row){"status", n, run_wrk(o, n, "status.lua", d.port, path, NULL), ceil};
         fprintf(stderr, "load: %u connections done\n", n);
+    }
+    /* The same durable writes with --sync normal (a commit survives kill -9
+     * but not a power cut), at 64 connections, beside the 64 ceiling. */
+    for (size_t ci = 0; ci < o->nconns && o->sync_normal_too && strcmp(o->sync, "full") == 0;
+         ci++) {
+        if (o->conns[ci] != 64)
+            continue;
+        struct result ceil = rows[ci * 5].r;
+        char dbn[300], logn[300], id[96], path[192], args[96], prefix[64];
+        struct proc dn = {0};
+        snprintf(dbn, sizeof dbn, "%s/normal.db", dir);
+        snprintf(logn, sizeof logn, "%s/banditd-normal.log", dir);
+        char *n_argv[] = {mut(o->daemon), mut("--listen"), mut("127.0.0.1:0"), mut("--db"), dbn,
+                          mut("--threads"), thr, mut("--sync"), mut("normal"), NULL};
+        if (proc_start(&dn, n_argv, logn) != 0)
+            goto out;
+        int ok = create_experiment(c, dn.port, "assign") == 0;
+        if (ok)
+            rows[nrows++] = (struct row){"assignments (--sync normal)", 64,
+                                         run_wrk(o, 64, "assign.lua", dn.port,
+                                                 "/v1/experiments/assign/assignments", NULL),
+                                         ceil};
+        size_t need = (size_t)(ceil.rps * o->duration * 1.5) + 1000;
+        snprintf(prefix, sizeof prefix, "reward-");
+        snprintf(id, sizeof id, "%s0", prefix);
+        ok = ok && create_experiment(c, dn.port, id) == 0 &&
+             fill(dn.port, prefix, 1, need, token, sizeof token) == 0;
+        if (ok) {
+            snprintf(path, sizeof path, "/v1/experiments/%s/rewards", id);
+            snprintf(args, sizeof args, "%s %zu %d", token, need, WRK_THREADS);
+            rows[nrows++] = (struct row){"rewards (--sync normal)", 64,
+                                         run_wrk(o, 64, "reward.lua", dn.port, path, args), ceil};
+        }
+        if (proc_stop(&dn) != 0 || !ok) {
+            fprintf(stderr, "load: the --sync normal run failed (see %s)\n", logn);
+            goto out;
+        }
+        unlink(logn);
     }
     loadavg(load1, sizeof load1);
 
@@ -611,7 +651,8 @@ int main(int argc, char **argv)
                      .sync = "full",
                      .duration = 5,
                      .experiments = 1000,
-                     .assignments = 100000};
+                     .assignments = 100000,
+                     .sync_normal_too = 1};
     parse_conns(&o, "16,64,256");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o.threads = cores > 0 ? (unsigned)cores : 2;
@@ -644,6 +685,8 @@ int main(int argc, char **argv)
             o.experiments = strtoul(v, NULL, 10);
         else if (strcmp(a, "--assignments") == 0)
             o.assignments = strtoul(v, NULL, 10);
+        else if (strcmp(a, "--normal-too") == 0)
+            o.sync_normal_too = atoi(v);
         else if (strcmp(a, "--conns") == 0) {
             if (parse_conns(&o, v) != 0) {
                 fprintf(stderr, "load: --conns: a list like 16,64,256\n");
