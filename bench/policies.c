@@ -16,7 +16,8 @@
  *   - pulls/s: engine_assign + engine_reward in a loop, one thread — what
  *     one simulator thread can do at most with this policy;
  *   - with the simulator built (sim/sim.c), simulator pulls/s: bandit-sim's
- *     sim_run on the same problem (budget 20·K, all threads).
+ *     sim_run on the same problem (budget 20·K, or fewer pulls for slow
+ *     policies, all threads; see sim_pulls_s).
  *
  * Fixed-budget policies get a budget of 10^12 (never reached); policies
  * that need ε get 0.1, those that need a target arm get arm 0. Each
@@ -170,9 +171,22 @@ static int measure(const struct engine_config *c, struct arms *a, double ms, dou
 }
 
 #ifdef HAVE_SIM
-/* Simulator pulls per second on K Bernoulli arms (budget 20·K per run). */
-static double sim_pulls_s(const struct policy_ops *p, size_t k, const double *mu)
+/* Simulator pulls per second on K Bernoulli arms. The budget per run is
+ * 20·K, less for slow policies (what one thread does in 0.5 s at the
+ * engine's rate pps, at least K), and the number of runs about one second's
+ * worth (2 to 200), so that every row takes about a second. */
+static double sim_pulls_s(const struct policy_ops *p, size_t k, const double *mu, double pps)
 {
+    double budget = pps * 0.5;
+    if (!(budget <= 20.0 * (double)k))
+        budget = 20.0 * (double)k;
+    if (budget < (double)k)
+        budget = (double)k;
+    double runs = pps * 1.0 / budget;
+    if (!(runs >= 2))
+        runs = 2;
+    if (runs > 200)
+        runs = 200;
     struct sim_problem prob;
     memset(&prob, 0, sizeof prob);
     size_t nk = k;
@@ -188,7 +202,7 @@ static double sim_pulls_s(const struct policy_ops *p, size_t k, const double *mu
     prob.m = 1;
     prob.epsilon = (p->flags & POLICY_F_NEEDS_EPSILON) ? 0.1 : 0.0;
     prob.delta = 0.05;
-    prob.budget = 20 * k;
+    prob.budget = (uint64_t)budget;
     prob.n_bandits = 1;
     prob.n_arms = &nk;
     prob.arms = rows;
@@ -201,9 +215,9 @@ static double sim_pulls_s(const struct policy_ops *p, size_t k, const double *mu
     memset(&o, 0, sizeof o);
     o.policy = p;
     policy_params_defaults(p, &o.params);
-    o.runs = k >= 1000 ? 20 : 200;
+    o.runs = (uint64_t)runs;
     o.seed = 1;
-    o.budget = 20 * k;
+    o.budget = (uint64_t)budget;
     struct sim_result res;
     char err[256];
     double out = NAN;
@@ -256,7 +270,7 @@ int main(int argc, char **argv)
             "(bursts of 16, rewards untimed); pulls/s: assign + reward on one thread",
          load[0], load[1], load[2]);
 #ifdef HAVE_SIM
-    emit(f, "; sim pulls/s: sim_run, budget 20·K, all threads");
+    emit(f, "; sim pulls/s: sim_run, budget 20·K (less for slow policies), all threads");
 #endif
     emit(f, ". Median of %d timings of %.0f ms.\n\n", REPEATS, ms);
     emit(f, "| policy | ns/select K=10 | K=100 | K=1000 | pulls/s K=10 | K=100 | K=1000 |");
@@ -287,7 +301,7 @@ int main(int argc, char **argv)
             if (measure(&c, &a, ms, &ns[ki], &pps[ki]) != 0)
                 ns[ki] = pps[ki] = NAN;
 #ifdef HAVE_SIM
-            sps[ki] = sim_pulls_s(p, k, a.mu);
+            sps[ki] = sim_pulls_s(p, k, a.mu, pps[ki]);
 #else
             sps[ki] = NAN;
 #endif
