@@ -53,6 +53,7 @@ struct api_req {
     } hdrs[MAX_HEADERS];
     size_t nhdrs;
     int replied;
+    int dispatched; /* the whole request is in: counted in g_in_flight */
     unsigned status;
     /* waiting for a write */
     pthread_mutex_t mu;
@@ -122,8 +123,10 @@ static void req_unref(struct api_req *r)
         free(r->hdrs[i].value);
     }
     pthread_mutex_destroy(&r->mu);
+    int dispatched = r->dispatched;
     free(r);
-    atomic_fetch_sub(&g_in_flight, 1);
+    if (dispatched)
+        atomic_fetch_sub(&g_in_flight, 1);
 }
 
 /* --- accessors ------------------------------------------------------------- */
@@ -535,7 +538,6 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         r = calloc(1, sizeof *r);
         if (r == NULL)
             return MHD_NO;
-        atomic_fetch_add(&g_in_flight, 1);
         atomic_init(&r->refs, 1);
         pthread_mutex_init(&r->mu, NULL);
         r->conn = conn;
@@ -596,7 +598,12 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         r->body[r->len] = '\0';
         return MHD_YES;
     }
-    /* The whole request is in. */
+    /* The whole request is in. From here it counts as in flight: shutdown
+     * waits for it (a write it queued must be answered). A request still
+     * uploading its body does not count: a client that stalls or vanishes
+     * mid-body held shutdown for its full 10 s (test_limits). */
+    r->dispatched = 1;
+    atomic_fetch_add(&g_in_flight, 1);
     r->now_ms = wall_ms();
     if (r->pre_status != 0) {
         answer_pre(r);

@@ -49,7 +49,8 @@ uint16_t http_port(const struct http_server *s);
 /* Stop accepting, let in-flight requests finish (up to timeout_ms), stop. */
 void http_stop(struct http_server *s, unsigned timeout_ms);
 
-/* Requests being served now. */
+/* Requests being served now: received in full and not yet completed (a
+ * request still uploading its body is not counted). */
 unsigned http_in_flight(void);
 
 /* Readiness (set by main once the experiments are loaded). */
