@@ -14,7 +14,7 @@ BUILD ?= build
 SAN ?= 0
 CC ?= gcc
 
-PKGS := libmicrohttpd jansson sqlite3 gsl libcurl
+PKGS := libmicrohttpd jansson sqlite3 gsl libcurl gnutls
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
@@ -63,9 +63,18 @@ $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# docs/openapi.json is compiled in (served at /openapi.json): a generated C
+# array, made with od and sed only.
+$(OBJ)/gen/openapi.c: docs/openapi.json scripts/embed.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh api_openapi_json $< api/openapi.h > $@.tmp && mv $@.tmp $@
+
+$(OBJ)/gen/openapi.o: $(OBJ)/gen/openapi.c
+	$(CC) $(CFLAGS) -c -o $@ $<
+
 $(LIB_POLICIES): $(call objs,$(POLICY_SRC))
 $(LIB_STORE): $(call objs,$(STORE_SRC))
-$(LIB_SERVER): $(call objs,$(SERVER_SRC))
+$(LIB_SERVER): $(call objs,$(SERVER_SRC)) $(OBJ)/gen/openapi.o
 $(LIB_SIM): $(call objs,$(SIM_SRC))
 $(LIB_TESTS): $(call objs,$(TEST_SUPPORT_SRC))
 $(BUILD)/lib%.a:

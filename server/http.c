@@ -70,6 +70,7 @@ struct http_server {
 
 static size_t g_max_body = 1 << 20;
 static int g_log_requests;
+static int g_metrics_need_key;
 static atomic_uint g_in_flight;
 static atomic_int g_ready;
 
@@ -204,7 +205,7 @@ void api_reply_header(struct api_req *r, const char *name, const char *value)
 static void log_request(struct api_req *r)
 {
     double ms = (double)(mono_ns() - r->start_ns) / 1e6;
-    metrics_request(r->route != NULL ? r->route->name : "other", r->method, r->status, ms);
+    metrics_request(r->route, r->status, ms);
     if (!g_log_requests)
         return;
     json_t *j = json_pack("{s:s,s:s,s:s,s:i,s:f}", "msg", "request", "method", r->method, "path",
@@ -415,7 +416,7 @@ static int match(const char *pattern, const char *path, char *id, size_t idlen)
 
 static void route(struct api_req *r)
 {
-    char id[EXP_ID_MAX + 2];
+    char id[EXP_ID_MAX + 1]; /* longer ids match no route (404), never truncated */
     char allow[128] = "";
     int path_known = 0;
     for (const struct route *rt = http_routes; rt->method != NULL; rt++) {
@@ -455,7 +456,11 @@ static int is_json_type(const char *ct)
 
 static void check_auth(struct api_req *r)
 {
-    if (r->route == NULL || r->route->scope == API_SCOPE_NONE || !auth_enabled()) {
+    unsigned need = r->route != NULL ? r->route->scope : API_SCOPE_NONE;
+    if ((need & API_SCOPE_IF_CONFIGURED) && !g_metrics_need_key)
+        need = API_SCOPE_NONE;
+    need &= ~(unsigned)API_SCOPE_IF_CONFIGURED;
+    if (need == API_SCOPE_NONE || !auth_enabled()) {
         r->scopes = API_SCOPE_READ | API_SCOPE_ASSIGN | API_SCOPE_REPORT | API_SCOPE_ADMIN;
         return;
     }
@@ -467,7 +472,7 @@ static void check_auth(struct api_req *r)
         api_reply_header(r, "WWW-Authenticate", "Bearer");
         return;
     }
-    if (!(r->scopes & API_SCOPE_ADMIN) && !(r->scopes & r->route->scope)) {
+    if (!(r->scopes & API_SCOPE_ADMIN) && !(r->scopes & need)) {
         r->pre_status = 403;
         r->pre_detail = "this API key lacks the scope this endpoint needs";
     }
@@ -602,8 +607,14 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
         return NULL;
     }
     s->cfg = *c;
+    if (c->tls_cert_pem != NULL && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        snprintf(err, errlen, "this libmicrohttpd was built without TLS support");
+        free(s);
+        return NULL;
+    }
     g_max_body = c->max_body;
     g_log_requests = c->log_requests;
+    g_metrics_need_key = c->metrics_need_key;
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
