@@ -635,7 +635,8 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
         flags |= MHD_USE_TLS;
     struct MHD_OptionItem opts[16];
     size_t n = 0;
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, threads, NULL};
+    if (threads > 1) /* 1: MHD's single internal thread (a pool of 1 draws a warning) */
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, threads, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &sa};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout_s,

@@ -16,13 +16,13 @@
 
 struct opsd {
     char dir[128];    /* temporary directory, removed by opsd_cleanup */
-    char db[192];     /* dir/banditd.db unless given */
-    char errlog[192]; /* daemon stderr */
+    char db[512];     /* dir/banditd.db unless given */
+    char errlog[512]; /* daemon stderr */
     const char *bin;
     pid_t pid; /* 0 when not running */
     unsigned port;
     int tls; /* talk https, verify against cafile */
-    char cafile[192];
+    char cafile[512];
 };
 
 struct opsd_reply {
