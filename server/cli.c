@@ -27,16 +27,20 @@ struct cli_args {
     const char *to;
     const char *id;
     int json;
+    int from_stdin;
 };
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: banditd keys create --db PATH --scope SCOPE[,SCOPE] [--name NAME]\n"
+    fprintf(stderr, "usage: banditd keys create --db PATH --scope SCOPE[,SCOPE] [--name NAME] "
+                    "[--stdin]\n"
                     "       banditd keys list --db PATH [--json]\n"
                     "       banditd keys revoke ID --db PATH\n"
                     "       banditd backup --db PATH --to FILE\n"
                     "  (--config FILE may replace --db: its `db` setting is used)\n"
-                    "  scopes: admin (everything), assign, report, read\n");
+                    "  scopes: admin (everything), assign, report, read\n"
+                    "  --stdin: store the key read from standard input (made by an earlier\n"
+                    "  keys create, e.g. for another shard) instead of making a new one\n");
 }
 
 int cli_is_command(const char *arg)
@@ -53,6 +57,10 @@ static int parse(struct cli_args *a, int argc, char **argv)
         const char **dst = NULL;
         if (strcmp(o, "--json") == 0) {
             a->json = 1;
+            continue;
+        }
+        if (strcmp(o, "--stdin") == 0) {
+            a->from_stdin = 1;
             continue;
         }
         if (strcmp(o, "--db") == 0 || strcmp(o, "--config") == 0 || strcmp(o, "--scope") == 0 ||
@@ -129,6 +137,28 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* One key of our format from stdin (surrounding whitespace ignored). */
+static int read_key(char *key, size_t len)
+{
+    char line[AUTH_MAX_KEY_LEN + 2];
+    if (fgets(line, sizeof line, stdin) == NULL)
+        return -1;
+    char *p = line;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    size_t n = strcspn(p, " \t\r\n");
+    if (n != AUTH_KEY_LEN || strncmp(p, "bd_", 3) != 0 || n + 1 > len)
+        return -1;
+    for (size_t i = 3; i < n; i++)
+        if (!((p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= 'a' && p[i] <= 'z') ||
+              (p[i] >= '0' && p[i] <= '9') || p[i] == '-' || p[i] == '_'))
+            return -1;
+    memcpy(key, p, n);
+    key[n] = '\0';
+    memset(line, 0, sizeof line);
+    return 0;
+}
+
 static int keys_create(const struct cli_args *a)
 {
     unsigned scopes = 0;
@@ -156,8 +186,18 @@ static int keys_create(const struct cli_args *a)
             }
     }
     auth_format_scopes(scopes, canon, sizeof canon);
-    if (auth_new_key(key, sizeof key) != 0 || auth_hash_hex(key, strlen(key), hex, sizeof hex)) {
-        fprintf(stderr, "banditd: cannot generate a key (getrandom or SHA-256 failed)\n");
+    if (a->from_stdin) {
+        if (read_key(key, sizeof key) != 0) {
+            fprintf(stderr, "banditd: --stdin: expected one key made by `banditd keys create` "
+                            "(bd_ and 43 base64url characters)\n");
+            return 2;
+        }
+    } else if (auth_new_key(key, sizeof key) != 0) {
+        fprintf(stderr, "banditd: cannot generate a key (getrandom failed)\n");
+        return 1;
+    }
+    if (auth_hash_hex(key, strlen(key), hex, sizeof hex) != 0) {
+        fprintf(stderr, "banditd: SHA-256 failed\n");
         return 1;
     }
     struct store *st = open_db(a->db, 0);
@@ -165,9 +205,19 @@ static int keys_create(const struct cli_args *a)
         return 1;
     int rc = store_key_insert(st, a->name, canon, hex, now_ms(), &id);
     store_close(st);
+    if (rc == STORE_ERR_EXISTS) {
+        fprintf(stderr, "banditd: this key is already stored in %s\n", a->db);
+        return 1;
+    }
     if (rc != STORE_OK) {
         fprintf(stderr, "banditd: cannot store the key: %s\n", store_strerror(rc));
         return 1;
+    }
+    if (a->from_stdin) {
+        fprintf(stderr, "stored key %" PRId64 " (%s) with scope %s.\n", id,
+                a->name ? a->name : "no name", canon);
+        memset(key, 0, sizeof key);
+        return 0;
     }
     printf("%s\n", key);
     fflush(stdout);

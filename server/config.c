@@ -111,7 +111,7 @@ static const char *metavar(enum kind k)
 void config_usage(void)
 {
     printf("usage: banditd [options]           serve the HTTP API\n"
-           "       banditd keys create --db PATH --scope SCOPE[,SCOPE] [--name NAME]\n"
+           "       banditd keys create --db PATH --scope SCOPE[,SCOPE] [--name NAME] [--stdin]\n"
            "       banditd keys list --db PATH [--json]\n"
            "       banditd keys revoke ID --db PATH\n"
            "       banditd backup --db PATH --to FILE\n"

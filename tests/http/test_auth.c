@@ -101,8 +101,8 @@ static void test_open_without_keys(void **state)
 {
     struct fx *f = *state;
     start(f, NULL);
-    assert_int_equal(req(f, "POST", "/v1/experiments", NULL, "{\"id\":\"e\",\"arms\":[\"a\",\"b\"]}"),
-                     201);
+    assert_int_equal(
+        req(f, "POST", "/v1/experiments", NULL, "{\"id\":\"e\",\"arms\":[\"a\",\"b\"]}"), 201);
     assert_int_equal(req(f, "GET", "/v1/experiments/e/status", NULL, NULL), 200);
     /* A key sent while none exists is ignored, not refused. */
     assert_int_equal(req(f, "GET", "/v1/experiments", "bd_whatever", NULL), 200);
@@ -191,11 +191,11 @@ static void test_scope_matrix(void **state)
     struct fx *f = *state;
     make_keys(f);
     start(f, NULL);
-    assert_int_equal(req(f, "POST", "/v1/experiments", f->admin, "{\"id\":\"e\",\"arms\":[\"a\",\"b\"]}"),
-                     201);
-    assert_int_equal(req(f, "POST", "/v1/experiments", f->admin,
-                         "{\"id\":\"doomed\",\"arms\":[\"a\",\"b\"]}"),
-                     201);
+    assert_int_equal(
+        req(f, "POST", "/v1/experiments", f->admin, "{\"id\":\"e\",\"arms\":[\"a\",\"b\"]}"), 201);
+    assert_int_equal(
+        req(f, "POST", "/v1/experiments", f->admin, "{\"id\":\"doomed\",\"arms\":[\"a\",\"b\"]}"),
+        201);
     const struct {
         const char *key;
         unsigned scopes;
@@ -218,11 +218,11 @@ static void test_scope_matrix(void **state)
             int allowed = need == API_SCOPE_NONE || (keys[k].scopes & need) ||
                           (keys[k].scopes & API_SCOPE_ADMIN);
             if (!allowed && s != 403)
-                fail_msg("%s %s with a %s key: %ld, expected 403", rt->method, path,
-                         keys[k].name, s);
+                fail_msg("%s %s with a %s key: %ld, expected 403", rt->method, path, keys[k].name,
+                         s);
             if (allowed && (s < 200 || s > 299))
-                fail_msg("%s %s with a %s key: %ld, expected 2xx", rt->method, path,
-                         keys[k].name, s);
+                fail_msg("%s %s with a %s key: %ld, expected 2xx", rt->method, path, keys[k].name,
+                         s);
             checked++;
         }
     assert_true(checked >= 4 * 12);
@@ -236,9 +236,8 @@ static void test_scope_matrix(void **state)
     }
     /* The 403 is problem+json naming the scope problem. */
     struct opsd_reply r;
-    assert_int_equal(opsd_request(&f->d, "POST", "/v1/experiments/e/assignments", f->read, "{}",
-                                  NULL, &r),
-                     403);
+    assert_int_equal(
+        opsd_request(&f->d, "POST", "/v1/experiments/e/assignments", f->read, "{}", NULL, &r), 403);
     json_t *j = json_loads(r.body, 0, NULL);
     assert_string_equal(json_string_value(json_object_get(j, "type")),
                         "urn:banditd:problem:forbidden");
@@ -251,9 +250,9 @@ static void test_scope_matrix(void **state)
     for (int i = 0; i < 100 && req(f, "POST", "/v1/experiments/e/assignments", both, "{}") != 201;
          i++)
         usleep(50000);
-    assert_int_equal(req(f, "POST", "/v1/experiments/e/observations", both,
-                         "{\"arm\":\"a\",\"reward\":0}"),
-                     200);
+    assert_int_equal(
+        req(f, "POST", "/v1/experiments/e/observations", both, "{\"arm\":\"a\",\"reward\":0}"),
+        200);
     assert_int_equal(req(f, "GET", "/v1/experiments/e/status", both, NULL), 403);
     stop_clean(f);
 }
@@ -350,8 +349,8 @@ static void test_keys_cli(void **state)
     char out[8192], err[2048], k1[KEYLEN], k2[KEYLEN];
     const char *db = f->d.db;
     {
-        const char *a[] = {"keys", "create", "--db", db, "--scope", "read,assign", "--name",
-                           "ci runner", NULL};
+        const char *a[] = {"keys",        "create", "--db",      db,  "--scope",
+                           "read,assign", "--name", "ci runner", NULL};
         assert_int_equal(opsd_run(&f->d, a, k1, sizeof k1, err, sizeof err), 0);
         k1[strcspn(k1, "\n")] = '\0';
         assert_non_null(strstr(err, "shown only"));
@@ -461,6 +460,35 @@ static void test_keys_cli(void **state)
     assert_int_equal(access(ghost, F_OK), -1);
 }
 
+/* One key on several databases (shards): keys create --stdin. */
+static void test_same_key_on_two_shards(void **state)
+{
+    struct fx *f = *state;
+    char key[KEYLEN], out[512], err[1024];
+    assert_int_equal(opsd_create_key(&f->d, "read", key, sizeof key), 0);
+    struct opsd other;
+    assert_int_equal(opsd_init(&other), 0);
+    char input[KEYLEN + 2];
+    snprintf(input, sizeof input, "%s\n", key);
+    const char *a[] = {"keys", "create", "--stdin", "--scope", "read", "--db", other.db, NULL};
+    assert_int_equal(opsd_run_input(&other, a, input, out, sizeof out, err, sizeof err), 0);
+    assert_string_equal(out, ""); /* nothing to show: the caller has it */
+    /* Twice: refused. Malformed input: refused, nothing stored. */
+    assert_int_equal(opsd_run_input(&other, a, input, out, sizeof out, err, sizeof err), 1);
+    assert_non_null(strstr(err, "already"));
+    assert_int_equal(opsd_run_input(&other, a, "password1\n", out, sizeof out, err, sizeof err), 2);
+    assert_int_equal(opsd_run_input(&other, a, "", out, sizeof out, err, sizeof err), 2);
+    start(f, NULL);
+    assert_int_equal(opsd_start(&other, NULL), 0);
+    assert_int_equal(req(f, "GET", "/v1/experiments", key, NULL), 200);
+    struct opsd_reply r;
+    assert_int_equal(opsd_request(&other, "GET", "/v1/experiments", key, NULL, NULL, &r), 200);
+    opsd_reply_free(&r);
+    assert_int_equal(opsd_stop(&other), 0);
+    opsd_cleanup(&other);
+    stop_clean(f);
+}
+
 /* A config file supplies --db to the subcommands. */
 static void test_keys_cli_config(void **state)
 {
@@ -526,12 +554,12 @@ static void test_tls_round_trip(void **state)
     f->d.tls = 1;
     snprintf(f->d.cafile, sizeof f->d.cafile, "%s", cert);
     assert_int_equal(req(f, "GET", "/healthz", NULL, NULL), 200);
-    assert_int_equal(req(f, "POST", "/v1/experiments", f->admin, "{\"id\":\"t\",\"arms\":[\"a\",\"b\"]}"),
-                     201);
+    assert_int_equal(
+        req(f, "POST", "/v1/experiments", f->admin, "{\"id\":\"t\",\"arms\":[\"a\",\"b\"]}"), 201);
     struct opsd_reply r;
-    assert_int_equal(opsd_request(&f->d, "POST", "/v1/experiments/t/assignments", f->assign, "{}",
-                                  NULL, &r),
-                     201);
+    assert_int_equal(
+        opsd_request(&f->d, "POST", "/v1/experiments/t/assignments", f->assign, "{}", NULL, &r),
+        201);
     assert_non_null(strstr(r.body, "\"assignments\""));
     opsd_reply_free(&r);
     assert_int_equal(req(f, "GET", "/v1/experiments", NULL, NULL), 401);
@@ -580,6 +608,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_all_revoked_stays_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keys_cli, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keys_cli_config, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_same_key_on_two_shards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_non_loopback_needs_key_or_insecure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tls_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tls_bad_setup, setup, teardown),

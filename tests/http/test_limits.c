@@ -92,8 +92,8 @@ static void expect_field_error(struct opsd *d, const char *path, const char *bod
     size_t i;
     json_t *e;
     int found = 0;
-    json_array_foreach(errors, i, e)
-    found |= strcmp(json_string_value(json_object_get(e, "field")), field) == 0;
+    json_array_foreach(errors, i, e) found |=
+        strcmp(json_string_value(json_object_get(e, "field")), field) == 0;
     if (!found) {
         char *s = json_dumps(j, 0);
         fail_msg("POST %s: no error for field %s in %s", path, field, s);
@@ -208,10 +208,11 @@ static void test_arms_bandits_batches_count(void **state)
     expect_field_error(d, "/v1/experiments",
                        "{\"bandits\":[{\"id\":\"p\",\"arms\":[\"a\",\"b\",\"c\",\"d\"]}]}",
                        "bandits[0].arms");
-    expect_field_error(d, "/v1/experiments",
-                       "{\"bandits\":[{\"id\":\"p\",\"arms\":[\"a\",\"b\"]},"
-                       "{\"id\":\"q\",\"arms\":[\"a\",\"b\"]},{\"id\":\"r\",\"arms\":[\"a\",\"b\"]}]}",
-                       "bandits");
+    expect_field_error(
+        d, "/v1/experiments",
+        "{\"bandits\":[{\"id\":\"p\",\"arms\":[\"a\",\"b\"]},"
+        "{\"id\":\"q\",\"arms\":[\"a\",\"b\"]},{\"id\":\"r\",\"arms\":[\"a\",\"b\"]}]}",
+        "bandits");
     /* At the limits: accepted. */
     json_decref(call(d, "POST", "/v1/experiments",
                      "{\"id\":\"e\",\"bandits\":[{\"id\":\"p\",\"arms\":[\"a\",\"b\",\"c\"]},"
@@ -220,8 +221,8 @@ static void test_arms_bandits_batches_count(void **state)
     /* Assignments per request. */
     expect_field_error(d, "/v1/experiments/e/assignments", "{\"bandit\":\"p\",\"count\":3}",
                        "count");
-    json_t *as = call(d, "POST", "/v1/experiments/e/assignments", "{\"bandit\":\"p\",\"count\":2}",
-                      201);
+    json_t *as =
+        call(d, "POST", "/v1/experiments/e/assignments", "{\"bandit\":\"p\",\"count\":2}", 201);
     json_t *list = json_object_get(as, "assignments");
     assert_int_equal(json_array_size(list), 2);
     /* Batches: 3 items refused whole, 2 accepted. */
@@ -260,12 +261,14 @@ static void test_pending_and_experiments(void **state)
     start_with_config(d, limits_conf, NULL);
     json_decref(call(d, "POST", "/v1/experiments", "{\"id\":\"one\",\"arms\":[\"a\",\"b\"]}", 201));
     json_decref(call(d, "POST", "/v1/experiments", "{\"id\":\"two\",\"arms\":[\"a\",\"b\"]}", 201));
-    json_t *p = call(d, "POST", "/v1/experiments", "{\"id\":\"three\",\"arms\":[\"a\",\"b\"]}", 429);
+    json_t *p =
+        call(d, "POST", "/v1/experiments", "{\"id\":\"three\",\"arms\":[\"a\",\"b\"]}", 429);
     assert_string_equal(json_string_value(json_object_get(p, "type")),
                         "urn:banditd:problem:too-many");
     json_decref(p);
     json_decref(call(d, "DELETE", "/v1/experiments/two", NULL, 204));
-    json_decref(call(d, "POST", "/v1/experiments", "{\"id\":\"three\",\"arms\":[\"a\",\"b\"]}", 201));
+    json_decref(
+        call(d, "POST", "/v1/experiments", "{\"id\":\"three\",\"arms\":[\"a\",\"b\"]}", 201));
     /* Outstanding assignments: 3 allowed, the 4th waits for a reward. */
     json_t *as = call(d, "POST", "/v1/experiments/one/assignments", "{\"count\":2}", 201);
     json_decref(call(d, "POST", "/v1/experiments/one/assignments", "{}", 201));
@@ -274,8 +277,8 @@ static void test_pending_and_experiments(void **state)
     json_decref(call(d, "POST", "/v1/experiments/three/assignments", "{}", 201));
     char body[256];
     snprintf(body, sizeof body, "{\"assignment_id\":\"%s\",\"reward\":1}",
-             json_string_value(json_object_get(
-                 json_array_get(json_object_get(as, "assignments"), 0), "id")));
+             json_string_value(
+                 json_object_get(json_array_get(json_object_get(as, "assignments"), 0), "id")));
     json_decref(call(d, "POST", "/v1/experiments/one/rewards", body, 200));
     json_decref(call(d, "POST", "/v1/experiments/one/assignments", "{}", 201));
     json_decref(as);

@@ -103,7 +103,8 @@ static void test_metrics_follow_traffic(void **state)
     start(d, NULL);
     struct prom a, b;
     json_decref(call(d, "POST", "/v1/experiments",
-                     "{\"id\":\"m\",\"arms\":[\"a\",\"b\"],\"reward\":{\"min\":0,\"max\":1}}", 201));
+                     "{\"id\":\"m\",\"arms\":[\"a\",\"b\"],\"reward\":{\"min\":0,\"max\":1}}",
+                     201));
     scrape(d, &a);
     for (int i = 0; i < 3; i++)
         json_decref(call(d, "GET", "/healthz", NULL, 200));
@@ -125,9 +126,9 @@ static void test_metrics_follow_traffic(void **state)
     assert_int_equal(json_integer_value(json_object_get(rr, "accepted")), 2);
     json_decref(rr);
     json_decref(as);
-    json_decref(call(d, "POST", "/v1/experiments/m/observations",
-                     "{\"observations\":[{\"arm\":\"a\",\"reward\":1},{\"arm\":\"b\",\"reward\":0}]}",
-                     200));
+    json_decref(call(
+        d, "POST", "/v1/experiments/m/observations",
+        "{\"observations\":[{\"arm\":\"a\",\"reward\":1},{\"arm\":\"b\",\"reward\":0}]}", 200));
     scrape(d, &b);
     assert_true(DELTA(a, b, "banditd_http_requests_total",
                       "route=\"healthz\",method=\"GET\",code=\"200\"") == 3);
@@ -296,8 +297,8 @@ static void test_backup_of_a_live_database(void **state)
     start(d, NULL);
     json_decref(call(d, "POST", "/v1/experiments", "{\"id\":\"b\",\"arms\":[\"a\",\"b\"]}", 201));
     for (int i = 0; i < 5; i++)
-        json_decref(call(d, "POST", "/v1/experiments/b/observations",
-                         "{\"arm\":\"a\",\"reward\":1}", 200));
+        json_decref(
+            call(d, "POST", "/v1/experiments/b/observations", "{\"arm\":\"a\",\"reward\":1}", 200));
     char copy[256], out[512], err[1024];
     snprintf(copy, sizeof copy, "%s/copy.db", d->dir);
     const char *a[] = {"backup", "--db", d->db, "--to", copy, NULL};
@@ -308,8 +309,8 @@ static void test_backup_of_a_live_database(void **state)
     const char *noto[] = {"backup", "--db", d->db, NULL};
     assert_int_equal(opsd_run(d, noto, out, sizeof out, err, sizeof err), 2);
     /* The live daemon keeps serving. */
-    json_decref(call(d, "POST", "/v1/experiments/b/observations", "{\"arm\":\"b\",\"reward\":0}",
-                     200));
+    json_decref(
+        call(d, "POST", "/v1/experiments/b/observations", "{\"arm\":\"b\",\"reward\":0}", 200));
     assert_int_equal(opsd_stop(d), 0);
 
     struct opsd d2;

@@ -289,8 +289,14 @@ static void read_file(const char *path, char *out, size_t len)
 int opsd_run(const struct opsd *d, const char *const *args, char *out, size_t outlen, char *err,
              size_t errlen)
 {
+    return opsd_run_input(d, args, NULL, out, outlen, err, errlen);
+}
+
+int opsd_run_input(const struct opsd *d, const char *const *args, const char *input, char *out,
+                   size_t outlen, char *err, size_t errlen)
+{
     const char *argv[MAX_ARGS];
-    char opath[256], epath[256];
+    char opath[256], epath[256], ipath[256];
     size_t n = 0;
     argv[n++] = d->bin;
     for (size_t i = 0; args[i] != NULL && n < MAX_ARGS - 1; i++)
@@ -298,14 +304,22 @@ int opsd_run(const struct opsd *d, const char *const *args, char *out, size_t ou
     argv[n] = NULL;
     snprintf(opath, sizeof opath, "%s/run.out", d->dir);
     snprintf(epath, sizeof epath, "%s/run.err", d->dir);
+    snprintf(ipath, sizeof ipath, "%s/run.in", d->dir);
+    FILE *in = fopen(ipath, "w");
+    if (in == NULL)
+        return -1;
+    fputs(input != NULL ? input : "", in);
+    fclose(in);
     pid_t pid = fork();
     if (pid < 0)
         return -1;
     if (pid == 0) {
         int ofd = open(opath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int efd = open(epath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (ofd < 0 || efd < 0)
+        int ifd = open(ipath, O_RDONLY);
+        if (ofd < 0 || efd < 0 || ifd < 0)
             _exit(126);
+        dup2(ifd, 0);
         dup2(ofd, 1);
         dup2(efd, 2);
         execv(argv[0], (char *const *)(uintptr_t)argv);

@@ -62,6 +62,9 @@ int opsd_reply_header(const struct opsd_reply *r, const char *name, char *buf, s
  * exit status, or −1. */
 int opsd_run(const struct opsd *d, const char *const *args, char *out, size_t outlen, char *err,
              size_t errlen);
+/* Same, with input as standard input (empty when NULL; opsd_run's is empty). */
+int opsd_run_input(const struct opsd *d, const char *const *args, const char *input, char *out,
+                   size_t outlen, char *err, size_t errlen);
 /* `banditd keys create --db d->db --scope SCOPE`: the key into key (≥ 64
  * bytes). 0 or −1. */
 int opsd_create_key(const struct opsd *d, const char *scope, char *key, size_t len);
