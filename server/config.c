@@ -4,6 +4,8 @@
  */
 #include "server/config.h"
 
+#include "policies/engine.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -53,8 +55,9 @@ static const struct opt opts[] = {
      "seconds a connection may stay idle or stall mid-request (default 30)", 1, 86400},
     {"max-experiments", K_SIZE, LIM(max_experiments), 0, "experiments (default 10000)", 1,
      100000000},
-    {"max-bandits", K_SIZE, LIM(max_bandits), 0, "bandits per experiment (default 256)", 1, 65536},
-    {"max-arms", K_SIZE, LIM(max_arms), 0, "arms per bandit (default 1024)", 2, 65536},
+    {"max-bandits", K_SIZE, LIM(max_bandits), 0, "bandits per experiment (default 256)", 1,
+     ENGINE_MAX_BANDITS},
+    {"max-arms", K_SIZE, LIM(max_arms), 0, "arms per bandit (default 1024)", 2, ENGINE_MAX_ARMS},
     {"max-batch", K_SIZE, LIM(max_batch), 0, "items per reward/observation batch (default 1000)", 1,
      1000000},
     {"max-count", K_SIZE, LIM(max_count), 0, "assignments per request (default 100)", 1, 1000000},
