@@ -53,6 +53,8 @@ LIBS_ALL := $(LIB_SERVER) $(LIB_SIM) $(LIB_STORE) $(LIB_POLICIES)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
 STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
+# Executable scripts that print TAP (run against the sanitizer daemon).
+SCRIPT_TESTS := $(wildcard tests/http/test_*.py)
 
 .PHONY: all run test test-build deps test-deps format lint bench clean valgrind reproduce \
         test-crash fuzz
@@ -121,7 +123,7 @@ test: test-deps
 	@$(MAKE) --no-print-directory test-build
 	@BANDITD_BIN=$(CURDIR)/build/asan/banditd BANDIT_SIM_BIN=$(CURDIR)/build/bandit-sim \
 		./tests/run.sh $(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS)) \
-		$(STAT_TESTS)
+		$(SCRIPT_TESTS) $(STAT_TESTS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

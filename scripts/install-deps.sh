@@ -3,10 +3,11 @@
 # is missing (so `make run` stays fast on a prepared machine). Run as root.
 set -eu
 # libgnutls28-dev: SHA-256 of API keys (and MHD's HTTPS, which links it);
-# openssl: the TLS test makes a self-signed certificate with it.
+# openssl: the TLS test makes a self-signed certificate with it;
+# python3-jsonschema: tests/http/test_openapi_responses.py.
 PKGS="libmicrohttpd-dev libgnutls28-dev libjansson-dev libsqlite3-dev libgsl-dev libcmocka-dev \
 libcurl4-openssl-dev pkg-config gcc make curl"
-[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox openssl"
+[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox openssl python3-jsonschema"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
