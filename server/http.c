@@ -465,16 +465,34 @@ static void check_auth(struct api_req *r)
         return;
     }
     int known = 0;
-    r->scopes = auth_scopes(api_req_header(r, "Authorization"), &known);
+    const char *hdr = api_req_header(r, "Authorization");
+    r->scopes = auth_scopes(hdr, &known);
+    /* Challenges as RFC 6750 section 3 words them. */
     if (!known) {
         r->pre_status = 401;
-        r->pre_detail = "send Authorization: Bearer KEY with a valid API key";
-        api_reply_header(r, "WWW-Authenticate", "Bearer");
+        r->pre_detail = hdr == NULL ? "send Authorization: Bearer KEY with an API key"
+                                    : "the API key is unknown or revoked";
+        api_reply_header(r, "WWW-Authenticate",
+                         hdr == NULL ? "Bearer realm=\"banditd\""
+                                     : "Bearer realm=\"banditd\", error=\"invalid_token\"");
         return;
     }
     if (!(r->scopes & API_SCOPE_ADMIN) && !(r->scopes & need)) {
+        char challenge[96];
+        const char *name = need == API_SCOPE_ASSIGN   ? "assign"
+                           : need == API_SCOPE_REPORT ? "report"
+                           : need == API_SCOPE_READ   ? "read"
+                                                      : "admin";
+        snprintf(challenge, sizeof challenge,
+                 "Bearer realm=\"banditd\", error=\"insufficient_scope\", scope=\"%s\"", name);
+        api_reply_header(r, "WWW-Authenticate", challenge);
         r->pre_status = 403;
-        r->pre_detail = "this API key lacks the scope this endpoint needs";
+        r->pre_detail = need == API_SCOPE_ADMIN ? "this endpoint needs an API key with scope admin"
+                        : need == API_SCOPE_ASSIGN
+                            ? "this endpoint needs an API key with scope assign (or admin)"
+                        : need == API_SCOPE_REPORT
+                            ? "this endpoint needs an API key with scope report (or admin)"
+                            : "this endpoint needs an API key with scope read (or admin)";
     }
 }
 

@@ -111,6 +111,9 @@ static void test_open_without_keys(void **state)
 
 static void check_401(struct fx *f, const char *auth_header)
 {
+    const char *want_challenge = auth_header == NULL
+                                     ? "Bearer realm=\"banditd\""
+                                     : "Bearer realm=\"banditd\", error=\"invalid_token\"";
     struct opsd_reply r;
     char v[256];
     long s = opsd_request(&f->d, "GET", "/v1/experiments", NULL, NULL, auth_header, &r);
@@ -118,7 +121,7 @@ static void check_401(struct fx *f, const char *auth_header)
         fail_msg("Authorization \"%s\": %ld, expected 401", auth_header ? auth_header : "(none)",
                  s);
     assert_true(opsd_reply_header(&r, "WWW-Authenticate", v, sizeof v));
-    assert_memory_equal(v, "Bearer", 6);
+    assert_string_equal(v, want_challenge);
     assert_true(opsd_reply_header(&r, "Content-Type", v, sizeof v));
     assert_string_equal(v, "application/problem+json");
     json_t *j = json_loads(r.body, 0, NULL);
@@ -241,6 +244,11 @@ static void test_scope_matrix(void **state)
     json_t *j = json_loads(r.body, 0, NULL);
     assert_string_equal(json_string_value(json_object_get(j, "type")),
                         "urn:banditd:problem:forbidden");
+    assert_non_null(strstr(json_string_value(json_object_get(j, "detail")), "scope assign"));
+    char v[256];
+    assert_true(opsd_reply_header(&r, "WWW-Authenticate", v, sizeof v));
+    assert_string_equal(v, "Bearer realm=\"banditd\", error=\"insufficient_scope\", "
+                           "scope=\"assign\"");
     json_decref(j);
     opsd_reply_free(&r);
     /* A key with two scopes has both. */
@@ -404,8 +412,9 @@ static void test_keys_cli(void **state)
         assert_string_equal((const char *)sqlite3_column_text(st, 0), hex);
         sqlite3_finalize(st);
         assert_int_equal(sqlite3_prepare_v2(dbh,
-                                            "SELECT count(*) FROM api_keys WHERE hash LIKE "
-                                            "'%bd_%' OR name LIKE '%bd_%' OR scopes LIKE '%bd_%'",
+                                            "SELECT count(*) FROM api_keys WHERE "
+                                            "instr(hash || coalesce(name, '') || scopes, "
+                                            "'bd_') > 0",
                                             -1, &st, NULL),
                          SQLITE_OK);
         assert_int_equal(sqlite3_step(st), SQLITE_ROW);
