@@ -181,7 +181,7 @@ int auth_new_key(char *key, size_t len)
     }
     /* 44 characters encode 33 bytes; the last one only the padding byte. */
     key[AUTH_KEY_LEN] = '\0';
-    memset(raw, 0, sizeof raw);
+    explicit_bzero(raw, sizeof raw); /* not optimised away */
     return 0;
 }
 

@@ -155,7 +155,7 @@ static int read_key(char *key, size_t len)
             return -1;
     memcpy(key, p, n);
     key[n] = '\0';
-    memset(line, 0, sizeof line);
+    explicit_bzero(line, sizeof line);
     return 0;
 }
 
@@ -216,7 +216,7 @@ static int keys_create(const struct cli_args *a)
     if (a->from_stdin) {
         fprintf(stderr, "stored key %" PRId64 " (%s) with scope %s.\n", id,
                 a->name ? a->name : "no name", canon);
-        memset(key, 0, sizeof key);
+        explicit_bzero(key, sizeof key);
         return 0;
     }
     printf("%s\n", key);
@@ -225,7 +225,7 @@ static int keys_create(const struct cli_args *a)
             "created key %" PRId64 " (%s) with scope %s. It is shown only this once; a running "
             "daemon accepts it after SIGHUP or within --key-refresh seconds.\n",
             id, a->name ? a->name : "no name", canon);
-    memset(key, 0, sizeof key);
+    explicit_bzero(key, sizeof key);
     return 0;
 }
 

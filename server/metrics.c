@@ -159,7 +159,7 @@ static void route_labels(size_t row, const char **name, const char **method)
 static size_t n_routes(void)
 {
     size_t n = 0;
-    while (http_routes[n].method != NULL && n < MAX_ROUTES)
+    while (n < MAX_ROUTES && http_routes[n].method != NULL)
         n++;
     return n;
 }
