@@ -31,6 +31,7 @@
 struct slot {
     uint8_t digest[DIGEST_LEN];
     unsigned scopes; /* 0: empty slot */
+    int64_t id;      /* the key's rowid (request logs name it) */
 };
 
 struct table {
@@ -208,6 +209,7 @@ struct loading {
     struct table t;
     uint8_t (*digests)[DIGEST_LEN]; /* owned */
     unsigned *scopes;               /* owned */
+    int64_t *ids;                   /* owned */
     size_t n, cap;
     int failed;
 };
@@ -254,10 +256,17 @@ static int load_row(void *arg, const struct store_key_row *row)
             return STORE_ERR_NOMEM;
         }
         l->scopes = ns;
+        void *ni = realloc(l->ids, ncap * sizeof *l->ids);
+        if (ni == NULL) {
+            l->failed = 1;
+            return STORE_ERR_NOMEM;
+        }
+        l->ids = ni;
         l->cap = ncap;
     }
     memcpy(l->digests[l->n], d, DIGEST_LEN);
     l->scopes[l->n] = scopes;
+    l->ids[l->n] = row->rowid;
     l->n++;
     return 0;
 }
@@ -282,6 +291,7 @@ static int build(struct loading *l)
         if (l->t.slots[s].scopes == 0)
             l->t.active++;
         l->t.slots[s].scopes |= l->scopes[i];
+        l->t.slots[s].id = l->ids[i];
     }
     return STORE_OK;
 }
@@ -299,6 +309,7 @@ int auth_reload(void)
         rc = build(&l);
     free(l.digests);
     free(l.scopes);
+    free(l.ids);
     if (rc != STORE_OK) {
         free(l.t.slots);
         return -rc;
@@ -354,9 +365,12 @@ size_t auth_active_keys(void)
     return atomic_load(&g_active);
 }
 
-unsigned auth_scopes(const char *authorization, int *known)
+unsigned auth_scopes(const char *authorization, int *known, int64_t *key_id)
 {
+    int64_t id = 0;
     *known = 0;
+    if (key_id != NULL)
+        *key_id = 0;
     if (authorization == NULL)
         return 0;
     const char *p = authorization;
@@ -383,6 +397,7 @@ unsigned auth_scopes(const char *authorization, int *known)
         for (size_t probes = 0; probes < g_table.cap && g_table.slots[s].scopes != 0; probes++) {
             if (ct_equal(g_table.slots[s].digest, d, DIGEST_LEN)) {
                 scopes = g_table.slots[s].scopes;
+                id = g_table.slots[s].id;
                 break;
             }
             s = (s + 1) & (g_table.cap - 1);
@@ -390,5 +405,7 @@ unsigned auth_scopes(const char *authorization, int *known)
     }
     pthread_rwlock_unlock(&g_lock);
     *known = scopes != 0;
+    if (key_id != NULL)
+        *key_id = id;
     return scopes;
 }

@@ -51,8 +51,9 @@ int auth_enabled(void);
 size_t auth_active_keys(void);
 /* Scopes (enum api_scope bits) of the key in an Authorization header value
  * ("Bearer KEY", scheme case-insensitive); *known = 0 and 0 returned when the
- * header is missing, malformed, or the key is unknown or revoked. */
-unsigned auth_scopes(const char *authorization, int *known);
+ * header is missing, malformed, or the key is unknown or revoked. key_id (may
+ * be NULL) receives the key's id (as `keys list` shows it), 0 if unknown. */
+unsigned auth_scopes(const char *authorization, int *known, int64_t *key_id);
 
 /* --- helpers shared with the keys CLI ------------------------------------- */
 

@@ -48,6 +48,7 @@ struct api_req {
     int64_t now_ms;
     uint64_t start_ns;
     unsigned scopes;
+    int64_t key_id; /* API key used (its id), 0 when none */
     struct {
         char *name, *value;
     } hdrs[MAX_HEADERS];
@@ -217,6 +218,8 @@ static void log_request(struct api_req *r)
     json_object_set_new(j, "time", json_string(ts));
     if (r->id[0])
         json_object_set_new(j, "experiment", json_string(r->id));
+    if (r->key_id > 0)
+        json_object_set_new(j, "key", json_integer((json_int_t)r->key_id));
     char *line = json_dumps(j, JSON_COMPACT);
     if (line != NULL)
         log_line(line);
@@ -466,7 +469,7 @@ static void check_auth(struct api_req *r)
     }
     int known = 0;
     const char *hdr = api_req_header(r, "Authorization");
-    r->scopes = auth_scopes(hdr, &known);
+    r->scopes = auth_scopes(hdr, &known, &r->key_id);
     /* Challenges as RFC 6750 section 3 words them. */
     if (!known) {
         r->pre_status = 401;

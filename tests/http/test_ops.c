@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,11 +248,39 @@ static void test_request_log(void **state)
     json_decref(call(d, "POST", "/v1/experiments", "{\"id\":\"l\",\"arms\":[\"a\",\"b\"]}", 201));
     json_decref(call(d, "GET", "/v1/experiments/l/status", NULL, 200));
     json_decref(call(d, "GET", "/v1/experiments/nope/status", NULL, 404));
+    /* A key (id 1) appears in the lines of the requests it made, never itself. */
+    char key[128];
+    assert_int_equal(opsd_create_key(d, "read", key, sizeof key), 0);
+    opsd_signal(d, SIGHUP);
+    struct opsd_reply kr;
+    for (int i = 0; i < 200; i++) {
+        long s = opsd_request(d, "GET", "/v1/experiments/l", NULL, NULL, NULL, &kr);
+        opsd_reply_free(&kr);
+        if (s == 401)
+            break;
+        usleep(20000);
+    }
+    assert_int_equal(opsd_request(d, "GET", "/v1/experiments/l", key, NULL, NULL, &kr), 200);
+    opsd_reply_free(&kr);
     assert_int_equal(opsd_stop(d), 0);
     char *log = opsd_stderr(d);
-    json_t *lines = request_lines(log);
+    assert_null(strstr(log, key));
+    json_t *all = request_lines(log);
     free(log);
-    assert_int_equal(json_array_size(lines), 3);
+    /* The last line is the keyed request; before it come 401s (polling
+     * until the key took effect), before those the three of the table. */
+    size_t n = json_array_size(all);
+    assert_true(n >= 5);
+    json_t *keyed = json_array_get(all, n - 1);
+    assert_int_equal(json_integer_value(json_object_get(keyed, "status")), 200);
+    assert_int_equal(json_integer_value(json_object_get(keyed, "key")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(all, n - 2), "status")),
+                     401);
+    assert_null(json_object_get(json_array_get(all, n - 2), "key"));
+    json_t *lines = json_array();
+    for (size_t i = 0; i < 3; i++)
+        json_array_append(lines, json_array_get(all, i));
+    json_decref(all);
     static const struct {
         const char *method, *path;
         int status;

@@ -68,7 +68,7 @@ static unsigned scopes_of(const char *key, int *known)
 {
     char h[AUTH_MAX_KEY_LEN + 16];
     snprintf(h, sizeof h, "Bearer %s", key);
-    return auth_scopes(h, known);
+    return auth_scopes(h, known, NULL);
 }
 
 static void test_sha256_vectors(void **state)
@@ -139,7 +139,7 @@ static void test_open_without_keys(void **state)
     assert_int_equal(auth_init(f->st), STORE_OK);
     assert_int_equal(auth_enabled(), 0);
     assert_int_equal(auth_active_keys(), 0);
-    assert_int_equal(auth_scopes("Bearer bd_nothing", &known), 0);
+    assert_int_equal(auth_scopes("Bearer bd_nothing", &known, NULL), 0);
     assert_int_equal(known, 0);
     assert_int_equal(auth_reload(), 0); /* nothing changed */
 }
@@ -149,8 +149,8 @@ static void test_lookup_and_header_forms(void **state)
     struct fx *f = *state;
     char kr[64], ka[64], kx[64];
     int known;
-    add_key(f, "read", kr, sizeof kr);
-    add_key(f, "assign,report", ka, sizeof ka);
+    int64_t idr = add_key(f, "read", kr, sizeof kr);
+    int64_t ida = add_key(f, "assign,report", ka, sizeof ka);
     add_key(f, "admin", kx, sizeof kx);
     assert_int_equal(auth_init(f->st), STORE_OK);
     assert_int_equal(auth_enabled(), 1);
@@ -161,18 +161,27 @@ static void test_lookup_and_header_forms(void **state)
     assert_int_equal(scopes_of(kx, &known), API_SCOPE_ADMIN);
 
     char h[128];
+    int64_t id = -1;
+    snprintf(h, sizeof h, "Bearer %s", ka);
+    assert_int_equal(auth_scopes(h, &known, &id), API_SCOPE_ASSIGN | API_SCOPE_REPORT);
+    assert_int_equal(id, ida);
+    snprintf(h, sizeof h, "Bearer %s", kr);
+    auth_scopes(h, &known, &id);
+    assert_int_equal(id, idr);
+    assert_int_equal(auth_scopes("Bearer bd_unknown", &known, &id), 0);
+    assert_int_equal(id, 0);
     snprintf(h, sizeof h, "bearer   %s  ", kr); /* scheme case-insensitive, spaces */
-    assert_int_equal(auth_scopes(h, &known), API_SCOPE_READ);
+    assert_int_equal(auth_scopes(h, &known, NULL), API_SCOPE_READ);
     assert_int_equal(known, 1);
     static const char *const bad[] = {NULL,        "",          "Bearer",    "Bearer ",
                                       "Basic abc", "Bearerx y", "Bearer a b"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         known = 1;
-        assert_int_equal(auth_scopes(bad[i], &known), 0);
+        assert_int_equal(auth_scopes(bad[i], &known, NULL), 0);
         assert_int_equal(known, 0);
     }
     snprintf(h, sizeof h, "%s", kr);
-    assert_int_equal(auth_scopes(h, &known), 0); /* no scheme */
+    assert_int_equal(auth_scopes(h, &known, NULL), 0); /* no scheme */
     /* A key differing in its last character, or a prefix, is unknown. */
     char near[64];
     snprintf(near, sizeof near, "%s", kr);
