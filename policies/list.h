@@ -5,3 +5,11 @@
  */
 POLICY(policy_uniform)
 POLICY(policy_adapt)
+POLICY(policy_sr)
+POLICY(policy_sar)
+POLICY(policy_seq_halving)
+POLICY(policy_ucb_e)
+POLICY(policy_gape)
+POLICY(policy_gape_v)
+POLICY(policy_a_gape)
+POLICY(policy_a_gape_v)
