@@ -4,6 +4,12 @@
  * scope it needs, every operation of the document is a route, every $ref
  * resolves, path parameters are declared, operation ids are unique, and the
  * schemas the contract names exist with their fields.
+ *
+ * One escape, for branches merging in parallel: an operation marked
+ * "x-banditd-landing" documents a route that another branch is adding. It
+ * may be absent from the table (the route has not landed yet); once routed
+ * it is checked like any other, and the test says the mark can go. Anything
+ * else documented must be routed.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -142,8 +148,12 @@ static void test_every_operation_is_a_route(void **state)
                 if (strcmp(rt->pattern, path) == 0 && strcmp(m, key) == 0)
                     found = 1;
             }
-            if (!found)
+            int landing = json_object_get(v, "x-banditd-landing") != NULL;
+            if (!found && !landing)
                 fail_msg("docs/openapi.json documents %s %s, which is not a route", key, path);
+            if (found && landing)
+                print_message("note: %s %s is routed now: drop its x-banditd-landing mark\n", key,
+                              path);
         }
         if (ops == 0)
             fail_msg("path %s has no operation", path);
