@@ -164,17 +164,51 @@ static size_t n_routes(void)
     return n;
 }
 
+/* Rows that share their labels (two patterns with one route name and
+ * method, e.g. the dashboard's pages) are one series: rendered once, at the
+ * first such row, summed over all of them. */
+static int same_labels(size_t a, size_t b)
+{
+    const char *na, *ma, *nb, *mb;
+    route_labels(a, &na, &ma);
+    route_labels(b, &nb, &mb);
+    return strcmp(na, nb) == 0 && strcmp(ma, mb) == 0;
+}
+
+/* The rows in use, in table order, unmatched last. */
+static size_t rows_in_use(size_t rows[N_ROWS])
+{
+    size_t nr = n_routes(), n = 0;
+    for (size_t i = 0; i < nr; i++)
+        rows[n++] = i;
+    rows[n++] = ROW_UNMATCHED;
+    return n;
+}
+
+static int is_group_leader(const size_t *rows, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (same_labels(rows[j], rows[i]))
+            return 0;
+    return 1;
+}
+
 static void render_requests(struct buf *b)
 {
-    size_t nr = n_routes();
+    size_t rows[N_ROWS];
+    size_t n = rows_in_use(rows);
     header(b, "http_requests_total", "counter",
            "HTTP requests answered, by route (pattern name), method and status code.");
-    for (size_t i = 0; i <= nr; i++) {
-        size_t row = i == nr ? ROW_UNMATCHED : i;
+    for (size_t i = 0; i < n; i++) {
+        if (!is_group_leader(rows, i))
+            continue;
         const char *name, *method;
-        route_labels(row, &name, &method);
+        route_labels(rows[i], &name, &method);
         for (size_t s = 0; s < N_STATUS; s++) {
-            uint64_t v = get(&g_requests[row][s]);
+            uint64_t v = 0;
+            for (size_t k = i; k < n; k++)
+                if (same_labels(rows[i], rows[k]))
+                    v += get(&g_requests[rows[k]][s]);
             if (v > 0)
                 put(b,
                     "banditd_http_requests_total{route=\"%s\",method=\"%s\",code=\"%zu\"} %llu\n",
@@ -183,32 +217,39 @@ static void render_requests(struct buf *b)
     }
     header(b, "http_request_duration_seconds", "histogram",
            "Time from the request's first byte to its reply being queued, by route.");
-    for (size_t i = 0; i <= nr; i++) {
-        size_t row = i == nr ? ROW_UNMATCHED : i;
-        const char *name, *method;
-        route_labels(row, &name, &method);
-        uint64_t cum = 0;
-        for (size_t k = 0; k <= N_BUCKETS; k++)
-            cum += get(&g_latency[row][k]);
-        if (cum == 0 && row == ROW_UNMATCHED)
+    for (size_t i = 0; i < n; i++) {
+        if (!is_group_leader(rows, i))
             continue;
-        cum = 0;
-        for (size_t k = 0; k < N_BUCKETS; k++) {
-            cum += get(&g_latency[row][k]);
+        const char *name, *method;
+        route_labels(rows[i], &name, &method);
+        uint64_t counts[N_BUCKETS + 1] = {0}, ns = 0, total = 0;
+        for (size_t k = i; k < n; k++) {
+            if (!same_labels(rows[i], rows[k]))
+                continue;
+            for (size_t q = 0; q <= N_BUCKETS; q++)
+                counts[q] += get(&g_latency[rows[k]][q]);
+            ns += get(&g_latency_ns[rows[k]]);
+        }
+        for (size_t q = 0; q <= N_BUCKETS; q++)
+            total += counts[q];
+        if (total == 0 && rows[i] == ROW_UNMATCHED)
+            continue;
+        uint64_t cum = 0;
+        for (size_t q = 0; q < N_BUCKETS; q++) {
+            cum += counts[q];
             put(b,
                 "banditd_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\","
                 "le=\"%g\"} %llu\n",
-                name, method, bucket_le[k], (unsigned long long)cum);
+                name, method, bucket_le[q], (unsigned long long)cum);
         }
-        cum += get(&g_latency[row][N_BUCKETS]);
         put(b,
             "banditd_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"+Inf\"} "
             "%llu\n",
-            name, method, (unsigned long long)cum);
+            name, method, (unsigned long long)total);
         put(b, "banditd_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\"} %.9f\n", name,
-            method, (double)get(&g_latency_ns[row]) / 1e9);
+            method, (double)ns / 1e9);
         put(b, "banditd_http_request_duration_seconds_count{route=\"%s\",method=\"%s\"} %llu\n",
-            name, method, (unsigned long long)cum);
+            name, method, (unsigned long long)total);
     }
     header(b, "http_requests_in_flight", "gauge", "Requests being served now.");
     put(b, "banditd_http_requests_in_flight %u\n", http_in_flight());

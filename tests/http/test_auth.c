@@ -168,6 +168,19 @@ static void route_path(const struct route *rt, const char *id, char *out, size_t
         snprintf(out, len, "%.*s%s%s", (int)(p - rt->pattern), rt->pattern, id, p + 4);
 }
 
+/* Routes whose answer to the matrix's requests is known to be 2xx: the API
+ * and the operational endpoints (other branches add pages and assets). */
+static int strict_route(const struct route *rt)
+{
+    static const char *const ops[] = {"/healthz", "/readyz", "/metrics", "/openapi.json", NULL};
+    if (strncmp(rt->pattern, "/v1/", 4) == 0)
+        return 1;
+    for (const char *const *p = ops; *p != NULL; p++)
+        if (strcmp(rt->pattern, *p) == 0)
+            return 1;
+    return 0;
+}
+
 static const char *route_body(const struct route *rt, int n)
 {
     static char buf[128];
@@ -223,9 +236,14 @@ static void test_scope_matrix(void **state)
             if (!allowed && s != 403)
                 fail_msg("%s %s with a %s key: %ld, expected 403", rt->method, path, keys[k].name,
                          s);
-            if (allowed && (s < 200 || s > 299))
+            /* The API answers 2xx to these requests; other routes (pages,
+             * assets named by the path) may answer 404 to our made-up id,
+             * but never refuse the key or fail. */
+            if (allowed && strict_route(rt) && (s < 200 || s > 299))
                 fail_msg("%s %s with a %s key: %ld, expected 2xx", rt->method, path, keys[k].name,
                          s);
+            if (allowed && (s == 401 || s == 403 || s >= 500))
+                fail_msg("%s %s with a %s key: %ld", rt->method, path, keys[k].name, s);
             checked++;
         }
     assert_true(checked >= 4 * 12);
@@ -233,9 +251,11 @@ static void test_scope_matrix(void **state)
     for (const struct route *rt = http_routes; rt->method != NULL; rt++) {
         if (rt->scope != API_SCOPE_NONE && !(rt->scope & API_SCOPE_IF_CONFIGURED))
             continue;
-        long s = req(f, rt->method, rt->pattern, NULL, NULL);
-        if (s != 200)
-            fail_msg("open route %s %s without a key: %ld", rt->method, rt->pattern, s);
+        char path[256];
+        route_path(rt, "e", path, sizeof path);
+        long s = req(f, rt->method, path, NULL, NULL);
+        if ((strict_route(rt) && s != 200) || s == 401 || s == 403 || s >= 500)
+            fail_msg("open route %s %s without a key: %ld", rt->method, path, s);
     }
     /* The 403 is problem+json naming the scope problem. */
     struct opsd_reply r;

@@ -183,6 +183,41 @@ static void test_requests_by_route_and_status(void **state)
     prom_free(&b);
 }
 
+/* One request on every route: each route's series grows by the number of
+ * routes that share its labels (patterns with one name and method are one
+ * series), and no series appears twice (the parser checks). */
+static void test_every_route_counted_once(void **state)
+{
+    (void)state;
+    struct prom a, b;
+    scrape(&a);
+    size_t n = 0;
+    for (const struct route *rt = http_routes; rt->method != NULL; rt++, n++)
+        metrics_request(rt, 299, 0.01);
+    scrape(&b);
+    size_t total = 0;
+    for (const struct route *rt = http_routes; rt->method != NULL; rt++) {
+        char labels[160];
+        snprintf(labels, sizeof labels, "route=\"%s\",method=\"%s\",code=\"299\"", rt->name,
+                 rt->method);
+        size_t sharing = 0, first = 1;
+        for (const struct route *o = http_routes; o != rt; o++)
+            if (strcmp(o->name, rt->name) == 0 && strcmp(o->method, rt->method) == 0)
+                first = 0;
+        for (const struct route *o = http_routes; o->method != NULL; o++)
+            sharing += strcmp(o->name, rt->name) == 0 && strcmp(o->method, rt->method) == 0;
+        double d = val(&b, "banditd_http_requests_total", labels) -
+                   val_or_0(&a, "banditd_http_requests_total", labels);
+        if (d != (double)sharing)
+            fail_msg("%s: grew by %g, expected %zu", labels, d, sharing);
+        if (first)
+            total += (size_t)d;
+    }
+    assert_int_equal(total, n);
+    prom_free(&a);
+    prom_free(&b);
+}
+
 static void test_domain_counters(void **state)
 {
     (void)state;
@@ -255,6 +290,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parses_with_every_family),
         cmocka_unit_test(test_requests_by_route_and_status),
+        cmocka_unit_test(test_every_route_counted_once),
         cmocka_unit_test(test_domain_counters),
         cmocka_unit_test(test_store_figures),
     };
