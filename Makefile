@@ -54,7 +54,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/u
 HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
 STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
 # Executable scripts that print TAP (run against the sanitizer daemon).
-SCRIPT_TESTS := $(wildcard tests/http/test_*.py)
+SCRIPT_TESTS += $(wildcard tests/http/test_*.py)
 
 .PHONY: all run test test-build deps test-deps format lint bench clean valgrind reproduce \
         test-crash fuzz
