@@ -298,9 +298,12 @@ static void render_store(struct buf *b, struct store *st)
     header(b, "store_commit_failures_total", "counter",
            "Commits that failed (full or read-only disk, I/O error); their requests got 503.");
     put(b, "banditd_store_commit_failures_total %llu\n", (unsigned long long)s.failed_commits);
-    header(b, "store_commit_duration_seconds", "summary", "Time the writer spends per commit.");
+    /* The store sums the time of every commit attempt, failed ones too. */
+    header(b, "store_commit_duration_seconds", "summary",
+           "Time the writer spends per commit attempt (successful or failed).");
     put(b, "banditd_store_commit_duration_seconds_sum %.6f\n", (double)s.commit_us_total / 1e6);
-    put(b, "banditd_store_commit_duration_seconds_count %llu\n", (unsigned long long)s.commits);
+    put(b, "banditd_store_commit_duration_seconds_count %llu\n",
+        (unsigned long long)(s.commits + s.failed_commits));
     header(b, "store_queue_depth", "gauge", "Submissions waiting for the writer.");
     put(b, "banditd_store_queue_depth %llu\n", (unsigned long long)s.queue_depth);
 }

@@ -277,7 +277,8 @@ static void test_store_figures(void **state)
         val(&b, "banditd_store_commits_total", NULL) - val(&a, "banditd_store_commits_total", NULL);
     assert_true(commits >= 1 && commits <= 2);
     assert_true(val(&b, "banditd_store_commit_duration_seconds_count", NULL) ==
-                val(&b, "banditd_store_commits_total", NULL));
+                val(&b, "banditd_store_commits_total", NULL) +
+                    val(&b, "banditd_store_commit_failures_total", NULL));
     assert_true(val(&b, "banditd_store_commit_duration_seconds_sum", NULL) >=
                 val(&a, "banditd_store_commit_duration_seconds_sum", NULL));
     assert_true(val(&b, "banditd_store_queue_depth", NULL) == 0);
