@@ -202,6 +202,42 @@ static void test_metrics_count_expiries(void **state)
     assert_int_equal(opsd_stop(d), 0);
 }
 
+/* A failed commit (injected by the store's BANDITD_STORE_FAIL_COMMITS: let
+ * one commit through, fail the next) shows in the failure counter and as a
+ * 503 on its route, and the next write commits again. */
+static void test_metrics_count_failed_commits(void **state)
+{
+    struct fx *f = *state;
+    struct opsd *d = &f->d;
+    setenv("BANDITD_STORE_FAIL_COMMITS", "1+1", 1);
+    start(d, NULL);
+    unsetenv("BANDITD_STORE_FAIL_COMMITS");
+    json_decref(call(d, "POST", "/v1/experiments", "{\"id\":\"f\",\"arms\":[\"a\",\"b\"]}", 201));
+    struct prom a, b;
+    scrape(d, &a);
+    json_decref(
+        call(d, "POST", "/v1/experiments/f/observations", "{\"arm\":\"a\",\"reward\":1}", 503));
+    json_decref(
+        call(d, "POST", "/v1/experiments/f/observations", "{\"arm\":\"a\",\"reward\":1}", 200));
+    scrape(d, &b);
+    assert_true(DELTA(a, b, "banditd_store_commit_failures_total", NULL) == 1);
+    assert_true(DELTA(a, b, "banditd_store_commits_total", NULL) == 1);
+    assert_true(DELTA(a, b, "banditd_http_requests_total",
+                      "route=\"observations\",method=\"POST\",code=\"503\"") == 1);
+    assert_true(DELTA(a, b, "banditd_http_requests_total",
+                      "route=\"observations\",method=\"POST\",code=\"200\"") == 1);
+    assert_true(get(&b, "banditd_store_commit_duration_seconds_count", NULL) ==
+                get(&b, "banditd_store_commits_total", NULL) +
+                    get(&b, "banditd_store_commit_failures_total", NULL));
+    /* Only the committed observation is in the statistics. */
+    json_t *st = call(d, "GET", "/v1/experiments/f/status", NULL, 200);
+    assert_int_equal(json_integer_value(json_object_get(st, "pulls")), 1);
+    json_decref(st);
+    prom_free(&a);
+    prom_free(&b);
+    assert_int_equal(opsd_stop(d), 0);
+}
+
 static void test_openapi_served(void **state)
 {
     struct fx *f = *state;
@@ -358,6 +394,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_metrics_follow_traffic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_count_expiries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_count_failed_commits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_openapi_served, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_backup_of_a_live_database, setup, teardown),
