@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Real answers of the daemon validate against docs/openapi.json.
 
 tests/unit/test_openapi.c checks that the document lists exactly the routes;
