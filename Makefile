@@ -70,14 +70,17 @@ $(OBJ)/%.o: %.c
 	@$(if $(V),,echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
-# docs/openapi.json is compiled in (served at /openapi.json): a generated C
-# array, made with od and sed only.
-$(OBJ)/gen/openapi.c: docs/openapi.json scripts/embed.sh
+# docs/openapi.json is compiled in (served at /openapi.json): one C array,
+# made with od and sed (coreutils) by scripts/embed-array.sh.
+$(BUILD)/gen/openapi.c: docs/openapi.json scripts/embed-array.sh
 	@mkdir -p $(dir $@)
-	sh scripts/embed.sh api_openapi_json $< api/openapi.h > $@.tmp && mv $@.tmp $@
+	@$(if $(V),,echo "  EMBED   $<")
+	$(Q)sh scripts/embed-array.sh api_openapi_json $< api/openapi.h > $@.tmp && mv $@.tmp $@
 
-$(OBJ)/gen/openapi.o: $(OBJ)/gen/openapi.c
-	$(CC) $(CFLAGS) -c -o $@ $<
+$(OBJ)/gen/openapi.o: $(BUILD)/gen/openapi.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(LIB_POLICIES): $(call objs,$(POLICY_SRC))
 $(LIB_STORE): $(call objs,$(STORE_SRC))

@@ -1,7 +1,7 @@
 /*
  * openapi.h — the OpenAPI 3.1 description of the HTTP API, docs/openapi.json
  * compiled into the binary (the Makefile generates the C file with
- * scripts/embed.sh) and served at GET /openapi.json. tests/unit/test_openapi.c
+ * scripts/embed-array.sh) and served at GET /openapi.json. tests/unit/test_openapi.c
  * keeps it true: every route of server/routes.c is in it, and nothing else.
  */
 #ifndef BANDITD_API_OPENAPI_H
