@@ -57,6 +57,9 @@ STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/s
 # Executable scripts that print TAP (run against the sanitizer daemon).
 SCRIPT_TESTS += $(wildcard tests/http/test_*.py)
 
+# Keep objects of test binaries between runs (make deletes intermediates otherwise).
+.SECONDARY:
+
 .PHONY: all run test test-build deps test-deps format lint bench clean valgrind reproduce \
         test-crash fuzz
 
