@@ -415,7 +415,7 @@ static int match(const char *pattern, const char *path, char *id, size_t idlen)
 
 static void route(struct api_req *r)
 {
-    char id[EXP_ID_MAX + 2];
+    char id[EXP_ID_MAX + 1]; /* a longer segment matches no route: 404 */
     char allow[128] = "";
     int path_known = 0;
     for (const struct route *rt = http_routes; rt->method != NULL; rt++) {
