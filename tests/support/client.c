@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include <curl/curl.h>
 
@@ -125,6 +126,7 @@ static size_t on_header(char *buf, size_t size, size_t n, void *arg)
 struct sink {
     struct tresp *r;
     size_t cap;
+    const struct treq_opts *o;
 };
 
 static size_t on_body(char *buf, size_t size, size_t n, void *arg)
@@ -146,6 +148,8 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
     memcpy(s->r->body + s->r->len, buf, len);
     s->r->len += len;
     s->r->body[s->r->len] = '\0';
+    if (s->o != NULL && s->o->on_body != NULL)
+        s->o->on_body(s->o->arg, buf, len);
     return len;
 }
 
@@ -158,8 +162,23 @@ static int names_header(const char *const *headers, const char *name)
     return 0;
 }
 
+static int set_rcvbuf(void *arg, curl_socket_t fd, curlsocktype purpose)
+{
+    const struct treq_opts *o = arg;
+    if (purpose == CURLSOCKTYPE_IPCXN)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &o->rcvbuf, sizeof o->rcvbuf);
+    return CURL_SOCKOPT_OK;
+}
+
 struct tresp *tclient_req(struct tclient *c, const char *method, const char *path,
                           const char *body, const char *const *headers)
+{
+    return tclient_req_opts(c, method, path, body, headers, NULL);
+}
+
+struct tresp *tclient_req_opts(struct tclient *c, const char *method, const char *path,
+                               const char *body, const char *const *headers,
+                               const struct treq_opts *o)
 {
     struct tresp *r = calloc(1, sizeof *r);
     if (r == NULL)
@@ -182,7 +201,7 @@ struct tresp *tclient_req(struct tclient *c, const char *method, const char *pat
         hl = curl_slist_append(hl, "Content-Type: application/json");
     if (!names_header(headers, "Expect"))
         hl = curl_slist_append(hl, "Expect:"); /* no 100-continue round trip */
-    struct sink sink = {.r = r};
+    struct sink sink = {.r = r, .o = o};
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, REQUEST_TIMEOUT_S);
@@ -191,6 +210,10 @@ struct tresp *tclient_req(struct tclient *c, const char *method, const char *pat
     curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+    if (o != NULL && o->rcvbuf > 0) {
+        curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, set_rcvbuf);
+        curl_easy_setopt(h, CURLOPT_SOCKOPTDATA, (void *)(uintptr_t)o);
+    }
     if (strcmp(method, "HEAD") == 0) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     } else if (body != NULL || strcmp(method, "POST") == 0) {

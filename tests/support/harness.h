@@ -119,6 +119,22 @@ void tclient_free(struct tclient *c);
 struct tresp *tclient_req(struct tclient *c, const char *method, const char *path,
                           const char *body, const char *const *headers);
 
+/* Options for one request (tclient_req_opts). */
+struct treq_opts {
+    /* Called with each piece of the body as it arrives (the body is kept
+     * in the response all the same): a test can act in the middle of a
+     * streamed answer. NULL: none. */
+    void (*on_body)(void *arg, const char *data, size_t len);
+    void *arg;
+    /* > 0: SO_RCVBUF of a new connection, in bytes, so that a client that
+     * reads slowly makes the server wait (use a fresh tclient: a kept-alive
+     * connection keeps its buffer). */
+    int rcvbuf;
+};
+struct tresp *tclient_req_opts(struct tclient *c, const char *method, const char *path,
+                               const char *body, const char *const *headers,
+                               const struct treq_opts *o);
+
 /* Requests on d's own client. */
 struct tresp *treq(struct tdaemon *d, const char *method, const char *path, const char *body,
                    const char *const *headers);
