@@ -618,7 +618,8 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (unsigned)n : 2;
     }
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     MHD_USE_ITC; /* MHD_quiesce_daemon needs it with a thread pool */
     if (c->tls_cert_pem != NULL)
         flags |= MHD_USE_TLS;
     struct MHD_OptionItem opts[16];
