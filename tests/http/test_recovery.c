@@ -57,15 +57,15 @@ static void create_exp(struct tdaemon *d, const char *id)
 
 /* n pulls, each rewarded at once (from g) unless keep is given: then the
  * assignment ids are appended there, left pending. */
-static void pulls(struct tdaemon *d, const char *id, struct trng *g, int n, struct trace *t,
-                  json_t *keep)
+static void pulls_p(struct tdaemon *d, const char *id, struct trng *g, const double *p, int n,
+                    struct trace *t, json_t *keep)
 {
     for (int i = 0; i < n; i++) {
         json_t *a = texp_assign(d, id, NULL);
         json_t *one = json_array_get(a, 0);
         trace_add(t, one);
         long long arm = tjson_int(one, "arm_index");
-        int reward = trng_bernoulli(g, g_p[arm]);
+        int reward = trng_bernoulli(g, p[arm]);
         if (keep != NULL)
             json_array_append_new(keep, json_pack("{s:s,s:i}", "id", tjson_str(one, "id"),
                                                   "reward", reward));
@@ -73,6 +73,12 @@ static void pulls(struct tdaemon *d, const char *id, struct trng *g, int n, stru
             assert_string_equal(texp_reward(d, id, tjson_str(one, "id"), reward), "accepted");
         json_decref(a);
     }
+}
+
+static void pulls(struct tdaemon *d, const char *id, struct trng *g, int n, struct trace *t,
+                  json_t *keep)
+{
+    pulls_p(d, id, g, g_p, n, t, keep);
 }
 
 static void reward_kept(struct tdaemon *d, const char *id, json_t *keep)
@@ -245,6 +251,79 @@ static void test_kill9_resumes_exactly(void **state)
     restart_scenario(1);
 }
 
+/* A fixed-budget phase policy (SAR) killed in the middle of a phase, with
+ * pulls outstanding, resumes the same run and spends exactly its budget.
+ * Needs policy "sar" (another branch): skips itself until it is there. */
+static void test_kill9_mid_phase_resumes_to_budget(void **state)
+{
+    (void)state;
+    static const double p4[4] = {0.2, 0.4, 0.6, 0.8};
+    struct tdaemon *d = tdaemon_start(NULL);
+    assert_non_null(d);
+    static const char *const ids[2] = {"bref", "brec"};
+    for (int i = 0; i < 2; i++) {
+        char body[256];
+        snprintf(body, sizeof body,
+                 "{\"id\":\"%s\",\"arms\":[\"p20\",\"p40\",\"p60\",\"p80\"],"
+                 "\"policy\":{\"name\":\"sar\"},\"goal\":{\"budget\":400},\"seed\":13}",
+                 ids[i]);
+        struct tresp *r = treq(d, "POST", "/v1/experiments", body, NULL);
+        if (r->status == 400 && tproblem_has_field(r, "policy.name")) {
+            /* TO ENABLE: runs by itself once policy "sar" is registered. */
+            printf("# policy sar is not registered in this build: skipped\n");
+            tresp_free(r);
+            assert_int_equal(tdaemon_stop(d), 0);
+            tdaemon_free(d);
+            skip();
+        }
+        assert_status(r, 201);
+        tresp_free(r);
+    }
+    struct trace ref = {0}, rec = {0};
+    struct trng gref, grec;
+    trng_seed(&gref, 13);
+    trng_seed(&grec, 13);
+    json_t *kref = json_array(), *krec = json_array();
+    /* 4 arms, budget 400: SAR's first phase hands out ~25 pulls per arm;
+     * 170 + 3 outstanding is well inside a later phase. */
+    pulls_p(d, "bref", &gref, p4, 170, &ref, NULL);
+    pulls_p(d, "brec", &grec, p4, 170, &rec, NULL);
+    pulls_p(d, "bref", &gref, p4, 3, &ref, kref);
+    pulls_p(d, "brec", &grec, p4, 3, &rec, krec);
+    json_t *before = texp_status(d, "brec");
+    assert_int_equal(tdaemon_kill(d), 0);
+    assert_int_equal(tdaemon_restart(d), 0);
+    json_t *after = texp_status(d, "brec");
+    assert_json_equal(before, after, "status after kill -9");
+    json_decref(before);
+    json_decref(after);
+    reward_kept(d, "bref", kref);
+    reward_kept(d, "brec", krec);
+    /* Past the budget every assignment is exploitation. */
+    pulls_p(d, "bref", &gref, p4, 300, &ref, NULL);
+    pulls_p(d, "brec", &grec, p4, 300, &rec, NULL);
+    assert_string_equal(ref.text, rec.text);
+    json_t *sref = texp_status(d, "bref"), *srec = texp_status(d, "brec");
+    json_t *aref = anonymous(sref), *arec = anonymous(srec);
+    assert_json_equal(aref, arec, "status of the killed experiment vs the reference");
+    assert_int_equal(tjson_int(srec, "handed_out"), 400);
+    assert_int_equal(tjson_int(srec, "pulls"), 400);
+    assert_int_equal(tjson_int(srec, "pending"), 0);
+    assert_string_equal(tjson_str(srec, "stop_reason"), "budget");
+    printf("# sar, budget 400, arms (0.2, 0.4, 0.6, 0.8): recommends %s\n",
+           tjson_str(srec, "bandits[0].recommended[0]"));
+    json_decref(aref);
+    json_decref(arec);
+    json_decref(sref);
+    json_decref(srec);
+    json_decref(kref);
+    json_decref(krec);
+    free(ref.text);
+    free(rec.text);
+    assert_int_equal(tdaemon_stop(d), 0);
+    tdaemon_free(d);
+}
+
 /* --- kill -9 while rewards are in flight ----------------------------------------- */
 
 #define NASSIGN 300
@@ -401,6 +480,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sigterm_restart_resumes_exactly),
         cmocka_unit_test(test_kill9_resumes_exactly),
+        cmocka_unit_test(test_kill9_mid_phase_resumes_to_budget),
         cmocka_unit_test(test_kill9_loses_no_acknowledged_reward),
         cmocka_unit_test(test_repeated_restarts),
     };
