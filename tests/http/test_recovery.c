@@ -306,12 +306,18 @@ static void test_kill9_mid_phase_resumes_to_budget(void **state)
     json_t *sref = texp_status(d, "bref"), *srec = texp_status(d, "brec");
     json_t *aref = anonymous(sref), *arec = anonymous(srec);
     assert_json_equal(aref, arec, "status of the killed experiment vs the reference");
-    assert_int_equal(tjson_int(srec, "handed_out"), 400);
-    assert_int_equal(tjson_int(srec, "pulls"), 400);
+    /* The run ends where the uninterrupted one ends, never past the
+     * budget: at it, or where SAR's last phase ends (its phase lengths are
+     * rounded down, so they may add up to a few pulls less). */
+    long long handed = tjson_int(srec, "handed_out");
+    assert_true(handed <= 400 && handed > 400 - 4);
+    assert_int_equal(tjson_int(srec, "pulls"), handed);
     assert_int_equal(tjson_int(srec, "pending"), 0);
-    assert_string_equal(tjson_str(srec, "stop_reason"), "budget");
-    printf("# sar, budget 400, arms (0.2, 0.4, 0.6, 0.8): recommends %s\n",
-           tjson_str(srec, "bandits[0].recommended[0]"));
+    const char *why = tjson_str(srec, "stop_reason");
+    assert_non_null(why);
+    assert_true(strcmp(why, "budget") == 0 || strcmp(why, "policy") == 0);
+    printf("# sar, budget 400, arms (0.2, 0.4, 0.6, 0.8): %lld pulls, stop %s, recommends %s\n",
+           handed, why, tjson_str(srec, "bandits[0].recommended[0]"));
     json_decref(aref);
     json_decref(arec);
     json_decref(sref);
