@@ -60,6 +60,53 @@ static int count_exploit(const char *id, int n, json_t *ids)
     return k;
 }
 
+/* The create answer: 201, Location, the configuration with every default
+ * explicit (so a restart replays the same run), and a generated id when
+ * none was given. */
+static void test_create_answer(void **state)
+{
+    (void)state;
+    const char *body = "{\"arms\":[\"a\",\"b\"]}";
+    struct tresp *r = treq(g_d, "POST", "/v1/experiments", body, NULL);
+    assert_status(r, 201);
+    assert_true(strncmp(tresp_content_type(r), "application/json", 16) == 0);
+    const char *id = tjson_str(r->json, "id");
+    assert_non_null(id);
+    assert_true(strlen(id) >= 1 && strlen(id) <= 64);
+    assert_true(strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+                strlen(id));
+    char want[128];
+    snprintf(want, sizeof want, "/v1/experiments/%s", id);
+    assert_non_null(tresp_location(r));
+    assert_string_equal(tresp_location(r), want);
+    json_t *j = r->json;
+    assert_string_equal(tjson_str(j, "policy.name"), "adapt");
+    assert_int_equal(tjson_int(j, "goal.m"), 1);
+    assert_true(tjson_num(j, "goal.epsilon") == 0);
+    assert_true(tjson_num(j, "goal.delta") == 0.05);
+    assert_true(json_is_null(tjson_get(j, "goal.budget")));
+    assert_true(tjson_num(j, "reward.min") == 0 && tjson_num(j, "reward.max") == 1);
+    assert_string_equal(tjson_str(j, "bandits[0].id"), "default");
+    assert_string_equal(tjson_str(j, "bandits[0].arms[1]"), "b");
+    assert_int_equal(tjson_int(j, "assignment_ttl_s"), 86400);
+    assert_true(json_is_integer(json_object_get(j, "seed")));
+    assert_string_equal(tjson_str(j, "bound"), "anytime");
+    assert_string_equal(tjson_str(j, "state"), "running");
+    assert_int_equal(tjson_int(j, "pulls"), 0);
+    /* GET at the Location gives the same configuration. */
+    struct tresp *g = treq(g_d, "GET", want, NULL, NULL);
+    assert_status(g, 200);
+    assert_true(json_equal(json_object_get(g->json, "seed"), json_object_get(j, "seed")));
+    assert_true(json_equal(json_object_get(g->json, "goal"), json_object_get(j, "goal")));
+    tresp_free(g);
+    /* The same body again is another experiment. */
+    struct tresp *r2 = treq(g_d, "POST", "/v1/experiments", body, NULL);
+    assert_status(r2, 201);
+    assert_string_not_equal(tjson_str(r2->json, "id"), id);
+    tresp_free(r2);
+    tresp_free(r);
+}
+
 static void test_pause_resume_stop(void **state)
 {
     (void)state;
@@ -337,6 +384,7 @@ static void test_conditional_get(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_create_answer),
         cmocka_unit_test(test_pause_resume_stop),
         cmocka_unit_test(test_stop_keeps_rewards),
         cmocka_unit_test(test_delete_and_recreate),
