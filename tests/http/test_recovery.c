@@ -445,6 +445,62 @@ static void test_kill9_loses_no_acknowledged_reward(void **state)
     tdaemon_free(d);
 }
 
+/* SIGTERM while rewards stream in: in-flight requests finish, the daemon
+ * exits 0, and every acknowledged reward is on disk. */
+static void test_sigterm_under_load(void **state)
+{
+    (void)state;
+    struct tdaemon *d = tdaemon_start(NULL);
+    assert_non_null(d);
+    json_decref(texp_create(d, "{\"id\":\"k9\",\"arms\":[\"a\",\"b\",\"c\"],"
+                               "\"policy\":{\"name\":\"uniform\"},\"seed\":4}"));
+    struct sender *s = calloc(1, sizeof *s);
+    assert_non_null(s);
+    pthread_mutex_init(&s->mu, NULL);
+    s->ids = json_array();
+    for (int i = 0; i < NASSIGN / 100; i++) {
+        json_t *a = texp_assign(d, "k9", "{\"count\":100}");
+        size_t k;
+        json_t *one;
+        json_array_foreach(a, k, one)
+            json_array_append(s->ids, json_object_get(one, "id"));
+        json_decref(a);
+    }
+    s->c = tclient_new(d);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, send_rewards, s), 0);
+    for (int waited = 0; waited < 60000; waited += 2) {
+        pthread_mutex_lock(&s->mu);
+        int n = s->nacked;
+        pthread_mutex_unlock(&s->mu);
+        if (n >= NASSIGN / 3)
+            break;
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(tdaemon_stop(d), 0);
+    pthread_join(th, NULL);
+    tclient_free(s->c);
+    int acked = 0;
+    for (int i = 0; i < NASSIGN; i++)
+        acked += s->acked[i];
+    printf("# SIGTERM after %d rewards acknowledged\n", acked);
+    assert_int_equal(tdaemon_restart(d), 0);
+    for (int i = 0; i < NASSIGN; i++)
+        if (s->acked[i])
+            assert_string_equal(texp_reward(d, "k9", json_string_value(json_array_get(s->ids, i)),
+                                            (double)(i % 2)),
+                                "duplicate");
+    json_t *st = texp_status(d, "k9");
+    assert_true(tjson_int(st, "pulls") >= acked);
+    json_decref(st);
+    json_decref(s->ids);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    assert_int_equal(tdaemon_stop(d), 0);
+    tdaemon_free(d);
+}
+
 /* Several restarts in a row, and a stopped experiment stays stopped. */
 static void test_repeated_restarts(void **state)
 {
@@ -488,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_kill9_resumes_exactly),
         cmocka_unit_test(test_kill9_mid_phase_resumes_to_budget),
         cmocka_unit_test(test_kill9_loses_no_acknowledged_reward),
+        cmocka_unit_test(test_sigterm_under_load),
         cmocka_unit_test(test_repeated_restarts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
