@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -426,6 +427,51 @@ static void test_export_deleted_while_streaming(void **state)
     tresp_free(r);
 }
 
+/* SIGTERM while an export streams: the export is an in-flight request, so
+ * it is finished whole, then the daemon exits 0. */
+struct term_ctx {
+    struct tdaemon *d;
+    int sent;
+};
+
+static void term_on_first_piece(void *arg, const char *data, size_t len)
+{
+    (void)data;
+    (void)len;
+    struct term_ctx *c = arg;
+    if (!c->sent) {
+        c->sent = 1;
+        assert_int_equal(tdaemon_signal(c->d, SIGTERM), 0);
+    }
+}
+
+static void test_export_finishes_during_shutdown(void **state)
+{
+    (void)state;
+    struct tdaemon *saved = g_d;
+    g_d = tdaemon_start(NULL);
+    assert_non_null(g_d);
+    json_decref(texp_create(g_d, "{\"id\":\"term\",\"arms\":[\"a\",\"b\"],"
+                                 "\"policy\":{\"name\":\"uniform\"}}"));
+    add_observations("term", 10);
+    struct tclient *c = tclient_new(g_d);
+    struct term_ctx ctx = {.d = g_d};
+    struct treq_opts o = {.on_body = term_on_first_piece, .arg = &ctx, .rcvbuf = 4096};
+    struct tresp *r =
+        tclient_req_opts(c, "GET", "/v1/experiments/term/export?format=csv", NULL, NULL, &o);
+    assert_true(ctx.sent);
+    assert_status(r, 200);
+    assert_string_equal(r->error, "");
+    json_t *csv = parse_csv(r->body);
+    assert_int_equal(json_array_size(csv), 1 + 10000);
+    json_decref(csv);
+    tresp_free(r);
+    tclient_free(c);
+    assert_int_equal(tdaemon_wait(g_d), 0);
+    tdaemon_free(g_d);
+    g_d = saved;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -433,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_export_empty),
         cmocka_unit_test(test_export_long_log),
         cmocka_unit_test(test_export_deleted_while_streaming),
+        cmocka_unit_test(test_export_finishes_during_shutdown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -240,16 +240,30 @@ struct tdaemon *tdaemon_start(const char *const *extra)
     return d;
 }
 
+int tdaemon_signal(struct tdaemon *d, int sig)
+{
+    if (d == NULL || d->pid == 0)
+        return -1;
+    return kill(d->pid, sig) == 0 ? 0 : -1;
+}
+
 int tdaemon_stop(struct tdaemon *d)
 {
     if (d == NULL || d->pid == 0)
         return -1;
     tclient_disconnect(d->client);
     kill(d->pid, SIGTERM);
+    return tdaemon_wait(d);
+}
+
+int tdaemon_wait(struct tdaemon *d)
+{
+    if (d == NULL || d->pid == 0)
+        return -1;
     int st = wait_for(d->pid, STOP_TIMEOUT_MS);
     int code;
     if (st == -1) {
-        fprintf(stderr, "# harness: banditd did not exit within %d ms of SIGTERM; killing it\n",
+        fprintf(stderr, "# harness: banditd did not exit within %d ms; killing it\n",
                 STOP_TIMEOUT_MS);
         kill(d->pid, SIGKILL);
         waitpid(d->pid, NULL, 0);
@@ -260,7 +274,7 @@ int tdaemon_stop(struct tdaemon *d)
     d->pid = 0;
     copy_stderr(d);
     if (code != 0)
-        fprintf(stderr, "# harness: banditd exited with status %d after SIGTERM\n", code);
+        fprintf(stderr, "# harness: banditd exited with status %d\n", code);
     return code;
 }
 

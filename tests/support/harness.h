@@ -28,6 +28,12 @@
  *   exit within the timeout (it is then killed). A sanitizer report makes
  *   the status non-zero (ASan exits 1; UBSan aborts under
  *   -fno-sanitize-recover), so asserting 0 proves a clean shutdown.
+ * - tdaemon_signal sends a signal and returns at once; tdaemon_wait then
+ *   waits for the exit like tdaemon_stop (for a test that keeps talking to
+ *   the daemon while it shuts down).
+ * - The daemon inherits the test's environment: set
+ *   BANDITD_STORE_FAIL_COMMITS=K+N (store_test.h) before tdaemon_start to
+ *   inject failing commits, and unset it before a restart.
  * - tdaemon_kill sends SIGKILL (a crash: nothing is flushed) and reaps it.
  * - tdaemon_restart starts the daemon again on the same database with the
  *   same flags (after a stop or a kill); the port usually changes, and
@@ -87,6 +93,12 @@ struct tdaemon *tdaemon_start(const char *const *extra);
 int tdaemon_stop(struct tdaemon *d);
 /* SIGKILL and reap. Returns 0, or −1 if it was not running. */
 int tdaemon_kill(struct tdaemon *d);
+/* Send sig without waiting (e.g. SIGTERM while a request streams; then
+ * tdaemon_wait). 0, or −1 if it is not running. */
+int tdaemon_signal(struct tdaemon *d, int sig);
+/* Wait for the daemon to exit by itself (after tdaemon_signal): the same
+ * result as tdaemon_stop. */
+int tdaemon_wait(struct tdaemon *d);
 /* Start again on the same database, same flags. 0 or −1. */
 int tdaemon_restart(struct tdaemon *d);
 /* Kill if still running, remove the directory, free. NULL is a no-op. */
