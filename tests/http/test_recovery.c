@@ -501,6 +501,77 @@ static void test_sigterm_under_load(void **state)
     tdaemon_free(d);
 }
 
+/* Several clients at once on one experiment (assign, then reward, each on
+ * its own connection), then kill -9: the counts add up, and the log
+ * replays to the same status — the order events were numbered in is the
+ * order they were applied. */
+#define NWRITERS 3
+#define PER_WRITER 120
+
+struct writer {
+    struct tclient *c;
+    int errors;
+};
+
+static void *write_loop(void *arg)
+{
+    struct writer *w = arg;
+    for (int i = 0; i < PER_WRITER; i++) {
+        struct tresp *r =
+            tclient_req(w->c, "POST", "/v1/experiments/conc/assignments", "{}", NULL);
+        const char *id = tjson_str(r->json, "assignments[0].id");
+        char body[128];
+        if (r->status != 201 || id == NULL) {
+            w->errors++;
+            tresp_free(r);
+            continue;
+        }
+        snprintf(body, sizeof body, "{\"assignment_id\":\"%s\",\"reward\":%d}", id, i % 3 == 0);
+        tresp_free(r);
+        r = tclient_req(w->c, "POST", "/v1/experiments/conc/rewards", body, NULL);
+        const char *st = tjson_str(r->json, "results[0].status");
+        if (r->status != 200 || st == NULL || strcmp(st, "accepted") != 0)
+            w->errors++;
+        tresp_free(r);
+    }
+    return NULL;
+}
+
+static void test_concurrent_writers_then_kill9(void **state)
+{
+    (void)state;
+    struct tdaemon *d = tdaemon_start(NULL);
+    assert_non_null(d);
+    json_decref(texp_create(d, "{\"id\":\"conc\",\"arms\":[\"a\",\"b\",\"c\",\"d\"],"
+                               "\"seed\":8}"));
+    struct writer w[NWRITERS];
+    pthread_t th[NWRITERS];
+    for (int i = 0; i < NWRITERS; i++) {
+        w[i].c = tclient_new(d);
+        w[i].errors = 0;
+        assert_int_equal(pthread_create(&th[i], NULL, write_loop, &w[i]), 0);
+    }
+    for (int i = 0; i < NWRITERS; i++) {
+        pthread_join(th[i], NULL);
+        tclient_free(w[i].c);
+        assert_int_equal(w[i].errors, 0);
+    }
+    struct snapshot before, after;
+    snap(d, "conc", &before);
+    assert_int_equal(tjson_int(before.status, "handed_out"), NWRITERS * PER_WRITER);
+    assert_int_equal(tjson_int(before.status, "pulls") + tjson_int(before.status, "pending"),
+                     NWRITERS * PER_WRITER);
+    assert_int_equal(tjson_int(before.status, "pending"), 0);
+    assert_int_equal(tdaemon_kill(d), 0);
+    assert_int_equal(tdaemon_restart(d), 0);
+    snap(d, "conc", &after);
+    assert_same_snapshot(&before, &after);
+    snap_free(&before);
+    snap_free(&after);
+    assert_int_equal(tdaemon_stop(d), 0);
+    tdaemon_free(d);
+}
+
 /* Several restarts in a row, and a stopped experiment stays stopped. */
 static void test_repeated_restarts(void **state)
 {
@@ -545,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_kill9_mid_phase_resumes_to_budget),
         cmocka_unit_test(test_kill9_loses_no_acknowledged_reward),
         cmocka_unit_test(test_sigterm_under_load),
+        cmocka_unit_test(test_concurrent_writers_then_kill9),
         cmocka_unit_test(test_repeated_restarts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
