@@ -402,6 +402,21 @@ static void test_reward_invalid_values(void **state)
                      r->status, r->body);
         tresp_free(r);
     }
+    /* A unit of 256 bytes is fine, 257 is not. */
+    char unit[300], body[360];
+    memset(unit, 'u', 257);
+    unit[257] = '\0';
+    snprintf(body, sizeof body, "{\"unit\":\"%s\"}", unit);
+    struct tresp *ru = treq(g_d, "POST", "/v1/experiments/rv/assignments", body, NULL);
+    assert_invalid(ru, "unit");
+    tresp_free(ru);
+    unit[256] = '\0';
+    snprintf(body, sizeof body, "{\"unit\":\"%s\"}", unit);
+    ru = treq(g_d, "POST", "/v1/experiments/rv/assignments", body, NULL);
+    assert_status(ru, 201);
+    assert_string_equal(texp_reward(g_d, "rv", tjson_str(ru->json, "assignments[0].id"), 0),
+                        "accepted");
+    tresp_free(ru);
     /* PATCH */
     static const char *const patch[] = {"{\"state\":\"done\"}", "{\"state\":1}", "{}"};
     for (size_t i = 0; i < sizeof patch / sizeof patch[0]; i++) {
@@ -409,14 +424,13 @@ static void test_reward_invalid_values(void **state)
         assert_invalid(r, "state");
         tresp_free(r);
     }
-    /* Nothing changed: still one pending pull, nothing rewarded, running. */
+    /* Nothing else changed: one pending pull, one rewarded (the unit's),
+     * running. */
     json_t *st = texp_status(g_d, "rv");
-    assert_int_equal(tjson_int(st, "pulls"), 0);
+    assert_int_equal(tjson_int(st, "pulls"), 1);
     assert_int_equal(tjson_int(st, "pending"), 1);
-    assert_int_equal(tjson_int(st, "handed_out"), 1);
+    assert_int_equal(tjson_int(st, "handed_out"), 2);
     assert_string_equal(tjson_str(st, "state"), "running");
-    assert_true(json_is_null(tjson_get(st, "bandits[0].arms[0].mean")));
-    assert_true(json_is_null(tjson_get(st, "bandits[0].arms[1].mean")));
     json_decref(st);
     /* The edges of the range are accepted. */
     assert_string_equal(texp_reward(g_d, "rv", aid, 5), "accepted");
