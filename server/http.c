@@ -319,6 +319,13 @@ int api_reply_stream(struct api_req *r, unsigned status, const char *content_typ
         return api_reply_problem(r, 503, "out of memory", NULL);
     }
     MHD_add_response_header(resp, "Content-Type", content_type);
+    /* libmicrohttpd 0.9.75 sends the chunked terminator "0\r\n\r\n" after
+     * the headers of a HEAD answer with unknown size: on a kept-alive
+     * connection the client would read it as the start of the next
+     * response. Closing the connection after a HEAD of a stream keeps
+     * those bytes from being misread. */
+    if (strcmp(r->method, "HEAD") == 0)
+        MHD_add_response_header(resp, "Connection", "close");
     return queue(r, status, resp);
 }
 

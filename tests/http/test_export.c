@@ -312,7 +312,19 @@ static void test_export_rows(void **state)
     assert_status(r, 200);
     assert_int_equal(r->len, 0);
     assert_true(strncmp(tresp_content_type(r), "text/csv", 8) == 0);
+    /* The stream's terminator must not reach the next request on this
+     * connection: the daemon closes it after a HEAD of a stream. */
+    assert_non_null(tresp_header(r, "Connection"));
+    assert_string_equal(tresp_header(r, "Connection"), "close");
     tresp_free(r);
+    for (int h = 0; h < 3; h++) {
+        r = treq(g_d, "HEAD", "/v1/experiments/audit/export", NULL, NULL);
+        assert_status(r, 200);
+        tresp_free(r);
+        r = treq(g_d, "GET", "/v1/experiments/audit/status", NULL, NULL);
+        assert_status(r, 200);
+        tresp_free(r);
+    }
     r = get_export("audit", "xml");
     assert_invalid(r, "format");
     tresp_free(r);
