@@ -59,9 +59,13 @@ STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/s
 
 all: $(BUILD)/banditd $(BUILD)/bandit-sim
 
+# Quiet by default; `make V=1` shows the commands.
+Q := $(if $(V),,@)
+
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(LIB_POLICIES): $(call objs,$(POLICY_SRC))
 $(LIB_STORE): $(call objs,$(STORE_SRC))
@@ -70,18 +74,21 @@ $(LIB_SIM): $(call objs,$(SIM_SRC))
 $(LIB_TESTS): $(call objs,$(TEST_SUPPORT_SRC))
 $(BUILD)/lib%.a:
 	@mkdir -p $(dir $@)
-	rm -f $@
-	ar rcs $@ $^
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/banditd: $(OBJ)/server/main.o $(LIBS_ALL)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/bandit-sim: $(OBJ)/sim/main.o $(LIB_SIM) $(LIB_POLICIES)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: $(OBJ)/tests/%.o $(LIB_TESTS) $(LIBS_ALL)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
 
 $(BUILD)/bench/%: $(OBJ)/bench/%.o $(LIBS_ALL)
 	@mkdir -p $(dir $@)
