@@ -404,6 +404,31 @@ static void test_gcp_easy_bandit_first(void **state)
     assert_string_equal(tjson_str(st, "bandits[0].recommended[0]"), "b");
     assert_true(tjson_num(st, "bandits[0].rho") >= 0.95);
     json_decref(st);
+    /* Recruitment goes on in the unfinished bandits only. */
+    for (int n = 0; n < 200; n++) {
+        json_t *a = texp_assign(g_d, "gcp3", NULL);
+        json_t *one = json_array_get(a, 0);
+        const char *bandit = tjson_str(one, "bandit");
+        int b = strcmp(bandit, "medium") == 0 ? 1 : strcmp(bandit, "hard") == 0 ? 2 : 0;
+        if (json_is_true(json_object_get(one, "exploit"))) {
+            json_decref(a);
+            break; /* every bandit is done */
+        }
+        assert_string_not_equal(bandit, "easy");
+        long long arm = tjson_int(one, "arm_index");
+        assert_string_equal(texp_reward(g_d, "gcp3", tjson_str(one, "id"),
+                                        trng_bernoulli(&g, p[b][arm])),
+                            "accepted");
+        json_decref(a);
+    }
+    st = texp_status(g_d, "gcp3");
+    printf("# gcp after 200 more: bandits done %lld; pulls easy %lld, medium %lld, hard %lld\n",
+           tjson_int(st, "bandits_done"),
+           tjson_int(st, "bandits[0].arms[0].pulls") + tjson_int(st, "bandits[0].arms[1].pulls"),
+           tjson_int(st, "bandits[1].arms[0].pulls") + tjson_int(st, "bandits[1].arms[1].pulls"),
+           tjson_int(st, "bandits[2].arms[0].pulls") + tjson_int(st, "bandits[2].arms[1].pulls"));
+    assert_true(json_is_true(tjson_get(st, "bandits[0].done")));
+    json_decref(st);
 }
 
 int main(void)
