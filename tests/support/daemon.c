@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -24,6 +26,7 @@
 #define START_TIMEOUT_MS 30000
 #define STOP_TIMEOUT_MS 60000
 #define MAX_EXTRA 32
+#define MAX_LIVE 64
 
 struct tdaemon {
     char dir[512];
@@ -36,6 +39,54 @@ struct tdaemon {
     off_t err_copied; /* bytes of the stderr file already copied to the log */
     struct tclient *client;
 };
+
+/* Daemons not yet freed: a failed assertion jumps out of a test before
+ * its tdaemon_free, so the process's exit kills and removes them. (The
+ * daemon also dies with the test process itself: PR_SET_PDEATHSIG.) */
+static struct tdaemon *g_live[MAX_LIVE];
+static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_live_once = PTHREAD_ONCE_INIT;
+
+static void kill_leftovers(void)
+{
+    pthread_mutex_lock(&g_live_mu);
+    for (size_t i = 0; i < MAX_LIVE; i++) {
+        struct tdaemon *d = g_live[i];
+        g_live[i] = NULL;
+        if (d == NULL)
+            continue;
+        pthread_mutex_unlock(&g_live_mu);
+        tdaemon_free(d);
+        pthread_mutex_lock(&g_live_mu);
+    }
+    pthread_mutex_unlock(&g_live_mu);
+}
+
+static void register_atexit(void)
+{
+    atexit(kill_leftovers);
+}
+
+static void live_add(struct tdaemon *d)
+{
+    pthread_once(&g_live_once, register_atexit);
+    pthread_mutex_lock(&g_live_mu);
+    for (size_t i = 0; i < MAX_LIVE; i++)
+        if (g_live[i] == NULL) {
+            g_live[i] = d;
+            break;
+        }
+    pthread_mutex_unlock(&g_live_mu);
+}
+
+static void live_remove(struct tdaemon *d)
+{
+    pthread_mutex_lock(&g_live_mu);
+    for (size_t i = 0; i < MAX_LIVE; i++)
+        if (g_live[i] == d)
+            g_live[i] = NULL;
+    pthread_mutex_unlock(&g_live_mu);
+}
 
 static void sleep_ms(unsigned ms)
 {
@@ -152,6 +203,7 @@ static int spawn(struct tdaemon *d)
     argv[n] = NULL;
     fflush(stdout);
     fflush(stderr);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         close(out);
@@ -159,6 +211,10 @@ static int spawn(struct tdaemon *d)
         return -1;
     }
     if (pid == 0) {
+        /* Never outlive the test, whatever happens to it. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(126);
         dup2(out, STDOUT_FILENO);
         dup2(err, STDERR_FILENO);
         int devnull = open("/dev/null", O_RDONLY);
@@ -237,6 +293,7 @@ struct tdaemon *tdaemon_start(const char *const *extra)
         tdaemon_free(d);
         return NULL;
     }
+    live_add(d);
     return d;
 }
 
@@ -303,6 +360,7 @@ void tdaemon_free(struct tdaemon *d)
 {
     if (d == NULL)
         return;
+    live_remove(d);
     if (d->pid != 0)
         tdaemon_kill(d);
     tclient_free(d->client);

@@ -42,8 +42,13 @@
  *   stderr (which tests/run.sh keeps in the suite's log) each time it
  *   exits, every line prefixed "# banditd: " so the TAP stream stays valid
  *   and run.sh still finds sanitizer reports in it.
- * - tdaemon_free kills a daemon still running (a failed test left it), and
- *   removes the directory unless $BANDITD_TEST_KEEP is set.
+ * - tdaemon_free kills a daemon still running, and removes the directory
+ *   unless $BANDITD_TEST_KEEP is set. A test that fails jumps past its
+ *   tdaemon_free: every daemon not freed is killed and removed when the
+ *   test process exits, and a daemon dies with its test process anyway
+ *   (PR_SET_PDEATHSIG: start and restart daemons from the test's main
+ *   thread, since the signal follows the thread that forked), so no run
+ *   leaves a daemon behind.
  * - Waiting is bounded by generous timeouts only (30 s to come up, 60 s to
  *   shut down, 60 s per request): nothing depends on the machine's speed
  *   except through them.
