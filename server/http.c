@@ -232,7 +232,8 @@ static int queue(struct api_req *r, unsigned status, struct MHD_Response *resp)
     }
     for (size_t i = 0; i < r->nhdrs; i++)
         MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
-    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    if (MHD_get_response_header(resp, "Cache-Control") == NULL) /* the dashboard sets its own */
+        MHD_add_response_header(resp, "Cache-Control", "no-store");
     if (atomic_load(&g_stopping))
         MHD_add_response_header(resp, "Connection", "close");
     if (MHD_queue_response(r->conn, status, resp) != MHD_YES)
@@ -250,6 +251,17 @@ int api_reply_raw(struct api_req *r, unsigned status, const char *content_type, 
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(len, body ? body : (char *)"", body ? MHD_RESPMEM_MUST_FREE
                                                                           : MHD_RESPMEM_PERSISTENT);
+    if (resp != NULL && content_type != NULL)
+        MHD_add_response_header(resp, "Content-Type", content_type);
+    return queue(r, status, resp);
+}
+
+int api_reply_static(struct api_req *r, unsigned status, const char *content_type,
+                     const void *body, size_t len)
+{
+    /* PERSISTENT: MHD sends from the buffer as is, without a copy. */
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)(uintptr_t)body, MHD_RESPMEM_PERSISTENT);
     if (resp != NULL && content_type != NULL)
         MHD_add_response_header(resp, "Content-Type", content_type);
     return queue(r, status, resp);

@@ -5,6 +5,10 @@
 #include "server/http.h"
 
 const struct route http_routes[] = {
+    /* The dashboard: open pages; the page calls the API with the user's key. */
+    {"GET", "/", api_web_page, API_SCOPE_NONE, "dashboard"},
+    {"GET", "/experiments/{id}", api_web_page, API_SCOPE_NONE, "dashboard"},
+    {"GET", "/static/{id}", api_web_static, API_SCOPE_NONE, "static"},
     {"POST", "/v1/experiments", api_experiments_create, API_SCOPE_ADMIN, "experiments"},
     {"GET", "/v1/experiments", api_experiments_list, API_SCOPE_READ, "experiments"},
     {"GET", "/v1/experiments/{id}", api_experiments_get, API_SCOPE_READ, "experiment"},
