@@ -55,6 +55,9 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/u
 HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
 STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
 
+# Keep objects of test binaries between runs (make deletes intermediates otherwise).
+.SECONDARY:
+
 .PHONY: all run test test-build deps test-deps format lint bench clean valgrind reproduce \
         test-crash fuzz
 

@@ -11,6 +11,8 @@
  */
 #include "policies/engine.h"
 
+#include "policies/rng.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,14 +44,6 @@ struct engine {
     uint64_t *inst_budget;
     unsigned char *scratch_high; /* kmax entries, stop checks */
 };
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 static int is_multi(const struct engine *e)
 {
@@ -281,12 +275,10 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     e->scratch_high = calloc(e->kmax, 1);
     if (!e->store || !e->rank_store || !e->scratch_high)
         goto nomem;
-    e->rng = gsl_rng_alloc(gsl_rng_taus2);
+    e->rng = gsl_rng_alloc(rng_xoshiro256ss);
     if (e->rng == NULL)
         goto nomem;
-    uint64_t sm = cfg->seed;
-    unsigned long s = (unsigned long)splitmix64(&sm);
-    gsl_rng_set(e->rng, s != 0 ? s : 1);
+    rng_seed64(e->rng, rng_mix64(cfg->seed + 0x9e3779b97f4a7c15ULL));
 
     size_t off = 0;
     for (size_t b = 0; b < e->nb; b++) {

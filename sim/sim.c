@@ -9,6 +9,8 @@
  */
 #include "sim/sim.h"
 
+#include "policies/rng.h"
+
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -38,86 +40,12 @@
 /* Random numbers                                                           */
 /* ------------------------------------------------------------------------ */
 
-/* The splitmix64 finaliser: a bijection of 64-bit words that mixes well. */
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    return mix64(*x += 0x9e3779b97f4a7c15ULL);
-}
-
 /* The key of run i: distinct runs of one seed get distinct keys (mix64 is a
  * bijection), and the engine and the reward draws take different streams. */
 static uint64_t run_key(uint64_t seed, uint64_t i)
 {
-    return mix64(mix64(seed) + i);
+    return rng_mix64(rng_mix64(seed) + i);
 }
-
-/* xoshiro256** (Blackman & Vigna 2018) as a GSL generator, for the reward
- * draws: GSL's fast generators (taus2, mt19937) take 32-bit seeds, and with a
- * million runs a 32-bit seed space would hand some pairs of runs the same
- * reward stream. This one is seeded with 256 bits from splitmix64. */
-struct xoshiro {
-    uint64_t s[4];
-};
-
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t xoshiro_next(struct xoshiro *x)
-{
-    uint64_t *s = x->s;
-    uint64_t r = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return r;
-}
-
-static void xoshiro_seed64(struct xoshiro *x, uint64_t seed)
-{
-    uint64_t z = seed;
-    for (int i = 0; i < 4; i++)
-        x->s[i] = splitmix64(&z);
-}
-
-static void xoshiro_set(void *state, unsigned long seed)
-{
-    xoshiro_seed64(state, (uint64_t)seed);
-}
-
-/* 32 bits per get(): GSL's integer helpers (and the Gaussian ziggurat) read
- * max − min to know how many bits they get. */
-static unsigned long xoshiro_get(void *state)
-{
-    return (unsigned long)(xoshiro_next(state) >> 32);
-}
-
-static double xoshiro_get_double(void *state)
-{
-    return (double)(xoshiro_next(state) >> 11) * 0x1.0p-53;
-}
-
-static const gsl_rng_type sim_rng_xoshiro = {
-    .name = "xoshiro256**",
-    .max = 0xffffffffUL,
-    .min = 0,
-    .size = sizeof(struct xoshiro),
-    .set = xoshiro_set,
-    .get = xoshiro_get,
-    .get_double = xoshiro_get_double,
-};
 
 /* ------------------------------------------------------------------------ */
 /* Arms                                                                     */
@@ -694,7 +622,7 @@ static int scratch_init(struct scratch *s, const struct sim_problem *p, uint64_t
     size_t kmax = 0;
     for (size_t b = 0; b < p->n_bandits; b++)
         kmax = p->n_arms[b] > kmax ? p->n_arms[b] : kmax;
-    s->rng = gsl_rng_alloc(&sim_rng_xoshiro);
+    s->rng = gsl_rng_alloc(rng_xoshiro256ss);
     s->cap = (size_t)delay + 1;
     s->fifo = calloc(s->cap, sizeof *s->fifo);
     s->high = calloc(kmax, 1);
@@ -793,11 +721,11 @@ static int run_one(const struct sim_problem *p, const struct sim_options *o, con
     memset(out, 0, sizeof *out);
     uint64_t key = run_key(o->seed, i);
     struct engine_config cfg;
-    engine_cfg(p, o, mix64(key ^ 0x656e67696e65ULL) /* "engine" */, &cfg);
+    engine_cfg(p, o, rng_mix64(key ^ 0x656e67696e65ULL) /* "engine" */, &cfg);
     struct engine *e = engine_create(&cfg, err, errlen);
     if (e == NULL)
         return -1;
-    xoshiro_seed64(gsl_rng_state(s->rng), mix64(key ^ 0x647261777300ULL) /* "draws" */);
+    rng_seed64(s->rng, rng_mix64(key ^ 0x647261777300ULL) /* "draws" */);
     s->head = s->len = 0;
 
     const double lo = p->reward_min, hi = p->reward_max, scale = 1.0 / (hi - lo);
