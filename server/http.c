@@ -74,6 +74,7 @@ static int g_log_requests;
 static int g_metrics_need_key;
 static atomic_uint g_in_flight;
 static atomic_int g_ready;
+static atomic_int g_stopping; /* http_stop began: new requests get 503 */
 
 unsigned http_in_flight(void)
 {
@@ -237,6 +238,8 @@ static int queue(struct api_req *r, unsigned status, struct MHD_Response *resp)
         MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
     if (MHD_get_response_header(resp, "Cache-Control") == NULL) /* the dashboard sets its own */
         MHD_add_response_header(resp, "Cache-Control", "no-store");
+    if (atomic_load(&g_stopping))
+        MHD_add_response_header(resp, "Connection", "close");
     if (MHD_queue_response(r->conn, status, resp) != MHD_YES)
         log_warn("queueing a %u response failed", status);
     MHD_destroy_response(resp);
@@ -332,6 +335,13 @@ int api_reply_stream(struct api_req *r, unsigned status, const char *content_typ
         return api_reply_problem(r, 503, "out of memory", NULL);
     }
     MHD_add_response_header(resp, "Content-Type", content_type);
+    /* libmicrohttpd 0.9.75 sends the chunked terminator "0\r\n\r\n" after
+     * the headers of a HEAD answer with unknown size: on a kept-alive
+     * connection the client would read it as the start of the next
+     * response. Closing the connection after a HEAD of a stream keeps
+     * those bytes from being misread. */
+    if (strcmp(r->method, "HEAD") == 0)
+        MHD_add_response_header(resp, "Connection", "close");
     return queue(r, status, resp);
 }
 
@@ -547,6 +557,15 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         route(r);
         if (r->pre_status == 0)
             check_auth(r);
+        /* Shutting down: a request arriving on a kept-alive connection
+         * after the in-flight ones drained must not start a write (it would
+         * suspend its connection under MHD_stop_daemon, which aborts). It
+         * was counted in g_in_flight before this check, so http_stop either
+         * waits for it or it sees the flag. */
+        if (r->pre_status == 0 && atomic_load(&g_stopping)) {
+            r->pre_status = 503;
+            r->pre_detail = "the server is shutting down; retry later";
+        }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         if (r->pre_status == 0 && cl != NULL && strtoull(cl, NULL, 10) > g_max_body) {
             r->pre_status = 413;
@@ -703,6 +722,7 @@ void http_stop(struct http_server *s, unsigned timeout_ms)
 {
     if (s == NULL)
         return;
+    atomic_store(&g_stopping, 1);
     MHD_socket fd = MHD_quiesce_daemon(s->d);
     /* Let in-flight requests (and the writes they wait for) finish. */
     for (unsigned waited = 0; http_in_flight() > 0 && waited < timeout_ms; waited += 10)
