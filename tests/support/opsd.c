@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -78,6 +79,8 @@ static int spawn(struct opsd *d, const char *const *args, int with_listen)
         return -1;
     }
     if (pid == 0) {
+        /* Dies with the test (a failed assertion may skip our cleanup). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int efd = open(d->errlog, O_WRONLY | O_CREAT | O_APPEND, 0644);
         dup2(pfd[1], 1);
         if (efd >= 0)

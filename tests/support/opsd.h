@@ -7,6 +7,13 @@
  * Everything a test needs to see is kept: the daemon's stderr goes to a
  * file in the test's directory (opsd_stderr reads it back), a reply keeps
  * its status, body and headers.
+ *
+ * Beside harness.h (the shared HTTP harness), this one covers what the
+ * access and operations tests need and harness.h does not: a database
+ * prepared before the start (keys created first), the exit status of a
+ * start the daemon refuses, a start without the default --listen, HTTPS
+ * with a CA file, and the `keys`/`backup` subcommands with standard input.
+ * A daemon dies with its test process (PR_SET_PDEATHSIG).
  */
 #ifndef BANDITD_TESTS_OPSD_H
 #define BANDITD_TESTS_OPSD_H
