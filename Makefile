@@ -16,7 +16,7 @@ SAN ?= 0
 FUZZ ?= 0
 CC ?= gcc
 
-PKGS := libmicrohttpd jansson sqlite3 gsl libcurl
+PKGS := libmicrohttpd jansson sqlite3 gsl libcurl gnutls
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
@@ -67,6 +67,8 @@ HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/h
 # until it is merged they are not built.
 HTTP_TESTS := $(if $(wildcard tests/support/harness.h),$(HTTP_TESTS))
 STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
+# Executable scripts that print TAP (run against the sanitizer daemon).
+SCRIPT_TESTS += $(wildcard tests/http/test_*.py)
 
 # Keep objects of test binaries between runs (make deletes intermediates otherwise).
 .SECONDARY:
@@ -84,9 +86,21 @@ $(OBJ)/%.o: %.c
 	@$(if $(V),,echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
+# docs/openapi.json is compiled in (served at /openapi.json): one C array,
+# made with od and sed (coreutils) by scripts/embed-array.sh.
+$(BUILD)/gen/openapi.c: docs/openapi.json scripts/embed-array.sh
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  EMBED   $<")
+	$(Q)sh scripts/embed-array.sh api_openapi_json $< api/openapi.h > $@.tmp && mv $@.tmp $@
+
+$(OBJ)/gen/openapi.o: $(BUILD)/gen/openapi.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
 $(LIB_POLICIES): $(call objs,$(POLICY_SRC))
 $(LIB_STORE): $(call objs,$(STORE_SRC))
-$(LIB_SERVER): $(call objs,$(SERVER_SRC))
+$(LIB_SERVER): $(call objs,$(SERVER_SRC)) $(OBJ)/gen/openapi.o
 $(LIB_SIM): $(call objs,$(SIM_SRC))
 $(LIB_TESTS): $(call objs,$(TEST_SUPPORT_SRC))
 $(BUILD)/lib%.a:

@@ -11,6 +11,7 @@
 #include "api/jsonutil.h"
 #include "api/jsonw.h"
 #include "api/parse.h"
+#include "server/metrics.h"
 
 extern const struct exp_limits *exp_limits_get(void);
 
@@ -95,6 +96,7 @@ int api_assignments_create(struct api_req *r)
             limited = rc;
             break;
         }
+        metrics_assignments(1, a->status == EXP_A_EXPLOIT);
         if (i > 0)
             jw_lit(&w, ",");
         assignment_text(&w, x, a);

@@ -17,6 +17,7 @@
 
 #include "api/jsonw.h"
 #include "api/parse.h"
+#include "server/metrics.h"
 
 extern const struct exp_limits *exp_limits_get(void);
 
@@ -79,6 +80,7 @@ int api_rewards_create(struct api_req *r)
         enum exp_reward_status st = seq < 0 ? EXP_R_UNKNOWN
                                             : exp_ev_reward(x, b, seq, items[i].value,
                                                             api_req_now_ms(r));
+        metrics_reward(st);
         if (!batch && st == EXP_R_UNKNOWN) {
             api_exp_unlock(x);
             free(items);
@@ -146,6 +148,7 @@ int api_observations_create(struct api_req *r)
                            items[done].value, api_req_now_ms(r)) != EXP_OK)
             break; /* out of memory: report what was recorded */
     free(items);
+    metrics_observations(done);
     struct jw w;
     jw_init(&w);
     jw_lit(&w, "{\"accepted\":");
