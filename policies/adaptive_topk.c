@@ -113,7 +113,7 @@ static int atopk_next_round(struct atopk *s, const struct policy_ctx *ctx)
         return 0;
     }
     s->r++;
-    return fc_phases_begin(&s->ph, q, !atopk_more(s, s->r));
+    return fc_phases_begin(&s->ph, ctx->rng, q, !atopk_more(s, s->r));
 }
 
 /* Lines 6–15 at the end of round r: accept or reject while some empirical

@@ -81,7 +81,7 @@ static int direct_init(void **state, const struct policy_ctx *ctx, char *err, si
         goto nomem;
     for (size_t i = 0; i < s->k; i++)
         fc_phases_activate(&s->ph, i);
-    fc_phases_begin(&s->ph, q, 1);
+    fc_phases_begin(&s->ph, ctx->rng, q, 1);
     *state = s;
     return 0;
 nomem:

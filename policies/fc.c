@@ -17,7 +17,8 @@ int fc_phases_init(struct fc_phases *p, size_t k)
     p->sum = calloc(k, sizeof *p->sum);
     p->ccnt = calloc(k, sizeof *p->ccnt);
     p->csum = calloc(k, sizeof *p->csum);
-    if (!p->active || !p->cnt || !p->sum || !p->ccnt || !p->csum)
+    p->perm = calloc(k, sizeof *p->perm);
+    if (!p->active || !p->cnt || !p->sum || !p->ccnt || !p->csum || !p->perm)
         return -1;
     return 0;
 }
@@ -29,6 +30,7 @@ void fc_phases_free(struct fc_phases *p)
     free(p->sum);
     free(p->ccnt);
     free(p->csum);
+    free(p->perm);
     memset(p, 0, sizeof *p);
 }
 
@@ -61,20 +63,25 @@ int fc_phases_complete(const struct fc_phases *p)
     return p->n_full == p->n_active;
 }
 
-int fc_phases_begin(struct fc_phases *p, uint64_t quota, int last)
+int fc_phases_begin(struct fc_phases *p, gsl_rng *rng, uint64_t quota, int last)
 {
     p->quota = quota;
     p->last = last;
     p->n_full = 0;
+    p->n_perm = 0;
+    p->cursor = 0;
+    p->qlvl = p->xlvl = 0;
     for (size_t i = 0; i < p->k; i++) {
         if (!p->active[i])
             continue;
+        p->perm[p->n_perm++] = i;
         p->cnt[i] = p->ccnt[i];
         p->sum[i] = p->csum[i];
         p->ccnt[i] = 0;
         p->csum[i] = 0;
         p->n_full += p->cnt[i] >= quota;
     }
+    fc_shuffle(rng, p->perm, p->n_perm);
     return fc_phases_complete(p);
 }
 
@@ -96,48 +103,59 @@ int fc_phases_reward(struct fc_phases *p, size_t i, double r)
     return 0;
 }
 
-int fc_phases_select(const struct fc_phases *p, const struct policy_ctx *ctx, size_t *arm)
+/* Load of arm i: what select() evens out. Quota mode counts the phase's
+ * samples and the pulls in flight; the waiting mode adds the carry. */
+static uint64_t load(const struct fc_phases *p, const struct stats_arm *a, size_t i, int extra)
+{
+    return p->cnt[i] + a[i].pending + (extra ? p->ccnt[i] : 0);
+}
+
+/* Serve the arms whose load is at most *lvl in perm order from the
+ * cursor; when a full turn finds none, raise *lvl to the least load and
+ * turn again. In quota mode only arms below the quota qualify. Each turn
+ * that finds nothing costs O(K), but it raises the level, so in the
+ * synchronous case a pull costs O(1) amortised. */
+static int serve(struct fc_phases *p, const struct stats_arm *a, int extra, uint64_t *lvl,
+                 size_t *arm)
+{
+    for (int turn = 0; turn < 2; turn++) {
+        uint64_t least = UINT64_MAX;
+        for (size_t j = 0; j < p->n_perm; j++) {
+            size_t pos = p->cursor + j < p->n_perm ? p->cursor + j : p->cursor + j - p->n_perm;
+            size_t i = p->perm[pos];
+            if (!p->active[i])
+                continue;
+            uint64_t h = load(p, a, i, extra);
+            if (!extra && h >= p->quota)
+                continue;
+            if (h <= *lvl) {
+                p->cursor = pos + 1 < p->n_perm ? pos + 1 : 0;
+                *arm = i;
+                return 1;
+            }
+            if (h < least)
+                least = h;
+        }
+        if (least == UINT64_MAX)
+            return 0; /* no arm qualifies */
+        *lvl = least;
+    }
+    return 0; /* not reached: the second turn finds the least-loaded arm */
+}
+
+int fc_phases_select(struct fc_phases *p, const struct policy_ctx *ctx, size_t *arm)
 {
     const struct stats_arm *a = ctx->arms[0];
-    size_t best = (size_t)-1, ties = 0;
-    uint64_t bv = 0;
-    /* Quota pulls first, to the arm furthest from its quota. */
-    for (size_t i = 0; i < p->k; i++) {
-        if (!p->active[i])
-            continue;
-        uint64_t h = p->cnt[i] + a[i].pending;
-        if (h >= p->quota)
-            continue;
-        if (best == (size_t)-1 || h < bv) {
-            best = i;
-            bv = h;
-            ties = 1;
-        } else if (h == bv && policy_rand_index(ctx->rng, ++ties) == 0) {
-            best = i;
-        }
-    }
-    if (best != (size_t)-1) {
-        *arm = best;
+    /* Quota pulls first, to the least-served arms. */
+    if (serve(p, a, 0, &p->qlvl, arm))
         return POLICY_OK;
-    }
     if (p->last || p->n_active == 0)
         return POLICY_DONE;
     /* Waiting for the phase's last rewards: round-robin over the active
      * arms; these samples land in the carry, i.e. in the next phase. */
-    for (size_t i = 0; i < p->k; i++) {
-        if (!p->active[i])
-            continue;
-        uint64_t h = p->cnt[i] + p->ccnt[i] + a[i].pending;
-        if (best == (size_t)-1 || h < bv) {
-            best = i;
-            bv = h;
-            ties = 1;
-        } else if (h == bv && policy_rand_index(ctx->rng, ++ties) == 0) {
-            best = i;
-        }
-    }
-    *arm = best;
-    return POLICY_OK;
+    if (serve(p, a, 1, &p->xlvl, arm))
+        return POLICY_OK;
+    return POLICY_DONE; /* not reached: an active arm always qualifies */
 }
 
 double fc_phases_mean(const struct fc_phases *p, size_t i)

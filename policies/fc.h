@@ -52,6 +52,13 @@ struct fc_phases {
     double *sum;
     uint64_t *ccnt; /* per arm: carry (samples beyond the quota) */
     double *csum;
+    /* select()'s round-robin: the phase's arms in a random order (drawn at
+     * fc_phases_begin: ties between equally served arms go by it), a
+     * cursor, and the load level being served, for quota pulls and for the
+     * pulls answered while the phase waits. Amortised O(1) per pull. */
+    size_t *perm;
+    size_t n_perm, cursor;
+    uint64_t qlvl, xlvl;
 };
 
 /* Allocate for k arms, none active. 0, or −1 (out of memory; p is then
@@ -64,8 +71,9 @@ void fc_phases_activate(struct fc_phases *p, size_t i);
 void fc_phases_deactivate(struct fc_phases *p, size_t i);
 
 /* Start a phase over the active arms: each arm's carry becomes its first
- * samples. Returns 1 when the carries already complete it. */
-int fc_phases_begin(struct fc_phases *p, uint64_t quota, int last);
+ * samples; rng draws the round-robin order. Returns 1 when the carries
+ * already complete it. */
+int fc_phases_begin(struct fc_phases *p, gsl_rng *rng, uint64_t quota, int last);
 
 /* A reward (or observation) r for arm i: counted if i is active. Returns 1
  * when this reward completes the phase. */
@@ -73,10 +81,12 @@ int fc_phases_reward(struct fc_phases *p, size_t i, double r);
 
 int fc_phases_complete(const struct fc_phases *p);
 
-/* The next pull (bandit 0 of ctx): a quota pull to the active arm with the
+/* The next pull (bandit 0 of ctx): a quota pull to an active arm with the
  * fewest phase samples plus pending pulls, else (not the last phase) a
- * round-robin pull on the active arms, else POLICY_DONE. Ties at random. */
-int fc_phases_select(const struct fc_phases *p, const struct policy_ctx *ctx, size_t *arm);
+ * round-robin pull to an active arm with the fewest phase + carried +
+ * pending, else POLICY_DONE. Equally served arms take turns in the phase's
+ * random order. Never draws. */
+int fc_phases_select(struct fc_phases *p, const struct policy_ctx *ctx, size_t *arm);
 
 /* Phase mean of arm i (NaN without samples). */
 double fc_phases_mean(const struct fc_phases *p, size_t i);

@@ -66,9 +66,9 @@ static size_t halving_keep(size_t r, unsigned m)
     return half > m ? half : m;
 }
 
-static int halving_begin_round(struct halving *s)
+static int halving_begin_round(struct halving *s, gsl_rng *rng)
 {
-    return fc_phases_begin(&s->ph, halving_quota(s->m, s->eps_l, s->delta_l),
+    return fc_phases_begin(&s->ph, rng, halving_quota(s->m, s->eps_l, s->delta_l),
                            s->round == s->rounds);
 }
 
@@ -113,7 +113,7 @@ static int halving_init(void **state, const struct policy_ctx *ctx, char *err, s
     s->round = 1;
     s->eps_l = ctx->epsilon / 4;
     s->delta_l = ctx->delta / 2;
-    halving_begin_round(s); /* no carry yet: never complete */
+    halving_begin_round(s, ctx->rng); /* no carry yet: never complete */
     *state = s;
     return 0;
 nomem:
@@ -158,7 +158,7 @@ static void halving_end_rounds(struct halving *s, const struct policy_ctx *ctx)
         s->round++;
         s->eps_l *= 0.75;
         s->delta_l *= 0.5;
-    } while (halving_begin_round(s));
+    } while (halving_begin_round(s, ctx->rng));
 }
 
 static void halving_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,

@@ -61,9 +61,9 @@ static int me_last_step(const struct incremental *s)
     return s->n_selected + 1 == s->m && s->ph.n_active <= 2;
 }
 
-static int me_begin_step(struct incremental *s)
+static int me_begin_step(struct incremental *s, gsl_rng *rng)
 {
-    return fc_phases_begin(&s->ph, me_quota(s->eps_l, s->delta_l), me_last_step(s));
+    return fc_phases_begin(&s->ph, rng, me_quota(s->eps_l, s->delta_l), me_last_step(s));
 }
 
 /* A new Median Elimination over every arm not selected. */
@@ -120,7 +120,7 @@ static int incremental_init(void **state, const struct policy_ctx *ctx, char *er
     if (!s->selected || !s->rank || !s->idx || !s->val)
         goto nomem;
     me_start(s);
-    me_begin_step(s);
+    me_begin_step(s, ctx->rng);
     *state = s;
     return 0;
 nomem:
@@ -171,7 +171,7 @@ static void incremental_end_steps(struct incremental *s, const struct policy_ctx
             }
             me_start(s);
         }
-    } while (me_begin_step(s));
+    } while (me_begin_step(s, ctx->rng));
 }
 
 static void incremental_update(void *state, const struct policy_ctx *ctx, size_t bandit,

@@ -12,9 +12,10 @@
  * Garivier & Kaufmann's experiments: much cheaper, with no proof; the
  * simulator's δ-check says whether it keeps its promise.
  *
- * The exact bounds are bisections; Pinsker (kl(p, q) ≥ 2(p − q)²) gives
- * relaxations μ̂ ± sqrt(level/2) that rule most arms out of h* and l* without
- * one, which is what keeps select() cheap at K = 1000.
+ * Cost: the KL bounds are iterative (stats_kl_upper/lower), so they are
+ * cached per arm and β is rounded up to a 0.5% grid (lucb.h): a select
+ * recomputes only the arms whose count or mean moved, plus every arm when
+ * β crosses a grid step (every ~10% growth of t).
  */
 #include "policies/lucb.h"
 #include "policies/policy.h"
@@ -51,46 +52,32 @@ static const struct policy_param_spec kl_lucb_params[] = {
 
 extern const struct policy_ops policy_kl_lucb;
 
-/* The KL level β(t, δ)/u; c1 = k1, c2 = α, or c2 < 0 for the heuristic. */
-static double kl_level(const struct lucb *l, double u, double t)
+/* β(t, δ); c1 = k1, c2 = α, or c2 < 0 for the heuristic rate. */
+static double kl_beta(const struct lucb *l, double t)
 {
     double lt = t > 1 ? log(t) : 0.0;
-    double beta;
-    if (l->c2 < 0) {
-        beta = log((lt + 1.0) / l->delta);
-    } else {
-        double x = log(l->c1 * l->k / l->delta) + l->c2 * lt;
-        beta = x + log(x);
-    }
-    return beta / u;
+    if (l->c2 < 0)
+        return log((lt + 1.0) / l->delta);
+    double x = log(l->c1 * l->k / l->delta) + l->c2 * lt;
+    return x + log(x);
 }
 
-static double kl_lower(const struct lucb *l, double mean, double u, double t)
+static double kl_lower(double mean, double u, double x)
 {
-    return stats_kl_lower(mean, kl_level(l, u, t));
+    return stats_kl_lower(mean, x / u);
 }
 
-static double kl_upper(const struct lucb *l, double mean, double u, double t)
+static double kl_upper(double mean, double u, double x)
 {
-    return stats_kl_upper(mean, kl_level(l, u, t));
+    return stats_kl_upper(mean, x / u);
 }
 
-/* Pinsker: a KL ball of radius ρ lies within sqrt(ρ/2) of the mean. */
-static double kl_lower_cheap(const struct lucb *l, double mean, double u, double t)
-{
-    return mean - sqrt(kl_level(l, u, t) / 2.0);
-}
-
-static double kl_upper_cheap(const struct lucb *l, double mean, double u, double t)
-{
-    return mean + sqrt(kl_level(l, u, t) / 2.0);
-}
-
+/* Bisection-free but still iterative bounds: cached, β on a 0.5% grid. */
 static const struct lucb_bounds kl_bounds = {
+    .level = kl_beta,
     .lower = kl_lower,
     .upper = kl_upper,
-    .lower_cheap = kl_lower_cheap,
-    .upper_cheap = kl_upper_cheap,
+    .grid = 0.005,
 };
 
 static int kl_lucb_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)

@@ -28,7 +28,14 @@ struct lucb *lucb_new(const struct lucb_bounds *b, double c1, double c2,
     l->order = calloc(l->n, sizeof *l->order);
     l->val = calloc(l->n, sizeof *l->val);
     l->rank = fc_rank_new(ctx->rng, l->n);
-    if (!l->high || !l->certified || !l->order || !l->val || !l->rank) {
+    for (int c = 0; c < 2; c++) {
+        l->cache[c] = calloc(l->n, sizeof *l->cache[c]);
+        if (l->cache[c] != NULL)
+            for (size_t i = 0; i < l->n; i++)
+                l->cache[c][i].u = -1; /* never a count: empty */
+    }
+    if (!l->high || !l->certified || !l->order || !l->val || !l->rank || !l->cache[0] ||
+        !l->cache[1]) {
         lucb_free(l);
         return NULL;
     }
@@ -44,6 +51,8 @@ void lucb_free(struct lucb *l)
     free(l->order);
     free(l->val);
     free(l->rank);
+    free(l->cache[0]);
+    free(l->cache[1]);
     free(l);
 }
 
@@ -53,69 +62,89 @@ static double count_of(const struct stats_arm *a, int with_pending)
     return (double)a->n + (with_pending ? (double)a->pending : 0.0);
 }
 
-/* The arm of want_high's side (High or Low) with the smallest lower bound
- * (High) or largest upper bound (Low), ties at random; its bound in *out.
- * Exact bounds are computed only where the cheap relaxation cannot rule
- * the arm out: an arm whose relaxation is strictly worse than the best
- * exact value so far can be neither the extreme nor tied with it. */
+/* The exploration level at time t, rounded up to the grid if any. */
+static double level_at(const struct lucb *l, double t)
+{
+    double x = l->b->level(l, t);
+    if (l->b->grid > 0 && x > 0)
+        x = exp(l->b->grid * ceil(log(x) / l->b->grid));
+    return x;
+}
+
+/* Bounds of arm i (cache c: 0 rewarded counts, 1 with pending) at level x.
+ * No reward yet: the trivial bounds [0, 1]. */
+static const struct lucb_cache *bounds_of(struct lucb *l, const struct stats_arm *a, size_t i,
+                                          int c, double x)
+{
+    struct lucb_cache *e = &l->cache[c][i];
+    double u = count_of(&a[i], c);
+    if (e->u == u && e->mean == a[i].mean && e->x == x)
+        return e;
+    e->u = u;
+    e->mean = a[i].mean;
+    e->x = x;
+    if (a[i].n == 0) {
+        e->lo = 0.0;
+        e->hi = 1.0;
+    } else {
+        e->lo = l->b->lower(a[i].mean, u, x);
+        e->hi = l->b->upper(a[i].mean, u, x);
+    }
+    return e;
+}
+
+/* h* (want_high: the High arm of smallest lower bound) or l* (the Low arm
+ * of largest upper bound), ties at random; its bound in *out. */
 static size_t extreme(struct lucb *l, const struct policy_ctx *ctx, int want_high,
-                      int with_pending, double t, double *out)
+                      int with_pending, double x, double *out)
 {
     const struct stats_arm *a = ctx->arms[0];
-    double (*exact)(const struct lucb *, double, double, double) =
-        want_high ? l->b->lower : l->b->upper;
-    double (*cheap)(const struct lucb *, double, double, double) =
-        want_high ? l->b->lower_cheap : l->b->upper_cheap;
-    double sign = want_high ? 1.0 : -1.0; /* minimise sign·bound */
-    double bv = INFINITY;
+    double bv = 0;
     size_t best = (size_t)-1, ties = 0;
-    /* Seed the pruning threshold with the arm of best relaxation. */
-    if (cheap != NULL) {
-        size_t seed = (size_t)-1;
-        double sv = INFINITY;
-        for (size_t i = 0; i < l->n; i++) {
-            if (!l->high[i] != !want_high)
-                continue;
-            double u = count_of(&a[i], with_pending);
-            double v = a[i].n == 0 ? (want_high ? 0.0 : -1.0)
-                                   : sign * cheap(l, a[i].mean, u, t);
-            l->val[i] = v;
-            if (v < sv) {
-                sv = v;
-                seed = i;
-            }
-        }
-        if (seed != (size_t)-1) {
-            double u = count_of(&a[seed], with_pending);
-            bv = a[seed].n == 0 ? (want_high ? 0.0 : -1.0)
-                                : sign * exact(l, a[seed].mean, u, t);
-        }
-    }
-    double run = bv;
     for (size_t i = 0; i < l->n; i++) {
         if (!l->high[i] != !want_high)
             continue;
-        if (cheap != NULL && l->val[i] > run)
-            continue;
-        double u = count_of(&a[i], with_pending);
-        /* No reward yet: the trivial bounds [0, 1]. */
-        double v = a[i].n == 0 ? (want_high ? 0.0 : -1.0) : sign * exact(l, a[i].mean, u, t);
-        if (best == (size_t)-1 || v < run) {
+        const struct lucb_cache *e = bounds_of(l, a, i, with_pending, x);
+        double v = want_high ? -e->lo : e->hi; /* maximise */
+        if (best == (size_t)-1 || v > bv) {
             best = i;
-            run = v;
+            bv = v;
             ties = 1;
-        } else if (v == run && policy_rand_index(ctx->rng, ++ties) == 0) {
+        } else if (v == bv && policy_rand_index(ctx->rng, ++ties) == 0) {
             best = i;
         }
     }
-    *out = sign * run;
+    *out = want_high ? -bv : bv;
     return best;
 }
 
-/* High = the empirical top m, ties at random. */
+/* High = the empirical top m, ties at random. For small m, m passes of a
+ * random-tie argmax (O(mK), a draw only on ties); otherwise shuffle and
+ * sort. */
 static void split(struct lucb *l, const struct policy_ctx *ctx)
 {
-    policy_order_by_mean(ctx->rng, ctx->arms[0], l->n, l->order);
+    const struct stats_arm *a = ctx->arms[0];
+    if (l->m <= 8) {
+        for (size_t i = 0; i < l->n; i++)
+            l->high[i] = 0;
+        for (unsigned r = 0; r < l->m; r++) {
+            size_t best = (size_t)-1, ties = 0;
+            for (size_t i = 0; i < l->n; i++) {
+                if (l->high[i])
+                    continue;
+                if (best == (size_t)-1 || a[i].mean > a[best].mean) {
+                    best = i;
+                    ties = 1;
+                } else if (a[i].mean == a[best].mean &&
+                           policy_rand_index(ctx->rng, ++ties) == 0) {
+                    best = i;
+                }
+            }
+            l->high[best] = 1;
+        }
+        return;
+    }
+    policy_order_by_mean(ctx->rng, a, l->n, l->order);
     for (size_t r = 0; r < l->n; r++)
         l->high[l->order[r]] = r < l->m;
 }
@@ -143,9 +172,9 @@ int lucb_select(struct lucb *l, const struct policy_ctx *ctx, struct policy_pick
         return POLICY_OK;
     }
     split(l, ctx);
-    double lh, ul;
-    size_t h = extreme(l, ctx, 1, 1, t, &lh);
-    size_t lo = extreme(l, ctx, 0, 1, t, &ul);
+    double lh, ul, x = level_at(l, t);
+    size_t h = extreme(l, ctx, 1, 1, x, &lh);
+    size_t lo = extreme(l, ctx, 0, 1, x, &ul);
     pick->arm = h;
     l->queued = (long)lo;
     return POLICY_OK;
@@ -161,9 +190,9 @@ double lucb_gap(struct lucb *l, const struct policy_ctx *ctx)
         t += (double)a[i].n;
     }
     split(l, ctx);
-    double lh, ul;
-    extreme(l, ctx, 1, 0, t, &lh);
-    extreme(l, ctx, 0, 0, t, &ul);
+    double lh, ul, x = level_at(l, t);
+    extreme(l, ctx, 1, 0, x, &lh);
+    extreme(l, ctx, 0, 0, x, &ul);
     return ul - lh;
 }
 

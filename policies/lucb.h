@@ -25,14 +25,25 @@
 
 struct lucb;
 
-/* Confidence bounds of one arm with `u` samples of mean `mean` at time t.
- * `cheap` variants are valid relaxations (lower ≥ lower_cheap,
- * upper ≤ upper_cheap) used to skip exact computations; may be NULL. */
+/* A policy's confidence bounds: for an arm with `u` samples of mean `mean`,
+ * lower(mean, u, x) and upper(mean, u, x) at exploration level x = level(t)
+ * (LUCB1: x = ln(k1 K t^p/δ); KL-LUCB: x = β(t, δ)). With grid > 0 the
+ * level is rounded up to the grid e^(grid·j) — wider bounds, so the
+ * guarantee holds a fortiori — and each arm's bounds are cached until its
+ * count, its mean or the rounded level change: a select then recomputes
+ * only the arms that moved (the expensive KL bounds; 0.5% of level costs
+ * nothing measurable in samples). */
 struct lucb_bounds {
-    double (*lower)(const struct lucb *l, double mean, double u, double t);
-    double (*upper)(const struct lucb *l, double mean, double u, double t);
-    double (*lower_cheap)(const struct lucb *l, double mean, double u, double t);
-    double (*upper_cheap)(const struct lucb *l, double mean, double u, double t);
+    double (*level)(const struct lucb *l, double t);
+    double (*lower)(double mean, double u, double x);
+    double (*upper)(double mean, double u, double x);
+    double grid;
+};
+
+/* One cached pair of bounds, keyed by what they depend on. */
+struct lucb_cache {
+    double u, mean, x;
+    double lo, hi;
 };
 
 struct lucb {
@@ -44,8 +55,9 @@ struct lucb {
     unsigned m;
     long queued; /* arm to hand out next (l*), −1 none */
     int stopped;
-    unsigned char *high; /* scratch, then the certified set */
+    unsigned char *high; /* scratch: the current High set */
     unsigned char *certified;
+    struct lucb_cache *cache[2]; /* [0] rewarded counts (stop), [1] with pending (select) */
     size_t *order;
     double *val;
     uint32_t *rank;

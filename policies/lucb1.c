@@ -35,26 +35,29 @@ static const struct policy_param_spec lucb1_params[] = {
 
 extern const struct policy_ops policy_lucb1;
 
-/* β(u, t) with c1 = k1 and c2 = p. */
-static double lucb1_beta(const struct lucb *l, double u, double t)
+/* The level ln(k1 K t^p / δ) (c1 = k1, c2 = p); β(u, t) = sqrt(level/(2u)). */
+static double lucb1_level(const struct lucb *l, double t)
 {
     double lt = t > 1 ? log(t) : 0.0;
-    return sqrt((log(l->c1 * l->k / l->delta) + l->c2 * lt) / (2.0 * u));
+    return log(l->c1 * l->k / l->delta) + l->c2 * lt;
 }
 
-static double lucb1_lower(const struct lucb *l, double mean, double u, double t)
+static double lucb1_lower(double mean, double u, double x)
 {
-    return mean - lucb1_beta(l, u, t);
+    return mean - sqrt(x / (2.0 * u));
 }
 
-static double lucb1_upper(const struct lucb *l, double mean, double u, double t)
+static double lucb1_upper(double mean, double u, double x)
 {
-    return mean + lucb1_beta(l, u, t);
+    return mean + sqrt(x / (2.0 * u));
 }
 
+/* Closed-form bounds: no cache (grid 0). */
 static const struct lucb_bounds lucb1_bounds = {
+    .level = lucb1_level,
     .lower = lucb1_lower,
     .upper = lucb1_upper,
+    .grid = 0,
 };
 
 static int lucb1_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)

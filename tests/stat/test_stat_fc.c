@@ -100,8 +100,8 @@ static void run_case(const struct fc_case *c, uint64_t delay)
                  errors, c->runs, c->delta, p);
 }
 
-/* Best arm 0.75 against 0.6: gap 0.15 among four arms. */
-static const double GAP4[] = {0.6, 0.75, 0.5, 0.4};
+/* Best arm 0.7 against 0.6: gap 0.1 among four arms. */
+static const double GAP4[] = {0.6, 0.7, 0.5, 0.4};
 /* Top 2 of five, boundary gap 0.1. */
 static const double TOP5[] = {0.5, 0.8, 0.4, 0.7, 0.6};
 /* ε-bands. BAND5 with ε = 0.2: for m = 1 the arm at 0.49 is just outside
@@ -124,10 +124,10 @@ static const struct fc_case CASES[] = {
     {"adaptive-topk", TOP5, 5, 2, 0.05, 0.1, 1, 200},
     {"lucb1", GAP4, 4, 1, 0.0, 0.1, 0, 200},
     {"lucb1", TOP5, 5, 2, 0.05, 0.2, 0, 80},
-    {"kl-lucb", GAP4, 4, 1, 0.0, 0.2, 0, 80},
+    {"kl-lucb", GAP4, 4, 1, 0.0, 0.1, 0, 200},
     {"kl-lucb", TOP5, 5, 2, 0.05, 0.2, 0, 80},
-    {"ttts", GAP4, 4, 1, 0.0, 0.2, 0, 80},
-    {"track-and-stop", GAP4, 4, 1, 0.0, 0.2, 0, 80},
+    {"ttts", GAP4, 4, 1, 0.0, 0.1, 0, 200},
+    {"track-and-stop", GAP4, 4, 1, 0.0, 0.1, 0, 200},
 };
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
