@@ -4,6 +4,7 @@
 #   make run      install missing packages, build, serve on 127.0.0.1:8080
 #   make test     install, build, run every suite (unit, HTTP, statistical)
 #   make bench    benchmarks (bench/)
+#   make web-dist rebuild the dashboard's committed files (web/dist) with npm
 #
 # Objects go to $(BUILD)/obj; the sanitizer build (ASan + UBSan) used by the
 # tests lives in build/asan and is made by calling this Makefile again with
@@ -54,14 +55,21 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/u
 HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
 STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
 
+# Keep objects of test binaries between runs (make deletes intermediates otherwise).
+.SECONDARY:
+
 .PHONY: all run test test-build deps test-deps format lint bench clean valgrind reproduce \
         test-crash fuzz
 
 all: $(BUILD)/banditd $(BUILD)/bandit-sim
 
+# Quiet by default; `make V=1` shows the commands.
+Q := $(if $(V),,@)
+
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(LIB_POLICIES): $(call objs,$(POLICY_SRC))
 $(LIB_STORE): $(call objs,$(STORE_SRC))
@@ -70,18 +78,53 @@ $(LIB_SIM): $(call objs,$(SIM_SRC))
 $(LIB_TESTS): $(call objs,$(TEST_SUPPORT_SRC))
 $(BUILD)/lib%.a:
 	@mkdir -p $(dir $@)
-	rm -f $@
-	ar rcs $@ $^
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+
+# The dashboard: web/dist (built and committed from web/src, see web/README.md)
+# becomes a C table in the binary. The generator is C, built here, so a fresh
+# machine needs neither npm nor xxd. web/dist itself is a prerequisite so that
+# a removed file also regenerates the table. Its suite is a script printing
+# TAP (tests/web/test_dashboard.sh: Debian's chromium against the daemon).
+WEB_DIST := $(sort $(wildcard web/dist/*))
+EMBED := $(BUILD)/scripts/embed
+SCRIPT_TESTS += $(wildcard tests/web/test_*.sh)
+
+$(LIB_SERVER): $(OBJ)/gen/web_assets.o
+
+$(EMBED): scripts/embed.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) -std=c11 -O2 $(WARN) -o $@ $<
+
+$(BUILD)/gen/web_assets.c: $(EMBED) $(WEB_DIST) web/dist
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  EMBED   web/dist")
+	$(Q)$(EMBED) $@ $(WEB_DIST)
+
+$(OBJ)/gen/web_assets.o: $(BUILD)/gen/web_assets.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+# Rebuild web/dist from web/src (needs npm; `make` itself never does). Commit
+# the result: the browser test fails when web/dist lags web/src.
+.PHONY: web-dist
+web-dist:
+	cd web && npm ci --no-audit --no-fund && npm run build
 
 $(BUILD)/banditd: $(OBJ)/server/main.o $(LIBS_ALL)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/bandit-sim: $(OBJ)/sim/main.o $(LIB_SIM) $(LIB_POLICIES)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: $(OBJ)/tests/%.o $(LIB_TESTS) $(LIBS_ALL)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
 
 $(BUILD)/bench/%: $(OBJ)/bench/%.o $(LIBS_ALL)
 	@mkdir -p $(dir $@)
@@ -108,11 +151,12 @@ test-build:
 # Unit and HTTP suites run under ASan + UBSan (the daemon they start is the
 # sanitizer build); statistical suites run optimised (they measure rates
 # over thousands of simulated runs, and share every line of policy code).
+# Script suites (SCRIPT_TESTS) run against the sanitizer daemon too.
 test: test-deps
 	@$(MAKE) --no-print-directory test-build
 	@BANDITD_BIN=$(CURDIR)/build/asan/banditd BANDIT_SIM_BIN=$(CURDIR)/build/bandit-sim \
 		./tests/run.sh $(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS)) \
-		$(STAT_TESTS)
+		$(SCRIPT_TESTS) $(STAT_TESTS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -66,6 +66,10 @@ int api_reply_json(struct api_req *r, unsigned status, json_t *body);
 /* Raw reply; body (malloc'd) is stolen. */
 int api_reply_raw(struct api_req *r, unsigned status, const char *content_type, char *body,
                   size_t len);
+/* Reply from a buffer that outlives the server (embedded assets): sent
+ * without a copy, never freed. */
+int api_reply_static(struct api_req *r, unsigned status, const char *content_type,
+                     const void *body, size_t len);
 /* Empty reply (204, 304). */
 int api_reply_empty(struct api_req *r, unsigned status);
 /* Streamed reply: reader(cls, pos, buf, max) as MHD's content reader; free
@@ -113,6 +117,7 @@ int api_rewards_create(struct api_req *r);
 int api_observations_create(struct api_req *r);
 int api_status_get(struct api_req *r);
 int api_history_get(struct api_req *r);
+int api_export_get(struct api_req *r);
 int api_healthz(struct api_req *r);
 int api_readyz(struct api_req *r);
 
@@ -128,5 +133,10 @@ const char *api_state_name(struct exp *x);
 
 /* Experiment representation for GET/list/create: new reference. Lock held. */
 json_t *api_experiment_json(struct exp *x);
+
+/* The dashboard (web.c): the HTML shell at / and /experiments/{id}, assets
+ * at /static/{name}; open routes, the page calls the API with a key. */
+int api_web_page(struct api_req *r);
+int api_web_static(struct api_req *r);
 
 #endif

@@ -584,7 +584,11 @@ int64_t exp_last_seq(const struct exp *x)
 
 uint64_t exp_version(const struct exp *x)
 {
-    return (uint64_t)x->d->seq;
+    /* The event count alone would repeat after a reload: events applied
+     * but lost by a failed write are numbered again by later ones, and a
+     * client holding a tag read in between would get 304 for different
+     * content. The reload generation keeps every version distinct. */
+    return (uint64_t)x->d->seq | ((uint64_t)atomic_load(&x->gen) << 48);
 }
 
 const char *exp_id(const struct exp *x)

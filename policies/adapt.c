@@ -49,6 +49,7 @@ struct adapt {
     size_t *order;
     unsigned char *high;
     double *w;
+    void *dc_ws; /* stats_delta_c_ws workspace */
 };
 
 extern const struct policy_ops policy_adapt;
@@ -61,6 +62,7 @@ static void adapt_fini(void *state)
     free(s->order);
     free(s->high);
     free(s->w);
+    free(s->dc_ws);
     free(s);
 }
 
@@ -84,7 +86,8 @@ static int adapt_init(void **state, const struct policy_ctx *ctx, char *err, siz
     s->order = calloc(s->k, sizeof *s->order);
     s->high = calloc(s->k, 1);
     s->w = calloc(s->k, sizeof *s->w);
-    if (!s->order || !s->high || !s->w)
+    s->dc_ws = malloc(stats_dc_ws_size(s->k));
+    if (!s->order || !s->high || !s->w || !s->dc_ws)
         goto nomem;
     *state = s;
     return 0;
@@ -157,7 +160,7 @@ static int adapt_select(void *state, const struct policy_ctx *ctx, int bandit,
                                   .epsilon = ctx->epsilon,
                                   .hoeffding_only = s->variant == V_DELTAC,
                                   .count_pending = 1};
-        stats_delta_c(a, k, s->high, &o, NULL, s->w);
+        stats_delta_c_ws(a, k, s->high, &o, NULL, s->w, s->dc_ws);
         break;
     }
     }

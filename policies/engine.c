@@ -11,6 +11,8 @@
  */
 #include "policies/engine.h"
 
+#include "policies/rng.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,14 +44,6 @@ struct engine {
     uint64_t *inst_budget;
     unsigned char *scratch_high; /* kmax entries, stop checks */
 };
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 static int is_multi(const struct engine *e)
 {
@@ -145,6 +139,21 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
                      (unsigned long long)arms);
             return -1;
         }
+        /* One instance per bandit splits the budget evenly (engine_create);
+         * every share must cover its bandit's arms, or phase policies
+         * compute their phases from N − K < 0. */
+        if (!(p->flags & POLICY_F_MULTI) && c->n_bandits > 1) {
+            for (size_t b = 0; b < c->n_bandits; b++) {
+                uint64_t share = c->budget / c->n_bandits + (b < c->budget % c->n_bandits);
+                if (share < c->n_arms[b]) {
+                    snprintf(err, errlen,
+                             "goal.budget: policy %s splits it evenly between the %zu bandits; "
+                             "bandit %zu would get %llu pulls for %zu arms",
+                             p->name, c->n_bandits, b, (unsigned long long)share, c->n_arms[b]);
+                    return -1;
+                }
+            }
+        }
     }
     if (p->flags & POLICY_F_NEEDS_TARGET) {
         if (c->target_arm < 0) {
@@ -179,8 +188,23 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
         snprintf(err, errlen, "constraints.control.arm: a control share needs a control arm");
         return -1;
     }
-    if (c->prior_alpha < 0 || c->prior_beta < 0) {
-        snprintf(err, errlen, "policy.params.prior: must be positive");
+    /* The floor comes on top of the control share (see constrained_pick):
+     * together they must leave the policy some probability. */
+    for (size_t b = 0; c->control_arm != NULL && b < c->n_bandits; b++) {
+        if (c->control_arm[b] >= 0 && c->control_share > 0 &&
+            c->control_share + c->min_prob * (double)c->n_arms[b] >= 1.0) {
+            snprintf(err, errlen,
+                     "constraints.min_prob: times the number of arms (%zu), plus the control "
+                     "share, must be below 1",
+                     c->n_arms[b]);
+            return -1;
+        }
+    }
+    /* NaN and infinity would pass a plain `< 0` test and poison every
+     * posterior draw. */
+    if (!(c->prior_alpha >= 0 && isfinite(c->prior_alpha)) ||
+        !(c->prior_beta >= 0 && isfinite(c->prior_beta))) {
+        snprintf(err, errlen, "policy.params.prior: must be a finite positive number");
         return -1;
     }
     return 0;
@@ -251,12 +275,10 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     e->scratch_high = calloc(e->kmax, 1);
     if (!e->store || !e->rank_store || !e->scratch_high)
         goto nomem;
-    e->rng = gsl_rng_alloc(gsl_rng_taus2);
+    e->rng = gsl_rng_alloc(rng_xoshiro256ss);
     if (e->rng == NULL)
         goto nomem;
-    uint64_t sm = cfg->seed;
-    unsigned long s = (unsigned long)splitmix64(&sm);
-    gsl_rng_set(e->rng, s != 0 ? s : 1);
+    rng_seed64(e->rng, rng_mix64(cfg->seed + 0x9e3779b97f4a7c15ULL));
 
     size_t off = 0;
     for (size_t b = 0; b < e->nb; b++) {
@@ -340,6 +362,45 @@ static double delta_c_of(const struct engine *e, size_t b, const unsigned char *
     return stats_delta_c(e->arms[b], e->k[b], high, &o, cut, NULL);
 }
 
+/* A necessary condition for δᶜ ≤ δ, cheap enough to test on every reward.
+ * δᶜ(c) = 1 − Π(1 − δᶜ_i(c)) ≥ δᶜ_i(c) for each arm, so δᶜ(c) ≤ δ needs every
+ * arm's own bound at level δ on its side of c: c ≤ μ̂_h + ε − w_h(δ) for each
+ * High arm and c ≥ μ̂_l + w_l(δ) for each Low arm (w the width at which the
+ * arm's confidence is δ, the exact inverse of the bound δᶜ_i uses). That is K
+ * width evaluations against the ~65 K bound inversions of the cutoff search,
+ * and it rules out nearly every reward of a run (the simulator spent half its
+ * time in that search). The slack makes sure rounding never rules out a stop
+ * the search would have found; it only lets a few hopeless searches run. */
+static int delta_c_may_pass(const struct engine *e, size_t b, const unsigned char *high)
+{
+    const struct stats_arm *a = e->arms[b];
+    double c_max = INFINITY;
+    for (size_t i = 0; i < e->k[b]; i++) {
+        if (!high[i])
+            continue;
+        double w = stats_width(e->cfg.bound, &a[i], 0, e->cfg.delta);
+        if (!(w < INFINITY))
+            return 0; /* no width reaches δ: this arm's δᶜ_i > δ at every c */
+        c_max = fmin(c_max, a[i].mean + e->cfg.epsilon - w);
+    }
+    /* Low arms second, the one of highest mean first: it is the likeliest
+     * to cross c_max, which ends the check after one more width (the rest
+     * only run when a stop is near). */
+    size_t top = (size_t)-1;
+    for (size_t i = 0; i < e->k[b]; i++)
+        if (!high[i] && (top == (size_t)-1 || a[i].mean > a[top].mean))
+            top = i;
+    for (size_t j = 0; j <= e->k[b]; j++) {
+        size_t i = j == 0 ? top : j - 1;
+        if (i == (size_t)-1 || high[i] || (j > 0 && i == top))
+            continue;
+        double w = stats_width(e->cfg.bound, &a[i], 0, e->cfg.delta);
+        if (!(w < INFINITY) || a[i].mean + w > c_max + 1e-9)
+            return 0;
+    }
+    return 1;
+}
+
 static int any_unpulled(const struct engine *e, size_t b)
 {
     for (size_t i = 0; i < e->k[b]; i++)
@@ -364,7 +425,7 @@ static int rule_met(struct engine *e, size_t b)
     recommend(e, b, high);
     switch (e->rule) {
     case ENGINE_RULE_DELTA_C:
-        return delta_c_of(e, b, high, NULL) <= e->cfg.delta;
+        return delta_c_may_pass(e, b, high) && delta_c_of(e, b, high, NULL) <= e->cfg.delta;
     case ENGINE_RULE_GLR:
     case ENGINE_RULE_GLR_HEURISTIC: {
         uint64_t t = 0;
@@ -517,11 +578,14 @@ static int burn_in_pick(struct engine *e, int b, struct policy_pick *pick)
     return ties > 0;
 }
 
-/* Clinical constraints, applied before the policy: burn-in first; then
- * with probability s the control arm; then, with probability K·f, an arm
- * uniformly at random — so p_i = s·[i = control] + (1 − s)(f + (1 − K f) q_i)
- * with q the policy's own distribution. Returns 1 and fills pick when a
- * constraint decides the pull. */
+/* Clinical constraints, applied before the policy: burn-in first; then, in
+ * the bandit bb the pull goes to, one coin: with probability s_b the control
+ * arm (s_b = the control share, 0 in a bandit without a control arm), with
+ * probability K_b·f an arm uniformly at random, else the policy. So
+ *   p_i = s_b·[i = control] + f + (1 − s_b − K_b f) q_i,
+ * q the policy's own distribution: every arm keeps its floor f whatever the
+ * control share, and the control arm at least s_b (validated: s_b + K_b f < 1).
+ * Returns 1 and fills pick when a constraint decides the pull. */
 static int constrained_pick(struct engine *e, int b, struct policy_pick *pick)
 {
     const struct engine_config *c = &e->cfg;
@@ -529,25 +593,19 @@ static int constrained_pick(struct engine *e, int b, struct policy_pick *pick)
         return 1;
     if (c->control_share <= 0 && c->min_prob <= 0)
         return 0;
-    double u = gsl_rng_uniform(e->rng);
-    int kind = 0; /* 1 control, 2 uniform */
-    if (u < c->control_share)
-        kind = 1;
-    else if (c->min_prob > 0 && gsl_rng_uniform(e->rng) < c->min_prob * (double)e->kmax)
-        kind = 2;
-    if (kind == 0)
-        return 0;
     int bb = b >= 0 ? b : least_served_bandit(e);
     if (bb < 0)
         return 0;
-    if (kind == 1 && e->control[bb] < 0)
-        return 0;
-    /* The uniform floor is f·K_b for bandit bb: thin the K_max coin. */
-    if (kind == 2 && e->k[bb] != e->kmax &&
-        gsl_rng_uniform(e->rng) >= (double)e->k[bb] / (double)e->kmax)
+    double share = e->control[bb] >= 0 ? c->control_share : 0.0;
+    double floor_all = c->min_prob * (double)e->k[bb];
+    double u = gsl_rng_uniform(e->rng);
+    if (u < share)
+        pick->arm = (size_t)e->control[bb];
+    else if (u < share + floor_all)
+        pick->arm = policy_rand_index(e->rng, e->k[bb]);
+    else
         return 0;
     pick->bandit = (size_t)bb;
-    pick->arm = kind == 1 ? (size_t)e->control[bb] : policy_rand_index(e->rng, e->k[bb]);
     return 1;
 }
 
@@ -620,6 +678,14 @@ void engine_record_pull(struct engine *e, size_t bandit, size_t arm)
 static void learn(struct engine *e, size_t b, size_t arm, double r, enum policy_event ev)
 {
     struct stats_arm *a = &e->arms[b][arm];
+    /* A NaN reward carries no information: stats_arm_add would ignore it
+     * while the posterior and the pull count took it as a failure. An
+     * observation of NaN is dropped; a pull answered with NaN is released. */
+    if (isnan(r) && ev != POLICY_EV_RELEASE) {
+        if (ev == POLICY_EV_OBSERVATION)
+            return;
+        ev = POLICY_EV_RELEASE;
+    }
     int was_pending = ev != POLICY_EV_OBSERVATION && a->pending > 0;
     if (was_pending) {
         a->pending--;
@@ -655,6 +721,12 @@ static void learn(struct engine *e, size_t b, size_t arm, double r, enum policy_
         p->update(e->pstate[i], &e->ctx[i], e->ninst == 1 ? b : 0, arm, ev, r);
     if (ev != POLICY_EV_RELEASE)
         check_stop(e, b);
+    /* A multi-bandit policy's own rule can settle other bandits too (pooled
+     * SAR accepts arms across bandits): ask about each. */
+    if (e->rule == ENGINE_RULE_POLICY && e->ninst == 1)
+        for (size_t j = 0; j < e->nb; j++)
+            if (j != b)
+                check_stop(e, j);
 }
 
 void engine_reward(struct engine *e, size_t bandit, size_t arm, double r)

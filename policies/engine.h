@@ -62,7 +62,8 @@ struct engine_config {
     struct policy_params params; /* validated values, defaults filled */
     /* clinical-trial constraints */
     uint32_t burn_in;     /* pulls per arm before the policy takes over */
-    double min_prob;      /* additive floor f: p_i = f + (1 − K f) q_i */
+    double min_prob;      /* additive floor f: p_i = f + (1 − K f) q_i; with a control
+                           * share s: p_i = s·[i = control] + f + (1 − s − K f) q_i */
     const int *control_arm; /* per bandit, copied; NULL: none (−1 in a bandit: none there) */
     double control_share;   /* fixed share of pulls for the control arm */
 };

@@ -377,17 +377,96 @@ double stats_cutoff_hat(const struct stats_arm *arms, size_t k, const unsigned c
 #define DC_GOLDEN_MAX 48 /* 0.618^48 < 1e-9 on an interval of length 1 */
 #define DC_TOL 1e-9
 
+/* The part of an arm's anytime δᶜ_i(c) that does not depend on c, hoisted
+ * out of the cutoff search (stats_delta_c_ws): the effective n and, for the
+ * Hoeffding and Bernstein stitched bounds, the intrinsic time and ℓ₀ there
+ * (two logs each, which were two thirds of the search's time). */
+struct dc_arm {
+    double ne;      /* n + counted pending; 0: no data (δᶜ_i = 1) */
+    double hv, hl0; /* Hoeffding: max(ne/4, v_min), ℓ₀ there */
+    double bv, bl0; /* Bernstein: max(ebv, v_min), ℓ₀ there; bv < 0: not usable */
+};
+
+size_t stats_dc_ws_size(size_t k)
+{
+    return k * sizeof(struct dc_arm);
+}
+
+static void dc_cache_fill(const struct stats_arm *arms, size_t k, const struct stats_dc_opts *o,
+                          struct dc_arm *ws)
+{
+    for (size_t i = 0; i < k; i++) {
+        const struct stats_arm *a = &arms[i];
+        struct dc_arm *x = &ws[i];
+        x->ne = 0.0;
+        x->bv = -1.0;
+        if (a->n == 0)
+            continue;
+        double ne = eff_n(a, o->count_pending ? a->pending : 0);
+        x->ne = ne;
+        double v = ne / 4.0;
+        x->hv = v > ANYTIME_V_MIN ? v : ANYTIME_V_MIN;
+        x->hl0 = stitch_ell0(x->hv, ANYTIME_V_MIN);
+        if (o->hoeffding_only || !(ne >= 2.0))
+            continue;
+        v = eff_ebv(a, ne);
+        if (isnan(v))
+            continue;
+        x->bv = v > ANYTIME_V_MIN ? v : ANYTIME_V_MIN;
+        x->bl0 = stitch_ell0(x->bv, ANYTIME_V_MIN);
+    }
+}
+
+/* arm_dc() for the anytime family from the cached constants: the same
+ * operations as stats_stitched_conf, in the same order, so the value is the
+ * same bit for bit; min(exp(−x_H), exp(−x_B)) is taken as exp(−max(x_H, x_B))
+ * (one exp instead of two, equal because exp is monotone). */
+static double arm_dc_cached(const struct stats_arm *a, const struct dc_arm *x, int is_high,
+                            const struct stats_dc_opts *o, double c)
+{
+    double w = is_high ? a->mean + o->epsilon - c : c - a->mean;
+    if (!(w > 0.0) || x->ne == 0.0)
+        return 1.0;
+    double u = w * x->ne;
+    double k1 = stitch_k1();
+    double xh = u * u / (k1 * k1 * x->hv + 2.0 * u * stitch_k2() * 0.0) - x->hl0;
+    if (o->hoeffding_only)
+        return clamp_conf(exp(-xh));
+    double xm = xh;
+    if (x->bv >= 0.0) {
+        double xb = u * u / (k1 * k1 * x->bv + 2.0 * u * stitch_k2() * 1.0) - x->bl0;
+        xm = fmax(xh, xb);
+    }
+    return clamp_conf(2.0 * clamp_conf(exp(-xm)));
+}
+
+static double dc_at_cached(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                           const struct stats_dc_opts *o, const struct dc_arm *ws, double c,
+                           double *per_arm)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < k; i++) {
+        double d = arm_dc_cached(&arms[i], &ws[i], high[i] != 0, o, c);
+        if (per_arm)
+            per_arm[i] = d;
+        s += log1p(-d);
+    }
+    return -expm1(s);
+}
+
 struct dc_search {
     const struct stats_arm *arms;
     size_t k;
     const unsigned char *high;
     const struct stats_dc_opts *o;
     double best_c, best_f;
+    const struct dc_arm *ws; /* NULL: no cache */
 };
 
 static double dc_eval(struct dc_search *s, double c)
 {
-    double f = stats_delta_c_at(s->arms, s->k, s->high, s->o, c, NULL);
+    double f = s->ws != NULL ? dc_at_cached(s->arms, s->k, s->high, s->o, s->ws, c, NULL)
+                             : stats_delta_c_at(s->arms, s->k, s->high, s->o, c, NULL);
     if (f < s->best_f) {
         s->best_f = f;
         s->best_c = c;
@@ -402,6 +481,12 @@ static double dc_eval(struct dc_search *s, double c)
  * answer is never worse than the paper's cutoff. O(K · (DC_GRID + 48)). */
 double stats_delta_c(const struct stats_arm *arms, size_t k, const unsigned char *high,
                      const struct stats_dc_opts *o, double *c_out, double *per_arm)
+{
+    return stats_delta_c_ws(arms, k, high, o, c_out, per_arm, NULL);
+}
+
+double stats_delta_c_ws(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                        const struct stats_dc_opts *o, double *c_out, double *per_arm, void *ws)
 {
     size_t im = 0, im1 = 0;
     if (k < 2 || !boundary_arms(arms, k, high, &im, &im1)) {
@@ -418,7 +503,11 @@ double stats_delta_c(const struct stats_arm *arms, size_t k, const unsigned char
         lo = hi;
         hi = t;
     }
-    struct dc_search s = {arms, k, high, o, 0.0, INFINITY};
+    struct dc_search s = {arms, k, high, o, 0.0, INFINITY, NULL};
+    if (ws != NULL && o->bound == STATS_BOUND_ANYTIME) {
+        dc_cache_fill(arms, k, o, ws);
+        s.ws = ws;
+    }
     dc_eval(&s, stats_cutoff_hat(arms, k, high, o->epsilon));
 
     /* Coarse scan; remember the first grid point with the least value. */
@@ -454,8 +543,12 @@ double stats_delta_c(const struct stats_arm *arms, size_t k, const unsigned char
     }
     if (c_out)
         *c_out = s.best_c;
-    if (per_arm)
-        stats_delta_c_at(arms, k, high, o, s.best_c, per_arm);
+    if (per_arm) {
+        if (s.ws != NULL)
+            dc_at_cached(arms, k, high, o, s.ws, s.best_c, per_arm);
+        else
+            stats_delta_c_at(arms, k, high, o, s.best_c, per_arm);
+    }
     return s.best_f;
 }
 
@@ -535,14 +628,6 @@ double stats_kl_bern(double p, double q)
 
 #define KL_NEWTON 100 /* cap; a handful of steps is the rule */
 
-/* Newton from the outside. kl(p, ·) is convex on each side of p (increasing
- * on [p, 1], decreasing on [0, p]), so Newton started beyond the root stays
- * beyond it and moves monotonically onto it: every iterate errs wide, never
- * narrow, as a confidence bound must. Pinsker's kl(p, q) ≥ 2(q − p)² gives
- * such a start, p ± sqrt(level/2). Convergence is quadratic near the root
- * (5–8 steps where bisection took 60, each with two logarithms: this is
- * KL-LUCB's inner loop); the loop ends when a step no longer moves q, which
- * is where rounding takes over. d/dq kl(p, q) = (q − p)/(q(1 − q)). */
 /* Rounding put an iterate a hair inside the root (computed kl <= level at
  * `in`, > level at `out`: the previous iterate, or the end of [0, 1] when
  * the start itself came out inside, which happens at p = 1/2 where Pinsker
@@ -575,6 +660,15 @@ static double kl_polish(double p, double level, double in, double out)
     return out;
 }
 
+/* Newton from the outside. kl(p, ·) is convex on each side of p (increasing
+ * on [p, 1], decreasing on [0, p]), so Newton started beyond the root stays
+ * beyond it and moves monotonically onto it: every iterate errs wide, never
+ * narrow, as a confidence bound must. Pinsker's kl(p, q) ≥ 2(q − p)² gives
+ * such a start, p ± sqrt(level/2). Convergence is quadratic near the root
+ * (5–8 steps where bisection took 60, each with two logarithms: this is
+ * KL-LUCB's inner loop); it stops once kl is within 1e-10 (relative) of
+ * the level, or hands over to kl_polish when rounding crosses the root.
+ * d/dq kl(p, q) = (q − p)/(q(1 − q)). */
 double stats_kl_upper(double p, double level)
 {
     if (!(p > 0.0))

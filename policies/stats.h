@@ -131,6 +131,15 @@ double stats_cutoff_hat(const struct stats_arm *arms, size_t k, const unsigned c
 double stats_delta_c(const struct stats_arm *arms, size_t k, const unsigned char *high,
                      const struct stats_dc_opts *o, double *c_out, double *per_arm);
 
+/* stats_delta_c with a workspace of stats_dc_ws_size(k) bytes (suitably
+ * aligned: from malloc), or NULL: the same result bit for bit, about three
+ * times faster with the anytime bounds, whose per-arm logarithms are then
+ * computed once per search instead of once per cutoff tried. For callers
+ * on a hot path (a policy's select()) that own scratch memory. */
+size_t stats_dc_ws_size(size_t k);
+double stats_delta_c_ws(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                        const struct stats_dc_opts *o, double *c_out, double *per_arm, void *ws);
+
 /* --- Bayesian confidence ρ̄ (Bachman & Precup 2013, eq. 3) ------------------
  * r̄_j = α_j/(α_j+β_j), γ̄ = (r̄_(m) + r̄_(m+1))/2, σ̄_j = sqrt(r̄_j (1 − r̄_j)),
  * ρ̄ = max(0, 1 − Σ_j [1 − Φ(√t_j |r̄_j − γ̄| / σ̄_j)]), t_j = pulls of arm j.

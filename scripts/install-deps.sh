@@ -6,9 +6,19 @@ PKGS="libmicrohttpd-dev libjansson-dev libsqlite3-dev libgsl-dev libcmocka-dev \
 libcurl4-openssl-dev pkg-config gcc make curl"
 [ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox"
 missing=""
+# The dashboard suite (tests/web) needs a real browser: Debian's chromium and
+# chromium-driver, fonts with the page's glyphs (δᶜ, ρ̄), and Node.js with
+# npm (below) to drive it.
+[ "${1:-}" = "--test" ] && PKGS="$PKGS chromium chromium-driver fonts-dejavu-core fonts-liberation"
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# Node.js may come from elsewhere than Debian (a nodesource build bundles
+# npm): only a missing command asks for Debian's packages.
+if [ "${1:-}" = "--test" ]; then
+    command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+    command -v npm >/dev/null 2>&1 || missing="$missing npm"
+fi
 [ -z "$missing" ] && exit 0
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -72,6 +72,7 @@ static size_t g_max_body = 1 << 20;
 static int g_log_requests;
 static atomic_uint g_in_flight;
 static atomic_int g_ready;
+static atomic_int g_stopping; /* http_stop began: new requests get 503 */
 
 unsigned http_in_flight(void)
 {
@@ -231,7 +232,10 @@ static int queue(struct api_req *r, unsigned status, struct MHD_Response *resp)
     }
     for (size_t i = 0; i < r->nhdrs; i++)
         MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
-    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    if (MHD_get_response_header(resp, "Cache-Control") == NULL) /* the dashboard sets its own */
+        MHD_add_response_header(resp, "Cache-Control", "no-store");
+    if (atomic_load(&g_stopping))
+        MHD_add_response_header(resp, "Connection", "close");
     if (MHD_queue_response(r->conn, status, resp) != MHD_YES)
         log_warn("queueing a %u response failed", status);
     MHD_destroy_response(resp);
@@ -247,6 +251,17 @@ int api_reply_raw(struct api_req *r, unsigned status, const char *content_type, 
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(len, body ? body : (char *)"", body ? MHD_RESPMEM_MUST_FREE
                                                                           : MHD_RESPMEM_PERSISTENT);
+    if (resp != NULL && content_type != NULL)
+        MHD_add_response_header(resp, "Content-Type", content_type);
+    return queue(r, status, resp);
+}
+
+int api_reply_static(struct api_req *r, unsigned status, const char *content_type,
+                     const void *body, size_t len)
+{
+    /* PERSISTENT: MHD sends from the buffer as is, without a copy. */
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)(uintptr_t)body, MHD_RESPMEM_PERSISTENT);
     if (resp != NULL && content_type != NULL)
         MHD_add_response_header(resp, "Content-Type", content_type);
     return queue(r, status, resp);
@@ -316,6 +331,13 @@ int api_reply_stream(struct api_req *r, unsigned status, const char *content_typ
         return api_reply_problem(r, 503, "out of memory", NULL);
     }
     MHD_add_response_header(resp, "Content-Type", content_type);
+    /* libmicrohttpd 0.9.75 sends the chunked terminator "0\r\n\r\n" after
+     * the headers of a HEAD answer with unknown size: on a kept-alive
+     * connection the client would read it as the start of the next
+     * response. Closing the connection after a HEAD of a stream keeps
+     * those bytes from being misread. */
+    if (strcmp(r->method, "HEAD") == 0)
+        MHD_add_response_header(resp, "Connection", "close");
     return queue(r, status, resp);
 }
 
@@ -415,7 +437,7 @@ static int match(const char *pattern, const char *path, char *id, size_t idlen)
 
 static void route(struct api_req *r)
 {
-    char id[EXP_ID_MAX + 2];
+    char id[EXP_ID_MAX + 1]; /* a longer segment matches no route: 404 */
     char allow[128] = "";
     int path_known = 0;
     for (const struct route *rt = http_routes; rt->method != NULL; rt++) {
@@ -509,6 +531,15 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         route(r);
         if (r->pre_status == 0)
             check_auth(r);
+        /* Shutting down: a request arriving on a kept-alive connection
+         * after the in-flight ones drained must not start a write (it would
+         * suspend its connection under MHD_stop_daemon, which aborts). It
+         * was counted in g_in_flight before this check, so http_stop either
+         * waits for it or it sees the flag. */
+        if (r->pre_status == 0 && atomic_load(&g_stopping)) {
+            r->pre_status = 503;
+            r->pre_detail = "the server is shutting down; retry later";
+        }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         if (r->pre_status == 0 && cl != NULL && strtoull(cl, NULL, 10) > g_max_body) {
             r->pre_status = 413;
@@ -618,7 +649,8 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (unsigned)n : 2;
     }
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     MHD_USE_ITC; /* MHD_quiesce_daemon needs it with a thread pool */
     if (c->tls_cert_pem != NULL)
         flags |= MHD_USE_TLS;
     struct MHD_OptionItem opts[16];
@@ -657,6 +689,7 @@ void http_stop(struct http_server *s, unsigned timeout_ms)
 {
     if (s == NULL)
         return;
+    atomic_store(&g_stopping, 1);
     MHD_socket fd = MHD_quiesce_daemon(s->d);
     /* Let in-flight requests (and the writes they wait for) finish. */
     for (unsigned waited = 0; http_in_flight() > 0 && waited < timeout_ms; waited += 10)

@@ -5,6 +5,10 @@
 #include "server/http.h"
 
 const struct route http_routes[] = {
+    /* The dashboard: open pages; the page calls the API with the user's key. */
+    {"GET", "/", api_web_page, API_SCOPE_NONE, "dashboard"},
+    {"GET", "/experiments/{id}", api_web_page, API_SCOPE_NONE, "dashboard"},
+    {"GET", "/static/{id}", api_web_static, API_SCOPE_NONE, "static"},
     {"POST", "/v1/experiments", api_experiments_create, API_SCOPE_ADMIN, "experiments"},
     {"GET", "/v1/experiments", api_experiments_list, API_SCOPE_READ, "experiments"},
     {"GET", "/v1/experiments/{id}", api_experiments_get, API_SCOPE_READ, "experiment"},
@@ -17,6 +21,7 @@ const struct route http_routes[] = {
      "observations"},
     {"GET", "/v1/experiments/{id}/status", api_status_get, API_SCOPE_READ, "status"},
     {"GET", "/v1/experiments/{id}/history", api_history_get, API_SCOPE_READ, "history"},
+    {"GET", "/v1/experiments/{id}/export", api_export_get, API_SCOPE_READ, "export"},
     {"GET", "/healthz", api_healthz, API_SCOPE_NONE, "healthz"},
     {"GET", "/readyz", api_readyz, API_SCOPE_NONE, "readyz"},
     {NULL, NULL, NULL, 0, NULL},

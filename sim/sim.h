@@ -6,6 +6,20 @@
  *
  * Reproducibility: run i draws from generators seeded by (seed, i) only, so
  * results are identical for a given seed whatever the thread count.
+ *
+ * A run: build an engine (seeded from (seed, i)), loop engine_assign(e, −1)
+ * → draw the arm's reward → deliver it `delay` pulls later (FIFO), until the
+ * engine stops (its rule, the budget) or a safety cap; then deliver every
+ * reward still in flight and evaluate the recommendation against the true
+ * means. Rewards are clipped to the problem's range and rescaled to [0, 1]
+ * for the engine; ε likewise (ε / (max − min)).
+ *
+ * Problem files: the fields of CONTRACT.md, plus two conveniences — a bare
+ * number p in an arms list is {"dist": "bernoulli", "p": p}; `"arms": [...]`
+ * at top level is one bandit (as in the create body) — and an optional "id"
+ * string on bandits and arms (ignored). Unknown fields are errors. Defaults:
+ * m 1, epsilon 0, delta 0.05, budget null, reward {min 0, max 1}, target_arm
+ * null, tau null (1 − δ), bound "anytime".
  */
 #ifndef BANDITD_SIM_SIM_H
 #define BANDITD_SIM_SIM_H
@@ -16,6 +30,11 @@
 #include <jansson.h>
 
 #include "policies/engine.h"
+
+#define SIM_MAX_RUNS 10000000ULL  /* per-run pull counts are kept for quantiles */
+#define SIM_MAX_DELAY 10000000ULL /* FIFO entries (16 bytes each, per thread) */
+#define SIM_MAX_THREADS 256
+#define SIM_SAFETY_PULLS 100000000ULL /* default absolute cap on pulls per run */
 
 enum sim_dist { SIM_BERNOULLI, SIM_RADEMACHER, SIM_UNIFORM, SIM_GAUSSIAN, SIM_BETA };
 
@@ -32,8 +51,8 @@ struct sim_problem {
     double delta;
     uint64_t budget; /* 0: none */
     size_t n_bandits;
-    size_t *n_arms;         /* owned */
-    struct sim_arm **arms;  /* owned: arms[b][i] */
+    size_t *n_arms;        /* owned */
+    struct sim_arm **arms; /* owned: arms[b][i] */
     double reward_min, reward_max;
     int target_arm; /* −1 none */
     double tau;     /* NaN: none */
@@ -51,15 +70,18 @@ struct sim_options {
     struct policy_params params; /* validated, defaults filled */
     uint64_t runs;
     uint64_t seed;
-    uint64_t delay;  /* rewards come back this many pulls later */
-    uint64_t budget; /* overrides the problem's budget when > 0 (a cap for
-                      * fixed-confidence policies) */
-    unsigned threads; /* 0: all cores */
+    uint64_t delay;             /* rewards come back this many pulls later */
+    uint64_t budget;            /* overrides the problem's budget when > 0 (a cap for
+                                 * fixed-confidence policies) */
+    unsigned threads;           /* 0: all cores */
     enum engine_stop_rule stop; /* ENGINE_RULE_DEFAULT: the policy's own */
-    int progress;     /* progress bar on stderr (when a terminal) */
+    int progress;               /* progress bar on stderr (when a terminal) */
     /* clinical constraints, as for an experiment */
     uint32_t burn_in;
     double min_prob;
+    uint64_t max_pulls; /* absolute cap per run, whatever the rule; 0: SIM_SAFETY_PULLS.
+                         * A run that hits it ends not stopped and is counted in
+                         * sim_result.capped */
 };
 
 /* Outcome of one run. */
@@ -71,6 +93,10 @@ struct sim_run_result {
     int pac_error;       /* some returned arm is not (ε, m)-optimal */
     int regret_error;    /* aggregate regret > ε (Chen et al.) */
     size_t completed;    /* bandits with ρ̄ ≥ τ at the end (GCP objective) */
+    size_t wrong;        /* bandits with a wrong set (bandit_error = wrong / M) */
+    int capped;          /* ended by the safety cap (max_pulls), not by the engine */
+    uint64_t rewarded;   /* rewards delivered to the engine: all pulls (the delay
+                          * FIFO is flushed before the answer is read) */
 };
 
 struct sim_result {
@@ -83,6 +109,10 @@ struct sim_result {
     double mean_completed;
     double stopped_rate; /* runs stopped by their rule before the cap */
     double wall_s;
+    /* exact counts behind the rates (for binomial tests and intervals) */
+    uint64_t errors, pac_errors, regret_errors, stopped, capped;
+    uint64_t total_pulls;
+    double sd_pulls; /* sample standard deviation of the pulls per run */
 };
 
 /* One run (index i of the seed's sequence). 0, or −1 with a message. */
@@ -93,8 +123,38 @@ int sim_run_one(const struct sim_problem *p, const struct sim_options *o, uint64
 int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim_result *out,
             char *err, size_t errlen);
 
-/* The result as the JSON object bandit-sim prints (new reference). */
+/* The result as the JSON object bandit-sim prints (new reference): the
+ * contract's keys, then 95% Wilson intervals of the error rates and the
+ * settings that produced it. */
 json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o,
                         const struct sim_result *r);
+
+/* Every policy of the registry with its flags and parameters (name, type,
+ * default, range or choices, doc), as `bandit-sim --list-policies` prints it
+ * (new reference). */
+json_t *sim_policies_json(void);
+
+/* Stop rule names of --stop: "policy" (ENGINE_RULE_DEFAULT: the policy's own
+ * rule, δᶜ ≤ δ for policies without one, the budget for fixed-budget runs),
+ * "delta_c", "glr", "glr-heuristic", "rho", "none". 0, or −1 if unknown. */
+int sim_stop_rule_parse(const char *name, enum engine_stop_rule *out);
+const char *sim_stop_rule_name(enum engine_stop_rule r);
+
+/* True mean of an arm after clipping to [lo, hi] (exact, see sim.c), and
+ * whether a draw can fall outside that range. */
+double sim_arm_clipped_mean(const struct sim_arm *a, double lo, double hi);
+int sim_arm_can_clip(const struct sim_arm *a, double lo, double hi);
+
+/* The verdicts on a returned set high[] (1 = returned) in bandit b against
+ * the true (clipped) means: *wrong unless it is exactly the true top m (with
+ * ties, any set achieving the top-m values); *pac_wrong if some returned arm
+ * has μ < μ_(m) − ε; *regret_wrong if (1/m)(Σ top m − Σ returned) > ε (Chen et
+ * al. 2017). A set without exactly m arms is wrong on all three counts. */
+void sim_evaluate_set(const struct sim_problem *p, size_t b, const unsigned char *high, int *wrong,
+                      int *pac_wrong, int *regret_wrong);
+
+/* Wilson score interval for k successes in n trials at normal quantile z
+ * (1.96 for 95%); [0, 1] when n = 0. */
+void sim_wilson(uint64_t k, uint64_t n, double z, double *lo, double *hi);
 
 #endif

@@ -489,6 +489,25 @@ static void test_delta_c_optimal(void **state)
         double c_star;
         double dc = stats_delta_c(arms, k, high, &o, &c_star, per);
         assert_true(dc >= 0.0 && dc <= 1.0);
+        /* The workspace variant gives the same bits (the cache only hoists
+         * the c-independent logarithms out of the search). */
+        {
+            struct stats_arm wide[KMAX];
+            memcpy(wide, arms, sizeof wide);
+            if (trial % 5 == 0)
+                wide[0].n = 1; /* one sample: no Bernstein bound */
+            if (trial % 7 == 0)
+                wide[k - 1].n = 0; /* no data */
+            double c1, c2, p1[KMAX], p2[KMAX];
+            void *ws = malloc(stats_dc_ws_size(k));
+            assert_non_null(ws);
+            double d1 = stats_delta_c(wide, k, high, &o, &c1, p1);
+            double d2 = stats_delta_c_ws(wide, k, high, &o, &c2, p2, ws);
+            free(ws);
+            assert_memory_equal(&d1, &d2, sizeof d1);
+            assert_memory_equal(&c1, &c2, sizeof c1);
+            assert_memory_equal(p1, p2, k * sizeof p1[0]);
+        }
         /* per_arm and c_out describe the same point. */
         CLOSE(stats_delta_c_at(arms, k, high, &o, c_star, per2), dc, 1e-15);
         for (size_t i = 0; i < k; i++)

@@ -1,0 +1,293 @@
+/*
+ * phases.c — phase machinery of sr, sar and seq-halving (see phases.h):
+ * round-robin hand-out of cumulative per-arm targets, phase completion on
+ * rewarded samples, settling of bandits, and the recommendation.
+ */
+#include "policies/phases.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int policy_phases_init(struct policy_phases *ph, const struct policy_ctx *ctx, size_t nphases,
+                       policy_phases_decide_fn *decide, char *err, size_t errlen)
+{
+    memset(ph, 0, sizeof *ph);
+    ph->nb = ctx->n_bandits;
+    ph->nphases = nphases;
+    ph->decide = decide;
+    size_t kmax = 0;
+    for (size_t b = 0; b < ph->nb; b++) {
+        ph->total += ctx->n_arms[b];
+        if (ctx->n_arms[b] > kmax)
+            kmax = ctx->n_arms[b];
+    }
+    ph->off = calloc(ph->nb + 1, sizeof *ph->off);
+    ph->bandit_of = calloc(ph->total, sizeof *ph->bandit_of);
+    ph->status = calloc(ph->total, 1);
+    ph->need = calloc(ph->nb, sizeof *ph->need);
+    ph->n_active = calloc(ph->nb, sizeof *ph->n_active);
+    ph->settled = calloc(ph->nb, 1);
+    ph->target = calloc(nphases ? nphases : 1, sizeof *ph->target);
+    ph->rank = calloc(ph->total, sizeof *ph->rank);
+    ph->order = calloc(kmax, sizeof *ph->order);
+    ph->gap = calloc(ph->total, sizeof *ph->gap);
+    ph->cand = calloc(ph->total, sizeof *ph->cand);
+    ph->mask = calloc(ph->total, 1);
+    if (!ph->off || !ph->bandit_of || !ph->status || !ph->need || !ph->n_active || !ph->settled ||
+        !ph->target || !ph->rank || !ph->order || !ph->gap || !ph->cand || !ph->mask) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t b = 0; b < ph->nb; b++) {
+        ph->off[b + 1] = ph->off[b] + ctx->n_arms[b];
+        ph->need[b] = ctx->m;
+        ph->n_active[b] = ctx->n_arms[b];
+        for (size_t f = ph->off[b]; f < ph->off[b + 1]; f++)
+            ph->bandit_of[f] = b;
+        /* A random permutation of 0..K−1 per bandit (Fisher–Yates): the
+         * tie-break order recommend() uses without touching the rng. */
+        size_t k = ctx->n_arms[b];
+        uint32_t *r = &ph->rank[ph->off[b]];
+        for (size_t i = 0; i < k; i++)
+            r[i] = (uint32_t)i;
+        for (size_t i = k; i > 1; i--) {
+            size_t j = policy_rand_index(ctx->rng, i);
+            uint32_t t = r[i - 1];
+            r[i - 1] = r[j];
+            r[j] = t;
+        }
+    }
+    return 0;
+}
+
+void policy_phases_fini(struct policy_phases *ph)
+{
+    if (ph == NULL)
+        return;
+    free(ph->off);
+    free(ph->bandit_of);
+    free(ph->status);
+    free(ph->need);
+    free(ph->n_active);
+    free(ph->settled);
+    free(ph->target);
+    free(ph->rank);
+    free(ph->order);
+    free(ph->gap);
+    free(ph->cand);
+    free(ph->mask);
+    memset(ph, 0, sizeof *ph);
+}
+
+int policy_phases_finished(const struct policy_phases *ph)
+{
+    return ph->n_settled == ph->nb;
+}
+
+/* Settle bandit b when its top set is decided: with nothing left to accept
+ * the remaining active arms are rejected, with as many to accept as are
+ * active they are all accepted (SAR's edge cases, Bubeck et al. Fig. 1). */
+static void settle(struct policy_phases *ph, size_t b)
+{
+    if (ph->settled[b])
+        return;
+    if (ph->need[b] != 0 && ph->need[b] < ph->n_active[b])
+        return;
+    unsigned char to = ph->need[b] == 0 ? PHASES_REJECTED : PHASES_ACCEPTED;
+    for (size_t f = ph->off[b]; f < ph->off[b + 1]; f++)
+        if (ph->status[f] == PHASES_ACTIVE)
+            ph->status[f] = to;
+    ph->need[b] = 0;
+    ph->n_active[b] = 0;
+    ph->settled[b] = 1;
+    ph->n_settled++;
+}
+
+void policy_phases_accept(struct policy_phases *ph, size_t flat)
+{
+    size_t b = ph->bandit_of[flat];
+    if (ph->status[flat] != PHASES_ACTIVE || ph->need[b] == 0)
+        return;
+    ph->status[flat] = PHASES_ACCEPTED;
+    ph->n_active[b]--;
+    ph->need[b]--;
+    settle(ph, b);
+}
+
+void policy_phases_reject(struct policy_phases *ph, size_t flat)
+{
+    size_t b = ph->bandit_of[flat];
+    if (ph->status[flat] != PHASES_ACTIVE)
+        return;
+    ph->status[flat] = PHASES_REJECTED;
+    ph->n_active[b]--;
+    settle(ph, b);
+}
+
+uint64_t policy_phases_plan_total(const uint64_t *target, const size_t *active, size_t nphases)
+{
+    uint64_t total = 0, prev = 0;
+    for (size_t k = 0; k < nphases; k++) {
+        total += (uint64_t)active[k] * (target[k] - prev);
+        prev = target[k];
+    }
+    return total;
+}
+
+size_t policy_phases_order_active(struct policy_phases *ph, const struct policy_ctx *ctx, size_t b)
+{
+    size_t k = ctx->n_arms[b];
+    policy_order_by_mean(ctx->rng, ctx->arms[b], k, ph->order);
+    size_t n = 0;
+    for (size_t r = 0; r < k; r++)
+        if (ph->status[ph->off[b] + ph->order[r]] == PHASES_ACTIVE)
+            ph->order[n++] = ph->order[r];
+    return n;
+}
+
+/* Has the current phase ended? Every active arm of an unsettled bandit has
+ * its target of rewarded samples, or can get no more pulls (its bandit is
+ * done in the engine) and has none pending. */
+static int phase_complete(const struct policy_phases *ph, const struct policy_ctx *ctx)
+{
+    uint64_t t = ph->target[ph->phase];
+    for (size_t b = 0; b < ph->nb; b++) {
+        if (ph->settled[b])
+            continue;
+        const struct stats_arm *a = ctx->arms[b];
+        int closed = ctx->bandit_done[b] != 0;
+        for (size_t i = 0; i < ctx->n_arms[b]; i++) {
+            if (ph->status[ph->off[b] + i] != PHASES_ACTIVE)
+                continue;
+            if (a[i].n < t && !(closed && a[i].pending == 0))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* After the last phase every bandit should be settled; if a plan ever left
+ * one open, accept its best active arms (ties by rank) rather than stall. */
+static void settle_leftovers(struct policy_phases *ph, const struct policy_ctx *ctx)
+{
+    for (size_t b = 0; b < ph->nb; b++) {
+        while (!ph->settled[b]) {
+            size_t best = (size_t)-1;
+            for (size_t i = 0; i < ctx->n_arms[b]; i++) {
+                size_t f = ph->off[b] + i;
+                if (ph->status[f] != PHASES_ACTIVE)
+                    continue;
+                const struct stats_arm *a = ctx->arms[b];
+                if (best == (size_t)-1 || a[i].mean > a[best].mean ||
+                    (a[i].mean == a[best].mean && ph->rank[f] < ph->rank[ph->off[b] + best]))
+                    best = i;
+            }
+            policy_phases_accept(ph, ph->off[b] + best);
+        }
+    }
+}
+
+/* End every phase whose samples are in. */
+static void advance(struct policy_phases *ph, const struct policy_ctx *ctx)
+{
+    while (!policy_phases_finished(ph) && ph->phase < ph->nphases && phase_complete(ph, ctx)) {
+        ph->decide(ph, ctx, ph->phase);
+        ph->phase++;
+    }
+    if (ph->phase >= ph->nphases && !policy_phases_finished(ph))
+        settle_leftovers(ph, ctx);
+}
+
+int policy_phases_select(void *state, const struct policy_ctx *ctx, int bandit,
+                         struct policy_pick *pick)
+{
+    struct policy_phases *ph = state;
+    advance(ph, ctx);
+    /* The active arm of least n + pending in scope, ties uniformly at random:
+     * first pass finds the least value and counts its ties, one draw picks
+     * the tie, the second pass finds it. */
+    uint64_t least = UINT64_MAX;
+    size_t ties = 0;
+    for (size_t b = 0; b < ph->nb; b++) {
+        if (bandit >= 0 ? b != (size_t)bandit : ctx->bandit_done[b] != 0)
+            continue;
+        if (ph->settled[b])
+            continue;
+        const struct stats_arm *a = ctx->arms[b];
+        for (size_t i = 0; i < ctx->n_arms[b]; i++) {
+            if (ph->status[ph->off[b] + i] != PHASES_ACTIVE)
+                continue;
+            uint64_t h = a[i].n + a[i].pending;
+            if (h < least) {
+                least = h;
+                ties = 1;
+            } else if (h == least) {
+                ties++;
+            }
+        }
+    }
+    if (ties == 0)
+        return POLICY_DONE;
+    size_t j = policy_rand_index(ctx->rng, ties);
+    for (size_t b = 0; b < ph->nb; b++) {
+        if (bandit >= 0 ? b != (size_t)bandit : ctx->bandit_done[b] != 0)
+            continue;
+        if (ph->settled[b])
+            continue;
+        const struct stats_arm *a = ctx->arms[b];
+        for (size_t i = 0; i < ctx->n_arms[b]; i++) {
+            if (ph->status[ph->off[b] + i] != PHASES_ACTIVE || a[i].n + a[i].pending != least)
+                continue;
+            if (j-- == 0) {
+                pick->bandit = b;
+                pick->arm = i;
+                return POLICY_OK;
+            }
+        }
+    }
+    abort(); /* unreachable: the tie counted above */
+}
+
+void policy_phases_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
+                          enum policy_event ev, double reward)
+{
+    (void)bandit;
+    (void)arm;
+    (void)ev;
+    (void)reward;
+    advance(state, ctx);
+}
+
+int policy_phases_done(void *state, const struct policy_ctx *ctx, size_t bandit)
+{
+    (void)ctx;
+    const struct policy_phases *ph = state;
+    return ph->settled[bandit];
+}
+
+void policy_phases_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
+                             unsigned char *high)
+{
+    const struct policy_phases *ph = state;
+    size_t k = ctx->n_arms[bandit];
+    const size_t o = ph->off[bandit];
+    const struct stats_arm *a = ctx->arms[bandit];
+    for (size_t i = 0; i < k; i++)
+        high[i] = ph->status[o + i] == PHASES_ACCEPTED;
+    /* Not settled yet (a status call mid-run): fill the places still open
+     * with the best active arms by mean, ties by the init-time rank. */
+    for (unsigned r = 0; r < ph->need[bandit]; r++) {
+        size_t best = (size_t)-1;
+        for (size_t i = 0; i < k; i++) {
+            if (ph->status[o + i] != PHASES_ACTIVE || high[i])
+                continue;
+            if (best == (size_t)-1 || a[i].mean > a[best].mean ||
+                (a[i].mean == a[best].mean && ph->rank[o + i] < ph->rank[o + best]))
+                best = i;
+        }
+        if (best == (size_t)-1)
+            break;
+        high[best] = 1;
+    }
+}

@@ -1,0 +1,336 @@
+/*
+ * main.c — bandit-sim, the offline simulator's command line (CONTRACT.md,
+ * "bandit-sim"): reads a problem file, runs a policy on it many times with
+ * the daemon's engine and prints one JSON object on stdout.
+ *
+ * Bad input ends with one line on stderr, "bandit-sim: <what>", and exit
+ * status 2 (usage) or 1 (the simulation itself failed).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+
+#define MAX_PARAM_ARGS 64
+
+static const char usage_text[] =
+    "usage: bandit-sim --problem FILE.json --policy NAME [options]\n"
+    "       bandit-sim --list-policies\n"
+    "\n"
+    "  --problem FILE      problem file (CONTRACT.md, \"Simulator problem file\"); - for stdin\n"
+    "  --policy NAME       a policy of --list-policies\n"
+    "  --param KEY=VALUE   a policy parameter (repeatable)\n"
+    "  --runs N            independent runs (default 1000)\n"
+    "  --seed S            run i is seeded by (S, i) only (default 1)\n"
+    "  --delay D           each reward comes back D pulls later (default 0)\n"
+    "  --budget N          budget (fixed-budget policies) or cap on pulls (others)\n"
+    "  --threads N         worker threads (default: all cores; results do not depend on it)\n"
+    "  --stop RULE         policy|delta_c|glr|glr-heuristic|rho|none (default policy: the\n"
+    "                      policy's own rule, else delta_c; fixed-budget runs: the budget)\n"
+    "  --bound B           anytime|fixed: overrides the problem's bound\n"
+    "  --delta X, --epsilon X, --m N   override the problem's goal (epsilon in reward units)\n"
+    "  --burn-in N         clinical burn-in: pulls per arm before the policy takes over\n"
+    "  --min-prob F        clinical floor on each arm's allocation probability\n"
+    "  --max-pulls N       absolute cap on pulls per run (default 1e8; capped runs are counted)\n"
+    "  --pretty            indent the JSON output\n"
+    "  --no-progress       no progress bar (it is drawn only on a terminal anyway)\n"
+    "  --list-policies     every policy with its flags and parameters, as JSON\n";
+
+static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+static void die(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("bandit-sim: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(code);
+}
+
+/* A decimal unsigned integer, whole string, within [min, max]. */
+static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
+{
+    char *end = NULL;
+    errno = 0;
+    /* strtoull accepts "-1" (as 2^64 − 1); a count never starts with '-'. */
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*s == '\0' || *s == '-' || *s == '+' || end == s || *end != '\0' || errno != 0 || v < min ||
+        v > max)
+        die(2, "%s: must be an integer in [%llu, %llu] (got \"%s\")", opt, (unsigned long long)min,
+            (unsigned long long)max, s);
+    return v;
+}
+
+static double parse_double(const char *opt, const char *s)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || errno != 0 || !isfinite(v))
+        die(2, "%s: must be a number (got \"%s\")", opt, s);
+    return v;
+}
+
+static int print_json(json_t *j, size_t flags)
+{
+    if (j == NULL)
+        die(1, "out of memory");
+    int rc = json_dumpf(j, stdout, flags | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    json_decref(j);
+    if (rc != 0 || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
+        die(1, "cannot write the output");
+    return 0;
+}
+
+enum {
+    OPT_PROBLEM = 256,
+    OPT_POLICY,
+    OPT_PARAM,
+    OPT_RUNS,
+    OPT_SEED,
+    OPT_DELAY,
+    OPT_BUDGET,
+    OPT_THREADS,
+    OPT_STOP,
+    OPT_BOUND,
+    OPT_DELTA,
+    OPT_EPSILON,
+    OPT_M,
+    OPT_BURN_IN,
+    OPT_MIN_PROB,
+    OPT_MAX_PULLS,
+    OPT_PRETTY,
+    OPT_NO_PROGRESS,
+    OPT_LIST,
+    OPT_HELP,
+};
+
+static const struct option long_opts[] = {
+    {"problem", required_argument, NULL, OPT_PROBLEM},
+    {"policy", required_argument, NULL, OPT_POLICY},
+    {"param", required_argument, NULL, OPT_PARAM},
+    {"runs", required_argument, NULL, OPT_RUNS},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"delay", required_argument, NULL, OPT_DELAY},
+    {"budget", required_argument, NULL, OPT_BUDGET},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"stop", required_argument, NULL, OPT_STOP},
+    {"bound", required_argument, NULL, OPT_BOUND},
+    {"delta", required_argument, NULL, OPT_DELTA},
+    {"epsilon", required_argument, NULL, OPT_EPSILON},
+    {"m", required_argument, NULL, OPT_M},
+    {"burn-in", required_argument, NULL, OPT_BURN_IN},
+    {"min-prob", required_argument, NULL, OPT_MIN_PROB},
+    {"max-pulls", required_argument, NULL, OPT_MAX_PULLS},
+    {"pretty", no_argument, NULL, OPT_PRETTY},
+    {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+    {"list-policies", no_argument, NULL, OPT_LIST},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+/* Every --param against the policy's declared parameters: unknown names and
+ * bad values are errors naming the parameter; unset ones keep the default. */
+static void parse_params(const struct policy_ops *ops, char **args, size_t n,
+                         struct policy_params *out)
+{
+    policy_params_defaults(ops, out);
+    unsigned char seen[POLICY_MAX_PARAMS] = {0};
+    for (size_t i = 0; i < n; i++) {
+        char *eq = strchr(args[i], '=');
+        if (eq == NULL || eq == args[i])
+            die(2, "--param %s: must be KEY=VALUE", args[i]);
+        *eq = '\0';
+        const char *key = args[i], *val = eq + 1;
+        int idx = policy_param_index(ops, key);
+        if (idx < 0) {
+            char names[256] = "";
+            size_t len = 0;
+            for (int k = 0; ops->params != NULL && k < POLICY_MAX_PARAMS &&
+                            ops->params[k].name != NULL && len < sizeof names;
+                 k++)
+                len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", k ? ", " : "",
+                                        ops->params[k].name);
+            die(2, "--param %s: policy %s has no such parameter (%s%s)", key, ops->name,
+                *names ? "it has: " : "it has none", names);
+        }
+        if (seen[idx])
+            die(2, "--param %s: given twice", key);
+        seen[idx] = 1;
+        char err[256];
+        double v;
+        if (policy_param_parse(&ops->params[idx], val, &v, err, sizeof err) != 0)
+            die(2, "--param %s: %s (got \"%s\")", key, err, val);
+        out->values[idx] = v;
+    }
+}
+
+/* The engine names fields as the HTTP API does (goal.epsilon,
+ * policy.params.cap); say them as this command spells them. */
+static const char *cli_field(const char *err, char *buf, size_t len)
+{
+    static const char *const map[][2] = {
+        {"goal.budget", "budget"},      {"goal.epsilon", "epsilon"},
+        {"goal.delta", "delta"},        {"goal.m", "m"},
+        {"policy.params.", "--param "}, {"constraints.min_prob", "--min-prob"},
+        {"constraints.", "--"},         {"stop_rule", "--stop"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        size_t n = strlen(map[i][0]);
+        if (strncmp(err, map[i][0], n) == 0) {
+            snprintf(buf, len, "%s%s", map[i][1], err + n);
+            return buf;
+        }
+    }
+    return err;
+}
+
+int main(int argc, char **argv)
+{
+    const char *problem_path = NULL, *policy_name = NULL;
+    char *param_args[MAX_PARAM_ARGS];
+    size_t n_params = 0;
+    struct sim_options o;
+    memset(&o, 0, sizeof o);
+    o.runs = 1000;
+    o.seed = 1;
+    o.progress = 1;
+    o.stop = ENGINE_RULE_DEFAULT;
+    const char *bound = NULL, *delta = NULL, *epsilon = NULL, *m = NULL;
+    int pretty = 0, list = 0;
+
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_PROBLEM:
+            problem_path = optarg;
+            break;
+        case OPT_POLICY:
+            policy_name = optarg;
+            break;
+        case OPT_PARAM:
+            if (n_params == MAX_PARAM_ARGS)
+                die(2, "--param: at most %d", MAX_PARAM_ARGS);
+            param_args[n_params++] = optarg;
+            break;
+        case OPT_RUNS:
+            o.runs = parse_u64("--runs", optarg, 1, SIM_MAX_RUNS);
+            break;
+        case OPT_SEED:
+            o.seed = parse_u64("--seed", optarg, 0, INT64_MAX); /* printed as a JSON integer */
+            break;
+        case OPT_DELAY:
+            o.delay = parse_u64("--delay", optarg, 0, SIM_MAX_DELAY);
+            break;
+        case OPT_BUDGET:
+            o.budget = parse_u64("--budget", optarg, 1, UINT64_C(1) << 53);
+            break;
+        case OPT_THREADS:
+            o.threads = (unsigned)parse_u64("--threads", optarg, 0, SIM_MAX_THREADS);
+            break;
+        case OPT_STOP:
+            if (sim_stop_rule_parse(optarg, &o.stop) != 0)
+                die(2,
+                    "--stop: must be policy, delta_c, glr, glr-heuristic, rho or none (got "
+                    "\"%s\")",
+                    optarg);
+            break;
+        case OPT_BOUND:
+            if (strcmp(optarg, "anytime") != 0 && strcmp(optarg, "fixed") != 0)
+                die(2, "--bound: must be anytime or fixed (got \"%s\")", optarg);
+            bound = optarg;
+            break;
+        case OPT_DELTA:
+            delta = optarg;
+            break;
+        case OPT_EPSILON:
+            epsilon = optarg;
+            break;
+        case OPT_M:
+            m = optarg;
+            break;
+        case OPT_BURN_IN:
+            o.burn_in = (uint32_t)parse_u64("--burn-in", optarg, 0, UINT32_MAX);
+            break;
+        case OPT_MIN_PROB:
+            o.min_prob = parse_double("--min-prob", optarg);
+            if (!(o.min_prob >= 0 && o.min_prob < 1))
+                die(2, "--min-prob: must be in [0, 1) (got \"%s\")", optarg);
+            break;
+        case OPT_MAX_PULLS:
+            o.max_pulls = parse_u64("--max-pulls", optarg, 1, UINT64_MAX);
+            break;
+        case OPT_PRETTY:
+            pretty = 1;
+            break;
+        case OPT_NO_PROGRESS:
+            o.progress = 0;
+            break;
+        case OPT_LIST:
+            list = 1;
+            break;
+        case OPT_HELP:
+            fputs(usage_text, stdout);
+            return 0;
+        default:
+            if (optopt != 0)
+                die(2, "%s: needs a value (see --help)", argv[optind - 1]);
+            die(2, "%s: unknown option (see --help)", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        die(2, "%s: unexpected argument (see --help)", argv[optind]);
+    if (list)
+        return print_json(sim_policies_json(), JSON_INDENT(2));
+    if (problem_path == NULL)
+        die(2, "--problem: required (see --help)");
+    if (policy_name == NULL)
+        die(2, "--policy: required (see --list-policies)");
+    o.policy = policy_find(policy_name);
+    if (o.policy == NULL)
+        die(2, "--policy: unknown policy \"%s\" (see --list-policies)", policy_name);
+    parse_params(o.policy, param_args, n_params, &o.params);
+
+    struct sim_problem p;
+    char err[512];
+    if (sim_problem_load(problem_path, &p, err, sizeof err) != 0)
+        die(2, "%s", err);
+    if (bound != NULL)
+        p.bound = strcmp(bound, "fixed") == 0 ? STATS_BOUND_FIXED : STATS_BOUND_ANYTIME;
+    if (delta != NULL) {
+        p.delta = parse_double("--delta", delta);
+        if (!(p.delta > 0 && p.delta < 1))
+            die(2, "--delta: must be in (0, 1) (got \"%s\")", delta);
+    }
+    if (epsilon != NULL) {
+        p.epsilon = parse_double("--epsilon", epsilon);
+        if (!(p.epsilon >= 0 && p.epsilon < p.reward_max - p.reward_min))
+            die(2, "--epsilon: must be in [0, reward range (%g)) (got \"%s\")",
+                p.reward_max - p.reward_min, epsilon);
+    }
+    if (m != NULL) {
+        p.m = (unsigned)parse_u64("--m", m, 1, ENGINE_MAX_ARMS);
+        for (size_t b = 0; b < p.n_bandits; b++)
+            if (p.m >= p.n_arms[b])
+                die(2, "--m: must be less than the number of arms (%zu in bandits[%zu])",
+                    p.n_arms[b], b);
+    }
+
+    struct sim_result r;
+    if (sim_run(&p, &o, &r, err, sizeof err) != 0) {
+        char buf[600];
+        sim_problem_free(&p);
+        die(1, "%s", cli_field(err, buf, sizeof buf));
+    }
+    json_t *j = sim_result_json(&p, &o, &r);
+    sim_problem_free(&p);
+    return print_json(j, pretty ? JSON_INDENT(2) : 0);
+}

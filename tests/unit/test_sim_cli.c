@@ -1,0 +1,230 @@
+/*
+ * test_sim_cli.c — black-box tests of the bandit-sim command (sim/main.c):
+ * the JSON it prints, --list-policies, output independent of --threads, and
+ * one-line errors with a non-zero exit for every kind of bad input.
+ *
+ * The binary is $BANDIT_SIM_BIN (make test sets it), else build/bandit-sim.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+static char dir[] = "/tmp/test_sim_cli_XXXXXX";
+static char problem[256];
+
+struct outcome {
+    int status; /* exit status, or −1 if it did not exit normally */
+    char out[65536];
+    char err[4096];
+};
+
+static void slurp(const char *path, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* Run bandit-sim with args (a shell fragment: the tests write them). */
+static void run(const char *args, struct outcome *o)
+{
+    const char *bin = getenv("BANDIT_SIM_BIN");
+    if (bin == NULL)
+        bin = "build/bandit-sim";
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s/out' 2>'%s/err' </dev/null", bin, args, dir, dir);
+    int st = system(cmd);
+    o->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char path[512];
+    snprintf(path, sizeof path, "%s/out", dir);
+    slurp(path, o->out, sizeof o->out);
+    snprintf(path, sizeof path, "%s/err", dir);
+    slurp(path, o->err, sizeof o->err);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (mkdtemp(dir) == NULL)
+        return -1;
+    snprintf(problem, sizeof problem, "%s/p.json", dir);
+    FILE *f = fopen(problem, "w");
+    if (f == NULL)
+        return -1;
+    fputs("{\"m\": 1, \"delta\": 0.1, \"bandits\": [{\"arms\": [0.2, 0.5, 0.8]}]}\n", f);
+    fclose(f);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_list_policies(void **state)
+{
+    (void)state;
+    struct outcome o;
+    run("--list-policies", &o);
+    assert_int_equal(o.status, 0);
+    json_error_t je;
+    json_t *j = json_loads(o.out, 0, &je);
+    if (j == NULL)
+        fail_msg("not JSON (%s): %s", je.text, o.out);
+    json_t *list = json_object_get(j, "policies");
+    assert_true(json_array_size(list) >= 2);
+    json_decref(j);
+}
+
+static const char *const keys[] = {"runs",
+                                   "policy",
+                                   "params",
+                                   "error_rate",
+                                   "mean_bandit_error_rate",
+                                   "pac_error_rate",
+                                   "regret_error_rate",
+                                   "mean_pulls",
+                                   "median_pulls",
+                                   "p90_pulls",
+                                   "mean_completed",
+                                   "wall_s",
+                                   NULL};
+
+/* One JSON object on one line; the same numbers with 1 and 2 threads. */
+static void test_run_and_threads(void **state)
+{
+    (void)state;
+    struct outcome o1, o2;
+    char args[512];
+    snprintf(args, sizeof args,
+             "--problem '%s' --policy adapt --param variant=adapt --runs 12 --seed 5 --delay 2 "
+             "--threads 1",
+             problem);
+    run(args, &o1);
+    assert_int_equal(o1.status, 0);
+    assert_string_equal(o1.err, "");
+    assert_non_null(strchr(o1.out, '\n'));
+    assert_true(strchr(o1.out, '\n') == o1.out + strlen(o1.out) - 1); /* one line */
+    snprintf(args, sizeof args,
+             "--problem '%s' --policy adapt --runs 12 --seed 5 --delay 2 --threads 2", problem);
+    run(args, &o2);
+    assert_int_equal(o2.status, 0);
+    json_t *a = json_loads(o1.out, 0, NULL), *b = json_loads(o2.out, 0, NULL);
+    assert_non_null(a);
+    assert_non_null(b);
+    for (size_t i = 0; keys[i] != NULL; i++)
+        if (json_object_get(a, keys[i]) == NULL)
+            fail_msg("no %s in %s", keys[i], o1.out);
+    assert_int_equal(json_integer_value(json_object_get(a, "runs")), 12);
+    json_object_del(a, "wall_s");
+    json_object_del(b, "wall_s");
+    json_object_del(a, "pulls_per_s");
+    json_object_del(b, "pulls_per_s");
+    assert_true(json_equal(a, b));
+    json_decref(a);
+    json_decref(b);
+
+    /* The problem on stdin, the goal overridden from the command line. */
+    snprintf(args, sizeof args,
+             "--problem - --policy uniform --budget 30 --runs 3 --bound fixed --delta 0.2 "
+             "--pretty < '%s'",
+             problem);
+    /* (run() gives the command /dev/null as stdin, so call it here) */
+    const char *bin = getenv("BANDIT_SIM_BIN");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' %s > '%s/out'", bin ? bin : "build/bandit-sim", args, dir);
+    assert_int_equal(system(cmd), 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/out", dir);
+    slurp(path, o1.out, sizeof o1.out);
+    json_t *c = json_loads(o1.out, 0, NULL);
+    assert_non_null(c);
+    assert_int_equal(json_integer_value(json_object_get(c, "budget")), 30);
+    assert_string_equal(json_string_value(json_object_get(c, "bound")), "fixed");
+    assert_true(json_real_value(json_object_get(c, "delta")) == 0.2);
+    assert_true(json_real_value(json_object_get(c, "mean_pulls")) == 30.0);
+    json_decref(c);
+}
+
+struct bad {
+    const char *args; /* @P: the problem file */
+    const char *want; /* in the error line */
+};
+
+static const struct bad bad[] = {
+    {"--policy adapt", "--problem"},
+    {"--problem @P", "--policy"},
+    {"--problem @P --policy nosuch", "nosuch"},
+    {"--problem @P --policy adapt --param nope=1", "nope"},
+    {"--problem @P --policy adapt --param variant=sideways", "variant"},
+    {"--problem @P --policy adapt --param cap=2", "cap"},
+    {"--problem @P --policy adapt --param cap", "cap"},
+    {"--problem @P --policy adapt --runs 0", "--runs"},
+    {"--problem @P --policy adapt --runs -3", "--runs"},
+    {"--problem @P --policy adapt --runs 12x", "--runs"},
+    {"--problem @P --policy adapt --delay abc", "--delay"},
+    {"--problem @P --policy adapt --budget 0", "--budget"},
+    {"--problem @P --policy adapt --threads 100000", "--threads"},
+    {"--problem @P --policy adapt --stop sometime", "--stop"},
+    {"--problem @P --policy adapt --bound loose", "--bound"},
+    {"--problem @P --policy adapt --delta 1", "--delta"},
+    {"--problem @P --policy adapt --epsilon -1", "--epsilon"},
+    {"--problem @P --policy adapt --m 3", "--m"},
+    {"--problem @P --policy adapt --min-prob 0.5", "--min-prob"},
+    {"--problem @P --policy adapt --colour red", "--colour"},
+    {"--problem @P --policy adapt extra", "extra"},
+    {"--problem @P --policy adapt --runs", "--runs"},
+    {"--problem /nonexistent/p.json --policy adapt", "/nonexistent/p.json"},
+    {"--problem @P --policy uniform --budget 2", "budget"},
+};
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char args[1024];
+        const char *at = strstr(bad[i].args, "@P");
+        if (at != NULL)
+            snprintf(args, sizeof args, "%.*s%s%s", (int)(at - bad[i].args), bad[i].args, problem,
+                     at + 2);
+        else
+            snprintf(args, sizeof args, "%s", bad[i].args);
+        struct outcome o;
+        run(args, &o);
+        if (o.status <= 0)
+            fail_msg("bandit-sim %s: exit status %d, want non-zero", args, o.status);
+        assert_string_equal(o.out, "");
+        size_t len = strlen(o.err);
+        if (len == 0 || o.err[len - 1] != '\n' || strchr(o.err, '\n') != o.err + len - 1)
+            fail_msg("bandit-sim %s: want one error line, got \"%s\"", args, o.err);
+        if (strncmp(o.err, "bandit-sim: ", 12) != 0 || strstr(o.err, bad[i].want) == NULL)
+            fail_msg("bandit-sim %s: error \"%s\" does not name %s", args, o.err, bad[i].want);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_list_policies),
+        cmocka_unit_test(test_run_and_threads),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,614 @@
+// dashboard.mjs — the dashboard in a real browser (Debian's chromium, driven
+// by playwright-core) against a real daemon on a free port with a throwaway
+// database. Prints TAP ("ok N - ..."), one line per check, then "1..N";
+// exits non-zero when a check failed.
+//
+// What it does: builds three experiments through the API (one driven to a
+// confidence stop, a two-bandit one to its budget, one left running), then
+// checks the served files and headers, the list page, the experiment pages
+// (stop sentence, charts drawn, tables, accessibility labels), live
+// refresh with ETags, polling paused in a hidden tab, pause/resume/stop,
+// create-from-form, the API key in sessionStorage, a phone-sized viewport,
+// and that the console stayed clean. Screenshots: $TEST_OUT/dashboard.png
+// (the stopped experiment), dashboard-multi.png, dashboard-list.png and
+// dashboard-phone.png.
+//
+// Env: BANDITD_BIN (default build/banditd), CHROMIUM (default
+// /usr/bin/chromium), TEST_OUT (default tests/out).
+
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '../..');
+const BIN = resolve(root, process.env.BANDITD_BIN || 'build/banditd');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const OUT = resolve(root, process.env.TEST_OUT || 'tests/out');
+mkdirSync(OUT, { recursive: true });
+
+const { decision, fmtInt, fmtProb } = await import(join(root, 'web/src/format.js'));
+const { sourcesHash } = await import(join(root, 'web/sources.mjs'));
+
+// --- TAP ---------------------------------------------------------------------------
+let count = 0;
+let failed = 0;
+function ok(cond, name, diag) {
+  count++;
+  if (cond) {
+    console.log(`ok ${count} - ${name}`);
+  } else {
+    failed++;
+    console.log(`not ok ${count} - ${name}`);
+    if (diag !== undefined) for (const l of String(typeof diag === 'string' ? diag : JSON.stringify(diag)).split('\n')) console.log(`# ${l}`);
+  }
+  return cond;
+}
+// A check that throws counts as a failure, and the run goes on.
+async function check(name, fn) {
+  try {
+    const r = await fn();
+    if (r === undefined || r === true) return ok(true, name);
+    return ok(false, name, r);
+  } catch (e) {
+    return ok(false, name, e && e.stack ? e.stack : String(e));
+  }
+}
+
+// --- daemon --------------------------------------------------------------------------
+const work = mkdtempSync(join(tmpdir(), 'banditd-web-'));
+let daemon = null;
+let daemonErr = '';
+async function startDaemon() {
+  daemon = spawn(BIN, ['--listen', '127.0.0.1:0', '--db', join(work, 't.db')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  daemon.stderr.on('data', (d) => { daemonErr += d; });
+  return new Promise((res, rej) => {
+    let buf = '';
+    const t = setTimeout(() => rej(new Error(`daemon did not say where it listens: ${daemonErr}`)), 15000);
+    daemon.stdout.on('data', (d) => {
+      buf += d;
+      const m = buf.match(/listening on (\S+)/);
+      if (m) {
+        clearTimeout(t);
+        res(`http://${m[1]}`);
+      }
+    });
+    daemon.on('exit', (code) => rej(new Error(`daemon exited (${code}): ${daemonErr}`)));
+  });
+}
+function stopDaemon() {
+  return new Promise((res) => {
+    if (!daemon || daemon.exitCode !== null) return res(daemon ? daemon.exitCode : null);
+    const t = setTimeout(() => daemon.kill('SIGKILL'), 15000);
+    daemon.once('exit', (code, sig) => {
+      clearTimeout(t);
+      res(code ?? sig);
+    });
+    daemon.kill('SIGTERM');
+  });
+}
+
+let U = '';
+async function call(method, path, body, headers = {}) {
+  const r = await fetch(U + path, {
+    method,
+    headers: { ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+  if (!r.ok && r.status !== 304) throw new Error(`${method} ${path}: ${r.status} ${text}`);
+  return { status: r.status, headers: r.headers, json, text };
+}
+
+// A GET through node:http: headers as sent, body as received (fetch would
+// add and decode Accept-Encoding on its own).
+async function rawGet(path, headers) {
+  const { request } = await import('node:http');
+  return new Promise((res, rej) => {
+    request(`${U}${path}`, { headers }, (r) => {
+      const parts = [];
+      r.on('data', (d) => parts.push(d));
+      r.on('end', () => res({ status: r.statusCode, headers: r.headers, body: Buffer.concat(parts) }));
+    }).on('error', rej).end();
+  });
+}
+
+// Bernoulli rewards from a fixed-seed generator (LCG): the same run each time.
+function rng(seed) {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 4294967296;
+  };
+}
+
+// Assign in batches and reward each assignment, until the experiment stops
+// (the assignment answer says "exploit") or maxPulls.
+async function drive(id, p, seed, maxPulls, body = {}) {
+  const rnd = rng(seed);
+  let pulls = 0;
+  while (pulls < maxPulls) {
+    const a = (await call('POST', `/v1/experiments/${id}/assignments`, { count: 25, ...body })).json.assignments;
+    if (a.length === 0 || a[0].exploit) break;
+    await call('POST', `/v1/experiments/${id}/rewards`, {
+      rewards: a.map((x) => ({ assignment_id: x.id, reward: rnd() < p[x.arm] ? 1 : 0 })),
+    });
+    pulls += a.length;
+  }
+  return (await call('GET', `/v1/experiments/${id}/status`)).json;
+}
+
+// --- checks without a browser --------------------------------------------------------
+
+function formatChecks() {
+  const base = { state: 'stopped', stopped: true, pulls: 1204, pending: 0, budget: null, policy: 'adapt', m: 1, delta: 0.05, epsilon: 0, bandits_done: 1 };
+  const bandit = (over) => ({ id: 'default', recommended: ['green'], delta_c: 0.031, rho: 0.99, done: true, arms: [], ...over });
+  const say = (over, b = [bandit()]) => decision({ ...base, ...over, bandits: b }).headline;
+  ok(say({ stop_reason: 'confidence' }) === 'Stopped: green is the best arm with δᶜ = 0.031 ≤ 0.05 after 1,204 pulls.',
+    'words: confidence stop, the issue\'s sentence', say({ stop_reason: 'confidence' }));
+  ok(say({ stop_reason: 'confidence', m: 2 }, [bandit({ recommended: ['green', 'blue'] })]) === 'Stopped: green and blue are the best 2 arms with δᶜ = 0.031 ≤ 0.05 after 1,204 pulls.',
+    'words: top-m stop names every recommended arm');
+  ok(/within ε = 0\.02/.test(say({ stop_reason: 'confidence', epsilon: 0.02 })), 'words: ε is stated when the goal has one');
+  ok(say({ stop_reason: 'budget', budget: 700, pulls: 700 }, [bandit({ delta_c: 0.21, done: false })]) ===
+      'Stopped: the budget of 700 pulls is spent; green leads with δᶜ = 0.21 > 0.05: the best guess, not conclusive at δ = 0.05.',
+    'words: budget stop short of δ says it is not conclusive');
+  ok(say({ stop_reason: 'budget', budget: 700, pulls: 700 }).startsWith('Stopped: the budget of 700 pulls is spent; green is the best arm with δᶜ = 0.031 ≤ 0.05'),
+    'words: budget stop that reached δ says so');
+  ok(say({ stop_reason: 'manual', pulls: 312 }, [bandit({ delta_c: 0.31, done: false })]) === 'Stopped by hand after 312 pulls: green leads with δᶜ = 0.31 > 0.05: not conclusive yet.',
+    'words: manual stop');
+  ok(/^Stopped by the adapt policy's rule after 1,204 pulls: green is the best arm/.test(say({ stop_reason: 'policy' })), 'words: the policy\'s own rule');
+  ok(/^Paused after 1,204 pulls: no new assignments are handed out\. Green leads with δᶜ = 0\.31; it stops at δᶜ ≤ 0\.05\.$/.test(
+    say({ state: 'paused', stopped: false, stop_reason: null }, [bandit({ delta_c: 0.31, done: false })])), 'words: paused',
+  say({ state: 'paused', stopped: false, stop_reason: null }, [bandit({ delta_c: 0.31, done: false })]));
+  ok(say({ state: 'running', stopped: false, stop_reason: null, budget: 2000 }, [bandit({ delta_c: 0.31, done: false })]) ===
+      'Running: green leads with δᶜ = 0.31 after 1,204 pulls; it stops after 2,000 pulls (796 to go).', 'words: running with a budget');
+  const multi = decision({ ...base, stop_reason: 'budget', budget: 300, pulls: 300, bandits_done: 1,
+    bandits: [bandit({ id: 'a' }), bandit({ id: 'b', recommended: ['x'], delta_c: 0.4, done: false })] });
+  ok(multi.headline === 'Stopped: the budget of 300 pulls is spent; 1 of 2 bandits reached δᶜ ≤ 0.05.' && multi.details.length === 2 &&
+      multi.details[0] === 'a: done, green is the best arm (δᶜ = 0.031 ≤ 0.05).' &&
+      multi.details[1] === 'b: still sampling, x leads (δᶜ = 0.4 > 0.05).', 'words: multi-bandit budget stop, one line per bandit', multi);
+  const spent = decision({ ...base, stop_reason: 'budget', budget: 300, pulls: 300, bandits_done: 2,
+    bandits: [bandit({ id: 'a' }), bandit({ id: 'b', recommended: ['x'], delta_c: 0.4, done: true })] });
+  ok(spent.details[1] === 'b: done, x leads (δᶜ = 0.4 > 0.05: not conclusive).', 'words: a bandit done without reaching δ is not called decided', spent);
+  ok(say({ stop_reason: 'confidence' }, [bandit({ delta_c: 0.08 })]) ===
+      'Stopped at the confidence target: green is the best arm. After 1,204 pulls, late rewards included, δᶜ = 0.08 > 0.05.',
+    'words: a confidence stop whose δᶜ is now above δ (GLR rule, late rewards) does not claim δᶜ ≤ δ');
+  ok(fmtProb(0.0503, 0.05) === '0.0503' && fmtProb(0.0499, 0.05) === '0.0499' && fmtProb(0.05, 0.05) === '0.05' && fmtProb(0.0334, 0.05) === '0.033',
+    'fmtProb: digits enough to read the comparison with δ right', [fmtProb(0.0503, 0.05), fmtProb(0.0499, 0.05), fmtProb(0.05, 0.05)]);
+  ok(fmtInt(1204) === '1,204' && fmtProb(3.2e-6) === '3.2×10⁻⁶', 'fmtInt groups thousands; tiny δᶜ as a power of ten');
+}
+
+async function staticChecks() {
+  const shell = await call('GET', '/');
+  await check('GET / is the HTML shell with a CSP, revalidated (no-cache + ETag)', () =>
+    (shell.headers.get('content-type') || '').startsWith('text/html') && shell.text.includes('id="app"') &&
+    (shell.headers.get('content-security-policy') || '').includes("script-src 'self'") &&
+    shell.headers.get('cache-control') === 'no-cache' && /^"[0-9a-f]+(-gz)?"$/.test(shell.headers.get('etag') || '') ||
+    Object.fromEntries(shell.headers));
+  await check('GET / with If-None-Match answers 304', async () => {
+    const r = await fetch(`${U}/`, { headers: { 'If-None-Match': shell.headers.get('etag') } });
+    return r.status === 304 || `status ${r.status}`;
+  });
+  await check('web/dist is built from the current web/src (rebuild: cd web && npm ci && npm run build)', () => {
+    const want = sourcesHash(join(root, 'web'));
+    const m = readFileSync(join(root, 'web/dist/index.html'), 'utf8').match(/name="banditd-sources" content="([^"]+)"/);
+    return (m && m[1] === want) || `dist says ${m && m[1]}, sources hash to ${want}`;
+  });
+  const js = shell.text.match(/\/static\/(app-[A-Z0-9]+\.js)/)[1];
+  const css = shell.text.match(/\/static\/(app-[A-Z0-9]+\.css)/)[1];
+  const plain = await fetch(`${U}/static/${js}`, { headers: { 'Accept-Encoding': 'identity' } });
+  const plainBody = Buffer.from(await plain.arrayBuffer());
+  await check('a script asset: JavaScript type, cached for good, with an ETag', () =>
+    (plain.headers.get('content-type') || '').startsWith('text/javascript') && plain.headers.get('cache-control').includes('immutable') &&
+    plain.headers.get('etag') && plain.headers.get('x-content-type-options') === 'nosniff' && plainBody.length > 20000 ||
+    Object.fromEntries(plain.headers));
+  await check('the same asset gzip-encoded when accepted, equal once decoded', async () => {
+    const raw = await rawGet(`/static/${js}`, { 'Accept-Encoding': 'gzip, deflate' });
+    return (raw.headers['content-encoding'] === 'gzip' && raw.headers.vary === 'Accept-Encoding' &&
+      raw.headers.etag !== plain.headers.get('etag') && gunzipSync(raw.body).equals(plainBody)) || raw.headers;
+  });
+  await check('Accept-Encoding q-values: gzip;q=0 and *;q=0 refuse it (gzip;q=0 over *), q=0.5 and * take it', async () => {
+    const enc = async (ae) => (await rawGet(`/static/${js}`, { 'Accept-Encoding': ae })).headers['content-encoding'] || 'identity';
+    const got = [await enc('gzip;q=0'), await enc('br, *;q=0'), await enc('br, gzip;q=0.5'), await enc('*'), await enc('identity'),
+      await enc('*, gzip;q=0'), await enc('GZIP;q=1.0')];
+    return JSON.stringify(got) === JSON.stringify(['identity', 'identity', 'gzip', 'gzip', 'identity', 'identity', 'gzip']) || got;
+  });
+  await check('If-None-Match: a list with weak tags matches (RFC 9110 weak comparison)', async () => {
+    const tag = plain.headers.get('etag');
+    const r = await rawGet(`/static/${js}`, { 'Accept-Encoding': 'identity', 'If-None-Match': `"nope", W/${tag}` });
+    const miss = await rawGet(`/static/${js}`, { 'Accept-Encoding': 'identity', 'If-None-Match': '"nope"' });
+    return (r.status === 304 && miss.status === 200) || [r.status, miss.status];
+  });
+  await check('a stylesheet asset: text/css; 304 for its ETag', async () => {
+    const r = await fetch(`${U}/static/${css}`);
+    const again = await fetch(`${U}/static/${css}`, { headers: { 'If-None-Match': r.headers.get('etag') } });
+    return ((r.headers.get('content-type') || '').startsWith('text/css') && again.status === 304) || `${r.headers.get('content-type')} ${again.status}`;
+  });
+  await check('an unknown asset is a 404 problem', async () => {
+    const r = await fetch(`${U}/static/app-NOPE.js`);
+    return (r.status === 404 && (r.headers.get('content-type') || '').startsWith('application/problem+json')) || `${r.status}`;
+  });
+  await check('GET /experiments/{id} is the same shell', async () => {
+    const r = await fetch(`${U}/experiments/whatever`);
+    return (r.status === 200 && (await r.text()) === shell.text) || `${r.status}`;
+  });
+}
+
+// --- browser ----------------------------------------------------------------------------
+
+const consoleProblems = [];
+function watch(page, label) {
+  page.on('console', (m) => {
+    // This test reads chart pixels back (canvasPixels), which Chromium
+    // advises against: that advice is about the test, not the page.
+    if (m.type() === 'warning' && m.text().includes('willReadFrequently')) return;
+    if (m.type() === 'error' || m.type() === 'warning') consoleProblems.push(`${label} console.${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => consoleProblems.push(`${label} page error: ${e.message}`));
+  page.on('requestfailed', (r) => {
+    // A poll in flight when the test navigates away is cancelled: ERR_ABORTED
+    // of an API GET. Anything else that fails is a fault.
+    const f = r.failure()?.errorText || '';
+    if (f === 'net::ERR_ABORTED' && r.method() === 'GET' && r.url().includes('/v1/')) return;
+    consoleProblems.push(`${label} request failed: ${r.method()} ${r.url()} ${f}`);
+  });
+  page.on('response', (r) => {
+    if (r.status() >= 400) consoleProblems.push(`${label} HTTP ${r.status()} ${r.url()}`);
+  });
+}
+
+// Pixels of a canvas whose colour is within tol of rgb (chart lines drawn).
+async function canvasPixels(page, selector, rgb, tol = 40) {
+  return page.$$eval(`${selector} canvas`, (cs, [col, t]) => cs.map((c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let any = 0;
+    let hit = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      if (d[i + 3] > 0) any++;
+      if (col && d[i + 3] > 200 && Math.abs(d[i] - col[0]) < t && Math.abs(d[i + 1] - col[1]) < t && Math.abs(d[i + 2] - col[2]) < t) hit++;
+    }
+    return { w: c.width, h: c.height, any, hit };
+  }), [rgb, tol]);
+}
+
+async function browserChecks(browser, ids) {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, deviceScaleFactor: 1 });
+  const page = await ctx.newPage();
+  watch(page, 'desktop');
+
+  // The stopped experiment: the decision, the charts, the tables.
+  const st = (await call('GET', `/v1/experiments/${ids.stopped}/status`)).json;
+  await page.goto(`${U}/experiments/${ids.stopped}`);
+  await page.waitForFunction(() => document.querySelector('#decision')?.textContent.startsWith('Stopped'), null, { timeout: 10000 }).catch(() => {});
+  const sentence = (await page.textContent('#decision')) || '';
+  await check('stopped experiment: the stop decision in words, with the API\'s numbers', () => {
+    // Rewards of assignments made before the stop may arrive after it and
+    // move δᶜ above δ; the sentence must then say so rather than claim ≤.
+    const below = st.bandits[0].delta_c <= 0.05;
+    const m = below
+      ? sentence.match(/^Stopped: (\S+) is the best arm with δᶜ = ([0-9.]+) ≤ 0\.05 after ([0-9,]+) pulls\.$/)
+      : sentence.match(/^Stopped at the confidence target: (\S+) is the best arm\. After ([0-9,]+) pulls, late rewards included, δᶜ = ([0-9.]+) > 0\.05\.$/);
+    if (!m) return `${sentence} (δᶜ ${st.bandits[0].delta_c})`;
+    const [arm, dc, pulls] = below ? [m[1], Number(m[2]), m[3]] : [m[1], Number(m[3]), m[2]];
+    return (arm === st.bandits[0].recommended[0] && pulls === st.pulls.toLocaleString('en-US') &&
+      Math.abs(dc - st.bandits[0].delta_c) <= 0.006 * st.bandits[0].delta_c + 5e-4) ||
+      `${sentence} vs ${JSON.stringify({ rec: st.bandits[0].recommended, dc: st.bandits[0].delta_c, pulls: st.pulls })}`;
+  });
+  await check('stopped experiment: state badge, pulls, pending, no admin buttons after a stop', async () => {
+    const badge = await page.textContent('.title-row .badge');
+    const pulls = await page.textContent('#s-pulls');
+    const pending = await page.textContent('#s-pending');
+    const controlsHidden = await page.$eval('.controls', (e) => e.hidden);
+    return (badge === 'stopped' && pulls === fmtInt(st.pulls) && pending === '0' && controlsHidden) || { badge, pulls, pending, controlsHidden };
+  });
+  await page.waitForTimeout(300); // let ResizeObservers settle
+  await check('δᶜ chart drew its δᶜ line (blue pixels on the canvas) and the δ line', async () => {
+    const blue = await canvasPixels(page, '.chart.conf', [0, 114, 178]);
+    const orange = await canvasPixels(page, '.chart.conf', [213, 94, 0]);
+    return (blue.length >= 1 && blue[0].w > 200 && blue[0].hit > 150 && orange[0].hit > 100) || { blue, orange };
+  });
+  await check('δᶜ chart is on a log scale with the target δ in its legend', async () => {
+    const legend = await page.textContent('.chart.conf .u-legend');
+    const dist = await page.evaluate(() => document.querySelector('.chart.conf .uplot') !== null);
+    return (dist && legend.includes('target δ = 0.05') && legend.includes('1 − ρ̄')) || legend;
+  });
+  await check('pulls-over-time chart drew one line per arm', async () => {
+    const cols = [[0, 114, 178], [213, 94, 0], [0, 158, 115]];
+    const hits = [];
+    for (const c of cols) hits.push((await canvasPixels(page, '.chart.pulls', c))[0].hit);
+    return hits.every((n) => n > 80) || hits;
+  });
+  await check('intervals chart (K&S Fig. 1): an interval and a mean per arm, and the cutoff line', async () => {
+    const r = await page.$eval('.chart.ci svg', (svg) => ({
+      ci: [...svg.querySelectorAll('rect.ci')].map((e) => Number(e.getAttribute('height'))),
+      means: svg.querySelectorAll('circle.mean').length,
+      cutoff: svg.querySelectorAll('path.cutoff').length,
+      label: svg.getAttribute('aria-label'),
+      role: svg.getAttribute('role'),
+    }));
+    return (r.ci.length === 3 && r.ci.every((hh) => hh > 2) && r.means === 3 && r.cutoff === 1 && r.role === 'img' &&
+      r.label.includes('Cutoff c* =') && r.label.includes('recommended')) || r;
+  });
+  await check('intervals chart: the recommended arm\'s interval sits above the non-recommended arms\' means', async () => {
+    const b = st.bandits[0];
+    const best = b.arms.find((a) => a.id === b.recommended[0]);
+    return b.arms.filter((a) => a.id !== best.id).every((a) => a.mean < best.mean) || b.arms;
+  });
+  await check('pulls histogram (K&S Fig. 2c): a bar per arm, heights in the order of the pulls, the m | m+1 mark', async () => {
+    const r = await page.$eval('.chart.hist svg', (svg) => ({
+      bars: [...svg.querySelectorAll('path.bar')].map((p) => p.getBBox().height),
+      boundary: svg.querySelectorAll('path.boundary').length,
+    }));
+    const ranked = st.bandits[0].arms.slice().sort((a, b) => b.mean - a.mean).map((a) => a.pulls);
+    const order = (xs) => xs.map((_, i) => i).sort((i, j) => xs[i] - xs[j]).join();
+    return (r.bars.length === 3 && r.boundary === 1 && r.bars.every((hh) => hh > 0) && order(r.bars) === order(ranked)) || { r, ranked };
+  });
+  await check('charts have text alternatives; a table of the numbers for each', async () => {
+    const r = await page.evaluate(() => ({
+      plots: [...document.querySelectorAll('.plot')].map((p) => [p.getAttribute('role'), p.getAttribute('aria-label')]),
+      caps: document.querySelectorAll('figure.chart figcaption').length,
+      armRows: document.querySelectorAll('table.arms tbody tr').length,
+      histRows: document.querySelectorAll('table.hist tbody tr').length,
+    }));
+    return (r.plots.length === 2 && r.plots.every(([role, l]) => role === 'img' && l && l.length > 20) && r.plots[0][1].includes('δᶜ went from') &&
+      r.caps === 4 && r.armRows === 3 && r.histRows >= 2) || r;
+  });
+  await page.screenshot({ path: join(OUT, 'dashboard.png'), fullPage: true });
+  ok(true, `screenshot saved: ${join(OUT, 'dashboard.png')}`);
+
+  // Two bandits stopped by the budget.
+  const ms = (await call('GET', `/v1/experiments/${ids.multi}/status`)).json;
+  await page.goto(`${U}/experiments/${ids.multi}`);
+  await page.waitForSelector('section.bandit >> nth=1', { timeout: 10000 }).catch(() => {});
+  await check('multi-bandit budget stop: the sentence, one line per bandit, a done/sampling badge each', async () => {
+    const head = await page.textContent('#decision');
+    const lines = await page.$$eval('.decision-details li', (l) => l.map((e) => e.textContent));
+    const badges = await page.$$eval('table.overview tbody .badge', (b) => b.map((e) => e.textContent));
+    const want = ms.bandits.map((b) => (b.done ? 'done' : 'sampling'));
+    const sure = ms.bandits.filter((b) => b.delta_c <= ms.delta).length;
+    return (head === `Stopped: the budget of ${fmtInt(ms.budget)} pulls is spent; ${sure} of 2 bandits reached δᶜ ≤ 0.05.` &&
+      lines.length === 2 && lines[0].startsWith('segment-a: ') && JSON.stringify(badges) === JSON.stringify(want) &&
+      (await page.$$('section.bandit')).length === 2) || { head, lines, badges, want };
+  });
+  await check('multi-bandit: every bandit\'s charts drew', async () => {
+    const c = await canvasPixels(page, 'section.bandit', [0, 114, 178]);
+    const svgs = await page.$$eval('section.bandit svg', (s) => s.length);
+    return (c.length === 4 && c.every((x) => x.hit > 50) && svgs === 4) || { c, svgs };
+  });
+  await page.screenshot({ path: join(OUT, 'dashboard-multi.png'), fullPage: true });
+
+  // Many bandits: charts folded until asked for.
+  await page.goto(`${U}/experiments/${ids.many}`);
+  await page.waitForSelector('section.bandit >> nth=4', { timeout: 10000 }).catch(() => {});
+  await check('five bandits: a section each, charts folded and drawn only once unfolded', async () => {
+    const sections = (await page.$$('section.bandit')).length;
+    const before = (await page.$$('.plot canvas')).length;
+    await page.click('section.bandit >> nth=2 >> details.charts-fold > summary');
+    await page.waitForSelector('section.bandit >> nth=2 >> .plot canvas', { timeout: 5000 });
+    const drawn = await canvasPixels(page, 'section.bandit:nth-of-type(3) .chart.conf', [0, 114, 178]);
+    const after = (await page.$$('.plot canvas')).length;
+    const head = await page.textContent('#decision');
+    return (sections === 5 && before === 0 && after === 2 && drawn[0] && drawn[0].hit > 50 && /^Running: 0 of 5 bandits done after/.test(head)) ||
+      { sections, before, after, drawn, head };
+  });
+
+  // The running experiment: refresh, ETags, hidden tab, controls.
+  const statusCalls = [];
+  page.on('response', (r) => {
+    if (r.url().endsWith(`/v1/experiments/${ids.live}/status`)) statusCalls.push({ t: Date.now(), status: r.status(), inm: r.request().headers()['if-none-match'] });
+  });
+  await page.goto(`${U}/experiments/${ids.live}`);
+  await page.waitForFunction(() => document.querySelector('#decision')?.textContent.startsWith('Running'), null, { timeout: 10000 }).catch(() => {});
+  await check('running experiment: the sentence says who leads and the goal', async () => {
+    const t = await page.textContent('#decision');
+    return /^Running: \S+ leads with δᶜ = [0-9.]+ after [0-9,]+ pulls; it stops at δᶜ ≤ 0\.05\.$/.test(t) || t;
+  });
+  await check('polls with If-None-Match and gets 304 while nothing changes', async () => {
+    await page.waitForTimeout(4500);
+    return statusCalls.some((c) => c.status === 304 && c.inm) || statusCalls;
+  });
+  await check('refreshes itself: new rewards show up without a reload', async () => {
+    const before = await page.textContent('#s-pulls');
+    await drive(ids.live, { red: 0.5, green: 0.5, blue: 0.5 }, 7, 25);
+    const now = (await call('GET', `/v1/experiments/${ids.live}/status`)).json.pulls;
+    await page.waitForFunction((p) => document.querySelector('#s-pulls').textContent === p, fmtInt(now), { timeout: 6000 }).catch(() => {});
+    const after = await page.textContent('#s-pulls');
+    return (after === fmtInt(now) && after !== before) || { before, after, now };
+  });
+  await check('a hidden tab stops polling; showing it polls at once', async () => {
+    await page.evaluate(() => {
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+      document.dispatchEvent(new Event('visibilitychange'));
+    });
+    const t0 = Date.now();
+    await page.waitForTimeout(4500);
+    const whileHidden = statusCalls.filter((c) => c.t > t0 + 300).length;
+    const live = await page.textContent('.live');
+    const t1 = Date.now();
+    await page.evaluate(() => {
+      delete document.hidden;
+      delete document.visibilityState;
+      document.dispatchEvent(new Event('visibilitychange'));
+    });
+    await page.waitForTimeout(800);
+    const afterShow = statusCalls.filter((c) => c.t > t1).length;
+    return (whileHidden === 0 && live.includes('hidden') && afterShow >= 1) || { whileHidden, live, afterShow };
+  });
+  await check('Pause, then Resume: the API state and the page follow', async () => {
+    await page.click('button[data-state="paused"]');
+    await page.waitForFunction(() => document.querySelector('.title-row .badge').textContent === 'paused', null, { timeout: 6000 });
+    const paused = (await call('GET', `/v1/experiments/${ids.live}`)).json.state;
+    const sentence = await page.textContent('#decision');
+    const resumeVisible = await page.isVisible('button[data-state="running"]');
+    await page.click('button[data-state="running"]');
+    await page.waitForFunction(() => document.querySelector('.title-row .badge').textContent === 'running', null, { timeout: 6000 });
+    const running = (await call('GET', `/v1/experiments/${ids.live}`)).json.state;
+    return (paused === 'paused' && sentence.startsWith('Paused after') && resumeVisible && running === 'running') || { paused, sentence, resumeVisible, running };
+  });
+  await check('Stop asks first, then stops by hand', async () => {
+    await page.click('button[data-state="stopped"]');
+    await page.waitForSelector('#stop-dialog[open]', { timeout: 3000 });
+    await page.click('#stop-dialog button[value="stop"]');
+    await page.waitForFunction(() => document.querySelector('#decision').textContent.startsWith('Stopped by hand'), null, { timeout: 6000 });
+    const api = (await call('GET', `/v1/experiments/${ids.live}/status`)).json;
+    const t = await page.textContent('#decision');
+    return (api.stop_reason === 'manual' && t.includes(`after ${fmtInt(api.pulls)} pulls`) && (await page.$eval('.controls', (e) => e.hidden))) || { api: api.stop_reason, t };
+  });
+
+  // The list, and creating from the form.
+  await page.goto(`${U}/`);
+  await page.waitForSelector(`tr[data-id="${ids.stopped}"]`, { timeout: 10000 }).catch(() => {});
+  await check('the list: a row per experiment with state, policy, pulls, δᶜ, stop reason and age', async () => {
+    const rows = await page.$$eval('table.list tbody tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
+    const row = rows.find((r) => r[0].startsWith(ids.stopped));
+    return (rows.length === 4 && row && row[1] === 'stopped' && row[2] === 'adapt' && row[3] === fmtInt(st.pulls) &&
+      row[5] === fmtProb(st.bandits[0].delta_c) && row[7] === 'confidence reached' && /ago|just now/.test(row[8])) || rows;
+  });
+  await page.screenshot({ path: join(OUT, 'dashboard-list.png'), fullPage: true });
+  await check('create from the form: a new experiment, and its page', async () => {
+    await page.click('details.create summary');
+    await page.fill('#f-id', 'from-form');
+    await page.fill('#f-name', 'Made in the browser');
+    await page.fill('#f-arms', 'left, right');
+    await Promise.all([page.waitForURL(`${U}/experiments/from-form`, { timeout: 8000 }), page.click('#create-form button[type="submit"]')]);
+    await page.waitForFunction(() => document.querySelector('#decision')?.textContent.length > 0, null, { timeout: 6000 });
+    const x = (await call('GET', '/v1/experiments/from-form')).json;
+    const t = await page.textContent('#decision');
+    const h1 = await page.textContent('h1');
+    return (x.name === 'Made in the browser' && x.bandits[0].arms.join() === 'left,right' && x.policy.name === 'adapt' &&
+      t === 'Running: no rewards yet.' && h1 === 'Made in the browser') || { x, t, h1 };
+  });
+  await check('the form shows the API\'s validation errors', async () => {
+    await page.goto(`${U}/`);
+    await page.click('details.create summary');
+    await page.fill('#f-arms', 'only-one');
+    const before = consoleProblems.length;
+    await page.click('#create-form button[type="submit"]');
+    await page.waitForSelector('#create-form .form-msg.error', { timeout: 5000 });
+    const t = await page.textContent('#create-form .form-msg');
+    // The browser logs the 400 it was told to expect; it is not a fault.
+    consoleProblems.splice(before);
+    return /arms|bandits/i.test(t) || t;
+  });
+  await check('an API key typed once is kept for the session and sent as Bearer', async () => {
+    await page.click('#key-button');
+    await page.fill('#key-input', 'key-for-test');
+    await page.click('#key-dialog button[value="save"]');
+    // Kept across pages of the tab: the experiment page sends it too, and
+    // offers the admin buttons to a key (its scopes show only when used).
+    const sent = page.waitForRequest((r) => r.url().endsWith('/v1/experiments/from-form/status') && r.headers().authorization === 'Bearer key-for-test', { timeout: 8000 });
+    await page.goto(`${U}/experiments/from-form`);
+    await sent;
+    await page.waitForFunction(() => !document.querySelector('.controls').hidden, null, { timeout: 5000 }).catch(() => {});
+    const controls = await page.isVisible('button[data-state="paused"]');
+    const stored = await page.evaluate(() => sessionStorage.getItem('banditd.key'));
+    const label = await page.textContent('#key-button');
+    await page.click('#key-button');
+    await page.click('#key-dialog button[value="forget"]');
+    const gone = await page.evaluate(() => sessionStorage.getItem('banditd.key'));
+    return (stored === 'key-for-test' && label === 'API key: set' && controls && gone === null) || { stored, label, controls, gone };
+  });
+  await ctx.close();
+
+  // A phone.
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+  const pp = await phone.newPage();
+  watch(pp, 'phone');
+  await pp.goto(`${U}/experiments/${ids.stopped}`);
+  await pp.waitForFunction(() => document.querySelector('#decision')?.textContent.startsWith('Stopped'), null, { timeout: 10000 }).catch(() => {});
+  await pp.waitForTimeout(300);
+  await check('phone: the experiment page fits the width, charts drawn at phone size', async () => {
+    const r = await pp.evaluate(() => ({
+      sw: document.documentElement.scrollWidth,
+      cw: document.documentElement.clientWidth,
+      canvases: [...document.querySelectorAll('.plot canvas')].map((c) => c.getBoundingClientRect().width),
+    }));
+    return (r.sw <= r.cw + 1 && r.canvases.length === 2 && r.canvases.every((w) => w > 200 && w <= r.cw)) || r;
+  });
+  await pp.screenshot({ path: join(OUT, 'dashboard-phone.png'), fullPage: true });
+  await pp.goto(`${U}/`);
+  await pp.waitForSelector('table.list tbody tr', { timeout: 10000 }).catch(() => {});
+  await check('phone: the list fits the width, as labelled cards', async () => {
+    const r = await pp.evaluate(() => ({
+      sw: document.documentElement.scrollWidth,
+      cw: document.documentElement.clientWidth,
+      before: getComputedStyle(document.querySelector('table.list td'), '::before').content,
+    }));
+    return (r.sw <= r.cw + 1 && r.before.includes('State')) || r;
+  });
+  await phone.close();
+}
+
+// --- run --------------------------------------------------------------------------------
+
+let browser = null;
+const deadline = setTimeout(() => {
+  console.log(`not ok ${count + 1} - the whole test took over 150 s`);
+  process.exit(1);
+}, 150000);
+try {
+  formatChecks();
+  U = await startDaemon();
+  ok(true, `daemon started at ${U}`);
+  await staticChecks();
+
+  const ids = { stopped: 'checkout-button', multi: 'segments', many: 'many', live: 'live' };
+  await call('POST', '/v1/experiments', { id: ids.stopped, name: ids.stopped, arms: ['red', 'green', 'blue'], seed: 42 });
+  const stopped = await drive(ids.stopped, { red: 0.2, green: 0.6, blue: 0.4 }, 1, 20000);
+  ok(stopped.stopped && stopped.stop_reason === 'confidence', `API: driven to a confidence stop after ${stopped.pulls} pulls`, stopped);
+  await call('POST', '/v1/experiments', {
+    // uniform: spends the whole budget (sar, the default with a budget, may
+    // end earlier by its own rule).
+    id: ids.multi, name: 'Two segments', seed: 7, policy: { name: 'uniform', params: {} }, goal: { m: 1, epsilon: 0, delta: 0.05, budget: 400 },
+    bandits: [{ id: 'segment-a', arms: ['a1', 'a2'] }, { id: 'segment-b', arms: ['b1', 'b2', 'b3'] }],
+  });
+  const pa = { a1: 0.9, a2: 0.1, b1: 0.5, b2: 0.45, b3: 0.4 };
+  const rndMulti = rng(3);
+  // The policy chooses the bandit; a bandit that is done serves its answer
+  // (exploit, not a pull), so only the other assignments are rewarded.
+  for (let i = 0; i < 100; i++) {
+    const a = (await call('POST', `/v1/experiments/${ids.multi}/assignments`, { count: 10 })).json.assignments.filter((x) => !x.exploit);
+    if (a.length === 0) break;
+    await call('POST', `/v1/experiments/${ids.multi}/rewards`, { rewards: a.map((x) => ({ assignment_id: x.id, reward: rndMulti() < pa[x.arm] ? 1 : 0 })) });
+  }
+  const multi = (await call('GET', `/v1/experiments/${ids.multi}/status`)).json;
+  ok(multi.stopped && multi.stop_reason === 'budget' && multi.bandits.length === 2, 'API: the two-bandit experiment stopped at its budget', multi);
+  await call('POST', '/v1/experiments', {
+    id: ids.many, seed: 11, bandits: [1, 2, 3, 4, 5].map((i) => ({ id: `s${i}`, arms: [`s${i}-x`, `s${i}-y`] })),
+  });
+  for (let i = 1; i <= 5; i++) {
+    const a = (await call('POST', `/v1/experiments/${ids.many}/assignments`, { count: 10, bandit: `s${i}` })).json.assignments;
+    await call('POST', `/v1/experiments/${ids.many}/rewards`, { rewards: a.map((x, j) => ({ assignment_id: x.id, reward: j % 2 })) });
+  }
+  await call('POST', '/v1/experiments', { id: ids.live, arms: ['red', 'green', 'blue'], seed: 5 });
+  await drive(ids.live, { red: 0.5, green: 0.5, blue: 0.5 }, 9, 100);
+
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // playwright gives every launch a fresh profile directory of its own
+    // (it refuses --user-data-dir here), removed when the browser closes.
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  await browserChecks(browser, ids);
+  ok(consoleProblems.length === 0, 'no console errors or warnings, no failed requests, no 4xx/5xx', consoleProblems.join('\n'));
+} catch (e) {
+  ok(false, 'the test ran to its end', e && e.stack ? e.stack : String(e));
+} finally {
+  if (browser) await browser.close().catch(() => {});
+  const code = await stopDaemon();
+  ok(code === 0, 'the daemon exits 0 on SIGTERM', `exit ${code}\n${daemonErr.slice(-2000)}`);
+  ok(!/ERROR: (Address|Leak)Sanitizer|runtime error/.test(daemonErr), 'the daemon reported no sanitizer errors', daemonErr.slice(-3000));
+  rmSync(work, { recursive: true, force: true });
+  clearTimeout(deadline);
+  console.log(`1..${count}`);
+  process.exitCode = failed ? 1 : 0;
+}

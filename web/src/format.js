@@ -1,0 +1,236 @@
+// format.js — numbers, ages and the stop decision in words. Pure functions
+// of the API's JSON (no DOM), so the browser test can also check them
+// directly in Node.
+
+const NBSP = '\u00a0';
+
+// 1204 -> "1,204" (the decision sentence's style, whatever the locale).
+export function fmtInt(n) {
+  return Number(n).toLocaleString('en-US', { maximumFractionDigits: 0 });
+}
+
+function trimZeros(s) {
+  return s.includes('.') && !s.includes('e') ? s.replace(/\.?0+$/, '') : s;
+}
+
+const SUPERSCRIPT = { '-': '⁻', 0: '⁰', 1: '¹', 2: '²', 3: '³', 4: '⁴', 5: '⁵', 6: '⁶', 7: '⁷', 8: '⁸', 9: '⁹' };
+
+// A probability such as δᶜ: two significant digits, more when two digits
+// would make it read as equal to, or on the wrong side of, ref (a δᶜ of
+// 0.0503 must not print as "0.050 > 0.05"). Tiny values as a × 10⁻ᵏ.
+export function fmtProb(v, ref) {
+  if (v === null || v === undefined || Number.isNaN(v)) return '–';
+  if (v === 0) return '0';
+  if (v >= 1) return '1';
+  if (v < 1e-4) {
+    const [mant, exp] = v.toExponential(1).split('e');
+    return `${trimZeros(mant)}×10${String(Number(exp)).replace(/./g, (c) => SUPERSCRIPT[c])}`;
+  }
+  for (let p = 2; p <= 8; p++) {
+    const s = trimZeros(v.toPrecision(p));
+    if (ref === undefined || ref === null) return s;
+    const r = Number(s);
+    if ((r <= ref) === (v <= ref) && (r !== ref || v === ref)) return s;
+  }
+  return String(v);
+}
+
+// A value in reward units: three significant digits, thousands grouped.
+export function fmtNum(v) {
+  if (v === null || v === undefined || Number.isNaN(v)) return '–';
+  if (Math.abs(v) >= 1000) return fmtInt(v);
+  if (v === 0) return '0';
+  return trimZeros(v.toPrecision(3));
+}
+
+// δ, ε as configured: as typed, without float noise.
+export function fmtParam(v) {
+  return trimZeros(Number(v).toPrecision(6));
+}
+
+// 12_345 -> "12.3k" (chart ticks).
+export function fmtCompact(v) {
+  const a = Math.abs(v);
+  if (a >= 1e6) return `${trimZeros((v / 1e6).toFixed(1))}M`;
+  if (a >= 1e4) return `${trimZeros((v / 1e3).toFixed(1))}k`;
+  return fmtInt(v);
+}
+
+// "just now", "42 s ago", "5 min ago", "3 h ago", "12 days ago".
+export function fmtAge(iso, nowMs = Date.now()) {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return '–';
+  const s = Math.max(0, Math.round((nowMs - t) / 1000));
+  if (s < 5) return 'just now';
+  if (s < 60) return `${s}${NBSP}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)}${NBSP}min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)}${NBSP}h ago`;
+  const d = Math.floor(s / 86400);
+  return `${d}${NBSP}${d === 1 ? 'day' : 'days'} ago`;
+}
+
+// ["a"] -> "a"; ["a","b"] -> "a and b"; ["a","b","c"] -> "a, b and c".
+export function listWords(xs) {
+  if (xs.length <= 1) return xs.join('');
+  return `${xs.slice(0, -1).join(', ')} and ${xs[xs.length - 1]}`;
+}
+
+const capitalise = (s) => (s ? s[0].toUpperCase() + s.slice(1) : s);
+
+// "green is the best arm" / "green and blue are the best 2 arms", with the
+// ε of the goal when there is one.
+function bestPhrase(b, m, eps) {
+  const rec = b.recommended || [];
+  const within = eps > 0 ? ` (within ε = ${fmtParam(eps)})` : '';
+  if (rec.length === 0) return 'no arm is recommended';
+  if (m <= 1 && rec.length === 1) return `${rec[0]} is the best arm${within}`;
+  return `${listWords(rec)} are the best ${rec.length} arms${within}`;
+}
+
+// "green leads" / "green and blue lead".
+function leadPhrase(b) {
+  const rec = b.recommended || [];
+  if (rec.length === 0) return 'no arm leads';
+  return `${listWords(rec)} ${rec.length === 1 ? 'leads' : 'lead'}`;
+}
+
+function dcVsDelta(b, delta) {
+  const rel = b.delta_c <= delta ? '≤' : '>';
+  return `δᶜ = ${fmtProb(b.delta_c, delta)} ${rel} ${fmtParam(delta)}`;
+}
+
+// The decision of status (GET .../status) in words:
+// { tone: 'stopped'|'paused'|'running', headline, details: [sentences] }.
+// details has one line per bandit for multi-bandit experiments.
+export function decision(st) {
+  const delta = st.delta;
+  const m = st.m || 1;
+  const eps = st.epsilon || 0;
+  const bandits = st.bandits || [];
+  const n = fmtInt(st.pulls);
+  const pullsWord = st.pulls === 1 ? 'pull' : 'pulls';
+  const nb = bandits.length;
+  const done = st.bandits_done ?? bandits.filter((b) => b.done).length;
+  const confident = bandits.every((b) => b.delta_c <= delta);
+  const budget = st.budget ? `the budget of ${fmtInt(st.budget)} pulls is spent` : 'the budget is spent';
+
+  if (nb === 1) {
+    const b = bandits[0];
+    const best = bestPhrase(b, m, eps);
+    const lead = leadPhrase(b);
+    const dc = dcVsDelta(b, delta);
+    const verdict = b.delta_c <= delta ? `${best} with ${dc}` : `${lead} with ${dc}: not conclusive yet`;
+    if (st.stopped || st.state === 'stopped') {
+      switch (st.stop_reason) {
+        case 'confidence':
+          // δᶜ can be above δ after such a stop: the rule was another (GLR),
+          // or rewards of assignments made before the stop came in since.
+          return {
+            tone: 'stopped',
+            headline:
+              b.delta_c <= delta
+                ? `Stopped: ${best} with ${dc} after ${n} ${pullsWord}.`
+                : `Stopped at the confidence target: ${best}. After ${n} ${pullsWord}, late rewards included, ${dc}.`,
+            details: [],
+          };
+        case 'budget':
+          return {
+            tone: 'stopped',
+            headline:
+              b.delta_c <= delta
+                ? `Stopped: ${budget}; ${best} with ${dc}.`
+                : `Stopped: ${budget}; ${lead} with ${dc}: the best guess, not conclusive at δ = ${fmtParam(delta)}.`,
+            details: [],
+          };
+        case 'policy':
+          return {
+            tone: 'stopped',
+            headline: `Stopped by the ${st.policy} policy's rule after ${n} ${pullsWord}: ${b.delta_c <= delta ? `${best} with ${dc}` : `${best} (${dc})`}.`,
+            details: [],
+          };
+        case 'manual':
+          return { tone: 'stopped', headline: `Stopped by hand after ${n} ${pullsWord}: ${verdict}.`, details: [] };
+        default:
+          return { tone: 'stopped', headline: `Stopped after ${n} ${pullsWord}: ${verdict}.`, details: [] };
+      }
+    }
+    if (st.pulls === 0) {
+      const what = st.state === 'paused' ? 'Paused' : 'Running';
+      return { tone: st.state, headline: `${what}: no rewards yet.`, details: [] };
+    }
+    const goal = st.budget
+      ? `it stops after ${fmtInt(st.budget)} pulls (${fmtInt(Math.max(0, st.budget - st.pulls))} to go)`
+      : `it stops at δᶜ ≤ ${fmtParam(delta)}`;
+    if (st.state === 'paused') {
+      return {
+        tone: 'paused',
+        headline: `Paused after ${n} ${pullsWord}: no new assignments are handed out. ${capitalise(lead)} with δᶜ = ${fmtProb(b.delta_c, delta)}; ${goal}.`,
+        details: [],
+      };
+    }
+    return {
+      tone: 'running',
+      headline: `Running: ${lead} with δᶜ = ${fmtProb(b.delta_c, delta)} after ${n} ${pullsWord}; ${goal}.`,
+      details: [],
+    };
+  }
+
+  // Several bandits: a headline for the experiment, a line per bandit. A
+  // bandit is "done" when it gets no more pulls (confident, out of budget,
+  // or stopped); whether its answer is conclusive is δᶜ against δ.
+  const details = bandits.map((b) => {
+    const state = b.done ? 'done' : 'still sampling';
+    if (b.delta_c <= delta) return `${b.id}: ${state}, ${bestPhrase(b, m, eps)} (${dcVsDelta(b, delta)}).`;
+    return `${b.id}: ${state}, ${leadPhrase(b)} (${dcVsDelta(b, delta)}${b.done ? ': not conclusive' : ''}).`;
+  });
+  const sure = bandits.filter((b) => b.delta_c <= delta).length;
+  const conclusive = `${sure} of ${nb} bandits reached δᶜ ≤ ${fmtParam(delta)}`;
+  const doneWords = `${done} of ${nb} bandits done`;
+  if (st.stopped || st.state === 'stopped') {
+    switch (st.stop_reason) {
+      case 'confidence':
+        return {
+          tone: 'stopped',
+          headline: confident
+            ? `Stopped: all ${nb} bandits are decided with δᶜ ≤ ${fmtParam(delta)} after ${n} ${pullsWord}.`
+            : `Stopped: all ${nb} bandits met the stopping rule after ${n} ${pullsWord}; ${conclusive}.`,
+          details,
+        };
+      case 'budget':
+        return { tone: 'stopped', headline: `Stopped: ${budget}; ${conclusive}.`, details };
+      case 'policy':
+        return { tone: 'stopped', headline: `Stopped by the ${st.policy} policy's rule after ${n} ${pullsWord}: ${conclusive}.`, details };
+      case 'manual':
+        return { tone: 'stopped', headline: `Stopped by hand after ${n} ${pullsWord}: ${conclusive}.`, details };
+      default:
+        return { tone: 'stopped', headline: `Stopped after ${n} ${pullsWord}: ${conclusive}.`, details };
+    }
+  }
+  if (st.pulls === 0) {
+    const what = st.state === 'paused' ? 'Paused' : 'Running';
+    return { tone: st.state, headline: `${what}: no rewards yet in any of the ${nb} bandits.`, details };
+  }
+  if (st.state === 'paused')
+    return { tone: 'paused', headline: `Paused after ${n} ${pullsWord}: no new assignments are handed out; ${doneWords}, ${conclusive}.`, details };
+  return { tone: 'running', headline: `Running: ${doneWords} after ${n} ${pullsWord}; ${conclusive}.`, details };
+}
+
+// One chart's data from history (GET .../history) for bandit index bi,
+// completed with the current status when it is ahead of the last history
+// point (history is sampled; status is exact).
+export function bandit_series(hist, st, bi) {
+  const x = (hist?.pulls || []).slice();
+  const hb = hist?.bandits?.[bi];
+  const sb = st.bandits[bi];
+  const dc = (hb?.delta_c || []).slice();
+  const rho = (hb?.rho || []).slice();
+  const arms = {};
+  for (const a of sb.arms) arms[a.id] = (hb?.arm_pulls?.[a.id] || []).slice();
+  if (st.pulls > 0 && (x.length === 0 || st.pulls > x[x.length - 1])) {
+    x.push(st.pulls);
+    dc.push(sb.delta_c);
+    rho.push(sb.rho);
+    for (const a of sb.arms) arms[a.id].push(a.pulls);
+  }
+  return { x, dc, rho, arms };
+}
