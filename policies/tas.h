@@ -30,11 +30,14 @@ double tas_optimal_weights(const double *mu, size_t k, double *w);
 
 /* The same with a warm start for repeated calls on slowly changing means:
  * `x` (k entries, owned by the caller) keeps the last x_a(y*), `y` the last
- * y*; both are updated. Set valid = 0 before the first call. */
+ * y*; both are updated. Set valid = 0 before the first call. `tol` is the
+ * relative precision wanted on y* (0: 1e-11, what tas_optimal_weights
+ * uses; a sampling rule needs far less). */
 struct tas_warm {
     double y;
     double *x;
     int valid;
+    double tol;
 };
 double tas_optimal_weights_warm(const double *mu, size_t k, double *w, struct tas_warm *warm);
 
