@@ -28,9 +28,9 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static const char *const DEFAULT[] = {"direct", "incremental",   "halving", "lucb1",
-                                      "kl-lucb", "adaptive-topk", "ttts",    "track-and-stop",
-                                      NULL};
+static const char *const DEFAULT[] = {"direct", "incremental",    "halving",
+                                      "lucb1",  "kl-lucb",        "adaptive-topk",
+                                      "ttts",   "track-and-stop", NULL};
 
 static int bench(const char *name, size_t k, gsl_rng *env)
 {

@@ -41,8 +41,8 @@ struct atopk {
     double eps, delta;
     unsigned r;
     unsigned n_acc;
-    unsigned char *acc; /* A */
-    unsigned char *rej; /* B */
+    unsigned char *acc;  /* A */
+    unsigned char *rej;  /* B */
     struct fc_phases ph; /* S and the round's samples */
     int finished;
     unsigned char *chosen;

@@ -197,8 +197,7 @@ static void halving_recommend(void *state, const struct policy_ctx *ctx, size_t 
 const struct policy_ops policy_halving = {
     .name = "halving",
     .summary = "HALVING (Kalyanakrishnan & Stone 2010, Alg. 3): median elimination for m arms",
-    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_NEEDS_EPSILON |
-             POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_NEEDS_EPSILON | POLICY_F_OWN_STOP,
     .params = NULL,
     .init = halving_init,
     .fini = halving_fini,

@@ -76,8 +76,7 @@ static void me_start(struct incremental *s)
     s->delta_l = s->delta_m / 2;
 }
 
-static int incremental_init(void **state, const struct policy_ctx *ctx, char *err,
-                            size_t errlen)
+static int incremental_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     struct incremental *s = calloc(1, sizeof *s);
     if (s == NULL)
@@ -174,8 +173,8 @@ static void incremental_end_steps(struct incremental *s, const struct policy_ctx
     } while (me_begin_step(s, ctx->rng));
 }
 
-static void incremental_update(void *state, const struct policy_ctx *ctx, size_t bandit,
-                               size_t arm, enum policy_event ev, double reward)
+static void incremental_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
+                               enum policy_event ev, double reward)
 {
     struct incremental *s = state;
     (void)bandit;
@@ -205,8 +204,7 @@ static void incremental_recommend(void *state, const struct policy_ctx *ctx, siz
 const struct policy_ops policy_incremental = {
     .name = "incremental",
     .summary = "INCREMENTAL (Kalyanakrishnan & Stone 2010, Alg. 2): m runs of Median Elimination",
-    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_NEEDS_EPSILON |
-             POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_NEEDS_EPSILON | POLICY_F_OWN_STOP,
     .params = NULL,
     .init = incremental_init,
     .fini = incremental_fini,

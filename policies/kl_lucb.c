@@ -86,8 +86,9 @@ static int kl_lucb_init(void **state, const struct policy_ctx *ctx, char *err, s
     double alpha = policy_param(ctx, &policy_kl_lucb, "alpha");
     double k1 = policy_param(ctx, &policy_kl_lucb, "k1");
     if (rate == RATE_THEORY && !(alpha > 1)) {
-        snprintf(err, errlen, "policy.params.alpha: must be > 1 (Kaufmann & Kalyanakrishnan "
-                              "2013, Theorem 3)");
+        snprintf(err, errlen,
+                 "policy.params.alpha: must be > 1 (Kaufmann & Kalyanakrishnan "
+                 "2013, Theorem 3)");
         return -1;
     }
     struct lucb *l = lucb_new(&kl_bounds, k1, rate == RATE_HEURISTIC ? -1.0 : alpha, ctx);

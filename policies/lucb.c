@@ -95,8 +95,8 @@ static const struct lucb_cache *bounds_of(struct lucb *l, const struct stats_arm
 
 /* h* (want_high: the High arm of smallest lower bound) or l* (the Low arm
  * of largest upper bound), ties at random; its bound in *out. */
-static size_t extreme(struct lucb *l, const struct policy_ctx *ctx, int want_high,
-                      int with_pending, double x, double *out)
+static size_t extreme(struct lucb *l, const struct policy_ctx *ctx, int want_high, int with_pending,
+                      double x, double *out)
 {
     const struct stats_arm *a = ctx->arms[0];
     double bv = 0;
@@ -135,8 +135,7 @@ static void split(struct lucb *l, const struct policy_ctx *ctx)
                 if (best == (size_t)-1 || a[i].mean > a[best].mean) {
                     best = i;
                     ties = 1;
-                } else if (a[i].mean == a[best].mean &&
-                           policy_rand_index(ctx->rng, ++ties) == 0) {
+                } else if (a[i].mean == a[best].mean && policy_rand_index(ctx->rng, ++ties) == 0) {
                     best = i;
                 }
             }
@@ -180,7 +179,9 @@ int lucb_select(struct lucb *l, const struct policy_ctx *ctx, struct policy_pick
     return POLICY_OK;
 }
 
-double lucb_gap(struct lucb *l, const struct policy_ctx *ctx)
+/* The stop statistic U(l*) − L(h*) on rewarded pulls (+INFINITY while some
+ * arm has none). Draws from ctx->rng for High's ties. */
+static double lucb_gap(struct lucb *l, const struct policy_ctx *ctx)
 {
     const struct stats_arm *a = ctx->arms[0];
     double t = 0;

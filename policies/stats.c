@@ -682,7 +682,7 @@ double stats_kl_upper(double p, double level)
     double pc = clamp_kl(p);
     double q = p + sqrt(level / 2.0);
     if (q > 1.0 - KL_EPS)
-        q = 1.0 - KL_EPS; /* kl(p, ·) there is kl(p, 1) > level: still beyond */
+        q = 1.0 - KL_EPS;      /* kl(p, ·) there is kl(p, 1) > level: still beyond */
     double out = 1.0 - KL_EPS; /* beyond the root (checked above) */
     for (int i = 0; i < KL_NEWTON; i++) {
         double f = stats_kl_bern(p, q) - level;

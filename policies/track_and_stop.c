@@ -111,7 +111,7 @@ static int tas_init(void **state, const struct policy_ctx *ctx, char *err, size_
     s->k = ctx->n_arms[0];
     s->tracking = (int)policy_param(ctx, &policy_track_and_stop, "tracking");
     s->thr = policy_param(ctx, &policy_track_and_stop, "threshold") == 0 ? STATS_GLR_PROVEN
-                                                                          : STATS_GLR_HEURISTIC;
+                                                                         : STATS_GLR_HEURISTIC;
     s->refresh = (uint64_t)policy_param(ctx, &policy_track_and_stop, "refresh");
     if (s->refresh == 0)
         s->refresh = s->k <= 16 ? 1 : (s->k + 15) / 16;

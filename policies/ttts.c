@@ -92,8 +92,8 @@ static int ttts_init(void **state, const struct policy_ctx *ctx, char *err, size
     s->k = ctx->n_arms[0];
     s->beta = policy_param(ctx, &policy_ttts, "beta");
     s->max_tries = (unsigned long)policy_param(ctx, &policy_ttts, "max_tries");
-    s->thr = policy_param(ctx, &policy_ttts, "threshold") == 0 ? STATS_GLR_PROVEN
-                                                               : STATS_GLR_HEURISTIC;
+    s->thr =
+        policy_param(ctx, &policy_ttts, "threshold") == 0 ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
     s->theta = calloc(s->k, sizeof *s->theta);
     s->rank = fc_rank_new(ctx->rng, s->k);
     s->idx = calloc(s->k, sizeof *s->idx);

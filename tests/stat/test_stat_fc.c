@@ -56,16 +56,16 @@ struct fc_case {
 #define TOP5 "[0.5, 0.8, 0.4, 0.7, 0.6]"
 
 static const struct fc_case CASES[] = {
-    {"direct", "band m=1 e=.2 d=.1", "{\"epsilon\": 0.2, \"delta\": 0.1, \"arms\": " BAND5 "}",
-     PAC, 301},
+    {"direct", "band m=1 e=.2 d=.1", "{\"epsilon\": 0.2, \"delta\": 0.1, \"arms\": " BAND5 "}", PAC,
+     301},
     {"direct", "band m=2 e=.2 d=.1",
      "{\"m\": 2, \"epsilon\": 0.2, \"delta\": 0.1, \"arms\": " BAND5 "}", PAC, 302},
     {"halving", "wide m=1 e=.3 d=.2", "{\"epsilon\": 0.3, \"delta\": 0.2, \"arms\": " WIDE5 "}",
      PAC, 303},
     {"halving", "wide m=2 e=.3 d=.2",
      "{\"m\": 2, \"epsilon\": 0.3, \"delta\": 0.2, \"arms\": " WIDE5 "}", PAC, 304},
-    {"incremental", "wide m=1 e=.3 d=.2",
-     "{\"epsilon\": 0.3, \"delta\": 0.2, \"arms\": " WIDE5 "}", PAC, 305},
+    {"incremental", "wide m=1 e=.3 d=.2", "{\"epsilon\": 0.3, \"delta\": 0.2, \"arms\": " WIDE5 "}",
+     PAC, 305},
     {"incremental", "wide m=2 e=.3 d=.2",
      "{\"m\": 2, \"epsilon\": 0.3, \"delta\": 0.2, \"arms\": " WIDE5 "}", PAC, 306},
     {"adaptive-topk", "band m=1 e=.1 d=.1",

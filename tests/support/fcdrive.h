@@ -20,9 +20,9 @@
 struct fcdrive_env {
     const double *mu; /* true means in [0, 1] */
     size_t k;
-    uint64_t delay;   /* rewards come back this many pulls later */
-    int fixed;        /* 1: reward = the mean itself (deterministic) */
-    gsl_rng *rng;     /* the environment's own generator */
+    uint64_t delay; /* rewards come back this many pulls later */
+    int fixed;      /* 1: reward = the mean itself (deterministic) */
+    gsl_rng *rng;   /* the environment's own generator */
 };
 
 /* Called after every pull handed out (exploit ones excluded). Non-zero
@@ -30,9 +30,9 @@ struct fcdrive_env {
 typedef int (*fcdrive_hook)(void *arg, const struct engine *e, const struct engine_pull *p);
 
 struct fcdrive_result {
-    uint64_t pulls;  /* pulls handed out */
-    int stopped;     /* the engine stopped before the cap */
-    int aborted;     /* the hook asked to stop */
+    uint64_t pulls;                       /* pulls handed out */
+    int stopped;                          /* the engine stopped before the cap */
+    int aborted;                          /* the hook asked to stop */
     unsigned char high[FCDRIVE_MAX_ARMS]; /* recommendation after the last rewards */
     struct engine_bandit_status st;
 };

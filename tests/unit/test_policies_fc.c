@@ -35,8 +35,8 @@
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define KMAX 16
 
-static const char *const ALL[] = {"direct", "incremental", "halving",    "lucb1",
-                                  "kl-lucb", "adaptive-topk", "ttts", "track-and-stop"};
+static const char *const ALL[] = {"direct",  "incremental",   "halving", "lucb1",
+                                  "kl-lucb", "adaptive-topk", "ttts",    "track-and-stop"};
 
 static int is_topm(const char *name)
 {
@@ -250,8 +250,8 @@ struct watch {
     const uint64_t *limit; /* per arm: most pulls it may ever be handed (NULL: none) */
     uint64_t handed[KMAX];
     uint64_t hash;
-    uint64_t quota1;   /* first phase's quota per arm (0: unchecked) */
-    uint64_t checked;  /* interim recommendations checked */
+    uint64_t quota1;  /* first phase's quota per arm (0: unchecked) */
+    uint64_t checked; /* interim recommendations checked */
 };
 
 static int watch_hook(void *arg, const struct engine *e, const struct engine_pull *p)
@@ -289,9 +289,9 @@ static int watch_hook(void *arg, const struct engine *e, const struct engine_pul
  * reference schedule: exact counts without delay, counts within
  * [ref, ref + delay] with it (the round-robin answers while a phase waits
  * go to its arms and count in the next phase; eliminated arms keep theirs). */
-static void check_phase_policy(const char *name, ref_fn ref, const double *mu, size_t k,
-                               unsigned m, double eps, double delta, uint64_t delay,
-                               uint64_t quota1, int exact_with_delay)
+static void check_phase_policy(const char *name, ref_fn ref, const double *mu, size_t k, unsigned m,
+                               double eps, double delta, uint64_t delay, uint64_t quota1,
+                               int exact_with_delay)
 {
     uint64_t want[KMAX], limit[KMAX];
     unsigned char chosen[KMAX];
@@ -390,8 +390,8 @@ static void test_halving_rounds_hand(void **state)
 
 /* ---- every policy: range, m arms, correct answer, determinism ------------------ */
 
-static uint64_t run_hash(const char *name, const double *mu, size_t k, unsigned m,
-                         uint64_t delay, uint64_t seed, int fixed, uint64_t *pulls)
+static uint64_t run_hash(const char *name, const double *mu, size_t k, unsigned m, uint64_t delay,
+                         uint64_t seed, int fixed, uint64_t *pulls)
 {
     double eps = strcmp(name, "direct") == 0 || strcmp(name, "incremental") == 0 ||
                          strcmp(name, "halving") == 0
@@ -459,8 +459,7 @@ static void expect_refused(const char *policy, unsigned m, double eps, const cha
     struct engine *e = fcdrive_engine(policy, 4, m, eps, 0.1, 1, param ? names : NULL,
                                       param ? values : NULL, err, sizeof err);
     if (e != NULL)
-        fail_msg("%s accepted (m %u, eps %g, %s = %g)", policy, m, eps, param ? param : "-",
-                 value);
+        fail_msg("%s accepted (m %u, eps %g, %s = %g)", policy, m, eps, param ? param : "-", value);
     if (strstr(err, want) == NULL)
         fail_msg("%s: error \"%s\" does not name %s", policy, err, want);
 }
