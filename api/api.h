@@ -117,6 +117,7 @@ int api_rewards_create(struct api_req *r);
 int api_observations_create(struct api_req *r);
 int api_status_get(struct api_req *r);
 int api_history_get(struct api_req *r);
+int api_policies_list(struct api_req *r);
 int api_healthz(struct api_req *r);
 int api_readyz(struct api_req *r);
 
