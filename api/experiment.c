@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "server/log.h"
+#include "server/metrics.h"
 
 #define NSHARDS 64
 #define SHARD_BUCKETS 1024
@@ -584,7 +585,11 @@ int64_t exp_last_seq(const struct exp *x)
 
 uint64_t exp_version(const struct exp *x)
 {
-    return (uint64_t)x->d->seq;
+    /* The event count alone would repeat after a reload: events applied
+     * but lost by a failed write are numbered again by later ones, and a
+     * client holding a tag read in between would get 304 for different
+     * content. The reload generation keeps every version distinct. */
+    return (uint64_t)x->d->seq | ((uint64_t)atomic_load(&x->gen) << 48);
 }
 
 const char *exp_id(const struct exp *x)
@@ -992,6 +997,7 @@ static void expire_due(struct exp *x, struct exp_batch *b, int64_t now)
                 op = event_op(x, b, STORE_EV_EXPIRE, now);
             }
             a->status = EXP_A_EXPIRED;
+            metrics_expired(1);
             d->pending--;
             atomic_fetch_sub(&g_pending_total, 1);
             set_outcome(x, b, a, op);
