@@ -322,7 +322,17 @@ static char *rewrite(const char *text, struct walk *w)
         while (hl > 0 && head[hl - 1] == ' ')
             head[--hl] = '\0';
         struct buf gen = {0};
-        if (strncmp(head, "params ", 7) == 0) {
+        if (w->splice_name != NULL) {
+            /* splice: only the named block changes */
+            if (strcmp(head, w->splice_name) == 0) {
+                puts_(&gen, "\n");
+                puts_(&gen, w->splice_text);
+                puts_(&gen, "\n");
+                w->spliced = 1;
+            } else {
+                put(&gen, close, (size_t)(end - close));
+            }
+        } else if (strncmp(head, "params ", 7) == 0) {
             const char *name = head + 7;
             json_t *pol = find_policy(w->policies, name);
             if (pol != NULL) {
@@ -333,11 +343,6 @@ static char *rewrite(const char *text, struct walk *w)
                         w->seen[i] = 1;
             }
             params_block(&gen, pol, name);
-        } else if (w->splice_name != NULL && strcmp(head, w->splice_name) == 0) {
-            puts_(&gen, "\n");
-            puts_(&gen, w->splice_text);
-            puts_(&gen, "\n");
-            w->spliced = 1;
         } else {
             put(&gen, close, (size_t)(end - close)); /* not ours: keep */
         }
