@@ -192,7 +192,8 @@ clean:
 # itself) through scripts/docs_tool.c; tests/docs/test_docs.sh fails when
 # they lag the code. `make docs-delays` re-measures every policy at feedback
 # delays 0, 10 and 100 (scripts/docs_delays.sh; a few minutes) and writes
-# the tables into the same file.
+# the tables into the same file; `make docs-constraints` does the same for
+# docs/constraints.md.
 DOCS_TOOL := $(BUILD)/scripts/docs-tool
 SCRIPT_TESTS += tests/docs/test_docs.sh
 
@@ -204,9 +205,14 @@ $(DOCS_TOOL): scripts/docs_tool.c
 
 test-build: $(DOCS_TOOL)
 
-.PHONY: docs-policies docs-delays
+.PHONY: docs-policies docs-delays docs-constraints
 docs-policies: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	$(BUILD)/bandit-sim --list-policies | $(DOCS_TOOL) params docs/policies.md
 
 docs-delays: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_delays.sh docs/policies.md
+
+# docs/constraints.md's figures: what burn-in, floor and control share cost.
+docs-constraints: $(BUILD)/bandit-sim $(DOCS_TOOL)
+	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_constraints.sh \
+		docs/constraints.md
