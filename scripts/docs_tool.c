@@ -148,9 +148,8 @@ static json_t *find_policy(json_t *policies, const char *name)
 {
     size_t i;
     json_t *p;
-    json_array_foreach(policies, i, p)
-        if (strcmp(json_string_value(json_object_get(p, "name")), name) == 0)
-            return p;
+    json_array_foreach(policies, i, p) if (strcmp(json_string_value(json_object_get(p, "name")),
+                                                  name) == 0) return p;
     return NULL;
 }
 
@@ -158,9 +157,8 @@ static int has_flag(json_t *p, const char *flag)
 {
     size_t i;
     json_t *f;
-    json_array_foreach(json_object_get(p, "flags"), i, f)
-        if (strcmp(json_string_value(f), flag) == 0)
-            return 1;
+    json_array_foreach(json_object_get(p, "flags"), i,
+                       f) if (strcmp(json_string_value(f), flag) == 0) return 1;
     return 0;
 }
 
@@ -171,7 +169,8 @@ static int cmd_names(int argc, char **argv)
     json_t *list = read_json_stdin();
     size_t i;
     json_t *p;
-    json_array_foreach(policies_of(list), i, p) {
+    json_array_foreach(policies_of(list), i, p)
+    {
         int keep = 1;
         for (int a = 0; a < argc; a++) {
             int neg = argv[a][0] == '!';
@@ -262,7 +261,8 @@ static void params_block(struct buf *b, json_t *p, const char *name)
              "| --- | --- | --- | --- | --- |\n");
     size_t i;
     json_t *q;
-    json_array_foreach(params, i, q) {
+    json_array_foreach(params, i, q)
+    {
         const char *type = json_string_value(json_object_get(q, "type"));
         putf(b, "| `%s` | %s | ", json_string_value(json_object_get(q, "name")), type);
         json_t *def = json_object_get(q, "default");
@@ -338,16 +338,14 @@ static char *rewrite(const char *text, struct walk *w)
             if (pol != NULL) {
                 size_t i;
                 json_t *q;
-                json_array_foreach(w->policies, i, q)
-                    if (q == pol)
-                        w->seen[i] = 1;
+                json_array_foreach(w->policies, i, q) if (q == pol) w->seen[i] = 1;
             }
             params_block(&gen, pol, name);
         } else {
             put(&gen, close, (size_t)(end - close)); /* not ours: keep */
         }
-        if (w->check && ((size_t)(end - close) != gen.len ||
-                         memcmp(close, gen.s ? gen.s : "", gen.len) != 0)) {
+        if (w->check &&
+            ((size_t)(end - close) != gen.len || memcmp(close, gen.s ? gen.s : "", gen.len) != 0)) {
             fprintf(stderr, "docs-tool: block \"%s\" is out of date\n", head);
             w->bad = 1;
         }
@@ -372,18 +370,18 @@ static int cmd_params(int argc, char **argv)
     char *out = rewrite(text, &w);
     size_t i;
     json_t *p;
-    json_array_foreach(w.policies, i, p)
-        if (!w.seen[i]) {
-            fprintf(stderr,
-                    "docs-tool: policy %s has no <!-- generated:params %s --> block in %s\n",
-                    json_string_value(json_object_get(p, "name")),
-                    json_string_value(json_object_get(p, "name")), path);
-            w.bad = 1;
-        }
+    json_array_foreach(w.policies, i, p) if (!w.seen[i])
+    {
+        fprintf(stderr, "docs-tool: policy %s has no <!-- generated:params %s --> block in %s\n",
+                json_string_value(json_object_get(p, "name")),
+                json_string_value(json_object_get(p, "name")), path);
+        w.bad = 1;
+    }
     if (check) {
         if (w.bad)
-            fprintf(stderr, "docs-tool: %s lags the policy registry: run `make docs-policies` "
-                            "(and write the prose of a new policy)\n",
+            fprintf(stderr,
+                    "docs-tool: %s lags the policy registry: run `make docs-policies` "
+                    "(and write the prose of a new policy)\n",
                     path);
     } else if (strcmp(out, text) != 0) {
         write_file(path, out);
@@ -451,8 +449,7 @@ static int cmd_cell(int argc, char **argv)
     if (strcmp(argv[0], "fc") == 0) {
         char mean[64], half[64];
         fmt_count(mean, sizeof mean, json_number_value(json_object_get(r, "mean_pulls")));
-        fmt_count(half, sizeof half,
-                  1.96 * json_number_value(json_object_get(r, "mean_pulls_se")));
+        fmt_count(half, sizeof half, 1.96 * json_number_value(json_object_get(r, "mean_pulls_se")));
         double stopped = json_number_value(json_object_get(r, "stopped_rate"));
         printf("%s ± %s (%.0f/%.0f wrong", mean, half, errors, runs);
         if (stopped < 1)

@@ -74,8 +74,8 @@ static void assert_binomial(const char *what, uint64_t k, uint64_t n, double p)
                  "Binomial(n, %g)",
                  what, (unsigned long long)k, (unsigned long long)n, ALPHA, lo,
                  (unsigned long long)hi, p);
-    printf("# %s: %llu of %llu (p = %g; accepted %lld < k < %llu)\n", what,
-           (unsigned long long)k, (unsigned long long)n, p, lo, (unsigned long long)hi);
+    printf("# %s: %llu of %llu (p = %g; accepted %lld < k < %llu)\n", what, (unsigned long long)k,
+           (unsigned long long)n, p, lo, (unsigned long long)hi);
 }
 
 static void assert_at_least(const char *what, uint64_t k, uint64_t n, double p)
@@ -85,8 +85,8 @@ static void assert_at_least(const char *what, uint64_t k, uint64_t n, double p)
         fail_msg("%s: %llu of %llu, at or below %lld, the level-%g lower critical value of "
                  "Binomial(n, %g)",
                  what, (unsigned long long)k, (unsigned long long)n, lo, ALPHA, p);
-    printf("# %s: %llu of %llu (floor p = %g; lower critical %lld)\n", what,
-           (unsigned long long)k, (unsigned long long)n, p, lo);
+    printf("# %s: %llu of %llu (floor p = %g; lower critical %lld)\n", what, (unsigned long long)k,
+           (unsigned long long)n, p, lo);
 }
 
 /* n assignments in batches of `count`, none rewarded; arms[i] receives
@@ -103,7 +103,8 @@ static void assign_batch(const char *id, int n, int count, int *arms, int *bandi
         assert_int_equal(json_array_size(list), c);
         size_t i;
         json_t *a;
-        json_array_foreach(list, i, a) {
+        json_array_foreach(list, i, a)
+        {
             assert_false(json_is_true(json_object_get(a, "exploit")));
             arms[got] = (int)tjson_int(a, "arm_index");
             if (bandit_of != NULL) {
@@ -126,9 +127,10 @@ static void test_burn_in(void **state)
     (void)state;
     enum { N = 5, K = 3 };
     /* One bandit, adapt, every reward outstanding: exactly N per arm. */
-    json_decref(texp_create(g_d, "{\"id\":\"burn\",\"arms\":[\"a\",\"b\",\"c\"],"
-                                 "\"policy\":{\"name\":\"adapt\"},\"seed\":5,"
-                                 "\"constraints\":{\"burn_in\":%d}}",
+    json_decref(texp_create(g_d,
+                            "{\"id\":\"burn\",\"arms\":[\"a\",\"b\",\"c\"],"
+                            "\"policy\":{\"name\":\"adapt\"},\"seed\":5,"
+                            "\"constraints\":{\"burn_in\":%d}}",
                             N));
     int arms[N * K];
     assign_batch("burn", N * K, 4, arms, NULL, NULL, 0);

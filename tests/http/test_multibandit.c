@@ -52,7 +52,7 @@ static const double g_mu[3][3] = {{0.1, 0.9, 0.1}, {0.45, 0.4, 0.55}, {0.6, 0.5,
 static const char *const g_best[3] = {"b", "c", "a"};
 
 #define BANDITS_JSON                                                                               \
-    "\"bandits\":[{\"id\":\"easy\",\"arms\":[\"a\",\"b\",\"c\"]},{\"id\":\"hard1\",\"arms\":"  \
+    "\"bandits\":[{\"id\":\"easy\",\"arms\":[\"a\",\"b\",\"c\"]},{\"id\":\"hard1\",\"arms\":"      \
     "[\"a\",\"b\",\"c\"]},{\"id\":\"hard2\",\"arms\":[\"a\",\"b\",\"c\"]}]"
 
 static int bandit_index(const char *id)
@@ -92,7 +92,8 @@ static unsigned check_fields(json_t *s)
     size_t i;
     json_t *bj;
     assert_int_equal(tjson_int(s, "bandits_total"), 3);
-    json_array_foreach(json_object_get(s, "bandits"), i, bj) {
+    json_array_foreach(json_object_get(s, "bandits"), i, bj)
+    {
         assert_string_equal(tjson_str(bj, "id"), g_bids[i]);
         assert_true(json_is_boolean(json_object_get(bj, "done")));
         assert_int_equal(json_array_size(json_object_get(bj, "recommended")), 1);

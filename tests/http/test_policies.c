@@ -57,9 +57,8 @@ static int has_flag(json_t *p, const char *flag)
 {
     size_t i;
     json_t *f;
-    json_array_foreach(json_object_get(p, "flags"), i, f)
-        if (strcmp(json_string_value(f), flag) == 0)
-            return 1;
+    json_array_foreach(json_object_get(p, "flags"), i,
+                       f) if (strcmp(json_string_value(f), flag) == 0) return 1;
     return 0;
 }
 
@@ -81,9 +80,8 @@ static json_t *explicit_defaults(json_t *p)
     json_t *o = json_object();
     size_t i;
     json_t *q;
-    json_array_foreach(json_object_get(p, "params"), i, q)
-        json_object_set(o, json_string_value(json_object_get(q, "name")),
-                        json_object_get(q, "default"));
+    json_array_foreach(json_object_get(p, "params"), i, q) json_object_set(
+        o, json_string_value(json_object_get(q, "name")), json_object_get(q, "default"));
     return o;
 }
 
@@ -102,8 +100,8 @@ static void drive(const char *id, int n, const char *bandit, struct trng *g)
         if (bandit != NULL)
             assert_string_equal(tjson_str(one, "bandit"), bandit);
         if (!json_is_true(json_object_get(one, "exploit")))
-            assert_string_equal(texp_reward(g_d, id, tjson_str(one, "id"), trng_bernoulli(g, p[arm])),
-                                "accepted");
+            assert_string_equal(
+                texp_reward(g_d, id, tjson_str(one, "id"), trng_bernoulli(g, p[arm])), "accepted");
         json_decref(a);
     }
 }
@@ -122,7 +120,8 @@ static void check_sane(const char *id, long long m, long long budget)
         assert_true(handed <= budget);
     size_t b;
     json_t *bj;
-    json_array_foreach(json_object_get(s, "bandits"), b, bj) {
+    json_array_foreach(json_object_get(s, "bandits"), b, bj)
+    {
         assert_int_equal(json_array_size(json_object_get(bj, "recommended")), m);
         double dc = tjson_num(bj, "delta_c"), rho = tjson_num(bj, "rho");
         assert_true(dc >= 0 && dc <= 1);
@@ -130,8 +129,7 @@ static void check_sane(const char *id, long long m, long long budget)
         long long sum = 0;
         size_t i;
         json_t *arm;
-        json_array_foreach(json_object_get(bj, "arms"), i, arm)
-            sum += tjson_int(arm, "pulls");
+        json_array_foreach(json_object_get(bj, "arms"), i, arm) sum += tjson_int(arm, "pulls");
         assert_true(sum <= pulls);
     }
     int stopped = json_is_true(json_object_get(s, "stopped"));
@@ -161,7 +159,8 @@ static void test_list_matches_simulator(void **state)
     size_t i;
     json_t *p;
     assert_true(json_array_size(json_object_get(g_list, "policies")) >= 2);
-    json_array_foreach(json_object_get(g_list, "policies"), i, p) {
+    json_array_foreach(json_object_get(g_list, "policies"), i, p)
+    {
         assert_non_null(tjson_str(p, "name"));
         assert_non_null(tjson_str(p, "summary"));
         assert_true(json_is_array(json_object_get(p, "flags")));
@@ -182,7 +181,8 @@ static void test_every_policy_serves(void **state)
     json_t *p;
     struct trng g;
     trng_seed(&g, 4242);
-    json_array_foreach(json_object_get(g_list, "policies"), i, p) {
+    json_array_foreach(json_object_get(g_list, "policies"), i, p)
+    {
         const char *name = tjson_str(p, "name");
         char fields[256], id[96];
         valid_fields(p, fields, sizeof fields, 60);
@@ -234,11 +234,12 @@ static void test_every_policy_serves(void **state)
         valid_fields(p, fields, sizeof fields, 120);
         budget = budget ? 120 : 0;
         snprintf(id, sizeof id, "two-%s", name);
-        json_decref(texp_create(g_d,
-                                "{\"id\":\"%s\",\"bandits\":[{\"id\":\"s1\",\"arms\":[\"lo\","
-                                "\"mid\",\"hi\"]},{\"id\":\"s2\",\"arms\":[\"lo\",\"mid\",\"hi\"]}],"
-                                "\"policy\":{\"name\":\"%s\"},%s,\"seed\":9}",
-                                id, name, fields));
+        json_decref(
+            texp_create(g_d,
+                        "{\"id\":\"%s\",\"bandits\":[{\"id\":\"s1\",\"arms\":[\"lo\","
+                        "\"mid\",\"hi\"]},{\"id\":\"s2\",\"arms\":[\"lo\",\"mid\",\"hi\"]}],"
+                        "\"policy\":{\"name\":\"%s\"},%s,\"seed\":9}",
+                        id, name, fields));
         drive(id, 20, NULL, &g);
         drive(id, 10, "s2", &g);
         check_sane(id, 1, budget);
@@ -270,10 +271,10 @@ static void invalid_params(const char *name, const char *fields, json_t *q)
     const char *pname = tjson_str(q, "name"), *type = tjson_str(q, "type");
     char field[128];
     snprintf(field, sizeof field, "policy.params.%s", pname);
-#define BAD(valuefmt, value)                                                                    \
-    create_invalid(field,                                                                      \
-                   "{\"arms\":[\"lo\",\"mid\",\"hi\"],\"policy\":{\"name\":\"%s\",\"params\":{" \
-                   "\"%s\":" valuefmt "}},%s}",                                                 \
+#define BAD(valuefmt, value)                                                                       \
+    create_invalid(field,                                                                          \
+                   "{\"arms\":[\"lo\",\"mid\",\"hi\"],\"policy\":{\"name\":\"%s\",\"params\":{"    \
+                   "\"%s\":" valuefmt "}},%s}",                                                    \
                    name, pname, value, fields)
     if (strcmp(type, "enum") == 0) {
         BAD("%s", "\"no-such-choice\"");
@@ -301,7 +302,8 @@ static void test_invalid_combinations(void **state)
     (void)state;
     size_t i;
     json_t *p;
-    json_array_foreach(json_object_get(g_list, "policies"), i, p) {
+    json_array_foreach(json_object_get(g_list, "policies"), i, p)
+    {
         const char *name = tjson_str(p, "name");
         char fields[256];
         valid_fields(p, fields, sizeof fields, 60);
@@ -351,8 +353,7 @@ static void test_invalid_combinations(void **state)
                        name, fields);
         size_t k;
         json_t *q;
-        json_array_foreach(json_object_get(p, "params"), k, q)
-            invalid_params(name, fields, q);
+        json_array_foreach(json_object_get(p, "params"), k, q) invalid_params(name, fields, q);
     }
 }
 
@@ -370,8 +371,7 @@ static void test_invalid_constraints_and_prior(void **state)
          "constraints.min_prob"},
         {"\"constraints\":{\"control\":{\"share\":0.2}}", "constraints.control.arm"},
         {"\"constraints\":{\"control\":{\"arm\":\"lo\"}}", "constraints.control.share"},
-        {"\"constraints\":{\"control\":{\"arm\":\"lo\",\"share\":0}}",
-         "constraints.control.share"},
+        {"\"constraints\":{\"control\":{\"arm\":\"lo\",\"share\":0}}", "constraints.control.share"},
         {"\"constraints\":{\"control\":\"lo\"}", "constraints.control"},
         {"\"constraints\":{\"burn_in\":1.5}", "constraints.burn_in"},
         {"\"constraints\":{\"min_prob\":\"0.1\"}", "constraints.min_prob"},

@@ -70,10 +70,10 @@ static void describe(json_t *one, char *buf, size_t len)
 struct scenario {
     const char *create; /* body */
     const char *id;
-    int delay;          /* rewards come back this many assignments late */
-    const char *named;  /* every 7th request names this bandit (NULL: never) */
+    int delay;                               /* rewards come back this many assignments late */
+    const char *named;                       /* every 7th request names this bandit (NULL: never) */
     const double *(*mu)(const char *bandit); /* true means of a bandit's arms */
-    int kill_at;        /* step after which the second daemon is killed */
+    int kill_at;                             /* step after which the second daemon is killed */
     long long budget;
 };
 
@@ -82,8 +82,8 @@ static void deliver(struct side *s, int n)
 {
     for (int k = 0; k < n; k++) {
         assert_true(s[k].head < s[k].tail);
-        assert_string_equal(
-            texp_reward(s[k].d, "x", s[k].ids[s[k].head], s[k].reward[s[k].head]), "accepted");
+        assert_string_equal(texp_reward(s[k].d, "x", s[k].ids[s[k].head], s[k].reward[s[k].head]),
+                            "accepted");
         s[k].head++;
     }
 }
@@ -139,8 +139,7 @@ static void run(const struct scenario *sc)
         if (!exploit) {
             int r = trng_bernoulli(&g, sc->mu(bandit)[arm]);
             for (int k = 0; k < 2; k++) {
-                snprintf(s[k].ids[s[k].tail], 64, "%s",
-                         tjson_str(json_array_get(ans[k], 0), "id"));
+                snprintf(s[k].ids[s[k].tail], 64, "%s", tjson_str(json_array_get(ans[k], 0), "id"));
                 s[k].reward[s[k].tail] = r;
                 s[k].tail++;
             }
@@ -152,8 +151,7 @@ static void run(const struct scenario *sc)
         json_decref(ans[1]);
         /* Rewards come back `delay` assignments late; once the experiment
          * exploits, time passes: the oldest one comes back each step. */
-        if (s[0].tail - s[0].head > (size_t)sc->delay ||
-            (exploit && s[0].head < s[0].tail))
+        if (s[0].tail - s[0].head > (size_t)sc->delay || (exploit && s[0].head < s[0].tail))
             deliver(s, 2);
         if (t == sc->kill_at) {
             /* Mid-run: rewards outstanding, the phase not over. */

@@ -105,8 +105,7 @@ static void stop_is_final(uint64_t seed)
     /* The outstanding rewards arrive, all against the answer: the
      * recommended arm fails, the others succeed. */
     for (; head < tail; head++)
-        assert_string_equal(texp_reward(g_d, id, q[head].id, q[head].arm == 2 ? 0 : 1),
-                            "accepted");
+        assert_string_equal(texp_reward(g_d, id, q[head].id, q[head].arm == 2 ? 0 : 1), "accepted");
     s = texp_status(g_d, id);
     assert_int_equal(tjson_int(s, "pulls"), pulls + WINDOW);
     assert_int_equal(tjson_int(s, "pending"), 0);
@@ -164,7 +163,8 @@ static void budget_with_all_pending(const char *policy)
         assert_int_equal(json_array_size(list), BATCH);
         size_t i;
         json_t *a;
-        json_array_foreach(list, i, a) {
+        json_array_foreach(list, i, a)
+        {
             if (json_is_true(json_object_get(a, "exploit"))) {
                 exploit++;
                 continue;
@@ -192,8 +192,9 @@ static void budget_with_all_pending(const char *policy)
     json_t *items = json_array();
     for (size_t i = 0; i < json_array_size(ids); i++)
         json_array_append_new(
-            items, json_pack("{s:O,s:i}", "assignment_id", json_array_get(ids, i), "reward",
-                             trng_bernoulli(&g, g_p3[json_integer_value(json_array_get(arms, i))])));
+            items,
+            json_pack("{s:O,s:i}", "assignment_id", json_array_get(ids, i), "reward",
+                      trng_bernoulli(&g, g_p3[json_integer_value(json_array_get(arms, i))])));
     json_t *body = json_pack("{s:o}", "rewards", items);
     char path[128];
     snprintf(path, sizeof path, "/v1/experiments/%s/rewards", id);
