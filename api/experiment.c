@@ -1460,8 +1460,8 @@ static int load_one(void *arg, const struct store_experiment_row *row)
         log_warn("experiment %s: stored configuration no longer valid (%s); skipped", row->id,
                  e ? e : jerr.text);
         free(e);
-        if (rc == 0)
-            exp_config_free(&cfg);
+        if (j != NULL && errors != NULL)
+            exp_config_free(&cfg); /* parsed (and zeroed first): partly filled */
         json_decref(j);
         json_decref(errors);
         return 0;
