@@ -18,6 +18,7 @@
 
 #define NSHARDS 64
 #define SHARD_BUCKETS 1024
+#define EXP_RELOAD_WAIT_MS 1000 /* a stale experiment waits this long for its queued writes */
 
 /* --- per-experiment data that a reload replaces ----------------------------- */
 
@@ -49,10 +50,13 @@ struct exp {
     int64_t created_ms;
     uint32_t token;
     pthread_mutex_t mu;
+    pthread_cond_t idle; /* signalled when inflight drops to 0 (with mu) */
     atomic_int refs;
     atomic_int stale;  /* a write failed: reload before the next request */
     atomic_uint gen;   /* increments at each reload */
-    int deleted;
+    int inflight;      /* submissions queued whose on_commit has not run (mu) */
+    int deleting;      /* a delete is queued: requests see the experiment gone (mu) */
+    int deleted;       /* the delete committed (mu) */
     atomic_int visible;
     struct exp_config cfg;
     char *config_text; /* cfg.json serialised, as stored */
@@ -404,6 +408,7 @@ static void exp_free(struct exp *x)
     data_free(x->d);
     exp_config_free(&x->cfg);
     free(x->config_text);
+    pthread_cond_destroy(&x->idle);
     pthread_mutex_destroy(&x->mu);
     free(x);
 }
@@ -436,8 +441,11 @@ struct exp *exp_get(const char *id)
     return x;
 }
 
-/* Insert x unless its id is taken; the registry's reference is x's first. */
-static int registry_insert(struct exp *x)
+/* Insert x unless its id is taken or, limit > 0, the registry already holds
+ * limit experiments; the registry's reference is x's first. The count is
+ * reserved atomically: concurrent creates in different shards cannot all
+ * pass a check made before any of them inserted. */
+static int registry_insert(struct exp *x, size_t limit)
 {
     size_t bucket;
     struct shard *s = shard_of(x->id, &bucket);
@@ -446,9 +454,13 @@ static int registry_insert(struct exp *x)
         pthread_mutex_unlock(&s->mu);
         return EXP_ERR_EXISTS;
     }
+    if (atomic_fetch_add(&g_count, 1) >= limit && limit > 0) {
+        atomic_fetch_sub(&g_count, 1);
+        pthread_mutex_unlock(&s->mu);
+        return EXP_ERR_LIMIT;
+    }
     x->next = s->buckets[bucket];
     s->buckets[bucket] = x;
-    atomic_fetch_add(&g_count, 1);
     pthread_mutex_unlock(&s->mu);
     return EXP_OK;
 }
@@ -1015,14 +1027,29 @@ struct sub {
     store_done_fn done;
     void *arg;
     int owns_batch;
+    int is_delete;
 };
 
 static void on_commit(void *arg, int err)
 {
     struct sub *s = arg;
     struct exp *x = s->x;
+    int forget = 0;
     exp_lock(x);
-    if (s->gen == atomic_load(&x->gen) && !x->deleted) {
+    if (--x->inflight == 0)
+        pthread_cond_broadcast(&x->idle);
+    if (s->is_delete) {
+        /* Gone from memory only once gone from disk: a failed delete
+         * leaves the experiment as the disk has it (and the store's
+         * failure mark on its key is cleared by the reload). */
+        x->deleting = 0;
+        if (err == STORE_OK) {
+            x->deleted = 1;
+            forget = 1;
+        } else {
+            atomic_store(&x->stale, 1);
+        }
+    } else if (s->gen == atomic_load(&x->gen) && !x->deleted) {
         struct exp_data *d = x->d;
         if (err == STORE_OK) {
             for (size_t i = 0; i < s->batch->nassign; i++) {
@@ -1049,6 +1076,8 @@ static void on_commit(void *arg, int err)
         }
     }
     exp_unlock(x);
+    if (forget)
+        registry_remove(x); /* before the 204: the id is free when the client hears */
     if (s->done != NULL)
         s->done(s->arg, err);
     if (s->owns_batch) {
@@ -1059,32 +1088,45 @@ static void on_commit(void *arg, int err)
     free(s);
 }
 
-static int submit(struct exp *x, struct exp_batch *b, int owns, store_done_fn done, void *arg)
+static int submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, store_done_fn done,
+                  void *arg)
 {
+    /* Memory already holds events that will never reach the disk (a write
+     * of this lock hold was refused): queuing later ones would commit them
+     * after a gap. The next request reloads first. */
+    if (atomic_load(&x->stale))
+        return STORE_ERR_IO;
     struct sub *s = calloc(1, sizeof *s);
-    if (s == NULL)
+    if (s == NULL) {
+        atomic_store(&x->stale, 1);
         return STORE_ERR_NOMEM;
+    }
     s->x = x;
     s->gen = atomic_load(&x->gen);
     s->batch = b;
     s->done = done;
     s->arg = arg;
     s->owns_batch = owns;
+    s->is_delete = is_delete;
     atomic_fetch_add(&x->refs, 1);
     int rc = store_submit_keyed(g_store, x->rowid, x->d->need_reset, b->ops, b->n, on_commit, s);
     if (rc != STORE_OK) {
+        /* Refused at once (queue full, no memory): unlike a failed
+         * commit, this poisons nothing in the store, so the stale mark
+         * alone keeps later events from being queued after the gap. */
         atomic_fetch_sub(&x->refs, 1);
         free(s);
         atomic_store(&x->stale, 1);
         return rc;
     }
     x->d->need_reset = 0;
+    x->inflight++;
     return STORE_OK;
 }
 
 int exp_submit_locked(struct exp *x, struct exp_batch *b, store_done_fn done, void *arg)
 {
-    return submit(x, b, 0, done, arg);
+    return submit(x, b, 0, 0, done, arg);
 }
 
 /* --- replay ------------------------------------------------------------------------- */
@@ -1206,10 +1248,38 @@ static struct exp_data *replay_all(struct exp *x, char *err, size_t errlen)
     return NULL;
 }
 
+/* Wait (x locked, released meanwhile) until none of x's writes is queued or
+ * another thread did the reload, at most timeout_ms. Returns 1 when so. */
+static int wait_idle(struct exp *x, int timeout_ms)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    while (x->inflight > 0 && atomic_load(&x->stale))
+        if (pthread_cond_timedwait(&x->idle, &x->mu, &dl) == ETIMEDOUT)
+            break;
+    return x->inflight == 0 || !atomic_load(&x->stale);
+}
+
 int exp_prepare_locked(struct exp *x, int64_t now)
 {
-    if (x->deleted)
+    if (x->deleted || x->deleting)
         return EXP_ERR_GONE;
+    if (atomic_load(&x->stale)) {
+        /* The disk is final for this experiment only once every write
+         * queued before the failure has completed: a write refused at
+         * queue time poisons nothing, so older ones may still commit (and
+         * their clients hear 2xx). Reloading before would forget them. */
+        if (!wait_idle(x, EXP_RELOAD_WAIT_MS))
+            return EXP_ERR_STORE;
+        if (x->deleted || x->deleting)
+            return EXP_ERR_GONE;
+    }
     if (atomic_load(&x->stale)) {
         char err[256];
         struct exp_data *d = replay_all(x, err, sizeof err);
@@ -1234,10 +1304,15 @@ int exp_prepare_locked(struct exp *x, int64_t now)
                 return EXP_OK;
             exp_batch_init(b);
             expire_due(x, b, now);
-            if (b->n == 0 || submit(x, b, 1, NULL, NULL) != STORE_OK) {
+            int rc = b->n == 0 ? STORE_OK : submit(x, b, 1, 0, NULL, NULL);
+            if (b->n == 0 || rc != STORE_OK) {
                 exp_batch_free(b);
                 free(b);
             }
+            /* Refused: the expiries are in memory only (x is stale now);
+             * the caller must not queue anything after them. */
+            if (rc != STORE_OK)
+                return EXP_ERR_STORE;
         }
     }
     return EXP_OK;
@@ -1254,6 +1329,13 @@ static struct exp *exp_new(struct exp_config *cfg, int64_t created_ms, char *err
         return NULL;
     }
     pthread_mutex_init(&x->mu, NULL);
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&x->idle, &ca);
+        pthread_condattr_destroy(&ca);
+    }
     atomic_init(&x->refs, 1);
     x->cfg = *cfg; /* ownership moves in */
     memset(cfg, 0, sizeof *cfg);
@@ -1308,7 +1390,8 @@ int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp
         exp_put(x);
         return EXP_ERR_NOMEM;
     }
-    int rc = registry_insert(x); /* the registry takes x's first reference */
+    /* the registry takes x's first reference */
+    int rc = registry_insert(x, g_lim.max_experiments);
     if (rc != EXP_OK) {
         free(c);
         exp_put(x);
@@ -1341,12 +1424,19 @@ int exp_delete_locked(struct exp *x, struct exp_batch *b, store_done_fn done, vo
         return STORE_ERR_NOMEM;
     op->kind = STORE_OP_EXP_DELETE;
     op->exp = x->rowid;
-    int rc = submit(x, b, 0, done, arg);
+    int rc = submit(x, b, 0, 1, done, arg);
     if (rc != STORE_OK)
         return rc;
-    x->deleted = 1;
-    registry_remove(x);
+    x->deleting = 1; /* on_commit forgets it, or brings it back on failure */
     return STORE_OK;
+}
+
+int exp_gone(struct exp *x)
+{
+    exp_lock(x);
+    int gone = x->deleting || x->deleted;
+    exp_unlock(x);
+    return gone;
 }
 
 /* --- startup and the expiry sweeper ---------------------------------------------------- */
@@ -1390,7 +1480,7 @@ static int load_one(void *arg, const struct store_experiment_row *row)
     data_free(x->d);
     x->d = d;
     atomic_store(&x->visible, 1);
-    if (registry_insert(x) != EXP_OK) {
+    if (registry_insert(x, 0) != EXP_OK) {
         log_warn("experiment %s stored twice; keeping the first", x->id);
         exp_put(x);
         return 0;

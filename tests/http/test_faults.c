@@ -14,9 +14,13 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
 
 #include "tests/support/harness.h"
 
@@ -116,6 +120,132 @@ static void test_failed_create(void **state)
     tdaemon_free(d);
 }
 
+/* A delete whose commit fails (503) deletes nothing: the experiment is
+ * still served, as the disk still has it, and a retry deletes it. */
+static void test_failed_delete(void **state)
+{
+    (void)state;
+    setenv("BANDITD_STORE_FAIL_COMMITS", "1+1", 1); /* the create passes, the delete fails */
+    struct tdaemon *d = tdaemon_start(NULL);
+    unsetenv("BANDITD_STORE_FAIL_COMMITS");
+    assert_non_null(d);
+    json_decref(texp_create(d, "{\"id\":\"del\",\"arms\":[\"a\",\"b\"],\"seed\":2}"));
+    struct tresp *r = treq(d, "DELETE", "/v1/experiments/del", NULL, NULL);
+    assert_503(r);
+    tresp_free(r);
+    r = treq(d, "GET", "/v1/experiments/del", NULL, NULL);
+    assert_status(r, 200);
+    tresp_free(r);
+    json_t *a = texp_assign(d, "del", NULL); /* usable */
+    assert_string_equal(texp_reward(d, "del", tjson_str(a, "[0].id"), 1), "accepted");
+    json_decref(a);
+    /* Memory said what the disk says. */
+    assert_int_equal(tdaemon_kill(d), 0);
+    assert_int_equal(tdaemon_restart(d), 0);
+    json_t *st = texp_status(d, "del");
+    assert_int_equal(tjson_int(st, "pulls"), 1);
+    json_decref(st);
+    r = treq(d, "DELETE", "/v1/experiments/del", NULL, NULL);
+    assert_status(r, 204);
+    tresp_free(r);
+    r = treq(d, "GET", "/v1/experiments/del", NULL, NULL);
+    assert_problem(r, 404);
+    tresp_free(r);
+    assert_int_equal(tdaemon_stop(d), 0);
+    tdaemon_free(d);
+}
+
+/* A sticky unit asked for again while its first assignment is still on its
+ * way to disk: the second answer must not hand out the id before the first
+ * commit succeeded (if that commit fails, the id never existed). Another
+ * connection holds the database's write lock so that the first commit
+ * waits; the injected fault then fails it. */
+struct unit_req {
+    struct tdaemon *d;
+    long status;
+    char id[64];
+};
+
+static void *unit_request(void *arg)
+{
+    struct unit_req *u = arg;
+    struct tclient *c = tclient_new(u->d);
+    struct tresp *r =
+        tclient_req(c, "POST", "/v1/experiments/sticky/assignments", "{\"unit\":\"alice\"}", NULL);
+    u->status = r->status;
+    const char *id = tjson_str(r->json, "assignments[0].id");
+    snprintf(u->id, sizeof u->id, "%s", id ? id : "");
+    tresp_free(r);
+    tclient_free(c);
+    return NULL;
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+static void test_sticky_unit_during_failed_commit(void **state)
+{
+    (void)state;
+    setenv("BANDITD_STORE_FAIL_COMMITS", "1+1", 1); /* the create passes, the assign fails */
+    struct tdaemon *d = tdaemon_start(NULL);
+    unsetenv("BANDITD_STORE_FAIL_COMMITS");
+    assert_non_null(d);
+    json_decref(texp_create(d, "{\"id\":\"sticky\",\"arms\":[\"a\",\"b\"],\"seed\":5}"));
+
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open_v2(tdaemon_db_path(d), &db, SQLITE_OPEN_READWRITE, NULL),
+                     SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    assert_int_equal(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+
+    struct unit_req first = {.d = d}, second = {.d = d};
+    pthread_t t1, t2;
+    assert_int_equal(pthread_create(&t1, NULL, unit_request, &first), 0);
+    /* The first request is applied (in memory) and waits for its commit. */
+    long long handed = 0;
+    for (int waited = 0; waited < 30000 && handed < 1; waited += 10) {
+        json_t *st = texp_status(d, "sticky");
+        handed = tjson_int(st, "handed_out");
+        json_decref(st);
+        if (handed < 1)
+            sleep_ms(10);
+    }
+    assert_int_equal(handed, 1);
+    assert_int_equal(pthread_create(&t2, NULL, unit_request, &second), 0);
+    sleep_ms(500); /* the second request reaches the daemon */
+    assert_int_equal(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+
+    assert_int_equal(first.status, 503); /* its commit failed */
+    /* Whatever the second got, a 2xx must name an assignment that exists. */
+    if (second.status == 200 || second.status == 201) {
+        const char *res = texp_reward(d, "sticky", second.id, 1);
+        if (strcmp(res, "accepted") != 0)
+            fail_msg("the unit's assignment %s (HTTP %ld) reads back as %s", second.id,
+                     second.status, res);
+    } else {
+        assert_int_equal(second.status, 503);
+    }
+    /* The unit gets an assignment now, and keeps it across a restart. */
+    json_t *a = texp_assign(d, "sticky", "{\"unit\":\"alice\"}");
+    char id[64];
+    snprintf(id, sizeof id, "%s", tjson_str(a, "[0].id"));
+    json_decref(a);
+    assert_int_equal(tdaemon_kill(d), 0);
+    assert_int_equal(tdaemon_restart(d), 0);
+    a = texp_assign(d, "sticky", "{\"unit\":\"alice\"}");
+    assert_string_equal(tjson_str(a, "[0].id"), id);
+    json_decref(a);
+    assert_int_equal(tdaemon_stop(d), 0);
+    tdaemon_free(d);
+}
+
 /* --max-pending: a request beyond the cap gets what fits, then 429. */
 static void test_too_many_pending(void **state)
 {
@@ -147,6 +277,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_failed_writes_record_nothing),
         cmocka_unit_test(test_failed_create),
+        cmocka_unit_test(test_failed_delete),
+        cmocka_unit_test(test_sticky_unit_during_failed_commit),
         cmocka_unit_test(test_too_many_pending),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
