@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "server/log.h"
+#include "server/metrics.h"
 
 #define NSHARDS 64
 #define SHARD_BUCKETS 1024
@@ -1008,6 +1009,7 @@ static void expire_due(struct exp *x, struct exp_batch *b, int64_t now)
                 op = event_op(x, b, STORE_EV_EXPIRE, now);
             }
             a->status = EXP_A_EXPIRED;
+            metrics_expired(1);
             d->pending--;
             atomic_fetch_sub(&g_pending_total, 1);
             set_outcome(x, b, a, op);

@@ -24,5 +24,7 @@ const struct route http_routes[] = {
     {"GET", "/v1/experiments/{id}/export", api_export_get, API_SCOPE_READ, "export"},
     {"GET", "/healthz", api_healthz, API_SCOPE_NONE, "healthz"},
     {"GET", "/readyz", api_readyz, API_SCOPE_NONE, "readyz"},
+    {"GET", "/metrics", api_metrics_get, API_SCOPE_READ | API_SCOPE_IF_CONFIGURED, "metrics"},
+    {"GET", "/openapi.json", api_openapi_get, API_SCOPE_NONE, "openapi"},
     {NULL, NULL, NULL, 0, NULL},
 };
