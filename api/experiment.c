@@ -1456,13 +1456,14 @@ static int load_one(void *arg, const struct store_experiment_row *row)
     json_t *j = json_loads(row->config_json, 0, &jerr);
     json_t *errors = json_array();
     struct exp_config cfg;
-    int rc = j != NULL && errors != NULL ? exp_config_parse(j, &cfg, errors) : -1;
+    int parsed = j != NULL && errors != NULL;
+    int rc = parsed ? exp_config_parse(j, &cfg, errors) : -1;
     if (rc != 0) {
-        char *e = errors ? json_dumps(errors, JSON_COMPACT) : NULL;
+        char *e = parsed ? json_dumps(errors, JSON_COMPACT) : NULL;
         log_warn("experiment %s: stored configuration no longer valid (%s); skipped", row->id,
                  e ? e : jerr.text);
         free(e);
-        if (rc == 0)
+        if (parsed) /* a failed parse leaves what it filled in for us to free */
             exp_config_free(&cfg);
         json_decref(j);
         json_decref(errors);

@@ -87,8 +87,8 @@ static void note_unexpected(struct load *L, const char *what, long status, const
 {
     pthread_mutex_lock(&L->mu);
     if (!L->unexpected)
-        snprintf(L->unexpected_msg, sizeof L->unexpected_msg, "%s: HTTP %ld %.150s", what,
-                 status, body ? body : "");
+        snprintf(L->unexpected_msg, sizeof L->unexpected_msg, "%s: HTTP %ld %.150s", what, status,
+                 body ? body : "");
     L->unexpected = 1;
     pthread_mutex_unlock(&L->mu);
 }
@@ -178,8 +178,8 @@ static void *client_main(void *arg)
                 continue;
             int v = (int)(trng_next(&c->g) % 2);
             snprintf(path, sizeof path, "/v1/experiments/%s/rewards", g_exps[e]);
-            snprintf(body, sizeof body, "{\"assignment_id\":\"%s\",\"reward\":%d}",
-                     L->acks[j].id, v);
+            snprintf(body, sizeof body, "{\"assignment_id\":\"%s\",\"reward\":%d}", L->acks[j].id,
+                     v);
             r = tclient_req(tc, "POST", path, body, NULL);
             st = r->status;
             const char *res = tjson_str(r->json, "results[0].status");
@@ -251,8 +251,8 @@ static void load_round(struct tdaemon *d, size_t after, uint64_t seed)
         struct ack *k = &L->acks[i];
         char path[128];
         snprintf(path, sizeof path, "/v1/experiments/%s/rewards", g_exps[k->exp]);
-        struct tresp *r = treqf(d, "POST", path, "{\"assignment_id\":\"%s\",\"reward\":%d}",
-                                k->id, k->rewarded ? k->reward : 1);
+        struct tresp *r = treqf(d, "POST", path, "{\"assignment_id\":\"%s\",\"reward\":%d}", k->id,
+                                k->rewarded ? k->reward : 1);
         assert_status(r, 200);
         const char *res = tjson_str(r->json, "results[0].status");
         assert_non_null(res);
