@@ -283,6 +283,121 @@ static void test_invalid_stored_config_skipped(void **state)
     tdaemon_free(d);
 }
 
+/* Several clients at once while commits fail in the middle (after 20 group
+ * commits, the next 15 fail): the failures land between other clients'
+ * queued writes, so reloads happen while writes of the old generation are
+ * still queued. Every answer is 2xx or 503; afterwards memory equals the
+ * disk (status before a kill -9 equals status after the restart) and every
+ * 2xx is on disk. */
+#define FCLIENTS 4
+#define FOPS 60
+
+struct fclient {
+    struct tdaemon *d;
+    struct trng g;
+    char ids[FOPS * 2][48]; /* assignments acknowledged */
+    int rewarded[FOPS * 2]; /* 1 + value once a reward is acknowledged */
+    size_t n;
+    int n503;
+    char bad[256];
+};
+
+static void *fclient_main(void *arg)
+{
+    struct fclient *c = arg;
+    struct tclient *tc = tclient_new(c->d);
+    for (int i = 0; i < FOPS && c->bad[0] == '\0'; i++) {
+        int count = 1 + (int)(trng_next(&c->g) % 2);
+        char body[160];
+        snprintf(body, sizeof body, "{\"count\":%d}", count);
+        struct tresp *r = tclient_req(tc, "POST", "/v1/experiments/ff/assignments", body, NULL);
+        if (r->status == 503) {
+            c->n503++;
+        } else if (r->status != 201) {
+            snprintf(c->bad, sizeof c->bad, "assign: HTTP %ld %.100s", r->status, r->body);
+        } else {
+            json_t *list = json_object_get(r->json, "assignments");
+            for (size_t k = 0; k < json_array_size(list); k++)
+                snprintf(c->ids[c->n++], sizeof c->ids[0], "%s",
+                         json_string_value(json_object_get(json_array_get(list, k), "id")));
+        }
+        tresp_free(r);
+        if (c->n == 0 || trng_next(&c->g) % 4 == 0)
+            continue;
+        size_t j = (size_t)(trng_next(&c->g) % c->n);
+        int v = (int)(trng_next(&c->g) % 2);
+        snprintf(body, sizeof body, "{\"assignment_id\":\"%s\",\"reward\":%d}", c->ids[j],
+                 c->rewarded[j] ? c->rewarded[j] - 1 : v);
+        r = tclient_req(tc, "POST", "/v1/experiments/ff/rewards", body, NULL);
+        const char *st = tjson_str(r->json, "results[0].status");
+        if (r->status == 503) {
+            c->n503++;
+        } else if (r->status != 200 || st == NULL ||
+                   (strcmp(st, "accepted") != 0 && strcmp(st, "duplicate") != 0)) {
+            snprintf(c->bad, sizeof c->bad, "reward: HTTP %ld %.100s", r->status, r->body);
+        } else if (!c->rewarded[j]) {
+            if (strcmp(st, "duplicate") == 0)
+                snprintf(c->bad, sizeof c->bad, "first reward of %s is a duplicate", c->ids[j]);
+            c->rewarded[j] = 1 + v;
+        }
+        tresp_free(r);
+    }
+    tclient_free(tc);
+    return NULL;
+}
+
+static void test_concurrent_clients_with_failing_commits(void **state)
+{
+    (void)state;
+    setenv("BANDITD_STORE_FAIL_COMMITS", "20+15", 1);
+    struct tdaemon *d = tdaemon_start(NULL);
+    unsetenv("BANDITD_STORE_FAIL_COMMITS");
+    assert_non_null(d);
+    json_decref(texp_create(d, "{\"id\":\"ff\",\"arms\":[\"a\",\"b\",\"c\"],"
+                               "\"policy\":{\"name\":\"uniform\"},\"seed\":9}"));
+    struct fclient *c = calloc(FCLIENTS, sizeof *c);
+    assert_non_null(c);
+    pthread_t th[FCLIENTS];
+    for (int i = 0; i < FCLIENTS; i++) {
+        c[i].d = d;
+        trng_seed(&c[i].g, 77 + (uint64_t)i);
+        assert_int_equal(pthread_create(&th[i], NULL, fclient_main, &c[i]), 0);
+    }
+    int n503 = 0;
+    size_t acked = 0;
+    for (int i = 0; i < FCLIENTS; i++) {
+        pthread_join(th[i], NULL);
+        if (c[i].bad[0] != '\0')
+            fail_msg("client %d: %s", i, c[i].bad);
+        n503 += c[i].n503;
+        acked += c[i].n;
+    }
+    printf("# %zu assignments acknowledged, %d answers 503\n", acked, n503);
+    assert_true(n503 > 0); /* the faults did land */
+    json_t *before = texp_status(d, "ff");
+    assert_int_equal(tdaemon_kill(d), 0);
+    assert_int_equal(tdaemon_restart(d), 0);
+    json_t *after = texp_status(d, "ff");
+    if (!json_equal(before, after)) {
+        char *t1 = json_dumps(before, JSON_COMPACT), *t2 = json_dumps(after, JSON_COMPACT);
+        fail_msg("memory and disk differ:\nbefore kill %s\nrestarted   %s", t1, t2);
+    }
+    assert_int_equal(tjson_int(after, "handed_out"), (long long)acked);
+    json_decref(before);
+    json_decref(after);
+    for (int i = 0; i < FCLIENTS; i++)
+        for (size_t j = 0; j < c[i].n; j++) {
+            const char *st = texp_reward(d, "ff", c[i].ids[j],
+                                         c[i].rewarded[j] ? c[i].rewarded[j] - 1 : 1);
+            if (strcmp(st, c[i].rewarded[j] ? "duplicate" : "accepted") != 0)
+                fail_msg("%s (reward acknowledged: %d) reads back as %s", c[i].ids[j],
+                         c[i].rewarded[j] != 0, st);
+        }
+    free(c);
+    assert_int_equal(tdaemon_stop(d), 0);
+    tdaemon_free(d);
+}
+
 /* --max-pending: a request beyond the cap gets what fits, then 429. */
 static void test_too_many_pending(void **state)
 {
@@ -317,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_failed_delete),
         cmocka_unit_test(test_sticky_unit_during_failed_commit),
         cmocka_unit_test(test_invalid_stored_config_skipped),
+        cmocka_unit_test(test_concurrent_clients_with_failing_commits),
         cmocka_unit_test(test_too_many_pending),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
