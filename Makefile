@@ -238,3 +238,33 @@ clean:
 	rm -rf build
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# --- docs/policies.md: generated parts --------------------------------------
+# The parameter tables come from `bandit-sim --list-policies` (the registry
+# itself) through scripts/docs_tool.c; tests/docs/test_docs.sh fails when
+# they lag the code. `make docs-delays` re-measures every policy at feedback
+# delays 0, 10 and 100 (scripts/docs_delays.sh; a few minutes) and writes
+# the tables into the same file; `make docs-constraints` does the same for
+# docs/constraints.md.
+DOCS_TOOL := $(BUILD)/scripts/docs-tool
+SCRIPT_TESTS += tests/docs/test_docs.sh
+
+$(DOCS_TOOL): scripts/docs_tool.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(shell pkg-config --cflags jansson) -o $@ $< \
+		$(shell pkg-config --libs jansson) -lm
+
+test-build: $(DOCS_TOOL)
+
+.PHONY: docs-policies docs-delays docs-constraints
+docs-policies: $(BUILD)/bandit-sim $(DOCS_TOOL)
+	$(BUILD)/bandit-sim --list-policies | $(DOCS_TOOL) params docs/policies.md
+
+docs-delays: $(BUILD)/bandit-sim $(DOCS_TOOL)
+	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_delays.sh docs/policies.md
+
+# docs/constraints.md's figures: what burn-in, floor and control share cost.
+docs-constraints: $(BUILD)/bandit-sim $(DOCS_TOOL)
+	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_constraints.sh \
+		docs/constraints.md

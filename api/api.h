@@ -121,6 +121,7 @@ int api_observations_create(struct api_req *r);
 int api_status_get(struct api_req *r);
 int api_history_get(struct api_req *r);
 int api_export_get(struct api_req *r);
+int api_policies_list(struct api_req *r);
 int api_healthz(struct api_req *r);
 int api_readyz(struct api_req *r);
 int api_metrics_get(struct api_req *r);

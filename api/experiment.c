@@ -1042,8 +1042,9 @@ static void on_commit(void *arg, int err)
         pthread_cond_broadcast(&x->idle);
     if (s->is_delete) {
         /* Gone from memory only once gone from disk: a failed delete
-         * leaves the experiment as the disk has it (and the store's
-         * failure mark on its key is cleared by the reload). */
+         * leaves the experiment as the disk has it (reloaded, which also
+         * clears the store's failure mark on its key), and since the id
+         * stays registered meanwhile no create can take it (409). */
         x->deleting = 0;
         if (err == STORE_OK) {
             x->deleted = 1;
@@ -1090,14 +1091,20 @@ static void on_commit(void *arg, int err)
     free(s);
 }
 
+/* Queue b for the writer. is_delete: the batch deletes the experiment; it
+ * depends on no earlier write (whatever they left, the row and its log
+ * go), so it resets the key: a write that failed before it must not fail
+ * the delete too (and the poison of a deleted rowid must not outlive it:
+ * SQLite hands the largest rowid out again after its row is deleted). */
 static int submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, store_done_fn done,
                   void *arg)
 {
-    /* Memory already holds events that will never reach the disk (a write
-     * of this lock hold was refused): queuing later ones would commit them
-     * after a gap. The next request reloads first. */
-    if (atomic_load(&x->stale))
-        return STORE_ERR_IO;
+    /* Memory holds events the disk does not (a write failed, or was never
+     * queued): nothing after them may reach the disk until the reload. The
+     * store refuses later writes of a key whose write failed; this covers
+     * a write that never reached its queue (queue full, out of memory). */
+    if (atomic_load(&x->stale) && !is_delete)
+        return STORE_ERR_FULL;
     struct sub *s = calloc(1, sizeof *s);
     if (s == NULL) {
         atomic_store(&x->stale, 1);
@@ -1111,7 +1118,8 @@ static int submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, s
     s->owns_batch = owns;
     s->is_delete = is_delete;
     atomic_fetch_add(&x->refs, 1);
-    int rc = store_submit_keyed(g_store, x->rowid, x->d->need_reset, b->ops, b->n, on_commit, s);
+    int rc = store_submit_keyed(g_store, x->rowid, x->d->need_reset || is_delete, b->ops, b->n,
+                                on_commit, s);
     if (rc != STORE_OK) {
         /* Refused at once (queue full, no memory): unlike a failed
          * commit, this poisons nothing in the store, so the stale mark

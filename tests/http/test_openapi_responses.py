@@ -176,6 +176,8 @@ def main():
         d.call("POST", ex, ex, contract, 201)
         d.call("POST", ex, ex, optional, 201)
         d.call("POST", ex, ex, {"arms": ["a", "b"]}, 201)
+        d.call("POST", ex, ex, {"arms": ["a", "b"], "prior": {"alpha": 2, "beta": 3}}, 201)
+        d.call("GET", "/v1/policies", "/v1/policies", None, 200)
         d.call("POST", ex, ex, {"arms": ["a"]}, 400)
         d.call("POST", ex, ex, dict(contract), 409)
         d.call("GET", ex + "?limit=2", ex, None, 200)
