@@ -80,11 +80,25 @@ int api_assignments_create(struct api_req *r)
         if (rc == 1) {
             /* Sticky: the unit's first assignment, not a new pull. */
             assignment_text(&w, x, &found);
-            api_exp_unlock(x);
             jw_lit(&w, "]}");
             size_t len = 0;
+            if (found.committed) {
+                api_exp_unlock(x);
+                char *text = jw_finish(&w, &len);
+                return api_reply_text(r, 200, text, len);
+            }
+            /* The first request's ASSIGN is not on disk yet: answer once
+             * it is (an empty write queued behind it completes after it,
+             * and fails if it failed), so a 200 never hands out an id
+             * that a failed commit would take back. */
+            int src = api_req_submit(r, x);
+            api_exp_unlock(x);
+            if (src != STORE_OK) {
+                jw_free(&w);
+                return api_reply_store_error(r, src);
+            }
             char *text = jw_finish(&w, &len);
-            return api_reply_text(r, 200, text, len);
+            return api_req_wait_text(r, 200, text, len);
         }
     }
     struct exp_batch *b = api_req_batch(r);
