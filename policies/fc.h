@@ -91,6 +91,63 @@ int fc_phases_select(struct fc_phases *p, const struct policy_ctx *ctx, size_t *
 /* Phase mean of arm i (NaN without samples). */
 double fc_phases_mean(const struct fc_phases *p, size_t i);
 
+/* --- elimination policies ------------------------------------------------- */
+
+/* What direct, incremental, halving and adaptive-topk share: one bandit, a
+ * phase schedule on fc_phases, a decision when a phase's samples are in, and
+ * the set returned once finished. A policy's state struct starts with a
+ * struct fc_elim (so the vtable entries below take the policy's state as
+ * is); the policy supplies `end`, which decides at the end of a phase and
+ * either begins the next one or sets `finished` with `chosen` filled. */
+struct fc_elim;
+typedef void fc_elim_end_fn(struct fc_elim *e, const struct policy_ctx *ctx);
+
+struct fc_elim {
+    size_t k;
+    unsigned m;
+    struct fc_phases ph;
+    int finished;
+    unsigned char *chosen; /* the returned set, once finished */
+    uint32_t *rank;        /* recommend()'s tie-break (fc_rank_new) */
+    size_t *idx;           /* scratch, k entries */
+    double *val;           /* scratch, k entries */
+    fc_elim_end_fn *end;   /* a phase's samples are all in */
+    /* recommend() before the end (fc_mark_interim): arms accepted so far
+     * (owned by the policy; NULL: none), and whether the candidates are the
+     * phase's active arms (else every arm not accepted). */
+    const unsigned char *interim_accepted;
+    int interim_active;
+};
+
+/* Allocate for ctx's bandit 0 (phases, chosen, idx, val) with every arm
+ * active, and draw the recommend() ranks from ctx->rng. 0, or −1 with "out
+ * of memory" in err (e is then safe to fc_elim_fini). */
+int fc_elim_init(struct fc_elim *e, const struct policy_ctx *ctx, fc_elim_end_fn *end, char *err,
+                 size_t errlen);
+void fc_elim_fini(struct fc_elim *e);
+
+/* "goal.epsilon: <name> needs epsilon > 0" in err unless ctx->epsilon > 0:
+ * 0 when it is, −1 otherwise. */
+int fc_elim_need_epsilon(const struct policy_ctx *ctx, const char *name, char *err, size_t errlen);
+
+/* The refusal of a schedule longer than FC_MAX_PULLS, naming the policy. */
+void fc_elim_too_long(const char *name, char *err, size_t errlen);
+
+/* The active arms in e->idx ordered by their phase means, descending, ties
+ * at random (draws from rng); returns how many. */
+size_t fc_elim_order_active(struct fc_elim *e, gsl_rng *rng);
+
+/* Vtable entries (state points to a struct whose first member is a struct
+ * fc_elim): select serves the phase until finished; update feeds rewards
+ * (releases ignored) and calls end when a phase completes; done is
+ * `finished`; recommend is `chosen` once finished, else fc_mark_interim. */
+int fc_elim_select(void *state, const struct policy_ctx *ctx, int bandit, struct policy_pick *pick);
+void fc_elim_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
+                    enum policy_event ev, double reward);
+int fc_elim_done(void *state, const struct policy_ctx *ctx, size_t bandit);
+void fc_elim_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
+                       unsigned char *high);
+
 /* --- orderings -------------------------------------------------------------- */
 
 /* Sort idx[0..n) by val[idx] descending. rank == NULL: ties in whatever
