@@ -3,6 +3,7 @@
  * policies (see fc.h for the asynchrony rules they implement).
  */
 #include "policies/fc.h"
+#include "policies/tas.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -265,6 +266,58 @@ void fc_elim_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
     }
     fc_mark_interim(ctx, e->interim_accepted, e->interim_active ? e->ph.active : NULL, e->m,
                     e->rank, e->idx, e->val, high);
+}
+
+/* --- the GLR stop of best-arm sampling rules --------------------------------- */
+
+int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, const struct policy_ops *ops)
+{
+    size_t k = ctx->n_arms[0];
+    memset(g, 0, sizeof *g);
+    g->k = k;
+    g->thr = policy_param(ctx, ops, "threshold") == 0 ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
+    g->rank = fc_rank_new(ctx->rng, k);
+    g->idx = calloc(k, sizeof *g->idx);
+    g->val = calloc(k, sizeof *g->val);
+    return g->rank && g->idx && g->val ? 0 : -1;
+}
+
+void fc_glr_fini(struct fc_glr *g)
+{
+    free(g->rank);
+    free(g->idx);
+    free(g->val);
+}
+
+int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx)
+{
+    const struct stats_arm *a = ctx->arms[0];
+    if (g->stopped)
+        return 1;
+    double t = 0;
+    for (size_t i = 0; i < g->k; i++) {
+        if (a[i].n == 0)
+            return 0;
+        t += (double)a[i].n;
+        g->val[i] = a[i].mean;
+    }
+    size_t best = policy_argmax(ctx->rng, g->val, NULL, g->k);
+    double z = tas_glr(a, g->k, best, ctx->epsilon);
+    if (!(z > stats_glr_threshold(g->thr, t, g->k, 1, ctx->delta)))
+        return 0;
+    g->stopped = 1;
+    g->certified = best;
+    return 1;
+}
+
+void fc_glr_recommend(struct fc_glr *g, const struct policy_ctx *ctx, unsigned char *high)
+{
+    if (g->stopped) {
+        for (size_t i = 0; i < g->k; i++)
+            high[i] = i == g->certified;
+        return;
+    }
+    fc_mark_interim(ctx, NULL, NULL, 1, g->rank, g->idx, g->val, high);
 }
 
 /* --- orderings -------------------------------------------------------------- */

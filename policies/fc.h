@@ -35,6 +35,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "policies/policy.h"
+#include "policies/stats.h"
 
 /* Most pulls a phase schedule may ask for (per arm and phase, or in total
  * when it is known in advance): far beyond any experiment, and small enough
@@ -147,6 +148,35 @@ void fc_elim_update(void *state, const struct policy_ctx *ctx, size_t bandit, si
 int fc_elim_done(void *state, const struct policy_ctx *ctx, size_t bandit);
 void fc_elim_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
                        unsigned char *high);
+
+/* --- the GLR stop of best-arm sampling rules --------------------------------- */
+
+/* ttts and track-and-stop stop alike: once every arm has a reward, when the
+ * ε-GLR statistic of the empirical best (tas_glr, ties at random) exceeds
+ * the threshold of stats_glr_threshold (m = 1); the certified arm is then
+ * the answer, and before that the best arm by the engine's means (ties by a
+ * rank drawn once). val is scratch of k entries a policy may share. */
+struct fc_glr {
+    size_t k;
+    enum stats_glr_threshold thr;
+    int stopped;
+    size_t certified;
+    uint32_t *rank;
+    size_t *idx;
+    double *val;
+};
+
+/* Allocate for ctx's bandit 0, take the threshold from the policy's enum
+ * parameter "threshold" (0 = proven, else heuristic) and draw the ranks
+ * from ctx->rng. 0, or −1 (out of memory; g is then safe to fc_glr_fini). */
+int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, const struct policy_ops *ops);
+void fc_glr_fini(struct fc_glr *g);
+
+/* The stop test on bandit 0 of ctx (ops->done): 1 once stopped (final). */
+int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx);
+
+/* The certified arm once stopped, else the interim best (ops->recommend). */
+void fc_glr_recommend(struct fc_glr *g, const struct policy_ctx *ctx, unsigned char *high);
 
 /* --- orderings -------------------------------------------------------------- */
 
