@@ -366,16 +366,8 @@ void fc_shuffle(gsl_rng *rng, size_t *idx, size_t n)
 uint32_t *fc_rank_new(gsl_rng *rng, size_t k)
 {
     uint32_t *rank = malloc((k ? k : 1) * sizeof *rank);
-    if (rank == NULL)
-        return NULL;
-    for (size_t i = 0; i < k; i++)
-        rank[i] = (uint32_t)i;
-    for (size_t i = k; i > 1; i--) {
-        size_t j = policy_rand_index(rng, i);
-        uint32_t t = rank[i - 1];
-        rank[i - 1] = rank[j];
-        rank[j] = t;
-    }
+    if (rank != NULL)
+        policy_rank_draw(rng, rank, k);
     return rank;
 }
 

@@ -24,7 +24,10 @@
  * its quota (a carry larger than the next quota): more samples, a count that
  * still does not depend on the values, so the Hoeffding steps still hold.
  *
- * None of these functions allocate except fc_phases_init.
+ * phases.h is the fixed-budget counterpart (cumulative targets on the
+ * engine's counts); it says why the two stay separate.
+ *
+ * None of these functions allocate except the *_init ones.
  */
 #ifndef BANDITD_POLICIES_FC_H
 #define BANDITD_POLICIES_FC_H
