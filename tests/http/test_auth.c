@@ -38,7 +38,7 @@ struct fx {
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof *f);
-    if (f == NULL || (f->d = tdaemon_new()) == NULL) {
+    if (f == NULL || tfresh_setup((void **)&f->d) != 0) {
         free(f);
         return -1;
     }

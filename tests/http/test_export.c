@@ -30,12 +30,6 @@ static const char *const g_cols[] = {"kind",   "seq",    "assignment_id", "time"
 #define BIG_BATCHES 25 /* of 1000 observations, ~200 bytes of NDJSON each */
 
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* NDJSON body → array of objects (new). */
 static json_t *parse_ndjson(const char *body)
 {
@@ -185,7 +179,7 @@ static void test_export_rows(void **state)
             break;
         if (waited > 30000)
             fail_msg("assignments did not expire");
-        sleep_ms(100);
+        tsleep_ms(100);
     }
     assert_string_equal(texp_reward(tgroup_d, "audit", tjson_str(a, "[2].id"), 9), "expired");
     r = treq(tgroup_d, "PATCH", "/v1/experiments/audit", "{\"state\":\"stopped\"}", NULL);

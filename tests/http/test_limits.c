@@ -27,29 +27,6 @@
 
 #include "tests/support/harness.h"
 
-struct fx {
-    struct tdaemon *d;
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof *f);
-    if (f == NULL || (f->d = tdaemon_new()) == NULL) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    tdaemon_free(f->d);
-    free(f);
-    return 0;
-}
-
 /* Start with a config file holding text (plus any extra flags). */
 static void start_with_config(struct tdaemon *d, const char *text, const char *const *extra)
 {
@@ -139,8 +116,8 @@ static const char limits_conf[] = "# small limits for the test\n"
 
 static void test_body_size(void **state)
 {
-    struct fx *f = *state;
-    start_with_config(f->d, limits_conf, NULL);
+    struct tdaemon *d = *state;
+    start_with_config(d, limits_conf, NULL);
     /* Just under the limit is fine (a valid create padded with a long name
      * would be refused for the name, so pad with whitespace). */
     char *body = malloc(8192);
@@ -150,18 +127,18 @@ static void test_body_size(void **state)
     memset(body, ' ', 4096);
     memcpy(body, exp, n);
     body[4096] = '\0';
-    json_decref(tcall(f->d, "POST", "/v1/experiments", body, 201));
+    json_decref(tcall(d, "POST", "/v1/experiments", body, 201));
     /* One byte over: 413, as problem+json. */
     memset(body, ' ', 4097);
     memcpy(body, "{\"id\":\"b\",\"arms\":[\"x\",\"y\"]}", n);
     body[4097] = '\0';
-    json_t *p = tcall(f->d, "POST", "/v1/experiments", body, 413);
+    json_t *p = tcall(d, "POST", "/v1/experiments", body, 413);
     assert_string_equal(json_string_value(json_object_get(p, "type")),
                         "urn:banditd:problem:too-large");
     json_decref(p);
-    json_decref(tcall(f->d, "GET", "/v1/experiments/b", NULL, 404));
+    json_decref(tcall(d, "GET", "/v1/experiments/b", NULL, 404));
     /* Chunked (no Content-Length): counted as it arrives. */
-    int fd = tcp_connect(tdaemon_port(f->d));
+    int fd = tcp_connect(tdaemon_port(d));
     char head[256];
     snprintf(head, sizeof head,
              "POST /v1/experiments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -180,13 +157,12 @@ static void test_body_size(void **state)
     assert_memory_equal(resp, "HTTP/1.1 413", 12);
     close(fd);
     free(body);
-    assert_int_equal(tdaemon_stop(f->d), 0);
+    assert_int_equal(tdaemon_stop(d), 0);
 }
 
 static void test_arms_bandits_batches_count(void **state)
 {
-    struct fx *f = *state;
-    struct tdaemon *d = f->d;
+    struct tdaemon *d = *state;
     start_with_config(d, limits_conf, NULL);
     expect_field_error(d, "/v1/experiments", "{\"arms\":[\"a\",\"b\",\"c\",\"d\"]}", "arms");
     expect_field_error(d, "/v1/experiments",
@@ -240,8 +216,7 @@ static void test_arms_bandits_batches_count(void **state)
 
 static void test_pending_and_experiments(void **state)
 {
-    struct fx *f = *state;
-    struct tdaemon *d = f->d;
+    struct tdaemon *d = *state;
     start_with_config(d, limits_conf, NULL);
     json_decref(tcall(d, "POST", "/v1/experiments", "{\"id\":\"one\",\"arms\":[\"a\",\"b\"]}", 201));
     json_decref(tcall(d, "POST", "/v1/experiments", "{\"id\":\"two\",\"arms\":[\"a\",\"b\"]}", 201));
@@ -272,9 +247,9 @@ static void test_pending_and_experiments(void **state)
 /* A client that stalls mid-request loses its connection after --timeout. */
 static void test_connection_timeout(void **state)
 {
-    struct fx *f = *state;
-    start_with_config(f->d, "timeout = 1\n", NULL);
-    int fd = tcp_connect(tdaemon_port(f->d));
+    struct tdaemon *d = *state;
+    start_with_config(d, "timeout = 1\n", NULL);
+    int fd = tcp_connect(tdaemon_port(d));
     const char partial[] = "POST /v1/experiments HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n";
     send_all(fd, partial, strlen(partial));
     char buf[512];
@@ -289,7 +264,7 @@ static void test_connection_timeout(void **state)
     assert_true(waited < 15);
     close(fd);
     /* An idle keep-alive connection too. */
-    fd = tcp_connect(tdaemon_port(f->d));
+    fd = tcp_connect(tdaemon_port(d));
     send_all(fd, get_healthz, strlen(get_healthz));
     assert_true(recv_some(fd, buf, sizeof buf, 10000) > 0);
     assert_memory_equal(buf, "HTTP/1.1 200", 12);
@@ -297,8 +272,8 @@ static void test_connection_timeout(void **state)
     assert_true(r == 0 || r == -2);
     close(fd);
     /* The daemon still serves. */
-    json_decref(tcall(f->d, "GET", "/healthz", NULL, 200));
-    assert_int_equal(tdaemon_stop(f->d), 0);
+    json_decref(tcall(d, "GET", "/healthz", NULL, 200));
+    assert_int_equal(tdaemon_stop(d), 0);
 }
 
 /* --max-connections: with the limit held by two clients a third gets no
@@ -306,18 +281,18 @@ static void test_connection_timeout(void **state)
  * not split between workers. */
 static void test_connection_limit(void **state)
 {
-    struct fx *f = *state;
+    struct tdaemon *d = *state;
     static const char *const extra[] = {"--threads", "1", NULL};
-    start_with_config(f->d, "max-connections = 2\n", extra);
+    start_with_config(d, "max-connections = 2\n", extra);
     char buf[1024];
     int held[2];
     for (int i = 0; i < 2; i++) {
-        held[i] = tcp_connect(tdaemon_port(f->d));
+        held[i] = tcp_connect(tdaemon_port(d));
         send_all(held[i], get_healthz, strlen(get_healthz));
         assert_true(recv_some(held[i], buf, sizeof buf, 10000) > 0);
         assert_memory_equal(buf, "HTTP/1.1 200", 12);
     }
-    int third = tcp_connect(tdaemon_port(f->d)); /* the kernel completes the handshake */
+    int third = tcp_connect(tdaemon_port(d)); /* the kernel completes the handshake */
     send_all(third, get_healthz, strlen(get_healthz));
     int r = recv_some(third, buf, sizeof buf, 1000);
     assert_true(r <= 0); /* no answer: waiting, or refused by a close */
@@ -330,7 +305,7 @@ static void test_connection_limit(void **state)
     }
     close(third);
     for (int i = 0; i < 100 && !served; i++) {
-        struct tresp *rep = treq(f->d, "GET", "/healthz", NULL, NULL);
+        struct tresp *rep = treq(d, "GET", "/healthz", NULL, NULL);
         served = rep->status == 200;
         tresp_free(rep);
         if (!served)
@@ -338,17 +313,17 @@ static void test_connection_limit(void **state)
     }
     assert_true(served);
     close(held[1]);
-    assert_int_equal(tdaemon_stop(f->d), 0);
+    assert_int_equal(tdaemon_stop(d), 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_body_size, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_arms_bandits_batches_count, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pending_and_experiments, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_connection_timeout, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_body_size, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_arms_bandits_batches_count, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_pending_and_experiments, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_connection_timeout, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_connection_limit, tfresh_setup, tfresh_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,29 +24,6 @@
 #include "tests/support/harness.h"
 #include "tests/support/prom.h"
 
-struct fx {
-    struct tdaemon *d;
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof *f);
-    if (f == NULL || (f->d = tdaemon_new()) == NULL) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    tdaemon_free(f->d);
-    free(f);
-    return 0;
-}
-
 static void scrape(struct tdaemon *d, struct prom *p)
 {
     char err[256];
@@ -63,8 +40,7 @@ static void scrape(struct tdaemon *d, struct prom *p)
 
 static void test_metrics_follow_traffic(void **state)
 {
-    struct fx *f = *state;
-    struct tdaemon *d = f->d;
+    struct tdaemon *d = *state;
     tdaemon_up(d, NULL, 0);
     struct prom a, b;
     json_decref(tcall(d, "POST", "/v1/experiments",
@@ -142,8 +118,7 @@ static void test_metrics_follow_traffic(void **state)
 
 static void test_metrics_count_expiries(void **state)
 {
-    struct fx *f = *state;
-    struct tdaemon *d = f->d;
+    struct tdaemon *d = *state;
     tdaemon_up(d, NULL, 0);
     json_decref(tcall(d, "POST", "/v1/experiments",
                      "{\"id\":\"x\",\"arms\":[\"a\",\"b\"],\"assignment_ttl_s\":1}", 201));
@@ -171,8 +146,7 @@ static void test_metrics_count_expiries(void **state)
  * 503 on its route, and the next write commits again. */
 static void test_metrics_count_failed_commits(void **state)
 {
-    struct fx *f = *state;
-    struct tdaemon *d = f->d;
+    struct tdaemon *d = *state;
     setenv("BANDITD_STORE_FAIL_COMMITS", "1+1", 1);
     tdaemon_up(d, NULL, 0);
     unsetenv("BANDITD_STORE_FAIL_COMMITS");
@@ -204,9 +178,9 @@ static void test_metrics_count_failed_commits(void **state)
 
 static void test_openapi_served(void **state)
 {
-    struct fx *f = *state;
-    tdaemon_up(f->d, NULL, 0);
-    struct tresp *r = treq(f->d, "GET", "/openapi.json", NULL, NULL);
+    struct tdaemon *d = *state;
+    tdaemon_up(d, NULL, 0);
+    struct tresp *r = treq(d, "GET", "/openapi.json", NULL, NULL);
     assert_status(r, 200);
     assert_non_null(tresp_content_type(r));
     assert_string_equal(tresp_content_type(r), "application/json");
@@ -217,7 +191,7 @@ static void test_openapi_served(void **state)
     json_decref(served);
     json_decref(built);
     tresp_free(r);
-    assert_int_equal(tdaemon_stop(f->d), 0);
+    assert_int_equal(tdaemon_stop(d), 0);
 }
 
 /* The JSON request lines in a log (new array). */
@@ -240,8 +214,7 @@ static json_t *request_lines(const char *log)
 
 static void test_request_log(void **state)
 {
-    struct fx *f = *state;
-    struct tdaemon *d = f->d;
+    struct tdaemon *d = *state;
     static const char *const args[] = {"--log-requests", NULL};
     tdaemon_up(d, args, 0);
     json_decref(tcall(d, "POST", "/v1/experiments", "{\"id\":\"l\",\"arms\":[\"a\",\"b\"]}", 201));
@@ -321,8 +294,7 @@ static void test_request_log(void **state)
 
 static void test_backup_of_a_live_database(void **state)
 {
-    struct fx *f = *state;
-    struct tdaemon *d = f->d;
+    struct tdaemon *d = *state;
     tdaemon_up(d, NULL, 0);
     json_decref(tcall(d, "POST", "/v1/experiments", "{\"id\":\"b\",\"arms\":[\"a\",\"b\"]}", 201));
     for (int i = 0; i < 5; i++)
@@ -356,12 +328,12 @@ static void test_backup_of_a_live_database(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_metrics_follow_traffic, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_metrics_count_expiries, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_metrics_count_failed_commits, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_openapi_served, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_request_log, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_backup_of_a_live_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_follow_traffic, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_count_expiries, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_count_failed_commits, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_openapi_served, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_request_log, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_backup_of_a_live_database, tfresh_setup, tfresh_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,17 +35,27 @@ static int group_setup(void **state)
     return tgroup_start(extra);
 }
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static struct tresp *post(const char *exp, const char *what, const char *body)
 {
     char path[160];
     snprintf(path, sizeof path, "/v1/experiments/%s/%s", exp, what);
     return treq(tgroup_d, "POST", path, body, NULL);
+}
+
+/* Σ mean × pulls over the two arms of bandit 0 in a status: the sum of the
+ * rewards counted, in the experiment's units. */
+static double reward_sum(const json_t *st)
+{
+    double sum = 0;
+    for (int i = 0; i < 2; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "bandits[0].arms[%d].mean", i);
+        json_t *m = tjson_get(st, path);
+        snprintf(path, sizeof path, "bandits[0].arms[%d].pulls", i);
+        if (json_is_number(m))
+            sum += json_number_value(m) * (double)tjson_int(st, path);
+    }
+    return sum;
 }
 
 /* --- duplicates, conflicts, unknown ---------------------------------------------- */
@@ -96,15 +106,7 @@ static void test_duplicate_and_conflict(void **state)
     assert_int_equal(tjson_int(st, "pulls"), 2);
     assert_int_equal(tjson_int(st, "pending"), 0);
     /* Means are in the experiment's units: 7.5 and 3 on whichever arms. */
-    double sum = 0;
-    for (int i = 0; i < 2; i++) {
-        char path[64];
-        snprintf(path, sizeof path, "bandits[0].arms[%d].mean", i);
-        json_t *m = tjson_get(st, path);
-        snprintf(path, sizeof path, "bandits[0].arms[%d].pulls", i);
-        if (json_is_number(m))
-            sum += json_number_value(m) * (double)tjson_int(st, path);
-    }
+    double sum = reward_sum(st);
     assert_true(fabs(sum - 10.5) < 1e-9);
     json_decref(st);
     json_decref(st1);
@@ -329,7 +331,7 @@ static void wait_no_pending(const char *id)
         assert_true(pending >= 0);
         if (pending == 0)
             return;
-        sleep_ms(100);
+        tsleep_ms(100);
     }
     fail_msg("%s: assignments not expired by the sweeper within %d ms", id, EXPIRY_TIMEOUT_MS);
 }
@@ -380,15 +382,7 @@ static void test_expiry_with_default(void **state)
     assert_int_equal(tjson_int(st, "pending"), 0);
     /* The five expired ones count with the default reward. */
     assert_int_equal(tjson_int(st, "pulls"), 6);
-    double sum = 0;
-    for (int i = 0; i < 2; i++) {
-        char path[64];
-        snprintf(path, sizeof path, "bandits[0].arms[%d].mean", i);
-        json_t *m = tjson_get(st, path);
-        snprintf(path, sizeof path, "bandits[0].arms[%d].pulls", i);
-        if (json_is_number(m))
-            sum += json_number_value(m) * (double)tjson_int(st, path);
-    }
+    double sum = reward_sum(st);
     assert_true(fabs(sum - (3 + 5 * 1)) < 1e-9);
     for (int i = 1; i < 6; i++)
         assert_string_equal(texp_reward(tgroup_d, "exd", tjson_str(json_array_get(a, (size_t)i), "id"),
@@ -424,7 +418,7 @@ static void test_expiry_after_restart(void **state)
      * down: expired at the first request after it. */
     json_t *a = texp_assign(tgroup_d, "ex", "{\"count\":2}");
     assert_int_equal(tdaemon_kill(tgroup_d), 0);
-    sleep_ms(1100);
+    tsleep_ms(1100);
     assert_int_equal(tdaemon_restart(tgroup_d), 0);
     assert_string_equal(texp_reward(tgroup_d, "ex", tjson_str(a, "[0].id"), 1), "expired");
     json_t *st = texp_status(tgroup_d, "ex");

@@ -578,3 +578,19 @@ int tgroup_teardown(void **state)
     tgroup_d = NULL;
     return rc == 0 ? 0 : -1;
 }
+
+/* --- a daemon of its own for each test ------------------------------------------ */
+
+int tfresh_setup(void **state)
+{
+    struct tdaemon *d = tdaemon_new();
+    *state = d;
+    return d == NULL ? -1 : 0;
+}
+
+int tfresh_teardown(void **state)
+{
+    tdaemon_free(*state);
+    *state = NULL;
+    return 0;
+}

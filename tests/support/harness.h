@@ -160,6 +160,13 @@ int tgroup_start(const char *const *extra); /* 0, or −1 if it did not come up 
 int tgroup_setup(void **state);
 int tgroup_teardown(void **state);
 
+/* A daemon of its own for each test, not started (tdaemon_new: the test
+ * prepares and launches it):
+ *   cmocka_unit_test_setup_teardown(test, tfresh_setup, tfresh_teardown)
+ * puts the struct tdaemon * in the test's *state; the teardown frees it. */
+int tfresh_setup(void **state);
+int tfresh_teardown(void **state);
+
 /* --- the client --------------------------------------------------------------- */
 
 struct tresp {
