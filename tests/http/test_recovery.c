@@ -404,6 +404,28 @@ static struct sender *start_sender(struct tdaemon *d, unsigned seed, pthread_t *
     return s;
 }
 
+/* Wait for the sender to end (its daemon is gone or stopped); the rewards
+ * acknowledged, and in *sent those sent. */
+static int sender_join(struct sender *s, pthread_t th, int *sent)
+{
+    pthread_join(th, NULL);
+    tclient_free(s->c);
+    int acked = 0;
+    *sent = 0;
+    for (int i = 0; i < NASSIGN; i++) {
+        acked += s->acked[i];
+        *sent += s->sent[i];
+    }
+    return acked;
+}
+
+static void sender_free(struct sender *s)
+{
+    json_decref(s->ids);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
 static void test_kill9_loses_no_acknowledged_reward(void **state)
 {
     (void)state;
@@ -413,13 +435,8 @@ static void test_kill9_loses_no_acknowledged_reward(void **state)
     /* Kill once a third is acknowledged. */
     struct sender *s = start_sender(d, 3, &th);
     assert_int_equal(tdaemon_kill(d), 0);
-    pthread_join(th, NULL);
-    tclient_free(s->c);
-    int acked = 0, sent = 0;
-    for (int i = 0; i < NASSIGN; i++) {
-        acked += s->acked[i];
-        sent += s->sent[i];
-    }
+    int sent;
+    int acked = sender_join(s, th, &sent);
     printf("# kill -9 after %d rewards acknowledged, %d sent\n", acked, sent);
     assert_true(acked >= NASSIGN / 3);
 
@@ -448,9 +465,7 @@ static void test_kill9_loses_no_acknowledged_reward(void **state)
     assert_int_equal(tjson_int(st, "pulls"), NASSIGN);
     assert_int_equal(tjson_int(st, "pending"), 0);
     json_decref(st);
-    json_decref(s->ids);
-    pthread_mutex_destroy(&s->mu);
-    free(s);
+    sender_free(s);
     assert_int_equal(tdaemon_stop(d), 0);
     tdaemon_free(d);
 }
@@ -465,11 +480,8 @@ static void test_sigterm_under_load(void **state)
     pthread_t th;
     struct sender *s = start_sender(d, 4, &th);
     assert_int_equal(tdaemon_stop(d), 0);
-    pthread_join(th, NULL);
-    tclient_free(s->c);
-    int acked = 0;
-    for (int i = 0; i < NASSIGN; i++)
-        acked += s->acked[i];
+    int sent;
+    int acked = sender_join(s, th, &sent);
     printf("# SIGTERM after %d rewards acknowledged\n", acked);
     assert_int_equal(tdaemon_restart(d), 0);
     for (int i = 0; i < NASSIGN; i++)
@@ -480,9 +492,7 @@ static void test_sigterm_under_load(void **state)
     json_t *st = texp_status(d, "k9");
     assert_true(tjson_int(st, "pulls") >= acked);
     json_decref(st);
-    json_decref(s->ids);
-    pthread_mutex_destroy(&s->mu);
-    free(s);
+    sender_free(s);
     assert_int_equal(tdaemon_stop(d), 0);
     tdaemon_free(d);
 }

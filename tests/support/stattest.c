@@ -183,3 +183,23 @@ void stattest_check_delta(const char *name, const char *json, const char *policy
     }
     sim_problem_free(&p);
 }
+
+void stattest_assert_result_keys(const json_t *j, const char *what)
+{
+    static const char *const keys[] = {"runs",
+                                       "policy",
+                                       "params",
+                                       "error_rate",
+                                       "mean_bandit_error_rate",
+                                       "pac_error_rate",
+                                       "regret_error_rate",
+                                       "mean_pulls",
+                                       "median_pulls",
+                                       "p90_pulls",
+                                       "mean_completed",
+                                       "wall_s",
+                                       NULL};
+    for (size_t i = 0; keys[i] != NULL; i++)
+        if (json_object_get(j, keys[i]) == NULL)
+            fail_msg("no key %s in %s", keys[i], what);
+}

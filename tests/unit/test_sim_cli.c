@@ -19,6 +19,8 @@
 
 #include <jansson.h>
 
+#include "tests/support/stattest.h"
+
 static char dir[] = "/tmp/test_sim_cli_XXXXXX";
 static char problem[256];
 
@@ -93,20 +95,6 @@ static void test_list_policies(void **state)
     json_decref(j);
 }
 
-static const char *const keys[] = {"runs",
-                                   "policy",
-                                   "params",
-                                   "error_rate",
-                                   "mean_bandit_error_rate",
-                                   "pac_error_rate",
-                                   "regret_error_rate",
-                                   "mean_pulls",
-                                   "median_pulls",
-                                   "p90_pulls",
-                                   "mean_completed",
-                                   "wall_s",
-                                   NULL};
-
 /* One JSON object on one line; the same numbers with 1 and 2 threads. */
 static void test_run_and_threads(void **state)
 {
@@ -129,9 +117,7 @@ static void test_run_and_threads(void **state)
     json_t *a = json_loads(o1.out, 0, NULL), *b = json_loads(o2.out, 0, NULL);
     assert_non_null(a);
     assert_non_null(b);
-    for (size_t i = 0; keys[i] != NULL; i++)
-        if (json_object_get(a, keys[i]) == NULL)
-            fail_msg("no %s in %s", keys[i], o1.out);
+    stattest_assert_result_keys(a, o1.out);
     assert_int_equal(json_integer_value(json_object_get(a, "runs")), 12);
     json_object_del(a, "wall_s");
     json_object_del(b, "wall_s");
