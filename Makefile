@@ -5,14 +5,23 @@
 #   make test     install, build, run every suite (unit, HTTP, statistical)
 #   make bench    benchmarks (bench/)
 #   make web-dist rebuild the dashboard's committed files (web/dist) with npm
+#   make tsan     ThreadSanitizer: the unit suites that start threads and every
+#                 HTTP suite against a TSan daemon (build/tsan); a few minutes
+#   make valgrind memcheck (--error-exitcode=1 --leak-check=full) on every unit
+#                 suite and on the daemon during a short HTTP scenario
+#                 (lifecycle, faults, shutdown); several minutes
+# tsan and valgrind are not part of `make test` (too slow); each exits
+# non-zero on any report, error or leak.
 #
 # Objects go to $(BUILD)/obj; the sanitizer build (ASan + UBSan) used by the
 # tests lives in build/asan and is made by calling this Makefile again with
-# BUILD=build/asan SAN=1. Sources are found by wildcard: a new policy is one
+# BUILD=build/asan SAN=1 (build/tsan likewise with TSAN=1: ThreadSanitizer
+# cannot be combined with ASan). Sources are found by wildcard: a new policy is one
 # new file in policies/ (plus its registry line), nothing to add here.
 
 BUILD ?= build
 SAN ?= 0
+TSAN ?= 0
 CC ?= gcc
 
 PKGS := libmicrohttpd jansson sqlite3 gsl libcurl gnutls
@@ -30,6 +39,10 @@ LDLIBS += $(PKG_LIBS) -lm
 ifeq ($(SAN),1)
 CFLAGS += -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
+else ifeq ($(TSAN),1)
+# ThreadSanitizer (cannot be combined with ASan): `make tsan`.
+CFLAGS += -O1 -fsanitize=thread -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=thread
 else
 CFLAGS += -O2
 endif
@@ -60,7 +73,7 @@ SCRIPT_TESTS += $(wildcard tests/http/test_*.py)
 # Keep objects of test binaries between runs (make deletes intermediates otherwise).
 .SECONDARY:
 
-.PHONY: all run test test-build deps test-deps format lint bench clean valgrind reproduce \
+.PHONY: all run test test-build deps test-deps format lint bench clean valgrind tsan reproduce \
         test-crash fuzz
 
 all: $(BUILD)/banditd $(BUILD)/bandit-sim
@@ -181,6 +194,45 @@ lint:
 		$$(git ls-files '*.c')
 	clang-tidy --quiet $$(git ls-files 'policies/*.c' 'store/*.c' 'server/*.c' 'api/*.c' 'sim/*.c') \
 		-- -std=c11 -D_GNU_SOURCE -I. $(PKG_CFLAGS)
+
+# --- ThreadSanitizer and valgrind (one command each; not in `make test`) ------
+
+# The unit suites that run threads (the store's writer and concurrent
+# submitters, the simulator's workers — test_sim_cli runs the TSan
+# bandit-sim with 2 threads —, the experiment layer's writer callbacks and
+# concurrent creates) and every HTTP suite, all built with -fsanitize=thread,
+# the clients too. A report makes a process exit 66 (TSan's exit code), and
+# tests/run.sh fails any suite whose log holds one (so a daemon killed with
+# SIGKILL counts too).
+TSAN_UNIT := $(patsubst %,build/tsan/tests/unit/%,test_store test_sim test_sim_cli test_experiment)
+TSAN_HTTP := $(patsubst $(BUILD)/%,build/tsan/%,$(HTTP_TESTS))
+TSAN_OPTIONS_RUN := halt_on_error=0 second_deadlock_stack=1 history_size=4
+
+tsan: test-deps
+	@$(MAKE) --no-print-directory BUILD=build/tsan TSAN=1 build/tsan/banditd build/tsan/bandit-sim \
+		$(TSAN_UNIT) $(TSAN_HTTP)
+	@TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" TEST_OUT=tests/out/tsan \
+		BANDITD_BIN=$(CURDIR)/build/tsan/banditd BANDIT_SIM_BIN=$(CURDIR)/build/tsan/bandit-sim \
+		./tests/run.sh $(TSAN_UNIT) $(TSAN_HTTP) $(wildcard tests/http/test_*.py)
+
+# memcheck on the optimised build (-g; valgrind cannot run a sanitizer
+# build): every unit suite under valgrind, then a short HTTP scenario whose
+# daemon runs under valgrind (tests/support/valgrind-banditd.sh) — the
+# harness asserts its exit status, which an error or a leak makes 1.
+# Leaks counted: definitely and indirectly lost (a thread's possibly-lost
+# stack at exit is not ours).
+VALGRIND_OPTS_RUN := --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+                     --show-leak-kinds=definite,indirect --num-callers=30 --track-origins=yes
+VALGRIND_HTTP := $(BUILD)/tests/http/test_lifecycle $(BUILD)/tests/http/test_faults \
+                 $(BUILD)/tests/http/test_shutdown
+
+valgrind: test-deps
+	@$(MAKE) --no-print-directory all $(UNIT_TESTS) $(VALGRIND_HTTP)
+	@VALGRIND_OPTS="$(VALGRIND_OPTS_RUN)" TEST_WRAPPER="valgrind -q" TEST_OUT=tests/out/valgrind \
+		BANDIT_SIM_BIN=$(CURDIR)/$(BUILD)/bandit-sim ./tests/run.sh $(UNIT_TESTS)
+	@VALGRIND_OPTS="$(VALGRIND_OPTS_RUN)" TEST_OUT=tests/out/valgrind \
+		BANDITD_BIN=$(CURDIR)/tests/support/valgrind-banditd.sh \
+		BANDITD_VG_BIN=$(CURDIR)/$(BUILD)/banditd ./tests/run.sh $(VALGRIND_HTTP)
 
 clean:
 	rm -rf build

@@ -81,8 +81,22 @@ int api_assignments_create(struct api_req *r)
         if (rc == 1) {
             /* Sticky: the unit's first assignment, not a new pull. */
             json_array_append_new(list, assignment_json(x, &found));
+            json_t *reply = json_pack("{s:o}", "assignments", list);
+            if (found.committed) {
+                api_exp_unlock(x);
+                return api_reply_json(r, 200, reply);
+            }
+            /* The first request's ASSIGN is not on disk yet: answer once
+             * it is (an empty write queued behind it completes after it,
+             * and fails if it failed), so a 200 never hands out an id
+             * that a failed commit would take back. */
+            int src = api_req_submit(r, x);
             api_exp_unlock(x);
-            return api_reply_json(r, 200, json_pack("{s:o}", "assignments", list));
+            if (src != STORE_OK) {
+                json_decref(reply);
+                return api_reply_store_error(r, src);
+            }
+            return api_req_wait(r, 200, reply);
         }
     }
     struct exp_batch *b = api_req_batch(r);

@@ -75,6 +75,11 @@ static int g_metrics_need_key;
 static atomic_uint g_in_flight;
 static atomic_int g_ready;
 static atomic_int g_stopping; /* http_stop began: new requests get 503 */
+/* Requests inside a handler or suspended on a write: MHD_stop_daemon must
+ * not run while one is suspended (it aborts), so http_stop waits for this to
+ * reach 0 once g_closing is set, after which no handler starts. */
+static atomic_uint g_busy;
+static atomic_int g_closing;
 
 unsigned http_in_flight(void)
 {
@@ -367,6 +372,9 @@ void api_req_write_done(void *arg, int store_err)
     if (r->suspended) {
         r->suspended = 0;
         MHD_resume_connection(r->conn);
+        /* Resumed: MHD_stop_daemon handles it from here (the handler
+         * thread left it counted when it suspended). */
+        atomic_fetch_sub(&g_busy, 1);
     }
     pthread_mutex_unlock(&r->mu);
     req_unref(r); /* the write's reference */
@@ -628,7 +636,20 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         api_reply_problem(r, 415, "send the body as Content-Type: application/json", NULL);
         return MHD_YES;
     }
+    /* Counted before g_closing is read, and http_stop sets g_closing before
+     * reading the count (both sequentially consistent): either this
+     * request sees the flag, or http_stop sees the request. */
+    atomic_fetch_add(&g_busy, 1);
+    if (atomic_load(&g_closing)) {
+        atomic_fetch_sub(&g_busy, 1);
+        api_reply_problem(r, 503, "the server is shutting down; retry later", NULL);
+        return MHD_YES;
+    }
     int rc = r->route->handler(r);
+    /* Suspended (api_req_wait set waiting): api_req_write_done uncounts it
+     * when it resumes the connection, possibly already. */
+    if (!r->waiting)
+        atomic_fetch_sub(&g_busy, 1);
     if (!r->replied && rc != API_SUSPENDED) {
         log_error("handler for %s %s returned without replying", r->method, r->path);
         api_reply_problem(r, 500, "the handler did not answer", NULL);
@@ -726,6 +747,22 @@ void http_stop(struct http_server *s, unsigned timeout_ms)
     MHD_socket fd = MHD_quiesce_daemon(s->d);
     /* Let in-flight requests (and the writes they wait for) finish. */
     for (unsigned waited = 0; http_in_flight() > 0 && waited < timeout_ms; waited += 10)
+        usleep(10000);
+    /* Past the grace period, requests still receiving their body or
+     * streaming a reply are cut; but one waiting on a write cannot be:
+     * MHD_stop_daemon aborts the process on a suspended connection. The
+     * store completes every write (commit or failure, its busy timeout
+     * bounds the wait), so wait for those, and start no new handler. */
+    atomic_store(&g_closing, 1);
+    unsigned waited = 0;
+    for (; atomic_load(&g_busy) > 0; waited += 10) {
+        if (waited % 5000 == 0)
+            log_warn("shutdown: %u requests still waiting for the store",
+                     atomic_load(&g_busy));
+        usleep(10000);
+    }
+    /* Those just resumed: give their replies a moment to go out. */
+    for (unsigned extra = 0; waited > 0 && http_in_flight() > 0 && extra < 1000; extra += 10)
         usleep(10000);
     MHD_stop_daemon(s->d);
     if (fd != MHD_INVALID_SOCKET)

@@ -41,7 +41,10 @@ struct http_server;
 struct http_server *http_start(const struct http_config *c, char *err, size_t errlen);
 /* The port actually bound. */
 uint16_t http_port(const struct http_server *s);
-/* Stop accepting, let in-flight requests finish (up to timeout_ms), stop. */
+/* Stop accepting, let in-flight requests finish (up to timeout_ms), stop.
+ * Requests waiting on a store write are always let finish (MHD cannot stop
+ * with a suspended connection; the store completes every write), and after
+ * timeout_ms no new handler starts (503). */
 void http_stop(struct http_server *s, unsigned timeout_ms);
 
 /* Requests being served now. */

@@ -153,6 +153,7 @@ struct store {
     int closing;
     int paused;
     int fault_skip, fault_fail; /* commits to let through, then to fail */
+    int fault_submits;          /* submissions to refuse (store_test.h) */
     struct store_stats stats;
 
     /* keys whose last submission failed (writer thread only) */
@@ -631,7 +632,9 @@ static int submit(struct store *s, int64_t pkey, int reset, const struct store_o
     pthread_mutex_lock(&s->mu);
     if (s->closing) {
         err = STORE_ERR_CLOSED;
-    } else if (s->depth >= STORE_QUEUE_MAX) {
+    } else if (s->depth >= STORE_QUEUE_MAX || s->fault_submits > 0) {
+        if (s->fault_submits > 0)
+            s->fault_submits--;
         err = STORE_ERR_FULL;
     } else {
         if (s->tail)
@@ -718,6 +721,13 @@ void store_test_fail_commits(struct store *s, int n)
     pthread_mutex_lock(&s->mu);
     s->fault_skip = 0;
     s->fault_fail = n > 0 ? n : 0;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void store_test_fail_submits(struct store *s, int n)
+{
+    pthread_mutex_lock(&s->mu);
+    s->fault_submits = n > 0 ? n : 0;
     pthread_mutex_unlock(&s->mu);
 }
 
