@@ -498,7 +498,8 @@ static void test_same_key_on_two_shards(void **state)
     assert_non_null(other);
     char input[KEYLEN + 2];
     snprintf(input, sizeof input, "%s\n", key);
-    const char *a[] = {"keys", "create", "--stdin", "--scope", "read", "--db", tdaemon_db_path(other), NULL};
+    const char *a[] = {
+        "keys", "create", "--stdin", "--scope", "read", "--db", tdaemon_db_path(other), NULL};
     assert_int_equal(tdaemon_cli(other, a, input, out, sizeof out, err, sizeof err), 0);
     assert_string_equal(out, ""); /* nothing to show: the caller has it */
     /* Twice: refused. Malformed input: refused, nothing stored. */

@@ -32,7 +32,6 @@
 
 #define ALPHA 1e-6
 
-
 /* The largest k with P(X ≤ k) ≤ alpha for X ~ Binomial(n, p), or −1 when
  * even k = 0 is likelier: the one-sided test of "rate ≥ p" rejects at k or
  * fewer. */

@@ -22,7 +22,6 @@
 
 #define MAX_BODY 65536
 
-
 static int group_setup(void **state)
 {
     (void)state;

@@ -29,7 +29,6 @@ static const char *const g_cols[] = {"kind",   "seq",    "assignment_id", "time"
 #define NCOL 11
 #define BIG_BATCHES 25 /* of 1000 observations, ~200 bytes of NDJSON each */
 
-
 /* NDJSON body → array of objects (new). */
 static json_t *parse_ndjson(const char *body)
 {

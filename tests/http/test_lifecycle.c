@@ -21,7 +21,6 @@
 
 #define HISTORY_POINTS 16
 
-
 static int group_setup(void **state)
 {
     (void)state;

@@ -175,9 +175,9 @@ static void test_arms_bandits_batches_count(void **state)
         "bandits");
     /* At the limits: accepted. */
     json_decref(tcall(d, "POST", "/v1/experiments",
-                     "{\"id\":\"e\",\"bandits\":[{\"id\":\"p\",\"arms\":[\"a\",\"b\",\"c\"]},"
-                     "{\"id\":\"q\",\"arms\":[\"a\",\"b\",\"c\"]}]}",
-                     201));
+                      "{\"id\":\"e\",\"bandits\":[{\"id\":\"p\",\"arms\":[\"a\",\"b\",\"c\"]},"
+                      "{\"id\":\"q\",\"arms\":[\"a\",\"b\",\"c\"]}]}",
+                      201));
     /* Assignments per request. */
     expect_field_error(d, "/v1/experiments/e/assignments", "{\"bandit\":\"p\",\"count\":3}",
                        "count");
@@ -208,9 +208,9 @@ static void test_arms_bandits_batches_count(void **state)
                        "{\"bandit\":\"p\",\"arm\":\"a\",\"reward\":1}]}",
                        "observations");
     json_decref(tcall(d, "POST", "/v1/experiments/e/observations",
-                     "{\"observations\":[{\"bandit\":\"p\",\"arm\":\"a\",\"reward\":1},"
-                     "{\"bandit\":\"q\",\"arm\":\"b\",\"reward\":0}]}",
-                     200));
+                      "{\"observations\":[{\"bandit\":\"p\",\"arm\":\"a\",\"reward\":1},"
+                      "{\"bandit\":\"q\",\"arm\":\"b\",\"reward\":0}]}",
+                      200));
     assert_int_equal(tdaemon_stop(d), 0);
 }
 
@@ -218,8 +218,10 @@ static void test_pending_and_experiments(void **state)
 {
     struct tdaemon *d = *state;
     start_with_config(d, limits_conf, NULL);
-    json_decref(tcall(d, "POST", "/v1/experiments", "{\"id\":\"one\",\"arms\":[\"a\",\"b\"]}", 201));
-    json_decref(tcall(d, "POST", "/v1/experiments", "{\"id\":\"two\",\"arms\":[\"a\",\"b\"]}", 201));
+    json_decref(
+        tcall(d, "POST", "/v1/experiments", "{\"id\":\"one\",\"arms\":[\"a\",\"b\"]}", 201));
+    json_decref(
+        tcall(d, "POST", "/v1/experiments", "{\"id\":\"two\",\"arms\":[\"a\",\"b\"]}", 201));
     json_t *p =
         tcall(d, "POST", "/v1/experiments", "{\"id\":\"three\",\"arms\":[\"a\",\"b\"]}", 429);
     assert_string_equal(json_string_value(json_object_get(p, "type")),
@@ -320,8 +322,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_body_size, tfresh_setup, tfresh_teardown),
-        cmocka_unit_test_setup_teardown(test_arms_bandits_batches_count, tfresh_setup, tfresh_teardown),
-        cmocka_unit_test_setup_teardown(test_pending_and_experiments, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_arms_bandits_batches_count, tfresh_setup,
+                                        tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_pending_and_experiments, tfresh_setup,
+                                        tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_connection_timeout, tfresh_setup, tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_connection_limit, tfresh_setup, tfresh_teardown),
     };

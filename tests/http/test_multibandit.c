@@ -28,7 +28,6 @@
 
 #define SEEDS 4
 
-
 /* Three bandits of three arms: "easy" has one arm far ahead, the other two
  * are hard. The best arm is listed in a different place in each bandit. */
 static const char *const g_bids[3] = {"easy", "hard1", "hard2"};

@@ -44,8 +44,8 @@ static void test_metrics_follow_traffic(void **state)
     tdaemon_up(d, NULL, 0);
     struct prom a, b;
     json_decref(tcall(d, "POST", "/v1/experiments",
-                     "{\"id\":\"m\",\"arms\":[\"a\",\"b\"],\"reward\":{\"min\":0,\"max\":1}}",
-                     201));
+                      "{\"id\":\"m\",\"arms\":[\"a\",\"b\"],\"reward\":{\"min\":0,\"max\":1}}",
+                      201));
     scrape(d, &a);
     for (int i = 0; i < 3; i++)
         json_decref(tcall(d, "GET", "/healthz", NULL, 200));
@@ -121,7 +121,7 @@ static void test_metrics_count_expiries(void **state)
     struct tdaemon *d = *state;
     tdaemon_up(d, NULL, 0);
     json_decref(tcall(d, "POST", "/v1/experiments",
-                     "{\"id\":\"x\",\"arms\":[\"a\",\"b\"],\"assignment_ttl_s\":1}", 201));
+                      "{\"id\":\"x\",\"arms\":[\"a\",\"b\"],\"assignment_ttl_s\":1}", 201));
     struct prom a, b;
     scrape(d, &a);
     json_decref(tcall(d, "POST", "/v1/experiments/x/assignments", "{\"count\":2}", 201));
@@ -298,8 +298,8 @@ static void test_backup_of_a_live_database(void **state)
     tdaemon_up(d, NULL, 0);
     json_decref(tcall(d, "POST", "/v1/experiments", "{\"id\":\"b\",\"arms\":[\"a\",\"b\"]}", 201));
     for (int i = 0; i < 5; i++)
-        json_decref(
-            tcall(d, "POST", "/v1/experiments/b/observations", "{\"arm\":\"a\",\"reward\":1}", 200));
+        json_decref(tcall(d, "POST", "/v1/experiments/b/observations",
+                          "{\"arm\":\"a\",\"reward\":1}", 200));
     /* The copy goes where a second daemon will serve it from. */
     struct tdaemon *d2 = tdaemon_new();
     assert_non_null(d2);
@@ -330,10 +330,12 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_metrics_follow_traffic, tfresh_setup, tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_metrics_count_expiries, tfresh_setup, tfresh_teardown),
-        cmocka_unit_test_setup_teardown(test_metrics_count_failed_commits, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_count_failed_commits, tfresh_setup,
+                                        tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_openapi_served, tfresh_setup, tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_request_log, tfresh_setup, tfresh_teardown),
-        cmocka_unit_test_setup_teardown(test_backup_of_a_live_database, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_backup_of_a_live_database, tfresh_setup,
+                                        tfresh_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

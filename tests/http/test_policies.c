@@ -96,7 +96,8 @@ static void drive(const char *id, int n, const char *bandit, struct trng *g)
             assert_string_equal(tjson_str(one, "bandit"), bandit);
         if (!json_is_true(json_object_get(one, "exploit")))
             assert_string_equal(
-                texp_reward(tgroup_d, id, tjson_str(one, "id"), trng_bernoulli(g, p[arm])), "accepted");
+                texp_reward(tgroup_d, id, tjson_str(one, "id"), trng_bernoulli(g, p[arm])),
+                "accepted");
         json_decref(a);
     }
 }
@@ -391,8 +392,9 @@ static void test_invalid_constraints_and_prior(void **state)
 static void test_prior(void **state)
 {
     (void)state;
-    json_t *x = texp_create(tgroup_d, "{\"id\":\"prior\",\"arms\":[\"a\",\"b\"],\"policy\":{\"name\":"
-                                 "\"uniform\"},\"prior\":{\"alpha\":3,\"beta\":1}}");
+    json_t *x =
+        texp_create(tgroup_d, "{\"id\":\"prior\",\"arms\":[\"a\",\"b\"],\"policy\":{\"name\":"
+                              "\"uniform\"},\"prior\":{\"alpha\":3,\"beta\":1}}");
     assert_true(tjson_num(x, "prior.alpha") == 3 && tjson_num(x, "prior.beta") == 1);
     json_decref(x);
     x = texp_create(tgroup_d, "{\"id\":\"noprior\",\"arms\":[\"a\",\"b\"]}");

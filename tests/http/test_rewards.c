@@ -27,7 +27,6 @@
 #define MAX_COUNT 20
 #define EXPIRY_TIMEOUT_MS 30000 /* generous: TTL 1 s, sweeper every second */
 
-
 static int group_setup(void **state)
 {
     (void)state;

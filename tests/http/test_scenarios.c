@@ -30,7 +30,6 @@
 #define DELAY 100
 #define MAX_PULLS 20000
 
-
 /* --- late outcomes ------------------------------------------------------------- */
 
 static void run_delayed(uint64_t seed, long long *pulls_out)

@@ -29,7 +29,6 @@
 
 #define MAX_PULLS 6000
 
-
 static const double g_p3[3] = {0.1, 0.5, 0.9};
 
 /* Rewards in flight, oldest first. */
@@ -89,7 +88,8 @@ static void stop_is_final(uint64_t seed)
     /* The outstanding rewards arrive, all against the answer: the
      * recommended arm fails, the others succeed. */
     for (; head < tail; head++)
-        assert_string_equal(texp_reward(tgroup_d, id, q[head].id, q[head].arm == 2 ? 0 : 1), "accepted");
+        assert_string_equal(texp_reward(tgroup_d, id, q[head].id, q[head].arm == 2 ? 0 : 1),
+                            "accepted");
     s = texp_status(tgroup_d, id);
     assert_int_equal(tjson_int(s, "pulls"), pulls + WINDOW);
     assert_int_equal(tjson_int(s, "pending"), 0);

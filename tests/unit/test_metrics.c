@@ -128,26 +128,26 @@ static void test_requests_by_route_and_status(void **state)
     metrics_request(hz, 200, 0.3);
     metrics_request(NULL, 404, 0.2);
     scrape(&b);
-    assert_true(
-        prom_must(&b, "banditd_http_requests_total", "route=\"status\",method=\"GET\",code=\"200\"") -
-            prom_or0(&a, "banditd_http_requests_total",
-                     "route=\"status\",method=\"GET\",code=\"200\"") ==
-        3);
-    assert_true(
-        prom_must(&b, "banditd_http_requests_total", "route=\"status\",method=\"GET\",code=\"404\"") -
-            prom_or0(&a, "banditd_http_requests_total",
-                     "route=\"status\",method=\"GET\",code=\"404\"") ==
-        1);
-    assert_true(
-        prom_must(&b, "banditd_http_requests_total", "route=\"healthz\",method=\"GET\",code=\"200\"") -
-            prom_or0(&a, "banditd_http_requests_total",
-                     "route=\"healthz\",method=\"GET\",code=\"200\"") ==
-        1);
-    assert_true(
-        prom_must(&b, "banditd_http_requests_total", "route=\"unmatched\",method=\"any\",code=\"404\"") -
-            prom_or0(&a, "banditd_http_requests_total",
-                     "route=\"unmatched\",method=\"any\",code=\"404\"") ==
-        1);
+    assert_true(prom_must(&b, "banditd_http_requests_total",
+                          "route=\"status\",method=\"GET\",code=\"200\"") -
+                    prom_or0(&a, "banditd_http_requests_total",
+                             "route=\"status\",method=\"GET\",code=\"200\"") ==
+                3);
+    assert_true(prom_must(&b, "banditd_http_requests_total",
+                          "route=\"status\",method=\"GET\",code=\"404\"") -
+                    prom_or0(&a, "banditd_http_requests_total",
+                             "route=\"status\",method=\"GET\",code=\"404\"") ==
+                1);
+    assert_true(prom_must(&b, "banditd_http_requests_total",
+                          "route=\"healthz\",method=\"GET\",code=\"200\"") -
+                    prom_or0(&a, "banditd_http_requests_total",
+                             "route=\"healthz\",method=\"GET\",code=\"200\"") ==
+                1);
+    assert_true(prom_must(&b, "banditd_http_requests_total",
+                          "route=\"unmatched\",method=\"any\",code=\"404\"") -
+                    prom_or0(&a, "banditd_http_requests_total",
+                             "route=\"unmatched\",method=\"any\",code=\"404\"") ==
+                1);
     /* Buckets: 3 at ≤0.1 ms, 4 at ≤5 ms, 4 at ≤1 s, 5 at +Inf. */
     char l[160];
     static const struct {
@@ -235,7 +235,8 @@ static void test_domain_counters(void **state)
         {"banditd_assignments_expired_total", NULL, 3},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        double d = prom_must(&b, want[i].name, want[i].labels) - prom_must(&a, want[i].name, want[i].labels);
+        double d = prom_must(&b, want[i].name, want[i].labels) -
+                   prom_must(&a, want[i].name, want[i].labels);
         if (d != want[i].delta)
             fail_msg("%s{%s} grew by %g, expected %g", want[i].name,
                      want[i].labels ? want[i].labels : "", d, want[i].delta);
@@ -258,8 +259,8 @@ static void test_store_figures(void **state)
         STORE_OK);
     assert_int_equal(store_key_revoke(g_st, id), STORE_OK);
     scrape(&b);
-    double commits =
-        prom_must(&b, "banditd_store_commits_total", NULL) - prom_must(&a, "banditd_store_commits_total", NULL);
+    double commits = prom_must(&b, "banditd_store_commits_total", NULL) -
+                     prom_must(&a, "banditd_store_commits_total", NULL);
     assert_true(commits >= 1 && commits <= 2);
     assert_true(prom_must(&b, "banditd_store_commit_duration_seconds_count", NULL) ==
                 prom_must(&b, "banditd_store_commits_total", NULL) +
