@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "tests/support/internal.h"
+#include "tests/support/tstore.h"
 
 #define START_TIMEOUT_MS 30000
 #define STOP_TIMEOUT_MS 60000
@@ -270,13 +271,6 @@ static int spawn(struct tdaemon *d)
     return -1;
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
 
 struct tdaemon *tdaemon_new(void)
 {
@@ -498,7 +492,7 @@ void tdaemon_free(struct tdaemon *d)
     if (keep != NULL && keep[0] != '\0')
         fprintf(stderr, "# harness: kept %s\n", d->dir);
     else
-        nftw(d->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+        ttree_remove(d->dir);
     free(d);
 }
 

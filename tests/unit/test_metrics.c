@@ -20,22 +20,16 @@
 #include "server/http.h"
 #include "server/metrics.h"
 #include "tests/support/prom.h"
+#include "tests/support/tstore.h"
 
 static struct store *g_st;
-static char g_dir[64];
+static struct tstore *g_t;
 
 static int group_setup(void **state)
 {
     (void)state;
-    char err[256];
-    snprintf(g_dir, sizeof g_dir, "/tmp/test_metrics.XXXXXX");
-    if (mkdtemp(g_dir) == NULL)
-        return -1;
-    char path[128];
-    snprintf(path, sizeof path, "%s/m.db", g_dir);
-    g_st = store_open(path, STORE_SYNC_NORMAL, err, sizeof err);
-    if (g_st == NULL)
-        return -1;
+    g_t = tstore_new("m.db");
+    g_st = g_t->s;
     struct exp_limits lim = {.max_experiments = 10,
                              .max_bandits = 4,
                              .max_arms = 8,
@@ -51,10 +45,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     exp_registry_free();
-    store_close(g_st);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tstore_free(g_t);
 }
 
 static void scrape(struct prom *p)

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "tests/support/stattest.h"
+#include "tests/support/tstore.h"
 
 static char dir[] = "/tmp/test_sim_cli_XXXXXX";
 static char problem[256];
@@ -75,9 +76,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return ttree_remove(dir);
 }
 
 static void test_list_policies(void **state)
