@@ -345,20 +345,6 @@ int tdaemon_https(const struct tdaemon *d, const char **cafile)
     return d->https;
 }
 
-/* Read at most len − 1 bytes of path into out (NUL-terminated). */
-static void slurp(const char *path, char *out, size_t len)
-{
-    if (out == NULL || len == 0)
-        return;
-    out[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return;
-    size_t n = fread(out, 1, len - 1, f);
-    out[n] = '\0';
-    fclose(f);
-}
-
 int tdaemon_cli(const struct tdaemon *d, const char *const *args, const char *input, char *out,
                 size_t outlen, char *err, size_t errlen)
 {
@@ -401,8 +387,8 @@ int tdaemon_cli(const struct tdaemon *d, const char *const *args, const char *in
         waitpid(pid, NULL, 0);
         return -1;
     }
-    slurp(opath, out, outlen);
-    slurp(epath, err, errlen);
+    tread_file(opath, out, outlen);
+    tread_file(epath, err, errlen);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 

@@ -1,6 +1,12 @@
 /*
  * drive.c — a test environment for engines (see drive.h).
  */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
 #include "tests/support/drive.h"
 
 #include <stdio.h>
@@ -119,6 +125,15 @@ struct engine *tdrive_engine(const char *policy, size_t k, unsigned m, double ep
         c.params.values[j] = values[i];
     }
     return engine_create(&c, err, errlen);
+}
+
+struct engine *tengine_create(const struct engine_config *c)
+{
+    char err[256] = "";
+    struct engine *e = engine_create(c, err, sizeof err);
+    if (e == NULL)
+        fail_msg("engine_create: %s", err);
+    return e;
 }
 
 int tdrive_correct(const double *mu, size_t k, unsigned m, double eps, const unsigned char *high,

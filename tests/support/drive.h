@@ -66,6 +66,9 @@ struct engine *tdrive_engine(const char *policy, size_t k, unsigned m, double ep
                              uint64_t seed, const char *const *names, const double *values,
                              char *err, size_t errlen);
 
+/* engine_create(c), failing the test with its message when it refuses. */
+struct engine *tengine_create(const struct engine_config *c);
+
 /* Is high[] correct for the truth mu? kind 0: (ε, m)-optimal (every chosen
  * arm ≥ μ_(m) − ε); kind 1: aggregate regret ≤ ε (Chen et al.); both also
  * require exactly m arms. */

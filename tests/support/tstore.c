@@ -61,3 +61,16 @@ int tstore_free(struct tstore *t)
     free(t);
     return rc;
 }
+
+void tread_file(const char *path, char *buf, size_t len)
+{
+    if (buf == NULL || len == 0)
+        return;
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}

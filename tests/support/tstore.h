@@ -1,7 +1,7 @@
 /*
  * tstore.h — a store (store/store.h) on a throwaway directory, for the unit
- * tests of the store and of what sits on it (experiments, keys, metrics),
- * and the removal of such a directory.
+ * tests of the store and of what sits on it (experiments, keys, metrics);
+ * the making, reading and removal of such directories' files.
  *
  *   struct tstore *t = tstore_new("e.db");   // $TMPDIR/banditd-unit.XXXXXX/e.db
  *   ... t->s, t->path, t->dir ...
@@ -36,5 +36,9 @@ int tstore_free(struct tstore *t);
 void ttmpdir(char *dir, size_t len);
 /* Remove dir and everything below it (links are not followed). 0 or −1. */
 int ttree_remove(const char *dir);
+
+/* At most len − 1 bytes of the file at path into buf, NUL-terminated ("" when
+ * it cannot be read). */
+void tread_file(const char *path, char *buf, size_t len);
 
 #endif

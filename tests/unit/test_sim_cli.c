@@ -31,17 +31,6 @@ struct outcome {
     char err[4096];
 };
 
-static void slurp(const char *path, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return;
-    size_t n = fread(buf, 1, len - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
 /* Run bandit-sim with args (a shell fragment: the tests write them). */
 static void run(const char *args, struct outcome *o)
 {
@@ -54,9 +43,9 @@ static void run(const char *args, struct outcome *o)
     o->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     char path[512];
     snprintf(path, sizeof path, "%s/out", dir);
-    slurp(path, o->out, sizeof o->out);
+    tread_file(path, o->out, sizeof o->out);
     snprintf(path, sizeof path, "%s/err", dir);
-    slurp(path, o->err, sizeof o->err);
+    tread_file(path, o->err, sizeof o->err);
 }
 
 static int setup(void **state)
@@ -138,7 +127,7 @@ static void test_run_and_threads(void **state)
     assert_int_equal(system(cmd), 0);
     char path[512];
     snprintf(path, sizeof path, "%s/out", dir);
-    slurp(path, o1.out, sizeof o1.out);
+    tread_file(path, o1.out, sizeof o1.out);
     json_t *c = json_loads(o1.out, 0, NULL);
     assert_non_null(c);
     assert_int_equal(json_integer_value(json_object_get(c, "budget")), 30);
