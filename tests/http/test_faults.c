@@ -180,13 +180,6 @@ static void *unit_request(void *arg)
     return NULL;
 }
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
-
 static void test_sticky_unit_during_failed_commit(void **state)
 {
     (void)state;
@@ -212,11 +205,11 @@ static void test_sticky_unit_during_failed_commit(void **state)
         handed = tjson_int(st, "handed_out");
         json_decref(st);
         if (handed < 1)
-            sleep_ms(10);
+            tsleep_ms(10);
     }
     assert_int_equal(handed, 1);
     assert_int_equal(pthread_create(&t2, NULL, unit_request, &second), 0);
-    sleep_ms(500); /* the second request reaches the daemon */
+    tsleep_ms(500); /* the second request reaches the daemon */
     assert_int_equal(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     pthread_join(t1, NULL);

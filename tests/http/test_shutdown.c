@@ -33,13 +33,6 @@
 
 #define GRACE_S 10 /* main.c: http_stop(srv, 10000) */
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
-
 /* The daemon's stderr must hold no sanitizer report. */
 static void assert_no_sanitizer_report(struct tdaemon *d)
 {
@@ -229,7 +222,7 @@ static void load_round(struct tdaemon *d, size_t after, uint64_t seed)
         pthread_mutex_unlock(&L->mu);
         if (n >= after)
             break;
-        sleep_ms(5);
+        tsleep_ms(5);
     }
     assert_int_equal(tdaemon_signal(d, SIGTERM), 0);
     int rc = tdaemon_wait(d);
@@ -334,7 +327,7 @@ static void wait_handed_out(struct tdaemon *d, const char *exp, long long n)
         json_decref(st);
         if (h >= n)
             return;
-        sleep_ms(10);
+        tsleep_ms(10);
     }
     fail_msg("the assignment request never reached the daemon");
 }
@@ -352,7 +345,7 @@ static void test_sigterm_while_store_is_locked(void **state)
     wait_handed_out(d, "slow", 1);
     assert_int_equal(tdaemon_signal(d, SIGTERM), 0);
     /* Past the grace period, with the request still waiting on its commit. */
-    sleep_ms((GRACE_S + 2) * 1000);
+    tsleep_ms((GRACE_S + 2) * 1000);
     unlock_db(db);
     pthread_join(th, NULL);
     int rc = tdaemon_wait(d);

@@ -28,22 +28,9 @@
 #include "api/experiment.h"
 #include "store/store.h"
 #include "store/store_test.h"
+#include "tests/support/tstore.h"
 
 /* --- fixture ------------------------------------------------------------------ */
-
-struct fx {
-    char dir[64];
-    char path[128];
-    struct store *s;
-};
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
 
 static struct exp_limits limits(size_t max_experiments)
 {
@@ -57,28 +44,20 @@ static struct exp_limits limits(size_t max_experiments)
     return l;
 }
 
-static struct fx *fx_open(size_t max_experiments)
+static struct tstore *fx_open(size_t max_experiments)
 {
-    struct fx *f = calloc(1, sizeof *f);
-    char err[256];
-    assert_non_null(f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/test_experiment.XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->path, sizeof f->path, "%s/e.db", f->dir);
-    f->s = store_open(f->path, STORE_SYNC_NORMAL, err, sizeof err);
-    if (f->s == NULL)
-        fail_msg("store_open: %s", err);
+    struct tstore *f = tstore_new("e.db");
     struct exp_limits l = limits(max_experiments);
     assert_int_equal(exp_registry_init(f->s, &l), 0);
     return f;
 }
 
-static void fx_close(struct fx *f)
+static void fx_close(struct tstore *f)
 {
     exp_registry_free();
     store_close(f->s); /* drains: every callback has run after this */
-    nftw(f->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-    free(f);
+    f->s = NULL;
+    tstore_free(f);
 }
 
 /* cmocka fixtures: the teardown runs even when a test fails. */
@@ -232,7 +211,7 @@ static int64_t assert_no_gap(struct store *s, int64_t rowid)
  * and memory must then know its assignment. */
 static void test_reload_waits_for_queued_writes(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     int rc;
     struct exp *x = create("q", &rc);
     assert_non_null(x);
@@ -287,7 +266,7 @@ static void test_reload_waits_for_queued_writes(void **state)
  * events numbered after the lost ones. */
 static void test_refused_expiry_leaves_no_gap(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     int rc;
     struct exp *x = create("e", &rc);
     assert_non_null(x);
@@ -336,7 +315,7 @@ static void test_refused_expiry_leaves_no_gap(void **state)
  * there, usable, and deletable once the disk is back. */
 static void test_failed_delete_keeps_experiment(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     int rc;
     struct exp *x = create("d", &rc);
     assert_non_null(x);
@@ -401,7 +380,7 @@ static void *creator_main(void *arg)
 
 static void test_concurrent_creates_respect_limit(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     for (int round = 0; round < ROUNDS; round++) {
         pthread_barrier_t start;
         pthread_barrier_init(&start, NULL, NCREATORS);

@@ -1,66 +1,97 @@
 /*
- * fcdrive.c — a test environment for engines (see fcdrive.h).
+ * drive.c — a test environment for engines (see drive.h).
  */
-#include "tests/support/fcdrive.h"
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "tests/support/drive.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static double draw(const struct fcdrive_env *env, size_t arm)
+static double draw(const struct tdrive_env *env, size_t b, size_t arm)
 {
     if (env->fixed)
-        return env->mu[arm];
-    return gsl_rng_uniform(env->rng) < env->mu[arm] ? 1.0 : 0.0;
+        return env->mu[b][arm];
+    return gsl_rng_uniform(env->rng) < env->mu[b][arm] ? 1.0 : 0.0;
 }
 
-int fcdrive_run(struct engine *e, const struct fcdrive_env *env, uint64_t cap, fcdrive_hook hook,
-                void *arg, struct fcdrive_result *out)
+int tdrive_run(struct engine *e, const struct tdrive_env *env, uint64_t cap, tdrive_hook hook,
+               void *arg, struct tdrive_result *out)
 {
     memset(out, 0, sizeof *out);
-    if (env->k > FCDRIVE_MAX_ARMS || engine_n_arms(e, 0) != env->k)
+    size_t nb = env->nb ? env->nb : 1;
+    if (nb > TDRIVE_MAX_BANDITS || engine_n_bandits(e) != nb)
         return -1;
+    for (size_t b = 0; b < nb; b++)
+        if (env->k[b] > TDRIVE_MAX_ARMS || engine_n_arms(e, b) != env->k[b])
+            return -1;
     /* Ring of pulls in flight, oldest first. */
     size_t cap_q = (size_t)env->delay + 1;
-    size_t *q = malloc(cap_q * sizeof *q);
+    struct engine_pull *q = malloc(cap_q * sizeof *q);
     if (q == NULL)
         return -1;
     size_t head = 0, len = 0;
-    while (!engine_stopped(e) && out->pulls < cap) {
+    uint64_t returned = 0, turn = 0, asked = 0;
+    for (; !engine_stopped(e) && asked < cap; asked++) {
+        int want = -1;
+        if (env->ask == TDRIVE_ASK_FIRST) {
+            want = 0;
+        } else if (env->ask == TDRIVE_ASK_TURNS) {
+            /* The next bandit in turn that is not done. */
+            for (size_t t = 0; t < nb && engine_bandit_done(e, turn % nb); t++)
+                turn++;
+            want = (int)(turn++ % nb);
+        }
         struct engine_pull p;
-        if (engine_assign(e, 0, &p) != 0)
+        if (engine_assign(e, want, &p) != 0) {
+            out->failed = 1;
             break;
-        if (p.exploit)
+        }
+        if (p.exploit) {
+            if (env->ask == TDRIVE_ASK_TURNS)
+                continue; /* that bandit is finished; ask for another */
             break;
+        }
         out->pulls++;
+        if (want >= 0 && p.bandit != (size_t)want)
+            out->misrouted++;
         if (hook != NULL && hook(arg, e, &p) != 0) {
             out->aborted = 1;
             break;
         }
-        q[(head + len) % cap_q] = p.arm;
+        q[(head + len) % cap_q] = p;
         len++;
         if (len > env->delay) {
-            size_t arm = q[head];
+            struct engine_pull r = q[head];
             head = (head + 1) % cap_q;
             len--;
-            engine_reward(e, 0, arm, draw(env, arm));
+            if (env->release_every && ++returned % env->release_every == 0)
+                engine_release(e, r.bandit, r.arm);
+            else
+                engine_reward(e, r.bandit, r.arm, draw(env, r.bandit, r.arm));
         }
     }
     out->stopped = engine_stopped(e);
+    out->capped = !out->stopped && asked >= cap;
     while (len > 0) {
-        size_t arm = q[head];
+        struct engine_pull r = q[head];
         head = (head + 1) % cap_q;
         len--;
-        engine_reward(e, 0, arm, draw(env, arm));
+        engine_reward(e, r.bandit, r.arm, draw(env, r.bandit, r.arm));
     }
     free(q);
     engine_bandit_status(e, 0, out->high, &out->st);
     return 0;
 }
 
-struct engine *fcdrive_engine(const char *policy, size_t k, unsigned m, double eps, double delta,
-                              uint64_t seed, const char *const *names, const double *values,
-                              char *err, size_t errlen)
+struct engine *tdrive_engine(const char *policy, size_t k, unsigned m, double eps, double delta,
+                             uint64_t seed, const char *const *names, const double *values,
+                             char *err, size_t errlen)
 {
     const struct policy_ops *ops = policy_find(policy);
     if (ops == NULL) {
@@ -96,8 +127,17 @@ struct engine *fcdrive_engine(const char *policy, size_t k, unsigned m, double e
     return engine_create(&c, err, errlen);
 }
 
-int fcdrive_correct(const double *mu, size_t k, unsigned m, double eps, const unsigned char *high,
-                    int kind)
+struct engine *tengine_create(const struct engine_config *c)
+{
+    char err[256] = "";
+    struct engine *e = engine_create(c, err, sizeof err);
+    if (e == NULL)
+        fail_msg("engine_create: %s", err);
+    return e;
+}
+
+int tdrive_correct(const double *mu, size_t k, unsigned m, double eps, const unsigned char *high,
+                   int kind)
 {
     size_t chosen = 0;
     double sum_chosen = 0;
@@ -109,7 +149,7 @@ int fcdrive_correct(const double *mu, size_t k, unsigned m, double eps, const un
     if (chosen != m)
         return 0;
     /* The m largest true means. */
-    double sorted[FCDRIVE_MAX_ARMS];
+    double sorted[TDRIVE_MAX_ARMS];
     for (size_t i = 0; i < k; i++)
         sorted[i] = mu[i];
     for (size_t i = 1; i < k; i++)
