@@ -109,14 +109,22 @@ static void check_stats(struct tdaemon *d, const struct acked *a)
 
 /* --- injected failures ------------------------------------------------------ */
 
+/* A test's daemon lives in *state so that a failed assertion does not leave
+ * it running. */
+static int teardown(void **state)
+{
+    tdaemon_free(*state);
+    *state = NULL;
+    return 0;
+}
+
 static void test_injected_commit_failures(void **state)
 {
-    (void)state;
     /* Commits: 1 create, 5 × (assign, reward), 2 assignments kept for
      * later = 13 that succeed; the next 4 fail. Requests are sequential,
      * so each write is one commit. */
     setenv("BANDITD_STORE_FAIL_COMMITS", "13+4", 1);
-    struct tdaemon *d = tdaemon_start(NULL);
+    struct tdaemon *d = *state = tdaemon_start(NULL);
     unsetenv("BANDITD_STORE_FAIL_COMMITS");
     assert_non_null(d);
     struct acked a = {{0}, {0}};
@@ -159,7 +167,6 @@ static void test_injected_commit_failures(void **state)
     assert_int_equal(tdaemon_restart(d), 0);
     check_stats(d, &a);
     assert_int_equal(tdaemon_stop(d), 0);
-    tdaemon_free(d);
 }
 
 /* --- a real full disk ----------------------------------------------------------- */
@@ -329,8 +336,7 @@ static void *late_reward(void *arg)
 
 static void test_busy_database_waited_for(void **state)
 {
-    (void)state;
-    struct tdaemon *d = tdaemon_start(NULL);
+    struct tdaemon *d = *state = tdaemon_start(NULL);
     assert_non_null(d);
     struct acked a = {{0}, {0}};
     char id[64], st[32];
@@ -361,15 +367,14 @@ static void test_busy_database_waited_for(void **state)
     assert_int_equal(reward(d, id, 1, st, sizeof st), 200);
     assert_string_equal(st, "duplicate");
     assert_int_equal(tdaemon_stop(d), 0);
-    tdaemon_free(d);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_injected_commit_failures),
+        cmocka_unit_test_teardown(test_injected_commit_failures, teardown),
         cmocka_unit_test_setup_teardown(test_real_full_disk, fs_setup, fs_teardown),
-        cmocka_unit_test(test_busy_database_waited_for),
+        cmocka_unit_test_teardown(test_busy_database_waited_for, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -73,10 +73,18 @@ static int closed_within(int fd, double secs)
     return 0;
 }
 
+/* The daemon of a test lives in *state, so that a failed assertion does not
+ * leave it running (teardown frees it). */
+static int teardown(void **state)
+{
+    tdaemon_free(*state);
+    *state = NULL;
+    return 0;
+}
+
 static void test_slow_clients_do_not_pin_threads(void **state)
 {
-    (void)state;
-    struct tdaemon *d = tdaemon_start(NULL);
+    struct tdaemon *d = *state = tdaemon_start(NULL);
     assert_non_null(d);
     json_decref(texp_create(d, "{\"id\":\"lim\",\"arms\":[\"a\",\"b\"]}"));
     /* Far more half-sent requests than there are worker threads. */
@@ -107,14 +115,12 @@ static void test_slow_clients_do_not_pin_threads(void **state)
     double stop = now_s() - t0;
     printf("# stopped in %.3f s after the stalled clients left\n", stop);
     assert_true(stop < 5.0);
-    tdaemon_free(d);
 }
 
 static void test_idle_connections_time_out(void **state)
 {
-    (void)state;
     const char *extra[] = {"--timeout", "1", NULL};
-    struct tdaemon *d = tdaemon_start(extra);
+    struct tdaemon *d = *state = tdaemon_start(extra);
     assert_non_null(d);
     int idle = dial(d), partial = dial(d);
     assert_true(idle >= 0 && partial >= 0);
@@ -128,7 +134,6 @@ static void test_idle_connections_time_out(void **state)
     assert_status(r, 200);
     tresp_free(r);
     assert_int_equal(tdaemon_stop(d), 0);
-    tdaemon_free(d);
 }
 
 /* 1 if a response arrives on fd within secs. */
@@ -147,9 +152,8 @@ static int answered_within(int fd, double secs)
 
 static void test_connection_cap(void **state)
 {
-    (void)state;
     const char *extra[] = {"--max-connections", "8", NULL};
-    struct tdaemon *d = tdaemon_start(extra);
+    struct tdaemon *d = *state = tdaemon_start(extra);
     assert_non_null(d);
     /* 16 keep-alive clients at once: at most 8 are taken in (the rest wait
      * in the listen backlog), and they are all served once slots free up. */
@@ -180,15 +184,14 @@ static void test_connection_cap(void **state)
     printf("# the other %d served once slots were free\n", later);
     assert_int_equal(first + later, 16);
     assert_int_equal(tdaemon_stop(d), 0);
-    tdaemon_free(d);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_slow_clients_do_not_pin_threads),
-        cmocka_unit_test(test_idle_connections_time_out),
-        cmocka_unit_test(test_connection_cap),
+        cmocka_unit_test_teardown(test_slow_clients_do_not_pin_threads, teardown),
+        cmocka_unit_test_teardown(test_idle_connections_time_out, teardown),
+        cmocka_unit_test_teardown(test_connection_cap, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
