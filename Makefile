@@ -86,7 +86,7 @@ SCRIPT_TESTS += $(wildcard tests/http/test_*.py)
 # Keep objects of test binaries between runs (make deletes intermediates otherwise).
 .SECONDARY:
 
-.PHONY: all run test test-build deps test-deps format lint bench bench-deps clean valgrind tsan \
+.PHONY: all run test test-build deps test-deps format format-check lint bench bench-deps clean valgrind tsan \
         reproduce test-crash fuzz
 
 all: $(BUILD)/banditd $(BUILD)/bandit-sim
@@ -250,15 +250,78 @@ bench: bench-deps
 		> bench/results.md
 	@echo "written bench/results.md"
 
-format:
-	clang-format -i $$(git ls-files '*.c' '*.h')
+# --- formatting and static analysis ------------------------------------------
+#
+#   make format        clang-format -i on every C file (.clang-format)
+#   make format-check  what `make format` would change, as errors
+#   make lint          format-check, cppcheck and clang-tidy; exits non-zero
+#                      on any finding (a few minutes: clang-tidy's analyzer)
+#
+# clang-tidy (.clang-tidy, with tests/ and bench/ adding their own) runs on
+# every C file with the build's flags, LINT_JOBS files at a time; a clean file
+# leaves $(BUILD)/lint/<file>.tidy, so a second run only redoes files whose
+# source, headers (gcc -MM) or configuration changed. cppcheck runs once on
+# the whole tree (it follows calls across files) with the library files in
+# scripts/lint/ (jansson's and cmocka's macros: it reads no system header).
+# False positives are suppressed on their line with the reason:
+# `// NOLINT(check): why`, `// cppcheck-suppress id ; why`.
 
-lint:
-	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--inline-suppr --suppress=missingIncludeSystem -I. \
-		$$(git ls-files '*.c')
-	clang-tidy --quiet $$(git ls-files 'policies/*.c' 'store/*.c' 'server/*.c' 'api/*.c' 'sim/*.c') \
-		-- -std=c11 -D_GNU_SOURCE -I. $(PKG_CFLAGS)
+# Being rewritten on open branches (`repro`: the simulator; `stats`: the
+# bounds and fixed-confidence helpers): neither formatted nor given to
+# clang-tidy here until they land (cppcheck passes them already), so that
+# `make format` makes no conflict with them. The integrator then empties this
+# list and runs `make format lint`.
+LINT_PENDING := sim/sim.c sim/main.c sim/sim.h tests/unit/test_sim.c tests/unit/test_sim_cli.c \
+                tests/unit/test_sim_trace.c scripts/tstar.c \
+                policies/stats.c policies/stats.h policies/fc.c policies/fc.h policies/tas.c \
+                policies/tas.h policies/track_and_stop.c policies/ttts.c policies/engine.c \
+                tests/unit/test_stats.c tests/unit/test_engine.c
+
+LINT_JOBS ?= 2
+LINT_DIR := $(BUILD)/lint
+C_SRC := $(shell git ls-files '*.c')
+FORMAT_SRC := $(filter-out $(LINT_PENDING),$(shell git ls-files '*.c' '*.h'))
+LINT_SRC := $(filter-out $(LINT_PENDING),$(C_SRC))
+TIDY_CONFIGS := $(wildcard .clang-tidy */.clang-tidy)
+# The build's own flags, less what is for gcc's object files.
+TIDY_FLAGS = $(filter-out -Werror -MMD -MP -g -O%,$(CFLAGS))
+CPPCHECK_FLAGS := --quiet --error-exitcode=1 --enable=style,warning,performance,portability \
+                  --inline-suppr --suppress=missingIncludeSystem -I. \
+                  --library=scripts/lint/jansson.cfg --library=scripts/lint/cmocka.cfg
+
+.PHONY: lint-deps lint-cppcheck lint-tidy
+
+lint-deps:
+	@./scripts/install-deps.sh --lint
+
+format: lint-deps
+	clang-format -i $(FORMAT_SRC)
+
+format-check: lint-deps
+	@$(if $(V),,echo "  FORMAT  check")
+	$(Q)clang-format --dry-run --Werror $(FORMAT_SRC)
+
+# -k: every finding of every file in one run; -Otarget: one file's report
+# in one piece.
+lint: lint-deps
+	@$(MAKE) --no-print-directory -k -Otarget -j$(LINT_JOBS) format-check lint-cppcheck lint-tidy
+
+lint-cppcheck: $(LINT_DIR)/cppcheck.ok
+lint-tidy: $(patsubst %.c,$(LINT_DIR)/%.tidy,$(LINT_SRC))
+
+$(LINT_DIR)/cppcheck.ok: $(C_SRC) $(shell git ls-files '*.h') $(wildcard scripts/lint/*.cfg)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CPPCHECK")
+	$(Q)cppcheck $(CPPCHECK_FLAGS) $(C_SRC)
+	$(Q)touch $@
+
+$(LINT_DIR)/%.tidy: %.c $(TIDY_CONFIGS)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  TIDY    $<")
+	$(Q)$(CC) -MM -MP -MT $@ -MF $@.d $(TIDY_FLAGS) $<
+	$(Q)clang-tidy --quiet $< -- $(TIDY_FLAGS) > $@.log 2>&1 || \
+		{ grep -v '^[0-9]* warnings\? \(and [0-9]* errors\? \)\?generated\.$$' $@.log; exit 1; }
+	$(Q)touch $@
 
 # --- ThreadSanitizer and valgrind (one command each; not in `make test`) ------
 

@@ -15,6 +15,9 @@ missing=""
 # chromium-driver, fonts with the page's glyphs (δᶜ, ρ̄), and Node.js with
 # npm (below) to drive it.
 [ "${1:-}" = "--test" ] && PKGS="$PKGS chromium chromium-driver fonts-dejavu-core fonts-liberation"
+# make format, format-check and lint: the analysers (clang-tidy also needs
+# the headers above, as it compiles every file with the build's flags).
+[ "${1:-}" = "--lint" ] && PKGS="$PKGS clang-format clang-tidy cppcheck"
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
