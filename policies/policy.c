@@ -14,7 +14,7 @@ int policy_param_index(const struct policy_ops *ops, const char *name)
 {
     if (ops->params == NULL)
         return -1;
-    for (int i = 0; ops->params[i].name != NULL && i < POLICY_MAX_PARAMS; i++)
+    for (int i = 0; i < POLICY_MAX_PARAMS && ops->params[i].name != NULL; i++)
         if (strcmp(ops->params[i].name, name) == 0)
             return i;
     return -1;
@@ -25,7 +25,7 @@ void policy_params_defaults(const struct policy_ops *ops, struct policy_params *
     memset(p, 0, sizeof *p);
     if (ops->params == NULL)
         return;
-    for (int i = 0; ops->params[i].name != NULL && i < POLICY_MAX_PARAMS; i++)
+    for (int i = 0; i < POLICY_MAX_PARAMS && ops->params[i].name != NULL; i++)
         p->values[i] = ops->params[i].def;
 }
 
