@@ -219,8 +219,17 @@ static int keys_create(const struct cli_args *a)
         explicit_bzero(key, sizeof key);
         return 0;
     }
+    /* The key exists only in this output: a failed write (a closed pipe, a
+     * full disk) must not pass for a created key. */
     printf("%s\n", key);
-    fflush(stdout);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr,
+                "banditd: key %" PRId64 " was stored but could not be printed (%s); revoke it: "
+                "banditd keys revoke %" PRId64 " --db %s\n",
+                id, strerror(errno), id, a->db);
+        explicit_bzero(key, sizeof key);
+        return 1;
+    }
     fprintf(stderr,
             "created key %" PRId64 " (%s) with scope %s. It is shown only this once; a running "
             "daemon accepts it after SIGHUP or within --key-refresh seconds.\n",
