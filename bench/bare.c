@@ -142,7 +142,7 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    (void)signal(SIGPIPE, SIG_IGN);
 
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
@@ -163,7 +163,7 @@ int main(int argc, char **argv)
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     printf("listening on %s:%u\n", host, info != NULL ? (unsigned)info->port : port);
-    fflush(stdout);
+    (void)fflush(stdout);
     int sig;
     sigwait(&set, &sig);
     MHD_stop_daemon(d);

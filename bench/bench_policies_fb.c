@@ -126,7 +126,7 @@ int main(void)
     if (f != NULL) {
         if (fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
             load[0] = NAN;
-        fclose(f);
+        (void)fclose(f);
     }
     printf("load average %.2f %.2f %.2f\n", load[0], load[1], load[2]);
     printf("%-12s %10s %10s %10s   %10s %10s %10s\n", "policy", "select K=10", "K=100", "K=1000",
@@ -141,7 +141,7 @@ int main(void)
         for (size_t j = 0; j < 3; j++)
             printf(" %10.0f", bench_pull(ops, ks[j], env));
         printf("\n");
-        fflush(stdout);
+        (void)fflush(stdout);
     }
     gsl_rng_free(env);
     return 0;

@@ -49,7 +49,7 @@ int main(int argc, char **argv)
     if (f != NULL) {
         if (fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
             load[0] = -1;
-        fclose(f);
+        (void)fclose(f);
     }
     printf("## Simulator throughput (one thread)\n\n");
     printf("Load average at start: %.2f. Bernoulli arms evenly spread over [0.2, 0.8], "
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
                 printf("| %s | %zu | %s | %llu | %llu | %.0f | %.0f |\n", policies[pi], ks[ki],
                        b ? "fixed" : "anytime", (unsigned long long)done, (unsigned long long)pulls,
                        (double)pulls / wall, (double)pulls / cpu);
-                fflush(stdout);
+                (void)fflush(stdout);
                 sim_problem_free(&p);
             }
         }

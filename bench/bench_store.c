@@ -130,7 +130,7 @@ static void run(const char *dir, enum store_sync sync, int mode, long n)
            (double)st.commit_us_total / (double)(st.commits ? st.commits : 1),
            errors ? "  ERRORS" : "");
     store_close(s);
-    unlink(path);
+    (void)unlink(path);
     pthread_cond_destroy(&d.cv);
     pthread_mutex_destroy(&d.mu);
     free(ops);

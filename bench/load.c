@@ -104,7 +104,7 @@ static int proc_start(struct proc *p, char *const argv[], const char *errlog)
             p->port = (unsigned)strtoul(colon + 1, NULL, 10);
     }
     if (f != NULL)
-        fclose(f); /* the child's later stdout writes get EPIPE; it prints nothing more */
+        (void)fclose(f); /* the child's later stdout writes get EPIPE; it prints nothing more */
     else
         close(fds[0]);
     if (p->port == 0) {
@@ -140,7 +140,7 @@ static long rss_kb(pid_t pid)
     while (fgets(line, sizeof line, f) != NULL)
         if (strncmp(line, "VmRSS:", 6) == 0)
             kb = strtol(line + 6, NULL, 10);
-    fclose(f);
+    (void)fclose(f);
     return kb;
 }
 
@@ -151,7 +151,7 @@ static void loadavg(char *buf, size_t len)
     if (f != NULL) {
         if (fscanf(f, "%lf %lf %lf", &a, &b, &c) != 3)
             a = b = c = -1;
-        fclose(f);
+        (void)fclose(f);
     }
     snprintf(buf, len, "%.2f, %.2f, %.2f", a, b, c);
 }
@@ -224,10 +224,10 @@ static int create_experiment(CURL *c, unsigned port, const char *id)
 /* Assignments in parallel: `total` spread over `nexp` experiments named
  * PREFIX0…, count=100 per request, from several threads. */
 struct filler {
-    unsigned port;
     const char *prefix;
     size_t nexp, from, to; /* request indexes [from, to) */
     size_t total;
+    unsigned port;
     int failed;
     char token[16];
 };
@@ -271,7 +271,9 @@ static int fill(unsigned port, const char *prefix, size_t nexp, size_t total, ch
     struct filler f[NT];
     pthread_t t[NT];
     size_t per_exp = total / nexp, reqs = nexp * ((per_exp + 99) / 100);
-    for (int i = 0; i < NT; i++) {
+    int started = 0, failed = 0;
+    for (; started < NT; started++) {
+        int i = started;
         memset(&f[i], 0, sizeof f[i]);
         f[i].port = port;
         f[i].prefix = prefix;
@@ -279,10 +281,13 @@ static int fill(unsigned port, const char *prefix, size_t nexp, size_t total, ch
         f[i].total = total;
         f[i].from = reqs * (size_t)i / NT;
         f[i].to = reqs * (size_t)(i + 1) / NT;
-        pthread_create(&t[i], NULL, fill_main, &f[i]);
+        if (pthread_create(&t[i], NULL, fill_main, &f[i]) != 0) {
+            fprintf(stderr, "load: pthread_create failed\n");
+            failed = 1; /* f[i..] unfilled */
+            break;
+        }
     }
-    int failed = 0;
-    for (int i = 0; i < NT; i++) {
+    for (int i = 0; i < started; i++) {
         pthread_join(t[i], NULL);
         failed |= f[i].failed;
         if (token != NULL && f[i].token[0])
@@ -364,7 +369,6 @@ struct row {
     double c_rps, c_p50, c_p99;   /* the ceiling: medians over runs */
     double r_rps, r_p50, r_p99;   /* medians of the per-pair ratios */
     long errors;                  /* non-2xx and socket errors, all runs */
-    int is_ceiling;
 };
 
 static int cmp_d(const void *a, const void *b)
@@ -420,7 +424,7 @@ static void emit(FILE *f, const char *fmt, ...)
         vfprintf(f, fmt, ap);
         va_end(ap);
     }
-    fflush(stdout);
+    (void)fflush(stdout);
 }
 
 static void print_rows(FILE *f, const struct row *rows, size_t n)
@@ -585,10 +589,16 @@ static int throughput(const struct opts *o)
     }
     loadavg(load1, sizeof load1);
 
-    FILE *f = o->out ? fopen(o->out, "w") : NULL;
+    FILE *f = NULL;
+    if (o->out != NULL && (f = fopen(o->out, "w")) == NULL) {
+        perror(o->out);
+        goto out;
+    }
     char date[64];
     time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    struct tm tm;
+    if (gmtime_r(&now, &tm) == NULL || strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm) == 0)
+        snprintf(date, sizeof date, "(date unknown)");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     emit(f, "## Throughput and latency (bench/load)\n\n");
     emit(f, "%s; %ld cores; load average before %s, after %s; wrk -t%d, %u pairs of %u s runs "
@@ -603,8 +613,10 @@ static int throughput(const struct opts *o)
     emit(f, "\n");
     check_targets(f, rows, nrows);
     emit(f, "\n");
-    if (f != NULL)
-        fclose(f);
+    if (f != NULL && fclose(f) != 0) { /* a short results file must not pass */
+        perror(o->out);
+        goto out;
+    }
     rc = 0;
 out:
     if (d.pid > 0 && proc_stop(&d) != 0) {
@@ -673,7 +685,11 @@ static int memory(const struct opts *o)
     long long pend0 = json_integer_value(json_object_get(st, "pending"));
     json_decref(st);
 
-    FILE *f = o->out ? fopen(o->out, "w") : NULL;
+    FILE *f = NULL;
+    if (o->out != NULL && (f = fopen(o->out, "w")) == NULL) {
+        perror(o->out);
+        goto out;
+    }
     emit(f, "## Memory (bench/load memory)\n\n");
     emit(f, "VmRSS of banditd (load average %s): %ld kB after start, %ld kB with %zu "
             "experiments (3 arms, adapt), %ld kB with %zu pending assignments on top (%lld "
@@ -684,8 +700,10 @@ static int memory(const struct opts *o)
          (double)(r1 - r0) * 1024.0 / (double)o->experiments);
     emit(f, "| pending assignment | %.0f |\n\n",
          (double)(r2 - r1) * 1024.0 / (double)o->assignments);
-    if (f != NULL)
-        fclose(f);
+    if (f != NULL && fclose(f) != 0) {
+        perror(o->out);
+        goto out;
+    }
     rc = 0;
 out:
     if (d.pid > 0 && proc_stop(&d) != 0)
@@ -785,7 +803,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "load: --duration, --threads, --experiments, --assignments must be > 0\n");
         return 2;
     }
-    signal(SIGPIPE, SIG_IGN);
+    (void)signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc = strcmp(argv[1], "throughput") == 0 ? throughput(&o) : memory(&o);
     curl_global_cleanup();

@@ -61,7 +61,7 @@ static double median(double *v, size_t n)
     return v[n / 2];
 }
 
-static void config_for(const struct policy_ops *p, size_t *k, struct engine_config *c)
+static void config_for(const struct policy_ops *p, const size_t *k, struct engine_config *c)
 {
     memset(c, 0, sizeof *c);
     c->n_bandits = 1;
@@ -242,7 +242,7 @@ static void emit(FILE *f, const char *fmt, ...)
         vfprintf(f, fmt, ap);
         va_end(ap);
     }
-    fflush(stdout);
+    (void)fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -260,7 +260,11 @@ int main(int argc, char **argv)
         }
     }
     static const size_t ks[] = {10, 100, 1000};
-    FILE *f = out ? fopen(out, "w") : NULL;
+    FILE *f = NULL;
+    if (out != NULL && (f = fopen(out, "w")) == NULL) {
+        perror(out);
+        return 1;
+    }
     double load[3] = {0};
     if (getloadavg(load, 3) < 0)
         load[0] = load[1] = load[2] = -1;
@@ -290,8 +294,11 @@ int main(int argc, char **argv)
             size_t k = ks[ki];
             struct arms a = {.k = k, .mu = calloc(k, sizeof(double)),
                              .rng = gsl_rng_alloc(gsl_rng_mt19937)};
-            if (a.mu == NULL || a.rng == NULL)
+            if (a.mu == NULL || a.rng == NULL) {
+                free(a.mu);
+                gsl_rng_free(a.rng);
                 return 1;
+            }
             gsl_rng_set(a.rng, 99);
             for (size_t i = 0; i < k; i++)
                 a.mu[i] = 0.45 + 0.1 * (double)i / (double)(k - 1);
@@ -318,7 +325,9 @@ int main(int argc, char **argv)
         emit(f, "\n");
     }
     emit(f, "\n");
-    if (f != NULL)
-        fclose(f);
+    if (f != NULL && fclose(f) != 0) { /* a short results file must not pass */
+        perror(out);
+        return 1;
+    }
     return 0;
 }
