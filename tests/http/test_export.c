@@ -100,8 +100,11 @@ static json_t *parse_csv(const char *body)
         }
         if (len + 2 > cap) {
             cap *= 2;
-            field = realloc(field, cap);
-            assert_non_null(field);
+            char *grown = realloc(field, cap);
+            if (grown == NULL)
+                free(field);
+            assert_non_null(grown);
+            field = grown;
         }
         field[len++] = c;
         p++;
@@ -411,7 +414,7 @@ static void test_export_deleted_while_streaming(void **state)
     for (const char *p = r->body; (p = strchr(p, '\n')) != NULL; p++)
         lines++;
     printf("# export cut after %zu of %d rows: %s\n", lines, BIG_BATCHES * 1000, r->error);
-    assert_true(lines < BIG_BATCHES * 1000);
+    assert_true(lines < (size_t)BIG_BATCHES * 1000);
     tresp_free(r);
     tclient_free(c);
     r = treq(tgroup_d, "GET", "/healthz", NULL, NULL);

@@ -75,7 +75,8 @@ static void kill_leftovers(void)
 
 static void register_atexit(void)
 {
-    atexit(kill_leftovers);
+    if (atexit(kill_leftovers) != 0)
+        fprintf(stderr, "# harness: atexit failed: a daemon left running is not killed\n");
 }
 
 static void live_add(struct tdaemon *d)
@@ -90,7 +91,7 @@ static void live_add(struct tdaemon *d)
     pthread_mutex_unlock(&g_live_mu);
 }
 
-static void live_remove(struct tdaemon *d)
+static void live_remove(const struct tdaemon *d)
 {
     pthread_mutex_lock(&g_live_mu);
     for (size_t i = 0; i < MAX_LIVE; i++)
@@ -120,7 +121,7 @@ static void copy_stderr(struct tdaemon *d)
     if (f == NULL)
         return;
     if (fseeko(f, d->err_copied, SEEK_SET) != 0) {
-        fclose(f);
+        (void)fclose(f);
         return;
     }
     char line[4096];
@@ -134,8 +135,8 @@ static void copy_stderr(struct tdaemon *d)
     if (!at_start)
         fputc('\n', stderr);
     d->err_copied = ftello(f);
-    fclose(f);
-    fflush(stderr);
+    (void)fclose(f);
+    (void)fflush(stderr);
 }
 
 /* Wait for the child, up to timeout_ms. Returns its wait status, or −1. */
@@ -182,7 +183,7 @@ static int read_port(struct tdaemon *d)
             fprintf(stderr, "# harness: unexpected first line from banditd: %s", line);
         }
     }
-    fclose(f);
+    (void)fclose(f);
     return rc;
 }
 
@@ -214,8 +215,8 @@ static int spawn(struct tdaemon *d)
     for (size_t i = 0; d->extra[i] != NULL; i++)
         argv[n++] = d->extra[i];
     argv[n] = NULL;
-    fflush(stdout);
-    fflush(stderr);
+    (void)fflush(stdout);
+    (void)fflush(stderr);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
@@ -306,7 +307,7 @@ int tdaemon_launch(struct tdaemon *d, const char *const *extra, unsigned flags)
         free(d->extra[i]);
         d->extra[i] = NULL;
     }
-    for (size_t i = 0; extra != NULL && extra[i] != NULL && i < MAX_EXTRA; i++)
+    for (size_t i = 0; extra != NULL && i < MAX_EXTRA && extra[i] != NULL; i++)
         d->extra[i] = strdup(extra[i]);
     d->flags = flags;
     tclient_disconnect(d->client); /* a connection to an earlier run is dead */
@@ -318,7 +319,9 @@ void tdaemon_up(struct tdaemon *d, const char *const *extra, unsigned flags)
     int rc = tdaemon_launch(d, extra, flags);
     if (rc != 0) {
         char *e = tdaemon_stderr(d);
-        fail_msg("banditd did not start (%d): %s", rc, e ? e : "");
+        print_error("ERROR: banditd did not start (%d): %s\n", rc, e ? e : "");
+        free(e); /* fail() does not return */
+        fail();
     }
 }
 
@@ -352,7 +355,7 @@ int tdaemon_cli(const struct tdaemon *d, const char *const *args, const char *in
     char opath[640], epath[640], ipath[640];
     size_t n = 0;
     argv[n++] = binary();
-    for (size_t i = 0; args[i] != NULL && i < MAX_EXTRA; i++)
+    for (size_t i = 0; i < MAX_EXTRA && args[i] != NULL; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
     snprintf(opath, sizeof opath, "%s/cli.out", d->dir);
@@ -362,9 +365,10 @@ int tdaemon_cli(const struct tdaemon *d, const char *const *args, const char *in
     if (in == NULL)
         return -1;
     fputs(input != NULL ? input : "", in);
-    fclose(in);
-    fflush(stdout);
-    fflush(stderr);
+    if (fclose(in) != 0)
+        return -1;
+    (void)fflush(stdout);
+    (void)fflush(stderr);
     pid_t pid = fork();
     if (pid < 0)
         return -1;
@@ -523,7 +527,7 @@ char *tdaemon_stderr(const struct tdaemon *d)
             cap *= 2;
         }
     }
-    fclose(f);
+    (void)fclose(f);
     if (buf != NULL)
         buf[len] = '\0';
     return buf;

@@ -72,5 +72,5 @@ void tread_file(const char *path, char *buf, size_t len)
         return;
     size_t n = fread(buf, 1, len - 1, f);
     buf[n] = '\0';
-    fclose(f);
+    (void)fclose(f);
 }
