@@ -71,11 +71,12 @@ static double stream(uint64_t r, size_t b, size_t j, uint64_t t)
  * m-th and (m+1)-th largest lies in [gmin, gmax]. */
 static void gen_topm(gsl_rng *g, size_t k, unsigned m, double gmin, double gmax, struct inst *in)
 {
+    assert_true(m >= 1 && m < k && k <= MK); /* s[m] below is one of the k drawn */
     memset(in, 0, sizeof *in);
     in->nb = 1;
     in->k = k;
     for (;;) {
-        double s[MK];
+        double s[MK] = {0};
         for (size_t j = 0; j < k; j++)
             s[j] = in->p[0][j] = 0.1 + 0.8 * gsl_rng_uniform(g);
         /* insertion sort, descending */
@@ -95,7 +96,8 @@ static void gen_topm(gsl_rng *g, size_t k, unsigned m, double gmin, double gmax,
  * shifted so that the second best returns 0.5. `best` < 0: a random arm. */
 static void gen_bandit(gsl_rng *g, size_t k, double gap, int best, double *p)
 {
-    double v[MK], mx = -1;
+    assert_true(k >= 2 && k <= MK && best < (int)k); /* v[q] below is one of the k − 1 drawn */
+    double v[MK] = {0}, mx = -1;
     for (size_t j = 0; j + 1 < k; j++) {
         v[j] = 0.5 * gsl_rng_uniform(g);
         if (v[j] > mx)

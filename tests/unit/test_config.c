@@ -27,20 +27,22 @@ static const char *write_conf(const char *name, const char *text)
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fputs(text, f);
-    fclose(f);
+    assert_int_equal(fclose(f), 0);
     return path;
 }
 
-/* Parse a NULL-terminated argv into c (after defaults). */
-static int parse(struct config *c, char *err, size_t errlen, ...)
+/* Parse the arguments into c (after defaults). A macro over an array, not a
+ * variadic function ending in NULL: va_arg(ap, const char *) reading a bare
+ * NULL is undefined where NULL is a plain 0 (cppcheck varFuncNullUB). */
+#define parse(c, err, errlen, ...)                                                                 \
+    parse_args(c, err, errlen, (const char *const[]){__VA_ARGS__, NULL})
+
+static int parse_args(struct config *c, char *err, size_t errlen, const char *const *args)
 {
     char *argv[32];
     int argc = 0;
-    va_list ap;
-    va_start(ap, errlen);
-    for (const char *a; (a = va_arg(ap, const char *)) != NULL && argc < 32;)
-        argv[argc++] = (char *)(uintptr_t)a;
-    va_end(ap);
+    for (; argc < 32 && args[argc] != NULL; argc++)
+        argv[argc] = (char *)(uintptr_t)args[argc];
     config_defaults(c);
     err[0] = '\0';
     return config_parse_args(c, argc, argv, err, errlen);
@@ -76,7 +78,7 @@ static void test_flags(void **state)
     char err[256];
     assert_int_equal(parse(&c, err, sizeof err, "--listen", "0.0.0.0:9090", "--db", "/x/y.db",
                            "--sync=normal", "--insecure", "--max-arms", "7", "--timeout=5",
-                           "--metrics-need-key", "--key-refresh", "0", NULL),
+                           "--metrics-need-key", "--key-refresh", "0"),
                      0);
     assert_string_equal(c.host, "0.0.0.0");
     assert_int_equal(c.port, 9090);
@@ -103,7 +105,7 @@ static void test_file_and_override(void **state)
                                             "insecure = no\n"
                                             "max-body = 4096\r\n"
                                             "sync = normal\n");
-    assert_int_equal(parse(&c, err, sizeof err, "--config", path, NULL), 0);
+    assert_int_equal(parse(&c, err, sizeof err, "--config", path), 0);
     assert_string_equal(c.host, "127.0.0.2");
     assert_int_equal(c.port, 7000);
     assert_string_equal(c.db, "/srv/b.db");
@@ -113,7 +115,7 @@ static void test_file_and_override(void **state)
     assert_int_equal(c.max_body, 4096);
     assert_int_equal(c.sync, STORE_SYNC_NORMAL);
     /* A flag wins over the file, wherever it stands on the command line. */
-    assert_int_equal(parse(&c, err, sizeof err, "--max-batch", "3", "--config", path, NULL), 0);
+    assert_int_equal(parse(&c, err, sizeof err, "--max-batch", "3", "--config", path), 0);
     assert_int_equal(c.limits.max_batch, 3);
     assert_string_equal(c.db, "/srv/b.db");
 }
@@ -124,15 +126,15 @@ static void test_file_errors(void **state)
     struct config c;
     char err[256];
     const char *path = write_conf("bad.conf", "max-arms = 4\nno-such-thing = 1\n");
-    assert_int_equal(parse(&c, err, sizeof err, "--config", path, NULL), -1);
+    assert_int_equal(parse(&c, err, sizeof err, "--config", path), -1);
     assert_non_null(strstr(err, ":2:"));
     assert_non_null(strstr(err, "no-such-thing"));
     path = write_conf("novalue.conf", "db\n");
-    assert_int_equal(parse(&c, err, sizeof err, "--config", path, NULL), -1);
+    assert_int_equal(parse(&c, err, sizeof err, "--config", path), -1);
     assert_non_null(strstr(err, "needs a value"));
-    assert_int_equal(parse(&c, err, sizeof err, "--config", "/nonexistent/x.conf", NULL), -1);
+    assert_int_equal(parse(&c, err, sizeof err, "--config", "/nonexistent/x.conf"), -1);
     assert_non_null(strstr(err, "/nonexistent/x.conf"));
-    assert_int_equal(parse(&c, err, sizeof err, "--config", NULL), -1);
+    assert_int_equal(parse(&c, err, sizeof err, "--config"), -1);
 }
 
 static void test_bad_values(void **state)
@@ -160,18 +162,18 @@ static void test_bad_values(void **state)
         {"--max-arms", ""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = parse(&c, err, sizeof err, bad[i][0], bad[i][1], NULL);
+        int rc = parse(&c, err, sizeof err, bad[i][0], bad[i][1]);
         if (rc != -1)
             fail_msg("%s %s accepted", bad[i][0], bad[i][1]);
         assert_true(strlen(err) > 0);
     }
-    assert_int_equal(parse(&c, err, sizeof err, "--max-arms", NULL), -1);
-    assert_int_equal(parse(&c, err, sizeof err, "stray", NULL), -1);
+    assert_int_equal(parse(&c, err, sizeof err, "--max-arms"), -1);
+    assert_int_equal(parse(&c, err, sizeof err, "stray"), -1);
     /* TLS needs both files. */
-    assert_int_equal(parse(&c, err, sizeof err, "--tls-cert", "/a.pem", NULL), -1);
+    assert_int_equal(parse(&c, err, sizeof err, "--tls-cert", "/a.pem"), -1);
     assert_non_null(strstr(err, "tls-key"));
     assert_int_equal(
-        parse(&c, err, sizeof err, "--tls-cert", "/a.pem", "--tls-key", "/k.pem", NULL), 0);
+        parse(&c, err, sizeof err, "--tls-cert", "/a.pem", "--tls-key", "/k.pem"), 0);
 }
 
 static void test_help(void **state)
@@ -181,23 +183,23 @@ static void test_help(void **state)
     char err[256];
     char path[128];
     snprintf(path, sizeof path, "%s/help.txt", g_dir);
-    fflush(stdout);
+    (void)fflush(stdout);
     int saved = dup(1);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     dup2(fileno(f), 1);
-    int rc = parse(&c, err, sizeof err, "--max-arms", "5", "--help", NULL);
-    fflush(stdout);
+    int rc = parse(&c, err, sizeof err, "--max-arms", "5", "--help");
+    assert_int_equal(fflush(stdout), 0);
     dup2(saved, 1);
     close(saved);
-    fclose(f);
+    assert_int_equal(fclose(f), 0);
     assert_int_equal(rc, 1);
     f = fopen(path, "r");
     assert_non_null(f);
     static char text[16384];
     size_t n = fread(text, 1, sizeof text - 1, f);
     text[n] = '\0';
-    fclose(f);
+    (void)fclose(f);
     for (size_t i = 0; config_option_name(i) != NULL; i++) {
         char flag[80];
         snprintf(flag, sizeof flag, "--%s", config_option_name(i));
@@ -223,7 +225,7 @@ static void test_man_page_covers_every_setting(void **state)
     static char text[1 << 17];
     size_t n = fread(text, 1, sizeof text - 1, f);
     text[n] = '\0';
-    fclose(f);
+    (void)fclose(f);
     for (size_t i = 0; config_option_name(i) != NULL; i++) {
         char flag[80];
         /* troff writes a literal hyphen as \- */

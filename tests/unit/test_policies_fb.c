@@ -378,11 +378,12 @@ static void test_phase_quotas_match_formulas(void **unused)
                 struct problem p = {.nb = 1, .k = {k}, .m = m, .budget = n};
                 for (size_t i = 0; i < k; i++)
                     p.mu[0][i] = 0.2 + 0.6 * (double)i / (double)k;
-                uint64_t t[32], counts[32];
+                uint64_t t[32];
                 size_t surv[32];
                 /* SR: K − m phases; the rejected arms hold n_1..n_{K−m}, the
                  * m survivors n_{K−m}. */
                 if (n > k) {
+                    uint64_t counts[32] = {0};
                     size_t np = sr_targets(k, m, n, t);
                     struct engine *e = drive("sr", &p, 7 + k + n, NULL, &o, NULL);
                     uint64_t plan = 0;
@@ -741,7 +742,7 @@ static void test_order_stats(void **unused)
     (void)unused;
     gsl_rng *r = gsl_rng_alloc(gsl_rng_taus2);
     struct stats_arm arms[64];
-    double sorted[64], scratch[64];
+    double sorted[64] = {0}, scratch[64];
     for (int trial = 0; trial < 2000; trial++) {
         size_t k = 2 + gsl_rng_uniform_int(r, 60);
         unsigned levels = 1 + (unsigned)gsl_rng_uniform_int(r, 8); /* many ties */
@@ -888,6 +889,7 @@ static void test_exploration_parameter(void **unused)
     assert_true(fabs(a_hat - 4.0 * 700 / h) < 1e-9 * a_hat);
     /* Pending pulls count in T: 100 pending per arm double it. */
     for (size_t i = 0; i < 4; i++)
+        // cppcheck-suppress unreadVariable ; read through ctx.arms (bandits[0] is arms)
         arms[i].pending = 100;
     w = sqrt(1.0 / 400);
     double h2 = 2 / pow(0.05 + w, 2) + 1 / pow(0.1 + w, 2) + 1 / pow(0.2 + w, 2);

@@ -74,7 +74,7 @@ static void test_gap_location(void **state)
     gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(g, 1);
     static const size_t ks[] = {2, 3, 5, 10, 33, 100, 1000};
-    double w[1000], s[1000];
+    double w[1000], s[1000] = {0};
     for (size_t t = 0; t < sizeof ks / sizeof ks[0]; t++) {
         size_t k = ks[t];
         for (int rep = 0; rep < 20; rep++) {
