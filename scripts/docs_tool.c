@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,8 @@ static void die(const char *fmt, ...)
 
 static void put(struct buf *b, const char *s, size_t n)
 {
+    if (n > SIZE_MAX / 4 - b->len) /* (len + n + 1) * 2 below must not wrap */
+        die("%s", "text too large");
     if (b->len + n + 1 > b->cap) {
         size_t ncap = (b->len + n + 1) * 2;
         char *p = realloc(b->s, ncap);
@@ -110,7 +113,7 @@ static char *read_file(const char *path)
     if (f == NULL)
         die("cannot open %s", path);
     char *s = read_all(f, path);
-    fclose(f);
+    (void)fclose(f);
     return s;
 }
 
