@@ -97,7 +97,9 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
     int bad = 0;
     for (size_t b = 0; b < nb; b++) {
         char field[64];
-        char defid[32]; /* bid may point here: it must outlive the else block */
+        /* bid may point here: it must outlive the else block */
+        // cppcheck-suppress variableScope
+        char defid[32];
         json_t *bj = json_array_get(bandits, b);
         json_t *arms = NULL;
         const char *bid = NULL;

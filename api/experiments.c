@@ -101,6 +101,7 @@ int api_experiments_list(struct api_req *r)
         limit = (size_t)v;
     }
     const char *after = api_req_query(r, "after");
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): sizeof *p for an array of pointers
     struct exp **page = calloc(limit + 1, sizeof *page);
     json_t *arr = json_array();
     if (page == NULL || arr == NULL) {

@@ -42,7 +42,7 @@
 #include "server/log.h"
 
 #define CHUNK_EVENTS 512        /* events read per store query */
-#define BUF_TARGET (48u * 1024) /* refill stops once this much is buffered */
+#define BUF_TARGET ((size_t)48 * 1024) /* refill stops once this much is buffered */
 
 enum fmt { FMT_NDJSON, FMT_CSV };
 
@@ -69,7 +69,7 @@ enum { NCOL = sizeof columns / sizeof columns[0] };
 static int put(struct export *e, const char *s, size_t n)
 {
     if (e->len + n + 1 > e->cap) {
-        size_t ncap = e->cap ? e->cap : 64 * 1024;
+        size_t ncap = e->cap ? e->cap : (size_t)64 * 1024;
         while (ncap < e->len + n + 1)
             ncap *= 2;
         char *nb = realloc(e->buf, ncap);

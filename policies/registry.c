@@ -11,7 +11,7 @@
 #undef POLICY
 
 static const struct policy_ops *const registry[] = {
-#define POLICY(sym) &sym,
+#define POLICY(sym) &(sym),
 #include "policies/list.h"
 #undef POLICY
     NULL,

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 
+// NOLINTNEXTLINE(readability-non-const-parameter): policy_ops.init's signature
 static int uniform_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     (void)ctx;

@@ -230,12 +230,12 @@ int main(int argc, char **argv)
     int bad = ferror(out);
     if (fclose(out) != 0 || bad) {
         perror(tmp);
-        remove(tmp);
+        (void)remove(tmp);
         return 1;
     }
     if (rename(tmp, argv[1]) != 0) {
         perror(argv[1]);
-        remove(tmp);
+        (void)remove(tmp);
         return 1;
     }
     for (size_t i = 0; i < n; i++)

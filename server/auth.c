@@ -82,7 +82,7 @@ static int hexval(char c)
 
 static int unhex(const char *hex, uint8_t out[DIGEST_LEN])
 {
-    if (hex == NULL || strlen(hex) != 2 * DIGEST_LEN)
+    if (hex == NULL || strlen(hex) != 2 * (size_t)DIGEST_LEN)
         return -1;
     for (size_t i = 0; i < DIGEST_LEN; i++) {
         int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
@@ -171,6 +171,7 @@ int auth_new_key(char *key, size_t len)
         got += (size_t)n;
     }
     char *o = key;
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result): a prefix; key[AUTH_KEY_LEN] ends it
     memcpy(o, "bd_", 3);
     o += 3;
     for (size_t i = 0; i < 33; i += 3) {

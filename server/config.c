@@ -251,7 +251,7 @@ static int read_file(struct config *c, const char *path, char *err, size_t errle
             rc = set(c, o, val, err, errlen);
         }
     }
-    fclose(f);
+    (void)fclose(f);
     return rc;
 }
 

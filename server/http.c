@@ -340,7 +340,7 @@ int api_reply_stream(struct api_req *r, unsigned status, const char *content_typ
     s->cls = cls;
     s->free_cls = free_cls;
     struct MHD_Response *resp =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, s, stream_free);
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, (size_t)64 * 1024, stream_read, s, stream_free);
     if (resp == NULL) {
         stream_free(s);
         return api_reply_problem(r, 503, "out of memory", NULL);
@@ -374,9 +374,9 @@ static int send_pending(struct api_req *r)
     return api_reply_json(r, r->pend_status, b);
 }
 
-void api_req_write_done(void *arg, int store_err)
+void api_req_write_done(void *req, int store_err)
 {
-    struct api_req *r = arg;
+    struct api_req *r = req;
     pthread_mutex_lock(&r->mu);
     r->write_done = 1;
     r->write_err = store_err;

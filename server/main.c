@@ -37,7 +37,7 @@ static char *slurp(const char *path)
             char *nb = realloc(buf, cap);
             if (nb == NULL) {
                 free(buf);
-                fclose(f);
+                (void)fclose(f);
                 return NULL;
             }
             buf = nb;
@@ -45,7 +45,7 @@ static char *slurp(const char *path)
         memcpy(buf + len, chunk, n);
         len += n;
     }
-    fclose(f);
+    (void)fclose(f);
     if (buf != NULL)
         buf[len] = '\0';
     return buf;
@@ -127,7 +127,7 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    (void)signal(SIGPIPE, SIG_IGN);
 
     ensure_parent_dir(cfg.db);
     struct store *st = store_open(cfg.db, cfg.sync, err, sizeof err);
@@ -195,7 +195,8 @@ int main(int argc, char **argv)
     metrics_start();
     http_set_ready(1);
     printf("listening on %s:%u\n", cfg.host, (unsigned)http_port(srv));
-    fflush(stdout);
+    if (fflush(stdout) != 0) /* whoever waits for this line will not see it */
+        log_warn("stdout: %s", strerror(errno));
     log_info("banditd serving %s on %s:%u (db %s, sync %s)", cert ? "HTTPS" : "HTTP", cfg.host,
              (unsigned)http_port(srv), cfg.db, cfg.sync == STORE_SYNC_FULL ? "full" : "normal");
 
@@ -211,7 +212,7 @@ int main(int argc, char **argv)
              (unsigned long long)ss.commits, (unsigned long long)ss.failed_commits,
              (unsigned long long)ss.writes,
              ss.commits ? (double)ss.writes / (double)ss.commits : 0.0,
-             ss.commits + ss.failed_commits
+             (ss.commits + ss.failed_commits) != 0
                  ? (double)ss.commit_us_total / (double)(ss.commits + ss.failed_commits)
                  : 0.0);
     auth_free();

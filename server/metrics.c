@@ -303,7 +303,7 @@ static void render_store(struct buf *b, struct store *st)
            "Time the writer spends per commit attempt (successful or failed).");
     put(b, "banditd_store_commit_duration_seconds_sum %.6f\n", (double)s.commit_us_total / 1e6);
     put(b, "banditd_store_commit_duration_seconds_count %llu\n",
-        (unsigned long long)(s.commits + s.failed_commits));
+        (unsigned long long)s.commits + s.failed_commits);
     header(b, "store_queue_depth", "gauge", "Submissions waiting for the writer.");
     put(b, "banditd_store_queue_depth %llu\n", (unsigned long long)s.queue_depth);
 }

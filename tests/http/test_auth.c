@@ -184,8 +184,8 @@ static int strict_route(const struct route *rt)
 
 static const char *route_body(const struct route *rt, int n)
 {
-    static char buf[128];
     if (strcmp(rt->method, "POST") == 0 && strcmp(rt->pattern, "/v1/experiments") == 0) {
+        static char buf[128];
         snprintf(buf, sizeof buf, "{\"id\":\"made-%d\",\"arms\":[\"a\",\"b\"]}", n);
         return buf;
     }
@@ -527,7 +527,7 @@ static void test_keys_cli_config(void **state)
     FILE *c = fopen(conf, "w");
     assert_non_null(c);
     fprintf(c, "db = %s\nmax-arms = 9\n", tdaemon_db_path(f->d));
-    fclose(c);
+    assert_int_equal(fclose(c), 0);
     const char *a[] = {"keys", "create", "--config", conf, "--scope", "read", NULL};
     assert_int_equal(tdaemon_cli(f->d, a, NULL, out, sizeof out, err, sizeof err), 0);
     const char *l[] = {"keys", "list", "--db", tdaemon_db_path(f->d), NULL};
@@ -618,7 +618,7 @@ static void test_tls_bad_setup(void **state)
     FILE *j = fopen(junk, "w");
     assert_non_null(j);
     fputs("not a key\n", j);
-    fclose(j);
+    assert_int_equal(fclose(j), 0);
     const char *bad[] = {"--tls-cert", cert, "--tls-key", junk, NULL};
     assert_int_equal(tdaemon_launch(f->d, bad, 0), 1000 + 1);
 }

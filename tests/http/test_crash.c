@@ -61,14 +61,12 @@ struct shared {
     pthread_mutex_t mu;
     struct record *recs;
     size_t nrecs;
-    long transport_errors;
     long other_status; /* non-2xx answers other than 503 */
 };
 
 struct worker {
     struct shared *sh;
     struct trng rng;
-    int stop_on_error;
 };
 
 static int64_t seq_of(const char *id)

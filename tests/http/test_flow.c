@@ -117,8 +117,13 @@ static void test_adapt_stops_on_best_arm(void **state)
      * (for the figures in the issue's note, with the optimised build). */
     size_t nseeds = 8;
     const char *env = getenv("BANDITD_FLOW_SEEDS");
-    if (env != NULL && atoi(env) > 0)
-        nseeds = (size_t)atoi(env);
+    if (env != NULL) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (end == env || *end != '\0' || v <= 0 || v > 10000)
+            fail_msg("BANDITD_FLOW_SEEDS=%s: a number of seeds, 1 to 10000", env);
+        nseeds = (size_t)v;
+    }
     long long total = 0, lo = -1, hi = -1;
     long long *all = calloc(nseeds, sizeof *all);
     assert_non_null(all);
@@ -147,8 +152,8 @@ static void test_adapt_stops_on_best_arm(void **state)
             all[j] = all[j - 1];
             all[j - 1] = t;
         }
-    double median = nseeds % 2 ? (double)all[nseeds / 2]
-                               : (double)(all[nseeds / 2 - 1] + all[nseeds / 2]) / 2;
+    size_t mid = nseeds / 2;
+    double median = nseeds % 2 ? (double)all[mid] : (double)(all[mid - 1] + all[mid]) / 2;
     printf("# pulls to stop: mean %.1f, median %.1f, min %lld, max %lld over %zu seeds\n",
            (double)total / (double)nseeds, median, lo, hi, nseeds);
     free(all);

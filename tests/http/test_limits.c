@@ -35,7 +35,7 @@ static void start_with_config(struct tdaemon *d, const char *text, const char *c
     FILE *c = fopen(conf, "w");
     assert_non_null(c);
     fputs(text, c);
-    fclose(c);
+    assert_int_equal(fclose(c), 0);
     const char *args[16] = {"--config", conf};
     size_t n = 2;
     for (size_t i = 0; extra != NULL && extra[i] != NULL && n < 15; i++)
@@ -148,6 +148,7 @@ static void test_body_size(void **state)
         char chunk[1100];
         int l = snprintf(chunk, sizeof chunk, "400\r\n");
         memset(chunk + l, ' ', 1024);
+        // NOLINTNEXTLINE(bugprone-not-null-terminated-result): bytes for send_all, not a string
         memcpy(chunk + l + 1024, "\r\n", 2);
         send_all(fd, chunk, (size_t)l + 1026);
     }

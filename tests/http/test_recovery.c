@@ -442,11 +442,11 @@ static void test_kill9_loses_no_acknowledged_reward(void **state)
 
     assert_int_equal(tdaemon_restart(d), 0);
     json_t *st = texp_status(d, "k9");
-    long long pulls = tjson_int(st, "pulls");
+    long long n_pulls = tjson_int(st, "pulls");
     /* Every acknowledged reward is there; at most the unanswered ones in
      * flight were added besides. */
-    assert_true(pulls >= acked);
-    assert_true(pulls <= sent);
+    assert_true(n_pulls >= acked);
+    assert_true(n_pulls <= sent);
     assert_int_equal(tjson_int(st, "pulls") + tjson_int(st, "pending"), NASSIGN);
     json_decref(st);
     /* Each acknowledged reward is on disk: sending it again is a duplicate;
