@@ -268,7 +268,7 @@ bench: bench-deps
 
 # Being rewritten on open branches (`repro`: the simulator; `stats`: the
 # bounds and fixed-confidence helpers): neither formatted nor given to
-# clang-tidy here until they land (cppcheck passes them already), so that
+# clang-tidy here until they land (cppcheck checks them, less CPPCHECK_PENDING), so that
 # `make format` makes no conflict with them. The integrator then empties this
 # list and runs `make format lint`.
 LINT_PENDING := sim/sim.c sim/main.c sim/sim.h tests/unit/test_sim.c tests/unit/test_sim_cli.c \
@@ -285,9 +285,15 @@ LINT_SRC := $(filter-out $(LINT_PENDING),$(C_SRC))
 TIDY_CONFIGS := $(wildcard .clang-tidy */.clang-tidy)
 # The build's own flags, less what is for gcc's object files.
 TIDY_FLAGS = $(filter-out -Werror -MMD -MP -g -O%,$(CFLAGS))
+# The two findings in LINT_PENDING files, to be fixed when their branch
+# lands (then delete this line): stats.c:837 log(1 + x) -> log1p(x);
+# test_engine.c:417 `want` can be a static const array.
+CPPCHECK_PENDING := --suppress=unpreciseMathCall:policies/stats.c \
+                    --suppress=constVariable:tests/unit/test_engine.c
 CPPCHECK_FLAGS := --quiet --error-exitcode=1 --enable=style,warning,performance,portability \
                   --inline-suppr --suppress=missingIncludeSystem -I. \
-                  --library=scripts/lint/jansson.cfg --library=scripts/lint/cmocka.cfg
+                  --library=scripts/lint/jansson.cfg --library=scripts/lint/cmocka.cfg \
+                  $(CPPCHECK_PENDING)
 
 .PHONY: lint-deps lint-cppcheck lint-tidy
 
