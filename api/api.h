@@ -73,8 +73,8 @@ int api_reply_raw(struct api_req *r, unsigned status, const char *content_type, 
                   size_t len);
 /* Reply from a buffer that outlives the server (embedded assets): sent
  * without a copy, never freed. */
-int api_reply_static(struct api_req *r, unsigned status, const char *content_type,
-                     const void *body, size_t len);
+int api_reply_static(struct api_req *r, unsigned status, const char *content_type, const void *body,
+                     size_t len);
 /* Empty reply (204, 304). */
 int api_reply_empty(struct api_req *r, unsigned status);
 /* Streamed reply: reader(cls, pos, buf, max) as MHD's content reader; free

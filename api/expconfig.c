@@ -250,9 +250,9 @@ static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_
             if (!ok || spec->type == POLICY_PARAM_ENUM ||
                 policy_param_check(spec, out, err, sizeof err) != 0) {
                 add_error(errors, field, "%s",
-                          !ok                                ? "must be a finite number"
+                          !ok                               ? "must be a finite number"
                           : spec->type == POLICY_PARAM_ENUM ? "must be a string choice"
-                                                             : err);
+                                                            : err);
                 bad = 1;
                 continue;
             }
@@ -262,8 +262,8 @@ static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_
     return bad;
 }
 
-static const char *const stop_rules[] = {"delta_c", "glr", "policy", "rho", "glr-heuristic",
-                                         "none", NULL};
+static const char *const stop_rules[] = {"delta_c",       "glr",  "policy", "rho",
+                                         "glr-heuristic", "none", NULL};
 static const enum engine_stop_rule stop_rule_values[] = {
     ENGINE_RULE_DELTA_C, ENGINE_RULE_GLR,           ENGINE_RULE_POLICY,
     ENGINE_RULE_RHO,     ENGINE_RULE_GLR_HEURISTIC, ENGINE_RULE_NONE};
@@ -279,7 +279,8 @@ static int normalise(struct exp_config *c, json_t *stop_rule, const char *bound,
         json_t *arms = json_array();
         for (size_t i = 0; i < c->n_arms[b]; i++)
             json_array_append_new(arms, json_string(c->arm_names[b][i]));
-        json_array_append_new(bandits, json_pack("{s:s,s:o}", "id", c->bandit_ids[b], "arms", arms));
+        json_array_append_new(bandits,
+                              json_pack("{s:s,s:o}", "id", c->bandit_ids[b], "arms", arms));
     }
     const struct engine_config *e = &c->engine;
     double range = c->reward_max - c->reward_min;
@@ -320,12 +321,11 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
         add_error(errors, "", "the body must be a JSON object");
         return 1;
     }
-    static const char *const keys[] = {"id",          "name",        "policy",
-                                       "goal",        "reward",      "bandits",
-                                       "arms",        "assignment_ttl_s", "seed",
-                                       "stop_rule",   "bound",       "tau",
-                                       "target_arm",  "default_reward", "constraints",
-                                       "prior",       NULL};
+    static const char *const keys[] = {
+        "id",      "name", "policy",           "goal",           "reward",
+        "bandits", "arms", "assignment_ttl_s", "seed",           "stop_rule",
+        "bound",   "tau",  "target_arm",       "default_reward", "constraints",
+        "prior",   NULL};
     if (api_json_unknown_keys(body, keys, "", errors))
         bad = 1;
 
@@ -481,7 +481,8 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
     if ((v = json_object_get(body, "assignment_ttl_s")) != NULL) {
         if (!json_is_integer(v) || json_integer_value(v) < 1 ||
             json_integer_value(v) > 10LL * 366 * 86400) {
-            add_error(errors, "assignment_ttl_s", "must be an integer from 1 to 316224000 (10 years)");
+            add_error(errors, "assignment_ttl_s",
+                      "must be an integer from 1 to 316224000 (10 years)");
             bad = 1;
         } else {
             c->ttl_s = json_integer_value(v);
@@ -634,10 +635,11 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
         json_t *ctl = json_object_get(constraints, "control");
         if (ctl != NULL && !json_is_null(ctl)) {
             static const char *const tkeys[] = {"arm", "share", NULL};
-            if (!json_is_object(ctl) || api_json_unknown_keys(ctl, tkeys, "constraints.control",
-                                                               errors)) {
+            if (!json_is_object(ctl) ||
+                api_json_unknown_keys(ctl, tkeys, "constraints.control", errors)) {
                 if (!json_is_object(ctl))
-                    add_error(errors, "constraints.control", "must be an object {\"arm\", \"share\"}");
+                    add_error(errors, "constraints.control",
+                              "must be an object {\"arm\", \"share\"}");
                 return 1;
             }
             const char *arm = json_string_value(json_object_get(ctl, "arm"));

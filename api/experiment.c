@@ -43,7 +43,7 @@ struct exp_data {
     size_t hlen, hcap;
     uint64_t hstride, hnext;
     unsigned char *scratch; /* kmax entries */
-    int need_reset; /* next submission clears the store's failure mark */
+    int need_reset;         /* next submission clears the store's failure mark */
 };
 
 struct exp {
@@ -54,11 +54,11 @@ struct exp {
     pthread_mutex_t mu;
     pthread_cond_t idle; /* signalled when inflight drops to 0 (with mu) */
     atomic_int refs;
-    atomic_int stale;  /* a write failed: reload before the next request */
-    atomic_uint gen;   /* increments at each reload */
-    int inflight;      /* submissions queued whose on_commit has not run (mu) */
-    int deleting;      /* a delete is queued: requests see the experiment gone (mu) */
-    int deleted;       /* the delete committed (mu) */
+    atomic_int stale; /* a write failed: reload before the next request */
+    atomic_uint gen;  /* increments at each reload */
+    int inflight;     /* submissions queued whose on_commit has not run (mu) */
+    int deleting;     /* a delete is queued: requests see the experiment gone (mu) */
+    int deleted;      /* the delete committed (mu) */
     atomic_int visible;
     struct exp_config cfg;
     char *config_text; /* cfg.json serialised, as stored */
@@ -842,7 +842,8 @@ int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *un
     a->outcome_committed = 1; /* no outcome yet */
     op->ev.bandit = a->bandit;
     op->ev.arm = a->arm;
-    op->ev.flags = (pull.exploit ? STORE_AF_EXPLOIT : 0) | (bandit >= 0 ? STORE_AF_BANDIT_GIVEN : 0);
+    op->ev.flags =
+        (pull.exploit ? STORE_AF_EXPLOIT : 0) | (bandit >= 0 ? STORE_AF_BANDIT_GIVEN : 0);
     op->ev.expires_ms = a->expires_ms;
     op->ev.unit = batch_str(b, unit);
     tab_insert(d, a);
@@ -1034,8 +1035,8 @@ static void expire_due(struct exp *x, struct exp_batch *b, int64_t now)
             if (a->expires_ms > now)
                 break;
             if (grow((void **)&b->ops, &b->cap, b->n + 1, sizeof *b->ops) != 0 ||
-                grow((void **)&b->outcome_seqs, &b->capoutcome, b->noutcome + 1,
-                     sizeof(int64_t)) != 0)
+                grow((void **)&b->outcome_seqs, &b->capoutcome, b->noutcome + 1, sizeof(int64_t)) !=
+                    0)
                 break; /* try again at the next sweep */
             struct store_op *op;
             if (x->cfg.has_default_reward) {

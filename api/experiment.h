@@ -52,11 +52,11 @@ struct exp_assignment {
     int64_t created_ms;
     int32_t bandit;
     int32_t arm;
-    double value;      /* reward (user units) once rewarded/expired with default */
-    uint8_t status;    /* enum exp_astatus */
-    uint8_t committed; /* the ASSIGN event is on disk */
+    double value;              /* reward (user units) once rewarded/expired with default */
+    uint8_t status;            /* enum exp_astatus */
+    uint8_t committed;         /* the ASSIGN event is on disk */
     uint8_t outcome_committed; /* the outcome event (if any) is on disk */
-    char *unit;        /* owned; NULL when none */
+    char *unit;                /* owned; NULL when none */
 };
 
 /* Limits (configurable by the daemon's flags). */
@@ -73,27 +73,27 @@ struct exp_limits {
 /* The parsed, validated configuration of an experiment. */
 struct exp_config {
     char id[EXP_ID_MAX + 1];
-    char *name;                /* owned */
+    char *name; /* owned */
     const struct policy_ops *policy;
-    json_t *policy_params;     /* owned reference: as given (object) */
+    json_t *policy_params; /* owned reference: as given (object) */
     double reward_min, reward_max;
     int64_t ttl_s;
     int has_default_reward;
     double default_reward;
     size_t n_bandits;
-    char **bandit_ids;   /* owned */
-    size_t *n_arms;      /* owned */
-    char ***arm_names;   /* owned: arm_names[b][i] */
-    int *control_arm;    /* owned; per bandit or NULL */
+    char **bandit_ids;           /* owned */
+    size_t *n_arms;              /* owned */
+    char ***arm_names;           /* owned: arm_names[b][i] */
+    int *control_arm;            /* owned; per bandit or NULL */
     struct engine_config engine; /* n_arms and control_arm point into this struct */
-    json_t *json;        /* owned: the normalised configuration (stored, returned) */
+    json_t *json;                /* owned: the normalised configuration (stored, returned) */
 };
 
 struct exp_history_point {
     uint64_t pulls;
     int64_t ts_ms;
-    float *delta_c; /* per bandit */
-    float *rho;     /* per bandit */
+    float *delta_c;      /* per bandit */
+    float *rho;          /* per bandit */
     uint32_t *arm_pulls; /* all arms, bandit after bandit */
 };
 
@@ -134,20 +134,19 @@ void exp_config_free(struct exp_config *cfg);
 
 enum exp_err {
     EXP_OK = 0,
-    EXP_ERR_EXISTS = 1,   /* id taken */
-    EXP_ERR_LIMIT = 2,    /* too many experiments */
-    EXP_ERR_STORE = 3,    /* store rejected the write; see *store_err */
+    EXP_ERR_EXISTS = 1, /* id taken */
+    EXP_ERR_LIMIT = 2,  /* too many experiments */
+    EXP_ERR_STORE = 3,  /* store rejected the write; see *store_err */
     EXP_ERR_NOMEM = 4,
-    EXP_ERR_GONE = 5,     /* deleted meanwhile */
+    EXP_ERR_GONE = 5, /* deleted meanwhile */
     EXP_ERR_INTERNAL = 6,
 };
 
 /* Create and register experiment cfg (consumed: ownership moves in, also on
  * failure). The id is reserved at once (a concurrent create of the same id
- * gets EXP_ERR_EXISTS, one beyond max_experiments EXP_ERR_LIMIT) but the experiment stays invisible to exp_get until
- * its configuration is committed; done(arg, store_err) runs on the writer
- * thread after that commit (or failure, which unregisters it). On EXP_OK,
- * *out is a new reference. */
+ * gets EXP_ERR_EXISTS, one beyond max_experiments EXP_ERR_LIMIT) but the experiment stays invisible
+ * to exp_get until its configuration is committed; done(arg, store_err) runs on the writer thread
+ * after that commit (or failure, which unregisters it). On EXP_OK, *out is a new reference. */
 int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp **out);
 
 /* --- under the experiment's lock -------------------------------------------- */
@@ -168,8 +167,8 @@ struct engine *exp_engine(struct exp *x);
 enum exp_state exp_get_state(const struct exp *x);
 int64_t exp_created_ms(const struct exp *x);
 int64_t exp_rowid(const struct exp *x);
-int64_t exp_last_seq(const struct exp *x);   /* events applied so far */
-uint64_t exp_version(const struct exp *x);   /* changes whenever status may change */
+int64_t exp_last_seq(const struct exp *x); /* events applied so far */
+uint64_t exp_version(const struct exp *x); /* changes whenever status may change */
 const char *exp_id(const struct exp *x);
 
 /* Bandit index by id, −1 if none. Arm index by name within bandit b. */
@@ -193,7 +192,7 @@ int64_t exp_parse_assignment_id(const struct exp *x, const char *id);
 struct exp_batch {
     struct store_op *ops; /* owned by the batch */
     size_t n, cap;
-    char **strings;       /* owned copies the ops point to */
+    char **strings; /* owned copies the ops point to */
     size_t nstr, capstr;
     int64_t *assign_seqs; /* assignments created by this batch */
     size_t nassign, capassign;
@@ -207,8 +206,8 @@ void exp_batch_free(struct exp_batch *b);
 /* Hand out an assignment. bandit < 0: the policy chooses. unit may be NULL.
  * Fills *out (borrowed pointer into the table, valid while locked).
  * Returns EXP_OK, EXP_ERR_LIMIT (too many pending), EXP_ERR_NOMEM. */
-int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *unit,
-                  int64_t now_ms, const struct exp_assignment **out);
+int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *unit, int64_t now_ms,
+                  const struct exp_assignment **out);
 
 /* The assignment of a sticky unit, if any (memory, then disk). Returns 1
  * and fills *out (a copy; out->unit is NULL), 0 if none, −1 on store error. */

@@ -161,9 +161,9 @@ int api_experiments_patch(struct api_req *r)
         api_exp_unlock(x);
         if (rc == EXP_ERR_NOMEM)
             return api_reply_problem(r, 503, "out of memory", NULL);
-        return api_reply_problem(r, 409, "the experiment has stopped; a stop is final",
-                                 json_pack("[{s:s,s:s}]", "field", "state", "message",
-                                           "cannot leave \"stopped\""));
+        return api_reply_problem(
+            r, 409, "the experiment has stopped; a stop is final",
+            json_pack("[{s:s,s:s}]", "field", "state", "message", "cannot leave \"stopped\""));
     }
     json_t *j = api_experiment_json(x);
     if (b->n == 0) {

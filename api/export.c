@@ -41,12 +41,13 @@
 #include "api/jsonutil.h"
 #include "server/log.h"
 
-#define CHUNK_EVENTS 512        /* events read per store query */
+#define CHUNK_EVENTS 512               /* events read per store query */
 #define BUF_TARGET ((size_t)48 * 1024) /* refill stops once this much is buffered */
 
 enum fmt { FMT_NDJSON, FMT_CSV };
 
-struct export {
+struct export
+{
     struct exp *x; /* reference held until the stream ends */
     char id[EXP_ID_MAX + 1];
     int64_t rowid;
@@ -59,9 +60,9 @@ struct export {
     size_t len, off, cap;
 };
 
-static const char *const columns[] = {"kind",   "seq",         "assignment_id", "time",
-                                      "unit",   "bandit",      "arm",           "exploit",
-                                      "reward", "status",      "reward_time"};
+static const char *const columns[] = {"kind",   "seq",    "assignment_id", "time",
+                                      "unit",   "bandit", "arm",           "exploit",
+                                      "reward", "status", "reward_time"};
 enum { NCOL = sizeof columns / sizeof columns[0] };
 
 /* --- output buffer ----------------------------------------------------------- */
@@ -362,8 +363,7 @@ int api_export_get(struct api_req *r)
     snprintf(disp, sizeof disp, "attachment; filename=\"%s.%s\"", e->id,
              fmt == FMT_CSV ? "csv" : "ndjson");
     api_reply_header(r, "Content-Disposition", disp);
-    return api_reply_stream(r, 200,
-                            fmt == FMT_CSV ? "text/csv; charset=utf-8; header=present"
-                                           : "application/x-ndjson",
-                            export_read, e, export_free);
+    return api_reply_stream(
+        r, 200, fmt == FMT_CSV ? "text/csv; charset=utf-8; header=present" : "application/x-ndjson",
+        export_read, e, export_free);
 }

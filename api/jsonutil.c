@@ -23,8 +23,8 @@ int api_json_unknown_keys(json_t *obj, const char *const *allowed, const char *p
             continue;
         char field[256];
         snprintf(field, sizeof field, "%s%s%s", prefix, prefix[0] ? "." : "", key);
-        json_array_append_new(errors, json_pack("{s:s,s:s}", "field", field, "message",
-                                                "unknown field"));
+        json_array_append_new(errors,
+                              json_pack("{s:s,s:s}", "field", field, "message", "unknown field"));
         unknown++;
     }
     return unknown;

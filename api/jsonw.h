@@ -23,7 +23,7 @@
 #define JW_INLINE 1024
 
 struct jw {
-    char *p;        /* inline or heap */
+    char *p; /* inline or heap */
     size_t n, cap;
     int oom;
     char inl[JW_INLINE];

@@ -103,8 +103,8 @@ int api_parse_assignment(json_t *body, const struct exp_config *cfg, size_t max_
 /* The items of a single-or-batch body: {"<one's fields>"} or {"<key>": [...]}.
  * Returns 0 with *arr (borrowed: the list, or NULL for the single form), 1
  * (invalid) or −1. */
-static int items_of(json_t *body, const char *key, const char *const *item_keys,
-                    size_t max_batch, json_t **arr, json_t *errors, char *detail)
+static int items_of(json_t *body, const char *key, const char *const *item_keys, size_t max_batch,
+                    json_t **arr, json_t *errors, char *detail)
 {
     *arr = NULL;
     if (!json_is_object(body))
@@ -197,8 +197,7 @@ int api_parse_rewards(json_t *body, const struct exp_config *cfg, size_t max_bat
             item_field(field, sizeof field, *batch, "rewards", i, "assignment_id");
             add(errors, field, "must be an assignment id (string)");
         }
-        check_reward(cfg, json_object_get(o, "reward"), *batch, "rewards", i, errors,
-                     &it[i].value);
+        check_reward(cfg, json_object_get(o, "reward"), *batch, "rewards", i, errors, &it[i].value);
     }
     if (json_array_size(errors) > 0) {
         free(it);
@@ -289,7 +288,6 @@ int api_parse_patch(json_t *body, enum exp_state *state, json_t *errors, char *d
     else if (st != NULL && strcmp(st, "stopped") == 0)
         *state = EXP_STOPPED;
     else
-        return invalid(errors, detail, "state",
-                       "must be \"running\", \"paused\" or \"stopped\"");
+        return invalid(errors, detail, "state", "must be \"running\", \"paused\" or \"stopped\"");
     return 0;
 }

@@ -44,8 +44,8 @@ json_t *api_problem(unsigned status, const char *detail, json_t *errors)
         snprintf(type, sizeof type, "urn:banditd:problem:validation");
         slug_title = "Validation failed";
     }
-    json_t *p = json_pack("{s:s,s:s,s:i}", "type", type, "title", slug_title, "status",
-                          (json_int_t)status);
+    json_t *p =
+        json_pack("{s:s,s:s,s:i}", "type", type, "title", slug_title, "status", (json_int_t)status);
     if (p == NULL) {
         json_decref(errors);
         return NULL;
@@ -79,16 +79,13 @@ int api_reply_store_error(struct api_req *r, int store_err)
 {
     switch (store_err) {
     case STORE_ERR_FULL:
-        return api_reply_problem(r, 503,
-                                 "storage is full or read-only; nothing was recorded, retry later",
-                                 NULL);
+        return api_reply_problem(
+            r, 503, "storage is full or read-only; nothing was recorded, retry later", NULL);
     case STORE_ERR_CLOSED:
-        return api_reply_problem(r, 503, "the server is shutting down; nothing was recorded",
-                                 NULL);
+        return api_reply_problem(r, 503, "the server is shutting down; nothing was recorded", NULL);
     case STORE_ERR_NOMEM:
         return api_reply_problem(r, 503, "out of memory; nothing was recorded", NULL);
     default:
-        return api_reply_problem(r, 503, "storage error; nothing was recorded, retry later",
-                                 NULL);
+        return api_reply_problem(r, 503, "storage error; nothing was recorded, retry later", NULL);
     }
 }

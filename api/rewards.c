@@ -77,17 +77,16 @@ int api_rewards_create(struct api_req *r)
     for (size_t i = 0; i < n; i++) {
         const char *aid = items[i].assignment_id;
         int64_t seq = exp_parse_assignment_id(x, aid);
-        enum exp_reward_status st = seq < 0 ? EXP_R_UNKNOWN
-                                            : exp_ev_reward(x, b, seq, items[i].value,
-                                                            api_req_now_ms(r));
+        enum exp_reward_status st =
+            seq < 0 ? EXP_R_UNKNOWN : exp_ev_reward(x, b, seq, items[i].value, api_req_now_ms(r));
         metrics_reward(st);
         if (!batch && st == EXP_R_UNKNOWN) {
             api_exp_unlock(x);
             free(items);
             jw_free(&items_w);
-            return api_reply_problem(r, 404, "no such assignment in this experiment",
-                                     json_pack("[{s:s,s:s}]", "field", "assignment_id",
-                                               "message", "unknown"));
+            return api_reply_problem(
+                r, 404, "no such assignment in this experiment",
+                json_pack("[{s:s,s:s}]", "field", "assignment_id", "message", "unknown"));
         }
         /* EXP_R_ERROR: a storage read failed; what was applied so far is
          * still written and reported. */
@@ -128,9 +127,8 @@ int api_observations_create(struct api_req *r)
     struct api_observation_item *items = NULL;
     size_t n = 0;
     char detail[API_DETAIL_MAX];
-    int rc = errors != NULL ? api_parse_observations(body, exp_cfg(x),
-                                                     exp_limits_get()->max_batch, &items, &n,
-                                                     errors, detail)
+    int rc = errors != NULL ? api_parse_observations(body, exp_cfg(x), exp_limits_get()->max_batch,
+                                                     &items, &n, errors, detail)
                             : -1;
     if (rc != 0) {
         exp_put(x);

@@ -84,13 +84,12 @@ int api_status_get(struct api_req *r)
     json_t *j = json_pack(
         "{s:s,s:s,s:b,s:o,s:I,s:I,s:I,s:o,s:s,s:I,s:f,s:f,s:I,s:I,s:o}", "id", exp_id(x), "state",
         api_state_name(x), "stopped", engine_stopped(e), "stop_reason",
-        reason ? json_string(reason) : json_null(), "pulls", (json_int_t)engine_pulls(e),
-        "pending", (json_int_t)engine_pending(e), "handed_out", (json_int_t)engine_handed_out(e),
-        "budget", c->engine.budget ? json_integer((json_int_t)c->engine.budget) : json_null(),
-        "policy", c->policy->name, "m", (json_int_t)c->engine.m, "delta", c->engine.delta,
-        "epsilon", c->engine.epsilon * exp_range(x), "bandits_done",
-        (json_int_t)engine_bandits_done(e), "bandits_total", (json_int_t)c->n_bandits, "bandits",
-        bandits);
+        reason ? json_string(reason) : json_null(), "pulls", (json_int_t)engine_pulls(e), "pending",
+        (json_int_t)engine_pending(e), "handed_out", (json_int_t)engine_handed_out(e), "budget",
+        c->engine.budget ? json_integer((json_int_t)c->engine.budget) : json_null(), "policy",
+        c->policy->name, "m", (json_int_t)c->engine.m, "delta", c->engine.delta, "epsilon",
+        c->engine.epsilon * exp_range(x), "bandits_done", (json_int_t)engine_bandits_done(e),
+        "bandits_total", (json_int_t)c->n_bandits, "bandits", bandits);
     api_exp_unlock(x);
     api_reply_header(r, "ETag", etag);
     return api_reply_json(r, 200, j);

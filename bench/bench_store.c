@@ -92,8 +92,8 @@ static void run(const char *dir, enum store_sync sync, int mode, long n)
         exit(1);
     }
     {
-        struct store_op c = {.kind = STORE_OP_EXP_CREATE, .id = "bench", .config_json = "{}",
-                             .rowid_out = &exp};
+        struct store_op c = {
+            .kind = STORE_OP_EXP_CREATE, .id = "bench", .config_json = "{}", .rowid_out = &exp};
         store_write_sync(s, &c, 1);
     }
     for (long i = 0; i < n; i++)
@@ -123,12 +123,15 @@ static void run(const char *dir, enum store_sync sync, int mode, long n)
     dt = now_s() - t0;
     errors += d.errors;
     store_get_stats(s, &st);
-    printf("%-6s %-10s %8ld inserts %7.3f s %10.0f inserts/s  %6.1f per commit  %7.1f us/commit%s\n",
-           sync == STORE_SYNC_FULL ? "FULL" : "NORMAL",
-           mode == 1 ? "1/commit" : mode == 64 ? "64/commit" : "stream", n, dt, (double)n / dt,
-           (double)st.writes / (double)(st.commits ? st.commits : 1),
-           (double)st.commit_us_total / (double)(st.commits ? st.commits : 1),
-           errors ? "  ERRORS" : "");
+    printf(
+        "%-6s %-10s %8ld inserts %7.3f s %10.0f inserts/s  %6.1f per commit  %7.1f us/commit%s\n",
+        sync == STORE_SYNC_FULL ? "FULL" : "NORMAL",
+        mode == 1    ? "1/commit"
+        : mode == 64 ? "64/commit"
+                     : "stream",
+        n, dt, (double)n / dt, (double)st.writes / (double)(st.commits ? st.commits : 1),
+        (double)st.commit_us_total / (double)(st.commits ? st.commits : 1),
+        errors ? "  ERRORS" : "");
     store_close(s);
     (void)unlink(path);
     pthread_cond_destroy(&d.cv);

@@ -251,8 +251,8 @@ static void *fill_main(void *arg)
         long st = http(c, f->port, "POST", path, body, &j);
         if (st != 201)
             f->failed = 1;
-        const char *id = json_string_value(json_object_get(
-            json_array_get(json_object_get(j, "assignments"), 0), "id"));
+        const char *id = json_string_value(
+            json_object_get(json_array_get(json_object_get(j, "assignments"), 0), "id"));
         if (id != NULL && f->token[0] == '\0')
             snprintf(f->token, sizeof f->token, "%.8s", id);
         json_decref(j);
@@ -321,9 +321,10 @@ static struct result run_wrk(const struct opts *o, unsigned conns, const char *s
 {
     struct result r = {0};
     char cmd[1024], line[512];
-    snprintf(cmd, sizeof cmd, "wrk -t%d -c%u -d%us --latency -s %s/%s http://127.0.0.1:%u%s%s%s 2>&1",
-             WRK_THREADS, conns, o->duration, o->scripts, script, port, path,
-             args ? " -- " : "", args ? args : "");
+    snprintf(cmd, sizeof cmd,
+             "wrk -t%d -c%u -d%us --latency -s %s/%s http://127.0.0.1:%u%s%s%s 2>&1", WRK_THREADS,
+             conns, o->duration, o->scripts, script, port, path, args ? " -- " : "",
+             args ? args : "");
     FILE *p = popen(cmd, "r");
     if (p == NULL)
         return r;
@@ -365,10 +366,10 @@ static struct result run_wrk(const struct opts *o, unsigned conns, const char *s
 struct row {
     const char *what;
     unsigned conns;
-    double rps, p50, p99;         /* the daemon: medians over runs */
-    double c_rps, c_p50, c_p99;   /* the ceiling: medians over runs */
-    double r_rps, r_p50, r_p99;   /* medians of the per-pair ratios */
-    long errors;                  /* non-2xx and socket errors, all runs */
+    double rps, p50, p99;       /* the daemon: medians over runs */
+    double c_rps, c_p50, c_p99; /* the ceiling: medians over runs */
+    double r_rps, r_p50, r_p99; /* medians of the per-pair ratios */
+    long errors;                /* non-2xx and socket errors, all runs */
 };
 
 static int cmp_d(const void *a, const void *b)
@@ -434,7 +435,8 @@ static void print_rows(FILE *f, const struct row *rows, size_t n)
     emit(f, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (size_t i = 0; i < n; i++) {
         const struct row *w = &rows[i];
-        emit(f, "| %s | %u | %.0f | %.2f | %.2f | %ld | %.0f | %.2f / %.2f | %.0f%% | %.2f | %.2f |\n",
+        emit(f,
+             "| %s | %u | %.0f | %.2f | %.2f | %ld | %.0f | %.2f / %.2f | %.0f%% | %.2f | %.2f |\n",
              w->what, w->conns, w->rps, w->p50, w->p99, w->errors, w->c_rps, w->c_p50, w->c_p99,
              100 * w->r_rps, w->r_p50, w->r_p99);
     }
@@ -450,8 +452,9 @@ static int check_targets(FILE *f, const struct row *rows, size_t n)
             continue;
         double want = strncmp(w->what, "observations", 12) == 0 ? 0.40 : 0.45;
         int ok = w->r_rps >= want && w->p99 <= 10.0 && w->errors == 0;
-        emit(f, "- %s at 64 connections: %.0f%% of the ceiling (target ≥ %.0f%%), p99 %.2f ms "
-                "(target ≤ 10), %ld non-2xx: **%s**\n",
+        emit(f,
+             "- %s at 64 connections: %.0f%% of the ceiling (target ≥ %.0f%%), p99 %.2f ms "
+             "(target ≤ 10), %ld non-2xx: **%s**\n",
              w->what, 100 * w->r_rps, 100 * want, w->p99, w->errors, ok ? "met" : "missed");
         misses += !ok;
     }
@@ -507,8 +510,8 @@ static int prepare_rewards(CURL *c, unsigned port, const char *prefix, size_t n,
 
 static int throughput(const struct opts *o)
 {
-    char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], dbn[256], log1[256], log2[256],
-         log3[256], thr[16];
+    char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], dbn[256], log1[256], log2[256], log3[256],
+         thr[16];
     char load0[64], load1[64];
     struct proc bare = {0}, d = {0}, dn = {0};
     struct row rows[MAX_CONNS * 5 + 2];
@@ -526,12 +529,28 @@ static int throughput(const struct opts *o)
     snprintf(log2, sizeof log2, "%s/banditd.log", dir);
     snprintf(log3, sizeof log3, "%s/banditd-normal.log", dir);
     snprintf(thr, sizeof thr, "%u", o->threads);
-    char *bare_argv[] = {mut(o->bare), mut("--listen"), mut("127.0.0.1:0"), mut("--threads"),
-                         thr, NULL};
-    char *d_argv[] = {mut(o->daemon), mut("--listen"), mut("127.0.0.1:0"), mut("--db"), db,
-                      mut("--threads"), thr, mut("--sync"), mut(o->sync), NULL};
-    char *n_argv[] = {mut(o->daemon), mut("--listen"), mut("127.0.0.1:0"), mut("--db"), dbn,
-                      mut("--threads"), thr, mut("--sync"), mut("normal"), NULL};
+    char *bare_argv[] = {mut(o->bare), mut("--listen"), mut("127.0.0.1:0"), mut("--threads"), thr,
+                         NULL};
+    char *d_argv[] = {mut(o->daemon),
+                      mut("--listen"),
+                      mut("127.0.0.1:0"),
+                      mut("--db"),
+                      db,
+                      mut("--threads"),
+                      thr,
+                      mut("--sync"),
+                      mut(o->sync),
+                      NULL};
+    char *n_argv[] = {mut(o->daemon),
+                      mut("--listen"),
+                      mut("127.0.0.1:0"),
+                      mut("--db"),
+                      dbn,
+                      mut("--threads"),
+                      thr,
+                      mut("--sync"),
+                      mut("normal"),
+                      NULL};
     int normal_too = o->sync_normal_too && strcmp(o->sync, "full") == 0;
     loadavg(load0, sizeof load0);
     if (proc_start(&bare, bare_argv, log1) != 0 || proc_start(&d, d_argv, log2) != 0 ||
@@ -575,10 +594,11 @@ static int throughput(const struct opts *o)
         if (n == 64 && normal_too) {
             struct scenario ns[2];
             memset(ns, 0, sizeof ns);
-            ns[0] = (struct scenario){.what = "assignments (--sync normal)", .script = "assign.lua"};
+            ns[0] =
+                (struct scenario){.what = "assignments (--sync normal)", .script = "assign.lua"};
             snprintf(ns[0].path, sizeof ns[0].path, "/v1/experiments/assign/assignments");
-            ns[1] = (struct scenario){.what = "rewards (--sync normal)", .script = "reward.lua",
-                                      .reward = 1};
+            ns[1] = (struct scenario){
+                .what = "rewards (--sync normal)", .script = "reward.lua", .reward = 1};
             if (create_experiment(c, dn.port, "assign") != 0 ||
                 prepare_rewards(c, dn.port, "reward-", per_run, o->pairs, &ns[1]) != 0)
                 goto out;
@@ -601,12 +621,13 @@ static int throughput(const struct opts *o)
         snprintf(date, sizeof date, "(date unknown)");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     emit(f, "## Throughput and latency (bench/load)\n\n");
-    emit(f, "%s; %ld cores; load average before %s, after %s; wrk -t%d, %u pairs of %u s runs "
-            "per row: the ceiling (bench/bare.c: libmicrohttpd + jansson, a fixed document, the "
-            "daemon's MHD flags and %u threads), then at once the daemon (--sync %s, %u HTTP "
-            "threads). Figures are medians over the pairs; ratios are medians of the per-pair "
-            "ratios daemon ÷ ceiling (latency: 1 = as fast). Rewards: each for a fresh "
-            "assignment created beforehand.\n\n",
+    emit(f,
+         "%s; %ld cores; load average before %s, after %s; wrk -t%d, %u pairs of %u s runs "
+         "per row: the ceiling (bench/bare.c: libmicrohttpd + jansson, a fixed document, the "
+         "daemon's MHD flags and %u threads), then at once the daemon (--sync %s, %u HTTP "
+         "threads). Figures are medians over the pairs; ratios are medians of the per-pair "
+         "ratios daemon ÷ ceiling (latency: 1 = as fast). Rewards: each for a fresh "
+         "assignment created beforehand.\n\n",
          date, cores, load0, load1, WRK_THREADS, o->pairs, o->duration, o->threads, o->sync,
          o->threads);
     print_rows(f, rows, nrows);
@@ -654,8 +675,14 @@ static int memory(const struct opts *o)
     snprintf(db, sizeof db, "%s/mem.db", dir);
     snprintf(log, sizeof log, "%s/banditd.log", dir);
     /* Normal sync: this measures memory, not the disk. */
-    char *argv[] = {mut(o->daemon), mut("--listen"), mut("127.0.0.1:0"), mut("--db"), db,
-                    mut("--sync"), mut("normal"), NULL};
+    char *argv[] = {mut(o->daemon),
+                    mut("--listen"),
+                    mut("127.0.0.1:0"),
+                    mut("--db"),
+                    db,
+                    mut("--sync"),
+                    mut("normal"),
+                    NULL};
     loadavg(load0, sizeof load0);
     if (proc_start(&d, argv, log) != 0)
         goto out;
@@ -691,9 +718,10 @@ static int memory(const struct opts *o)
         goto out;
     }
     emit(f, "## Memory (bench/load memory)\n\n");
-    emit(f, "VmRSS of banditd (load average %s): %ld kB after start, %ld kB with %zu "
-            "experiments (3 arms, adapt), %ld kB with %zu pending assignments on top (%lld "
-            "in the first experiment).\n\n",
+    emit(f,
+         "VmRSS of banditd (load average %s): %ld kB after start, %ld kB with %zu "
+         "experiments (3 arms, adapt), %ld kB with %zu pending assignments on top (%lld "
+         "in the first experiment).\n\n",
          load0, r0, r1, o->experiments, r2, o->assignments, pend0);
     emit(f, "| what | resident bytes each |\n| --- | ---: |\n");
     emit(f, "| experiment (3 arms, empty) | %.0f |\n",

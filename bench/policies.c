@@ -269,9 +269,10 @@ int main(int argc, char **argv)
     if (getloadavg(load, 3) < 0)
         load[0] = load[1] = load[2] = -1;
     emit(f, "## Policies (bench/policies)\n\n");
-    emit(f, "One bandit, m = 1, K Bernoulli arms with means evenly in [0.45, 0.55]; "
-            "load average %.2f, %.2f, %.2f. ns per select(): engine_assign on a warm engine "
-            "(bursts of 16, rewards untimed); pulls/s: assign + reward on one thread",
+    emit(f,
+         "One bandit, m = 1, K Bernoulli arms with means evenly in [0.45, 0.55]; "
+         "load average %.2f, %.2f, %.2f. ns per select(): engine_assign on a warm engine "
+         "(bursts of 16, rewards untimed); pulls/s: assign + reward on one thread",
          load[0], load[1], load[2]);
 #ifdef HAVE_SIM
     emit(f, "; sim pulls/s: sim_run, budget 20·K (less for slow policies), all threads");
@@ -292,8 +293,8 @@ int main(int argc, char **argv)
         double ns[3], pps[3], sps[3];
         for (size_t ki = 0; ki < 3; ki++) {
             size_t k = ks[ki];
-            struct arms a = {.k = k, .mu = calloc(k, sizeof(double)),
-                             .rng = gsl_rng_alloc(gsl_rng_mt19937)};
+            struct arms a = {
+                .k = k, .mu = calloc(k, sizeof(double)), .rng = gsl_rng_alloc(gsl_rng_mt19937)};
             if (a.mu == NULL || a.rng == NULL) {
                 free(a.mu);
                 gsl_rng_free(a.rng);

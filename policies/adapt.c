@@ -79,8 +79,8 @@ static int adapt_init(void **state, const struct policy_ctx *ctx, char *err, siz
             adapt_fini(s);
             return -1;
         }
-        s->cap = (uint64_t)ceil(2.0 / (ctx->epsilon * ctx->epsilon) *
-                                log((double)s->k / ctx->delta));
+        s->cap =
+            (uint64_t)ceil(2.0 / (ctx->epsilon * ctx->epsilon) * log((double)s->k / ctx->delta));
     }
     /* Scratch for select(), sized once so select never allocates. */
     s->order = calloc(s->k, sizeof *s->order);
@@ -150,8 +150,7 @@ static int adapt_select(void *state, const struct policy_ctx *ctx, int bandit,
         }
         for (size_t i = 0; i < k; i++) {
             double w = stats_width_hoeffding(ctx->bound, &a[i], a[i].pending, d);
-            s->w[i] = s->high[i] ? a[i].mean - w + ctx->epsilon < max_ub
-                                 : a[i].mean + w > min_lb;
+            s->w[i] = s->high[i] ? a[i].mean - w + ctx->epsilon < max_ub : a[i].mean + w > min_lb;
         }
         break;
     }

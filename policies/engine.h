@@ -28,13 +28,13 @@
 #define ENGINE_MAX_ARMS 4096
 
 enum engine_stop_rule {
-    ENGINE_RULE_DEFAULT = 0, /* the policy's own rule, else δᶜ ≤ δ */
-    ENGINE_RULE_DELTA_C,     /* δᶜ ≤ δ (K&S §4), bound per config */
-    ENGINE_RULE_GLR,         /* Chernoff GLR, proven threshold */
+    ENGINE_RULE_DEFAULT = 0,   /* the policy's own rule, else δᶜ ≤ δ */
+    ENGINE_RULE_DELTA_C,       /* δᶜ ≤ δ (K&S §4), bound per config */
+    ENGINE_RULE_GLR,           /* Chernoff GLR, proven threshold */
     ENGINE_RULE_GLR_HEURISTIC, /* Chernoff GLR, ln((ln t + 1)/δ) */
-    ENGINE_RULE_POLICY,      /* the policy's own rule (error if it has none) */
-    ENGINE_RULE_RHO,         /* ρ̄ ≥ τ (Bachman & Precup) */
-    ENGINE_RULE_NONE,        /* never stop on confidence (budget only) */
+    ENGINE_RULE_POLICY,        /* the policy's own rule (error if it has none) */
+    ENGINE_RULE_RHO,           /* ρ̄ ≥ τ (Bachman & Precup) */
+    ENGINE_RULE_NONE,          /* never stop on confidence (budget only) */
 };
 
 enum engine_stop_reason {
@@ -61,9 +61,9 @@ struct engine_config {
     const struct policy_ops *policy;
     struct policy_params params; /* validated values, defaults filled */
     /* clinical-trial constraints */
-    uint32_t burn_in;     /* pulls per arm before the policy takes over */
-    double min_prob;      /* additive floor f: p_i = f + (1 − K f) q_i; with a control
-                           * share s: p_i = s·[i = control] + f + (1 − s − K f) q_i */
+    uint32_t burn_in;       /* pulls per arm before the policy takes over */
+    double min_prob;        /* additive floor f: p_i = f + (1 − K f) q_i; with a control
+                             * share s: p_i = s·[i = control] + f + (1 − s − K f) q_i */
     const int *control_arm; /* per bandit, copied; NULL: none (−1 in a bandit: none there) */
     double control_share;   /* fixed share of pulls for the control arm */
 };
@@ -119,17 +119,17 @@ int engine_stopped(const struct engine *e);
 size_t engine_n_bandits(const struct engine *e);
 size_t engine_n_arms(const struct engine *e, size_t bandit);
 const struct stats_arm *engine_arms(const struct engine *e, size_t bandit);
-uint64_t engine_pulls(const struct engine *e);   /* rewarded pulls, all bandits */
-uint64_t engine_pending(const struct engine *e); /* pending pulls, all bandits */
+uint64_t engine_pulls(const struct engine *e);      /* rewarded pulls, all bandits */
+uint64_t engine_pending(const struct engine *e);    /* pending pulls, all bandits */
 uint64_t engine_handed_out(const struct engine *e); /* pulls handed out (budget count) */
 int engine_bandit_done(const struct engine *e, size_t bandit);
 size_t engine_bandits_done(const struct engine *e);
 
 struct engine_bandit_status {
-    double delta_c;    /* δᶜ of the recommended set at the optimised cutoff */
-    double cutoff;     /* c* (in [0, 1] units) */
-    double rho;        /* Bachman & Precup's ρ̄ */
-    double glr;        /* GLR statistic Z of the recommended set */
+    double delta_c; /* δᶜ of the recommended set at the optimised cutoff */
+    double cutoff;  /* c* (in [0, 1] units) */
+    double rho;     /* Bachman & Precup's ρ̄ */
+    double glr;     /* GLR statistic Z of the recommended set */
     int done;
 };
 

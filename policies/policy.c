@@ -196,8 +196,8 @@ void policy_order_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, 
     }
 }
 
-void policy_topm_gaps(gsl_rng *rng, const struct stats_arm *arms, size_t k, unsigned m,
-                      double *gap, size_t *order)
+void policy_topm_gaps(gsl_rng *rng, const struct stats_arm *arms, size_t k, unsigned m, double *gap,
+                      size_t *order)
 {
     if (k == 0)
         return;

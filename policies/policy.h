@@ -52,10 +52,10 @@ enum policy_param_type { POLICY_PARAM_NUM, POLICY_PARAM_INT, POLICY_PARAM_ENUM }
 struct policy_param_spec {
     const char *name;
     enum policy_param_type type;
-    double def;            /* default (NUM/INT), or index into choices (ENUM) */
-    double min, max;       /* inclusive range for NUM/INT */
+    double def;                 /* default (NUM/INT), or index into choices (ENUM) */
+    double min, max;            /* inclusive range for NUM/INT */
     const char *const *choices; /* NULL-terminated, ENUM only */
-    const char *doc;       /* one line, with the paper and equation it comes from */
+    const char *doc;            /* one line, with the paper and equation it comes from */
 };
 
 /* The parameters a user passed, after validation: values[i] belongs to
@@ -172,7 +172,7 @@ void policy_order_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, 
 /* Top-m gaps (Bubeck et al. 2013): Δ̂_i = μ̂_i − μ̂_(m+1) in High,
  * μ̂_(m) − μ̂_i in Low (m = 1: Gabillon's gap). gap must hold k entries;
  * `order` is scratch of k entries. */
-void policy_topm_gaps(gsl_rng *rng, const struct stats_arm *arms, size_t k, unsigned m,
-                      double *gap, size_t *order);
+void policy_topm_gaps(gsl_rng *rng, const struct stats_arm *arms, size_t k, unsigned m, double *gap,
+                      size_t *order);
 
 #endif

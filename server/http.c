@@ -39,7 +39,7 @@ struct api_req {
     char id[EXP_ID_MAX + 1];
     unsigned pre_status; /* an answer decided before dispatch (404, 405, 413…) */
     const char *pre_detail;
-    char *allow;         /* 405: the methods the path accepts */
+    char *allow; /* 405: the methods the path accepts */
     char *body;
     size_t len, cap;
     int too_large;
@@ -184,8 +184,8 @@ json_t *api_req_json(struct api_req *r, int empty_ok)
     if (r->json != NULL)
         return r->json;
     size_t i = 0;
-    while (i < r->len && (r->body[i] == ' ' || r->body[i] == '\n' || r->body[i] == '\r' ||
-                          r->body[i] == '\t'))
+    while (i < r->len &&
+           (r->body[i] == ' ' || r->body[i] == '\n' || r->body[i] == '\r' || r->body[i] == '\t'))
         i++;
     if (i == r->len) {
         if (empty_ok)
@@ -263,16 +263,15 @@ static int queue(struct api_req *r, unsigned status, struct MHD_Response *resp)
 int api_reply_raw(struct api_req *r, unsigned status, const char *content_type, char *body,
                   size_t len)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, body ? body : (char *)"", body ? MHD_RESPMEM_MUST_FREE
-                                                                          : MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        len, body ? body : (char *)"", body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (resp != NULL && content_type != NULL)
         MHD_add_response_header(resp, "Content-Type", content_type);
     return queue(r, status, resp);
 }
 
-int api_reply_static(struct api_req *r, unsigned status, const char *content_type,
-                     const void *body, size_t len)
+int api_reply_static(struct api_req *r, unsigned status, const char *content_type, const void *body,
+                     size_t len)
 {
     /* PERSISTENT: MHD sends from the buffer as is, without a copy. */
     struct MHD_Response *resp =
@@ -290,11 +289,10 @@ int api_reply_empty(struct api_req *r, unsigned status)
 int api_reply_json(struct api_req *r, unsigned status, json_t *body)
 {
     char *text = body != NULL ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
-    const char *ctype =
-        json_object_get(body, "type") != NULL && json_object_get(body, "title") != NULL &&
-                status >= 400
-            ? "application/problem+json"
-            : "application/json";
+    const char *ctype = json_object_get(body, "type") != NULL &&
+                                json_object_get(body, "title") != NULL && status >= 400
+                            ? "application/problem+json"
+                            : "application/json";
     json_decref(body);
     if (text == NULL)
         return api_reply_raw(r, 500, "text/plain", NULL, 0);
@@ -339,8 +337,8 @@ int api_reply_stream(struct api_req *r, unsigned status, const char *content_typ
     s->reader = reader;
     s->cls = cls;
     s->free_cls = free_cls;
-    struct MHD_Response *resp =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, (size_t)64 * 1024, stream_read, s, stream_free);
+    struct MHD_Response *resp = MHD_create_response_from_callback(
+        MHD_SIZE_UNKNOWN, (size_t)64 * 1024, stream_read, s, stream_free);
     if (resp == NULL) {
         stream_free(s);
         return api_reply_problem(r, 503, "out of memory", NULL);
@@ -665,8 +663,9 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         api_reply_problem(r, 413, "the request body exceeds the configured limit", NULL);
         return MHD_YES;
     }
-    if (r->len > 0 && (strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0 ||
-                       strcmp(method, "PUT") == 0) &&
+    if (r->len > 0 &&
+        (strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0 ||
+         strcmp(method, "PUT") == 0) &&
         !is_json_type(api_req_header(r, "Content-Type"))) {
         api_reply_problem(r, 415, "send the body as Content-Type: application/json", NULL);
         return MHD_YES;
@@ -746,13 +745,15 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, threads, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &sa};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL};
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout_s,
-                                        NULL};
+    opts[n++] =
+        (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout_s, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, c->max_connections, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
     if (c->tls_cert_pem != NULL) {
-        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)(uintptr_t)c->tls_cert_pem};
-        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)(uintptr_t)c->tls_key_pem};
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
+                                            (void *)(uintptr_t)c->tls_cert_pem};
+        opts[n++] =
+            (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)(uintptr_t)c->tls_key_pem};
     }
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     s->d = MHD_start_daemon(flags, c->port, NULL, NULL, access_handler, NULL, MHD_OPTION_ARRAY,
@@ -791,8 +792,7 @@ void http_stop(struct http_server *s, unsigned timeout_ms)
     unsigned waited = 0;
     for (; atomic_load(&g_busy) > 0; waited += 10) {
         if (waited % 5000 == 0)
-            log_warn("shutdown: %u requests still waiting for the store",
-                     atomic_load(&g_busy));
+            log_warn("shutdown: %u requests still waiting for the store", atomic_load(&g_busy));
         usleep(10000);
     }
     /* Those just resumed: give their replies a moment to go out. */

@@ -13,16 +13,16 @@
 
 /* The libmicrohttpd flags of the daemon (TLS added when configured). Shared
  * with bench/bare.c, the stack's ceiling, so both run the same event loop. */
-#define HTTP_MHD_FLAGS                                                                         \
-    (MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |             \
+#define HTTP_MHD_FLAGS                                                                             \
+    (MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |                 \
      MHD_USE_ITC /* MHD_quiesce_daemon needs it with a thread pool */)
 
 struct route {
     const char *method;  /* "GET", "POST", ... */
     const char *pattern; /* "/v1/experiments/{id}/status"; {id} matches one segment */
     api_handler_fn handler;
-    unsigned scope;      /* enum api_scope required; API_SCOPE_NONE = open */
-    const char *name;    /* metrics label */
+    unsigned scope;   /* enum api_scope required; API_SCOPE_NONE = open */
+    const char *name; /* metrics label */
 };
 
 /* The table (routes.c), terminated by a NULL method. */
@@ -36,7 +36,7 @@ struct http_config {
     unsigned max_connections;
     unsigned connection_timeout_s;
     int log_requests;
-    int metrics_need_key; /* routes with API_SCOPE_IF_CONFIGURED need their scope */
+    int metrics_need_key;     /* routes with API_SCOPE_IF_CONFIGURED need their scope */
     const char *tls_cert_pem; /* contents, not paths; NULL: plain HTTP */
     const char *tls_key_pem;
 };

@@ -109,15 +109,13 @@ int store_schema_migrate(sqlite3 *db, char *err, size_t errlen)
             continue;
         rc = sqlite3_exec(db, migrations[i].sql, NULL, NULL, NULL);
         if (rc != SQLITE_OK) {
-            snprintf(err, errlen, "migration %d: %s", migrations[i].version,
-                     sqlite3_errmsg(db));
+            snprintf(err, errlen, "migration %d: %s", migrations[i].version, sqlite3_errmsg(db));
             goto out;
         }
         snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", migrations[i].version);
         rc = sqlite3_exec(db, pragma, NULL, NULL, NULL);
         if (rc != SQLITE_OK) {
-            snprintf(err, errlen, "migration %d: %s", migrations[i].version,
-                     sqlite3_errmsg(db));
+            snprintf(err, errlen, "migration %d: %s", migrations[i].version, sqlite3_errmsg(db));
             goto out;
         }
     }

@@ -44,11 +44,11 @@
 #include "store/store_test.h"
 
 #define STORE_BUSY_TIMEOUT_MS 5000
-#define STORE_BUSY_RETRIES 5      /* on top of the busy handler's wait */
-#define STORE_BATCH_MAX 4096      /* submissions per group commit */
-#define STORE_QUEUE_MAX 131072    /* submissions waiting: beyond, FULL (503) */
+#define STORE_BUSY_RETRIES 5   /* on top of the busy handler's wait */
+#define STORE_BATCH_MAX 4096   /* submissions per group commit */
+#define STORE_QUEUE_MAX 131072 /* submissions waiting: beyond, FULL (503) */
 #define STORE_FAULT_ENV "BANDITD_STORE_FAIL_COMMITS"
-#define STORE_CKPT_PAGES 1000     /* WAL pages that wake the checkpointer (SQLite's default) */
+#define STORE_CKPT_PAGES 1000 /* WAL pages that wake the checkpointer (SQLite's default) */
 
 /* --- writer statements ------------------------------------------------------ */
 
@@ -82,16 +82,25 @@ static const char *const write_sql[WQ_COUNT] = {
     [WQ_EVENT_INSERT] = "INSERT INTO events(exp, seq, kind, bandit, arm, flags, value, ref,"
                         " ts_ms, expires_ms, unit, text)"
                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-    [WQ_KEY_INSERT] = "INSERT INTO api_keys(name, scopes, hash, created_ms) VALUES (?1, ?2, ?3, ?4)",
+    [WQ_KEY_INSERT] =
+        "INSERT INTO api_keys(name, scopes, hash, created_ms) VALUES (?1, ?2, ?3, ?4)",
     [WQ_KEY_REVOKE] = "UPDATE api_keys SET revoked = 1 WHERE rowid = ?1",
 };
 
 /* --- reader statements ------------------------------------------------------ */
 
-enum rq { RQ_EXPERIMENTS, RQ_EVENTS, RQ_ASSIGNMENT, RQ_OUTCOME, RQ_UNIT, RQ_LAST_SEQ, RQ_KEYS, RQ_COUNT };
+enum rq {
+    RQ_EXPERIMENTS,
+    RQ_EVENTS,
+    RQ_ASSIGNMENT,
+    RQ_OUTCOME,
+    RQ_UNIT,
+    RQ_LAST_SEQ,
+    RQ_KEYS,
+    RQ_COUNT
+};
 
-#define EVENT_COLS                                                                                 \
-    "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text"
+#define EVENT_COLS "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text"
 
 static const char *const read_sql[RQ_COUNT] = {
     [RQ_EXPERIMENTS] = "SELECT rowid, id, config, created_ms FROM experiments ORDER BY rowid",
@@ -101,14 +110,15 @@ static const char *const read_sql[RQ_COUNT] = {
                    " AND kind IN (2, 4, 5) ORDER BY seq LIMIT 1",
     [RQ_UNIT] = "SELECT " EVENT_COLS " FROM events WHERE exp = ?1 AND unit = ?2 AND kind = 1",
     [RQ_LAST_SEQ] = "SELECT max(seq) FROM events WHERE exp = ?1",
-    [RQ_KEYS] = "SELECT rowid, name, scopes, hash, created_ms, revoked FROM api_keys ORDER BY rowid",
+    [RQ_KEYS] =
+        "SELECT rowid, name, scopes, hash, created_ms, revoked FROM api_keys ORDER BY rowid",
 };
 
 /* One thread's read-only connection. */
 struct reader {
     struct store *s;
     sqlite3 *db;
-    sqlite3_stmt *st[RQ_COUNT];  /* prepared on first use */
+    sqlite3_stmt *st[RQ_COUNT];   /* prepared on first use */
     unsigned char busy[RQ_COUNT]; /* st[q] is in an unfinished read */
     struct reader *prev, *next;   /* s->readers, under s->rmu */
 };
@@ -173,7 +183,7 @@ struct store {
     struct poisoned {
         int64_t key;
         int err;
-    } *poison;
+    } * poison;
     size_t npoison, cappoison;
 
     /* readers */
@@ -903,8 +913,8 @@ static int reader_stmt(struct reader *r, enum rq q, sqlite3_stmt **out)
 {
     if (!r->busy[q]) {
         if (r->st[q] == NULL) {
-            int rc = sqlite3_prepare_v3(r->db, read_sql[q], -1, SQLITE_PREPARE_PERSISTENT, &r->st[q],
-                                    NULL);
+            int rc = sqlite3_prepare_v3(r->db, read_sql[q], -1, SQLITE_PREPARE_PERSISTENT,
+                                        &r->st[q], NULL);
             if (rc != SQLITE_OK)
                 return rc;
         }
@@ -1118,9 +1128,13 @@ out:
 int store_key_insert(struct store *s, const char *name, const char *scopes, const char *hash,
                      int64_t created_ms, int64_t *rowid_out)
 {
-    struct key_op k = {
-        .kind = KEY_OP_INSERT, .name = name, .scopes = scopes, .hash = hash, .created_ms = created_ms};
-    k.rowid_out = rowid_out; /* the writer's; in the initializer clang-tidy 14 would want it const */
+    struct key_op k = {.kind = KEY_OP_INSERT,
+                       .name = name,
+                       .scopes = scopes,
+                       .hash = hash,
+                       .created_ms = created_ms};
+    k.rowid_out =
+        rowid_out; /* the writer's; in the initializer clang-tidy 14 would want it const */
     return submit_wait(s, NULL, 0, &k);
 }
 
@@ -1351,8 +1365,8 @@ struct store *store_open(const char *path, enum store_sync sync, char *err, size
                  mode[0] ? mode : "?", sqlite3_errmsg(s->wdb));
         goto fail;
     }
-    rc = pragma(s->wdb, sync == STORE_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL"
-                                                   : "PRAGMA synchronous=FULL",
+    rc = pragma(s->wdb,
+                sync == STORE_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL",
                 mode, sizeof mode);
     if (rc == SQLITE_OK)
         rc = pragma(s->wdb, "PRAGMA foreign_keys=OFF", mode, sizeof mode);
@@ -1383,8 +1397,9 @@ struct store *store_open(const char *path, enum store_sync sync, char *err, size
     if (rc == SQLITE_OK)
         rc = conn_setup(s->cdb);
     if (rc == SQLITE_OK)
-        rc = pragma(s->cdb, sync == STORE_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL"
-                                                       : "PRAGMA synchronous=FULL",
+        rc = pragma(s->cdb,
+                    sync == STORE_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL"
+                                              : "PRAGMA synchronous=FULL",
                     mode, sizeof mode);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "open %s: checkpointer: %s", path,

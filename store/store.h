@@ -37,7 +37,7 @@ enum store_err {
                              * process past the busy timeout: retry later (503) */
     STORE_ERR_IO = 4,       /* other I/O or SQLite failure (500) */
     STORE_ERR_NOMEM = 5,
-    STORE_ERR_CLOSED = 6,   /* store shutting down */
+    STORE_ERR_CLOSED = 6, /* store shutting down */
 };
 
 const char *store_strerror(int err);
@@ -76,7 +76,7 @@ enum store_event_kind {
 
 /* ASSIGN flags */
 enum {
-    STORE_AF_EXPLOIT = 1u << 0,     /* served the recommendation; not a pull */
+    STORE_AF_EXPLOIT = 1u << 0,      /* served the recommendation; not a pull */
     STORE_AF_BANDIT_GIVEN = 1u << 1, /* the request named the bandit */
 };
 
@@ -87,12 +87,12 @@ struct store_event {
     int32_t bandit;
     int32_t arm;
     uint32_t flags;
-    double value;     /* reward in the user's units; NaN when none */
-    int64_t ref;      /* seq of the assignment this event is about; 0 if none */
-    int64_t ts_ms;    /* when (ms since the epoch) */
+    double value;       /* reward in the user's units; NaN when none */
+    int64_t ref;        /* seq of the assignment this event is about; 0 if none */
+    int64_t ts_ms;      /* when (ms since the epoch) */
     int64_t expires_ms; /* ASSIGN: expiry time; 0 if none */
-    const char *unit; /* ASSIGN: sticky unit or NULL; borrowed */
-    const char *text; /* STATE: new state; borrowed */
+    const char *unit;   /* ASSIGN: sticky unit or NULL; borrowed */
+    const char *text;   /* STATE: new state; borrowed */
 };
 
 /* --- writes --------------------------------------------------------------- */
@@ -151,7 +151,7 @@ int store_write_sync(struct store *s, struct store_op *ops, size_t n);
 /* Writer figures for /metrics. */
 struct store_stats {
     uint64_t commits;
-    uint64_t writes;          /* submissions committed */
+    uint64_t writes; /* submissions committed */
     uint64_t failed_commits;
     uint64_t commit_us_total; /* sum of commit latencies */
     uint64_t queue_depth;     /* submissions waiting now */
@@ -175,8 +175,7 @@ struct store_experiment_row {
 /* Call cb for every experiment, by rowid. cb returns non-zero to stop
  * (that value is returned). */
 int store_load_experiments(struct store *s,
-                           int (*cb)(void *arg, const struct store_experiment_row *row),
-                           void *arg);
+                           int (*cb)(void *arg, const struct store_experiment_row *row), void *arg);
 
 /* Call cb for every event of exp with seq > after_seq, in seq order. Strings
  * in the event are borrowed for the callback's duration. Streams (constant

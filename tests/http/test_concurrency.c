@@ -38,8 +38,19 @@ struct client {
     int count[16];
 };
 
-enum op { OP_CREATE, OP_DELETE, OP_ASSIGN, OP_UNIT, OP_REWARD, OP_OBSERVE, OP_PATCH, OP_STATUS,
-          OP_HISTORY, OP_EXPORT, OP_N };
+enum op {
+    OP_CREATE,
+    OP_DELETE,
+    OP_ASSIGN,
+    OP_UNIT,
+    OP_REWARD,
+    OP_OBSERVE,
+    OP_PATCH,
+    OP_STATUS,
+    OP_HISTORY,
+    OP_EXPORT,
+    OP_N
+};
 
 static int allowed(enum op op, long status)
 {
@@ -101,8 +112,9 @@ static void *run(void *arg)
                 size_t k = trng_next(&cl->g) % (cl->nknown < 64 ? cl->nknown : 64);
                 id = g_ids[cl->known_exp[k]];
                 snprintf(path, sizeof path, "/v1/experiments/%s/rewards", id);
-                snprintf(body, sizeof body, "{\"rewards\":[{\"assignment_id\":\"%s\",\"reward\":%d}]}",
-                         cl->known[k], trng_bernoulli(&cl->g, 0.5));
+                snprintf(body, sizeof body,
+                         "{\"rewards\":[{\"assignment_id\":\"%s\",\"reward\":%d}]}", cl->known[k],
+                         trng_bernoulli(&cl->g, 0.5));
             }
             break;
         case OP_OBSERVE:
@@ -181,8 +193,8 @@ static void round_of(struct tdaemon *d, uint64_t seed, json_t *out[NEXP])
     free(cl);
     printf("# ops: create %d, delete %d, assign %d, unit %d, reward %d, observe %d, patch %d, "
            "status %d, history %d, export %d\n",
-           total[0], total[1], total[2], total[3], total[4], total[5], total[6], total[7],
-           total[8], total[9]);
+           total[0], total[1], total[2], total[3], total[4], total[5], total[6], total[7], total[8],
+           total[9]);
     for (int e = 0; e < NEXP; e++) {
         char path[96];
         snprintf(path, sizeof path, "/v1/experiments/%s/status", g_ids[e]);

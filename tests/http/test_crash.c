@@ -277,8 +277,8 @@ static void test_kill9_loses_nothing_acknowledged(void **state)
     sh->d = tdaemon_start(extra);
     assert_non_null(sh->d);
     json_decref(texp_create(sh->d, "{\"id\":\"crash\",\"policy\":{\"name\":\"adapt\"},"
-                                  "\"goal\":{\"delta\":0.001},\"arms\":[\"a\",\"b\",\"c\"],"
-                                  "\"seed\":7}"));
+                                   "\"goal\":{\"delta\":0.001},\"arms\":[\"a\",\"b\",\"c\"],"
+                                   "\"seed\":7}"));
     struct trng rng;
     trng_seed(&rng, seed);
     printf("# %ld kills, %ld threads, seed %llu, --sync %s\n", kills, nthreads,
@@ -302,8 +302,8 @@ static void test_kill9_loses_nothing_acknowledged(void **state)
         assert_int_equal(tdaemon_restart(sh->d), 0);
         resolve_unknown(sh);
         verify(sh);
-        printf("# kill %ld after %u ms: %zu rewards acknowledged so far, all present once\n",
-               k + 1, ms, sh->nrecs);
+        printf("# kill %ld after %u ms: %zu rewards acknowledged so far, all present once\n", k + 1,
+               ms, sh->nrecs);
     }
     assert_int_equal(sh->other_status, 0);
     assert_true(sh->nrecs > 0);

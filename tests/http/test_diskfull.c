@@ -67,8 +67,8 @@ static long assign(struct tdaemon *d, char *id, size_t idlen, int *arm)
 /* One reward: 200 (with the item's status name copied to out) or 503. */
 static long reward(struct tdaemon *d, const char *id, int value, char *out, size_t outlen)
 {
-    struct tresp *r = treqf(d, "POST", EXP "/rewards", "{\"assignment_id\":\"%s\",\"reward\":%d}",
-                            id, value);
+    struct tresp *r =
+        treqf(d, "POST", EXP "/rewards", "{\"assignment_id\":\"%s\",\"reward\":%d}", id, value);
     long st = r->status;
     if (st == 200)
         snprintf(out, outlen, "%s", tjson_str(r->json, "results[0].status"));
@@ -100,8 +100,8 @@ static void check_stats(struct tdaemon *d, const struct acked *a)
             snprintf(path, sizeof path, "bandits[0].arms[%d].mean", arm);
             double want = (double)a->sum[arm] / (double)a->pulls[arm];
             if (fabs(tjson_num(st, path) - want) > 1e-12)
-                fail_msg("arm %d: mean %g in status, %g acknowledged", arm,
-                         tjson_num(st, path), want);
+                fail_msg("arm %d: mean %g in status, %g acknowledged", arm, tjson_num(st, path),
+                         want);
         }
     }
     json_decref(st);

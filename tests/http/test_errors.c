@@ -84,8 +84,8 @@ static void test_reward_not_finite_is_malformed(void **state)
     json_decref(texp_create(tgroup_d, "{\"id\":\"nan\",\"arms\":[\"a\",\"b\"]}"));
     json_t *a = texp_assign(tgroup_d, "nan", NULL);
     const char *aid = tjson_str(a, "[0].id");
-    static const char *const values[] = {"NaN", "nan", "Infinity", "-Infinity", "inf", "1e999",
-                                         "-1e999"};
+    static const char *const values[] = {"NaN", "nan",   "Infinity", "-Infinity",
+                                         "inf", "1e999", "-1e999"};
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
         struct tresp *r = treqf(tgroup_d, "POST", "/v1/experiments/nan/rewards",
                                 "{\"assignment_id\":\"%s\",\"reward\":%s}", aid, values[i]);
@@ -197,7 +197,8 @@ static void invalid_combination(const char *policy, const char *body, const char
 {
     char probe[256];
     snprintf(probe, sizeof probe,
-             "{\"arms\":[\"a\",\"b\",\"c\"],\"policy\":{\"name\":\"%s\",\"params\":{\"no_such_param\":1}}}",
+             "{\"arms\":[\"a\",\"b\",\"c\"],\"policy\":{\"name\":\"%s\",\"params\":{\"no_such_"
+             "param\":1}}}",
              policy);
     struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments", probe, NULL);
     int unknown = r->status == 400 && tproblem_has_field(r, "policy.name");
@@ -290,8 +291,8 @@ static void test_unknown_fields(void **state)
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
         struct tresp *r = treq(tgroup_d, other[i].method, other[i].path, other[i].body, NULL);
         if (r->status != 400 || !tproblem_has_field(r, other[i].field))
-            fail_msg("%s %s %s: expected 400 naming %s, got %ld %s", other[i].method,
-                     other[i].path, other[i].body, other[i].field, r->status, r->body);
+            fail_msg("%s %s %s: expected 400 naming %s, got %ld %s", other[i].method, other[i].path,
+                     other[i].body, other[i].field, r->status, r->body);
         assert_invalid(r, other[i].field);
         tresp_free(r);
     }
@@ -311,7 +312,7 @@ static void test_reward_invalid_values(void **state)
 {
     (void)state;
     json_decref(texp_create(tgroup_d, "{\"id\":\"rv\",\"arms\":[\"a\",\"b\"],"
-                                 "\"reward\":{\"min\":-1,\"max\":5}}"));
+                                      "\"reward\":{\"min\":-1,\"max\":5}}"));
     json_t *a = texp_assign(tgroup_d, "rv", NULL);
     const char *aid = tjson_str(a, "[0].id");
     /* Each body is pre + the assignment id + post (or pre alone). */
@@ -361,10 +362,11 @@ static void test_reward_invalid_values(void **state)
          "observations[1].reward"},
     };
     for (size_t i = 0; i < sizeof obs / sizeof obs[0]; i++) {
-        struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments/rv/observations", obs[i].body, NULL);
+        struct tresp *r =
+            treq(tgroup_d, "POST", "/v1/experiments/rv/observations", obs[i].body, NULL);
         if (r->status != 400 || !tproblem_has_field(r, obs[i].field))
-            fail_msg("%s: expected 400 naming %s, got %ld %s", obs[i].body, obs[i].field,
-                     r->status, r->body);
+            fail_msg("%s: expected 400 naming %s, got %ld %s", obs[i].body, obs[i].field, r->status,
+                     r->body);
         tresp_free(r);
     }
     /* Assignments. */
@@ -383,10 +385,11 @@ static void test_reward_invalid_values(void **state)
         {"[1]", ""},
     };
     for (size_t i = 0; i < sizeof asg / sizeof asg[0]; i++) {
-        struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments/rv/assignments", asg[i].body, NULL);
+        struct tresp *r =
+            treq(tgroup_d, "POST", "/v1/experiments/rv/assignments", asg[i].body, NULL);
         if (r->status != 400 || !tproblem_has_field(r, asg[i].field))
-            fail_msg("%s: expected 400 naming %s, got %ld %s", asg[i].body, asg[i].field,
-                     r->status, r->body);
+            fail_msg("%s: expected 400 naming %s, got %ld %s", asg[i].body, asg[i].field, r->status,
+                     r->body);
         tresp_free(r);
     }
     /* A unit of 256 bytes is fine, 257 is not. */
@@ -447,8 +450,9 @@ static void test_not_found(void **state)
         {"GET", "/v2/experiments", NULL},
         {"GET", "/v1/experiments/ghost/nothing", NULL},
         {"GET", "/nothing", NULL},
-        {"GET", "/v1/experiments/x123456789012345678901234567890123456789012345678901234567890123456"
-                "789",
+        {"GET",
+         "/v1/experiments/x123456789012345678901234567890123456789012345678901234567890123456"
+         "789",
          NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -543,9 +547,11 @@ static void test_method_not_allowed(void **state)
 static void test_conflicts(void **state)
 {
     (void)state;
-    json_t *first = texp_create(tgroup_d, "{\"id\":\"dup\",\"name\":\"first\",\"arms\":[\"a\",\"b\"]}");
-    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments",
-                           "{\"id\":\"dup\",\"name\":\"second\",\"arms\":[\"x\",\"y\",\"z\"]}", NULL);
+    json_t *first =
+        texp_create(tgroup_d, "{\"id\":\"dup\",\"name\":\"first\",\"arms\":[\"a\",\"b\"]}");
+    struct tresp *r =
+        treq(tgroup_d, "POST", "/v1/experiments",
+             "{\"id\":\"dup\",\"name\":\"second\",\"arms\":[\"x\",\"y\",\"z\"]}", NULL);
     assert_problem(r, 409);
     assert_true(tproblem_has_field(r, "id"));
     tresp_free(r);
@@ -633,8 +639,8 @@ static void test_not_json(void **state)
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const char *h[] = {types[i], NULL};
-        struct tresp *r =
-            treq(tgroup_d, "POST", "/v1/experiments", "{\"id\":\"t415\",\"arms\":[\"a\",\"b\"]}", h);
+        struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments",
+                               "{\"id\":\"t415\",\"arms\":[\"a\",\"b\"]}", h);
         if (r->status != 415)
             fail_msg("%s: %ld %s", types[i], r->status, r->body);
         assert_problem(r, 415);

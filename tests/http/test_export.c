@@ -142,11 +142,10 @@ static json_t *find_row(json_t *rows, const char *kind, const char *aid)
 {
     size_t i;
     json_t *r;
-    json_array_foreach(rows, i, r)
-        if (strcmp(tjson_str(r, "kind"), kind) == 0 &&
-            (aid == NULL || (tjson_str(r, "assignment_id") != NULL &&
-                             strcmp(tjson_str(r, "assignment_id"), aid) == 0)))
-            return r;
+    json_array_foreach(rows, i, r) if (strcmp(tjson_str(r, "kind"), kind) == 0 &&
+                                       (aid == NULL || (tjson_str(r, "assignment_id") != NULL &&
+                                                        strcmp(tjson_str(r, "assignment_id"),
+                                                               aid) == 0))) return r;
     return NULL;
 }
 
@@ -154,9 +153,9 @@ static void test_export_rows(void **state)
 {
     (void)state;
     json_decref(texp_create(tgroup_d, "{\"id\":\"audit\",\"arms\":[\"plain\",\"with, comma\","
-                                 "\"say \\\"hi\\\"\"],\"reward\":{\"min\":0,\"max\":10},"
-                                 "\"default_reward\":2,\"assignment_ttl_s\":1,"
-                                 "\"policy\":{\"name\":\"uniform\"},\"seed\":5}"));
+                                      "\"say \\\"hi\\\"\"],\"reward\":{\"min\":0,\"max\":10},"
+                                      "\"default_reward\":2,\"assignment_ttl_s\":1,"
+                                      "\"policy\":{\"name\":\"uniform\"},\"seed\":5}"));
     json_t *a = texp_assign(tgroup_d, "audit", "{\"count\":3}");
     json_t *u1 = texp_assign(tgroup_d, "audit", "{\"unit\":\"u,1\"}");
     json_t *u2 = texp_assign(tgroup_d, "audit", "{\"unit\":\"multi\\nline \\\"quoted\\\"\"}");
@@ -253,9 +252,8 @@ static void test_export_rows(void **state)
     assert_true(json_is_null(json_object_get(e, "reward_time")));
     static const char *const states[] = {"paused", "running", "stopped"};
     int k = 0;
-    json_array_foreach(rows, i, row)
-        if (strcmp(tjson_str(row, "kind"), "state") == 0)
-            assert_string_equal(tjson_str(row, "status"), states[k++]);
+    json_array_foreach(rows, i, row) if (strcmp(tjson_str(row, "kind"), "state") == 0)
+        assert_string_equal(tjson_str(row, "status"), states[k++]);
     assert_int_equal(k, 3);
 
     /* CSV: a header, then the same rows, field for field. */
@@ -341,8 +339,8 @@ static void add_observations(const char *id, int batches)
     for (int b = 0; b < batches; b++) {
         json_t *items = json_array();
         for (int i = 0; i < 1000; i++)
-            json_array_append_new(items, json_pack("{s:s,s:f}", "arm", i % 2 ? "a" : "b",
-                                                   "reward", (double)((b * 1000 + i) % 7) / 6));
+            json_array_append_new(items, json_pack("{s:s,s:f}", "arm", i % 2 ? "a" : "b", "reward",
+                                                   (double)((b * 1000 + i) % 7) / 6));
         json_t *body = json_pack("{s:o}", "observations", items);
         struct tresp *r = treq_json(tgroup_d, "POST", path, body);
         assert_status(r, 200);
@@ -356,7 +354,7 @@ static void test_export_long_log(void **state)
 {
     (void)state;
     json_decref(texp_create(tgroup_d, "{\"id\":\"long\",\"arms\":[\"a\",\"b\"],"
-                                 "\"policy\":{\"name\":\"uniform\"}}"));
+                                      "\"policy\":{\"name\":\"uniform\"}}"));
     add_observations("long", 5);
     json_t *a = texp_assign(tgroup_d, "long", "{\"count\":100}");
     json_decref(a);
@@ -397,7 +395,7 @@ static void test_export_deleted_while_streaming(void **state)
 {
     (void)state;
     json_decref(texp_create(tgroup_d, "{\"id\":\"big\",\"arms\":[\"a\",\"b\"],"
-                                 "\"policy\":{\"name\":\"uniform\"}}"));
+                                      "\"policy\":{\"name\":\"uniform\"}}"));
     /* ~5 MB of NDJSON: more than the socket buffers between the two ends
      * can hold (at most 4 MB send, 4 kB receive), so the daemon is still
      * producing it when the delete lands. */
@@ -450,7 +448,7 @@ static void test_export_finishes_during_shutdown(void **state)
     tgroup_d = tdaemon_start(NULL);
     assert_non_null(tgroup_d);
     json_decref(texp_create(tgroup_d, "{\"id\":\"term\",\"arms\":[\"a\",\"b\"],"
-                                 "\"policy\":{\"name\":\"uniform\"}}"));
+                                      "\"policy\":{\"name\":\"uniform\"}}"));
     add_observations("term", 5); /* ~1 MB: far more than a 4 kB window holds */
     struct tclient *c = tclient_new(tgroup_d);
     struct term_ctx ctx = {.d = tgroup_d};

@@ -45,8 +45,8 @@ static void test_failed_writes_record_nothing(void **state)
     json_t *before = texp_status(d, "f");
 
     /* Commit 3 fails: the reward is not recorded. */
-    struct tresp *r =
-        treqf(d, "POST", "/v1/experiments/f/rewards", "{\"assignment_id\":\"%s\",\"reward\":1}", id1);
+    struct tresp *r = treqf(d, "POST", "/v1/experiments/f/rewards",
+                            "{\"assignment_id\":\"%s\",\"reward\":1}", id1);
     assert_503(r);
     tresp_free(r);
     json_t *st = texp_status(d, "f");
@@ -380,8 +380,8 @@ static void test_concurrent_clients_with_failing_commits(void **state)
     json_decref(after);
     for (int i = 0; i < FCLIENTS; i++)
         for (size_t j = 0; j < c[i].n; j++) {
-            const char *st = texp_reward(d, "ff", c[i].ids[j],
-                                         c[i].rewarded[j] ? c[i].rewarded[j] - 1 : 1);
+            const char *st =
+                texp_reward(d, "ff", c[i].ids[j], c[i].rewarded[j] ? c[i].rewarded[j] - 1 : 1);
             if (strcmp(st, c[i].rewarded[j] ? "duplicate" : "accepted") != 0)
                 fail_msg("%s (reward acknowledged: %d) reads back as %s", c[i].ids[j],
                          c[i].rewarded[j] != 0, st);

@@ -19,8 +19,9 @@
 
 #include "tests/support/harness.h"
 
-#define MAX_PULLS 20000 /* far beyond what δ = 0.05 needs here: a run that
-                         * has not stopped by then is a failure */
+#define MAX_PULLS                                                                                  \
+    20000 /* far beyond what δ = 0.05 needs here: a run that                                      \
+           * has not stopped by then is a failure */
 
 static const double g_p[3] = {0.2, 0.5, 0.8};
 

@@ -100,12 +100,13 @@ static void test_pause_resume_stop(void **state)
 {
     (void)state;
     json_decref(texp_create(tgroup_d, "{\"id\":\"life\",\"arms\":[\"a\",\"b\",\"c\"],"
-                                 "\"policy\":{\"name\":\"uniform\"},\"seed\":9}"));
+                                      "\"policy\":{\"name\":\"uniform\"},\"seed\":9}"));
     json_t *out = json_array();
     assert_int_equal(count_exploit("life", 6, out), 0);
     for (size_t i = 0; i < 3; i++)
-        assert_string_equal(texp_reward(tgroup_d, "life", json_string_value(json_array_get(out, i)), 1),
-                            "accepted");
+        assert_string_equal(
+            texp_reward(tgroup_d, "life", json_string_value(json_array_get(out, i)), 1),
+            "accepted");
 
     struct tresp *r = patch_state("life", "paused");
     assert_status(r, 200);
@@ -125,8 +126,9 @@ static void test_pause_resume_stop(void **state)
     assert_int_equal(count_exploit("life", 5, NULL), 5);
     /* Outstanding assignments still take their rewards. */
     for (size_t i = 3; i < 6; i++)
-        assert_string_equal(texp_reward(tgroup_d, "life", json_string_value(json_array_get(out, i)), 0),
-                            "accepted");
+        assert_string_equal(
+            texp_reward(tgroup_d, "life", json_string_value(json_array_get(out, i)), 0),
+            "accepted");
     st = texp_status(tgroup_d, "life");
     assert_int_equal(tjson_int(st, "handed_out"), handed);
     assert_int_equal(tjson_int(st, "pulls"), 6);
@@ -174,9 +176,9 @@ static void test_stop_keeps_rewards(void **state)
     assert_status(r, 200);
     tresp_free(r);
     for (size_t i = 0; i < 8; i++)
-        assert_string_equal(texp_reward(tgroup_d, "fin", tjson_str(json_array_get(a, i), "id"),
-                                        (double)(i % 2)),
-                            "accepted");
+        assert_string_equal(
+            texp_reward(tgroup_d, "fin", tjson_str(json_array_get(a, i), "id"), (double)(i % 2)),
+            "accepted");
     json_t *st = texp_status(tgroup_d, "fin");
     assert_int_equal(tjson_int(st, "pulls"), 8);
     assert_int_equal(tjson_int(st, "pending"), 0);
@@ -217,7 +219,8 @@ static void test_delete_and_recreate(void **state)
     tresp_free(r);
 
     /* Same id again: a fresh experiment. */
-    json_t *created = texp_create(tgroup_d, "{\"id\":\"gone\",\"arms\":[\"x\",\"y\",\"z\"],\"seed\":1}");
+    json_t *created =
+        texp_create(tgroup_d, "{\"id\":\"gone\",\"arms\":[\"x\",\"y\",\"z\"],\"seed\":1}");
     assert_int_equal(json_array_size(tjson_get(created, "bandits[0].arms")), 3);
     json_decref(created);
     json_t *st = texp_status(tgroup_d, "gone");
@@ -226,12 +229,12 @@ static void test_delete_and_recreate(void **state)
     assert_int_equal(tjson_int(st, "handed_out"), 0);
     json_decref(st);
     /* Old assignment ids mean nothing to it. */
-    r = treqf(tgroup_d, "POST", "/v1/experiments/gone/rewards", "{\"assignment_id\":\"%s\",\"reward\":1}",
-              tjson_str(a, "[1].id"));
+    r = treqf(tgroup_d, "POST", "/v1/experiments/gone/rewards",
+              "{\"assignment_id\":\"%s\",\"reward\":1}", tjson_str(a, "[1].id"));
     assert_problem(r, 404);
     tresp_free(r);
-    r = treqf(tgroup_d, "POST", "/v1/experiments/gone/rewards", "{\"assignment_id\":\"%s\",\"reward\":1}",
-              tjson_str(a, "[0].id"));
+    r = treqf(tgroup_d, "POST", "/v1/experiments/gone/rewards",
+              "{\"assignment_id\":\"%s\",\"reward\":1}", tjson_str(a, "[0].id"));
     assert_problem(r, 404);
     tresp_free(r);
     /* New ids start over at 1 but differ from the old ones; the old unit
@@ -267,8 +270,8 @@ static void test_history_bounded(void **state)
     for (int batch = 0; batch < 2; batch++) {
         json_t *items = json_array();
         for (int i = 0; i < 1000; i++)
-            json_array_append_new(items, json_pack("{s:s,s:i}", "arm", i % 2 ? "a" : "b",
-                                                   "reward", (i % 3) == 0));
+            json_array_append_new(
+                items, json_pack("{s:s,s:i}", "arm", i % 2 ? "a" : "b", "reward", (i % 3) == 0));
         json_t *body = json_pack("{s:o}", "observations", items);
         struct tresp *r = treq_json(tgroup_d, "POST", "/v1/experiments/hist/observations", body);
         assert_status(r, 200);
@@ -373,12 +376,9 @@ static void test_conditional_get(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_create_answer),
-        cmocka_unit_test(test_pause_resume_stop),
-        cmocka_unit_test(test_stop_keeps_rewards),
-        cmocka_unit_test(test_delete_and_recreate),
-        cmocka_unit_test(test_history_bounded),
-        cmocka_unit_test(test_conditional_get),
+        cmocka_unit_test(test_create_answer),      cmocka_unit_test(test_pause_resume_stop),
+        cmocka_unit_test(test_stop_keeps_rewards), cmocka_unit_test(test_delete_and_recreate),
+        cmocka_unit_test(test_history_bounded),    cmocka_unit_test(test_conditional_get),
     };
     return cmocka_run_group_tests(tests, group_setup, tgroup_teardown);
 }

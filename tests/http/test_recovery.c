@@ -67,8 +67,8 @@ static void pulls_p(struct tdaemon *d, const char *id, struct trng *g, const dou
         long long arm = tjson_int(one, "arm_index");
         int reward = trng_bernoulli(g, p[arm]);
         if (keep != NULL)
-            json_array_append_new(keep, json_pack("{s:s,s:i}", "id", tjson_str(one, "id"),
-                                                  "reward", reward));
+            json_array_append_new(
+                keep, json_pack("{s:s,s:i}", "id", tjson_str(one, "id"), "reward", reward));
         else if (!json_is_true(json_object_get(one, "exploit")))
             assert_string_equal(texp_reward(d, id, tjson_str(one, "id"), reward), "accepted");
         json_decref(a);
@@ -85,9 +85,8 @@ static void reward_kept(struct tdaemon *d, const char *id, json_t *keep)
 {
     size_t i;
     json_t *k;
-    json_array_foreach(keep, i, k)
-        assert_string_equal(
-            texp_reward(d, id, tjson_str(k, "id"), (double)tjson_int(k, "reward")), "accepted");
+    json_array_foreach(keep, i, k) assert_string_equal(
+        texp_reward(d, id, tjson_str(k, "id"), (double)tjson_int(k, "reward")), "accepted");
     json_array_clear(keep);
 }
 
@@ -336,9 +335,9 @@ static void test_kill9_mid_phase_resumes_to_budget(void **state)
 
 struct sender {
     struct tclient *c;
-    json_t *ids;         /* assignment ids to reward, in order */
-    int acked[NASSIGN];  /* 1: a 200 "accepted" came back */
-    int sent[NASSIGN];   /* 1: the request was started */
+    json_t *ids;        /* assignment ids to reward, in order */
+    int acked[NASSIGN]; /* 1: a 200 "accepted" came back */
+    int sent[NASSIGN];  /* 1: the request was started */
     pthread_mutex_t mu;
     int nacked;
 };
@@ -386,8 +385,7 @@ static struct sender *start_sender(struct tdaemon *d, unsigned seed, pthread_t *
         json_t *a = texp_assign(d, "k9", "{\"count\":100}");
         size_t k;
         json_t *one;
-        json_array_foreach(a, k, one)
-            json_array_append(s->ids, json_object_get(one, "id"));
+        json_array_foreach(a, k, one) json_array_append(s->ids, json_object_get(one, "id"));
         json_decref(a);
     }
     assert_int_equal(json_array_size(s->ids), NASSIGN);
@@ -486,9 +484,9 @@ static void test_sigterm_under_load(void **state)
     assert_int_equal(tdaemon_restart(d), 0);
     for (int i = 0; i < NASSIGN; i++)
         if (s->acked[i])
-            assert_string_equal(texp_reward(d, "k9", json_string_value(json_array_get(s->ids, i)),
-                                            (double)(i % 2)),
-                                "duplicate");
+            assert_string_equal(
+                texp_reward(d, "k9", json_string_value(json_array_get(s->ids, i)), (double)(i % 2)),
+                "duplicate");
     json_t *st = texp_status(d, "k9");
     assert_true(tjson_int(st, "pulls") >= acked);
     json_decref(st);
@@ -513,8 +511,7 @@ static void *write_loop(void *arg)
 {
     struct writer *w = arg;
     for (int i = 0; i < PER_WRITER; i++) {
-        struct tresp *r =
-            tclient_req(w->c, "POST", "/v1/experiments/conc/assignments", "{}", NULL);
+        struct tresp *r = tclient_req(w->c, "POST", "/v1/experiments/conc/assignments", "{}", NULL);
         const char *id = tjson_str(r->json, "assignments[0].id");
         char body[128];
         if (r->status != 201 || id == NULL) {

@@ -63,7 +63,7 @@ static void test_duplicate_and_conflict(void **state)
 {
     (void)state;
     json_decref(texp_create(tgroup_d, "{\"id\":\"dc\",\"arms\":[\"a\",\"b\"],\"reward\":{\"min\":0,"
-                                 "\"max\":10},\"policy\":{\"name\":\"uniform\"},\"seed\":1}"));
+                                      "\"max\":10},\"policy\":{\"name\":\"uniform\"},\"seed\":1}"));
     json_t *a = texp_assign(tgroup_d, "dc", "{\"count\":2}");
     const char *id0 = tjson_str(a, "[0].id"), *id1 = tjson_str(a, "[1].id");
     assert_string_equal(texp_reward(tgroup_d, "dc", id0, 7.5), "accepted");
@@ -120,9 +120,9 @@ static void test_duplicate_from_disk(void **state)
     json_decref(texp_create(tgroup_d, "{\"id\":\"dd\",\"arms\":[\"a\",\"b\"],\"seed\":2}"));
     json_t *a = texp_assign(tgroup_d, "dd", "{\"count\":5}");
     for (size_t i = 0; i < 5; i++)
-        assert_string_equal(texp_reward(tgroup_d, "dd", tjson_str(json_array_get(a, i), "id"),
-                                        (double)(i % 2)),
-                            "accepted");
+        assert_string_equal(
+            texp_reward(tgroup_d, "dd", tjson_str(json_array_get(a, i), "id"), (double)(i % 2)),
+            "accepted");
     /* Many later assignments push nothing out of a cache, but the rewarded
      * ones are final and answered from disk. */
     json_t *b = texp_assign(tgroup_d, "dd", "{\"count\":20}");
@@ -168,7 +168,7 @@ static void test_assignment_count(void **state)
 {
     (void)state;
     json_decref(texp_create(tgroup_d, "{\"id\":\"cnt\",\"arms\":[\"a\",\"b\",\"c\"],"
-                                 "\"policy\":{\"name\":\"uniform\"},\"seed\":4}"));
+                                      "\"policy\":{\"name\":\"uniform\"},\"seed\":4}"));
     json_t *a = texp_assign(tgroup_d, "cnt", "{\"count\":20}");
     assert_int_equal(json_array_size(a), MAX_COUNT);
     /* Distinct ids, consecutive sequence numbers. */
@@ -201,9 +201,9 @@ static void test_reward_batch(void **state)
     /* Over the cap: refused whole. */
     json_t *items = json_array();
     for (size_t i = 0; i < 11; i++)
-        json_array_append_new(items, json_pack("{s:O,s:i}", "assignment_id",
-                                               json_object_get(json_array_get(a, i), "id"),
-                                               "reward", 1));
+        json_array_append_new(items,
+                              json_pack("{s:O,s:i}", "assignment_id",
+                                        json_object_get(json_array_get(a, i), "id"), "reward", 1));
     json_t *body = json_pack("{s:O}", "rewards", items);
     char *text = json_dumps(body, JSON_COMPACT);
     struct tresp *r = post("rb", "rewards", text);
@@ -248,8 +248,7 @@ static void test_reward_batch(void **state)
     for (size_t i = 0; i < 10; i++) {
         json_t *res = json_array_get(json_object_get(r->json, "results"), i);
         assert_string_equal(tjson_str(res, "status"), "accepted");
-        assert_string_equal(tjson_str(res, "assignment_id"),
-                            tjson_str(json_array_get(a, i), "id"));
+        assert_string_equal(tjson_str(res, "assignment_id"), tjson_str(json_array_get(a, i), "id"));
     }
     tresp_free(r);
     /* The same batch again: all duplicates. */
@@ -272,7 +271,7 @@ static void test_observation_batch(void **state)
 {
     (void)state;
     json_decref(texp_create(tgroup_d, "{\"id\":\"ob\",\"bandits\":[{\"id\":\"s1\",\"arms\":[\"a\","
-                                 "\"b\"]},{\"id\":\"s2\",\"arms\":[\"a\",\"b\"]}]}"));
+                                      "\"b\"]},{\"id\":\"s2\",\"arms\":[\"a\",\"b\"]}]}"));
     /* Several bandits: each observation names its bandit. */
     struct tresp *r = post("ob", "observations", "{\"arm\":\"a\",\"reward\":1}");
     assert_invalid(r, "bandit");
@@ -323,9 +322,9 @@ static void wait_no_pending(const char *id)
         size_t i;
         json_t *e;
         long long pending = -1;
-        json_array_foreach(json_object_get(r->json, "experiments"), i, e)
-            if (strcmp(tjson_str(e, "id"), id) == 0)
-                pending = tjson_int(e, "pending");
+        json_array_foreach(json_object_get(r->json, "experiments"), i,
+                           e) if (strcmp(tjson_str(e, "id"), id) == 0) pending =
+            tjson_int(e, "pending");
         tresp_free(r);
         assert_true(pending >= 0);
         if (pending == 0)
@@ -339,8 +338,8 @@ static void test_expiry_without_default(void **state)
 {
     (void)state;
     json_decref(texp_create(tgroup_d, "{\"id\":\"ex\",\"arms\":[\"a\",\"b\"],"
-                                 "\"assignment_ttl_s\":1,\"policy\":{\"name\":\"uniform\"},"
-                                 "\"seed\":6}"));
+                                      "\"assignment_ttl_s\":1,\"policy\":{\"name\":\"uniform\"},"
+                                      "\"seed\":6}"));
     json_t *a = texp_assign(tgroup_d, "ex", "{\"count\":4}");
     /* One answered in time. */
     assert_string_equal(texp_reward(tgroup_d, "ex", tjson_str(a, "[0].id"), 1), "accepted");
@@ -353,9 +352,9 @@ static void test_expiry_without_default(void **state)
     assert_int_equal(tjson_int(st, "pulls"), 1); /* released, not rewarded */
     /* Late rewards answer "expired" and change nothing. */
     for (int i = 1; i < 4; i++)
-        assert_string_equal(texp_reward(tgroup_d, "ex", tjson_str(json_array_get(a, (size_t)i), "id"),
-                                        1),
-                            "expired");
+        assert_string_equal(
+            texp_reward(tgroup_d, "ex", tjson_str(json_array_get(a, (size_t)i), "id"), 1),
+            "expired");
     assert_string_equal(texp_reward(tgroup_d, "ex", tjson_str(a, "[1].id"), 0), "expired");
     /* The rewarded one is still a duplicate. */
     assert_string_equal(texp_reward(tgroup_d, "ex", tjson_str(a, "[0].id"), 1), "duplicate");
@@ -371,9 +370,9 @@ static void test_expiry_with_default(void **state)
 {
     (void)state;
     json_decref(texp_create(tgroup_d, "{\"id\":\"exd\",\"arms\":[\"a\",\"b\"],"
-                                 "\"reward\":{\"min\":0,\"max\":4},\"default_reward\":1,"
-                                 "\"assignment_ttl_s\":1,\"policy\":{\"name\":\"uniform\"},"
-                                 "\"seed\":7}"));
+                                      "\"reward\":{\"min\":0,\"max\":4},\"default_reward\":1,"
+                                      "\"assignment_ttl_s\":1,\"policy\":{\"name\":\"uniform\"},"
+                                      "\"seed\":7}"));
     json_t *a = texp_assign(tgroup_d, "exd", "{\"count\":6}");
     assert_string_equal(texp_reward(tgroup_d, "exd", tjson_str(a, "[0].id"), 3), "accepted");
     wait_no_pending("exd");
@@ -384,9 +383,9 @@ static void test_expiry_with_default(void **state)
     double sum = reward_sum(st);
     assert_true(fabs(sum - (3 + 5 * 1)) < 1e-9);
     for (int i = 1; i < 6; i++)
-        assert_string_equal(texp_reward(tgroup_d, "exd", tjson_str(json_array_get(a, (size_t)i), "id"),
-                                        4),
-                            "expired");
+        assert_string_equal(
+            texp_reward(tgroup_d, "exd", tjson_str(json_array_get(a, (size_t)i), "id"), 4),
+            "expired");
     json_t *st2 = texp_status(tgroup_d, "exd");
     if (!json_equal(st, st2))
         fail_msg("a late reward changed the status");
@@ -429,14 +428,10 @@ static void test_expiry_after_restart(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_duplicate_and_conflict),
-        cmocka_unit_test(test_duplicate_from_disk),
-        cmocka_unit_test(test_unknown_in_batch),
-        cmocka_unit_test(test_assignment_count),
-        cmocka_unit_test(test_reward_batch),
-        cmocka_unit_test(test_observation_batch),
-        cmocka_unit_test(test_expiry_without_default),
-        cmocka_unit_test(test_expiry_with_default),
+        cmocka_unit_test(test_duplicate_and_conflict), cmocka_unit_test(test_duplicate_from_disk),
+        cmocka_unit_test(test_unknown_in_batch),       cmocka_unit_test(test_assignment_count),
+        cmocka_unit_test(test_reward_batch),           cmocka_unit_test(test_observation_batch),
+        cmocka_unit_test(test_expiry_without_default), cmocka_unit_test(test_expiry_with_default),
         cmocka_unit_test(test_expiry_after_restart),
     };
     return cmocka_run_group_tests(tests, group_setup, tgroup_teardown);

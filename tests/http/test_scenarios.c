@@ -82,10 +82,9 @@ static void run_delayed(uint64_t seed, long long *pulls_out)
     json_t *items = json_array();
     size_t i;
     json_t *q;
-    json_array_foreach(queue, i, q)
-        json_array_append_new(items, json_pack("{s:O,s:O}", "assignment_id",
-                                               json_object_get(q, "id"), "reward",
-                                               json_object_get(q, "reward")));
+    json_array_foreach(queue, i, q) json_array_append_new(
+        items, json_pack("{s:O,s:O}", "assignment_id", json_object_get(q, "id"), "reward",
+                         json_object_get(q, "reward")));
     if (json_array_size(items) > 0) {
         char path[96];
         snprintf(path, sizeof path, "/v1/experiments/%s/rewards", id);
@@ -136,14 +135,15 @@ static void test_sticky_units(void **state)
 {
     (void)state;
     json_decref(texp_create(tgroup_d, "{\"id\":\"sticky\",\"arms\":[\"a\",\"b\",\"c\"],"
-                                 "\"policy\":{\"name\":\"uniform\"},\"seed\":1}"));
-    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments/sticky/assignments",
-                           "{\"unit\":\"user-1\"}", NULL);
+                                      "\"policy\":{\"name\":\"uniform\"},\"seed\":1}"));
+    struct tresp *r =
+        treq(tgroup_d, "POST", "/v1/experiments/sticky/assignments", "{\"unit\":\"user-1\"}", NULL);
     assert_status(r, 201);
     json_t *first = json_incref(tjson_get(r->json, "assignments[0]"));
     tresp_free(r);
     for (int i = 0; i < 3; i++) {
-        r = treq(tgroup_d, "POST", "/v1/experiments/sticky/assignments", "{\"unit\":\"user-1\"}", NULL);
+        r = treq(tgroup_d, "POST", "/v1/experiments/sticky/assignments", "{\"unit\":\"user-1\"}",
+                 NULL);
         assert_status(r, 200);
         assert_int_equal(json_array_size(json_object_get(r->json, "assignments")), 1);
         json_t *again = tjson_get(r->json, "assignments[0]");
@@ -213,8 +213,7 @@ static void *assign_units(void *arg)
         int i = u->reverse ? NUNITS - 1 - k : k;
         char body[64];
         snprintf(body, sizeof body, "{\"unit\":\"unit-%d\"}", i);
-        struct tresp *r =
-            tclient_req(u->c, "POST", "/v1/experiments/race/assignments", body, NULL);
+        struct tresp *r = tclient_req(u->c, "POST", "/v1/experiments/race/assignments", body, NULL);
         const char *id = tjson_str(r->json, "assignments[0].id");
         if ((r->status != 200 && r->status != 201) || id == NULL)
             u->failed = 1;
@@ -261,8 +260,8 @@ static void test_multi_bandit_uniform(void **state)
     /* s1 is easy (one arm always pays, the other never); s2 cannot be
      * decided (both arms pay half the time). */
     json_decref(texp_create(tgroup_d, "{\"id\":\"mb\",\"bandits\":[{\"id\":\"s1\",\"arms\":[\"lo\","
-                                 "\"hi\"]},{\"id\":\"s2\",\"arms\":[\"x\",\"y\"]}],"
-                                 "\"policy\":{\"name\":\"uniform\"},\"seed\":11}"));
+                                      "\"hi\"]},{\"id\":\"s2\",\"arms\":[\"x\",\"y\"]}],"
+                                      "\"policy\":{\"name\":\"uniform\"},\"seed\":11}"));
     struct trng g;
     trng_seed(&g, 11);
     /* Named bandit: the pull stays there. */
@@ -304,8 +303,7 @@ static void test_multi_bandit_uniform(void **state)
     assert_true(tjson_num(st, "bandits[1].delta_c") > 0.05);
     long long handed = tjson_int(st, "handed_out");
     json_decref(st);
-    printf("# multi-bandit uniform: s1 done after %d of its pulls (%d in s2)\n", seen[0],
-           seen[1]);
+    printf("# multi-bandit uniform: s1 done after %d of its pulls (%d in s2)\n", seen[0], seen[1]);
     /* The done bandit, named: its recommendation, as exploitation. */
     a = texp_assign(tgroup_d, "mb", "{\"bandit\":\"s1\",\"count\":5}");
     for (size_t i = 0; i < 5; i++) {
@@ -367,9 +365,9 @@ static void test_gcp_easy_bandit_first(void **state)
         // NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Assign)
         per_bandit[b]++;
         long long arm = tjson_int(one, "arm_index");
-        assert_string_equal(texp_reward(tgroup_d, "gcp3", tjson_str(one, "id"),
-                                        trng_bernoulli(&g, p[b][arm])),
-                            "accepted");
+        assert_string_equal(
+            texp_reward(tgroup_d, "gcp3", tjson_str(one, "id"), trng_bernoulli(&g, p[b][arm])),
+            "accepted");
         json_decref(a);
         json_t *st = texp_status(tgroup_d, "gcp3");
         for (int k = 0; k < 3 && first_done < 0; k++) {
@@ -401,9 +399,9 @@ static void test_gcp_easy_bandit_first(void **state)
         }
         assert_string_not_equal(bandit, "easy");
         long long arm = tjson_int(one, "arm_index");
-        assert_string_equal(texp_reward(tgroup_d, "gcp3", tjson_str(one, "id"),
-                                        trng_bernoulli(&g, p[b][arm])),
-                            "accepted");
+        assert_string_equal(
+            texp_reward(tgroup_d, "gcp3", tjson_str(one, "id"), trng_bernoulli(&g, p[b][arm])),
+            "accepted");
         json_decref(a);
     }
     st = texp_status(tgroup_d, "gcp3");

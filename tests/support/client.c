@@ -170,8 +170,8 @@ static int set_rcvbuf(void *arg, curl_socket_t fd, curlsocktype purpose)
     return CURL_SOCKOPT_OK;
 }
 
-struct tresp *tclient_req(struct tclient *c, const char *method, const char *path,
-                          const char *body, const char *const *headers)
+struct tresp *tclient_req(struct tclient *c, const char *method, const char *path, const char *body,
+                          const char *const *headers)
 {
     return tclient_req_opts(c, method, path, body, headers, NULL);
 }
@@ -260,8 +260,7 @@ struct tresp *treq_key(struct tdaemon *d, const char *method, const char *path, 
     return treq(d, method, path, body, headers);
 }
 
-struct tresp *treqf(struct tdaemon *d, const char *method, const char *path, const char *fmt,
-                    ...)
+struct tresp *treqf(struct tdaemon *d, const char *method, const char *path, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -275,8 +274,7 @@ struct tresp *treqf(struct tdaemon *d, const char *method, const char *path, con
     return r;
 }
 
-struct tresp *treq_json(struct tdaemon *d, const char *method, const char *path,
-                        const json_t *body)
+struct tresp *treq_json(struct tdaemon *d, const char *method, const char *path, const json_t *body)
 {
     char *text = json_dumps(body, JSON_COMPACT);
     struct tresp *r = treq(d, method, path, text ? text : "", NULL);
@@ -293,8 +291,7 @@ const char *tresp_header(const struct tresp *r, const char *name)
     return v;
 }
 
-json_t *tcall(struct tdaemon *d, const char *method, const char *path, const char *body,
-              long want)
+json_t *tcall(struct tdaemon *d, const char *method, const char *path, const char *body, long want)
 {
     struct tresp *r = treq(d, method, path, body, NULL);
     if (r->status != want)
@@ -362,8 +359,7 @@ int tproblem_has_field(const struct tresp *r, const char *field)
     json_array_foreach(errs, i, e)
     {
         const char *f = json_string_value(json_object_get(e, "field"));
-        if (f != NULL && strcmp(f, field) == 0 &&
-            json_is_string(json_object_get(e, "message")))
+        if (f != NULL && strcmp(f, field) == 0 && json_is_string(json_object_get(e, "message")))
             return 1;
     }
     return 0;
@@ -429,12 +425,12 @@ json_t *texp_assign(struct tdaemon *d, const char *exp, const char *body)
 const char *texp_reward(struct tdaemon *d, const char *exp, const char *assignment_id,
                         double reward)
 {
-    static const char *const names[] = {"accepted", "duplicate", "conflict", "unknown",
-                                        "expired", "error"};
+    static const char *const names[] = {"accepted", "duplicate", "conflict",
+                                        "unknown",  "expired",   "error"};
     char path[256];
     snprintf(path, sizeof path, "/v1/experiments/%s/rewards", exp);
-    struct tresp *r =
-        treqf(d, "POST", path, "{\"assignment_id\":\"%s\",\"reward\":%.17g}", assignment_id, reward);
+    struct tresp *r = treqf(d, "POST", path, "{\"assignment_id\":\"%s\",\"reward\":%.17g}",
+                            assignment_id, reward);
     assert_status(r, 200);
     const char *st = tjson_str(r->json, "results[0].status");
     const char *out = NULL;

@@ -193,8 +193,7 @@ static int spawn(struct tdaemon *d)
     int out = open(d->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     int err = open(d->err_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (out < 0 || err < 0) {
-        fprintf(stderr, "# harness: cannot open output files in %s: %s\n", d->dir,
-                strerror(errno));
+        fprintf(stderr, "# harness: cannot open output files in %s: %s\n", d->dir, strerror(errno));
         if (out >= 0)
             close(out);
         if (err >= 0)
@@ -271,7 +270,6 @@ static int spawn(struct tdaemon *d)
     copy_stderr(d);
     return -1;
 }
-
 
 struct tdaemon *tdaemon_new(void)
 {

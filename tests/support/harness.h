@@ -170,11 +170,11 @@ int tfresh_teardown(void **state);
 /* --- the client --------------------------------------------------------------- */
 
 struct tresp {
-    long status;       /* 0: no answer (error says why) */
-    char error[256];   /* transport error, "" when answered */
-    char *body;        /* raw body, NUL-terminated (owned) */
+    long status;     /* 0: no answer (error says why) */
+    char error[256]; /* transport error, "" when answered */
+    char *body;      /* raw body, NUL-terminated (owned) */
     size_t len;
-    json_t *json;      /* parsed body or NULL (owned) */
+    json_t *json; /* parsed body or NULL (owned) */
     size_t nheaders;
     char **hname, **hvalue; /* owned */
 };
@@ -184,8 +184,8 @@ struct tclient;
 /* A client of its own (for a second thread); free with tclient_free. */
 struct tclient *tclient_new(struct tdaemon *d);
 void tclient_free(struct tclient *c);
-struct tresp *tclient_req(struct tclient *c, const char *method, const char *path,
-                          const char *body, const char *const *headers);
+struct tresp *tclient_req(struct tclient *c, const char *method, const char *path, const char *body,
+                          const char *const *headers);
 
 /* Options for one request (tclient_req_opts). */
 struct treq_opts {
@@ -209,8 +209,8 @@ struct tresp *treq(struct tdaemon *d, const char *method, const char *path, cons
 /* With "Authorization: Bearer key" (key NULL: no header). */
 struct tresp *treq_key(struct tdaemon *d, const char *method, const char *path, const char *key,
                        const char *body);
-struct tresp *treqf(struct tdaemon *d, const char *method, const char *path, const char *fmt,
-                    ...) __attribute__((format(printf, 4, 5)));
+struct tresp *treqf(struct tdaemon *d, const char *method, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* body borrowed (serialised compactly). */
 struct tresp *treq_json(struct tdaemon *d, const char *method, const char *path,
                         const json_t *body);
@@ -237,32 +237,32 @@ double tjson_num(const json_t *j, const char *path);
 int tproblem_has_field(const struct tresp *r, const char *field);
 
 /* cmocka-side checks (macros so failures point at the test's line). */
-#define assert_status(r, want)                                                                  \
-    do {                                                                                       \
-        if ((r)->status != (want))                                                             \
-            fail_msg("HTTP %ld, expected %d%s%s: %s", (r)->status, (int)(want),                \
-                     (r)->error[0] ? " — " : "", (r)->error, (r)->body ? (r)->body : "");      \
+#define assert_status(r, want)                                                                     \
+    do {                                                                                           \
+        if ((r)->status != (want))                                                                 \
+            fail_msg("HTTP %ld, expected %d%s%s: %s", (r)->status, (int)(want),                    \
+                     (r)->error[0] ? " — " : "", (r)->error, (r)->body ? (r)->body : "");          \
     } while (0)
 
-#define assert_problem(r, want)                                                                 \
-    do {                                                                                       \
-        assert_status((r), (want));                                                            \
-        const char *ct_ = tresp_content_type(r);                                               \
-        assert_non_null(ct_);                                                                  \
-        assert_true(strncmp(ct_, "application/problem+json", 24) == 0);                        \
-        assert_non_null((r)->json);                                                            \
-        assert_true(json_is_string(json_object_get((r)->json, "type")));                      \
-        assert_true(json_is_string(json_object_get((r)->json, "title")));                      \
-        assert_true(json_is_string(json_object_get((r)->json, "detail")));                     \
-        assert_int_equal(json_integer_value(json_object_get((r)->json, "status")), (want));    \
+#define assert_problem(r, want)                                                                    \
+    do {                                                                                           \
+        assert_status((r), (want));                                                                \
+        const char *ct_ = tresp_content_type(r);                                                   \
+        assert_non_null(ct_);                                                                      \
+        assert_true(strncmp(ct_, "application/problem+json", 24) == 0);                            \
+        assert_non_null((r)->json);                                                                \
+        assert_true(json_is_string(json_object_get((r)->json, "type")));                           \
+        assert_true(json_is_string(json_object_get((r)->json, "title")));                          \
+        assert_true(json_is_string(json_object_get((r)->json, "detail")));                         \
+        assert_int_equal(json_integer_value(json_object_get((r)->json, "status")), (want));        \
     } while (0)
 
 /* A validation problem (400) naming field in errors[]. */
-#define assert_invalid(r, field)                                                                \
-    do {                                                                                       \
-        assert_problem((r), 400);                                                              \
-        if (!tproblem_has_field((r), (field)))                                                 \
-            fail_msg("errors[] does not name \"%s\": %s", (field), (r)->body);                 \
+#define assert_invalid(r, field)                                                                   \
+    do {                                                                                           \
+        assert_problem((r), 400);                                                                  \
+        if (!tproblem_has_field((r), (field)))                                                     \
+            fail_msg("errors[] does not name \"%s\": %s", (field), (r)->body);                     \
     } while (0)
 
 /* tdaemon_launch that fails the test (with the daemon's stderr) unless the
@@ -272,8 +272,7 @@ void tdaemon_up(struct tdaemon *d, const char *const *extra, unsigned flags);
 /* One request that must answer `want` (the test fails with the body
  * otherwise); the body parsed as JSON (new reference; NULL when it is not
  * JSON). */
-json_t *tcall(struct tdaemon *d, const char *method, const char *path, const char *body,
-              long want);
+json_t *tcall(struct tdaemon *d, const char *method, const char *path, const char *body, long want);
 
 /* Sleep ms milliseconds (nanosleep, resumed after signals). */
 void tsleep_ms(unsigned ms);

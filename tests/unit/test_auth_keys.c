@@ -21,7 +21,6 @@
 #include "store/store.h"
 #include "tests/support/tstore.h"
 
-
 static int setup(void **state)
 {
     *state = tstore_new("k.db");

@@ -172,8 +172,7 @@ static void test_bad_values(void **state)
     /* TLS needs both files. */
     assert_int_equal(parse(&c, err, sizeof err, "--tls-cert", "/a.pem"), -1);
     assert_non_null(strstr(err, "tls-key"));
-    assert_int_equal(
-        parse(&c, err, sizeof err, "--tls-cert", "/a.pem", "--tls-key", "/k.pem"), 0);
+    assert_int_equal(parse(&c, err, sizeof err, "--tls-cert", "/a.pem", "--tls-key", "/k.pem"), 0);
 }
 
 static void test_help(void **state)

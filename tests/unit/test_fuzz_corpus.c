@@ -138,9 +138,23 @@ static void test_jsonw_matches_jansson(void **s)
     free(t);
 
     /* reals: specials of the format, then random bit patterns */
-    const double fixed[] = {0.0,    -0.0,   1.0,     -1.0,    0.1,     1e15,   1e16,
-                            1e17,   1e21,   1e-7,    1e-5,    123.456, 2.5e-300, 1.7976931348623157e308,
-                            5e-324, 3.0e10, 0.30000000000000004};
+    const double fixed[] = {0.0,
+                            -0.0,
+                            1.0,
+                            -1.0,
+                            0.1,
+                            1e15,
+                            1e16,
+                            1e17,
+                            1e21,
+                            1e-7,
+                            1e-5,
+                            123.456,
+                            2.5e-300,
+                            1.7976931348623157e308,
+                            5e-324,
+                            3.0e10,
+                            0.30000000000000004};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
         jw_init(&w);
         jw_real(&w, fixed[i]);

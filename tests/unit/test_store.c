@@ -59,9 +59,9 @@ static void reopen(struct tstore *f)
 struct collector {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int n;          /* callbacks so far */
-    int order[64];  /* slot of the n-th callback */
-    int err[64];    /* by slot */
+    int n;         /* callbacks so far */
+    int order[64]; /* slot of the n-th callback */
+    int err[64];   /* by slot */
 };
 
 struct slot {
@@ -444,8 +444,7 @@ static void test_find(void **state)
     assert_null(ev.unit);
     assert_int_equal(store_find_assignment(f->s, exp, 3, &ev, buf, sizeof buf),
                      STORE_ERR_NOTFOUND); /* an event, but not an assignment */
-    assert_int_equal(store_find_assignment(f->s, exp, 7, &ev, buf, sizeof buf),
-                     STORE_ERR_NOTFOUND);
+    assert_int_equal(store_find_assignment(f->s, exp, 7, &ev, buf, sizeof buf), STORE_ERR_NOTFOUND);
 
     assert_int_equal(store_find_outcome(f->s, exp, 2, &ev), STORE_OK);
     assert_int_equal(ev.seq, 4); /* the first outcome, skipping the observation */
@@ -736,10 +735,8 @@ static void test_injected_commit_failure(void **state)
     store_get_stats(f->s, &before);
     store_test_fail_commits(f->s, 1);
     store_test_pause_writer(f->s, 1);
-    op[0] = (struct store_op){.kind = STORE_OP_EXP_CREATE,
-                              .id = "doomed",
-                              .config_json = "{}",
-                              .rowid_out = &rowid};
+    op[0] = (struct store_op){
+        .kind = STORE_OP_EXP_CREATE, .id = "doomed", .config_json = "{}", .rowid_out = &rowid};
     op[1] = ev_op(exp, 1, STORE_EV_ASSIGN);
     op[1].ev.unit = "u";
     op[2] = ev_op(exp, 2, STORE_EV_OBSERVE);
@@ -783,9 +780,11 @@ static void test_env_fault(void **state)
     unsetenv("BANDITD_STORE_FAIL_COMMITS");
     assert_non_null(f->s);
     for (int i = 0; i < 3; i++)
-        op[i] = (struct store_op){
-            .kind = STORE_OP_EXP_CREATE, .id = i == 0 ? "e0" : i == 1 ? "e1" : "e2",
-            .config_json = "{}"};
+        op[i] = (struct store_op){.kind = STORE_OP_EXP_CREATE,
+                                  .id = i == 0   ? "e0"
+                                        : i == 1 ? "e1"
+                                                 : "e2",
+                                  .config_json = "{}"};
     assert_int_equal(store_write_sync(f->s, &op[0], 1), STORE_OK);
     assert_int_equal(store_write_sync(f->s, &op[1], 1), STORE_ERR_FULL);
     assert_int_equal(store_write_sync(f->s, &op[2], 1), STORE_OK);
