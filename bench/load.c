@@ -531,16 +531,12 @@ static int throughput(const struct opts *o)
     snprintf(thr, sizeof thr, "%u", o->threads);
     char *bare_argv[] = {mut(o->bare), mut("--listen"), mut("127.0.0.1:0"), mut("--threads"), thr,
                          NULL};
-    char *d_argv[] = {mut(o->daemon),
-                      mut("--listen"),
-                      mut("127.0.0.1:0"),
-                      mut("--db"),
-                      db,
-                      mut("--threads"),
-                      thr,
-                      mut("--sync"),
-                      mut(o->sync),
-                      NULL};
+    char *d_argv[] = {mut(o->daemon), mut("--listen"), mut("127.0.0.1:0"), mut("--db"), db,
+                      mut("--threads"), thr, mut("--sync"), mut(o->sync),
+                      /* a reward run pre-creates pairs × 2 × ceiling × duration
+                       * assignments in one experiment: over the default cap on
+                       * an idle machine */
+                      mut("--max-pending"), mut("100000000"), NULL};
     char *n_argv[] = {mut(o->daemon),
                       mut("--listen"),
                       mut("127.0.0.1:0"),
@@ -550,6 +546,8 @@ static int throughput(const struct opts *o)
                       thr,
                       mut("--sync"),
                       mut("normal"),
+                      mut("--max-pending"),
+                      mut("100000000"),
                       NULL};
     int normal_too = o->sync_normal_too && strcmp(o->sync, "full") == 0;
     loadavg(load0, sizeof load0);
