@@ -156,7 +156,9 @@ void fc_elim_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
 
 /* ttts and track-and-stop stop alike: once every arm has a reward, when the
  * ε-GLR statistic of the empirical best (tas_glr, ties at random) exceeds
- * the threshold of stats_glr_threshold (m = 1); the certified arm is then
+ * the threshold of stats_glr_threshold (m = 1) in every pair (the proven
+ * threshold adds each arm's stats_glr_arm_slack: tas_glr_slacked); the
+ * certified arm is then
  * the answer, and before that the best arm by the engine's means (ties by a
  * rank drawn once). val is scratch of k entries a policy may share. */
 struct fc_glr {
@@ -167,6 +169,7 @@ struct fc_glr {
     uint32_t *rank;
     size_t *idx;
     double *val;
+    double *slack; /* per-arm part of the proven threshold (stats_glr_arm_slack) */
 };
 
 /* Allocate for ctx's bandit 0, take the threshold from the policy's enum

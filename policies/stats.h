@@ -20,8 +20,9 @@
 
 /* Which family of bounds a policy or the status endpoint uses. */
 enum stats_bound {
-    /* Time-uniform (Howard, Ramdas, McAuliffe & Sekhon 2021, polynomial
-     * stitching): holds for all n at once, so it survives continuous
+    /* Time-uniform (Howard, Ramdas, McAuliffe & Sekhon 2021: a one-sided
+     * normal mixture for Hoeffding, polynomial stitching for empirical
+     * Bernstein): holds for all n at once, so it survives continuous
      * monitoring. The default. */
     STATS_BOUND_ANYTIME = 0,
     /* The papers' bounds for a fixed sample size n. */
@@ -79,7 +80,11 @@ double stats_bernstein_conf(double n, double var, double w);
 double stats_stitched_boundary(double v, double v_min, double c, double d);
 double stats_stitched_conf(double v, double v_min, double c, double u);
 
-/* Time-uniform Hoeffding: S_n sub-Gaussian with variance process n/4. */
+/* Time-uniform Hoeffding: S_n sub-Gaussian with variance process V = n/4,
+ * bounded by the one-sided normal mixture (Howard et al. 2021, §3.2) with a
+ * fixed ρ (stats.c): u solves 2 sqrt(ρ/(V+ρ)) e^{u²/(2(V+ρ))} Φ(u/sqrt(V+ρ))
+ * = 1/d, width u/n; the inverse d = 1/(that expression at u = wn) is
+ * closed form. Valid for every n >= 1 at once. */
 double stats_anytime_hoeffding_width(double n, double d);
 double stats_anytime_hoeffding_conf(double n, double w);
 
@@ -161,15 +166,32 @@ double stats_glr(const struct stats_arm *arms, size_t k, const unsigned char *hi
 enum stats_glr_threshold {
     /* ln((ln t + 1)/δ): Garivier & Kaufmann's code, a heuristic. */
     STATS_GLR_HEURISTIC = 0,
-    /* A threshold with a proof: Kaufmann & Koolen (2021), the union over the
-     * m(K−m) (High, Low) pairs that can be wrong (K−1 when m = 1) of their
-     * mixture-martingale boundary, 2 𝒯(ln(m(K−m)/δ)/2) + 6 ln(ln(t/2) + 1),
-     * with 𝒯 computed exactly (see stats.c). */
+    /* A threshold with a proof, per pair (i ∈ High, j ∈ Low):
+     *   Z_ij > ln(m(K−m)/δ) + r_i + r_j,
+     * r_a = stats_kt_regret(N_a, μ̂_a), the regret of the Jeffreys
+     * (Krichevsky–Trofimov) mixture on arm a's rewards (≈ ½ ln(πN_a/2)):
+     * Garivier & Kaufmann (2016)'s proof of β = ln(2t(K−1)/δ) with the
+     * regret computed exactly, never above their threshold (see stats.c). */
     STATS_GLR_PROVEN = 1,
 };
-/* m = size of the wanted top set; only the PROVEN threshold uses it. */
+/* The part of the threshold every pair shares: ln((ln t + 1)/δ) for the
+ * heuristic, ln(P/δ) for the proven one (P = m(K−m) pairs, K − 1 when
+ * m = 1). +INFINITY when δ <= 0. */
 double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, unsigned m,
                            double delta);
+/* An arm's own part of a pair's threshold: 0 for the heuristic,
+ * stats_kt_regret(n, mean) for the proven one. */
+double stats_glr_arm_slack(enum stats_glr_threshold kind, const struct stats_arm *a);
+/* ln sup_θ L(θ) − ln ∫ L(θ) Beta(½, ½)(dθ) for n rewards of mean `mean`
+ * (L(θ) = θ^S (1−θ)^(n−S), S = n·mean, real S allowed): ≥ 0, at most
+ * ½ ln n + ln 2, about ½ ln(πn/2) for means inside (0, 1). 0 when n <= 0. */
+double stats_kt_regret(double n, double mean);
+/* The GLR stop: every counted pair's Z_ij exceeds its threshold (so the
+ * heuristic is exactly stats_glr(...) > stats_glr_threshold(...)); t is the
+ * sum of the arms' n. 0 while some arm has no reward or a High arm is below
+ * a Low one; with an empty High or Low set, 1 (δ > 0). */
+int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                   enum stats_glr_threshold kind, unsigned m, double delta);
 
 /* --- ordering helpers ------------------------------------------------------
  * stats_top_m marks the m arms of largest mean in high[]; ties are broken by

@@ -216,8 +216,14 @@ static double pair_glr(double nb, double mb, double nj, double mj, double eps)
  * pairs whose bound already exceeds the smallest exact value so far are
  * skipped. Only the minimum's value matters, so skipping is exact. At
  * K = 1000 this leaves a handful of logarithms instead of 4000. */
-double tas_glr(const struct stats_arm *arms, size_t k, size_t best, double eps)
+/* min over j ≠ best of Z_j − slack[j] (slack NULL: 0). Returns 0 with *none
+ * = 1 when some arm has no reward or a challenger reaches μ̂_best + ε. The
+ * Pinsker bound less the slack bounds Z_j − slack[j] from below, so the
+ * skipping stays exact. */
+static double glr_min(const struct stats_arm *arms, size_t k, size_t best, double eps,
+                      const double *slack, int *none)
 {
+    *none = 1;
     if (k < 2 || arms[best].n == 0)
         return 0.0;
     double nb = (double)arms[best].n, mb = arms[best].mean;
@@ -236,23 +242,40 @@ double tas_glr(const struct stats_arm *arms, size_t k, size_t best, double eps)
         if (eps > 0 ? mj >= mb + eps : mj >= mb)
             return 0.0;
         double g = mb + eps - mj;
-        double lb = 2.0 * nb * nj / (nb + nj) * g * g;
+        double lb = 2.0 * nb * nj / (nb + nj) * g * g - (slack ? slack[j] : 0.0);
         if (lb < seed_lb) {
             seed_lb = lb;
             seed = j;
         }
     }
-    double z = pair_glr(nb, mb, (double)arms[seed].n, arms[seed].mean, eps);
+    *none = 0;
+    double z = pair_glr(nb, mb, (double)arms[seed].n, arms[seed].mean, eps) -
+               (slack ? slack[seed] : 0.0);
     for (size_t j = 0; j < k; j++) {
         if (j == best || j == seed)
             continue;
         double nj = (double)arms[j].n, mj = arms[j].mean;
         double g = mb + eps - mj;
-        if (2.0 * nb * nj / (nb + nj) * g * g >= z)
+        double sj = slack ? slack[j] : 0.0;
+        if (2.0 * nb * nj / (nb + nj) * g * g - sj >= z)
             continue;
-        double zj = pair_glr(nb, mb, nj, mj, eps);
+        double zj = pair_glr(nb, mb, nj, mj, eps) - sj;
         if (zj < z)
             z = zj;
     }
     return z;
+}
+
+double tas_glr(const struct stats_arm *arms, size_t k, size_t best, double eps)
+{
+    int none;
+    return glr_min(arms, k, best, eps, NULL, &none);
+}
+
+double tas_glr_slacked(const struct stats_arm *arms, size_t k, size_t best, double eps,
+                       const double *slack)
+{
+    int none;
+    double z = glr_min(arms, k, best, eps, slack, &none);
+    return none ? -INFINITY : z - slack[best];
 }

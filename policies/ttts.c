@@ -52,7 +52,8 @@ static const struct policy_param_spec ttts_params[] = {
      .type = POLICY_PARAM_ENUM,
      .def = 0,
      .choices = thresholds,
-     .doc = "GLR stop threshold: proven = Kaufmann & Koolen 2021 (stats_glr_threshold); "
+     .doc = "GLR stop threshold: proven = ln((K−1)/δ) + r_i + r_j per pair, r the Jeffreys "
+            "mixture's regret (Garivier & Kaufmann 2016's proof, stats_glr_threshold); "
             "heuristic = ln((ln t + 1)/δ) (Garivier & Kaufmann 2016 experiments, no proof)"},
     {.name = NULL},
 };

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <string.h>
 
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sf_zeta.h>
 
@@ -160,18 +161,51 @@ static void test_stitched_hand(void **state)
     CLOSE(stats_stitched_conf(25, 1, 0, 20), 0.014868395054546759, 1e-9);
 }
 
+/* The one-sided normal mixture of stats.c with ρ recomputed from its
+ * definition (confseq's best_rho, one-sided: v_opt = 125, α_opt = .025) and
+ * Φ from GSL: M(u) = 2 sqrt(ρ/(V+ρ)) exp(u²/(2(V+ρ))) Φ(u/sqrt(V+ρ)). */
+static double mix_m(double u, double v)
+{
+    double l = log(1.0 / (2 * 0.025));
+    double rho = 125.0 / (2 * l + log(1 + 2 * l));
+    double vr = v + rho;
+    return 2 * sqrt(rho / vr) * exp(u * u / (2 * vr)) * gsl_cdf_ugaussian_P(u / sqrt(vr));
+}
+
 static void test_anytime_hand(void **state)
 {
     (void)state;
-    /* Hoeffding, n = 100: v = n/4 = 25, so u/n = 18.37175949/100. */
-    CLOSE(stats_anytime_hoeffding_width(100, 0.05), 0.18371759494797672, 1e-10);
-    /* n = 4 is v = v_min: 2.91690000/4 = .72922500 */
-    CLOSE(stats_anytime_hoeffding_width(4, 0.05), 0.7292249992531932, 1e-10);
-    /* n = 2 is below v_min: u(v_min)/2. */
-    CLOSE(stats_anytime_hoeffding_width(2, 0.05), 2.9168999970127727 / 2, 1e-10);
-    /* w = .2 at n = 100 is u = 20 at v = 25: .01486840 (above). */
-    CLOSE(stats_anytime_hoeffding_conf(100, 0.2), 0.014868395054546759, 1e-9);
-    /* Bernstein, ebv = 10, n = 100: 20.98264612/100 (above). */
+    /* Hoeffding, n = 100, d = .05: V = 25, ρ = 15.7507012, V + ρ = 40.7507012;
+     * M(u) = 20 at u = 15.0714058 (bisection on the formula with GSL's Φ:
+     * 1.2434044·e^{2.78702}·Φ(2.36095) = 1.2434044·16.23291·0.990884 = 20.000). */
+    CLOSE(stats_anytime_hoeffding_width(100, 0.05), 0.15071405771266411, 1e-10);
+    /* n = 4 (V = 1): u = 8.8702234, width 2.2175558 — vacuous, as every
+     * bound is at four samples (fixed-n Hoeffding: .612). */
+    CLOSE(stats_anytime_hoeffding_width(4, 0.05), 2.217555844192924, 1e-10);
+    /* w = .2 at n = 100 is u = 20: M = 168.153731, d = .00594694 */
+    CLOSE(stats_anytime_hoeffding_conf(100, 0.2), 0.0059469391073869223, 1e-9);
+    /* The closed-form inverse against the formula, over a grid. */
+    for (double n = 1; n < 1e7; n *= 3.7)
+        for (double w = 0.003; w < 1.0; w *= 2.3) {
+            double want = 1.0 / mix_m(w * n, n / 4);
+            if (want < 1.0 && want > 1e-300)
+                CLOSE(stats_anytime_hoeffding_conf(n, w), want, 1e-9);
+        }
+    /* Between the two-sided normal mixture at 2d and at d (Φ in [1/2, 1]):
+     * u² ∈ [(V+ρ) ln((V+ρ)/(4ρd²)), (V+ρ) ln((V+ρ)/(ρd²))]. */
+    {
+        double l = log(20.0), rho = 125.0 / (2 * l + log(1 + 2 * l));
+        for (size_t i = 0; i < LEN(NS); i++)
+            for (size_t j = 0; j < LEN(DS); j++) {
+                double n = NS[i], d = DS[j], vr = n / 4 + rho;
+                double u = stats_anytime_hoeffding_width(n, d) * n;
+                assert_true(u <= sqrt(vr * log(vr / (rho * d * d))) * (1 + 1e-9));
+                assert_true(u >= sqrt(fmax(0.0, vr * log(vr / (4 * rho * d * d)))));
+                /* never narrower than its own root: M(u) >= 1/d */
+                assert_true(mix_m(u, n / 4) >= (1 / d) * (1 - 1e-9));
+            }
+    }
+    /* Bernstein (still stitched), ebv = 10, n = 100: 20.98264612/100 (above). */
     CLOSE(stats_anytime_bernstein_width(100, 10, 0.05), 0.20982646121366642, 1e-10);
     assert_true(isinf(stats_anytime_hoeffding_width(0.5, 0.05)));
     assert_true(isinf(stats_anytime_bernstein_width(1, 0.25, 0.05)));
@@ -733,41 +767,101 @@ static void test_glr_threshold(void **state)
     (void)state;
     /* Heuristic, t = 1000, δ = .1: ln((ln 1000 + 1)/.1) = ln(79.0775528) = 4.37042905 */
     CLOSE(stats_glr_threshold(STATS_GLR_HEURISTIC, 1000, 2, 1, 0.1), 4.370429051817273, 1e-12);
-    /* Proven, computed independently with 𝒯 from its definition
-     * 𝒯(x) = 2 h̃_{3/2}((h⁻¹(1 + x) + ln(π²/3))/2), h̃ by brute-force
-     * minimisation of e^λ (x − ln λ) over λ in (0, ln 1.5]:
-     * K = 2, m = 1, δ = .1, t = 1000: x = ln(1/.1)/2 = 1.15129255,
-     *   𝒯(x) = 9.39598671; 2𝒯 + 6 ln(1 + ln 500) = 18.79197 + 11.85665 = 30.64862
-     * K = 4, m = 1, δ = .05, t = 2 (ln(1 + ln 1) = 0): 2𝒯(ln(3/.05)/2) = 21.88946
-     * K = 4, m = 2: four pairs, 2𝒯(ln(4/.05)/2) = 22.34913 */
-    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 1000, 2, 1, 0.1), 30.64862065353894, 1e-8);
-    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 1, 0.05), 21.889460414731143, 1e-8);
-    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 2, 0.05), 22.349130439898765, 1e-8);
-    /* 𝒯 at larger x, where x + 4 ln(1 + x + √(2x)) is a fair guide:
-     * x = 20 is δ = e^-40 with K = 2; 𝒯(20) = 32.91475 (approximation 33.23). */
-    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 2, 1, exp(-40.0)), 2 * 32.91475023571225, 1e-8);
-    /* Monotone: larger t, smaller δ, more pairs; always above the heuristic
-     * and above ln(1/δ) (no threshold below that can be δ-correct). */
-    const double ts[] = {2, 10, 100, 1e4, 1e6};
-    const double dl[] = {0.5, 0.1, 0.01, 1e-4, 1e-8};
-    for (size_t i = 0; i < LEN(ts); i++)
-        for (size_t j = 0; j < LEN(dl); j++)
-            for (size_t k = 2; k < 100; k = 2 * k + 1) {
-                double p = stats_glr_threshold(STATS_GLR_PROVEN, ts[i], k, 1, dl[j]);
-                assert_true(p > stats_glr_threshold(STATS_GLR_HEURISTIC, ts[i], k, 1, dl[j]));
-                assert_true(p > log(1.0 / dl[j]));
-                if (i > 0)
-                    assert_true(p > stats_glr_threshold(STATS_GLR_PROVEN, ts[i - 1], k, 1, dl[j]));
-                if (j > 0)
-                    assert_true(p > stats_glr_threshold(STATS_GLR_PROVEN, ts[i], k, 1, dl[j - 1]));
-                assert_true(stats_glr_threshold(STATS_GLR_PROVEN, ts[i], 2 * k + 1, 1, dl[j]) > p);
-            }
-    /* m(K − m) pairs: m = 2, K = 10 (16 pairs) above m = 1 (9 pairs);
-     * symmetric in m ↔ K − m. */
+    /* Proven, shared part ln(P/δ): K = 2, m = 1, δ = .1: ln 10; K = 4,
+     * m = 1, δ = .05: ln 60; m = 2: four pairs, ln 80; m ↔ K − m. */
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 1000, 2, 1, 0.1), log(10.0), 1e-15);
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 1, 0.05), log(60.0), 1e-15);
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 2, 0.05), log(80.0), 1e-15);
     CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 2, 0.05),
           stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 8, 0.05), 1e-15);
-    assert_true(stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 2, 0.05) >
-                stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 1, 0.05));
+    assert_true(isinf(stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 2, 0.0)));
+
+    /* KT regret r = ln L(μ̂) − ln(B(S+½, N−S+½)/π), by hand:
+     * N = 1, S = 1: L = 1, B(1.5, .5) = Γ(1.5)Γ(.5)/Γ(2) = π/2: r = ln 2.
+     * N = 2, S = 1: L = 1/4, B(1.5, 1.5) = π/8: r = ln 2.
+     * N = 10, S = 3: L = .3³·.7⁷ = .00222357, B(3.5, 7.5) = Γ(3.5)Γ(7.5)/10!
+     *   = 3.32335·1871.25/3628800 = .00171370, /π = .000545488:
+     *   r = ln 4.07629 = 1.40516. Larger N from lgamma directly (no Stirling). */
+    CLOSE(stats_kt_regret(1, 1.0), log(2.0), 1e-13);
+    CLOSE(stats_kt_regret(2, 0.5), log(2.0), 1e-13);
+    CLOSE(stats_kt_regret(10, 0.3), 1.4051615992701738, 1e-12);
+    CLOSE(stats_kt_regret(1000, 0.47), 3.6799195942604532, 1e-11);
+    CLOSE(stats_kt_regret(1e4, 0.123), 4.8310084983423698, 1e-10);
+    CLOSE(stats_kt_regret(37, 0.0), 2.3812021748239252, 1e-12);
+    CLOSE(stats_kt_regret(0, 0.5), 0.0, 0);
+    /* ≥ 0, ≤ ½ ln N + ln 2 (the bound behind Garivier & Kaufmann's ln(2t));
+     * ½ ln(πN/2) inside (0, 1) at large N, ½ ln(πN) at the ends. */
+    for (double n = 1; n < 1e15; n *= 1.9)
+        for (double mu = 0; mu <= 1.0; mu += 1.0 / 64) {
+            double r = stats_kt_regret(n, mu);
+            assert_true(r >= 0.0);
+            assert_true(r <= 0.5 * log(n) + log(2.0) + 1e-9);
+        }
+    CLOSE(stats_kt_regret(1e12, 0.5), 0.5 * log(M_PI * 1e12 / 2), 1e-9);
+    CLOSE(stats_kt_regret(1e12, 1.0), 0.5 * log(M_PI * 1e12), 1e-9);
+    CLOSE(stats_kt_regret(2e15, 0.25), 0.5 * log(M_PI * 2e15 / 2), 1e-9);
+    struct stats_arm a0 = mk_arm(1000, 0.47, 0.25);
+    CLOSE(stats_glr_arm_slack(STATS_GLR_PROVEN, &a0), stats_kt_regret(1000, 0.47), 0);
+    CLOSE(stats_glr_arm_slack(STATS_GLR_HEURISTIC, &a0), 0.0, 0);
+}
+
+/* stats_glr_stop: the heuristic is stats_glr > threshold; the proven rule is
+ * the per-pair inequality, and is never looser than Garivier & Kaufmann's
+ * ln(2t(K − 1)/δ) on the same statistic (m = 1). */
+static void test_glr_stop(void **state)
+{
+    (void)state;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 77);
+    int proven_stops = 0, gk_stops = 0;
+    for (int trial = 0; trial < 4000; trial++) {
+        size_t k = 2 + gsl_rng_uniform_int(r, 5);
+        unsigned m = 1 + (unsigned)gsl_rng_uniform_int(r, k - 1);
+        struct stats_arm arms[6];
+        double t = 0;
+        for (size_t i = 0; i < k; i++) {
+            uint64_t n = 1 + gsl_rng_uniform_int(r, trial % 3 == 0 ? 30 : 20000);
+            arms[i] = mk_arm(n, gsl_rng_uniform(r), 0.1);
+            t += (double)n;
+        }
+        unsigned char high[6];
+        stats_top_m(arms, k, m, NULL, high);
+        double delta = trial % 2 ? 0.1 : 0.01;
+        double z = stats_glr(arms, k, high);
+        assert_int_equal(stats_glr_stop(arms, k, high, STATS_GLR_HEURISTIC, m, delta),
+                         z > stats_glr_threshold(STATS_GLR_HEURISTIC, t, k, m, delta));
+        /* proven: every pair over its own threshold */
+        int want = 1;
+        double base = log((double)m * (double)(k - m) / delta);
+        for (size_t i = 0; i < k; i++)
+            for (size_t j = 0; j < k; j++) {
+                if (!high[i] || high[j])
+                    continue;
+                struct stats_arm pair[2] = {arms[i], arms[j]};
+                unsigned char hp[2] = {1, 0};
+                double zij = stats_glr(pair, 2, hp);
+                if (!(zij > base + stats_kt_regret((double)arms[i].n, arms[i].mean) +
+                                stats_kt_regret((double)arms[j].n, arms[j].mean)))
+                    want = 0;
+            }
+        int got = stats_glr_stop(arms, k, high, STATS_GLR_PROVEN, m, delta);
+        assert_int_equal(got, want);
+        proven_stops += got;
+        if (m == 1) {
+            int gk = z > log(2.0 * t * (double)(k - 1) / delta);
+            gk_stops += gk;
+            if (gk)
+                assert_true(got); /* G&K stops ⇒ we stop */
+        }
+    }
+    /* Both outcomes occur, and the exact regret stops where G&K does not. */
+    assert_true(proven_stops > 100 && proven_stops < 3900);
+    assert_true(gk_stops < proven_stops);
+    /* No pair to tell apart: stop (as stats_glr's +∞ says). */
+    struct stats_arm one[2] = {mk_arm(5, 0.5, 0.1), mk_arm(5, 0.2, 0.1)};
+    unsigned char all[2] = {1, 1};
+    assert_true(stats_glr_stop(one, 2, all, STATS_GLR_PROVEN, 2, 0.1));
+    gsl_rng_free(r);
 }
 
 /* ---- ordering -------------------------------------------------------------- */
@@ -935,6 +1029,7 @@ int main(void)
         cmocka_unit_test(test_kl),
         cmocka_unit_test(test_glr),
         cmocka_unit_test(test_glr_threshold),
+        cmocka_unit_test(test_glr_stop),
         cmocka_unit_test(test_top_m),
         cmocka_unit_test(test_normal_sf),
         cmocka_unit_test(test_mc_anytime_vs_fixed),
