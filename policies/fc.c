@@ -279,8 +279,7 @@ int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, const struct pol
     g->rank = fc_rank_new(ctx->rng, k);
     g->idx = calloc(k, sizeof *g->idx);
     g->val = calloc(k, sizeof *g->val);
-    g->slack = calloc(k, sizeof *g->slack);
-    return g->rank && g->idx && g->val && g->slack ? 0 : -1;
+    return g->rank && g->idx && g->val ? 0 : -1;
 }
 
 void fc_glr_fini(struct fc_glr *g)
@@ -288,7 +287,6 @@ void fc_glr_fini(struct fc_glr *g)
     free(g->rank);
     free(g->idx);
     free(g->val);
-    free(g->slack);
 }
 
 int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx)
@@ -305,14 +303,8 @@ int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx)
     }
     size_t best = policy_argmax(ctx->rng, g->val, NULL, g->k);
     double beta = stats_glr_threshold(g->thr, t, g->k, 1, ctx->delta);
-    if (g->thr == STATS_GLR_PROVEN) {
-        for (size_t i = 0; i < g->k; i++)
-            g->slack[i] = stats_glr_arm_slack(g->thr, &a[i]);
-        if (!(tas_glr_slacked(a, g->k, best, ctx->epsilon, g->slack) > beta))
-            return 0;
-    } else if (!(tas_glr(a, g->k, best, ctx->epsilon) > beta)) {
+    if (!tas_glr_stop(a, g->k, best, ctx->epsilon, g->thr, beta))
         return 0;
-    }
     g->stopped = 1;
     g->certified = best;
     return 1;

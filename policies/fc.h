@@ -156,8 +156,8 @@ void fc_elim_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
 
 /* ttts and track-and-stop stop alike: once every arm has a reward, when the
  * ε-GLR statistic of the empirical best (tas_glr, ties at random) exceeds
- * the threshold of stats_glr_threshold (m = 1) in every pair (the proven
- * threshold adds each arm's stats_glr_arm_slack: tas_glr_slacked); the
+ * the threshold of stats_glr_threshold (m = 1) in every pair (tas_glr_stop:
+ * the proven rule weighs each pair's evidence, stats_glr_pair_evidence); the
  * certified arm is then
  * the answer, and before that the best arm by the engine's means (ties by a
  * rank drawn once). val is scratch of k entries a policy may share. */
@@ -169,7 +169,6 @@ struct fc_glr {
     uint32_t *rank;
     size_t *idx;
     double *val;
-    double *slack; /* per-arm part of the proven threshold (stats_glr_arm_slack) */
 };
 
 /* Allocate for ctx's bandit 0, take the threshold from the policy's enum

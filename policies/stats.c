@@ -225,10 +225,12 @@ double stats_stitched_conf(double v, double v_min, double c, double u)
  *   ρ = v / (2 ln(1/(2α)) + ln(1 + 2 ln(1/(2α)))),
  * chosen from the width table in docs/policies.md ("Time-uniform bounds"):
  * against the stitched boundary it replaced (s = 1.4, η = 2, v_min = 1) it
- * is 16–24% narrower for n from 300 to 30,000 at d from 0.025 to 0.001
- * (where experiments stop), 2–9% narrower at 10⁶, and wider only below
- * n ≈ 70, where every anytime width exceeds 0.25. The unit tests recompute
- * ρ from the formula. */
+ * is 12–24% narrower for n from 300 to 30,000 at d from 0.025 to 0.001
+ * (where experiments stop), 6–8% narrower at 10⁶, 0–13% at n = 100, and
+ * wider below that (20–40% at n = 30, where both widths exceed 0.34: only
+ * gaps of that size stop there). A larger ρ would gain a few % more near
+ * 10⁴ and lose more at small n. The unit tests recompute ρ from the
+ * formula. */
 #define MIX_RHO 15.750701224070426
 
 /* ln Φ(z) for z ≥ 0 (Φ ≥ 1/2 there: no underflow), and the general case for
@@ -861,16 +863,27 @@ double stats_glr(const struct stats_arm *arms, size_t k, const unsigned char *hi
  * Low, truly High) that can be wrong gives: stopping when every pair has
  *   Z_ij > ln(P/δ) + r_i + r_j
  * errs with probability at most δ, for any sampling rule.
- * This is the proof of Garivier & Kaufmann (2016, COLT, §3, "Chernoff's
- * stopping rule": β(t, δ) = ln(2t(K − 1)/δ) is δ-PAC for Bernoulli bandits,
- * via the KT mixture and its regret bound r ≤ ½ ln N + ln 2) with the
+ * This is the proof of Garivier & Kaufmann (2016, COLT, §3, Chernoff's
+ * stopping rule: for Bernoulli bandits β(t, δ) = ln(2t(K − 1)/δ) is δ-PAC,
+ * by the KT mixture and its regret bound r ≤ ½ ln N + ln 2) with the
  * regret computed exactly instead of bounded: since r_i + r_j ≤
- * ½ ln(N_i N_j) + 2 ln 2 ≤ ln(2(N_i + N_j)), our threshold is never above
- * theirs (m = 1), and is about 0.47 nats per arm below it in the interior
- * (r → ½ ln(πN/2)). It replaced Kaufmann & Koolen (2021)'s
- * 2𝒯(ln(P/δ)/2) + 6 ln(1 + ln(t/2)), 2.5–3 times larger at the sample
- * sizes we serve: their ln ln N terms only win beyond N ≈ 10¹⁶ samples per
- * arm, so taking the smaller of the two (each at δ/2) never pays. */
+ * ½ ln(N_i N_j) + 2 ln 2 ≤ ln(2(N_i + N_j)), this is never above their
+ * threshold (m = 1), and about 0.47 nats per arm below it in the interior
+ * (r → ½ ln(πN/2)). Kaufmann & Koolen (2021)'s 2𝒯(ln(P/δ)/2) +
+ * 6 ln(1 + ln(t/2)), the threshold before, is 2.5–3 times larger at the
+ * sample sizes we serve: its ln ln N terms only win beyond N ≈ 10¹⁶ per
+ * arm, so a minimum of the two (each at δ/2) would never pay.
+ *
+ * The proven rule (stats_glr_stop, tas_glr_stop) then averages this e-value,
+ * E_KT = e^{Z_ij − r_i − r_j}, with a second one for the same pair, the
+ * product of the two arms' one-sided normal mixtures at the worst cutoff
+ * (stats_pair_mixture, below): the mean of two e-processes is an e-process
+ * (Vovk & Wang 2021, "E-values: calibration, combination and
+ * applications"), so stopping when ln((E_KT + E_N)/2) > ln(P/δ) for every
+ * pair keeps P(error) ≤ δ. The mixture's regret is ½ ln(1 + V/ρ) per arm
+ * instead of ½ ln(πN/2) (its prior sits on the null instead of spreading
+ * over [0, 1]), which on means near 1/2 needs about 40% fewer samples;
+ * far from 1/2 the KT term carries the evidence at a cost of ln 2. */
 
 /* ln Γ(x + 1/2) − (x ln x − x + ½ ln 2π), x ≥ 0: Stirling's remainder,
  * by its asymptotic series beyond x = 100 (the next term is below 1e-13
@@ -910,11 +923,174 @@ double stats_kt_regret(double n, double mean)
     return 0.5 * log(M_PI * n / 2.0) - stirling_half(s) - stirling_half(f) + stirling_one(n);
 }
 
-double stats_glr_arm_slack(enum stats_glr_threshold kind, const struct stats_arm *a)
+/* --- the second e-value of the proven rule: per-arm normal mixtures --------
+ * The pair's null (recommending i over j is wrong) is μ_j ≥ μ_i + ε, ε ≥ 0.
+ * For a cutoff c ∈ [0, 1 − ε], arm i's one-sided normal mixture M_i(c)
+ * (λ ≥ 0 on the deviation S = Σ(x − c), as in stats_anytime_hoeffding_conf)
+ * is a nonnegative supermartingale whenever μ_i ≤ c (by Hoeffding's lemma
+ * each λ-factor has conditional mean e^{λ(μ_i − c)} ≤ 1), and arm j's
+ * lower mixture M_j(c + ε) (λ ≥ 0 on Σ(c + ε − x)) whenever μ_j ≥ c + ε.
+ * Under the null c* = μ_i lies in [0, 1 − ε] (μ_i + ε ≤ μ_j ≤ 1) and both
+ * hold, so
+ *   inf_{c ∈ [0, 1−ε]} M_i(c) M_j(c + ε) ≤ M_i(c*) M_j(c* + ε),
+ * and the right side is a test supermartingale on the filtration of all
+ * rewards: each reward moves one factor only, its arm chosen on the past
+ * (with delays, the reward is independent of what arrived in between), and
+ * mixing the two λ's over a product prior keeps the property (Fubini).
+ * The KT e-value is bounded by a test martingale on the same filtration
+ * (stats_kt_regret's mixture over the likelihood at the true means), so
+ * their mean is one too (Vovk & Wang 2021), and Ville's inequality applies
+ * to it. (Robbins 1970; Howard et al. 2021 §3.2 for the mixture; the
+ * infimum over the null as in Kaufmann & Koolen 2021's GLR with mixtures.)
+ *
+ * The infimum: ln M is convex and increasing in the deviation (a log of a
+ * mixture of exponentials of it, λ ≥ 0), so A(c) = ln M_i(c) falls,
+ * B(c) = ln M_j(c + ε) rises, and A + B is convex in c. Golden section
+ * keeps the minimiser in its bracket [a, b] (in exact arithmetic), and on
+ * [a, b] A ≥ A(b), B ≥ B(a): A(b) + B(a) is a lower bound on the infimum,
+ * the bracket's width only making it lower. Rounding can misorder two
+ * points only when their values agree to rounding, and convexity bounds
+ * what such a misstep can hide (1.62 times that difference: the slope
+ * beyond the points is at least their secant's), so a margin of 1e-11
+ * relative (against errors of 1e-13 at most) makes the value a lower bound
+ * whatever rounding did. Sub-Gaussian (variance 1/4): as sharp as Bernoulli
+ * KL near p = 1/2, loose far from it, where the KT part of the evidence
+ * carries it. */
+
+/* ln M(u), any sign of u, from below: exact (log_phi) down to z = −30 (Φ is
+ * 1e-198 there, far from underflow, and u²/(2vr) + ln Φ(z) loses under
+ * 1e-13 to cancellation); beyond, Gordon's inequality
+ * Φ(z) ≥ φ(z)|z|/(z² + 1) (0.1% low at most), in which u²/(2vr) = z²/2
+ * cancels exactly. With n = 0 (vr = ρ, u = 0) it is exactly 0: M = 1. */
+static double mix_logm_lower(double u, double vr, double sq, double c0)
+{
+    double z = u / sq;
+    if (z >= -30.0)
+        return mix_logm(u, vr, sq, c0);
+    return c0 + log(-z / (z * z + 1.0)) - 0.5 * log(2.0 * M_PI);
+}
+
+/* One pair's mixture problem: A(c) + B(c) above. */
+struct pair_mix {
+    double ni, mi, vi, si, ci;
+    double nj, mj, vj, sj, cj;
+    double eps;
+};
+
+static void pair_mix_init(struct pair_mix *p, double ni, double mi, double nj, double mj,
+                          double eps)
+{
+    p->ni = ni > 0.0 ? ni : 0.0;
+    p->nj = nj > 0.0 ? nj : 0.0;
+    p->mi = mi;
+    p->mj = mj;
+    p->eps = eps > 0.0 ? eps : 0.0;
+    p->vi = p->ni / 4.0 + MIX_RHO;
+    p->si = sqrt(p->vi);
+    p->ci = mix_c0(p->vi);
+    p->vj = p->nj / 4.0 + MIX_RHO;
+    p->sj = sqrt(p->vj);
+    p->cj = mix_c0(p->vj);
+}
+
+static double pair_a(const struct pair_mix *p, double c)
+{
+    return mix_logm_lower(p->ni * (p->mi - c), p->vi, p->si, p->ci);
+}
+
+static double pair_b(const struct pair_mix *p, double c)
+{
+    return mix_logm_lower(p->nj * (c + p->eps - p->mj), p->vj, p->sj, p->cj);
+}
+
+/* An upper bound on the infimum, from one cutoff: where the Gaussian
+ * approximation of A + B (2n_i(μ̂_i − c)² + 2n_j(c + ε − μ̂_j)²) is least. */
+static double pair_mix_upper(const struct pair_mix *p)
+{
+    double hi = 1.0 - p->eps > 0.0 ? 1.0 - p->eps : 0.0;
+    double n = p->ni + p->nj;
+    double c = n > 0.0 ? (p->ni * p->mi + p->nj * (p->mj - p->eps)) / n : 0.0;
+    c = c < 0.0 ? 0.0 : c > hi ? hi : c;
+    return pair_a(p, c) + pair_b(p, c);
+}
+
+#define PAIR_GOLDEN 64 /* 0.618^64 < 1e-13 on [0, 1] */
+
+static double pair_mix_lower(const struct pair_mix *p)
+{
+    double a = 0.0, b = 1.0 - p->eps;
+    if (!(b > a)) /* ε ≥ 1: at most the point c = 0 is in the null */
+        return pair_a(p, 0.0) + pair_b(p, 0.0);
+    const double g = (sqrt(5.0) - 1.0) / 2.0;
+    double x1 = b - g * (b - a), x2 = a + g * (b - a);
+    double f1 = pair_a(p, x1) + pair_b(p, x1), f2 = pair_a(p, x2) + pair_b(p, x2);
+    for (int it = 0; it < PAIR_GOLDEN; it++) {
+        if (f1 <= f2) {
+            b = x2;
+            x2 = x1;
+            f2 = f1;
+            x1 = b - g * (b - a);
+            f1 = pair_a(p, x1) + pair_b(p, x1);
+        } else {
+            a = x1;
+            x1 = x2;
+            f1 = f2;
+            x2 = a + g * (b - a);
+            f2 = pair_a(p, x2) + pair_b(p, x2);
+        }
+    }
+    double v = pair_a(p, b) + pair_b(p, a);
+    return v - 1e-11 * (1.0 + fabs(v));
+}
+
+double stats_pair_mixture(double ni, double mi, double nj, double mj, double eps)
+{
+    struct pair_mix p;
+    pair_mix_init(&p, ni, mi, nj, mj, eps);
+    return pair_mix_lower(&p);
+}
+
+/* ln((e^x + e^y)/2) without overflow. */
+static double log_mean_exp(double x, double y)
+{
+    double hi = x > y ? x : y, lo = x > y ? y : x;
+    if (hi == -INFINITY)
+        return -INFINITY;
+    return hi - M_LN2 + log1p(exp(lo - hi));
+}
+
+/* ln of the mean of the two e-values, e^{z − r_i − r_j} (KT) and the pair
+ * mixture: the mean of two e-processes is one (Vovk & Wang 2021), and it is
+ * never below the better of the two less ln 2. */
+double stats_glr_pair_evidence(enum stats_glr_threshold kind, const struct stats_arm *ai,
+                               const struct stats_arm *aj, double z, double eps)
 {
     if (kind != STATS_GLR_PROVEN)
-        return 0.0;
-    return stats_kt_regret((double)a->n, a->mean);
+        return z;
+    double ni = (double)ai->n, nj = (double)aj->n;
+    double kt = z - stats_kt_regret(ni, ai->mean) - stats_kt_regret(nj, aj->mean);
+    return log_mean_exp(kt, stats_pair_mixture(ni, ai->mean, nj, aj->mean, eps));
+}
+
+/* Two shortcuts decide most calls without the 130 evaluations of the
+ * search: the KT part alone clearing beta + ln 2, and the mixture at one
+ * cutoff (an upper bound on its infimum) failing to lift the mean above
+ * beta. Both are implied by the exact comparison, so the answer is that of
+ * stats_glr_pair_evidence(...) > beta. */
+int stats_glr_pair_passes(enum stats_glr_threshold kind, const struct stats_arm *ai,
+                          const struct stats_arm *aj, double z, double eps, double beta)
+{
+    if (kind != STATS_GLR_PROVEN)
+        return z > beta;
+    double ni = (double)ai->n, nj = (double)aj->n;
+    double kt = z - stats_kt_regret(ni, ai->mean) - stats_kt_regret(nj, aj->mean);
+    if (kt - M_LN2 > beta)
+        return 1;
+    struct pair_mix p;
+    pair_mix_init(&p, ni, ai->mean, nj, aj->mean, eps);
+    if (!(log_mean_exp(kt, pair_mix_upper(&p)) > beta))
+        return 0;
+    return log_mean_exp(kt, pair_mix_lower(&p)) > beta;
 }
 
 /* HEURISTIC: Garivier & Kaufmann's experiments (and tensorzero's
@@ -936,8 +1112,8 @@ double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, un
     return log(pairs / delta);
 }
 
-/* As stats_glr, with each pair's statistic less its two arms' slack; the
- * heuristic (no slack) takes stats_glr itself, so its stops are unchanged. */
+/* The heuristic takes stats_glr itself, so its stops are unchanged; the
+ * proven rule weighs each pair (stats_glr_pair_passes). */
 int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *high,
                    enum stats_glr_threshold kind, unsigned m, double delta)
 {
@@ -959,14 +1135,13 @@ int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *
         if (!high[i])
             continue;
         double ni = (double)arms[i].n, mi = arms[i].mean;
-        double si = stats_kt_regret(ni, mi);
         for (size_t j = 0; j < k; j++) {
             if (high[j])
                 continue;
             double nj = (double)arms[j].n, mj = arms[j].mean;
             double mij = (ni * mi + nj * mj) / (ni + nj);
             double zij = ni * stats_kl_bern(mi, mij) + nj * stats_kl_bern(mj, mij);
-            if (!(zij - si - stats_kt_regret(nj, mj) > beta))
+            if (!stats_glr_pair_passes(kind, &arms[i], &arms[j], zij, 0.0, beta))
                 return 0;
         }
     }

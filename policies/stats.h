@@ -166,27 +166,42 @@ double stats_glr(const struct stats_arm *arms, size_t k, const unsigned char *hi
 enum stats_glr_threshold {
     /* ln((ln t + 1)/δ): Garivier & Kaufmann's code, a heuristic. */
     STATS_GLR_HEURISTIC = 0,
-    /* A threshold with a proof, per pair (i ∈ High, j ∈ Low):
-     *   Z_ij > ln(m(K−m)/δ) + r_i + r_j,
+    /* A rule with a proof (stats.c): every pair (i ∈ High, j ∈ Low) has
+     *   ln((e^{Z_ij − r_i − r_j} + E_ij)/2) > ln(m(K−m)/δ),
      * r_a = stats_kt_regret(N_a, μ̂_a), the regret of the Jeffreys
-     * (Krichevsky–Trofimov) mixture on arm a's rewards (≈ ½ ln(πN_a/2)):
-     * Garivier & Kaufmann (2016)'s proof of β = ln(2t(K−1)/δ) with the
-     * regret computed exactly, never above their threshold (see stats.c). */
+     * (Krichevsky–Trofimov) mixture (Garivier & Kaufmann 2016's proof of
+     * β = ln(2t(K−1)/δ), regrets exact), and E_ij = exp(stats_pair_mixture),
+     * the pair's product of one-sided normal mixtures at the worst cutoff:
+     * the mean of two e-values, each valid for any [0, 1] rewards and any
+     * sampling rule. */
     STATS_GLR_PROVEN = 1,
 };
-/* The part of the threshold every pair shares: ln((ln t + 1)/δ) for the
+/* The part of the rule every pair shares: ln((ln t + 1)/δ) for the
  * heuristic, ln(P/δ) for the proven one (P = m(K−m) pairs, K − 1 when
  * m = 1). +INFINITY when δ <= 0. */
 double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, unsigned m,
                            double delta);
-/* An arm's own part of a pair's threshold: 0 for the heuristic,
- * stats_kt_regret(n, mean) for the proven one. */
-double stats_glr_arm_slack(enum stats_glr_threshold kind, const struct stats_arm *a);
 /* ln sup_θ L(θ) − ln ∫ L(θ) Beta(½, ½)(dθ) for n rewards of mean `mean`
  * (L(θ) = θ^S (1−θ)^(n−S), S = n·mean, real S allowed): ≥ 0, at most
  * ½ ln n + ln 2, about ½ ln(πn/2) for means inside (0, 1). 0 when n <= 0. */
 double stats_kt_regret(double n, double mean);
-/* The GLR stop: every counted pair's Z_ij exceeds its threshold (so the
+/* A lower bound on inf over c ∈ [0, 1 − ε] of ln M_i(c) + ln M_j(c + ε),
+ * M_i(c) arm i's one-sided normal mixture for "μ_i ≤ c" (deviation
+ * n_i(μ̂_i − c), V = n_i/4, ρ of the anytime bound) and M_j(y) arm j's for
+ * "μ_j ≥ y": the log e-value of the pair's null μ_j ≥ μ_i + ε. Within
+ * 1e-11 relative plus the bracket's 1e-13 in c of the infimum, never above
+ * it. An arm with n <= 0 contributes M = 1 (ln 0): both empty give 0. */
+double stats_pair_mixture(double ni, double mi, double nj, double mj, double eps);
+/* A pair's evidence, to compare with stats_glr_threshold: z itself for the
+ * heuristic; ln((e^{z − r_i − r_j} + e^{stats_pair_mixture})/2) for the
+ * proven rule, z the pair's GLR statistic (i the better arm). */
+double stats_glr_pair_evidence(enum stats_glr_threshold kind, const struct stats_arm *ai,
+                               const struct stats_arm *aj, double z, double eps);
+/* stats_glr_pair_evidence(kind, ai, aj, z, eps) > beta, usually without the
+ * mixture's cutoff search (stats.c): what the stop rules call per pair. */
+int stats_glr_pair_passes(enum stats_glr_threshold kind, const struct stats_arm *ai,
+                          const struct stats_arm *aj, double z, double eps, double beta);
+/* The GLR stop: every counted pair's evidence exceeds the threshold (so the
  * heuristic is exactly stats_glr(...) > stats_glr_threshold(...)); t is the
  * sum of the arms' n. 0 while some arm has no reward or a High arm is below
  * a Low one; with an empty High or Low set, 1 (δ > 0). */

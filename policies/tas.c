@@ -216,14 +216,8 @@ static double pair_glr(double nb, double mb, double nj, double mj, double eps)
  * pairs whose bound already exceeds the smallest exact value so far are
  * skipped. Only the minimum's value matters, so skipping is exact. At
  * K = 1000 this leaves a handful of logarithms instead of 4000. */
-/* min over j ≠ best of Z_j − slack[j] (slack NULL: 0). Returns 0 with *none
- * = 1 when some arm has no reward or a challenger reaches μ̂_best + ε. The
- * Pinsker bound less the slack bounds Z_j − slack[j] from below, so the
- * skipping stays exact. */
-static double glr_min(const struct stats_arm *arms, size_t k, size_t best, double eps,
-                      const double *slack, int *none)
+double tas_glr(const struct stats_arm *arms, size_t k, size_t best, double eps)
 {
-    *none = 1;
     if (k < 2 || arms[best].n == 0)
         return 0.0;
     double nb = (double)arms[best].n, mb = arms[best].mean;
@@ -242,40 +236,62 @@ static double glr_min(const struct stats_arm *arms, size_t k, size_t best, doubl
         if (eps > 0 ? mj >= mb + eps : mj >= mb)
             return 0.0;
         double g = mb + eps - mj;
-        double lb = 2.0 * nb * nj / (nb + nj) * g * g - (slack ? slack[j] : 0.0);
+        double lb = 2.0 * nb * nj / (nb + nj) * g * g;
         if (lb < seed_lb) {
             seed_lb = lb;
             seed = j;
         }
     }
-    *none = 0;
-    double z = pair_glr(nb, mb, (double)arms[seed].n, arms[seed].mean, eps) -
-               (slack ? slack[seed] : 0.0);
+    double z = pair_glr(nb, mb, (double)arms[seed].n, arms[seed].mean, eps);
     for (size_t j = 0; j < k; j++) {
         if (j == best || j == seed)
             continue;
         double nj = (double)arms[j].n, mj = arms[j].mean;
         double g = mb + eps - mj;
-        double sj = slack ? slack[j] : 0.0;
-        if (2.0 * nb * nj / (nb + nj) * g * g - sj >= z)
+        if (2.0 * nb * nj / (nb + nj) * g * g >= z)
             continue;
-        double zj = pair_glr(nb, mb, nj, mj, eps) - sj;
+        double zj = pair_glr(nb, mb, nj, mj, eps);
         if (zj < z)
             z = zj;
     }
     return z;
 }
 
-double tas_glr(const struct stats_arm *arms, size_t k, size_t best, double eps)
+/* Pairs are checked in index order and the first that fails ends the
+ * check (most checks, before the stop). A pair whose KT part alone, from
+ * the Pinsker bound on Z_j, clears beta + ln 2 passes without its exact
+ * statistic or the mixture's search: far challengers cost two regrets;
+ * the rest go to stats_glr_pair_passes. */
+int tas_glr_stop(const struct stats_arm *arms, size_t k, size_t best, double eps,
+                 enum stats_glr_threshold kind, double beta)
 {
-    int none;
-    return glr_min(arms, k, best, eps, NULL, &none);
-}
-
-double tas_glr_slacked(const struct stats_arm *arms, size_t k, size_t best, double eps,
-                       const double *slack)
-{
-    int none;
-    double z = glr_min(arms, k, best, eps, slack, &none);
-    return none ? -INFINITY : z - slack[best];
+    if (kind != STATS_GLR_PROVEN)
+        return tas_glr(arms, k, best, eps) > beta;
+    if (k < 2 || arms[best].n == 0)
+        return 0;
+    double nb = (double)arms[best].n, mb = arms[best].mean;
+    if (eps < 0)
+        eps = 0;
+    for (size_t j = 0; j < k; j++) {
+        if (j == best)
+            continue;
+        if (arms[j].n == 0)
+            return 0;
+        if (eps > 0 ? arms[j].mean >= mb + eps : arms[j].mean >= mb)
+            return 0;
+    }
+    double rb = stats_kt_regret(nb, mb);
+    for (size_t j = 0; j < k; j++) {
+        if (j == best)
+            continue;
+        double nj = (double)arms[j].n, mj = arms[j].mean;
+        double g = mb + eps - mj;
+        double rj = stats_kt_regret(nj, mj);
+        if (2.0 * nb * nj / (nb + nj) * g * g - rb - rj - M_LN2 > beta)
+            continue;
+        double z = pair_glr(nb, mb, nj, mj, eps);
+        if (!stats_glr_pair_passes(kind, &arms[best], &arms[j], z, eps, beta))
+            return 0;
+    }
+    return 1;
 }

@@ -466,7 +466,7 @@ static int rule_holds(const struct engine *e, enum engine_stop_rule rule, size_t
     case ENGINE_RULE_DELTA_C:
         return st.delta_c <= c->delta;
     case ENGINE_RULE_GLR: {
-        /* Per pair: Z_ij > ln(m(K−m)/δ) + r_i + r_j, from the definitions. */
+        /* Per pair: the pair's evidence > ln(m(K−m)/δ). */
         size_t k = engine_n_arms(e, b);
         double base = log((double)c->m * (double)(k - c->m) / c->delta);
         for (size_t i = 0; i < k; i++)
@@ -478,7 +478,7 @@ static int rule_holds(const struct engine *e, enum engine_stop_rule rule, size_t
                 double ni = (double)a[i].n, nj = (double)a[j].n;
                 double mij = (ni * a[i].mean + nj * a[j].mean) / (ni + nj);
                 double z = ni * stats_kl_bern(a[i].mean, mij) + nj * stats_kl_bern(a[j].mean, mij);
-                if (!(z > base + stats_kt_regret(ni, a[i].mean) + stats_kt_regret(nj, a[j].mean)))
+                if (!(stats_glr_pair_evidence(STATS_GLR_PROVEN, &a[i], &a[j], z, 0.0) > base))
                     return 0;
             }
         return 1;
