@@ -223,12 +223,11 @@ double stats_stitched_conf(double v, double v_min, double c, double u)
  * ρ is a constant fixed before any data: confseq's best_rho for the one-
  * sided mixture at v_opt = 125 (n = 500 samples) and α_opt = 0.025,
  *   ρ = v / (2 ln(1/(2α)) + ln(1 + 2 ln(1/(2α)))),
- * chosen from the width table in docs/policies.md ("Stop rules and time-uniform bounds"):
- * against the stitched boundary it replaced (s = 1.4, η = 2, v_min = 1) it
- * is 12–24% narrower for n from 300 to 30,000 at d from 0.025 to 0.001
- * (where experiments stop), 6–8% narrower at 10⁶, 13% narrower to 1% wider
- * at n = 100 (d from 0.025 to 0.001), and
- * wider below that (20–40% at n = 30, where both widths exceed 0.34: only
+ * chosen from the width table in docs/policies.md ("Stop rules and
+ * time-uniform bounds"): against the stitched boundary it replaced
+ * (s = 1.4, η = 2, v_min = 1) it is 12–24% narrower for n from 300 to
+ * 30,000 at d from 0.025 to 0.001 (where experiments stop), 6–8% narrower
+ * at 10⁶, 13% narrower to 1% wider at n = 100, and wider below that (20–40% at n = 30, where both widths exceed 0.34: only
  * gaps of that size stop there). A larger ρ would gain a few % more near
  * 10⁴ and lose more at small n. The unit tests recompute ρ from the
  * formula. */
