@@ -266,16 +266,12 @@ bench: bench-deps
 # False positives are suppressed on their line with the reason:
 # `// NOLINT(check): why`, `// cppcheck-suppress id ; why`.
 
-# Being rewritten on open branches (`repro`: the simulator; `stats`: the
-# bounds and fixed-confidence helpers): neither formatted nor given to
-# clang-tidy here until they land (cppcheck checks them, less CPPCHECK_PENDING), so that
+# Being rewritten on an open branch (`repro`: the simulator): neither
+# formatted nor given to clang-tidy here until it lands (cppcheck checks them), so that
 # `make format` makes no conflict with them. The integrator then empties this
 # list and runs `make format lint`.
 LINT_PENDING := sim/sim.c sim/main.c sim/sim.h tests/unit/test_sim.c tests/unit/test_sim_cli.c \
-                tests/unit/test_sim_trace.c scripts/tstar.c \
-                policies/stats.c policies/stats.h policies/fc.c policies/fc.h policies/tas.c \
-                policies/tas.h policies/track_and_stop.c policies/ttts.c policies/engine.c \
-                tests/unit/test_stats.c tests/unit/test_engine.c
+                tests/unit/test_sim_trace.c scripts/tstar.c
 
 LINT_JOBS ?= 2
 LINT_DIR := $(BUILD)/lint
@@ -285,15 +281,9 @@ LINT_SRC := $(filter-out $(LINT_PENDING),$(C_SRC))
 TIDY_CONFIGS := $(wildcard .clang-tidy */.clang-tidy)
 # The build's own flags, less what is for gcc's object files.
 TIDY_FLAGS = $(filter-out -Werror -MMD -MP -g -O%,$(CFLAGS))
-# The findings in LINT_PENDING files, to be fixed in them (then delete these
-# lines): test_stats.c:172, 199, 811 log(1 + 2 * l) -> log1p(2 * l);
-# test_engine.c:417 `want` can be a static const array.
-CPPCHECK_PENDING := --suppress=unpreciseMathCall:tests/unit/test_stats.c \
-                    --suppress=constVariable:tests/unit/test_engine.c
 CPPCHECK_FLAGS := --quiet --error-exitcode=1 --enable=style,warning,performance,portability \
                   --inline-suppr --suppress=missingIncludeSystem -I. \
-                  --library=scripts/lint/jansson.cfg --library=scripts/lint/cmocka.cfg \
-                  $(CPPCHECK_PENDING)
+                  --library=scripts/lint/jansson.cfg --library=scripts/lint/cmocka.cfg
 
 .PHONY: lint-deps lint-cppcheck lint-tidy
 

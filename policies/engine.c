@@ -21,18 +21,18 @@
 struct engine {
     struct engine_config cfg;
     size_t nb;
-    size_t *k;               /* arms per bandit */
+    size_t *k; /* arms per bandit */
     size_t kmax;
     struct stats_arm *store; /* all arms, bandit after bandit */
     struct stats_arm **arms; /* arms[b] points into store */
     uint32_t **rank;         /* per bandit: random tie-break rank of each arm */
     uint32_t *rank_store;
-    int *control;            /* per bandit control arm or −1 */
-    unsigned char *done;     /* per bandit */
-    uint64_t *used;          /* per bandit: rewarded + pending pulls (budget count) */
-    uint64_t *handed;        /* per bandit: pulls ever handed out */
+    int *control;        /* per bandit control arm or −1 */
+    unsigned char *done; /* per bandit */
+    uint64_t *used;      /* per bandit: rewarded + pending pulls (budget count) */
+    uint64_t *handed;    /* per bandit: pulls ever handed out */
     uint64_t pulls, pending, handed_total;
-    uint64_t used_total;     /* Σ used */
+    uint64_t used_total; /* Σ used */
     enum engine_stop_reason reason;
     enum engine_stop_rule rule; /* resolved (never DEFAULT) */
     int paused;
@@ -89,7 +89,8 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
             return -1;
         }
         if (c->m >= c->n_arms[b]) {
-            snprintf(err, errlen, "goal.m: must be less than the number of arms (%zu in bandit %zu)",
+            snprintf(err, errlen,
+                     "goal.m: must be less than the number of arms (%zu in bandit %zu)",
                      c->n_arms[b], b);
             return -1;
         }
@@ -246,6 +247,7 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     e->cfg = *cfg;
     e->nb = cfg->n_bandits;
     e->k = calloc(e->nb, sizeof *e->k);
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, one per bandit
     e->arms = calloc(e->nb, sizeof *e->arms);
     e->rank = calloc(e->nb, sizeof *e->rank);
     e->control = calloc(e->nb, sizeof *e->control);
@@ -319,8 +321,8 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
         if (e->cfg.budget > 0) {
             /* Split the budget between per-bandit instances; the first
              * budget % M bandits get one pull more. */
-            e->inst_budget[i] = e->ninst == 1 ? e->cfg.budget
-                                              : e->cfg.budget / e->nb + (i < e->cfg.budget % e->nb);
+            e->inst_budget[i] =
+                e->ninst == 1 ? e->cfg.budget : e->cfg.budget / e->nb + (i < e->cfg.budget % e->nb);
         }
         c->budget = e->inst_budget[i];
         c->bound = e->cfg.bound;

@@ -227,8 +227,8 @@ double stats_stitched_conf(double v, double v_min, double c, double u)
  * time-uniform bounds"): against the stitched boundary it replaced
  * (s = 1.4, η = 2, v_min = 1) it is 12–24% narrower for n from 300 to
  * 30,000 at d from 0.025 to 0.001 (where experiments stop), 6–8% narrower
- * at 10⁶, 13% narrower to 1% wider at n = 100, and wider below that (20–40% at n = 30, where both widths exceed 0.34: only
- * gaps of that size stop there). A larger ρ would gain a few % more near
+ * at 10⁶, 13% narrower to 1% wider at n = 100, and wider below that (20–40% at n = 30, where both
+ * widths exceed 0.34: only gaps of that size stop there). A larger ρ would gain a few % more near
  * 10⁴ and lose more at small n. The unit tests recompute ρ from the
  * formula. */
 #define MIX_RHO 15.750701224070426
@@ -463,9 +463,9 @@ double stats_cutoff_hat(const struct stats_arm *arms, size_t k, const unsigned c
  * Hoeffding normal mixture and the Bernstein stitched bound, the constants
  * of their exponents (logs that were most of the search's time). */
 struct dc_arm {
-    double ne;                /* n + counted pending; 0: no data (δᶜ_i = 1) */
-    double hvr, hsq, hc0;     /* Hoeffding mixture: V + ρ, its sqrt, c0 */
-    double bv, bl0;           /* Bernstein: max(ebv, v_min), ℓ₀ there; bv < 0: not usable */
+    double ne;            /* n + counted pending; 0: no data (δᶜ_i = 1) */
+    double hvr, hsq, hc0; /* Hoeffding mixture: V + ρ, its sqrt, c0 */
+    double bv, bl0;       /* Bernstein: max(ebv, v_min), ℓ₀ there; bv < 0: not usable */
 };
 
 size_t stats_dc_ws_size(size_t k)
@@ -721,8 +721,8 @@ double stats_kl_bern(double p, double q)
 static double kl_polish(double p, double level, double in, double out)
 {
     /* A nearer outer end first: widen |in − p| by 1 + 2^-30, 2^-20, ... */
-    for (double f = 0x1p-30; f < 1.0; f *= 0x1p10) {
-        double c = p + (in - p) * (1.0 + f);
+    for (int e = -30; e < 0; e += 10) {
+        double f = ldexp(1.0, e), c = p + (in - p) * (1.0 + f);
         if ((c - out) * (c - in) >= 0.0) /* not strictly between */
             break;
         if (stats_kl_bern(p, c) > level) {

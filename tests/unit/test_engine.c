@@ -32,6 +32,7 @@
 
 /* ---- test-only policies ---------------------------------------------------- */
 
+// NOLINTNEXTLINE(readability-non-const-parameter): the vtable fixes the signature
 static int nop_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     (void)ctx;
@@ -414,7 +415,7 @@ static void test_budget_split(void **state)
     c.stop_rule = ENGINE_RULE_NONE;
     struct engine *e = tengine_create(&c);
     assert_true(drain(e, -1, 100) == 14);
-    uint64_t want[] = {5, 5, 4};
+    static const uint64_t want[] = {5, 5, 4};
     for (size_t b = 0; b < 3; b++) {
         uint64_t n = 0;
         for (size_t i = 0; i < k[b]; i++)

@@ -169,7 +169,7 @@ static void test_stitched_hand(void **state)
 static double mix_m(double u, double v)
 {
     double l = log(1.0 / (2 * 0.025));
-    double rho = 125.0 / (2 * l + log(1 + 2 * l));
+    double rho = 125.0 / (2 * l + log1p(2 * l));
     double vr = v + rho;
     return 2 * sqrt(rho / vr) * exp(u * u / (2 * vr)) * gsl_cdf_ugaussian_P(u / sqrt(vr));
 }
@@ -187,8 +187,9 @@ static void test_anytime_hand(void **state)
     /* w = .2 at n = 100 is u = 20: M = 168.153731, d = .00594694 */
     CLOSE(stats_anytime_hoeffding_conf(100, 0.2), 0.0059469391073869223, 1e-9);
     /* The closed-form inverse against the formula, over a grid. */
-    for (double n = 1; n < 1e7; n *= 3.7)
-        for (double w = 0.003; w < 1.0; w *= 2.3) {
+    for (int in = 0; pow(3.7, in) < 1e7; in++)
+        for (int iw = 0; 0.003 * pow(2.3, iw) < 1.0; iw++) {
+            double n = pow(3.7, in), w = 0.003 * pow(2.3, iw);
             double want = 1.0 / mix_m(w * n, n / 4);
             if (want < 1.0 && want > 1e-300)
                 CLOSE(stats_anytime_hoeffding_conf(n, w), want, 1e-9);
@@ -196,7 +197,7 @@ static void test_anytime_hand(void **state)
     /* Between the two-sided normal mixture at 2d and at d (Φ in [1/2, 1]):
      * u² ∈ [(V+ρ) ln((V+ρ)/(4ρd²)), (V+ρ) ln((V+ρ)/(ρd²))]. */
     {
-        double l = log(20.0), rho = 125.0 / (2 * l + log(1 + 2 * l));
+        double l = log(20.0), rho = 125.0 / (2 * l + log1p(2 * l));
         for (size_t i = 0; i < LEN(NS); i++)
             for (size_t j = 0; j < LEN(DS); j++) {
                 double n = NS[i], d = DS[j], vr = n / 4 + rho;
@@ -233,16 +234,19 @@ static void test_round_trips(void **state)
                     stats_anytime_bernstein_conf(n, ebv, stats_anytime_bernstein_width(n, ebv, d)),
                     d, 1e-9);
             }
-            for (double c = 0; c <= 2; c += 0.5)
-                for (double vv = 0.5; vv < 1e6; vv *= 7)
+            for (int ic = 0; ic <= 4; ic++)
+                for (int iv = 0; 0.5 * pow(7, iv) < 1e6; iv++) {
+                    double c = 0.5 * ic, vv = 0.5 * pow(7, iv);
                     CLOSE(stats_stitched_conf(vv, 1, c, stats_stitched_boundary(vv, 1, c, d)), d,
                           1e-9);
+                }
         }
     }
     /* The other direction, where conf < 1. */
     for (size_t i = 0; i < LEN(NS); i++) {
         double n = NS[i];
-        for (double w = 0.01; w < 1.0; w += 0.07) {
+        for (int iw = 0; iw < 15; iw++) { /* w = 0.01, 0.08, ..., 0.99 */
+            double w = 0.01 + 0.07 * iw;
             double d = stats_hoeffding_conf(n, w);
             if (d < 1.0 && d > 1e-300)
                 CLOSE(stats_hoeffding_width(n, d), w, 1e-9);
@@ -294,7 +298,8 @@ static void test_widths_monotone(void **state)
     for (size_t j = 0; j < LEN(DS); j++) {
         double d = DS[j], prev[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
         int nfam = d <= 0.3 ? 4 : 2;
-        for (double n = 2; n < 1e7; n *= 1.37) {
+        for (int in = 0; 2 * pow(1.37, in) < 1e7; in++) {
+            double n = 2 * pow(1.37, in);
             double w[4] = {
                 stats_hoeffding_width(n, d),
                 stats_bernstein_width(n, 0.1, d),
@@ -701,7 +706,8 @@ static void test_kl(void **state)
         CLOSE(stats_kl_upper(p, 0.0), p, 0);
         CLOSE(stats_kl_lower(p, 0.0), p, 0);
         for (size_t j = 0; j < LEN(levels); j++)
-            for (double n = 1; n <= 1e4; n *= 10) {
+            for (int in = 0; in <= 4; in++) {
+                double n = pow(10, in);
                 double level = levels[j] / n; /* n·kl(p, q) = levels[j] */
                 double up = stats_kl_upper(p, level), lo = stats_kl_lower(p, level);
                 assert_true(lo <= p && p <= up && lo >= 0.0 && up <= 1.0);
@@ -793,8 +799,9 @@ static void test_glr_threshold(void **state)
     CLOSE(stats_kt_regret(0, 0.5), 0.0, 0);
     /* ≥ 0, ≤ ½ ln N + ln 2 (the bound behind Garivier & Kaufmann's ln(2t));
      * ½ ln(πN/2) inside (0, 1) at large N, ½ ln(πN) at the ends. */
-    for (double n = 1; n < 1e15; n *= 1.9)
-        for (double mu = 0; mu <= 1.0; mu += 1.0 / 64) {
+    for (int in = 0; pow(1.9, in) < 1e15; in++)
+        for (int im = 0; im <= 64; im++) {
+            double n = pow(1.9, in), mu = im / 64.0;
             double r = stats_kt_regret(n, mu);
             assert_true(r >= 0.0);
             assert_true(r <= 0.5 * log(n) + log(2.0) + 1e-9);
@@ -808,7 +815,7 @@ static void test_glr_threshold(void **state)
 static double mix_rho(void)
 {
     double l = log(1.0 / (2 * 0.025));
-    return 125.0 / (2 * l + log(1 + 2 * l));
+    return 125.0 / (2 * l + log1p(2 * l));
 }
 
 static double mix_lnm(double u, double v)
@@ -920,21 +927,20 @@ static void test_pair_mixture(void **state)
     CLOSE(stats_glr_pair_evidence(STATS_GLR_HEURISTIC, &ai, &aj, z, 0), z, 0);
     double kt = z - stats_kt_regret(3000, 0.5) - stats_kt_regret(2800, 0.45);
     double mx = stats_pair_mixture(3000, 0.5, 2800, 0.45, 0);
-    CLOSE(stats_glr_pair_evidence(STATS_GLR_PROVEN, &ai, &aj, z, 0),
-          log((exp(kt) + exp(mx)) / 2), 1e-12);
+    CLOSE(stats_glr_pair_evidence(STATS_GLR_PROVEN, &ai, &aj, z, 0), log((exp(kt) + exp(mx)) / 2),
+          1e-12);
     /* stats_glr_pair_passes is evidence > beta, shortcuts and all: sweep
      * beta across the evidence of pairs near and far from 1/2, with ε. */
-    const double pm[][4] = {{3000, 0.5, 2800, 0.45},  {3000, 0.05, 2800, 0.02},
-                            {40, 0.9, 60, 0.3},       {5, 0.6, 5, 0.6},
-                            {20000, 0.51, 9000, 0.49}, {1, 1.0, 1, 0.0}};
+    const double pm[][4] = {{3000, 0.5, 2800, 0.45}, {3000, 0.05, 2800, 0.02},  {40, 0.9, 60, 0.3},
+                            {5, 0.6, 5, 0.6},        {20000, 0.51, 9000, 0.49}, {1, 1.0, 1, 0.0}};
     for (size_t r = 0; r < LEN(pm); r++) {
         struct stats_arm x = mk_arm((uint64_t)pm[r][0], pm[r][1], 0.25);
         struct stats_arm y = mk_arm((uint64_t)pm[r][2], pm[r][3], 0.25);
         for (int e = 0; e < 2; e++) {
-            double eps = 0.02 * e, mij = (pm[r][0] * pm[r][1] + pm[r][2] * pm[r][3]) /
-                                         (pm[r][0] + pm[r][2]);
-            double zz = pm[r][0] * stats_kl_bern(pm[r][1], mij) +
-                        pm[r][2] * stats_kl_bern(pm[r][3], mij);
+            double eps = 0.02 * e,
+                   mij = (pm[r][0] * pm[r][1] + pm[r][2] * pm[r][3]) / (pm[r][0] + pm[r][2]);
+            double zz =
+                pm[r][0] * stats_kl_bern(pm[r][1], mij) + pm[r][2] * stats_kl_bern(pm[r][3], mij);
             double ev = stats_glr_pair_evidence(STATS_GLR_PROVEN, &x, &y, zz, eps);
             for (int s = -40; s <= 40; s++) {
                 double beta = ev + 0.05 * s + (s == 0 ? 1e-9 : 0);
@@ -991,10 +997,10 @@ static void test_glr_stop(void **state)
                 double zij = stats_glr(pair, 2, hp);
                 double kt = zij - stats_kt_regret((double)arms[i].n, arms[i].mean) -
                             stats_kt_regret((double)arms[j].n, arms[j].mean);
-                double ev = log((exp(kt) + exp(stats_pair_mixture(
-                                                   (double)arms[i].n, arms[i].mean,
-                                                   (double)arms[j].n, arms[j].mean, 0))) /
-                                2);
+                double ev =
+                    log((exp(kt) + exp(stats_pair_mixture((double)arms[i].n, arms[i].mean,
+                                                          (double)arms[j].n, arms[j].mean, 0))) /
+                        2);
                 if (!(ev > base) || arms[i].mean < arms[j].mean)
                     want = 0;
             }
