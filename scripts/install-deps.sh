@@ -4,7 +4,9 @@
 set -eu
 PKGS="libmicrohttpd-dev libjansson-dev libsqlite3-dev libgsl-dev libcmocka-dev \
 libcurl4-openssl-dev pkg-config gcc make curl"
-[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox"
+[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox python3"
+# make reproduce: the driver (Python 3, standard library) and its plots.
+[ "${1:-}" = "--repro" ] && PKGS="$PKGS gnuplot-nox python3 fonts-dejavu-core"
 missing=""
 # The dashboard suite (tests/web) needs a real browser: Debian's chromium and
 # chromium-driver, fonts with the page's glyphs (δᶜ, ρ̄), and Node.js with
