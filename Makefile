@@ -15,7 +15,7 @@ BUILD ?= build
 SAN ?= 0
 CC ?= gcc
 
-PKGS := libmicrohttpd jansson sqlite3 gsl libcurl
+PKGS := libmicrohttpd jansson sqlite3 gsl libcurl gnutls
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
@@ -54,6 +54,8 @@ LIBS_ALL := $(LIB_SERVER) $(LIB_SIM) $(LIB_STORE) $(LIB_POLICIES)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
 STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
+# Executable scripts that print TAP (run against the sanitizer daemon).
+SCRIPT_TESTS += $(wildcard tests/http/test_*.py)
 
 # Keep objects of test binaries between runs (make deletes intermediates otherwise).
 .SECONDARY:
@@ -71,9 +73,21 @@ $(OBJ)/%.o: %.c
 	@$(if $(V),,echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
+# docs/openapi.json is compiled in (served at /openapi.json): one C array,
+# made with od and sed (coreutils) by scripts/embed-array.sh.
+$(BUILD)/gen/openapi.c: docs/openapi.json scripts/embed-array.sh
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  EMBED   $<")
+	$(Q)sh scripts/embed-array.sh api_openapi_json $< api/openapi.h > $@.tmp && mv $@.tmp $@
+
+$(OBJ)/gen/openapi.o: $(BUILD)/gen/openapi.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
 $(LIB_POLICIES): $(call objs,$(POLICY_SRC))
 $(LIB_STORE): $(call objs,$(STORE_SRC))
-$(LIB_SERVER): $(call objs,$(SERVER_SRC))
+$(LIB_SERVER): $(call objs,$(SERVER_SRC)) $(OBJ)/gen/openapi.o
 $(LIB_SIM): $(call objs,$(SIM_SRC))
 $(LIB_TESTS): $(call objs,$(TEST_SUPPORT_SRC))
 $(BUILD)/lib%.a:
@@ -185,3 +199,33 @@ clean:
 	rm -rf build
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# --- docs/policies.md: generated parts --------------------------------------
+# The parameter tables come from `bandit-sim --list-policies` (the registry
+# itself) through scripts/docs_tool.c; tests/docs/test_docs.sh fails when
+# they lag the code. `make docs-delays` re-measures every policy at feedback
+# delays 0, 10 and 100 (scripts/docs_delays.sh; a few minutes) and writes
+# the tables into the same file; `make docs-constraints` does the same for
+# docs/constraints.md.
+DOCS_TOOL := $(BUILD)/scripts/docs-tool
+SCRIPT_TESTS += tests/docs/test_docs.sh
+
+$(DOCS_TOOL): scripts/docs_tool.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(shell pkg-config --cflags jansson) -o $@ $< \
+		$(shell pkg-config --libs jansson) -lm
+
+test-build: $(DOCS_TOOL)
+
+.PHONY: docs-policies docs-delays docs-constraints
+docs-policies: $(BUILD)/bandit-sim $(DOCS_TOOL)
+	$(BUILD)/bandit-sim --list-policies | $(DOCS_TOOL) params docs/policies.md
+
+docs-delays: $(BUILD)/bandit-sim $(DOCS_TOOL)
+	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_delays.sh docs/policies.md
+
+# docs/constraints.md's figures: what burn-in, floor and control share cost.
+docs-constraints: $(BUILD)/bandit-sim $(DOCS_TOOL)
+	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_constraints.sh \
+		docs/constraints.md

@@ -35,6 +35,9 @@ enum api_scope {
     API_SCOPE_ASSIGN = 1u << 1,
     API_SCOPE_REPORT = 1u << 2,
     API_SCOPE_ADMIN = 1u << 3,
+    /* Added to a scope: the route is open unless the daemon is configured to
+     * close it (metrics-need-key for /metrics). */
+    API_SCOPE_IF_CONFIGURED = 1u << 4,
 };
 
 /* --- request accessors (borrowed strings, valid for the request) --------- */
@@ -117,8 +120,12 @@ int api_rewards_create(struct api_req *r);
 int api_observations_create(struct api_req *r);
 int api_status_get(struct api_req *r);
 int api_history_get(struct api_req *r);
+int api_export_get(struct api_req *r);
+int api_policies_list(struct api_req *r);
 int api_healthz(struct api_req *r);
 int api_readyz(struct api_req *r);
+int api_metrics_get(struct api_req *r);
+int api_openapi_get(struct api_req *r);
 
 /* Shared by handlers: look up {id} and lock it, or reply 404/503 and return
  * NULL. The caller unlocks and puts. */

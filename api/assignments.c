@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/jsonutil.h"
+#include "server/metrics.h"
 
 extern const struct exp_limits *exp_limits_get(void);
 
@@ -93,6 +94,7 @@ int api_assignments_create(struct api_req *r)
             limited = rc;
             break;
         }
+        metrics_assignments(1, a->status == EXP_A_EXPLOIT);
         json_array_append_new(list, assignment_json(x, a));
     }
     if (b->n == 0) {

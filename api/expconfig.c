@@ -302,6 +302,8 @@ static int normalise(struct exp_config *c, json_t *stop_rule, const char *bound,
         json_object_set_new(c->json, "default_reward", json_real(c->default_reward));
     if (constraints != NULL)
         json_object_set(c->json, "constraints", constraints);
+    json_object_set_new(c->json, "prior",
+                        json_pack("{s:f,s:f}", "alpha", e->prior_alpha, "beta", e->prior_beta));
     return 0;
 }
 
@@ -321,7 +323,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
                                        "arms",        "assignment_ttl_s", "seed",
                                        "stop_rule",   "bound",       "tau",
                                        "target_arm",  "default_reward", "constraints",
-                                       NULL};
+                                       "prior",       NULL};
     if (api_json_unknown_keys(body, keys, "", errors))
         bad = 1;
 
@@ -544,6 +546,36 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
             bad = 1;
         } else {
             c->has_default_reward = 1;
+        }
+    }
+    /* Beta prior of every arm's posterior (ρ̄, gcp, gcp-targeted, thompson,
+     * ttts). Bounded so that a typo (1e9) cannot drown every reward: with
+     * α + β ≤ 2·10⁶ a posterior still moves after a few million pulls. */
+    e->prior_alpha = 1;
+    e->prior_beta = 1;
+    json_t *prior = json_object_get(body, "prior");
+    if (prior != NULL && !json_is_null(prior)) {
+        static const char *const pkeys[] = {"alpha", "beta", NULL};
+        if (!json_is_object(prior)) {
+            add_error(errors, "prior", "must be an object {\"alpha\", \"beta\"}");
+            bad = 1;
+        } else {
+            if (api_json_unknown_keys(prior, pkeys, "prior", errors))
+                bad = 1;
+            static const char *const pf[] = {"prior.alpha", "prior.beta"};
+            double *dst[] = {&e->prior_alpha, &e->prior_beta};
+            for (int i = 0; i < 2; i++) {
+                if ((v = json_object_get(prior, pkeys[i])) == NULL)
+                    continue;
+                int ok;
+                double x = num(v, &ok);
+                if (!ok || !(x > 0 && x <= 1e6)) {
+                    add_error(errors, pf[i], "must be a number in (0, 1000000]");
+                    bad = 1;
+                } else {
+                    *dst[i] = x;
+                }
+            }
         }
     }
     if (bad)

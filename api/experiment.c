@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "server/log.h"
+#include "server/metrics.h"
 
 #define NSHARDS 64
 #define SHARD_BUCKETS 1024
@@ -584,7 +585,11 @@ int64_t exp_last_seq(const struct exp *x)
 
 uint64_t exp_version(const struct exp *x)
 {
-    return (uint64_t)x->d->seq;
+    /* The event count alone would repeat after a reload: events applied
+     * but lost by a failed write are numbered again by later ones, and a
+     * client holding a tag read in between would get 304 for different
+     * content. The reload generation keeps every version distinct. */
+    return (uint64_t)x->d->seq | ((uint64_t)atomic_load(&x->gen) << 48);
 }
 
 const char *exp_id(const struct exp *x)
@@ -992,6 +997,7 @@ static void expire_due(struct exp *x, struct exp_batch *b, int64_t now)
                 op = event_op(x, b, STORE_EV_EXPIRE, now);
             }
             a->status = EXP_A_EXPIRED;
+            metrics_expired(1);
             d->pending--;
             atomic_fetch_sub(&g_pending_total, 1);
             set_outcome(x, b, a, op);
@@ -1011,14 +1017,38 @@ struct sub {
     store_done_fn done;
     void *arg;
     int owns_batch;
+    int is_delete;
 };
+
+/* A delete that failed on disk (full disk, I/O): the experiment is still
+ * stored and would come back at the next start, while memory had already
+ * forgotten it — a client retrying the DELETE would get 404 and believe it
+ * gone. Put it back in the registry, to be reloaded from disk by its next
+ * request (its in-memory state may hold events the disk lost too). If the
+ * id was taken meanwhile by a new create, that create fails on disk (the
+ * old row still holds the id) and the old experiment reappears at the next
+ * start; it is logged. Lock held. */
+static void undelete_locked(struct exp *x)
+{
+    x->deleted = 0;
+    atomic_store(&x->stale, 1);
+    atomic_fetch_add(&x->refs, 1); /* the registry's reference */
+    if (registry_insert(x) != EXP_OK) {
+        log_warn("experiment %s: delete failed on disk and its id is taken again; it is back "
+                 "at the next start",
+                 x->id);
+        atomic_fetch_sub(&x->refs, 1); /* not the last: the submission holds one */
+    }
+}
 
 static void on_commit(void *arg, int err)
 {
     struct sub *s = arg;
     struct exp *x = s->x;
     exp_lock(x);
-    if (s->gen == atomic_load(&x->gen) && !x->deleted) {
+    if (s->is_delete && err != STORE_OK && x->deleted)
+        undelete_locked(x);
+    else if (s->gen == atomic_load(&x->gen) && !x->deleted) {
         struct exp_data *d = x->d;
         if (err == STORE_OK) {
             for (size_t i = 0; i < s->batch->nassign; i++) {
@@ -1055,8 +1085,20 @@ static void on_commit(void *arg, int err)
     free(s);
 }
 
-static int submit(struct exp *x, struct exp_batch *b, int owns, store_done_fn done, void *arg)
+/* Queue b for the writer. is_delete: the batch deletes the experiment; it
+ * depends on no earlier write (whatever they left, the row and its log
+ * go), so it resets the key: a write that failed before it must not fail
+ * the delete too (and the poison of a deleted rowid must not outlive it:
+ * SQLite hands the largest rowid out again after its row is deleted). */
+static int submit(struct exp *x, struct exp_batch *b, int owns, store_done_fn done, void *arg,
+                  int is_delete)
 {
+    /* Memory holds events the disk does not (a write failed, or was never
+     * queued): nothing after them may reach the disk until the reload. The
+     * store refuses later writes of a key whose write failed; this covers
+     * a write that never reached its queue (queue full, out of memory). */
+    if (atomic_load(&x->stale) && !is_delete)
+        return STORE_ERR_FULL;
     struct sub *s = calloc(1, sizeof *s);
     if (s == NULL)
         return STORE_ERR_NOMEM;
@@ -1066,8 +1108,10 @@ static int submit(struct exp *x, struct exp_batch *b, int owns, store_done_fn do
     s->done = done;
     s->arg = arg;
     s->owns_batch = owns;
+    s->is_delete = is_delete;
     atomic_fetch_add(&x->refs, 1);
-    int rc = store_submit_keyed(g_store, x->rowid, x->d->need_reset, b->ops, b->n, on_commit, s);
+    int rc = store_submit_keyed(g_store, x->rowid, x->d->need_reset || is_delete, b->ops, b->n,
+                                on_commit, s);
     if (rc != STORE_OK) {
         atomic_fetch_sub(&x->refs, 1);
         free(s);
@@ -1080,7 +1124,7 @@ static int submit(struct exp *x, struct exp_batch *b, int owns, store_done_fn do
 
 int exp_submit_locked(struct exp *x, struct exp_batch *b, store_done_fn done, void *arg)
 {
-    return submit(x, b, 0, done, arg);
+    return submit(x, b, 0, done, arg, 0);
 }
 
 /* --- replay ------------------------------------------------------------------------- */
@@ -1230,7 +1274,7 @@ int exp_prepare_locked(struct exp *x, int64_t now)
                 return EXP_OK;
             exp_batch_init(b);
             expire_due(x, b, now);
-            if (b->n == 0 || submit(x, b, 1, NULL, NULL) != STORE_OK) {
+            if (b->n == 0 || submit(x, b, 1, NULL, NULL, 0) != STORE_OK) {
                 exp_batch_free(b);
                 free(b);
             }
@@ -1337,7 +1381,7 @@ int exp_delete_locked(struct exp *x, struct exp_batch *b, store_done_fn done, vo
         return STORE_ERR_NOMEM;
     op->kind = STORE_OP_EXP_DELETE;
     op->exp = x->rowid;
-    int rc = submit(x, b, 0, done, arg);
+    int rc = submit(x, b, 0, done, arg, 1);
     if (rc != STORE_OK)
         return rc;
     x->deleted = 1;

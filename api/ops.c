@@ -1,10 +1,15 @@
 /*
- * ops.c — operational endpoints: /healthz (the process answers) and /readyz
- * (experiments loaded, storage writable).
+ * ops.c — operational endpoints: /healthz (the process answers), /readyz
+ * (experiments loaded, storage writable), /metrics and /openapi.json.
  */
 #include "api/api.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/openapi.h"
 #include "server/http.h"
+#include "server/metrics.h"
 
 int api_healthz(struct api_req *r)
 {
@@ -21,4 +26,25 @@ int api_readyz(struct api_req *r)
                           json_pack("{s:s,s:I,s:I}", "status", "ready", "experiments",
                                     (json_int_t)exp_count(), "queue_depth",
                                     (json_int_t)st.queue_depth));
+}
+
+/* GET /metrics: Prometheus text exposition (server/metrics.c). */
+int api_metrics_get(struct api_req *r)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (metrics_render(exp_store(), &text, &len) != 0)
+        return api_reply_problem(r, 503, "out of memory", NULL);
+    return api_reply_raw(r, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+}
+
+/* GET /openapi.json: the compiled-in document (a copy: replies own their
+ * buffer). */
+int api_openapi_get(struct api_req *r)
+{
+    char *copy = malloc(api_openapi_json_len + 1);
+    if (copy == NULL)
+        return api_reply_problem(r, 503, "out of memory", NULL);
+    memcpy(copy, api_openapi_json, api_openapi_json_len + 1);
+    return api_reply_raw(r, 200, "application/json", copy, api_openapi_json_len);
 }

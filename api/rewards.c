@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "api/jsonutil.h"
+#include "server/metrics.h"
 
 extern const struct exp_limits *exp_limits_get(void);
 
@@ -163,6 +164,7 @@ int api_rewards_create(struct api_req *r)
         int64_t seq = exp_parse_assignment_id(x, aid);
         enum exp_reward_status st =
             seq < 0 ? EXP_R_UNKNOWN : exp_ev_reward(x, b, seq, values[i], api_req_now_ms(r));
+        metrics_reward(st);
         if (st == EXP_R_ERROR) {
             /* A storage read failed: stop here; what was applied so far is
              * still written below and reported. */
@@ -281,5 +283,6 @@ int api_observations_create(struct api_req *r)
     free(values);
     free(bandits);
     free(arms);
+    metrics_observations(n);
     return finish(r, x, json_pack("{s:I}", "accepted", (json_int_t)n));
 }

@@ -204,7 +204,7 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
      * posterior draw. */
     if (!(c->prior_alpha >= 0 && isfinite(c->prior_alpha)) ||
         !(c->prior_beta >= 0 && isfinite(c->prior_beta))) {
-        snprintf(err, errlen, "policy.params.prior: must be a finite positive number");
+        snprintf(err, errlen, "prior: must be a finite positive number");
         return -1;
     }
     return 0;

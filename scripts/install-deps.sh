@@ -2,9 +2,12 @@
 # Installs the Debian packages banditd needs to build and test, only when one
 # is missing (so `make run` stays fast on a prepared machine). Run as root.
 set -eu
-PKGS="libmicrohttpd-dev libjansson-dev libsqlite3-dev libgsl-dev libcmocka-dev \
+# libgnutls28-dev: SHA-256 of API keys (and MHD's HTTPS, which links it);
+# openssl: the TLS test makes a self-signed certificate with it;
+# python3-jsonschema: tests/http/test_openapi_responses.py.
+PKGS="libmicrohttpd-dev libgnutls28-dev libjansson-dev libsqlite3-dev libgsl-dev libcmocka-dev \
 libcurl4-openssl-dev pkg-config gcc make curl"
-[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox python3"
+[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox openssl python3-jsonschema python3"
 # make reproduce: the driver (Python 3, standard library) and its plots.
 [ "${1:-}" = "--repro" ] && PKGS="$PKGS gnuplot-nox python3 fonts-dejavu-core"
 missing=""

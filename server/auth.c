@@ -1,23 +1,411 @@
 /*
- * auth.c — API key checks. Placeholder until keys land: no key exists, so
- * the API is open (CONTRACT.md: "While no key exists the API is open").
+ * auth.c — API keys: the in-memory table of key hashes, the Authorization
+ * check on every request, and the helpers the keys CLI shares (key
+ * generation, hashing, scope lists). See auth.h for the model.
+ *
+ * The table is an open-addressing hash set of SHA-256 digests, rebuilt
+ * whole on each reload and swapped under a read-write lock, so a request
+ * costs one SHA-256 of the presented key (~0.3 µs), a read lock and a probe
+ * or two. Digests are compared in constant time. The probe position is taken
+ * from the digest of the key the client sent, so timing can at most tell a
+ * client whether some stored digest shares a 64-bit prefix with the digest of
+ * a key it chose: that reveals nothing about any stored key.
  */
 #include "server/auth.h"
 
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+
+#include "api/api.h"
+#include "server/log.h"
+
+#define DIGEST_LEN 32
+
+struct slot {
+    uint8_t digest[DIGEST_LEN];
+    unsigned scopes; /* 0: empty slot */
+    int64_t id;      /* the key's rowid (request logs name it) */
+};
+
+struct table {
+    struct slot *slots; /* owned; cap a power of two, at most half full */
+    size_t cap;
+    size_t active;        /* unrevoked keys with at least one scope */
+    size_t rows;          /* rows seen, revoked included */
+    uint64_t fingerprint; /* of every row: detects any change on reload */
+};
+
+static struct store *g_store;
+static pthread_rwlock_t g_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct table g_table; /* under g_lock */
+static atomic_int g_enabled;
+static atomic_size_t g_active;
+
+static const char *const scope_names[] = {"admin", "assign", "report", "read"};
+static const unsigned scope_bits[] = {API_SCOPE_ADMIN, API_SCOPE_ASSIGN, API_SCOPE_REPORT,
+                                      API_SCOPE_READ};
+#define N_SCOPES (sizeof scope_names / sizeof scope_names[0])
+
+/* --- helpers ----------------------------------------------------------------- */
+
+/* Equal in time independent of where the inputs differ. */
+static int ct_equal(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    volatile uint8_t d = 0;
+    for (size_t i = 0; i < n; i++)
+        d |= (uint8_t)(a[i] ^ b[i]);
+    return d == 0;
+}
+
+static int digest(const char *key, size_t len, uint8_t out[DIGEST_LEN])
+{
+    return gnutls_hash_fast(GNUTLS_DIG_SHA256, key, len, out) == 0 ? 0 : -1;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static int unhex(const char *hex, uint8_t out[DIGEST_LEN])
+{
+    if (hex == NULL || strlen(hex) != 2 * DIGEST_LEN)
+        return -1;
+    for (size_t i = 0; i < DIGEST_LEN; i++) {
+        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= c[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+int auth_parse_scopes(const char *list, unsigned *out, char *bad, size_t badlen)
+{
+    unsigned bits = 0;
+    const char *p = list;
+    if (bad != NULL && badlen > 0)
+        bad[0] = '\0';
+    if (list == NULL)
+        return -1;
+    while (*p != '\0') {
+        size_t n = strcspn(p, ",");
+        const char *s = p;
+        size_t len = n;
+        while (len > 0 && (*s == ' ' || *s == '\t')) {
+            s++;
+            len--;
+        }
+        while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+            len--;
+        size_t i;
+        for (i = 0; i < N_SCOPES; i++)
+            if (strlen(scope_names[i]) == len && strncmp(s, scope_names[i], len) == 0)
+                break;
+        if (i == N_SCOPES) {
+            if (bad != NULL && badlen > 0)
+                snprintf(bad, badlen, "%.*s", (int)len, s);
+            return -1;
+        }
+        bits |= scope_bits[i];
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (bits == 0)
+        return -1;
+    *out = bits;
+    return 0;
+}
+
+void auth_format_scopes(unsigned scopes, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len == 0)
+        return;
+    buf[0] = '\0';
+    for (size_t i = 0; i < N_SCOPES; i++) {
+        if (!(scopes & scope_bits[i]))
+            continue;
+        int n = snprintf(buf + used, len - used, "%s%s", used ? "," : "", scope_names[i]);
+        if (n < 0 || (size_t)n >= len - used)
+            return;
+        used += (size_t)n;
+    }
+}
+
+int auth_new_key(char *key, size_t len)
+{
+    static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    uint8_t raw[33] = {0}; /* 32 random bytes + 1 zero byte to round to 3s */
+    size_t got = 0;
+    if (len < AUTH_KEY_LEN + 1)
+        return -1;
+    while (got < 32) {
+        ssize_t n = getrandom(raw + got, 32 - got, 0);
+        if (n <= 0)
+            return -1;
+        got += (size_t)n;
+    }
+    char *o = key;
+    memcpy(o, "bd_", 3);
+    o += 3;
+    for (size_t i = 0; i < 33; i += 3) {
+        uint32_t v = (uint32_t)raw[i] << 16 | (uint32_t)raw[i + 1] << 8 | raw[i + 2];
+        *o++ = b64url[(v >> 18) & 63];
+        *o++ = b64url[(v >> 12) & 63];
+        *o++ = b64url[(v >> 6) & 63];
+        *o++ = b64url[v & 63];
+    }
+    /* 44 characters encode 33 bytes; the last one only the padding byte. */
+    key[AUTH_KEY_LEN] = '\0';
+    explicit_bzero(raw, sizeof raw); /* not optimised away */
+    return 0;
+}
+
+int auth_hash_hex(const char *key, size_t keylen, char *hex, size_t hexlen)
+{
+    uint8_t d[DIGEST_LEN];
+    if (hexlen < AUTH_HASH_HEX_LEN + 1 || digest(key, keylen, d) != 0)
+        return -1;
+    for (size_t i = 0; i < DIGEST_LEN; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    return 0;
+}
+
+/* --- the table ------------------------------------------------------------------ */
+
+static size_t slot_of(const uint8_t d[DIGEST_LEN], size_t cap)
+{
+    uint64_t h;
+    memcpy(&h, d, sizeof h);
+    return (size_t)h & (cap - 1);
+}
+
+struct loading {
+    struct table t;
+    uint8_t (*digests)[DIGEST_LEN]; /* owned */
+    unsigned *scopes;               /* owned */
+    int64_t *ids;                   /* owned */
+    size_t n, cap;
+    int failed;
+};
+
+static int load_row(void *arg, const struct store_key_row *row)
+{
+    struct loading *l = arg;
+    l->t.rows++;
+    l->t.fingerprint = fnv(l->t.fingerprint, &row->rowid, sizeof row->rowid);
+    l->t.fingerprint = fnv(l->t.fingerprint, &row->revoked, sizeof row->revoked);
+    if (row->scopes != NULL)
+        l->t.fingerprint = fnv(l->t.fingerprint, row->scopes, strlen(row->scopes));
+    if (row->hash != NULL)
+        l->t.fingerprint = fnv(l->t.fingerprint, row->hash, strlen(row->hash));
+    if (row->revoked)
+        return 0;
+    uint8_t d[DIGEST_LEN];
+    unsigned scopes = 0;
+    char bad[32];
+    if (unhex(row->hash, d) != 0) {
+        log_warn("API key %lld: stored hash is not a hex SHA-256; ignored", (long long)row->rowid);
+        return 0;
+    }
+    if (auth_parse_scopes(row->scopes, &scopes, bad, sizeof bad) != 0) {
+        log_warn("API key %lld: unknown scope \"%s\"; key ignored", (long long)row->rowid, bad);
+        return 0;
+    }
+    if (l->n == AUTH_MAX_KEYS) {
+        log_warn("more than %d API keys; key %lld and later ones ignored", AUTH_MAX_KEYS,
+                 (long long)row->rowid);
+        return 0;
+    }
+    if (l->n == l->cap) {
+        size_t ncap = l->cap ? l->cap * 2 : 16;
+        void *nd = realloc(l->digests, ncap * sizeof *l->digests);
+        if (nd == NULL) {
+            l->failed = 1;
+            return STORE_ERR_NOMEM;
+        }
+        l->digests = nd;
+        void *ns = realloc(l->scopes, ncap * sizeof *l->scopes);
+        if (ns == NULL) {
+            l->failed = 1;
+            return STORE_ERR_NOMEM;
+        }
+        l->scopes = ns;
+        void *ni = realloc(l->ids, ncap * sizeof *l->ids);
+        if (ni == NULL) {
+            l->failed = 1;
+            return STORE_ERR_NOMEM;
+        }
+        l->ids = ni;
+        l->cap = ncap;
+    }
+    memcpy(l->digests[l->n], d, DIGEST_LEN);
+    l->scopes[l->n] = scopes;
+    l->ids[l->n] = row->rowid;
+    l->n++;
+    return 0;
+}
+
+/* Build l->t's hash set from the collected digests. */
+static int build(struct loading *l)
+{
+    size_t cap = 16;
+    while (cap < 2 * l->n)
+        cap *= 2;
+    l->t.slots = calloc(cap, sizeof *l->t.slots);
+    if (l->t.slots == NULL)
+        return STORE_ERR_NOMEM;
+    l->t.cap = cap;
+    for (size_t i = 0; i < l->n; i++) {
+        size_t s = slot_of(l->digests[i], cap);
+        while (l->t.slots[s].scopes != 0 &&
+               memcmp(l->t.slots[s].digest, l->digests[i], DIGEST_LEN) != 0)
+            s = (s + 1) & (cap - 1);
+        /* The same digest twice cannot happen (UNIQUE), but merge if so. */
+        memcpy(l->t.slots[s].digest, l->digests[i], DIGEST_LEN);
+        if (l->t.slots[s].scopes == 0)
+            l->t.active++;
+        l->t.slots[s].scopes |= l->scopes[i];
+        l->t.slots[s].id = l->ids[i];
+    }
+    return STORE_OK;
+}
+
+int auth_reload(void)
+{
+    struct loading l;
+    int rc;
+    memset(&l, 0, sizeof l);
+    l.t.fingerprint = 14695981039346656037ULL;
+    if (g_store == NULL)
+        return -STORE_ERR_CLOSED;
+    rc = store_load_keys(g_store, load_row, &l);
+    if (rc == STORE_OK)
+        rc = build(&l);
+    free(l.digests);
+    free(l.scopes);
+    free(l.ids);
+    if (rc != STORE_OK) {
+        free(l.t.slots);
+        return -rc;
+    }
+    pthread_rwlock_wrlock(&g_lock);
+    int changed =
+        l.t.rows != g_table.rows || l.t.fingerprint != g_table.fingerprint || g_table.slots == NULL;
+    struct table old = g_table;
+    if (changed) {
+        g_table = l.t;
+        atomic_store(&g_enabled, g_table.rows > 0);
+        atomic_store(&g_active, g_table.active);
+    }
+    pthread_rwlock_unlock(&g_lock);
+    if (changed) {
+        free(old.slots);
+        return 1;
+    }
+    free(l.t.slots);
+    return 0;
+}
+
 int auth_init(struct store *st)
 {
-    (void)st;
-    return 0;
+    g_store = st;
+    int rc = auth_reload();
+    if (rc < 0) {
+        /* Closed until a reload succeeds. */
+        atomic_store(&g_enabled, 1);
+        return -rc;
+    }
+    return STORE_OK;
+}
+
+void auth_free(void)
+{
+    pthread_rwlock_wrlock(&g_lock);
+    free(g_table.slots);
+    memset(&g_table, 0, sizeof g_table);
+    pthread_rwlock_unlock(&g_lock);
+    atomic_store(&g_enabled, 0);
+    atomic_store(&g_active, 0);
+    g_store = NULL;
 }
 
 int auth_enabled(void)
 {
-    return 0;
+    return atomic_load(&g_enabled);
 }
 
-unsigned auth_scopes(const char *authorization, int *known)
+size_t auth_active_keys(void)
 {
-    (void)authorization;
+    return atomic_load(&g_active);
+}
+
+unsigned auth_scopes(const char *authorization, int *known, int64_t *key_id)
+{
+    int64_t id = 0;
     *known = 0;
-    return 0;
+    if (key_id != NULL)
+        *key_id = 0;
+    if (authorization == NULL)
+        return 0;
+    const char *p = authorization;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (strncasecmp(p, "Bearer", 6) != 0 || (p[6] != ' ' && p[6] != '\t'))
+        return 0;
+    p += 6;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    size_t len = strcspn(p, " \t\r\n");
+    if (len == 0 || len > AUTH_MAX_KEY_LEN)
+        return 0;
+    for (const char *t = p + len; *t != '\0'; t++)
+        if (*t != ' ' && *t != '\t')
+            return 0;
+    uint8_t d[DIGEST_LEN];
+    if (digest(p, len, d) != 0)
+        return 0;
+    unsigned scopes = 0;
+    pthread_rwlock_rdlock(&g_lock);
+    if (g_table.cap > 0) {
+        size_t s = slot_of(d, g_table.cap);
+        for (size_t probes = 0; probes < g_table.cap && g_table.slots[s].scopes != 0; probes++) {
+            if (ct_equal(g_table.slots[s].digest, d, DIGEST_LEN)) {
+                scopes = g_table.slots[s].scopes;
+                id = g_table.slots[s].id;
+                break;
+            }
+            s = (s + 1) & (g_table.cap - 1);
+        }
+    }
+    pthread_rwlock_unlock(&g_lock);
+    *known = scopes != 0;
+    if (key_id != NULL)
+        *key_id = id;
+    return scopes;
 }

@@ -1,18 +1,72 @@
 /*
- * auth.h — API keys and scopes (CONTRACT.md, Access). Keys are stored hashed
- * (SHA-256); while no key exists the API is open.
+ * auth.h — API keys and scopes (CONTRACT.md, Access).
+ *
+ * A key is "bd_" followed by 43 base64url characters (32 random bytes from
+ * getrandom). Only its SHA-256 (hex) is stored, in the store's api_keys
+ * table; the daemon keeps an in-memory table of the hashes of unrevoked keys
+ * and compares hashes in constant time.
+ *
+ * Open or closed: while the key table has no row at all the API is open
+ * (CONTRACT.md). Once any key was ever created the API stays closed, even
+ * when every key is later revoked: revoking the last key must never open a
+ * daemon to whoever can reach it.
+ *
+ * Refresh: `banditd keys create|revoke` write to the same database while the
+ * daemon runs. The daemon re-reads the table on SIGHUP (at once) and every
+ * --key-refresh seconds (default 2; main.c drives both through
+ * auth_reload), so a revoked key stops working within that delay.
+ *
+ * Threads: auth_scopes and auth_enabled may be called from any thread at
+ * any time; auth_reload from one thread at a time (main's signal loop).
  */
 #ifndef BANDITD_SERVER_AUTH_H
 #define BANDITD_SERVER_AUTH_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "store/store.h"
 
-/* Load the keys of st (borrowed). */
+/* Most keys the daemon loads (rows beyond are ignored with a warning). */
+#define AUTH_MAX_KEYS 65536
+/* Longest key accepted in a header (ours are 46 bytes). */
+#define AUTH_MAX_KEY_LEN 256
+/* Length of a new key: "bd_" + 43 base64url characters (no NUL). */
+#define AUTH_KEY_LEN 46
+#define AUTH_HASH_HEX_LEN 64
+
+/* Load the keys of st (borrowed until auth_free). Returns STORE_OK or a
+ * store error (the table is then empty and the API closed: a daemon that
+ * cannot read its keys must not serve an open API). */
 int auth_init(struct store *st);
-/* 1 when at least one unrevoked key exists (the API is then closed). */
+/* Re-read the keys. Returns 1 when the table changed, 0 when not, or a
+ * negative store error (the previous table stays in force). */
+int auth_reload(void);
+/* Drop the table (shutdown). */
+void auth_free(void);
+
+/* 1 when the API is closed (a key row exists, revoked or not). */
 int auth_enabled(void);
+/* Number of usable (unrevoked) keys loaded. */
+size_t auth_active_keys(void);
 /* Scopes (enum api_scope bits) of the key in an Authorization header value
- * ("Bearer KEY"); *known = 0 when the key is missing or unknown. */
-unsigned auth_scopes(const char *authorization, int *known);
+ * ("Bearer KEY", scheme case-insensitive); *known = 0 and 0 returned when the
+ * header is missing, malformed, or the key is unknown or revoked. key_id (may
+ * be NULL) receives the key's id (as `keys list` shows it), 0 if unknown. */
+unsigned auth_scopes(const char *authorization, int *known, int64_t *key_id);
+
+/* --- helpers shared with the keys CLI ------------------------------------- */
+
+/* Parse "read,assign" into enum api_scope bits. Returns 0, or −1 when empty
+ * or a name is unknown (the offending name copied to bad). */
+int auth_parse_scopes(const char *list, unsigned *out, char *bad, size_t badlen);
+/* Canonical comma-separated list (admin,assign,report,read order). */
+void auth_format_scopes(unsigned scopes, char *buf, size_t len);
+/* A fresh key, NUL-terminated, into key (≥ AUTH_KEY_LEN + 1 bytes). 0, or −1 when the kernel's
+ * random source fails. */
+int auth_new_key(char *key, size_t len);
+/* Lower-case hex SHA-256 of key into hex (≥ AUTH_HASH_HEX_LEN + 1 bytes).
+ * 0 or −1. */
+int auth_hash_hex(const char *key, size_t keylen, char *hex, size_t hexlen);
 
 #endif

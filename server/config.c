@@ -4,7 +4,10 @@
  */
 #include "server/config.h"
 
+#include "policies/engine.h"
+
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,38 +19,53 @@ struct opt {
     enum kind kind;
     size_t off, len;
     const char *help;
+    unsigned long long min, max; /* K_UINT, K_SIZE: accepted range; max 0: no bound */
 };
 
 #define OFF(f) offsetof(struct config, f)
 #define LIM(f) (offsetof(struct config, limits) + offsetof(struct exp_limits, f))
 
 static const struct opt opts[] = {
-    {"listen", K_LISTEN, 0, 0, "HOST:PORT to listen on (default 127.0.0.1:8080; port 0: any)"},
-    {"db", K_STR, OFF(db), sizeof(((struct config *)0)->db), "SQLite file (default var/banditd.db)"},
-    {"threads", K_UINT, OFF(threads), 0, "HTTP worker threads (default: number of cores)"},
+    {"listen", K_LISTEN, 0, 0, "HOST:PORT to listen on (default 127.0.0.1:8080; port 0: any)", 0,
+     0},
+    {"db", K_STR, OFF(db), sizeof(((struct config *)0)->db), "SQLite file (default var/banditd.db)",
+     0, 0},
+    {"threads", K_UINT, OFF(threads), 0, "HTTP worker threads (default 0: number of cores)", 0,
+     1024},
     {"sync", K_SYNC, 0, 0,
      "full: fsync at every commit (survives power loss); normal: survives a crash of the daemon "
-     "(default full)"},
-    {"insecure", K_FLAG, OFF(insecure), 0,
-     "allow a non-loopback address while no API key exists"},
+     "(default full)",
+     0, 0},
+    {"insecure", K_FLAG, OFF(insecure), 0, "allow a non-loopback address while no API key exists",
+     0, 0},
     {"tls-cert", K_STR, OFF(tls_cert), sizeof(((struct config *)0)->tls_cert),
-     "PEM certificate: serve HTTPS"},
-    {"tls-key", K_STR, OFF(tls_key), sizeof(((struct config *)0)->tls_key), "PEM private key"},
-    {"log-requests", K_FLAG, OFF(log_requests), 0, "one JSON line per request on stderr"},
-    {"metrics-need-key", K_FLAG, OFF(metrics_need_key), 0, "put /metrics behind the read scope"},
-    {"max-body", K_SIZE, OFF(max_body), 0, "largest request body in bytes (default 1048576)"},
-    {"max-connections", K_UINT, OFF(max_connections), 0, "concurrent connections (default 1024)"},
-    {"timeout", K_UINT, OFF(timeout_s), 0, "seconds an idle connection is kept (default 30)"},
-    {"max-experiments", K_SIZE, LIM(max_experiments), 0, "experiments (default 10000)"},
-    {"max-bandits", K_SIZE, LIM(max_bandits), 0, "bandits per experiment (default 256)"},
-    {"max-arms", K_SIZE, LIM(max_arms), 0, "arms per bandit (default 1024)"},
-    {"max-batch", K_SIZE, LIM(max_batch), 0, "items per reward/observation batch (default 1000)"},
-    {"max-count", K_SIZE, LIM(max_count), 0, "assignments per request (default 100)"},
+     "PEM certificate: serve HTTPS", 0, 0},
+    {"tls-key", K_STR, OFF(tls_key), sizeof(((struct config *)0)->tls_key), "PEM private key", 0,
+     0},
+    {"log-requests", K_FLAG, OFF(log_requests), 0, "one JSON line per request on stderr", 0, 0},
+    {"metrics-need-key", K_FLAG, OFF(metrics_need_key), 0, "put /metrics behind the read scope", 0,
+     0},
+    {"key-refresh", K_UINT, OFF(key_refresh_s), 0,
+     "seconds between re-reads of the API keys (default 2; 0: only on SIGHUP)", 0, 86400},
+    {"max-body", K_SIZE, OFF(max_body), 0, "largest request body in bytes (default 1048576)", 64,
+     1ULL << 30},
+    {"max-connections", K_UINT, OFF(max_connections), 0, "concurrent connections (default 1024)", 1,
+     1000000},
+    {"timeout", K_UINT, OFF(timeout_s), 0,
+     "seconds a connection may stay idle or stall mid-request (default 30)", 1, 86400},
+    {"max-experiments", K_SIZE, LIM(max_experiments), 0, "experiments (default 10000)", 1,
+     100000000},
+    {"max-bandits", K_SIZE, LIM(max_bandits), 0, "bandits per experiment (default 256)", 1,
+     ENGINE_MAX_BANDITS},
+    {"max-arms", K_SIZE, LIM(max_arms), 0, "arms per bandit (default 1024)", 2, ENGINE_MAX_ARMS},
+    {"max-batch", K_SIZE, LIM(max_batch), 0, "items per reward/observation batch (default 1000)", 1,
+     1000000},
+    {"max-count", K_SIZE, LIM(max_count), 0, "assignments per request (default 100)", 1, 1000000},
     {"max-pending", K_SIZE, LIM(max_pending), 0,
-     "outstanding assignments per experiment (default 1000000)"},
+     "outstanding assignments per experiment (default 1000000)", 1, 1ULL << 32},
     {"history-points", K_SIZE, LIM(history_points), 0,
-     "history points kept per experiment (default 256)"},
-    {NULL, K_STR, 0, 0, NULL},
+     "history points kept per experiment (default 256)", 2, 65536},
+    {NULL, K_STR, 0, 0, NULL, 0, 0},
 };
 
 void config_defaults(struct config *c)
@@ -60,6 +78,7 @@ void config_defaults(struct config *c)
     c->max_body = 1 << 20;
     c->max_connections = 1024;
     c->timeout_s = 30;
+    c->key_refresh_s = 2;
     c->limits.max_experiments = 10000;
     c->limits.max_bandits = 256;
     c->limits.max_arms = 1024;
@@ -69,16 +88,51 @@ void config_defaults(struct config *c)
     c->limits.history_points = 256;
 }
 
+const char *config_option_name(size_t i)
+{
+    return i < sizeof opts / sizeof opts[0] ? opts[i].name : NULL;
+}
+
+static const char *metavar(enum kind k)
+{
+    switch (k) {
+    case K_STR:
+        return "FILE";
+    case K_UINT:
+    case K_SIZE:
+        return "N";
+    case K_SYNC:
+        return "full|normal";
+    case K_LISTEN:
+        return "HOST:PORT";
+    case K_FLAG:
+        break;
+    }
+    return "";
+}
+
 void config_usage(void)
 {
-    printf("usage: banditd [options]\n"
-           "       banditd keys create --db PATH --scope SCOPE[,SCOPE] [--name NAME]\n"
-           "       banditd keys list|revoke ID --db PATH\n"
-           "       banditd backup --db PATH --to FILE\n\n"
-           "options (also `name = value` lines in --config FILE):\n"
-           "  --config FILE  read settings from FILE first\n");
-    for (const struct opt *o = opts; o->name != NULL; o++)
-        printf("  --%-18s %s\n", o->name, o->help);
+    printf("usage: banditd [options]           serve the HTTP API\n"
+           "       banditd keys create --db PATH --scope SCOPE[,SCOPE] [--name NAME] [--stdin]\n"
+           "       banditd keys list --db PATH [--json]\n"
+           "       banditd keys revoke ID --db PATH\n"
+           "       banditd backup --db PATH --to FILE\n"
+           "\n"
+           "Scopes: admin (everything), assign, report, read. While no key exists the API\n"
+           "is open and only a loopback address is allowed (unless --insecure).\n"
+           "Signals: SIGTERM/SIGINT finish in-flight requests and exit; SIGHUP re-reads keys.\n"
+           "\n"
+           "options (each also a `name = value` line in the --config FILE; flags win):\n"
+           "  --%-28s %s\n",
+           "config FILE", "read settings from FILE first");
+    for (const struct opt *o = opts; o->name != NULL; o++) {
+        char left[64];
+        snprintf(left, sizeof left, "%s%s%s", o->name, o->kind == K_FLAG ? "" : " ",
+                 metavar(o->kind));
+        printf("  --%-28s %s\n", left, o->help);
+    }
+    printf("\nSee banditd(8) and docs/operations.md.\n");
 }
 
 static int set(struct config *c, const struct opt *o, const char *v, char *err, size_t errlen)
@@ -94,8 +148,8 @@ static int set(struct config *c, const struct opt *o, const char *v, char *err, 
         memcpy(p, v, strlen(v) + 1);
         return 0;
     case K_FLAG:
-        *(int *)p = v == NULL || strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
-                    strcmp(v, "yes") == 0;
+        *(int *)p =
+            v == NULL || strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "yes") == 0;
         return 0;
     case K_UINT:
     case K_SIZE: {
@@ -103,6 +157,12 @@ static int set(struct config *c, const struct opt *o, const char *v, char *err, 
         unsigned long long n = strtoull(v, &end, 10);
         if (errno != 0 || *v == '\0' || *end != '\0' || v[0] == '-') {
             snprintf(err, errlen, "--%s: not a non-negative integer: %s", o->name, v);
+            return -1;
+        }
+        if (n < o->min || (o->max != 0 && n > o->max) ||
+            (o->kind == K_UINT && n > (unsigned long long)UINT_MAX)) {
+            snprintf(err, errlen, "--%s: %s is out of range [%llu, %llu]", o->name, v, o->min,
+                     o->max ? o->max : (unsigned long long)UINT_MAX);
             return -1;
         }
         if (o->kind == K_UINT)
@@ -177,9 +237,8 @@ static int read_file(struct config *c, const char *path, char *err, size_t errle
             for (char *t = val + strlen(val); t > val && (t[-1] == ' ' || t[-1] == '\t'); t--)
                 t[-1] = '\0';
         }
-        for (char *t = name + strlen(name); t > name && (t[-1] == ' ' || t[-1] == '\t' ||
-                                                         t[-1] == '\n' || t[-1] == '\r');
-             t--)
+        for (char *t = name + strlen(name);
+             t > name && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\n' || t[-1] == '\r'); t--)
             t[-1] = '\0';
         const struct opt *o = find(name);
         if (o == NULL) {
@@ -248,6 +307,10 @@ int config_parse_args(struct config *c, int argc, char **argv, char *err, size_t
         }
         if (set(c, o, val, err, errlen) != 0)
             return -1;
+    }
+    if ((c->tls_cert[0] != '\0') != (c->tls_key[0] != '\0')) {
+        snprintf(err, errlen, "--tls-cert and --tls-key go together");
+        return -1;
     }
     return 0;
 }

@@ -23,6 +23,7 @@ struct config {
     char tls_key[1024];
     int log_requests;
     int metrics_need_key;
+    unsigned key_refresh_s; /* re-read API keys every N s; 0: only on SIGHUP */
     size_t max_body;
     unsigned max_connections;
     unsigned timeout_s;
@@ -32,12 +33,16 @@ struct config {
 /* Defaults. */
 void config_defaults(struct config *c);
 
-/* Apply argv (after the program name) over c, reading --config FILE first.
- * Returns 0, 1 when --help was given (usage printed), or −1 with a message
- * in err. */
+/* Apply argv (after the program name) over c, reading --config FILE first,
+ * then check the result (ranges, --tls-cert with --tls-key). Returns 0, 1
+ * when --help was given (usage printed), or −1 with a message in err. */
 int config_parse_args(struct config *c, int argc, char **argv, char *err, size_t errlen);
 
 /* The usage text. */
 void config_usage(void);
+
+/* Name of the i-th setting (a flag without "--", a config file key), NULL
+ * past the last: lets tests check that the docs cover every setting. */
+const char *config_option_name(size_t i);
 
 #endif

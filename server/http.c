@@ -48,6 +48,7 @@ struct api_req {
     int64_t now_ms;
     uint64_t start_ns;
     unsigned scopes;
+    int64_t key_id; /* API key used (its id), 0 when none */
     struct {
         char *name, *value;
     } hdrs[MAX_HEADERS];
@@ -70,8 +71,10 @@ struct http_server {
 
 static size_t g_max_body = 1 << 20;
 static int g_log_requests;
+static int g_metrics_need_key;
 static atomic_uint g_in_flight;
 static atomic_int g_ready;
+static atomic_int g_stopping; /* http_stop began: new requests get 503 */
 
 unsigned http_in_flight(void)
 {
@@ -204,7 +207,7 @@ void api_reply_header(struct api_req *r, const char *name, const char *value)
 static void log_request(struct api_req *r)
 {
     double ms = (double)(mono_ns() - r->start_ns) / 1e6;
-    metrics_request(r->route != NULL ? r->route->name : "other", r->method, r->status, ms);
+    metrics_request(r->route, r->status, ms);
     if (!g_log_requests)
         return;
     json_t *j = json_pack("{s:s,s:s,s:s,s:i,s:f}", "msg", "request", "method", r->method, "path",
@@ -216,6 +219,8 @@ static void log_request(struct api_req *r)
     json_object_set_new(j, "time", json_string(ts));
     if (r->id[0])
         json_object_set_new(j, "experiment", json_string(r->id));
+    if (r->key_id > 0)
+        json_object_set_new(j, "key", json_integer((json_int_t)r->key_id));
     char *line = json_dumps(j, JSON_COMPACT);
     if (line != NULL)
         log_line(line);
@@ -233,6 +238,8 @@ static int queue(struct api_req *r, unsigned status, struct MHD_Response *resp)
         MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
     if (MHD_get_response_header(resp, "Cache-Control") == NULL) /* the dashboard sets its own */
         MHD_add_response_header(resp, "Cache-Control", "no-store");
+    if (atomic_load(&g_stopping))
+        MHD_add_response_header(resp, "Connection", "close");
     if (MHD_queue_response(r->conn, status, resp) != MHD_YES)
         log_warn("queueing a %u response failed", status);
     MHD_destroy_response(resp);
@@ -328,6 +335,13 @@ int api_reply_stream(struct api_req *r, unsigned status, const char *content_typ
         return api_reply_problem(r, 503, "out of memory", NULL);
     }
     MHD_add_response_header(resp, "Content-Type", content_type);
+    /* libmicrohttpd 0.9.75 sends the chunked terminator "0\r\n\r\n" after
+     * the headers of a HEAD answer with unknown size: on a kept-alive
+     * connection the client would read it as the start of the next
+     * response. Closing the connection after a HEAD of a stream keeps
+     * those bytes from being misread. */
+    if (strcmp(r->method, "HEAD") == 0)
+        MHD_add_response_header(resp, "Connection", "close");
     return queue(r, status, resp);
 }
 
@@ -427,7 +441,7 @@ static int match(const char *pattern, const char *path, char *id, size_t idlen)
 
 static void route(struct api_req *r)
 {
-    char id[EXP_ID_MAX + 1];
+    char id[EXP_ID_MAX + 1]; /* a longer segment matches no route: 404 */
     char allow[128] = "";
     int path_known = 0;
     for (const struct route *rt = http_routes; rt->method != NULL; rt++) {
@@ -467,21 +481,43 @@ static int is_json_type(const char *ct)
 
 static void check_auth(struct api_req *r)
 {
-    if (r->route == NULL || r->route->scope == API_SCOPE_NONE || !auth_enabled()) {
+    unsigned need = r->route != NULL ? r->route->scope : API_SCOPE_NONE;
+    if ((need & API_SCOPE_IF_CONFIGURED) && !g_metrics_need_key)
+        need = API_SCOPE_NONE;
+    need &= ~(unsigned)API_SCOPE_IF_CONFIGURED;
+    if (need == API_SCOPE_NONE || !auth_enabled()) {
         r->scopes = API_SCOPE_READ | API_SCOPE_ASSIGN | API_SCOPE_REPORT | API_SCOPE_ADMIN;
         return;
     }
     int known = 0;
-    r->scopes = auth_scopes(api_req_header(r, "Authorization"), &known);
+    const char *hdr = api_req_header(r, "Authorization");
+    r->scopes = auth_scopes(hdr, &known, &r->key_id);
+    /* Challenges as RFC 6750 section 3 words them. */
     if (!known) {
         r->pre_status = 401;
-        r->pre_detail = "send Authorization: Bearer KEY with a valid API key";
-        api_reply_header(r, "WWW-Authenticate", "Bearer");
+        r->pre_detail = hdr == NULL ? "send Authorization: Bearer KEY with an API key"
+                                    : "the API key is unknown or revoked";
+        api_reply_header(r, "WWW-Authenticate",
+                         hdr == NULL ? "Bearer realm=\"banditd\""
+                                     : "Bearer realm=\"banditd\", error=\"invalid_token\"");
         return;
     }
-    if (!(r->scopes & API_SCOPE_ADMIN) && !(r->scopes & r->route->scope)) {
+    if (!(r->scopes & API_SCOPE_ADMIN) && !(r->scopes & need)) {
+        char challenge[96];
+        const char *name = need == API_SCOPE_ASSIGN   ? "assign"
+                           : need == API_SCOPE_REPORT ? "report"
+                           : need == API_SCOPE_READ   ? "read"
+                                                      : "admin";
+        snprintf(challenge, sizeof challenge,
+                 "Bearer realm=\"banditd\", error=\"insufficient_scope\", scope=\"%s\"", name);
+        api_reply_header(r, "WWW-Authenticate", challenge);
         r->pre_status = 403;
-        r->pre_detail = "this API key lacks the scope this endpoint needs";
+        r->pre_detail = need == API_SCOPE_ADMIN ? "this endpoint needs an API key with scope admin"
+                        : need == API_SCOPE_ASSIGN
+                            ? "this endpoint needs an API key with scope assign (or admin)"
+                        : need == API_SCOPE_REPORT
+                            ? "this endpoint needs an API key with scope report (or admin)"
+                            : "this endpoint needs an API key with scope read (or admin)";
     }
 }
 
@@ -521,6 +557,15 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         route(r);
         if (r->pre_status == 0)
             check_auth(r);
+        /* Shutting down: a request arriving on a kept-alive connection
+         * after the in-flight ones drained must not start a write (it would
+         * suspend its connection under MHD_stop_daemon, which aborts). It
+         * was counted in g_in_flight before this check, so http_stop either
+         * waits for it or it sees the flag. */
+        if (r->pre_status == 0 && atomic_load(&g_stopping)) {
+            r->pre_status = 503;
+            r->pre_detail = "the server is shutting down; retry later";
+        }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         if (r->pre_status == 0 && cl != NULL && strtoull(cl, NULL, 10) > g_max_body) {
             r->pre_status = 413;
@@ -614,8 +659,14 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
         return NULL;
     }
     s->cfg = *c;
+    if (c->tls_cert_pem != NULL && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        snprintf(err, errlen, "this libmicrohttpd was built without TLS support");
+        free(s);
+        return NULL;
+    }
     g_max_body = c->max_body;
     g_log_requests = c->log_requests;
+    g_metrics_need_key = c->metrics_need_key;
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
@@ -636,7 +687,8 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
         flags |= MHD_USE_TLS;
     struct MHD_OptionItem opts[16];
     size_t n = 0;
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, threads, NULL};
+    if (threads > 1) /* 1: MHD's single internal thread (a pool of 1 draws a warning) */
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, threads, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &sa};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout_s,
@@ -670,6 +722,7 @@ void http_stop(struct http_server *s, unsigned timeout_ms)
 {
     if (s == NULL)
         return;
+    atomic_store(&g_stopping, 1);
     MHD_socket fd = MHD_quiesce_daemon(s->d);
     /* Let in-flight requests (and the writes they wait for) finish. */
     for (unsigned waited = 0; http_in_flight() > 0 && waited < timeout_ms; waited += 10)

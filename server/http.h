@@ -30,6 +30,7 @@ struct http_config {
     unsigned max_connections;
     unsigned connection_timeout_s;
     int log_requests;
+    int metrics_need_key; /* routes with API_SCOPE_IF_CONFIGURED need their scope */
     const char *tls_cert_pem; /* contents, not paths; NULL: plain HTTP */
     const char *tls_key_pem;
 };

@@ -1,7 +1,9 @@
 /*
  * main.c — banditd: parse the settings, open the store, replay every
  * experiment, serve HTTP until SIGTERM/SIGINT, then finish in-flight
- * requests, flush the writer and exit 0.
+ * requests, flush the writer and exit 0. Meanwhile this thread re-reads the
+ * API keys on SIGHUP and every --key-refresh seconds. `banditd keys ...` and
+ * `banditd backup ...` run the offline tools of cli.c instead.
  */
 #include <errno.h>
 #include <signal.h>
@@ -9,12 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "api/experiment.h"
 #include "server/auth.h"
+#include "server/cli.h"
 #include "server/config.h"
 #include "server/http.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "store/store.h"
 
 /* Read a whole file (new buffer, NUL-terminated) or NULL. */
@@ -63,10 +68,48 @@ static void ensure_parent_dir(const char *path)
     mkdir(dir, 0750);
 }
 
+/* Re-read the API keys; loud: say so even when nothing changed (SIGHUP). */
+static void refresh_keys(int loud)
+{
+    int rc = auth_reload();
+    if (rc < 0)
+        log_warn("cannot re-read the API keys (%s); the previous ones stay in force",
+                 store_strerror(-rc));
+    else if (rc == 1 || loud)
+        log_info("API keys %s: %zu usable, API %s", rc == 1 ? "changed" : "unchanged",
+                 auth_active_keys(), auth_enabled() ? "closed (keys required)" : "open");
+}
+
+/* Serve until SIGTERM/SIGINT; returns the signal. */
+static int wait_for_stop(const sigset_t *set, unsigned refresh_s)
+{
+    for (;;) {
+        int sig = 0;
+        if (refresh_s > 0) {
+            struct timespec ts = {.tv_sec = (time_t)refresh_s, .tv_nsec = 0};
+            sig = sigtimedwait(set, NULL, &ts);
+            if (sig < 0) {
+                if (errno == EAGAIN)
+                    refresh_keys(0);
+                continue;
+            }
+        } else if (sigwait(set, &sig) != 0) {
+            continue;
+        }
+        if (sig == SIGHUP) {
+            refresh_keys(1);
+            continue;
+        }
+        return sig;
+    }
+}
+
 int main(int argc, char **argv)
 {
     char err[512] = "";
     struct config cfg;
+    if (argc > 1 && cli_is_command(argv[1]))
+        return cli_main(argc - 1, argv + 1);
     config_defaults(&cfg);
     int rc = config_parse_args(&cfg, argc - 1, argv + 1, err, sizeof err);
     if (rc == 1)
@@ -82,6 +125,7 @@ int main(int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -93,6 +137,7 @@ int main(int argc, char **argv)
     }
     if (auth_init(st) != 0) {
         fprintf(stderr, "banditd: cannot read API keys\n");
+        auth_free();
         store_close(st);
         return 1;
     }
@@ -101,6 +146,7 @@ int main(int argc, char **argv)
                 "banditd: refusing to listen on %s with no API key (the API would be open); "
                 "create a key (banditd keys create) or pass --insecure\n",
                 cfg.host);
+        auth_free();
         store_close(st);
         return 2;
     }
@@ -133,6 +179,7 @@ int main(int argc, char **argv)
         .max_connections = cfg.max_connections,
         .connection_timeout_s = cfg.timeout_s,
         .log_requests = cfg.log_requests,
+        .metrics_need_key = cfg.metrics_need_key,
         .tls_cert_pem = cert,
         .tls_key_pem = key,
     };
@@ -145,18 +192,19 @@ int main(int argc, char **argv)
         store_close(st);
         return 1;
     }
+    metrics_start();
     http_set_ready(1);
     printf("listening on %s:%u\n", cfg.host, (unsigned)http_port(srv));
     fflush(stdout);
     log_info("banditd serving %s on %s:%u (db %s, sync %s)", cert ? "HTTPS" : "HTTP", cfg.host,
              (unsigned)http_port(srv), cfg.db, cfg.sync == STORE_SYNC_FULL ? "full" : "normal");
 
-    int sig = 0;
-    sigwait(&set, &sig);
+    int sig = wait_for_stop(&set, cfg.key_refresh_s);
     log_info("signal %d: finishing in-flight requests", sig);
     http_set_ready(0);
     http_stop(srv, 10000);
     exp_registry_free();
+    auth_free();
     store_close(st);
     free(cert);
     free(key);

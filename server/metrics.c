@@ -1,12 +1,337 @@
 /*
- * metrics.c — request counters. Placeholder until /metrics lands.
+ * metrics.c — the counters behind /metrics and their exposition (see
+ * metrics.h). Request counters are a fixed [route][status] array of atomics
+ * indexed by the route's position in http_routes, so counting a request is
+ * two array lookups and three relaxed increments; the text is built only
+ * when scraped.
  */
 #include "server/metrics.h"
 
-void metrics_request(const char *route, const char *method, unsigned status, double ms)
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/auth.h"
+#include "server/http.h"
+
+/* Rows: every route of the table, plus one for requests no route matched. */
+#define MAX_ROUTES 48
+#define ROW_UNMATCHED MAX_ROUTES
+#define N_ROWS (MAX_ROUTES + 1)
+/* Statuses 100..599, each its own counter. */
+#define STATUS_MIN 100
+#define N_STATUS 500
+/* Largest exposition we build (a cap, far above what the arrays can fill). */
+#define MAX_TEXT (4u << 20)
+
+/* Latency buckets (seconds): 0.1 ms to 1 s, roughly 1-2.5-5 per decade. */
+static const double bucket_le[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                   0.025,  0.05,    0.1,    0.25,  0.5,    1.0};
+#define N_BUCKETS (sizeof bucket_le / sizeof bucket_le[0])
+
+typedef atomic_uint_fast64_t counter;
+
+static counter g_requests[N_ROWS][N_STATUS];
+static counter g_latency[N_ROWS][N_BUCKETS + 1]; /* last: above 1 s */
+static counter g_latency_ns[N_ROWS];
+static counter g_assign[2]; /* explore, exploit */
+static counter g_rewards[EXP_R_ERROR + 1];
+static counter g_observations;
+static counter g_expired;
+static atomic_int_fast64_t g_start_s;
+
+static void add(counter *c, uint64_t n)
 {
-    (void)route;
-    (void)method;
-    (void)status;
-    (void)ms;
+    atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+static uint64_t get(counter *c)
+{
+    return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+static size_t row_of(const struct route *rt)
+{
+    if (rt == NULL)
+        return ROW_UNMATCHED;
+    size_t i = (size_t)(rt - http_routes);
+    return i < MAX_ROUTES ? i : ROW_UNMATCHED;
+}
+
+void metrics_request(const struct route *route, unsigned status, double ms)
+{
+    size_t row = row_of(route);
+    if (status >= STATUS_MIN && status < STATUS_MIN + N_STATUS)
+        add(&g_requests[row][status - STATUS_MIN], 1);
+    double s = ms / 1000.0;
+    size_t b = 0;
+    while (b < N_BUCKETS && s > bucket_le[b])
+        b++;
+    add(&g_latency[row][b], 1);
+    add(&g_latency_ns[row], ms > 0 ? (uint64_t)(ms * 1e6) : 0);
+}
+
+void metrics_start(void)
+{
+    atomic_store(&g_start_s, (int_fast64_t)time(NULL));
+}
+
+void metrics_assignments(size_t n, int exploit)
+{
+    add(&g_assign[exploit ? 1 : 0], n);
+}
+
+void metrics_reward(enum exp_reward_status s)
+{
+    if ((unsigned)s <= EXP_R_ERROR)
+        add(&g_rewards[s], 1);
+}
+
+void metrics_expired(size_t n)
+{
+    add(&g_expired, n);
+}
+
+void metrics_observations(size_t n)
+{
+    add(&g_observations, n);
+}
+
+/* --- exposition ------------------------------------------------------------------ */
+
+struct buf {
+    char *p;
+    size_t len, cap;
+    int failed;
+};
+
+__attribute__((format(printf, 2, 3))) static void put(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    if (b->failed)
+        return;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->failed = 1;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t ncap = b->cap * 2;
+        while (ncap < b->len + (size_t)n + 1)
+            ncap *= 2;
+        char *np = ncap <= MAX_TEXT ? realloc(b->p, ncap) : NULL;
+        if (np == NULL) {
+            b->failed = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = ncap;
+    }
+}
+
+static void header(struct buf *b, const char *name, const char *type, const char *help)
+{
+    put(b, "# HELP banditd_%s %s\n# TYPE banditd_%s %s\n", name, help, name, type);
+}
+
+static void route_labels(size_t row, const char **name, const char **method)
+{
+    if (row == ROW_UNMATCHED) {
+        *name = "unmatched";
+        *method = "any";
+        return;
+    }
+    *name = http_routes[row].name;
+    *method = http_routes[row].method;
+}
+
+/* Route rows in use: the table's length (at most MAX_ROUTES) + unmatched. */
+static size_t n_routes(void)
+{
+    size_t n = 0;
+    while (n < MAX_ROUTES && http_routes[n].method != NULL)
+        n++;
+    return n;
+}
+
+/* Rows that share their labels (two patterns with one route name and
+ * method, e.g. the dashboard's pages) are one series: rendered once, at the
+ * first such row, summed over all of them. */
+static int same_labels(size_t a, size_t b)
+{
+    const char *na, *ma, *nb, *mb;
+    route_labels(a, &na, &ma);
+    route_labels(b, &nb, &mb);
+    return strcmp(na, nb) == 0 && strcmp(ma, mb) == 0;
+}
+
+/* The rows in use, in table order, unmatched last. */
+static size_t rows_in_use(size_t rows[N_ROWS])
+{
+    size_t nr = n_routes(), n = 0;
+    for (size_t i = 0; i < nr; i++)
+        rows[n++] = i;
+    rows[n++] = ROW_UNMATCHED;
+    return n;
+}
+
+static int is_group_leader(const size_t *rows, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (same_labels(rows[j], rows[i]))
+            return 0;
+    return 1;
+}
+
+static void render_requests(struct buf *b)
+{
+    size_t rows[N_ROWS];
+    size_t n = rows_in_use(rows);
+    header(b, "http_requests_total", "counter",
+           "HTTP requests answered, by route (pattern name), method and status code.");
+    for (size_t i = 0; i < n; i++) {
+        if (!is_group_leader(rows, i))
+            continue;
+        const char *name, *method;
+        route_labels(rows[i], &name, &method);
+        for (size_t s = 0; s < N_STATUS; s++) {
+            uint64_t v = 0;
+            for (size_t k = i; k < n; k++)
+                if (same_labels(rows[i], rows[k]))
+                    v += get(&g_requests[rows[k]][s]);
+            if (v > 0)
+                put(b,
+                    "banditd_http_requests_total{route=\"%s\",method=\"%s\",code=\"%zu\"} %llu\n",
+                    name, method, s + STATUS_MIN, (unsigned long long)v);
+        }
+    }
+    header(b, "http_request_duration_seconds", "histogram",
+           "Time from the request's first byte to its reply being queued, by route.");
+    for (size_t i = 0; i < n; i++) {
+        if (!is_group_leader(rows, i))
+            continue;
+        const char *name, *method;
+        route_labels(rows[i], &name, &method);
+        uint64_t counts[N_BUCKETS + 1] = {0}, ns = 0, total = 0;
+        for (size_t k = i; k < n; k++) {
+            if (!same_labels(rows[i], rows[k]))
+                continue;
+            for (size_t q = 0; q <= N_BUCKETS; q++)
+                counts[q] += get(&g_latency[rows[k]][q]);
+            ns += get(&g_latency_ns[rows[k]]);
+        }
+        for (size_t q = 0; q <= N_BUCKETS; q++)
+            total += counts[q];
+        if (total == 0 && rows[i] == ROW_UNMATCHED)
+            continue;
+        uint64_t cum = 0;
+        for (size_t q = 0; q < N_BUCKETS; q++) {
+            cum += counts[q];
+            put(b,
+                "banditd_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\","
+                "le=\"%g\"} %llu\n",
+                name, method, bucket_le[q], (unsigned long long)cum);
+        }
+        put(b,
+            "banditd_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"+Inf\"} "
+            "%llu\n",
+            name, method, (unsigned long long)total);
+        put(b, "banditd_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\"} %.9f\n", name,
+            method, (double)ns / 1e9);
+        put(b, "banditd_http_request_duration_seconds_count{route=\"%s\",method=\"%s\"} %llu\n",
+            name, method, (unsigned long long)total);
+    }
+    header(b, "http_requests_in_flight", "gauge", "Requests being served now.");
+    put(b, "banditd_http_requests_in_flight %u\n", http_in_flight());
+}
+
+static void render_domain(struct buf *b)
+{
+    header(b, "assignments_total", "counter",
+           "Assignments handed out; kind=exploit after an experiment stopped (not pulls).");
+    put(b, "banditd_assignments_total{kind=\"explore\"} %llu\n",
+        (unsigned long long)get(&g_assign[0]));
+    put(b, "banditd_assignments_total{kind=\"exploit\"} %llu\n",
+        (unsigned long long)get(&g_assign[1]));
+    header(b, "assignments_expired_total", "counter",
+           "Assignments that expired unanswered (default_reward recorded when configured).");
+    put(b, "banditd_assignments_expired_total %llu\n", (unsigned long long)get(&g_expired));
+    header(b, "rewards_total", "counter",
+           "Reward reports by result (expired: the reward came after its assignment expired).");
+    for (int s = EXP_R_ACCEPTED; s <= EXP_R_ERROR; s++)
+        put(b, "banditd_rewards_total{result=\"%s\"} %llu\n",
+            s == EXP_R_ERROR ? "error" : exp_reward_status_name((enum exp_reward_status)s),
+            (unsigned long long)get(&g_rewards[s]));
+    header(b, "observations_total", "counter", "Observations recorded.");
+    put(b, "banditd_observations_total %llu\n", (unsigned long long)get(&g_observations));
+    header(b, "pending_assignments", "gauge",
+           "Assignments handed out and neither rewarded nor expired, all experiments.");
+    put(b, "banditd_pending_assignments %llu\n", (unsigned long long)exp_pending_total());
+    size_t states[3];
+    exp_count_states(states);
+    header(b, "experiments", "gauge", "Experiments by state.");
+    put(b, "banditd_experiments{state=\"running\"} %zu\n", states[EXP_RUNNING]);
+    put(b, "banditd_experiments{state=\"paused\"} %zu\n", states[EXP_PAUSED]);
+    put(b, "banditd_experiments{state=\"stopped\"} %zu\n", states[EXP_STOPPED]);
+}
+
+static void render_store(struct buf *b, struct store *st)
+{
+    struct store_stats s;
+    if (st == NULL)
+        return;
+    store_get_stats(st, &s);
+    header(b, "store_commits_total", "counter", "Group commits (transactions) of the writer.");
+    put(b, "banditd_store_commits_total %llu\n", (unsigned long long)s.commits);
+    header(b, "store_writes_total", "counter", "Submissions (one request's writes) committed.");
+    put(b, "banditd_store_writes_total %llu\n", (unsigned long long)s.writes);
+    header(b, "store_commit_failures_total", "counter",
+           "Commits that failed (full or read-only disk, I/O error); their requests got 503.");
+    put(b, "banditd_store_commit_failures_total %llu\n", (unsigned long long)s.failed_commits);
+    /* The store sums the time of every commit attempt, failed ones too. */
+    header(b, "store_commit_duration_seconds", "summary",
+           "Time the writer spends per commit attempt (successful or failed).");
+    put(b, "banditd_store_commit_duration_seconds_sum %.6f\n", (double)s.commit_us_total / 1e6);
+    put(b, "banditd_store_commit_duration_seconds_count %llu\n",
+        (unsigned long long)(s.commits + s.failed_commits));
+    header(b, "store_queue_depth", "gauge", "Submissions waiting for the writer.");
+    put(b, "banditd_store_queue_depth %llu\n", (unsigned long long)s.queue_depth);
+}
+
+int metrics_render(struct store *st, char **out, size_t *len)
+{
+    struct buf b = {malloc(16384), 0, 16384, 0};
+    if (b.p == NULL)
+        return -1;
+    render_requests(&b);
+    render_domain(&b);
+    render_store(&b, st);
+    header(&b, "api_keys", "gauge", "Usable (unrevoked) API keys loaded.");
+    put(&b, "banditd_api_keys %zu\n", auth_active_keys());
+    header(&b, "auth_enabled", "gauge", "1 when requests need an API key.");
+    put(&b, "banditd_auth_enabled %d\n", auth_enabled() ? 1 : 0);
+    header(&b, "ready", "gauge", "1 when the daemon serves (experiments loaded, not stopping).");
+    put(&b, "banditd_ready %d\n", http_ready() ? 1 : 0);
+    int64_t start = (int64_t)atomic_load(&g_start_s);
+    if (start > 0) {
+        header(&b, "start_time_seconds", "gauge", "Unix time the daemon started serving.");
+        put(&b, "banditd_start_time_seconds %lld\n", (long long)start);
+    }
+    if (b.failed) {
+        free(b.p);
+        return -1;
+    }
+    *out = b.p;
+    *len = b.len;
+    return 0;
 }

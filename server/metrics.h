@@ -1,10 +1,45 @@
 /*
- * metrics.h — counters for /metrics (Prometheus text format).
+ * metrics.h — counters for /metrics (Prometheus text exposition format
+ * 0.0.4, every name prefixed banditd_).
+ *
+ * The hot path (one call per request, per assignment batch, per reward) is a
+ * few relaxed C11 atomic increments into fixed arrays: no lock, no
+ * allocation. Gauges (pending assignments, queue depth, experiments by
+ * state, keys) are read when /metrics is scraped.
+ *
+ * Domain counters count decisions when they are made, before their commit:
+ * when a commit fails (banditd_store_commit_failures_total) the client gets
+ * a 503 and the experiment is reloaded from disk, but the counter keeps the
+ * decision. They are for rates and dashboards, not for accounting — the
+ * event log is the record.
  */
 #ifndef BANDITD_SERVER_METRICS_H
 #define BANDITD_SERVER_METRICS_H
 
-/* One served request: route name, method, status, latency in ms. */
-void metrics_request(const char *route, const char *method, unsigned status, double ms);
+#include <stddef.h>
+
+#include "api/experiment.h"
+
+struct route;
+
+/* The daemon starts serving now (banditd_start_time_seconds). */
+void metrics_start(void);
+
+/* One served request: its route (an entry of http_routes, or NULL when no
+ * route matched), its status and its latency in ms. */
+void metrics_request(const struct route *route, unsigned status, double ms);
+
+/* n assignments handed out; exploit: after the stop (not pulls). */
+void metrics_assignments(size_t n, int exploit);
+/* One reward report and its outcome. */
+void metrics_reward(enum exp_reward_status s);
+/* n assignments expired unanswered (the sweeper or a request found them due). */
+void metrics_expired(size_t n);
+/* n observations recorded. */
+void metrics_observations(size_t n);
+
+/* The exposition text: a new malloc'd buffer in *out (length *len), or −1 on
+ * allocation failure. Reads the store and the registry (st may be NULL). */
+int metrics_render(struct store *st, char **out, size_t *len);
 
 #endif

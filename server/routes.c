@@ -21,7 +21,11 @@ const struct route http_routes[] = {
      "observations"},
     {"GET", "/v1/experiments/{id}/status", api_status_get, API_SCOPE_READ, "status"},
     {"GET", "/v1/experiments/{id}/history", api_history_get, API_SCOPE_READ, "history"},
+    {"GET", "/v1/experiments/{id}/export", api_export_get, API_SCOPE_READ, "export"},
+    {"GET", "/v1/policies", api_policies_list, API_SCOPE_READ, "policies"},
     {"GET", "/healthz", api_healthz, API_SCOPE_NONE, "healthz"},
     {"GET", "/readyz", api_readyz, API_SCOPE_NONE, "readyz"},
+    {"GET", "/metrics", api_metrics_get, API_SCOPE_READ | API_SCOPE_IF_CONFIGURED, "metrics"},
+    {"GET", "/openapi.json", api_openapi_get, API_SCOPE_NONE, "openapi"},
     {NULL, NULL, NULL, 0, NULL},
 };

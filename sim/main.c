@@ -36,6 +36,8 @@ static const char usage_text[] =
     "  --delta X, --epsilon X, --m N   override the problem's goal (epsilon in reward units)\n"
     "  --burn-in N         clinical burn-in: pulls per arm before the policy takes over\n"
     "  --min-prob F        clinical floor on each arm's allocation probability\n"
+    "  --control I         clinical control arm: its index, the same in every bandit\n"
+    "  --control-share S   fixed share of pulls for the control arm, in (0, 1)\n"
     "  --max-pulls N       absolute cap on pulls per run (default 1e8; capped runs are counted)\n"
     "  --trace N           add \"trace\": δᶜ, ρ̄, NSS, error rates, completed bandits averaged\n"
     "                      over runs at N log-spaced pull counts per decade (1 to 100)\n"
@@ -107,6 +109,8 @@ enum {
     OPT_M,
     OPT_BURN_IN,
     OPT_MIN_PROB,
+    OPT_CONTROL,
+    OPT_CONTROL_SHARE,
     OPT_MAX_PULLS,
     OPT_TRACE,
     OPT_PRETTY,
@@ -131,6 +135,8 @@ static const struct option long_opts[] = {
     {"m", required_argument, NULL, OPT_M},
     {"burn-in", required_argument, NULL, OPT_BURN_IN},
     {"min-prob", required_argument, NULL, OPT_MIN_PROB},
+    {"control", required_argument, NULL, OPT_CONTROL},
+    {"control-share", required_argument, NULL, OPT_CONTROL_SHARE},
     {"max-pulls", required_argument, NULL, OPT_MAX_PULLS},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"pretty", no_argument, NULL, OPT_PRETTY},
@@ -184,6 +190,7 @@ static const char *cli_field(const char *err, char *buf, size_t len)
         {"goal.budget", "budget"},      {"goal.epsilon", "epsilon"},
         {"goal.delta", "delta"},        {"goal.m", "m"},
         {"policy.params.", "--param "}, {"constraints.min_prob", "--min-prob"},
+        {"constraints.control.arm", "--control"}, {"constraints.control.share", "--control-share"},
         {"constraints.", "--"},         {"stop_rule", "--stop"},
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
@@ -208,7 +215,7 @@ int main(int argc, char **argv)
     o.progress = 1;
     o.stop = ENGINE_RULE_DEFAULT;
     const char *bound = NULL, *delta = NULL, *epsilon = NULL, *m = NULL;
-    int pretty = 0, list = 0;
+    int pretty = 0, list = 0, has_control = 0;
 
     int c;
     opterr = 0;
@@ -269,6 +276,15 @@ int main(int argc, char **argv)
             if (!(o.min_prob >= 0 && o.min_prob < 1))
                 die(2, "--min-prob: must be in [0, 1) (got \"%s\")", optarg);
             break;
+        case OPT_CONTROL:
+            o.control_arm = (unsigned)parse_u64("--control", optarg, 0, ENGINE_MAX_ARMS - 1);
+            has_control = 1;
+            break;
+        case OPT_CONTROL_SHARE:
+            o.control_share = parse_double("--control-share", optarg);
+            if (!(o.control_share > 0 && o.control_share < 1))
+                die(2, "--control-share: must be in (0, 1) (got \"%s\")", optarg);
+            break;
         case OPT_MAX_PULLS:
             o.max_pulls = parse_u64("--max-pulls", optarg, 1, UINT64_MAX);
             break;
@@ -298,6 +314,8 @@ int main(int argc, char **argv)
         die(2, "%s: unexpected argument (see --help)", argv[optind]);
     if (list)
         return print_json(sim_policies_json(), JSON_INDENT(2));
+    if (has_control != (o.control_share > 0))
+        die(2, "--control and --control-share go together");
     if (problem_path == NULL)
         die(2, "--problem: required (see --help)");
     if (policy_name == NULL)

@@ -700,8 +700,10 @@ static uint64_t effective_budget(const struct sim_problem *p, const struct sim_o
     return o->budget > 0 ? o->budget : p->budget;
 }
 
+/* ctl: room for ENGINE_MAX_BANDITS control arm indexes (the engine copies
+ * them). */
 static void engine_cfg(const struct sim_problem *p, const struct sim_options *o, uint64_t seed,
-                       struct engine_config *c)
+                       struct engine_config *c, int *ctl)
 {
     memset(c, 0, sizeof *c);
     c->n_bandits = p->n_bandits;
@@ -719,6 +721,12 @@ static void engine_cfg(const struct sim_problem *p, const struct sim_options *o,
     c->params = o->params;
     c->burn_in = o->burn_in;
     c->min_prob = o->min_prob;
+    if (o->control_share > 0) {
+        for (size_t b = 0; b < p->n_bandits && b < ENGINE_MAX_BANDITS; b++)
+            ctl[b] = (int)o->control_arm;
+        c->control_arm = ctl;
+        c->control_share = o->control_share;
+    }
 }
 
 /* Is the returned set of bandit b right? Exactly the true top m, where with
@@ -824,7 +832,8 @@ static int run_one(const struct sim_problem *p, const struct sim_options *o, con
     memset(out, 0, sizeof *out);
     uint64_t key = run_key(o->seed, i);
     struct engine_config cfg;
-    engine_cfg(p, o, rng_mix64(key ^ 0x656e67696e65ULL) /* "engine" */, &cfg);
+    int ctl[ENGINE_MAX_BANDITS];
+    engine_cfg(p, o, rng_mix64(key ^ 0x656e67696e65ULL) /* "engine" */, &cfg, ctl);
     struct engine *e = engine_create(&cfg, err, errlen);
     if (e == NULL)
         return -1;
@@ -1080,7 +1089,8 @@ static int check_options(const struct sim_problem *p, const struct sim_options *
     /* The engine's own checks (policy flags against the goal), once, before
      * any thread starts. */
     struct engine_config c;
-    engine_cfg(p, o, 0, &c);
+    int ctl[ENGINE_MAX_BANDITS];
+    engine_cfg(p, o, 0, &c, ctl);
     return engine_validate(&c, err, errlen);
 }
 
@@ -1440,6 +1450,10 @@ json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o
         json_object_set_new(j, "burn_in", json_integer((json_int_t)o->burn_in));
     if (o->min_prob > 0)
         json_object_set_new(j, "min_prob", json_real(o->min_prob));
+    if (o->control_share > 0) {
+        json_object_set_new(j, "control_arm", json_integer((json_int_t)o->control_arm));
+        json_object_set_new(j, "control_share", json_real(o->control_share));
+    }
     if (r->trace.n > 0)
         json_object_set_new(j, "trace", trace_json(&r->trace));
     return j;

@@ -80,6 +80,8 @@ struct sim_options {
     /* clinical constraints, as for an experiment */
     uint32_t burn_in;
     double min_prob;
+    double control_share; /* > 0: this share of pulls goes to arm control_arm */
+    unsigned control_arm; /* index of the control arm in every bandit (with a share) */
     uint64_t max_pulls; /* absolute cap per run, whatever the rule; 0: SIM_SAFETY_PULLS.
                          * A run that hits it ends not stopped and is counted in
                          * sim_result.capped */

@@ -297,11 +297,11 @@ static void test_validate_constraints_and_prior(void **state)
 
     c = cfg_of(pol("gcp"), 1, k4);
     c.prior_alpha = NAN;
-    INVALID(c, "policy.params.prior");
+    INVALID(c, "prior");
     c.prior_alpha = INFINITY;
-    INVALID(c, "policy.params.prior");
+    INVALID(c, "prior");
     c.prior_alpha = -1;
-    INVALID(c, "policy.params.prior");
+    INVALID(c, "prior");
     c.prior_alpha = 0.5;
     c.prior_beta = 2;
     assert_int_equal(engine_validate(&c, err, sizeof err), 0);

@@ -1,0 +1,371 @@
+/*
+ * export.c — GET /v1/experiments/{id}/export?format=ndjson|csv: the audit
+ * trail of an experiment, streamed.
+ *
+ * One row per logged fact, in log order (seq):
+ *   assignment   every assignment handed out (pulls and exploitation),
+ *                joined with its outcome: status "pending" (a pull awaiting
+ *                its reward), "rewarded", "expired" (reward = the
+ *                default_reward recorded, or empty), or for an exploit
+ *                assignment without a reward "unrewarded";
+ *                reward_time = when the outcome was logged.
+ *   observation  an outcome not tied to an assignment.
+ *   late_reward  a reward that arrived after its assignment expired
+ *                (recorded for the audit, never counted).
+ *   state        a PATCH of the state: status = running|paused|stopped.
+ * Columns (CSV header; NDJSON keys, null when empty): kind, seq,
+ * assignment_id, time, unit, bandit, arm, exploit, reward, status,
+ * reward_time. Times are RFC 3339 UTC; rewards are in the experiment's
+ * units, printed so they read back to the same double.
+ *
+ * The export is a snapshot of what was committed when the request came in
+ * (events up to that seq; an outcome logged later shows as pending), read
+ * in chunks of at most CHUNK_EVENTS events from the MHD content reader, so
+ * memory stays bounded whatever the log's size. The reader runs on an MHD
+ * thread without the experiment's lock: it touches only the store (read
+ * connections are per thread and see committed data) and the immutable
+ * parts of the experiment (configuration, rowid, id token), kept alive by
+ * the reference the stream holds. If the experiment is deleted meanwhile,
+ * the stream ends with an error (the connection is closed before the
+ * chunked terminator), so a client never takes a truncated export for a
+ * complete one.
+ */
+#include "api/api.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/jsonutil.h"
+#include "server/log.h"
+
+#define CHUNK_EVENTS 512        /* events read per store query */
+#define BUF_TARGET (48u * 1024) /* refill stops once this much is buffered */
+
+enum fmt { FMT_NDJSON, FMT_CSV };
+
+struct export {
+    struct exp *x; /* reference held until the stream ends */
+    char id[EXP_ID_MAX + 1];
+    int64_t rowid;
+    int64_t end_seq;  /* snapshot: last committed event at the request */
+    int64_t next_seq; /* events with seq > next_seq are still to read */
+    enum fmt fmt;
+    int header_done, done, failed;
+    size_t events_in_chunk;
+    char *buf; /* pending output */
+    size_t len, off, cap;
+};
+
+static const char *const columns[] = {"kind",   "seq",         "assignment_id", "time",
+                                      "unit",   "bandit",      "arm",           "exploit",
+                                      "reward", "status",      "reward_time"};
+enum { NCOL = sizeof columns / sizeof columns[0] };
+
+/* --- output buffer ----------------------------------------------------------- */
+
+static int put(struct export *e, const char *s, size_t n)
+{
+    if (e->len + n + 1 > e->cap) {
+        size_t ncap = e->cap ? e->cap : 64 * 1024;
+        while (ncap < e->len + n + 1)
+            ncap *= 2;
+        char *nb = realloc(e->buf, ncap);
+        if (nb == NULL)
+            return -1;
+        e->buf = nb;
+        e->cap = ncap;
+    }
+    memcpy(e->buf + e->len, s, n);
+    e->len += n;
+    return 0;
+}
+
+static int puts_(struct export *e, const char *s)
+{
+    return put(e, s, strlen(s));
+}
+
+/* Shortest %g form that reads back to v. */
+static void format_number(double v, char *out, size_t len)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(out, len, "%.*g", prec, v);
+        if (strtod(out, NULL) == v)
+            return;
+    }
+}
+
+/* A JSON string literal (the input is valid UTF-8: it came through jansson). */
+static int put_json_string(struct export *e, const char *s)
+{
+    if (puts_(e, "\"") != 0)
+        return -1;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[8];
+        if (*p == '"' || *p == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*p;
+            esc[2] = '\0';
+        } else if (*p < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", *p);
+        } else {
+            if (put(e, (const char *)p, 1) != 0)
+                return -1;
+            continue;
+        }
+        if (puts_(e, esc) != 0)
+            return -1;
+    }
+    return puts_(e, "\"");
+}
+
+/* A CSV field (RFC 4180): quoted when it holds a comma, quote or line
+ * break, with quotes doubled. */
+static int put_csv_field(struct export *e, const char *s)
+{
+    if (strpbrk(s, ",\"\r\n") == NULL)
+        return puts_(e, s);
+    if (puts_(e, "\"") != 0)
+        return -1;
+    for (const char *p = s; *p; p++)
+        if ((*p == '"' && puts_(e, "\"\"") != 0) || (*p != '"' && put(e, p, 1) != 0))
+            return -1;
+    return puts_(e, "\"");
+}
+
+/* One row: values[i] is the text of column i or NULL (empty / null);
+ * is_string[i] says whether NDJSON quotes it. */
+static int put_row(struct export *e, const char *const values[NCOL], const int is_string[NCOL])
+{
+    int rc = 0;
+    if (e->fmt == FMT_CSV) {
+        for (size_t i = 0; i < NCOL && rc == 0; i++) {
+            if (i > 0)
+                rc = puts_(e, ",");
+            if (rc == 0 && values[i] != NULL)
+                rc = put_csv_field(e, values[i]);
+        }
+        return rc != 0 ? rc : puts_(e, "\r\n");
+    }
+    rc = puts_(e, "{");
+    for (size_t i = 0; i < NCOL && rc == 0; i++) {
+        rc = puts_(e, i > 0 ? ",\"" : "\"");
+        if (rc == 0)
+            rc = puts_(e, columns[i]);
+        if (rc == 0)
+            rc = puts_(e, "\":");
+        if (rc == 0)
+            rc = values[i] == NULL ? puts_(e, "null")
+                 : is_string[i]    ? put_json_string(e, values[i])
+                                   : puts_(e, values[i]);
+    }
+    return rc != 0 ? rc : puts_(e, "}\n");
+}
+
+/* --- rows from events ------------------------------------------------------------- */
+
+static const char *bandit_name(const struct exp_config *c, int32_t b)
+{
+    return b >= 0 && (size_t)b < c->n_bandits ? c->bandit_ids[b] : NULL;
+}
+
+static const char *arm_name(const struct exp_config *c, int32_t b, int32_t a)
+{
+    if (b < 0 || (size_t)b >= c->n_bandits || a < 0 || (size_t)a >= c->n_arms[b])
+        return NULL;
+    return c->arm_names[b][a];
+}
+
+static int on_event(void *arg, const struct store_event *ev)
+{
+    struct export *e = arg;
+    if (ev->seq > e->end_seq) {
+        e->done = 1;
+        return 1;
+    }
+    e->next_seq = ev->seq;
+    const struct exp_config *c = exp_cfg(e->x);
+    const char *v[NCOL] = {NULL};
+    static const int str[NCOL] = {1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1};
+    char seq[24], aid[48], ts[40], reward[40], rtime[40];
+    snprintf(seq, sizeof seq, "%" PRId64, ev->seq);
+    api_format_time(ev->ts_ms, ts, sizeof ts);
+    v[1] = seq;
+    v[3] = ts;
+    switch (ev->kind) {
+    case STORE_EV_ASSIGN: {
+        int exploit = (ev->flags & STORE_AF_EXPLOIT) != 0;
+        v[0] = "assignment";
+        exp_assignment_id(e->x, ev->seq, aid, sizeof aid);
+        v[2] = aid;
+        v[4] = ev->unit;
+        v[5] = bandit_name(c, ev->bandit);
+        v[6] = arm_name(c, ev->bandit, ev->arm);
+        v[7] = exploit ? "true" : "false";
+        v[9] = exploit ? "unrewarded" : "pending";
+        struct store_event out;
+        int rc = store_find_outcome(exp_store(), e->rowid, ev->seq, &out);
+        if (rc != STORE_OK && rc != STORE_ERR_NOTFOUND) {
+            e->failed = 1;
+            return 1;
+        }
+        if (rc == STORE_OK && out.seq <= e->end_seq) {
+            v[9] = out.kind == STORE_EV_REWARD ? "rewarded" : "expired";
+            if (!isnan(out.value) && out.kind != STORE_EV_LATE) {
+                format_number(out.value, reward, sizeof reward);
+                v[8] = reward;
+            }
+            api_format_time(out.ts_ms, rtime, sizeof rtime);
+            v[10] = rtime;
+        }
+        break;
+    }
+    case STORE_EV_OBSERVE:
+        v[0] = "observation";
+        v[5] = bandit_name(c, ev->bandit);
+        v[6] = arm_name(c, ev->bandit, ev->arm);
+        format_number(ev->value, reward, sizeof reward);
+        v[8] = reward;
+        v[9] = "observed";
+        break;
+    case STORE_EV_LATE:
+        v[0] = "late_reward";
+        exp_assignment_id(e->x, ev->ref, aid, sizeof aid);
+        v[2] = aid;
+        v[5] = bandit_name(c, ev->bandit);
+        v[6] = arm_name(c, ev->bandit, ev->arm);
+        format_number(ev->value, reward, sizeof reward);
+        v[8] = reward;
+        v[9] = "expired";
+        break;
+    case STORE_EV_STATE:
+        v[0] = "state";
+        v[9] = ev->text;
+        break;
+    default:
+        /* REWARD and EXPIRE are shown on their assignment's row. */
+        v[0] = NULL;
+        break;
+    }
+    if (v[0] != NULL && put_row(e, v, str) != 0) {
+        e->failed = 1;
+        return 1;
+    }
+    /* Stop this query once enough is buffered or read; the next refill
+     * continues after next_seq. */
+    if (++e->events_in_chunk >= CHUNK_EVENTS || e->len >= BUF_TARGET)
+        return 1;
+    return 0;
+}
+
+/* Still the same live experiment? (A delete unregisters it at once.) */
+static int still_there(struct export *e)
+{
+    struct exp *cur = exp_get(e->id);
+    int same = cur == e->x;
+    exp_put(cur);
+    return same;
+}
+
+/* Fill the buffer with the next rows. 0, or −1 on failure. */
+static int refill(struct export *e)
+{
+    e->len = e->off = 0;
+    if (!e->header_done) {
+        e->header_done = 1;
+        if (e->fmt == FMT_CSV) {
+            for (size_t i = 0; i < NCOL; i++)
+                if ((i > 0 && puts_(e, ",") != 0) || puts_(e, columns[i]) != 0)
+                    return -1;
+            if (puts_(e, "\r\n") != 0)
+                return -1;
+        }
+    }
+    while (!e->done && e->len < BUF_TARGET) {
+        e->events_in_chunk = 0;
+        int64_t before = e->next_seq;
+        int rc = store_load_events(exp_store(), e->rowid, e->next_seq, on_event, e);
+        if (e->failed || (rc != STORE_OK && rc != 1)) {
+            log_warn("export of %s failed at seq %" PRId64 ": %s", e->id, e->next_seq,
+                     e->failed ? "read or memory error" : store_strerror(rc));
+            return -1;
+        }
+        /* Checked after reading: if it is still registered now, no delete
+         * was queued before the rows above were read, so they are whole. */
+        if (!still_there(e)) {
+            log_warn("export of %s stopped: the experiment was deleted", e->id);
+            return -1;
+        }
+        if (rc == STORE_OK || e->next_seq >= e->end_seq || e->next_seq == before)
+            e->done = 1; /* the log (or the snapshot) is exhausted */
+    }
+    return 0;
+}
+
+static long export_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos; /* MHD reads sequentially */
+    struct export *e = cls;
+    if (e->off == e->len) {
+        if (e->done && e->header_done)
+            return 0;
+        if (refill(e) != 0)
+            return -1;
+        if (e->len == 0)
+            return 0;
+    }
+    size_t n = e->len - e->off;
+    if (n > max)
+        n = max;
+    memcpy(buf, e->buf + e->off, n);
+    e->off += n;
+    return (long)n;
+}
+
+static void export_free(void *cls)
+{
+    struct export *e = cls;
+    exp_put(e->x);
+    free(e->buf);
+    free(e);
+}
+
+int api_export_get(struct api_req *r)
+{
+    enum fmt fmt = FMT_NDJSON;
+    const char *f = api_req_query(r, "format");
+    if (f != NULL && strcmp(f, "csv") == 0)
+        fmt = FMT_CSV;
+    else if (f != NULL && strcmp(f, "ndjson") != 0)
+        return api_reply_invalid(r, "format", "must be \"ndjson\" or \"csv\"");
+    struct exp *x = api_exp_lock(r);
+    if (x == NULL)
+        return API_DONE;
+    int64_t rowid = exp_rowid(x);
+    exp_unlock(x); /* the reference stays: the stream holds it */
+    struct export *e = calloc(1, sizeof *e);
+    int64_t last = 0;
+    int rc = e != NULL ? store_last_seq(exp_store(), rowid, &last) : STORE_ERR_NOMEM;
+    if (rc != STORE_OK) {
+        free(e);
+        exp_put(x);
+        return api_reply_problem(r, 503, "storage read failed; retry later", NULL);
+    }
+    e->x = x;
+    snprintf(e->id, sizeof e->id, "%s", exp_id(x));
+    e->rowid = rowid;
+    e->end_seq = last;
+    e->fmt = fmt;
+    e->done = last == 0;
+    char disp[EXP_ID_MAX + 64];
+    snprintf(disp, sizeof disp, "attachment; filename=\"%s.%s\"", e->id,
+             fmt == FMT_CSV ? "csv" : "ndjson");
+    api_reply_header(r, "Content-Disposition", disp);
+    return api_reply_stream(r, 200,
+                            fmt == FMT_CSV ? "text/csv; charset=utf-8; header=present"
+                                           : "application/x-ndjson",
+                            export_read, e, export_free);
+}

@@ -1,0 +1,384 @@
+/*
+ * cli.c — `banditd keys create|list|revoke` and `banditd backup`: the
+ * operator's tools that work on the database file directly, alongside a
+ * running daemon or without one. See cli.h.
+ */
+#include "server/cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "api/jsonutil.h"
+#include "server/auth.h"
+#include "server/config.h"
+
+#define NAME_MAX_LEN 128
+
+struct cli_args {
+    char db[1024];
+    const char *scope;
+    const char *name;
+    const char *to;
+    const char *id;
+    int json;
+    int from_stdin;
+};
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: banditd keys create --db PATH --scope SCOPE[,SCOPE] [--name NAME] "
+                    "[--stdin]\n"
+                    "       banditd keys list --db PATH [--json]\n"
+                    "       banditd keys revoke ID --db PATH\n"
+                    "       banditd backup --db PATH --to FILE\n"
+                    "  (--config FILE may replace --db: its `db` setting is used)\n"
+                    "  scopes: admin (everything), assign, report, read\n"
+                    "  --stdin: store the key read from standard input (made by an earlier\n"
+                    "  keys create, e.g. for another shard) instead of making a new one\n");
+}
+
+int cli_is_command(const char *arg)
+{
+    return arg != NULL && (strcmp(arg, "keys") == 0 || strcmp(arg, "backup") == 0);
+}
+
+/* Parse the options after the subcommand words; positional → a->id. */
+static int parse(struct cli_args *a, int argc, char **argv)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 0; i < argc; i++) {
+        const char *o = argv[i];
+        const char **dst = NULL;
+        if (strcmp(o, "--json") == 0) {
+            a->json = 1;
+            continue;
+        }
+        if (strcmp(o, "--stdin") == 0) {
+            a->from_stdin = 1;
+            continue;
+        }
+        if (strcmp(o, "--db") == 0 || strcmp(o, "--config") == 0 || strcmp(o, "--scope") == 0 ||
+            strcmp(o, "--name") == 0 || strcmp(o, "--to") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "banditd: %s needs a value\n", o);
+                return -1;
+            }
+            char *v = argv[++i];
+            if (strcmp(o, "--db") == 0) {
+                if (strlen(v) >= sizeof a->db) {
+                    fprintf(stderr, "banditd: --db: path too long\n");
+                    return -1;
+                }
+                snprintf(a->db, sizeof a->db, "%s", v);
+                continue;
+            }
+            if (strcmp(o, "--config") == 0) {
+                /* Only the file's db setting matters here; --db wins. */
+                struct config c;
+                char err[512];
+                char flag[] = "--config";
+                char *cargv[] = {flag, v};
+                config_defaults(&c);
+                if (config_parse_args(&c, 2, cargv, err, sizeof err) != 0) {
+                    fprintf(stderr, "banditd: %s\n", err);
+                    return -1;
+                }
+                if (a->db[0] == '\0')
+                    snprintf(a->db, sizeof a->db, "%s", c.db);
+                continue;
+            }
+            dst = strcmp(o, "--scope") == 0  ? &a->scope
+                  : strcmp(o, "--name") == 0 ? &a->name
+                                             : &a->to;
+            *dst = v;
+            continue;
+        }
+        if (o[0] == '-') {
+            fprintf(stderr, "banditd: unknown option %s\n", o);
+            return -1;
+        }
+        if (a->id != NULL) {
+            fprintf(stderr, "banditd: unexpected argument %s\n", o);
+            return -1;
+        }
+        a->id = o;
+    }
+    if (a->db[0] == '\0') {
+        fprintf(stderr, "banditd: --db PATH is required\n");
+        return -1;
+    }
+    return 0;
+}
+
+static struct store *open_db(const char *path, int must_exist)
+{
+    char err[512];
+    struct stat sb;
+    if (must_exist && stat(path, &sb) != 0) {
+        fprintf(stderr, "banditd: %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    struct store *st = store_open(path, STORE_SYNC_FULL, err, sizeof err);
+    if (st == NULL)
+        fprintf(stderr, "banditd: %s\n", err);
+    return st;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One key of our format from stdin (surrounding whitespace ignored). */
+static int read_key(char *key, size_t len)
+{
+    char line[AUTH_MAX_KEY_LEN + 2];
+    if (fgets(line, sizeof line, stdin) == NULL)
+        return -1;
+    char *p = line;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    size_t n = strcspn(p, " \t\r\n");
+    if (n != AUTH_KEY_LEN || strncmp(p, "bd_", 3) != 0 || n + 1 > len)
+        return -1;
+    for (size_t i = 3; i < n; i++)
+        if (!((p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= 'a' && p[i] <= 'z') ||
+              (p[i] >= '0' && p[i] <= '9') || p[i] == '-' || p[i] == '_'))
+            return -1;
+    memcpy(key, p, n);
+    key[n] = '\0';
+    explicit_bzero(line, sizeof line);
+    return 0;
+}
+
+static int keys_create(const struct cli_args *a)
+{
+    unsigned scopes = 0;
+    char bad[64], canon[64], key[AUTH_KEY_LEN + 1], hex[AUTH_HASH_HEX_LEN + 1];
+    int64_t id = 0;
+    if (a->scope == NULL) {
+        fprintf(stderr, "banditd: keys create needs --scope SCOPE[,SCOPE]\n");
+        return 2;
+    }
+    if (auth_parse_scopes(a->scope, &scopes, bad, sizeof bad) != 0) {
+        fprintf(stderr, "banditd: --scope: unknown scope \"%s\" (admin, assign, report, read)\n",
+                bad);
+        return 2;
+    }
+    if (a->name != NULL) {
+        size_t n = strlen(a->name);
+        if (n == 0 || n > NAME_MAX_LEN) {
+            fprintf(stderr, "banditd: --name: 1 to %d bytes\n", NAME_MAX_LEN);
+            return 2;
+        }
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)a->name[i] < 0x20 || a->name[i] == 0x7f) {
+                fprintf(stderr, "banditd: --name: no control characters\n");
+                return 2;
+            }
+    }
+    auth_format_scopes(scopes, canon, sizeof canon);
+    if (a->from_stdin) {
+        if (read_key(key, sizeof key) != 0) {
+            fprintf(stderr, "banditd: --stdin: expected one key made by `banditd keys create` "
+                            "(bd_ and 43 base64url characters)\n");
+            return 2;
+        }
+    } else if (auth_new_key(key, sizeof key) != 0) {
+        fprintf(stderr, "banditd: cannot generate a key (getrandom failed)\n");
+        return 1;
+    }
+    if (auth_hash_hex(key, strlen(key), hex, sizeof hex) != 0) {
+        fprintf(stderr, "banditd: SHA-256 failed\n");
+        return 1;
+    }
+    struct store *st = open_db(a->db, 0);
+    if (st == NULL)
+        return 1;
+    int rc = store_key_insert(st, a->name, canon, hex, now_ms(), &id);
+    store_close(st);
+    if (rc == STORE_ERR_EXISTS) {
+        fprintf(stderr, "banditd: this key is already stored in %s\n", a->db);
+        return 1;
+    }
+    if (rc != STORE_OK) {
+        fprintf(stderr, "banditd: cannot store the key: %s\n", store_strerror(rc));
+        return 1;
+    }
+    if (a->from_stdin) {
+        fprintf(stderr, "stored key %" PRId64 " (%s) with scope %s.\n", id,
+                a->name ? a->name : "no name", canon);
+        explicit_bzero(key, sizeof key);
+        return 0;
+    }
+    printf("%s\n", key);
+    fflush(stdout);
+    fprintf(stderr,
+            "created key %" PRId64 " (%s) with scope %s. It is shown only this once; a running "
+            "daemon accepts it after SIGHUP or within --key-refresh seconds.\n",
+            id, a->name ? a->name : "no name", canon);
+    explicit_bzero(key, sizeof key);
+    return 0;
+}
+
+struct list_ctx {
+    json_t *rows; /* --json: array; else NULL */
+    size_t n;
+};
+
+static int list_row(void *arg, const struct store_key_row *row)
+{
+    struct list_ctx *l = arg;
+    char created[40];
+    api_format_time(row->created_ms, created, sizeof created);
+    l->n++;
+    if (l->rows != NULL) {
+        json_t *scopes = json_array();
+        const char *p = row->scopes ? row->scopes : "";
+        while (*p != '\0') {
+            size_t k = strcspn(p, ",");
+            json_array_append_new(scopes, json_stringn(p, k));
+            p += k + (p[k] == ',');
+        }
+        json_array_append_new(l->rows,
+                              json_pack("{s:I,s:s?,s:o,s:s,s:b}", "id", (json_int_t)row->rowid,
+                                        "name", row->name, "scopes", scopes, "created", created,
+                                        "revoked", row->revoked));
+        return 0;
+    }
+    printf("%-6" PRId64 " %-24s %-26s %-25s %s\n", row->rowid, row->name ? row->name : "-",
+           row->scopes ? row->scopes : "", created, row->revoked ? "yes" : "no");
+    return 0;
+}
+
+static int keys_list(const struct cli_args *a)
+{
+    struct list_ctx l = {NULL, 0};
+    struct store *st = open_db(a->db, 1);
+    if (st == NULL)
+        return 1;
+    if (a->json)
+        l.rows = json_array();
+    else
+        printf("%-6s %-24s %-26s %-25s %s\n", "ID", "NAME", "SCOPES", "CREATED", "REVOKED");
+    int rc = store_load_keys(st, list_row, &l);
+    store_close(st);
+    if (rc != STORE_OK) {
+        json_decref(l.rows);
+        fprintf(stderr, "banditd: cannot read the keys: %s\n", store_strerror(rc));
+        return 1;
+    }
+    if (l.rows != NULL) {
+        char *s = json_dumps(l.rows, JSON_INDENT(2));
+        if (s != NULL)
+            printf("%s\n", s);
+        free(s);
+        json_decref(l.rows);
+    }
+    return 0;
+}
+
+static int keys_revoke(const struct cli_args *a)
+{
+    char *end;
+    if (a->id == NULL) {
+        fprintf(stderr, "banditd: keys revoke needs the key's ID (see keys list)\n");
+        return 2;
+    }
+    errno = 0;
+    long long id = strtoll(a->id, &end, 10);
+    if (errno != 0 || *end != '\0' || id <= 0) {
+        fprintf(stderr, "banditd: not a key ID: %s\n", a->id);
+        return 2;
+    }
+    struct store *st = open_db(a->db, 1);
+    if (st == NULL)
+        return 1;
+    int rc = store_key_revoke(st, id);
+    store_close(st);
+    if (rc == STORE_ERR_NOTFOUND) {
+        fprintf(stderr, "banditd: no key %lld\n", id);
+        return 1;
+    }
+    if (rc != STORE_OK) {
+        fprintf(stderr, "banditd: cannot revoke key %lld: %s\n", id, store_strerror(rc));
+        return 1;
+    }
+    fprintf(stderr,
+            "revoked key %lld; a running daemon refuses it after SIGHUP or within "
+            "--key-refresh seconds.\n",
+            id);
+    return 0;
+}
+
+static int backup(const struct cli_args *a)
+{
+    char err[512];
+    struct stat sb;
+    if (a->to == NULL || a->id != NULL) {
+        usage();
+        return 2;
+    }
+    if (stat(a->to, &sb) == 0) {
+        fprintf(stderr, "banditd: %s exists; a backup never overwrites a file\n", a->to);
+        return 1;
+    }
+    struct store *st = open_db(a->db, 1);
+    if (st == NULL)
+        return 1;
+    int rc = store_backup(st, a->to, err, sizeof err);
+    store_close(st);
+    if (rc != STORE_OK) {
+        fprintf(stderr, "banditd: %s\n", err);
+        return 1;
+    }
+    fprintf(stderr, "backed up %s to %s\n", a->db, a->to);
+    return 0;
+}
+
+int cli_main(int argc, char **argv)
+{
+    struct cli_args a;
+    if (argc < 1 || !cli_is_command(argv[0])) {
+        usage();
+        return 2;
+    }
+    if (strcmp(argv[0], "backup") == 0) {
+        if (parse(&a, argc - 1, argv + 1) != 0) {
+            usage();
+            return 2;
+        }
+        return backup(&a);
+    }
+    if (argc < 2) {
+        usage();
+        return 2;
+    }
+    const char *sub = argv[1];
+    if (strcmp(sub, "create") != 0 && strcmp(sub, "list") != 0 && strcmp(sub, "revoke") != 0) {
+        fprintf(stderr, "banditd: keys: unknown command %s\n", sub);
+        usage();
+        return 2;
+    }
+    if (parse(&a, argc - 2, argv + 2) != 0) {
+        usage();
+        return 2;
+    }
+    if (strcmp(sub, "revoke") != 0 && a.id != NULL) {
+        fprintf(stderr, "banditd: unexpected argument %s\n", a.id);
+        return 2;
+    }
+    if (strcmp(sub, "create") == 0)
+        return keys_create(&a);
+    if (strcmp(sub, "list") == 0)
+        return keys_list(&a);
+    return keys_revoke(&a);
+}

@@ -1,0 +1,646 @@
+/*
+ * test_auth.c — access control against the real daemon (CONTRACT.md,
+ * Access): the API is open without keys; 401 (with WWW-Authenticate, as
+ * problem+json) for a missing, malformed or unknown key; 403 for a key
+ * without the scope, for every route of the table; admin works everywhere;
+ * open routes need no key; /metrics behind `read` when configured; revoking
+ * and creating keys while the daemon runs (SIGHUP and the periodic re-read);
+ * the keys CLI; the non-loopback refusal; TLS with a certificate made here.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <ctype.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "server/auth.h"
+#include "server/http.h"
+#include "tests/support/opsd.h"
+
+#define KEYLEN 128
+
+struct fx {
+    struct opsd d;
+    char admin[KEYLEN], read[KEYLEN], assign[KEYLEN], report[KEYLEN];
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    if (f == NULL || opsd_init(&f->d) != 0)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    opsd_cleanup(&f->d);
+    free(f);
+    return 0;
+}
+
+static void make_keys(struct fx *f)
+{
+    assert_int_equal(opsd_create_key(&f->d, "admin", f->admin, KEYLEN), 0);
+    assert_int_equal(opsd_create_key(&f->d, "read", f->read, KEYLEN), 0);
+    assert_int_equal(opsd_create_key(&f->d, "assign", f->assign, KEYLEN), 0);
+    assert_int_equal(opsd_create_key(&f->d, "report", f->report, KEYLEN), 0);
+}
+
+static void start(struct fx *f, const char *const *args)
+{
+    int rc = opsd_start(&f->d, args);
+    if (rc != 0) {
+        char *e = opsd_stderr(&f->d);
+        fail_msg("daemon did not start (%d): %s", rc, e ? e : "");
+    }
+}
+
+static void stop_clean(struct fx *f)
+{
+    assert_int_equal(opsd_stop(&f->d), 0);
+}
+
+/* Request and return the status, freeing the reply. */
+static long req(struct fx *f, const char *method, const char *path, const char *key,
+                const char *body)
+{
+    struct opsd_reply r;
+    long s = opsd_request(&f->d, method, path, key, body, NULL, &r);
+    if (s == 0)
+        fail_msg("%s %s: %s", method, path, r.curl_error);
+    opsd_reply_free(&r);
+    return s;
+}
+
+/* Wait (up to ms) until path answers want with key. */
+static int wait_status(struct fx *f, const char *path, const char *key, long want, int ms)
+{
+    for (int waited = 0; waited <= ms; waited += 50) {
+        if (req(f, "GET", path, key, NULL) == want)
+            return 1;
+        usleep(50000);
+    }
+    return 0;
+}
+
+static void test_open_without_keys(void **state)
+{
+    struct fx *f = *state;
+    start(f, NULL);
+    assert_int_equal(
+        req(f, "POST", "/v1/experiments", NULL, "{\"id\":\"e\",\"arms\":[\"a\",\"b\"]}"), 201);
+    assert_int_equal(req(f, "GET", "/v1/experiments/e/status", NULL, NULL), 200);
+    /* A key sent while none exists is ignored, not refused. */
+    assert_int_equal(req(f, "GET", "/v1/experiments", "bd_whatever", NULL), 200);
+    stop_clean(f);
+}
+
+static void check_401(struct fx *f, const char *auth_header)
+{
+    const char *want_challenge = auth_header == NULL
+                                     ? "Bearer realm=\"banditd\""
+                                     : "Bearer realm=\"banditd\", error=\"invalid_token\"";
+    struct opsd_reply r;
+    char v[256];
+    long s = opsd_request(&f->d, "GET", "/v1/experiments", NULL, NULL, auth_header, &r);
+    if (s != 401)
+        fail_msg("Authorization \"%s\": %ld, expected 401", auth_header ? auth_header : "(none)",
+                 s);
+    assert_true(opsd_reply_header(&r, "WWW-Authenticate", v, sizeof v));
+    assert_string_equal(v, want_challenge);
+    assert_true(opsd_reply_header(&r, "Content-Type", v, sizeof v));
+    assert_string_equal(v, "application/problem+json");
+    json_t *j = json_loads(r.body, 0, NULL);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "type")),
+                        "urn:banditd:problem:unauthorized");
+    assert_int_equal(json_integer_value(json_object_get(j, "status")), 401);
+    json_decref(j);
+    opsd_reply_free(&r);
+}
+
+static void test_401_missing_or_unknown(void **state)
+{
+    struct fx *f = *state;
+    make_keys(f);
+    start(f, NULL);
+    check_401(f, NULL);
+    check_401(f, "Authorization: Bearer bd_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+    check_401(f, "Authorization: Basic YWRtaW46YWRtaW4=");
+    check_401(f, "Authorization: Bearer");
+    char h[256];
+    snprintf(h, sizeof h, "Authorization: %s", f->admin); /* no scheme */
+    check_401(f, h);
+    snprintf(h, sizeof h, "Authorization: Bearer %.*s", (int)strlen(f->admin) - 1, f->admin);
+    check_401(f, h);
+    /* The right key works; scheme case does not matter. */
+    assert_int_equal(req(f, "GET", "/v1/experiments", f->admin, NULL), 200);
+    snprintf(h, sizeof h, "Authorization: bearer %s", f->read);
+    struct opsd_reply r;
+    assert_int_equal(opsd_request(&f->d, "GET", "/v1/experiments", NULL, NULL, h, &r), 200);
+    opsd_reply_free(&r);
+    /* A 401 also for writes, and the body is not looked at. */
+    assert_int_equal(req(f, "POST", "/v1/experiments", NULL, "{not json"), 401);
+    stop_clean(f);
+}
+
+/* The path of a route with {id} replaced. */
+static void route_path(const struct route *rt, const char *id, char *out, size_t len)
+{
+    const char *p = strstr(rt->pattern, "{id}");
+    if (p == NULL)
+        snprintf(out, len, "%s", rt->pattern);
+    else
+        snprintf(out, len, "%.*s%s%s", (int)(p - rt->pattern), rt->pattern, id, p + 4);
+}
+
+/* Routes whose answer to the matrix's requests is known to be 2xx: the API
+ * and the operational endpoints (other branches add pages and assets). */
+static int strict_route(const struct route *rt)
+{
+    static const char *const ops[] = {"/healthz", "/readyz", "/metrics", "/openapi.json", NULL};
+    if (strncmp(rt->pattern, "/v1/", 4) == 0)
+        return 1;
+    for (const char *const *p = ops; *p != NULL; p++)
+        if (strcmp(rt->pattern, *p) == 0)
+            return 1;
+    return 0;
+}
+
+static const char *route_body(const struct route *rt, int n)
+{
+    static char buf[128];
+    if (strcmp(rt->method, "POST") == 0 && strcmp(rt->pattern, "/v1/experiments") == 0) {
+        snprintf(buf, sizeof buf, "{\"id\":\"made-%d\",\"arms\":[\"a\",\"b\"]}", n);
+        return buf;
+    }
+    if (strstr(rt->pattern, "/rewards"))
+        return "{\"rewards\":[{\"assignment_id\":\"nope-1\",\"reward\":1}]}";
+    if (strstr(rt->pattern, "/observations"))
+        return "{\"arm\":\"a\",\"reward\":1}";
+    if (strcmp(rt->method, "PATCH") == 0)
+        return "{\"state\":\"running\"}";
+    if (strcmp(rt->method, "POST") == 0)
+        return "{}";
+    return NULL;
+}
+
+/* Every route of the table with every key: 403 exactly when the key lacks
+ * the route's scope (admin has them all); otherwise the request reaches its
+ * handler and succeeds. */
+static void test_scope_matrix(void **state)
+{
+    struct fx *f = *state;
+    make_keys(f);
+    start(f, NULL);
+    assert_int_equal(
+        req(f, "POST", "/v1/experiments", f->admin, "{\"id\":\"e\",\"arms\":[\"a\",\"b\"]}"), 201);
+    assert_int_equal(
+        req(f, "POST", "/v1/experiments", f->admin, "{\"id\":\"doomed\",\"arms\":[\"a\",\"b\"]}"),
+        201);
+    const struct {
+        const char *key;
+        unsigned scopes;
+        const char *name;
+    } keys[] = {
+        {f->read, API_SCOPE_READ, "read"},
+        {f->assign, API_SCOPE_ASSIGN, "assign"},
+        {f->report, API_SCOPE_REPORT, "report"},
+        {f->admin, API_SCOPE_ADMIN, "admin"}, /* last: it deletes */
+    };
+    int n = 0, checked = 0;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        for (const struct route *rt = http_routes; rt->method != NULL; rt++, n++) {
+            char path[256];
+            route_path(rt, strcmp(rt->method, "DELETE") == 0 ? "doomed" : "e", path, sizeof path);
+            unsigned need = rt->scope & ~(unsigned)API_SCOPE_IF_CONFIGURED;
+            if (rt->scope & API_SCOPE_IF_CONFIGURED)
+                need = API_SCOPE_NONE; /* not configured here */
+            long s = req(f, rt->method, path, keys[k].key, route_body(rt, n));
+            int allowed = need == API_SCOPE_NONE || (keys[k].scopes & need) ||
+                          (keys[k].scopes & API_SCOPE_ADMIN);
+            if (!allowed && s != 403)
+                fail_msg("%s %s with a %s key: %ld, expected 403", rt->method, path, keys[k].name,
+                         s);
+            /* The API answers 2xx to these requests; other routes (pages,
+             * assets named by the path) may answer 404 to our made-up id,
+             * but never refuse the key or fail. */
+            if (allowed && strict_route(rt) && (s < 200 || s > 299))
+                fail_msg("%s %s with a %s key: %ld, expected 2xx", rt->method, path, keys[k].name,
+                         s);
+            if (allowed && (s == 401 || s == 403 || s >= 500))
+                fail_msg("%s %s with a %s key: %ld", rt->method, path, keys[k].name, s);
+            checked++;
+        }
+    assert_true(checked >= 4 * 12);
+    /* Open routes answer without any key. */
+    for (const struct route *rt = http_routes; rt->method != NULL; rt++) {
+        if (rt->scope != API_SCOPE_NONE && !(rt->scope & API_SCOPE_IF_CONFIGURED))
+            continue;
+        char path[256];
+        route_path(rt, "e", path, sizeof path);
+        long s = req(f, rt->method, path, NULL, NULL);
+        if ((strict_route(rt) && s != 200) || s == 401 || s == 403 || s >= 500)
+            fail_msg("open route %s %s without a key: %ld", rt->method, path, s);
+    }
+    /* The 403 is problem+json naming the scope problem. */
+    struct opsd_reply r;
+    assert_int_equal(
+        opsd_request(&f->d, "POST", "/v1/experiments/e/assignments", f->read, "{}", NULL, &r), 403);
+    json_t *j = json_loads(r.body, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "type")),
+                        "urn:banditd:problem:forbidden");
+    assert_non_null(strstr(json_string_value(json_object_get(j, "detail")), "scope assign"));
+    char v[256];
+    assert_true(opsd_reply_header(&r, "WWW-Authenticate", v, sizeof v));
+    assert_string_equal(v, "Bearer realm=\"banditd\", error=\"insufficient_scope\", "
+                           "scope=\"assign\"");
+    json_decref(j);
+    opsd_reply_free(&r);
+    /* A key with two scopes has both. */
+    char both[KEYLEN];
+    assert_int_equal(opsd_create_key(&f->d, "assign,report", both, sizeof both), 0);
+    opsd_signal(&f->d, SIGHUP);
+    for (int i = 0; i < 100 && req(f, "POST", "/v1/experiments/e/assignments", both, "{}") != 201;
+         i++)
+        usleep(50000);
+    assert_int_equal(
+        req(f, "POST", "/v1/experiments/e/observations", both, "{\"arm\":\"a\",\"reward\":0}"),
+        200);
+    assert_int_equal(req(f, "GET", "/v1/experiments/e/status", both, NULL), 403);
+    stop_clean(f);
+}
+
+static void test_metrics_need_key(void **state)
+{
+    struct fx *f = *state;
+    make_keys(f);
+    static const char *const args[] = {"--metrics-need-key", NULL};
+    start(f, args);
+    assert_int_equal(req(f, "GET", "/metrics", NULL, NULL), 401);
+    assert_int_equal(req(f, "GET", "/metrics", f->assign, NULL), 403);
+    assert_int_equal(req(f, "GET", "/metrics", f->read, NULL), 200);
+    assert_int_equal(req(f, "GET", "/metrics", f->admin, NULL), 200);
+    /* The other operational routes stay open. */
+    assert_int_equal(req(f, "GET", "/healthz", NULL, NULL), 200);
+    assert_int_equal(req(f, "GET", "/readyz", NULL, NULL), 200);
+    assert_int_equal(req(f, "GET", "/openapi.json", NULL, NULL), 200);
+    stop_clean(f);
+}
+
+static void test_revoke_on_sighup(void **state)
+{
+    struct fx *f = *state;
+    make_keys(f);
+    static const char *const args[] = {"--key-refresh", "0", NULL}; /* only SIGHUP */
+    start(f, args);
+    assert_int_equal(req(f, "GET", "/v1/experiments", f->read, NULL), 200);
+    char out[4096], err[4096];
+    static const char *const list_args[] = {"keys", "list", "--json", "--db", NULL, NULL};
+    const char *la[6];
+    memcpy(la, list_args, sizeof la);
+    la[4] = f->d.db;
+    assert_int_equal(opsd_run(&f->d, la, out, sizeof out, err, sizeof err), 0);
+    json_t *list = json_loads(out, 0, NULL);
+    assert_non_null(list);
+    json_int_t read_id = 0;
+    size_t i;
+    json_t *k;
+    json_array_foreach(list, i, k)
+    {
+        json_t *sc = json_object_get(k, "scopes");
+        if (json_array_size(sc) == 1 &&
+            strcmp(json_string_value(json_array_get(sc, 0)), "read") == 0)
+            read_id = json_integer_value(json_object_get(k, "id"));
+    }
+    json_decref(list);
+    assert_true(read_id > 0);
+    char idbuf[32];
+    snprintf(idbuf, sizeof idbuf, "%lld", (long long)read_id);
+    const char *ra[] = {"keys", "revoke", idbuf, "--db", f->d.db, NULL};
+    assert_int_equal(opsd_run(&f->d, ra, out, sizeof out, err, sizeof err), 0);
+    /* Not re-read yet (no polling): still accepted. */
+    assert_int_equal(req(f, "GET", "/v1/experiments", f->read, NULL), 200);
+    opsd_signal(&f->d, SIGHUP);
+    assert_true(wait_status(f, "/v1/experiments", f->read, 401, 10000));
+    assert_int_equal(req(f, "GET", "/v1/experiments", f->admin, NULL), 200);
+    stop_clean(f);
+    char *log = opsd_stderr(&f->d);
+    assert_non_null(strstr(log, "API keys changed"));
+    free(log);
+}
+
+static void test_new_key_picked_up_by_polling(void **state)
+{
+    struct fx *f = *state;
+    assert_int_equal(opsd_create_key(&f->d, "admin", f->admin, KEYLEN), 0);
+    static const char *const args[] = {"--key-refresh", "1", NULL};
+    start(f, args);
+    char fresh[KEYLEN];
+    assert_int_equal(opsd_create_key(&f->d, "read", fresh, sizeof fresh), 0);
+    /* No signal: the daemon re-reads within its refresh period. */
+    assert_true(wait_status(f, "/v1/experiments", fresh, 200, 10000));
+    stop_clean(f);
+}
+
+/* Revoking every key leaves the API closed (never silently open). */
+static void test_all_revoked_stays_closed(void **state)
+{
+    struct fx *f = *state;
+    char key[KEYLEN], out[256], err[512];
+    assert_int_equal(opsd_create_key(&f->d, "admin", key, sizeof key), 0);
+    const char *ra[] = {"keys", "revoke", "1", "--db", f->d.db, NULL};
+    assert_int_equal(opsd_run(&f->d, ra, out, sizeof out, err, sizeof err), 0);
+    start(f, NULL);
+    assert_int_equal(req(f, "GET", "/v1/experiments", NULL, NULL), 401);
+    assert_int_equal(req(f, "GET", "/v1/experiments", key, NULL), 401);
+    stop_clean(f);
+}
+
+static void test_keys_cli(void **state)
+{
+    struct fx *f = *state;
+    char out[8192], err[2048], k1[KEYLEN], k2[KEYLEN];
+    const char *db = f->d.db;
+    {
+        const char *a[] = {"keys",        "create", "--db",      db,  "--scope",
+                           "read,assign", "--name", "ci runner", NULL};
+        assert_int_equal(opsd_run(&f->d, a, k1, sizeof k1, err, sizeof err), 0);
+        k1[strcspn(k1, "\n")] = '\0';
+        assert_non_null(strstr(err, "shown only"));
+    }
+    assert_int_equal(opsd_create_key(&f->d, "admin", k2, sizeof k2), 0);
+    /* Format: bd_ + 43 base64url characters, distinct. */
+    for (const char *k = k1; k != NULL; k = k == k1 ? k2 : NULL) {
+        assert_int_equal(strlen(k), 46);
+        assert_memory_equal(k, "bd_", 3);
+        for (const char *p = k + 3; *p; p++)
+            assert_true(isalnum((unsigned char)*p) || *p == '-' || *p == '_');
+    }
+    assert_string_not_equal(k1, k2);
+    /* Listing: ids, names, canonical scopes, never the key or its hash. */
+    {
+        const char *a[] = {"keys", "list", "--db", db, NULL};
+        assert_int_equal(opsd_run(&f->d, a, out, sizeof out, err, sizeof err), 0);
+        assert_non_null(strstr(out, "ci runner"));
+        assert_non_null(strstr(out, "assign,read"));
+        assert_non_null(strstr(out, "admin"));
+        assert_null(strstr(out, k1));
+        assert_null(strstr(out, k2));
+        char hex[AUTH_HASH_HEX_LEN + 1];
+        assert_int_equal(auth_hash_hex(k1, strlen(k1), hex, sizeof hex), 0);
+        assert_null(strstr(out, hex));
+    }
+    {
+        const char *a[] = {"keys", "list", "--json", "--db", db, NULL};
+        assert_int_equal(opsd_run(&f->d, a, out, sizeof out, err, sizeof err), 0);
+        json_t *j = json_loads(out, 0, NULL);
+        assert_int_equal(json_array_size(j), 2);
+        json_t *first = json_array_get(j, 0);
+        assert_int_equal(json_integer_value(json_object_get(first, "id")), 1);
+        assert_string_equal(json_string_value(json_object_get(first, "name")), "ci runner");
+        assert_true(json_is_false(json_object_get(first, "revoked")));
+        assert_non_null(json_object_get(first, "created"));
+        json_decref(j);
+    }
+    /* The database holds the SHA-256 of each key, never the key. */
+    {
+        sqlite3 *dbh = NULL;
+        sqlite3_stmt *st = NULL;
+        assert_int_equal(sqlite3_open_v2(db, &dbh, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        assert_int_equal(
+            sqlite3_prepare_v2(dbh, "SELECT hash, name, scopes FROM api_keys ORDER BY rowid", -1,
+                               &st, NULL),
+            SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        char hex[AUTH_HASH_HEX_LEN + 1];
+        assert_int_equal(auth_hash_hex(k1, strlen(k1), hex, sizeof hex), 0);
+        assert_string_equal((const char *)sqlite3_column_text(st, 0), hex);
+        sqlite3_finalize(st);
+        assert_int_equal(sqlite3_prepare_v2(dbh,
+                                            "SELECT count(*) FROM api_keys WHERE "
+                                            "instr(hash || coalesce(name, '') || scopes, "
+                                            "'bd_') > 0",
+                                            -1, &st, NULL),
+                         SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_int_equal(sqlite3_column_int(st, 0), 0);
+        sqlite3_finalize(st);
+        sqlite3_close(dbh);
+    }
+    /* Revoke, and the errors. */
+    {
+        const char *a[] = {"keys", "revoke", "1", "--db", db, NULL};
+        assert_int_equal(opsd_run(&f->d, a, out, sizeof out, err, sizeof err), 0);
+        const char *l[] = {"keys", "list", "--json", "--db", db, NULL};
+        assert_int_equal(opsd_run(&f->d, l, out, sizeof out, err, sizeof err), 0);
+        json_t *j = json_loads(out, 0, NULL);
+        assert_true(json_is_true(json_object_get(json_array_get(j, 0), "revoked")));
+        assert_true(json_is_false(json_object_get(json_array_get(j, 1), "revoked")));
+        json_decref(j);
+    }
+    static const struct {
+        const char *args[10];
+        int status;
+    } bad[] = {
+        {{"keys", "revoke", "99", "--db", NULL}, 1},
+        {{"keys", "revoke", "x", "--db", NULL}, 2},
+        {{"keys", "revoke", "--db", NULL}, 2},
+        {{"keys", "create", "--scope", "write", "--db", NULL}, 2},
+        {{"keys", "create", "--db", NULL}, 2},
+        {{"keys", "rotate", "--db", NULL}, 2},
+        {{"keys", "list", "--bogus", "--db", NULL}, 2},
+        {{"keys", "create", "--scope", "read", "--name", "", "--db", NULL}, 2},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *a[12];
+        size_t n = 0;
+        for (; bad[i].args[n] != NULL; n++)
+            a[n] = bad[i].args[n];
+        a[n++] = db; /* after the trailing --db */
+        a[n] = NULL;
+        int s = opsd_run(&f->d, a, out, sizeof out, err, sizeof err);
+        if (s != bad[i].status)
+            fail_msg("case %zu: exit %d, expected %d (%s)", i, s, bad[i].status, err);
+        assert_true(strlen(err) > 0);
+    }
+    /* No --db at all. */
+    const char *nodb[] = {"keys", "list", NULL};
+    assert_int_equal(opsd_run(&f->d, nodb, out, sizeof out, err, sizeof err), 2);
+    /* list of a database that does not exist does not create it. */
+    char ghost[256];
+    snprintf(ghost, sizeof ghost, "%s/ghost.db", f->d.dir);
+    const char *gl[] = {"keys", "list", "--db", ghost, NULL};
+    assert_int_equal(opsd_run(&f->d, gl, out, sizeof out, err, sizeof err), 1);
+    assert_int_equal(access(ghost, F_OK), -1);
+}
+
+/* One key on several databases (shards): keys create --stdin. */
+static void test_same_key_on_two_shards(void **state)
+{
+    struct fx *f = *state;
+    char key[KEYLEN], out[512], err[1024];
+    assert_int_equal(opsd_create_key(&f->d, "read", key, sizeof key), 0);
+    struct opsd other;
+    assert_int_equal(opsd_init(&other), 0);
+    char input[KEYLEN + 2];
+    snprintf(input, sizeof input, "%s\n", key);
+    const char *a[] = {"keys", "create", "--stdin", "--scope", "read", "--db", other.db, NULL};
+    assert_int_equal(opsd_run_input(&other, a, input, out, sizeof out, err, sizeof err), 0);
+    assert_string_equal(out, ""); /* nothing to show: the caller has it */
+    /* Twice: refused. Malformed input: refused, nothing stored. */
+    assert_int_equal(opsd_run_input(&other, a, input, out, sizeof out, err, sizeof err), 1);
+    assert_non_null(strstr(err, "already"));
+    assert_int_equal(opsd_run_input(&other, a, "password1\n", out, sizeof out, err, sizeof err), 2);
+    assert_int_equal(opsd_run_input(&other, a, "", out, sizeof out, err, sizeof err), 2);
+    start(f, NULL);
+    assert_int_equal(opsd_start(&other, NULL), 0);
+    assert_int_equal(req(f, "GET", "/v1/experiments", key, NULL), 200);
+    struct opsd_reply r;
+    assert_int_equal(opsd_request(&other, "GET", "/v1/experiments", key, NULL, NULL, &r), 200);
+    opsd_reply_free(&r);
+    assert_int_equal(opsd_stop(&other), 0);
+    opsd_cleanup(&other);
+    stop_clean(f);
+}
+
+/* A config file supplies --db to the subcommands. */
+static void test_keys_cli_config(void **state)
+{
+    struct fx *f = *state;
+    char conf[256], out[512], err[512];
+    snprintf(conf, sizeof conf, "%s/banditd.conf", f->d.dir);
+    FILE *c = fopen(conf, "w");
+    assert_non_null(c);
+    fprintf(c, "db = %s\nmax-arms = 9\n", f->d.db);
+    fclose(c);
+    const char *a[] = {"keys", "create", "--config", conf, "--scope", "read", NULL};
+    assert_int_equal(opsd_run(&f->d, a, out, sizeof out, err, sizeof err), 0);
+    const char *l[] = {"keys", "list", "--db", f->d.db, NULL};
+    assert_int_equal(opsd_run(&f->d, l, out, sizeof out, err, sizeof err), 0);
+    assert_non_null(strstr(out, "read"));
+}
+
+static void test_non_loopback_needs_key_or_insecure(void **state)
+{
+    struct fx *f = *state;
+    static const char *const any[] = {"--listen", "0.0.0.0:0", NULL};
+    int rc = opsd_start_raw(&f->d, any);
+    assert_int_equal(rc, 1000 + 2);
+    char *log = opsd_stderr(&f->d);
+    assert_non_null(strstr(log, "--insecure"));
+    free(log);
+    static const char *const insecure[] = {"--listen", "0.0.0.0:0", "--insecure", NULL};
+    assert_int_equal(opsd_start_raw(&f->d, insecure), 0);
+    assert_int_equal(req(f, "GET", "/healthz", NULL, NULL), 200);
+    stop_clean(f);
+    /* With a key the API is closed, so any address is fine. */
+    char key[KEYLEN];
+    assert_int_equal(opsd_create_key(&f->d, "read", key, sizeof key), 0);
+    assert_int_equal(opsd_start_raw(&f->d, any), 0);
+    assert_int_equal(req(f, "GET", "/v1/experiments", NULL, NULL), 401);
+    assert_int_equal(req(f, "GET", "/v1/experiments", key, NULL), 200);
+    stop_clean(f);
+}
+
+/* A self-signed certificate for 127.0.0.1, made with the openssl tool. */
+static void make_cert(struct fx *f, char *cert, char *key, size_t len)
+{
+    char cmd[1024];
+    snprintf(cert, len, "%s/cert.pem", f->d.dir);
+    snprintf(key, len, "%s/key.pem", f->d.dir);
+    snprintf(cmd, sizeof cmd,
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+             "-keyout %s -out %s -days 2 -subj /CN=127.0.0.1 "
+             "-addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1",
+             key, cert);
+    if (system(cmd) != 0)
+        fail_msg("openssl could not make a certificate (is the openssl package installed?)");
+}
+
+static void test_tls_round_trip(void **state)
+{
+    struct fx *f = *state;
+    char cert[256], key[256];
+    make_cert(f, cert, key, sizeof cert);
+    make_keys(f);
+    const char *args[] = {"--tls-cert", cert, "--tls-key", key, NULL};
+    start(f, args);
+    f->d.tls = 1;
+    snprintf(f->d.cafile, sizeof f->d.cafile, "%s", cert);
+    assert_int_equal(req(f, "GET", "/healthz", NULL, NULL), 200);
+    assert_int_equal(
+        req(f, "POST", "/v1/experiments", f->admin, "{\"id\":\"t\",\"arms\":[\"a\",\"b\"]}"), 201);
+    struct opsd_reply r;
+    assert_int_equal(
+        opsd_request(&f->d, "POST", "/v1/experiments/t/assignments", f->assign, "{}", NULL, &r),
+        201);
+    assert_non_null(strstr(r.body, "\"assignments\""));
+    opsd_reply_free(&r);
+    assert_int_equal(req(f, "GET", "/v1/experiments", NULL, NULL), 401);
+    /* Without the CA the certificate does not verify. */
+    f->d.cafile[0] = '\0';
+    assert_int_equal(opsd_request(&f->d, "GET", "/healthz", NULL, NULL, NULL, &r), 0);
+    opsd_reply_free(&r);
+    /* Plain HTTP on the TLS port gets no HTTP answer. */
+    f->d.tls = 0;
+    long s = opsd_request(&f->d, "GET", "/healthz", NULL, NULL, NULL, &r);
+    opsd_reply_free(&r);
+    assert_true(s != 200);
+    stop_clean(f);
+    char *log = opsd_stderr(&f->d);
+    assert_non_null(strstr(log, "serving HTTPS"));
+    free(log);
+}
+
+static void test_tls_bad_setup(void **state)
+{
+    struct fx *f = *state;
+    char cert[256], key[256], junk[256];
+    make_cert(f, cert, key, sizeof cert);
+    const char *only_cert[] = {"--tls-cert", cert, NULL};
+    assert_int_equal(opsd_start(&f->d, only_cert), 1000 + 2);
+    const char *missing[] = {"--tls-cert", cert, "--tls-key", "/nonexistent/key.pem", NULL};
+    assert_int_equal(opsd_start(&f->d, missing), 1000 + 1);
+    snprintf(junk, sizeof junk, "%s/junk.pem", f->d.dir);
+    FILE *j = fopen(junk, "w");
+    assert_non_null(j);
+    fputs("not a key\n", j);
+    fclose(j);
+    const char *bad[] = {"--tls-cert", cert, "--tls-key", junk, NULL};
+    assert_int_equal(opsd_start(&f->d, bad), 1000 + 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_open_without_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_401_missing_or_unknown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scope_matrix, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_need_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_revoke_on_sighup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_new_key_picked_up_by_polling, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_all_revoked_stays_closed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keys_cli, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keys_cli_config, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_same_key_on_two_shards, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_non_loopback_needs_key_or_insecure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tls_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tls_bad_setup, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,403 @@
+/*
+ * test_ops.c — operations against the real daemon: /metrics parses and its
+ * counters follow the traffic (requests by route and status, assignments,
+ * rewards by result, observations, expiries, pending, experiments by state,
+ * commits); /openapi.json is the compiled-in document; --log-requests writes
+ * one JSON line per request; `banditd backup` copies a live database that a
+ * second daemon then serves.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "api/openapi.h"
+#include "tests/support/opsd.h"
+#include "tests/support/prom.h"
+
+struct fx {
+    struct opsd d;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    if (f == NULL || opsd_init(&f->d) != 0)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    opsd_cleanup(&f->d);
+    free(f);
+    return 0;
+}
+
+static void start(struct opsd *d, const char *const *args)
+{
+    int rc = opsd_start(d, args);
+    if (rc != 0) {
+        char *e = opsd_stderr(d);
+        fail_msg("daemon did not start (%d): %s", rc, e ? e : "");
+    }
+}
+
+/* Request; returns the body as JSON (new reference, or NULL) and checks the
+ * status. */
+static json_t *call(struct opsd *d, const char *method, const char *path, const char *body,
+                    long want)
+{
+    struct opsd_reply r;
+    long s = opsd_request(d, method, path, NULL, body, NULL, &r);
+    if (s != want)
+        fail_msg("%s %s: %ld (expected %ld): %s %s", method, path, s, want, r.body, r.curl_error);
+    json_t *j = json_loads(r.body, 0, NULL);
+    opsd_reply_free(&r);
+    return j;
+}
+
+static void scrape(struct opsd *d, struct prom *p)
+{
+    struct opsd_reply r;
+    char ct[128], err[256];
+    assert_int_equal(opsd_request(d, "GET", "/metrics", NULL, NULL, NULL, &r), 200);
+    assert_true(opsd_reply_header(&r, "Content-Type", ct, sizeof ct));
+    assert_string_equal(ct, "text/plain; version=0.0.4; charset=utf-8");
+    if (prom_parse(r.body, "banditd_", p, err, sizeof err) != 0)
+        fail_msg("/metrics does not parse: %s", err);
+    opsd_reply_free(&r);
+}
+
+static double get(const struct prom *p, const char *name, const char *labels)
+{
+    int found = 0;
+    double v = prom_get(p, name, labels, &found);
+    if (!found)
+        fail_msg("no series %s{%s}", name, labels ? labels : "");
+    return v;
+}
+
+static double get0(const struct prom *p, const char *name, const char *labels)
+{
+    int found;
+    return prom_get(p, name, labels, &found);
+}
+
+#define DELTA(a, b, name, labels) (get(&(b), name, labels) - get0(&(a), name, labels))
+
+static void test_metrics_follow_traffic(void **state)
+{
+    struct fx *f = *state;
+    struct opsd *d = &f->d;
+    start(d, NULL);
+    struct prom a, b;
+    json_decref(call(d, "POST", "/v1/experiments",
+                     "{\"id\":\"m\",\"arms\":[\"a\",\"b\"],\"reward\":{\"min\":0,\"max\":1}}",
+                     201));
+    scrape(d, &a);
+    for (int i = 0; i < 3; i++)
+        json_decref(call(d, "GET", "/healthz", NULL, 200));
+    json_decref(call(d, "GET", "/nowhere", NULL, 404));
+    json_t *as = call(d, "POST", "/v1/experiments/m/assignments", "{\"count\":3}", 201);
+    json_t *list = json_object_get(as, "assignments");
+    assert_int_equal(json_array_size(list), 3);
+    char body[512];
+    const char *id0 = json_string_value(json_object_get(json_array_get(list, 0), "id"));
+    const char *id1 = json_string_value(json_object_get(json_array_get(list, 1), "id"));
+    snprintf(body, sizeof body,
+             "{\"rewards\":[{\"assignment_id\":\"%s\",\"reward\":1},"
+             "{\"assignment_id\":\"%s\",\"reward\":1},"
+             "{\"assignment_id\":\"%s\",\"reward\":0},"
+             "{\"assignment_id\":\"%s\",\"reward\":0},"
+             "{\"assignment_id\":\"zz-9\",\"reward\":0}]}",
+             id0, id0, id0, id1);
+    json_t *rr = call(d, "POST", "/v1/experiments/m/rewards", body, 200);
+    assert_int_equal(json_integer_value(json_object_get(rr, "accepted")), 2);
+    json_decref(rr);
+    json_decref(as);
+    json_decref(call(
+        d, "POST", "/v1/experiments/m/observations",
+        "{\"observations\":[{\"arm\":\"a\",\"reward\":1},{\"arm\":\"b\",\"reward\":0}]}", 200));
+    scrape(d, &b);
+    assert_true(DELTA(a, b, "banditd_http_requests_total",
+                      "route=\"healthz\",method=\"GET\",code=\"200\"") == 3);
+    assert_true(DELTA(a, b, "banditd_http_requests_total",
+                      "route=\"unmatched\",method=\"any\",code=\"404\"") == 1);
+    assert_true(DELTA(a, b, "banditd_http_requests_total",
+                      "route=\"assignments\",method=\"POST\",code=\"201\"") == 1);
+    assert_true(DELTA(a, b, "banditd_http_requests_total",
+                      "route=\"rewards\",method=\"POST\",code=\"200\"") == 1);
+    /* The first scrape was counted too, by the time of the second. */
+    assert_true(DELTA(a, b, "banditd_http_requests_total",
+                      "route=\"metrics\",method=\"GET\",code=\"200\"") == 1);
+    assert_true(DELTA(a, b, "banditd_http_request_duration_seconds_count",
+                      "route=\"healthz\",method=\"GET\"") == 3);
+    assert_true(DELTA(a, b, "banditd_assignments_total", "kind=\"explore\"") == 3);
+    assert_true(DELTA(a, b, "banditd_rewards_total", "result=\"accepted\"") == 2);
+    assert_true(DELTA(a, b, "banditd_rewards_total", "result=\"duplicate\"") == 1);
+    assert_true(DELTA(a, b, "banditd_rewards_total", "result=\"conflict\"") == 1);
+    assert_true(DELTA(a, b, "banditd_rewards_total", "result=\"unknown\"") == 1);
+    assert_true(DELTA(a, b, "banditd_observations_total", NULL) == 2);
+    assert_true(get(&b, "banditd_pending_assignments", NULL) == 1);
+    assert_true(get(&b, "banditd_experiments", "state=\"running\"") == 1);
+    assert_true(get(&b, "banditd_experiments", "state=\"stopped\"") == 0);
+    assert_true(DELTA(a, b, "banditd_store_commits_total", NULL) >= 1);
+    assert_true(DELTA(a, b, "banditd_store_writes_total", NULL) >= 3);
+    assert_true(get(&b, "banditd_store_commit_failures_total", NULL) == 0);
+    assert_true(get(&b, "banditd_ready", NULL) == 1);
+    assert_true(get(&b, "banditd_auth_enabled", NULL) == 0);
+    assert_true(get(&b, "banditd_start_time_seconds", NULL) > 1.6e9);
+    prom_free(&a);
+    prom_free(&b);
+
+    /* Stop it: the gauge moves, and assignments now exploit. */
+    json_decref(call(d, "PATCH", "/v1/experiments/m", "{\"state\":\"stopped\"}", 200));
+    scrape(d, &a);
+    json_decref(call(d, "POST", "/v1/experiments/m/assignments", "{}", 201));
+    scrape(d, &b);
+    assert_true(get(&b, "banditd_experiments", "state=\"stopped\"") == 1);
+    assert_true(get(&b, "banditd_experiments", "state=\"running\"") == 0);
+    assert_true(DELTA(a, b, "banditd_assignments_total", "kind=\"exploit\"") == 1);
+    assert_true(DELTA(a, b, "banditd_assignments_total", "kind=\"explore\"") == 0);
+    prom_free(&a);
+    prom_free(&b);
+    assert_int_equal(opsd_stop(d), 0);
+}
+
+static void test_metrics_count_expiries(void **state)
+{
+    struct fx *f = *state;
+    struct opsd *d = &f->d;
+    start(d, NULL);
+    json_decref(call(d, "POST", "/v1/experiments",
+                     "{\"id\":\"x\",\"arms\":[\"a\",\"b\"],\"assignment_ttl_s\":1}", 201));
+    struct prom a, b;
+    scrape(d, &a);
+    json_decref(call(d, "POST", "/v1/experiments/x/assignments", "{\"count\":2}", 201));
+    /* TTL 1 s; the sweeper runs every second. */
+    int done = 0;
+    for (int i = 0; i < 100 && !done; i++) {
+        usleep(100000);
+        scrape(d, &b);
+        done = DELTA(a, b, "banditd_assignments_expired_total", NULL) == 2;
+        if (!done)
+            prom_free(&b);
+    }
+    assert_true(done);
+    assert_true(get(&b, "banditd_pending_assignments", NULL) == 0);
+    prom_free(&a);
+    prom_free(&b);
+    assert_int_equal(opsd_stop(d), 0);
+}
+
+/* A failed commit (injected by the store's BANDITD_STORE_FAIL_COMMITS: let
+ * one commit through, fail the next) shows in the failure counter and as a
+ * 503 on its route, and the next write commits again. */
+static void test_metrics_count_failed_commits(void **state)
+{
+    struct fx *f = *state;
+    struct opsd *d = &f->d;
+    setenv("BANDITD_STORE_FAIL_COMMITS", "1+1", 1);
+    start(d, NULL);
+    unsetenv("BANDITD_STORE_FAIL_COMMITS");
+    json_decref(call(d, "POST", "/v1/experiments", "{\"id\":\"f\",\"arms\":[\"a\",\"b\"]}", 201));
+    struct prom a, b;
+    scrape(d, &a);
+    json_decref(
+        call(d, "POST", "/v1/experiments/f/observations", "{\"arm\":\"a\",\"reward\":1}", 503));
+    json_decref(
+        call(d, "POST", "/v1/experiments/f/observations", "{\"arm\":\"a\",\"reward\":1}", 200));
+    scrape(d, &b);
+    assert_true(DELTA(a, b, "banditd_store_commit_failures_total", NULL) == 1);
+    assert_true(DELTA(a, b, "banditd_store_commits_total", NULL) == 1);
+    assert_true(DELTA(a, b, "banditd_http_requests_total",
+                      "route=\"observations\",method=\"POST\",code=\"503\"") == 1);
+    assert_true(DELTA(a, b, "banditd_http_requests_total",
+                      "route=\"observations\",method=\"POST\",code=\"200\"") == 1);
+    assert_true(get(&b, "banditd_store_commit_duration_seconds_count", NULL) ==
+                get(&b, "banditd_store_commits_total", NULL) +
+                    get(&b, "banditd_store_commit_failures_total", NULL));
+    /* Only the committed observation is in the statistics. */
+    json_t *st = call(d, "GET", "/v1/experiments/f/status", NULL, 200);
+    assert_int_equal(json_integer_value(json_object_get(st, "pulls")), 1);
+    json_decref(st);
+    prom_free(&a);
+    prom_free(&b);
+    assert_int_equal(opsd_stop(d), 0);
+}
+
+static void test_openapi_served(void **state)
+{
+    struct fx *f = *state;
+    start(&f->d, NULL);
+    struct opsd_reply r;
+    char ct[64];
+    assert_int_equal(opsd_request(&f->d, "GET", "/openapi.json", NULL, NULL, NULL, &r), 200);
+    assert_true(opsd_reply_header(&r, "Content-Type", ct, sizeof ct));
+    assert_string_equal(ct, "application/json");
+    json_t *served = json_loads(r.body, 0, NULL);
+    json_t *built = json_loads(api_openapi_json, 0, NULL);
+    assert_non_null(served);
+    assert_true(json_equal(served, built));
+    json_decref(served);
+    json_decref(built);
+    opsd_reply_free(&r);
+    assert_int_equal(opsd_stop(&f->d), 0);
+}
+
+/* The JSON request lines in a log (new array). */
+static json_t *request_lines(const char *log)
+{
+    json_t *out = json_array();
+    for (const char *p = log; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p) : strlen(p);
+        if (n > 0 && p[0] == '{') {
+            json_t *j = json_loadb(p, n, 0, NULL);
+            if (j == NULL)
+                fail_msg("a log line is not JSON: %.*s", (int)n, p);
+            json_array_append_new(out, j);
+        }
+        p = eol ? eol + 1 : NULL;
+    }
+    return out;
+}
+
+static void test_request_log(void **state)
+{
+    struct fx *f = *state;
+    struct opsd *d = &f->d;
+    static const char *const args[] = {"--log-requests", NULL};
+    start(d, args);
+    json_decref(call(d, "POST", "/v1/experiments", "{\"id\":\"l\",\"arms\":[\"a\",\"b\"]}", 201));
+    json_decref(call(d, "GET", "/v1/experiments/l/status", NULL, 200));
+    json_decref(call(d, "GET", "/v1/experiments/nope/status", NULL, 404));
+    /* A key (id 1) appears in the lines of the requests it made, never itself. */
+    char key[128];
+    assert_int_equal(opsd_create_key(d, "read", key, sizeof key), 0);
+    opsd_signal(d, SIGHUP);
+    struct opsd_reply kr;
+    for (int i = 0; i < 200; i++) {
+        long s = opsd_request(d, "GET", "/v1/experiments/l", NULL, NULL, NULL, &kr);
+        opsd_reply_free(&kr);
+        if (s == 401)
+            break;
+        usleep(20000);
+    }
+    assert_int_equal(opsd_request(d, "GET", "/v1/experiments/l", key, NULL, NULL, &kr), 200);
+    opsd_reply_free(&kr);
+    assert_int_equal(opsd_stop(d), 0);
+    char *log = opsd_stderr(d);
+    assert_null(strstr(log, key));
+    json_t *all = request_lines(log);
+    free(log);
+    /* The last line is the keyed request; before it come 401s (polling
+     * until the key took effect), before those the three of the table. */
+    size_t n = json_array_size(all);
+    assert_true(n >= 5);
+    json_t *keyed = json_array_get(all, n - 1);
+    assert_int_equal(json_integer_value(json_object_get(keyed, "status")), 200);
+    assert_int_equal(json_integer_value(json_object_get(keyed, "key")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(all, n - 2), "status")),
+                     401);
+    assert_null(json_object_get(json_array_get(all, n - 2), "key"));
+    json_t *lines = json_array();
+    for (size_t i = 0; i < 3; i++)
+        json_array_append(lines, json_array_get(all, i));
+    json_decref(all);
+    static const struct {
+        const char *method, *path;
+        int status;
+    } want[] = {{"POST", "/v1/experiments", 201},
+                {"GET", "/v1/experiments/l/status", 200},
+                {"GET", "/v1/experiments/nope/status", 404}};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *j = json_array_get(lines, i);
+        assert_string_equal(json_string_value(json_object_get(j, "msg")), "request");
+        assert_string_equal(json_string_value(json_object_get(j, "method")), want[i].method);
+        assert_string_equal(json_string_value(json_object_get(j, "path")), want[i].path);
+        assert_int_equal(json_integer_value(json_object_get(j, "status")), want[i].status);
+        assert_true(json_is_number(json_object_get(j, "ms")));
+        assert_true(json_number_value(json_object_get(j, "ms")) >= 0);
+        const char *t = json_string_value(json_object_get(j, "time"));
+        assert_non_null(t);
+        assert_int_equal(strlen(t), 24); /* 2026-01-02T03:04:05.678Z */
+        assert_int_equal(t[23], 'Z');
+    }
+    assert_string_equal(json_string_value(json_object_get(json_array_get(lines, 1), "experiment")),
+                        "l");
+    json_decref(lines);
+
+    /* Off by default. */
+    json_t *none;
+    struct opsd d2;
+    assert_int_equal(opsd_init(&d2), 0);
+    start(&d2, NULL);
+    json_decref(call(&d2, "GET", "/healthz", NULL, 200));
+    assert_int_equal(opsd_stop(&d2), 0);
+    log = opsd_stderr(&d2);
+    none = request_lines(log);
+    free(log);
+    assert_int_equal(json_array_size(none), 0);
+    json_decref(none);
+    opsd_cleanup(&d2);
+}
+
+static void test_backup_of_a_live_database(void **state)
+{
+    struct fx *f = *state;
+    struct opsd *d = &f->d;
+    start(d, NULL);
+    json_decref(call(d, "POST", "/v1/experiments", "{\"id\":\"b\",\"arms\":[\"a\",\"b\"]}", 201));
+    for (int i = 0; i < 5; i++)
+        json_decref(
+            call(d, "POST", "/v1/experiments/b/observations", "{\"arm\":\"a\",\"reward\":1}", 200));
+    char copy[256], out[512], err[1024];
+    snprintf(copy, sizeof copy, "%s/copy.db", d->dir);
+    const char *a[] = {"backup", "--db", d->db, "--to", copy, NULL};
+    assert_int_equal(opsd_run(d, a, out, sizeof out, err, sizeof err), 0);
+    /* Never over an existing file. */
+    assert_int_equal(opsd_run(d, a, out, sizeof out, err, sizeof err), 1);
+    assert_non_null(strstr(err, "exists"));
+    const char *noto[] = {"backup", "--db", d->db, NULL};
+    assert_int_equal(opsd_run(d, noto, out, sizeof out, err, sizeof err), 2);
+    /* The live daemon keeps serving. */
+    json_decref(
+        call(d, "POST", "/v1/experiments/b/observations", "{\"arm\":\"b\",\"reward\":0}", 200));
+    assert_int_equal(opsd_stop(d), 0);
+
+    struct opsd d2;
+    assert_int_equal(opsd_init(&d2), 0);
+    snprintf(d2.db, sizeof d2.db, "%s", copy);
+    start(&d2, NULL);
+    json_t *st = call(&d2, "GET", "/v1/experiments/b/status", NULL, 200);
+    assert_int_equal(json_integer_value(json_object_get(st, "pulls")), 5);
+    json_decref(st);
+    assert_int_equal(opsd_stop(&d2), 0);
+    opsd_cleanup(&d2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_metrics_follow_traffic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_count_expiries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_count_failed_commits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_openapi_served, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_log, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backup_of_a_live_database, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

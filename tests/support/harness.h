@@ -1,0 +1,239 @@
+/*
+ * harness.h — black-box test support shared by every HTTP test
+ * (tests/http/test_*.c): start the real banditd on a throwaway SQLite file,
+ * talk to it with libcurl, stop it and prove it shut down cleanly.
+ *
+ * THE DAEMON (tdaemon_*)
+ *
+ *   struct tdaemon *d = tdaemon_start(NULL);            // or extra flags
+ *   struct tresp *r = treq(d, "POST", "/v1/experiments", "{\"arms\":[\"a\",\"b\"]}", NULL);
+ *   assert_int_equal(r->status, 201);
+ *   tresp_free(r);
+ *   assert_int_equal(tdaemon_stop(d), 0);               // SIGTERM, exit status 0
+ *   tdaemon_free(d);
+ *
+ * - Binary: $BANDITD_BIN, else build/asan/banditd (relative to the current
+ *   directory: `make test` runs from the repository root).
+ * - Each tdaemon_start makes a fresh directory under $TMPDIR (or /tmp),
+ *   named banditd-test.XXXXXX, holding the database (`test.db`), and runs
+ *   `banditd --listen 127.0.0.1:0 --db DIR/test.db --sync normal EXTRA...`.
+ *   `--sync normal` is what a kill -9 needs (the WAL is written at each
+ *   commit; only a power loss could lose the last commits) and keeps the
+ *   suites fast; pass "--sync", "full" in extra to override (the last flag
+ *   wins). extra is a NULL-terminated argv list, copied; NULL for none.
+ * - The port is read from the daemon's first stdout line, "listening on
+ *   127.0.0.1:PORT". stdout and stderr go to files in the directory.
+ * - tdaemon_stop sends SIGTERM and waits; it returns the exit status (0 for
+ *   a clean shutdown), 128 + signal if it died of one, or −1 if it did not
+ *   exit within the timeout (it is then killed). A sanitizer report makes
+ *   the status non-zero (ASan exits 1; UBSan aborts under
+ *   -fno-sanitize-recover), so asserting 0 proves a clean shutdown.
+ * - tdaemon_signal sends a signal and returns at once; tdaemon_wait then
+ *   waits for the exit like tdaemon_stop (for a test that keeps talking to
+ *   the daemon while it shuts down).
+ * - The daemon inherits the test's environment: set
+ *   BANDITD_STORE_FAIL_COMMITS=K+N (store_test.h) before tdaemon_start to
+ *   inject failing commits, and unset it before a restart.
+ * - tdaemon_kill sends SIGKILL (a crash: nothing is flushed) and reaps it.
+ * - tdaemon_restart starts the daemon again on the same database with the
+ *   same flags (after a stop or a kill); the port usually changes, and
+ *   treq follows it. Returns 0, or −1 if it did not come up.
+ * - Everything the daemon wrote to stderr is copied into the test's own
+ *   stderr (which tests/run.sh keeps in the suite's log) each time it
+ *   exits, every line prefixed "# banditd: " so the TAP stream stays valid
+ *   and run.sh still finds sanitizer reports in it.
+ * - tdaemon_free kills a daemon still running, and removes the directory
+ *   unless $BANDITD_TEST_KEEP is set. A test that fails jumps past its
+ *   tdaemon_free: every daemon not freed is killed and removed when the
+ *   test process exits, and a daemon dies with its test process anyway
+ *   (PR_SET_PDEATHSIG: start and restart daemons from the test's main
+ *   thread, since the signal follows the thread that forked), so no run
+ *   leaves a daemon behind.
+ * - Waiting is bounded by generous timeouts only (30 s to come up, 60 s to
+ *   shut down, 60 s per request): nothing depends on the machine's speed
+ *   except through them.
+ *
+ * THE CLIENT (treq*, tresp)
+ *
+ * treq(d, method, path, body, headers) sends one request and returns the
+ * response (never NULL; a transport failure is status 0 with the curl error
+ * in ->error). body is sent verbatim (NULL: none) — malformed JSON and
+ * oversized bodies are sent exactly as given; a body gets
+ * "Content-Type: application/json" unless headers names another.
+ * headers is a NULL-terminated list of "Name: value" strings, or NULL.
+ * The response keeps the status, every header (tresp_header, case-
+ * insensitive; shortcuts for Content-Type, ETag, Location, Allow), the raw
+ * body, and the body parsed with jansson (->json, NULL when the body is not
+ * JSON). treqf formats the body printf-style; treq_json sends a json_t.
+ * One connection per daemon is kept alive between requests (as a real
+ * client would); the client is not thread-safe: use tclient_new for a
+ * thread of its own.
+ *
+ * ASSERTIONS AND HELPERS
+ *
+ * assert_problem(r, status) checks a problem+json answer: the status, the
+ * media type application/problem+json, and the RFC 9457 members type,
+ * title, status (equal to the HTTP status) and detail.
+ * tproblem_has_field(r, field) tells whether errors[] names field.
+ * tjson_get(j, "bandits[0].arms[2].pulls") reads a path in a document.
+ * trng_* is a small seeded generator (SplitMix64) for driving rewards, so
+ * a test's outcomes are reproducible and independent of the daemon's RNG.
+ */
+#ifndef BANDITD_TESTS_SUPPORT_HARNESS_H
+#define BANDITD_TESTS_SUPPORT_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* --- the daemon ----------------------------------------------------------- */
+
+struct tdaemon;
+
+/* Start banditd on a fresh database (extra: NULL-terminated flags or NULL).
+ * Returns NULL (with the reason on stderr) if it did not come up. */
+struct tdaemon *tdaemon_start(const char *const *extra);
+/* SIGTERM, wait: the exit status (0 = clean), 128+sig, or −1 (timeout). */
+int tdaemon_stop(struct tdaemon *d);
+/* SIGKILL and reap. Returns 0, or −1 if it was not running. */
+int tdaemon_kill(struct tdaemon *d);
+/* Send sig without waiting (e.g. SIGTERM while a request streams; then
+ * tdaemon_wait). 0, or −1 if it is not running. */
+int tdaemon_signal(struct tdaemon *d, int sig);
+/* Wait for the daemon to exit by itself (after tdaemon_signal): the same
+ * result as tdaemon_stop. */
+int tdaemon_wait(struct tdaemon *d);
+/* Start again on the same database, same flags. 0 or −1. */
+int tdaemon_restart(struct tdaemon *d);
+/* Kill if still running, remove the directory, free. NULL is a no-op. */
+void tdaemon_free(struct tdaemon *d);
+
+uint16_t tdaemon_port(const struct tdaemon *d);
+int tdaemon_running(const struct tdaemon *d);
+const char *tdaemon_db_path(const struct tdaemon *d);
+const char *tdaemon_dir(const struct tdaemon *d);
+/* The daemon's stderr so far, as one string (new; free it). */
+char *tdaemon_stderr(const struct tdaemon *d);
+
+/* --- the client --------------------------------------------------------------- */
+
+struct tresp {
+    long status;       /* 0: no answer (error says why) */
+    char error[256];   /* transport error, "" when answered */
+    char *body;        /* raw body, NUL-terminated (owned) */
+    size_t len;
+    json_t *json;      /* parsed body or NULL (owned) */
+    size_t nheaders;
+    char **hname, **hvalue; /* owned */
+};
+
+struct tclient;
+
+/* A client of its own (for a second thread); free with tclient_free. */
+struct tclient *tclient_new(struct tdaemon *d);
+void tclient_free(struct tclient *c);
+struct tresp *tclient_req(struct tclient *c, const char *method, const char *path,
+                          const char *body, const char *const *headers);
+
+/* Options for one request (tclient_req_opts). */
+struct treq_opts {
+    /* Called with each piece of the body as it arrives (the body is kept
+     * in the response all the same): a test can act in the middle of a
+     * streamed answer. NULL: none. */
+    void (*on_body)(void *arg, const char *data, size_t len);
+    void *arg;
+    /* > 0: SO_RCVBUF of a new connection, in bytes, so that a client that
+     * reads slowly makes the server wait (use a fresh tclient: a kept-alive
+     * connection keeps its buffer). */
+    int rcvbuf;
+};
+struct tresp *tclient_req_opts(struct tclient *c, const char *method, const char *path,
+                               const char *body, const char *const *headers,
+                               const struct treq_opts *o);
+
+/* Requests on d's own client. */
+struct tresp *treq(struct tdaemon *d, const char *method, const char *path, const char *body,
+                   const char *const *headers);
+struct tresp *treqf(struct tdaemon *d, const char *method, const char *path, const char *fmt,
+                    ...) __attribute__((format(printf, 4, 5)));
+/* body borrowed (serialised compactly). */
+struct tresp *treq_json(struct tdaemon *d, const char *method, const char *path,
+                        const json_t *body);
+void tresp_free(struct tresp *r);
+
+/* Header value (borrowed, last one of that name) or NULL. */
+const char *tresp_header(const struct tresp *r, const char *name);
+#define tresp_content_type(r) tresp_header((r), "Content-Type")
+#define tresp_etag(r) tresp_header((r), "ETag")
+#define tresp_location(r) tresp_header((r), "Location")
+#define tresp_allow(r) tresp_header((r), "Allow")
+
+/* --- JSON helpers -------------------------------------------------------------- */
+
+/* Borrowed value at a dotted path with [i] indexes ("a.b[2].c"), or NULL. */
+json_t *tjson_get(const json_t *j, const char *path);
+/* Shortcuts: the string (borrowed) / integer / number at path; a missing
+ * value reads as NULL / −1 / NaN. */
+const char *tjson_str(const json_t *j, const char *path);
+long long tjson_int(const json_t *j, const char *path);
+double tjson_num(const json_t *j, const char *path);
+
+/* 1 if the problem document's errors[] has an entry with this field. */
+int tproblem_has_field(const struct tresp *r, const char *field);
+
+/* cmocka-side checks (macros so failures point at the test's line). */
+#define assert_status(r, want)                                                                  \
+    do {                                                                                       \
+        if ((r)->status != (want))                                                             \
+            fail_msg("HTTP %ld, expected %d%s%s: %s", (r)->status, (int)(want),                \
+                     (r)->error[0] ? " — " : "", (r)->error, (r)->body ? (r)->body : "");      \
+    } while (0)
+
+#define assert_problem(r, want)                                                                 \
+    do {                                                                                       \
+        assert_status((r), (want));                                                            \
+        const char *ct_ = tresp_content_type(r);                                               \
+        assert_non_null(ct_);                                                                  \
+        assert_true(strncmp(ct_, "application/problem+json", 24) == 0);                        \
+        assert_non_null((r)->json);                                                            \
+        assert_true(json_is_string(json_object_get((r)->json, "type")));                      \
+        assert_true(json_is_string(json_object_get((r)->json, "title")));                      \
+        assert_true(json_is_string(json_object_get((r)->json, "detail")));                     \
+        assert_int_equal(json_integer_value(json_object_get((r)->json, "status")), (want));    \
+    } while (0)
+
+/* A validation problem (400) naming field in errors[]. */
+#define assert_invalid(r, field)                                                                \
+    do {                                                                                       \
+        assert_problem((r), 400);                                                              \
+        if (!tproblem_has_field((r), (field)))                                                 \
+            fail_msg("errors[] does not name \"%s\": %s", (field), (r)->body);                 \
+    } while (0)
+
+/* --- a seeded generator for rewards --------------------------------------------- */
+
+struct trng {
+    uint64_t s;
+};
+void trng_seed(struct trng *g, uint64_t seed);
+uint64_t trng_next(struct trng *g);
+double trng_uniform(struct trng *g); /* [0, 1) */
+int trng_bernoulli(struct trng *g, double p);
+
+/* --- experiment shortcuts (fail the test on an unexpected status) ----------------- */
+
+/* POST /v1/experiments with body (printf format); asserts 201; returns the
+ * created experiment (new reference). */
+json_t *texp_create(struct tdaemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* POST assignments {body}; asserts 201 (or 200 for a sticky unit); returns
+ * the "assignments" array (new reference). */
+json_t *texp_assign(struct tdaemon *d, const char *exp, const char *body);
+/* POST one reward; asserts 200; returns the item's status name
+ * ("accepted", "duplicate"...; static storage). */
+const char *texp_reward(struct tdaemon *d, const char *exp, const char *assignment_id,
+                        double reward);
+/* GET status; asserts 200; new reference. */
+json_t *texp_status(struct tdaemon *d, const char *exp);
+
+#endif

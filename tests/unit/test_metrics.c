@@ -1,0 +1,299 @@
+/*
+ * test_metrics.c — the /metrics exposition below HTTP: the text parses
+ * strictly (names prefixed banditd_, every family typed, histograms
+ * cumulative), and each counter moves by exactly what was recorded: requests
+ * by route and status, the latency bucket a request falls in, assignments,
+ * rewards by result, observations, expiries, store commits.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/experiment.h"
+#include "server/http.h"
+#include "server/metrics.h"
+#include "tests/support/prom.h"
+
+static struct store *g_st;
+static char g_dir[64];
+
+static int group_setup(void **state)
+{
+    (void)state;
+    char err[256];
+    snprintf(g_dir, sizeof g_dir, "/tmp/test_metrics.XXXXXX");
+    if (mkdtemp(g_dir) == NULL)
+        return -1;
+    char path[128];
+    snprintf(path, sizeof path, "%s/m.db", g_dir);
+    g_st = store_open(path, STORE_SYNC_NORMAL, err, sizeof err);
+    if (g_st == NULL)
+        return -1;
+    struct exp_limits lim = {.max_experiments = 10,
+                             .max_bandits = 4,
+                             .max_arms = 8,
+                             .max_batch = 10,
+                             .max_count = 10,
+                             .max_pending = 100,
+                             .history_points = 16};
+    exp_registry_init(g_st, &lim);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    exp_registry_free();
+    store_close(g_st);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void scrape(struct prom *p)
+{
+    char *text = NULL, err[256];
+    size_t len = 0;
+    assert_int_equal(metrics_render(g_st, &text, &len), 0);
+    assert_int_equal(strlen(text), len);
+    if (prom_parse(text, "banditd_", p, err, sizeof err) != 0)
+        fail_msg("exposition does not parse: %s", err);
+    free(text);
+}
+
+static double val(const struct prom *p, const char *name, const char *labels)
+{
+    int found = 0;
+    double v = prom_get(p, name, labels, &found);
+    if (!found)
+        fail_msg("no series %s{%s}", name, labels ? labels : "");
+    return v;
+}
+
+static double val_or_0(const struct prom *p, const char *name, const char *labels)
+{
+    int found;
+    return prom_get(p, name, labels, &found);
+}
+
+static const struct route *route_named(const char *method, const char *pattern)
+{
+    for (const struct route *rt = http_routes; rt->method != NULL; rt++)
+        if (strcmp(rt->method, method) == 0 && strcmp(rt->pattern, pattern) == 0)
+            return rt;
+    fail_msg("no route %s %s", method, pattern);
+    return NULL;
+}
+
+static void test_parses_with_every_family(void **state)
+{
+    (void)state;
+    struct prom p;
+    scrape(&p);
+    static const char *const always[] = {"banditd_http_requests_in_flight",
+                                         "banditd_assignments_total",
+                                         "banditd_rewards_total",
+                                         "banditd_observations_total",
+                                         "banditd_pending_assignments",
+                                         "banditd_experiments",
+                                         "banditd_store_commits_total",
+                                         "banditd_store_commit_failures_total",
+                                         "banditd_store_commit_duration_seconds_sum",
+                                         "banditd_store_queue_depth",
+                                         "banditd_assignments_expired_total",
+                                         "banditd_api_keys",
+                                         "banditd_ready"};
+    for (size_t i = 0; i < sizeof always / sizeof always[0]; i++) {
+        int found = 0;
+        for (size_t k = 0; k < p.n && !found; k++)
+            found = strcmp(p.s[k].name, always[i]) == 0;
+        if (!found)
+            fail_msg("%s missing", always[i]);
+    }
+    assert_true(p.families >= 15);
+    /* Every route has its latency histogram, even before any request. */
+    for (const struct route *rt = http_routes; rt->method != NULL; rt++) {
+        char labels[128];
+        snprintf(labels, sizeof labels, "route=\"%s\",method=\"%s\"", rt->name, rt->method);
+        val(&p, "banditd_http_request_duration_seconds_count", labels);
+    }
+    assert_true(val(&p, "banditd_experiments", "state=\"running\"") == 0);
+    prom_free(&p);
+}
+
+static void test_requests_by_route_and_status(void **state)
+{
+    (void)state;
+    const struct route *st = route_named("GET", "/v1/experiments/{id}/status");
+    const struct route *hz = route_named("GET", "/healthz");
+    const char *st_labels = "route=\"status\",method=\"GET\"";
+    struct prom a, b;
+    scrape(&a);
+    for (int i = 0; i < 3; i++)
+        metrics_request(st, 200, 0.05); /* 50 µs: first bucket */
+    metrics_request(st, 404, 3.0);      /* 3 ms: le=0.005 */
+    metrics_request(st, 304, 2000.0);   /* 2 s: only +Inf */
+    metrics_request(hz, 200, 0.3);
+    metrics_request(NULL, 404, 0.2);
+    scrape(&b);
+    assert_true(
+        val(&b, "banditd_http_requests_total", "route=\"status\",method=\"GET\",code=\"200\"") -
+            val_or_0(&a, "banditd_http_requests_total",
+                     "route=\"status\",method=\"GET\",code=\"200\"") ==
+        3);
+    assert_true(
+        val(&b, "banditd_http_requests_total", "route=\"status\",method=\"GET\",code=\"404\"") -
+            val_or_0(&a, "banditd_http_requests_total",
+                     "route=\"status\",method=\"GET\",code=\"404\"") ==
+        1);
+    assert_true(
+        val(&b, "banditd_http_requests_total", "route=\"healthz\",method=\"GET\",code=\"200\"") -
+            val_or_0(&a, "banditd_http_requests_total",
+                     "route=\"healthz\",method=\"GET\",code=\"200\"") ==
+        1);
+    assert_true(
+        val(&b, "banditd_http_requests_total", "route=\"unmatched\",method=\"any\",code=\"404\"") -
+            val_or_0(&a, "banditd_http_requests_total",
+                     "route=\"unmatched\",method=\"any\",code=\"404\"") ==
+        1);
+    /* Buckets: 3 at ≤0.1 ms, 4 at ≤5 ms, 4 at ≤1 s, 5 at +Inf. */
+    char l[160];
+    static const struct {
+        const char *le;
+        double want;
+    } buckets[] = {{"0.0001", 3}, {"0.001", 3}, {"0.0025", 3}, {"0.005", 4}, {"1", 4}, {"+Inf", 5}};
+    for (size_t i = 0; i < sizeof buckets / sizeof buckets[0]; i++) {
+        snprintf(l, sizeof l, "%s,le=\"%s\"", st_labels, buckets[i].le);
+        double d = val(&b, "banditd_http_request_duration_seconds_bucket", l) -
+                   val(&a, "banditd_http_request_duration_seconds_bucket", l);
+        if (d != buckets[i].want)
+            fail_msg("bucket le=%s grew by %g, expected %g", buckets[i].le, d, buckets[i].want);
+    }
+    double sum = val(&b, "banditd_http_request_duration_seconds_sum", st_labels) -
+                 val(&a, "banditd_http_request_duration_seconds_sum", st_labels);
+    assert_true(sum > 2.0029 && sum < 2.0032); /* 3×0.05 ms + 3 ms + 2 s */
+    prom_free(&a);
+    prom_free(&b);
+}
+
+/* One request on every route: each route's series grows by the number of
+ * routes that share its labels (patterns with one name and method are one
+ * series), and no series appears twice (the parser checks). */
+static void test_every_route_counted_once(void **state)
+{
+    (void)state;
+    struct prom a, b;
+    scrape(&a);
+    size_t n = 0;
+    for (const struct route *rt = http_routes; rt->method != NULL; rt++, n++)
+        metrics_request(rt, 299, 0.01);
+    scrape(&b);
+    size_t total = 0;
+    for (const struct route *rt = http_routes; rt->method != NULL; rt++) {
+        char labels[160];
+        snprintf(labels, sizeof labels, "route=\"%s\",method=\"%s\",code=\"299\"", rt->name,
+                 rt->method);
+        size_t sharing = 0, first = 1;
+        for (const struct route *o = http_routes; o != rt; o++)
+            if (strcmp(o->name, rt->name) == 0 && strcmp(o->method, rt->method) == 0)
+                first = 0;
+        for (const struct route *o = http_routes; o->method != NULL; o++)
+            sharing += strcmp(o->name, rt->name) == 0 && strcmp(o->method, rt->method) == 0;
+        double d = val(&b, "banditd_http_requests_total", labels) -
+                   val_or_0(&a, "banditd_http_requests_total", labels);
+        if (d != (double)sharing)
+            fail_msg("%s: grew by %g, expected %zu", labels, d, sharing);
+        if (first)
+            total += (size_t)d;
+    }
+    assert_int_equal(total, n);
+    prom_free(&a);
+    prom_free(&b);
+}
+
+static void test_domain_counters(void **state)
+{
+    (void)state;
+    struct prom a, b;
+    scrape(&a);
+    metrics_assignments(5, 0);
+    metrics_assignments(2, 1);
+    metrics_reward(EXP_R_ACCEPTED);
+    metrics_reward(EXP_R_ACCEPTED);
+    metrics_reward(EXP_R_DUPLICATE);
+    metrics_reward(EXP_R_CONFLICT);
+    metrics_reward(EXP_R_UNKNOWN);
+    metrics_reward(EXP_R_EXPIRED);
+    metrics_observations(4);
+    metrics_expired(3);
+    scrape(&b);
+    static const struct {
+        const char *name, *labels;
+        double delta;
+    } want[] = {
+        {"banditd_assignments_total", "kind=\"explore\"", 5},
+        {"banditd_assignments_total", "kind=\"exploit\"", 2},
+        {"banditd_rewards_total", "result=\"accepted\"", 2},
+        {"banditd_rewards_total", "result=\"duplicate\"", 1},
+        {"banditd_rewards_total", "result=\"conflict\"", 1},
+        {"banditd_rewards_total", "result=\"unknown\"", 1},
+        {"banditd_rewards_total", "result=\"expired\"", 1},
+        {"banditd_rewards_total", "result=\"error\"", 0},
+        {"banditd_observations_total", NULL, 4},
+        {"banditd_assignments_expired_total", NULL, 3},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        double d = val(&b, want[i].name, want[i].labels) - val(&a, want[i].name, want[i].labels);
+        if (d != want[i].delta)
+            fail_msg("%s{%s} grew by %g, expected %g", want[i].name,
+                     want[i].labels ? want[i].labels : "", d, want[i].delta);
+    }
+    prom_free(&a);
+    prom_free(&b);
+}
+
+static void test_store_figures(void **state)
+{
+    (void)state;
+    struct prom a, b;
+    scrape(&a);
+    int64_t id;
+    /* Two writes through the writer: two more commits at least one each. */
+    assert_int_equal(
+        store_key_insert(g_st, "m", "read",
+                         "1111111111111111111111111111111111111111111111111111111111111111", 1,
+                         &id),
+        STORE_OK);
+    assert_int_equal(store_key_revoke(g_st, id), STORE_OK);
+    scrape(&b);
+    double commits =
+        val(&b, "banditd_store_commits_total", NULL) - val(&a, "banditd_store_commits_total", NULL);
+    assert_true(commits >= 1 && commits <= 2);
+    assert_true(val(&b, "banditd_store_commit_duration_seconds_count", NULL) ==
+                val(&b, "banditd_store_commits_total", NULL) +
+                    val(&b, "banditd_store_commit_failures_total", NULL));
+    assert_true(val(&b, "banditd_store_commit_duration_seconds_sum", NULL) >=
+                val(&a, "banditd_store_commit_duration_seconds_sum", NULL));
+    assert_true(val(&b, "banditd_store_queue_depth", NULL) == 0);
+    prom_free(&a);
+    prom_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parses_with_every_family),
+        cmocka_unit_test(test_requests_by_route_and_status),
+        cmocka_unit_test(test_every_route_counted_once),
+        cmocka_unit_test(test_domain_counters),
+        cmocka_unit_test(test_store_figures),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
