@@ -626,11 +626,49 @@ double stats_kl_bern(double p, double q)
     return p * log(p / q) + (1.0 - p) * log((1.0 - p) / (1.0 - q));
 }
 
-#define KL_BISECT 60 /* the bracket ends under 1e-18 wide (or at one ulp) */
+#define KL_NEWTON 100 /* cap; a handful of steps is the rule */
 
-/* Bisection: kl(p, ·) is monotone on each side of p but its slope blows up
- * near 0 and 1, where Newton overshoots. Each returns the outer end of the
- * final bracket, so the bound errs wide, never narrow. */
+/* Rounding put an iterate a hair inside the root (computed kl <= level at
+ * `in`, > level at `out`: the previous iterate, or the end of [0, 1] when
+ * the start itself came out inside, which happens at p = 1/2 where Pinsker
+ * is nearly exact and kl is computed to ~1e-9 relative at tiny levels).
+ * Bisect that gap, keeping the outer end, until kl there is within 1e-10
+ * (relative) of the level, like a converged Newton step: the result is
+ * beyond the root as computed. A point just outside `in` usually does it
+ * at once. */
+static double kl_polish(double p, double level, double in, double out)
+{
+    /* A nearer outer end first: widen |in − p| by 1 + 2^-30, 2^-20, ... */
+    for (double f = 0x1p-30; f < 1.0; f *= 0x1p10) {
+        double c = p + (in - p) * (1.0 + f);
+        if ((c - out) * (c - in) >= 0.0) /* not strictly between */
+            break;
+        if (stats_kl_bern(p, c) > level) {
+            out = c;
+            break;
+        }
+    }
+    for (int i = 0; i < 64 && stats_kl_bern(p, out) - level > 1e-10 * level; i++) {
+        double mid = 0.5 * (in + out);
+        if (mid == in || mid == out)
+            break;
+        if (stats_kl_bern(p, mid) > level)
+            out = mid;
+        else
+            in = mid;
+    }
+    return out;
+}
+
+/* Newton from the outside. kl(p, ·) is convex on each side of p (increasing
+ * on [p, 1], decreasing on [0, p]), so Newton started beyond the root stays
+ * beyond it and moves monotonically onto it: every iterate errs wide, never
+ * narrow, as a confidence bound must. Pinsker's kl(p, q) ≥ 2(q − p)² gives
+ * such a start, p ± sqrt(level/2). Convergence is quadratic near the root
+ * (5–8 steps where bisection took 60, each with two logarithms: this is
+ * KL-LUCB's inner loop); it stops once kl is within 1e-10 (relative) of
+ * the level, or hands over to kl_polish when rounding crosses the root.
+ * d/dq kl(p, q) = (q − p)/(q(1 − q)). */
 double stats_kl_upper(double p, double level)
 {
     if (!(p > 0.0))
@@ -639,19 +677,27 @@ double stats_kl_upper(double p, double level)
         return 1.0;
     if (!(level > 0.0))
         return p;
-    double lo = p, hi = 1.0;
-    if (stats_kl_bern(p, hi) <= level)
+    if (stats_kl_bern(p, 1.0) <= level)
         return 1.0;
-    for (int i = 0; i < KL_BISECT; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (mid <= lo || mid >= hi)
+    double pc = clamp_kl(p);
+    double q = p + sqrt(level / 2.0);
+    if (q > 1.0 - KL_EPS)
+        q = 1.0 - KL_EPS;      /* kl(p, ·) there is kl(p, 1) > level: still beyond */
+    double out = 1.0 - KL_EPS; /* beyond the root (checked above) */
+    for (int i = 0; i < KL_NEWTON; i++) {
+        double f = stats_kl_bern(p, q) - level;
+        if (!(f > 0.0))
+            return kl_polish(p, level, q, out);
+        if (f <= 1e-10 * level)
+            return q; /* beyond the root by 1e-10 relative in kl: done */
+        out = q;
+        double qc = clamp_kl(q);
+        double qn = q - f * qc * (1.0 - qc) / (qc - pc);
+        if (!(qn < q) || qn <= p)
             break;
-        if (stats_kl_bern(p, mid) > level)
-            hi = mid;
-        else
-            lo = mid;
+        q = qn;
     }
-    return hi;
+    return out;
 }
 
 double stats_kl_lower(double p, double level)
@@ -662,19 +708,27 @@ double stats_kl_lower(double p, double level)
         return 0.0;
     if (!(level > 0.0))
         return p;
-    double lo = 0.0, hi = p;
-    if (stats_kl_bern(p, lo) <= level)
+    if (stats_kl_bern(p, 0.0) <= level)
         return 0.0;
-    for (int i = 0; i < KL_BISECT; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (mid <= lo || mid >= hi)
+    double pc = clamp_kl(p);
+    double q = p - sqrt(level / 2.0);
+    if (q < KL_EPS)
+        q = KL_EPS;
+    double out = KL_EPS; /* beyond the root (checked above) */
+    for (int i = 0; i < KL_NEWTON; i++) {
+        double f = stats_kl_bern(p, q) - level;
+        if (!(f > 0.0))
+            return kl_polish(p, level, q, out);
+        if (f <= 1e-10 * level)
+            return q; /* beyond the root by 1e-10 relative in kl: done */
+        out = q;
+        double qc = clamp_kl(q);
+        double qn = q + f * qc * (1.0 - qc) / (pc - qc);
+        if (!(qn > q) || qn >= p)
             break;
-        if (stats_kl_bern(p, mid) > level)
-            lo = mid;
-        else
-            hi = mid;
+        q = qn;
     }
-    return lo;
+    return out;
 }
 
 /* ------------------------------------------------------------------------ */

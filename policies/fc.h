@@ -1,0 +1,127 @@
+/*
+ * fc.h — helpers shared by the fixed-confidence policies (direct,
+ * incremental, halving, adaptive-topk, lucb1, kl-lucb, ttts,
+ * track-and-stop): phase bookkeeping for the elimination policies, orderings
+ * with random or ranked tie-breaking, and the tie-break rank a policy draws
+ * once for its recommend() (which may not touch the random generator).
+ *
+ * Phases under asynchrony (POLICIES.md, "Serving policies over HTTP"). A
+ * phase asks every active arm for `quota` fresh rewarded samples. Each arm
+ * keeps two accumulators: the current phase's samples and a carry. A reward
+ * for an active arm goes to the phase until the arm has its quota, then to
+ * the carry; the phase ends when every active arm has its quota, and the
+ * carry becomes the next phase's first samples (arms that leave the active
+ * set lose theirs). Pulls are handed out while n_phase + pending < quota
+ * (each quota pull once; an expired pull reopens its slot); once every quota
+ * pull is out, a phase that is not the last keeps answering round-robin from
+ * the active arms (those samples land in the carry), and the last phase
+ * answers POLICY_DONE.
+ *
+ * Why the split keeps the papers' guarantees: which rewards land in a phase
+ * is decided by their arrival order, never by their values, so a phase's
+ * samples are fresh and independent of every earlier decision, as Median
+ * Elimination, HALVING and ADAPTIVETOPK assume. A phase may hold more than
+ * its quota (a carry larger than the next quota): more samples, a count that
+ * still does not depend on the values, so the Hoeffding steps still hold.
+ *
+ * None of these functions allocate except fc_phases_init.
+ */
+#ifndef BANDITD_POLICIES_FC_H
+#define BANDITD_POLICIES_FC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "policies/policy.h"
+
+/* Most pulls a phase schedule may ask for (per arm and phase, or in total
+ * when it is known in advance): far beyond any experiment, and small enough
+ * that every count stays exact in a double and a uint64. */
+#define FC_MAX_PULLS 1e15
+
+struct fc_phases {
+    size_t k;
+    uint64_t quota;        /* rewarded samples each active arm needs */
+    int last;              /* the last phase: POLICY_DONE once its quota is out */
+    size_t n_active;       /* arms in the phase */
+    size_t n_full;         /* active arms that have their quota */
+    unsigned char *active; /* k entries */
+    uint64_t *cnt;         /* per arm: samples of this phase */
+    double *sum;
+    uint64_t *ccnt; /* per arm: carry (samples beyond the quota) */
+    double *csum;
+    /* select()'s round-robin: the phase's arms in a random order (drawn at
+     * fc_phases_begin: ties between equally served arms go by it), a
+     * cursor, and the load level being served, for quota pulls and for the
+     * pulls answered while the phase waits. Amortised O(1) per pull. */
+    size_t *perm;
+    size_t n_perm, cursor;
+    uint64_t qlvl, xlvl;
+};
+
+/* Allocate for k arms, none active. 0, or −1 (out of memory; p is then
+ * safe to free). */
+int fc_phases_init(struct fc_phases *p, size_t k);
+void fc_phases_free(struct fc_phases *p);
+
+/* Make arm i active (accumulators empty) or inactive (accumulators dropped). */
+void fc_phases_activate(struct fc_phases *p, size_t i);
+void fc_phases_deactivate(struct fc_phases *p, size_t i);
+
+/* Start a phase over the active arms: each arm's carry becomes its first
+ * samples; rng draws the round-robin order. Returns 1 when the carries
+ * already complete it. */
+int fc_phases_begin(struct fc_phases *p, gsl_rng *rng, uint64_t quota, int last);
+
+/* A reward (or observation) r for arm i: counted if i is active. Returns 1
+ * when this reward completes the phase. */
+int fc_phases_reward(struct fc_phases *p, size_t i, double r);
+
+int fc_phases_complete(const struct fc_phases *p);
+
+/* The next pull (bandit 0 of ctx): a quota pull to an active arm with the
+ * fewest phase samples plus pending pulls, else (not the last phase) a
+ * round-robin pull to an active arm with the fewest phase + carried +
+ * pending, else POLICY_DONE. Equally served arms take turns in the phase's
+ * random order. Never draws. */
+int fc_phases_select(struct fc_phases *p, const struct policy_ctx *ctx, size_t *arm);
+
+/* Phase mean of arm i (NaN without samples). */
+double fc_phases_mean(const struct fc_phases *p, size_t i);
+
+/* --- orderings -------------------------------------------------------------- */
+
+/* Sort idx[0..n) by val[idx] descending. rank == NULL: ties in whatever
+ * order the input had (shuffle first for random ties: fc_shuffle); otherwise
+ * ties by rank ascending. Shell sort: no allocation, deterministic. */
+void fc_sort_desc(size_t *idx, size_t n, const double *val, const uint32_t *rank);
+
+/* Uniform random permutation of idx[0..n) in place. */
+void fc_shuffle(gsl_rng *rng, size_t *idx, size_t n);
+
+/* A uniformly random permutation of 0..k−1 as ranks (rank[i] = position of
+ * arm i): the tie-break recommend() uses, drawn once at init. New array, or
+ * NULL when out of memory. */
+uint32_t *fc_rank_new(gsl_rng *rng, size_t k);
+
+/* Mark in high[] the `want` arms among mask (NULL = all) with the largest
+ * val, ties by rank; idx is scratch of k entries. Returns how many were
+ * marked (fewer when the mask holds fewer). */
+size_t fc_mark_top(const double *val, const unsigned char *mask, size_t k, size_t want,
+                   const uint32_t *rank, size_t *idx, unsigned char *high);
+
+/* A recommendation before a policy has finished (status calls mid-run):
+ * the accepted arms (may be NULL), then the best of cand (NULL = all arms not
+ * accepted) by the engine's means, arms without a reward last, ties by rank,
+ * m arms in all. val and idx are scratch of k entries. Never draws. */
+void fc_mark_interim(const struct policy_ctx *ctx, const unsigned char *accepted,
+                     const unsigned char *cand, unsigned m, const uint32_t *rank, size_t *idx,
+                     double *val, unsigned char *high);
+
+/* ⌈x⌉ as a pull count, or 0 when x is not finite or above FC_MAX_PULLS
+ * (the caller reports the schedule as too long). */
+uint64_t fc_count(double x);
+
+#endif

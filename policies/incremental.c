@@ -1,0 +1,215 @@
+/*
+ * incremental.c — INCREMENTAL (Kalyanakrishnan & Stone 2010, Algorithm 2):
+ * m rounds; round j runs Median Elimination (Even-Dar, Mannor & Mansour
+ * 2006) with (ε, δ/m) on the arms not selected yet and selects the arm it
+ * returns. Median Elimination: ε₁ = ε/4, δ₁ = (δ/m)/2; each step pulls every
+ * remaining arm ⌈(4/ε_l²) ln(3/δ_l)⌉ times (their (ε_l/2)⁻² ln(3/δ_l)) and
+ * drops the arms below the median (keeps the best ⌈|S|/2⌉, ties at random:
+ * a wrong keep then needs at least half the arms bad, which is what their
+ * Markov step bounds), ε_{l+1} = 3ε_l/4, δ_{l+1} = δ_l/2, until one arm is
+ * left. Each selected arm is (ε, 1)-optimal among the remaining arms with
+ * probability 1 − δ/m, hence (ε, m)-optimal (their Theorem 2).
+ *
+ * Every Median Elimination step uses fresh samples (fc.h: phases). Under
+ * asynchrony a step's quota is handed out once and, while it waits, pulls go
+ * round-robin to its arms; the very last step answers POLICY_DONE once its
+ * quota is out.
+ */
+#include "policies/fc.h"
+#include "policies/policy.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct incremental {
+    size_t k;
+    unsigned m;
+    double eps, delta_m; /* ε and δ/m: Median Elimination's inputs */
+    double eps_l, delta_l;
+    unsigned n_selected;
+    unsigned char *selected; /* S_l */
+    struct fc_phases ph;     /* the current Median Elimination step */
+    int finished;
+    uint32_t *rank;
+    size_t *idx;
+    double *val;
+};
+
+static void incremental_fini(void *state)
+{
+    struct incremental *s = state;
+    if (s == NULL)
+        return;
+    fc_phases_free(&s->ph);
+    free(s->selected);
+    free(s->rank);
+    free(s->idx);
+    free(s->val);
+    free(s);
+}
+
+/* Median Elimination, step 2 (Even-Dar et al. 2006, Algorithm 2). */
+static uint64_t me_quota(double eps_l, double delta_l)
+{
+    return fc_count(4.0 / (eps_l * eps_l) * log(3.0 / delta_l));
+}
+
+/* Is the current step the last one of the last Median Elimination? */
+static int me_last_step(const struct incremental *s)
+{
+    return s->n_selected + 1 == s->m && s->ph.n_active <= 2;
+}
+
+static int me_begin_step(struct incremental *s, gsl_rng *rng)
+{
+    return fc_phases_begin(&s->ph, rng, me_quota(s->eps_l, s->delta_l), me_last_step(s));
+}
+
+/* A new Median Elimination over every arm not selected. */
+static void me_start(struct incremental *s)
+{
+    for (size_t i = 0; i < s->k; i++)
+        if (!s->selected[i])
+            fc_phases_activate(&s->ph, i);
+    s->eps_l = s->eps / 4;
+    s->delta_l = s->delta_m / 2;
+}
+
+static int incremental_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
+{
+    struct incremental *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        goto nomem;
+    s->k = ctx->n_arms[0];
+    s->m = ctx->m;
+    s->eps = ctx->epsilon;
+    s->delta_m = ctx->delta / ctx->m;
+    if (!(s->eps > 0)) {
+        snprintf(err, errlen, "goal.epsilon: incremental needs epsilon > 0");
+        incremental_fini(s);
+        return -1;
+    }
+    /* The whole schedule: run j works on K − j + 1 arms. */
+    double total = 0;
+    for (unsigned j = 1; j <= s->m; j++) {
+        size_t r = s->k - j + 1;
+        double e = s->eps / 4, d = s->delta_m / 2;
+        while (r > 1) {
+            uint64_t q = me_quota(e, d);
+            total += (double)q * (double)r;
+            if (q == 0 || total > FC_MAX_PULLS) {
+                snprintf(err, errlen,
+                         "goal.epsilon: too small for incremental (more than %g pulls)",
+                         FC_MAX_PULLS);
+                incremental_fini(s);
+                return -1;
+            }
+            r = (r + 1) / 2;
+            e *= 0.75;
+            d *= 0.5;
+        }
+    }
+    if (fc_phases_init(&s->ph, s->k) != 0)
+        goto nomem;
+    s->selected = calloc(s->k, 1);
+    s->rank = fc_rank_new(ctx->rng, s->k);
+    s->idx = calloc(s->k, sizeof *s->idx);
+    s->val = calloc(s->k, sizeof *s->val);
+    if (!s->selected || !s->rank || !s->idx || !s->val)
+        goto nomem;
+    me_start(s);
+    me_begin_step(s, ctx->rng);
+    *state = s;
+    return 0;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    incremental_fini(s);
+    return -1;
+}
+
+static int incremental_select(void *state, const struct policy_ctx *ctx, int bandit,
+                              struct policy_pick *pick)
+{
+    struct incremental *s = state;
+    (void)bandit;
+    pick->bandit = 0;
+    if (s->finished)
+        return POLICY_DONE;
+    return fc_phases_select(&s->ph, ctx, &pick->arm);
+}
+
+/* End of a Median Elimination step: keep the best ⌈|S|/2⌉ by the step's
+ * means (ties at random). One arm left: select it (Algorithm 2, line 4) and
+ * start the next Median Elimination, or finish. Loops while carried samples
+ * complete steps on their own. */
+static void incremental_end_steps(struct incremental *s, const struct policy_ctx *ctx)
+{
+    do {
+        size_t n = 0;
+        for (size_t i = 0; i < s->k; i++) {
+            if (!s->ph.active[i])
+                continue;
+            s->val[i] = fc_phases_mean(&s->ph, i);
+            s->idx[n++] = i;
+        }
+        fc_shuffle(ctx->rng, s->idx, n);
+        fc_sort_desc(s->idx, n, s->val, NULL);
+        size_t keep = (n + 1) / 2;
+        for (size_t r = keep; r < n; r++)
+            fc_phases_deactivate(&s->ph, s->idx[r]);
+        s->eps_l *= 0.75;
+        s->delta_l *= 0.5;
+        if (keep == 1) {
+            size_t a = s->idx[0];
+            fc_phases_deactivate(&s->ph, a);
+            s->selected[a] = 1;
+            if (++s->n_selected == s->m) {
+                s->finished = 1;
+                return;
+            }
+            me_start(s);
+        }
+    } while (me_begin_step(s, ctx->rng));
+}
+
+static void incremental_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
+                               enum policy_event ev, double reward)
+{
+    struct incremental *s = state;
+    (void)bandit;
+    if (ev == POLICY_EV_RELEASE || s->finished)
+        return;
+    if (fc_phases_reward(&s->ph, arm, reward))
+        incremental_end_steps(s, ctx);
+}
+
+static int incremental_done(void *state, const struct policy_ctx *ctx, size_t bandit)
+{
+    (void)ctx;
+    (void)bandit;
+    return ((struct incremental *)state)->finished;
+}
+
+/* S_{m+1} once finished; before that the arms selected so far and the best
+ * of the rest by the engine's means. */
+static void incremental_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
+                                  unsigned char *high)
+{
+    struct incremental *s = state;
+    (void)bandit;
+    fc_mark_interim(ctx, s->selected, NULL, s->m, s->rank, s->idx, s->val, high);
+}
+
+const struct policy_ops policy_incremental = {
+    .name = "incremental",
+    .summary = "INCREMENTAL (Kalyanakrishnan & Stone 2010, Alg. 2): m runs of Median Elimination",
+    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_NEEDS_EPSILON | POLICY_F_OWN_STOP,
+    .params = NULL,
+    .init = incremental_init,
+    .fini = incremental_fini,
+    .select = incremental_select,
+    .update = incremental_update,
+    .done = incremental_done,
+    .recommend = incremental_recommend,
+};

@@ -1,0 +1,288 @@
+/*
+ * track_and_stop.c — Track-and-Stop (Garivier & Kaufmann 2016), best arm
+ * (m = 1). Sampling tracks the optimal proportions w*(μ̂) of the current
+ * means (tas.h), with forced exploration so that μ̂ → μ:
+ *
+ *   D-tracking (default, their eq. 13): if min_a N_a < max(√t − K/2, 0) pull
+ *     the least-sampled arm, else argmax_a (t w*_a(μ̂) − N_a).
+ *   C-tracking (their §3.1): w^ε = the L∞ projection of w*(μ̂) on
+ *     {w : w_a ≥ ε_t}, ε_t = (K² + t)^(−1/2)/2; pull argmax_a Σ_{s≤t} w^ε_a(s) − N_a.
+ *
+ * Stop: the GLR (Chernoff) rule, Z(t) > β(t, δ) with Z the ε-GLR of the
+ * empirical best (tas_glr; the usual statistic at ε = 0) and β the proven
+ * threshold of stats_glr_threshold (Kaufmann & Koolen 2021) by default, or
+ * the heuristic ln((ln t + 1)/δ) of Garivier & Kaufmann's experiments
+ * (param `threshold`). The arm certified at the stop is what recommend()
+ * returns from then on.
+ *
+ * Asynchrony: N_a counts pending pulls (n + pending, t = Σ N_a), as if they
+ * had returned at the current mean: the tracking then does not pile pulls
+ * on an arm whose rewards are in flight. While some arm has no reward yet
+ * (its mean is unknown), pulls go to the arm of least n + pending. The stop
+ * rule uses rewarded pulls only.
+ *
+ * Cost: w*(μ̂) is recomputed only when rewards changed the means, warm-
+ * started from the previous solution (tas.h); select() never allocates.
+ * One computation solves K − 1 inner equations a few times over: ~3 µs at
+ * K = 4, ~70 µs at K = 100, milliseconds at K = 1000. Garivier & Kaufmann
+ * recompute at every step; by default we do so up to K = 16 and, beyond,
+ * every ⌈K/16⌉ rewards (`refresh`), which keeps select() near K·1 µs/16
+ * amortised. The sampling still tracks w*(μ̂(t)) up to a bounded lag, so
+ * the proportions converge to the same limit; the stop rule (hence δ-
+ * correctness) does not depend on the sampling at all.
+ */
+#include "policies/fc.h"
+#include "policies/policy.h"
+#include "policies/tas.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { TRACK_D = 0, TRACK_C = 1 };
+static const char *const trackings[] = {"d", "c", NULL};
+static const char *const thresholds[] = {"proven", "heuristic", NULL};
+
+static const struct policy_param_spec tas_params[] = {
+    {.name = "tracking",
+     .type = POLICY_PARAM_ENUM,
+     .def = TRACK_D,
+     .choices = trackings,
+     .doc = "d: D-tracking with forced exploration when min N_a < √t − K/2 (Garivier & "
+            "Kaufmann 2016, eq. 13); c: C-tracking of the ε_t-projected weights (§3.1)"},
+    {.name = "threshold",
+     .type = POLICY_PARAM_ENUM,
+     .def = 0,
+     .choices = thresholds,
+     .doc = "GLR stop threshold: proven = Kaufmann & Koolen 2021 mixture-martingale bound "
+            "(stats_glr_threshold); heuristic = ln((ln t + 1)/δ), Garivier & Kaufmann 2016's "
+            "experiments, no proof"},
+    {.name = "refresh",
+     .type = POLICY_PARAM_INT,
+     .def = 0,
+     .min = 0,
+     .max = 1000000,
+     .doc = "rewards between two computations of w*(μ̂); 1 = at every change of the means "
+            "(Garivier & Kaufmann 2016); 0 = automatic, 1 up to K = 16 arms, then ⌈K/16⌉ "
+            "(w* costs O(K) root solves; the tracking's limit is unchanged)"},
+    {.name = NULL},
+};
+
+extern const struct policy_ops policy_track_and_stop;
+
+struct tas {
+    size_t k;
+    int tracking;
+    enum stats_glr_threshold thr;
+    double *w;    /* w*(μ̂), or its projection (C-tracking) */
+    double *mu;   /* the means w was computed for */
+    double *csum; /* C-tracking: Σ_s w^ε(s) */
+    struct tas_warm warm;
+    uint64_t data, wdata; /* rewards seen; rewards when w was computed */
+    uint64_t refresh;     /* recompute w once data − wdata reaches this */
+    int have_w;
+    int stopped;
+    size_t certified;
+    uint32_t *rank;
+    size_t *idx;
+    double *val;
+};
+
+static void tas_fini(void *state)
+{
+    struct tas *s = state;
+    if (s == NULL)
+        return;
+    free(s->w);
+    free(s->mu);
+    free(s->csum);
+    free(s->warm.x);
+    free(s->rank);
+    free(s->idx);
+    free(s->val);
+    free(s);
+}
+
+static int tas_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
+{
+    struct tas *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        goto nomem;
+    s->k = ctx->n_arms[0];
+    s->tracking = (int)policy_param(ctx, &policy_track_and_stop, "tracking");
+    s->thr = policy_param(ctx, &policy_track_and_stop, "threshold") == 0 ? STATS_GLR_PROVEN
+                                                                         : STATS_GLR_HEURISTIC;
+    s->refresh = (uint64_t)policy_param(ctx, &policy_track_and_stop, "refresh");
+    if (s->refresh == 0)
+        s->refresh = s->k <= 16 ? 1 : (s->k + 15) / 16;
+    s->w = calloc(s->k, sizeof *s->w);
+    s->mu = calloc(s->k, sizeof *s->mu);
+    s->csum = calloc(s->k, sizeof *s->csum);
+    s->warm.x = calloc(s->k, sizeof *s->warm.x);
+    /* Tracking needs w* to a few digits, not to 1e-11: 1e-6 on y* saves
+     * half the passes of the solver. */
+    s->warm.tol = 1e-6;
+    s->rank = fc_rank_new(ctx->rng, s->k);
+    s->idx = calloc(s->k, sizeof *s->idx);
+    s->val = calloc(s->k, sizeof *s->val);
+    if (!s->w || !s->mu || !s->csum || !s->warm.x || !s->rank || !s->idx || !s->val)
+        goto nomem;
+    *state = s;
+    return 0;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    tas_fini(s);
+    return -1;
+}
+
+/* argmin of n + pending, ties at random. */
+static size_t least_sampled(const struct policy_ctx *ctx, size_t k)
+{
+    const struct stats_arm *a = ctx->arms[0];
+    size_t best = 0, ties = 0;
+    uint64_t bv = 0;
+    for (size_t i = 0; i < k; i++) {
+        uint64_t c = a[i].n + a[i].pending;
+        if (ties == 0 || c < bv) {
+            best = i;
+            bv = c;
+            ties = 1;
+        } else if (c == bv && policy_rand_index(ctx->rng, ++ties) == 0) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+/* L∞ projection of w onto {w_a ≥ e, Σ w = 1} (K e ≤ 1): lower the large
+ * weights by a common η and lift the small ones to e, Σ max(w_a − η, e) = 1;
+ * the left side decreases in η, so bisect. */
+static void project(double *w, size_t k, double e)
+{
+    double lo = 0.0, hi = 1.0;
+    for (int it = 0; it < 60; it++) {
+        double eta = 0.5 * (lo + hi), s = 0;
+        for (size_t a = 0; a < k; a++)
+            s += w[a] - eta > e ? w[a] - eta : e;
+        if (s > 1)
+            lo = eta;
+        else
+            hi = eta;
+    }
+    for (size_t a = 0; a < k; a++)
+        w[a] = w[a] - hi > e ? w[a] - hi : e;
+}
+
+static int tas_select(void *state, const struct policy_ctx *ctx, int bandit,
+                      struct policy_pick *pick)
+{
+    struct tas *s = state;
+    const struct stats_arm *a = ctx->arms[0];
+    size_t k = s->k;
+    (void)bandit;
+    pick->bandit = 0;
+    double t = 0;
+    uint64_t nmin = UINT64_MAX;
+    int unknown = 0;
+    for (size_t i = 0; i < k; i++) {
+        uint64_t c = a[i].n + a[i].pending;
+        t += (double)c;
+        if (c < nmin)
+            nmin = c;
+        unknown |= a[i].n == 0;
+    }
+    if (unknown) {
+        pick->arm = least_sampled(ctx, k);
+        return POLICY_OK;
+    }
+    /* D-tracking's forced exploration (not C-tracking's: the projection
+     * is its forced exploration). */
+    if (s->tracking == TRACK_D && (double)nmin < sqrt(t) - (double)k / 2) {
+        pick->arm = least_sampled(ctx, k);
+        return POLICY_OK;
+    }
+    if (!s->have_w || s->data - s->wdata >= s->refresh) {
+        for (size_t i = 0; i < k; i++)
+            s->mu[i] = a[i].mean;
+        tas_optimal_weights_warm(s->mu, k, s->w, &s->warm);
+        s->wdata = s->data;
+        s->have_w = 1;
+    }
+    if (s->tracking == TRACK_D) {
+        for (size_t i = 0; i < k; i++)
+            s->val[i] = t * s->w[i] - (double)(a[i].n + a[i].pending);
+    } else {
+        /* Project a copy: w keeps w*(μ̂) for the next call. */
+        double e = 0.5 / sqrt((double)k * (double)k + t);
+        for (size_t i = 0; i < k; i++)
+            s->val[i] = s->w[i];
+        project(s->val, k, e);
+        for (size_t i = 0; i < k; i++) {
+            s->csum[i] += s->val[i];
+            s->val[i] = s->csum[i] - (double)(a[i].n + a[i].pending);
+        }
+    }
+    pick->arm = policy_argmax(ctx->rng, s->val, NULL, k);
+    return POLICY_OK;
+}
+
+static void tas_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
+                       enum policy_event ev, double reward)
+{
+    struct tas *s = state;
+    (void)ctx;
+    (void)bandit;
+    (void)arm;
+    (void)reward;
+    if (ev != POLICY_EV_RELEASE)
+        s->data++;
+}
+
+static int tas_done(void *state, const struct policy_ctx *ctx, size_t bandit)
+{
+    struct tas *s = state;
+    const struct stats_arm *a = ctx->arms[0];
+    (void)bandit;
+    if (s->stopped)
+        return 1;
+    double t = 0;
+    for (size_t i = 0; i < s->k; i++) {
+        if (a[i].n == 0)
+            return 0;
+        t += (double)a[i].n;
+        s->val[i] = a[i].mean;
+    }
+    size_t best = policy_argmax(ctx->rng, s->val, NULL, s->k);
+    double z = tas_glr(a, s->k, best, ctx->epsilon);
+    if (!(z > stats_glr_threshold(s->thr, t, s->k, 1, ctx->delta)))
+        return 0;
+    s->stopped = 1;
+    s->certified = best;
+    return 1;
+}
+
+static void tas_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
+                          unsigned char *high)
+{
+    struct tas *s = state;
+    (void)bandit;
+    if (s->stopped) {
+        for (size_t i = 0; i < s->k; i++)
+            high[i] = i == s->certified;
+        return;
+    }
+    fc_mark_interim(ctx, NULL, NULL, 1, s->rank, s->idx, s->val, high);
+}
+
+const struct policy_ops policy_track_and_stop = {
+    .name = "track-and-stop",
+    .summary = "Track-and-Stop (Garivier & Kaufmann 2016): track w*(μ̂), stop on the GLR rule",
+    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_OWN_STOP,
+    .params = tas_params,
+    .init = tas_init,
+    .fini = tas_fini,
+    .select = tas_select,
+    .update = tas_update,
+    .done = tas_done,
+    .recommend = tas_recommend,
+};

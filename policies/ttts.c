@@ -1,0 +1,232 @@
+/*
+ * ttts.c — Top-Two Thompson Sampling (Russo 2016), best arm (m = 1): draw θ
+ * from the Beta posteriors, leader I = argmax θ; with probability β pull I,
+ * else redraw until the argmax J differs from I and pull J. β = 1/2 is
+ * Russo's default and is within a factor 2 of the optimal allocation's
+ * rate for every instance. The redraws are capped (`max_tries`, Russo's
+ * implementation note); when the cap is hit, J is drawn from the Laplace
+ * approximation of the same distribution (laplace_challenger).
+ *
+ * Stop rule (decision): the GLR (Chernoff) rule of track-and-stop — Z(t) >
+ * β(t, δ) with Z the ε-GLR of the empirical best (tas.h) and the proven
+ * threshold of stats_glr_threshold by default (param `threshold`). TTTS is
+ * a sampling rule only; its fixed-confidence guarantees in the literature
+ * (Qin, Klabjan & Russo 2017; Shang et al. 2020; Jourdan et al. 2022) are
+ * for TTTS + GLR, and the δᶜ rule's per-arm union of bounds would throw
+ * away most of what an asymptotically β-optimal allocation gains. Any other
+ * rule can still be chosen with stop_rule.
+ *
+ * Posteriors are the engine's Beta(α, β) (prior from the experiment;
+ * rewards in (0, 1) enter by the Bernoulli trick). Asynchrony: pending
+ * pulls do not move a posterior; the draws spread pulls while rewards are
+ * in flight, which is how Thompson sampling is served with delays.
+ */
+#include "policies/fc.h"
+#include "policies/policy.h"
+#include "policies/tas.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <gsl/gsl_randist.h>
+
+static const char *const thresholds[] = {"proven", "heuristic", NULL};
+
+static const struct policy_param_spec ttts_params[] = {
+    {.name = "beta",
+     .type = POLICY_PARAM_NUM,
+     .def = 0.5,
+     .min = 0,
+     .max = 1,
+     .doc = "probability of pulling the leader; 1/2 is Russo 2016's default (TTTS is "
+            "β-optimal; β = 1/2 is within a factor 2 of optimal)"},
+    {.name = "max_tries",
+     .type = POLICY_PARAM_INT,
+     .def = 10,
+     .min = 1,
+     .max = 100000,
+     .doc = "redraws to find a challenger J ≠ I (Russo 2016) before drawing J ∝ e^(−W_J), "
+            "the large-deviation approximation of the same law; each redraw costs K Beta draws"},
+    {.name = "threshold",
+     .type = POLICY_PARAM_ENUM,
+     .def = 0,
+     .choices = thresholds,
+     .doc = "GLR stop threshold: proven = Kaufmann & Koolen 2021 (stats_glr_threshold); "
+            "heuristic = ln((ln t + 1)/δ) (Garivier & Kaufmann 2016 experiments, no proof)"},
+    {.name = NULL},
+};
+
+extern const struct policy_ops policy_ttts;
+
+struct ttts {
+    size_t k;
+    double beta;
+    unsigned long max_tries;
+    enum stats_glr_threshold thr;
+    int stopped;
+    size_t certified;
+    double *theta;
+    uint32_t *rank;
+    size_t *idx;
+    double *val;
+};
+
+static void ttts_fini(void *state)
+{
+    struct ttts *s = state;
+    if (s == NULL)
+        return;
+    free(s->theta);
+    free(s->rank);
+    free(s->idx);
+    free(s->val);
+    free(s);
+}
+
+static int ttts_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
+{
+    struct ttts *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        goto nomem;
+    s->k = ctx->n_arms[0];
+    s->beta = policy_param(ctx, &policy_ttts, "beta");
+    s->max_tries = (unsigned long)policy_param(ctx, &policy_ttts, "max_tries");
+    s->thr =
+        policy_param(ctx, &policy_ttts, "threshold") == 0 ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
+    s->theta = calloc(s->k, sizeof *s->theta);
+    s->rank = fc_rank_new(ctx->rng, s->k);
+    s->idx = calloc(s->k, sizeof *s->idx);
+    s->val = calloc(s->k, sizeof *s->val);
+    if (!s->theta || !s->rank || !s->idx || !s->val)
+        goto nomem;
+    *state = s;
+    return 0;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    ttts_fini(s);
+    return -1;
+}
+
+/* One posterior draw into theta; returns its argmax. */
+static size_t draw(struct ttts *s, const struct policy_ctx *ctx)
+{
+    const struct stats_arm *a = ctx->arms[0];
+    for (size_t i = 0; i < s->k; i++)
+        s->theta[i] = gsl_ran_beta(ctx->rng, a[i].alpha, a[i].beta);
+    return policy_argmax(ctx->rng, s->theta, NULL, s->k);
+}
+
+/* The challenger when the redraws run out: J with probability ∝ e^(−W_J),
+ * W_J = n_I d(μ̂_I, μ̂_IJ) + n_J d(μ̂_J, μ̂_IJ) (0 when μ̂_J ≥ μ̂_I), the
+ * Laplace (large-deviation) approximation of the posterior probability that
+ * J beats I, which is the law TTTS's redraws sample from (Russo 2016;
+ * Shang et al. 2020's T3C takes its argmin). Taking the best other arm of
+ * the last draw instead would starve clearly bad arms: they then get almost
+ * no samples, far below their optimal share, and the GLR stop waits on them. */
+static size_t laplace_challenger(struct ttts *s, const struct policy_ctx *ctx, size_t leader)
+{
+    const struct stats_arm *a = ctx->arms[0];
+    double *w = s->theta; /* the last draw is not needed any more */
+    double ni = (double)a[leader].n, mi = a[leader].mean, wmin = INFINITY;
+    for (size_t j = 0; j < s->k; j++) {
+        if (j == leader)
+            continue;
+        double nj = (double)a[j].n, mj = a[j].mean;
+        if (a[j].n == 0 || a[leader].n == 0 || mj >= mi) {
+            w[j] = 0;
+        } else {
+            double mij = (ni * mi + nj * mj) / (ni + nj);
+            w[j] = ni * stats_kl_bern(mi, mij) + nj * stats_kl_bern(mj, mij);
+        }
+        if (w[j] < wmin)
+            wmin = w[j];
+    }
+    double total = 0;
+    for (size_t j = 0; j < s->k; j++) {
+        w[j] = j == leader ? 0.0 : exp(-(w[j] - wmin));
+        total += w[j];
+    }
+    double u = gsl_rng_uniform(ctx->rng) * total;
+    size_t last = leader;
+    for (size_t j = 0; j < s->k; j++) {
+        if (w[j] <= 0)
+            continue;
+        last = j;
+        if (u < w[j])
+            return j;
+        u -= w[j];
+    }
+    return last; /* rounding */
+}
+
+static int ttts_select(void *state, const struct policy_ctx *ctx, int bandit,
+                       struct policy_pick *pick)
+{
+    struct ttts *s = state;
+    (void)bandit;
+    pick->bandit = 0;
+    size_t leader = draw(s, ctx);
+    if (gsl_rng_uniform(ctx->rng) < s->beta) {
+        pick->arm = leader;
+        return POLICY_OK;
+    }
+    for (unsigned long i = 0; i < s->max_tries; i++) {
+        size_t j = draw(s, ctx);
+        if (j != leader) {
+            pick->arm = j;
+            return POLICY_OK;
+        }
+    }
+    pick->arm = laplace_challenger(s, ctx, leader);
+    return POLICY_OK;
+}
+
+static int ttts_done(void *state, const struct policy_ctx *ctx, size_t bandit)
+{
+    struct ttts *s = state;
+    const struct stats_arm *a = ctx->arms[0];
+    (void)bandit;
+    if (s->stopped)
+        return 1;
+    double t = 0;
+    for (size_t i = 0; i < s->k; i++) {
+        if (a[i].n == 0)
+            return 0;
+        t += (double)a[i].n;
+        s->val[i] = a[i].mean;
+    }
+    size_t best = policy_argmax(ctx->rng, s->val, NULL, s->k);
+    double z = tas_glr(a, s->k, best, ctx->epsilon);
+    if (!(z > stats_glr_threshold(s->thr, t, s->k, 1, ctx->delta)))
+        return 0;
+    s->stopped = 1;
+    s->certified = best;
+    return 1;
+}
+
+static void ttts_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
+                           unsigned char *high)
+{
+    struct ttts *s = state;
+    (void)bandit;
+    if (s->stopped) {
+        for (size_t i = 0; i < s->k; i++)
+            high[i] = i == s->certified;
+        return;
+    }
+    fc_mark_interim(ctx, NULL, NULL, 1, s->rank, s->idx, s->val, high);
+}
+
+const struct policy_ops policy_ttts = {
+    .name = "ttts",
+    .summary = "Top-Two Thompson Sampling (Russo 2016), stopped by the GLR rule",
+    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_OWN_STOP | POLICY_F_BAYES,
+    .params = ttts_params,
+    .init = ttts_init,
+    .fini = ttts_fini,
+    .select = ttts_select,
+    .update = NULL,
+    .done = ttts_done,
+    .recommend = ttts_recommend,
+};
