@@ -282,6 +282,7 @@ class Runner:
         self.ran = 0
         self.cached = 0
         self.cpu_by_tag = {}
+        self.inflight = {}  # result path → Future: one simulation however often it is asked for
         with open(sim, "rb") as f:
             self.binhash = hashlib.sha256(f.read()).hexdigest()
         lst = json.loads(subprocess.run([sim, "--list-policies"], check=True,
@@ -314,7 +315,10 @@ class Runner:
             args += ["--" + k.replace("_", "-"), str(v)]
         key = hashlib.sha256((self.binhash + "\0" + "\0".join(args) + "\0" + text).encode()).hexdigest()[:20]
         rpath = os.path.join(self.out, "results", f"{tag}-{key}.json")
-        return self.pool.submit(self._run, tag, ppath, args, rpath)
+        with self.lock:
+            if rpath not in self.inflight:
+                self.inflight[rpath] = self.pool.submit(self._run, tag, ppath, args, rpath)
+            return self.inflight[rpath]
 
     def _run(self, tag, ppath, args, rpath):
         if os.path.exists(rpath):
@@ -372,7 +376,7 @@ class Plotter:
         lines = [f'set terminal pngcairo size {size[0]},{size[1]} font "DejaVu Sans,10"',
                  f'set output "{os.path.join(self.img_dir, name + ".png")}"',
                  f'set title "{title}"', f'set xlabel "{xlabel}"', f'set ylabel "{ylabel}"',
-                 "set grid lc rgb '#dddddd'", f"set key {key}"]
+                 "set grid lc rgb '#dddddd'", f"set key {key}", "set termoption noenhanced"]
         if logx:
             lines.append("set logscale x")
         if logy:
@@ -400,10 +404,12 @@ class Plotter:
                 plots.append(f'{block} using 1:2 with points lc rgb "{colour}" pt {s.get("pt", 7)} ps 1.3 '
                              f'title "{label}"')
             else:
-                plots.append(f'{block} using 1:2 with {style} lc rgb "{colour}" lw 1.8 pt 7 ps 0.6'
+                marks = " pt 7 ps 0.6" if style == "linespoints" else ""
+                plots.append(f'{block} using 1:2 with {style} lc rgb "{colour}" lw 1.8{marks}'
                              f'{dash} title "{label}"')
-        for y, label in hlines:
-            plots.append(f'{y} with lines dt 2 lc rgb "#333333" lw 1.5 title "{label}"')
+        for j, (y, label) in enumerate(hlines):
+            plots.append(f'{y} with lines dt {2 + j} lc rgb "{"#333333" if j == 0 else "#999999"}" lw 1.5 '
+                         f'title "{label}"')
         script = "\n".join(data + lines) + "\nplot " + ", \\\n     ".join(plots) + "\n"
         path = os.path.join(self.data_dir, name + ".gp")
         with open(path, "w") as f:
@@ -586,7 +592,6 @@ def sec_gabillon(ctx):
         f = futures[(pn, alg, eta)]
         if isinstance(f, list):
             # ℓ = 1 − Π (1 − e_b): delta-method interval over the distinct runs
-            rs = [x.result() for x in f]
             uniq = {}
             for x in f:
                 uniq.setdefault(id(x), [x.result(), 0])[1] += 1
@@ -600,7 +605,8 @@ def sec_gabillon(ctx):
                 d = c * keep / (1 - e) if e < 1 else 0.0
                 var += d * d * e * (1 - e) / res["runs"]
             lo, hi = max(0.0, ell - Z95 * math.sqrt(var)), min(1.0, ell + Z95 * math.sqrt(var))
-            return ell, lo, hi, f"{pct(ell)} [{pct(lo)}, {pct(hi)}]", None
+            e_mean = sum(res["error_rate"] * c for res, c in uniq.values()) / len(f)
+            return ell, lo, hi, f"{pct(ell)} [{pct(lo)}, {pct(hi)}]", {"mean_bandit_error_rate": e_mean}
         res = f.result()
         lo, hi = wilson(res["errors"], res["runs"])
         return res["error_rate"], lo, hi, fmt_rate(res["errors"], res["runs"]), res
@@ -636,13 +642,21 @@ def sec_gabillon(ctx):
                 rows.append([alg, frac_str(eta), txt,
                              pct(res["mean_bandit_error_rate"]) if res else "—", paper if j == 0 else ""])
             series.append({"label": alg, "points": pts, "style": "errorbars"})
+        # The paper's numbers from its text (best η; their figure has the rest), at the group's centre.
+        paper_pts = [(gi * 5 + 2.5, GABILLON_PAPER[(pn, alg)]) for gi, (alg, _) in enumerate(GABILLON_GRIDS[pn])
+                     if (pn, alg) in GABILLON_PAPER]
+        if paper_pts:
+            series.append({"label": "paper, text (best η)", "points": paper_pts, "style": "points", "pt": 3,
+                           "colour": "#000000"})
+        hl = [(uni["error_rate"], "Uniform")]
+        if (pn, "Uniform") in GABILLON_PAPER:
+            hl.append((GABILLON_PAPER[(pn, "Uniform")], "Uniform, paper"))
         out.append(table(["algorithm", "η", f"ℓ(n), ours [95% CI] ({R} runs)", "e(n), ours",
                           "paper (text)"], rows))
-        ul, uh = wilson(uni["errors"], uni["runs"])
         out.append("\n" + ctx.p.plot(
             f"gabillon_p{pn}", f"Gabillon et al. 2011, Problem {pn}: max. probability of error",
             "parameter η (groups: " + ", ".join(a for a, _ in GABILLON_GRIDS[pn]) + ")",
-            "ℓ(n)", series, xtics=xt, hlines=[(uni["error_rate"], "Uniform")],
+            "ℓ(n)", series, xtics=xt, hlines=hl, xrange=(0, 5 * len(GABILLON_GRIDS[pn])),
             key="outside right top", size=(900, 420)) + "\n")
         if pn == 1:
             for alg, paper in (("Unif+UCB-E", 0.239), ("GapE", 0.157)):
@@ -770,12 +784,12 @@ def sec_ks(ctx):
     tr = {}
     for label, v in KS_VARIANTS:
         if v == "adapt":
-            tr[v] = ctx.r.submit("ks50-trace", big, "adapt", R50, seed, {"variant": v}, trace=20)
+            tr[v] = ctx.r.submit("ks50-trace", big, "adapt", R50, seed, {"variant": v}, trace=50)
         else:
-            tr[v] = ctx.r.submit("ks50-trace", big, "adapt", R50, seed, {"variant": v}, trace=20,
+            tr[v] = ctx.r.submit("ks50-trace", big, "adapt", R50, seed, {"variant": v}, trace=50,
                                  stop="none", budget=cap)
     anytime = ctx.r.submit("ks50-anytime", big, "adapt", R50a, seed, {"variant": "adapt"},
-                           bound="anytime", trace=20)
+                           bound="anytime", trace=50)
     small_runs = {}
     for label, v in KS_VARIANTS:
         for bound in ("fixed", "anytime"):
@@ -819,28 +833,33 @@ def sec_ks(ctx):
     ctx.headline.append(("Kalyanakrishnan & Stone 2010", "n=50 ADAPT, anytime bound", "—", fmt_mean(an)))
 
     # Plots
+    # π1–π3 stop at the 30,000 of the paper's plot; the π4 runs go on to their stop.
+    xmax = max(ta["pulls"][-1], a["trace"]["pulls"][-1])
     sd = []
     sn = []
     for i, (label, v) in enumerate(KS_VARIANTS):
         t = tr[v].result()["trace"]
-        pts = [(p, d) for p, d in zip(t["pulls"], t["delta_c"]) if 100 <= p <= cap]
+        lim = cap if v != "adapt" else xmax
+        pts = [(p, d) for p, d in zip(t["pulls"], t["delta_c"]) if 100 <= p <= lim]
         sd.append({"label": label + " (fixed n)", "points": pts, "style": "lines"})
         sn.append({"label": label + " (fixed n)",
-                   "points": [(p, x) for p, x in zip(t["pulls"], t["nss"]) if 100 <= p <= cap],
+                   "points": [(p, x) for p, x in zip(t["pulls"], t["nss"]) if 100 <= p <= lim],
                    "style": "lines"})
     sd.append({"label": "π4 ADAPT (anytime)", "points": [(p, d) for p, d in zip(ta["pulls"], ta["delta_c"])
-                                                        if 100 <= p <= cap], "style": "lines", "dash": 2})
+                                                        if 100 <= p], "style": "lines", "dash": 2})
     sn.append({"label": "π4 ADAPT (anytime)", "points": [(p, x) for p, x in zip(ta["pulls"], ta["nss"])
-                                                        if 100 <= p <= cap], "style": "lines", "dash": 2})
+                                                        if 100 <= p], "style": "lines", "dash": 2})
     out.append("\n" + ctx.p.plot("ks_fig2a_deltac", "K&S 2010 Fig. 2(a): mean δᶜ against pulls (n = 50, m = 15)",
-                                 "pulls", "δᶜ", sd, xrange=(0, cap), yrange=(0, 1.05),
+                                 "pulls", "δᶜ (mean over runs; a stopped run keeps its last value)", sd,
+                                 xrange=(0, xmax), yrange=(0, 1.05),
                                  hlines=[(KS_DELTA, "δ = 0.15")], key="bottom left") + "\n")
     out.append("\n" + ctx.p.plot("ks_fig2b_nss", "K&S 2010 Fig. 2(b): NSS against pulls (n = 50, m = 15)",
-                                 "pulls", "NSS", sn, xrange=(0, cap), key="bottom right") + "\n")
+                                 "pulls", "NSS", sn, xrange=(0, xmax), key="bottom right") + "\n")
     out.append(
-        "\nTheir Figure 2(a) shows only π4 reaching δᶜ ≤ 0.15 within 30,000 pulls; 2(b) a gulf in NSS "
-        "between π3/π4 and π1/π2. Figure 2(c) (pulls per arm) is not reproduced: bandit-sim reports "
-        "pulls per run, not per arm.\n")
+        "\nTheir Figure 2(a) shows only π4 reaching δᶜ ≤ 0.15 within the 30,000 pulls plotted; 2(b) a "
+        "gulf in NSS between π3/π4 and π1/π2 (p < 0.0001 at 30,000). Ours: π1–π3 are run to 30,000 "
+        "pulls as in their plot, π4 to its stop. Figure 2(c) (pulls per arm) is not reproduced: "
+        "bandit-sim reports pulls per run, not per arm.\n")
 
     # n = 5
     out.append("\n### The small instance (n = 5, m = 2)\n\n")
@@ -1012,9 +1031,10 @@ def sec_bubeck(ctx):
     ctx.headline.append(("Bubeck 2013", "SR worse than uniform for m > 1 (points)", "many",
                          f"{claims['sr>uni'][0]} of {n_pts} significant"))
     out.append(
-        "\nTheir figures give no numbers, only these qualitative findings. Where ties at the "
-        "m-th place make several sets right (experiments 1, 2, 4, 6 at most m), the problem "
-        "is easier than with distinct means, and all four methods err less there.\n")
+        "\nTheir figures give no numbers, only these qualitative findings. Experiments 1, 2, 4 and "
+        "6 have groups of equal means: when the m-th and (m+1)-th arms fall in the same group, "
+        "any choice within it is right, which makes those points easier than with distinct means "
+        "(experiment 1 with m ≥ 2 reduces to finding arm 1 among nineteen equal arms).\n")
     ctx.scaled.append(("Bubeck et al. §5", "m = 2 … K − 1, runs not stated",
                        f"{R} runs; m ∈ a subset of 2 … K − 1 for K ≥ 15", "CPU time"))
     return "".join(out)
@@ -1261,7 +1281,7 @@ def sec_bp(ctx):
             series.append({"label": meth, "points": pts, "style": "errorbars"})
         ctx.p.plot(f"bp_fig2_delay{delay}", f"Bachman & Precup Fig. 2({'a' if delay == 0 else 'b'}): "
                    f"median completion, delay {delay}", "arms", "trials to ρ̄ ≥ 0.98", series,
-                   logx=True, logy=True, key="top left", size=(620, 400))
+                   logx=True, logy=True, key="top left", size=(620, 400), xrange=(4, 125))
     for n in counts2:
         row = [n]
         for delay in (0, 100):
@@ -1463,7 +1483,7 @@ def sec_chen(ctx):
                 rows.append([ds, k, f"{b:,}"] + [cols[b].get(mm, "—") for mm in ("AdaptiveTopK", "Uniform", "SAR")])
             ctx.p.plot(f"chen_{ds.lower().replace('.', '')}_k{k}", f"Chen et al. 2017: {ds}, n = {n}, K = {k}",
                        "budget (pulls)", "failure probability", series, logx=True, yrange=(-0.02, 1.02),
-                       key="top right", size=(560, 380))
+                       xrange=(budgets[0] / 1.4, budgets[-1] * 1.4), key="top right", size=(560, 380))
     out.append(table(["dataset", "K", "budget", "AdaptiveTopK [95% CI]", "Uniform [95% CI]", "SAR [95% CI]"],
                      rows))
     out.append("\n" + " ".join(f"![{ds} K={k}](img/chen_{ds.lower().replace('.', '')}_k{k}.png)"
