@@ -113,9 +113,16 @@ SCRIPT_TESTS += $(wildcard tests/repro/test_*.sh)
 
 reproduce:
 	@./scripts/install-deps.sh --repro
-	@$(MAKE) --no-print-directory $(BUILD)/bandit-sim
-	python3 scripts/repro.py --sim $(BUILD)/bandit-sim --out $(BUILD)/repro --doc docs/reproduction.md \
-		--img docs/img $(if $(REPRO_SCALE),--scale $(REPRO_SCALE))
+	@$(MAKE) --no-print-directory $(BUILD)/bandit-sim $(BUILD)/scripts/tstar
+	python3 scripts/repro.py --sim $(BUILD)/bandit-sim --tstar $(BUILD)/scripts/tstar --out $(BUILD)/repro \
+		--doc docs/reproduction.md --img docs/img $(if $(REPRO_SCALE),--scale $(REPRO_SCALE))
+
+# T*(μ) and w*(μ) from the policies' own solver (policies/tas.h), for the
+# driver's cross-check of its lower bound.
+$(BUILD)/scripts/tstar: $(OBJ)/scripts/tstar.o $(LIB_POLICIES)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(LIB_SERVER): $(OBJ)/gen/web_assets.o
 

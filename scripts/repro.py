@@ -234,6 +234,8 @@ def fmt_rate(k, n, digits=1):
 def fmt_num(x):
     if x is None:
         return "—"
+    if abs(x) >= 1e9:
+        return f"{x / 1e9:.2f}G"
     if abs(x) >= 1e6:
         return f"{x / 1e6:.2f}M"
     if abs(x) >= 1e4:
@@ -671,6 +673,16 @@ def sec_gabillon(ctx):
                 ctx.headline.append(("Gabillon 2011", f"P2 {alg} ℓ(n), best η", paper,
                                      f"{txt} (η = {frac_str(eta)})"))
         if pn == 3:
+            order = sorted(best.items(), key=lambda kv: kv[1][0])
+            out.append(
+                f"\nProblem 3 as printed repeats Problem 2's two bandits twice with n = 1400, i.e. 350 "
+                f"pulls per bandit where Problem 2 has 500: our Uniform errs in {pct(uni['error_rate'])} of "
+                "the runs, above the 0.15–0.45 range of their Figure 3's axis, so their run must have used "
+                "a larger n or other bandits (the text calls the problem \"strongly heterogeneous\", "
+                "which two copies of two bandits are not). What carries over is the ranking, best first "
+                "(best η each): " + ", ".join(f"{alg} {pct(v[0])}" for alg, v in order)
+                + " — the variance-aware algorithms first and the uniform split over bandits last, as "
+                "they conclude.\n")
             for alg in ("GapE", "GapE-V", "A-GapE-V", "Unif+UCB-E"):
                 ell, eta, txt = best[alg]
                 ctx.headline.append(("Gabillon 2011", f"P3 {alg} ℓ(n), best η",
@@ -815,14 +827,14 @@ def sec_ks(ctx):
         else:
             ours = f"not within {cap:,} (mean δᶜ there {t['delta_c'][k]:.2f}; {r['runs']} runs)"
             paper = f"not within 30,000"
-        rows.append([label, "fixed n", paper, ours, f"{t['nss'][k]:.4f}"])
+        rows.append([label, "fixed n", paper, ours, f"{1 - t['nss'][k]:.1e}"])
     ta = an["trace"]
     ka = max(i for i, p in enumerate(ta["pulls"]) if p <= cap)
     rows.append(["π4 ADAPT", "anytime (time-uniform)", "—",
                  f"{fmt_mean(an)} ({an['runs']} runs; median {fmt_num(an['median_pulls'])})",
-                 f"{ta['nss'][ka]:.4f}"])
+                 f"{1 - ta['nss'][ka]:.1e}"])
     out.append(table(["policy", "bound", "paper", "ours: pulls to δᶜ ≤ 0.15, mean [95% CI]",
-                      f"NSS at {cap:,}"], rows))
+                      f"1 − NSS at {cap:,}"], rows))
     out.append(
         f"\nErrors of the stopped ADAPT runs: (ε, m)-PAC {fmt_rate(count_of(a, 'pac_error_rate'), a['runs'])} "
         f"with the fixed-n bound, {fmt_rate(count_of(an, 'pac_error_rate'), an['runs'])} anytime "
@@ -899,7 +911,10 @@ def sec_ks(ctx):
         "small instance only (where they exist in this build); on n = 50 they would take "
         f"{fmt_num(ks_halving(50, 15, eps50, KS_DELTA))} (HALVING) to "
         f"{fmt_num(ks_incremental(50, 15, eps50, KS_DELTA))} (INCREMENTAL) pulls per run.\n")
-    out.append(KS_NOTES.format(w=rng_w, f=(rng_w / math.sqrt(12)) ** 2, p=22000 * (rng_w / math.sqrt(12)) ** 2))
+    s5a, s5f = small_runs[("adapt", "anytime")].result(), small_runs[("adapt", "fixed")].result()
+    out.append(KS_NOTES.format(w=rng_w, f=(rng_w / math.sqrt(12)) ** 2, p=22000 * (rng_w / math.sqrt(12)) ** 2,
+                               c50=an["mean_pulls"] / a["mean_pulls"] - 1,
+                               c5=s5a["mean_pulls"] / s5f["mean_pulls"] - 1))
     ctx.scaled.append(("K&S n = 50: π1–π4", "≥ 1000 runs", f"{R50} runs ({R50a} anytime)",
                        "ADAPT costs ≈ 8 s of CPU per run on 50 arms (δᶜ's cutoff search on every pull); "
                        "the mean pulls are still known to ±2–4%"))
@@ -914,7 +929,11 @@ experiment, here the union of the arms' supports, {w:.2f} wide; Hoeffding and
 the empirical-Bernstein range term scale with the range, so ε is {f:.2f}× harder
 to resolve in pulls (({w:.2f}/3.46)²) — 22,000 × {f:.2f} ≈ {p:,.0f}, close to what
 we measure with the same fixed-n bounds. The anytime (time-uniform) bound,
-our default because δᶜ is checked after every pull, costs a further 30–60%.
+our default because δᶜ is checked after every pull, costs a further
+{c50:.0%} here ({c5:.0%} on the small instance). NSS (1 − NSS in the table,
+the share of the best possible sum that the current top 15 misses) orders
+π1–π4 as their Figure 2(b) does, on a much finer scale: our drawn means are
+spread over [0, 1], so a swap near the boundary costs little of the sum.
 ADAPT's sample counts also vary with the drawn means (their instance is not
 given); the comparison of π1–π4 does not.
 """
@@ -1034,7 +1053,11 @@ def sec_bubeck(ctx):
         "\nTheir figures give no numbers, only these qualitative findings. Experiments 1, 2, 4 and "
         "6 have groups of equal means: when the m-th and (m+1)-th arms fall in the same group, "
         "any choice within it is right, which makes those points easier than with distinct means "
-        "(experiment 1 with m ≥ 2 reduces to finding arm 1 among nineteen equal arms).\n")
+        "(experiment 1 with m ≥ 2 reduces to finding arm 1 among nineteen equal arms). Our SR "
+        "for m > 1 rescales SR's schedule so that its K − m phases spend the whole budget "
+        "(policies/sr.c); theirs is described in one sentence (\"K − m − 1 phases, while still using "
+        "the full budget\"), so where ours is not worse than uniform the difference is likely the "
+        "schedule, not the rejections.\n")
     ctx.scaled.append(("Bubeck et al. §5", "m = 2 … K − 1, runs not stated",
                        f"{R} runs; m ∈ a subset of 2 … K − 1 for K ≥ 15", "CPU time"))
     return "".join(out)
@@ -1540,13 +1563,35 @@ LB_CONFIGS = [
     ("GCP (Bayes)", "gcp", {}, "glr-heuristic", None, "heuristic"),
     ("LUCB1", "lucb1", {}, None, None, "proven"),
     ("KL-LUCB", "kl-lucb", {}, None, None, "proven"),
-    ("TTTS", "ttts", {}, "glr", None, "proven"),
-    ("TTTS", "ttts", {}, "glr-heuristic", None, "heuristic"),
-    ("Track-and-Stop", "track-and-stop", {}, "glr", None, "proven"),
-    ("Track-and-Stop", "track-and-stop", {}, "glr-heuristic", None, "heuristic"),
+    # TTTS and Track-and-Stop stop on their own GLR rule; its threshold is a parameter.
+    ("TTTS", "ttts", {"threshold": "proven"}, None, None, "proven"),
+    ("TTTS", "ttts", {"threshold": "heuristic"}, None, None, "heuristic"),
+    ("Track-and-Stop", "track-and-stop", {"threshold": "proven"}, None, None, "proven"),
+    ("Track-and-Stop", "track-and-stop", {"threshold": "heuristic"}, None, None, "heuristic"),
 ]
 
+
+def lb_stop_name(stop, params):
+    """The stop column of the lower-bound table (own GLR rules by their threshold)."""
+    if stop is None and params.get("threshold") == "proven":
+        return "its GLR, proven threshold"
+    if stop is None and params.get("threshold") == "heuristic":
+        return "its GLR, ln((ln t + 1)/δ)"
+    return STOP_NAMES[stop]
+
+
+def lb_glr_kind(stop, params):
+    """Which GLR threshold a lower-bound row stops on: "glr", "glr-heuristic" or None."""
+    if stop in ("glr", "glr-heuristic"):
+        return stop
+    if stop is None and params.get("threshold") == "proven":
+        return "glr"
+    if stop is None and params.get("threshold") == "heuristic":
+        return "glr-heuristic"
+    return None
+
 STOP_NAMES = {None: "its own", "delta_c": "δᶜ ≤ δ", "glr": "GLR, proven threshold",
+              "own": "its own",
               "glr-heuristic": "GLR, ln((ln t + 1)/δ)", "rho": "ρ̄ ≥ 1 − δ"}
 
 
@@ -1583,6 +1628,14 @@ def sec_fc(ctx):
             s = sum(v)
             worst = max(worst, inv_t_star_at(GK_MU, [x / s for x in v]))
     lb = {d: ts * kl_delta(d) for d in (0.1, 0.05, 0.01)}
+    tas_check = ""
+    if getattr(ctx.r, "tstar", ""):
+        c = json.loads(subprocess.run([ctx.r.tstar] + [repr(x) for x in GK_MU], check=True,
+                                      capture_output=True, text=True).stdout)
+        dw = max(abs(a - b) for a, b in zip(c["w"], w))
+        tas_check = (f" The policies' own solver (`tas_optimal_weights`, policies/tas.h, via "
+                     f"build/scripts/tstar) gives T* = {c['tstar']:.6f}, relative difference "
+                     f"{abs(c['tstar'] - ts) / ts:.1e}, weights within {dw:.1e}.")
 
     # --- δ-check: error ≤ δ, per policy, bound, delay
     present = [p for p in FC_POLICIES if ctx.need(p[1], "fixed-confidence δ-check")]
@@ -1612,7 +1665,7 @@ def sec_fc(ctx):
             continue
         rel = 0.5 if pol == "adapt" else 1.0
         for d in (0.1, 0.01):
-            lbres[(lab, stop, bound, d)] = ctx.r.submit(
+            lbres[(lab, lb_glr_kind(stop, par) or stop, bound, d)] = ctx.r.submit(
                 "fc-check", fc_problem("A"), pol, ctx.runs(R * rel, least=4), seed, par, stop=stop, delta=d,
                 bound=bound or "anytime")
 
@@ -1670,21 +1723,22 @@ def sec_fc(ctx):
         f"**T* = {ts:.1f}**, w* = ({', '.join(f'{x:.4f}' for x in w)}). Checks: the rate the weights "
         f"achieve, min over challengers, is {inv:.6g} = 1/T* ({1 / ts:.6g}); no weight vector of 20,000 "
         f"random ones nor of 8 small moves around w* does better (best {worst:.6g}); the issue's "
-        "reference is T* ≈ 990. Lower bound T*·kl(δ, 1 − δ): "
+        f"reference is T* ≈ 990.{tas_check} Lower bound T*·kl(δ, 1 − δ): "
         + ", ".join(f"{lb[d]:.0f} at δ = {d}" for d in (0.1, 0.01))
         + f" (issue: ≈ 1740 at δ = 0.1). Runs: {R} per row ({ctx.runs(R * 0.5, least=4)} for ADAPT), "
           "delay 0, anytime bounds unless the row says fixed.\n\n")
     rows = []
     ratios = []
     for lab, pol, par, stop, bound, guar in LB_CONFIGS:
-        if (lab, stop, bound, 0.1) not in lbres:
+        key = lb_glr_kind(stop, par) or stop
+        if (lab, key, bound, 0.1) not in lbres:
             continue
-        cells = [lab, STOP_NAMES[stop] + (f" ({bound} bound)" if stop == "delta_c" else ""), guar]
+        cells = [lab, lb_stop_name(stop, par) + (f" ({bound} bound)" if stop == "delta_c" else ""), guar]
         for d in (0.1, 0.01):
-            r = lbres[(lab, stop, bound, d)].result()
+            r = lbres[(lab, key, bound, d)].result()
             lo, hi = mean_ci(r["mean_pulls"], r["mean_pulls_se"])
             ratio = r["mean_pulls"] / lb[d]
-            ratios.append((ratio, d, lab, stop, bound, guar, r))
+            ratios.append((ratio, d, lab, key, bound, guar, r))
             cells += [fmt_mean(r), f"**{ratio:.2f}×** [{lo / lb[d]:.2f}, {hi / lb[d]:.2f}]",
                       f"{r['errors']}/{r['runs']}"]
         rows.append(cells)
@@ -1752,19 +1806,23 @@ def fc_analysis(ctx, ratios, lb, ts, w, facts):
                       "allocation factor", "ratio"], rows))
     # Model check: predict the proven-threshold stop from the heuristic one's allocation factor.
     checks = []
+    errs = []
     for (lab, stop, d), f in sorted(fw.items()):
         if stop != "glr-heuristic" or (lab, "glr", d) not in fw:
             continue
         pred = solve_stop_time(f * ts, lambda t: glr_threshold("glr", t, k, m, d))
         meas = next(r["mean_pulls"] for ratio, dd, l2, st, b, g, r in ratios if l2 == lab and st == "glr" and dd == d)
         checks.append(f"{lab} at δ = {d}: predicted {fmt_num(pred)}, measured {fmt_num(meas)}")
+        errs.append((abs(pred - meas) / meas, lab, d))
     if checks:
+        worst_err = max(errs)
         out.append(
             "\nDoes the split predict? From the allocation factor of the heuristic-threshold runs, "
-            "τ = T_w β_proven(τ) gives the proven-threshold stop times: " + "; ".join(checks) + ". It holds "
-            "where the proportions do not depend on how long the run lasts (uniform: exactly; GCP: "
-            "nearly); ADAPT's δᶜ-proportional sampling spreads differently at the proven threshold's "
-            "longer horizons, so its allocation factor is not one number.\n")
+            "τ = T_w β_proven(τ) gives the proven-threshold stop times: " + "; ".join(checks)
+            + f". The largest miss is {worst_err[0]:.0%} ({worst_err[1]}, δ = {worst_err[2]}): the "
+            "allocation factor is nearly one number per sampling rule on this instance, and uniform's "
+            f"measured factor matches its exact T_w/T* = {t_unif / ts:.2f}, so the split is a sound "
+            "account of where the samples go.\n")
     best_h = {d: solve_stop_time(ts, lambda t, d=d: glr_threshold("glr-heuristic", t, k, m, d)) / lb[d]
               for d in (0.1, 0.01)}
     best_p = {d: solve_stop_time(ts, lambda t, d=d: glr_threshold("glr", t, k, m, d)) / lb[d]
@@ -1772,24 +1830,38 @@ def fc_analysis(ctx, ratios, lb, ts, w, facts):
     gk = {d: solve_stop_time(ts, lambda t, d=d: math.log(2 * t * (k - 1) / d)) / lb[d] for d in (0.1, 0.01)}
     proven = [x for x in ratios if x[5] == "proven"]
     best_proven = {d: min((x for x in proven if x[1] == d), key=lambda x: x[0], default=None) for d in (0.1, 0.01)}
+    tas_h = {d: fw.get(("Track-and-Stop", "glr-heuristic", d)) for d in (0.1, 0.01)}
+    tas_line = ""
+    if tas_h[0.1] is not None:
+        tr_h = {d: next(x[0] for x in ratios if x[2] == "Track-and-Stop" and x[3] == "glr-heuristic" and x[1] == d)
+                for d in (0.1, 0.01)}
+        near = abs(tr_h[0.1] / best_h[0.1] - 1) < 0.1
+        tas_line = (f" Our Track-and-Stop with that threshold measures {tr_h[0.1]:.2f}× and {tr_h[0.01]:.2f}× "
+                    f"(allocation factor {tas_h[0.1]:.2f} and {tas_h[0.01]:.2f})"
+                    + (": on this line. The issue's reference (≈ 2.2× and ≈ 1.45×) lies below it; Z(t) is "
+                       "noisy and can meet a level before its mean does, but not by that much in our runs — "
+                       "a different implementation (threshold, forced exploration, tie handling) is the "
+                       "likelier cause." if near else
+                       f", {abs(tr_h[0.1] / best_h[0.1] - 1):.0%} off this line: the noisy Z(t) meets a "
+                       "level before (or after) its mean does."))
     out.append(
         "\n**Reading.** With the heuristic threshold even perfect tracking of w* has a threshold factor "
         f"β/kl ≈ {best_h[0.1]:.2f} at δ = 0.1 and {best_h[0.01]:.2f} at δ = 0.01 (τ = T* β(τ) solved "
         "for τ): the ln ln t term and kl(δ, 1 − δ) < ln(1/δ) keep every rule well above the bound at "
-        "moderate δ, and Track-and-Stop's measured ≈ 2.2× sits below this line only because the "
-        "noisy Z(t) crosses a level earlier than its mean does. With the proven threshold "
+        "moderate δ." + tas_line + " With the proven threshold "
         "(Kaufmann & Koolen 2021, union over the K − 1 pairs) perfect tracking would still need "
         f"{best_p[0.1]:.1f}× and {best_p[0.01]:.1f}×: the proof's price — 2𝒯(ln((K−1)/δ)/2) ≈ "
         f"{2 * kk_calibration(math.log(3 / 0.1) / 2):.1f} instead of ln(1/δ) = {math.log(10):.1f} at δ = 0.1, "
         f"plus 6 ln(1 + ln(t/2)) ≈ {6 * math.log(1 + math.log(5000)):.0f} at t = 10⁴ — is a factor "
-        "4–6 over the heuristic. Our best rows with a proof: "
+        "4–8 over the heuristic. Our best rows with a proof: "
         + "; ".join(f"{x[0]:.2f}× at δ = {d} ({x[2]}, {STOP_NAMES[x[3]]}"
                     + (f", {x[4]} bound" if x[3] == "delta_c" else "") + ")"
                     for d, x in best_proven.items() if x)
-        + " — δᶜ, not the proven GLR, is our cheapest guaranteed stop on this instance, and no "
-        "proven stop comes near a Track-and-Stop run with the heuristic threshold. Among the "
-        "heuristic rows the allocation factor decides, and tracking w* (factor ≈ 1) is the best "
-        "there is.\n")
+        + ". No proven stop comes near a heuristic-threshold Track-and-Stop; among the heuristic rows "
+        "the allocation factor decides, and tracking w* (factor ≈ 1) is the best there is, so "
+        "\"beating Track-and-Stop\" on this instance can only come from a smaller threshold with "
+        "the same proof, not from a better sampling rule.\n")
+    best_alloc = min(((v, k) for k, v in fw.items() if k[1] == "glr-heuristic" and k[2] == 0.1), default=None)
     out.append(
         "\n**Proposals (not implemented; numbers from the model above, to be measured once built).** "
         f"(1) Garivier & Kaufmann (2016, §3) also state the simpler threshold ln(2t(K − 1)/δ) as δ-PAC "
@@ -1804,9 +1876,10 @@ def fc_analysis(ctx, ratios, lb, ts, w, facts):
            "despite being checked after every pull" if "adapt_fixed_errors" in facts else "")
         + ". That gap bounds what a sharper time-uniform boundary (KL-based widths for Bernoulli "
         "rewards, stitching constants tuned to the horizons we serve) could win while keeping the "
-        "proof. (3) Of our sampling rules GCP's allocation is the closest to w* (smallest allocation "
-        "factor): GCP sampling with the cheapest proven stop is the best fixed-confidence pairing we "
-        "can offer until a tracking rule (Track-and-Stop, TTTS) lands.\n")
+        "proof."
+        + (f" (3) The smallest allocation factor here is {best_alloc[1][0]}'s ({best_alloc[0]:.2f} at δ = 0.1): "
+           "that sampling rule with the cheapest proven stop is the best fixed-confidence pairing we can "
+           "offer today." if best_alloc else "") + "\n")
     return "".join(out)
 
 
@@ -1871,6 +1944,7 @@ def git_describe():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sim", default="build/bandit-sim")
+    ap.add_argument("--tstar", default="", help="build/scripts/tstar: T*(μ) by policies/tas.h, to cross-check")
     ap.add_argument("--out", default="build/repro")
     ap.add_argument("--doc", default="docs/reproduction.md")
     ap.add_argument("--img", default="docs/img")
@@ -1886,6 +1960,7 @@ def main():
     t0 = time.time()
     load0 = os.getloadavg()
     runner = Runner(args.sim, args.out, args.jobs, sys.stderr)
+    runner.tstar = args.tstar
     plotter = Plotter(args.img, os.path.join(args.out, "plots"), not args.no_plots)
     ctx = Ctx(runner, plotter, args.scale, False)
     only = set(filter(None, args.only.split(",")))
