@@ -5,14 +5,24 @@
 #   make test     install, build, run every suite (unit, HTTP, statistical)
 #   make bench    benchmarks (bench/)
 #   make web-dist rebuild the dashboard's committed files (web/dist) with npm
+#   make tsan     ThreadSanitizer: the unit suites that start threads and every
+#                 HTTP suite against a TSan daemon (build/tsan); a few minutes
+#   make valgrind memcheck (--error-exitcode=1 --leak-check=full) on every unit
+#                 suite and on the daemon during a short HTTP scenario
+#                 (lifecycle, faults, shutdown); several minutes
+# tsan and valgrind are not part of `make test` (too slow); each exits
+# non-zero on any report, error or leak.
 #
 # Objects go to $(BUILD)/obj; the sanitizer build (ASan + UBSan) used by the
 # tests lives in build/asan and is made by calling this Makefile again with
-# BUILD=build/asan SAN=1. Sources are found by wildcard: a new policy is one
+# BUILD=build/asan SAN=1 (build/tsan likewise with TSAN=1: ThreadSanitizer
+# cannot be combined with ASan). Sources are found by wildcard: a new policy is one
 # new file in policies/ (plus its registry line), nothing to add here.
 
 BUILD ?= build
 SAN ?= 0
+FUZZ ?= 0
+TSAN ?= 0
 CC ?= gcc
 
 PKGS := libmicrohttpd jansson sqlite3 gsl libcurl gnutls
@@ -27,11 +37,24 @@ CFLAGS += -std=c11 -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS) -MMD -MP -pthread
 LDFLAGS += -pthread
 LDLIBS += $(PKG_LIBS) -lm
 
-ifeq ($(SAN),1)
+ifeq ($(FUZZ),1)
+# libFuzzer build (make fuzz): clang, coverage instrumentation everywhere
+CFLAGS += -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+          -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address,undefined
+else ifeq ($(SAN),1)
 CFLAGS += -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
+else ifeq ($(TSAN),1)
+# ThreadSanitizer (cannot be combined with ASan): `make tsan`.
+CFLAGS += -O1 -fsanitize=thread -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=thread
 else
 CFLAGS += -O2
+endif
+# The simulator's problem parser is fuzzed once sim/sim.c exists.
+ifneq ($(wildcard sim/sim.c),)
+CFLAGS += -DHAVE_SIM
 endif
 
 OBJ := $(BUILD)/obj
@@ -53,6 +76,9 @@ LIBS_ALL := $(LIB_SERVER) $(LIB_SIM) $(LIB_STORE) $(LIB_POLICIES)
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
+# The HTTP suites need the harness (tests/support/harness.h, branch http);
+# until it is merged they are not built.
+HTTP_TESTS := $(if $(wildcard tests/support/harness.h),$(HTTP_TESTS))
 STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
 # Executable scripts that print TAP (run against the sanitizer daemon).
 SCRIPT_TESTS += $(wildcard tests/http/test_*.py)
@@ -60,8 +86,8 @@ SCRIPT_TESTS += $(wildcard tests/http/test_*.py)
 # Keep objects of test binaries between runs (make deletes intermediates otherwise).
 .SECONDARY:
 
-.PHONY: all run test test-build deps test-deps format lint bench clean valgrind reproduce \
-        test-crash fuzz
+.PHONY: all run test test-build deps test-deps format lint bench bench-deps clean valgrind tsan \
+        reproduce test-crash fuzz
 
 all: $(BUILD)/banditd $(BUILD)/bandit-sim
 
@@ -160,6 +186,16 @@ $(BUILD)/tests/%: $(OBJ)/tests/%.o $(LIB_TESTS) $(LIBS_ALL)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
 
+$(BUILD)/fuzz/fuzz_%: $(OBJ)/tests/fuzz/fuzz_%.o $(OBJ)/tests/fuzz/targets.o $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+# replays the fuzz corpus: the target bodies link before the libraries
+$(BUILD)/tests/unit/test_fuzz_corpus: $(OBJ)/tests/unit/test_fuzz_corpus.o \
+		$(OBJ)/tests/fuzz/targets.o $(LIB_TESTS) $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
+
 $(BUILD)/bench/%: $(OBJ)/bench/%.o $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -192,6 +228,48 @@ test: test-deps
 		./tests/run.sh $(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS)) \
 		$(SCRIPT_TESTS) $(STAT_TESTS)
 
+# kill -9 at random moments, CRASH_KILLS times (make test runs 3 of them):
+# every acknowledged reward present exactly once after each restart.
+CRASH_KILLS ?= 25
+test-crash: test-deps
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 build/asan/banditd \
+		build/asan/tests/http/test_crash
+	@CRASH_KILLS=$(CRASH_KILLS) BANDITD_BIN=$(CURDIR)/build/asan/banditd \
+		./tests/run.sh build/asan/tests/http/test_crash
+
+# libFuzzer targets (clang, ASan + UBSan), FUZZ_TIME seconds each, on a
+# working corpus seeded from tests/fuzz/corpus/; a crash is saved under
+# build/fuzz/artifacts/ and fails the run (copy it to tests/fuzz/regress/ to
+# make it a regression test of make test). Report: build/fuzz/report.md.
+FUZZ_TIME ?= 60
+FUZZ_TARGETS := expconfig assignment rewards observations patch \
+                $(if $(wildcard sim/sim.c),simproblem)
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=build/fuzz FUZZ=1 CC=clang \
+		$(addprefix build/fuzz/fuzz/fuzz_,$(FUZZ_TARGETS))
+	@./tests/fuzz/run.sh $(FUZZ_TIME) $(FUZZ_TARGETS)
+
+# Benchmarks: every figure goes to build/bench/*.md, and together into
+# bench/results.md (also printed). Timing lives here, never in tests. The
+# HTTP run takes ~5 minutes (84 wrk runs of BENCH_DURATION seconds),
+# the policies ~1 minute.
+BENCH_DURATION ?= 3
+BENCH_BINS := $(BUILD)/banditd $(BUILD)/bench/load $(BUILD)/bench/bare $(BUILD)/bench/policies
+bench-deps:
+	@./scripts/install-deps.sh --bench
+
+bench: bench-deps
+	@$(MAKE) --no-print-directory $(BENCH_BINS)
+	@mkdir -p $(BUILD)/bench
+	./$(BUILD)/bench/policies --ms 100 --out $(BUILD)/bench/policies.md
+	./$(BUILD)/bench/load memory --daemon $(BUILD)/banditd --out $(BUILD)/bench/memory.md
+	./$(BUILD)/bench/load throughput --daemon $(BUILD)/banditd --bare $(BUILD)/bench/bare \
+		--duration $(BENCH_DURATION) --out $(BUILD)/bench/load.md
+	@{ echo "# Benchmark results"; echo; echo "Written by \`make bench\` on $$(uname -n)."; echo; \
+	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md $(BUILD)/bench/policies.md; } \
+		> bench/results.md
+	@echo "written bench/results.md"
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
@@ -201,6 +279,45 @@ lint:
 		$$(git ls-files '*.c')
 	clang-tidy --quiet $$(git ls-files 'policies/*.c' 'store/*.c' 'server/*.c' 'api/*.c' 'sim/*.c') \
 		-- -std=c11 -D_GNU_SOURCE -I. $(PKG_CFLAGS)
+
+# --- ThreadSanitizer and valgrind (one command each; not in `make test`) ------
+
+# The unit suites that run threads (the store's writer and concurrent
+# submitters, the simulator's workers — test_sim_cli runs the TSan
+# bandit-sim with 2 threads —, the experiment layer's writer callbacks and
+# concurrent creates) and every HTTP suite, all built with -fsanitize=thread,
+# the clients too. A report makes a process exit 66 (TSan's exit code), and
+# tests/run.sh fails any suite whose log holds one (so a daemon killed with
+# SIGKILL counts too).
+TSAN_UNIT := $(patsubst %,build/tsan/tests/unit/%,test_store test_sim test_sim_cli test_experiment)
+TSAN_HTTP := $(patsubst $(BUILD)/%,build/tsan/%,$(HTTP_TESTS))
+TSAN_OPTIONS_RUN := halt_on_error=0 second_deadlock_stack=1 history_size=4
+
+tsan: test-deps
+	@$(MAKE) --no-print-directory BUILD=build/tsan TSAN=1 build/tsan/banditd build/tsan/bandit-sim \
+		$(TSAN_UNIT) $(TSAN_HTTP)
+	@TSAN_OPTIONS="$(TSAN_OPTIONS_RUN)" TEST_OUT=tests/out/tsan \
+		BANDITD_BIN=$(CURDIR)/build/tsan/banditd BANDIT_SIM_BIN=$(CURDIR)/build/tsan/bandit-sim \
+		./tests/run.sh $(TSAN_UNIT) $(TSAN_HTTP) $(wildcard tests/http/test_*.py)
+
+# memcheck on the optimised build (-g; valgrind cannot run a sanitizer
+# build): every unit suite under valgrind, then a short HTTP scenario whose
+# daemon runs under valgrind (tests/support/valgrind-banditd.sh) — the
+# harness asserts its exit status, which an error or a leak makes 1.
+# Leaks counted: definitely and indirectly lost (a thread's possibly-lost
+# stack at exit is not ours).
+VALGRIND_OPTS_RUN := --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+                     --show-leak-kinds=definite,indirect --num-callers=30 --track-origins=yes
+VALGRIND_HTTP := $(BUILD)/tests/http/test_lifecycle $(BUILD)/tests/http/test_faults \
+                 $(BUILD)/tests/http/test_shutdown
+
+valgrind: test-deps
+	@$(MAKE) --no-print-directory all $(UNIT_TESTS) $(VALGRIND_HTTP)
+	@VALGRIND_OPTS="$(VALGRIND_OPTS_RUN)" TEST_WRAPPER="valgrind -q" TEST_OUT=tests/out/valgrind \
+		BANDIT_SIM_BIN=$(CURDIR)/$(BUILD)/bandit-sim ./tests/run.sh $(UNIT_TESTS)
+	@VALGRIND_OPTS="$(VALGRIND_OPTS_RUN)" TEST_OUT=tests/out/valgrind \
+		BANDITD_BIN=$(CURDIR)/tests/support/valgrind-banditd.sh \
+		BANDITD_VG_BIN=$(CURDIR)/$(BUILD)/banditd ./tests/run.sh $(VALGRIND_HTTP)
 
 clean:
 	rm -rf build

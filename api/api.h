@@ -66,6 +66,8 @@ struct exp_batch *api_req_batch(struct api_req *r);
 void api_reply_header(struct api_req *r, const char *name, const char *value);
 /* JSON reply; body is stolen. Always returns API_DONE. */
 int api_reply_json(struct api_req *r, unsigned status, json_t *body);
+/* JSON text reply (api/jsonw.h; malloc'd, stolen; NULL: out of memory, 503). */
+int api_reply_text(struct api_req *r, unsigned status, char *text, size_t len);
 /* Raw reply; body (malloc'd) is stolen. */
 int api_reply_raw(struct api_req *r, unsigned status, const char *content_type, char *body,
                   size_t len);
@@ -104,6 +106,9 @@ void api_req_write_done(void *req, int store_err);
 /* Stash the reply (body stolen) for when the write completes; suspend.
  * Returns API_SUSPENDED (or API_DONE when the write already completed). */
 int api_req_wait(struct api_req *r, unsigned status, json_t *body);
+/* api_req_wait with the body already serialised (JSON text from api/jsonw.h,
+ * malloc'd, stolen; NULL means out of memory and becomes a 503). */
+int api_req_wait_text(struct api_req *r, unsigned status, char *text, size_t len);
 /* Reply 503 for a store error (full disk, I/O) or 500. */
 int api_reply_store_error(struct api_req *r, int store_err);
 
@@ -130,6 +135,11 @@ int api_openapi_get(struct api_req *r);
 /* Shared by handlers: look up {id} and lock it, or reply 404/503 and return
  * NULL. The caller unlocks and puts. */
 struct exp *api_exp_lock(struct api_req *r);
+/* The two halves of api_exp_lock: a reference to {id} (or 404 and NULL),
+ * then lock and prepare it (0, or −1 after replying 404/503 and dropping
+ * the reference). In between, exp_cfg() may be read: it never changes. */
+struct exp *api_exp_find(struct api_req *r);
+int api_exp_enter(struct api_req *r, struct exp *x);
 void api_exp_unlock(struct exp *x);
 
 /* "confidence" | "budget" | "manual" | "policy", or NULL while running. */

@@ -1,6 +1,7 @@
 /*
  * assignments.c — POST /v1/experiments/{id}/assignments: which arm next.
- * Body (all optional): {"bandit": "...", "unit": "...", "count": N}.
+ * Body (all optional): {"bandit": "...", "unit": "...", "count": N}, parsed
+ * by api_parse_assignment (api/parse.c).
  */
 #include "api/api.h"
 
@@ -8,19 +9,32 @@
 #include <string.h>
 
 #include "api/jsonutil.h"
+#include "api/jsonw.h"
+#include "api/parse.h"
 #include "server/metrics.h"
 
 extern const struct exp_limits *exp_limits_get(void);
 
-static json_t *assignment_json(struct exp *x, const struct exp_assignment *a)
+/* {"id":…,"bandit":…,"arm":…,"arm_index":…,"expires_at":…,"exploit":…} */
+static void assignment_text(struct jw *w, struct exp *x, const struct exp_assignment *a)
 {
     const struct exp_config *c = exp_cfg(x);
     char id[48], exp_at[40];
     exp_assignment_id(x, a->seq, id, sizeof id);
     api_format_time(a->expires_ms, exp_at, sizeof exp_at);
-    return json_pack("{s:s,s:s,s:s,s:i,s:s,s:b}", "id", id, "bandit", c->bandit_ids[a->bandit],
-                     "arm", c->arm_names[a->bandit][a->arm], "arm_index", (json_int_t)a->arm,
-                     "expires_at", exp_at, "exploit", a->status == EXP_A_EXPLOIT);
+    jw_lit(w, "{\"id\":");
+    jw_str(w, id);
+    jw_lit(w, ",\"bandit\":");
+    jw_str(w, c->bandit_ids[a->bandit]);
+    jw_lit(w, ",\"arm\":");
+    jw_str(w, c->arm_names[a->bandit][a->arm]);
+    jw_lit(w, ",\"arm_index\":");
+    jw_int(w, a->arm);
+    jw_lit(w, ",\"expires_at\":");
+    jw_str(w, exp_at);
+    jw_lit(w, ",\"exploit\":");
+    jw_bool(w, a->status == EXP_A_EXPLOIT);
+    jw_lit(w, "}");
 }
 
 int api_assignments_create(struct api_req *r)
@@ -28,61 +42,63 @@ int api_assignments_create(struct api_req *r)
     json_t *body = api_req_json(r, 1);
     if (body == NULL)
         return API_DONE;
-    if (!json_is_object(body))
-        return api_reply_invalid(r, "", "the body must be a JSON object");
-    static const char *const keys[] = {"bandit", "unit", "count", NULL};
-    json_t *errors = json_array();
-    if (api_json_unknown_keys(body, keys, "", errors) > 0)
-        return api_reply_problem(r, 400, "unknown fields", errors);
-    json_decref(errors);
-
-    const char *bandit_id = NULL, *unit = NULL;
-    json_t *v;
-    if ((v = json_object_get(body, "bandit")) != NULL && !json_is_null(v)) {
-        bandit_id = json_string_value(v);
-        if (bandit_id == NULL)
-            return api_reply_invalid(r, "bandit", "must be a bandit id (string)");
-    }
-    if ((v = json_object_get(body, "unit")) != NULL && !json_is_null(v)) {
-        unit = json_string_value(v);
-        if (unit == NULL || unit[0] == '\0' || strlen(unit) > EXP_MAX_UNIT)
-            return api_reply_invalid(r, "unit", "must be a non-empty string of at most 256 bytes");
-    }
-    size_t count = 1, max_count = exp_limits_get()->max_count;
-    if ((v = json_object_get(body, "count")) != NULL) {
-        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-            (size_t)json_integer_value(v) > max_count) {
-            char msg[64];
-            snprintf(msg, sizeof msg, "must be an integer from 1 to %zu", max_count);
-            return api_reply_invalid(r, "count", msg);
-        }
-        count = (size_t)json_integer_value(v);
-    }
-    if (unit != NULL && count != 1)
-        return api_reply_invalid(r, "count", "a unit gets exactly one assignment (count 1)");
-
-    struct exp *x = api_exp_lock(r);
+    struct exp *x = api_exp_find(r);
     if (x == NULL)
         return API_DONE;
-    int bandit = -1;
-    if (bandit_id != NULL && (bandit = exp_bandit_index(x, bandit_id)) < 0) {
-        api_exp_unlock(x);
-        return api_reply_invalid(r, "bandit", "no such bandit in this experiment");
+    json_t *errors = json_array();
+    struct api_assign_req req;
+    char detail[API_DETAIL_MAX];
+    int prc = errors != NULL ? api_parse_assignment(body, exp_cfg(x), exp_limits_get()->max_count,
+                                                    &req, errors, detail)
+                             : -1;
+    if (prc != 0) {
+        exp_put(x);
+        if (prc < 0) {
+            json_decref(errors);
+            return api_reply_problem(r, 503, "out of memory", NULL);
+        }
+        return api_reply_problem(r, 400, detail, errors);
     }
-    json_t *list = json_array();
+    json_decref(errors);
+    if (api_exp_enter(r, x) != 0)
+        return API_DONE;
+    const char *unit = req.unit;
+    size_t count = req.count;
+    int bandit = req.bandit;
+    /* The reply is written as text (api/jsonw.h): {"assignments":[…]} */
+    struct jw w;
+    jw_init(&w);
+    jw_lit(&w, "{\"assignments\":[");
     if (unit != NULL) {
         struct exp_assignment found;
         int rc = exp_find_unit(x, unit, &found);
         if (rc < 0) {
             api_exp_unlock(x);
-            json_decref(list);
+            jw_free(&w);
             return api_reply_problem(r, 503, "storage read failed; retry later", NULL);
         }
         if (rc == 1) {
             /* Sticky: the unit's first assignment, not a new pull. */
-            json_array_append_new(list, assignment_json(x, &found));
+            assignment_text(&w, x, &found);
+            jw_lit(&w, "]}");
+            size_t len = 0;
+            if (found.committed) {
+                api_exp_unlock(x);
+                char *text = jw_finish(&w, &len);
+                return api_reply_text(r, 200, text, len);
+            }
+            /* The first request's ASSIGN is not on disk yet: answer once
+             * it is (an empty write queued behind it completes after it,
+             * and fails if it failed), so a 200 never hands out an id
+             * that a failed commit would take back. */
+            int src = api_req_submit(r, x);
             api_exp_unlock(x);
-            return api_reply_json(r, 200, json_pack("{s:o}", "assignments", list));
+            if (src != STORE_OK) {
+                jw_free(&w);
+                return api_reply_store_error(r, src);
+            }
+            char *text = jw_finish(&w, &len);
+            return api_req_wait_text(r, 200, text, len);
         }
     }
     struct exp_batch *b = api_req_batch(r);
@@ -95,11 +111,13 @@ int api_assignments_create(struct api_req *r)
             break;
         }
         metrics_assignments(1, a->status == EXP_A_EXPLOIT);
-        json_array_append_new(list, assignment_json(x, a));
+        if (i > 0)
+            jw_lit(&w, ",");
+        assignment_text(&w, x, a);
     }
     if (b->n == 0) {
         api_exp_unlock(x);
-        json_decref(list);
+        jw_free(&w);
         if (limited == EXP_ERR_LIMIT)
             return api_reply_problem(r, 429,
                                      "too many outstanding assignments; report rewards or wait "
@@ -110,8 +128,11 @@ int api_assignments_create(struct api_req *r)
     int rc = api_req_submit(r, x);
     api_exp_unlock(x);
     if (rc != STORE_OK) {
-        json_decref(list);
+        jw_free(&w);
         return api_reply_store_error(r, rc);
     }
-    return api_req_wait(r, 201, json_pack("{s:o}", "assignments", list));
+    jw_lit(&w, "]}");
+    size_t len = 0;
+    char *text = jw_finish(&w, &len);
+    return api_req_wait_text(r, 201, text, len);
 }

@@ -9,7 +9,7 @@
 
 #include "api/jsonutil.h"
 
-struct exp *api_exp_lock(struct api_req *r)
+struct exp *api_exp_find(struct api_req *r)
 {
     const char *id = api_req_id(r);
     struct exp *x = id != NULL ? exp_get(id) : NULL;
@@ -17,20 +17,30 @@ struct exp *api_exp_lock(struct api_req *r)
         char detail[128];
         snprintf(detail, sizeof detail, "no experiment \"%s\"", id ? id : "");
         api_reply_problem(r, 404, detail, NULL);
-        return NULL;
     }
+    return x;
+}
+
+int api_exp_enter(struct api_req *r, struct exp *x)
+{
     exp_lock(x);
     int rc = exp_prepare_locked(x, api_req_now_ms(r));
-    if (rc != EXP_OK) {
-        exp_unlock(x);
-        exp_put(x);
-        if (rc == EXP_ERR_GONE)
-            api_reply_problem(r, 404, "the experiment was deleted", NULL);
-        else
-            api_reply_problem(r, 503, "the experiment cannot be read from storage; retry later",
-                              NULL);
+    if (rc == EXP_OK)
+        return 0;
+    exp_unlock(x);
+    exp_put(x);
+    if (rc == EXP_ERR_GONE)
+        api_reply_problem(r, 404, "the experiment was deleted", NULL);
+    else
+        api_reply_problem(r, 503, "the experiment cannot be read from storage; retry later", NULL);
+    return -1;
+}
+
+struct exp *api_exp_lock(struct api_req *r)
+{
+    struct exp *x = api_exp_find(r);
+    if (x == NULL || api_exp_enter(r, x) != 0)
         return NULL;
-    }
     return x;
 }
 

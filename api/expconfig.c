@@ -97,6 +97,7 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
     int bad = 0;
     for (size_t b = 0; b < nb; b++) {
         char field[64];
+        char defid[32]; /* bid may point here: it must outlive the else block */
         json_t *bj = json_array_get(bandits, b);
         json_t *arms = NULL;
         const char *bid = NULL;
@@ -115,7 +116,6 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
             if (api_json_unknown_keys(bj, keys, field, errors))
                 bad = 1;
             json_t *idj = json_object_get(bj, "id");
-            char defid[32];
             snprintf(defid, sizeof defid, "b%zu", b);
             bid = idj == NULL ? (nb == 1 ? "default" : defid) : json_string_value(idj);
             if (bid == NULL || !api_valid_id(bid)) {

@@ -19,6 +19,7 @@
 
 #define NSHARDS 64
 #define SHARD_BUCKETS 1024
+#define EXP_RELOAD_WAIT_MS 1000 /* a stale experiment waits this long for its queued writes */
 
 /* --- per-experiment data that a reload replaces ----------------------------- */
 
@@ -37,8 +38,9 @@ struct exp_data {
     size_t fhead, flen, fcap;
     size_t pending;
     /* history */
-    struct exp_history_point *hist;
-    size_t hlen;
+    struct exp_history_point *hist; /* grows to history_points (most
+                                     * experiments never fill it) */
+    size_t hlen, hcap;
     uint64_t hstride, hnext;
     unsigned char *scratch; /* kmax entries */
     int need_reset; /* next submission clears the store's failure mark */
@@ -50,10 +52,13 @@ struct exp {
     int64_t created_ms;
     uint32_t token;
     pthread_mutex_t mu;
+    pthread_cond_t idle; /* signalled when inflight drops to 0 (with mu) */
     atomic_int refs;
     atomic_int stale;  /* a write failed: reload before the next request */
     atomic_uint gen;   /* increments at each reload */
-    int deleted;
+    int inflight;      /* submissions queued whose on_commit has not run (mu) */
+    int deleting;      /* a delete is queued: requests see the experiment gone (mu) */
+    int deleted;       /* the delete committed (mu) */
     atomic_int visible;
     struct exp_config cfg;
     char *config_text; /* cfg.json serialised, as stored */
@@ -319,10 +324,9 @@ static struct exp_data *data_new(const struct exp_config *cfg, char *err, size_t
     for (size_t b = 0; b < cfg->n_bandits; b++)
         kmax = cfg->n_arms[b] > kmax ? cfg->n_arms[b] : kmax;
     d->scratch = calloc(kmax, 1);
-    d->hist = calloc(g_lim.history_points, sizeof *d->hist);
     d->hstride = 1;
     d->hnext = 1;
-    if (d->eng == NULL || d->scratch == NULL || d->hist == NULL) {
+    if (d->eng == NULL || d->scratch == NULL) {
         if (d->eng != NULL)
             snprintf(err, errlen, "out of memory");
         data_free(d);
@@ -357,6 +361,17 @@ static void history_maybe_record(struct exp *x, int64_t ts)
     size_t total = 0;
     for (size_t b = 0; b < c->n_bandits; b++)
         total += c->n_arms[b];
+    if (d->hlen == d->hcap) {
+        /* 256 points up front were 10 KiB of a 16 KiB experiment */
+        size_t ncap = d->hcap ? d->hcap * 2 : 8;
+        if (ncap > g_lim.history_points)
+            ncap = g_lim.history_points;
+        struct exp_history_point *nh = realloc(d->hist, ncap * sizeof *nh);
+        if (nh == NULL)
+            return; /* history is best effort */
+        d->hist = nh;
+        d->hcap = ncap;
+    }
     struct exp_history_point *p = &d->hist[d->hlen];
     p->pulls = pulls;
     p->ts_ms = ts;
@@ -405,6 +420,7 @@ static void exp_free(struct exp *x)
     data_free(x->d);
     exp_config_free(&x->cfg);
     free(x->config_text);
+    pthread_cond_destroy(&x->idle);
     pthread_mutex_destroy(&x->mu);
     free(x);
 }
@@ -437,8 +453,11 @@ struct exp *exp_get(const char *id)
     return x;
 }
 
-/* Insert x unless its id is taken; the registry's reference is x's first. */
-static int registry_insert(struct exp *x)
+/* Insert x unless its id is taken or, limit > 0, the registry already holds
+ * limit experiments; the registry's reference is x's first. The count is
+ * reserved atomically: concurrent creates in different shards cannot all
+ * pass a check made before any of them inserted. */
+static int registry_insert(struct exp *x, size_t limit)
 {
     size_t bucket;
     struct shard *s = shard_of(x->id, &bucket);
@@ -447,9 +466,13 @@ static int registry_insert(struct exp *x)
         pthread_mutex_unlock(&s->mu);
         return EXP_ERR_EXISTS;
     }
+    if (atomic_fetch_add(&g_count, 1) >= limit && limit > 0) {
+        atomic_fetch_sub(&g_count, 1);
+        pthread_mutex_unlock(&s->mu);
+        return EXP_ERR_LIMIT;
+    }
     x->next = s->buckets[bucket];
     s->buckets[bucket] = x;
-    atomic_fetch_add(&g_count, 1);
     pthread_mutex_unlock(&s->mu);
     return EXP_OK;
 }
@@ -630,17 +653,38 @@ double exp_range(const struct exp *x)
 
 void exp_assignment_id(const struct exp *x, int64_t seq, char *buf, size_t len)
 {
-    snprintf(buf, len, "%08" PRIx32 "-%" PRId64, x->token, seq);
+    /* "%08x-%lld" by hand: snprintf was a quarter of an assignment's reply */
+    static const char hex[] = "0123456789abcdef";
+    char tmp[32];
+    size_t n = 0;
+    for (int sh = 28; sh >= 0; sh -= 4)
+        tmp[n++] = hex[(x->token >> sh) & 15];
+    tmp[n++] = '-';
+    char dig[24];
+    size_t nd = 0;
+    uint64_t u = seq < 0 ? 0 : (uint64_t)seq;
+    do {
+        dig[nd++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    while (nd > 0)
+        tmp[n++] = dig[--nd];
+    if (len == 0)
+        return;
+    if (n >= len)
+        n = len - 1;
+    memcpy(buf, tmp, n);
+    buf[n] = '\0';
 }
 
 int64_t exp_parse_assignment_id(const struct exp *x, const char *id)
 {
-    char tok[9];
+    static const char hex[] = "0123456789abcdef";
     if (strlen(id) < 10 || id[8] != '-')
         return -1;
-    snprintf(tok, sizeof tok, "%08" PRIx32, x->token);
-    if (memcmp(tok, id, 8) != 0)
-        return -1;
+    for (int i = 0, sh = 28; i < 8; i++, sh -= 4)
+        if (id[i] != hex[(x->token >> sh) & 15])
+            return -1;
     const char *p = id + 9;
     if (*p < '1' || *p > '9')
         return -1;
@@ -683,7 +727,10 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 {
     if (need <= *cap)
         return 0;
-    size_t ncap = *cap ? *cap * 2 : 8;
+    /* First room for 4: eight store_ops (144 bytes each) made a 1152-byte
+     * block per request, and glibc consolidates its fast bins before every
+     * request of 1 KiB or more (malloc_consolidate, ~1% in perf). */
+    size_t ncap = *cap ? *cap * 2 : 4;
     while (ncap < need)
         ncap *= 2;
     void *n = realloc(*p, ncap * size);
@@ -1020,35 +1067,27 @@ struct sub {
     int is_delete;
 };
 
-/* A delete that failed on disk (full disk, I/O): the experiment is still
- * stored and would come back at the next start, while memory had already
- * forgotten it — a client retrying the DELETE would get 404 and believe it
- * gone. Put it back in the registry, to be reloaded from disk by its next
- * request (its in-memory state may hold events the disk lost too). If the
- * id was taken meanwhile by a new create, that create fails on disk (the
- * old row still holds the id) and the old experiment reappears at the next
- * start; it is logged. Lock held. */
-static void undelete_locked(struct exp *x)
-{
-    x->deleted = 0;
-    atomic_store(&x->stale, 1);
-    atomic_fetch_add(&x->refs, 1); /* the registry's reference */
-    if (registry_insert(x) != EXP_OK) {
-        log_warn("experiment %s: delete failed on disk and its id is taken again; it is back "
-                 "at the next start",
-                 x->id);
-        atomic_fetch_sub(&x->refs, 1); /* not the last: the submission holds one */
-    }
-}
-
 static void on_commit(void *arg, int err)
 {
     struct sub *s = arg;
     struct exp *x = s->x;
+    int forget = 0;
     exp_lock(x);
-    if (s->is_delete && err != STORE_OK && x->deleted)
-        undelete_locked(x);
-    else if (s->gen == atomic_load(&x->gen) && !x->deleted) {
+    if (--x->inflight == 0)
+        pthread_cond_broadcast(&x->idle);
+    if (s->is_delete) {
+        /* Gone from memory only once gone from disk: a failed delete
+         * leaves the experiment as the disk has it (reloaded, which also
+         * clears the store's failure mark on its key), and since the id
+         * stays registered meanwhile no create can take it (409). */
+        x->deleting = 0;
+        if (err == STORE_OK) {
+            x->deleted = 1;
+            forget = 1;
+        } else {
+            atomic_store(&x->stale, 1);
+        }
+    } else if (s->gen == atomic_load(&x->gen) && !x->deleted) {
         struct exp_data *d = x->d;
         if (err == STORE_OK) {
             for (size_t i = 0; i < s->batch->nassign; i++) {
@@ -1075,6 +1114,8 @@ static void on_commit(void *arg, int err)
         }
     }
     exp_unlock(x);
+    if (forget)
+        registry_remove(x); /* before the 204: the id is free when the client hears */
     if (s->done != NULL)
         s->done(s->arg, err);
     if (s->owns_batch) {
@@ -1090,8 +1131,8 @@ static void on_commit(void *arg, int err)
  * go), so it resets the key: a write that failed before it must not fail
  * the delete too (and the poison of a deleted rowid must not outlive it:
  * SQLite hands the largest rowid out again after its row is deleted). */
-static int submit(struct exp *x, struct exp_batch *b, int owns, store_done_fn done, void *arg,
-                  int is_delete)
+static int submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, store_done_fn done,
+                  void *arg)
 {
     /* Memory holds events the disk does not (a write failed, or was never
      * queued): nothing after them may reach the disk until the reload. The
@@ -1100,8 +1141,10 @@ static int submit(struct exp *x, struct exp_batch *b, int owns, store_done_fn do
     if (atomic_load(&x->stale) && !is_delete)
         return STORE_ERR_FULL;
     struct sub *s = calloc(1, sizeof *s);
-    if (s == NULL)
+    if (s == NULL) {
+        atomic_store(&x->stale, 1);
         return STORE_ERR_NOMEM;
+    }
     s->x = x;
     s->gen = atomic_load(&x->gen);
     s->batch = b;
@@ -1113,18 +1156,22 @@ static int submit(struct exp *x, struct exp_batch *b, int owns, store_done_fn do
     int rc = store_submit_keyed(g_store, x->rowid, x->d->need_reset || is_delete, b->ops, b->n,
                                 on_commit, s);
     if (rc != STORE_OK) {
+        /* Refused at once (queue full, no memory): unlike a failed
+         * commit, this poisons nothing in the store, so the stale mark
+         * alone keeps later events from being queued after the gap. */
         atomic_fetch_sub(&x->refs, 1);
         free(s);
         atomic_store(&x->stale, 1);
         return rc;
     }
     x->d->need_reset = 0;
+    x->inflight++;
     return STORE_OK;
 }
 
 int exp_submit_locked(struct exp *x, struct exp_batch *b, store_done_fn done, void *arg)
 {
-    return submit(x, b, 0, done, arg, 0);
+    return submit(x, b, 0, 0, done, arg);
 }
 
 /* --- replay ------------------------------------------------------------------------- */
@@ -1246,10 +1293,38 @@ static struct exp_data *replay_all(struct exp *x, char *err, size_t errlen)
     return NULL;
 }
 
+/* Wait (x locked, released meanwhile) until none of x's writes is queued or
+ * another thread did the reload, at most timeout_ms. Returns 1 when so. */
+static int wait_idle(struct exp *x, int timeout_ms)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    while (x->inflight > 0 && atomic_load(&x->stale))
+        if (pthread_cond_timedwait(&x->idle, &x->mu, &dl) == ETIMEDOUT)
+            break;
+    return x->inflight == 0 || !atomic_load(&x->stale);
+}
+
 int exp_prepare_locked(struct exp *x, int64_t now)
 {
-    if (x->deleted)
+    if (x->deleted || x->deleting)
         return EXP_ERR_GONE;
+    if (atomic_load(&x->stale)) {
+        /* The disk is final for this experiment only once every write
+         * queued before the failure has completed: a write refused at
+         * queue time poisons nothing, so older ones may still commit (and
+         * their clients hear 2xx). Reloading before would forget them. */
+        if (!wait_idle(x, EXP_RELOAD_WAIT_MS))
+            return EXP_ERR_STORE;
+        if (x->deleted || x->deleting)
+            return EXP_ERR_GONE;
+    }
     if (atomic_load(&x->stale)) {
         char err[256];
         struct exp_data *d = replay_all(x, err, sizeof err);
@@ -1274,10 +1349,15 @@ int exp_prepare_locked(struct exp *x, int64_t now)
                 return EXP_OK;
             exp_batch_init(b);
             expire_due(x, b, now);
-            if (b->n == 0 || submit(x, b, 1, NULL, NULL, 0) != STORE_OK) {
+            int rc = b->n == 0 ? STORE_OK : submit(x, b, 1, 0, NULL, NULL);
+            if (b->n == 0 || rc != STORE_OK) {
                 exp_batch_free(b);
                 free(b);
             }
+            /* Refused: the expiries are in memory only (x is stale now);
+             * the caller must not queue anything after them. */
+            if (rc != STORE_OK)
+                return EXP_ERR_STORE;
         }
     }
     return EXP_OK;
@@ -1294,6 +1374,13 @@ static struct exp *exp_new(struct exp_config *cfg, int64_t created_ms, char *err
         return NULL;
     }
     pthread_mutex_init(&x->mu, NULL);
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&x->idle, &ca);
+        pthread_condattr_destroy(&ca);
+    }
     atomic_init(&x->refs, 1);
     x->cfg = *cfg; /* ownership moves in */
     memset(cfg, 0, sizeof *cfg);
@@ -1348,7 +1435,8 @@ int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp
         exp_put(x);
         return EXP_ERR_NOMEM;
     }
-    int rc = registry_insert(x); /* the registry takes x's first reference */
+    /* the registry takes x's first reference */
+    int rc = registry_insert(x, g_lim.max_experiments);
     if (rc != EXP_OK) {
         free(c);
         exp_put(x);
@@ -1381,12 +1469,19 @@ int exp_delete_locked(struct exp *x, struct exp_batch *b, store_done_fn done, vo
         return STORE_ERR_NOMEM;
     op->kind = STORE_OP_EXP_DELETE;
     op->exp = x->rowid;
-    int rc = submit(x, b, 0, done, arg, 1);
+    int rc = submit(x, b, 0, 1, done, arg);
     if (rc != STORE_OK)
         return rc;
-    x->deleted = 1;
-    registry_remove(x);
+    x->deleting = 1; /* on_commit forgets it, or brings it back on failure */
     return STORE_OK;
+}
+
+int exp_gone(struct exp *x)
+{
+    exp_lock(x);
+    int gone = x->deleting || x->deleted;
+    exp_unlock(x);
+    return gone;
 }
 
 /* --- startup and the expiry sweeper ---------------------------------------------------- */
@@ -1404,13 +1499,14 @@ static int load_one(void *arg, const struct store_experiment_row *row)
     json_t *j = json_loads(row->config_json, 0, &jerr);
     json_t *errors = json_array();
     struct exp_config cfg;
-    int rc = j != NULL && errors != NULL ? exp_config_parse(j, &cfg, errors) : -1;
+    int parsed = j != NULL && errors != NULL;
+    int rc = parsed ? exp_config_parse(j, &cfg, errors) : -1;
     if (rc != 0) {
-        char *e = errors ? json_dumps(errors, JSON_COMPACT) : NULL;
+        char *e = parsed ? json_dumps(errors, JSON_COMPACT) : NULL;
         log_warn("experiment %s: stored configuration no longer valid (%s); skipped", row->id,
                  e ? e : jerr.text);
         free(e);
-        if (rc == 0)
+        if (parsed) /* a failed parse leaves what it filled in for us to free */
             exp_config_free(&cfg);
         json_decref(j);
         json_decref(errors);
@@ -1430,7 +1526,7 @@ static int load_one(void *arg, const struct store_experiment_row *row)
     data_free(x->d);
     x->d = d;
     atomic_store(&x->visible, 1);
-    if (registry_insert(x) != EXP_OK) {
+    if (registry_insert(x, 0) != EXP_OK) {
         log_warn("experiment %s stored twice; keeping the first", x->id);
         exp_put(x);
         return 0;

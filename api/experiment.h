@@ -13,7 +13,11 @@
  * write fails (disk full), the writer fails every later write of the same
  * experiment too and marks it stale; the next request reloads it from disk
  * (the committed prefix of its log), so memory never keeps what the disk
- * lost. See store.h for the ordering guarantee this relies on.
+ * lost. A write refused before it was queued (queue full, no memory) marks
+ * it stale too, and nothing more is queued for it until the reload; the
+ * reload waits until every write queued before is complete, so memory never
+ * lacks an event the disk committed either. See store.h for the ordering
+ * guarantee this relies on.
  */
 #ifndef BANDITD_API_EXPERIMENT_H
 #define BANDITD_API_EXPERIMENT_H
@@ -140,7 +144,7 @@ enum exp_err {
 
 /* Create and register experiment cfg (consumed: ownership moves in, also on
  * failure). The id is reserved at once (a concurrent create of the same id
- * gets EXP_ERR_EXISTS) but the experiment stays invisible to exp_get until
+ * gets EXP_ERR_EXISTS, one beyond max_experiments EXP_ERR_LIMIT) but the experiment stays invisible to exp_get until
  * its configuration is committed; done(arg, store_err) runs on the writer
  * thread after that commit (or failure, which unregisters it). On EXP_OK,
  * *out is a new reference. */
@@ -152,8 +156,11 @@ void exp_lock(struct exp *x);
 void exp_unlock(struct exp *x);
 
 /* Call with the lock held, first thing: reloads the experiment from disk if
- * an earlier write failed, expires due assignments (queuing their events).
- * Returns EXP_OK, EXP_ERR_GONE (deleted) or EXP_ERR_STORE (reload failed). */
+ * an earlier write failed (first waiting, up to a second, with the lock
+ * released, for its writes still queued), expires due assignments (queuing
+ * their events). Returns EXP_OK, EXP_ERR_GONE (deleted, or a delete is
+ * queued) or EXP_ERR_STORE (reload failed or its writes are still queued,
+ * or the expiry write was refused: reply 503, nothing may be queued). */
 int exp_prepare_locked(struct exp *x, int64_t now_ms);
 
 const struct exp_config *exp_cfg(const struct exp *x);
@@ -234,8 +241,15 @@ int exp_ev_state(struct exp *x, struct exp_batch *b, enum exp_state s, int64_t n
 int exp_submit_locked(struct exp *x, struct exp_batch *b, store_done_fn done, void *arg);
 
 /* Mark for deletion (under lock) and queue the delete; later requests get
- * EXP_ERR_GONE. The registry forgets the id at once. */
+ * EXP_ERR_GONE. The registry forgets the id once the delete is committed
+ * (before done runs); if it fails, the experiment is back as the disk has
+ * it. */
 int exp_delete_locked(struct exp *x, struct exp_batch *b, store_done_fn done, void *arg);
+
+/* 1 once a delete of x is queued or committed (takes x's lock: call
+ * without it). A reader of the store that finds this 0 after its read knows
+ * no delete was queued before the read, so the rows it saw were whole. */
+int exp_gone(struct exp *x);
 
 /* History (bounded, decimated): number of points and the i-th. */
 size_t exp_history_len(const struct exp *x);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/jsonutil.h"
+#include "api/parse.h"
 
 int api_experiments_create(struct api_req *r)
 {
@@ -138,25 +139,18 @@ int api_experiments_patch(struct api_req *r)
     json_t *body = api_req_json(r, 0);
     if (body == NULL)
         return API_DONE;
-    static const char *const keys[] = {"state", NULL};
     json_t *errors = json_array();
-    if (!json_is_object(body)) {
-        json_decref(errors);
-        return api_reply_invalid(r, "", "the body must be a JSON object");
+    enum exp_state want = EXP_RUNNING;
+    char detail[API_DETAIL_MAX];
+    int prc = errors != NULL ? api_parse_patch(body, &want, errors, detail) : -1;
+    if (prc != 0) {
+        if (prc < 0) {
+            json_decref(errors);
+            return api_reply_problem(r, 503, "out of memory", NULL);
+        }
+        return api_reply_problem(r, 400, detail, errors);
     }
-    if (api_json_unknown_keys(body, keys, "", errors) > 0)
-        return api_reply_problem(r, 400, "unknown fields", errors);
     json_decref(errors);
-    const char *st = json_string_value(json_object_get(body, "state"));
-    enum exp_state want;
-    if (st != NULL && strcmp(st, "running") == 0)
-        want = EXP_RUNNING;
-    else if (st != NULL && strcmp(st, "paused") == 0)
-        want = EXP_PAUSED;
-    else if (st != NULL && strcmp(st, "stopped") == 0)
-        want = EXP_STOPPED;
-    else
-        return api_reply_invalid(r, "state", "must be \"running\", \"paused\" or \"stopped\"");
     struct exp *x = api_exp_lock(r);
     if (x == NULL)
         return API_DONE;

@@ -261,13 +261,11 @@ static int on_event(void *arg, const struct store_event *ev)
     return 0;
 }
 
-/* Still the same live experiment? (A delete unregisters it at once.) */
+/* Still the same live experiment? (A delete marks it at once, when it is
+ * queued; the registry forgets it only after the commit.) */
 static int still_there(struct export *e)
 {
-    struct exp *cur = exp_get(e->id);
-    int same = cur == e->x;
-    exp_put(cur);
-    return same;
+    return !exp_gone(e->x);
 }
 
 /* Fill the buffer with the next rows. 0, or −1 on failure. */
@@ -293,8 +291,8 @@ static int refill(struct export *e)
                      e->failed ? "read or memory error" : store_strerror(rc));
             return -1;
         }
-        /* Checked after reading: if it is still registered now, no delete
-         * was queued before the rows above were read, so they are whole. */
+        /* Checked after reading: if no delete is queued now, none was
+         * queued before the rows above were read, so they are whole. */
         if (!still_there(e)) {
             log_warn("export of %s stopped: the experiment was deleted", e->id);
             return -1;

@@ -36,19 +36,13 @@
 #include <stdlib.h>
 
 struct atopk {
-    size_t k;
-    unsigned m;
+    struct fc_elim e; /* first: the fc_elim_* entries take the state as is;
+                         e.ph holds S and the round's samples */
     double eps, delta;
     unsigned r;
     unsigned n_acc;
-    unsigned char *acc;  /* A */
-    unsigned char *rej;  /* B */
-    struct fc_phases ph; /* S and the round's samples */
-    int finished;
-    unsigned char *chosen;
-    uint32_t *rank;
-    size_t *idx;
-    double *val;
+    unsigned char *acc; /* A */
+    unsigned char *rej; /* B */
 };
 
 static void atopk_fini(void *state)
@@ -56,27 +50,23 @@ static void atopk_fini(void *state)
     struct atopk *s = state;
     if (s == NULL)
         return;
-    fc_phases_free(&s->ph);
+    fc_elim_fini(&s->e);
     free(s->acc);
     free(s->rej);
-    free(s->chosen);
-    free(s->rank);
-    free(s->idx);
-    free(s->val);
     free(s);
 }
 
 /* The outer loop's condition, Algorithm 1 line 3. */
 static int atopk_more(const struct atopk *s, unsigned r)
 {
-    return 2.0 * ldexp(1.0, -(int)r) * (double)(s->m - s->n_acc) > s->eps * (double)s->m;
+    return 2.0 * ldexp(1.0, -(int)r) * (double)(s->e.m - s->n_acc) > s->eps * (double)s->e.m;
 }
 
 /* Round r's count, line 5. */
 static uint64_t atopk_quota(const struct atopk *s, unsigned r)
 {
     double rr = (double)r;
-    return fc_count(ldexp(1.0, 2 * (int)r) * log(2.0 * (double)s->k * rr * rr / s->delta));
+    return fc_count(ldexp(1.0, 2 * (int)r) * log(2.0 * (double)s->e.k * rr * rr / s->delta));
 }
 
 /* The end (line 16): A ∪ the (m − |A|) best of S by the last round's means
@@ -84,26 +74,20 @@ static uint64_t atopk_quota(const struct atopk *s, unsigned r)
  * the engine's means. */
 static void atopk_finish(struct atopk *s, const struct policy_ctx *ctx)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < s->k; i++) {
-        s->chosen[i] = s->acc[i];
-        if (!s->ph.active[i])
-            continue;
-        s->val[i] = fc_phases_mean(&s->ph, i);
-        s->idx[n++] = i;
-    }
-    fc_shuffle(ctx->rng, s->idx, n);
-    fc_sort_desc(s->idx, n, s->val, NULL);
-    for (size_t r = 0; r < n && r < s->m - s->n_acc; r++)
-        s->chosen[s->idx[r]] = 1;
-    s->finished = 1;
+    struct fc_elim *e = &s->e;
+    for (size_t i = 0; i < e->k; i++)
+        e->chosen[i] = s->acc[i];
+    size_t n = fc_elim_order_active(e, ctx->rng);
+    for (size_t r = 0; r < n && r < e->m - s->n_acc; r++)
+        e->chosen[e->idx[r]] = 1;
+    e->finished = 1;
 }
 
 /* Start round r + 1, or finish when the outer loop ends. Returns 1 when a
  * new round's carried samples already complete it. */
 static int atopk_next_round(struct atopk *s, const struct policy_ctx *ctx)
 {
-    if (s->n_acc == s->m || s->ph.n_active + s->n_acc <= s->m || !atopk_more(s, s->r)) {
+    if (s->n_acc == s->e.m || s->e.ph.n_active + s->n_acc <= s->e.m || !atopk_more(s, s->r)) {
         atopk_finish(s, ctx);
         return 0;
     }
@@ -113,7 +97,7 @@ static int atopk_next_round(struct atopk *s, const struct policy_ctx *ctx)
         return 0;
     }
     s->r++;
-    return fc_phases_begin(&s->ph, ctx->rng, q, !atopk_more(s, s->r));
+    return fc_phases_begin(&s->e.ph, ctx->rng, q, !atopk_more(s, s->r));
 }
 
 /* Lines 6–15 at the end of round r: accept or reject while some empirical
@@ -122,24 +106,19 @@ static int atopk_next_round(struct atopk *s, const struct policy_ctx *ctx)
  * removing it keeps the rest sorted. */
 static void atopk_classify(struct atopk *s, const struct policy_ctx *ctx)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < s->k; i++) {
-        if (!s->ph.active[i])
-            continue;
-        s->val[i] = fc_phases_mean(&s->ph, i);
-        s->idx[n++] = i;
-    }
-    fc_shuffle(ctx->rng, s->idx, n);
-    fc_sort_desc(s->idx, n, s->val, NULL);
+    size_t n = fc_elim_order_active(&s->e, ctx->rng);
+    size_t *idx = s->e.idx;
+    const double *val = s->e.val;
+    const unsigned m = s->e.m;
     size_t lo = 0, hi = n; /* S = idx[lo..hi) */
     double bar = 2.0 * ldexp(1.0, -(int)s->r);
-    while (s->n_acc < s->m && hi - lo > s->m - s->n_acc) {
-        size_t need = s->m - s->n_acc;
-        double ta = s->val[s->idx[lo + need]];     /* (m−|A|+1)-th largest */
-        double tb = s->val[s->idx[lo + need - 1]]; /* (m−|A|)-th largest */
+    while (s->n_acc < m && hi - lo > m - s->n_acc) {
+        size_t need = m - s->n_acc;
+        double ta = val[idx[lo + need]];     /* (m−|A|+1)-th largest */
+        double tb = val[idx[lo + need - 1]]; /* (m−|A|)-th largest */
         /* Δ̃ is largest at one of the two ends of the order. */
-        double gtop = s->val[s->idx[lo]] - ta;
-        double gbot = tb - s->val[s->idx[hi - 1]];
+        double gtop = val[idx[lo]] - ta;
+        double gbot = tb - val[idx[hi - 1]];
         double g = gtop > gbot ? gtop : gbot;
         if (!(g > bar))
             break;
@@ -147,49 +126,50 @@ static void atopk_classify(struct atopk *s, const struct policy_ctx *ctx)
          * mean, and the two ends may tie; count the candidates. */
         size_t ntop = 0, nbot = 0;
         if (gtop == g)
-            while (lo + ntop < hi && s->val[s->idx[lo + ntop]] == s->val[s->idx[lo]])
+            while (lo + ntop < hi && val[idx[lo + ntop]] == val[idx[lo]])
                 ntop++;
         if (gbot == g)
-            while (nbot < hi - lo && s->val[s->idx[hi - 1 - nbot]] == s->val[s->idx[hi - 1]])
+            while (nbot < hi - lo && val[idx[hi - 1 - nbot]] == val[idx[hi - 1]])
                 nbot++;
         /* With equal means at both ends every gap is 0: not reached. */
         size_t u = policy_rand_index(ctx->rng, ntop + nbot);
         size_t x;
         if (u < ntop) {
             /* Move the chosen top arm to the head, then drop it. */
-            size_t t = s->idx[lo + u];
-            s->idx[lo + u] = s->idx[lo];
-            s->idx[lo] = t;
-            x = s->idx[lo++];
+            size_t t = idx[lo + u];
+            idx[lo + u] = idx[lo];
+            idx[lo] = t;
+            x = idx[lo++];
         } else {
             size_t v = hi - 1 - (u - ntop);
-            size_t t = s->idx[v];
-            s->idx[v] = s->idx[hi - 1];
-            s->idx[hi - 1] = t;
-            x = s->idx[--hi];
+            size_t t = idx[v];
+            idx[v] = idx[hi - 1];
+            idx[hi - 1] = t;
+            x = idx[--hi];
         }
         /* Line 9: accept when above θ̃_a. A top-end arm is above θ̃_a unless
          * every mean ties, a bottom-end one is below θ̃_b ≤ … */
-        if (s->val[x] > ta) {
+        if (val[x] > ta) {
             s->acc[x] = 1;
             s->n_acc++;
         } else {
             s->rej[x] = 1;
         }
-        fc_phases_deactivate(&s->ph, x);
+        fc_phases_deactivate(&s->e.ph, x);
     }
     /* The edges: all accepted (reject the rest) or S no larger than what is
      * still needed (accept it). */
-    if (s->n_acc == s->m) {
+    if (s->n_acc == m) {
         for (size_t r = lo; r < hi; r++) {
-            s->rej[s->idx[r]] = 1;
-            fc_phases_deactivate(&s->ph, s->idx[r]);
+            s->rej[idx[r]] = 1;
+            fc_phases_deactivate(&s->e.ph, idx[r]);
         }
     }
 }
 
-static void atopk_end_rounds(struct atopk *s, const struct policy_ctx *ctx)
+static void atopk_end_rounds(struct fc_elim *e, const struct policy_ctx *ctx)
 {
+    struct atopk *s = (struct atopk *)e;
     do {
         atopk_classify(s, ctx);
     } while (atopk_next_round(s, ctx));
@@ -198,78 +178,31 @@ static void atopk_end_rounds(struct atopk *s, const struct policy_ctx *ctx)
 static int atopk_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     struct atopk *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        goto nomem;
-    s->k = ctx->n_arms[0];
-    s->m = ctx->m;
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     s->eps = ctx->epsilon;
     s->delta = ctx->delta;
-    if (fc_phases_init(&s->ph, s->k) != 0)
-        goto nomem;
-    s->acc = calloc(s->k, 1);
-    s->rej = calloc(s->k, 1);
-    s->chosen = calloc(s->k, 1);
-    s->rank = fc_rank_new(ctx->rng, s->k);
-    s->idx = calloc(s->k, sizeof *s->idx);
-    s->val = calloc(s->k, sizeof *s->val);
-    if (!s->acc || !s->rej || !s->chosen || !s->rank || !s->idx || !s->val)
-        goto nomem;
-    for (size_t i = 0; i < s->k; i++)
-        fc_phases_activate(&s->ph, i);
+    if (fc_elim_init(&s->e, ctx, atopk_end_rounds, err, errlen) != 0)
+        goto fail;
+    /* Before the end: A and the best of S by the engine's means. */
+    s->acc = calloc(s->e.k, 1);
+    s->rej = calloc(s->e.k, 1);
+    if (!s->acc || !s->rej) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    s->e.interim_accepted = s->acc;
+    s->e.interim_active = 1;
     s->r = 0;
     if (atopk_next_round(s, ctx)) /* r = 1; never complete without samples */
-        atopk_end_rounds(s, ctx);
-    (void)err;
+        atopk_end_rounds(&s->e, ctx);
     *state = s;
     return 0;
-nomem:
-    snprintf(err, errlen, "out of memory");
+fail:
     atopk_fini(s);
     return -1;
-}
-
-static int atopk_select(void *state, const struct policy_ctx *ctx, int bandit,
-                        struct policy_pick *pick)
-{
-    struct atopk *s = state;
-    (void)bandit;
-    pick->bandit = 0;
-    if (s->finished)
-        return POLICY_DONE;
-    return fc_phases_select(&s->ph, ctx, &pick->arm);
-}
-
-static void atopk_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
-                         enum policy_event ev, double reward)
-{
-    struct atopk *s = state;
-    (void)bandit;
-    if (ev == POLICY_EV_RELEASE || s->finished)
-        return;
-    if (fc_phases_reward(&s->ph, arm, reward))
-        atopk_end_rounds(s, ctx);
-}
-
-static int atopk_done(void *state, const struct policy_ctx *ctx, size_t bandit)
-{
-    (void)ctx;
-    (void)bandit;
-    return ((struct atopk *)state)->finished;
-}
-
-/* A ∪ best of S once finished; before that A and the best of S by the
- * engine's means. */
-static void atopk_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
-                            unsigned char *high)
-{
-    struct atopk *s = state;
-    (void)bandit;
-    if (s->finished) {
-        for (size_t i = 0; i < s->k; i++)
-            high[i] = s->chosen[i];
-        return;
-    }
-    fc_mark_interim(ctx, s->acc, s->ph.active, s->m, s->rank, s->idx, s->val, high);
 }
 
 const struct policy_ops policy_adaptive_topk = {
@@ -279,8 +212,8 @@ const struct policy_ops policy_adaptive_topk = {
     .params = NULL,
     .init = atopk_init,
     .fini = atopk_fini,
-    .select = atopk_select,
-    .update = atopk_update,
-    .done = atopk_done,
-    .recommend = atopk_recommend,
+    .select = fc_elim_select,
+    .update = fc_elim_update,
+    .done = fc_elim_done,
+    .recommend = fc_elim_recommend,
 };

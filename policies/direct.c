@@ -20,14 +20,7 @@
 #include <stdlib.h>
 
 struct direct {
-    size_t k;
-    unsigned m;
-    struct fc_phases ph;
-    int finished;
-    unsigned char *chosen; /* the returned set, once finished */
-    uint32_t *rank;        /* recommend()'s tie-break */
-    size_t *idx;
-    double *val;
+    struct fc_elim e; /* first: the fc_elim_* entries take the state as is */
 };
 
 static void direct_fini(void *state)
@@ -35,11 +28,7 @@ static void direct_fini(void *state)
     struct direct *s = state;
     if (s == NULL)
         return;
-    fc_phases_free(&s->ph);
-    free(s->chosen);
-    free(s->rank);
-    free(s->idx);
-    free(s->val);
+    fc_elim_fini(&s->e);
     free(s);
 }
 
@@ -52,98 +41,38 @@ static uint64_t direct_quota(size_t k, double eps, double delta)
     return q;
 }
 
+/* Algorithm 1, line 4 (the one phase is in): the m best sample means, ties
+ * at random. */
+static void direct_finish(struct fc_elim *e, const struct policy_ctx *ctx)
+{
+    size_t n = fc_elim_order_active(e, ctx->rng);
+    for (size_t r = 0; r < n; r++)
+        e->chosen[e->idx[r]] = r < e->m;
+    e->finished = 1;
+}
+
 static int direct_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     struct direct *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        goto nomem;
-    s->k = ctx->n_arms[0];
-    s->m = ctx->m;
-    if (!(ctx->epsilon > 0)) {
-        snprintf(err, errlen, "goal.epsilon: direct needs epsilon > 0");
-        direct_fini(s);
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
-    uint64_t q = direct_quota(s->k, ctx->epsilon, ctx->delta);
+    if (fc_elim_need_epsilon(ctx, "direct", err, errlen) != 0)
+        goto fail;
+    uint64_t q = direct_quota(ctx->n_arms[0], ctx->epsilon, ctx->delta);
     if (q == 0) {
-        snprintf(err, errlen, "goal.epsilon: too small for direct (more than %g pulls)",
-                 FC_MAX_PULLS);
-        direct_fini(s);
-        return -1;
+        fc_elim_too_long("direct", err, errlen);
+        goto fail;
     }
-    if (fc_phases_init(&s->ph, s->k) != 0)
-        goto nomem;
-    s->chosen = calloc(s->k, 1);
-    s->rank = fc_rank_new(ctx->rng, s->k);
-    s->idx = calloc(s->k, sizeof *s->idx);
-    s->val = calloc(s->k, sizeof *s->val);
-    if (!s->chosen || !s->rank || !s->idx || !s->val)
-        goto nomem;
-    for (size_t i = 0; i < s->k; i++)
-        fc_phases_activate(&s->ph, i);
-    fc_phases_begin(&s->ph, ctx->rng, q, 1);
+    if (fc_elim_init(&s->e, ctx, direct_finish, err, errlen) != 0)
+        goto fail;
+    fc_phases_begin(&s->e.ph, ctx->rng, q, 1);
     *state = s;
     return 0;
-nomem:
-    snprintf(err, errlen, "out of memory");
+fail:
     direct_fini(s);
     return -1;
-}
-
-static int direct_select(void *state, const struct policy_ctx *ctx, int bandit,
-                         struct policy_pick *pick)
-{
-    struct direct *s = state;
-    (void)bandit;
-    pick->bandit = 0;
-    if (s->finished)
-        return POLICY_DONE;
-    return fc_phases_select(&s->ph, ctx, &pick->arm);
-}
-
-/* Algorithm 1, line 4: the m best sample means, ties at random. */
-static void direct_finish(struct direct *s, const struct policy_ctx *ctx)
-{
-    for (size_t i = 0; i < s->k; i++) {
-        s->val[i] = fc_phases_mean(&s->ph, i);
-        s->idx[i] = i;
-    }
-    fc_shuffle(ctx->rng, s->idx, s->k);
-    fc_sort_desc(s->idx, s->k, s->val, NULL);
-    for (size_t r = 0; r < s->k; r++)
-        s->chosen[s->idx[r]] = r < s->m;
-    s->finished = 1;
-}
-
-static void direct_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
-                          enum policy_event ev, double reward)
-{
-    struct direct *s = state;
-    (void)bandit;
-    if (ev == POLICY_EV_RELEASE || s->finished)
-        return;
-    if (fc_phases_reward(&s->ph, arm, reward))
-        direct_finish(s, ctx);
-}
-
-static int direct_done(void *state, const struct policy_ctx *ctx, size_t bandit)
-{
-    (void)ctx;
-    (void)bandit;
-    return ((struct direct *)state)->finished;
-}
-
-static void direct_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
-                             unsigned char *high)
-{
-    struct direct *s = state;
-    (void)bandit;
-    if (s->finished) {
-        for (size_t i = 0; i < s->k; i++)
-            high[i] = s->chosen[i];
-        return;
-    }
-    fc_mark_interim(ctx, NULL, NULL, s->m, s->rank, s->idx, s->val, high);
 }
 
 const struct policy_ops policy_direct = {
@@ -153,8 +82,8 @@ const struct policy_ops policy_direct = {
     .params = NULL,
     .init = direct_init,
     .fini = direct_fini,
-    .select = direct_select,
-    .update = direct_update,
-    .done = direct_done,
-    .recommend = direct_recommend,
+    .select = fc_elim_select,
+    .update = fc_elim_update,
+    .done = fc_elim_done,
+    .recommend = fc_elim_recommend,
 };

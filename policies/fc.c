@@ -3,8 +3,10 @@
  * policies (see fc.h for the asynchrony rules they implement).
  */
 #include "policies/fc.h"
+#include "policies/tas.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,6 +165,161 @@ double fc_phases_mean(const struct fc_phases *p, size_t i)
     return p->cnt[i] > 0 ? p->sum[i] / (double)p->cnt[i] : NAN;
 }
 
+/* --- elimination policies ------------------------------------------------- */
+
+int fc_elim_init(struct fc_elim *e, const struct policy_ctx *ctx, fc_elim_end_fn *end, char *err,
+                 size_t errlen)
+{
+    e->k = ctx->n_arms[0];
+    e->m = ctx->m;
+    e->end = end;
+    if (fc_phases_init(&e->ph, e->k) != 0)
+        goto nomem;
+    e->chosen = calloc(e->k, 1);
+    e->rank = fc_rank_new(ctx->rng, e->k);
+    e->idx = calloc(e->k, sizeof *e->idx);
+    e->val = calloc(e->k, sizeof *e->val);
+    if (!e->chosen || !e->rank || !e->idx || !e->val)
+        goto nomem;
+    for (size_t i = 0; i < e->k; i++)
+        fc_phases_activate(&e->ph, i);
+    return 0;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
+void fc_elim_fini(struct fc_elim *e)
+{
+    fc_phases_free(&e->ph);
+    free(e->chosen);
+    free(e->rank);
+    free(e->idx);
+    free(e->val);
+}
+
+int fc_elim_need_epsilon(const struct policy_ctx *ctx, const char *name, char *err, size_t errlen)
+{
+    if (ctx->epsilon > 0)
+        return 0;
+    snprintf(err, errlen, "goal.epsilon: %s needs epsilon > 0", name);
+    return -1;
+}
+
+void fc_elim_too_long(const char *name, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "goal.epsilon: too small for %s (more than %g pulls)", name,
+             FC_MAX_PULLS);
+}
+
+size_t fc_elim_order_active(struct fc_elim *e, gsl_rng *rng)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < e->k; i++) {
+        if (!e->ph.active[i])
+            continue;
+        e->val[i] = fc_phases_mean(&e->ph, i);
+        e->idx[n++] = i;
+    }
+    fc_shuffle(rng, e->idx, n);
+    fc_sort_desc(e->idx, n, e->val, NULL);
+    return n;
+}
+
+int fc_elim_select(void *state, const struct policy_ctx *ctx, int bandit, struct policy_pick *pick)
+{
+    struct fc_elim *e = state;
+    (void)bandit;
+    pick->bandit = 0;
+    if (e->finished)
+        return POLICY_DONE;
+    return fc_phases_select(&e->ph, ctx, &pick->arm);
+}
+
+void fc_elim_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
+                    enum policy_event ev, double reward)
+{
+    struct fc_elim *e = state;
+    (void)bandit;
+    if (ev == POLICY_EV_RELEASE || e->finished)
+        return;
+    if (fc_phases_reward(&e->ph, arm, reward))
+        e->end(e, ctx);
+}
+
+int fc_elim_done(void *state, const struct policy_ctx *ctx, size_t bandit)
+{
+    (void)ctx;
+    (void)bandit;
+    return ((struct fc_elim *)state)->finished;
+}
+
+void fc_elim_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
+                       unsigned char *high)
+{
+    struct fc_elim *e = state;
+    (void)bandit;
+    if (e->finished) {
+        for (size_t i = 0; i < e->k; i++)
+            high[i] = e->chosen[i];
+        return;
+    }
+    fc_mark_interim(ctx, e->interim_accepted, e->interim_active ? e->ph.active : NULL, e->m,
+                    e->rank, e->idx, e->val, high);
+}
+
+/* --- the GLR stop of best-arm sampling rules --------------------------------- */
+
+int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, const struct policy_ops *ops)
+{
+    size_t k = ctx->n_arms[0];
+    memset(g, 0, sizeof *g);
+    g->k = k;
+    g->thr = policy_param(ctx, ops, "threshold") == 0 ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
+    g->rank = fc_rank_new(ctx->rng, k);
+    g->idx = calloc(k, sizeof *g->idx);
+    g->val = calloc(k, sizeof *g->val);
+    return g->rank && g->idx && g->val ? 0 : -1;
+}
+
+void fc_glr_fini(struct fc_glr *g)
+{
+    free(g->rank);
+    free(g->idx);
+    free(g->val);
+}
+
+int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx)
+{
+    const struct stats_arm *a = ctx->arms[0];
+    if (g->stopped)
+        return 1;
+    double t = 0;
+    for (size_t i = 0; i < g->k; i++) {
+        if (a[i].n == 0)
+            return 0;
+        t += (double)a[i].n;
+        g->val[i] = a[i].mean;
+    }
+    size_t best = policy_argmax(ctx->rng, g->val, NULL, g->k);
+    double z = tas_glr(a, g->k, best, ctx->epsilon);
+    if (!(z > stats_glr_threshold(g->thr, t, g->k, 1, ctx->delta)))
+        return 0;
+    g->stopped = 1;
+    g->certified = best;
+    return 1;
+}
+
+void fc_glr_recommend(struct fc_glr *g, const struct policy_ctx *ctx, unsigned char *high)
+{
+    if (g->stopped) {
+        for (size_t i = 0; i < g->k; i++)
+            high[i] = i == g->certified;
+        return;
+    }
+    fc_mark_interim(ctx, NULL, NULL, 1, g->rank, g->idx, g->val, high);
+}
+
 /* --- orderings -------------------------------------------------------------- */
 
 /* a before b? NaN sorts last. */
@@ -209,16 +366,8 @@ void fc_shuffle(gsl_rng *rng, size_t *idx, size_t n)
 uint32_t *fc_rank_new(gsl_rng *rng, size_t k)
 {
     uint32_t *rank = malloc((k ? k : 1) * sizeof *rank);
-    if (rank == NULL)
-        return NULL;
-    for (size_t i = 0; i < k; i++)
-        rank[i] = (uint32_t)i;
-    for (size_t i = k; i > 1; i--) {
-        size_t j = policy_rand_index(rng, i);
-        uint32_t t = rank[i - 1];
-        rank[i - 1] = rank[j];
-        rank[j] = t;
-    }
+    if (rank != NULL)
+        policy_rank_draw(rng, rank, k);
     return rank;
 }
 

@@ -24,7 +24,10 @@
  * its quota (a carry larger than the next quota): more samples, a count that
  * still does not depend on the values, so the Hoeffding steps still hold.
  *
- * None of these functions allocate except fc_phases_init.
+ * phases.h is the fixed-budget counterpart (cumulative targets on the
+ * engine's counts); it says why the two stay separate.
+ *
+ * None of these functions allocate except the *_init ones.
  */
 #ifndef BANDITD_POLICIES_FC_H
 #define BANDITD_POLICIES_FC_H
@@ -35,6 +38,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "policies/policy.h"
+#include "policies/stats.h"
 
 /* Most pulls a phase schedule may ask for (per arm and phase, or in total
  * when it is known in advance): far beyond any experiment, and small enough
@@ -90,6 +94,92 @@ int fc_phases_select(struct fc_phases *p, const struct policy_ctx *ctx, size_t *
 
 /* Phase mean of arm i (NaN without samples). */
 double fc_phases_mean(const struct fc_phases *p, size_t i);
+
+/* --- elimination policies ------------------------------------------------- */
+
+/* What direct, incremental, halving and adaptive-topk share: one bandit, a
+ * phase schedule on fc_phases, a decision when a phase's samples are in, and
+ * the set returned once finished. A policy's state struct starts with a
+ * struct fc_elim (so the vtable entries below take the policy's state as
+ * is); the policy supplies `end`, which decides at the end of a phase and
+ * either begins the next one or sets `finished` with `chosen` filled. */
+struct fc_elim;
+typedef void fc_elim_end_fn(struct fc_elim *e, const struct policy_ctx *ctx);
+
+struct fc_elim {
+    size_t k;
+    unsigned m;
+    struct fc_phases ph;
+    int finished;
+    unsigned char *chosen; /* the returned set, once finished */
+    uint32_t *rank;        /* recommend()'s tie-break (fc_rank_new) */
+    size_t *idx;           /* scratch, k entries */
+    double *val;           /* scratch, k entries */
+    fc_elim_end_fn *end;   /* a phase's samples are all in */
+    /* recommend() before the end (fc_mark_interim): arms accepted so far
+     * (owned by the policy; NULL: none), and whether the candidates are the
+     * phase's active arms (else every arm not accepted). */
+    const unsigned char *interim_accepted;
+    int interim_active;
+};
+
+/* Allocate for ctx's bandit 0 (phases, chosen, idx, val) with every arm
+ * active, and draw the recommend() ranks from ctx->rng. 0, or −1 with "out
+ * of memory" in err (e is then safe to fc_elim_fini). */
+int fc_elim_init(struct fc_elim *e, const struct policy_ctx *ctx, fc_elim_end_fn *end, char *err,
+                 size_t errlen);
+void fc_elim_fini(struct fc_elim *e);
+
+/* "goal.epsilon: <name> needs epsilon > 0" in err unless ctx->epsilon > 0:
+ * 0 when it is, −1 otherwise. */
+int fc_elim_need_epsilon(const struct policy_ctx *ctx, const char *name, char *err, size_t errlen);
+
+/* The refusal of a schedule longer than FC_MAX_PULLS, naming the policy. */
+void fc_elim_too_long(const char *name, char *err, size_t errlen);
+
+/* The active arms in e->idx ordered by their phase means, descending, ties
+ * at random (draws from rng); returns how many. */
+size_t fc_elim_order_active(struct fc_elim *e, gsl_rng *rng);
+
+/* Vtable entries (state points to a struct whose first member is a struct
+ * fc_elim): select serves the phase until finished; update feeds rewards
+ * (releases ignored) and calls end when a phase completes; done is
+ * `finished`; recommend is `chosen` once finished, else fc_mark_interim. */
+int fc_elim_select(void *state, const struct policy_ctx *ctx, int bandit, struct policy_pick *pick);
+void fc_elim_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
+                    enum policy_event ev, double reward);
+int fc_elim_done(void *state, const struct policy_ctx *ctx, size_t bandit);
+void fc_elim_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
+                       unsigned char *high);
+
+/* --- the GLR stop of best-arm sampling rules --------------------------------- */
+
+/* ttts and track-and-stop stop alike: once every arm has a reward, when the
+ * ε-GLR statistic of the empirical best (tas_glr, ties at random) exceeds
+ * the threshold of stats_glr_threshold (m = 1); the certified arm is then
+ * the answer, and before that the best arm by the engine's means (ties by a
+ * rank drawn once). val is scratch of k entries a policy may share. */
+struct fc_glr {
+    size_t k;
+    enum stats_glr_threshold thr;
+    int stopped;
+    size_t certified;
+    uint32_t *rank;
+    size_t *idx;
+    double *val;
+};
+
+/* Allocate for ctx's bandit 0, take the threshold from the policy's enum
+ * parameter "threshold" (0 = proven, else heuristic) and draw the ranks
+ * from ctx->rng. 0, or −1 (out of memory; g is then safe to fc_glr_fini). */
+int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, const struct policy_ops *ops);
+void fc_glr_fini(struct fc_glr *g);
+
+/* The stop test on bandit 0 of ctx (ops->done): 1 once stopped (final). */
+int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx);
+
+/* The certified arm once stopped, else the interim best (ops->recommend). */
+void fc_glr_recommend(struct fc_glr *g, const struct policy_ctx *ctx, unsigned char *high);
 
 /* --- orderings -------------------------------------------------------------- */
 

@@ -53,6 +53,18 @@ struct policy_gapidx {
     double *sd;           /* flat: σ̂ (Bernstein index only) */
 };
 
+/* The parameters "a" (the exploration parameter itself) and "h" (the known
+ * complexity) of ucb-e and the GapE family: one entry each of a
+ * policy_param_spec table, with the policy's own doc string. */
+#define POLICY_GAPIDX_PARAM_A(DOC)                                                                 \
+    {                                                                                              \
+        .name = "a", .type = POLICY_PARAM_NUM, .def = 0, .min = 0, .max = 1e12, .doc = (DOC)       \
+    }
+#define POLICY_GAPIDX_PARAM_H(DOC)                                                                 \
+    {                                                                                              \
+        .name = "h", .type = POLICY_PARAM_NUM, .def = 0, .min = 0, .max = 1e15, .doc = (DOC)       \
+    }
+
 /* Build the state of an index policy over ctx's bandits in *state (new;
  * free with policy_gapidx_free). The Bernstein index needs two samples per
  * arm, so it refuses a budget below 2 P (P arms in scope), naming

@@ -103,18 +103,9 @@ int gcp_new(struct gcp **out, const struct policy_ctx *ctx, int mode, unsigned r
      * recommend() must not touch the generator. */
     size_t off = 0;
     for (size_t b = 0; b < s->nb; b++) {
-        uint32_t *r = s->rank + off;
-        size_t k = ctx->n_arms[b];
         s->rank_off[b] = off;
-        for (size_t i = 0; i < k; i++)
-            r[i] = (uint32_t)i;
-        for (size_t i = k; i > 1; i--) {
-            size_t j = policy_rand_index(ctx->rng, i);
-            uint32_t t = r[i - 1];
-            r[i - 1] = r[j];
-            r[j] = t;
-        }
-        off += k;
+        policy_rank_draw(ctx->rng, s->rank + off, ctx->n_arms[b]);
+        off += ctx->n_arms[b];
     }
     *out = s;
     return 0;
@@ -220,7 +211,10 @@ size_t gcp_select_arm(struct gcp *s, const struct policy_ctx *ctx, size_t b)
     return policy_argmin(ctx->rng, s->index, NULL, k);
 }
 
-size_t gcp_candidates(struct gcp *s, const struct policy_ctx *ctx)
+/* Mark in s->cand the bandits Alg. 3 may choose: those the engine has not
+ * marked done (under gcp's own rule exactly the bandits with ρ̄ < τ, Alg. 3
+ * line 5; see the top of this file). Returns how many. */
+static size_t candidates(struct gcp *s, const struct policy_ctx *ctx)
 {
     size_t count = 0;
     for (size_t b = 0; b < s->nb; b++) {
@@ -228,6 +222,38 @@ size_t gcp_candidates(struct gcp *s, const struct policy_ctx *ctx)
         count += s->cand[b];
     }
     return count;
+}
+
+/* The only candidate, or (size_t)-1 when there are several. */
+static size_t sole_candidate(const struct gcp *s)
+{
+    size_t which = (size_t)-1;
+    for (size_t b = 0; b < s->nb; b++) {
+        if (!s->cand[b])
+            continue;
+        if (which != (size_t)-1)
+            return (size_t)-1;
+        which = b;
+    }
+    return which;
+}
+
+int gcp_select_with(struct gcp *s, const struct policy_ctx *ctx, int bandit,
+                    struct policy_pick *pick, gcp_choose_fn *choose)
+{
+    size_t b;
+    if (bandit >= 0) {
+        b = (size_t)bandit;
+    } else {
+        if (candidates(s, ctx) == 0)
+            return POLICY_DONE;
+        b = sole_candidate(s);
+        if (b == (size_t)-1)
+            b = choose(s, ctx);
+    }
+    pick->bandit = b;
+    pick->arm = gcp_select_arm(s, ctx, b);
+    return POLICY_OK;
 }
 
 size_t gcp_pick_bandit_cost(struct gcp *s, const struct policy_ctx *ctx)
@@ -255,19 +281,6 @@ static size_t pick_bandit_uniform(struct gcp *s, const struct policy_ctx *ctx)
     return policy_argmin(ctx->rng, s->cost, s->cand, s->nb);
 }
 
-size_t gcp_sole_candidate(const struct gcp *s)
-{
-    size_t which = (size_t)-1;
-    for (size_t b = 0; b < s->nb; b++) {
-        if (!s->cand[b])
-            continue;
-        if (which != (size_t)-1)
-            return (size_t)-1;
-        which = b;
-    }
-    return which;
-}
-
 /* --- vtable ------------------------------------------------------------------ */
 
 static int gcp_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
@@ -280,25 +293,17 @@ static int gcp_init(void **state, const struct policy_ctx *ctx, char *err, size_
     return 0;
 }
 
+/* Alg. 3, or the Uni-* baseline. */
+static size_t choose_bandit(struct gcp *s, const struct policy_ctx *ctx)
+{
+    return s->mode == GCP_BANDITS_UNIFORM ? pick_bandit_uniform(s, ctx)
+                                          : gcp_pick_bandit_cost(s, ctx);
+}
+
 static int gcp_select(void *state, const struct policy_ctx *ctx, int bandit,
                       struct policy_pick *pick)
 {
-    struct gcp *s = state;
-    size_t b;
-    if (bandit >= 0) {
-        b = (size_t)bandit;
-    } else {
-        size_t n = gcp_candidates(s, ctx);
-        if (n == 0)
-            return POLICY_DONE;
-        b = gcp_sole_candidate(s);
-        if (b == (size_t)-1)
-            b = s->mode == GCP_BANDITS_UNIFORM ? pick_bandit_uniform(s, ctx)
-                                               : gcp_pick_bandit_cost(s, ctx);
-    }
-    pick->bandit = b;
-    pick->arm = gcp_select_arm(s, ctx, b);
-    return POLICY_OK;
+    return gcp_select_with(state, ctx, bandit, pick, choose_bandit);
 }
 
 void gcp_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,

@@ -78,17 +78,18 @@ double gcp_cost(const struct gcp *s, size_t k, double gamma);
  * footnote 4.) */
 size_t gcp_select_arm(struct gcp *s, const struct policy_ctx *ctx, size_t b);
 
-/* Mark in s->cand the bandits Alg. 3 may choose: those the engine has not
- * marked done (under gcp's own rule exactly the bandits with ρ̄ < τ, Alg. 3
- * line 5; see gcp.c). Returns how many. */
-size_t gcp_candidates(struct gcp *s, const struct policy_ctx *ctx);
+/* How a policy chooses among two or more candidate bandits (marked in
+ * s->cand: the bandits the engine has not marked done). */
+typedef size_t gcp_choose_fn(struct gcp *s, const struct policy_ctx *ctx);
 
-/* The only candidate of the last gcp_candidates(), or (size_t)-1 when there
- * are several (then a bandit choice has something to choose). */
-size_t gcp_sole_candidate(const struct gcp *s);
+/* The select() of both policies: the bandit the request names, else
+ * POLICY_DONE when every bandit is done, the only open one, or `choose`'s
+ * among the open ones; then Alg. 2 in it. */
+int gcp_select_with(struct gcp *s, const struct policy_ctx *ctx, int bandit,
+                    struct policy_pick *pick, gcp_choose_fn *choose);
 
 /* Alg. 3 over the candidates: one posterior sample of ĉ_i per candidate,
- * argmin (ties at random). Needs gcp_candidates() > 0 first. */
+ * argmin (ties at random). A gcp_choose_fn. */
 size_t gcp_pick_bandit_cost(struct gcp *s, const struct policy_ctx *ctx);
 
 /* The vtable entries both policies share. */

@@ -103,25 +103,17 @@ static size_t pick_bandit_targeted(struct gcp *s, const struct policy_ctx *ctx)
     return (size_t)-1;
 }
 
+/* Alg. 4, with the paper's fallback to Alg. 3. */
+static size_t choose_bandit(struct gcp *s, const struct policy_ctx *ctx)
+{
+    size_t b = pick_bandit_targeted(s, ctx);
+    return b != (size_t)-1 ? b : gcp_pick_bandit_cost(s, ctx);
+}
+
 static int targeted_select(void *state, const struct policy_ctx *ctx, int bandit,
                            struct policy_pick *pick)
 {
-    struct gcp *s = state;
-    size_t b;
-    if (bandit >= 0) {
-        b = (size_t)bandit;
-    } else {
-        if (gcp_candidates(s, ctx) == 0)
-            return POLICY_DONE;
-        b = gcp_sole_candidate(s);
-        if (b == (size_t)-1)
-            b = pick_bandit_targeted(s, ctx);
-        if (b == (size_t)-1)
-            b = gcp_pick_bandit_cost(s, ctx); /* the paper's fallback */
-    }
-    pick->bandit = b;
-    pick->arm = gcp_select_arm(s, ctx, b);
-    return POLICY_OK;
+    return gcp_select_with(state, ctx, bandit, pick, choose_bandit);
 }
 
 const struct policy_ops policy_gcp_targeted = {

@@ -20,16 +20,10 @@
 #include <stdlib.h>
 
 struct halving {
-    size_t k;
-    unsigned m;
-    unsigned rounds; /* ⌈log₂(K/m)⌉ */
-    unsigned round;  /* 1-based, current */
+    struct fc_elim e; /* first: the fc_elim_* entries take the state as is */
+    unsigned rounds;  /* ⌈log₂(K/m)⌉ */
+    unsigned round;   /* 1-based, current */
     double eps_l, delta_l;
-    struct fc_phases ph;
-    int finished;
-    uint32_t *rank;
-    size_t *idx;
-    double *val;
 };
 
 static void halving_fini(void *state)
@@ -37,10 +31,7 @@ static void halving_fini(void *state)
     struct halving *s = state;
     if (s == NULL)
         return;
-    fc_phases_free(&s->ph);
-    free(s->rank);
-    free(s->idx);
-    free(s->val);
+    fc_elim_fini(&s->e);
     free(s);
 }
 
@@ -68,91 +59,26 @@ static size_t halving_keep(size_t r, unsigned m)
 
 static int halving_begin_round(struct halving *s, gsl_rng *rng)
 {
-    return fc_phases_begin(&s->ph, rng, halving_quota(s->m, s->eps_l, s->delta_l),
+    return fc_phases_begin(&s->e.ph, rng, halving_quota(s->e.m, s->eps_l, s->delta_l),
                            s->round == s->rounds);
 }
 
-static int halving_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
-{
-    struct halving *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        goto nomem;
-    s->k = ctx->n_arms[0];
-    s->m = ctx->m;
-    if (!(ctx->epsilon > 0)) {
-        snprintf(err, errlen, "goal.epsilon: halving needs epsilon > 0");
-        halving_fini(s);
-        return -1;
-    }
-    s->rounds = halving_rounds(s->k, s->m);
-    /* The whole schedule, to refuse one that cannot finish. */
-    double total = 0, e = ctx->epsilon / 4, d = ctx->delta / 2;
-    size_t r = s->k;
-    for (unsigned l = 1; l <= s->rounds; l++) {
-        uint64_t q = halving_quota(s->m, e, d);
-        total += (double)q * (double)r;
-        if (q == 0 || total > FC_MAX_PULLS) {
-            snprintf(err, errlen, "goal.epsilon: too small for halving (more than %g pulls)",
-                     FC_MAX_PULLS);
-            halving_fini(s);
-            return -1;
-        }
-        r = halving_keep(r, s->m);
-        e *= 0.75;
-        d *= 0.5;
-    }
-    if (fc_phases_init(&s->ph, s->k) != 0)
-        goto nomem;
-    s->rank = fc_rank_new(ctx->rng, s->k);
-    s->idx = calloc(s->k, sizeof *s->idx);
-    s->val = calloc(s->k, sizeof *s->val);
-    if (!s->rank || !s->idx || !s->val)
-        goto nomem;
-    for (size_t i = 0; i < s->k; i++)
-        fc_phases_activate(&s->ph, i);
-    s->round = 1;
-    s->eps_l = ctx->epsilon / 4;
-    s->delta_l = ctx->delta / 2;
-    halving_begin_round(s, ctx->rng); /* no carry yet: never complete */
-    *state = s;
-    return 0;
-nomem:
-    snprintf(err, errlen, "out of memory");
-    halving_fini(s);
-    return -1;
-}
-
-static int halving_select(void *state, const struct policy_ctx *ctx, int bandit,
-                          struct policy_pick *pick)
-{
-    struct halving *s = state;
-    (void)bandit;
-    pick->bandit = 0;
-    if (s->finished)
-        return POLICY_DONE;
-    return fc_phases_select(&s->ph, ctx, &pick->arm);
-}
-
 /* End of round l (lines 7–9): keep the best max(⌈|R_l|/2⌉, m) by this
- * round's means, ties at random. Then the next round, as long as carried
- * samples complete rounds on their own. */
-static void halving_end_rounds(struct halving *s, const struct policy_ctx *ctx)
+ * round's means, ties at random; R_last (m arms, line 11) is the answer.
+ * Then the next round, as long as carried samples complete rounds on their
+ * own. */
+static void halving_end_rounds(struct fc_elim *e, const struct policy_ctx *ctx)
 {
+    struct halving *s = (struct halving *)e;
     do {
-        size_t n = 0;
-        for (size_t i = 0; i < s->k; i++) {
-            if (!s->ph.active[i])
-                continue;
-            s->val[i] = fc_phases_mean(&s->ph, i);
-            s->idx[n++] = i;
-        }
-        fc_shuffle(ctx->rng, s->idx, n);
-        fc_sort_desc(s->idx, n, s->val, NULL);
-        size_t keep = halving_keep(n, s->m);
+        size_t n = fc_elim_order_active(e, ctx->rng);
+        size_t keep = halving_keep(n, e->m);
         for (size_t r = keep; r < n; r++)
-            fc_phases_deactivate(&s->ph, s->idx[r]);
+            fc_phases_deactivate(&e->ph, e->idx[r]);
         if (s->round == s->rounds) {
-            s->finished = 1;
+            for (size_t i = 0; i < e->k; i++)
+                e->chosen[i] = e->ph.active[i];
+            e->finished = 1;
             return;
         }
         s->round++;
@@ -161,37 +87,45 @@ static void halving_end_rounds(struct halving *s, const struct policy_ctx *ctx)
     } while (halving_begin_round(s, ctx->rng));
 }
 
-static void halving_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
-                           enum policy_event ev, double reward)
+static int halving_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
-    struct halving *s = state;
-    (void)bandit;
-    if (ev == POLICY_EV_RELEASE || s->finished)
-        return;
-    if (fc_phases_reward(&s->ph, arm, reward))
-        halving_end_rounds(s, ctx);
-}
-
-static int halving_done(void *state, const struct policy_ctx *ctx, size_t bandit)
-{
-    (void)ctx;
-    (void)bandit;
-    return ((struct halving *)state)->finished;
-}
-
-/* R_last once finished (exactly m arms, line 11); before that the best m of
- * R_l by the engine's means. */
-static void halving_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
-                              unsigned char *high)
-{
-    struct halving *s = state;
-    (void)bandit;
-    if (s->finished) {
-        for (size_t i = 0; i < s->k; i++)
-            high[i] = s->ph.active[i];
-        return;
+    struct halving *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
-    fc_mark_interim(ctx, NULL, s->ph.active, s->m, s->rank, s->idx, s->val, high);
+    size_t k = ctx->n_arms[0];
+    unsigned m = ctx->m;
+    if (fc_elim_need_epsilon(ctx, "halving", err, errlen) != 0)
+        goto fail;
+    s->rounds = halving_rounds(k, m);
+    /* The whole schedule, to refuse one that cannot finish. */
+    double total = 0, e = ctx->epsilon / 4, d = ctx->delta / 2;
+    size_t r = k;
+    for (unsigned l = 1; l <= s->rounds; l++) {
+        uint64_t q = halving_quota(m, e, d);
+        total += (double)q * (double)r;
+        if (q == 0 || total > FC_MAX_PULLS) {
+            fc_elim_too_long("halving", err, errlen);
+            goto fail;
+        }
+        r = halving_keep(r, m);
+        e *= 0.75;
+        d *= 0.5;
+    }
+    if (fc_elim_init(&s->e, ctx, halving_end_rounds, err, errlen) != 0)
+        goto fail;
+    /* Before the end: the best m of R_l by the engine's means. */
+    s->e.interim_active = 1;
+    s->round = 1;
+    s->eps_l = ctx->epsilon / 4;
+    s->delta_l = ctx->delta / 2;
+    halving_begin_round(s, ctx->rng); /* no carry yet: never complete */
+    *state = s;
+    return 0;
+fail:
+    halving_fini(s);
+    return -1;
 }
 
 const struct policy_ops policy_halving = {
@@ -201,8 +135,8 @@ const struct policy_ops policy_halving = {
     .params = NULL,
     .init = halving_init,
     .fini = halving_fini,
-    .select = halving_select,
-    .update = halving_update,
-    .done = halving_done,
-    .recommend = halving_recommend,
+    .select = fc_elim_select,
+    .update = fc_elim_update,
+    .done = fc_elim_done,
+    .recommend = fc_elim_recommend,
 };

@@ -23,17 +23,12 @@
 #include <stdlib.h>
 
 struct incremental {
-    size_t k;
-    unsigned m;
+    struct fc_elim e;    /* first: the fc_elim_* entries take the state as is;
+                            e.ph is the current Median Elimination step */
     double eps, delta_m; /* ε and δ/m: Median Elimination's inputs */
     double eps_l, delta_l;
     unsigned n_selected;
     unsigned char *selected; /* S_l */
-    struct fc_phases ph;     /* the current Median Elimination step */
-    int finished;
-    uint32_t *rank;
-    size_t *idx;
-    double *val;
 };
 
 static void incremental_fini(void *state)
@@ -41,11 +36,8 @@ static void incremental_fini(void *state)
     struct incremental *s = state;
     if (s == NULL)
         return;
-    fc_phases_free(&s->ph);
+    fc_elim_fini(&s->e);
     free(s->selected);
-    free(s->rank);
-    free(s->idx);
-    free(s->val);
     free(s);
 }
 
@@ -58,114 +50,46 @@ static uint64_t me_quota(double eps_l, double delta_l)
 /* Is the current step the last one of the last Median Elimination? */
 static int me_last_step(const struct incremental *s)
 {
-    return s->n_selected + 1 == s->m && s->ph.n_active <= 2;
+    return s->n_selected + 1 == s->e.m && s->e.ph.n_active <= 2;
 }
 
 static int me_begin_step(struct incremental *s, gsl_rng *rng)
 {
-    return fc_phases_begin(&s->ph, rng, me_quota(s->eps_l, s->delta_l), me_last_step(s));
+    return fc_phases_begin(&s->e.ph, rng, me_quota(s->eps_l, s->delta_l), me_last_step(s));
 }
 
 /* A new Median Elimination over every arm not selected. */
 static void me_start(struct incremental *s)
 {
-    for (size_t i = 0; i < s->k; i++)
+    for (size_t i = 0; i < s->e.k; i++)
         if (!s->selected[i])
-            fc_phases_activate(&s->ph, i);
+            fc_phases_activate(&s->e.ph, i);
     s->eps_l = s->eps / 4;
     s->delta_l = s->delta_m / 2;
 }
 
-static int incremental_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
-{
-    struct incremental *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        goto nomem;
-    s->k = ctx->n_arms[0];
-    s->m = ctx->m;
-    s->eps = ctx->epsilon;
-    s->delta_m = ctx->delta / ctx->m;
-    if (!(s->eps > 0)) {
-        snprintf(err, errlen, "goal.epsilon: incremental needs epsilon > 0");
-        incremental_fini(s);
-        return -1;
-    }
-    /* The whole schedule: run j works on K − j + 1 arms. */
-    double total = 0;
-    for (unsigned j = 1; j <= s->m; j++) {
-        size_t r = s->k - j + 1;
-        double e = s->eps / 4, d = s->delta_m / 2;
-        while (r > 1) {
-            uint64_t q = me_quota(e, d);
-            total += (double)q * (double)r;
-            if (q == 0 || total > FC_MAX_PULLS) {
-                snprintf(err, errlen,
-                         "goal.epsilon: too small for incremental (more than %g pulls)",
-                         FC_MAX_PULLS);
-                incremental_fini(s);
-                return -1;
-            }
-            r = (r + 1) / 2;
-            e *= 0.75;
-            d *= 0.5;
-        }
-    }
-    if (fc_phases_init(&s->ph, s->k) != 0)
-        goto nomem;
-    s->selected = calloc(s->k, 1);
-    s->rank = fc_rank_new(ctx->rng, s->k);
-    s->idx = calloc(s->k, sizeof *s->idx);
-    s->val = calloc(s->k, sizeof *s->val);
-    if (!s->selected || !s->rank || !s->idx || !s->val)
-        goto nomem;
-    me_start(s);
-    me_begin_step(s, ctx->rng);
-    *state = s;
-    return 0;
-nomem:
-    snprintf(err, errlen, "out of memory");
-    incremental_fini(s);
-    return -1;
-}
-
-static int incremental_select(void *state, const struct policy_ctx *ctx, int bandit,
-                              struct policy_pick *pick)
-{
-    struct incremental *s = state;
-    (void)bandit;
-    pick->bandit = 0;
-    if (s->finished)
-        return POLICY_DONE;
-    return fc_phases_select(&s->ph, ctx, &pick->arm);
-}
-
 /* End of a Median Elimination step: keep the best ⌈|S|/2⌉ by the step's
  * means (ties at random). One arm left: select it (Algorithm 2, line 4) and
- * start the next Median Elimination, or finish. Loops while carried samples
- * complete steps on their own. */
-static void incremental_end_steps(struct incremental *s, const struct policy_ctx *ctx)
+ * start the next Median Elimination, or finish with S_{m+1}. Loops while
+ * carried samples complete steps on their own. */
+static void incremental_end_steps(struct fc_elim *e, const struct policy_ctx *ctx)
 {
+    struct incremental *s = (struct incremental *)e;
     do {
-        size_t n = 0;
-        for (size_t i = 0; i < s->k; i++) {
-            if (!s->ph.active[i])
-                continue;
-            s->val[i] = fc_phases_mean(&s->ph, i);
-            s->idx[n++] = i;
-        }
-        fc_shuffle(ctx->rng, s->idx, n);
-        fc_sort_desc(s->idx, n, s->val, NULL);
+        size_t n = fc_elim_order_active(e, ctx->rng);
         size_t keep = (n + 1) / 2;
         for (size_t r = keep; r < n; r++)
-            fc_phases_deactivate(&s->ph, s->idx[r]);
+            fc_phases_deactivate(&e->ph, e->idx[r]);
         s->eps_l *= 0.75;
         s->delta_l *= 0.5;
         if (keep == 1) {
-            size_t a = s->idx[0];
-            fc_phases_deactivate(&s->ph, a);
+            size_t a = e->idx[0];
+            fc_phases_deactivate(&e->ph, a);
             s->selected[a] = 1;
-            if (++s->n_selected == s->m) {
-                s->finished = 1;
+            if (++s->n_selected == e->m) {
+                for (size_t i = 0; i < e->k; i++)
+                    e->chosen[i] = s->selected[i];
+                e->finished = 1;
                 return;
             }
             me_start(s);
@@ -173,32 +97,52 @@ static void incremental_end_steps(struct incremental *s, const struct policy_ctx
     } while (me_begin_step(s, ctx->rng));
 }
 
-static void incremental_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
-                               enum policy_event ev, double reward)
+static int incremental_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
-    struct incremental *s = state;
-    (void)bandit;
-    if (ev == POLICY_EV_RELEASE || s->finished)
-        return;
-    if (fc_phases_reward(&s->ph, arm, reward))
-        incremental_end_steps(s, ctx);
-}
-
-static int incremental_done(void *state, const struct policy_ctx *ctx, size_t bandit)
-{
-    (void)ctx;
-    (void)bandit;
-    return ((struct incremental *)state)->finished;
-}
-
-/* S_{m+1} once finished; before that the arms selected so far and the best
- * of the rest by the engine's means. */
-static void incremental_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
-                                  unsigned char *high)
-{
-    struct incremental *s = state;
-    (void)bandit;
-    fc_mark_interim(ctx, s->selected, NULL, s->m, s->rank, s->idx, s->val, high);
+    struct incremental *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t k = ctx->n_arms[0];
+    s->eps = ctx->epsilon;
+    s->delta_m = ctx->delta / ctx->m;
+    if (fc_elim_need_epsilon(ctx, "incremental", err, errlen) != 0)
+        goto fail;
+    /* The whole schedule: run j works on K − j + 1 arms. */
+    double total = 0;
+    for (unsigned j = 1; j <= ctx->m; j++) {
+        size_t r = k - j + 1;
+        double e = s->eps / 4, d = s->delta_m / 2;
+        while (r > 1) {
+            uint64_t q = me_quota(e, d);
+            total += (double)q * (double)r;
+            if (q == 0 || total > FC_MAX_PULLS) {
+                fc_elim_too_long("incremental", err, errlen);
+                goto fail;
+            }
+            r = (r + 1) / 2;
+            e *= 0.75;
+            d *= 0.5;
+        }
+    }
+    s->selected = calloc(k, 1);
+    if (s->selected == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (fc_elim_init(&s->e, ctx, incremental_end_steps, err, errlen) != 0)
+        goto fail;
+    /* Before the end: the arms selected so far and the best of the rest by
+     * the engine's means. */
+    s->e.interim_accepted = s->selected;
+    me_start(s);
+    me_begin_step(s, ctx->rng);
+    *state = s;
+    return 0;
+fail:
+    incremental_fini(s);
+    return -1;
 }
 
 const struct policy_ops policy_incremental = {
@@ -208,8 +152,8 @@ const struct policy_ops policy_incremental = {
     .params = NULL,
     .init = incremental_init,
     .fini = incremental_fini,
-    .select = incremental_select,
-    .update = incremental_update,
-    .done = incremental_done,
-    .recommend = incremental_recommend,
+    .select = fc_elim_select,
+    .update = fc_elim_update,
+    .done = fc_elim_done,
+    .recommend = fc_elim_recommend,
 };

@@ -91,38 +91,8 @@ static int kl_lucb_init(void **state, const struct policy_ctx *ctx, char *err, s
                  "2013, Theorem 3)");
         return -1;
     }
-    struct lucb *l = lucb_new(&kl_bounds, k1, rate == RATE_HEURISTIC ? -1.0 : alpha, ctx);
-    if (l == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    *state = l;
-    return 0;
-}
-
-static void kl_lucb_fini(void *state)
-{
-    lucb_free(state);
-}
-
-static int kl_lucb_select(void *state, const struct policy_ctx *ctx, int bandit,
-                          struct policy_pick *pick)
-{
-    (void)bandit;
-    return lucb_select(state, ctx, pick);
-}
-
-static int kl_lucb_done(void *state, const struct policy_ctx *ctx, size_t bandit)
-{
-    (void)bandit;
-    return lucb_done(state, ctx);
-}
-
-static void kl_lucb_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
-                              unsigned char *high)
-{
-    (void)bandit;
-    lucb_recommend(state, ctx, high);
+    return lucb_init(state, &kl_bounds, k1, rate == RATE_HEURISTIC ? -1.0 : alpha, ctx, err,
+                     errlen);
 }
 
 const struct policy_ops policy_kl_lucb = {
@@ -131,9 +101,9 @@ const struct policy_ops policy_kl_lucb = {
     .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_OWN_STOP,
     .params = kl_lucb_params,
     .init = kl_lucb_init,
-    .fini = kl_lucb_fini,
-    .select = kl_lucb_select,
+    .fini = lucb_fini,
+    .select = lucb_select,
     .update = NULL,
-    .done = kl_lucb_done,
-    .recommend = kl_lucb_recommend,
+    .done = lucb_done,
+    .recommend = lucb_recommend,
 };

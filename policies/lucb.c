@@ -5,16 +5,17 @@
 #include "policies/lucb.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "policies/fc.h"
 
-struct lucb *lucb_new(const struct lucb_bounds *b, double c1, double c2,
-                      const struct policy_ctx *ctx)
+int lucb_init(void **state, const struct lucb_bounds *b, double c1, double c2,
+              const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     struct lucb *l = calloc(1, sizeof *l);
     if (l == NULL)
-        return NULL;
+        goto nomem;
     l->b = b;
     l->c1 = c1;
     l->c2 = c2;
@@ -35,15 +36,19 @@ struct lucb *lucb_new(const struct lucb_bounds *b, double c1, double c2,
                 l->cache[c][i].u = -1; /* never a count: empty */
     }
     if (!l->high || !l->certified || !l->order || !l->val || !l->rank || !l->cache[0] ||
-        !l->cache[1]) {
-        lucb_free(l);
-        return NULL;
-    }
-    return l;
+        !l->cache[1])
+        goto nomem;
+    *state = l;
+    return 0;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    lucb_fini(l);
+    return -1;
 }
 
-void lucb_free(struct lucb *l)
+void lucb_fini(void *state)
 {
+    struct lucb *l = state;
     if (l == NULL)
         return;
     free(l->high);
@@ -148,8 +153,10 @@ static void split(struct lucb *l, const struct policy_ctx *ctx)
         l->high[l->order[r]] = r < l->m;
 }
 
-int lucb_select(struct lucb *l, const struct policy_ctx *ctx, struct policy_pick *pick)
+int lucb_select(void *state, const struct policy_ctx *ctx, int bandit, struct policy_pick *pick)
 {
+    struct lucb *l = state;
+    (void)bandit;
     const struct stats_arm *a = ctx->arms[0];
     pick->bandit = 0;
     if (l->queued >= 0) {
@@ -197,8 +204,10 @@ static double lucb_gap(struct lucb *l, const struct policy_ctx *ctx)
     return ul - lh;
 }
 
-int lucb_done(struct lucb *l, const struct policy_ctx *ctx)
+int lucb_done(void *state, const struct policy_ctx *ctx, size_t bandit)
 {
+    struct lucb *l = state;
+    (void)bandit;
     if (l->stopped)
         return 1;
     double eps = ctx->epsilon;
@@ -210,8 +219,10 @@ int lucb_done(struct lucb *l, const struct policy_ctx *ctx)
     return 1;
 }
 
-void lucb_recommend(struct lucb *l, const struct policy_ctx *ctx, unsigned char *high)
+void lucb_recommend(void *state, const struct policy_ctx *ctx, size_t bandit, unsigned char *high)
 {
+    struct lucb *l = state;
+    (void)bandit;
     if (l->stopped) {
         for (size_t i = 0; i < l->n; i++)
             high[i] = l->certified[i];

@@ -63,13 +63,14 @@ struct lucb {
     uint32_t *rank;
 };
 
-/* New state for ctx's bandit; NULL when out of memory. */
-struct lucb *lucb_new(const struct lucb_bounds *b, double c1, double c2,
-                      const struct policy_ctx *ctx);
-void lucb_free(struct lucb *l);
+/* New state for ctx's bandit in *state. 0, or −1 with "out of memory" in err. */
+int lucb_init(void **state, const struct lucb_bounds *b, double c1, double c2,
+              const struct policy_ctx *ctx, char *err, size_t errlen);
 
-int lucb_select(struct lucb *l, const struct policy_ctx *ctx, struct policy_pick *pick);
-int lucb_done(struct lucb *l, const struct policy_ctx *ctx);
-void lucb_recommend(struct lucb *l, const struct policy_ctx *ctx, unsigned char *high);
+/* The vtable entries of lucb1 and kl-lucb (state is a struct lucb). */
+void lucb_fini(void *state);
+int lucb_select(void *state, const struct policy_ctx *ctx, int bandit, struct policy_pick *pick);
+int lucb_done(void *state, const struct policy_ctx *ctx, size_t bandit);
+void lucb_recommend(void *state, const struct policy_ctx *ctx, size_t bandit, unsigned char *high);
 
 #endif

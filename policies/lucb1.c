@@ -62,39 +62,8 @@ static const struct lucb_bounds lucb1_bounds = {
 
 static int lucb1_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
-    struct lucb *l = lucb_new(&lucb1_bounds, policy_param(ctx, &policy_lucb1, "k1"),
-                              policy_param(ctx, &policy_lucb1, "power"), ctx);
-    if (l == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    *state = l;
-    return 0;
-}
-
-static void lucb1_fini(void *state)
-{
-    lucb_free(state);
-}
-
-static int lucb1_select(void *state, const struct policy_ctx *ctx, int bandit,
-                        struct policy_pick *pick)
-{
-    (void)bandit;
-    return lucb_select(state, ctx, pick);
-}
-
-static int lucb1_done(void *state, const struct policy_ctx *ctx, size_t bandit)
-{
-    (void)bandit;
-    return lucb_done(state, ctx);
-}
-
-static void lucb1_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
-                            unsigned char *high)
-{
-    (void)bandit;
-    lucb_recommend(state, ctx, high);
+    return lucb_init(state, &lucb1_bounds, policy_param(ctx, &policy_lucb1, "k1"),
+                     policy_param(ctx, &policy_lucb1, "power"), ctx, err, errlen);
 }
 
 const struct policy_ops policy_lucb1 = {
@@ -103,9 +72,9 @@ const struct policy_ops policy_lucb1 = {
     .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_OWN_STOP,
     .params = lucb1_params,
     .init = lucb1_init,
-    .fini = lucb1_fini,
-    .select = lucb1_select,
+    .fini = lucb_fini,
+    .select = lucb_select,
     .update = NULL,
-    .done = lucb1_done,
-    .recommend = lucb1_recommend,
+    .done = lucb_done,
+    .recommend = lucb_recommend,
 };

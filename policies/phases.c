@@ -45,18 +45,8 @@ int policy_phases_init(struct policy_phases *ph, const struct policy_ctx *ctx, s
         ph->n_active[b] = ctx->n_arms[b];
         for (size_t f = ph->off[b]; f < ph->off[b + 1]; f++)
             ph->bandit_of[f] = b;
-        /* A random permutation of 0..K−1 per bandit (Fisher–Yates): the
-         * tie-break order recommend() uses without touching the rng. */
-        size_t k = ctx->n_arms[b];
-        uint32_t *r = &ph->rank[ph->off[b]];
-        for (size_t i = 0; i < k; i++)
-            r[i] = (uint32_t)i;
-        for (size_t i = k; i > 1; i--) {
-            size_t j = policy_rand_index(ctx->rng, i);
-            uint32_t t = r[i - 1];
-            r[i - 1] = r[j];
-            r[j] = t;
-        }
+        /* The tie-break order recommend() uses without touching the rng. */
+        policy_rank_draw(ctx->rng, &ph->rank[ph->off[b]], ctx->n_arms[b]);
     }
     return 0;
 }
@@ -167,25 +157,31 @@ static int phase_complete(const struct policy_phases *ph, const struct policy_ct
     return 1;
 }
 
+/* The active arm of bandit b (not marked in skip, NULL = none) of largest
+ * mean, ties by rank; (size_t)-1 when there is none. Never draws. */
+static size_t best_active(const struct policy_phases *ph, const struct policy_ctx *ctx, size_t b,
+                          const unsigned char *skip)
+{
+    const size_t o = ph->off[b];
+    const struct stats_arm *a = ctx->arms[b];
+    size_t best = (size_t)-1;
+    for (size_t i = 0; i < ctx->n_arms[b]; i++) {
+        if (ph->status[o + i] != PHASES_ACTIVE || (skip != NULL && skip[i]))
+            continue;
+        if (best == (size_t)-1 || a[i].mean > a[best].mean ||
+            (a[i].mean == a[best].mean && ph->rank[o + i] < ph->rank[o + best]))
+            best = i;
+    }
+    return best;
+}
+
 /* After the last phase every bandit should be settled; if a plan ever left
  * one open, accept its best active arms (ties by rank) rather than stall. */
 static void settle_leftovers(struct policy_phases *ph, const struct policy_ctx *ctx)
 {
-    for (size_t b = 0; b < ph->nb; b++) {
-        while (!ph->settled[b]) {
-            size_t best = (size_t)-1;
-            for (size_t i = 0; i < ctx->n_arms[b]; i++) {
-                size_t f = ph->off[b] + i;
-                if (ph->status[f] != PHASES_ACTIVE)
-                    continue;
-                const struct stats_arm *a = ctx->arms[b];
-                if (best == (size_t)-1 || a[i].mean > a[best].mean ||
-                    (a[i].mean == a[best].mean && ph->rank[f] < ph->rank[ph->off[b] + best]))
-                    best = i;
-            }
-            policy_phases_accept(ph, ph->off[b] + best);
-        }
-    }
+    for (size_t b = 0; b < ph->nb; b++)
+        while (!ph->settled[b])
+            policy_phases_accept(ph, ph->off[b] + best_active(ph, ctx, b, NULL));
 }
 
 /* End every phase whose samples are in. */
@@ -199,15 +195,14 @@ static void advance(struct policy_phases *ph, const struct policy_ctx *ctx)
         settle_leftovers(ph, ctx);
 }
 
-int policy_phases_select(void *state, const struct policy_ctx *ctx, int bandit,
-                         struct policy_pick *pick)
+/* One pass over the active arms of the unsettled bandits in scope (the one
+ * asked for, else those the engine has not marked done). Without pick: the
+ * least n + pending into *least, returning how many arms share it. With
+ * pick: the arm number j (0-based) among those at *least into pick,
+ * returning 1 (0 when there is none). */
+static size_t scan(const struct policy_phases *ph, const struct policy_ctx *ctx, int bandit,
+                   uint64_t *least, size_t j, struct policy_pick *pick)
 {
-    struct policy_phases *ph = state;
-    advance(ph, ctx);
-    /* The active arm of least n + pending in scope, ties uniformly at random:
-     * first pass finds the least value and counts its ties, one draw picks
-     * the tie, the second pass finds it. */
-    uint64_t least = UINT64_MAX;
     size_t ties = 0;
     for (size_t b = 0; b < ph->nb; b++) {
         if (bandit >= 0 ? b != (size_t)bandit : ctx->bandit_done[b] != 0)
@@ -219,34 +214,39 @@ int policy_phases_select(void *state, const struct policy_ctx *ctx, int bandit,
             if (ph->status[ph->off[b] + i] != PHASES_ACTIVE)
                 continue;
             uint64_t h = a[i].n + a[i].pending;
-            if (h < least) {
-                least = h;
-                ties = 1;
-            } else if (h == least) {
-                ties++;
+            if (pick == NULL) {
+                if (h < *least) {
+                    *least = h;
+                    ties = 1;
+                } else if (h == *least) {
+                    ties++;
+                }
+            } else if (h == *least && j-- == 0) {
+                pick->bandit = b;
+                pick->arm = i;
+                return 1;
             }
         }
     }
+    return ties;
+}
+
+int policy_phases_select(void *state, const struct policy_ctx *ctx, int bandit,
+                         struct policy_pick *pick)
+{
+    struct policy_phases *ph = state;
+    advance(ph, ctx);
+    /* The active arm of least n + pending in scope, ties uniformly at random:
+     * first pass finds the least value and counts its ties, one draw picks
+     * the tie, the second pass finds it. */
+    uint64_t least = UINT64_MAX;
+    size_t ties = scan(ph, ctx, bandit, &least, 0, NULL);
     if (ties == 0)
         return POLICY_DONE;
     size_t j = policy_rand_index(ctx->rng, ties);
-    for (size_t b = 0; b < ph->nb; b++) {
-        if (bandit >= 0 ? b != (size_t)bandit : ctx->bandit_done[b] != 0)
-            continue;
-        if (ph->settled[b])
-            continue;
-        const struct stats_arm *a = ctx->arms[b];
-        for (size_t i = 0; i < ctx->n_arms[b]; i++) {
-            if (ph->status[ph->off[b] + i] != PHASES_ACTIVE || a[i].n + a[i].pending != least)
-                continue;
-            if (j-- == 0) {
-                pick->bandit = b;
-                pick->arm = i;
-                return POLICY_OK;
-            }
-        }
-    }
-    abort(); /* unreachable: the tie counted above */
+    if (scan(ph, ctx, bandit, &least, j, pick) != 1)
+        abort(); /* unreachable: the tie counted above */
+    return POLICY_OK;
 }
 
 void policy_phases_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
@@ -271,21 +271,12 @@ void policy_phases_recommend(void *state, const struct policy_ctx *ctx, size_t b
 {
     const struct policy_phases *ph = state;
     size_t k = ctx->n_arms[bandit];
-    const size_t o = ph->off[bandit];
-    const struct stats_arm *a = ctx->arms[bandit];
     for (size_t i = 0; i < k; i++)
-        high[i] = ph->status[o + i] == PHASES_ACCEPTED;
+        high[i] = ph->status[ph->off[bandit] + i] == PHASES_ACCEPTED;
     /* Not settled yet (a status call mid-run): fill the places still open
      * with the best active arms by mean, ties by the init-time rank. */
     for (unsigned r = 0; r < ph->need[bandit]; r++) {
-        size_t best = (size_t)-1;
-        for (size_t i = 0; i < k; i++) {
-            if (ph->status[o + i] != PHASES_ACTIVE || high[i])
-                continue;
-            if (best == (size_t)-1 || a[i].mean > a[best].mean ||
-                (a[i].mean == a[best].mean && ph->rank[o + i] < ph->rank[o + best]))
-                best = i;
-        }
+        size_t best = best_active(ph, ctx, bandit, high);
         if (best == (size_t)-1)
             break;
         high[best] = 1;

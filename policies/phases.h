@@ -37,6 +37,17 @@
  *
  * The state of a phase policy is a `struct policy_phases` (the policy's state
  * pointer points to it), so tests can inspect it.
+ *
+ * fc.h's fc_phases serves the same hand-out rule (quota once, round-robin
+ * while a phase waits) for the fixed-confidence elimination policies, but is
+ * a different mechanism on purpose: their phases need fresh samples (Median
+ * Elimination's proof conditions on the arms left, so a phase keeps its own
+ * accumulators and a carry), while SR/SAR/seq-halving decide on cumulative
+ * means and cumulative targets, which the engine's counts already are. The
+ * two also break ties differently (a draw per pull here, a per-phase random
+ * order there, drawing nothing in select); one mechanism for both would
+ * change every seeded decision sequence of one family. What they share is
+ * in policy.h (policy_rank_draw).
  */
 #ifndef BANDITD_POLICIES_PHASES_H
 #define BANDITD_POLICIES_PHASES_H

@@ -106,6 +106,18 @@ size_t policy_rand_index(gsl_rng *rng, size_t n)
     return (size_t)gsl_rng_uniform_int(rng, (unsigned long)n);
 }
 
+void policy_rank_draw(gsl_rng *rng, uint32_t *rank, size_t k)
+{
+    for (size_t i = 0; i < k; i++)
+        rank[i] = (uint32_t)i;
+    for (size_t i = k; i > 1; i--) {
+        size_t j = policy_rand_index(rng, i);
+        uint32_t t = rank[i - 1];
+        rank[i - 1] = rank[j];
+        rank[j] = t;
+    }
+}
+
 /* Reservoir-style tie breaking: the j-th tie replaces the current choice
  * with probability 1/j, so each tied index wins with probability 1/ties
  * without a second pass or scratch memory. */

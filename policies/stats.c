@@ -668,7 +668,40 @@ static double kl_polish(double p, double level, double in, double out)
  * (5–8 steps where bisection took 60, each with two logarithms: this is
  * KL-LUCB's inner loop); it stops once kl is within 1e-10 (relative) of
  * the level, or hands over to kl_polish when rounding crosses the root.
- * d/dq kl(p, q) = (q − p)/(q(1 − q)). */
+ * d/dq kl(p, q) = (q − p)/(q(1 − q)). The same iteration serves both sides
+ * (upper: from above p, lower: from below). */
+static double kl_newton(double p, double level, int upper)
+{
+    double pc = clamp_kl(p);
+    double q, out; /* out: the last iterate known beyond the root */
+    if (upper) {
+        q = p + sqrt(level / 2.0);
+        if (q > 1.0 - KL_EPS)
+            q = 1.0 - KL_EPS; /* kl(p, ·) there is kl(p, 1) > level: still beyond */
+        out = 1.0 - KL_EPS;   /* beyond the root (checked by the caller) */
+    } else {
+        q = p - sqrt(level / 2.0);
+        if (q < KL_EPS)
+            q = KL_EPS;
+        out = KL_EPS;
+    }
+    for (int i = 0; i < KL_NEWTON; i++) {
+        double f = stats_kl_bern(p, q) - level;
+        if (!(f > 0.0))
+            return kl_polish(p, level, q, out);
+        if (f <= 1e-10 * level)
+            return q; /* beyond the root by 1e-10 relative in kl: done */
+        out = q;
+        double qc = clamp_kl(q);
+        double qn = q - f * qc * (1.0 - qc) / (qc - pc);
+        /* Stop unless Newton moved strictly toward p without reaching it. */
+        if (upper ? !(qn < q) || qn <= p : !(qn > q) || qn >= p)
+            break;
+        q = qn;
+    }
+    return out;
+}
+
 double stats_kl_upper(double p, double level)
 {
     if (!(p > 0.0))
@@ -679,25 +712,7 @@ double stats_kl_upper(double p, double level)
         return p;
     if (stats_kl_bern(p, 1.0) <= level)
         return 1.0;
-    double pc = clamp_kl(p);
-    double q = p + sqrt(level / 2.0);
-    if (q > 1.0 - KL_EPS)
-        q = 1.0 - KL_EPS;      /* kl(p, ·) there is kl(p, 1) > level: still beyond */
-    double out = 1.0 - KL_EPS; /* beyond the root (checked above) */
-    for (int i = 0; i < KL_NEWTON; i++) {
-        double f = stats_kl_bern(p, q) - level;
-        if (!(f > 0.0))
-            return kl_polish(p, level, q, out);
-        if (f <= 1e-10 * level)
-            return q; /* beyond the root by 1e-10 relative in kl: done */
-        out = q;
-        double qc = clamp_kl(q);
-        double qn = q - f * qc * (1.0 - qc) / (qc - pc);
-        if (!(qn < q) || qn <= p)
-            break;
-        q = qn;
-    }
-    return out;
+    return kl_newton(p, level, 1);
 }
 
 double stats_kl_lower(double p, double level)
@@ -710,25 +725,7 @@ double stats_kl_lower(double p, double level)
         return p;
     if (stats_kl_bern(p, 0.0) <= level)
         return 0.0;
-    double pc = clamp_kl(p);
-    double q = p - sqrt(level / 2.0);
-    if (q < KL_EPS)
-        q = KL_EPS;
-    double out = KL_EPS; /* beyond the root (checked above) */
-    for (int i = 0; i < KL_NEWTON; i++) {
-        double f = stats_kl_bern(p, q) - level;
-        if (!(f > 0.0))
-            return kl_polish(p, level, q, out);
-        if (f <= 1e-10 * level)
-            return q; /* beyond the root by 1e-10 relative in kl: done */
-        out = q;
-        double qc = clamp_kl(q);
-        double qn = q + f * qc * (1.0 - qc) / (pc - qc);
-        if (!(qn > q) || qn >= p)
-            break;
-        q = qn;
-    }
-    return out;
+    return kl_newton(p, level, 0);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -73,7 +73,6 @@ extern const struct policy_ops policy_track_and_stop;
 struct tas {
     size_t k;
     int tracking;
-    enum stats_glr_threshold thr;
     double *w;    /* w*(μ̂), or its projection (C-tracking) */
     double *mu;   /* the means w was computed for */
     double *csum; /* C-tracking: Σ_s w^ε(s) */
@@ -81,11 +80,8 @@ struct tas {
     uint64_t data, wdata; /* rewards seen; rewards when w was computed */
     uint64_t refresh;     /* recompute w once data − wdata reaches this */
     int have_w;
-    int stopped;
-    size_t certified;
-    uint32_t *rank;
-    size_t *idx;
-    double *val;
+    struct fc_glr glr; /* the stop rule and the recommendation; its val is
+                          select()'s scratch too */
 };
 
 static void tas_fini(void *state)
@@ -97,9 +93,7 @@ static void tas_fini(void *state)
     free(s->mu);
     free(s->csum);
     free(s->warm.x);
-    free(s->rank);
-    free(s->idx);
-    free(s->val);
+    fc_glr_fini(&s->glr);
     free(s);
 }
 
@@ -110,8 +104,6 @@ static int tas_init(void **state, const struct policy_ctx *ctx, char *err, size_
         goto nomem;
     s->k = ctx->n_arms[0];
     s->tracking = (int)policy_param(ctx, &policy_track_and_stop, "tracking");
-    s->thr = policy_param(ctx, &policy_track_and_stop, "threshold") == 0 ? STATS_GLR_PROVEN
-                                                                         : STATS_GLR_HEURISTIC;
     s->refresh = (uint64_t)policy_param(ctx, &policy_track_and_stop, "refresh");
     if (s->refresh == 0)
         s->refresh = s->k <= 16 ? 1 : (s->k + 15) / 16;
@@ -122,10 +114,8 @@ static int tas_init(void **state, const struct policy_ctx *ctx, char *err, size_
     /* Tracking needs w* to a few digits, not to 1e-11: 1e-6 on y* saves
      * half the passes of the solver. */
     s->warm.tol = 1e-6;
-    s->rank = fc_rank_new(ctx->rng, s->k);
-    s->idx = calloc(s->k, sizeof *s->idx);
-    s->val = calloc(s->k, sizeof *s->val);
-    if (!s->w || !s->mu || !s->csum || !s->warm.x || !s->rank || !s->idx || !s->val)
+    if (!s->w || !s->mu || !s->csum || !s->warm.x ||
+        fc_glr_init(&s->glr, ctx, &policy_track_and_stop) != 0)
         goto nomem;
     *state = s;
     return 0;
@@ -210,19 +200,19 @@ static int tas_select(void *state, const struct policy_ctx *ctx, int bandit,
     }
     if (s->tracking == TRACK_D) {
         for (size_t i = 0; i < k; i++)
-            s->val[i] = t * s->w[i] - (double)(a[i].n + a[i].pending);
+            s->glr.val[i] = t * s->w[i] - (double)(a[i].n + a[i].pending);
     } else {
         /* Project a copy: w keeps w*(μ̂) for the next call. */
         double e = 0.5 / sqrt((double)k * (double)k + t);
         for (size_t i = 0; i < k; i++)
-            s->val[i] = s->w[i];
-        project(s->val, k, e);
+            s->glr.val[i] = s->w[i];
+        project(s->glr.val, k, e);
         for (size_t i = 0; i < k; i++) {
-            s->csum[i] += s->val[i];
-            s->val[i] = s->csum[i] - (double)(a[i].n + a[i].pending);
+            s->csum[i] += s->glr.val[i];
+            s->glr.val[i] = s->csum[i] - (double)(a[i].n + a[i].pending);
         }
     }
-    pick->arm = policy_argmax(ctx->rng, s->val, NULL, k);
+    pick->arm = policy_argmax(ctx->rng, s->glr.val, NULL, k);
     return POLICY_OK;
 }
 
@@ -240,38 +230,15 @@ static void tas_update(void *state, const struct policy_ctx *ctx, size_t bandit,
 
 static int tas_done(void *state, const struct policy_ctx *ctx, size_t bandit)
 {
-    struct tas *s = state;
-    const struct stats_arm *a = ctx->arms[0];
     (void)bandit;
-    if (s->stopped)
-        return 1;
-    double t = 0;
-    for (size_t i = 0; i < s->k; i++) {
-        if (a[i].n == 0)
-            return 0;
-        t += (double)a[i].n;
-        s->val[i] = a[i].mean;
-    }
-    size_t best = policy_argmax(ctx->rng, s->val, NULL, s->k);
-    double z = tas_glr(a, s->k, best, ctx->epsilon);
-    if (!(z > stats_glr_threshold(s->thr, t, s->k, 1, ctx->delta)))
-        return 0;
-    s->stopped = 1;
-    s->certified = best;
-    return 1;
+    return fc_glr_done(&((struct tas *)state)->glr, ctx);
 }
 
 static void tas_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
                           unsigned char *high)
 {
-    struct tas *s = state;
     (void)bandit;
-    if (s->stopped) {
-        for (size_t i = 0; i < s->k; i++)
-            high[i] = i == s->certified;
-        return;
-    }
-    fc_mark_interim(ctx, NULL, NULL, 1, s->rank, s->idx, s->val, high);
+    fc_glr_recommend(&((struct tas *)state)->glr, ctx, high);
 }
 
 const struct policy_ops policy_track_and_stop = {

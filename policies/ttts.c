@@ -63,13 +63,8 @@ struct ttts {
     size_t k;
     double beta;
     unsigned long max_tries;
-    enum stats_glr_threshold thr;
-    int stopped;
-    size_t certified;
     double *theta;
-    uint32_t *rank;
-    size_t *idx;
-    double *val;
+    struct fc_glr glr; /* the stop rule and the recommendation */
 };
 
 static void ttts_fini(void *state)
@@ -78,9 +73,7 @@ static void ttts_fini(void *state)
     if (s == NULL)
         return;
     free(s->theta);
-    free(s->rank);
-    free(s->idx);
-    free(s->val);
+    fc_glr_fini(&s->glr);
     free(s);
 }
 
@@ -92,13 +85,8 @@ static int ttts_init(void **state, const struct policy_ctx *ctx, char *err, size
     s->k = ctx->n_arms[0];
     s->beta = policy_param(ctx, &policy_ttts, "beta");
     s->max_tries = (unsigned long)policy_param(ctx, &policy_ttts, "max_tries");
-    s->thr =
-        policy_param(ctx, &policy_ttts, "threshold") == 0 ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
     s->theta = calloc(s->k, sizeof *s->theta);
-    s->rank = fc_rank_new(ctx->rng, s->k);
-    s->idx = calloc(s->k, sizeof *s->idx);
-    s->val = calloc(s->k, sizeof *s->val);
-    if (!s->theta || !s->rank || !s->idx || !s->val)
+    if (s->theta == NULL || fc_glr_init(&s->glr, ctx, &policy_ttts) != 0)
         goto nomem;
     *state = s;
     return 0;
@@ -184,38 +172,15 @@ static int ttts_select(void *state, const struct policy_ctx *ctx, int bandit,
 
 static int ttts_done(void *state, const struct policy_ctx *ctx, size_t bandit)
 {
-    struct ttts *s = state;
-    const struct stats_arm *a = ctx->arms[0];
     (void)bandit;
-    if (s->stopped)
-        return 1;
-    double t = 0;
-    for (size_t i = 0; i < s->k; i++) {
-        if (a[i].n == 0)
-            return 0;
-        t += (double)a[i].n;
-        s->val[i] = a[i].mean;
-    }
-    size_t best = policy_argmax(ctx->rng, s->val, NULL, s->k);
-    double z = tas_glr(a, s->k, best, ctx->epsilon);
-    if (!(z > stats_glr_threshold(s->thr, t, s->k, 1, ctx->delta)))
-        return 0;
-    s->stopped = 1;
-    s->certified = best;
-    return 1;
+    return fc_glr_done(&((struct ttts *)state)->glr, ctx);
 }
 
 static void ttts_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
                            unsigned char *high)
 {
-    struct ttts *s = state;
     (void)bandit;
-    if (s->stopped) {
-        for (size_t i = 0; i < s->k; i++)
-            high[i] = i == s->certified;
-        return;
-    }
-    fc_mark_interim(ctx, NULL, NULL, 1, s->rank, s->idx, s->val, high);
+    fc_glr_recommend(&((struct ttts *)state)->glr, ctx, high);
 }
 
 const struct policy_ops policy_ttts = {

@@ -26,19 +26,9 @@ static const struct policy_param_spec ucb_e_params[] = {
      .min = 1e-6,
      .max = 1e6,
      .doc = "a = c (N − K) / H (Bubeck et al. 2013 Fig. 3; Audibert et al. 2010 Thm 1: c ≤ 25/36)"},
-    {.name = "a",
-     .type = POLICY_PARAM_NUM,
-     .def = 0,
-     .min = 0,
-     .max = 1e12,
-     .doc = "exploration parameter a itself; 0: from c and H"},
-    {.name = "h",
-     .type = POLICY_PARAM_NUM,
-     .def = 0,
-     .min = 0,
-     .max = 1e15,
-     .doc = "complexity H = Σ 1/Δ_i² (top-m gaps) if known; 0: online estimate Ĥ (Gabillon et al. "
-            "2011 §3.3)"},
+    POLICY_GAPIDX_PARAM_A("exploration parameter a itself; 0: from c and H"),
+    POLICY_GAPIDX_PARAM_H("complexity H = Σ 1/Δ_i² (top-m gaps) if known; 0: online estimate Ĥ "
+                          "(Gabillon et al. 2011 §3.3)"),
     {.name = NULL},
 };
 

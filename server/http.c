@@ -54,12 +54,15 @@ struct api_req {
     } hdrs[MAX_HEADERS];
     size_t nhdrs;
     int replied;
+    int dispatched; /* the whole request is in: counted in g_in_flight */
     unsigned status;
     /* waiting for a write */
     pthread_mutex_t mu;
     int write_done, write_err, suspended, waiting;
     unsigned pend_status;
     json_t *pend_body;
+    char *pend_text; /* or the body as text (api_req_wait_text) */
+    size_t pend_len;
     atomic_int refs;
 };
 
@@ -75,6 +78,11 @@ static int g_metrics_need_key;
 static atomic_uint g_in_flight;
 static atomic_int g_ready;
 static atomic_int g_stopping; /* http_stop began: new requests get 503 */
+/* Requests inside a handler or suspended on a write: MHD_stop_daemon must
+ * not run while one is suspended (it aborts), so http_stop waits for this to
+ * reach 0 once g_closing is set, after which no handler starts. */
+static atomic_uint g_busy;
+static atomic_int g_closing;
 
 unsigned http_in_flight(void)
 {
@@ -116,14 +124,17 @@ static void req_unref(struct api_req *r)
     free(r->allow);
     json_decref(r->json);
     json_decref(r->pend_body);
+    free(r->pend_text);
     exp_batch_free(&r->batch);
     for (size_t i = 0; i < r->nhdrs; i++) {
         free(r->hdrs[i].name);
         free(r->hdrs[i].value);
     }
     pthread_mutex_destroy(&r->mu);
+    int dispatched = r->dispatched;
     free(r);
-    atomic_fetch_sub(&g_in_flight, 1);
+    if (dispatched)
+        atomic_fetch_sub(&g_in_flight, 1);
 }
 
 /* --- accessors ------------------------------------------------------------- */
@@ -351,6 +362,11 @@ static int send_pending(struct api_req *r)
 {
     if (r->write_err != STORE_OK)
         return api_reply_store_error(r, r->write_err);
+    if (r->pend_text != NULL) {
+        char *t = r->pend_text;
+        r->pend_text = NULL;
+        return api_reply_raw(r, r->pend_status, "application/json", t, r->pend_len);
+    }
     json_t *b = r->pend_body;
     r->pend_body = NULL;
     if (b == NULL)
@@ -367,9 +383,31 @@ void api_req_write_done(void *arg, int store_err)
     if (r->suspended) {
         r->suspended = 0;
         MHD_resume_connection(r->conn);
+        /* Resumed: MHD_stop_daemon handles it from here (the handler
+         * thread left it counted when it suspended). */
+        atomic_fetch_sub(&g_busy, 1);
     }
     pthread_mutex_unlock(&r->mu);
     req_unref(r); /* the write's reference */
+}
+
+int api_req_wait_text(struct api_req *r, unsigned status, char *text, size_t len)
+{
+    if (text == NULL) {
+        /* Out of memory: the write goes ahead (it is queued), the client
+         * hears 503 and may retry; a reward retried is a duplicate. */
+        return api_req_wait(r, 503, api_problem(503, "out of memory", NULL));
+    }
+    r->pend_text = text;
+    r->pend_len = len;
+    return api_req_wait(r, status, NULL);
+}
+
+int api_reply_text(struct api_req *r, unsigned status, char *text, size_t len)
+{
+    if (text == NULL)
+        return api_reply_problem(r, 503, "out of memory", NULL);
+    return api_reply_raw(r, status, "application/json", text, len);
 }
 
 int api_req_wait(struct api_req *r, unsigned status, json_t *body)
@@ -421,7 +459,7 @@ static int match(const char *pattern, const char *path, char *id, size_t idlen)
 {
     const char *p = pattern, *u = path;
     while (*p && *u) {
-        if (strncmp(p, "{id}", 4) == 0) {
+        if (*p == '{' && strncmp(p, "{id}", 4) == 0) {
             size_t n = strcspn(u, "/");
             if (n == 0 || n >= idlen)
                 return 0;
@@ -452,7 +490,7 @@ static void route(struct api_req *r)
         if (strcmp(rt->method, r->method) == 0 ||
             (strcmp(r->method, "HEAD") == 0 && strcmp(rt->method, "GET") == 0)) {
             r->route = rt;
-            snprintf(r->id, sizeof r->id, "%s", id);
+            memcpy(r->id, id, sizeof r->id);
             return;
         }
         size_t l = strlen(allow);
@@ -544,7 +582,6 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         r = calloc(1, sizeof *r);
         if (r == NULL)
             return MHD_NO;
-        atomic_fetch_add(&g_in_flight, 1);
         atomic_init(&r->refs, 1);
         pthread_mutex_init(&r->mu, NULL);
         r->conn = conn;
@@ -559,9 +596,8 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
             check_auth(r);
         /* Shutting down: a request arriving on a kept-alive connection
          * after the in-flight ones drained must not start a write (it would
-         * suspend its connection under MHD_stop_daemon, which aborts). It
-         * was counted in g_in_flight before this check, so http_stop either
-         * waits for it or it sees the flag. */
+         * suspend its connection under MHD_stop_daemon, which aborts);
+         * g_busy and g_closing below cover the ones already received. */
         if (r->pre_status == 0 && atomic_load(&g_stopping)) {
             r->pre_status = 503;
             r->pre_detail = "the server is shutting down; retry later";
@@ -596,7 +632,9 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
             return MHD_YES;
         }
         if (r->len + n + 1 > r->cap) {
-            size_t ncap = r->cap ? r->cap : 1024;
+            /* Small first: glibc consolidates its fast bins before every
+             * request of 1 KiB or more, which showed at 2% of a request. */
+            size_t ncap = r->cap ? r->cap : 256;
             while (ncap < r->len + n + 1)
                 ncap *= 2;
             char *nb = realloc(r->body, ncap);
@@ -612,7 +650,12 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         r->body[r->len] = '\0';
         return MHD_YES;
     }
-    /* The whole request is in. */
+    /* The whole request is in. From here it counts as in flight: the grace
+     * period of http_stop waits for it. A request still uploading its body
+     * does not count: a client that stalls or vanishes mid-body held
+     * shutdown for the whole grace period (test_slowclients). */
+    r->dispatched = 1;
+    atomic_fetch_add(&g_in_flight, 1);
     r->now_ms = wall_ms();
     if (r->pre_status != 0) {
         answer_pre(r);
@@ -628,7 +671,20 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         api_reply_problem(r, 415, "send the body as Content-Type: application/json", NULL);
         return MHD_YES;
     }
+    /* Counted before g_closing is read, and http_stop sets g_closing before
+     * reading the count (both sequentially consistent): either this
+     * request sees the flag, or http_stop sees the request. */
+    atomic_fetch_add(&g_busy, 1);
+    if (atomic_load(&g_closing)) {
+        atomic_fetch_sub(&g_busy, 1);
+        api_reply_problem(r, 503, "the server is shutting down; retry later", NULL);
+        return MHD_YES;
+    }
     int rc = r->route->handler(r);
+    /* Suspended (api_req_wait set waiting): api_req_write_done uncounts it
+     * when it resumes the connection, possibly already. */
+    if (!r->waiting)
+        atomic_fetch_sub(&g_busy, 1);
     if (!r->replied && rc != API_SUSPENDED) {
         log_error("handler for %s %s returned without replying", r->method, r->path);
         api_reply_problem(r, 500, "the handler did not answer", NULL);
@@ -681,8 +737,7 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (unsigned)n : 2;
     }
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
-                     MHD_USE_ITC; /* MHD_quiesce_daemon needs it with a thread pool */
+    unsigned flags = HTTP_MHD_FLAGS;
     if (c->tls_cert_pem != NULL)
         flags |= MHD_USE_TLS;
     struct MHD_OptionItem opts[16];
@@ -726,6 +781,22 @@ void http_stop(struct http_server *s, unsigned timeout_ms)
     MHD_socket fd = MHD_quiesce_daemon(s->d);
     /* Let in-flight requests (and the writes they wait for) finish. */
     for (unsigned waited = 0; http_in_flight() > 0 && waited < timeout_ms; waited += 10)
+        usleep(10000);
+    /* Past the grace period, requests still receiving their body or
+     * streaming a reply are cut; but one waiting on a write cannot be:
+     * MHD_stop_daemon aborts the process on a suspended connection. The
+     * store completes every write (commit or failure, its busy timeout
+     * bounds the wait), so wait for those, and start no new handler. */
+    atomic_store(&g_closing, 1);
+    unsigned waited = 0;
+    for (; atomic_load(&g_busy) > 0; waited += 10) {
+        if (waited % 5000 == 0)
+            log_warn("shutdown: %u requests still waiting for the store",
+                     atomic_load(&g_busy));
+        usleep(10000);
+    }
+    /* Those just resumed: give their replies a moment to go out. */
+    for (unsigned extra = 0; waited > 0 && http_in_flight() > 0 && extra < 1000; extra += 10)
         usleep(10000);
     MHD_stop_daemon(s->d);
     if (fd != MHD_INVALID_SOCKET)

@@ -11,6 +11,12 @@
 
 #include "api/api.h"
 
+/* The libmicrohttpd flags of the daemon (TLS added when configured). Shared
+ * with bench/bare.c, the stack's ceiling, so both run the same event loop. */
+#define HTTP_MHD_FLAGS                                                                         \
+    (MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |             \
+     MHD_USE_ITC /* MHD_quiesce_daemon needs it with a thread pool */)
+
 struct route {
     const char *method;  /* "GET", "POST", ... */
     const char *pattern; /* "/v1/experiments/{id}/status"; {id} matches one segment */
@@ -41,10 +47,14 @@ struct http_server;
 struct http_server *http_start(const struct http_config *c, char *err, size_t errlen);
 /* The port actually bound. */
 uint16_t http_port(const struct http_server *s);
-/* Stop accepting, let in-flight requests finish (up to timeout_ms), stop. */
+/* Stop accepting, let in-flight requests finish (up to timeout_ms), stop.
+ * Requests waiting on a store write are always let finish (MHD cannot stop
+ * with a suspended connection; the store completes every write), and after
+ * timeout_ms no new handler starts (503). */
 void http_stop(struct http_server *s, unsigned timeout_ms);
 
-/* Requests being served now. */
+/* Requests being served now: received in full and not yet completed (a
+ * request still uploading its body is not counted). */
 unsigned http_in_flight(void);
 
 /* Readiness (set by main once the experiments are loaded). */

@@ -204,6 +204,16 @@ int main(int argc, char **argv)
     http_set_ready(0);
     http_stop(srv, 10000);
     exp_registry_free();
+    struct store_stats ss;
+    store_get_stats(st, &ss);
+    log_info("store: %llu commits (%llu failed), %llu writes, %.1f writes per commit, "
+             "%.0f us per commit",
+             (unsigned long long)ss.commits, (unsigned long long)ss.failed_commits,
+             (unsigned long long)ss.writes,
+             ss.commits ? (double)ss.writes / (double)ss.commits : 0.0,
+             ss.commits + ss.failed_commits
+                 ? (double)ss.commit_us_total / (double)(ss.commits + ss.failed_commits)
+                 : 0.0);
     auth_free();
     store_close(st);
     free(cert);

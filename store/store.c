@@ -4,9 +4,10 @@
  *
  * Writes: store_submit() appends a submission to a FIFO; the writer thread
  * takes up to STORE_BATCH_MAX of them, opens one IMMEDIATE transaction, runs
- * each submission inside its own savepoint (a constraint error rolls back
- * that submission only), commits once and then calls the completion
- * callbacks in FIFO order. A failure of the transaction itself (full disk,
+ * them all, commits once and then calls the completion callbacks in FIFO
+ * order. If one submission fails on its own data (a constraint), the batch
+ * is rolled back and run again with a savepoint per submission, so that
+ * only that one fails. A failure of the transaction itself (full disk,
  * I/O error, injected fault) rolls everything back and fails every
  * submission of the batch. API keys are written through the same queue, so
  * the database has exactly one writing connection.
@@ -46,6 +47,7 @@
 #define STORE_BATCH_MAX 4096      /* submissions per group commit */
 #define STORE_QUEUE_MAX 131072    /* submissions waiting: beyond, FULL (503) */
 #define STORE_FAULT_ENV "BANDITD_STORE_FAIL_COMMITS"
+#define STORE_CKPT_PAGES 1000     /* WAL pages that wake the checkpointer (SQLite's default) */
 
 /* --- writer statements ------------------------------------------------------ */
 
@@ -145,6 +147,15 @@ struct store {
     pthread_t writer;
     int writer_started;
 
+    /* checkpointer: its own connection and thread, so that copying the WAL
+     * back into the database (and that fsync) never runs inside a commit */
+    sqlite3 *cdb;
+    pthread_t ckpt;
+    int ckpt_started;
+    int ckpt_wanted; /* under mu: the WAL passed STORE_CKPT_PAGES */
+    pthread_cond_t ckpt_cv;
+    int have_ckpt_cv;
+
     /* queue, flags, fault counters and stats, under mu */
     pthread_mutex_t mu;
     pthread_cond_t cv; /* work arrived, closing or unpaused */
@@ -153,6 +164,7 @@ struct store {
     int closing;
     int paused;
     int fault_skip, fault_fail; /* commits to let through, then to fail */
+    int fault_submits;          /* submissions to refuse (store_test.h) */
     struct store_stats stats;
 
     /* keys whose last submission failed (writer thread only) */
@@ -493,20 +505,21 @@ static void poison_clear(struct store *s, int64_t key)
         *p = s->poison[--s->npoison];
 }
 
-/* Commit one batch (a NULL-terminated list) and complete its submissions.
- * Frees the list. */
-static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
+/* Run every submission of a batch inside the open transaction. careful = 0
+ * (the common case): no savepoints, so the first submission error returns
+ * -1 and the caller rolls everything back and runs the batch again with
+ * careful = 1, where each submission has its own savepoint and a failing
+ * one is rolled back alone (and poisons its key). A savepoint costs two
+ * statements per submission, a fifth of an event insert's work; errors of
+ * one submission are rare (a duplicate id), so they pay for the retry.
+ * Returns STORE_OK, -1 (retry carefully) or the batch's fatal store error. */
+static int writer_run(struct store *s, struct sub *batch, int careful)
 {
-    uint64_t t0 = now_us(), committed = 0;
-    int fatal = STORE_OK, rc;
-    struct sub *sub, *next;
+    struct sub *sub;
+    int rc;
 
-    rc = wexec(s, WQ_BEGIN);
-    if (rc != SQLITE_OK) {
-        fatal = batch_err_from_sqlite(rc);
-        goto finish;
-    }
     for (sub = batch; sub; sub = sub->next) {
+        sub->err = STORE_OK;
         if (sub->pkey > 0) {
             struct poisoned *p = sub->reset ? NULL : poison_find(s, sub->pkey);
             if (sub->reset)
@@ -516,29 +529,55 @@ static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
                 continue;
             }
         }
-        rc = wexec(s, WQ_SAVEPOINT);
-        if (rc != SQLITE_OK) {
-            fatal = batch_err_from_sqlite(rc);
-            goto finish;
-        }
+        if (careful && (rc = wexec(s, WQ_SAVEPOINT)) != SQLITE_OK)
+            return batch_err_from_sqlite(rc);
         rc = writer_sub(s, sub);
         if (rc != SQLITE_OK && rc_is_submission_error(rc) && !sqlite3_get_autocommit(s->wdb)) {
+            if (!careful)
+                return -1;
             sub->err = store_err_from_sqlite(rc);
             if (sub->err == STORE_OK)
                 sub->err = STORE_ERR_IO;
             poison_add(s, sub->pkey, sub->err);
             rc = wexec(s, WQ_ROLLBACK_TO);
         } else if (rc != SQLITE_OK) {
-            fatal = batch_err_from_sqlite(rc);
-            goto finish;
+            return batch_err_from_sqlite(rc);
         }
-        if (rc == SQLITE_OK)
+        if (careful && rc == SQLITE_OK)
             rc = wexec(s, WQ_RELEASE);
+        if (rc != SQLITE_OK)
+            return batch_err_from_sqlite(rc);
+    }
+    return STORE_OK;
+}
+
+/* Commit one batch (a NULL-terminated list) and complete its submissions.
+ * Frees the list. */
+static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
+{
+    uint64_t t0 = now_us(), committed = 0;
+    int fatal = STORE_OK, rc;
+    struct sub *sub, *next;
+
+    for (int careful = 0; careful < 2; careful++) {
+        rc = wexec(s, WQ_BEGIN);
         if (rc != SQLITE_OK) {
             fatal = batch_err_from_sqlite(rc);
             goto finish;
         }
+        fatal = writer_run(s, batch, careful);
+        if (fatal != -1)
+            break;
+        /* a submission failed on its own data: undo, and again with savepoints */
+        fatal = STORE_OK;
+        rc = wexec(s, WQ_ROLLBACK);
+        if (rc != SQLITE_OK && !sqlite3_get_autocommit(s->wdb)) {
+            fatal = batch_err_from_sqlite(rc);
+            goto finish;
+        }
     }
+    if (fatal != STORE_OK)
+        goto finish;
     if (inject_fault) {
         fatal = STORE_ERR_FULL;
         goto finish;
@@ -559,10 +598,17 @@ finish:
         }
     }
     pthread_mutex_lock(&s->mu);
-    if (fatal == STORE_OK)
+    if (fatal == STORE_OK) {
         s->stats.commits++;
-    else
+    } else {
         s->stats.failed_commits++;
+        /* A full disk: a checkpoint may let the WAL start over and reuse
+         * its own space (it needs room only where the database grows). */
+        if (fatal == STORE_ERR_FULL && !inject_fault && !s->ckpt_wanted) {
+            s->ckpt_wanted = 1;
+            pthread_cond_signal(&s->ckpt_cv);
+        }
+    }
     s->stats.writes += committed;
     s->stats.commit_us_total += now_us() - t0;
     pthread_mutex_unlock(&s->mu);
@@ -572,6 +618,54 @@ finish:
         sub->done(sub->arg, sub->err);
         free(sub);
     }
+}
+
+/* --- checkpoints ------------------------------------------------------------ */
+
+/* SQLite calls this on the writer thread after each commit with the WAL's
+ * size in pages. The writer's own automatic checkpoint is off (it would
+ * run inside that commit, adding a database fsync to the latency of every
+ * request of the batch); past the threshold the checkpointer is woken. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    struct store *s = arg;
+    (void)db;
+    (void)name;
+    if (pages >= STORE_CKPT_PAGES) {
+        pthread_mutex_lock(&s->mu);
+        if (!s->ckpt_wanted) {
+            s->ckpt_wanted = 1;
+            pthread_cond_signal(&s->ckpt_cv);
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    return SQLITE_OK;
+}
+
+/* PASSIVE checkpoints on request: they copy what no reader still needs and
+ * never block the writer (a later commit restarts the WAL from its start
+ * once everything was copied). A failure (disk full) is retried at the
+ * next request; commits keep going meanwhile, into a longer WAL. */
+static void *ckpt_main(void *arg)
+{
+    struct store *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->closing && !s->ckpt_wanted)
+            pthread_cond_wait(&s->ckpt_cv, &s->mu);
+        if (s->closing)
+            break;
+        s->ckpt_wanted = 0;
+        pthread_mutex_unlock(&s->mu);
+        int log_pages = 0, done_pages = 0;
+        int rc = sqlite3_wal_checkpoint_v2(s->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_pages,
+                                           &done_pages);
+        pthread_mutex_lock(&s->mu);
+        if (rc == SQLITE_OK)
+            s->stats.checkpoints++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
 }
 
 static void *writer_main(void *arg)
@@ -631,7 +725,9 @@ static int submit(struct store *s, int64_t pkey, int reset, const struct store_o
     pthread_mutex_lock(&s->mu);
     if (s->closing) {
         err = STORE_ERR_CLOSED;
-    } else if (s->depth >= STORE_QUEUE_MAX) {
+    } else if (s->depth >= STORE_QUEUE_MAX || s->fault_submits > 0) {
+        if (s->fault_submits > 0)
+            s->fault_submits--;
         err = STORE_ERR_FULL;
     } else {
         if (s->tail)
@@ -718,6 +814,13 @@ void store_test_fail_commits(struct store *s, int n)
     pthread_mutex_lock(&s->mu);
     s->fault_skip = 0;
     s->fault_fail = n > 0 ? n : 0;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void store_test_fail_submits(struct store *s, int n)
+{
+    pthread_mutex_lock(&s->mu);
+    s->fault_submits = n > 0 ? n : 0;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -1144,6 +1247,9 @@ static void store_free(struct store *s)
     }
     for (int q = 0; q < WQ_COUNT; q++)
         sqlite3_finalize(s->wst[q]);
+    sqlite3_close_v2(s->cdb);
+    if (s->have_ckpt_cv)
+        pthread_cond_destroy(&s->ckpt_cv);
     /* last connection: checkpoints and removes the WAL */
     sqlite3_close_v2(s->wdb);
     if (s->have_cv)
@@ -1198,6 +1304,9 @@ struct store *store_open(const char *path, enum store_sync sync, char *err, size
     if ((prc = pthread_cond_init(&s->cv, NULL)) != 0)
         goto fail_sys;
     s->have_cv = 1;
+    if ((prc = pthread_cond_init(&s->ckpt_cv, NULL)) != 0)
+        goto fail_sys;
+    s->have_ckpt_cv = 1;
     if ((prc = pthread_mutex_init(&s->rmu, NULL)) != 0)
         goto fail_sys;
     s->have_rmu = 1;
@@ -1258,16 +1367,37 @@ struct store *store_open(const char *path, enum store_sync sync, char *err, size
             goto fail;
         }
     }
+    /* Checkpoints move off the commit path (wal_hook, ckpt_main). */
+    rc = pragma(s->wdb, "PRAGMA wal_autocheckpoint=0", mode, sizeof mode);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_open_v2(path, &s->cdb, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc == SQLITE_OK)
+        rc = conn_setup(s->cdb);
+    if (rc == SQLITE_OK)
+        rc = pragma(s->cdb, sync == STORE_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL"
+                                                       : "PRAGMA synchronous=FULL",
+                    mode, sizeof mode);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "open %s: checkpointer: %s", path,
+                 s->cdb ? sqlite3_errmsg(s->cdb) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    sqlite3_wal_hook(s->wdb, wal_hook, s);
     fault_from_env(s);
     if ((prc = pthread_create(&s->writer, NULL, writer_main, s)) != 0)
         goto fail_sys;
     s->writer_started = 1;
+    if ((prc = pthread_create(&s->ckpt, NULL, ckpt_main, s)) != 0)
+        goto fail_sys;
+    s->ckpt_started = 1;
     return s;
 
 fail_sys:
     snprintf(err, errlen, "open %s: %s", path, strerror(prc)); /* pthread error */
 fail:
-    if (s)
+    if (s != NULL && (s->writer_started || s->ckpt_started))
+        store_close(s); /* joins what runs, then frees */
+    else if (s != NULL)
         store_free(s);
     return NULL;
 }
@@ -1279,8 +1409,11 @@ void store_close(struct store *s)
     pthread_mutex_lock(&s->mu);
     s->closing = 1;
     pthread_cond_broadcast(&s->cv);
+    pthread_cond_broadcast(&s->ckpt_cv);
     pthread_mutex_unlock(&s->mu);
     if (s->writer_started)
         pthread_join(s->writer, NULL);
+    if (s->ckpt_started)
+        pthread_join(s->ckpt, NULL);
     store_free(s);
 }

@@ -155,6 +155,7 @@ struct store_stats {
     uint64_t failed_commits;
     uint64_t commit_us_total; /* sum of commit latencies */
     uint64_t queue_depth;     /* submissions waiting now */
+    uint64_t checkpoints;     /* WAL checkpoints (run off the commit path) */
 };
 void store_get_stats(struct store *s, struct store_stats *out);
 

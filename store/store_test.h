@@ -16,6 +16,11 @@
  * STORE_ERR_FULL. n = 0 cancels a pending injection. */
 void store_test_fail_commits(struct store *s, int n);
 
+/* The next n submissions (store_submit, store_submit_keyed) are refused at
+ * once with STORE_ERR_FULL, as when the queue is full; done is not called.
+ * n = 0 cancels. (The daemon must treat a refused write like a failed one.) */
+void store_test_fail_submits(struct store *s, int n);
+
 /* paused != 0: the writer takes no new batch (the one it is committing, if
  * any, finishes) so that a test can queue several submissions and have them
  * committed as one group; paused = 0 resumes. store_close overrides a

@@ -4,18 +4,24 @@
 # everything. A binary that crashes or exits non-zero without reporting a
 # failing test counts as one failure. A skipped test (cmocka's skip(): it
 # prints "not ok N # SKIP name"; TAP's "ok N # SKIP" alike) is neither passed
-# nor failed. Exit status: 0 only when nothing failed.
+# nor failed. A sanitizer or valgrind report anywhere in a suite's log (the
+# suite's own, or a daemon's stderr the harness copied in — a daemon killed
+# with SIGKILL never gets to change an exit status) fails the suite too.
+# TEST_WRAPPER, when set, is a command each binary runs under (valgrind).
+# Exit status: 0 only when nothing failed.
 set -u
 out_dir=${TEST_OUT:-tests/out}
 mkdir -p "$out_dir"
 total_pass=0
 total_fail=0
 total_skip=0
+reports='ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|runtime error:|==[0-9]+== (Invalid (read|write|free)|Conditional jump|Use of uninitialised|Syscall param|Mismatched free|Source and destination overlap|[0-9,]+ bytes in [0-9,]+ blocks are (definitely|indirectly) lost)'
 for t in "$@"; do
-    name=$(echo "$t" | sed 's|^build/asan/tests/||; s|^build/tests/||')
+    name=$(echo "$t" | sed 's|^build/[a-z]*/tests/||; s|^build/tests/||')
     log="$out_dir/$(echo "$name" | tr '/' '_').log"
     start=$(date +%s)
-    CMOCKA_MESSAGE_OUTPUT=TAP "$t" >"$log" 2>&1
+    # shellcheck disable=SC2086 # TEST_WRAPPER is a command line (make valgrind)
+    CMOCKA_MESSAGE_OUTPUT=TAP ${TEST_WRAPPER:-} "$t" >"$log" 2>&1
     rc=$?
     secs=$(( $(date +%s) - start ))
     skip=$(grep -c '^\(not \)\{0,1\}ok [0-9]* *# *SKIP' "$log")
@@ -25,9 +31,13 @@ for t in "$@"; do
         fail=1
         echo "  $name: exited with status $rc (see $log)"
     fi
+    if grep -qE "$reports" "$log" && [ "$fail" -eq 0 ]; then
+        fail=1
+        echo "  $name: sanitizer or valgrind report (see $log)"
+    fi
     if [ "$fail" -gt 0 ]; then
         grep -A3 '^not ok ' "$log" | grep -v '# *SKIP' | sed 's/^/    /'
-        grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error' "$log" | head -5 | sed 's/^/    /'
+        grep -E "$reports" "$log" | head -5 | sed 's/^/    /'
     fi
     printf '%-40s %4d passed, %d failed, %d skipped  (%ss)\n' "$name" "$pass" "$fail" "$skip" \
         "$secs"

@@ -26,20 +26,22 @@
 
 #include "server/auth.h"
 #include "server/http.h"
-#include "tests/support/opsd.h"
+#include "tests/support/harness.h"
 
 #define KEYLEN 128
 
 struct fx {
-    struct opsd d;
+    struct tdaemon *d;
     char admin[KEYLEN], read[KEYLEN], assign[KEYLEN], report[KEYLEN];
 };
 
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof *f);
-    if (f == NULL || opsd_init(&f->d) != 0)
+    if (f == NULL || tfresh_setup((void **)&f->d) != 0) {
+        free(f);
         return -1;
+    }
     *state = f;
     return 0;
 }
@@ -47,42 +49,42 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fx *f = *state;
-    opsd_cleanup(&f->d);
+    tdaemon_free(f->d);
     free(f);
     return 0;
 }
 
 static void make_keys(struct fx *f)
 {
-    assert_int_equal(opsd_create_key(&f->d, "admin", f->admin, KEYLEN), 0);
-    assert_int_equal(opsd_create_key(&f->d, "read", f->read, KEYLEN), 0);
-    assert_int_equal(opsd_create_key(&f->d, "assign", f->assign, KEYLEN), 0);
-    assert_int_equal(opsd_create_key(&f->d, "report", f->report, KEYLEN), 0);
+    assert_int_equal(tdaemon_create_key(f->d, "admin", f->admin, KEYLEN), 0);
+    assert_int_equal(tdaemon_create_key(f->d, "read", f->read, KEYLEN), 0);
+    assert_int_equal(tdaemon_create_key(f->d, "assign", f->assign, KEYLEN), 0);
+    assert_int_equal(tdaemon_create_key(f->d, "report", f->report, KEYLEN), 0);
 }
 
 static void start(struct fx *f, const char *const *args)
 {
-    int rc = opsd_start(&f->d, args);
+    int rc = tdaemon_launch(f->d, args, 0);
     if (rc != 0) {
-        char *e = opsd_stderr(&f->d);
+        char *e = tdaemon_stderr(f->d);
         fail_msg("daemon did not start (%d): %s", rc, e ? e : "");
     }
 }
 
 static void stop_clean(struct fx *f)
 {
-    assert_int_equal(opsd_stop(&f->d), 0);
+    assert_int_equal(tdaemon_stop(f->d), 0);
 }
 
 /* Request and return the status, freeing the reply. */
 static long req(struct fx *f, const char *method, const char *path, const char *key,
                 const char *body)
 {
-    struct opsd_reply r;
-    long s = opsd_request(&f->d, method, path, key, body, NULL, &r);
+    struct tresp *r = treq_key(f->d, method, path, key, body);
+    long s = r->status;
     if (s == 0)
-        fail_msg("%s %s: %s", method, path, r.curl_error);
-    opsd_reply_free(&r);
+        fail_msg("%s %s: %s", method, path, r->error);
+    tresp_free(r);
     return s;
 }
 
@@ -114,23 +116,21 @@ static void check_401(struct fx *f, const char *auth_header)
     const char *want_challenge = auth_header == NULL
                                      ? "Bearer realm=\"banditd\""
                                      : "Bearer realm=\"banditd\", error=\"invalid_token\"";
-    struct opsd_reply r;
-    char v[256];
-    long s = opsd_request(&f->d, "GET", "/v1/experiments", NULL, NULL, auth_header, &r);
-    if (s != 401)
+    const char *const headers[] = {auth_header, NULL};
+    struct tresp *r = treq(f->d, "GET", "/v1/experiments", NULL, auth_header ? headers : NULL);
+    if (r->status != 401)
         fail_msg("Authorization \"%s\": %ld, expected 401", auth_header ? auth_header : "(none)",
-                 s);
-    assert_true(opsd_reply_header(&r, "WWW-Authenticate", v, sizeof v));
-    assert_string_equal(v, want_challenge);
-    assert_true(opsd_reply_header(&r, "Content-Type", v, sizeof v));
-    assert_string_equal(v, "application/problem+json");
-    json_t *j = json_loads(r.body, 0, NULL);
+                 r->status);
+    assert_non_null(tresp_header(r, "WWW-Authenticate"));
+    assert_string_equal(tresp_header(r, "WWW-Authenticate"), want_challenge);
+    assert_non_null(tresp_content_type(r));
+    assert_string_equal(tresp_content_type(r), "application/problem+json");
+    json_t *j = r->json;
     assert_non_null(j);
     assert_string_equal(json_string_value(json_object_get(j, "type")),
                         "urn:banditd:problem:unauthorized");
     assert_int_equal(json_integer_value(json_object_get(j, "status")), 401);
-    json_decref(j);
-    opsd_reply_free(&r);
+    tresp_free(r);
 }
 
 static void test_401_missing_or_unknown(void **state)
@@ -150,9 +150,10 @@ static void test_401_missing_or_unknown(void **state)
     /* The right key works; scheme case does not matter. */
     assert_int_equal(req(f, "GET", "/v1/experiments", f->admin, NULL), 200);
     snprintf(h, sizeof h, "Authorization: bearer %s", f->read);
-    struct opsd_reply r;
-    assert_int_equal(opsd_request(&f->d, "GET", "/v1/experiments", NULL, NULL, h, &r), 200);
-    opsd_reply_free(&r);
+    const char *const hl[] = {h, NULL};
+    struct tresp *r = treq(f->d, "GET", "/v1/experiments", NULL, hl);
+    assert_status(r, 200);
+    tresp_free(r);
     /* A 401 also for writes, and the body is not looked at. */
     assert_int_equal(req(f, "POST", "/v1/experiments", NULL, "{not json"), 401);
     stop_clean(f);
@@ -258,23 +259,21 @@ static void test_scope_matrix(void **state)
             fail_msg("open route %s %s without a key: %ld", rt->method, path, s);
     }
     /* The 403 is problem+json naming the scope problem. */
-    struct opsd_reply r;
-    assert_int_equal(
-        opsd_request(&f->d, "POST", "/v1/experiments/e/assignments", f->read, "{}", NULL, &r), 403);
-    json_t *j = json_loads(r.body, 0, NULL);
+    struct tresp *r = treq_key(f->d, "POST", "/v1/experiments/e/assignments", f->read, "{}");
+    assert_status(r, 403);
+    json_t *j = r->json;
     assert_string_equal(json_string_value(json_object_get(j, "type")),
                         "urn:banditd:problem:forbidden");
     assert_non_null(strstr(json_string_value(json_object_get(j, "detail")), "scope assign"));
-    char v[256];
-    assert_true(opsd_reply_header(&r, "WWW-Authenticate", v, sizeof v));
-    assert_string_equal(v, "Bearer realm=\"banditd\", error=\"insufficient_scope\", "
-                           "scope=\"assign\"");
-    json_decref(j);
-    opsd_reply_free(&r);
+    assert_non_null(tresp_header(r, "WWW-Authenticate"));
+    assert_string_equal(tresp_header(r, "WWW-Authenticate"),
+                        "Bearer realm=\"banditd\", error=\"insufficient_scope\", "
+                        "scope=\"assign\"");
+    tresp_free(r);
     /* A key with two scopes has both. */
     char both[KEYLEN];
-    assert_int_equal(opsd_create_key(&f->d, "assign,report", both, sizeof both), 0);
-    opsd_signal(&f->d, SIGHUP);
+    assert_int_equal(tdaemon_create_key(f->d, "assign,report", both, sizeof both), 0);
+    tdaemon_signal(f->d, SIGHUP);
     for (int i = 0; i < 100 && req(f, "POST", "/v1/experiments/e/assignments", both, "{}") != 201;
          i++)
         usleep(50000);
@@ -313,8 +312,8 @@ static void test_revoke_on_sighup(void **state)
     static const char *const list_args[] = {"keys", "list", "--json", "--db", NULL, NULL};
     const char *la[6];
     memcpy(la, list_args, sizeof la);
-    la[4] = f->d.db;
-    assert_int_equal(opsd_run(&f->d, la, out, sizeof out, err, sizeof err), 0);
+    la[4] = tdaemon_db_path(f->d);
+    assert_int_equal(tdaemon_cli(f->d, la, NULL, out, sizeof out, err, sizeof err), 0);
     json_t *list = json_loads(out, 0, NULL);
     assert_non_null(list);
     json_int_t read_id = 0;
@@ -331,15 +330,15 @@ static void test_revoke_on_sighup(void **state)
     assert_true(read_id > 0);
     char idbuf[32];
     snprintf(idbuf, sizeof idbuf, "%lld", (long long)read_id);
-    const char *ra[] = {"keys", "revoke", idbuf, "--db", f->d.db, NULL};
-    assert_int_equal(opsd_run(&f->d, ra, out, sizeof out, err, sizeof err), 0);
+    const char *ra[] = {"keys", "revoke", idbuf, "--db", tdaemon_db_path(f->d), NULL};
+    assert_int_equal(tdaemon_cli(f->d, ra, NULL, out, sizeof out, err, sizeof err), 0);
     /* Not re-read yet (no polling): still accepted. */
     assert_int_equal(req(f, "GET", "/v1/experiments", f->read, NULL), 200);
-    opsd_signal(&f->d, SIGHUP);
+    tdaemon_signal(f->d, SIGHUP);
     assert_true(wait_status(f, "/v1/experiments", f->read, 401, 10000));
     assert_int_equal(req(f, "GET", "/v1/experiments", f->admin, NULL), 200);
     stop_clean(f);
-    char *log = opsd_stderr(&f->d);
+    char *log = tdaemon_stderr(f->d);
     assert_non_null(strstr(log, "API keys changed"));
     free(log);
 }
@@ -347,11 +346,11 @@ static void test_revoke_on_sighup(void **state)
 static void test_new_key_picked_up_by_polling(void **state)
 {
     struct fx *f = *state;
-    assert_int_equal(opsd_create_key(&f->d, "admin", f->admin, KEYLEN), 0);
+    assert_int_equal(tdaemon_create_key(f->d, "admin", f->admin, KEYLEN), 0);
     static const char *const args[] = {"--key-refresh", "1", NULL};
     start(f, args);
     char fresh[KEYLEN];
-    assert_int_equal(opsd_create_key(&f->d, "read", fresh, sizeof fresh), 0);
+    assert_int_equal(tdaemon_create_key(f->d, "read", fresh, sizeof fresh), 0);
     /* No signal: the daemon re-reads within its refresh period. */
     assert_true(wait_status(f, "/v1/experiments", fresh, 200, 10000));
     stop_clean(f);
@@ -362,9 +361,9 @@ static void test_all_revoked_stays_closed(void **state)
 {
     struct fx *f = *state;
     char key[KEYLEN], out[256], err[512];
-    assert_int_equal(opsd_create_key(&f->d, "admin", key, sizeof key), 0);
-    const char *ra[] = {"keys", "revoke", "1", "--db", f->d.db, NULL};
-    assert_int_equal(opsd_run(&f->d, ra, out, sizeof out, err, sizeof err), 0);
+    assert_int_equal(tdaemon_create_key(f->d, "admin", key, sizeof key), 0);
+    const char *ra[] = {"keys", "revoke", "1", "--db", tdaemon_db_path(f->d), NULL};
+    assert_int_equal(tdaemon_cli(f->d, ra, NULL, out, sizeof out, err, sizeof err), 0);
     start(f, NULL);
     assert_int_equal(req(f, "GET", "/v1/experiments", NULL, NULL), 401);
     assert_int_equal(req(f, "GET", "/v1/experiments", key, NULL), 401);
@@ -375,15 +374,15 @@ static void test_keys_cli(void **state)
 {
     struct fx *f = *state;
     char out[8192], err[2048], k1[KEYLEN], k2[KEYLEN];
-    const char *db = f->d.db;
+    const char *db = tdaemon_db_path(f->d);
     {
         const char *a[] = {"keys",        "create", "--db",      db,  "--scope",
                            "read,assign", "--name", "ci runner", NULL};
-        assert_int_equal(opsd_run(&f->d, a, k1, sizeof k1, err, sizeof err), 0);
+        assert_int_equal(tdaemon_cli(f->d, a, NULL, k1, sizeof k1, err, sizeof err), 0);
         k1[strcspn(k1, "\n")] = '\0';
         assert_non_null(strstr(err, "shown only"));
     }
-    assert_int_equal(opsd_create_key(&f->d, "admin", k2, sizeof k2), 0);
+    assert_int_equal(tdaemon_create_key(f->d, "admin", k2, sizeof k2), 0);
     /* Format: bd_ + 43 base64url characters, distinct. */
     for (const char *k = k1; k != NULL; k = k == k1 ? k2 : NULL) {
         assert_int_equal(strlen(k), 46);
@@ -395,7 +394,7 @@ static void test_keys_cli(void **state)
     /* Listing: ids, names, canonical scopes, never the key or its hash. */
     {
         const char *a[] = {"keys", "list", "--db", db, NULL};
-        assert_int_equal(opsd_run(&f->d, a, out, sizeof out, err, sizeof err), 0);
+        assert_int_equal(tdaemon_cli(f->d, a, NULL, out, sizeof out, err, sizeof err), 0);
         assert_non_null(strstr(out, "ci runner"));
         assert_non_null(strstr(out, "assign,read"));
         assert_non_null(strstr(out, "admin"));
@@ -407,7 +406,7 @@ static void test_keys_cli(void **state)
     }
     {
         const char *a[] = {"keys", "list", "--json", "--db", db, NULL};
-        assert_int_equal(opsd_run(&f->d, a, out, sizeof out, err, sizeof err), 0);
+        assert_int_equal(tdaemon_cli(f->d, a, NULL, out, sizeof out, err, sizeof err), 0);
         json_t *j = json_loads(out, 0, NULL);
         assert_int_equal(json_array_size(j), 2);
         json_t *first = json_array_get(j, 0);
@@ -445,9 +444,9 @@ static void test_keys_cli(void **state)
     /* Revoke, and the errors. */
     {
         const char *a[] = {"keys", "revoke", "1", "--db", db, NULL};
-        assert_int_equal(opsd_run(&f->d, a, out, sizeof out, err, sizeof err), 0);
+        assert_int_equal(tdaemon_cli(f->d, a, NULL, out, sizeof out, err, sizeof err), 0);
         const char *l[] = {"keys", "list", "--json", "--db", db, NULL};
-        assert_int_equal(opsd_run(&f->d, l, out, sizeof out, err, sizeof err), 0);
+        assert_int_equal(tdaemon_cli(f->d, l, NULL, out, sizeof out, err, sizeof err), 0);
         json_t *j = json_loads(out, 0, NULL);
         assert_true(json_is_true(json_object_get(json_array_get(j, 0), "revoked")));
         assert_true(json_is_false(json_object_get(json_array_get(j, 1), "revoked")));
@@ -473,19 +472,19 @@ static void test_keys_cli(void **state)
             a[n] = bad[i].args[n];
         a[n++] = db; /* after the trailing --db */
         a[n] = NULL;
-        int s = opsd_run(&f->d, a, out, sizeof out, err, sizeof err);
+        int s = tdaemon_cli(f->d, a, NULL, out, sizeof out, err, sizeof err);
         if (s != bad[i].status)
             fail_msg("case %zu: exit %d, expected %d (%s)", i, s, bad[i].status, err);
         assert_true(strlen(err) > 0);
     }
     /* No --db at all. */
     const char *nodb[] = {"keys", "list", NULL};
-    assert_int_equal(opsd_run(&f->d, nodb, out, sizeof out, err, sizeof err), 2);
+    assert_int_equal(tdaemon_cli(f->d, nodb, NULL, out, sizeof out, err, sizeof err), 2);
     /* list of a database that does not exist does not create it. */
     char ghost[256];
-    snprintf(ghost, sizeof ghost, "%s/ghost.db", f->d.dir);
+    snprintf(ghost, sizeof ghost, "%s/ghost.db", tdaemon_dir(f->d));
     const char *gl[] = {"keys", "list", "--db", ghost, NULL};
-    assert_int_equal(opsd_run(&f->d, gl, out, sizeof out, err, sizeof err), 1);
+    assert_int_equal(tdaemon_cli(f->d, gl, NULL, out, sizeof out, err, sizeof err), 1);
     assert_int_equal(access(ghost, F_OK), -1);
 }
 
@@ -494,27 +493,28 @@ static void test_same_key_on_two_shards(void **state)
 {
     struct fx *f = *state;
     char key[KEYLEN], out[512], err[1024];
-    assert_int_equal(opsd_create_key(&f->d, "read", key, sizeof key), 0);
-    struct opsd other;
-    assert_int_equal(opsd_init(&other), 0);
+    assert_int_equal(tdaemon_create_key(f->d, "read", key, sizeof key), 0);
+    struct tdaemon *other = tdaemon_new();
+    assert_non_null(other);
     char input[KEYLEN + 2];
     snprintf(input, sizeof input, "%s\n", key);
-    const char *a[] = {"keys", "create", "--stdin", "--scope", "read", "--db", other.db, NULL};
-    assert_int_equal(opsd_run_input(&other, a, input, out, sizeof out, err, sizeof err), 0);
+    const char *a[] = {
+        "keys", "create", "--stdin", "--scope", "read", "--db", tdaemon_db_path(other), NULL};
+    assert_int_equal(tdaemon_cli(other, a, input, out, sizeof out, err, sizeof err), 0);
     assert_string_equal(out, ""); /* nothing to show: the caller has it */
     /* Twice: refused. Malformed input: refused, nothing stored. */
-    assert_int_equal(opsd_run_input(&other, a, input, out, sizeof out, err, sizeof err), 1);
+    assert_int_equal(tdaemon_cli(other, a, input, out, sizeof out, err, sizeof err), 1);
     assert_non_null(strstr(err, "already"));
-    assert_int_equal(opsd_run_input(&other, a, "password1\n", out, sizeof out, err, sizeof err), 2);
-    assert_int_equal(opsd_run_input(&other, a, "", out, sizeof out, err, sizeof err), 2);
+    assert_int_equal(tdaemon_cli(other, a, "password1\n", out, sizeof out, err, sizeof err), 2);
+    assert_int_equal(tdaemon_cli(other, a, "", out, sizeof out, err, sizeof err), 2);
     start(f, NULL);
-    assert_int_equal(opsd_start(&other, NULL), 0);
+    assert_int_equal(tdaemon_launch(other, NULL, 0), 0);
     assert_int_equal(req(f, "GET", "/v1/experiments", key, NULL), 200);
-    struct opsd_reply r;
-    assert_int_equal(opsd_request(&other, "GET", "/v1/experiments", key, NULL, NULL, &r), 200);
-    opsd_reply_free(&r);
-    assert_int_equal(opsd_stop(&other), 0);
-    opsd_cleanup(&other);
+    struct tresp *r = treq_key(other, "GET", "/v1/experiments", key, NULL);
+    assert_status(r, 200);
+    tresp_free(r);
+    assert_int_equal(tdaemon_stop(other), 0);
+    tdaemon_free(other);
     stop_clean(f);
 }
 
@@ -523,15 +523,15 @@ static void test_keys_cli_config(void **state)
 {
     struct fx *f = *state;
     char conf[256], out[512], err[512];
-    snprintf(conf, sizeof conf, "%s/banditd.conf", f->d.dir);
+    snprintf(conf, sizeof conf, "%s/banditd.conf", tdaemon_dir(f->d));
     FILE *c = fopen(conf, "w");
     assert_non_null(c);
-    fprintf(c, "db = %s\nmax-arms = 9\n", f->d.db);
+    fprintf(c, "db = %s\nmax-arms = 9\n", tdaemon_db_path(f->d));
     fclose(c);
     const char *a[] = {"keys", "create", "--config", conf, "--scope", "read", NULL};
-    assert_int_equal(opsd_run(&f->d, a, out, sizeof out, err, sizeof err), 0);
-    const char *l[] = {"keys", "list", "--db", f->d.db, NULL};
-    assert_int_equal(opsd_run(&f->d, l, out, sizeof out, err, sizeof err), 0);
+    assert_int_equal(tdaemon_cli(f->d, a, NULL, out, sizeof out, err, sizeof err), 0);
+    const char *l[] = {"keys", "list", "--db", tdaemon_db_path(f->d), NULL};
+    assert_int_equal(tdaemon_cli(f->d, l, NULL, out, sizeof out, err, sizeof err), 0);
     assert_non_null(strstr(out, "read"));
 }
 
@@ -539,19 +539,19 @@ static void test_non_loopback_needs_key_or_insecure(void **state)
 {
     struct fx *f = *state;
     static const char *const any[] = {"--listen", "0.0.0.0:0", NULL};
-    int rc = opsd_start_raw(&f->d, any);
+    int rc = tdaemon_launch(f->d, any, TDAEMON_OWN_LISTEN);
     assert_int_equal(rc, 1000 + 2);
-    char *log = opsd_stderr(&f->d);
+    char *log = tdaemon_stderr(f->d);
     assert_non_null(strstr(log, "--insecure"));
     free(log);
     static const char *const insecure[] = {"--listen", "0.0.0.0:0", "--insecure", NULL};
-    assert_int_equal(opsd_start_raw(&f->d, insecure), 0);
+    assert_int_equal(tdaemon_launch(f->d, insecure, TDAEMON_OWN_LISTEN), 0);
     assert_int_equal(req(f, "GET", "/healthz", NULL, NULL), 200);
     stop_clean(f);
     /* With a key the API is closed, so any address is fine. */
     char key[KEYLEN];
-    assert_int_equal(opsd_create_key(&f->d, "read", key, sizeof key), 0);
-    assert_int_equal(opsd_start_raw(&f->d, any), 0);
+    assert_int_equal(tdaemon_create_key(f->d, "read", key, sizeof key), 0);
+    assert_int_equal(tdaemon_launch(f->d, any, TDAEMON_OWN_LISTEN), 0);
     assert_int_equal(req(f, "GET", "/v1/experiments", NULL, NULL), 401);
     assert_int_equal(req(f, "GET", "/v1/experiments", key, NULL), 200);
     stop_clean(f);
@@ -561,8 +561,8 @@ static void test_non_loopback_needs_key_or_insecure(void **state)
 static void make_cert(struct fx *f, char *cert, char *key, size_t len)
 {
     char cmd[1024];
-    snprintf(cert, len, "%s/cert.pem", f->d.dir);
-    snprintf(key, len, "%s/key.pem", f->d.dir);
+    snprintf(cert, len, "%s/cert.pem", tdaemon_dir(f->d));
+    snprintf(key, len, "%s/key.pem", tdaemon_dir(f->d));
     snprintf(cmd, sizeof cmd,
              "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
              "-keyout %s -out %s -days 2 -subj /CN=127.0.0.1 "
@@ -580,29 +580,27 @@ static void test_tls_round_trip(void **state)
     make_keys(f);
     const char *args[] = {"--tls-cert", cert, "--tls-key", key, NULL};
     start(f, args);
-    f->d.tls = 1;
-    snprintf(f->d.cafile, sizeof f->d.cafile, "%s", cert);
+    tdaemon_use_tls(f->d, 1, cert);
     assert_int_equal(req(f, "GET", "/healthz", NULL, NULL), 200);
     assert_int_equal(
         req(f, "POST", "/v1/experiments", f->admin, "{\"id\":\"t\",\"arms\":[\"a\",\"b\"]}"), 201);
-    struct opsd_reply r;
-    assert_int_equal(
-        opsd_request(&f->d, "POST", "/v1/experiments/t/assignments", f->assign, "{}", NULL, &r),
-        201);
-    assert_non_null(strstr(r.body, "\"assignments\""));
-    opsd_reply_free(&r);
+    struct tresp *r = treq_key(f->d, "POST", "/v1/experiments/t/assignments", f->assign, "{}");
+    assert_status(r, 201);
+    assert_non_null(strstr(r->body, "\"assignments\""));
+    tresp_free(r);
     assert_int_equal(req(f, "GET", "/v1/experiments", NULL, NULL), 401);
     /* Without the CA the certificate does not verify. */
-    f->d.cafile[0] = '\0';
-    assert_int_equal(opsd_request(&f->d, "GET", "/healthz", NULL, NULL, NULL, &r), 0);
-    opsd_reply_free(&r);
+    tdaemon_use_tls(f->d, 1, NULL);
+    r = treq(f->d, "GET", "/healthz", NULL, NULL);
+    assert_int_equal(r->status, 0);
+    tresp_free(r);
     /* Plain HTTP on the TLS port gets no HTTP answer. */
-    f->d.tls = 0;
-    long s = opsd_request(&f->d, "GET", "/healthz", NULL, NULL, NULL, &r);
-    opsd_reply_free(&r);
-    assert_true(s != 200);
+    tdaemon_use_tls(f->d, 0, NULL);
+    r = treq(f->d, "GET", "/healthz", NULL, NULL);
+    assert_true(r->status != 200);
+    tresp_free(r);
     stop_clean(f);
-    char *log = opsd_stderr(&f->d);
+    char *log = tdaemon_stderr(f->d);
     assert_non_null(strstr(log, "serving HTTPS"));
     free(log);
 }
@@ -613,16 +611,16 @@ static void test_tls_bad_setup(void **state)
     char cert[256], key[256], junk[256];
     make_cert(f, cert, key, sizeof cert);
     const char *only_cert[] = {"--tls-cert", cert, NULL};
-    assert_int_equal(opsd_start(&f->d, only_cert), 1000 + 2);
+    assert_int_equal(tdaemon_launch(f->d, only_cert, 0), 1000 + 2);
     const char *missing[] = {"--tls-cert", cert, "--tls-key", "/nonexistent/key.pem", NULL};
-    assert_int_equal(opsd_start(&f->d, missing), 1000 + 1);
-    snprintf(junk, sizeof junk, "%s/junk.pem", f->d.dir);
+    assert_int_equal(tdaemon_launch(f->d, missing, 0), 1000 + 1);
+    snprintf(junk, sizeof junk, "%s/junk.pem", tdaemon_dir(f->d));
     FILE *j = fopen(junk, "w");
     assert_non_null(j);
     fputs("not a key\n", j);
     fclose(j);
     const char *bad[] = {"--tls-cert", cert, "--tls-key", junk, NULL};
-    assert_int_equal(opsd_start(&f->d, bad), 1000 + 1);
+    assert_int_equal(tdaemon_launch(f->d, bad, 0), 1000 + 1);
 }
 
 int main(void)

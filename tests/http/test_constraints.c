@@ -32,23 +32,6 @@
 
 #define ALPHA 1e-6
 
-static struct tdaemon *g_d;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    g_d = tdaemon_start(NULL);
-    return g_d == NULL ? -1 : 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    int rc = tdaemon_stop(g_d);
-    tdaemon_free(g_d);
-    return rc == 0 ? 0 : -1;
-}
-
 /* The largest k with P(X ≤ k) ≤ alpha for X ~ Binomial(n, p), or −1 when
  * even k = 0 is likelier: the one-sided test of "rate ≥ p" rejects at k or
  * fewer. */
@@ -99,7 +82,7 @@ static void assign_batch(const char *id, int n, int count, int *arms, int *bandi
         char body[64];
         int c = n - got < count ? n - got : count;
         snprintf(body, sizeof body, "{\"count\":%d}", c);
-        json_t *list = texp_assign(g_d, id, body);
+        json_t *list = texp_assign(tgroup_d, id, body);
         assert_int_equal(json_array_size(list), c);
         size_t i;
         json_t *a;
@@ -127,7 +110,7 @@ static void test_burn_in(void **state)
     (void)state;
     enum { N = 5, K = 3 };
     /* One bandit, adapt, every reward outstanding: exactly N per arm. */
-    json_decref(texp_create(g_d,
+    json_decref(texp_create(tgroup_d,
                             "{\"id\":\"burn\",\"arms\":[\"a\",\"b\",\"c\"],"
                             "\"policy\":{\"name\":\"adapt\"},\"seed\":5,"
                             "\"constraints\":{\"burn_in\":%d}}",
@@ -139,7 +122,7 @@ static void test_burn_in(void **state)
         count[arms[i]]++;
     for (int k = 0; k < K; k++)
         assert_int_equal(count[k], N);
-    json_t *s = texp_status(g_d, "burn");
+    json_t *s = texp_status(tgroup_d, "burn");
     for (int k = 0; k < K; k++) {
         char path[64];
         snprintf(path, sizeof path, "bandits[0].arms[%d].pending", k);
@@ -149,7 +132,7 @@ static void test_burn_in(void **state)
 
     /* Two bandits, gape choosing the bandit: every (bandit, arm) N times
      * in the first 2·K·N assignments, before the index takes over. */
-    json_decref(texp_create(g_d,
+    json_decref(texp_create(tgroup_d,
                             "{\"id\":\"burn2\",\"bandits\":[{\"id\":\"x\",\"arms\":[\"a\",\"b\","
                             "\"c\"]},{\"id\":\"y\",\"arms\":[\"a\",\"b\",\"c\"]}],"
                             "\"policy\":{\"name\":\"gape\"},\"goal\":{\"budget\":200},\"seed\":6,"
@@ -173,7 +156,7 @@ static void test_floor_and_control_exact(void **state)
     (void)state;
     enum { K = 4, N = 2000, BUDGET = 2000 };
     const double s = 0.3, f = 0.05;
-    json_decref(texp_create(g_d,
+    json_decref(texp_create(tgroup_d,
                             "{\"id\":\"ctl-uniform\",\"arms\":[\"ctl\",\"a\",\"b\",\"c\"],"
                             "\"policy\":{\"name\":\"uniform\"},\"goal\":{\"budget\":%d},"
                             "\"seed\":17,\"constraints\":{\"min_prob\":%g,"
@@ -205,11 +188,11 @@ static void test_floor_and_control_exact(void **state)
     }
     assert_at_least("uniform, control share", total[0], N, s + f);
     /* Forced pulls are pulls of the budget: it is spent, not exceeded. */
-    json_t *st = texp_status(g_d, "ctl-uniform");
+    json_t *st = texp_status(tgroup_d, "ctl-uniform");
     assert_int_equal(tjson_int(st, "handed_out"), BUDGET);
     assert_string_equal(tjson_str(st, "stop_reason"), "budget");
     json_decref(st);
-    json_t *a = texp_assign(g_d, "ctl-uniform", NULL);
+    json_t *a = texp_assign(tgroup_d, "ctl-uniform", NULL);
     assert_true(json_is_true(tjson_get(a, "[0].exploit")));
     json_decref(a);
 }
@@ -222,14 +205,14 @@ static void test_floor_and_control_thompson(void **state)
     enum { K = 3, N = 400 };
     const double f = 0.08, s = 0.25;
     static const double p[K] = {0.05, 0.9, 0.1}; /* control worst; arm 1 best */
-    json_decref(texp_create(g_d,
+    json_decref(texp_create(tgroup_d,
                             "{\"id\":\"ctl-ts\",\"arms\":[\"ctl\",\"best\",\"weak\"],"
                             "\"policy\":{\"name\":\"thompson\"},\"goal\":{\"budget\":%d},"
                             "\"seed\":23,\"constraints\":{\"min_prob\":%g,"
                             "\"control\":{\"arm\":\"ctl\",\"share\":%g}}}",
                             N, f, s));
     /* The same policy without constraints, for contrast. */
-    json_decref(texp_create(g_d,
+    json_decref(texp_create(tgroup_d,
                             "{\"id\":\"free-ts\",\"arms\":[\"ctl\",\"best\",\"weak\"],"
                             "\"policy\":{\"name\":\"thompson\"},\"goal\":{\"budget\":%d},"
                             "\"seed\":23}",
@@ -240,12 +223,12 @@ static void test_floor_and_control_thompson(void **state)
         struct trng g;
         trng_seed(&g, 99);
         for (int t = 0; t < N; t++) {
-            json_t *a = texp_assign(g_d, ids[e], NULL);
+            json_t *a = texp_assign(tgroup_d, ids[e], NULL);
             long long arm = tjson_int(a, "[0].arm_index");
             assert_false(json_is_true(tjson_get(a, "[0].exploit")));
             count[e][arm]++;
             assert_string_equal(
-                texp_reward(g_d, ids[e], tjson_str(a, "[0].id"), trng_bernoulli(&g, p[arm])),
+                texp_reward(tgroup_d, ids[e], tjson_str(a, "[0].id"), trng_bernoulli(&g, p[arm])),
                 "accepted");
             json_decref(a);
         }
@@ -268,5 +251,5 @@ int main(void)
         cmocka_unit_test(test_floor_and_control_exact),
         cmocka_unit_test(test_floor_and_control_thompson),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
 }

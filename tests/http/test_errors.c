@@ -22,30 +22,17 @@
 
 #define MAX_BODY 65536
 
-static struct tdaemon *g_d;
-
 static int group_setup(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--max-body", "65536", NULL};
-    g_d = tdaemon_start(extra);
-    return g_d == NULL ? -1 : 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    int rc = tdaemon_stop(g_d);
-    tdaemon_free(g_d);
-    if (rc != 0)
-        fprintf(stderr, "# banditd did not shut down cleanly (status %d)\n", rc);
-    return rc == 0 ? 0 : -1;
+    return tgroup_start(extra);
 }
 
 /* Send body to POST /v1/experiments and expect a 400 naming field. */
 static void create_invalid(const char *body, const char *field)
 {
-    struct tresp *r = treq(g_d, "POST", "/v1/experiments", body, NULL);
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments", body, NULL);
     if (r->status != 400 || !tproblem_has_field(r, field))
         fail_msg("body %s: expected 400 naming \"%s\", got %ld %s", body, field, r->status,
                  r->body);
@@ -58,7 +45,7 @@ static void assert_no_experiment(const char *id)
 {
     char path[128];
     snprintf(path, sizeof path, "/v1/experiments/%s", id);
-    struct tresp *r = treq(g_d, "GET", path, NULL, NULL);
+    struct tresp *r = treq(tgroup_d, "GET", path, NULL, NULL);
     assert_problem(r, 404);
     tresp_free(r);
 }
@@ -79,11 +66,11 @@ static void test_malformed_json(void **state)
         "   ",                                                           /* no body at all */
     };
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
-        struct tresp *r = treq(g_d, "POST", "/v1/experiments", bodies[i], NULL);
+        struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments", bodies[i], NULL);
         assert_problem(r, 400);
         tresp_free(r);
     }
-    struct tresp *r = treq(g_d, "GET", "/v1/experiments", NULL, NULL);
+    struct tresp *r = treq(tgroup_d, "GET", "/v1/experiments", NULL, NULL);
     assert_status(r, 200);
     assert_int_equal(json_array_size(json_object_get(r->json, "experiments")), 0);
     tresp_free(r);
@@ -94,20 +81,20 @@ static void test_malformed_json(void **state)
 static void test_reward_not_finite_is_malformed(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"nan\",\"arms\":[\"a\",\"b\"]}"));
-    json_t *a = texp_assign(g_d, "nan", NULL);
+    json_decref(texp_create(tgroup_d, "{\"id\":\"nan\",\"arms\":[\"a\",\"b\"]}"));
+    json_t *a = texp_assign(tgroup_d, "nan", NULL);
     const char *aid = tjson_str(a, "[0].id");
     static const char *const values[] = {"NaN", "nan", "Infinity", "-Infinity", "inf", "1e999",
                                          "-1e999"};
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
-        struct tresp *r = treqf(g_d, "POST", "/v1/experiments/nan/rewards",
+        struct tresp *r = treqf(tgroup_d, "POST", "/v1/experiments/nan/rewards",
                                 "{\"assignment_id\":\"%s\",\"reward\":%s}", aid, values[i]);
         assert_problem(r, 400);
         assert_non_null(strstr(tjson_str(r->json, "detail"), "JSON"));
         tresp_free(r);
     }
     /* Nothing was recorded: the assignment still takes its reward. */
-    assert_string_equal(texp_reward(g_d, "nan", aid, 1), "accepted");
+    assert_string_equal(texp_reward(tgroup_d, "nan", aid, 1), "accepted");
     json_decref(a);
 }
 
@@ -188,13 +175,13 @@ static void test_create_invalid_fields(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         create_invalid(cases[i].body, cases[i].field);
     /* Several errors are all reported. */
-    struct tresp *r = treq(g_d, "POST", "/v1/experiments",
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments",
                            "{\"arms\": [\"a\"], \"goal\": {\"delta\": 2}, \"seed\": -1}", NULL);
     assert_invalid(r, "arms");
     assert_true(tproblem_has_field(r, "goal.delta"));
     assert_true(tproblem_has_field(r, "seed"));
     tresp_free(r);
-    r = treq(g_d, "GET", "/v1/experiments", NULL, NULL);
+    r = treq(tgroup_d, "GET", "/v1/experiments", NULL, NULL);
     assert_status(r, 200);
     size_t i;
     json_t *e;
@@ -212,7 +199,7 @@ static void invalid_combination(const char *policy, const char *body, const char
     snprintf(probe, sizeof probe,
              "{\"arms\":[\"a\",\"b\",\"c\"],\"policy\":{\"name\":\"%s\",\"params\":{\"no_such_param\":1}}}",
              policy);
-    struct tresp *r = treq(g_d, "POST", "/v1/experiments", probe, NULL);
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments", probe, NULL);
     int unknown = r->status == 400 && tproblem_has_field(r, "policy.name");
     tresp_free(r);
     if (unknown) {
@@ -274,8 +261,8 @@ static void test_unknown_fields(void **state)
     for (size_t i = 0; i < sizeof create / sizeof create[0]; i++)
         create_invalid(create[i].body, create[i].field);
 
-    json_decref(texp_create(g_d, "{\"id\":\"unk\",\"arms\":[\"a\",\"b\"]}"));
-    json_t *a = texp_assign(g_d, "unk", NULL);
+    json_decref(texp_create(tgroup_d, "{\"id\":\"unk\",\"arms\":[\"a\",\"b\"]}"));
+    json_t *a = texp_assign(tgroup_d, "unk", NULL);
     const char *aid = tjson_str(a, "[0].id");
     char b[512];
     struct {
@@ -301,7 +288,7 @@ static void test_unknown_fields(void **state)
     snprintf(other[3].body, sizeof other[3].body,
              "{\"rewards\": [{\"assignment_id\": \"%s\", \"reward\": 1}], \"extra\": 1}", aid);
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
-        struct tresp *r = treq(g_d, other[i].method, other[i].path, other[i].body, NULL);
+        struct tresp *r = treq(tgroup_d, other[i].method, other[i].path, other[i].body, NULL);
         if (r->status != 400 || !tproblem_has_field(r, other[i].field))
             fail_msg("%s %s %s: expected 400 naming %s, got %ld %s", other[i].method,
                      other[i].path, other[i].body, other[i].field, r->status, r->body);
@@ -309,23 +296,23 @@ static void test_unknown_fields(void **state)
         tresp_free(r);
     }
     /* None of them changed anything. */
-    json_t *st = texp_status(g_d, "unk");
+    json_t *st = texp_status(tgroup_d, "unk");
     assert_int_equal(tjson_int(st, "pulls"), 0);
     assert_int_equal(tjson_int(st, "pending"), 1);
     assert_int_equal(tjson_int(st, "handed_out"), 1);
     assert_string_equal(tjson_str(st, "state"), "running");
     json_decref(st);
     snprintf(b, sizeof b, "%s", aid);
-    assert_string_equal(texp_reward(g_d, "unk", b, 0), "accepted");
+    assert_string_equal(texp_reward(tgroup_d, "unk", b, 0), "accepted");
     json_decref(a);
 }
 
 static void test_reward_invalid_values(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"rv\",\"arms\":[\"a\",\"b\"],"
+    json_decref(texp_create(tgroup_d, "{\"id\":\"rv\",\"arms\":[\"a\",\"b\"],"
                                  "\"reward\":{\"min\":-1,\"max\":5}}"));
-    json_t *a = texp_assign(g_d, "rv", NULL);
+    json_t *a = texp_assign(tgroup_d, "rv", NULL);
     const char *aid = tjson_str(a, "[0].id");
     /* Each body is pre + the assignment id + post (or pre alone). */
     static const struct {
@@ -353,7 +340,7 @@ static void test_reward_invalid_values(void **state)
         char body[512];
         snprintf(body, sizeof body, "%s%s%s", cases[i].pre, cases[i].post ? aid : "",
                  cases[i].post ? cases[i].post : "");
-        struct tresp *r = treq(g_d, "POST", "/v1/experiments/rv/rewards", body, NULL);
+        struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments/rv/rewards", body, NULL);
         if (r->status != 400 || !tproblem_has_field(r, cases[i].field))
             fail_msg("%s: expected 400 naming %s, got %ld %s", body, cases[i].field, r->status,
                      r->body);
@@ -374,7 +361,7 @@ static void test_reward_invalid_values(void **state)
          "observations[1].reward"},
     };
     for (size_t i = 0; i < sizeof obs / sizeof obs[0]; i++) {
-        struct tresp *r = treq(g_d, "POST", "/v1/experiments/rv/observations", obs[i].body, NULL);
+        struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments/rv/observations", obs[i].body, NULL);
         if (r->status != 400 || !tproblem_has_field(r, obs[i].field))
             fail_msg("%s: expected 400 naming %s, got %ld %s", obs[i].body, obs[i].field,
                      r->status, r->body);
@@ -396,7 +383,7 @@ static void test_reward_invalid_values(void **state)
         {"[1]", ""},
     };
     for (size_t i = 0; i < sizeof asg / sizeof asg[0]; i++) {
-        struct tresp *r = treq(g_d, "POST", "/v1/experiments/rv/assignments", asg[i].body, NULL);
+        struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments/rv/assignments", asg[i].body, NULL);
         if (r->status != 400 || !tproblem_has_field(r, asg[i].field))
             fail_msg("%s: expected 400 naming %s, got %ld %s", asg[i].body, asg[i].field,
                      r->status, r->body);
@@ -407,36 +394,36 @@ static void test_reward_invalid_values(void **state)
     memset(unit, 'u', 257);
     unit[257] = '\0';
     snprintf(body, sizeof body, "{\"unit\":\"%s\"}", unit);
-    struct tresp *ru = treq(g_d, "POST", "/v1/experiments/rv/assignments", body, NULL);
+    struct tresp *ru = treq(tgroup_d, "POST", "/v1/experiments/rv/assignments", body, NULL);
     assert_invalid(ru, "unit");
     tresp_free(ru);
     unit[256] = '\0';
     snprintf(body, sizeof body, "{\"unit\":\"%s\"}", unit);
-    ru = treq(g_d, "POST", "/v1/experiments/rv/assignments", body, NULL);
+    ru = treq(tgroup_d, "POST", "/v1/experiments/rv/assignments", body, NULL);
     assert_status(ru, 201);
-    assert_string_equal(texp_reward(g_d, "rv", tjson_str(ru->json, "assignments[0].id"), 0),
+    assert_string_equal(texp_reward(tgroup_d, "rv", tjson_str(ru->json, "assignments[0].id"), 0),
                         "accepted");
     tresp_free(ru);
     /* PATCH */
     static const char *const patch[] = {"{\"state\":\"done\"}", "{\"state\":1}", "{}"};
     for (size_t i = 0; i < sizeof patch / sizeof patch[0]; i++) {
-        struct tresp *r = treq(g_d, "PATCH", "/v1/experiments/rv", patch[i], NULL);
+        struct tresp *r = treq(tgroup_d, "PATCH", "/v1/experiments/rv", patch[i], NULL);
         assert_invalid(r, "state");
         tresp_free(r);
     }
     /* Nothing else changed: one pending pull, one rewarded (the unit's),
      * running. */
-    json_t *st = texp_status(g_d, "rv");
+    json_t *st = texp_status(tgroup_d, "rv");
     assert_int_equal(tjson_int(st, "pulls"), 1);
     assert_int_equal(tjson_int(st, "pending"), 1);
     assert_int_equal(tjson_int(st, "handed_out"), 2);
     assert_string_equal(tjson_str(st, "state"), "running");
     json_decref(st);
     /* The edges of the range are accepted. */
-    assert_string_equal(texp_reward(g_d, "rv", aid, 5), "accepted");
+    assert_string_equal(texp_reward(tgroup_d, "rv", aid, 5), "accepted");
     json_decref(a);
-    a = texp_assign(g_d, "rv", NULL);
-    assert_string_equal(texp_reward(g_d, "rv", tjson_str(a, "[0].id"), -1), "accepted");
+    a = texp_assign(tgroup_d, "rv", NULL);
+    assert_string_equal(texp_reward(tgroup_d, "rv", tjson_str(a, "[0].id"), -1), "accepted");
     json_decref(a);
 }
 
@@ -465,7 +452,7 @@ static void test_not_found(void **state)
          NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct tresp *r = treq(g_d, cases[i].method, cases[i].path, cases[i].body, NULL);
+        struct tresp *r = treq(tgroup_d, cases[i].method, cases[i].path, cases[i].body, NULL);
         if (r->status != 404)
             fail_msg("%s %s: %ld %s", cases[i].method, cases[i].path, r->status, r->body);
         assert_problem(r, 404);
@@ -476,10 +463,10 @@ static void test_not_found(void **state)
 static void test_unknown_assignment(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"ua1\",\"arms\":[\"a\",\"b\"]}"));
-    json_decref(texp_create(g_d, "{\"id\":\"ua2\",\"arms\":[\"a\",\"b\"]}"));
-    json_t *a1 = texp_assign(g_d, "ua1", NULL);
-    json_t *a2 = texp_assign(g_d, "ua2", NULL);
+    json_decref(texp_create(tgroup_d, "{\"id\":\"ua1\",\"arms\":[\"a\",\"b\"]}"));
+    json_decref(texp_create(tgroup_d, "{\"id\":\"ua2\",\"arms\":[\"a\",\"b\"]}"));
+    json_t *a1 = texp_assign(tgroup_d, "ua1", NULL);
+    json_t *a2 = texp_assign(tgroup_d, "ua2", NULL);
     const char *id1 = tjson_str(a1, "[0].id");
     /* Another experiment's id, a made-up id, a sequence number not handed
      * out yet, a malformed one. */
@@ -487,7 +474,7 @@ static void test_unknown_assignment(void **state)
     snprintf(beyond, sizeof beyond, "%.8s-99", id1);
     const char *ids[] = {tjson_str(a2, "[0].id"), "00000000-1", beyond, "x", "", id1 + 9};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-        struct tresp *r = treqf(g_d, "POST", "/v1/experiments/ua1/rewards",
+        struct tresp *r = treqf(tgroup_d, "POST", "/v1/experiments/ua1/rewards",
                                 "{\"assignment_id\":\"%s\",\"reward\":1}", ids[i]);
         if (r->status != 404)
             fail_msg("id \"%s\": %ld %s", ids[i], r->status, r->body);
@@ -496,7 +483,7 @@ static void test_unknown_assignment(void **state)
         tresp_free(r);
     }
     /* In a batch, an unknown id is a per-item result, not an error. */
-    struct tresp *r = treqf(g_d, "POST", "/v1/experiments/ua1/rewards",
+    struct tresp *r = treqf(tgroup_d, "POST", "/v1/experiments/ua1/rewards",
                             "{\"rewards\":[{\"assignment_id\":\"%s\",\"reward\":1},"
                             "{\"assignment_id\":\"%s\",\"reward\":1}]}",
                             beyond, id1);
@@ -505,7 +492,7 @@ static void test_unknown_assignment(void **state)
     assert_string_equal(tjson_str(r->json, "results[1].status"), "accepted");
     assert_int_equal(tjson_int(r->json, "accepted"), 1);
     tresp_free(r);
-    json_t *st = texp_status(g_d, "ua2");
+    json_t *st = texp_status(tgroup_d, "ua2");
     assert_int_equal(tjson_int(st, "pulls"), 0);
     json_decref(st);
     json_decref(a1);
@@ -517,7 +504,7 @@ static void test_unknown_assignment(void **state)
 static void test_method_not_allowed(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"m405\",\"arms\":[\"a\",\"b\"]}"));
+    json_decref(texp_create(tgroup_d, "{\"id\":\"m405\",\"arms\":[\"a\",\"b\"]}"));
     static const struct {
         const char *method, *path, *allow;
     } cases[] = {
@@ -536,7 +523,7 @@ static void test_method_not_allowed(void **state)
         {"GET", "/v1/experiments/nobody/rewards", "POST"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct tresp *r = treq(g_d, cases[i].method, cases[i].path,
+        struct tresp *r = treq(tgroup_d, cases[i].method, cases[i].path,
                                strcmp(cases[i].method, "GET") ? "{}" : NULL, NULL);
         if (r->status != 405)
             fail_msg("%s %s: %ld %s", cases[i].method, cases[i].path, r->status, r->body);
@@ -546,7 +533,7 @@ static void test_method_not_allowed(void **state)
         assert_string_equal(allow, cases[i].allow);
         tresp_free(r);
     }
-    json_t *st = texp_status(g_d, "m405");
+    json_t *st = texp_status(tgroup_d, "m405");
     assert_int_equal(tjson_int(st, "handed_out"), 0);
     json_decref(st);
 }
@@ -556,13 +543,13 @@ static void test_method_not_allowed(void **state)
 static void test_conflicts(void **state)
 {
     (void)state;
-    json_t *first = texp_create(g_d, "{\"id\":\"dup\",\"name\":\"first\",\"arms\":[\"a\",\"b\"]}");
-    struct tresp *r = treq(g_d, "POST", "/v1/experiments",
+    json_t *first = texp_create(tgroup_d, "{\"id\":\"dup\",\"name\":\"first\",\"arms\":[\"a\",\"b\"]}");
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments",
                            "{\"id\":\"dup\",\"name\":\"second\",\"arms\":[\"x\",\"y\",\"z\"]}", NULL);
     assert_problem(r, 409);
     assert_true(tproblem_has_field(r, "id"));
     tresp_free(r);
-    r = treq(g_d, "GET", "/v1/experiments/dup", NULL, NULL);
+    r = treq(tgroup_d, "GET", "/v1/experiments/dup", NULL, NULL);
     assert_status(r, 200);
     assert_string_equal(tjson_str(r->json, "name"), "first");
     assert_int_equal(json_array_size(tjson_get(r->json, "bandits[0].arms")), 2);
@@ -570,19 +557,19 @@ static void test_conflicts(void **state)
     json_decref(first);
 
     /* A stop is final: back to running or paused is a conflict. */
-    r = treq(g_d, "PATCH", "/v1/experiments/dup", "{\"state\":\"stopped\"}", NULL);
+    r = treq(tgroup_d, "PATCH", "/v1/experiments/dup", "{\"state\":\"stopped\"}", NULL);
     assert_status(r, 200);
     assert_string_equal(tjson_str(r->json, "state"), "stopped");
     assert_string_equal(tjson_str(r->json, "stop_reason"), "manual");
     tresp_free(r);
     static const char *const back[] = {"running", "paused"};
     for (size_t i = 0; i < 2; i++) {
-        r = treqf(g_d, "PATCH", "/v1/experiments/dup", "{\"state\":\"%s\"}", back[i]);
+        r = treqf(tgroup_d, "PATCH", "/v1/experiments/dup", "{\"state\":\"%s\"}", back[i]);
         assert_problem(r, 409);
         assert_true(tproblem_has_field(r, "state"));
         tresp_free(r);
     }
-    json_t *st = texp_status(g_d, "dup");
+    json_t *st = texp_status(tgroup_d, "dup");
     assert_string_equal(tjson_str(st, "state"), "stopped");
     assert_true(json_is_true(json_object_get(st, "stopped")));
     json_decref(st);
@@ -607,26 +594,26 @@ static void test_too_large(void **state)
 {
     (void)state;
     char *b = big_body(MAX_BODY + 1);
-    struct tresp *r = treq(g_d, "POST", "/v1/experiments", b, NULL);
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments", b, NULL);
     assert_problem(r, 413);
     tresp_free(r);
     /* Without Content-Length (chunked), the limit still holds. */
     static const char *const chunked[] = {"Transfer-Encoding: chunked", NULL};
-    r = treq(g_d, "POST", "/v1/experiments", b, chunked);
+    r = treq(tgroup_d, "POST", "/v1/experiments", b, chunked);
     assert_problem(r, 413);
     tresp_free(r);
     free(b);
     /* At the limit: not a 413 (the name is too long: a validation error). */
     b = big_body(MAX_BODY);
-    r = treq(g_d, "POST", "/v1/experiments", b, NULL);
+    r = treq(tgroup_d, "POST", "/v1/experiments", b, NULL);
     assert_invalid(r, "name");
     tresp_free(r);
-    r = treq(g_d, "POST", "/v1/experiments", b, chunked);
+    r = treq(tgroup_d, "POST", "/v1/experiments", b, chunked);
     assert_invalid(r, "name");
     tresp_free(r);
     free(b);
     /* The connection and the daemon are fine afterwards. */
-    r = treq(g_d, "GET", "/healthz", NULL, NULL);
+    r = treq(tgroup_d, "GET", "/healthz", NULL, NULL);
     assert_status(r, 200);
     tresp_free(r);
 }
@@ -646,7 +633,7 @@ static void test_not_json(void **state)
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const char *h[] = {types[i], NULL};
         struct tresp *r =
-            treq(g_d, "POST", "/v1/experiments", "{\"id\":\"t415\",\"arms\":[\"a\",\"b\"]}", h);
+            treq(tgroup_d, "POST", "/v1/experiments", "{\"id\":\"t415\",\"arms\":[\"a\",\"b\"]}", h);
         if (r->status != 415)
             fail_msg("%s: %ld %s", types[i], r->status, r->body);
         assert_problem(r, 415);
@@ -656,11 +643,11 @@ static void test_not_json(void **state)
     /* JSON media types with parameters or a +json suffix are fine. */
     const char *h1[] = {"Content-Type: application/json; charset=utf-8", NULL};
     struct tresp *r =
-        treq(g_d, "POST", "/v1/experiments", "{\"id\":\"t415\",\"arms\":[\"a\",\"b\"]}", h1);
+        treq(tgroup_d, "POST", "/v1/experiments", "{\"id\":\"t415\",\"arms\":[\"a\",\"b\"]}", h1);
     assert_status(r, 201);
     tresp_free(r);
     const char *h2[] = {"Content-Type: application/merge-patch+json", NULL};
-    r = treq(g_d, "PATCH", "/v1/experiments/t415", "{\"state\":\"paused\"}", h2);
+    r = treq(tgroup_d, "PATCH", "/v1/experiments/t415", "{\"state\":\"paused\"}", h2);
     assert_status(r, 200);
     tresp_free(r);
 }
@@ -670,15 +657,15 @@ static void test_not_json(void **state)
 static void test_media_types(void **state)
 {
     (void)state;
-    struct tresp *r = treq(g_d, "GET", "/healthz", NULL, NULL);
+    struct tresp *r = treq(tgroup_d, "GET", "/healthz", NULL, NULL);
     assert_status(r, 200);
     assert_non_null(tresp_content_type(r));
     assert_true(strncmp(tresp_content_type(r), "application/json", 16) == 0);
     tresp_free(r);
-    r = treq(g_d, "GET", "/v1/experiments?limit=0", NULL, NULL);
+    r = treq(tgroup_d, "GET", "/v1/experiments?limit=0", NULL, NULL);
     assert_invalid(r, "limit");
     tresp_free(r);
-    r = treq(g_d, "GET", "/v1/experiments?limit=abc", NULL, NULL);
+    r = treq(tgroup_d, "GET", "/v1/experiments?limit=abc", NULL, NULL);
     assert_invalid(r, "limit");
     tresp_free(r);
 }
@@ -702,5 +689,5 @@ int main(void)
         cmocka_unit_test(test_not_json),
         cmocka_unit_test(test_media_types),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, tgroup_teardown);
 }

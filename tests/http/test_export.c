@@ -29,29 +29,6 @@ static const char *const g_cols[] = {"kind",   "seq",    "assignment_id", "time"
 #define NCOL 11
 #define BIG_BATCHES 25 /* of 1000 observations, ~200 bytes of NDJSON each */
 
-static struct tdaemon *g_d;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    g_d = tdaemon_start(NULL);
-    return g_d == NULL ? -1 : 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    int rc = tdaemon_stop(g_d);
-    tdaemon_free(g_d);
-    return rc == 0 ? 0 : -1;
-}
-
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* NDJSON body → array of objects (new). */
 static json_t *parse_ndjson(const char *body)
 {
@@ -155,7 +132,7 @@ static struct tresp *get_export(const char *id, const char *format)
         snprintf(path, sizeof path, "/v1/experiments/%s/export?format=%s", id, format);
     else
         snprintf(path, sizeof path, "/v1/experiments/%s/export", id);
-    return treq(g_d, "GET", path, NULL, NULL);
+    return treq(tgroup_d, "GET", path, NULL, NULL);
 }
 
 static json_t *find_row(json_t *rows, const char *kind, const char *aid)
@@ -173,43 +150,43 @@ static json_t *find_row(json_t *rows, const char *kind, const char *aid)
 static void test_export_rows(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"audit\",\"arms\":[\"plain\",\"with, comma\","
+    json_decref(texp_create(tgroup_d, "{\"id\":\"audit\",\"arms\":[\"plain\",\"with, comma\","
                                  "\"say \\\"hi\\\"\"],\"reward\":{\"min\":0,\"max\":10},"
                                  "\"default_reward\":2,\"assignment_ttl_s\":1,"
                                  "\"policy\":{\"name\":\"uniform\"},\"seed\":5}"));
-    json_t *a = texp_assign(g_d, "audit", "{\"count\":3}");
-    json_t *u1 = texp_assign(g_d, "audit", "{\"unit\":\"u,1\"}");
-    json_t *u2 = texp_assign(g_d, "audit", "{\"unit\":\"multi\\nline \\\"quoted\\\"\"}");
-    assert_string_equal(texp_reward(g_d, "audit", tjson_str(a, "[0].id"), 7.5), "accepted");
-    assert_string_equal(texp_reward(g_d, "audit", tjson_str(a, "[1].id"), 0.1), "accepted");
-    struct tresp *r = treq(g_d, "POST", "/v1/experiments/audit/observations",
+    json_t *a = texp_assign(tgroup_d, "audit", "{\"count\":3}");
+    json_t *u1 = texp_assign(tgroup_d, "audit", "{\"unit\":\"u,1\"}");
+    json_t *u2 = texp_assign(tgroup_d, "audit", "{\"unit\":\"multi\\nline \\\"quoted\\\"\"}");
+    assert_string_equal(texp_reward(tgroup_d, "audit", tjson_str(a, "[0].id"), 7.5), "accepted");
+    assert_string_equal(texp_reward(tgroup_d, "audit", tjson_str(a, "[1].id"), 0.1), "accepted");
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments/audit/observations",
                            "{\"arm\":\"with, comma\",\"reward\":3}", NULL);
     assert_status(r, 200);
     tresp_free(r);
-    r = treq(g_d, "PATCH", "/v1/experiments/audit", "{\"state\":\"paused\"}", NULL);
+    r = treq(tgroup_d, "PATCH", "/v1/experiments/audit", "{\"state\":\"paused\"}", NULL);
     assert_status(r, 200);
     tresp_free(r);
-    r = treq(g_d, "PATCH", "/v1/experiments/audit", "{\"state\":\"running\"}", NULL);
+    r = treq(tgroup_d, "PATCH", "/v1/experiments/audit", "{\"state\":\"running\"}", NULL);
     assert_status(r, 200);
     tresp_free(r);
     /* a[2], u1, u2 expire (TTL 1 s) with the default reward 2. */
     for (int waited = 0;; waited += 100) {
-        json_t *st = texp_status(g_d, "audit");
+        json_t *st = texp_status(tgroup_d, "audit");
         long long pending = tjson_int(st, "pending");
         json_decref(st);
         if (pending == 0)
             break;
         if (waited > 30000)
             fail_msg("assignments did not expire");
-        sleep_ms(100);
+        tsleep_ms(100);
     }
-    assert_string_equal(texp_reward(g_d, "audit", tjson_str(a, "[2].id"), 9), "expired");
-    r = treq(g_d, "PATCH", "/v1/experiments/audit", "{\"state\":\"stopped\"}", NULL);
+    assert_string_equal(texp_reward(tgroup_d, "audit", tjson_str(a, "[2].id"), 9), "expired");
+    r = treq(tgroup_d, "PATCH", "/v1/experiments/audit", "{\"state\":\"stopped\"}", NULL);
     assert_status(r, 200);
     tresp_free(r);
-    json_t *x = texp_assign(g_d, "audit", "{\"count\":2}");
+    json_t *x = texp_assign(tgroup_d, "audit", "{\"count\":2}");
     assert_true(json_is_true(tjson_get(x, "[0].exploit")));
-    assert_string_equal(texp_reward(g_d, "audit", tjson_str(x, "[0].id"), 4), "accepted");
+    assert_string_equal(texp_reward(tgroup_d, "audit", tjson_str(x, "[0].id"), 4), "accepted");
 
     /* NDJSON (the default). */
     r = get_export("audit", NULL);
@@ -308,7 +285,7 @@ static void test_export_rows(void **state)
     json_decref(rows);
 
     /* HEAD: the headers only (the stream is set up and released unread). */
-    r = treq(g_d, "HEAD", "/v1/experiments/audit/export?format=csv", NULL, NULL);
+    r = treq(tgroup_d, "HEAD", "/v1/experiments/audit/export?format=csv", NULL, NULL);
     assert_status(r, 200);
     assert_int_equal(r->len, 0);
     assert_true(strncmp(tresp_content_type(r), "text/csv", 8) == 0);
@@ -318,10 +295,10 @@ static void test_export_rows(void **state)
     assert_string_equal(tresp_header(r, "Connection"), "close");
     tresp_free(r);
     for (int h = 0; h < 3; h++) {
-        r = treq(g_d, "HEAD", "/v1/experiments/audit/export", NULL, NULL);
+        r = treq(tgroup_d, "HEAD", "/v1/experiments/audit/export", NULL, NULL);
         assert_status(r, 200);
         tresp_free(r);
-        r = treq(g_d, "GET", "/v1/experiments/audit/status", NULL, NULL);
+        r = treq(tgroup_d, "GET", "/v1/experiments/audit/status", NULL, NULL);
         assert_status(r, 200);
         tresp_free(r);
     }
@@ -341,7 +318,7 @@ static void test_export_rows(void **state)
 static void test_export_empty(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"empty\",\"arms\":[\"a\",\"b\"]}"));
+    json_decref(texp_create(tgroup_d, "{\"id\":\"empty\",\"arms\":[\"a\",\"b\"]}"));
     struct tresp *r = get_export("empty", "ndjson");
     assert_status(r, 200);
     assert_int_equal(r->len, 0);
@@ -364,7 +341,7 @@ static void add_observations(const char *id, int batches)
             json_array_append_new(items, json_pack("{s:s,s:f}", "arm", i % 2 ? "a" : "b",
                                                    "reward", (double)((b * 1000 + i) % 7) / 6));
         json_t *body = json_pack("{s:o}", "observations", items);
-        struct tresp *r = treq_json(g_d, "POST", path, body);
+        struct tresp *r = treq_json(tgroup_d, "POST", path, body);
         assert_status(r, 200);
         tresp_free(r);
         json_decref(body);
@@ -375,10 +352,10 @@ static void add_observations(const char *id, int batches)
 static void test_export_long_log(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"long\",\"arms\":[\"a\",\"b\"],"
+    json_decref(texp_create(tgroup_d, "{\"id\":\"long\",\"arms\":[\"a\",\"b\"],"
                                  "\"policy\":{\"name\":\"uniform\"}}"));
     add_observations("long", 5);
-    json_t *a = texp_assign(g_d, "long", "{\"count\":100}");
+    json_t *a = texp_assign(tgroup_d, "long", "{\"count\":100}");
     json_decref(a);
     struct tresp *r = get_export("long", "csv");
     assert_status(r, 200);
@@ -408,7 +385,7 @@ static void delete_on_first_piece(void *arg, const char *data, size_t len)
     if (c->deleted)
         return;
     c->deleted = 1;
-    struct tresp *r = treq(g_d, "DELETE", "/v1/experiments/big", NULL, NULL);
+    struct tresp *r = treq(tgroup_d, "DELETE", "/v1/experiments/big", NULL, NULL);
     assert_status(r, 204);
     tresp_free(r);
 }
@@ -416,13 +393,13 @@ static void delete_on_first_piece(void *arg, const char *data, size_t len)
 static void test_export_deleted_while_streaming(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"big\",\"arms\":[\"a\",\"b\"],"
+    json_decref(texp_create(tgroup_d, "{\"id\":\"big\",\"arms\":[\"a\",\"b\"],"
                                  "\"policy\":{\"name\":\"uniform\"}}"));
     /* ~5 MB of NDJSON: more than the socket buffers between the two ends
      * can hold (at most 4 MB send, 4 kB receive), so the daemon is still
      * producing it when the delete lands. */
     add_observations("big", BIG_BATCHES);
-    struct tclient *c = tclient_new(g_d);
+    struct tclient *c = tclient_new(tgroup_d);
     struct del_ctx ctx = {0};
     struct treq_opts o = {.on_body = delete_on_first_piece, .arg = &ctx, .rcvbuf = 4096};
     struct tresp *r = tclient_req_opts(c, "GET", "/v1/experiments/big/export", NULL, NULL, &o);
@@ -437,7 +414,7 @@ static void test_export_deleted_while_streaming(void **state)
     assert_true(lines < BIG_BATCHES * 1000);
     tresp_free(r);
     tclient_free(c);
-    r = treq(g_d, "GET", "/healthz", NULL, NULL);
+    r = treq(tgroup_d, "GET", "/healthz", NULL, NULL);
     assert_status(r, 200);
     tresp_free(r);
     r = get_export("big", NULL);
@@ -466,14 +443,14 @@ static void term_on_first_piece(void *arg, const char *data, size_t len)
 static void test_export_finishes_during_shutdown(void **state)
 {
     (void)state;
-    struct tdaemon *saved = g_d;
-    g_d = tdaemon_start(NULL);
-    assert_non_null(g_d);
-    json_decref(texp_create(g_d, "{\"id\":\"term\",\"arms\":[\"a\",\"b\"],"
+    struct tdaemon *saved = tgroup_d;
+    tgroup_d = tdaemon_start(NULL);
+    assert_non_null(tgroup_d);
+    json_decref(texp_create(tgroup_d, "{\"id\":\"term\",\"arms\":[\"a\",\"b\"],"
                                  "\"policy\":{\"name\":\"uniform\"}}"));
     add_observations("term", 5); /* ~1 MB: far more than a 4 kB window holds */
-    struct tclient *c = tclient_new(g_d);
-    struct term_ctx ctx = {.d = g_d};
+    struct tclient *c = tclient_new(tgroup_d);
+    struct term_ctx ctx = {.d = tgroup_d};
     struct treq_opts o = {.on_body = term_on_first_piece, .arg = &ctx, .rcvbuf = 4096};
     struct tresp *r =
         tclient_req_opts(c, "GET", "/v1/experiments/term/export?format=csv", NULL, NULL, &o);
@@ -485,9 +462,9 @@ static void test_export_finishes_during_shutdown(void **state)
     json_decref(csv);
     tresp_free(r);
     tclient_free(c);
-    assert_int_equal(tdaemon_wait(g_d), 0);
-    tdaemon_free(g_d);
-    g_d = saved;
+    assert_int_equal(tdaemon_wait(tgroup_d), 0);
+    tdaemon_free(tgroup_d);
+    tgroup_d = saved;
 }
 
 int main(void)
@@ -499,5 +476,5 @@ int main(void)
         cmocka_unit_test(test_export_deleted_while_streaming),
         cmocka_unit_test(test_export_finishes_during_shutdown),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
 }

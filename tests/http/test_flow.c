@@ -22,23 +22,7 @@
 #define MAX_PULLS 20000 /* far beyond what δ = 0.05 needs here: a run that
                          * has not stopped by then is a failure */
 
-static struct tdaemon *g_d;
 static const double g_p[3] = {0.2, 0.5, 0.8};
-
-static int group_setup(void **state)
-{
-    (void)state;
-    g_d = tdaemon_start(NULL);
-    return g_d == NULL ? -1 : 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    int rc = tdaemon_stop(g_d);
-    tdaemon_free(g_d);
-    return rc == 0 ? 0 : -1;
-}
 
 /* Pull one at a time, each reward reported before the next pull, until an
  * assignment comes back as exploitation. Returns the pulls counted. */
@@ -46,14 +30,14 @@ static long long run_until_stop(const char *id, uint64_t seed)
 {
     struct trng g;
     trng_seed(&g, seed);
-    json_decref(texp_create(g_d,
+    json_decref(texp_create(tgroup_d,
                             "{\"id\":\"%s\",\"arms\":[\"p20\",\"p50\",\"p80\"],"
                             "\"policy\":{\"name\":\"adapt\"},\"goal\":{\"delta\":0.05},"
                             "\"seed\":%llu}",
                             id, (unsigned long long)seed));
     long long handed = 0;
     for (;;) {
-        json_t *a = texp_assign(g_d, id, NULL);
+        json_t *a = texp_assign(tgroup_d, id, NULL);
         json_t *one = json_array_get(a, 0);
         assert_non_null(one);
         if (json_is_true(json_object_get(one, "exploit"))) {
@@ -66,12 +50,12 @@ static long long run_until_stop(const char *id, uint64_t seed)
         assert_string_equal(tjson_str(one, "arm"), names[arm]);
         assert_string_equal(tjson_str(one, "bandit"), "default");
         int reward = trng_bernoulli(&g, g_p[arm]);
-        assert_string_equal(texp_reward(g_d, id, tjson_str(one, "id"), reward), "accepted");
+        assert_string_equal(texp_reward(tgroup_d, id, tjson_str(one, "id"), reward), "accepted");
         json_decref(a);
         if (++handed > MAX_PULLS)
             fail_msg("%s did not stop within %d pulls", id, MAX_PULLS);
     }
-    json_t *st = texp_status(g_d, id);
+    json_t *st = texp_status(tgroup_d, id);
     long long pulls = tjson_int(st, "pulls");
     /* Every pull was rewarded before the next one: nothing pending, and
      * the counts add up. */
@@ -87,7 +71,7 @@ static long long run_until_stop(const char *id, uint64_t seed)
 
 static void check_stopped_right(const char *id, long long pulls)
 {
-    json_t *st = texp_status(g_d, id);
+    json_t *st = texp_status(tgroup_d, id);
     assert_true(json_is_true(json_object_get(st, "stopped")));
     assert_string_equal(tjson_str(st, "state"), "stopped");
     assert_string_equal(tjson_str(st, "stop_reason"), "confidence");
@@ -104,7 +88,7 @@ static void check_stopped_right(const char *id, long long pulls)
 
     /* After the stop: the recommendation, as exploitation, not counted. */
     for (int i = 0; i < 5; i++) {
-        json_t *a = texp_assign(g_d, id, "{\"count\":3}");
+        json_t *a = texp_assign(tgroup_d, id, "{\"count\":3}");
         assert_int_equal(json_array_size(a), 3);
         for (size_t k = 0; k < 3; k++) {
             json_t *one = json_array_get(a, k);
@@ -112,12 +96,12 @@ static void check_stopped_right(const char *id, long long pulls)
             assert_string_equal(tjson_str(one, "arm"), "p80");
         }
         /* Their rewards are taken (audit) but feed no statistics. */
-        assert_string_equal(texp_reward(g_d, id, tjson_str(a, "[0].id"), 0), "accepted");
-        assert_string_equal(texp_reward(g_d, id, tjson_str(a, "[0].id"), 0), "duplicate");
-        assert_string_equal(texp_reward(g_d, id, tjson_str(a, "[0].id"), 1), "conflict");
+        assert_string_equal(texp_reward(tgroup_d, id, tjson_str(a, "[0].id"), 0), "accepted");
+        assert_string_equal(texp_reward(tgroup_d, id, tjson_str(a, "[0].id"), 0), "duplicate");
+        assert_string_equal(texp_reward(tgroup_d, id, tjson_str(a, "[0].id"), 1), "conflict");
         json_decref(a);
     }
-    st = texp_status(g_d, id);
+    st = texp_status(tgroup_d, id);
     assert_int_equal(tjson_int(st, "pulls"), pulls);
     assert_int_equal(tjson_int(st, "pending"), 0);
     assert_int_equal(tjson_int(st, "handed_out"), pulls);
@@ -145,7 +129,7 @@ static void test_adapt_stops_on_best_arm(void **state)
         long long pulls = run_until_stop(id, seed);
         all[i] = pulls;
         check_stopped_right(id, pulls);
-        json_t *st = texp_status(g_d, id);
+        json_t *st = texp_status(tgroup_d, id);
         printf("# pulls to stop: adapt, arms (0.2, 0.5, 0.8), delta 0.05, seed %llu: %lld "
                "(per arm %lld, %lld, %lld)\n",
                (unsigned long long)seed, pulls, tjson_int(st, "bandits[0].arms[0].pulls"),
@@ -174,7 +158,7 @@ static void test_adapt_stops_on_best_arm(void **state)
 static void test_views_agree_after_stop(void **state)
 {
     (void)state;
-    struct tresp *r = treq(g_d, "GET", "/v1/experiments/flow-1", NULL, NULL);
+    struct tresp *r = treq(tgroup_d, "GET", "/v1/experiments/flow-1", NULL, NULL);
     assert_status(r, 200);
     assert_string_equal(tjson_str(r->json, "state"), "stopped");
     assert_string_equal(tjson_str(r->json, "stop_reason"), "confidence");
@@ -182,7 +166,7 @@ static void test_views_agree_after_stop(void **state)
     assert_string_equal(tjson_str(r->json, "policy.name"), "adapt");
     assert_int_equal(tjson_int(r->json, "seed"), 1);
     tresp_free(r);
-    r = treq(g_d, "GET", "/v1/experiments?limit=2", NULL, NULL);
+    r = treq(tgroup_d, "GET", "/v1/experiments?limit=2", NULL, NULL);
     assert_status(r, 200);
     assert_int_equal(json_array_size(json_object_get(r->json, "experiments")), 2);
     assert_string_equal(tjson_str(r->json, "experiments[0].id"), "flow-1");
@@ -190,7 +174,7 @@ static void test_views_agree_after_stop(void **state)
     assert_string_equal(tjson_str(r->json, "next"), tjson_str(r->json, "experiments[1].id"));
     tresp_free(r);
     /* The last page: ids sort as strings. */
-    r = treq(g_d, "GET", "/v1/experiments?limit=1000", NULL, NULL);
+    r = treq(tgroup_d, "GET", "/v1/experiments?limit=1000", NULL, NULL);
     assert_status(r, 200);
     json_t *list = json_object_get(r->json, "experiments");
     size_t n = json_array_size(list);
@@ -199,7 +183,7 @@ static void test_views_agree_after_stop(void **state)
     snprintf(after, sizeof after, "/v1/experiments?after=%s",
              tjson_str(json_array_get(list, n - 2), "id"));
     const char *last = tjson_str(json_array_get(list, n - 1), "id");
-    struct tresp *r2 = treq(g_d, "GET", after, NULL, NULL);
+    struct tresp *r2 = treq(tgroup_d, "GET", after, NULL, NULL);
     assert_status(r2, 200);
     assert_int_equal(json_array_size(json_object_get(r2->json, "experiments")), 1);
     assert_string_equal(tjson_str(r2->json, "experiments[0].id"), last);
@@ -214,5 +198,5 @@ int main(void)
         cmocka_unit_test(test_adapt_stops_on_best_arm),
         cmocka_unit_test(test_views_agree_after_stop),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
 }

@@ -21,29 +21,18 @@
 
 #define HISTORY_POINTS 16
 
-static struct tdaemon *g_d;
-
 static int group_setup(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--history-points", "16", NULL};
-    g_d = tdaemon_start(extra);
-    return g_d == NULL ? -1 : 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    int rc = tdaemon_stop(g_d);
-    tdaemon_free(g_d);
-    return rc == 0 ? 0 : -1;
+    return tgroup_start(extra);
 }
 
 static struct tresp *patch_state(const char *id, const char *st)
 {
     char path[128];
     snprintf(path, sizeof path, "/v1/experiments/%s", id);
-    return treqf(g_d, "PATCH", path, "{\"state\":\"%s\"}", st);
+    return treqf(tgroup_d, "PATCH", path, "{\"state\":\"%s\"}", st);
 }
 
 /* n assignments one by one; returns how many were exploitation. */
@@ -51,7 +40,7 @@ static int count_exploit(const char *id, int n, json_t *ids)
 {
     int k = 0;
     for (int i = 0; i < n; i++) {
-        json_t *a = texp_assign(g_d, id, NULL);
+        json_t *a = texp_assign(tgroup_d, id, NULL);
         k += json_is_true(tjson_get(a, "[0].exploit"));
         if (ids != NULL)
             json_array_append(ids, tjson_get(a, "[0].id"));
@@ -67,7 +56,7 @@ static void test_create_answer(void **state)
 {
     (void)state;
     const char *body = "{\"arms\":[\"a\",\"b\"]}";
-    struct tresp *r = treq(g_d, "POST", "/v1/experiments", body, NULL);
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments", body, NULL);
     assert_status(r, 201);
     assert_true(strncmp(tresp_content_type(r), "application/json", 16) == 0);
     const char *id = tjson_str(r->json, "id");
@@ -94,13 +83,13 @@ static void test_create_answer(void **state)
     assert_string_equal(tjson_str(j, "state"), "running");
     assert_int_equal(tjson_int(j, "pulls"), 0);
     /* GET at the Location gives the same configuration. */
-    struct tresp *g = treq(g_d, "GET", want, NULL, NULL);
+    struct tresp *g = treq(tgroup_d, "GET", want, NULL, NULL);
     assert_status(g, 200);
     assert_true(json_equal(json_object_get(g->json, "seed"), json_object_get(j, "seed")));
     assert_true(json_equal(json_object_get(g->json, "goal"), json_object_get(j, "goal")));
     tresp_free(g);
     /* The same body again is another experiment. */
-    struct tresp *r2 = treq(g_d, "POST", "/v1/experiments", body, NULL);
+    struct tresp *r2 = treq(tgroup_d, "POST", "/v1/experiments", body, NULL);
     assert_status(r2, 201);
     assert_string_not_equal(tjson_str(r2->json, "id"), id);
     tresp_free(r2);
@@ -110,12 +99,12 @@ static void test_create_answer(void **state)
 static void test_pause_resume_stop(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"life\",\"arms\":[\"a\",\"b\",\"c\"],"
+    json_decref(texp_create(tgroup_d, "{\"id\":\"life\",\"arms\":[\"a\",\"b\",\"c\"],"
                                  "\"policy\":{\"name\":\"uniform\"},\"seed\":9}"));
     json_t *out = json_array();
     assert_int_equal(count_exploit("life", 6, out), 0);
     for (size_t i = 0; i < 3; i++)
-        assert_string_equal(texp_reward(g_d, "life", json_string_value(json_array_get(out, i)), 1),
+        assert_string_equal(texp_reward(tgroup_d, "life", json_string_value(json_array_get(out, i)), 1),
                             "accepted");
 
     struct tresp *r = patch_state("life", "paused");
@@ -127,7 +116,7 @@ static void test_pause_resume_stop(void **state)
     r = patch_state("life", "paused");
     assert_status(r, 200);
     tresp_free(r);
-    json_t *st = texp_status(g_d, "life");
+    json_t *st = texp_status(tgroup_d, "life");
     assert_string_equal(tjson_str(st, "state"), "paused");
     assert_true(json_is_null(json_object_get(st, "stop_reason")));
     long long handed = tjson_int(st, "handed_out");
@@ -136,9 +125,9 @@ static void test_pause_resume_stop(void **state)
     assert_int_equal(count_exploit("life", 5, NULL), 5);
     /* Outstanding assignments still take their rewards. */
     for (size_t i = 3; i < 6; i++)
-        assert_string_equal(texp_reward(g_d, "life", json_string_value(json_array_get(out, i)), 0),
+        assert_string_equal(texp_reward(tgroup_d, "life", json_string_value(json_array_get(out, i)), 0),
                             "accepted");
-    st = texp_status(g_d, "life");
+    st = texp_status(tgroup_d, "life");
     assert_int_equal(tjson_int(st, "handed_out"), handed);
     assert_int_equal(tjson_int(st, "pulls"), 6);
     assert_int_equal(tjson_int(st, "pending"), 0);
@@ -166,7 +155,7 @@ static void test_pause_resume_stop(void **state)
         assert_problem(r, 409);
         tresp_free(r);
     }
-    st = texp_status(g_d, "life");
+    st = texp_status(tgroup_d, "life");
     assert_string_equal(tjson_str(st, "state"), "stopped");
     assert_string_equal(tjson_str(st, "stop_reason"), "manual");
     assert_int_equal(tjson_int(st, "pending"), 4);
@@ -179,16 +168,16 @@ static void test_pause_resume_stop(void **state)
 static void test_stop_keeps_rewards(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"fin\",\"arms\":[\"a\",\"b\"],\"seed\":3}"));
-    json_t *a = texp_assign(g_d, "fin", "{\"count\":8}");
+    json_decref(texp_create(tgroup_d, "{\"id\":\"fin\",\"arms\":[\"a\",\"b\"],\"seed\":3}"));
+    json_t *a = texp_assign(tgroup_d, "fin", "{\"count\":8}");
     struct tresp *r = patch_state("fin", "stopped");
     assert_status(r, 200);
     tresp_free(r);
     for (size_t i = 0; i < 8; i++)
-        assert_string_equal(texp_reward(g_d, "fin", tjson_str(json_array_get(a, i), "id"),
+        assert_string_equal(texp_reward(tgroup_d, "fin", tjson_str(json_array_get(a, i), "id"),
                                         (double)(i % 2)),
                             "accepted");
-    json_t *st = texp_status(g_d, "fin");
+    json_t *st = texp_status(tgroup_d, "fin");
     assert_int_equal(tjson_int(st, "pulls"), 8);
     assert_int_equal(tjson_int(st, "pending"), 0);
     assert_string_equal(tjson_str(st, "state"), "stopped");
@@ -200,12 +189,12 @@ static void test_stop_keeps_rewards(void **state)
 static void test_delete_and_recreate(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"gone\",\"arms\":[\"a\",\"b\"],\"seed\":1}"));
-    json_t *a = texp_assign(g_d, "gone", "{\"count\":3}");
-    assert_string_equal(texp_reward(g_d, "gone", tjson_str(a, "[0].id"), 1), "accepted");
-    json_t *u = texp_assign(g_d, "gone", "{\"unit\":\"u1\"}");
+    json_decref(texp_create(tgroup_d, "{\"id\":\"gone\",\"arms\":[\"a\",\"b\"],\"seed\":1}"));
+    json_t *a = texp_assign(tgroup_d, "gone", "{\"count\":3}");
+    assert_string_equal(texp_reward(tgroup_d, "gone", tjson_str(a, "[0].id"), 1), "accepted");
+    json_t *u = texp_assign(tgroup_d, "gone", "{\"unit\":\"u1\"}");
 
-    struct tresp *r = treq(g_d, "DELETE", "/v1/experiments/gone", NULL, NULL);
+    struct tresp *r = treq(tgroup_d, "DELETE", "/v1/experiments/gone", NULL, NULL);
     assert_status(r, 204);
     assert_int_equal(r->len, 0);
     tresp_free(r);
@@ -213,14 +202,14 @@ static void test_delete_and_recreate(void **state)
                                         "/v1/experiments/gone/history",
                                         "/v1/experiments/gone/export"};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-        r = treq(g_d, "GET", paths[i], NULL, NULL);
+        r = treq(tgroup_d, "GET", paths[i], NULL, NULL);
         assert_problem(r, 404);
         tresp_free(r);
     }
-    r = treq(g_d, "DELETE", "/v1/experiments/gone", NULL, NULL);
+    r = treq(tgroup_d, "DELETE", "/v1/experiments/gone", NULL, NULL);
     assert_problem(r, 404);
     tresp_free(r);
-    r = treq(g_d, "GET", "/v1/experiments", NULL, NULL);
+    r = treq(tgroup_d, "GET", "/v1/experiments", NULL, NULL);
     size_t i;
     json_t *e;
     json_array_foreach(json_object_get(r->json, "experiments"), i, e)
@@ -228,41 +217,41 @@ static void test_delete_and_recreate(void **state)
     tresp_free(r);
 
     /* Same id again: a fresh experiment. */
-    json_t *created = texp_create(g_d, "{\"id\":\"gone\",\"arms\":[\"x\",\"y\",\"z\"],\"seed\":1}");
+    json_t *created = texp_create(tgroup_d, "{\"id\":\"gone\",\"arms\":[\"x\",\"y\",\"z\"],\"seed\":1}");
     assert_int_equal(json_array_size(tjson_get(created, "bandits[0].arms")), 3);
     json_decref(created);
-    json_t *st = texp_status(g_d, "gone");
+    json_t *st = texp_status(tgroup_d, "gone");
     assert_int_equal(tjson_int(st, "pulls"), 0);
     assert_int_equal(tjson_int(st, "pending"), 0);
     assert_int_equal(tjson_int(st, "handed_out"), 0);
     json_decref(st);
     /* Old assignment ids mean nothing to it. */
-    r = treqf(g_d, "POST", "/v1/experiments/gone/rewards", "{\"assignment_id\":\"%s\",\"reward\":1}",
+    r = treqf(tgroup_d, "POST", "/v1/experiments/gone/rewards", "{\"assignment_id\":\"%s\",\"reward\":1}",
               tjson_str(a, "[1].id"));
     assert_problem(r, 404);
     tresp_free(r);
-    r = treqf(g_d, "POST", "/v1/experiments/gone/rewards", "{\"assignment_id\":\"%s\",\"reward\":1}",
+    r = treqf(tgroup_d, "POST", "/v1/experiments/gone/rewards", "{\"assignment_id\":\"%s\",\"reward\":1}",
               tjson_str(a, "[0].id"));
     assert_problem(r, 404);
     tresp_free(r);
     /* New ids start over at 1 but differ from the old ones; the old unit
      * is a new unit here. */
-    json_t *b = texp_assign(g_d, "gone", NULL);
+    json_t *b = texp_assign(tgroup_d, "gone", NULL);
     const char *nid = tjson_str(b, "[0].id");
     assert_string_equal(strchr(nid, '-'), "-1");
     assert_string_not_equal(nid, tjson_str(a, "[0].id"));
-    json_t *u2 = texp_assign(g_d, "gone", "{\"unit\":\"u1\"}");
+    json_t *u2 = texp_assign(tgroup_d, "gone", "{\"unit\":\"u1\"}");
     assert_string_not_equal(tjson_str(u2, "[0].id"), tjson_str(u, "[0].id"));
     assert_string_equal(strchr(tjson_str(u2, "[0].id"), '-'), "-2");
-    assert_string_equal(texp_reward(g_d, "gone", nid, 1), "accepted");
+    assert_string_equal(texp_reward(tgroup_d, "gone", nid, 1), "accepted");
     json_decref(u2);
     json_decref(b);
     json_decref(u);
     json_decref(a);
 
     /* And all of that survives a restart. */
-    assert_int_equal(tdaemon_restart(g_d), 0);
-    st = texp_status(g_d, "gone");
+    assert_int_equal(tdaemon_restart(tgroup_d), 0);
+    st = texp_status(tgroup_d, "gone");
     assert_int_equal(tjson_int(st, "pulls"), 1);
     assert_int_equal(tjson_int(st, "pending"), 1);
     assert_string_equal(tjson_str(st, "bandits[0].arms[0].id"), "x");
@@ -272,7 +261,7 @@ static void test_delete_and_recreate(void **state)
 static void test_history_bounded(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"hist\",\"arms\":[\"a\",\"b\"],\"seed\":2}"));
+    json_decref(texp_create(tgroup_d, "{\"id\":\"hist\",\"arms\":[\"a\",\"b\"],\"seed\":2}"));
     /* 2000 observations in batches: the history keeps at most 16 points,
      * spread over the whole run. */
     for (int batch = 0; batch < 2; batch++) {
@@ -281,13 +270,13 @@ static void test_history_bounded(void **state)
             json_array_append_new(items, json_pack("{s:s,s:i}", "arm", i % 2 ? "a" : "b",
                                                    "reward", (i % 3) == 0));
         json_t *body = json_pack("{s:o}", "observations", items);
-        struct tresp *r = treq_json(g_d, "POST", "/v1/experiments/hist/observations", body);
+        struct tresp *r = treq_json(tgroup_d, "POST", "/v1/experiments/hist/observations", body);
         assert_status(r, 200);
         assert_int_equal(tjson_int(r->json, "accepted"), 1000);
         tresp_free(r);
         json_decref(body);
     }
-    struct tresp *r = treq(g_d, "GET", "/v1/experiments/hist/history", NULL, NULL);
+    struct tresp *r = treq(tgroup_d, "GET", "/v1/experiments/hist/history", NULL, NULL);
     assert_status(r, 200);
     json_t *h = r->json;
     json_t *pulls = json_object_get(h, "pulls");
@@ -321,11 +310,11 @@ static void test_history_bounded(void **state)
 static void test_conditional_get(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"etag\",\"arms\":[\"a\",\"b\"],\"seed\":2}"));
+    json_decref(texp_create(tgroup_d, "{\"id\":\"etag\",\"arms\":[\"a\",\"b\"],\"seed\":2}"));
     static const char *const paths[] = {"/v1/experiments/etag/status",
                                         "/v1/experiments/etag/history"};
     for (size_t p = 0; p < 2; p++) {
-        struct tresp *r = treq(g_d, "GET", paths[p], NULL, NULL);
+        struct tresp *r = treq(tgroup_d, "GET", paths[p], NULL, NULL);
         assert_status(r, 200);
         const char *etag = tresp_etag(r);
         assert_non_null(etag);
@@ -335,7 +324,7 @@ static void test_conditional_get(void **state)
         tresp_free(r);
         snprintf(hdr, sizeof hdr, "If-None-Match: %s", tag);
         const char *h[] = {hdr, NULL};
-        r = treq(g_d, "GET", paths[p], NULL, h);
+        r = treq(tgroup_d, "GET", paths[p], NULL, h);
         assert_status(r, 304);
         assert_int_equal(r->len, 0);
         assert_string_equal(tresp_etag(r), tag);
@@ -344,39 +333,39 @@ static void test_conditional_get(void **state)
         char list[480];
         snprintf(list, sizeof list, "If-None-Match: \"other\", %s", tag);
         const char *hl[] = {list, NULL};
-        r = treq(g_d, "GET", paths[p], NULL, hl);
+        r = treq(tgroup_d, "GET", paths[p], NULL, hl);
         assert_status(r, 304);
         tresp_free(r);
         const char *hs[] = {"If-None-Match: *", NULL};
-        r = treq(g_d, "GET", paths[p], NULL, hs);
+        r = treq(tgroup_d, "GET", paths[p], NULL, hs);
         assert_status(r, 304);
         tresp_free(r);
         const char *ho[] = {"If-None-Match: \"0-etag-0\"", NULL};
-        r = treq(g_d, "GET", paths[p], NULL, ho);
+        r = treq(tgroup_d, "GET", paths[p], NULL, ho);
         assert_status(r, 200);
         tresp_free(r);
         /* Any change makes the old tag stale. */
-        json_decref(texp_assign(g_d, "etag", NULL));
-        r = treq(g_d, "GET", paths[p], NULL, h);
+        json_decref(texp_assign(tgroup_d, "etag", NULL));
+        r = treq(tgroup_d, "GET", paths[p], NULL, h);
         assert_status(r, 200);
         assert_non_null(tresp_etag(r));
         assert_string_not_equal(tresp_etag(r), tag);
         tresp_free(r);
     }
     /* A deleted and re-created experiment never matches its old tags. */
-    struct tresp *r = treq(g_d, "GET", paths[0], NULL, NULL);
+    struct tresp *r = treq(tgroup_d, "GET", paths[0], NULL, NULL);
     char tag[200], hdr[240];
     snprintf(tag, sizeof tag, "%s", tresp_etag(r));
     tresp_free(r);
-    r = treq(g_d, "DELETE", "/v1/experiments/etag", NULL, NULL);
+    r = treq(tgroup_d, "DELETE", "/v1/experiments/etag", NULL, NULL);
     assert_status(r, 204);
     tresp_free(r);
-    json_decref(texp_create(g_d, "{\"id\":\"etag\",\"arms\":[\"a\",\"b\"],\"seed\":2}"));
-    json_decref(texp_assign(g_d, "etag", NULL));
-    json_decref(texp_assign(g_d, "etag", NULL));
+    json_decref(texp_create(tgroup_d, "{\"id\":\"etag\",\"arms\":[\"a\",\"b\"],\"seed\":2}"));
+    json_decref(texp_assign(tgroup_d, "etag", NULL));
+    json_decref(texp_assign(tgroup_d, "etag", NULL));
     snprintf(hdr, sizeof hdr, "If-None-Match: %s", tag);
     const char *h[] = {hdr, NULL};
-    r = treq(g_d, "GET", paths[0], NULL, h);
+    r = treq(tgroup_d, "GET", paths[0], NULL, h);
     assert_status(r, 200);
     tresp_free(r);
 }
@@ -391,5 +380,5 @@ int main(void)
         cmocka_unit_test(test_history_bounded),
         cmocka_unit_test(test_conditional_get),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, tgroup_teardown);
 }

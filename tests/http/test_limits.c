@@ -25,34 +25,13 @@
 
 #include <jansson.h>
 
-#include "tests/support/opsd.h"
-
-struct fx {
-    struct opsd d;
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof *f);
-    if (f == NULL || opsd_init(&f->d) != 0)
-        return -1;
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    opsd_cleanup(&f->d);
-    free(f);
-    return 0;
-}
+#include "tests/support/harness.h"
 
 /* Start with a config file holding text (plus any extra flags). */
-static void start_with_config(struct opsd *d, const char *text, const char *const *extra)
+static void start_with_config(struct tdaemon *d, const char *text, const char *const *extra)
 {
     char conf[600];
-    snprintf(conf, sizeof conf, "%s/limits.conf", d->dir);
+    snprintf(conf, sizeof conf, "%s/limits.conf", tdaemon_dir(d));
     FILE *c = fopen(conf, "w");
     assert_non_null(c);
     fputs(text, c);
@@ -62,32 +41,14 @@ static void start_with_config(struct opsd *d, const char *text, const char *cons
     for (size_t i = 0; extra != NULL && extra[i] != NULL && n < 15; i++)
         args[n++] = extra[i];
     args[n] = NULL;
-    int rc = opsd_start(d, args);
-    if (rc != 0) {
-        char *e = opsd_stderr(d);
-        fail_msg("daemon did not start (%d): %s", rc, e ? e : "");
-    }
-}
-
-/* POST/GET; checks the status; returns the JSON body (new ref or NULL). */
-static json_t *call(struct opsd *d, const char *method, const char *path, const char *body,
-                    long want)
-{
-    struct opsd_reply r;
-    long s = opsd_request(d, method, path, NULL, body, NULL, &r);
-    if (s != want)
-        fail_msg("%s %s: %ld (expected %ld): %.300s %s", method, path, s, want, r.body,
-                 r.curl_error);
-    json_t *j = json_loads(r.body, 0, NULL);
-    opsd_reply_free(&r);
-    return j;
+    tdaemon_up(d, args, 0);
 }
 
 /* A 400 whose errors[] names field (exactly). */
-static void expect_field_error(struct opsd *d, const char *path, const char *body,
+static void expect_field_error(struct tdaemon *d, const char *path, const char *body,
                                const char *field)
 {
-    json_t *j = call(d, "POST", path, body, 400);
+    json_t *j = tcall(d, "POST", path, body, 400);
     json_t *errors = json_object_get(j, "errors");
     size_t i;
     json_t *e;
@@ -155,8 +116,8 @@ static const char limits_conf[] = "# small limits for the test\n"
 
 static void test_body_size(void **state)
 {
-    struct fx *f = *state;
-    start_with_config(&f->d, limits_conf, NULL);
+    struct tdaemon *d = *state;
+    start_with_config(d, limits_conf, NULL);
     /* Just under the limit is fine (a valid create padded with a long name
      * would be refused for the name, so pad with whitespace). */
     char *body = malloc(8192);
@@ -166,18 +127,18 @@ static void test_body_size(void **state)
     memset(body, ' ', 4096);
     memcpy(body, exp, n);
     body[4096] = '\0';
-    json_decref(call(&f->d, "POST", "/v1/experiments", body, 201));
+    json_decref(tcall(d, "POST", "/v1/experiments", body, 201));
     /* One byte over: 413, as problem+json. */
     memset(body, ' ', 4097);
     memcpy(body, "{\"id\":\"b\",\"arms\":[\"x\",\"y\"]}", n);
     body[4097] = '\0';
-    json_t *p = call(&f->d, "POST", "/v1/experiments", body, 413);
+    json_t *p = tcall(d, "POST", "/v1/experiments", body, 413);
     assert_string_equal(json_string_value(json_object_get(p, "type")),
                         "urn:banditd:problem:too-large");
     json_decref(p);
-    json_decref(call(&f->d, "GET", "/v1/experiments/b", NULL, 404));
+    json_decref(tcall(d, "GET", "/v1/experiments/b", NULL, 404));
     /* Chunked (no Content-Length): counted as it arrives. */
-    int fd = tcp_connect(f->d.port);
+    int fd = tcp_connect(tdaemon_port(d));
     char head[256];
     snprintf(head, sizeof head,
              "POST /v1/experiments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -196,13 +157,12 @@ static void test_body_size(void **state)
     assert_memory_equal(resp, "HTTP/1.1 413", 12);
     close(fd);
     free(body);
-    assert_int_equal(opsd_stop(&f->d), 0);
+    assert_int_equal(tdaemon_stop(d), 0);
 }
 
 static void test_arms_bandits_batches_count(void **state)
 {
-    struct fx *f = *state;
-    struct opsd *d = &f->d;
+    struct tdaemon *d = *state;
     start_with_config(d, limits_conf, NULL);
     expect_field_error(d, "/v1/experiments", "{\"arms\":[\"a\",\"b\",\"c\",\"d\"]}", "arms");
     expect_field_error(d, "/v1/experiments",
@@ -214,15 +174,15 @@ static void test_arms_bandits_batches_count(void **state)
         "{\"id\":\"q\",\"arms\":[\"a\",\"b\"]},{\"id\":\"r\",\"arms\":[\"a\",\"b\"]}]}",
         "bandits");
     /* At the limits: accepted. */
-    json_decref(call(d, "POST", "/v1/experiments",
-                     "{\"id\":\"e\",\"bandits\":[{\"id\":\"p\",\"arms\":[\"a\",\"b\",\"c\"]},"
-                     "{\"id\":\"q\",\"arms\":[\"a\",\"b\",\"c\"]}]}",
-                     201));
+    json_decref(tcall(d, "POST", "/v1/experiments",
+                      "{\"id\":\"e\",\"bandits\":[{\"id\":\"p\",\"arms\":[\"a\",\"b\",\"c\"]},"
+                      "{\"id\":\"q\",\"arms\":[\"a\",\"b\",\"c\"]}]}",
+                      201));
     /* Assignments per request. */
     expect_field_error(d, "/v1/experiments/e/assignments", "{\"bandit\":\"p\",\"count\":3}",
                        "count");
     json_t *as =
-        call(d, "POST", "/v1/experiments/e/assignments", "{\"bandit\":\"p\",\"count\":2}", 201);
+        tcall(d, "POST", "/v1/experiments/e/assignments", "{\"bandit\":\"p\",\"count\":2}", 201);
     json_t *list = json_object_get(as, "assignments");
     assert_int_equal(json_array_size(list), 2);
     /* Batches: 3 items refused whole, 2 accepted. */
@@ -238,7 +198,7 @@ static void test_arms_bandits_batches_count(void **state)
              "{\"rewards\":[{\"assignment_id\":\"%s\",\"reward\":1},{\"assignment_id\":\"%s\","
              "\"reward\":0}]}",
              id0, id1);
-    json_t *rr = call(d, "POST", "/v1/experiments/e/rewards", body, 200);
+    json_t *rr = tcall(d, "POST", "/v1/experiments/e/rewards", body, 200);
     assert_int_equal(json_integer_value(json_object_get(rr, "accepted")), 2);
     json_decref(rr);
     json_decref(as);
@@ -247,50 +207,51 @@ static void test_arms_bandits_batches_count(void **state)
                        "{\"bandit\":\"p\",\"arm\":\"a\",\"reward\":1},"
                        "{\"bandit\":\"p\",\"arm\":\"a\",\"reward\":1}]}",
                        "observations");
-    json_decref(call(d, "POST", "/v1/experiments/e/observations",
-                     "{\"observations\":[{\"bandit\":\"p\",\"arm\":\"a\",\"reward\":1},"
-                     "{\"bandit\":\"q\",\"arm\":\"b\",\"reward\":0}]}",
-                     200));
-    assert_int_equal(opsd_stop(d), 0);
+    json_decref(tcall(d, "POST", "/v1/experiments/e/observations",
+                      "{\"observations\":[{\"bandit\":\"p\",\"arm\":\"a\",\"reward\":1},"
+                      "{\"bandit\":\"q\",\"arm\":\"b\",\"reward\":0}]}",
+                      200));
+    assert_int_equal(tdaemon_stop(d), 0);
 }
 
 static void test_pending_and_experiments(void **state)
 {
-    struct fx *f = *state;
-    struct opsd *d = &f->d;
+    struct tdaemon *d = *state;
     start_with_config(d, limits_conf, NULL);
-    json_decref(call(d, "POST", "/v1/experiments", "{\"id\":\"one\",\"arms\":[\"a\",\"b\"]}", 201));
-    json_decref(call(d, "POST", "/v1/experiments", "{\"id\":\"two\",\"arms\":[\"a\",\"b\"]}", 201));
+    json_decref(
+        tcall(d, "POST", "/v1/experiments", "{\"id\":\"one\",\"arms\":[\"a\",\"b\"]}", 201));
+    json_decref(
+        tcall(d, "POST", "/v1/experiments", "{\"id\":\"two\",\"arms\":[\"a\",\"b\"]}", 201));
     json_t *p =
-        call(d, "POST", "/v1/experiments", "{\"id\":\"three\",\"arms\":[\"a\",\"b\"]}", 429);
+        tcall(d, "POST", "/v1/experiments", "{\"id\":\"three\",\"arms\":[\"a\",\"b\"]}", 429);
     assert_string_equal(json_string_value(json_object_get(p, "type")),
                         "urn:banditd:problem:too-many");
     json_decref(p);
-    json_decref(call(d, "DELETE", "/v1/experiments/two", NULL, 204));
+    json_decref(tcall(d, "DELETE", "/v1/experiments/two", NULL, 204));
     json_decref(
-        call(d, "POST", "/v1/experiments", "{\"id\":\"three\",\"arms\":[\"a\",\"b\"]}", 201));
+        tcall(d, "POST", "/v1/experiments", "{\"id\":\"three\",\"arms\":[\"a\",\"b\"]}", 201));
     /* Outstanding assignments: 3 allowed, the 4th waits for a reward. */
-    json_t *as = call(d, "POST", "/v1/experiments/one/assignments", "{\"count\":2}", 201);
-    json_decref(call(d, "POST", "/v1/experiments/one/assignments", "{}", 201));
-    json_decref(call(d, "POST", "/v1/experiments/one/assignments", "{}", 429));
+    json_t *as = tcall(d, "POST", "/v1/experiments/one/assignments", "{\"count\":2}", 201);
+    json_decref(tcall(d, "POST", "/v1/experiments/one/assignments", "{}", 201));
+    json_decref(tcall(d, "POST", "/v1/experiments/one/assignments", "{}", 429));
     /* Another experiment has its own allowance. */
-    json_decref(call(d, "POST", "/v1/experiments/three/assignments", "{}", 201));
+    json_decref(tcall(d, "POST", "/v1/experiments/three/assignments", "{}", 201));
     char body[256];
     snprintf(body, sizeof body, "{\"assignment_id\":\"%s\",\"reward\":1}",
              json_string_value(
                  json_object_get(json_array_get(json_object_get(as, "assignments"), 0), "id")));
-    json_decref(call(d, "POST", "/v1/experiments/one/rewards", body, 200));
-    json_decref(call(d, "POST", "/v1/experiments/one/assignments", "{}", 201));
+    json_decref(tcall(d, "POST", "/v1/experiments/one/rewards", body, 200));
+    json_decref(tcall(d, "POST", "/v1/experiments/one/assignments", "{}", 201));
     json_decref(as);
-    assert_int_equal(opsd_stop(d), 0);
+    assert_int_equal(tdaemon_stop(d), 0);
 }
 
 /* A client that stalls mid-request loses its connection after --timeout. */
 static void test_connection_timeout(void **state)
 {
-    struct fx *f = *state;
-    start_with_config(&f->d, "timeout = 1\n", NULL);
-    int fd = tcp_connect(f->d.port);
+    struct tdaemon *d = *state;
+    start_with_config(d, "timeout = 1\n", NULL);
+    int fd = tcp_connect(tdaemon_port(d));
     const char partial[] = "POST /v1/experiments HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n";
     send_all(fd, partial, strlen(partial));
     char buf[512];
@@ -305,7 +266,7 @@ static void test_connection_timeout(void **state)
     assert_true(waited < 15);
     close(fd);
     /* An idle keep-alive connection too. */
-    fd = tcp_connect(f->d.port);
+    fd = tcp_connect(tdaemon_port(d));
     send_all(fd, get_healthz, strlen(get_healthz));
     assert_true(recv_some(fd, buf, sizeof buf, 10000) > 0);
     assert_memory_equal(buf, "HTTP/1.1 200", 12);
@@ -313,8 +274,8 @@ static void test_connection_timeout(void **state)
     assert_true(r == 0 || r == -2);
     close(fd);
     /* The daemon still serves. */
-    json_decref(call(&f->d, "GET", "/healthz", NULL, 200));
-    assert_int_equal(opsd_stop(&f->d), 0);
+    json_decref(tcall(d, "GET", "/healthz", NULL, 200));
+    assert_int_equal(tdaemon_stop(d), 0);
 }
 
 /* --max-connections: with the limit held by two clients a third gets no
@@ -322,18 +283,18 @@ static void test_connection_timeout(void **state)
  * not split between workers. */
 static void test_connection_limit(void **state)
 {
-    struct fx *f = *state;
+    struct tdaemon *d = *state;
     static const char *const extra[] = {"--threads", "1", NULL};
-    start_with_config(&f->d, "max-connections = 2\n", extra);
+    start_with_config(d, "max-connections = 2\n", extra);
     char buf[1024];
     int held[2];
     for (int i = 0; i < 2; i++) {
-        held[i] = tcp_connect(f->d.port);
+        held[i] = tcp_connect(tdaemon_port(d));
         send_all(held[i], get_healthz, strlen(get_healthz));
         assert_true(recv_some(held[i], buf, sizeof buf, 10000) > 0);
         assert_memory_equal(buf, "HTTP/1.1 200", 12);
     }
-    int third = tcp_connect(f->d.port); /* the kernel completes the handshake */
+    int third = tcp_connect(tdaemon_port(d)); /* the kernel completes the handshake */
     send_all(third, get_healthz, strlen(get_healthz));
     int r = recv_some(third, buf, sizeof buf, 1000);
     assert_true(r <= 0); /* no answer: waiting, or refused by a close */
@@ -346,25 +307,27 @@ static void test_connection_limit(void **state)
     }
     close(third);
     for (int i = 0; i < 100 && !served; i++) {
-        struct opsd_reply rep;
-        served = opsd_request(&f->d, "GET", "/healthz", NULL, NULL, NULL, &rep) == 200;
-        opsd_reply_free(&rep);
+        struct tresp *rep = treq(d, "GET", "/healthz", NULL, NULL);
+        served = rep->status == 200;
+        tresp_free(rep);
         if (!served)
             usleep(100000);
     }
     assert_true(served);
     close(held[1]);
-    assert_int_equal(opsd_stop(&f->d), 0);
+    assert_int_equal(tdaemon_stop(d), 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_body_size, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_arms_bandits_batches_count, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pending_and_experiments, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_connection_timeout, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_body_size, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_arms_bandits_batches_count, tfresh_setup,
+                                        tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_pending_and_experiments, tfresh_setup,
+                                        tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_connection_timeout, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_connection_limit, tfresh_setup, tfresh_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,23 +28,6 @@
 
 #define SEEDS 4
 
-static struct tdaemon *g_d;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    g_d = tdaemon_start(NULL);
-    return g_d == NULL ? -1 : 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    int rc = tdaemon_stop(g_d);
-    tdaemon_free(g_d);
-    return rc == 0 ? 0 : -1;
-}
-
 /* Three bandits of three arms: "easy" has one arm far ahead, the other two
  * are hard. The best arm is listed in a different place in each bandit. */
 static const char *const g_bids[3] = {"easy", "hard1", "hard2"};
@@ -68,7 +51,7 @@ static int bandit_index(const char *id)
  * it exploits. Returns its bandit index; *exploit set. */
 static int pull(const char *id, const char *body, struct trng *g, int *exploit, char *arm_out)
 {
-    json_t *a = texp_assign(g_d, id, body);
+    json_t *a = texp_assign(tgroup_d, id, body);
     json_t *one = json_array_get(a, 0);
     int b = bandit_index(tjson_str(one, "bandit"));
     long long arm = tjson_int(one, "arm_index");
@@ -77,7 +60,7 @@ static int pull(const char *id, const char *body, struct trng *g, int *exploit, 
         snprintf(arm_out, 16, "%s", tjson_str(one, "arm"));
     if (!*exploit)
         assert_string_equal(
-            texp_reward(g_d, id, tjson_str(one, "id"), trng_bernoulli(g, g_mu[b][arm])),
+            texp_reward(tgroup_d, id, tjson_str(one, "id"), trng_bernoulli(g, g_mu[b][arm])),
             "accepted");
     json_decref(a);
     return b;
@@ -114,7 +97,7 @@ static void sar_easy_first(uint64_t seed)
     enum { BUDGET = 900 };
     char id[32];
     snprintf(id, sizeof id, "sar3-%llu", (unsigned long long)seed);
-    json_decref(texp_create(g_d,
+    json_decref(texp_create(tgroup_d,
                             "{\"id\":\"%s\"," BANDITS_JSON ",\"policy\":{\"name\":\"sar\"},"
                             "\"goal\":{\"budget\":%d},\"seed\":%llu}",
                             id, BUDGET, (unsigned long long)seed));
@@ -131,7 +114,7 @@ static void sar_easy_first(uint64_t seed)
             after_first[b]++;
             continue;
         }
-        json_t *s = texp_status(g_d, id);
+        json_t *s = texp_status(tgroup_d, id);
         unsigned mask = check_fields(s);
         if (mask != 0) {
             /* One bandit at a time: the easy one. */
@@ -158,7 +141,7 @@ static void sar_easy_first(uint64_t seed)
     /* After the easy bandit, the policy served only the others. */
     assert_int_equal(after_first[0], 0);
     assert_true(after_first[1] > 0 && after_first[2] > 0);
-    json_t *s = texp_status(g_d, id);
+    json_t *s = texp_status(tgroup_d, id);
     check_fields(s);
     assert_true(json_is_true(json_object_get(s, "stopped")));
     assert_true(tjson_int(s, "handed_out") <= BUDGET);
@@ -181,7 +164,7 @@ static void shares(const char *policy, uint64_t seed, int n, int served[3])
 {
     char id[48];
     snprintf(id, sizeof id, "%s3-%llu", policy, (unsigned long long)seed);
-    json_decref(texp_create(g_d,
+    json_decref(texp_create(tgroup_d,
                             "{\"id\":\"%s\"," BANDITS_JSON ",\"policy\":{\"name\":\"%s\"},"
                             "\"goal\":{\"budget\":%d},\"seed\":%llu}",
                             id, policy, n, (unsigned long long)seed));
@@ -194,7 +177,7 @@ static void shares(const char *policy, uint64_t seed, int n, int served[3])
         assert_false(exploit);
         served[b]++;
     }
-    json_t *s = texp_status(g_d, id);
+    json_t *s = texp_status(tgroup_d, id);
     check_fields(s);
     assert_int_equal(tjson_int(s, "handed_out"), n);
     json_decref(s);
@@ -225,7 +208,7 @@ static void test_gape_chooses_the_bandit(void **state)
 static void test_per_bandit_instances(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d,
+    json_decref(texp_create(tgroup_d,
                             "{\"id\":\"adapt3\"," BANDITS_JSON ",\"policy\":{\"name\":\"adapt\"},"
                             "\"seed\":4}"));
     struct trng g;
@@ -237,7 +220,7 @@ static void test_per_bandit_instances(void **state)
         assert_int_equal(served[b], 20);
     for (int t = 0; t < 10; t++)
         assert_int_equal(pull("adapt3", "{\"bandit\":\"hard2\"}", &g, &exploit, NULL), 2);
-    json_t *s = texp_status(g_d, "adapt3");
+    json_t *s = texp_status(tgroup_d, "adapt3");
     check_fields(s);
     long long sum = 0;
     for (int a = 0; a < 3; a++) {
@@ -249,7 +232,7 @@ static void test_per_bandit_instances(void **state)
     json_decref(s);
     /* An unknown bandit is a validation error naming the field. */
     struct tresp *r =
-        treq(g_d, "POST", "/v1/experiments/adapt3/assignments", "{\"bandit\":\"nope\"}", NULL);
+        treq(tgroup_d, "POST", "/v1/experiments/adapt3/assignments", "{\"bandit\":\"nope\"}", NULL);
     assert_invalid(r, "bandit");
     tresp_free(r);
 }
@@ -261,5 +244,5 @@ int main(void)
         cmocka_unit_test(test_gape_chooses_the_bandit),
         cmocka_unit_test(test_per_bandit_instances),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
 }

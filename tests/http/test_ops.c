@@ -21,96 +21,36 @@
 #include <jansson.h>
 
 #include "api/openapi.h"
-#include "tests/support/opsd.h"
+#include "tests/support/harness.h"
 #include "tests/support/prom.h"
 
-struct fx {
-    struct opsd d;
-};
-
-static int setup(void **state)
+static void scrape(struct tdaemon *d, struct prom *p)
 {
-    struct fx *f = calloc(1, sizeof *f);
-    if (f == NULL || opsd_init(&f->d) != 0)
-        return -1;
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    opsd_cleanup(&f->d);
-    free(f);
-    return 0;
-}
-
-static void start(struct opsd *d, const char *const *args)
-{
-    int rc = opsd_start(d, args);
-    if (rc != 0) {
-        char *e = opsd_stderr(d);
-        fail_msg("daemon did not start (%d): %s", rc, e ? e : "");
-    }
-}
-
-/* Request; returns the body as JSON (new reference, or NULL) and checks the
- * status. */
-static json_t *call(struct opsd *d, const char *method, const char *path, const char *body,
-                    long want)
-{
-    struct opsd_reply r;
-    long s = opsd_request(d, method, path, NULL, body, NULL, &r);
-    if (s != want)
-        fail_msg("%s %s: %ld (expected %ld): %s %s", method, path, s, want, r.body, r.curl_error);
-    json_t *j = json_loads(r.body, 0, NULL);
-    opsd_reply_free(&r);
-    return j;
-}
-
-static void scrape(struct opsd *d, struct prom *p)
-{
-    struct opsd_reply r;
-    char ct[128], err[256];
-    assert_int_equal(opsd_request(d, "GET", "/metrics", NULL, NULL, NULL, &r), 200);
-    assert_true(opsd_reply_header(&r, "Content-Type", ct, sizeof ct));
-    assert_string_equal(ct, "text/plain; version=0.0.4; charset=utf-8");
-    if (prom_parse(r.body, "banditd_", p, err, sizeof err) != 0)
+    char err[256];
+    struct tresp *r = treq(d, "GET", "/metrics", NULL, NULL);
+    assert_status(r, 200);
+    assert_non_null(tresp_content_type(r));
+    assert_string_equal(tresp_content_type(r), "text/plain; version=0.0.4; charset=utf-8");
+    if (prom_parse(r->body, "banditd_", p, err, sizeof err) != 0)
         fail_msg("/metrics does not parse: %s", err);
-    opsd_reply_free(&r);
+    tresp_free(r);
 }
 
-static double get(const struct prom *p, const char *name, const char *labels)
-{
-    int found = 0;
-    double v = prom_get(p, name, labels, &found);
-    if (!found)
-        fail_msg("no series %s{%s}", name, labels ? labels : "");
-    return v;
-}
-
-static double get0(const struct prom *p, const char *name, const char *labels)
-{
-    int found;
-    return prom_get(p, name, labels, &found);
-}
-
-#define DELTA(a, b, name, labels) (get(&(b), name, labels) - get0(&(a), name, labels))
+#define DELTA(a, b, name, labels) (prom_must(&(b), name, labels) - prom_or0(&(a), name, labels))
 
 static void test_metrics_follow_traffic(void **state)
 {
-    struct fx *f = *state;
-    struct opsd *d = &f->d;
-    start(d, NULL);
+    struct tdaemon *d = *state;
+    tdaemon_up(d, NULL, 0);
     struct prom a, b;
-    json_decref(call(d, "POST", "/v1/experiments",
-                     "{\"id\":\"m\",\"arms\":[\"a\",\"b\"],\"reward\":{\"min\":0,\"max\":1}}",
-                     201));
+    json_decref(tcall(d, "POST", "/v1/experiments",
+                      "{\"id\":\"m\",\"arms\":[\"a\",\"b\"],\"reward\":{\"min\":0,\"max\":1}}",
+                      201));
     scrape(d, &a);
     for (int i = 0; i < 3; i++)
-        json_decref(call(d, "GET", "/healthz", NULL, 200));
-    json_decref(call(d, "GET", "/nowhere", NULL, 404));
-    json_t *as = call(d, "POST", "/v1/experiments/m/assignments", "{\"count\":3}", 201);
+        json_decref(tcall(d, "GET", "/healthz", NULL, 200));
+    json_decref(tcall(d, "GET", "/nowhere", NULL, 404));
+    json_t *as = tcall(d, "POST", "/v1/experiments/m/assignments", "{\"count\":3}", 201);
     json_t *list = json_object_get(as, "assignments");
     assert_int_equal(json_array_size(list), 3);
     char body[512];
@@ -123,11 +63,11 @@ static void test_metrics_follow_traffic(void **state)
              "{\"assignment_id\":\"%s\",\"reward\":0},"
              "{\"assignment_id\":\"zz-9\",\"reward\":0}]}",
              id0, id0, id0, id1);
-    json_t *rr = call(d, "POST", "/v1/experiments/m/rewards", body, 200);
+    json_t *rr = tcall(d, "POST", "/v1/experiments/m/rewards", body, 200);
     assert_int_equal(json_integer_value(json_object_get(rr, "accepted")), 2);
     json_decref(rr);
     json_decref(as);
-    json_decref(call(
+    json_decref(tcall(
         d, "POST", "/v1/experiments/m/observations",
         "{\"observations\":[{\"arm\":\"a\",\"reward\":1},{\"arm\":\"b\",\"reward\":0}]}", 200));
     scrape(d, &b);
@@ -150,42 +90,41 @@ static void test_metrics_follow_traffic(void **state)
     assert_true(DELTA(a, b, "banditd_rewards_total", "result=\"conflict\"") == 1);
     assert_true(DELTA(a, b, "banditd_rewards_total", "result=\"unknown\"") == 1);
     assert_true(DELTA(a, b, "banditd_observations_total", NULL) == 2);
-    assert_true(get(&b, "banditd_pending_assignments", NULL) == 1);
-    assert_true(get(&b, "banditd_experiments", "state=\"running\"") == 1);
-    assert_true(get(&b, "banditd_experiments", "state=\"stopped\"") == 0);
+    assert_true(prom_must(&b, "banditd_pending_assignments", NULL) == 1);
+    assert_true(prom_must(&b, "banditd_experiments", "state=\"running\"") == 1);
+    assert_true(prom_must(&b, "banditd_experiments", "state=\"stopped\"") == 0);
     assert_true(DELTA(a, b, "banditd_store_commits_total", NULL) >= 1);
     assert_true(DELTA(a, b, "banditd_store_writes_total", NULL) >= 3);
-    assert_true(get(&b, "banditd_store_commit_failures_total", NULL) == 0);
-    assert_true(get(&b, "banditd_ready", NULL) == 1);
-    assert_true(get(&b, "banditd_auth_enabled", NULL) == 0);
-    assert_true(get(&b, "banditd_start_time_seconds", NULL) > 1.6e9);
+    assert_true(prom_must(&b, "banditd_store_commit_failures_total", NULL) == 0);
+    assert_true(prom_must(&b, "banditd_ready", NULL) == 1);
+    assert_true(prom_must(&b, "banditd_auth_enabled", NULL) == 0);
+    assert_true(prom_must(&b, "banditd_start_time_seconds", NULL) > 1.6e9);
     prom_free(&a);
     prom_free(&b);
 
     /* Stop it: the gauge moves, and assignments now exploit. */
-    json_decref(call(d, "PATCH", "/v1/experiments/m", "{\"state\":\"stopped\"}", 200));
+    json_decref(tcall(d, "PATCH", "/v1/experiments/m", "{\"state\":\"stopped\"}", 200));
     scrape(d, &a);
-    json_decref(call(d, "POST", "/v1/experiments/m/assignments", "{}", 201));
+    json_decref(tcall(d, "POST", "/v1/experiments/m/assignments", "{}", 201));
     scrape(d, &b);
-    assert_true(get(&b, "banditd_experiments", "state=\"stopped\"") == 1);
-    assert_true(get(&b, "banditd_experiments", "state=\"running\"") == 0);
+    assert_true(prom_must(&b, "banditd_experiments", "state=\"stopped\"") == 1);
+    assert_true(prom_must(&b, "banditd_experiments", "state=\"running\"") == 0);
     assert_true(DELTA(a, b, "banditd_assignments_total", "kind=\"exploit\"") == 1);
     assert_true(DELTA(a, b, "banditd_assignments_total", "kind=\"explore\"") == 0);
     prom_free(&a);
     prom_free(&b);
-    assert_int_equal(opsd_stop(d), 0);
+    assert_int_equal(tdaemon_stop(d), 0);
 }
 
 static void test_metrics_count_expiries(void **state)
 {
-    struct fx *f = *state;
-    struct opsd *d = &f->d;
-    start(d, NULL);
-    json_decref(call(d, "POST", "/v1/experiments",
-                     "{\"id\":\"x\",\"arms\":[\"a\",\"b\"],\"assignment_ttl_s\":1}", 201));
+    struct tdaemon *d = *state;
+    tdaemon_up(d, NULL, 0);
+    json_decref(tcall(d, "POST", "/v1/experiments",
+                      "{\"id\":\"x\",\"arms\":[\"a\",\"b\"],\"assignment_ttl_s\":1}", 201));
     struct prom a, b;
     scrape(d, &a);
-    json_decref(call(d, "POST", "/v1/experiments/x/assignments", "{\"count\":2}", 201));
+    json_decref(tcall(d, "POST", "/v1/experiments/x/assignments", "{\"count\":2}", 201));
     /* TTL 1 s; the sweeper runs every second. */
     int done = 0;
     for (int i = 0; i < 100 && !done; i++) {
@@ -196,10 +135,10 @@ static void test_metrics_count_expiries(void **state)
             prom_free(&b);
     }
     assert_true(done);
-    assert_true(get(&b, "banditd_pending_assignments", NULL) == 0);
+    assert_true(prom_must(&b, "banditd_pending_assignments", NULL) == 0);
     prom_free(&a);
     prom_free(&b);
-    assert_int_equal(opsd_stop(d), 0);
+    assert_int_equal(tdaemon_stop(d), 0);
 }
 
 /* A failed commit (injected by the store's BANDITD_STORE_FAIL_COMMITS: let
@@ -207,18 +146,17 @@ static void test_metrics_count_expiries(void **state)
  * 503 on its route, and the next write commits again. */
 static void test_metrics_count_failed_commits(void **state)
 {
-    struct fx *f = *state;
-    struct opsd *d = &f->d;
+    struct tdaemon *d = *state;
     setenv("BANDITD_STORE_FAIL_COMMITS", "1+1", 1);
-    start(d, NULL);
+    tdaemon_up(d, NULL, 0);
     unsetenv("BANDITD_STORE_FAIL_COMMITS");
-    json_decref(call(d, "POST", "/v1/experiments", "{\"id\":\"f\",\"arms\":[\"a\",\"b\"]}", 201));
+    json_decref(tcall(d, "POST", "/v1/experiments", "{\"id\":\"f\",\"arms\":[\"a\",\"b\"]}", 201));
     struct prom a, b;
     scrape(d, &a);
     json_decref(
-        call(d, "POST", "/v1/experiments/f/observations", "{\"arm\":\"a\",\"reward\":1}", 503));
+        tcall(d, "POST", "/v1/experiments/f/observations", "{\"arm\":\"a\",\"reward\":1}", 503));
     json_decref(
-        call(d, "POST", "/v1/experiments/f/observations", "{\"arm\":\"a\",\"reward\":1}", 200));
+        tcall(d, "POST", "/v1/experiments/f/observations", "{\"arm\":\"a\",\"reward\":1}", 200));
     scrape(d, &b);
     assert_true(DELTA(a, b, "banditd_store_commit_failures_total", NULL) == 1);
     assert_true(DELTA(a, b, "banditd_store_commits_total", NULL) == 1);
@@ -226,35 +164,34 @@ static void test_metrics_count_failed_commits(void **state)
                       "route=\"observations\",method=\"POST\",code=\"503\"") == 1);
     assert_true(DELTA(a, b, "banditd_http_requests_total",
                       "route=\"observations\",method=\"POST\",code=\"200\"") == 1);
-    assert_true(get(&b, "banditd_store_commit_duration_seconds_count", NULL) ==
-                get(&b, "banditd_store_commits_total", NULL) +
-                    get(&b, "banditd_store_commit_failures_total", NULL));
+    assert_true(prom_must(&b, "banditd_store_commit_duration_seconds_count", NULL) ==
+                prom_must(&b, "banditd_store_commits_total", NULL) +
+                    prom_must(&b, "banditd_store_commit_failures_total", NULL));
     /* Only the committed observation is in the statistics. */
-    json_t *st = call(d, "GET", "/v1/experiments/f/status", NULL, 200);
+    json_t *st = tcall(d, "GET", "/v1/experiments/f/status", NULL, 200);
     assert_int_equal(json_integer_value(json_object_get(st, "pulls")), 1);
     json_decref(st);
     prom_free(&a);
     prom_free(&b);
-    assert_int_equal(opsd_stop(d), 0);
+    assert_int_equal(tdaemon_stop(d), 0);
 }
 
 static void test_openapi_served(void **state)
 {
-    struct fx *f = *state;
-    start(&f->d, NULL);
-    struct opsd_reply r;
-    char ct[64];
-    assert_int_equal(opsd_request(&f->d, "GET", "/openapi.json", NULL, NULL, NULL, &r), 200);
-    assert_true(opsd_reply_header(&r, "Content-Type", ct, sizeof ct));
-    assert_string_equal(ct, "application/json");
-    json_t *served = json_loads(r.body, 0, NULL);
+    struct tdaemon *d = *state;
+    tdaemon_up(d, NULL, 0);
+    struct tresp *r = treq(d, "GET", "/openapi.json", NULL, NULL);
+    assert_status(r, 200);
+    assert_non_null(tresp_content_type(r));
+    assert_string_equal(tresp_content_type(r), "application/json");
+    json_t *served = json_loads(r->body, 0, NULL);
     json_t *built = json_loads(api_openapi_json, 0, NULL);
     assert_non_null(served);
     assert_true(json_equal(served, built));
     json_decref(served);
     json_decref(built);
-    opsd_reply_free(&r);
-    assert_int_equal(opsd_stop(&f->d), 0);
+    tresp_free(r);
+    assert_int_equal(tdaemon_stop(d), 0);
 }
 
 /* The JSON request lines in a log (new array). */
@@ -277,29 +214,29 @@ static json_t *request_lines(const char *log)
 
 static void test_request_log(void **state)
 {
-    struct fx *f = *state;
-    struct opsd *d = &f->d;
+    struct tdaemon *d = *state;
     static const char *const args[] = {"--log-requests", NULL};
-    start(d, args);
-    json_decref(call(d, "POST", "/v1/experiments", "{\"id\":\"l\",\"arms\":[\"a\",\"b\"]}", 201));
-    json_decref(call(d, "GET", "/v1/experiments/l/status", NULL, 200));
-    json_decref(call(d, "GET", "/v1/experiments/nope/status", NULL, 404));
+    tdaemon_up(d, args, 0);
+    json_decref(tcall(d, "POST", "/v1/experiments", "{\"id\":\"l\",\"arms\":[\"a\",\"b\"]}", 201));
+    json_decref(tcall(d, "GET", "/v1/experiments/l/status", NULL, 200));
+    json_decref(tcall(d, "GET", "/v1/experiments/nope/status", NULL, 404));
     /* A key (id 1) appears in the lines of the requests it made, never itself. */
     char key[128];
-    assert_int_equal(opsd_create_key(d, "read", key, sizeof key), 0);
-    opsd_signal(d, SIGHUP);
-    struct opsd_reply kr;
+    assert_int_equal(tdaemon_create_key(d, "read", key, sizeof key), 0);
+    tdaemon_signal(d, SIGHUP);
     for (int i = 0; i < 200; i++) {
-        long s = opsd_request(d, "GET", "/v1/experiments/l", NULL, NULL, NULL, &kr);
-        opsd_reply_free(&kr);
+        struct tresp *kr = treq(d, "GET", "/v1/experiments/l", NULL, NULL);
+        long s = kr->status;
+        tresp_free(kr);
         if (s == 401)
             break;
-        usleep(20000);
+        tsleep_ms(20);
     }
-    assert_int_equal(opsd_request(d, "GET", "/v1/experiments/l", key, NULL, NULL, &kr), 200);
-    opsd_reply_free(&kr);
-    assert_int_equal(opsd_stop(d), 0);
-    char *log = opsd_stderr(d);
+    struct tresp *kr = treq_key(d, "GET", "/v1/experiments/l", key, NULL);
+    assert_status(kr, 200);
+    tresp_free(kr);
+    assert_int_equal(tdaemon_stop(d), 0);
+    char *log = tdaemon_stderr(d);
     assert_null(strstr(log, key));
     json_t *all = request_lines(log);
     free(log);
@@ -342,62 +279,63 @@ static void test_request_log(void **state)
 
     /* Off by default. */
     json_t *none;
-    struct opsd d2;
-    assert_int_equal(opsd_init(&d2), 0);
-    start(&d2, NULL);
-    json_decref(call(&d2, "GET", "/healthz", NULL, 200));
-    assert_int_equal(opsd_stop(&d2), 0);
-    log = opsd_stderr(&d2);
+    struct tdaemon *d2 = tdaemon_new();
+    assert_non_null(d2);
+    tdaemon_up(d2, NULL, 0);
+    json_decref(tcall(d2, "GET", "/healthz", NULL, 200));
+    assert_int_equal(tdaemon_stop(d2), 0);
+    log = tdaemon_stderr(d2);
     none = request_lines(log);
     free(log);
     assert_int_equal(json_array_size(none), 0);
     json_decref(none);
-    opsd_cleanup(&d2);
+    tdaemon_free(d2);
 }
 
 static void test_backup_of_a_live_database(void **state)
 {
-    struct fx *f = *state;
-    struct opsd *d = &f->d;
-    start(d, NULL);
-    json_decref(call(d, "POST", "/v1/experiments", "{\"id\":\"b\",\"arms\":[\"a\",\"b\"]}", 201));
+    struct tdaemon *d = *state;
+    tdaemon_up(d, NULL, 0);
+    json_decref(tcall(d, "POST", "/v1/experiments", "{\"id\":\"b\",\"arms\":[\"a\",\"b\"]}", 201));
     for (int i = 0; i < 5; i++)
-        json_decref(
-            call(d, "POST", "/v1/experiments/b/observations", "{\"arm\":\"a\",\"reward\":1}", 200));
-    char copy[256], out[512], err[1024];
-    snprintf(copy, sizeof copy, "%s/copy.db", d->dir);
-    const char *a[] = {"backup", "--db", d->db, "--to", copy, NULL};
-    assert_int_equal(opsd_run(d, a, out, sizeof out, err, sizeof err), 0);
+        json_decref(tcall(d, "POST", "/v1/experiments/b/observations",
+                          "{\"arm\":\"a\",\"reward\":1}", 200));
+    /* The copy goes where a second daemon will serve it from. */
+    struct tdaemon *d2 = tdaemon_new();
+    assert_non_null(d2);
+    char out[512], err[1024];
+    const char *copy = tdaemon_db_path(d2);
+    const char *a[] = {"backup", "--db", tdaemon_db_path(d), "--to", copy, NULL};
+    assert_int_equal(tdaemon_cli(d, a, NULL, out, sizeof out, err, sizeof err), 0);
     /* Never over an existing file. */
-    assert_int_equal(opsd_run(d, a, out, sizeof out, err, sizeof err), 1);
+    assert_int_equal(tdaemon_cli(d, a, NULL, out, sizeof out, err, sizeof err), 1);
     assert_non_null(strstr(err, "exists"));
-    const char *noto[] = {"backup", "--db", d->db, NULL};
-    assert_int_equal(opsd_run(d, noto, out, sizeof out, err, sizeof err), 2);
+    const char *noto[] = {"backup", "--db", tdaemon_db_path(d), NULL};
+    assert_int_equal(tdaemon_cli(d, noto, NULL, out, sizeof out, err, sizeof err), 2);
     /* The live daemon keeps serving. */
     json_decref(
-        call(d, "POST", "/v1/experiments/b/observations", "{\"arm\":\"b\",\"reward\":0}", 200));
-    assert_int_equal(opsd_stop(d), 0);
+        tcall(d, "POST", "/v1/experiments/b/observations", "{\"arm\":\"b\",\"reward\":0}", 200));
+    assert_int_equal(tdaemon_stop(d), 0);
 
-    struct opsd d2;
-    assert_int_equal(opsd_init(&d2), 0);
-    snprintf(d2.db, sizeof d2.db, "%s", copy);
-    start(&d2, NULL);
-    json_t *st = call(&d2, "GET", "/v1/experiments/b/status", NULL, 200);
+    tdaemon_up(d2, NULL, 0);
+    json_t *st = tcall(d2, "GET", "/v1/experiments/b/status", NULL, 200);
     assert_int_equal(json_integer_value(json_object_get(st, "pulls")), 5);
     json_decref(st);
-    assert_int_equal(opsd_stop(&d2), 0);
-    opsd_cleanup(&d2);
+    assert_int_equal(tdaemon_stop(d2), 0);
+    tdaemon_free(d2);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_metrics_follow_traffic, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_metrics_count_expiries, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_metrics_count_failed_commits, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_openapi_served, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_request_log, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_backup_of_a_live_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_follow_traffic, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_count_expiries, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_count_failed_commits, tfresh_setup,
+                                        tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_openapi_served, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_request_log, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_backup_of_a_live_database, tfresh_setup,
+                                        tfresh_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,16 +28,14 @@
 
 #include "tests/support/harness.h"
 
-static struct tdaemon *g_d;
 static json_t *g_list; /* GET /v1/policies */
 
 static int group_setup(void **state)
 {
     (void)state;
-    g_d = tdaemon_start(NULL);
-    if (g_d == NULL)
+    if (tgroup_start(NULL) != 0)
         return -1;
-    struct tresp *r = treq(g_d, "GET", "/v1/policies", NULL, NULL);
+    struct tresp *r = treq(tgroup_d, "GET", "/v1/policies", NULL, NULL);
     if (r->status == 200 && r->json != NULL)
         g_list = json_incref(r->json);
     tresp_free(r);
@@ -46,11 +44,8 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-    (void)state;
     json_decref(g_list);
-    int rc = tdaemon_stop(g_d);
-    tdaemon_free(g_d);
-    return rc == 0 ? 0 : -1;
+    return tgroup_teardown(state);
 }
 
 static int has_flag(json_t *p, const char *flag)
@@ -93,7 +88,7 @@ static void drive(const char *id, int n, const char *bandit, struct trng *g)
     char body[128];
     snprintf(body, sizeof body, bandit ? "{\"bandit\":\"%s\"}" : "{}", bandit);
     for (int i = 0; i < n; i++) {
-        json_t *a = texp_assign(g_d, id, body);
+        json_t *a = texp_assign(tgroup_d, id, body);
         json_t *one = json_array_get(a, 0);
         long long arm = tjson_int(one, "arm_index");
         assert_true(arm >= 0 && arm < 3);
@@ -101,7 +96,8 @@ static void drive(const char *id, int n, const char *bandit, struct trng *g)
             assert_string_equal(tjson_str(one, "bandit"), bandit);
         if (!json_is_true(json_object_get(one, "exploit")))
             assert_string_equal(
-                texp_reward(g_d, id, tjson_str(one, "id"), trng_bernoulli(g, p[arm])), "accepted");
+                texp_reward(tgroup_d, id, tjson_str(one, "id"), trng_bernoulli(g, p[arm])),
+                "accepted");
         json_decref(a);
     }
 }
@@ -111,7 +107,7 @@ static void drive(const char *id, int n, const char *bandit, struct trng *g)
  * a stopped experiment says why. */
 static void check_sane(const char *id, long long m, long long budget)
 {
-    json_t *s = texp_status(g_d, id);
+    json_t *s = texp_status(tgroup_d, id);
     long long pulls = tjson_int(s, "pulls"), pending = tjson_int(s, "pending");
     long long handed = tjson_int(s, "handed_out");
     assert_true(pulls >= 0 && pending == 0);
@@ -167,7 +163,7 @@ static void test_list_matches_simulator(void **state)
         assert_true(json_is_array(json_object_get(p, "params")));
     }
     /* Read-only: other methods are refused. */
-    struct tresp *r = treq(g_d, "POST", "/v1/policies", "{}", NULL);
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/policies", "{}", NULL);
     assert_problem(r, 405);
     tresp_free(r);
 }
@@ -189,7 +185,7 @@ static void test_every_policy_serves(void **state)
         long long budget = strstr(fields, "\"budget\":60") ? 60 : 0;
 
         snprintf(id, sizeof id, "all-%s", name);
-        json_decref(texp_create(g_d,
+        json_decref(texp_create(tgroup_d,
                                 "{\"id\":\"%s\",\"arms\":[\"lo\",\"mid\",\"hi\"],"
                                 "\"policy\":{\"name\":\"%s\"},%s,\"seed\":7}",
                                 id, name, fields));
@@ -200,7 +196,7 @@ static void test_every_policy_serves(void **state)
         json_t *params = explicit_defaults(p);
         char *ptext = json_dumps(params, JSON_COMPACT);
         snprintf(id, sizeof id, "explicit-%s", name);
-        json_t *x = texp_create(g_d,
+        json_t *x = texp_create(tgroup_d,
                                 "{\"id\":\"%s\",\"arms\":[\"lo\",\"mid\",\"hi\"],"
                                 "\"policy\":{\"name\":\"%s\",\"params\":%s},%s,\"seed\":7}",
                                 id, name, ptext, fields);
@@ -220,7 +216,7 @@ static void test_every_policy_serves(void **state)
             assert_non_null(m);
             memmove(m + 7, m, strlen(m) + 1);
             memcpy(m, "\"m\":2, ", 7);
-            json_decref(texp_create(g_d,
+            json_decref(texp_create(tgroup_d,
                                     "{\"id\":\"%s\",\"arms\":[\"lo\",\"mid\",\"hi\"],"
                                     "\"policy\":{\"name\":\"%s\"},%s,\"seed\":8}",
                                     id, name, f2));
@@ -235,7 +231,7 @@ static void test_every_policy_serves(void **state)
         budget = budget ? 120 : 0;
         snprintf(id, sizeof id, "two-%s", name);
         json_decref(
-            texp_create(g_d,
+            texp_create(tgroup_d,
                         "{\"id\":\"%s\",\"bandits\":[{\"id\":\"s1\",\"arms\":[\"lo\","
                         "\"mid\",\"hi\"]},{\"id\":\"s2\",\"arms\":[\"lo\",\"mid\",\"hi\"]}],"
                         "\"policy\":{\"name\":\"%s\"},%s,\"seed\":9}",
@@ -256,7 +252,7 @@ static void create_invalid(const char *field, const char *fmt, ...)
     char *body = NULL;
     assert_true(vasprintf(&body, fmt, ap) >= 0);
     va_end(ap);
-    struct tresp *r = treq(g_d, "POST", "/v1/experiments", body, NULL);
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments", body, NULL);
     if (r->status != 400 || !tproblem_has_field(r, field))
         fail_msg("%s: expected 400 naming %s, got %ld %s", body, field, r->status,
                  r->body ? r->body : "");
@@ -396,33 +392,34 @@ static void test_invalid_constraints_and_prior(void **state)
 static void test_prior(void **state)
 {
     (void)state;
-    json_t *x = texp_create(g_d, "{\"id\":\"prior\",\"arms\":[\"a\",\"b\"],\"policy\":{\"name\":"
-                                 "\"uniform\"},\"prior\":{\"alpha\":3,\"beta\":1}}");
+    json_t *x =
+        texp_create(tgroup_d, "{\"id\":\"prior\",\"arms\":[\"a\",\"b\"],\"policy\":{\"name\":"
+                              "\"uniform\"},\"prior\":{\"alpha\":3,\"beta\":1}}");
     assert_true(tjson_num(x, "prior.alpha") == 3 && tjson_num(x, "prior.beta") == 1);
     json_decref(x);
-    x = texp_create(g_d, "{\"id\":\"noprior\",\"arms\":[\"a\",\"b\"]}");
+    x = texp_create(tgroup_d, "{\"id\":\"noprior\",\"arms\":[\"a\",\"b\"]}");
     assert_true(tjson_num(x, "prior.alpha") == 1 && tjson_num(x, "prior.beta") == 1);
     json_decref(x);
-    json_t *s = texp_status(g_d, "prior");
+    json_t *s = texp_status(tgroup_d, "prior");
     assert_true(fabs(tjson_num(s, "bandits[0].arms[0].posterior_mean") - 0.75) < 1e-12);
     json_decref(s);
     /* One failure: Beta(3, 2), mean 3/5. */
-    json_t *a = texp_assign(g_d, "prior", "{\"bandit\":\"default\"}");
+    json_t *a = texp_assign(tgroup_d, "prior", "{\"bandit\":\"default\"}");
     const char *arm = tjson_str(a, "[0].arm");
-    assert_string_equal(texp_reward(g_d, "prior", tjson_str(a, "[0].id"), 0), "accepted");
-    s = texp_status(g_d, "prior");
+    assert_string_equal(texp_reward(tgroup_d, "prior", tjson_str(a, "[0].id"), 0), "accepted");
+    s = texp_status(tgroup_d, "prior");
     const char *path = strcmp(arm, "a") == 0 ? "bandits[0].arms[0].posterior_mean"
                                              : "bandits[0].arms[1].posterior_mean";
     assert_true(fabs(tjson_num(s, path) - 0.6) < 1e-12);
     json_decref(s);
     json_decref(a);
-    assert_int_equal(tdaemon_stop(g_d), 0);
-    assert_int_equal(tdaemon_restart(g_d), 0);
-    struct tresp *r = treq(g_d, "GET", "/v1/experiments/prior", NULL, NULL);
+    assert_int_equal(tdaemon_stop(tgroup_d), 0);
+    assert_int_equal(tdaemon_restart(tgroup_d), 0);
+    struct tresp *r = treq(tgroup_d, "GET", "/v1/experiments/prior", NULL, NULL);
     assert_status(r, 200);
     assert_true(tjson_num(r->json, "prior.alpha") == 3);
     tresp_free(r);
-    s = texp_status(g_d, "prior");
+    s = texp_status(tgroup_d, "prior");
     assert_true(fabs(tjson_num(s, path) - 0.6) < 1e-12);
     json_decref(s);
 }

@@ -368,13 +368,16 @@ static void *send_rewards(void *arg)
     return NULL;
 }
 
-static void test_kill9_loses_no_acknowledged_reward(void **state)
+/* Experiment "k9" (uniform over three arms, this seed) with NASSIGN
+ * assignments, and a thread (*th) sending their rewards on a client of its
+ * own; returns once a third is acknowledged (bounded wait: the sender may
+ * also finish first on a fast machine, which proves less but is no error). */
+static struct sender *start_sender(struct tdaemon *d, unsigned seed, pthread_t *th)
 {
-    (void)state;
-    struct tdaemon *d = tdaemon_start(NULL);
-    assert_non_null(d);
-    json_decref(texp_create(d, "{\"id\":\"k9\",\"arms\":[\"a\",\"b\",\"c\"],"
-                               "\"policy\":{\"name\":\"uniform\"},\"seed\":3}"));
+    json_decref(texp_create(d,
+                            "{\"id\":\"k9\",\"arms\":[\"a\",\"b\",\"c\"],"
+                            "\"policy\":{\"name\":\"uniform\"},\"seed\":%u}",
+                            seed));
     struct sender *s = calloc(1, sizeof *s);
     assert_non_null(s);
     pthread_mutex_init(&s->mu, NULL);
@@ -389,27 +392,51 @@ static void test_kill9_loses_no_acknowledged_reward(void **state)
     }
     assert_int_equal(json_array_size(s->ids), NASSIGN);
     s->c = tclient_new(d);
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, send_rewards, s), 0);
-    /* Kill once a third is acknowledged (bounded wait: the sender may also
-     * finish first on a fast machine, which proves less but is no error). */
+    assert_int_equal(pthread_create(th, NULL, send_rewards, s), 0);
     for (int waited = 0; waited < 60000; waited += 2) {
         pthread_mutex_lock(&s->mu);
         int n = s->nacked;
         pthread_mutex_unlock(&s->mu);
         if (n >= NASSIGN / 3)
             break;
-        struct timespec ts = {0, 2000000};
-        nanosleep(&ts, NULL);
+        tsleep_ms(2);
     }
-    assert_int_equal(tdaemon_kill(d), 0);
+    return s;
+}
+
+/* Wait for the sender to end (its daemon is gone or stopped); the rewards
+ * acknowledged, and in *sent those sent. */
+static int sender_join(struct sender *s, pthread_t th, int *sent)
+{
     pthread_join(th, NULL);
     tclient_free(s->c);
-    int acked = 0, sent = 0;
+    int acked = 0;
+    *sent = 0;
     for (int i = 0; i < NASSIGN; i++) {
         acked += s->acked[i];
-        sent += s->sent[i];
+        *sent += s->sent[i];
     }
+    return acked;
+}
+
+static void sender_free(struct sender *s)
+{
+    json_decref(s->ids);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+static void test_kill9_loses_no_acknowledged_reward(void **state)
+{
+    (void)state;
+    struct tdaemon *d = tdaemon_start(NULL);
+    assert_non_null(d);
+    pthread_t th;
+    /* Kill once a third is acknowledged. */
+    struct sender *s = start_sender(d, 3, &th);
+    assert_int_equal(tdaemon_kill(d), 0);
+    int sent;
+    int acked = sender_join(s, th, &sent);
     printf("# kill -9 after %d rewards acknowledged, %d sent\n", acked, sent);
     assert_true(acked >= NASSIGN / 3);
 
@@ -438,9 +465,7 @@ static void test_kill9_loses_no_acknowledged_reward(void **state)
     assert_int_equal(tjson_int(st, "pulls"), NASSIGN);
     assert_int_equal(tjson_int(st, "pending"), 0);
     json_decref(st);
-    json_decref(s->ids);
-    pthread_mutex_destroy(&s->mu);
-    free(s);
+    sender_free(s);
     assert_int_equal(tdaemon_stop(d), 0);
     tdaemon_free(d);
 }
@@ -452,38 +477,11 @@ static void test_sigterm_under_load(void **state)
     (void)state;
     struct tdaemon *d = tdaemon_start(NULL);
     assert_non_null(d);
-    json_decref(texp_create(d, "{\"id\":\"k9\",\"arms\":[\"a\",\"b\",\"c\"],"
-                               "\"policy\":{\"name\":\"uniform\"},\"seed\":4}"));
-    struct sender *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    pthread_mutex_init(&s->mu, NULL);
-    s->ids = json_array();
-    for (int i = 0; i < NASSIGN / 100; i++) {
-        json_t *a = texp_assign(d, "k9", "{\"count\":100}");
-        size_t k;
-        json_t *one;
-        json_array_foreach(a, k, one)
-            json_array_append(s->ids, json_object_get(one, "id"));
-        json_decref(a);
-    }
-    s->c = tclient_new(d);
     pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, send_rewards, s), 0);
-    for (int waited = 0; waited < 60000; waited += 2) {
-        pthread_mutex_lock(&s->mu);
-        int n = s->nacked;
-        pthread_mutex_unlock(&s->mu);
-        if (n >= NASSIGN / 3)
-            break;
-        struct timespec ts = {0, 2000000};
-        nanosleep(&ts, NULL);
-    }
+    struct sender *s = start_sender(d, 4, &th);
     assert_int_equal(tdaemon_stop(d), 0);
-    pthread_join(th, NULL);
-    tclient_free(s->c);
-    int acked = 0;
-    for (int i = 0; i < NASSIGN; i++)
-        acked += s->acked[i];
+    int sent;
+    int acked = sender_join(s, th, &sent);
     printf("# SIGTERM after %d rewards acknowledged\n", acked);
     assert_int_equal(tdaemon_restart(d), 0);
     for (int i = 0; i < NASSIGN; i++)
@@ -494,9 +492,7 @@ static void test_sigterm_under_load(void **state)
     json_t *st = texp_status(d, "k9");
     assert_true(tjson_int(st, "pulls") >= acked);
     json_decref(st);
-    json_decref(s->ids);
-    pthread_mutex_destroy(&s->mu);
-    free(s);
+    sender_free(s);
     assert_int_equal(tdaemon_stop(d), 0);
     tdaemon_free(d);
 }

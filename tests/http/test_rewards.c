@@ -27,35 +27,34 @@
 #define MAX_COUNT 20
 #define EXPIRY_TIMEOUT_MS 30000 /* generous: TTL 1 s, sweeper every second */
 
-static struct tdaemon *g_d;
-
 static int group_setup(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--max-batch", "10", "--max-count", "20", NULL};
-    g_d = tdaemon_start(extra);
-    return g_d == NULL ? -1 : 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    int rc = tdaemon_stop(g_d);
-    tdaemon_free(g_d);
-    return rc == 0 ? 0 : -1;
-}
-
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    return tgroup_start(extra);
 }
 
 static struct tresp *post(const char *exp, const char *what, const char *body)
 {
     char path[160];
     snprintf(path, sizeof path, "/v1/experiments/%s/%s", exp, what);
-    return treq(g_d, "POST", path, body, NULL);
+    return treq(tgroup_d, "POST", path, body, NULL);
+}
+
+/* Σ mean × pulls over the two arms of bandit 0 in a status: the sum of the
+ * rewards counted, in the experiment's units. */
+static double reward_sum(const json_t *st)
+{
+    double sum = 0;
+    for (int i = 0; i < 2; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "bandits[0].arms[%d].mean", i);
+        json_t *m = tjson_get(st, path);
+        snprintf(path, sizeof path, "bandits[0].arms[%d].pulls", i);
+        if (json_is_number(m))
+            sum += json_number_value(m) * (double)tjson_int(st, path);
+    }
+    return sum;
 }
 
 /* --- duplicates, conflicts, unknown ---------------------------------------------- */
@@ -63,12 +62,12 @@ static struct tresp *post(const char *exp, const char *what, const char *body)
 static void test_duplicate_and_conflict(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"dc\",\"arms\":[\"a\",\"b\"],\"reward\":{\"min\":0,"
+    json_decref(texp_create(tgroup_d, "{\"id\":\"dc\",\"arms\":[\"a\",\"b\"],\"reward\":{\"min\":0,"
                                  "\"max\":10},\"policy\":{\"name\":\"uniform\"},\"seed\":1}"));
-    json_t *a = texp_assign(g_d, "dc", "{\"count\":2}");
+    json_t *a = texp_assign(tgroup_d, "dc", "{\"count\":2}");
     const char *id0 = tjson_str(a, "[0].id"), *id1 = tjson_str(a, "[1].id");
-    assert_string_equal(texp_reward(g_d, "dc", id0, 7.5), "accepted");
-    json_t *st1 = texp_status(g_d, "dc");
+    assert_string_equal(texp_reward(tgroup_d, "dc", id0, 7.5), "accepted");
+    json_t *st1 = texp_status(tgroup_d, "dc");
     assert_int_equal(tjson_int(st1, "pulls"), 1);
     /* Same value: duplicate (7.5 written differently is the same number). */
     char body[256];
@@ -81,8 +80,8 @@ static void test_duplicate_and_conflict(void **state)
     assert_string_equal(tjson_str(r->json, "results[0].assignment_id"), id0);
     tresp_free(r);
     /* Different value: conflict, nothing changes. */
-    assert_string_equal(texp_reward(g_d, "dc", id0, 2), "conflict");
-    json_t *st2 = texp_status(g_d, "dc");
+    assert_string_equal(texp_reward(tgroup_d, "dc", id0, 2), "conflict");
+    json_t *st2 = texp_status(tgroup_d, "dc");
     if (!json_equal(st1, st2))
         fail_msg("a duplicate or a conflict changed the status");
     json_decref(st2);
@@ -102,19 +101,11 @@ static void test_duplicate_and_conflict(void **state)
     assert_string_equal(tjson_str(r->json, "results[2].status"), "conflict");
     assert_string_equal(tjson_str(r->json, "results[3].status"), "duplicate");
     tresp_free(r);
-    json_t *st = texp_status(g_d, "dc");
+    json_t *st = texp_status(tgroup_d, "dc");
     assert_int_equal(tjson_int(st, "pulls"), 2);
     assert_int_equal(tjson_int(st, "pending"), 0);
     /* Means are in the experiment's units: 7.5 and 3 on whichever arms. */
-    double sum = 0;
-    for (int i = 0; i < 2; i++) {
-        char path[64];
-        snprintf(path, sizeof path, "bandits[0].arms[%d].mean", i);
-        json_t *m = tjson_get(st, path);
-        snprintf(path, sizeof path, "bandits[0].arms[%d].pulls", i);
-        if (json_is_number(m))
-            sum += json_number_value(m) * (double)tjson_int(st, path);
-    }
+    double sum = reward_sum(st);
     assert_true(fabs(sum - 10.5) < 1e-9);
     json_decref(st);
     json_decref(st1);
@@ -126,21 +117,21 @@ static void test_duplicate_and_conflict(void **state)
 static void test_duplicate_from_disk(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"dd\",\"arms\":[\"a\",\"b\"],\"seed\":2}"));
-    json_t *a = texp_assign(g_d, "dd", "{\"count\":5}");
+    json_decref(texp_create(tgroup_d, "{\"id\":\"dd\",\"arms\":[\"a\",\"b\"],\"seed\":2}"));
+    json_t *a = texp_assign(tgroup_d, "dd", "{\"count\":5}");
     for (size_t i = 0; i < 5; i++)
-        assert_string_equal(texp_reward(g_d, "dd", tjson_str(json_array_get(a, i), "id"),
+        assert_string_equal(texp_reward(tgroup_d, "dd", tjson_str(json_array_get(a, i), "id"),
                                         (double)(i % 2)),
                             "accepted");
     /* Many later assignments push nothing out of a cache, but the rewarded
      * ones are final and answered from disk. */
-    json_t *b = texp_assign(g_d, "dd", "{\"count\":20}");
+    json_t *b = texp_assign(tgroup_d, "dd", "{\"count\":20}");
     for (size_t i = 0; i < 5; i++) {
         const char *id = tjson_str(json_array_get(a, i), "id");
-        assert_string_equal(texp_reward(g_d, "dd", id, (double)(i % 2)), "duplicate");
-        assert_string_equal(texp_reward(g_d, "dd", id, 0.5), "conflict");
+        assert_string_equal(texp_reward(tgroup_d, "dd", id, (double)(i % 2)), "duplicate");
+        assert_string_equal(texp_reward(tgroup_d, "dd", id, 0.5), "conflict");
     }
-    json_t *st = texp_status(g_d, "dd");
+    json_t *st = texp_status(tgroup_d, "dd");
     assert_int_equal(tjson_int(st, "pulls"), 5);
     assert_int_equal(tjson_int(st, "pending"), 20);
     json_decref(st);
@@ -151,8 +142,8 @@ static void test_duplicate_from_disk(void **state)
 static void test_unknown_in_batch(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"uk\",\"arms\":[\"a\",\"b\"]}"));
-    json_t *a = texp_assign(g_d, "uk", NULL);
+    json_decref(texp_create(tgroup_d, "{\"id\":\"uk\",\"arms\":[\"a\",\"b\"]}"));
+    json_t *a = texp_assign(tgroup_d, "uk", NULL);
     const char *id = tjson_str(a, "[0].id");
     char body[512], other[64];
     snprintf(other, sizeof other, "%.8s-999999", id);
@@ -176,9 +167,9 @@ static void test_unknown_in_batch(void **state)
 static void test_assignment_count(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"cnt\",\"arms\":[\"a\",\"b\",\"c\"],"
+    json_decref(texp_create(tgroup_d, "{\"id\":\"cnt\",\"arms\":[\"a\",\"b\",\"c\"],"
                                  "\"policy\":{\"name\":\"uniform\"},\"seed\":4}"));
-    json_t *a = texp_assign(g_d, "cnt", "{\"count\":20}");
+    json_t *a = texp_assign(tgroup_d, "cnt", "{\"count\":20}");
     assert_int_equal(json_array_size(a), MAX_COUNT);
     /* Distinct ids, consecutive sequence numbers. */
     for (size_t i = 0; i < MAX_COUNT; i++) {
@@ -195,7 +186,7 @@ static void test_assignment_count(void **state)
     struct tresp *r = post("cnt", "assignments", "{\"count\":21}");
     assert_invalid(r, "count");
     tresp_free(r);
-    json_t *st = texp_status(g_d, "cnt");
+    json_t *st = texp_status(tgroup_d, "cnt");
     assert_int_equal(tjson_int(st, "pending"), MAX_COUNT);
     assert_int_equal(tjson_int(st, "handed_out"), MAX_COUNT);
     json_decref(st);
@@ -205,8 +196,8 @@ static void test_assignment_count(void **state)
 static void test_reward_batch(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"rb\",\"arms\":[\"a\",\"b\"],\"seed\":5}"));
-    json_t *a = texp_assign(g_d, "rb", "{\"count\":12}");
+    json_decref(texp_create(tgroup_d, "{\"id\":\"rb\",\"arms\":[\"a\",\"b\"],\"seed\":5}"));
+    json_t *a = texp_assign(tgroup_d, "rb", "{\"count\":12}");
     /* Over the cap: refused whole. */
     json_t *items = json_array();
     for (size_t i = 0; i < 11; i++)
@@ -231,7 +222,7 @@ static void test_reward_batch(void **state)
     tresp_free(r);
     free(text);
     json_decref(body);
-    json_t *st = texp_status(g_d, "rb");
+    json_t *st = texp_status(tgroup_d, "rb");
     assert_int_equal(tjson_int(st, "pulls"), 0);
     assert_int_equal(tjson_int(st, "pending"), 12);
     json_decref(st);
@@ -270,7 +261,7 @@ static void test_reward_batch(void **state)
     free(text);
     json_decref(body);
     json_decref(items);
-    st = texp_status(g_d, "rb");
+    st = texp_status(tgroup_d, "rb");
     assert_int_equal(tjson_int(st, "pulls"), 10);
     assert_int_equal(tjson_int(st, "pending"), 2);
     json_decref(st);
@@ -280,7 +271,7 @@ static void test_reward_batch(void **state)
 static void test_observation_batch(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"ob\",\"bandits\":[{\"id\":\"s1\",\"arms\":[\"a\","
+    json_decref(texp_create(tgroup_d, "{\"id\":\"ob\",\"bandits\":[{\"id\":\"s1\",\"arms\":[\"a\","
                                  "\"b\"]},{\"id\":\"s2\",\"arms\":[\"a\",\"b\"]}]}"));
     /* Several bandits: each observation names its bandit. */
     struct tresp *r = post("ob", "observations", "{\"arm\":\"a\",\"reward\":1}");
@@ -292,7 +283,7 @@ static void test_observation_batch(void **state)
              "{\"bandit\":\"s2\",\"arm\":\"c\",\"reward\":0}]}");
     assert_invalid(r, "observations[2].arm");
     tresp_free(r);
-    json_t *st = texp_status(g_d, "ob");
+    json_t *st = texp_status(tgroup_d, "ob");
     assert_int_equal(tjson_int(st, "pulls"), 0);
     json_decref(st);
     r = post("ob", "observations",
@@ -306,7 +297,7 @@ static void test_observation_batch(void **state)
     assert_status(r, 200);
     assert_int_equal(tjson_int(r->json, "accepted"), 1);
     tresp_free(r);
-    st = texp_status(g_d, "ob");
+    st = texp_status(tgroup_d, "ob");
     /* Observations count as evidence (pulls) but were never handed out. */
     assert_int_equal(tjson_int(st, "pulls"), 4);
     assert_int_equal(tjson_int(st, "handed_out"), 0);
@@ -327,7 +318,7 @@ static void test_observation_batch(void **state)
 static void wait_no_pending(const char *id)
 {
     for (unsigned waited = 0; waited < EXPIRY_TIMEOUT_MS; waited += 100) {
-        struct tresp *r = treq(g_d, "GET", "/v1/experiments?limit=1000", NULL, NULL);
+        struct tresp *r = treq(tgroup_d, "GET", "/v1/experiments?limit=1000", NULL, NULL);
         assert_status(r, 200);
         size_t i;
         json_t *e;
@@ -339,7 +330,7 @@ static void wait_no_pending(const char *id)
         assert_true(pending >= 0);
         if (pending == 0)
             return;
-        sleep_ms(100);
+        tsleep_ms(100);
     }
     fail_msg("%s: assignments not expired by the sweeper within %d ms", id, EXPIRY_TIMEOUT_MS);
 }
@@ -347,28 +338,28 @@ static void wait_no_pending(const char *id)
 static void test_expiry_without_default(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"ex\",\"arms\":[\"a\",\"b\"],"
+    json_decref(texp_create(tgroup_d, "{\"id\":\"ex\",\"arms\":[\"a\",\"b\"],"
                                  "\"assignment_ttl_s\":1,\"policy\":{\"name\":\"uniform\"},"
                                  "\"seed\":6}"));
-    json_t *a = texp_assign(g_d, "ex", "{\"count\":4}");
+    json_t *a = texp_assign(tgroup_d, "ex", "{\"count\":4}");
     /* One answered in time. */
-    assert_string_equal(texp_reward(g_d, "ex", tjson_str(a, "[0].id"), 1), "accepted");
-    json_t *st = texp_status(g_d, "ex");
+    assert_string_equal(texp_reward(tgroup_d, "ex", tjson_str(a, "[0].id"), 1), "accepted");
+    json_t *st = texp_status(tgroup_d, "ex");
     assert_int_equal(tjson_int(st, "pending"), 3);
     json_decref(st);
     wait_no_pending("ex");
-    st = texp_status(g_d, "ex");
+    st = texp_status(tgroup_d, "ex");
     assert_int_equal(tjson_int(st, "pending"), 0);
     assert_int_equal(tjson_int(st, "pulls"), 1); /* released, not rewarded */
     /* Late rewards answer "expired" and change nothing. */
     for (int i = 1; i < 4; i++)
-        assert_string_equal(texp_reward(g_d, "ex", tjson_str(json_array_get(a, (size_t)i), "id"),
+        assert_string_equal(texp_reward(tgroup_d, "ex", tjson_str(json_array_get(a, (size_t)i), "id"),
                                         1),
                             "expired");
-    assert_string_equal(texp_reward(g_d, "ex", tjson_str(a, "[1].id"), 0), "expired");
+    assert_string_equal(texp_reward(tgroup_d, "ex", tjson_str(a, "[1].id"), 0), "expired");
     /* The rewarded one is still a duplicate. */
-    assert_string_equal(texp_reward(g_d, "ex", tjson_str(a, "[0].id"), 1), "duplicate");
-    json_t *st2 = texp_status(g_d, "ex");
+    assert_string_equal(texp_reward(tgroup_d, "ex", tjson_str(a, "[0].id"), 1), "duplicate");
+    json_t *st2 = texp_status(tgroup_d, "ex");
     if (!json_equal(st, st2))
         fail_msg("a late reward changed the status");
     json_decref(st2);
@@ -379,38 +370,30 @@ static void test_expiry_without_default(void **state)
 static void test_expiry_with_default(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"exd\",\"arms\":[\"a\",\"b\"],"
+    json_decref(texp_create(tgroup_d, "{\"id\":\"exd\",\"arms\":[\"a\",\"b\"],"
                                  "\"reward\":{\"min\":0,\"max\":4},\"default_reward\":1,"
                                  "\"assignment_ttl_s\":1,\"policy\":{\"name\":\"uniform\"},"
                                  "\"seed\":7}"));
-    json_t *a = texp_assign(g_d, "exd", "{\"count\":6}");
-    assert_string_equal(texp_reward(g_d, "exd", tjson_str(a, "[0].id"), 3), "accepted");
+    json_t *a = texp_assign(tgroup_d, "exd", "{\"count\":6}");
+    assert_string_equal(texp_reward(tgroup_d, "exd", tjson_str(a, "[0].id"), 3), "accepted");
     wait_no_pending("exd");
-    json_t *st = texp_status(g_d, "exd");
+    json_t *st = texp_status(tgroup_d, "exd");
     assert_int_equal(tjson_int(st, "pending"), 0);
     /* The five expired ones count with the default reward. */
     assert_int_equal(tjson_int(st, "pulls"), 6);
-    double sum = 0;
-    for (int i = 0; i < 2; i++) {
-        char path[64];
-        snprintf(path, sizeof path, "bandits[0].arms[%d].mean", i);
-        json_t *m = tjson_get(st, path);
-        snprintf(path, sizeof path, "bandits[0].arms[%d].pulls", i);
-        if (json_is_number(m))
-            sum += json_number_value(m) * (double)tjson_int(st, path);
-    }
+    double sum = reward_sum(st);
     assert_true(fabs(sum - (3 + 5 * 1)) < 1e-9);
     for (int i = 1; i < 6; i++)
-        assert_string_equal(texp_reward(g_d, "exd", tjson_str(json_array_get(a, (size_t)i), "id"),
+        assert_string_equal(texp_reward(tgroup_d, "exd", tjson_str(json_array_get(a, (size_t)i), "id"),
                                         4),
                             "expired");
-    json_t *st2 = texp_status(g_d, "exd");
+    json_t *st2 = texp_status(tgroup_d, "exd");
     if (!json_equal(st, st2))
         fail_msg("a late reward changed the status");
     json_decref(st2);
     json_decref(st);
     /* The experiment's document says what it records. */
-    struct tresp *r = treq(g_d, "GET", "/v1/experiments/exd", NULL, NULL);
+    struct tresp *r = treq(tgroup_d, "GET", "/v1/experiments/exd", NULL, NULL);
     assert_status(r, 200);
     assert_true(fabs(tjson_num(r->json, "default_reward") - 1) < 1e-12);
     assert_int_equal(tjson_int(r->json, "assignment_ttl_s"), 1);
@@ -423,21 +406,21 @@ static void test_expiry_with_default(void **state)
 static void test_expiry_after_restart(void **state)
 {
     (void)state;
-    json_t *before = texp_status(g_d, "exd");
-    assert_int_equal(tdaemon_restart(g_d), 0);
-    json_t *after = texp_status(g_d, "exd");
+    json_t *before = texp_status(tgroup_d, "exd");
+    assert_int_equal(tdaemon_restart(tgroup_d), 0);
+    json_t *after = texp_status(tgroup_d, "exd");
     if (!json_equal(before, after))
         fail_msg("status changed across the restart");
     json_decref(before);
     json_decref(after);
     /* Assignments handed out before the restart, expiring while it was
      * down: expired at the first request after it. */
-    json_t *a = texp_assign(g_d, "ex", "{\"count\":2}");
-    assert_int_equal(tdaemon_kill(g_d), 0);
-    sleep_ms(1100);
-    assert_int_equal(tdaemon_restart(g_d), 0);
-    assert_string_equal(texp_reward(g_d, "ex", tjson_str(a, "[0].id"), 1), "expired");
-    json_t *st = texp_status(g_d, "ex");
+    json_t *a = texp_assign(tgroup_d, "ex", "{\"count\":2}");
+    assert_int_equal(tdaemon_kill(tgroup_d), 0);
+    tsleep_ms(1100);
+    assert_int_equal(tdaemon_restart(tgroup_d), 0);
+    assert_string_equal(texp_reward(tgroup_d, "ex", tjson_str(a, "[0].id"), 1), "expired");
+    json_t *st = texp_status(tgroup_d, "ex");
     assert_int_equal(tjson_int(st, "pending"), 0);
     json_decref(st);
     json_decref(a);
@@ -456,5 +439,5 @@ int main(void)
         cmocka_unit_test(test_expiry_with_default),
         cmocka_unit_test(test_expiry_after_restart),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, tgroup_teardown);
 }

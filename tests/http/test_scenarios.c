@@ -30,23 +30,6 @@
 #define DELAY 100
 #define MAX_PULLS 20000
 
-static struct tdaemon *g_d;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    g_d = tdaemon_start(NULL);
-    return g_d == NULL ? -1 : 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    int rc = tdaemon_stop(g_d);
-    tdaemon_free(g_d);
-    return rc == 0 ? 0 : -1;
-}
-
 /* --- late outcomes ------------------------------------------------------------- */
 
 static void run_delayed(uint64_t seed, long long *pulls_out)
@@ -54,7 +37,7 @@ static void run_delayed(uint64_t seed, long long *pulls_out)
     static const double p[3] = {0.2, 0.5, 0.8};
     char id[32];
     snprintf(id, sizeof id, "late-%llu", (unsigned long long)seed);
-    json_decref(texp_create(g_d,
+    json_decref(texp_create(tgroup_d,
                             "{\"id\":\"%s\",\"arms\":[\"p20\",\"p50\",\"p80\"],"
                             "\"policy\":{\"name\":\"adapt\"},\"goal\":{\"delta\":0.05},"
                             "\"seed\":%llu}",
@@ -65,7 +48,7 @@ static void run_delayed(uint64_t seed, long long *pulls_out)
     json_t *queue = json_array();
     long long handed = 0;
     for (;;) {
-        json_t *a = texp_assign(g_d, id, NULL);
+        json_t *a = texp_assign(tgroup_d, id, NULL);
         json_t *one = json_array_get(a, 0);
         int exploit = json_is_true(json_object_get(one, "exploit"));
         if (!exploit) {
@@ -81,13 +64,13 @@ static void run_delayed(uint64_t seed, long long *pulls_out)
             fail_msg("%s did not stop within %d pulls", id, MAX_PULLS);
         if (json_array_size(queue) > DELAY) {
             json_t *oldest = json_array_get(queue, 0);
-            assert_string_equal(texp_reward(g_d, id, tjson_str(oldest, "id"),
+            assert_string_equal(texp_reward(tgroup_d, id, tjson_str(oldest, "id"),
                                             (double)tjson_int(oldest, "reward")),
                                 "accepted");
             json_array_remove(queue, 0);
         }
     }
-    json_t *st = texp_status(g_d, id);
+    json_t *st = texp_status(tgroup_d, id);
     assert_string_equal(tjson_str(st, "stop_reason"), "confidence");
     assert_string_equal(tjson_str(st, "bandits[0].recommended[0]"), "p80");
     assert_int_equal(tjson_int(st, "pending"), (long long)json_array_size(queue));
@@ -107,7 +90,7 @@ static void run_delayed(uint64_t seed, long long *pulls_out)
         char path[96];
         snprintf(path, sizeof path, "/v1/experiments/%s/rewards", id);
         json_t *body = json_pack("{s:o}", "rewards", items);
-        struct tresp *r = treq_json(g_d, "POST", path, body);
+        struct tresp *r = treq_json(tgroup_d, "POST", path, body);
         assert_status(r, 200);
         assert_int_equal(tjson_int(r->json, "accepted"), (long long)json_array_size(queue));
         tresp_free(r);
@@ -115,14 +98,14 @@ static void run_delayed(uint64_t seed, long long *pulls_out)
     } else {
         json_decref(items);
     }
-    st = texp_status(g_d, id);
+    st = texp_status(tgroup_d, id);
     assert_int_equal(tjson_int(st, "pending"), 0);
     assert_int_equal(tjson_int(st, "pulls"), handed);
     assert_string_equal(tjson_str(st, "state"), "stopped");
     assert_string_equal(tjson_str(st, "stop_reason"), "confidence");
     assert_string_equal(tjson_str(st, "bandits[0].recommended[0]"), "p80");
     json_decref(st);
-    json_t *a = texp_assign(g_d, id, "{\"count\":5}");
+    json_t *a = texp_assign(tgroup_d, id, "{\"count\":5}");
     for (i = 0; i < 5; i++) {
         assert_true(json_is_true(tjson_get(json_array_get(a, i), "exploit")));
         assert_string_equal(tjson_str(json_array_get(a, i), "arm"), "p80");
@@ -152,15 +135,15 @@ static void test_coordinator_outcomes_100_late(void **state)
 static void test_sticky_units(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"sticky\",\"arms\":[\"a\",\"b\",\"c\"],"
+    json_decref(texp_create(tgroup_d, "{\"id\":\"sticky\",\"arms\":[\"a\",\"b\",\"c\"],"
                                  "\"policy\":{\"name\":\"uniform\"},\"seed\":1}"));
-    struct tresp *r = treq(g_d, "POST", "/v1/experiments/sticky/assignments",
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments/sticky/assignments",
                            "{\"unit\":\"user-1\"}", NULL);
     assert_status(r, 201);
     json_t *first = json_incref(tjson_get(r->json, "assignments[0]"));
     tresp_free(r);
     for (int i = 0; i < 3; i++) {
-        r = treq(g_d, "POST", "/v1/experiments/sticky/assignments", "{\"unit\":\"user-1\"}", NULL);
+        r = treq(tgroup_d, "POST", "/v1/experiments/sticky/assignments", "{\"unit\":\"user-1\"}", NULL);
         assert_status(r, 200);
         assert_int_equal(json_array_size(json_object_get(r->json, "assignments")), 1);
         json_t *again = tjson_get(r->json, "assignments[0]");
@@ -169,36 +152,36 @@ static void test_sticky_units(void **state)
         assert_string_equal(tjson_str(again, "expires_at"), tjson_str(first, "expires_at"));
         tresp_free(r);
     }
-    json_t *st = texp_status(g_d, "sticky");
+    json_t *st = texp_status(tgroup_d, "sticky");
     assert_int_equal(tjson_int(st, "handed_out"), 1);
     assert_int_equal(tjson_int(st, "pending"), 1);
     json_decref(st);
     /* Another unit is another assignment; a reward does not unstick it. */
-    json_t *other = texp_assign(g_d, "sticky", "{\"unit\":\"user-2\"}");
+    json_t *other = texp_assign(tgroup_d, "sticky", "{\"unit\":\"user-2\"}");
     assert_string_not_equal(tjson_str(other, "[0].id"), tjson_str(first, "id"));
-    assert_string_equal(texp_reward(g_d, "sticky", tjson_str(first, "id"), 1), "accepted");
-    json_t *again = texp_assign(g_d, "sticky", "{\"unit\":\"user-1\"}");
+    assert_string_equal(texp_reward(tgroup_d, "sticky", tjson_str(first, "id"), 1), "accepted");
+    json_t *again = texp_assign(tgroup_d, "sticky", "{\"unit\":\"user-1\"}");
     assert_string_equal(tjson_str(again, "[0].id"), tjson_str(first, "id"));
     json_decref(again);
     /* After a stop, known units keep their assignment; new ones exploit. */
-    r = treq(g_d, "PATCH", "/v1/experiments/sticky", "{\"state\":\"stopped\"}", NULL);
+    r = treq(tgroup_d, "PATCH", "/v1/experiments/sticky", "{\"state\":\"stopped\"}", NULL);
     assert_status(r, 200);
     tresp_free(r);
-    again = texp_assign(g_d, "sticky", "{\"unit\":\"user-2\"}");
+    again = texp_assign(tgroup_d, "sticky", "{\"unit\":\"user-2\"}");
     assert_string_equal(tjson_str(again, "[0].id"), tjson_str(other, "[0].id"));
     assert_false(json_is_true(tjson_get(again, "[0].exploit")));
     json_decref(again);
-    json_t *late = texp_assign(g_d, "sticky", "{\"unit\":\"user-3\"}");
+    json_t *late = texp_assign(tgroup_d, "sticky", "{\"unit\":\"user-3\"}");
     assert_true(json_is_true(tjson_get(late, "[0].exploit")));
     /* Across a kill -9, all three stick. */
-    assert_int_equal(tdaemon_kill(g_d), 0);
-    assert_int_equal(tdaemon_restart(g_d), 0);
+    assert_int_equal(tdaemon_kill(tgroup_d), 0);
+    assert_int_equal(tdaemon_restart(tgroup_d), 0);
     static const char *const units[] = {"user-1", "user-2", "user-3"};
     json_t *want[] = {first, json_array_get(other, 0), json_array_get(late, 0)};
     for (int i = 0; i < 3; i++) {
         char body[64];
         snprintf(body, sizeof body, "{\"unit\":\"%s\"}", units[i]);
-        r = treq(g_d, "POST", "/v1/experiments/sticky/assignments", body, NULL);
+        r = treq(tgroup_d, "POST", "/v1/experiments/sticky/assignments", body, NULL);
         assert_status(r, 200);
         assert_string_equal(tjson_str(r->json, "assignments[0].id"), tjson_str(want[i], "id"));
         assert_string_equal(tjson_str(r->json, "assignments[0].arm"), tjson_str(want[i], "arm"));
@@ -206,7 +189,7 @@ static void test_sticky_units(void **state)
                                json_object_get(want[i], "exploit")));
         tresp_free(r);
     }
-    st = texp_status(g_d, "sticky");
+    st = texp_status(tgroup_d, "sticky");
     assert_int_equal(tjson_int(st, "handed_out"), 2);
     json_decref(st);
     json_decref(late);
@@ -247,12 +230,12 @@ static void *assign_units(void *arg)
 static void test_sticky_units_concurrent(void **state)
 {
     (void)state;
-    json_decref(texp_create(g_d, "{\"id\":\"race\",\"arms\":[\"a\",\"b\"],\"seed\":1}"));
+    json_decref(texp_create(tgroup_d, "{\"id\":\"race\",\"arms\":[\"a\",\"b\"],\"seed\":1}"));
     struct unit_runner *u = calloc(2, sizeof *u);
     assert_non_null(u);
     pthread_t th[2];
     for (int t = 0; t < 2; t++) {
-        u[t].c = tclient_new(g_d);
+        u[t].c = tclient_new(tgroup_d);
         u[t].reverse = t;
         assert_int_equal(pthread_create(&th[t], NULL, assign_units, &u[t]), 0);
     }
@@ -263,7 +246,7 @@ static void test_sticky_units_concurrent(void **state)
     }
     for (int i = 0; i < NUNITS; i++)
         assert_string_equal(u[0].ids[i], u[1].ids[i]);
-    json_t *st = texp_status(g_d, "race");
+    json_t *st = texp_status(tgroup_d, "race");
     assert_int_equal(tjson_int(st, "handed_out"), NUNITS);
     assert_int_equal(tjson_int(st, "pending"), NUNITS);
     json_decref(st);
@@ -277,16 +260,16 @@ static void test_multi_bandit_uniform(void **state)
     (void)state;
     /* s1 is easy (one arm always pays, the other never); s2 cannot be
      * decided (both arms pay half the time). */
-    json_decref(texp_create(g_d, "{\"id\":\"mb\",\"bandits\":[{\"id\":\"s1\",\"arms\":[\"lo\","
+    json_decref(texp_create(tgroup_d, "{\"id\":\"mb\",\"bandits\":[{\"id\":\"s1\",\"arms\":[\"lo\","
                                  "\"hi\"]},{\"id\":\"s2\",\"arms\":[\"x\",\"y\"]}],"
                                  "\"policy\":{\"name\":\"uniform\"},\"seed\":11}"));
     struct trng g;
     trng_seed(&g, 11);
     /* Named bandit: the pull stays there. */
-    json_t *a = texp_assign(g_d, "mb", "{\"bandit\":\"s2\",\"count\":4}");
+    json_t *a = texp_assign(tgroup_d, "mb", "{\"bandit\":\"s2\",\"count\":4}");
     for (size_t i = 0; i < 4; i++) {
         assert_string_equal(tjson_str(json_array_get(a, i), "bandit"), "s2");
-        assert_string_equal(texp_reward(g_d, "mb", tjson_str(json_array_get(a, i), "id"),
+        assert_string_equal(texp_reward(tgroup_d, "mb", tjson_str(json_array_get(a, i), "id"),
                                         trng_bernoulli(&g, 0.5)),
                             "accepted");
     }
@@ -295,22 +278,22 @@ static void test_multi_bandit_uniform(void **state)
     int seen[2] = {0, 0};
     int done = 0;
     for (int n = 0; n < MAX_PULLS && !done; n++) {
-        a = texp_assign(g_d, "mb", NULL);
+        a = texp_assign(tgroup_d, "mb", NULL);
         json_t *one = json_array_get(a, 0);
         assert_false(json_is_true(json_object_get(one, "exploit")));
         int s1 = strcmp(tjson_str(one, "bandit"), "s1") == 0;
         seen[s1 ? 0 : 1]++;
         double reward = s1 ? (strcmp(tjson_str(one, "arm"), "hi") == 0) : trng_bernoulli(&g, 0.5);
-        assert_string_equal(texp_reward(g_d, "mb", tjson_str(one, "id"), reward), "accepted");
+        assert_string_equal(texp_reward(tgroup_d, "mb", tjson_str(one, "id"), reward), "accepted");
         json_decref(a);
-        json_t *st = texp_status(g_d, "mb");
+        json_t *st = texp_status(tgroup_d, "mb");
         done = json_is_true(tjson_get(st, "bandits[0].done"));
         assert_false(json_is_true(tjson_get(st, "bandits[1].done")));
         json_decref(st);
     }
     assert_true(done);
     assert_true(seen[0] > 0 && seen[1] > 0);
-    json_t *st = texp_status(g_d, "mb");
+    json_t *st = texp_status(tgroup_d, "mb");
     assert_int_equal(tjson_int(st, "bandits_done"), 1);
     assert_int_equal(tjson_int(st, "bandits_total"), 2);
     assert_string_equal(tjson_str(st, "state"), "running");
@@ -324,7 +307,7 @@ static void test_multi_bandit_uniform(void **state)
     printf("# multi-bandit uniform: s1 done after %d of its pulls (%d in s2)\n", seen[0],
            seen[1]);
     /* The done bandit, named: its recommendation, as exploitation. */
-    a = texp_assign(g_d, "mb", "{\"bandit\":\"s1\",\"count\":5}");
+    a = texp_assign(tgroup_d, "mb", "{\"bandit\":\"s1\",\"count\":5}");
     for (size_t i = 0; i < 5; i++) {
         assert_true(json_is_true(tjson_get(json_array_get(a, i), "exploit")));
         assert_string_equal(tjson_str(json_array_get(a, i), "arm"), "hi");
@@ -332,13 +315,13 @@ static void test_multi_bandit_uniform(void **state)
     }
     json_decref(a);
     /* Unnamed: only the unfinished bandit is pulled. */
-    a = texp_assign(g_d, "mb", "{\"count\":10}");
+    a = texp_assign(tgroup_d, "mb", "{\"count\":10}");
     for (size_t i = 0; i < 10; i++) {
         assert_false(json_is_true(tjson_get(json_array_get(a, i), "exploit")));
         assert_string_equal(tjson_str(json_array_get(a, i), "bandit"), "s2");
     }
     json_decref(a);
-    st = texp_status(g_d, "mb");
+    st = texp_status(tgroup_d, "mb");
     assert_int_equal(tjson_int(st, "handed_out"), handed + 10);
     json_decref(st);
 }
@@ -349,7 +332,7 @@ static void test_gcp_easy_bandit_first(void **state)
 {
     (void)state;
     /* Three bandits of decreasing gap; the coordinator never names one. */
-    struct tresp *r = treq(g_d, "POST", "/v1/experiments",
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments",
                            "{\"id\":\"gcp3\",\"bandits\":["
                            "{\"id\":\"easy\",\"arms\":[\"a\",\"b\"]},"
                            "{\"id\":\"medium\",\"arms\":[\"a\",\"b\"]},"
@@ -372,7 +355,7 @@ static void test_gcp_easy_bandit_first(void **state)
     int first_done = -1;
     long long per_bandit[3] = {0, 0, 0};
     for (int n = 0; n < MAX_PULLS && first_done < 0; n++) {
-        json_t *a = texp_assign(g_d, "gcp3", NULL);
+        json_t *a = texp_assign(tgroup_d, "gcp3", NULL);
         json_t *one = json_array_get(a, 0);
         assert_false(json_is_true(json_object_get(one, "exploit")));
         int b = -1;
@@ -382,11 +365,11 @@ static void test_gcp_easy_bandit_first(void **state)
         assert_true(b >= 0);
         per_bandit[b]++;
         long long arm = tjson_int(one, "arm_index");
-        assert_string_equal(texp_reward(g_d, "gcp3", tjson_str(one, "id"),
+        assert_string_equal(texp_reward(tgroup_d, "gcp3", tjson_str(one, "id"),
                                         trng_bernoulli(&g, p[b][arm])),
                             "accepted");
         json_decref(a);
-        json_t *st = texp_status(g_d, "gcp3");
+        json_t *st = texp_status(tgroup_d, "gcp3");
         for (int k = 0; k < 3 && first_done < 0; k++) {
             char path[32];
             snprintf(path, sizeof path, "bandits[%d].done", k);
@@ -399,14 +382,14 @@ static void test_gcp_easy_bandit_first(void **state)
            first_done >= 0 ? names[first_done] : "none", per_bandit[0], per_bandit[1],
            per_bandit[2]);
     assert_int_equal(first_done, 0);
-    json_t *st = texp_status(g_d, "gcp3");
+    json_t *st = texp_status(tgroup_d, "gcp3");
     assert_int_equal(tjson_int(st, "bandits_done"), 1);
     assert_string_equal(tjson_str(st, "bandits[0].recommended[0]"), "b");
     assert_true(tjson_num(st, "bandits[0].rho") >= 0.95);
     json_decref(st);
     /* Recruitment goes on in the unfinished bandits only. */
     for (int n = 0; n < 200; n++) {
-        json_t *a = texp_assign(g_d, "gcp3", NULL);
+        json_t *a = texp_assign(tgroup_d, "gcp3", NULL);
         json_t *one = json_array_get(a, 0);
         const char *bandit = tjson_str(one, "bandit");
         int b = strcmp(bandit, "medium") == 0 ? 1 : strcmp(bandit, "hard") == 0 ? 2 : 0;
@@ -416,12 +399,12 @@ static void test_gcp_easy_bandit_first(void **state)
         }
         assert_string_not_equal(bandit, "easy");
         long long arm = tjson_int(one, "arm_index");
-        assert_string_equal(texp_reward(g_d, "gcp3", tjson_str(one, "id"),
+        assert_string_equal(texp_reward(tgroup_d, "gcp3", tjson_str(one, "id"),
                                         trng_bernoulli(&g, p[b][arm])),
                             "accepted");
         json_decref(a);
     }
-    st = texp_status(g_d, "gcp3");
+    st = texp_status(tgroup_d, "gcp3");
     printf("# gcp after 200 more: bandits done %lld; pulls easy %lld, medium %lld, hard %lld\n",
            tjson_int(st, "bandits_done"),
            tjson_int(st, "bandits[0].arms[0].pulls") + tjson_int(st, "bandits[0].arms[1].pulls"),
@@ -440,5 +423,5 @@ int main(void)
         cmocka_unit_test(test_multi_bandit_uniform),
         cmocka_unit_test(test_gcp_easy_bandit_first),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
 }

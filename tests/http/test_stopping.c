@@ -29,23 +29,6 @@
 
 #define MAX_PULLS 6000
 
-static struct tdaemon *g_d;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    g_d = tdaemon_start(NULL);
-    return g_d == NULL ? -1 : 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    int rc = tdaemon_stop(g_d);
-    tdaemon_free(g_d);
-    return rc == 0 ? 0 : -1;
-}
-
 static const double g_p3[3] = {0.1, 0.5, 0.9};
 
 /* Rewards in flight, oldest first. */
@@ -61,7 +44,7 @@ static void stop_is_final(uint64_t seed)
     enum { WINDOW = 50 };
     char id[32];
     snprintf(id, sizeof id, "final-%llu", (unsigned long long)seed);
-    json_decref(texp_create(g_d,
+    json_decref(texp_create(tgroup_d,
                             "{\"id\":\"%s\",\"arms\":[\"p10\",\"p50\",\"p90\"],"
                             "\"policy\":{\"name\":\"adapt\"},\"goal\":{\"delta\":0.05},"
                             "\"stop_rule\":\"delta_c\",\"seed\":%llu}",
@@ -72,7 +55,7 @@ static void stop_is_final(uint64_t seed)
     size_t head = 0, tail = 0;
     int stopped = 0;
     for (int i = 0; i < MAX_PULLS && !stopped; i++) {
-        json_t *a = texp_assign(g_d, id, NULL);
+        json_t *a = texp_assign(tgroup_d, id, NULL);
         json_t *one = json_array_get(a, 0);
         if (json_is_true(json_object_get(one, "exploit"))) {
             stopped = 1;
@@ -83,7 +66,7 @@ static void stop_is_final(uint64_t seed)
             /* Each reward comes back WINDOW assignments late. */
             if (tail - head > WINDOW) {
                 assert_string_equal(
-                    texp_reward(g_d, id, q[head].id, trng_bernoulli(&g, g_p3[q[head].arm])),
+                    texp_reward(tgroup_d, id, q[head].id, trng_bernoulli(&g, g_p3[q[head].arm])),
                     "accepted");
                 head++;
             }
@@ -91,7 +74,7 @@ static void stop_is_final(uint64_t seed)
         json_decref(a);
     }
     assert_true(stopped);
-    json_t *s = texp_status(g_d, id);
+    json_t *s = texp_status(tgroup_d, id);
     assert_true(json_is_true(json_object_get(s, "stopped")));
     assert_string_equal(tjson_str(s, "stop_reason"), "confidence");
     assert_string_equal(tjson_str(s, "state"), "stopped");
@@ -105,8 +88,9 @@ static void stop_is_final(uint64_t seed)
     /* The outstanding rewards arrive, all against the answer: the
      * recommended arm fails, the others succeed. */
     for (; head < tail; head++)
-        assert_string_equal(texp_reward(g_d, id, q[head].id, q[head].arm == 2 ? 0 : 1), "accepted");
-    s = texp_status(g_d, id);
+        assert_string_equal(texp_reward(tgroup_d, id, q[head].id, q[head].arm == 2 ? 0 : 1),
+                            "accepted");
+    s = texp_status(tgroup_d, id);
     assert_int_equal(tjson_int(s, "pulls"), pulls + WINDOW);
     assert_int_equal(tjson_int(s, "pending"), 0);
     double dc = tjson_num(s, "bandits[0].delta_c");
@@ -121,12 +105,12 @@ static void stop_is_final(uint64_t seed)
     assert_non_null(rec);
     /* Still exploiting: assignments serve the recommendation, count nowhere. */
     for (int i = 0; i < 5; i++) {
-        json_t *a = texp_assign(g_d, id, NULL);
+        json_t *a = texp_assign(tgroup_d, id, NULL);
         assert_true(json_is_true(tjson_get(a, "[0].exploit")));
         assert_string_equal(tjson_str(a, "[0].arm"), rec);
         json_decref(a);
     }
-    json_t *s2 = texp_status(g_d, id);
+    json_t *s2 = texp_status(tgroup_d, id);
     assert_int_equal(tjson_int(s2, "pulls"), pulls + WINDOW);
     assert_int_equal(tjson_int(s2, "handed_out"), tjson_int(s, "handed_out"));
     printf("# seed %llu: stopped after %lld rewarded pulls with %d out; after them delta_c %.3g\n",
@@ -149,7 +133,7 @@ static void budget_with_all_pending(const char *policy)
     enum { BUDGET = 90, ASK = 120, BATCH = 40 };
     char id[64];
     snprintf(id, sizeof id, "budget-%s", policy);
-    json_decref(texp_create(g_d,
+    json_decref(texp_create(tgroup_d,
                             "{\"id\":\"%s\",\"arms\":[\"p10\",\"p50\",\"p90\"],"
                             "\"policy\":{\"name\":\"%s\"},\"goal\":{\"budget\":%d},\"seed\":3}",
                             id, policy, BUDGET));
@@ -159,7 +143,7 @@ static void budget_with_all_pending(const char *policy)
     for (int asked = 0; asked < ASK; asked += BATCH) {
         char body[64];
         snprintf(body, sizeof body, "{\"count\":%d}", BATCH);
-        json_t *list = texp_assign(g_d, id, body);
+        json_t *list = texp_assign(tgroup_d, id, body);
         assert_int_equal(json_array_size(list), BATCH);
         size_t i;
         json_t *a;
@@ -179,7 +163,7 @@ static void budget_with_all_pending(const char *policy)
     }
     assert_int_equal(handed, BUDGET);
     assert_int_equal(exploit, ASK - BUDGET);
-    json_t *s = texp_status(g_d, id);
+    json_t *s = texp_status(tgroup_d, id);
     assert_int_equal(tjson_int(s, "handed_out"), BUDGET);
     assert_int_equal(tjson_int(s, "pending"), BUDGET);
     assert_int_equal(tjson_int(s, "pulls"), 0);
@@ -198,19 +182,19 @@ static void budget_with_all_pending(const char *policy)
     json_t *body = json_pack("{s:o}", "rewards", items);
     char path[128];
     snprintf(path, sizeof path, "/v1/experiments/%s/rewards", id);
-    struct tresp *r = treq_json(g_d, "POST", path, body);
+    struct tresp *r = treq_json(tgroup_d, "POST", path, body);
     assert_status(r, 200);
     assert_int_equal(tjson_int(r->json, "accepted"), BUDGET);
     tresp_free(r);
     json_decref(body);
-    s = texp_status(g_d, id);
+    s = texp_status(tgroup_d, id);
     assert_int_equal(tjson_int(s, "pulls"), BUDGET);
     assert_int_equal(tjson_int(s, "pending"), 0);
     assert_int_equal(tjson_int(s, "handed_out"), BUDGET);
     assert_true(json_is_true(json_object_get(s, "stopped")));
     assert_string_equal(tjson_str(s, "stop_reason"), "budget");
     json_decref(s);
-    json_t *a = texp_assign(g_d, id, NULL);
+    json_t *a = texp_assign(tgroup_d, id, NULL);
     assert_true(json_is_true(tjson_get(a, "[0].exploit")));
     json_decref(a);
     json_decref(ids);
@@ -234,18 +218,18 @@ static json_t *run_until_stop(const char *id, uint64_t seed)
     struct trng g;
     trng_seed(&g, seed);
     for (int i = 0; i < MAX_PULLS; i++) {
-        json_t *a = texp_assign(g_d, id, NULL);
+        json_t *a = texp_assign(tgroup_d, id, NULL);
         json_t *one = json_array_get(a, 0);
         int exploit = json_is_true(json_object_get(one, "exploit"));
         if (!exploit) {
             long long arm = tjson_int(one, "arm_index");
             assert_string_equal(
-                texp_reward(g_d, id, tjson_str(one, "id"), trng_bernoulli(&g, g_p3[arm])),
+                texp_reward(tgroup_d, id, tjson_str(one, "id"), trng_bernoulli(&g, g_p3[arm])),
                 "accepted");
         }
         json_decref(a);
         if (exploit)
-            return texp_status(g_d, id);
+            return texp_status(tgroup_d, id);
     }
     fail_msg("%s did not stop within %d pulls", id, MAX_PULLS);
     return NULL;
@@ -260,7 +244,7 @@ static json_t *rule_run(const char *policy, const char *rule, const char *goal, 
     char stop[64] = "";
     if (rule != NULL)
         snprintf(stop, sizeof stop, ",\"stop_rule\":\"%s\"", rule);
-    json_decref(texp_create(g_d,
+    json_decref(texp_create(tgroup_d,
                             "{\"id\":\"%s\",\"arms\":[\"p10\",\"p50\",\"p90\"],"
                             "\"policy\":{\"name\":\"%s\"},\"goal\":%s%s%s,"
                             "\"seed\":%llu}",
@@ -324,5 +308,5 @@ int main(void)
         cmocka_unit_test(test_budget_counts_pending),
         cmocka_unit_test(test_stop_rules),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
 }

@@ -44,39 +44,10 @@ static struct instance top2of5 = {"top-2 of bernoulli(0.1,0.3,0.5,0.7,0.9) d=0.1
 static struct instance close3 = {"close bernoulli(0.1,0.4,0.5) d=0.2",
                                  "{\"delta\": 0.2, \"arms\": [0.1, 0.4, 0.5]}", 103};
 
-/* error rate ≤ δ for one policy/stop on one instance, over both bounds and
- * delays 0 and 100. Shared with test_stat_uniform.c in spirit; kept here so
- * each file reads on its own. */
-static void check_delta(const struct instance *in, const char *policy, enum engine_stop_rule stop)
-{
-    struct sim_problem p;
-    stattest_problem(in->json, &p);
-    uint64_t runs = stattest_binom_runs(p.delta, 2 * p.delta, ALPHA, 0.9);
-    assert_true(runs > 0);
-    const enum stats_bound bounds[] = {STATS_BOUND_ANYTIME, STATS_BOUND_FIXED};
-    const uint64_t delays[] = {0, 100};
-    for (size_t b = 0; b < 2; b++) {
-        for (size_t d = 0; d < 2; d++) {
-            p.bound = bounds[b];
-            struct sim_options o = stattest_options(policy, runs, in->seed);
-            o.stop = stop;
-            o.delay = delays[d];
-            struct sim_result r;
-            char label[160];
-            snprintf(label, sizeof label, "%s, %s bound, delay %llu", in->name,
-                     b ? "fixed" : "anytime", (unsigned long long)delays[d]);
-            stattest_run(label, &p, &o, &r);
-            stattest_assert_rate_at_most(label, r.errors, r.runs, p.delta, ALPHA);
-            assert_int_equal(r.capped, 0);
-            assert_int_equal(r.stopped, r.runs);
-        }
-    }
-    sim_problem_free(&p);
-}
-
 static void test_adapt_delta(void **state)
 {
-    check_delta(*state, "adapt", ENGINE_RULE_DEFAULT);
+    const struct instance *in = *state;
+    stattest_check_delta(in->name, in->json, "adapt", ENGINE_RULE_DEFAULT, in->seed, ALPHA);
 }
 
 /* One clearly bad arm (0.1) beside a close pair: uniform allocation spends a

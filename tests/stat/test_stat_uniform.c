@@ -48,29 +48,7 @@ static struct instance gauss3 = {
 static void test_uniform_delta(void **state)
 {
     const struct instance *in = *state;
-    struct sim_problem p;
-    stattest_problem(in->json, &p);
-    uint64_t runs = stattest_binom_runs(p.delta, 2 * p.delta, ALPHA, 0.9);
-    assert_true(runs > 0);
-    const enum stats_bound bounds[] = {STATS_BOUND_ANYTIME, STATS_BOUND_FIXED};
-    const uint64_t delays[] = {0, 100};
-    for (size_t b = 0; b < 2; b++) {
-        for (size_t d = 0; d < 2; d++) {
-            p.bound = bounds[b];
-            struct sim_options o = stattest_options("uniform", runs, in->seed);
-            o.stop = ENGINE_RULE_DELTA_C;
-            o.delay = delays[d];
-            struct sim_result r;
-            char label[160];
-            snprintf(label, sizeof label, "%s, %s bound, delay %llu", in->name,
-                     b ? "fixed" : "anytime", (unsigned long long)delays[d]);
-            stattest_run(label, &p, &o, &r);
-            stattest_assert_rate_at_most(label, r.errors, r.runs, p.delta, ALPHA);
-            assert_int_equal(r.capped, 0);
-            assert_int_equal(r.stopped, r.runs);
-        }
-    }
-    sim_problem_free(&p);
+    stattest_check_delta(in->name, in->json, "uniform", ENGINE_RULE_DELTA_C, in->seed, ALPHA);
 }
 
 int main(void)

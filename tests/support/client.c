@@ -193,7 +193,10 @@ struct tresp *tclient_req_opts(struct tclient *c, const char *method, const char
     }
     curl_easy_reset(h); /* keeps the connection cache */
     char url[1024];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)tdaemon_port(c->d), path);
+    const char *cafile = NULL;
+    int https = tdaemon_https(c->d, &cafile);
+    snprintf(url, sizeof url, "%s://127.0.0.1:%u%s", https ? "https" : "http",
+             (unsigned)tdaemon_port(c->d), path);
     struct curl_slist *hl = NULL;
     for (size_t i = 0; headers != NULL && headers[i] != NULL; i++)
         hl = curl_slist_append(hl, headers[i]);
@@ -210,6 +213,8 @@ struct tresp *tclient_req_opts(struct tclient *c, const char *method, const char
     curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+    if (cafile != NULL)
+        curl_easy_setopt(h, CURLOPT_CAINFO, cafile);
     if (o != NULL && o->rcvbuf > 0) {
         curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, set_rcvbuf);
         curl_easy_setopt(h, CURLOPT_SOCKOPTDATA, (void *)(uintptr_t)o);
@@ -244,6 +249,17 @@ struct tresp *treq(struct tdaemon *d, const char *method, const char *path, cons
     return tclient_req(tdaemon_client(d), method, path, body, headers);
 }
 
+struct tresp *treq_key(struct tdaemon *d, const char *method, const char *path, const char *key,
+                       const char *body)
+{
+    char auth[512];
+    const char *headers[] = {auth, NULL};
+    if (key == NULL)
+        return treq(d, method, path, body, NULL);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", key);
+    return treq(d, method, path, body, headers);
+}
+
 struct tresp *treqf(struct tdaemon *d, const char *method, const char *path, const char *fmt,
                     ...)
 {
@@ -275,6 +291,18 @@ const char *tresp_header(const struct tresp *r, const char *name)
         if (strcasecmp(r->hname[i], name) == 0)
             v = r->hvalue[i];
     return v;
+}
+
+json_t *tcall(struct tdaemon *d, const char *method, const char *path, const char *body,
+              long want)
+{
+    struct tresp *r = treq(d, method, path, body, NULL);
+    if (r->status != want)
+        fail_msg("%s %s: %ld (expected %ld): %.300s %s", method, path, r->status, want, r->body,
+                 r->error);
+    json_t *j = json_incref(r->json);
+    tresp_free(r);
+    return j;
 }
 
 /* --- JSON helpers ------------------------------------------------------------ */

@@ -5,6 +5,12 @@
  * on the same database, and copy its stderr into the test log. See
  * harness.h for the contract.
  */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
 #include "tests/support/harness.h"
 
 #include <errno.h>
@@ -22,6 +28,7 @@
 #include <unistd.h>
 
 #include "tests/support/internal.h"
+#include "tests/support/tstore.h"
 
 #define START_TIMEOUT_MS 30000
 #define STOP_TIMEOUT_MS 60000
@@ -37,6 +44,10 @@ struct tdaemon {
     pid_t pid;                  /* 0: not running */
     uint16_t port;
     off_t err_copied; /* bytes of the stderr file already copied to the log */
+    unsigned flags;   /* TDAEMON_* of the last launch */
+    int https;        /* requests go to https:// (tdaemon_use_tls) */
+    char cafile[600]; /* ... verified against this CA ("" = the system's) */
+    int live;         /* registered for the at-exit clean-up */
     struct tclient *client;
 };
 
@@ -88,7 +99,7 @@ static void live_remove(struct tdaemon *d)
     pthread_mutex_unlock(&g_live_mu);
 }
 
-static void sleep_ms(unsigned ms)
+void tsleep_ms(unsigned ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
@@ -139,7 +150,7 @@ static int wait_for(pid_t pid, unsigned timeout_ms)
             return -1;
         if (waited >= timeout_ms)
             return -1;
-        sleep_ms(10);
+        tsleep_ms(10);
     }
 }
 
@@ -192,8 +203,10 @@ static int spawn(struct tdaemon *d)
     const char *argv[8 + MAX_EXTRA];
     size_t n = 0;
     argv[n++] = binary();
-    argv[n++] = "--listen";
-    argv[n++] = "127.0.0.1:0";
+    if (!(d->flags & TDAEMON_OWN_LISTEN)) {
+        argv[n++] = "--listen";
+        argv[n++] = "127.0.0.1:0";
+    }
     argv[n++] = "--db";
     argv[n++] = d->db;
     argv[n++] = "--sync";
@@ -246,9 +259,9 @@ static int spawn(struct tdaemon *d)
                     status_code(st));
             d->pid = 0;
             copy_stderr(d);
-            return -1;
+            return rc != -2 && WIFEXITED(st) ? 1000 + WEXITSTATUS(st) : -1;
         }
-        sleep_ms(10);
+        tsleep_ms(10);
     }
     fprintf(stderr, "# harness: banditd did not print its port within %d ms\n", START_TIMEOUT_MS);
     kill(pid, SIGKILL);
@@ -258,15 +271,8 @@ static int spawn(struct tdaemon *d)
     return -1;
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
 
-struct tdaemon *tdaemon_start(const char *const *extra)
+struct tdaemon *tdaemon_new(void)
 {
     tharness_global_init();
     struct tdaemon *d = calloc(1, sizeof *d);
@@ -282,19 +288,120 @@ struct tdaemon *tdaemon_start(const char *const *extra)
     snprintf(d->db, sizeof d->db, "%s/test.db", d->dir);
     snprintf(d->out_path, sizeof d->out_path, "%s/stdout", d->dir);
     snprintf(d->err_path, sizeof d->err_path, "%s/stderr", d->dir);
-    for (size_t i = 0; extra != NULL && extra[i] != NULL && i < MAX_EXTRA; i++)
-        d->extra[i] = strdup(extra[i]);
-    if (spawn(d) != 0) {
-        tdaemon_free(d);
-        return NULL;
-    }
     d->client = tclient_new(d);
     if (d->client == NULL) {
         tdaemon_free(d);
         return NULL;
     }
     live_add(d);
+    d->live = 1;
     return d;
+}
+
+int tdaemon_launch(struct tdaemon *d, const char *const *extra, unsigned flags)
+{
+    if (d == NULL || d->pid != 0)
+        return -1;
+    for (size_t i = 0; i < MAX_EXTRA && d->extra[i] != NULL; i++) {
+        free(d->extra[i]);
+        d->extra[i] = NULL;
+    }
+    for (size_t i = 0; extra != NULL && extra[i] != NULL && i < MAX_EXTRA; i++)
+        d->extra[i] = strdup(extra[i]);
+    d->flags = flags;
+    tclient_disconnect(d->client); /* a connection to an earlier run is dead */
+    return spawn(d);
+}
+
+void tdaemon_up(struct tdaemon *d, const char *const *extra, unsigned flags)
+{
+    int rc = tdaemon_launch(d, extra, flags);
+    if (rc != 0) {
+        char *e = tdaemon_stderr(d);
+        fail_msg("banditd did not start (%d): %s", rc, e ? e : "");
+    }
+}
+
+struct tdaemon *tdaemon_start(const char *const *extra)
+{
+    struct tdaemon *d = tdaemon_new();
+    if (d != NULL && tdaemon_launch(d, extra, 0) != 0) {
+        tdaemon_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+void tdaemon_use_tls(struct tdaemon *d, int https, const char *cafile)
+{
+    d->https = https;
+    snprintf(d->cafile, sizeof d->cafile, "%s", cafile != NULL ? cafile : "");
+    tclient_disconnect(d->client);
+}
+
+int tdaemon_https(const struct tdaemon *d, const char **cafile)
+{
+    *cafile = d->cafile[0] != '\0' ? d->cafile : NULL;
+    return d->https;
+}
+
+int tdaemon_cli(const struct tdaemon *d, const char *const *args, const char *input, char *out,
+                size_t outlen, char *err, size_t errlen)
+{
+    const char *argv[2 + MAX_EXTRA];
+    char opath[640], epath[640], ipath[640];
+    size_t n = 0;
+    argv[n++] = binary();
+    for (size_t i = 0; args[i] != NULL && i < MAX_EXTRA; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    snprintf(opath, sizeof opath, "%s/cli.out", d->dir);
+    snprintf(epath, sizeof epath, "%s/cli.err", d->dir);
+    snprintf(ipath, sizeof ipath, "%s/cli.in", d->dir);
+    FILE *in = fopen(ipath, "w");
+    if (in == NULL)
+        return -1;
+    fputs(input != NULL ? input : "", in);
+    fclose(in);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int ofd = open(opath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int efd = open(epath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int ifd = open(ipath, O_RDONLY);
+        if (ofd < 0 || efd < 0 || ifd < 0)
+            _exit(126);
+        dup2(ifd, STDIN_FILENO);
+        dup2(ofd, STDOUT_FILENO);
+        dup2(efd, STDERR_FILENO);
+        execv(argv[0], (char *const *)(uintptr_t)argv);
+        _exit(127);
+    }
+    int st = wait_for(pid, STOP_TIMEOUT_MS);
+    if (st == -1) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return -1;
+    }
+    tread_file(opath, out, outlen);
+    tread_file(epath, err, errlen);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int tdaemon_create_key(const struct tdaemon *d, const char *scope, char *key, size_t len)
+{
+    char err[1024];
+    const char *args[] = {"keys", "create", "--db", d->db, "--scope", scope, NULL};
+    if (tdaemon_cli(d, args, NULL, key, len, err, sizeof err) != 0) {
+        fprintf(stderr, "# harness: keys create: %s", err);
+        return -1;
+    }
+    key[strcspn(key, "\n")] = '\0';
+    return key[0] != '\0' ? 0 : -1;
 }
 
 int tdaemon_signal(struct tdaemon *d, int sig)
@@ -353,14 +460,15 @@ int tdaemon_restart(struct tdaemon *d)
         return -1;
     if (d->pid != 0 && tdaemon_stop(d) != 0)
         return -1;
-    return spawn(d);
+    return spawn(d) == 0 ? 0 : -1;
 }
 
 void tdaemon_free(struct tdaemon *d)
 {
     if (d == NULL)
         return;
-    live_remove(d);
+    if (d->live)
+        live_remove(d);
     if (d->pid != 0)
         tdaemon_kill(d);
     tclient_free(d->client);
@@ -370,7 +478,7 @@ void tdaemon_free(struct tdaemon *d)
     if (keep != NULL && keep[0] != '\0')
         fprintf(stderr, "# harness: kept %s\n", d->dir);
     else
-        nftw(d->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+        ttree_remove(d->dir);
     free(d);
 }
 
@@ -424,4 +532,45 @@ char *tdaemon_stderr(const struct tdaemon *d)
 struct tclient *tdaemon_client(struct tdaemon *d)
 {
     return d->client;
+}
+
+/* --- one daemon for a whole test group ---------------------------------------- */
+
+struct tdaemon *tgroup_d;
+
+int tgroup_start(const char *const *extra)
+{
+    tgroup_d = tdaemon_start(extra);
+    return tgroup_d == NULL ? -1 : 0;
+}
+
+int tgroup_setup(void **state)
+{
+    (void)state;
+    return tgroup_start(NULL);
+}
+
+int tgroup_teardown(void **state)
+{
+    (void)state;
+    int rc = tdaemon_stop(tgroup_d);
+    tdaemon_free(tgroup_d);
+    tgroup_d = NULL;
+    return rc == 0 ? 0 : -1;
+}
+
+/* --- a daemon of its own for each test ------------------------------------------ */
+
+int tfresh_setup(void **state)
+{
+    struct tdaemon *d = tdaemon_new();
+    *state = d;
+    return d == NULL ? -1 : 0;
+}
+
+int tfresh_teardown(void **state)
+{
+    tdaemon_free(*state);
+    *state = NULL;
+    return 0;
 }

@@ -49,6 +49,20 @@
  *   (PR_SET_PDEATHSIG: start and restart daemons from the test's main
  *   thread, since the signal follows the thread that forked), so no run
  *   leaves a daemon behind.
+ * - A test that prepares the database first (API keys created before the
+ *   start, a config file in the directory) or expects the start to fail
+ *   uses tdaemon_new (directory and database path, no process) and then
+ *   tdaemon_launch(d, extra, flags): 0 once the daemon listens, 1000 + its
+ *   exit status when it exits instead (a refused start: tdaemon_stderr says
+ *   why), −1 otherwise. It can launch the same daemon again after a stop
+ *   with other flags. TDAEMON_OWN_LISTEN leaves out the default --listen
+ *   (extra gives one, e.g. "0.0.0.0:0"; the port is still read from the
+ *   first stdout line).
+ * - tdaemon_use_tls(d, 1, ca) makes the requests HTTPS, verified against
+ *   the CA file ca (a daemon run with --tls-cert/--tls-key).
+ * - tdaemon_cli runs `banditd ARGS...` (the keys and backup subcommands) to
+ *   completion with a given standard input and returns its exit status;
+ *   tdaemon_create_key is `keys create --db DB --scope S`.
  * - Waiting is bounded by generous timeouts only (30 s to come up, 60 s to
  *   shut down, 60 s per request): nothing depends on the machine's speed
  *   except through them.
@@ -109,12 +123,49 @@ int tdaemon_restart(struct tdaemon *d);
 /* Kill if still running, remove the directory, free. NULL is a no-op. */
 void tdaemon_free(struct tdaemon *d);
 
+/* A daemon not started yet (see THE DAEMON); NULL if out of memory. */
+struct tdaemon *tdaemon_new(void);
+#define TDAEMON_OWN_LISTEN 1u /* no default --listen 127.0.0.1:0: extra has one */
+/* Start d (new or stopped) with extra flags (copied; they replace the last
+ * launch's). 0, 1000 + exit status of a refused start, or −1. */
+int tdaemon_launch(struct tdaemon *d, const char *const *extra, unsigned flags);
+/* Requests to d over HTTPS (https != 0) verified against cafile (NULL: the
+ * system's CAs), or plain HTTP again. Drops the kept-alive connection. */
+void tdaemon_use_tls(struct tdaemon *d, int https, const char *cafile);
+/* Run `banditd ARGS...` to completion: input as standard input (NULL:
+ * empty), stdout and stderr into out and err (NUL-terminated, truncated;
+ * NULL: dropped). The exit status, or −1. */
+int tdaemon_cli(const struct tdaemon *d, const char *const *args, const char *input, char *out,
+                size_t outlen, char *err, size_t errlen);
+/* `banditd keys create --db DB --scope scope`: the new key into key (≥ 64
+ * bytes). 0 or −1. */
+int tdaemon_create_key(const struct tdaemon *d, const char *scope, char *key, size_t len);
+
 uint16_t tdaemon_port(const struct tdaemon *d);
 int tdaemon_running(const struct tdaemon *d);
 const char *tdaemon_db_path(const struct tdaemon *d);
 const char *tdaemon_dir(const struct tdaemon *d);
 /* The daemon's stderr so far, as one string (new; free it). */
 char *tdaemon_stderr(const struct tdaemon *d);
+
+/* --- one daemon for a whole test group ---------------------------------------- */
+
+/* Most suites share one daemon between their tests:
+ *   cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
+ * and every test talks to tgroup_d. A group that needs flags has its own
+ * setup calling tgroup_start(extra). The teardown stops the daemon and fails
+ * the group unless it shut down cleanly (exit status 0). */
+extern struct tdaemon *tgroup_d;
+int tgroup_start(const char *const *extra); /* 0, or −1 if it did not come up */
+int tgroup_setup(void **state);
+int tgroup_teardown(void **state);
+
+/* A daemon of its own for each test, not started (tdaemon_new: the test
+ * prepares and launches it):
+ *   cmocka_unit_test_setup_teardown(test, tfresh_setup, tfresh_teardown)
+ * puts the struct tdaemon * in the test's *state; the teardown frees it. */
+int tfresh_setup(void **state);
+int tfresh_teardown(void **state);
 
 /* --- the client --------------------------------------------------------------- */
 
@@ -155,6 +206,9 @@ struct tresp *tclient_req_opts(struct tclient *c, const char *method, const char
 /* Requests on d's own client. */
 struct tresp *treq(struct tdaemon *d, const char *method, const char *path, const char *body,
                    const char *const *headers);
+/* With "Authorization: Bearer key" (key NULL: no header). */
+struct tresp *treq_key(struct tdaemon *d, const char *method, const char *path, const char *key,
+                       const char *body);
 struct tresp *treqf(struct tdaemon *d, const char *method, const char *path, const char *fmt,
                     ...) __attribute__((format(printf, 4, 5)));
 /* body borrowed (serialised compactly). */
@@ -210,6 +264,19 @@ int tproblem_has_field(const struct tresp *r, const char *field);
         if (!tproblem_has_field((r), (field)))                                                 \
             fail_msg("errors[] does not name \"%s\": %s", (field), (r)->body);                 \
     } while (0)
+
+/* tdaemon_launch that fails the test (with the daemon's stderr) unless the
+ * daemon comes up. */
+void tdaemon_up(struct tdaemon *d, const char *const *extra, unsigned flags);
+
+/* One request that must answer `want` (the test fails with the body
+ * otherwise); the body parsed as JSON (new reference; NULL when it is not
+ * JSON). */
+json_t *tcall(struct tdaemon *d, const char *method, const char *path, const char *body,
+              long want);
+
+/* Sleep ms milliseconds (nanosleep, resumed after signals). */
+void tsleep_ms(unsigned ms);
 
 /* --- a seeded generator for rewards --------------------------------------------- */
 

@@ -1,6 +1,12 @@
 /*
  * prom.c — see prom.h.
  */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
 #include "tests/support/prom.h"
 
 #include <ctype.h>
@@ -280,6 +286,21 @@ double prom_get(const struct prom *p, const char *name, const char *labels, int 
             return p->s[i].value;
         }
     return 0;
+}
+
+double prom_must(const struct prom *p, const char *name, const char *labels)
+{
+    int found = 0;
+    double v = prom_get(p, name, labels, &found);
+    if (!found)
+        fail_msg("no series %s{%s}", name, labels ? labels : "");
+    return v;
+}
+
+double prom_or0(const struct prom *p, const char *name, const char *labels)
+{
+    int found;
+    return prom_get(p, name, labels, &found);
 }
 
 void prom_free(struct prom *p)

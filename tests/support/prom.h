@@ -26,6 +26,11 @@ struct prom {
 int prom_parse(const char *text, const char *prefix, struct prom *out, char *err, size_t errlen);
 /* The value of series name{labels}; *found = 0 (and 0 returned) if absent. */
 double prom_get(const struct prom *p, const char *name, const char *labels, int *found);
+/* The value of name{labels}; a series that is absent fails the test
+ * (cmocka's fail_msg, naming it). */
+double prom_must(const struct prom *p, const char *name, const char *labels);
+/* The value, 0 when absent (a counter a scrape has not seen move yet). */
+double prom_or0(const struct prom *p, const char *name, const char *labels);
 void prom_free(struct prom *p);
 
 #endif

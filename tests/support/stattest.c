@@ -75,6 +75,18 @@ double stattest_prop_less_p(uint64_t k_a, uint64_t n_a, uint64_t k_b, uint64_t n
     return gsl_cdf_ugaussian_Q((pb - pa) / se);
 }
 
+void stattest_assert_fewer(const char *label, uint64_t k_a, uint64_t n_a, uint64_t k_b,
+                           uint64_t n_b, double alpha)
+{
+    double pv = stattest_prop_less_p(k_a, n_a, k_b, n_b);
+    print_message("# %s: %.4f (%llu/%llu) vs %.4f (%llu/%llu), p = %.3g (need < %.3g)\n", label,
+                  (double)k_a / (double)n_a, (unsigned long long)k_a, (unsigned long long)n_a,
+                  (double)k_b / (double)n_b, (unsigned long long)k_b, (unsigned long long)n_b, pv,
+                  alpha);
+    if (!(pv < alpha))
+        fail_msg("%s: not significantly fewer (p = %.3g)", label, pv);
+}
+
 void stattest_assert_rate_at_most(const char *label, uint64_t k, uint64_t n, double p, double alpha)
 {
     double lo, hi, pv = stattest_binom_sf(k, n, p);
@@ -142,4 +154,52 @@ void stattest_run(const char *label, const struct sim_problem *p, const struct s
                   p->bound == STATS_BOUND_FIXED ? "fixed" : "anytime", r->error_rate, lo, hi,
                   r->pac_error_rate, r->mean_pulls, r->sd_pulls / sqrt((double)r->runs),
                   r->median_pulls, r->p90_pulls, r->stopped_rate, r->wall_s);
+}
+
+void stattest_check_delta(const char *name, const char *json, const char *policy,
+                          enum engine_stop_rule stop, uint64_t seed, double alpha)
+{
+    struct sim_problem p;
+    stattest_problem(json, &p);
+    uint64_t runs = stattest_binom_runs(p.delta, 2 * p.delta, alpha, 0.9);
+    assert_true(runs > 0);
+    const enum stats_bound bounds[] = {STATS_BOUND_ANYTIME, STATS_BOUND_FIXED};
+    const uint64_t delays[] = {0, 100};
+    for (size_t b = 0; b < 2; b++) {
+        for (size_t d = 0; d < 2; d++) {
+            p.bound = bounds[b];
+            struct sim_options o = stattest_options(policy, runs, seed);
+            o.stop = stop;
+            o.delay = delays[d];
+            struct sim_result r;
+            char label[160];
+            snprintf(label, sizeof label, "%s, %s bound, delay %llu", name, b ? "fixed" : "anytime",
+                     (unsigned long long)delays[d]);
+            stattest_run(label, &p, &o, &r);
+            stattest_assert_rate_at_most(label, r.errors, r.runs, p.delta, alpha);
+            assert_int_equal(r.capped, 0);
+            assert_int_equal(r.stopped, r.runs);
+        }
+    }
+    sim_problem_free(&p);
+}
+
+void stattest_assert_result_keys(const json_t *j, const char *what)
+{
+    static const char *const keys[] = {"runs",
+                                       "policy",
+                                       "params",
+                                       "error_rate",
+                                       "mean_bandit_error_rate",
+                                       "pac_error_rate",
+                                       "regret_error_rate",
+                                       "mean_pulls",
+                                       "median_pulls",
+                                       "p90_pulls",
+                                       "mean_completed",
+                                       "wall_s",
+                                       NULL};
+    for (size_t i = 0; keys[i] != NULL; i++)
+        if (json_object_get(j, keys[i]) == NULL)
+            fail_msg("no key %s in %s", keys[i], what);
 }

@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "sim/sim.h"
 
 /* --- binomial and normal tests ------------------------------------------- */
@@ -65,6 +67,12 @@ double stattest_prop_less_p(uint64_t k_a, uint64_t n_a, uint64_t k_b, uint64_t n
 void stattest_assert_rate_at_most(const char *label, uint64_t k, uint64_t n, double p,
                                   double alpha);
 
+/* Fail the current cmocka test unless k_a of n_a is significantly below
+ * k_b of n_b (stattest_prop_less_p < alpha); print both rates and the
+ * p-value as a TAP comment either way. */
+void stattest_assert_fewer(const char *label, uint64_t k_a, uint64_t n_a, uint64_t k_b,
+                           uint64_t n_b, double alpha);
+
 /* --- running simulations from a test --------------------------------------- */
 
 /* Parse a problem given as JSON text; fails the test with the parser's
@@ -85,5 +93,19 @@ void stattest_param(struct sim_options *o, const char *name, const char *value);
  * with the label, the error rate and interval, and the pulls. */
 void stattest_run(const char *label, const struct sim_problem *p, const struct sim_options *o,
                   struct sim_result *r);
+
+/* "Error rate ≤ δ" for one policy and stop rule on the problem `json` (δ
+ * included), under the anytime and the fixed-n bound, with rewards back at
+ * once and 100 pulls late: four one-sided exact binomial tests at level
+ * alpha, each on stattest_binom_runs(δ, 2δ, alpha, 0.9) runs from `seed`
+ * (a policy twice as wrong as promised fails nine times in ten). Every run
+ * must also stop by its rule (none capped). name labels the instance. */
+void stattest_check_delta(const char *name, const char *json, const char *policy,
+                          enum engine_stop_rule stop, uint64_t seed, double alpha);
+
+/* Fail the test unless the bandit-sim result object j has every key of the
+ * contract (CONTRACT.md, simulator output: runs, policy, params, the error
+ * rates, the pulls, mean_completed, wall_s); what names j in the message. */
+void stattest_assert_result_keys(const json_t *j, const char *what);
 
 #endif

@@ -19,48 +19,30 @@
 #include "api/api.h"
 #include "server/auth.h"
 #include "store/store.h"
+#include "tests/support/tstore.h"
 
-struct fx {
-    char dir[64];
-    char path[128];
-    struct store *st;
-};
 
 static int setup(void **state)
 {
-    struct fx *f = calloc(1, sizeof *f);
-    char err[256];
-    assert_non_null(f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/test_auth.XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->path, sizeof f->path, "%s/k.db", f->dir);
-    f->st = store_open(f->path, STORE_SYNC_NORMAL, err, sizeof err);
-    if (f->st == NULL)
-        fail_msg("store_open: %s", err);
-    *state = f;
+    *state = tstore_new("k.db");
     return 0;
 }
 
 static int teardown(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     auth_free();
-    store_close(f->st);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    int rc = system(cmd);
-    free(f);
-    return rc == 0 ? 0 : -1;
+    return tstore_free(f);
 }
 
 /* Insert a new key with scopes; returns its rowid, the key in key. */
-static int64_t add_key(struct fx *f, const char *scopes, char *key, size_t len)
+static int64_t add_key(struct tstore *f, const char *scopes, char *key, size_t len)
 {
     char hex[AUTH_HASH_HEX_LEN + 1];
     int64_t id = 0;
     assert_int_equal(auth_new_key(key, len), 0);
     assert_int_equal(auth_hash_hex(key, strlen(key), hex, sizeof hex), 0);
-    assert_int_equal(store_key_insert(f->st, "t", scopes, hex, 1, &id), STORE_OK);
+    assert_int_equal(store_key_insert(f->s, "t", scopes, hex, 1, &id), STORE_OK);
     return id;
 }
 
@@ -134,9 +116,9 @@ static void test_scope_lists(void **state)
 
 static void test_open_without_keys(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     int known = 1;
-    assert_int_equal(auth_init(f->st), STORE_OK);
+    assert_int_equal(auth_init(f->s), STORE_OK);
     assert_int_equal(auth_enabled(), 0);
     assert_int_equal(auth_active_keys(), 0);
     assert_int_equal(auth_scopes("Bearer bd_nothing", &known, NULL), 0);
@@ -146,13 +128,13 @@ static void test_open_without_keys(void **state)
 
 static void test_lookup_and_header_forms(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     char kr[64], ka[64], kx[64];
     int known;
     int64_t idr = add_key(f, "read", kr, sizeof kr);
     int64_t ida = add_key(f, "assign,report", ka, sizeof ka);
     add_key(f, "admin", kx, sizeof kx);
-    assert_int_equal(auth_init(f->st), STORE_OK);
+    assert_int_equal(auth_init(f->s), STORE_OK);
     assert_int_equal(auth_enabled(), 1);
     assert_int_equal(auth_active_keys(), 3);
     assert_int_equal(scopes_of(kr, &known), API_SCOPE_READ);
@@ -199,11 +181,11 @@ static void test_lookup_and_header_forms(void **state)
 
 static void test_reload_and_revoke(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     char k1[64], k2[64];
     int known;
     int64_t id1 = add_key(f, "read", k1, sizeof k1);
-    assert_int_equal(auth_init(f->st), STORE_OK);
+    assert_int_equal(auth_init(f->s), STORE_OK);
     assert_int_equal(auth_reload(), 0);
     scopes_of(k1, &known);
     assert_int_equal(known, 1);
@@ -217,14 +199,14 @@ static void test_reload_and_revoke(void **state)
     assert_int_equal(known, 1);
     assert_int_equal(auth_active_keys(), 2);
 
-    assert_int_equal(store_key_revoke(f->st, id1), STORE_OK);
+    assert_int_equal(store_key_revoke(f->s, id1), STORE_OK);
     assert_int_equal(auth_reload(), 1);
     scopes_of(k1, &known);
     assert_int_equal(known, 0);
     assert_int_equal(auth_active_keys(), 1);
 
     /* Every key revoked: still closed, nothing gets in. */
-    assert_int_equal(store_key_revoke(f->st, id2), STORE_OK);
+    assert_int_equal(store_key_revoke(f->s, id2), STORE_OK);
     assert_int_equal(auth_reload(), 1);
     assert_int_equal(auth_active_keys(), 0);
     assert_int_equal(auth_enabled(), 1);
@@ -235,18 +217,18 @@ static void test_reload_and_revoke(void **state)
 
 static void test_bad_rows_ignored(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     char good[64];
     int64_t id;
     int known;
-    assert_int_equal(store_key_insert(f->st, "x", "read", "not-hex", 1, &id), STORE_OK);
+    assert_int_equal(store_key_insert(f->s, "x", "read", "not-hex", 1, &id), STORE_OK);
     assert_int_equal(
-        store_key_insert(f->st, "y", "superuser",
+        store_key_insert(f->s, "y", "superuser",
                          "0000000000000000000000000000000000000000000000000000000000000000", 1,
                          &id),
         STORE_OK);
     add_key(f, "read", good, sizeof good);
-    assert_int_equal(auth_init(f->st), STORE_OK);
+    assert_int_equal(auth_init(f->s), STORE_OK);
     assert_int_equal(auth_active_keys(), 1);
     assert_int_equal(auth_enabled(), 1);
     assert_int_equal(scopes_of(good, &known), API_SCOPE_READ);
@@ -255,7 +237,7 @@ static void test_bad_rows_ignored(void **state)
 /* Many keys: every one found with its own scopes (probing, table growth). */
 static void test_many_keys(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     enum { N = 300 };
     static char keys[N][64];
     static const char *const sc[] = {"read", "assign", "report", "admin"};
@@ -263,7 +245,7 @@ static void test_many_keys(void **state)
                                     API_SCOPE_ADMIN};
     for (size_t i = 0; i < N; i++)
         add_key(f, sc[i % 4], keys[i], sizeof keys[i]);
-    assert_int_equal(auth_init(f->st), STORE_OK);
+    assert_int_equal(auth_init(f->s), STORE_OK);
     assert_int_equal(auth_active_keys(), N);
     for (size_t i = 0; i < N; i++) {
         int known = 0;

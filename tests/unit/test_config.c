@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "server/config.h"
+#include "tests/support/tstore.h"
 
 static char g_dir[64];
 
@@ -254,9 +255,7 @@ int main(void)
         cmocka_unit_test(test_man_page_covers_every_setting),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
-    if (system(cmd) != 0)
+    if (ttree_remove(g_dir) != 0)
         rc = rc ? rc : 1;
     return rc;
 }

@@ -25,6 +25,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "policies/engine.h"
+#include "tests/support/drive.h"
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define Z_001 3.2905 /* two-sided normal quantile at level 0.001 */
@@ -109,15 +110,6 @@ static struct engine_config cfg_of(const struct policy_ops *p, size_t nb, const 
     c.policy = p;
     policy_params_defaults(p, &c.params);
     return c;
-}
-
-static struct engine *mk(const struct engine_config *c)
-{
-    char err[256] = "";
-    struct engine *e = engine_create(c, err, sizeof err);
-    if (e == NULL)
-        fail_msg("engine_create: %s", err);
-    return e;
 }
 
 /* c must be refused by engine_validate and engine_create, with a message that
@@ -305,7 +297,7 @@ static void test_validate_constraints_and_prior(void **state)
     c.prior_alpha = 0.5;
     c.prior_beta = 2;
     assert_int_equal(engine_validate(&c, err, sizeof err), 0);
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     assert_true(engine_arms(e, 0)[2].alpha == 0.5 && engine_arms(e, 0)[2].beta == 2);
     engine_free(e);
 }
@@ -349,7 +341,7 @@ static void test_budget_exact(void **state)
     size_t k[] = {3};
     struct engine_config c = cfg_of(pol("uniform"), 1, k);
     c.budget = 30;
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     gsl_rng *env = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(env, 5);
     uint64_t pulls = 0;
@@ -381,13 +373,13 @@ static void test_budget_pending_and_release(void **state)
     size_t k[] = {3};
     struct engine_config c = cfg_of(pol("uniform"), 1, k);
     c.budget = 12;
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     assert_true(drain(e, -1, 100) == 12);
     assert_true(engine_pending(e) == 12 && engine_pulls(e) == 0);
     assert_int_equal(engine_stop_reason(e), ENGINE_STOPPED_BUDGET);
     engine_free(e);
 
-    e = mk(&c);
+    e = tengine_create(&c);
     struct engine_pull p[10];
     for (int i = 0; i < 10; i++) {
         engine_assign(e, -1, &p[i]);
@@ -420,7 +412,7 @@ static void test_budget_split(void **state)
     struct engine_config c = cfg_of(pol("adapt"), 3, k);
     c.budget = 14;
     c.stop_rule = ENGINE_RULE_NONE;
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     assert_true(drain(e, -1, 100) == 14);
     uint64_t want[] = {5, 5, 4};
     for (size_t b = 0; b < 3; b++) {
@@ -434,7 +426,7 @@ static void test_budget_split(void **state)
     engine_free(e);
 
     /* Explicit bandits: bandit 2 spends its 4 and stops alone. */
-    e = mk(&c);
+    e = tengine_create(&c);
     assert_true(drain(e, 2, 100) == 4);
     assert_true(engine_bandit_done(e, 2) && !engine_bandit_done(e, 0));
     assert_false(engine_stopped(e));
@@ -446,7 +438,7 @@ static void test_budget_split(void **state)
     /* One instance over all bandits: 14 in total, wherever they go. */
     c = cfg_of(pol("uniform"), 3, k);
     c.budget = 14;
-    e = mk(&c);
+    e = tengine_create(&c);
     assert_true(drain(e, 2, 100) == 14);
     assert_true(engine_handed_out(e) == 14);
     assert_int_equal(engine_stop_reason(e), ENGINE_STOPPED_BUDGET);
@@ -494,7 +486,7 @@ static void run_rule(const char *policy, enum engine_stop_rule rule, enum engine
     struct engine_config c = cfg_of(pol(policy), 1, k);
     c.stop_rule = rule;
     c.seed = 11;
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     gsl_rng *env = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(env, 3);
     uint64_t t = 0;
@@ -560,7 +552,7 @@ static void test_stop_none(void **state)
     size_t k[] = {3};
     struct engine_config c = cfg_of(pol("uniform"), 1, k);
     c.stop_rule = ENGINE_RULE_NONE;
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     for (int i = 0; i < 3000; i++) {
         struct engine_pull pl;
         engine_assign(e, -1, &pl);
@@ -574,7 +566,7 @@ static void test_stop_none(void **state)
 
     /* thompson (regret) defaults to no rule at all. */
     c = cfg_of(pol("thompson"), 1, k);
-    e = mk(&c);
+    e = tengine_create(&c);
     for (int i = 0; i < 3000; i++) {
         struct engine_pull pl;
         engine_assign(e, -1, &pl);
@@ -593,7 +585,7 @@ static void test_stop_per_bandit(void **state)
     size_t k[] = {2, 2};
     struct engine_config c = cfg_of(pol("uniform"), 2, k);
     c.stop_rule = ENGINE_RULE_DELTA_C;
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     int i;
     for (i = 0; i < 5000 && !engine_bandit_done(e, 0); i++) {
         struct engine_pull pl;
@@ -640,7 +632,7 @@ static void test_exploit_counts_nowhere(void **state)
     (void)state;
     size_t k[] = {3, 3};
     struct engine_config c = cfg_of(pol("gcp"), 2, k);
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     /* Bandit 0 is easy: pursue it explicitly until it is done. */
     for (int i = 0; i < 20000 && !engine_bandit_done(e, 0); i++) {
         struct engine_pull p;
@@ -684,7 +676,7 @@ static void test_burn_in(void **state)
     size_t k[] = {4, 3};
     struct engine_config c = cfg_of(&starve, 2, k);
     c.burn_in = 5;
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     gsl_rng *env = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(env, 9);
     /* 35 pulls = 5 per arm of both bandits before the policy says a word;
@@ -740,7 +732,7 @@ static void test_control_share(void **state)
     struct engine_config c = cfg_of(&starve, 1, k);
     c.control_arm = ctl;
     c.control_share = 0.3;
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     tally(e, -1, N, cnt, 4);
     check_binomial(cnt[2], N, 0.3, "control arm");
     assert_true(cnt[0] + cnt[2] == N);
@@ -755,7 +747,7 @@ static void test_min_prob_floor(void **state)
     size_t k[] = {5};
     struct engine_config c = cfg_of(&starve, 1, k);
     c.min_prob = 0.04;
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     tally(e, -1, N, cnt, 5);
     for (size_t i = 1; i < 5; i++) {
         check_at_least(cnt[i], N, 0.04, "floor");
@@ -767,7 +759,7 @@ static void test_min_prob_floor(void **state)
     size_t k2[] = {2, 5};
     c = cfg_of(&starve, 2, k2);
     c.min_prob = 0.1;
-    e = mk(&c);
+    e = tengine_create(&c);
     tally(e, 0, N, cnt, 2);
     check_binomial(cnt[1], N, 0.1, "floored arm, 2-arm bandit");
     tally(e, 1, N, cnt, 5);
@@ -789,7 +781,7 @@ static void test_floor_with_control(void **state)
     c.min_prob = 0.04;
     c.control_arm = ctl;
     c.control_share = 0.2;
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     tally(e, 0, N, cnt, 5);
     for (size_t i = 1; i < 4; i++)
         check_at_least(cnt[i], N, 0.04, "floor beside a control arm");
@@ -904,7 +896,7 @@ static void determinism_case(const char *name, size_t nb, const size_t *k, uint6
         c.control_arm = ctl;
         c.control_share = 0.1;
     }
-    struct engine *a = mk(&c), *b = mk(&c);
+    struct engine *a = tengine_create(&c), *b = tengine_create(&c);
     int differed = 0;
     uint64_t n = lockstep(a, b, 1234, 3000, 1, &differed);
     assert_true(n > 1000);
@@ -913,9 +905,9 @@ static void determinism_case(const char *name, size_t nb, const size_t *k, uint6
     engine_free(b);
     /* The check can fail: another seed gives another sequence. */
     c.seed = 78;
-    struct engine *d = mk(&c);
+    struct engine *d = tengine_create(&c);
     c.seed = 77;
-    a = mk(&c);
+    a = tengine_create(&c);
     lockstep(a, d, 1234, 3000, 0, &differed);
     if (!differed)
         fail_msg("%s: seeds 77 and 78 gave the same %d-step sequence", name, 3000);
@@ -952,7 +944,7 @@ static void test_record_pull(void **state)
     size_t k[] = {3, 3};
     struct engine_config c = cfg_of(pol("uniform"), 2, k);
     c.budget = 8;
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     engine_record_pull(e, 1, 2);
     assert_true(engine_arms(e, 1)[2].pending == 1);
     assert_true(engine_pending(e) == 1 && engine_handed_out(e) == 1 && engine_pulls(e) == 0);
@@ -970,7 +962,7 @@ static void test_record_pull(void **state)
     /* Recording draws nothing: record then release, and the engine goes on
      * exactly as one that never heard of the pull. */
     c.budget = 0;
-    struct engine *a = mk(&c), *b = mk(&c);
+    struct engine *a = tengine_create(&c), *b = tengine_create(&c);
     engine_record_pull(a, 0, 1);
     engine_release(a, 0, 1);
     for (int i = 0; i < 50; i++) {
@@ -991,7 +983,7 @@ static void status_case(const char *name, size_t nb, const size_t *k)
     c.seed = 5;
     if (strcmp(name, "gcp-targeted") == 0)
         c.target_arm = 1;
-    struct engine *a = mk(&c), *b = mk(&c);
+    struct engine *a = tengine_create(&c), *b = tengine_create(&c);
     gsl_rng *env = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(env, 6);
     for (int i = 0; i < 600; i++) {
@@ -1042,7 +1034,7 @@ static void test_nan_reward(void **state)
     (void)state;
     size_t k[] = {2};
     struct engine_config c = cfg_of(pol("uniform"), 1, k);
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     struct engine_pull p;
     engine_assign(e, -1, &p);
     engine_reward(e, 0, p.arm, NAN);

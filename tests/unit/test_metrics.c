@@ -20,22 +20,16 @@
 #include "server/http.h"
 #include "server/metrics.h"
 #include "tests/support/prom.h"
+#include "tests/support/tstore.h"
 
 static struct store *g_st;
-static char g_dir[64];
+static struct tstore *g_t;
 
 static int group_setup(void **state)
 {
     (void)state;
-    char err[256];
-    snprintf(g_dir, sizeof g_dir, "/tmp/test_metrics.XXXXXX");
-    if (mkdtemp(g_dir) == NULL)
-        return -1;
-    char path[128];
-    snprintf(path, sizeof path, "%s/m.db", g_dir);
-    g_st = store_open(path, STORE_SYNC_NORMAL, err, sizeof err);
-    if (g_st == NULL)
-        return -1;
+    g_t = tstore_new("m.db");
+    g_st = g_t->s;
     struct exp_limits lim = {.max_experiments = 10,
                              .max_bandits = 4,
                              .max_arms = 8,
@@ -51,10 +45,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     exp_registry_free();
-    store_close(g_st);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tstore_free(g_t);
 }
 
 static void scrape(struct prom *p)
@@ -66,21 +57,6 @@ static void scrape(struct prom *p)
     if (prom_parse(text, "banditd_", p, err, sizeof err) != 0)
         fail_msg("exposition does not parse: %s", err);
     free(text);
-}
-
-static double val(const struct prom *p, const char *name, const char *labels)
-{
-    int found = 0;
-    double v = prom_get(p, name, labels, &found);
-    if (!found)
-        fail_msg("no series %s{%s}", name, labels ? labels : "");
-    return v;
-}
-
-static double val_or_0(const struct prom *p, const char *name, const char *labels)
-{
-    int found;
-    return prom_get(p, name, labels, &found);
 }
 
 static const struct route *route_named(const char *method, const char *pattern)
@@ -122,9 +98,9 @@ static void test_parses_with_every_family(void **state)
     for (const struct route *rt = http_routes; rt->method != NULL; rt++) {
         char labels[128];
         snprintf(labels, sizeof labels, "route=\"%s\",method=\"%s\"", rt->name, rt->method);
-        val(&p, "banditd_http_request_duration_seconds_count", labels);
+        prom_must(&p, "banditd_http_request_duration_seconds_count", labels);
     }
-    assert_true(val(&p, "banditd_experiments", "state=\"running\"") == 0);
+    assert_true(prom_must(&p, "banditd_experiments", "state=\"running\"") == 0);
     prom_free(&p);
 }
 
@@ -143,26 +119,26 @@ static void test_requests_by_route_and_status(void **state)
     metrics_request(hz, 200, 0.3);
     metrics_request(NULL, 404, 0.2);
     scrape(&b);
-    assert_true(
-        val(&b, "banditd_http_requests_total", "route=\"status\",method=\"GET\",code=\"200\"") -
-            val_or_0(&a, "banditd_http_requests_total",
-                     "route=\"status\",method=\"GET\",code=\"200\"") ==
-        3);
-    assert_true(
-        val(&b, "banditd_http_requests_total", "route=\"status\",method=\"GET\",code=\"404\"") -
-            val_or_0(&a, "banditd_http_requests_total",
-                     "route=\"status\",method=\"GET\",code=\"404\"") ==
-        1);
-    assert_true(
-        val(&b, "banditd_http_requests_total", "route=\"healthz\",method=\"GET\",code=\"200\"") -
-            val_or_0(&a, "banditd_http_requests_total",
-                     "route=\"healthz\",method=\"GET\",code=\"200\"") ==
-        1);
-    assert_true(
-        val(&b, "banditd_http_requests_total", "route=\"unmatched\",method=\"any\",code=\"404\"") -
-            val_or_0(&a, "banditd_http_requests_total",
-                     "route=\"unmatched\",method=\"any\",code=\"404\"") ==
-        1);
+    assert_true(prom_must(&b, "banditd_http_requests_total",
+                          "route=\"status\",method=\"GET\",code=\"200\"") -
+                    prom_or0(&a, "banditd_http_requests_total",
+                             "route=\"status\",method=\"GET\",code=\"200\"") ==
+                3);
+    assert_true(prom_must(&b, "banditd_http_requests_total",
+                          "route=\"status\",method=\"GET\",code=\"404\"") -
+                    prom_or0(&a, "banditd_http_requests_total",
+                             "route=\"status\",method=\"GET\",code=\"404\"") ==
+                1);
+    assert_true(prom_must(&b, "banditd_http_requests_total",
+                          "route=\"healthz\",method=\"GET\",code=\"200\"") -
+                    prom_or0(&a, "banditd_http_requests_total",
+                             "route=\"healthz\",method=\"GET\",code=\"200\"") ==
+                1);
+    assert_true(prom_must(&b, "banditd_http_requests_total",
+                          "route=\"unmatched\",method=\"any\",code=\"404\"") -
+                    prom_or0(&a, "banditd_http_requests_total",
+                             "route=\"unmatched\",method=\"any\",code=\"404\"") ==
+                1);
     /* Buckets: 3 at ≤0.1 ms, 4 at ≤5 ms, 4 at ≤1 s, 5 at +Inf. */
     char l[160];
     static const struct {
@@ -171,13 +147,13 @@ static void test_requests_by_route_and_status(void **state)
     } buckets[] = {{"0.0001", 3}, {"0.001", 3}, {"0.0025", 3}, {"0.005", 4}, {"1", 4}, {"+Inf", 5}};
     for (size_t i = 0; i < sizeof buckets / sizeof buckets[0]; i++) {
         snprintf(l, sizeof l, "%s,le=\"%s\"", st_labels, buckets[i].le);
-        double d = val(&b, "banditd_http_request_duration_seconds_bucket", l) -
-                   val(&a, "banditd_http_request_duration_seconds_bucket", l);
+        double d = prom_must(&b, "banditd_http_request_duration_seconds_bucket", l) -
+                   prom_must(&a, "banditd_http_request_duration_seconds_bucket", l);
         if (d != buckets[i].want)
             fail_msg("bucket le=%s grew by %g, expected %g", buckets[i].le, d, buckets[i].want);
     }
-    double sum = val(&b, "banditd_http_request_duration_seconds_sum", st_labels) -
-                 val(&a, "banditd_http_request_duration_seconds_sum", st_labels);
+    double sum = prom_must(&b, "banditd_http_request_duration_seconds_sum", st_labels) -
+                 prom_must(&a, "banditd_http_request_duration_seconds_sum", st_labels);
     assert_true(sum > 2.0029 && sum < 2.0032); /* 3×0.05 ms + 3 ms + 2 s */
     prom_free(&a);
     prom_free(&b);
@@ -206,8 +182,8 @@ static void test_every_route_counted_once(void **state)
                 first = 0;
         for (const struct route *o = http_routes; o->method != NULL; o++)
             sharing += strcmp(o->name, rt->name) == 0 && strcmp(o->method, rt->method) == 0;
-        double d = val(&b, "banditd_http_requests_total", labels) -
-                   val_or_0(&a, "banditd_http_requests_total", labels);
+        double d = prom_must(&b, "banditd_http_requests_total", labels) -
+                   prom_or0(&a, "banditd_http_requests_total", labels);
         if (d != (double)sharing)
             fail_msg("%s: grew by %g, expected %zu", labels, d, sharing);
         if (first)
@@ -250,7 +226,8 @@ static void test_domain_counters(void **state)
         {"banditd_assignments_expired_total", NULL, 3},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        double d = val(&b, want[i].name, want[i].labels) - val(&a, want[i].name, want[i].labels);
+        double d = prom_must(&b, want[i].name, want[i].labels) -
+                   prom_must(&a, want[i].name, want[i].labels);
         if (d != want[i].delta)
             fail_msg("%s{%s} grew by %g, expected %g", want[i].name,
                      want[i].labels ? want[i].labels : "", d, want[i].delta);
@@ -273,15 +250,15 @@ static void test_store_figures(void **state)
         STORE_OK);
     assert_int_equal(store_key_revoke(g_st, id), STORE_OK);
     scrape(&b);
-    double commits =
-        val(&b, "banditd_store_commits_total", NULL) - val(&a, "banditd_store_commits_total", NULL);
+    double commits = prom_must(&b, "banditd_store_commits_total", NULL) -
+                     prom_must(&a, "banditd_store_commits_total", NULL);
     assert_true(commits >= 1 && commits <= 2);
-    assert_true(val(&b, "banditd_store_commit_duration_seconds_count", NULL) ==
-                val(&b, "banditd_store_commits_total", NULL) +
-                    val(&b, "banditd_store_commit_failures_total", NULL));
-    assert_true(val(&b, "banditd_store_commit_duration_seconds_sum", NULL) >=
-                val(&a, "banditd_store_commit_duration_seconds_sum", NULL));
-    assert_true(val(&b, "banditd_store_queue_depth", NULL) == 0);
+    assert_true(prom_must(&b, "banditd_store_commit_duration_seconds_count", NULL) ==
+                prom_must(&b, "banditd_store_commits_total", NULL) +
+                    prom_must(&b, "banditd_store_commit_failures_total", NULL));
+    assert_true(prom_must(&b, "banditd_store_commit_duration_seconds_sum", NULL) >=
+                prom_must(&a, "banditd_store_commit_duration_seconds_sum", NULL));
+    assert_true(prom_must(&b, "banditd_store_queue_depth", NULL) == 0);
     prom_free(&a);
     prom_free(&b);
 }

@@ -27,6 +27,7 @@
 #include "policies/engine.h"
 #include "policies/gapidx.h"
 #include "policies/phases.h"
+#include "tests/support/drive.h"
 
 static const char *const FB_POLICIES[] = {"sr",     "sar",    "seq-halving", "ucb-e", "gape",
                                           "gape-v", "a-gape", "a-gape-v",    NULL};
@@ -181,8 +182,34 @@ static struct engine *make(const char *name, const struct problem *p, uint64_t s
     return engine_create(&c, err, errlen);
 }
 
+/* After each pull: the trace, and the status calls of drive_opts. */
+struct observe {
+    const struct problem *p;
+    const struct drive_opts *o;
+    struct trace *tr;
+};
+
+static int observe_pull(void *arg, const struct engine *e, const struct engine_pull *pl)
+{
+    struct observe *ob = arg;
+    struct trace *tr = ob->tr;
+    if (tr != NULL && tr->n < sizeof tr->b / sizeof tr->b[0]) {
+        tr->b[tr->n] = (uint16_t)pl->bandit;
+        tr->a[tr->n] = (uint16_t)pl->arm;
+        tr->n++;
+    }
+    if (ob->o->status_every_pull) {
+        unsigned char high[32];
+        struct engine_bandit_status st;
+        for (size_t b = 0; b < ob->p->nb; b++)
+            engine_bandit_status(e, b, high, &st);
+    }
+    return 0;
+}
+
 /* Run an experiment to its end (engine stopped), then deliver every reward
- * still in flight. Returns the engine (caller frees). */
+ * still in flight (tests/support/drive.h). Returns the engine (caller
+ * frees). */
 static struct engine *drive(const char *name, const struct problem *p, uint64_t seed,
                             const char *const *kv, const struct drive_opts *o, struct trace *tr)
 {
@@ -192,61 +219,22 @@ static struct engine *drive(const char *name, const struct problem *p, uint64_t 
         fail_msg("%s: %s", name, err);
     gsl_rng *env = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(env, seed * 2654435761u + 17);
-    size_t cap = o->delay + 1;
-    struct engine_pull *q = calloc(cap, sizeof *q);
-    assert_non_null(q);
-    size_t head = 0, len = 0;
-    unsigned long returned = 0;
+    struct tdrive_env de = {.nb = p->nb,
+                            .k = p->k,
+                            .delay = o->delay,
+                            .rng = env,
+                            .ask = o->named ? TDRIVE_ASK_TURNS : TDRIVE_ASK_ANY,
+                            .release_every = o->release_every};
+    for (size_t b = 0; b < p->nb; b++)
+        de.mu[b] = p->mu[b];
     if (tr != NULL)
         tr->n = 0;
-    unsigned char high[32];
-    struct engine_bandit_status st;
-    uint64_t guard = 0, turn = 0;
-    while (!engine_stopped(e)) {
-        assert_true(++guard < 10 * p->budget + 1000);
-        int want = -1;
-        if (o->named) {
-            /* The next bandit in turn that is not done. */
-            for (size_t t = 0; t < p->nb && engine_bandit_done(e, turn % p->nb); t++)
-                turn++;
-            want = (int)(turn++ % p->nb);
-        }
-        struct engine_pull pl;
-        assert_int_equal(engine_assign(e, want, &pl), 0);
-        if (pl.exploit) {
-            if (want >= 0)
-                continue; /* that bandit is finished; ask for another */
-            break;
-        }
-        if (want >= 0)
-            assert_int_equal(pl.bandit, (size_t)want);
-        if (tr != NULL && tr->n < sizeof tr->b / sizeof tr->b[0]) {
-            tr->b[tr->n] = (uint16_t)pl.bandit;
-            tr->a[tr->n] = (uint16_t)pl.arm;
-            tr->n++;
-        }
-        if (o->status_every_pull)
-            for (size_t b = 0; b < p->nb; b++)
-                engine_bandit_status(e, b, high, &st);
-        q[(head + len) % cap] = pl;
-        len++;
-        if (len > o->delay) {
-            struct engine_pull r = q[head];
-            head = (head + 1) % cap;
-            len--;
-            if (o->release_every && ++returned % o->release_every == 0)
-                engine_release(e, r.bandit, r.arm);
-            else
-                engine_reward(e, r.bandit, r.arm, gsl_rng_uniform(env) < p->mu[r.bandit][r.arm]);
-        }
-    }
-    while (len > 0) {
-        struct engine_pull r = q[head];
-        head = (head + 1) % cap;
-        len--;
-        engine_reward(e, r.bandit, r.arm, gsl_rng_uniform(env) < p->mu[r.bandit][r.arm]);
-    }
-    free(q);
+    struct observe ob = {.p = p, .o = o, .tr = tr};
+    struct tdrive_result res;
+    assert_int_equal(tdrive_run(e, &de, 10 * p->budget + 1000, observe_pull, &ob, &res), 0);
+    assert_false(res.failed);
+    assert_false(res.capped);
+    assert_int_equal(res.misrouted, 0);
     gsl_rng_free(env);
     return e;
 }

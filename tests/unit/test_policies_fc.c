@@ -30,7 +30,7 @@
 #include "policies/fc.h"
 #include "policies/policy.h"
 #include "policies/tas.h"
-#include "tests/support/fcdrive.h"
+#include "tests/support/drive.h"
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define KMAX 16
@@ -47,7 +47,7 @@ static struct engine *mk(const char *policy, size_t k, unsigned m, double eps, d
                          uint64_t seed)
 {
     char err[256];
-    struct engine *e = fcdrive_engine(policy, k, m, eps, delta, seed, NULL, NULL, err, sizeof err);
+    struct engine *e = tdrive_engine(policy, k, m, eps, delta, seed, NULL, NULL, err, sizeof err);
     if (e == NULL)
         fail_msg("%s: %s", policy, err);
     return e;
@@ -299,10 +299,11 @@ static void check_phase_policy(const char *name, ref_fn ref, const double *mu, s
     for (size_t i = 0; i < k; i++)
         limit[i] = want[i] + delay;
     struct engine *e = mk(name, k, m, eps, delta, 7);
-    struct fcdrive_env env = {.mu = mu, .k = k, .delay = delay, .fixed = 1, .rng = NULL};
+    struct tdrive_env env = {
+        .k = &k, .mu = {mu}, .delay = delay, .fixed = 1, .rng = NULL, .ask = TDRIVE_ASK_FIRST};
     struct watch w = {.k = k, .m = m, .limit = limit, .quota1 = quota1};
-    struct fcdrive_result res;
-    assert_int_equal(fcdrive_run(e, &env, 50000000, watch_hook, &w, &res), 0);
+    struct tdrive_result res;
+    assert_int_equal(tdrive_run(e, &env, 50000000, watch_hook, &w, &res), 0);
     assert_true(res.stopped);
     assert_int_equal(engine_stop_reason(e), ENGINE_STOPPED_POLICY);
     assert_int_equal(engine_pending(e), 0);
@@ -400,10 +401,11 @@ static uint64_t run_hash(const char *name, const double *mu, size_t k, unsigned 
     struct engine *e = mk(name, k, m, eps, 0.1, seed);
     gsl_rng *r = gsl_rng_alloc(gsl_rng_taus2);
     gsl_rng_set(r, seed + 1);
-    struct fcdrive_env env = {.mu = mu, .k = k, .delay = delay, .fixed = fixed, .rng = r};
+    struct tdrive_env env = {
+        .k = &k, .mu = {mu}, .delay = delay, .fixed = fixed, .rng = r, .ask = TDRIVE_ASK_FIRST};
     struct watch w = {.k = k, .m = m};
-    struct fcdrive_result res;
-    assert_int_equal(fcdrive_run(e, &env, 5000000, watch_hook, &w, &res), 0);
+    struct tdrive_result res;
+    assert_int_equal(tdrive_run(e, &env, 5000000, watch_hook, &w, &res), 0);
     if (!res.stopped)
         fail_msg("%s (m = %u, delay %llu) did not stop within 5e6 pulls", name, m,
                  (unsigned long long)delay);
@@ -412,7 +414,7 @@ static uint64_t run_hash(const char *name, const double *mu, size_t k, unsigned 
         n += res.high[i] != 0;
     assert_int_equal(n, m);
     if (fixed)
-        assert_true(fcdrive_correct(mu, k, m, eps, res.high, 0));
+        assert_true(tdrive_correct(mu, k, m, eps, res.high, 0));
     /* After the stop, assignments serve a recommended arm, not pulls. */
     struct engine_pull p;
     uint64_t handed = engine_handed_out(e);
@@ -456,8 +458,8 @@ static void expect_refused(const char *policy, unsigned m, double eps, const cha
     char err[256] = "";
     const char *names[] = {param, NULL};
     const double values[] = {value};
-    struct engine *e = fcdrive_engine(policy, 4, m, eps, 0.1, 1, param ? names : NULL,
-                                      param ? values : NULL, err, sizeof err);
+    struct engine *e = tdrive_engine(policy, 4, m, eps, 0.1, 1, param ? names : NULL,
+                                     param ? values : NULL, err, sizeof err);
     if (e != NULL)
         fail_msg("%s accepted (m %u, eps %g, %s = %g)", policy, m, eps, param ? param : "-", value);
     if (strstr(err, want) == NULL)

@@ -25,6 +25,7 @@
 
 #include "policies/engine.h"
 #include "policies/gcp.h"
+#include "tests/support/drive.h"
 
 static const struct policy_ops *pol(const char *name)
 {
@@ -48,15 +49,6 @@ static struct engine_config cfg_of(const char *name, size_t nb, const size_t *k,
     c.policy = pol(name);
     policy_params_defaults(c.policy, &c.params);
     return c;
-}
-
-static struct engine *mk(const struct engine_config *c)
-{
-    char err[256] = "";
-    struct engine *e = engine_create(c, err, sizeof err);
-    if (e == NULL)
-        fail_msg("engine_create: %s", err);
-    return e;
 }
 
 static void set_param(struct engine_config *c, const char *name, const char *value)
@@ -180,7 +172,7 @@ static void test_pending_counted(void **state)
                 struct engine_config c = cfg_of(names[n], 1, k, m);
                 c.seed = seed;
                 c.target_arm = n == 1 ? 0 : -1;
-                struct engine *e = mk(&c);
+                struct engine *e = tengine_create(&c);
                 unsigned seen = 0;
                 for (int i = 0; i < 8; i++) {
                     struct engine_pull p;
@@ -203,7 +195,7 @@ static void test_allocation_shape(void **state)
     const double p[] = {0.9, 0.6, 0.55, 0.45, 0.4, 0.1}; /* γ = .4 .1 .05 .05 .1 .4 */
     struct engine_config c = cfg_of("gcp", 1, k, 3);
     c.stop_rule = ENGINE_RULE_NONE;
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     gsl_rng *env = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(env, 2);
     for (int i = 0; i < 6000; i++) {
@@ -234,7 +226,7 @@ static void test_recommend_map(void **state)
     (void)state;
     size_t k[] = {3};
     struct engine_config c = cfg_of("gcp", 1, k, 1);
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     /* arm 0: 1 of 1 (mean 1, posterior mean 2/3); arm 1: 9 of 10 (mean .9,
      * posterior 10/12); arm 2: 0 of 5. ρ̄ speaks of the MAP set {1}. */
     engine_observe(e, 0, 0, 1);
@@ -254,7 +246,7 @@ static void test_recommend_map(void **state)
     for (uint64_t seed = 1; seed <= 40; seed++) {
         c = cfg_of("gcp", 1, k4, 2);
         c.seed = seed;
-        e = mk(&c);
+        e = tengine_create(&c);
         unsigned char h[4];
         engine_bandit_status(e, 0, h, &st);
         assert_int_equal(h[0] + h[1] + h[2] + h[3], 2);
@@ -282,7 +274,7 @@ static void test_multi_bandits(void **state)
     for (size_t n = 0; n < 2; n++) {
         struct engine_config c = cfg_of(names[n], 3, k, 1);
         c.target_arm = n == 1 ? 1 : -1;
-        struct engine *e = mk(&c);
+        struct engine *e = tengine_create(&c);
         gsl_rng *env = gsl_rng_alloc(gsl_rng_mt19937);
         gsl_rng_set(env, 8);
         uint64_t per[3] = {0, 0, 0}, after = 0;
@@ -316,7 +308,7 @@ static void test_other_rule_pursues_engine_verdict(void **state)
     size_t k[] = {2, 2};
     struct engine_config c = cfg_of("gcp", 2, k, 1);
     c.stop_rule = ENGINE_RULE_DELTA_C;
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     gsl_rng *env = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(env, 10);
     const double p[2][2] = {{0.2, 0.8}, {0.5, 0.5}}; /* bandit 1 can never finish */
@@ -343,7 +335,7 @@ static void test_uniform_bandit_mode(void **state)
     size_t k[] = {3, 3, 3};
     struct engine_config c = cfg_of("gcp", 3, k, 1);
     set_param(&c, "bandits", "uniform");
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     uint64_t per[3] = {0, 0, 0};
     for (int i = 0; i < 300; i++) {
         struct engine_pull p;
@@ -365,7 +357,7 @@ static void test_targeted_fallback(void **state)
     struct engine_config c = cfg_of("gcp-targeted", 2, k, 1);
     c.target_arm = 0;
     set_param(&c, "resample", "1");
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     gsl_rng *env = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(env, 5);
     uint64_t per[2] = {0, 0};
@@ -398,7 +390,7 @@ static void test_targeted_prefers_target(void **state)
     struct engine_config c = cfg_of("gcp-targeted", 2, k, 1);
     c.target_arm = 0;
     c.stop_rule = ENGINE_RULE_NONE;
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     gsl_rng *env = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(env, 4);
     const double p[2][3] = {{0.7, 0.4, 0.3}, {0.3, 0.7, 0.4}};
@@ -421,7 +413,7 @@ static void test_thompson(void **state)
     (void)state;
     size_t k[] = {3};
     struct engine_config c = cfg_of("thompson", 1, k, 1);
-    struct engine *e = mk(&c);
+    struct engine *e = tengine_create(&c);
     gsl_rng *env = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(env, 12);
     const double p[] = {0.3, 0.7, 0.5};

@@ -683,20 +683,6 @@ static void test_run_errors(void **state)
     sim_problem_free(&p);
 }
 
-static const char *const contract_keys[] = {"runs",
-                                            "policy",
-                                            "params",
-                                            "error_rate",
-                                            "mean_bandit_error_rate",
-                                            "pac_error_rate",
-                                            "regret_error_rate",
-                                            "mean_pulls",
-                                            "median_pulls",
-                                            "p90_pulls",
-                                            "mean_completed",
-                                            "wall_s",
-                                            NULL};
-
 static void test_result_json(void **state)
 {
     (void)state;
@@ -708,9 +694,7 @@ static void test_result_json(void **state)
     run_ok(&p, &o, &r);
     json_t *j = sim_result_json(&p, &o, &r);
     assert_non_null(j);
-    for (size_t i = 0; contract_keys[i] != NULL; i++)
-        if (json_object_get(j, contract_keys[i]) == NULL)
-            fail_msg("no key %s", contract_keys[i]);
+    stattest_assert_result_keys(j, "sim_result_json");
     assert_int_equal(json_integer_value(json_object_get(j, "runs")), 10);
     assert_string_equal(json_string_value(json_object_get(j, "policy")), "adapt");
     json_t *params = json_object_get(j, "params");

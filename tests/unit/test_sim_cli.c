@@ -19,6 +19,9 @@
 
 #include <jansson.h>
 
+#include "tests/support/stattest.h"
+#include "tests/support/tstore.h"
+
 static char dir[] = "/tmp/test_sim_cli_XXXXXX";
 static char problem[256];
 
@@ -27,17 +30,6 @@ struct outcome {
     char out[65536];
     char err[4096];
 };
-
-static void slurp(const char *path, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return;
-    size_t n = fread(buf, 1, len - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
 
 /* Run bandit-sim with args (a shell fragment: the tests write them). */
 static void run(const char *args, struct outcome *o)
@@ -51,9 +43,9 @@ static void run(const char *args, struct outcome *o)
     o->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     char path[512];
     snprintf(path, sizeof path, "%s/out", dir);
-    slurp(path, o->out, sizeof o->out);
+    tread_file(path, o->out, sizeof o->out);
     snprintf(path, sizeof path, "%s/err", dir);
-    slurp(path, o->err, sizeof o->err);
+    tread_file(path, o->err, sizeof o->err);
 }
 
 static int setup(void **state)
@@ -73,9 +65,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return ttree_remove(dir);
 }
 
 static void test_list_policies(void **state)
@@ -92,20 +82,6 @@ static void test_list_policies(void **state)
     assert_true(json_array_size(list) >= 2);
     json_decref(j);
 }
-
-static const char *const keys[] = {"runs",
-                                   "policy",
-                                   "params",
-                                   "error_rate",
-                                   "mean_bandit_error_rate",
-                                   "pac_error_rate",
-                                   "regret_error_rate",
-                                   "mean_pulls",
-                                   "median_pulls",
-                                   "p90_pulls",
-                                   "mean_completed",
-                                   "wall_s",
-                                   NULL};
 
 /* One JSON object on one line; the same numbers with 1 and 2 threads. */
 static void test_run_and_threads(void **state)
@@ -129,9 +105,7 @@ static void test_run_and_threads(void **state)
     json_t *a = json_loads(o1.out, 0, NULL), *b = json_loads(o2.out, 0, NULL);
     assert_non_null(a);
     assert_non_null(b);
-    for (size_t i = 0; keys[i] != NULL; i++)
-        if (json_object_get(a, keys[i]) == NULL)
-            fail_msg("no %s in %s", keys[i], o1.out);
+    stattest_assert_result_keys(a, o1.out);
     assert_int_equal(json_integer_value(json_object_get(a, "runs")), 12);
     json_object_del(a, "wall_s");
     json_object_del(b, "wall_s");
@@ -153,7 +127,7 @@ static void test_run_and_threads(void **state)
     assert_int_equal(system(cmd), 0);
     char path[512];
     snprintf(path, sizeof path, "%s/out", dir);
-    slurp(path, o1.out, sizeof o1.out);
+    tread_file(path, o1.out, sizeof o1.out);
     json_t *c = json_loads(o1.out, 0, NULL);
     assert_non_null(c);
     assert_int_equal(json_integer_value(json_object_get(c, "budget")), 30);

@@ -25,53 +25,28 @@
 
 #include "store/store.h"
 #include "store/store_test.h"
+#include "tests/support/tstore.h"
 
 /* --- fixture ------------------------------------------------------------------ */
 
-struct fx {
-    char dir[64];
-    char path[128];
-    struct store *s;
-};
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 static int setup(void **state)
 {
-    struct fx *f = calloc(1, sizeof *f);
-    char err[256];
-
-    assert_non_null(f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/test_store.XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->path, sizeof f->path, "%s/b.db", f->dir);
-    f->s = store_open(f->path, STORE_SYNC_NORMAL, err, sizeof err);
-    if (f->s == NULL)
-        fail_msg("store_open: %s", err);
-    *state = f;
+    *state = tstore_new("b.db");
     return 0;
 }
 
 static int teardown(void **state)
 {
-    struct fx *f = *state;
-    char mnt[160];
-    store_close(f->s);
+    struct tstore *f = *state;
+    char mnt[400];
     snprintf(mnt, sizeof mnt, "%s/mnt", f->dir);
     umount2(mnt, MNT_DETACH); /* left mounted by a failed test_real_disk_full */
-    nftw(f->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-    free(f);
+    tstore_free(f);
     return 0;
 }
 
 /* Close and reopen the fixture's store. */
-static void reopen(struct fx *f)
+static void reopen(struct tstore *f)
 {
     char err[256];
     store_close(f->s);
@@ -222,7 +197,7 @@ static void assert_event_eq(const struct store_event *a, const struct store_even
 
 static void test_open_migrate_reopen(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     char sql[64];
 
     snprintf(sql, sizeof sql, "PRAGMA user_version");
@@ -251,7 +226,7 @@ static void test_open_migrate_reopen(void **state)
 
 static void test_refuse_newer_version(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     char path[160], err[256], sql[64];
     sqlite3 *db;
 
@@ -283,7 +258,7 @@ static void test_refuse_newer_version(void **state)
 
 static void test_exp_duplicate_in_batch(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     struct collector c;
     struct slot sl[3];
     int64_t rowid[3] = {0, 0, 0};
@@ -351,7 +326,7 @@ static int stop_at_first(void *arg, const struct store_experiment_row *row)
 
 static void test_load_experiments(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     struct explist l = {0};
     int64_t a = create_exp(f->s, "one"), b = create_exp(f->s, "two");
 
@@ -369,7 +344,7 @@ static void test_load_experiments(void **state)
 
 static void test_events_roundtrip(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     int64_t exp = create_exp(f->s, "ev"), other = create_exp(f->s, "other"), last = -1;
     struct store_op op[6];
     struct evlist l = {0};
@@ -432,7 +407,7 @@ static void test_events_roundtrip(void **state)
 
 static void test_find(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     int64_t exp = create_exp(f->s, "find");
     struct store_op op[6];
     struct store_event ev;
@@ -490,7 +465,7 @@ static void test_find(void **state)
 
 static void test_duplicates_and_atomicity(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     int64_t exp = create_exp(f->s, "dup"), exp2 = create_exp(f->s, "dup2"), last;
     struct store_op a = ev_op(exp, 1, STORE_EV_ASSIGN), b[2];
     struct store_event ev;
@@ -527,7 +502,7 @@ static void test_duplicates_and_atomicity(void **state)
 
 static void test_delete(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     int64_t exp = create_exp(f->s, "gone"), keep = create_exp(f->s, "kept"), last;
     struct store_op op[3];
     struct explist l = {0};
@@ -592,7 +567,7 @@ static int nest_outer(void *arg, const struct store_event *ev)
 
 static void test_reentrant_reads(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     int64_t exp = create_exp(f->s, "nest");
     struct store_op op[3];
     struct nest n = {.s = f->s, .exp = exp};
@@ -658,7 +633,7 @@ static void *ct_main(void *arg)
 
 static void test_concurrent_submitters(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     struct ct_thread *t = calloc(CT_THREADS, sizeof *t);
     pthread_t tid[CT_THREADS];
     struct store_stats st;
@@ -716,7 +691,7 @@ static void drain_done(void *arg, int err)
 
 static void test_close_drains(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     int64_t exp = create_exp(f->s, "drain");
     struct store_op op[50];
     struct drain d = {.s = f->s};
@@ -749,7 +724,7 @@ static void test_close_drains(void **state)
 
 static void test_injected_commit_failure(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     int64_t exp = create_exp(f->s, "fault"), last = -1;
     struct collector c;
     struct slot sl[4];
@@ -798,7 +773,7 @@ static void test_injected_commit_failure(void **state)
 
 static void test_env_fault(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     char err[256];
     struct store_op op[3];
 
@@ -832,7 +807,7 @@ static void cbsync_done(void *arg, int err)
 
 static void test_sync_from_callback_refused(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     struct cbsync c = {.s = f->s, .inner = -1};
     assert_int_equal(store_submit(f->s, NULL, 0, cbsync_done, &c), STORE_OK);
     assert_int_equal(store_write_sync(f->s, NULL, 0), STORE_OK);
@@ -851,7 +826,7 @@ static void *release_later(void *arg)
 
 static void test_busy_retried(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     int64_t exp = create_exp(f->s, "busy"), last = -1;
     struct store_op op = ev_op(exp, 1, STORE_EV_OBSERVE);
     sqlite3 *other;
@@ -874,7 +849,7 @@ static void test_busy_retried(void **state)
  * then free space and check the store writes again. */
 static void test_real_disk_full(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     char mnt[160], path[200], ballast[200], err[256], text[8192];
     struct store *s;
     struct store_op op;
@@ -955,7 +930,7 @@ static int collect_key(void *arg, const struct store_key_row *row)
 
 static void test_keys(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     int64_t k1 = 0, k2 = 0;
     struct keylist l = {0};
     const char *h1 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
@@ -982,7 +957,7 @@ static void test_keys(void **state)
 
 static void test_backup(void **state)
 {
-    struct fx *f = *state;
+    struct tstore *f = *state;
     char bpath[160], err[256];
     int64_t exp = create_exp(f->s, "saved"), last;
     struct store_op op[2];

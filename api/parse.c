@@ -1,0 +1,295 @@
+/*
+ * parse.c — request bodies parsed and validated without HTTP (parse.h).
+ * Every message here is part of the API (clients match on the field
+ * names), so they are the ones the handlers always sent.
+ */
+#include "api/parse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/jsonutil.h"
+
+static int add(json_t *errors, const char *field, const char *message)
+{
+    json_t *e = json_pack("{s:s,s:s}", "field", field, "message", message);
+    if (e == NULL || json_array_append_new(errors, e) != 0)
+        return -1;
+    return 0;
+}
+
+/* One offending field: errors gets it, detail says "field: message". */
+static int invalid(json_t *errors, char *detail, const char *field, const char *message)
+{
+    snprintf(detail, API_DETAIL_MAX, "%s: %s", field, message);
+    return add(errors, field, message) != 0 ? -1 : 1;
+}
+
+/* The detail of a batch with item errors: the first one, and that nothing
+ * was applied. */
+static int item_errors(json_t *errors, char *detail)
+{
+    json_t *first = json_array_get(errors, 0);
+    snprintf(detail, API_DETAIL_MAX, "%s: %s; nothing was recorded",
+             json_string_value(json_object_get(first, "field")),
+             json_string_value(json_object_get(first, "message")));
+    return 1;
+}
+
+int api_cfg_bandit(const struct exp_config *cfg, const char *id)
+{
+    for (size_t b = 0; b < cfg->n_bandits; b++)
+        if (strcmp(cfg->bandit_ids[b], id) == 0)
+            return (int)b;
+    return -1;
+}
+
+int api_cfg_arm(const struct exp_config *cfg, size_t bandit, const char *name)
+{
+    for (size_t i = 0; i < cfg->n_arms[bandit]; i++)
+        if (strcmp(cfg->arm_names[bandit][i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* --- assignments ------------------------------------------------------------ */
+
+int api_parse_assignment(json_t *body, const struct exp_config *cfg, size_t max_count,
+                         struct api_assign_req *out, json_t *errors, char *detail)
+{
+    static const char *const keys[] = {"bandit", "unit", "count", NULL};
+    json_t *v;
+
+    out->bandit = -1;
+    out->unit = NULL;
+    out->count = 1;
+    if (!json_is_object(body))
+        return invalid(errors, detail, "", "the body must be a JSON object");
+    if (json_object_size(body) > 0 && api_json_unknown_keys(body, keys, "", errors) > 0) {
+        snprintf(detail, API_DETAIL_MAX, "unknown fields");
+        return 1;
+    }
+    if ((v = json_object_get(body, "bandit")) != NULL && !json_is_null(v)) {
+        const char *id = json_string_value(v);
+        if (id == NULL)
+            return invalid(errors, detail, "bandit", "must be a bandit id (string)");
+        out->bandit = api_cfg_bandit(cfg, id);
+        if (out->bandit < 0)
+            return invalid(errors, detail, "bandit", "no such bandit in this experiment");
+    }
+    if ((v = json_object_get(body, "unit")) != NULL && !json_is_null(v)) {
+        out->unit = json_string_value(v);
+        if (out->unit == NULL || out->unit[0] == '\0' || strlen(out->unit) > EXP_MAX_UNIT)
+            return invalid(errors, detail, "unit",
+                           "must be a non-empty string of at most 256 bytes");
+    }
+    if ((v = json_object_get(body, "count")) != NULL) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            (unsigned long long)json_integer_value(v) > (unsigned long long)max_count) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "must be an integer from 1 to %zu", max_count);
+            return invalid(errors, detail, "count", msg);
+        }
+        out->count = (size_t)json_integer_value(v);
+    }
+    if (out->unit != NULL && out->count != 1)
+        return invalid(errors, detail, "count", "a unit gets exactly one assignment (count 1)");
+    return 0;
+}
+
+/* --- rewards and observations ------------------------------------------------------ */
+
+/* The items of a single-or-batch body: {"<one's fields>"} or {"<key>": [...]}.
+ * Returns 0 with *arr (borrowed: the list, or NULL for the single form), 1
+ * (invalid) or −1. */
+static int items_of(json_t *body, const char *key, const char *const *item_keys,
+                    size_t max_batch, json_t **arr, json_t *errors, char *detail)
+{
+    *arr = NULL;
+    if (!json_is_object(body))
+        return invalid(errors, detail, "", "the body must be a JSON object");
+    json_t *list = json_object_get(body, key);
+    if (list != NULL) {
+        if (json_object_size(body) != 1) {
+            const char *const only[] = {key, NULL};
+            api_json_unknown_keys(body, only, "", errors);
+            snprintf(detail, API_DETAIL_MAX, "a batch body has only the list");
+            return 1;
+        }
+        if (!json_is_array(list) || json_array_size(list) < 1 ||
+            json_array_size(list) > max_batch) {
+            char msg[80];
+            snprintf(msg, sizeof msg, "must be an array of 1 to %zu items", max_batch);
+            return invalid(errors, detail, key, msg);
+        }
+        *arr = list;
+        return 0;
+    }
+    if (api_json_unknown_keys(body, item_keys, "", errors) > 0) {
+        snprintf(detail, API_DETAIL_MAX, "unknown fields");
+        return 1;
+    }
+    return 0;
+}
+
+static void item_field(char *buf, size_t len, int batch, const char *list, size_t i,
+                       const char *name)
+{
+    if (batch)
+        snprintf(buf, len, "%s[%zu].%s", list, i, name);
+    else
+        snprintf(buf, len, "%s", name);
+}
+
+/* A reward value: a finite number within the experiment's range. Appends
+ * an error and returns 0 when it is not one. */
+static int check_reward(const struct exp_config *c, json_t *v, int batch, const char *list,
+                        size_t i, json_t *errors, double *out)
+{
+    char field[64], msg[128];
+    if (v != NULL && api_json_number(v, out) && *out >= c->reward_min && *out <= c->reward_max)
+        return 1;
+    item_field(field, sizeof field, batch, list, i, "reward");
+    if (v == NULL)
+        add(errors, field, "required");
+    else if (!api_json_number(v, out))
+        add(errors, field, "must be a finite number");
+    else {
+        snprintf(msg, sizeof msg, "must be within the reward range [%g, %g]", c->reward_min,
+                 c->reward_max);
+        add(errors, field, msg);
+    }
+    return 0;
+}
+
+int api_parse_rewards(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                      struct api_reward_item **items, size_t *n, int *batch, json_t *errors,
+                      char *detail)
+{
+    static const char *const item_keys[] = {"assignment_id", "reward", NULL};
+    json_t *arr;
+    *items = NULL;
+    *n = 0;
+    *batch = 0;
+    int rc = items_of(body, "rewards", item_keys, max_batch, &arr, errors, detail);
+    if (rc != 0)
+        return rc;
+    *batch = arr != NULL;
+    size_t count = arr != NULL ? json_array_size(arr) : 1;
+    struct api_reward_item *it = calloc(count, sizeof *it);
+    if (it == NULL)
+        return -1;
+    for (size_t i = 0; i < count; i++) {
+        json_t *o = arr != NULL ? json_array_get(arr, i) : body;
+        char field[64];
+        if (!json_is_object(o)) {
+            snprintf(field, sizeof field, "rewards[%zu]", i);
+            add(errors, field, "must be an object");
+            continue;
+        }
+        if (*batch) {
+            snprintf(field, sizeof field, "rewards[%zu]", i);
+            api_json_unknown_keys(o, item_keys, field, errors);
+        }
+        it[i].assignment_id = json_string_value(json_object_get(o, "assignment_id"));
+        if (it[i].assignment_id == NULL) {
+            item_field(field, sizeof field, *batch, "rewards", i, "assignment_id");
+            add(errors, field, "must be an assignment id (string)");
+        }
+        check_reward(cfg, json_object_get(o, "reward"), *batch, "rewards", i, errors,
+                     &it[i].value);
+    }
+    if (json_array_size(errors) > 0) {
+        free(it);
+        return item_errors(errors, detail);
+    }
+    *items = it;
+    *n = count;
+    return 0;
+}
+
+int api_parse_observations(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                           struct api_observation_item **items, size_t *n, json_t *errors,
+                           char *detail)
+{
+    static const char *const item_keys[] = {"bandit", "arm", "reward", NULL};
+    json_t *arr;
+    *items = NULL;
+    *n = 0;
+    int rc = items_of(body, "observations", item_keys, max_batch, &arr, errors, detail);
+    if (rc != 0)
+        return rc;
+    int batch = arr != NULL;
+    size_t count = arr != NULL ? json_array_size(arr) : 1;
+    struct api_observation_item *it = calloc(count, sizeof *it);
+    if (it == NULL)
+        return -1;
+    for (size_t i = 0; i < count; i++) {
+        json_t *o = arr != NULL ? json_array_get(arr, i) : body;
+        char field[64];
+        if (!json_is_object(o)) {
+            snprintf(field, sizeof field, "observations[%zu]", i);
+            add(errors, field, "must be an object");
+            continue;
+        }
+        if (batch) {
+            snprintf(field, sizeof field, "observations[%zu]", i);
+            api_json_unknown_keys(o, item_keys, field, errors);
+        }
+        json_t *bj = json_object_get(o, "bandit");
+        it[i].bandit = 0;
+        if (bj != NULL && !json_is_null(bj)) {
+            const char *bid = json_string_value(bj);
+            it[i].bandit = bid != NULL ? api_cfg_bandit(cfg, bid) : -1;
+            if (it[i].bandit < 0) {
+                item_field(field, sizeof field, batch, "observations", i, "bandit");
+                add(errors, field, "no such bandit in this experiment");
+                continue;
+            }
+        } else if (cfg->n_bandits > 1) {
+            item_field(field, sizeof field, batch, "observations", i, "bandit");
+            add(errors, field, "required: the experiment has several bandits");
+            continue;
+        }
+        const char *arm = json_string_value(json_object_get(o, "arm"));
+        it[i].arm = arm != NULL ? api_cfg_arm(cfg, (size_t)it[i].bandit, arm) : -1;
+        if (it[i].arm < 0) {
+            item_field(field, sizeof field, batch, "observations", i, "arm");
+            add(errors, field, "must name an arm of the bandit");
+        }
+        check_reward(cfg, json_object_get(o, "reward"), batch, "observations", i, errors,
+                     &it[i].value);
+    }
+    if (json_array_size(errors) > 0) {
+        free(it);
+        return item_errors(errors, detail);
+    }
+    *items = it;
+    *n = count;
+    return 0;
+}
+
+/* --- PATCH ------------------------------------------------------------------------ */
+
+int api_parse_patch(json_t *body, enum exp_state *state, json_t *errors, char *detail)
+{
+    static const char *const keys[] = {"state", NULL};
+    if (!json_is_object(body))
+        return invalid(errors, detail, "", "the body must be a JSON object");
+    if (api_json_unknown_keys(body, keys, "", errors) > 0) {
+        snprintf(detail, API_DETAIL_MAX, "unknown fields");
+        return 1;
+    }
+    const char *st = json_string_value(json_object_get(body, "state"));
+    if (st != NULL && strcmp(st, "running") == 0)
+        *state = EXP_RUNNING;
+    else if (st != NULL && strcmp(st, "paused") == 0)
+        *state = EXP_PAUSED;
+    else if (st != NULL && strcmp(st, "stopped") == 0)
+        *state = EXP_STOPPED;
+    else
+        return invalid(errors, detail, "state",
+                       "must be \"running\", \"paused\" or \"stopped\"");
+    return 0;
+}

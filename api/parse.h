@@ -1,0 +1,61 @@
+/*
+ * parse.h — the pure parse-and-validate steps of the request bodies that
+ * change an experiment (assignments, rewards, observations, PATCH): no
+ * HTTP, no locks, no store. The handlers in api/ call them, and so do the
+ * libFuzzer targets in tests/fuzz/, which is why they are separate.
+ *
+ * Each returns 0 (valid: the result is filled), 1 (invalid: one
+ * {"field", "message"} object per problem appended to `errors`, and
+ * `detail` holds the problem's one-line summary) or −1 (out of memory).
+ * Strings in results are borrowed from `body`. `cfg` is the experiment's
+ * configuration (immutable once created, so reading it needs no lock).
+ */
+#ifndef BANDITD_API_PARSE_H
+#define BANDITD_API_PARSE_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "api/experiment.h"
+
+#define API_DETAIL_MAX 256
+
+/* POST assignments: {"bandit": id, "unit": string, "count": n}, all optional. */
+struct api_assign_req {
+    int bandit;       /* index, −1: the policy chooses */
+    const char *unit; /* NULL: none */
+    size_t count;
+};
+int api_parse_assignment(json_t *body, const struct exp_config *cfg, size_t max_count,
+                         struct api_assign_req *out, json_t *errors, char *detail);
+
+/* POST rewards: {"assignment_id", "reward"} or {"rewards": [...]}. */
+struct api_reward_item {
+    const char *assignment_id;
+    double value; /* user units, within the reward range */
+};
+/* On 0, *items is a new array of *n items (free it). *batch tells the
+ * list form from the single one (the single form answers 404 for an
+ * unknown id). */
+int api_parse_rewards(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                      struct api_reward_item **items, size_t *n, int *batch, json_t *errors,
+                      char *detail);
+
+/* POST observations: {"bandit", "arm", "reward"} or {"observations": [...]}. */
+struct api_observation_item {
+    int bandit, arm;
+    double value;
+};
+int api_parse_observations(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                           struct api_observation_item **items, size_t *n, json_t *errors,
+                           char *detail);
+
+/* PATCH: {"state": "running" | "paused" | "stopped"}. */
+int api_parse_patch(json_t *body, enum exp_state *state, json_t *errors, char *detail);
+
+/* Indexes in a configuration: bandit by id, arm by name; −1 if none. */
+int api_cfg_bandit(const struct exp_config *cfg, const char *id);
+int api_cfg_arm(const struct exp_config *cfg, size_t bandit, const char *name);
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * targets.h — the bodies of the libFuzzer targets (tests/fuzz/fuzz_*.c) as
+ * plain functions, so that tests/unit/test_fuzz_corpus.c replays the seed
+ * corpus and every crash ever found (tests/fuzz/regress/) through exactly
+ * the same code under ASan + UBSan in `make test`.
+ *
+ * Each takes arbitrary bytes, parses them as the daemon parses a request
+ * body (json_loadb, duplicates rejected) or a simulator problem file, runs
+ * the parser/validator, and frees everything. Always returns 0.
+ */
+#ifndef BANDITD_TESTS_FUZZ_TARGETS_H
+#define BANDITD_TESTS_FUZZ_TARGETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int fuzz_expconfig(const uint8_t *data, size_t size);
+int fuzz_assignment(const uint8_t *data, size_t size);
+int fuzz_rewards(const uint8_t *data, size_t size);
+int fuzz_observations(const uint8_t *data, size_t size);
+int fuzz_patch(const uint8_t *data, size_t size);
+#ifdef HAVE_SIM
+int fuzz_simproblem(const uint8_t *data, size_t size);
+#endif
+
+#endif

@@ -1,0 +1,76 @@
+/*
+ * tstore.c — throwaway directories and stores for unit tests (tstore.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "store/store.h"
+#include "tests/support/tstore.h"
+
+void ttmpdir(char *dir, size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (tmp == NULL || tmp[0] == '\0' || strlen(tmp) > 32)
+        tmp = "/tmp";
+    snprintf(dir, len, "%s/banditd-unit.XXXXXX", tmp);
+    if (mkdtemp(dir) == NULL)
+        fail_msg("mkdtemp %s failed", dir);
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+int ttree_remove(const char *dir)
+{
+    return nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
+}
+
+struct tstore *tstore_new(const char *name)
+{
+    char err[256];
+    struct tstore *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    ttmpdir(t->dir, sizeof t->dir);
+    snprintf(t->path, sizeof t->path, "%s/%s", t->dir, name);
+    t->s = store_open(t->path, STORE_SYNC_NORMAL, err, sizeof err);
+    if (t->s == NULL)
+        fail_msg("store_open %s: %s", t->path, err);
+    return t;
+}
+
+int tstore_free(struct tstore *t)
+{
+    if (t == NULL)
+        return 0;
+    store_close(t->s);
+    int rc = ttree_remove(t->dir);
+    free(t);
+    return rc;
+}
+
+void tread_file(const char *path, char *buf, size_t len)
+{
+    if (buf == NULL || len == 0)
+        return;
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}

@@ -1,0 +1,44 @@
+/*
+ * tstore.h — a store (store/store.h) on a throwaway directory, for the unit
+ * tests of the store and of what sits on it (experiments, keys, metrics);
+ * the making, reading and removal of such directories' files.
+ *
+ *   struct tstore *t = tstore_new("e.db");   // $TMPDIR/banditd-unit.XXXXXX/e.db
+ *   ... t->s, t->path, t->dir ...
+ *   tstore_free(t);                          // closes the store, removes the directory
+ *
+ * tstore_new fails the running cmocka test (with the reason) when the
+ * directory or the store cannot be made; it opens with STORE_SYNC_NORMAL.
+ * A test may close and reopen t->s itself (t->path stays valid).
+ */
+#ifndef BANDITD_TESTS_SUPPORT_TSTORE_H
+#define BANDITD_TESTS_SUPPORT_TSTORE_H
+
+#include <stddef.h>
+
+struct store;
+
+struct tstore {
+    char dir[64];
+    char path[128];
+    struct store *s; /* NULL once closed by the test */
+};
+
+/* New fixture with the store `name` opened in a fresh directory. */
+struct tstore *tstore_new(const char *name);
+/* Close t->s if open, remove the directory, free. NULL is a no-op. Returns
+ * 0, or −1 when something could not be removed. */
+int tstore_free(struct tstore *t);
+
+/* A fresh directory $TMPDIR/banditd-unit.XXXXXX into dir (/tmp when TMPDIR
+ * is unset or too long for a struct tstore); fails the test when it
+ * cannot. */
+void ttmpdir(char *dir, size_t len);
+/* Remove dir and everything below it (links are not followed). 0 or −1. */
+int ttree_remove(const char *dir);
+
+/* At most len − 1 bytes of the file at path into buf, NUL-terminated ("" when
+ * it cannot be read). */
+void tread_file(const char *path, char *buf, size_t len);
+
+#endif
