@@ -525,9 +525,14 @@ static int throughput(const struct opts *o)
     char *bare_argv[] = {mut(o->bare), mut("--listen"), mut("127.0.0.1:0"), mut("--threads"),
                          thr, NULL};
     char *d_argv[] = {mut(o->daemon), mut("--listen"), mut("127.0.0.1:0"), mut("--db"), db,
-                      mut("--threads"), thr, mut("--sync"), mut(o->sync), NULL};
+                      mut("--threads"), thr, mut("--sync"), mut(o->sync),
+                      /* a reward run pre-creates pairs × 2 × ceiling × duration
+                       * assignments in one experiment: over the default cap on
+                       * an idle machine */
+                      mut("--max-pending"), mut("100000000"), NULL};
     char *n_argv[] = {mut(o->daemon), mut("--listen"), mut("127.0.0.1:0"), mut("--db"), dbn,
-                      mut("--threads"), thr, mut("--sync"), mut("normal"), NULL};
+                      mut("--threads"), thr, mut("--sync"), mut("normal"),
+                      mut("--max-pending"), mut("100000000"), NULL};
     int normal_too = o->sync_normal_too && strcmp(o->sync, "full") == 0;
     loadavg(load0, sizeof load0);
     if (proc_start(&bare, bare_argv, log1) != 0 || proc_start(&d, d_argv, log2) != 0 ||
