@@ -696,8 +696,8 @@ def sec_gabillon(ctx):
                                      "figure (0.15–0.45 axis)", f"{txt} (η = {frac_str(eta)})"))
     out.append(GABILLON_NOTES)
     ctx.scaled.append(("Gabillon et al. Problems 1–3", "10⁵ runs per point", f"{R} runs per point",
-                       "CPU time; the Wilson interval (±1.3 points) still separates the algorithms the "
-                       "paper compares"))
+                       f"CPU time; a rate's 95% interval is at most ±{100 * Z95 * math.sqrt(0.25 / R):.1f} "
+                       "points (at 50%), narrower at the rates measured"))
     return "".join(out)
 
 
@@ -920,7 +920,10 @@ def sec_ks(ctx):
         f"{fmt_num(ks_incremental(50, 15, eps50, KS_DELTA))} (INCREMENTAL) pulls per run.\n")
     s5a, s5f = small_runs[("adapt", "anytime")].result(), small_runs[("adapt", "fixed")].result()
     out.append(KS_NOTES.format(w=rng_w, f=(rng_w / math.sqrt(12)) ** 2, p=22000 * (rng_w / math.sqrt(12)) ** 2,
-                               c50=an["mean_pulls"] / a["mean_pulls"] - 1,
+                               c50=an["mean_pulls"] / a["mean_pulls"] - 1, meas=a["mean_pulls"],
+                               agree=(f"within {abs(a['mean_pulls'] / (22000 * (rng_w / math.sqrt(12)) ** 2) - 1):.0%} "
+                                      "of that" if abs(a["mean_pulls"] / (22000 * (rng_w / math.sqrt(12)) ** 2) - 1)
+                                      < 0.25 else "so the range explains only part of the difference"),
                                c5=s5a["mean_pulls"] / s5f["mean_pulls"] - 1))
     hw = [Z95 * r["mean_pulls_se"] / r["mean_pulls"] for r in (a, an)]
     ctx.scaled.append(("K&S n = 50: π1–π4", "≥ 1000 runs", f"{R50} runs ({R50a} anytime)",
@@ -935,8 +938,8 @@ KS_NOTES = """
 own support (width √12 ≈ 3.46). The engine has one reward range for the whole
 experiment, here the union of the arms' supports, {w:.2f} wide; Hoeffding and
 the empirical-Bernstein range term scale with the range, so ε is {f:.2f}× harder
-to resolve in pulls (({w:.2f}/3.46)²) — 22,000 × {f:.2f} ≈ {p:,.0f}, close to what
-we measure with the same fixed-n bounds. The anytime (time-uniform) bound,
+to resolve in pulls (({w:.2f}/3.46)²) — 22,000 × {f:.2f} ≈ {p:,.0f}; we measure
+{meas:,.0f} with the same fixed-n bounds, {agree}. The anytime (time-uniform) bound,
 our default because δᶜ is checked after every pull, costs a further
 {c50:.0%} here ({c5:.0%} on the small instance). NSS (1 − NSS in the table,
 the share of the best possible sum that the current top 15 misses) orders
@@ -1397,10 +1400,15 @@ def sec_bp(ctx):
     out.append("\n![4a](img/bp_fig4a_completed.png) ![4b](img/bp_fig4b_completed.png)\n"
                "![5a](img/bp_fig5_completed_target.png) ![5b](img/bp_fig5_completed.png)\n")
     out.append(BP_NOTES)
+    # CPU per pull of the GCP runs of panel a (20 bandits), from the times the results carry.
+    gcp4 = [fig4[key].result() for key in fig4 if key[0] == "a" and key[1] == "GCP-Bayes"]
+    us_per_pull = (1e6 * sum(r.get("_cpu_s", 0.0) for r in gcp4) / sum(r["mean_pulls"] * r["runs"] for r in gcp4)
+                   if gcp4 and all(r.get("_cpu_s") for r in gcp4) else None)
     ctx.scaled.append(("Bachman & Precup Figs. 1–2", "100 bandits per point",
                        f"{n_inst1} (Fig. 1) and {n_inst2} (Fig. 2) bandits", "CPU time"))
     ctx.scaled.append(("Bachman & Precup Figs. 4–5", "100 sets, horizon not stated",
-                       f"{n_inst4} sets, {T4:,} trials", "GCP costs ≈ 20 µs per pull on 20 bandits"))
+                       f"{n_inst4} sets, {T4:,} trials", "CPU time: GCP costs "
+                       + (f"≈ {us_per_pull:.0f} µs per pull on 20 bandits" if us_per_pull else "the most per pull")))
     return "".join(out)
 
 
@@ -1550,12 +1558,19 @@ def sec_chen(ctx):
             "round 1's, so at the budgets that separate the methods here most runs answer from one "
             "round's samples, accepting and rejecting early only where gaps are wide (TWOGROUP) — which "
             "is where their figures show its largest advantage. The paper's claims are about OptMAI and "
-            "CLUCB-PAC, which we do not have; against SAR, which they do not run, it does not win at "
-            "this scale")
+            "CLUCB-PAC, which we do not have; against SAR, which they do not run, "
+            + (f"it wins more points than it loses at this scale ({tb} against {tw})" if tb > tw else
+               f"it does not win at this scale ({tb} points better, {tw} worse)"))
     out.append(".\n")
+    # CPU per pull over all of this section's simulations, from the times the results carry.
+    done = [f.result() for f in fut.values()]
+    pulls = sum(r["mean_pulls"] * r["runs"] for r in done)
+    ns_per_pull = (1e9 * sum(r.get("_cpu_s", 0.0) for r in done) / pulls
+                   if done and pulls and all(r.get("_cpu_s") for r in done) else None)
     ctx.scaled.append(("Chen et al. §3", "n = 1000, K = 100/250/500, 200 runs",
                        f"n = {n}, K = {'/'.join(map(str, ks))}, {R} runs",
-                       "budgets of 10⁵–10⁶ pulls per run at n = 1000 (≈ 1 µs per pull) would take hours"))
+                       "CPU time: budgets of 10⁵–10⁶ pulls per run at n = 1000"
+                       + (f" (≈ {ns_per_pull / 1000:.1f} µs per pull here) would take hours" if ns_per_pull else "")))
     return "".join(out)
 
 
@@ -1766,10 +1781,10 @@ def sec_fc(ctx):
         f"T*(μ) for μ = {GK_MU} by bisection (their Theorem 5; scripts/repro.py `t_star`): "
         f"**T* = {ts:.1f}**, w* = ({', '.join(f'{x:.4f}' for x in w)}). Checks: the rate the weights "
         f"achieve, min over challengers, is {inv:.6g} = 1/T* ({1 / ts:.6g}); no weight vector of 20,000 "
-        f"random ones nor of 8 small moves around w* does better (best {worst:.6g}); the issue's "
-        f"reference is T* ≈ 990.{tas_check} Lower bound T*·kl(δ, 1 − δ): "
+        f"random ones nor of 8 small moves around w* does better (best {worst:.6g}).{tas_check} "
+        "Lower bound T*·kl(δ, 1 − δ): "
         + ", ".join(f"{lb[d]:.0f} at δ = {d}" for d in (0.1, 0.01))
-        + f" (issue: ≈ 1740 at δ = 0.1). Runs: {R} per row ({ctx.runs(R * 0.5, least=4)} for ADAPT), "
+        + f". Runs: {R} per row ({ctx.runs(R * 0.5, least=4)} for ADAPT), "
           "delay 0, anytime bounds unless the row says fixed.\n\n")
     rows = []
     ratios = []
@@ -1808,12 +1823,21 @@ def sec_fc(ctx):
         bp = best(d, lambda g: g == "proven")
         ba = best(d, lambda g: True)
         tas_ref = 2.2 if d == 0.1 else 1.45
+        # The paper column is the issue's heuristic Track-and-Stop figure: the row says which
+        # rule ours is, so that a proven rule is not read as matching a heuristic one.
         if bp:
-            ctx.headline.append(("lower bound", f"best proven-stop policy, δ = {d}", f"TaS+GLR ≈ {tas_ref}×",
-                                 f"{bp[0]:.2f}× ({bp[2]}, {STOP_NAMES[bp[3]]})"))
+            lo, hi = ratio_ci(bp, lb)
+            ctx.headline.append(("lower bound", f"best proven-stop policy, δ = {d}",
+                                 f"TaS + heuristic GLR ≈ {tas_ref}×",
+                                 f"{bp[0]:.2f}× [{lo:.2f}, {hi:.2f}] ({row_label(bp)})"))
         if ba and ba is not bp:
-            ctx.headline.append(("lower bound", f"best of all rules, δ = {d}", f"TaS+GLR ≈ {tas_ref}×",
-                                 f"{ba[0]:.2f}× ({ba[2]}, {STOP_NAMES[ba[3]]}; {ba[5]})"))
+            ctx.headline.append(("lower bound", f"lowest of all rules, δ = {d}", f"TaS + heuristic GLR ≈ {tas_ref}×",
+                                 f"{ba[0]:.2f}× ({row_label(ba)}; guarantee: {ba[5]})"))
+        x = next((x for x in ratios if x[2] == "Track-and-Stop" and x[3] == "glr" and x[1] == d), None)
+        if x:
+            lo, hi = ratio_ci(x, lb)
+            ctx.headline.append(("lower bound", f"Track-and-Stop, its proven GLR, δ = {d}", "—",
+                                 f"{x[0]:.2f}× [{lo:.2f}, {hi:.2f}]"))
     for d, ref in ((0.1, "≈ 2.2×"), (0.01, "≈ 1.45×")):
         x = next((x for x in ratios if x[2] == "Track-and-Stop" and x[3] == "glr-heuristic" and x[1] == d), None)
         if x:
@@ -1831,115 +1855,301 @@ def sec_fc(ctx):
     return "".join(out)
 
 
+def ratio_ci(x, lb):
+    """95% interval of a lower-bound row's ratio (x: an entry of `ratios`)."""
+    lo, hi = mean_ci(x[6]["mean_pulls"], x[6]["mean_pulls_se"])
+    return lo / lb[x[1]], hi / lb[x[1]]
+
+
+def versus(a, b):
+    """a's mean stop time against b's: "below", "above" or "level" (the
+    difference's normal 95% interval excludes 0 or not; independent runs)."""
+    ra, rb = a[6], b[6]
+    diff = ra["mean_pulls"] - rb["mean_pulls"]
+    se = math.hypot(ra["mean_pulls_se"], rb["mean_pulls_se"])
+    if diff + Z95 * se < 0:
+        return "below"
+    if diff - Z95 * se > 0:
+        return "above"
+    return "level"
+
+
+VERSUS_WORDS = {"below": "significantly below", "above": "significantly above",
+                "level": "not distinguishable from"}
+
+
+def row_label(x):
+    """"TTTS, δᶜ ≤ δ (anytime bound)": a lower-bound row by sampler and stop."""
+    ratio, d, lab, stop, bound, guar, r = x
+    name = STOP_NAMES[stop]
+    if stop == "delta_c":
+        name += f" ({bound} bound)"
+    return f"{lab} with {name}"
+
+
+def proven_threshold_doc(ctx):
+    """What this build's proven GLR threshold is, in the binary's own words
+    (the `threshold` parameter of track-and-stop), so that the report follows
+    the rule when policies/stats.c changes it."""
+    pol = ctx.r.policies.get("track-and-stop", {})
+    for p in pol.get("params", []):
+        if p.get("name") == "threshold" and "proven = " in p.get("doc", ""):
+            return p["doc"].split("proven = ", 1)[1].split(";", 1)[0].strip()
+    return "see policies/stats.h, stats_glr_threshold"
+
+
 def fc_analysis(ctx, ratios, lb, ts, w, facts):
     """Why the ratios are what they are: where Z(t) ≈ t / T_w meets β(t, δ),
     τ ≈ T_w β(τ, δ), so τ / (T* kl(δ, 1−δ)) = (T_w / T*) · (β(τ, δ) / kl(δ, 1−δ)):
-    an allocation factor times a threshold factor."""
+    an allocation factor times a threshold factor.
+
+    Only the heuristic threshold ln((ln t + 1)/δ) is modelled here in closed
+    form (it is fixed by name). The proven threshold is whatever this build's
+    policies/stats.c implements (it may depend on the arms' counts, not on t
+    alone), so it is read off the data: β_eff = τ / T_w, with T_w from the
+    same sampler's heuristic-threshold runs. Every comparison in the prose is
+    computed, so the text stays true when the rules or the numbers change."""
     k, m = len(GK_MU), 1
+    deltas = (0.1, 0.01)
     t_unif = 1 / inv_t_star_at(GK_MU, [1 / k] * k)
     out = ["\n### Why: allocation × threshold\n\n"]
     out.append(
         "The GLR statistic grows like Z(t) ≈ t / T_w(μ), T_w the characteristic time of the "
         "proportions w a sampling rule settles on (T_w = T* for w*), and the rule stops where Z meets "
         "β(t, δ); so τ ≈ T_w β(τ, δ) and the ratio to the bound splits into an **allocation factor** "
-        "T_w/T* and a **threshold factor** β(τ, δ)/kl(δ, 1 − δ). The table takes β at the mean stop "
-        f"time and reads the allocation factor off the measured ratio. Check: uniform sampling's T_w is "
-        f"known exactly, {t_unif:.0f} = {t_unif / ts:.2f} T*.\n\n")
+        "T_w/T* and a **threshold factor** β(τ, δ)/kl(δ, 1 − δ). For the heuristic threshold "
+        "β = ln((ln t + 1)/δ) the table takes β at the mean stop time and reads the allocation "
+        "factor off the measured ratio. The proven threshold of this build ("
+        + proven_threshold_doc(ctx) + ") is read off the data instead: with the allocation factor of "
+        "the same sampler's heuristic runs, its **effective threshold** is β_eff = τ / T_w (marked *). "
+        f"Check of the model: uniform sampling's T_w is known exactly, {t_unif:.0f} = {t_unif / ts:.2f} T*.\n\n")
+    fw = {}  # (sampler, δ) → allocation factor (heuristic threshold)
+    beff = {}  # (sampler, δ) → effective proven threshold
+    by = {(x[2], x[3], x[1]): x for x in ratios}
     rows = []
-    fw = {}
-    for ratio, d, lab, stop, bound, guar, r in ratios:
-        if stop not in ("glr", "glr-heuristic"):
+    for x in ratios:
+        ratio, d, lab, stop, bound, guar, r = x
+        if stop != "glr-heuristic":
             continue
         beta = glr_threshold(stop, r["mean_pulls"], k, m, d)
-        tf = beta / kl_delta(d)
-        fw[(lab, stop, d)] = ratio / tf
-        rows.append([lab, STOP_NAMES[stop], d, fmt_num(r["mean_pulls"]), f"{beta:.2f}", f"{tf:.2f}",
-                     f"{ratio / tf:.2f}", f"{ratio:.2f}×"])
+        fw[(lab, d)] = ratio / (beta / kl_delta(d))
+    for x in ratios:
+        ratio, d, lab, stop, bound, guar, r = x
+        if stop == "glr-heuristic":
+            beta = glr_threshold(stop, r["mean_pulls"], k, m, d)
+            rows.append([lab, STOP_NAMES[stop], d, fmt_num(r["mean_pulls"]), f"{beta:.2f}",
+                         f"{beta / kl_delta(d):.2f}", f"{fw[(lab, d)]:.2f}", f"{ratio:.2f}×"])
+        elif stop == "glr" and (lab, d) in fw:
+            b = r["mean_pulls"] / (fw[(lab, d)] * ts)
+            beff[(lab, d)] = b
+            rows.append([lab, STOP_NAMES[stop], d, fmt_num(r["mean_pulls"]), f"{b:.2f}*",
+                         f"{b / kl_delta(d):.2f}", f"{fw[(lab, d)]:.2f}", f"{ratio:.2f}×"])
     if not rows:
         return ""
+    rows.sort(key=lambda c: (c[0], c[1], -c[2]))
     out.append(table(["sampling", "stop rule", "δ", "mean τ", "β(τ, δ)", "threshold factor",
                       "allocation factor", "ratio"], rows))
-    # Model check: predict the proven-threshold stop from the heuristic one's allocation factor.
+
+    # Checks of the model, each stated as measured.
     checks = []
-    errs = []
-    for (lab, stop, d), f in sorted(fw.items()):
-        if stop != "glr-heuristic" or (lab, "glr", d) not in fw:
-            continue
-        pred = solve_stop_time(f * ts, lambda t: glr_threshold("glr", t, k, m, d))
-        meas = next(r["mean_pulls"] for ratio, dd, l2, st, b, g, r in ratios if l2 == lab and st == "glr" and dd == d)
-        checks.append(f"{lab} at δ = {d}: predicted {fmt_num(pred)}, measured {fmt_num(meas)}")
-        errs.append((abs(pred - meas) / meas, lab, d))
+    if ("uniform", 0.1) in fw:
+        miss = max(abs(fw[("uniform", d)] / (t_unif / ts) - 1) for d in deltas if ("uniform", d) in fw)
+        checks.append(f"uniform's measured allocation factor is within {miss:.0%} of its exact "
+                      f"T_w/T* = {t_unif / ts:.2f}")
+    samplers = sorted({lab for lab, d in fw})
+    drift = [(abs(fw[(s, 0.1)] / fw[(s, 0.01)] - 1), s) for s in samplers if (s, 0.01) in fw and (s, 0.1) in fw]
+    if drift:
+        mx = max(drift)
+        checks.append(f"each sampler's allocation factor moves by at most {mx[0]:.0%} between δ = 0.1 and "
+                      f"δ = 0.01 ({mx[1]})")
+    spread = {}
+    for d in deltas:
+        v = [b for (s, dd), b in beff.items() if dd == d]
+        if len(v) >= 2:
+            spread[d] = (min(v), max(v))
+    if spread:
+        checks.append("the effective proven threshold ranges over "
+                      + " and ".join(f"{lo:.1f}–{hi:.1f} at δ = {d}" for d, (lo, hi) in spread.items())
+                      + " across samplers")
+    model_ok = (("uniform", 0.1) not in fw or miss < 0.1) and (not drift or max(drift)[0] < 0.15) \
+        and all(hi / lo - 1 < 0.15 for lo, hi in spread.values())
     if checks:
-        worst_err = max(errs)
-        out.append(
-            "\nDoes the split predict? From the allocation factor of the heuristic-threshold runs, "
-            "τ = T_w β_proven(τ) gives the proven-threshold stop times: " + "; ".join(checks)
-            + f". The largest miss is {worst_err[0]:.0%} ({worst_err[1]}, δ = {worst_err[2]}): the "
-            "allocation factor is nearly one number per sampling rule on this instance, and uniform's "
-            f"measured factor matches its exact T_w/T* = {t_unif / ts:.2f}, so the split is a sound "
-            "account of where the samples go.\n")
-    best_h = {d: solve_stop_time(ts, lambda t, d=d: glr_threshold("glr-heuristic", t, k, m, d)) / lb[d]
-              for d in (0.1, 0.01)}
-    best_p = {d: solve_stop_time(ts, lambda t, d=d: glr_threshold("glr", t, k, m, d)) / lb[d]
-              for d in (0.1, 0.01)}
-    gk = {d: solve_stop_time(ts, lambda t, d=d: math.log(2 * t * (k - 1) / d)) / lb[d] for d in (0.1, 0.01)}
-    proven = [x for x in ratios if x[5] == "proven"]
-    best_proven = {d: min((x for x in proven if x[1] == d), key=lambda x: x[0], default=None) for d in (0.1, 0.01)}
-    tas_h = {d: fw.get(("Track-and-Stop", "glr-heuristic", d)) for d in (0.1, 0.01)}
-    tas_line = ""
-    if tas_h[0.1] is not None:
-        tr_h = {d: next(x[0] for x in ratios if x[2] == "Track-and-Stop" and x[3] == "glr-heuristic" and x[1] == d)
-                for d in (0.1, 0.01)}
-        near = abs(tr_h[0.1] / best_h[0.1] - 1) < 0.1
-        tas_line = (f" Our Track-and-Stop with that threshold measures {tr_h[0.1]:.2f}× and {tr_h[0.01]:.2f}× "
-                    f"(allocation factor {tas_h[0.1]:.2f} and {tas_h[0.01]:.2f})"
-                    + (": on this line. The issue's reference (≈ 2.2× and ≈ 1.45×) lies below it; Z(t) is "
-                       "noisy and can meet a level before its mean does, but not by that much in our runs — "
-                       "a different implementation (threshold, forced exploration, tie handling) is the "
-                       "likelier cause." if near else
-                       f", {abs(tr_h[0.1] / best_h[0.1] - 1):.0%} off this line: the noisy Z(t) meets a "
-                       "level before (or after) its mean does."))
-    out.append(
-        "\n**Reading.** With the heuristic threshold even perfect tracking of w* has a threshold factor "
-        f"β/kl ≈ {best_h[0.1]:.2f} at δ = 0.1 and {best_h[0.01]:.2f} at δ = 0.01 (τ = T* β(τ) solved "
-        "for τ): the ln ln t term and kl(δ, 1 − δ) < ln(1/δ) keep every rule well above the bound at "
-        "moderate δ." + tas_line + " With the proven threshold "
-        "(Kaufmann & Koolen 2021, union over the K − 1 pairs) perfect tracking would still need "
-        f"{best_p[0.1]:.1f}× and {best_p[0.01]:.1f}×: the proof's price — 2𝒯(ln((K−1)/δ)/2) ≈ "
-        f"{2 * kk_calibration(math.log(3 / 0.1) / 2):.1f} instead of ln(1/δ) = {math.log(10):.1f} at δ = 0.1, "
-        f"plus 6 ln(1 + ln(t/2)) ≈ {6 * math.log(1 + math.log(5000)):.0f} at t = 10⁴ — is a factor "
-        f"{best_p[0.01] / best_h[0.01]:.1f}–{best_p[0.1] / best_h[0.1]:.1f} over the heuristic. Our best rows "
-        "with a proof: "
-        + "; ".join(f"{x[0]:.2f}× at δ = {d} ({x[2]}, {STOP_NAMES[x[3]]}"
-                    + (f", {x[4]} bound" if x[3] == "delta_c" else "") + ")"
-                    for d, x in best_proven.items() if x)
-        + ". No proven stop comes near a heuristic-threshold Track-and-Stop; among the heuristic rows "
-        "the allocation factor decides, and tracking w* (factor ≈ 1) is the best there is, so "
-        "\"beating Track-and-Stop\" on this instance can only come from a smaller threshold with "
-        "the same proof, not from a better sampling rule.\n")
-    best_alloc = min(((v, k) for k, v in fw.items() if k[1] == "glr-heuristic" and k[2] == 0.1), default=None)
-    dc = sorted((x[0], x[2]) for x in ratios if x[3] == "delta_c" and x[4] == "anytime" and x[1] == 0.1)
-    out.append(
-        "\n**Proposals (not implemented; numbers from the model above, to be measured once built).** "
-        f"(1) Garivier & Kaufmann (2016, §3) also state the simpler threshold ln(2t(K − 1)/δ) as δ-PAC "
-        f"for Bernoulli arms; with perfect tracking it would give ≈ {gk[0.1]:.1f}× (δ = 0.1) and "
-        f"≈ {gk[0.01]:.1f}× (δ = 0.01) instead of {best_p[0.1]:.1f}× and {best_p[0.01]:.1f}× — if its proof "
-        "holds for our GLR (it is a union over t, no mixture), offer it as `glr` when smaller, at δ/2 "
-        "each (the minimum of two thresholds needs both at half the risk). (2) δᶜ pays for "
-        "Hoeffding/Bernstein widths on Bernoulli data and for time-uniform stitching"
-        + (f"; ADAPT with the fixed-n bound stops {facts['adapt_anytime_over_fixed']:.1f}× sooner than with the "
-           "anytime bound" if "adapt_anytime_over_fixed" in facts else "")
-        + (f" and erred in {facts['adapt_fixed_errors'][0]} of {facts['adapt_fixed_errors'][1]} δ-check runs "
-           "despite being checked after every pull" if "adapt_fixed_errors" in facts else "")
-        + ". That gap bounds what a sharper time-uniform boundary (KL-based widths for Bernoulli "
-        "rewards, stitching constants tuned to the horizons we serve) could win while keeping the "
-        "proof."
-        + (f" (3) Under δᶜ with the anytime bound the sampling rule matters little once it is adaptive "
-           f"({', '.join(f'{lab} {r:.2f}×' for r, lab in dc)} at δ = 0.1): the stop, not the allocation, "
-           "sets the cost. The smallest allocation factor is "
-           f"{best_alloc[1][0]}'s ({best_alloc[0]:.2f}); so the best guaranteed service today is a tracking "
-           "or top-two sampler (Track-and-Stop, TTTS) stopped by δᶜ, and the next gain must come from "
-           "the stop rule (1, 2)." if best_alloc and dc else "") + "\n")
+        out.append("\nModel checks: " + "; ".join(checks) + ". "
+                   + ("All are within 15%, so the split is a fair account of where the samples go: the "
+                      "allocation factor is nearly one number per sampler and the proven rule acts as "
+                      "one threshold per δ." if model_ok else
+                      "At least one exceeds 15%, so read the split as approximate: the allocation factor "
+                      "or the proven rule's effective threshold depends on more than the model allows "
+                      "(the stop time's spread, or a threshold that depends on the arms' counts).")
+                   + "\n")
+
+    # ---- Reading: floors, best proven rule, heuristic rules against Track-and-Stop.
+    floor_h = {d: solve_stop_time(ts, lambda t, d=d: glr_threshold("glr-heuristic", t, k, m, d)) / lb[d]
+               for d in deltas}
+    out.append("\n**Reading.**\n\n")
+    items = []
+    txt = ("*Floors.* With the heuristic threshold even perfect tracking of w* (allocation factor 1) "
+           "has a threshold factor of " + " and ".join(f"{floor_h[d]:.2f} at δ = {d}" for d in deltas)
+           + " (τ = T* β(τ) solved for τ): the ln ln t term and kl(δ, 1 − δ) < ln(1/δ) keep every "
+             "rule above the bound at moderate δ.")
+    tas_b = {d: beff.get(("Track-and-Stop", d)) for d in deltas}
+    if all(tas_b[d] is not None for d in deltas):
+        txt += (" The proven threshold, at Track-and-Stop's effective β, would need "
+                + " and ".join(f"{tas_b[d] / kl_delta(d):.1f}× at δ = {d}" for d in deltas)
+                + " with perfect tracking: the proof's price is a factor "
+                + " and ".join(f"{tas_b[d] / kl_delta(d) / floor_h[d]:.1f}" for d in deltas)
+                + " over the heuristic.")
+    items.append(txt)
+
+    # Which proven rule is best.
+    for d in deltas:
+        pv = sorted((x for x in ratios if x[1] == d and x[5] == "proven"), key=lambda x: x[0])
+        if not pv:
+            continue
+        b = pv[0]
+        lo, hi = ratio_ci(b, lb)
+        s = (f"*Best proven rule, δ = {d}:* {row_label(b)}, **{b[0]:.2f}×** [{lo:.2f}, {hi:.2f}]")
+        if len(pv) > 1:
+            ties = [x for x in pv[1:] if versus(b, x) == "level"]
+            nxt = pv[1]
+            if ties:
+                s += ("; not distinguishable at these run counts from "
+                      + ", ".join(f"{row_label(x)} ({x[0]:.2f}×)" for x in ties)
+                      + f", so the ranking among {'them' if len(ties) > 1 else 'the two'} is open")
+            else:
+                s += (f"; significantly below the next, {row_label(nxt)} ({nxt[0]:.2f}×)")
+        fam = {}
+        for x in pv:
+            f = "δᶜ" if x[3] == "delta_c" else ("GLR" if x[3] == "glr" else "own")
+            fam.setdefault(f, x)
+        if "δᶜ" in fam and "GLR" in fam:
+            a, g = fam["δᶜ"], fam["GLR"]
+            s += (f". The best δᶜ stop ({a[0]:.2f}×) is {a[0] / g[0]:.2f} times the best proven GLR stop "
+                  f"({g[0]:.2f}×, {g[2]})" if a[0] >= g[0] else
+                  f". The best δᶜ stop ({a[0]:.2f}×) needs {a[0] / g[0]:.2f} of the samples of the best "
+                  f"proven GLR stop ({g[0]:.2f}×, {g[2]})")
+        items.append(s + ".")
+
+    # Heuristic-threshold and unguaranteed rules against Track-and-Stop (heuristic threshold).
+    refs = {0.1: 2.2, 0.01: 1.45}
+    for d in deltas:
+        tas = by.get(("Track-and-Stop", "glr-heuristic", d))
+        if not tas:
+            continue
+        lo, hi = ratio_ci(tas, lb)
+        others = [x for x in ratios if x[1] == d and x[5] != "proven" and x is not tas]
+        s = (f"*Against heuristic Track-and-Stop, δ = {d}* ({tas[0]:.2f}× [{lo:.2f}, {hi:.2f}]): "
+             + "; ".join(f"{row_label(x)} ({x[5]}) {x[0]:.2f}×, {VERSUS_WORDS[versus(x, tas)]} it"
+                         for x in sorted(others, key=lambda x: x[0])))
+        ref = refs[d]
+        where = "below" if ref < lo else ("above" if ref > hi else "inside")
+        s += f". The issue's reference ≈ {ref}× lies {where} our Track-and-Stop's 95% interval"
+        if where == "below":
+            s += (" (the issue does not say how its figure was measured: a different threshold, forced "
+                  "exploration or number of runs would move it)")
+        items.append(s + ".")
+    out.append("".join(f"- {x}\n" for x in items))
+
+    # What "our best policy beats Track-and-Stop" means under each threshold.
+    out.append("\n**\"Our best policy beats Track-and-Stop\"** is a claim at equal guarantee, so it is "
+               "answered per threshold:\n\n")
+    items = []
+    for d in deltas:
+        parts = []
+        tas_h = by.get(("Track-and-Stop", "glr-heuristic", d))
+        heur = sorted((x for x in ratios if x[1] == d and x[3] == "glr-heuristic"), key=lambda x: x[0])
+        if tas_h and heur:
+            b = heur[0]
+            if b is tas_h:
+                parts.append(f"with the heuristic threshold, Track-and-Stop itself is lowest ({tas_h[0]:.2f}×): "
+                             "no sampler beats it")
+            else:
+                v = versus(b, tas_h)
+                parts.append(f"with the heuristic threshold, the lowest is {b[2]} ({b[0]:.2f}×), "
+                             f"{VERSUS_WORDS[v]} Track-and-Stop ({tas_h[0]:.2f}×)"
+                             + (": it beats Track-and-Stop" if v == "below" else
+                                ": no sampler beats Track-and-Stop significantly"))
+        tas_p = by.get(("Track-and-Stop", "glr", d))
+        glrp = sorted((x for x in ratios if x[1] == d and x[3] == "glr"), key=lambda x: x[0])
+        if tas_p and glrp:
+            b = glrp[0]
+            if b is tas_p:
+                parts.append(f"with the proven GLR threshold, Track-and-Stop is lowest ({tas_p[0]:.2f}×)")
+            else:
+                v = versus(b, tas_p)
+                parts.append(f"with the proven GLR threshold, the lowest is {b[2]} ({b[0]:.2f}×), "
+                             f"{VERSUS_WORDS[v]} Track-and-Stop ({tas_p[0]:.2f}×)")
+        pv = sorted((x for x in ratios if x[1] == d and x[5] == "proven"), key=lambda x: x[0])
+        if tas_p and pv:
+            b = pv[0]
+            if b is not tas_p:
+                v = versus(b, tas_p)
+                parts.append(f"with any proven stop, {row_label(b)} ({b[0]:.2f}×) is {VERSUS_WORDS[v]} "
+                             f"Track-and-Stop with its proven GLR ({tas_p[0]:.2f}×)"
+                             + (f", {tas_p[0] / b[0]:.2f} times fewer samples: at equal guarantee our best "
+                                "policy beats Track-and-Stop" if v == "below" else ""))
+        if tas_h and pv:
+            b = pv[0]
+            v = versus(b, tas_h)
+            parts.append(f"across thresholds, the best proven rule ({b[0]:.2f}×) is {VERSUS_WORDS[v]} "
+                         f"heuristic Track-and-Stop ({tas_h[0]:.2f}×; the issue's ≈ {refs[d]}×)"
+                         + (": a guaranteed rule beats the unguaranteed reference" if v == "below" and
+                            b[0] < refs[d] else
+                            ": beating that figure with a proof is not achieved" if v != "below" else
+                            f", but not the issue's ≈ {refs[d]}×"))
+        allr = sorted((x for x in ratios if x[1] == d), key=lambda x: x[0])
+        if allr and allr[0][5] != "proven":
+            b = allr[0]
+            parts.append(f"the lowest row of all, {row_label(b)} ({b[0]:.2f}×), has guarantee \"{b[5]}\": "
+                         "its δ-check cells are evidence, not a proof")
+        if parts:
+            items.append(f"δ = {d}: " + "; ".join(parts) + ".")
+    out.append("".join(f"- {x}\n" for x in items))
+
+    # ---- Proposals, each conditioned on what was measured.
+    props = []
+    gk = {d: solve_stop_time(ts, lambda t, d=d: math.log(2 * t * (k - 1) / d)) / lb[d] for d in deltas}
+    tas_p = {d: by.get(("Track-and-Stop", "glr", d)) for d in deltas}
+    if all(tas_p[d] is not None and tas_b[d] is not None for d in deltas):
+        at = {d: math.log(2 * tas_p[d][6]["mean_pulls"] * (k - 1) / d) for d in deltas}
+        if all(tas_b[d] > 1.05 * at[d] for d in deltas):
+            props.append(
+                "Garivier & Kaufmann (2016, §3) prove the simpler threshold ln(2t(K − 1)/δ) δ-PAC for "
+                "Bernoulli arms; at Track-and-Stop's stop times it is "
+                + " and ".join(f"{at[d]:.1f} against β_eff = {tas_b[d]:.1f} (δ = {d})" for d in deltas)
+                + "; with perfect tracking it would give ≈ " + " and ".join(f"{gk[d]:.1f}×" for d in deltas)
+                + ". Offer it (or its exact-regret form) as the proven GLR rule.")
+        else:
+            props.append(
+                "The proven GLR rule of this build already acts at or below Garivier & Kaufmann's "
+                "ln(2t(K − 1)/δ) at Track-and-Stop's stop times ("
+                + "; ".join(f"β_eff = {tas_b[d]:.1f} against {at[d]:.1f} at δ = {d}" for d in deltas)
+                + "); what remains between it and the heuristic is the union over pairs and the "
+                  "per-arm mixture regret, the price of the proof.")
+    if "adapt_anytime_over_fixed" in facts:
+        s = (f"δᶜ pays for holding at every time: ADAPT with the fixed-n bound stops "
+             f"{facts['adapt_anytime_over_fixed']:.1f}× sooner than with the anytime bound")
+        if "adapt_fixed_errors" in facts:
+            e, n = facts["adapt_fixed_errors"]
+            s += (f" and erred in {e} of {n} δ-check runs despite being checked after every pull "
+                  "(no proof covers that)")
+        props.append(s + "; that gap bounds what a sharper time-uniform boundary (KL-based widths for "
+                     "Bernoulli rewards) could still win while keeping the proof.")
+    dc = sorted((x[0], x[2]) for x in ratios if x[3] == "delta_c" and x[4] == "anytime" and x[1] == 0.1
+                and x[2] != "uniform")
+    best_alloc = min(((v, s) for (s, d), v in fw.items() if d == 0.1), default=None)
+    if dc:
+        sp = dc[-1][0] / dc[0][0]
+        s = (f"Under δᶜ (anytime bound) the adaptive samplers measure "
+             + ", ".join(f"{lab} {r:.2f}×" for r, lab in dc) + " at δ = 0.1"
+             + (f": within {sp - 1:.0%} of each other, so there the stop, not the allocation, sets the cost"
+                if sp < 1.15 else f": a spread of {sp - 1:.0%}, so the sampler matters there too"))
+        if best_alloc:
+            s += f". The smallest allocation factor is {best_alloc[1]}'s ({best_alloc[0]:.2f} at δ = 0.1)"
+        props.append(s + ".")
+    if props:
+        out.append("\n**What next (computed from the rows above).** "
+                   + " ".join(f"({i + 1}) {p}" for i, p in enumerate(props)) + "\n")
     return "".join(out)
 
 

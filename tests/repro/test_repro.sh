@@ -13,10 +13,10 @@ root=$(cd "$here/../.." && pwd)
 sim=${BANDIT_SIM_BIN:-$root/build/bandit-sim}
 dir=$(mktemp -d /tmp/test_repro_XXXXXX)
 trap 'rm -rf "$dir"' EXIT INT TERM
-echo "1..5"
+echo "1..6"
 
 drive() {
-    python3 "$root/scripts/repro.py" --smoke --sim "$sim" --out "$dir/out" --doc "$dir/r.md" \
+    python3 "$root/scripts/repro.py" --smoke --sim "${1:-$sim}" --out "$dir/out" --doc "$dir/r.md" \
         --img "$dir/img" >"$dir/log" 2>&1
 }
 
@@ -76,4 +76,16 @@ assert abs(repro.kl_delta(0.1) - 0.8 * math.log(9)) < 1e-12
 else
     echo "not ok 5 - T*(μ), Wilson and binomial helpers match closed forms; the plot is drawn"
     sed 's/^/# /' "$dir/py.err"
+fi
+
+# The cache is per binary: a changed bandit-sim (here the same program with a
+# byte appended, so another sha256) reruns every simulation instead of
+# reusing the old results.
+cp "$sim" "$dir/sim2" && printf '\n' >>"$dir/sim2"
+if drive "$dir/sim2" && [ "$(ls "$dir/out/results/"*.json 2>/dev/null | wc -l)" -eq 4 ] &&
+    [ "$(find "$dir/out/results" -name '*.json' -newermt '2000-01-02' | wc -l)" -eq 2 ]; then
+    echo "ok 6 - a changed binary reruns the simulations (the cache key is the binary's hash)"
+else
+    echo "not ok 6 - a changed binary reruns the simulations (the cache key is the binary's hash)"
+    sed 's/^/# /' "$dir/log"
 fi
