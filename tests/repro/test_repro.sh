@@ -13,7 +13,7 @@ root=$(cd "$here/../.." && pwd)
 sim=${BANDIT_SIM_BIN:-$root/build/bandit-sim}
 dir=$(mktemp -d /tmp/test_repro_XXXXXX)
 trap 'rm -rf "$dir"' EXIT INT TERM
-echo "1..6"
+echo "1..7"
 
 drive() {
     python3 "$root/scripts/repro.py" --smoke --sim "${1:-$sim}" --out "$dir/out" --doc "$dir/r.md" \
@@ -88,4 +88,22 @@ if drive "$dir/sim2" && [ "$(ls "$dir/out/results/"*.json 2>/dev/null | wc -l)" 
 else
     echo "not ok 6 - a changed binary reruns the simulations (the cache key is the binary's hash)"
     sed 's/^/# /' "$dir/log"
+fi
+
+# The fixed-confidence prose is computed from the rows: with the proven GLR
+# stops as measured, a δᶜ stop is the best proven rule and beats Track-and-Stop
+# with its proven GLR; with those stops 0.3 times as long (a tighter proven
+# rule), Track-and-Stop's proven GLR becomes the best and the text says so.
+if python3 "$here/fc_reading.py" 1 >"$dir/fc1.md" 2>"$dir/fc.err" &&
+    python3 "$here/fc_reading.py" 0.3 >"$dir/fc03.md" 2>>"$dir/fc.err" &&
+    grep -q 'Best proven rule, δ = 0.1:\* [A-Za-z (π4)-]* with δᶜ' "$dir/fc1.md" &&
+    grep -q 'at equal guarantee our best policy beats Track-and-Stop' "$dir/fc1.md" &&
+    ! grep -q 'nothing of ours beats it' "$dir/fc1.md" &&
+    grep -q 'Best proven rule, δ = 0.1:\* Track-and-Stop with GLR, proven threshold' "$dir/fc03.md" &&
+    grep -q 'nothing of ours beats it' "$dir/fc03.md" &&
+    grep -q 'already acts at or below' "$dir/fc03.md" && grep -q 'Offer it' "$dir/fc1.md"; then
+    echo "ok 7 - the fixed-confidence reading follows the numbers (two sets of proven-rule stop times)"
+else
+    echo "not ok 7 - the fixed-confidence reading follows the numbers (two sets of proven-rule stop times)"
+    sed 's/^/# /' "$dir/fc.err"
 fi
