@@ -1849,6 +1849,14 @@ def sec_fc(ctx):
         lo, hi = mean_ci(x[6]["mean_pulls"], x[6]["mean_pulls_se"])
         ctx.headline.append(("lower bound", "uniform, GLR ln((ln t + 1)/δ), δ = 0.1", "≈ 3.9×",
                              f"{x[0]:.2f}× [{lo / lb[0.1]:.2f}, {hi / lb[0.1]:.2f}]"))
+    slow = max(ratios, key=lambda x: x[6]["mean_pulls"]) if ratios else None
+    ctx.scaled.append(("Fixed confidence (δ-check, lower bound)", "no run count given (the issue's own figures)",
+                       f"{R} runs per cell and row ({ctx.runs(R * 0.5, least=4)} for ADAPT, INCREMENTAL "
+                       "and HALVING)",
+                       f"CPU time: {len(check)} δ-check cells and {len(ratios)} lower-bound rows"
+                       + (f", the slowest stopping after {fmt_num(slow[6]['mean_pulls'])} pulls on average "
+                          f"({row_label(slow)}, δ = {slow[1]})" if slow else "")
+                       + "; the δ-check's power is stated under its table"))
     ctx.fc_ratios = ratios
     ctx.fc_lb = lb
     ctx.fc_tstar = ts
