@@ -428,13 +428,9 @@ static int rule_met(struct engine *e, size_t b)
         return delta_c_may_pass(e, b, high) && delta_c_of(e, b, high, NULL) <= e->cfg.delta;
     case ENGINE_RULE_GLR:
     case ENGINE_RULE_GLR_HEURISTIC: {
-        uint64_t t = 0;
-        for (size_t i = 0; i < e->k[b]; i++)
-            t += e->arms[b][i].n;
         enum stats_glr_threshold kind =
             e->rule == ENGINE_RULE_GLR ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
-        return stats_glr(e->arms[b], e->k[b], high) >
-               stats_glr_threshold(kind, (double)t, e->k[b], e->cfg.m, e->cfg.delta);
+        return stats_glr_stop(e->arms[b], e->k[b], high, kind, e->cfg.m, e->cfg.delta);
     }
     case ENGINE_RULE_RHO:
         return stats_rho(e->arms[b], e->k[b], e->cfg.m) >= e->cfg.tau;

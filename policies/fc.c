@@ -302,8 +302,8 @@ int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx)
         g->val[i] = a[i].mean;
     }
     size_t best = policy_argmax(ctx->rng, g->val, NULL, g->k);
-    double z = tas_glr(a, g->k, best, ctx->epsilon);
-    if (!(z > stats_glr_threshold(g->thr, t, g->k, 1, ctx->delta)))
+    double beta = stats_glr_threshold(g->thr, t, g->k, 1, ctx->delta);
+    if (!tas_glr_stop(a, g->k, best, ctx->epsilon, g->thr, beta))
         return 0;
     g->stopped = 1;
     g->certified = best;

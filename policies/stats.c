@@ -190,13 +190,75 @@ double stats_stitched_conf(double v, double v_min, double c, double u)
     return clamp_conf(exp(-(ell - stitch_ell0(vv, v_min))));
 }
 
-/* Intrinsic time where the stitching starts. v_min = 1 is n = 4 samples for
- * Hoeffding (v = n/4). Below four samples every bound on a [0, 1] mean is
- * close to vacuous at the d we use (Hoeffding's fixed width at d = 0.05 is
- * 0.71 at n = 3), so no stitching epoch is spent there; a larger v_min would
- * flatten the bound (u constant in v) over n where decisions already happen,
- * a smaller one pays s ln ln(ηv/v_min) more at every later n. */
+/* Intrinsic time where the Bernstein stitching starts (v_min = 1, the
+ * variance of four samples at p = 1/2). Below it every bound on a [0, 1]
+ * mean is close to vacuous at the d we use; a larger v_min would flatten the
+ * bound (u constant in v) over n where decisions already happen, a smaller
+ * one pays s ln ln(ηv/v_min) more at every later n. */
 #define ANYTIME_V_MIN 1.0
+
+/* --- Time-uniform Hoeffding: the one-sided normal mixture -----------------
+ * For X_i ∈ [0, 1] with conditional mean μ, Hoeffding's lemma gives
+ * E[exp(λ(X_i − μ)) | past] ≤ exp(λ²/8) for every real λ, so with
+ * S_n = Σ(X_i − μ) and V_n = n/4, exp(λS_n − λ²V_n/2) is a nonnegative
+ * supermartingale for each λ (pulls are chosen on the past: predictable).
+ * Mixing λ ≥ 0 over the half-normal density 2·N(0, 1/ρ)(λ) (Robbins 1970;
+ * Howard, Ramdas, McAuliffe & Sekhon 2021, §3.2, "one-sided normal mixture")
+ * gives, by completing the square, the supermartingale
+ *   M_n = 2 sqrt(ρ/(V_n+ρ)) exp(S_n²/(2(V_n+ρ))) Φ(S_n/sqrt(V_n+ρ)),
+ * M_0 = 1, increasing in S_n. Ville's inequality: P(∃n: M_n ≥ 1/d) ≤ d, so
+ * the upper deviation S_n stays below the root u_n of M_n(u) = 1/d for all n
+ * at once. The same with λ ≤ 0 bounds the lower deviation. This is
+ * confseq's OneSidedNormalMixture (log_superMG checked against it); the
+ * two-sided formula sqrt((V+ρ) ln((V+ρ)/(ρd²))) of their
+ * TwoSidedNormalMixture::bound is the root with Φ replaced by 1/2, an upper
+ * bound on u_n that we use as Newton's start.
+ *
+ * The inverse is closed form: the error probability at width w is
+ * d = 1/M_n(wn). The width needs a root: ln M is convex and increasing in u
+ * (u²/(2c²) + ln Φ(u/c) with (ln Φ)'' > −1), so Newton from the two-sided
+ * bound, which lies beyond the root, falls monotonically onto it and every
+ * iterate errs wide.
+ *
+ * ρ is a constant fixed before any data: confseq's best_rho for the one-
+ * sided mixture at v_opt = 125 (n = 500 samples) and α_opt = 0.025,
+ *   ρ = v / (2 ln(1/(2α)) + ln(1 + 2 ln(1/(2α)))),
+ * chosen from the width table in docs/policies.md ("Stop rules and
+ * time-uniform bounds"): against the stitched boundary it replaced
+ * (s = 1.4, η = 2, v_min = 1) it is 12–24% narrower for n from 300 to
+ * 30,000 at d from 0.025 to 0.001 (where experiments stop), 6–8% narrower
+ * at 10⁶, 13% narrower to 1% wider at n = 100, and wider below that (20–40% at n = 30, where both widths exceed 0.34: only
+ * gaps of that size stop there). A larger ρ would gain a few % more near
+ * 10⁴ and lose more at small n. The unit tests recompute ρ from the
+ * formula. */
+#define MIX_RHO 15.750701224070426
+
+/* ln Φ(z) for z ≥ 0 (Φ ≥ 1/2 there: no underflow), and the general case for
+ * the derivative's ratio below. Beyond z = 8.5, ln Φ(z) = −(1 − Φ(z)) is
+ * above −1e-17, and its one caller (mix_logm) adds it to c0 + z²/2 ≥ 14
+ * (c0 ≥ −22 for any n below 2^64), whose half ulp is 9e-16: 0 gives the
+ * same sum, bit for bit, without the erfc and the log (most arms of a δᶜ
+ * cutoff search are that far from the cutoff). */
+static double log_phi(double z)
+{
+    if (z >= 8.5)
+        return 0.0;
+    double q = 0.5 * erfc(z / M_SQRT2); /* 1 − Φ(z) */
+    return z >= 0.0 ? log1p(-q) : log(0.5 * erfc(-z / M_SQRT2));
+}
+
+/* ln M(u) for the deviation u = wn, with vr = V + ρ, sq = sqrt(vr) and
+ * c0 = ln 2 + ln(ρ/vr)/2 (constant along a cutoff search: cached by δᶜ).
+ * One function so that the cached and uncached δᶜ agree bit for bit. */
+static double mix_logm(double u, double vr, double sq, double c0)
+{
+    return c0 + u * u / (2.0 * vr) + log_phi(u / sq);
+}
+
+static double mix_c0(double vr)
+{
+    return M_LN2 + 0.5 * log(MIX_RHO / vr);
+}
 
 double stats_anytime_hoeffding_width(double n, double d)
 {
@@ -204,15 +266,34 @@ double stats_anytime_hoeffding_width(double n, double d)
         return INFINITY;
     if (d >= 1.0)
         return 0.0;
-    /* S_n = Σ(x_i − μ) is sub-Gaussian with variance process n/4 (range 1). */
-    return stats_stitched_boundary(n / 4.0, ANYTIME_V_MIN, 0.0, d) / n;
+    double vr = n / 4.0 + MIX_RHO, sq = sqrt(vr), c0 = mix_c0(vr);
+    double target = -log(d);
+    /* Two-sided bound: M(u) there is (1/d)·2Φ(z) ≥ 1/d, beyond the root. */
+    double u = sqrt(vr * (log(vr / MIX_RHO) + 2.0 * target));
+    for (int i = 0; i < 60; i++) {
+        double g = mix_logm(u, vr, sq, c0) - target;
+        if (!(g > 1e-12 * (target > 1.0 ? target : 1.0)))
+            break; /* within 1e-12 of the root (or a hair inside: see below) */
+        double z = u / sq;
+        /* φ(z)/Φ(z), written with erfc so that it stays finite for z < 0 */
+        double mills = exp(-0.5 * z * z) / (sqrt(2.0 * M_PI) * 0.5 * erfc(-z / M_SQRT2));
+        double un = u - g / (u / vr + mills / sq);
+        if (!(un < u) || un <= 0.0)
+            break;
+        u = un;
+    }
+    /* Newton from the convex side never undershoots in exact arithmetic;
+     * rounding in the last step could put u a few ulps inside the root, so
+     * the width is nudged out by 1e-12 relative: it errs wide. */
+    return u * (1.0 + 1e-12) / n;
 }
 
 double stats_anytime_hoeffding_conf(double n, double w)
 {
     if (!(n >= 1.0) || !(w > 0.0))
         return 1.0;
-    return stats_stitched_conf(n / 4.0, ANYTIME_V_MIN, 0.0, w * n);
+    double vr = n / 4.0 + MIX_RHO;
+    return clamp_conf(exp(-mix_logm(w * n, vr, sqrt(vr), mix_c0(vr))));
 }
 
 /* Howard et al. 2021, Theorem 4: with x̂ predictable in [0, 1], S_n is
@@ -379,12 +460,12 @@ double stats_cutoff_hat(const struct stats_arm *arms, size_t k, const unsigned c
 
 /* The part of an arm's anytime δᶜ_i(c) that does not depend on c, hoisted
  * out of the cutoff search (stats_delta_c_ws): the effective n and, for the
- * Hoeffding and Bernstein stitched bounds, the intrinsic time and ℓ₀ there
- * (two logs each, which were two thirds of the search's time). */
+ * Hoeffding normal mixture and the Bernstein stitched bound, the constants
+ * of their exponents (logs that were most of the search's time). */
 struct dc_arm {
-    double ne;      /* n + counted pending; 0: no data (δᶜ_i = 1) */
-    double hv, hl0; /* Hoeffding: max(ne/4, v_min), ℓ₀ there */
-    double bv, bl0; /* Bernstein: max(ebv, v_min), ℓ₀ there; bv < 0: not usable */
+    double ne;                /* n + counted pending; 0: no data (δᶜ_i = 1) */
+    double hvr, hsq, hc0;     /* Hoeffding mixture: V + ρ, its sqrt, c0 */
+    double bv, bl0;           /* Bernstein: max(ebv, v_min), ℓ₀ there; bv < 0: not usable */
 };
 
 size_t stats_dc_ws_size(size_t k)
@@ -404,12 +485,12 @@ static void dc_cache_fill(const struct stats_arm *arms, size_t k, const struct s
             continue;
         double ne = eff_n(a, o->count_pending ? a->pending : 0);
         x->ne = ne;
-        double v = ne / 4.0;
-        x->hv = v > ANYTIME_V_MIN ? v : ANYTIME_V_MIN;
-        x->hl0 = stitch_ell0(x->hv, ANYTIME_V_MIN);
+        x->hvr = ne / 4.0 + MIX_RHO;
+        x->hsq = sqrt(x->hvr);
+        x->hc0 = mix_c0(x->hvr);
         if (o->hoeffding_only || !(ne >= 2.0))
             continue;
-        v = eff_ebv(a, ne);
+        double v = eff_ebv(a, ne);
         if (isnan(v))
             continue;
         x->bv = v > ANYTIME_V_MIN ? v : ANYTIME_V_MIN;
@@ -418,9 +499,10 @@ static void dc_cache_fill(const struct stats_arm *arms, size_t k, const struct s
 }
 
 /* arm_dc() for the anytime family from the cached constants: the same
- * operations as stats_stitched_conf, in the same order, so the value is the
- * same bit for bit; min(exp(−x_H), exp(−x_B)) is taken as exp(−max(x_H, x_B))
- * (one exp instead of two, equal because exp is monotone). */
+ * operations as stats_anytime_hoeffding_conf and stats_stitched_conf, in the
+ * same order, so the value is the same bit for bit; min(exp(−x_H), exp(−x_B))
+ * is taken as exp(−max(x_H, x_B)) (one exp instead of two, equal because exp
+ * is monotone). */
 static double arm_dc_cached(const struct stats_arm *a, const struct dc_arm *x, int is_high,
                             const struct stats_dc_opts *o, double c)
 {
@@ -429,7 +511,7 @@ static double arm_dc_cached(const struct stats_arm *a, const struct dc_arm *x, i
         return 1.0;
     double u = w * x->ne;
     double k1 = stitch_k1();
-    double xh = u * u / (k1 * k1 * x->hv + 2.0 * u * stitch_k2() * 0.0) - x->hl0;
+    double xh = mix_logm(u, x->hvr, x->hsq, x->hc0);
     if (o->hoeffding_only)
         return clamp_conf(exp(-xh));
     double xm = xh;
@@ -764,63 +846,263 @@ double stats_glr(const struct stats_arm *arms, size_t k, const unsigned char *hi
     return z;
 }
 
-/* h(u) = u − ln u on u >= 1, inverted by Newton from the right: h is convex
- * and increasing there, so the iterates fall monotonically onto the root
- * (2y is to its right because ln u <= u/2). Near y = 1 the root is double-
- * like and convergence is linear for a while, hence the generous cap. */
-static double h_inv(double y)
+/* --- the proven threshold: Jeffreys (Krichevsky–Trofimov) mixtures --------
+ *
+ * For one arm with N rewards summing to S, write L(θ) = θ^S (1 − θ)^(N−S)
+ * and KT = ∫ L(θ) Beta(1/2, 1/2)(dθ) = B(S + 1/2, N − S + 1/2) / π.
+ * (a) Under the arm's true mean μ, KT/L(μ) is a nonnegative supermartingale
+ *     with initial value 1: each reward x ∈ [0, 1] multiplies L(θ)/L(μ) by
+ *     (θ/μ)^x ((1−θ)/(1−μ))^(1−x), a convex function of x, whose mean is at
+ *     most its Bernoulli(μ) mean, 1 (so Bernoulli KL applies to any [0, 1]
+ *     rewards); a fixed mixture over θ keeps the property, and pulls chosen
+ *     on the past (or rewards returned late) do not break it.
+ * (b) ln L(μ̂) − ln L(λ) = N kl(μ̂, λ) exactly, for every λ.
+ * So N kl(μ̂, μ) = ln(KT/L(μ)) + r with r = ln L(μ̂) − ln KT ≥ 0, the
+ * mixture's regret, computable from (N, S) alone.
+ * If a returned set is wrong, some pair (i ∈ High, j ∈ Low) is truly ordered
+ * the other way (μ_i ≤ μ_j; with ε > 0 too, see tas_glr), the truth is in the
+ * set Z_ij minimises over, and
+ *   Z_ij ≤ N_i kl(μ̂_i, μ_i) + N_j kl(μ̂_j, μ_j) = ln(M_i M_j) + r_i + r_j,
+ * M_a = KT_a/L_a(μ_a). The product of independent arms' supermartingales is
+ * one (only one arm moves per reward), so by Ville's inequality
+ * P(∃t: M_i M_j ≥ P/δ) ≤ δ/P; a union over the P = m(K − m) pairs (truly
+ * Low, truly High) that can be wrong gives: stopping when every pair has
+ *   Z_ij > ln(P/δ) + r_i + r_j
+ * errs with probability at most δ, for any sampling rule.
+ * This is the proof of Garivier & Kaufmann (2016, COLT, §3, Chernoff's
+ * stopping rule: for Bernoulli bandits β(t, δ) = ln(2t(K − 1)/δ) is δ-PAC,
+ * by the KT mixture and its regret bound r ≤ ½ ln N + ln 2) with the
+ * regret computed exactly instead of bounded: since r_i + r_j ≤
+ * ½ ln(N_i N_j) + 2 ln 2 ≤ ln(2(N_i + N_j)), this is never above their
+ * threshold (m = 1), and about 0.47 nats per arm below it in the interior
+ * (r → ½ ln(πN/2)). Kaufmann & Koolen (2021)'s 2𝒯(ln(P/δ)/2) +
+ * 6 ln(1 + ln(t/2)), the threshold before, is 2.5–3 times larger at the
+ * sample sizes we serve: its ln ln N terms only win beyond N ≈ 10¹⁶ per
+ * arm, so a minimum of the two (each at δ/2) would never pay.
+ *
+ * The proven rule (stats_glr_stop, tas_glr_stop) then averages this e-value,
+ * E_KT = e^{Z_ij − r_i − r_j}, with a second one for the same pair, the
+ * product of the two arms' one-sided normal mixtures at the worst cutoff
+ * (stats_pair_mixture, below): the mean of two e-processes is an e-process
+ * (Vovk & Wang 2021, "E-values: calibration, combination and
+ * applications"), so stopping when ln((E_KT + E_N)/2) > ln(P/δ) for every
+ * pair keeps P(error) ≤ δ. The mixture's regret is ½ ln(1 + V/ρ) per arm
+ * instead of ½ ln(πN/2) (its prior sits on the null instead of spreading
+ * over [0, 1]), which on means near 1/2 needs about 40% fewer samples;
+ * far from 1/2 the KT term carries the evidence at a cost of ln 2. */
+
+/* ln Γ(x + 1/2) − (x ln x − x + ½ ln 2π), x ≥ 0: Stirling's remainder,
+ * by its asymptotic series beyond x = 100 (the next term is below 1e-13
+ * there) because the difference of two numbers near x ln x loses every
+ * digit at large x. */
+static double stirling_half(double x)
 {
-    if (!(y > 1.0))
-        return 1.0;
-    double u = 2.0 * y;
-    for (int i = 0; i < 200; i++) {
-        double step = (u - log(u) - y) / (1.0 - 1.0 / u);
-        u -= step;
-        if (u <= 1.0) {
-            u = 1.0 + 1e-300;
-            break;
+    if (x < 100.0)
+        return lgamma(x + 0.5) - (x > 0.0 ? x * log(x) : 0.0) + x - 0.5 * log(2.0 * M_PI);
+    double x2 = x * x;
+    return -1.0 / (24.0 * x) + 7.0 / (2880.0 * x * x2);
+}
+
+/* ln Γ(N + 1) − (N ln N − N + ½ ln 2πN), N ≥ 1, likewise. */
+static double stirling_one(double n)
+{
+    if (n < 100.0)
+        return lgamma(n + 1.0) - n * log(n) + n - 0.5 * log(2.0 * M_PI * n);
+    double n2 = n * n;
+    return 1.0 / (12.0 * n) - 1.0 / (360.0 * n * n2);
+}
+
+/* r = S ln μ̂ + F ln(1 − μ̂) − ln B(S + ½, F + ½) + ln π with F = N − S,
+ * μ̂ = S/N; Stirling's formula cancels the large terms exactly:
+ * r = ½ ln(πN/2) − ρ(S) − ρ(F) + ρ₁(N), ρ and ρ₁ the remainders above. */
+double stats_kt_regret(double n, double mean)
+{
+    if (!(n > 0.0))
+        return 0.0;
+    if (!(mean > 0.0))
+        mean = 0.0;
+    else if (mean > 1.0)
+        mean = 1.0;
+    double s = n * mean, f = n - s;
+    if (f < 0.0)
+        f = 0.0;
+    return 0.5 * log(M_PI * n / 2.0) - stirling_half(s) - stirling_half(f) + stirling_one(n);
+}
+
+/* --- the second e-value of the proven rule: per-arm normal mixtures --------
+ * The pair's null (recommending i over j is wrong) is μ_j ≥ μ_i + ε, ε ≥ 0.
+ * For a cutoff c ∈ [0, 1 − ε], arm i's one-sided normal mixture M_i(c)
+ * (λ ≥ 0 on the deviation S = Σ(x − c), as in stats_anytime_hoeffding_conf)
+ * is a nonnegative supermartingale whenever μ_i ≤ c (by Hoeffding's lemma
+ * each λ-factor has conditional mean e^{λ(μ_i − c)} ≤ 1), and arm j's
+ * lower mixture M_j(c + ε) (λ ≥ 0 on Σ(c + ε − x)) whenever μ_j ≥ c + ε.
+ * Under the null c* = μ_i lies in [0, 1 − ε] (μ_i + ε ≤ μ_j ≤ 1) and both
+ * hold, so
+ *   inf_{c ∈ [0, 1−ε]} M_i(c) M_j(c + ε) ≤ M_i(c*) M_j(c* + ε),
+ * and the right side is a test supermartingale on the filtration of all
+ * rewards: each reward moves one factor only, its arm chosen on the past
+ * (with delays, the reward is independent of what arrived in between), and
+ * mixing the two λ's over a product prior keeps the property (Fubini).
+ * The KT e-value is bounded by a test martingale on the same filtration
+ * (stats_kt_regret's mixture over the likelihood at the true means), so
+ * their mean is one too (Vovk & Wang 2021), and Ville's inequality applies
+ * to it. (Robbins 1970; Howard et al. 2021 §3.2 for the mixture; the
+ * infimum over the null as in Kaufmann & Koolen 2021's GLR with mixtures.)
+ *
+ * The infimum: ln M is convex and increasing in the deviation (a log of a
+ * mixture of exponentials of it, λ ≥ 0), so A(c) = ln M_i(c) falls,
+ * B(c) = ln M_j(c + ε) rises, and A + B is convex in c. Golden section
+ * keeps the minimiser in its bracket [a, b] (in exact arithmetic), and on
+ * [a, b] A ≥ A(b), B ≥ B(a): A(b) + B(a) is a lower bound on the infimum,
+ * the bracket's width only making it lower. Rounding can misorder two
+ * points only when their values agree to rounding, and convexity bounds
+ * what such a misstep can hide (1.62 times that difference: the slope
+ * beyond the points is at least their secant's), so a margin of 1e-11
+ * relative (against errors of 1e-13 at most) makes the value a lower bound
+ * whatever rounding did. Sub-Gaussian (variance 1/4): as sharp as Bernoulli
+ * KL near p = 1/2, loose far from it, where the KT part of the evidence
+ * carries it. */
+
+/* ln M(u), any sign of u, from below: exact (log_phi) down to z = −30 (Φ is
+ * 1e-198 there, far from underflow, and u²/(2vr) + ln Φ(z) loses under
+ * 1e-13 to cancellation); beyond, Gordon's inequality
+ * Φ(z) ≥ φ(z)|z|/(z² + 1) (0.1% low at most), in which u²/(2vr) = z²/2
+ * cancels exactly. With n = 0 (vr = ρ, u = 0) it is exactly 0: M = 1. */
+static double mix_logm_lower(double u, double vr, double sq, double c0)
+{
+    double z = u / sq;
+    if (z >= -30.0)
+        return mix_logm(u, vr, sq, c0);
+    return c0 + log(-z / (z * z + 1.0)) - 0.5 * log(2.0 * M_PI);
+}
+
+/* One pair's mixture problem: A(c) + B(c) above. */
+struct pair_mix {
+    double ni, mi, vi, si, ci;
+    double nj, mj, vj, sj, cj;
+    double eps;
+};
+
+static void pair_mix_init(struct pair_mix *p, double ni, double mi, double nj, double mj,
+                          double eps)
+{
+    p->ni = ni > 0.0 ? ni : 0.0;
+    p->nj = nj > 0.0 ? nj : 0.0;
+    p->mi = mi;
+    p->mj = mj;
+    p->eps = eps > 0.0 ? eps : 0.0;
+    p->vi = p->ni / 4.0 + MIX_RHO;
+    p->si = sqrt(p->vi);
+    p->ci = mix_c0(p->vi);
+    p->vj = p->nj / 4.0 + MIX_RHO;
+    p->sj = sqrt(p->vj);
+    p->cj = mix_c0(p->vj);
+}
+
+static double pair_a(const struct pair_mix *p, double c)
+{
+    return mix_logm_lower(p->ni * (p->mi - c), p->vi, p->si, p->ci);
+}
+
+static double pair_b(const struct pair_mix *p, double c)
+{
+    return mix_logm_lower(p->nj * (c + p->eps - p->mj), p->vj, p->sj, p->cj);
+}
+
+/* An upper bound on the infimum, from one cutoff: where the Gaussian
+ * approximation of A + B (2n_i(μ̂_i − c)² + 2n_j(c + ε − μ̂_j)²) is least. */
+static double pair_mix_upper(const struct pair_mix *p)
+{
+    double hi = 1.0 - p->eps > 0.0 ? 1.0 - p->eps : 0.0;
+    double n = p->ni + p->nj;
+    double c = n > 0.0 ? (p->ni * p->mi + p->nj * (p->mj - p->eps)) / n : 0.0;
+    c = c < 0.0 ? 0.0 : c > hi ? hi : c;
+    return pair_a(p, c) + pair_b(p, c);
+}
+
+#define PAIR_GOLDEN 64 /* 0.618^64 < 1e-13 on [0, 1] */
+
+static double pair_mix_lower(const struct pair_mix *p)
+{
+    double a = 0.0, b = 1.0 - p->eps;
+    if (!(b > a)) /* ε ≥ 1: at most the point c = 0 is in the null */
+        return pair_a(p, 0.0) + pair_b(p, 0.0);
+    const double g = (sqrt(5.0) - 1.0) / 2.0;
+    double x1 = b - g * (b - a), x2 = a + g * (b - a);
+    double f1 = pair_a(p, x1) + pair_b(p, x1), f2 = pair_a(p, x2) + pair_b(p, x2);
+    for (int it = 0; it < PAIR_GOLDEN; it++) {
+        if (f1 <= f2) {
+            b = x2;
+            x2 = x1;
+            f2 = f1;
+            x1 = b - g * (b - a);
+            f1 = pair_a(p, x1) + pair_b(p, x1);
+        } else {
+            a = x1;
+            x1 = x2;
+            f1 = f2;
+            x2 = a + g * (b - a);
+            f2 = pair_a(p, x2) + pair_b(p, x2);
         }
-        if (fabs(step) <= 1e-15 * u)
-            break;
     }
-    return u;
+    double v = pair_a(p, b) + pair_b(p, a);
+    return v - 1e-11 * (1.0 + fabs(v));
 }
 
-/* h̃_z(x) = min over λ in (0, ln z] of e^λ (x − ln λ). The stationary point
- * is λ = 1/h⁻¹(x), value e^{1/h⁻¹(x)} h⁻¹(x); past ln z the minimum sits on
- * the boundary, z (x − ln ln z). The switch is at x = h(1/ln z), where the
- * two branches meet. */
-static double h_tilde(double z, double x)
+double stats_pair_mixture(double ni, double mi, double nj, double mj, double eps)
 {
-    double u = h_inv(x);
-    if (1.0 / u <= log(z))
-        return exp(1.0 / u) * u;
-    return z * (x - log(log(z)));
+    struct pair_mix p;
+    pair_mix_init(&p, ni, mi, nj, mj, eps);
+    return pair_mix_lower(&p);
 }
 
-/* Kaufmann & Koolen's calibration function,
- *   𝒯(x) = 2 h̃_{3/2}((h⁻¹(1 + x) + ln(2ζ(2))) / 2),
- * for which P(∃t: Σ_{a∈S} [N_a d(μ̂_a, μ_a) − 3 ln(1 + ln N_a)] >= |S| 𝒯(x/|S|))
- * <= e^{−x} (mixture martingales over a hierarchical prior, one per arm,
- * multiplied). Computed exactly: it is about x + 4 ln(1 + x + √(2x)), their
- * approximation, but that is not an upper bound everywhere. */
-static double kk_calibration(double x)
+/* ln((e^x + e^y)/2) without overflow. */
+static double log_mean_exp(double x, double y)
 {
-    const double ln_2zeta2 = log(M_PI * M_PI / 3.0); /* 2ζ(2) = π²/3 */
-    return 2.0 * h_tilde(1.5, (h_inv(1.0 + x) + ln_2zeta2) / 2.0);
+    double hi = x > y ? x : y, lo = x > y ? y : x;
+    if (hi == -INFINITY)
+        return -INFINITY;
+    return hi - M_LN2 + log1p(exp(lo - hi));
+}
+
+/* ln of the mean of the two e-values, e^{z − r_i − r_j} (KT) and the pair
+ * mixture: the mean of two e-processes is one (Vovk & Wang 2021), and it is
+ * never below the better of the two less ln 2. */
+double stats_glr_pair_evidence(enum stats_glr_threshold kind, const struct stats_arm *ai,
+                               const struct stats_arm *aj, double z, double eps)
+{
+    if (kind != STATS_GLR_PROVEN)
+        return z;
+    double ni = (double)ai->n, nj = (double)aj->n;
+    double kt = z - stats_kt_regret(ni, ai->mean) - stats_kt_regret(nj, aj->mean);
+    return log_mean_exp(kt, stats_pair_mixture(ni, ai->mean, nj, aj->mean, eps));
+}
+
+/* Two shortcuts decide most calls without the 130 evaluations of the
+ * search: the KT part alone clearing beta + ln 2, and the mixture at one
+ * cutoff (an upper bound on its infimum) failing to lift the mean above
+ * beta. Both are implied by the exact comparison, so the answer is that of
+ * stats_glr_pair_evidence(...) > beta. */
+int stats_glr_pair_passes(enum stats_glr_threshold kind, const struct stats_arm *ai,
+                          const struct stats_arm *aj, double z, double eps, double beta)
+{
+    if (kind != STATS_GLR_PROVEN)
+        return z > beta;
+    double ni = (double)ai->n, nj = (double)aj->n;
+    double kt = z - stats_kt_regret(ni, ai->mean) - stats_kt_regret(nj, aj->mean);
+    if (kt - M_LN2 > beta)
+        return 1;
+    struct pair_mix p;
+    pair_mix_init(&p, ni, ai->mean, nj, aj->mean, eps);
+    if (!(log_mean_exp(kt, pair_mix_upper(&p)) > beta))
+        return 0;
+    return log_mean_exp(kt, pair_mix_lower(&p)) > beta;
 }
 
 /* HEURISTIC: Garivier & Kaufmann's experiments (and tensorzero's
  * Track-and-Stop) use ln((ln t + 1)/δ); it has no proof.
- * PROVEN: Kaufmann & Koolen (2021, JMLR 22(246)), the deviation inequality
- * above with S = {i, j}. If the returned set is wrong, some pair (i ∈ High,
- * j ∈ Low) is truly ordered the other way (with ε > 0 the error event only
- * shrinks), and its GLR Z_ij is at most N_i d(μ̂_i, μ_i) + N_j d(μ̂_j, μ_j). A
- * union over the m(K − m) pairs (truly-Low, truly-High) gives
- * x = ln(m(K−m)/δ); and 3 ln(1 + ln N_i) + 3 ln(1 + ln N_j)
- * <= 6 ln(1 + ln((N_i + N_j)/2)) <= 6 ln(1 + ln(t/2)) by concavity. So
- *   β(t, δ) = 2 𝒯(ln(m(K−m)/δ)/2) + 6 ln(1 + ln(t/2)),
- * which for m = 1 is their best-arm threshold with K − 1 pairs. */
+ * PROVEN: the part of the pair threshold shared by all pairs, ln(P/δ),
+ * P = m(K − m) (K − 1 when m = 1); see the proof above. */
 double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, unsigned m,
                            double delta)
 {
@@ -833,8 +1115,43 @@ double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, un
     double pairs = 1.0;
     if (m > 0 && (size_t)m < k)
         pairs = (double)m * (double)(k - m);
-    double half_t = t / 2.0 > 1.0 ? t / 2.0 : 1.0; /* Z = 0 before t = 2 */
-    return 2.0 * kk_calibration(log(pairs / delta) / 2.0) + 6.0 * log(1.0 + log(half_t));
+    return log(pairs / delta);
+}
+
+/* The heuristic takes stats_glr itself, so its stops are unchanged; the
+ * proven rule weighs each pair (stats_glr_pair_passes). */
+int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                   enum stats_glr_threshold kind, unsigned m, double delta)
+{
+    double t = 0.0;
+    for (size_t i = 0; i < k; i++)
+        t += (double)arms[i].n;
+    double beta = stats_glr_threshold(kind, t, k, m, delta);
+    if (kind != STATS_GLR_PROVEN)
+        return stats_glr(arms, k, high) > beta;
+    size_t im = 0, im1 = 0;
+    if (k < 2 || !boundary_arms(arms, k, high, &im, &im1))
+        return beta < INFINITY; /* nothing to distinguish, as stats_glr says */
+    if (arms[im].mean < arms[im1].mean)
+        return 0;
+    for (size_t i = 0; i < k; i++)
+        if (arms[i].n == 0)
+            return 0;
+    for (size_t i = 0; i < k; i++) {
+        if (!high[i])
+            continue;
+        double ni = (double)arms[i].n, mi = arms[i].mean;
+        for (size_t j = 0; j < k; j++) {
+            if (high[j])
+                continue;
+            double nj = (double)arms[j].n, mj = arms[j].mean;
+            double mij = (ni * mi + nj * mj) / (ni + nj);
+            double zij = ni * stats_kl_bern(mi, mij) + nj * stats_kl_bern(mj, mij);
+            if (!stats_glr_pair_passes(kind, &arms[i], &arms[j], zij, 0.0, beta))
+                return 0;
+        }
+    }
+    return 1;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -20,8 +20,9 @@
 
 /* Which family of bounds a policy or the status endpoint uses. */
 enum stats_bound {
-    /* Time-uniform (Howard, Ramdas, McAuliffe & Sekhon 2021, polynomial
-     * stitching): holds for all n at once, so it survives continuous
+    /* Time-uniform (Howard, Ramdas, McAuliffe & Sekhon 2021: a one-sided
+     * normal mixture for Hoeffding, polynomial stitching for empirical
+     * Bernstein): holds for all n at once, so it survives continuous
      * monitoring. The default. */
     STATS_BOUND_ANYTIME = 0,
     /* The papers' bounds for a fixed sample size n. */
@@ -79,7 +80,11 @@ double stats_bernstein_conf(double n, double var, double w);
 double stats_stitched_boundary(double v, double v_min, double c, double d);
 double stats_stitched_conf(double v, double v_min, double c, double u);
 
-/* Time-uniform Hoeffding: S_n sub-Gaussian with variance process n/4. */
+/* Time-uniform Hoeffding: S_n sub-Gaussian with variance process V = n/4,
+ * bounded by the one-sided normal mixture (Howard et al. 2021, §3.2) with a
+ * fixed ρ (stats.c): u solves 2 sqrt(ρ/(V+ρ)) e^{u²/(2(V+ρ))} Φ(u/sqrt(V+ρ))
+ * = 1/d, width u/n; the inverse d = 1/(that expression at u = wn) is
+ * closed form. Valid for every n >= 1 at once. */
 double stats_anytime_hoeffding_width(double n, double d);
 double stats_anytime_hoeffding_conf(double n, double w);
 
@@ -161,15 +166,47 @@ double stats_glr(const struct stats_arm *arms, size_t k, const unsigned char *hi
 enum stats_glr_threshold {
     /* ln((ln t + 1)/δ): Garivier & Kaufmann's code, a heuristic. */
     STATS_GLR_HEURISTIC = 0,
-    /* A threshold with a proof: Kaufmann & Koolen (2021), the union over the
-     * m(K−m) (High, Low) pairs that can be wrong (K−1 when m = 1) of their
-     * mixture-martingale boundary, 2 𝒯(ln(m(K−m)/δ)/2) + 6 ln(ln(t/2) + 1),
-     * with 𝒯 computed exactly (see stats.c). */
+    /* A rule with a proof (stats.c): every pair (i ∈ High, j ∈ Low) has
+     *   ln((e^{Z_ij − r_i − r_j} + E_ij)/2) > ln(m(K−m)/δ),
+     * r_a = stats_kt_regret(N_a, μ̂_a), the regret of the Jeffreys
+     * (Krichevsky–Trofimov) mixture (Garivier & Kaufmann 2016's proof of
+     * β = ln(2t(K−1)/δ), regrets exact), and E_ij = exp(stats_pair_mixture),
+     * the pair's product of one-sided normal mixtures at the worst cutoff:
+     * the mean of two e-values, each valid for any [0, 1] rewards and any
+     * sampling rule. */
     STATS_GLR_PROVEN = 1,
 };
-/* m = size of the wanted top set; only the PROVEN threshold uses it. */
+/* The part of the rule every pair shares: ln((ln t + 1)/δ) for the
+ * heuristic, ln(P/δ) for the proven one (P = m(K−m) pairs, K − 1 when
+ * m = 1). +INFINITY when δ <= 0. */
 double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, unsigned m,
                            double delta);
+/* ln sup_θ L(θ) − ln ∫ L(θ) Beta(½, ½)(dθ) for n rewards of mean `mean`
+ * (L(θ) = θ^S (1−θ)^(n−S), S = n·mean, real S allowed): ≥ 0, at most
+ * ½ ln n + ln 2, about ½ ln(πn/2) for means inside (0, 1). 0 when n <= 0. */
+double stats_kt_regret(double n, double mean);
+/* A lower bound on inf over c ∈ [0, 1 − ε] of ln M_i(c) + ln M_j(c + ε),
+ * M_i(c) arm i's one-sided normal mixture for "μ_i ≤ c" (deviation
+ * n_i(μ̂_i − c), V = n_i/4, ρ of the anytime bound) and M_j(y) arm j's for
+ * "μ_j ≥ y": the log e-value of the pair's null μ_j ≥ μ_i + ε. Within
+ * 1e-11 relative plus the bracket's 1e-13 in c of the infimum, never above
+ * it. An arm with n <= 0 contributes M = 1 (ln 0): both empty give 0. */
+double stats_pair_mixture(double ni, double mi, double nj, double mj, double eps);
+/* A pair's evidence, to compare with stats_glr_threshold: z itself for the
+ * heuristic; ln((e^{z − r_i − r_j} + e^{stats_pair_mixture})/2) for the
+ * proven rule, z the pair's GLR statistic (i the better arm). */
+double stats_glr_pair_evidence(enum stats_glr_threshold kind, const struct stats_arm *ai,
+                               const struct stats_arm *aj, double z, double eps);
+/* stats_glr_pair_evidence(kind, ai, aj, z, eps) > beta, usually without the
+ * mixture's cutoff search (stats.c): what the stop rules call per pair. */
+int stats_glr_pair_passes(enum stats_glr_threshold kind, const struct stats_arm *ai,
+                          const struct stats_arm *aj, double z, double eps, double beta);
+/* The GLR stop: every counted pair's evidence exceeds the threshold (so the
+ * heuristic is exactly stats_glr(...) > stats_glr_threshold(...)); t is the
+ * sum of the arms' n. 0 while some arm has no reward or a High arm is below
+ * a Low one; with an empty High or Low set, 1 (δ > 0). */
+int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                   enum stats_glr_threshold kind, unsigned m, double delta);
 
 /* --- ordering helpers ------------------------------------------------------
  * stats_top_m marks the m arms of largest mean in high[]; ties are broken by

@@ -256,3 +256,42 @@ double tas_glr(const struct stats_arm *arms, size_t k, size_t best, double eps)
     }
     return z;
 }
+
+/* Pairs are checked in index order and the first that fails ends the
+ * check (most checks, before the stop). A pair whose KT part alone, from
+ * the Pinsker bound on Z_j, clears beta + ln 2 passes without its exact
+ * statistic or the mixture's search: far challengers cost two regrets;
+ * the rest go to stats_glr_pair_passes. */
+int tas_glr_stop(const struct stats_arm *arms, size_t k, size_t best, double eps,
+                 enum stats_glr_threshold kind, double beta)
+{
+    if (kind != STATS_GLR_PROVEN)
+        return tas_glr(arms, k, best, eps) > beta;
+    if (k < 2 || arms[best].n == 0)
+        return 0;
+    double nb = (double)arms[best].n, mb = arms[best].mean;
+    if (eps < 0)
+        eps = 0;
+    for (size_t j = 0; j < k; j++) {
+        if (j == best)
+            continue;
+        if (arms[j].n == 0)
+            return 0;
+        if (eps > 0 ? arms[j].mean >= mb + eps : arms[j].mean >= mb)
+            return 0;
+    }
+    double rb = stats_kt_regret(nb, mb);
+    for (size_t j = 0; j < k; j++) {
+        if (j == best)
+            continue;
+        double nj = (double)arms[j].n, mj = arms[j].mean;
+        double g = mb + eps - mj;
+        double rj = stats_kt_regret(nj, mj);
+        if (2.0 * nb * nj / (nb + nj) * g * g - rb - rj - M_LN2 > beta)
+            continue;
+        double z = pair_glr(nb, mb, nj, mj, eps);
+        if (!stats_glr_pair_passes(kind, &arms[best], &arms[j], z, eps, beta))
+            return 0;
+    }
+    return 1;
+}

@@ -55,4 +55,11 @@ double tas_lower_bound(const double *mu, size_t k, double delta, double *w);
  * stats_glr_threshold (m = 1) apply unchanged. */
 double tas_glr(const struct stats_arm *arms, size_t k, size_t best, double eps);
 
+/* The GLR stop on tas_glr's pairs: every j ≠ best has evidence
+ * stats_glr_pair_evidence(kind, best, j, Z_j, eps) > beta, beta =
+ * stats_glr_threshold(kind, t, k, 1, δ) (the heuristic: tas_glr > beta).
+ * 0 where tas_glr is 0 for want of evidence. */
+int tas_glr_stop(const struct stats_arm *arms, size_t k, size_t best, double eps,
+                 enum stats_glr_threshold kind, double beta);
+
 #endif

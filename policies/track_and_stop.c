@@ -10,7 +10,9 @@
  *
  * Stop: the GLR (Chernoff) rule, Z(t) > β(t, δ) with Z the ε-GLR of the
  * empirical best (tas_glr; the usual statistic at ε = 0) and β the proven
- * threshold of stats_glr_threshold (Kaufmann & Koolen 2021) by default, or
+ * per-pair threshold ln((K−1)/δ) + r_best + r_j of stats_glr_threshold (the
+ * Jeffreys-mixture proof of Garivier & Kaufmann 2016, regrets exact) by
+ * default, or
  * the heuristic ln((ln t + 1)/δ) of Garivier & Kaufmann's experiments
  * (param `threshold`). The arm certified at the stop is what recommend()
  * returns from then on.
@@ -54,9 +56,11 @@ static const struct policy_param_spec tas_params[] = {
      .type = POLICY_PARAM_ENUM,
      .def = 0,
      .choices = thresholds,
-     .doc = "GLR stop threshold: proven = Kaufmann & Koolen 2021 mixture-martingale bound "
-            "(stats_glr_threshold); heuristic = ln((ln t + 1)/δ), Garivier & Kaufmann 2016's "
-            "experiments, no proof"},
+     .doc = "GLR stop threshold: proven = per pair, the mean of two e-values exceeds (K−1)/δ: "
+            "e^(Z − r_i − r_j), r the Jeffreys mixture's regret (Garivier & Kaufmann 2016's "
+            "proof), and the arms' one-sided normal mixtures at the worst cutoff "
+            "(stats_glr_pair_evidence); "
+            "heuristic = ln((ln t + 1)/δ), Garivier & Kaufmann 2016's experiments, no proof"},
     {.name = "refresh",
      .type = POLICY_PARAM_INT,
      .def = 0,

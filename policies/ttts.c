@@ -52,7 +52,10 @@ static const struct policy_param_spec ttts_params[] = {
      .type = POLICY_PARAM_ENUM,
      .def = 0,
      .choices = thresholds,
-     .doc = "GLR stop threshold: proven = Kaufmann & Koolen 2021 (stats_glr_threshold); "
+     .doc = "GLR stop threshold: proven = per pair, the mean of two e-values exceeds (K−1)/δ: "
+            "e^(Z − r_i − r_j), r the Jeffreys mixture's regret (Garivier & Kaufmann 2016's "
+            "proof), and the arms' one-sided normal mixtures at the worst cutoff "
+            "(stats_glr_pair_evidence); "
             "heuristic = ln((ln t + 1)/δ) (Garivier & Kaufmann 2016 experiments, no proof)"},
     {.name = NULL},
 };

@@ -465,11 +465,27 @@ static int rule_holds(const struct engine *e, enum engine_stop_rule rule, size_t
     switch (rule) {
     case ENGINE_RULE_DELTA_C:
         return st.delta_c <= c->delta;
-    case ENGINE_RULE_GLR:
+    case ENGINE_RULE_GLR: {
+        /* Per pair: the pair's evidence > ln(m(K−m)/δ). */
+        size_t k = engine_n_arms(e, b);
+        double base = log((double)c->m * (double)(k - c->m) / c->delta);
+        for (size_t i = 0; i < k; i++)
+            for (size_t j = 0; j < k; j++) {
+                if (!high[i] || high[j])
+                    continue;
+                if (a[i].mean < a[j].mean)
+                    return 0;
+                double ni = (double)a[i].n, nj = (double)a[j].n;
+                double mij = (ni * a[i].mean + nj * a[j].mean) / (ni + nj);
+                double z = ni * stats_kl_bern(a[i].mean, mij) + nj * stats_kl_bern(a[j].mean, mij);
+                if (!(stats_glr_pair_evidence(STATS_GLR_PROVEN, &a[i], &a[j], z, 0.0) > base))
+                    return 0;
+            }
+        return 1;
+    }
     case ENGINE_RULE_GLR_HEURISTIC:
-        return st.glr >
-               stats_glr_threshold(rule == ENGINE_RULE_GLR ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC,
-                                   (double)t, engine_n_arms(e, b), c->m, c->delta);
+        return st.glr > stats_glr_threshold(STATS_GLR_HEURISTIC, (double)t, engine_n_arms(e, b),
+                                            c->m, c->delta);
     case ENGINE_RULE_RHO:
     case ENGINE_RULE_POLICY:  /* only used with gcp: ρ̄ ≥ τ */
     case ENGINE_RULE_DEFAULT: /* likewise (gcp's default is its own rule) */

@@ -17,7 +17,10 @@
 #include <math.h>
 #include <string.h>
 
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_integration.h>
 #include <gsl/gsl_rng.h>
+#include <gsl/gsl_sf_erf.h>
 #include <gsl/gsl_sf_zeta.h>
 
 #include "policies/stats.h"
@@ -160,18 +163,51 @@ static void test_stitched_hand(void **state)
     CLOSE(stats_stitched_conf(25, 1, 0, 20), 0.014868395054546759, 1e-9);
 }
 
+/* The one-sided normal mixture of stats.c with ρ recomputed from its
+ * definition (confseq's best_rho, one-sided: v_opt = 125, α_opt = .025) and
+ * Φ from GSL: M(u) = 2 sqrt(ρ/(V+ρ)) exp(u²/(2(V+ρ))) Φ(u/sqrt(V+ρ)). */
+static double mix_m(double u, double v)
+{
+    double l = log(1.0 / (2 * 0.025));
+    double rho = 125.0 / (2 * l + log(1 + 2 * l));
+    double vr = v + rho;
+    return 2 * sqrt(rho / vr) * exp(u * u / (2 * vr)) * gsl_cdf_ugaussian_P(u / sqrt(vr));
+}
+
 static void test_anytime_hand(void **state)
 {
     (void)state;
-    /* Hoeffding, n = 100: v = n/4 = 25, so u/n = 18.37175949/100. */
-    CLOSE(stats_anytime_hoeffding_width(100, 0.05), 0.18371759494797672, 1e-10);
-    /* n = 4 is v = v_min: 2.91690000/4 = .72922500 */
-    CLOSE(stats_anytime_hoeffding_width(4, 0.05), 0.7292249992531932, 1e-10);
-    /* n = 2 is below v_min: u(v_min)/2. */
-    CLOSE(stats_anytime_hoeffding_width(2, 0.05), 2.9168999970127727 / 2, 1e-10);
-    /* w = .2 at n = 100 is u = 20 at v = 25: .01486840 (above). */
-    CLOSE(stats_anytime_hoeffding_conf(100, 0.2), 0.014868395054546759, 1e-9);
-    /* Bernstein, ebv = 10, n = 100: 20.98264612/100 (above). */
+    /* Hoeffding, n = 100, d = .05: V = 25, ρ = 15.7507012, V + ρ = 40.7507012;
+     * M(u) = 20 at u = 15.0714058 (bisection on the formula with GSL's Φ:
+     * 1.2434044·e^{2.78702}·Φ(2.36095) = 1.2434044·16.23291·0.990884 = 20.000). */
+    CLOSE(stats_anytime_hoeffding_width(100, 0.05), 0.15071405771266411, 1e-10);
+    /* n = 4 (V = 1): u = 8.8702234, width 2.2175558 — vacuous, as every
+     * bound is at four samples (fixed-n Hoeffding: .612). */
+    CLOSE(stats_anytime_hoeffding_width(4, 0.05), 2.217555844192924, 1e-10);
+    /* w = .2 at n = 100 is u = 20: M = 168.153731, d = .00594694 */
+    CLOSE(stats_anytime_hoeffding_conf(100, 0.2), 0.0059469391073869223, 1e-9);
+    /* The closed-form inverse against the formula, over a grid. */
+    for (double n = 1; n < 1e7; n *= 3.7)
+        for (double w = 0.003; w < 1.0; w *= 2.3) {
+            double want = 1.0 / mix_m(w * n, n / 4);
+            if (want < 1.0 && want > 1e-300)
+                CLOSE(stats_anytime_hoeffding_conf(n, w), want, 1e-9);
+        }
+    /* Between the two-sided normal mixture at 2d and at d (Φ in [1/2, 1]):
+     * u² ∈ [(V+ρ) ln((V+ρ)/(4ρd²)), (V+ρ) ln((V+ρ)/(ρd²))]. */
+    {
+        double l = log(20.0), rho = 125.0 / (2 * l + log(1 + 2 * l));
+        for (size_t i = 0; i < LEN(NS); i++)
+            for (size_t j = 0; j < LEN(DS); j++) {
+                double n = NS[i], d = DS[j], vr = n / 4 + rho;
+                double u = stats_anytime_hoeffding_width(n, d) * n;
+                assert_true(u <= sqrt(vr * log(vr / (rho * d * d))) * (1 + 1e-9));
+                assert_true(u >= sqrt(fmax(0.0, vr * log(vr / (4 * rho * d * d)))));
+                /* never narrower than its own root: M(u) >= 1/d */
+                assert_true(mix_m(u, n / 4) >= (1 / d) * (1 - 1e-9));
+            }
+    }
+    /* Bernstein (still stitched), ebv = 10, n = 100: 20.98264612/100 (above). */
     CLOSE(stats_anytime_bernstein_width(100, 10, 0.05), 0.20982646121366642, 1e-10);
     assert_true(isinf(stats_anytime_hoeffding_width(0.5, 0.05)));
     assert_true(isinf(stats_anytime_bernstein_width(1, 0.25, 0.05)));
@@ -733,41 +769,258 @@ static void test_glr_threshold(void **state)
     (void)state;
     /* Heuristic, t = 1000, δ = .1: ln((ln 1000 + 1)/.1) = ln(79.0775528) = 4.37042905 */
     CLOSE(stats_glr_threshold(STATS_GLR_HEURISTIC, 1000, 2, 1, 0.1), 4.370429051817273, 1e-12);
-    /* Proven, computed independently with 𝒯 from its definition
-     * 𝒯(x) = 2 h̃_{3/2}((h⁻¹(1 + x) + ln(π²/3))/2), h̃ by brute-force
-     * minimisation of e^λ (x − ln λ) over λ in (0, ln 1.5]:
-     * K = 2, m = 1, δ = .1, t = 1000: x = ln(1/.1)/2 = 1.15129255,
-     *   𝒯(x) = 9.39598671; 2𝒯 + 6 ln(1 + ln 500) = 18.79197 + 11.85665 = 30.64862
-     * K = 4, m = 1, δ = .05, t = 2 (ln(1 + ln 1) = 0): 2𝒯(ln(3/.05)/2) = 21.88946
-     * K = 4, m = 2: four pairs, 2𝒯(ln(4/.05)/2) = 22.34913 */
-    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 1000, 2, 1, 0.1), 30.64862065353894, 1e-8);
-    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 1, 0.05), 21.889460414731143, 1e-8);
-    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 2, 0.05), 22.349130439898765, 1e-8);
-    /* 𝒯 at larger x, where x + 4 ln(1 + x + √(2x)) is a fair guide:
-     * x = 20 is δ = e^-40 with K = 2; 𝒯(20) = 32.91475 (approximation 33.23). */
-    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 2, 1, exp(-40.0)), 2 * 32.91475023571225, 1e-8);
-    /* Monotone: larger t, smaller δ, more pairs; always above the heuristic
-     * and above ln(1/δ) (no threshold below that can be δ-correct). */
-    const double ts[] = {2, 10, 100, 1e4, 1e6};
-    const double dl[] = {0.5, 0.1, 0.01, 1e-4, 1e-8};
-    for (size_t i = 0; i < LEN(ts); i++)
-        for (size_t j = 0; j < LEN(dl); j++)
-            for (size_t k = 2; k < 100; k = 2 * k + 1) {
-                double p = stats_glr_threshold(STATS_GLR_PROVEN, ts[i], k, 1, dl[j]);
-                assert_true(p > stats_glr_threshold(STATS_GLR_HEURISTIC, ts[i], k, 1, dl[j]));
-                assert_true(p > log(1.0 / dl[j]));
-                if (i > 0)
-                    assert_true(p > stats_glr_threshold(STATS_GLR_PROVEN, ts[i - 1], k, 1, dl[j]));
-                if (j > 0)
-                    assert_true(p > stats_glr_threshold(STATS_GLR_PROVEN, ts[i], k, 1, dl[j - 1]));
-                assert_true(stats_glr_threshold(STATS_GLR_PROVEN, ts[i], 2 * k + 1, 1, dl[j]) > p);
-            }
-    /* m(K − m) pairs: m = 2, K = 10 (16 pairs) above m = 1 (9 pairs);
-     * symmetric in m ↔ K − m. */
+    /* Proven, shared part ln(P/δ): K = 2, m = 1, δ = .1: ln 10; K = 4,
+     * m = 1, δ = .05: ln 60; m = 2: four pairs, ln 80; m ↔ K − m. */
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 1000, 2, 1, 0.1), log(10.0), 1e-15);
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 1, 0.05), log(60.0), 1e-15);
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 2, 0.05), log(80.0), 1e-15);
     CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 2, 0.05),
           stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 8, 0.05), 1e-15);
-    assert_true(stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 2, 0.05) >
-                stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 1, 0.05));
+    assert_true(isinf(stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 2, 0.0)));
+
+    /* KT regret r = ln L(μ̂) − ln(B(S+½, N−S+½)/π), by hand:
+     * N = 1, S = 1: L = 1, B(1.5, .5) = Γ(1.5)Γ(.5)/Γ(2) = π/2: r = ln 2.
+     * N = 2, S = 1: L = 1/4, B(1.5, 1.5) = π/8: r = ln 2.
+     * N = 10, S = 3: L = .3³·.7⁷ = .00222357, B(3.5, 7.5) = Γ(3.5)Γ(7.5)/10!
+     *   = 3.32335·1871.25/3628800 = .00171370, /π = .000545488:
+     *   r = ln 4.07629 = 1.40516. Larger N from lgamma directly (no Stirling). */
+    CLOSE(stats_kt_regret(1, 1.0), log(2.0), 1e-13);
+    CLOSE(stats_kt_regret(2, 0.5), log(2.0), 1e-13);
+    CLOSE(stats_kt_regret(10, 0.3), 1.4051615992701738, 1e-12);
+    CLOSE(stats_kt_regret(1000, 0.47), 3.6799195942604532, 1e-11);
+    CLOSE(stats_kt_regret(1e4, 0.123), 4.8310084983423698, 1e-10);
+    CLOSE(stats_kt_regret(37, 0.0), 2.3812021748239252, 1e-12);
+    CLOSE(stats_kt_regret(0, 0.5), 0.0, 0);
+    /* ≥ 0, ≤ ½ ln N + ln 2 (the bound behind Garivier & Kaufmann's ln(2t));
+     * ½ ln(πN/2) inside (0, 1) at large N, ½ ln(πN) at the ends. */
+    for (double n = 1; n < 1e15; n *= 1.9)
+        for (double mu = 0; mu <= 1.0; mu += 1.0 / 64) {
+            double r = stats_kt_regret(n, mu);
+            assert_true(r >= 0.0);
+            assert_true(r <= 0.5 * log(n) + log(2.0) + 1e-9);
+        }
+    CLOSE(stats_kt_regret(1e12, 0.5), 0.5 * log(M_PI * 1e12 / 2), 1e-9);
+    CLOSE(stats_kt_regret(1e12, 1.0), 0.5 * log(M_PI * 1e12), 1e-9);
+    CLOSE(stats_kt_regret(2e15, 0.25), 0.5 * log(M_PI * 2e15 / 2), 1e-9);
+}
+
+/* ln M of the one-sided normal mixture (test_anytime_hand's mix_m), any u. */
+static double mix_rho(void)
+{
+    double l = log(1.0 / (2 * 0.025));
+    return 125.0 / (2 * l + log(1 + 2 * l));
+}
+
+static double mix_lnm(double u, double v)
+{
+    double rho = mix_rho(), vr = v + rho;
+    /* ln Φ(z) = ln erfc(−z/√2) − ln 2, GSL's log_erfc: no underflow */
+    return 0.5 * log(rho / vr) + u * u / (2 * vr) + gsl_sf_log_erfc(-u / sqrt(vr) / M_SQRT2);
+}
+
+/* The mixture by quadrature of its definition: the integral over λ ≥ 0 of
+ * exp(λu − λ²V/2) against the half-normal density 2·N(0, 1/ρ)(λ). */
+struct quad_arg {
+    double u, v, rho;
+};
+
+static double mix_integrand(double l, void *arg)
+{
+    const struct quad_arg *q = arg;
+    return 2.0 * sqrt(q->rho / (2 * M_PI)) * exp(l * q->u - l * l * (q->v + q->rho) / 2);
+}
+
+static double mix_lnm_quad(double u, double v)
+{
+    struct quad_arg q = {u, v, mix_rho()};
+    gsl_function f = {mix_integrand, &q};
+    gsl_integration_workspace *w = gsl_integration_workspace_alloc(1000);
+    double res = 0, err = 0;
+    assert_int_equal(gsl_integration_qagiu(&f, 0, 0, 1e-11, 1000, w, &res, &err), 0);
+    gsl_integration_workspace_free(w);
+    return log(res);
+}
+
+/* Brute force: the least of A + B over a grid of c ∈ [0, 1 − ε], then over
+ * finer grids around the best point (pts steps across twice the previous
+ * step: steps down to 8/pts⁴ in four levels). An upper bound on the
+ * infimum. */
+static double pair_grid(double ni, double mi, double nj, double mj, double eps, int pts)
+{
+    double best = INFINITY, lo = 0, hi = 1 - eps, bc = 0;
+    for (int level = 0; level < 4; level++) {
+        double step = (hi - lo) / pts;
+        for (int g = -1; g <= pts + 1; g++) {
+            /* the ends of [0, 1 − ε] exactly, where the minimum often is */
+            double c = g < 0 ? 0 : g > pts ? 1 - eps : lo + step * g;
+            if (c < 0 || c > 1 - eps)
+                continue;
+            double f = mix_lnm(ni * (mi - c), ni / 4) + mix_lnm(nj * (c + eps - mj), nj / 4);
+            if (f < best) {
+                best = f;
+                bc = c;
+            }
+        }
+        lo = bc - step;
+        hi = bc + step;
+    }
+    return best;
+}
+
+/* The pair mixture against quadrature and a brute-force scan of c, and its
+ * evidence. */
+static void test_pair_mixture(void **state)
+{
+    (void)state;
+    /* The closed form the grid uses is the quadrature's integral. */
+    const double us[] = {-40, -3, 0, 2.5, 30};
+    const double vs[] = {0.25, 10, 2500};
+    for (size_t a = 0; a < LEN(us); a++)
+        for (size_t b = 0; b < LEN(vs); b++)
+            CLOSE(mix_lnm(us[a], vs[b]), mix_lnm_quad(us[a], vs[b]), 1e-8);
+    const double ns[] = {1, 7, 40, 300, 5000, 1e5};
+    const double ms[] = {0.0, 0.03, 0.3, 0.45, 0.5, 0.9, 1.0};
+    for (size_t a = 0; a < LEN(ns); a++)
+        for (size_t b = 0; b < LEN(ns); b++)
+            for (size_t x = 0; x < LEN(ms); x++)
+                for (size_t y = 0; y < LEN(ms); y++)
+                    for (int e = 0; e < 3; e++) {
+                        double ni = ns[a], nj = ns[b], mi = ms[x], mj = ms[y], eps = 0.05 * e;
+                        double got = stats_pair_mixture(ni, mi, nj, mj, eps);
+                        /* the result a lower bound, within 1e-6 of the grid's
+                         * minimum (c steps down to 8e-8: with curvature
+                         * 4n ≤ 4e5, the grid misses by 3e-10 at most; stats.c's
+                         * Gordon bound, beyond z = −30, is up to 2/z⁴ =
+                         * 2.5e-6 low per arm) */
+                        double best = pair_grid(ni, mi, nj, mj, eps, 100);
+                        assert_true(got <= best);
+                        CLOSE(got, best, 1e-5);
+                    }
+    /* Huge n: still a lower bound, and close to the refined grid's value
+     * (about 1e4 here; the bracket's 1e-13 in c costs 2e-5 at this slope). */
+    double got = stats_pair_mixture(1e12, 0.5, 1e12, 0.4999, 0);
+    double fine = pair_grid(1e12, 0.5, 1e12, 0.4999, 0, 100);
+    assert_true(got <= fine);
+    CLOSE(got, fine, 1e-6 * fabs(fine));
+    got = stats_pair_mixture(3e13, 0.3, 1e11, 0.2999, 0.00005);
+    fine = pair_grid(3e13, 0.3, 1e11, 0.2999, 0.00005, 100);
+    assert_true(got <= fine);
+    CLOSE(got, fine, 1e-6 * fabs(fine));
+    /* ε ≥ 1: the null holds at most at c = 0. */
+    CLOSE(stats_pair_mixture(10, 0.9, 10, 0.2, 1.0),
+          mix_lnm(10 * 0.9, 2.5) + mix_lnm(10 * (1.0 - 0.2), 2.5), 1e-9);
+    /* No data on a side: that side's M is 1, the other at its worst cutoff
+     * (arm j at y = ε, the least deviation). */
+    CLOSE(stats_pair_mixture(0, 0.5, 10, 0.2, 0), mix_lnm(-2, 2.5), 1e-9);
+    CLOSE(stats_pair_mixture(0, 0.5, 10, 0.2, 0.1), mix_lnm(-1, 2.5), 1e-9);
+    CLOSE(stats_pair_mixture(0, 0.5, 0, 0.2, 0.1), 0.0, 1e-9);
+    /* Evidence: heuristic = z; proven = ln of the mean of the two e-values. */
+    struct stats_arm ai = mk_arm(3000, 0.5, 0.25), aj = mk_arm(2800, 0.45, 0.25);
+    double z = 7.5;
+    CLOSE(stats_glr_pair_evidence(STATS_GLR_HEURISTIC, &ai, &aj, z, 0), z, 0);
+    double kt = z - stats_kt_regret(3000, 0.5) - stats_kt_regret(2800, 0.45);
+    double mx = stats_pair_mixture(3000, 0.5, 2800, 0.45, 0);
+    CLOSE(stats_glr_pair_evidence(STATS_GLR_PROVEN, &ai, &aj, z, 0),
+          log((exp(kt) + exp(mx)) / 2), 1e-12);
+    /* stats_glr_pair_passes is evidence > beta, shortcuts and all: sweep
+     * beta across the evidence of pairs near and far from 1/2, with ε. */
+    const double pm[][4] = {{3000, 0.5, 2800, 0.45},  {3000, 0.05, 2800, 0.02},
+                            {40, 0.9, 60, 0.3},       {5, 0.6, 5, 0.6},
+                            {20000, 0.51, 9000, 0.49}, {1, 1.0, 1, 0.0}};
+    for (size_t r = 0; r < LEN(pm); r++) {
+        struct stats_arm x = mk_arm((uint64_t)pm[r][0], pm[r][1], 0.25);
+        struct stats_arm y = mk_arm((uint64_t)pm[r][2], pm[r][3], 0.25);
+        for (int e = 0; e < 2; e++) {
+            double eps = 0.02 * e, mij = (pm[r][0] * pm[r][1] + pm[r][2] * pm[r][3]) /
+                                         (pm[r][0] + pm[r][2]);
+            double zz = pm[r][0] * stats_kl_bern(pm[r][1], mij) +
+                        pm[r][2] * stats_kl_bern(pm[r][3], mij);
+            double ev = stats_glr_pair_evidence(STATS_GLR_PROVEN, &x, &y, zz, eps);
+            for (int s = -40; s <= 40; s++) {
+                double beta = ev + 0.05 * s + (s == 0 ? 1e-9 : 0);
+                assert_int_equal(stats_glr_pair_passes(STATS_GLR_PROVEN, &x, &y, zz, eps, beta),
+                                 ev > beta);
+                assert_int_equal(stats_glr_pair_passes(STATS_GLR_HEURISTIC, &x, &y, zz, eps, beta),
+                                 zz > beta);
+            }
+        }
+    }
+    /* Near p = 1/2 the mixture carries more evidence than KT (the point of
+     * it); far from 1/2 (p = .05 against .02) KT does. */
+    double zz = 3000 * stats_kl_bern(0.5, 0.475) + 2800 * stats_kl_bern(0.45, 0.475);
+    assert_true(mx > zz - stats_kt_regret(3000, 0.5) - stats_kt_regret(2800, 0.45));
+    double zl = 3000 * stats_kl_bern(0.05, 0.0355) + 2800 * stats_kl_bern(0.02, 0.0355);
+    assert_true(stats_pair_mixture(3000, 0.05, 2800, 0.02, 0) <
+                zl - stats_kt_regret(3000, 0.05) - stats_kt_regret(2800, 0.02));
+}
+
+/* stats_glr_stop: the heuristic is stats_glr > threshold; the proven rule is
+ * the per-pair inequality, and is never looser than Garivier & Kaufmann's
+ * ln(2t(K − 1)/δ) on the same statistic (m = 1). */
+static void test_glr_stop(void **state)
+{
+    (void)state;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 77);
+    int proven_stops = 0, gk_stops = 0, gk_only = 0;
+    for (int trial = 0; trial < 4000; trial++) {
+        size_t k = 2 + gsl_rng_uniform_int(r, 5);
+        unsigned m = 1 + (unsigned)gsl_rng_uniform_int(r, k - 1);
+        struct stats_arm arms[6];
+        double t = 0;
+        for (size_t i = 0; i < k; i++) {
+            uint64_t n = 1 + gsl_rng_uniform_int(r, trial % 3 == 0 ? 30 : 20000);
+            arms[i] = mk_arm(n, gsl_rng_uniform(r), 0.1);
+            t += (double)n;
+        }
+        unsigned char high[6];
+        stats_top_m(arms, k, m, NULL, high);
+        double delta = trial % 2 ? 0.1 : 0.01;
+        double z = stats_glr(arms, k, high);
+        assert_int_equal(stats_glr_stop(arms, k, high, STATS_GLR_HEURISTIC, m, delta),
+                         z > stats_glr_threshold(STATS_GLR_HEURISTIC, t, k, m, delta));
+        /* proven: every pair over its own threshold */
+        int want = 1;
+        double base = log((double)m * (double)(k - m) / delta);
+        for (size_t i = 0; i < k; i++)
+            for (size_t j = 0; j < k; j++) {
+                if (!high[i] || high[j])
+                    continue;
+                struct stats_arm pair[2] = {arms[i], arms[j]};
+                unsigned char hp[2] = {1, 0};
+                double zij = stats_glr(pair, 2, hp);
+                double kt = zij - stats_kt_regret((double)arms[i].n, arms[i].mean) -
+                            stats_kt_regret((double)arms[j].n, arms[j].mean);
+                double ev = log((exp(kt) + exp(stats_pair_mixture(
+                                                   (double)arms[i].n, arms[i].mean,
+                                                   (double)arms[j].n, arms[j].mean, 0))) /
+                                2);
+                if (!(ev > base) || arms[i].mean < arms[j].mean)
+                    want = 0;
+            }
+        int got = stats_glr_stop(arms, k, high, STATS_GLR_PROVEN, m, delta);
+        assert_int_equal(got, want);
+        proven_stops += got;
+        if (m == 1) {
+            /* G&K's threshold on the same statistic: whenever it stops,
+             * the KT part alone clears ours + ln 2 less the G&K-to-exact
+             * margin, so the averaged rule stops too unless that margin is
+             * under ln 2 — count, and require it to be rare */
+            int gk = z > log(2.0 * t * (double)(k - 1) / delta);
+            gk_stops += gk;
+            if (gk && !got)
+                gk_only++;
+        }
+    }
+    /* Both outcomes occur, and ours stops where G&K does not. */
+    assert_true(proven_stops > 100 && proven_stops < 3900);
+    assert_true(gk_stops < proven_stops);
+    assert_true(gk_only * 20 < gk_stops);
+    /* No pair to tell apart: stop (as stats_glr's +∞ says). */
+    struct stats_arm one[2] = {mk_arm(5, 0.5, 0.1), mk_arm(5, 0.2, 0.1)};
+    unsigned char all[2] = {1, 1};
+    assert_true(stats_glr_stop(one, 2, all, STATS_GLR_PROVEN, 2, 0.1));
+    gsl_rng_free(r);
 }
 
 /* ---- ordering -------------------------------------------------------------- */
@@ -935,6 +1188,8 @@ int main(void)
         cmocka_unit_test(test_kl),
         cmocka_unit_test(test_glr),
         cmocka_unit_test(test_glr_threshold),
+        cmocka_unit_test(test_glr_stop),
+        cmocka_unit_test(test_pair_mixture),
         cmocka_unit_test(test_top_m),
         cmocka_unit_test(test_normal_sf),
         cmocka_unit_test(test_mc_anytime_vs_fixed),
