@@ -130,6 +130,26 @@ WEB_DIST := $(sort $(wildcard web/dist/*))
 EMBED := $(BUILD)/scripts/embed
 SCRIPT_TESTS += $(wildcard tests/web/test_*.sh)
 
+# The seed papers' experiments (scripts/repro.py; docs/reproduction.md says
+# what is scaled down): docs/reproduction.md and docs/img/*.png from
+# build/bandit-sim, raw results (a cache keyed by the binary's hash) in
+# build/repro/. Python 3 (standard library) and gnuplot are installed when
+# missing. make test runs only the driver's smoke test (tests/repro/).
+SCRIPT_TESTS += $(wildcard tests/repro/test_*.sh)
+
+reproduce:
+	@./scripts/install-deps.sh --repro
+	@$(MAKE) --no-print-directory $(BUILD)/bandit-sim $(BUILD)/scripts/tstar
+	python3 scripts/repro.py --sim $(BUILD)/bandit-sim --tstar $(BUILD)/scripts/tstar --out $(BUILD)/repro \
+		--doc docs/reproduction.md --img docs/img $(if $(REPRO_SCALE),--scale $(REPRO_SCALE))
+
+# T*(μ) and w*(μ) from the policies' own solver (policies/tas.h), for the
+# driver's cross-check of its lower bound.
+$(BUILD)/scripts/tstar: $(OBJ)/scripts/tstar.o $(LIB_POLICIES)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(LIB_SERVER): $(OBJ)/gen/web_assets.o
 
 $(EMBED): scripts/embed.c

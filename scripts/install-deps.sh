@@ -7,9 +7,11 @@ set -eu
 # python3-jsonschema: tests/http/test_openapi_responses.py.
 PKGS="libmicrohttpd-dev libgnutls28-dev libjansson-dev libsqlite3-dev libgsl-dev libcmocka-dev \
 libcurl4-openssl-dev pkg-config gcc make curl"
-[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox openssl python3-jsonschema"
+[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox openssl python3-jsonschema python3"
 # make bench: wrk drives the HTTP benchmarks (bench/load.c)
 [ "${1:-}" = "--bench" ] && PKGS="$PKGS wrk"
+# make reproduce: the driver (Python 3, standard library) and its plots.
+[ "${1:-}" = "--repro" ] && PKGS="$PKGS gnuplot-nox python3 fonts-dejavu-core"
 missing=""
 # The dashboard suite (tests/web) needs a real browser: Debian's chromium and
 # chromium-driver, fonts with the page's glyphs (δᶜ, ρ̄), and Node.js with

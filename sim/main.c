@@ -39,6 +39,8 @@ static const char usage_text[] =
     "  --control I         clinical control arm: its index, the same in every bandit\n"
     "  --control-share S   fixed share of pulls for the control arm, in (0, 1)\n"
     "  --max-pulls N       absolute cap on pulls per run (default 1e8; capped runs are counted)\n"
+    "  --trace N           add \"trace\": δᶜ, ρ̄, NSS, error rates, completed bandits averaged\n"
+    "                      over runs at N log-spaced pull counts per decade (1 to 100)\n"
     "  --pretty            indent the JSON output\n"
     "  --no-progress       no progress bar (it is drawn only on a terminal anyway)\n"
     "  --list-policies     every policy with its flags and parameters, as JSON\n";
@@ -110,6 +112,7 @@ enum {
     OPT_CONTROL,
     OPT_CONTROL_SHARE,
     OPT_MAX_PULLS,
+    OPT_TRACE,
     OPT_PRETTY,
     OPT_NO_PROGRESS,
     OPT_LIST,
@@ -135,6 +138,7 @@ static const struct option long_opts[] = {
     {"control", required_argument, NULL, OPT_CONTROL},
     {"control-share", required_argument, NULL, OPT_CONTROL_SHARE},
     {"max-pulls", required_argument, NULL, OPT_MAX_PULLS},
+    {"trace", required_argument, NULL, OPT_TRACE},
     {"pretty", no_argument, NULL, OPT_PRETTY},
     {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
     {"list-policies", no_argument, NULL, OPT_LIST},
@@ -284,6 +288,10 @@ int main(int argc, char **argv)
         case OPT_MAX_PULLS:
             o.max_pulls = parse_u64("--max-pulls", optarg, 1, UINT64_MAX);
             break;
+        case OPT_TRACE:
+            o.trace_per_decade =
+                (unsigned)parse_u64("--trace", optarg, 1, SIM_TRACE_MAX_PER_DECADE);
+            break;
         case OPT_PRETTY:
             pretty = 1;
             break;
@@ -349,6 +357,7 @@ int main(int argc, char **argv)
         die(1, "%s", cli_field(err, buf, sizeof buf));
     }
     json_t *j = sim_result_json(&p, &o, &r);
+    sim_result_free(&r);
     sim_problem_free(&p);
     return print_json(j, pretty ? JSON_INDENT(2) : 0);
 }

@@ -537,12 +537,16 @@ void sim_problem_free(struct sim_problem *p)
 /* Ground truth                                                             */
 /* ------------------------------------------------------------------------ */
 
-/* Per bandit: μ_(m), how many arms lie strictly above it, and Σ of the top m
- * true means (reward units). Built once per simulation, read by every run. */
+/* Per bandit: μ_(m), how many arms lie strictly above it, Σ of the top m and
+ * of the bottom m true means (reward units; the trace's NSS), and whether the
+ * target arm is in the true top m. Built once per simulation, read by every
+ * run. */
 struct truth {
     double *mu_m;
     size_t *above;
     double *top_sum;
+    double *bottom_sum;
+    unsigned char *target_top;
 };
 
 static int cmp_desc(const void *a, const void *b)
@@ -556,6 +560,8 @@ static void truth_free(struct truth *t)
     free(t->mu_m);
     free(t->above);
     free(t->top_sum);
+    free(t->bottom_sum);
+    free(t->target_top);
 }
 
 static int truth_build(const struct sim_problem *p, struct truth *t)
@@ -566,8 +572,10 @@ static int truth_build(const struct sim_problem *p, struct truth *t)
     t->mu_m = calloc(p->n_bandits, sizeof *t->mu_m);
     t->above = calloc(p->n_bandits, sizeof *t->above);
     t->top_sum = calloc(p->n_bandits, sizeof *t->top_sum);
+    t->bottom_sum = calloc(p->n_bandits, sizeof *t->bottom_sum);
+    t->target_top = calloc(p->n_bandits, 1);
     double *v = calloc(kmax, sizeof *v);
-    if (!t->mu_m || !t->above || !t->top_sum || !v) {
+    if (!t->mu_m || !t->above || !t->top_sum || !t->bottom_sum || !t->target_top || !v) {
         free(v);
         truth_free(t);
         return -1;
@@ -579,8 +587,13 @@ static int truth_build(const struct sim_problem *p, struct truth *t)
         qsort(v, k, sizeof *v, cmp_desc);
         t->mu_m[b] = v[p->m - 1];
         t->top_sum[b] = 0.0;
-        for (size_t i = 0; i < p->m; i++)
+        t->bottom_sum[b] = 0.0;
+        for (size_t i = 0; i < p->m; i++) {
             t->top_sum[b] += v[i];
+            t->bottom_sum[b] += v[k - 1 - i];
+        }
+        t->target_top[b] = p->target_arm >= 0 && (size_t)p->target_arm < k &&
+                           p->arms[b][p->target_arm].mean >= t->mu_m[b];
         t->above[b] = 0;
         for (size_t i = 0; i < k; i++)
             t->above[b] += v[i] > t->mu_m[b];
@@ -598,13 +611,32 @@ struct pending_reward {
     double r; /* rescaled to [0, 1] */
 };
 
+/* Trace sums over runs, per checkpoint (struct sim_trace): the [0, 1]
+ * quantities in 32-bit fixed point, the verdicts and counts as integers, so
+ * that adding the threads' sums in any order gives the same result. At most
+ * 10^7 runs × 2^32 < 2^63. */
+#define TRACE_FX 4294967296.0
+#define TRACE_MAX_POINTS (20 * SIM_TRACE_MAX_PER_DECADE + 2)
+enum { TRF_DC, TRF_RHO, TRF_NSS, TRF_N };
+enum { TRC_ERR, TRC_PAC, TRC_REG, TRC_DONE, TRC_TARGET, TRC_RUN, TRC_N };
+
+struct trace_acc {
+    size_t n;            /* checkpoints; 0: no trace */
+    const uint64_t *pts; /* borrowed, n entries */
+    uint64_t *fx;        /* owned, TRF_N × n */
+    uint64_t *ct;        /* owned, TRC_N × n */
+    uint64_t longest;    /* most pulls handed out by one run */
+};
+
 /* Per-thread scratch, reused from run to run: the draw generator, the delay
- * FIFO (a ring of delay + 1 entries) and the evaluation's high[]. */
+ * FIFO (a ring of delay + 1 entries), the evaluation's high[] and the
+ * thread's trace sums. */
 struct scratch {
     gsl_rng *rng;
     struct pending_reward *fifo;
     size_t cap, head, len;
     unsigned char *high;
+    struct trace_acc tr;
 };
 
 static void scratch_free(struct scratch *s)
@@ -613,10 +645,14 @@ static void scratch_free(struct scratch *s)
         gsl_rng_free(s->rng);
     free(s->fifo);
     free(s->high);
+    free(s->tr.fx);
+    free(s->tr.ct);
     memset(s, 0, sizeof *s);
 }
 
-static int scratch_init(struct scratch *s, const struct sim_problem *p, uint64_t delay)
+/* npts checkpoints pts (borrowed; npts = 0: no trace). */
+static int scratch_init(struct scratch *s, const struct sim_problem *p, uint64_t delay,
+                        const uint64_t *pts, size_t npts)
 {
     memset(s, 0, sizeof *s);
     size_t kmax = 0;
@@ -626,11 +662,20 @@ static int scratch_init(struct scratch *s, const struct sim_problem *p, uint64_t
     s->cap = (size_t)delay + 1;
     s->fifo = calloc(s->cap, sizeof *s->fifo);
     s->high = calloc(kmax, 1);
-    if (s->rng == NULL || s->fifo == NULL || s->high == NULL) {
-        scratch_free(s);
-        return -1;
+    if (s->rng == NULL || s->fifo == NULL || s->high == NULL)
+        goto fail;
+    if (npts > 0) {
+        s->tr.n = npts;
+        s->tr.pts = pts;
+        s->tr.fx = calloc(TRF_N * npts, sizeof *s->tr.fx);
+        s->tr.ct = calloc(TRC_N * npts, sizeof *s->tr.ct);
+        if (s->tr.fx == NULL || s->tr.ct == NULL)
+            goto fail;
     }
     return 0;
+fail:
+    scratch_free(s);
+    return -1;
 }
 
 static void fifo_push(struct scratch *s, size_t b, size_t arm, double r)
@@ -722,6 +767,64 @@ void sim_evaluate_set(const struct sim_problem *p, size_t b, const unsigned char
     truth_free(&t);
 }
 
+size_t sim_trace_points(unsigned per_decade, uint64_t limit, uint64_t *out, size_t cap)
+{
+    size_t n = 0;
+    if (per_decade == 0 || limit == 0 || cap == 0)
+        return 0;
+    for (unsigned k = 0; n < cap; k++) {
+        double x = floor(pow(10.0, (double)k / (double)per_decade) + 0.5);
+        if (!(x < (double)limit))
+            break;
+        uint64_t t = (uint64_t)x;
+        if (n == 0 || t > out[n - 1])
+            out[n++] = t;
+    }
+    /* The limit itself closes the list: with a budget, the final answer. */
+    if (n < cap && (n == 0 || out[n - 1] < limit))
+        out[n++] = limit;
+    return n;
+}
+
+/* Add the run's current state to the trace sums of checkpoints [from, to). */
+static void trace_record(const struct sim_problem *p, const struct truth *t, struct engine *e,
+                         struct scratch *s, size_t from, size_t to, int running)
+{
+    if (from >= to)
+        return;
+    const double tau = engine_config(e)->tau;
+    double keep = 1.0, rho = 1.0, nss = 0.0;
+    uint64_t err = 0, pac = 0, reg = 0, done = 0, target = 0;
+    for (size_t b = 0; b < p->n_bandits; b++) {
+        struct engine_bandit_status st;
+        engine_bandit_status(e, b, s->high, &st);
+        int w, pw, rw;
+        judge(p, t, b, s->high, &w, &pw, &rw);
+        err |= (uint64_t)w;
+        pac |= (uint64_t)pw;
+        reg |= (uint64_t)rw;
+        keep *= 1.0 - st.delta_c;
+        rho = st.rho < rho ? st.rho : rho;
+        double sel = 0.0, span = t->top_sum[b] - t->bottom_sum[b];
+        for (size_t i = 0; i < p->n_arms[b]; i++)
+            sel += s->high[i] ? p->arms[b][i].mean : 0.0;
+        nss += span > 0.0 ? clip((sel - t->bottom_sum[b]) / span, 0.0, 1.0) : 1.0;
+        if (st.rho >= tau) {
+            done++;
+            target += t->target_top[b];
+        }
+    }
+    const double fx[TRF_N] = {clip(1.0 - keep, 0.0, 1.0), clip(rho, 0.0, 1.0),
+                              nss / (double)p->n_bandits};
+    const uint64_t ct[TRC_N] = {err, pac, reg, done, target, (uint64_t)running};
+    for (size_t k = from; k < to; k++) {
+        for (int q = 0; q < TRF_N; q++)
+            s->tr.fx[q * s->tr.n + k] += (uint64_t)llround(fx[q] * TRACE_FX);
+        for (int q = 0; q < TRC_N; q++)
+            s->tr.ct[q * s->tr.n + k] += ct[q];
+    }
+}
+
 static int run_one(const struct sim_problem *p, const struct sim_options *o, const struct truth *t,
                    struct scratch *s, uint64_t i, struct sim_run_result *out, char *err,
                    size_t errlen)
@@ -741,6 +844,7 @@ static int run_one(const struct sim_problem *p, const struct sim_options *o, con
     const uint64_t delay = o->delay;
     const uint64_t cap = o->max_pulls > 0 ? o->max_pulls : SIM_SAFETY_PULLS;
     unsigned idle = 0;
+    size_t next = 0; /* next trace checkpoint */
     while (!engine_stopped(e)) {
         if (engine_handed_out(e) >= cap) {
             out->capped = 1;
@@ -768,11 +872,25 @@ static int run_one(const struct sim_problem *p, const struct sim_options *o, con
         fifo_push(s, pull.bandit, pull.arm, r > 1.0 ? 1.0 : r);
         if (s->len > delay)
             fifo_deliver(s, e);
+        /* A checkpoint the run ends on is recorded below, with its last
+         * rewards in. */
+        if (next < s->tr.n && engine_handed_out(e) >= s->tr.pts[next] && !engine_stopped(e) &&
+            engine_handed_out(e) < cap) {
+            size_t to = next;
+            while (to < s->tr.n && engine_handed_out(e) >= s->tr.pts[to])
+                to++;
+            trace_record(p, t, e, s, next, to, 1);
+            next = to;
+        }
     }
     /* Every reward in flight arrives before the answer is read: the
      * recommendation uses all the data the run paid for. */
     while (s->len > 0)
         fifo_deliver(s, e);
+    /* Later checkpoints see the final answer. */
+    trace_record(p, t, e, s, next, s->tr.n, 0);
+    if (engine_handed_out(e) > s->tr.longest)
+        s->tr.longest = engine_handed_out(e);
 
     out->pulls = engine_handed_out(e);
     enum engine_stop_reason why = engine_stop_reason(e);
@@ -809,7 +927,7 @@ int sim_run_one(const struct sim_problem *p, const struct sim_options *o, uint64
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (scratch_init(&s, p, o->delay) != 0) {
+    if (scratch_init(&s, p, o->delay, NULL, 0) != 0) {
         truth_free(&t);
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -835,12 +953,15 @@ struct job {
     const struct sim_options *o;
     const struct truth *t;
     uint64_t *pulls; /* per run, by index */
+    const uint64_t *pts; /* trace checkpoints (npts = 0: no trace) */
+    size_t npts;
     atomic_uint_fast64_t next, done;
     atomic_int failed;
     pthread_mutex_t lock; /* guards the fields below */
     pthread_cond_t cond;
     unsigned finished; /* threads that have returned */
     struct tally sum;
+    struct trace_acc tr; /* the threads' trace sums, added up (fx, ct owned by sim_run) */
     char err[256];
 };
 
@@ -850,7 +971,7 @@ static void *worker(void *arg)
     struct tally mine = {0};
     struct scratch s;
     char err[256] = "";
-    int failed = scratch_init(&s, j->p, j->o->delay) != 0;
+    int failed = scratch_init(&s, j->p, j->o->delay, j->pts, j->npts) != 0;
     if (failed)
         snprintf(err, sizeof err, "out of memory");
     while (!failed && !atomic_load(&j->failed)) {
@@ -873,7 +994,6 @@ static void *worker(void *arg)
         mine.pulls += r.pulls;
         atomic_fetch_add(&j->done, 1);
     }
-    scratch_free(&s);
     pthread_mutex_lock(&j->lock);
     if (failed && !atomic_load(&j->failed)) {
         atomic_store(&j->failed, 1);
@@ -887,9 +1007,16 @@ static void *worker(void *arg)
     j->sum.wrong += mine.wrong;
     j->sum.completed += mine.completed;
     j->sum.pulls += mine.pulls;
+    for (size_t k = 0; !failed && k < TRF_N * j->tr.n; k++)
+        j->tr.fx[k] += s.tr.fx[k];
+    for (size_t k = 0; !failed && k < TRC_N * j->tr.n; k++)
+        j->tr.ct[k] += s.tr.ct[k];
+    if (!failed && s.tr.longest > j->tr.longest)
+        j->tr.longest = s.tr.longest;
     j->finished++;
     pthread_cond_signal(&j->cond);
     pthread_mutex_unlock(&j->lock);
+    scratch_free(&s);
     return NULL;
 }
 
@@ -955,12 +1082,59 @@ static int check_options(const struct sim_problem *p, const struct sim_options *
         snprintf(err, errlen, "threads: at most %d", SIM_MAX_THREADS);
         return -1;
     }
+    if (o->trace_per_decade > SIM_TRACE_MAX_PER_DECADE) {
+        snprintf(err, errlen, "trace: at most %d points per decade", SIM_TRACE_MAX_PER_DECADE);
+        return -1;
+    }
     /* The engine's own checks (policy flags against the goal), once, before
      * any thread starts. */
     struct engine_config c;
     int ctl[ENGINE_MAX_BANDITS];
     engine_cfg(p, o, 0, &c, ctl);
     return engine_validate(&c, err, errlen);
+}
+
+/* Means from the trace sums: the checkpoints up to the first one that no run
+ * went past (it shows every run's final answer). 0, or −1 (out of memory,
+ * nothing left allocated in out). */
+static int trace_finish(const struct sim_problem *p, const struct sim_options *o,
+                        const struct trace_acc *acc, struct sim_trace *out)
+{
+    size_t n = 0;
+    while (n < acc->n && acc->pts[n] < acc->longest)
+        n++;
+    n = n < acc->n ? n + 1 : acc->n;
+    memset(out, 0, sizeof *out);
+    out->n = n;
+    out->per_decade = o->trace_per_decade;
+    out->pulls = calloc(n, sizeof *out->pulls);
+    double **fx[TRF_N] = {&out->delta_c, &out->rho, &out->nss};
+    double **ct[TRC_N] = {&out->error_rate, &out->pac_error_rate, &out->regret_error_rate,
+                          &out->completed,  &out->completed_target, &out->running};
+    int fail = out->pulls == NULL;
+    for (int q = 0; q < TRF_N; q++)
+        fail |= (*fx[q] = calloc(n, sizeof(double))) == NULL;
+    for (int q = 0; q < TRC_N; q++) {
+        if (q == TRC_TARGET && p->target_arm < 0)
+            continue;
+        fail |= (*ct[q] = calloc(n, sizeof(double))) == NULL;
+    }
+    if (fail) {
+        struct sim_result r = {.trace = *out};
+        sim_result_free(&r);
+        memset(out, 0, sizeof *out);
+        return -1;
+    }
+    const double runs = (double)o->runs;
+    for (size_t k = 0; k < n; k++) {
+        out->pulls[k] = acc->pts[k];
+        for (int q = 0; q < TRF_N; q++)
+            (*fx[q])[k] = (double)acc->fx[q * acc->n + k] / TRACE_FX / runs;
+        for (int q = 0; q < TRC_N; q++)
+            if (*ct[q] != NULL)
+                (*ct[q])[k] = (double)acc->ct[q * acc->n + k] / runs;
+    }
+    return 0;
 }
 
 int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim_result *out,
@@ -988,12 +1162,32 @@ int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim
         nt = (unsigned)o->runs;
     tid = calloc(nt, sizeof *tid);
     int rc = -1;
+    uint64_t *pts = NULL;
+    struct trace_acc tr = {0};
     if (pulls == NULL || tid == NULL) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
+    if (o->trace_per_decade > 0) {
+        uint64_t limit = effective_budget(p, o);
+        if (limit == 0)
+            limit = o->max_pulls > 0 ? o->max_pulls : SIM_SAFETY_PULLS;
+        pts = calloc(TRACE_MAX_POINTS, sizeof *pts);
+        if (pts == NULL) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        tr.n = sim_trace_points(o->trace_per_decade, limit, pts, TRACE_MAX_POINTS);
+        tr.pts = pts;
+        tr.fx = calloc(TRF_N * tr.n, sizeof *tr.fx);
+        tr.ct = calloc(TRC_N * tr.n, sizeof *tr.ct);
+        if (tr.fx == NULL || tr.ct == NULL) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+    }
 
-    struct job j = {.p = p, .o = o, .t = &t, .pulls = pulls};
+    struct job j = {.p = p, .o = o, .t = &t, .pulls = pulls, .pts = pts, .npts = tr.n, .tr = tr};
     atomic_init(&j.next, 0);
     atomic_init(&j.done, 0);
     atomic_init(&j.failed, 0);
@@ -1071,13 +1265,36 @@ int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim
     qsort(pulls, o->runs, sizeof *pulls, cmp_u64);
     out->median_pulls = quantile(pulls, o->runs, 0.5);
     out->p90_pulls = quantile(pulls, o->runs, 0.9);
+    if (j.tr.n > 0 && trace_finish(p, o, &j.tr, &out->trace) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
     out->wall_s = now_s() - t0;
     rc = 0;
 out:
     free(tid);
     free(pulls);
+    free(pts);
+    free(tr.fx);
+    free(tr.ct);
     truth_free(&t);
     return rc;
+}
+
+void sim_result_free(struct sim_result *r)
+{
+    struct sim_trace *t = &r->trace;
+    free(t->pulls);
+    free(t->delta_c);
+    free(t->rho);
+    free(t->nss);
+    free(t->error_rate);
+    free(t->pac_error_rate);
+    free(t->regret_error_rate);
+    free(t->completed);
+    free(t->completed_target);
+    free(t->running);
+    memset(r, 0, sizeof *r);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1154,6 +1371,38 @@ static json_t *params_json(const struct policy_ops *ops, const struct policy_par
     return o;
 }
 
+static json_t *doubles_json(const double *x, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a != NULL && i < n; i++)
+        json_array_append_new(a, json_real(x[i]));
+    return a;
+}
+
+/* The trace as parallel arrays (new reference). */
+static json_t *trace_json(const struct sim_trace *t)
+{
+    json_t *o = json_object();
+    if (o == NULL)
+        return NULL;
+    json_t *pulls = json_array();
+    for (size_t i = 0; pulls != NULL && i < t->n; i++)
+        json_array_append_new(pulls, json_integer((json_int_t)t->pulls[i]));
+    json_object_set_new(o, "per_decade", json_integer((json_int_t)t->per_decade));
+    json_object_set_new(o, "pulls", pulls);
+    json_object_set_new(o, "delta_c", doubles_json(t->delta_c, t->n));
+    json_object_set_new(o, "rho", doubles_json(t->rho, t->n));
+    json_object_set_new(o, "nss", doubles_json(t->nss, t->n));
+    json_object_set_new(o, "error_rate", doubles_json(t->error_rate, t->n));
+    json_object_set_new(o, "pac_error_rate", doubles_json(t->pac_error_rate, t->n));
+    json_object_set_new(o, "regret_error_rate", doubles_json(t->regret_error_rate, t->n));
+    json_object_set_new(o, "completed", doubles_json(t->completed, t->n));
+    if (t->completed_target != NULL)
+        json_object_set_new(o, "completed_target", doubles_json(t->completed_target, t->n));
+    json_object_set_new(o, "running", doubles_json(t->running, t->n));
+    return o;
+}
+
 json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o,
                         const struct sim_result *r)
 {
@@ -1205,6 +1454,8 @@ json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o
         json_object_set_new(j, "control_arm", json_integer((json_int_t)o->control_arm));
         json_object_set_new(j, "control_share", json_real(o->control_share));
     }
+    if (r->trace.n > 0)
+        json_object_set_new(j, "trace", trace_json(&r->trace));
     return j;
 }
 

@@ -35,6 +35,7 @@
 #define SIM_MAX_DELAY 10000000ULL /* FIFO entries (16 bytes each, per thread) */
 #define SIM_MAX_THREADS 256
 #define SIM_SAFETY_PULLS 100000000ULL /* default absolute cap on pulls per run */
+#define SIM_TRACE_MAX_PER_DECADE 100    /* --trace N: at most 100 points per decade */
 
 enum sim_dist { SIM_BERNOULLI, SIM_RADEMACHER, SIM_UNIFORM, SIM_GAUSSIAN, SIM_BETA };
 
@@ -84,7 +85,46 @@ struct sim_options {
     uint64_t max_pulls; /* absolute cap per run, whatever the rule; 0: SIM_SAFETY_PULLS.
                          * A run that hits it ends not stopped and is counted in
                          * sim_result.capped */
+    unsigned trace_per_decade; /* 0: no trace; else checkpoints per decade of pulls (at
+                                * most SIM_TRACE_MAX_PER_DECADE), see struct sim_trace */
 };
+
+/* The state of the runs at log-spaced pull counts, averaged over runs: what
+ * the papers plot against "number of pulls" (Kalyanakrishnan & Stone's δᶜ
+ * and NSS, Bachman & Precup's ρ̄ and completed bandits, Chen et al.'s failure
+ * probability against the budget of a budget-independent allocation).
+ *
+ * Checkpoints: t_k = round(10^(k/N)), k = 0, 1, ..., deduplicated, up to the
+ * run's limit (the budget, else max_pulls); with a budget the budget itself is
+ * the last checkpoint. A run is observed just after its t_k-th pull was
+ * handed out (and any reward due then delivered); a run that ended earlier
+ * contributes its final state (after its last rewards came in), so a value at
+ * t is "the answer a run would give after t pulls or at its stop, whichever
+ * comes first". Only checkpoints up to the longest run are reported.
+ *
+ * Per run and checkpoint, over the M bandits: δᶜ = 1 − Π_b (1 − δᶜ_b) (a bound
+ * on some bandit being wrong), ρ̄ = min_b ρ̄_b, NSS = mean_b of the normalised
+ * sum of the recommended arms' true means, (Σ sel − Σ bottom m) / (Σ top m −
+ * Σ bottom m) (1 when every arm has the same mean; K&S 2010 §5), the error
+ * verdicts of the final answer (error, pac, regret), completed = bandits with
+ * ρ̄_b ≥ τ, completed_target = those of them whose target arm is in the true
+ * top m (with a target arm only), running = the run has not ended yet.
+ * Means of [0, 1] quantities are summed in 32-bit fixed point and counts as
+ * integers, so a trace, like the rest of the result, does not depend on the
+ * thread count. */
+struct sim_trace {
+    size_t n;                   /* checkpoints reported */
+    unsigned per_decade;
+    uint64_t *pulls;            /* owned, n entries, increasing */
+    double *delta_c, *rho, *nss; /* owned, n entries each: means over runs */
+    double *error_rate, *pac_error_rate, *regret_error_rate;
+    double *completed, *completed_target; /* completed_target NULL without a target arm */
+    double *running;            /* fraction of runs not ended at the checkpoint */
+};
+
+/* The checkpoints for a limit (see struct sim_trace) into out[0..cap);
+ * returns how many there are (at most cap). */
+size_t sim_trace_points(unsigned per_decade, uint64_t limit, uint64_t *out, size_t cap);
 
 /* Outcome of one run. */
 struct sim_run_result {
@@ -115,19 +155,26 @@ struct sim_result {
     uint64_t errors, pac_errors, regret_errors, stopped, capped;
     uint64_t total_pulls;
     double sd_pulls; /* sample standard deviation of the pulls per run */
+    struct sim_trace trace; /* n = 0 and no memory unless options.trace_per_decade > 0 */
 };
+
+/* Free what a result owns (its trace); the result is zeroed. Safe on a zeroed
+ * or trace-less result. */
+void sim_result_free(struct sim_result *r);
 
 /* One run (index i of the seed's sequence). 0, or −1 with a message. */
 int sim_run_one(const struct sim_problem *p, const struct sim_options *o, uint64_t i,
                 struct sim_run_result *out, char *err, size_t errlen);
 
-/* All runs, over threads. 0, or −1 with a message. */
+/* All runs, over threads. 0, or −1 with a message. On success the result may
+ * own a trace: release it with sim_result_free. */
 int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim_result *out,
             char *err, size_t errlen);
 
 /* The result as the JSON object bandit-sim prints (new reference): the
  * contract's keys, then 95% Wilson intervals of the error rates and the
- * settings that produced it. */
+ * settings that produced it, and "trace" (an object of parallel arrays) when
+ * the result has one. */
 json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o,
                         const struct sim_result *r);
 

@@ -167,6 +167,8 @@ static const struct bad bad[] = {
     {"--problem @P --policy adapt --runs", "--runs"},
     {"--problem /nonexistent/p.json --policy adapt", "/nonexistent/p.json"},
     {"--problem @P --policy uniform --budget 2", "budget"},
+    {"--problem @P --policy adapt --trace 0", "--trace"},
+    {"--problem @P --policy adapt --trace 101", "--trace"},
 };
 
 static void test_bad_input(void **state)
@@ -193,12 +195,44 @@ static void test_bad_input(void **state)
     }
 }
 
+/* --trace adds an object of parallel arrays, one entry per checkpoint. */
+static void test_trace_json(void **state)
+{
+    (void)state;
+    char args[512];
+    snprintf(args, sizeof args, "--problem '%s' --policy adapt --runs 20 --trace 3", problem);
+    struct outcome o;
+    run(args, &o);
+    assert_int_equal(o.status, 0);
+    json_error_t je;
+    json_t *j = json_loads(o.out, 0, &je);
+    assert_non_null(j);
+    json_t *t = json_object_get(j, "trace");
+    assert_true(json_is_object(t));
+    assert_int_equal(json_integer_value(json_object_get(t, "per_decade")), 3);
+    size_t n = json_array_size(json_object_get(t, "pulls"));
+    assert_true(n >= 2);
+    const char *fields[] = {"delta_c",           "rho",       "nss",    "error_rate", "pac_error_rate",
+                          "regret_error_rate", "completed", "running"};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        assert_int_equal(json_array_size(json_object_get(t, fields[i])), n);
+    assert_null(json_object_get(t, "completed_target")); /* no target arm */
+    json_decref(j);
+
+    /* Without --trace there is no trace. */
+    snprintf(args, sizeof args, "--problem '%s' --policy adapt --runs 5", problem);
+    run(args, &o);
+    assert_int_equal(o.status, 0);
+    assert_null(strstr(o.out, "\"trace\""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_list_policies),
         cmocka_unit_test(test_run_and_threads),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_trace_json),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
