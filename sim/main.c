@@ -187,11 +187,16 @@ static void parse_params(const struct policy_ops *ops, char **args, size_t n,
 static const char *cli_field(const char *err, char *buf, size_t len)
 {
     static const char *const map[][2] = {
-        {"goal.budget", "budget"},      {"goal.epsilon", "epsilon"},
-        {"goal.delta", "delta"},        {"goal.m", "m"},
-        {"policy.params.", "--param "}, {"constraints.min_prob", "--min-prob"},
-        {"constraints.control.arm", "--control"}, {"constraints.control.share", "--control-share"},
-        {"constraints.", "--"},         {"stop_rule", "--stop"},
+        {"goal.budget", "budget"},
+        {"goal.epsilon", "epsilon"},
+        {"goal.delta", "delta"},
+        {"goal.m", "m"},
+        {"policy.params.", "--param "},
+        {"constraints.min_prob", "--min-prob"},
+        {"constraints.control.arm", "--control"},
+        {"constraints.control.share", "--control-share"},
+        {"constraints.", "--"},
+        {"stop_rule", "--stop"},
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         size_t n = strlen(map[i][0]);

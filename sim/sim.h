@@ -35,7 +35,7 @@
 #define SIM_MAX_DELAY 10000000ULL /* FIFO entries (16 bytes each, per thread) */
 #define SIM_MAX_THREADS 256
 #define SIM_SAFETY_PULLS 100000000ULL /* default absolute cap on pulls per run */
-#define SIM_TRACE_MAX_PER_DECADE 100    /* --trace N: at most 100 points per decade */
+#define SIM_TRACE_MAX_PER_DECADE 100  /* --trace N: at most 100 points per decade */
 
 enum sim_dist { SIM_BERNOULLI, SIM_RADEMACHER, SIM_UNIFORM, SIM_GAUSSIAN, SIM_BETA };
 
@@ -80,11 +80,11 @@ struct sim_options {
     /* clinical constraints, as for an experiment */
     uint32_t burn_in;
     double min_prob;
-    double control_share; /* > 0: this share of pulls goes to arm control_arm */
-    unsigned control_arm; /* index of the control arm in every bandit (with a share) */
-    uint64_t max_pulls; /* absolute cap per run, whatever the rule; 0: SIM_SAFETY_PULLS.
-                         * A run that hits it ends not stopped and is counted in
-                         * sim_result.capped */
+    double control_share;      /* > 0: this share of pulls goes to arm control_arm */
+    unsigned control_arm;      /* index of the control arm in every bandit (with a share) */
+    uint64_t max_pulls;        /* absolute cap per run, whatever the rule; 0: SIM_SAFETY_PULLS.
+                                * A run that hits it ends not stopped and is counted in
+                                * sim_result.capped */
     unsigned trace_per_decade; /* 0: no trace; else checkpoints per decade of pulls (at
                                 * most SIM_TRACE_MAX_PER_DECADE), see struct sim_trace */
 };
@@ -113,13 +113,13 @@ struct sim_options {
  * integers, so a trace, like the rest of the result, does not depend on the
  * thread count. */
 struct sim_trace {
-    size_t n;                   /* checkpoints reported */
+    size_t n; /* checkpoints reported */
     unsigned per_decade;
-    uint64_t *pulls;            /* owned, n entries, increasing */
+    uint64_t *pulls;             /* owned, n entries, increasing */
     double *delta_c, *rho, *nss; /* owned, n entries each: means over runs */
     double *error_rate, *pac_error_rate, *regret_error_rate;
     double *completed, *completed_target; /* completed_target NULL without a target arm */
-    double *running;            /* fraction of runs not ended at the checkpoint */
+    double *running;                      /* fraction of runs not ended at the checkpoint */
 };
 
 /* The checkpoints for a limit (see struct sim_trace) into out[0..cap);
@@ -154,7 +154,7 @@ struct sim_result {
     /* exact counts behind the rates (for binomial tests and intervals) */
     uint64_t errors, pac_errors, regret_errors, stopped, capped;
     uint64_t total_pulls;
-    double sd_pulls; /* sample standard deviation of the pulls per run */
+    double sd_pulls;        /* sample standard deviation of the pulls per run */
     struct sim_trace trace; /* n = 0 and no memory unless options.trace_per_decade > 0 */
 };
 

@@ -232,7 +232,7 @@ static void test_problem_load(void **state)
     FILE *f = fdopen(fd, "w");
     assert_non_null(f);
     fputs("{\"arms\": [0.1, 0.2],\n \"delta\": 0.1,\n}", f); /* trailing comma */
-    fclose(f);
+    assert_int_equal(fclose(f), 0);
     struct sim_problem p;
     char err[256] = "";
     assert_int_equal(sim_problem_load(path, &p, err, sizeof err), -1);
@@ -242,17 +242,17 @@ static void test_problem_load(void **state)
     f = fopen(path, "w");
     assert_non_null(f);
     fputs("{\"arms\": [0.1, 0.2], \"delta\": 0.1, \"delta\": 0.2}", f);
-    fclose(f);
+    assert_int_equal(fclose(f), 0);
     assert_int_equal(sim_problem_load(path, &p, err, sizeof err), -1); /* duplicate key */
 
     f = fopen(path, "w");
     assert_non_null(f);
     fputs("{\"arms\": [0.1, 0.2], \"delta\": 0.1}", f);
-    fclose(f);
+    assert_int_equal(fclose(f), 0);
     assert_int_equal(sim_problem_load(path, &p, err, sizeof err), 0);
     CLOSE(p.delta, 0.1, 0);
     sim_problem_free(&p);
-    unlink(path);
+    assert_int_equal(unlink(path), 0);
     assert_int_equal(sim_problem_load(path, &p, err, sizeof err), -1);
     assert_non_null(strstr(err, path));
 }

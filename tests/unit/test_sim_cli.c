@@ -58,8 +58,7 @@ static int setup(void **state)
     if (f == NULL)
         return -1;
     fputs("{\"m\": 1, \"delta\": 0.1, \"bandits\": [{\"arms\": [0.2, 0.5, 0.8]}]}\n", f);
-    fclose(f);
-    return 0;
+    return fclose(f) == 0 ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -212,8 +211,9 @@ static void test_trace_json(void **state)
     assert_int_equal(json_integer_value(json_object_get(t, "per_decade")), 3);
     size_t n = json_array_size(json_object_get(t, "pulls"));
     assert_true(n >= 2);
-    const char *fields[] = {"delta_c",           "rho",       "nss",    "error_rate", "pac_error_rate",
-                          "regret_error_rate", "completed", "running"};
+    const char *fields[] = {
+        "delta_c",           "rho",       "nss",    "error_rate", "pac_error_rate",
+        "regret_error_rate", "completed", "running"};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         assert_int_equal(json_array_size(json_object_get(t, fields[i])), n);
     assert_null(json_object_get(t, "completed_target")); /* no target arm */

@@ -144,10 +144,12 @@ static void test_stops_carry_and_threads(void **state)
     const struct sim_trace *a = &r1.trace, *b = &r3.trace;
     assert_int_equal(a->n, b->n);
     assert_memory_equal(a->pulls, b->pulls, a->n * sizeof *a->pulls);
-    double *const fa[] = {a->delta_c,        a->rho,         a->nss,    a->error_rate,
-                          a->pac_error_rate, a->regret_error_rate, a->completed, a->running};
-    double *const fb[] = {b->delta_c,        b->rho,         b->nss,    b->error_rate,
-                          b->pac_error_rate, b->regret_error_rate, b->completed, b->running};
+    double *const fa[] = {
+        a->delta_c,           a->rho,       a->nss,    a->error_rate, a->pac_error_rate,
+        a->regret_error_rate, a->completed, a->running};
+    double *const fb[] = {
+        b->delta_c,           b->rho,       b->nss,    b->error_rate, b->pac_error_rate,
+        b->regret_error_rate, b->completed, b->running};
     for (size_t q = 0; q < sizeof fa / sizeof fa[0]; q++)
         assert_memory_equal(fa[q], fb[q], a->n * sizeof(double));
 
