@@ -814,6 +814,16 @@ double stats_kl_lower(double p, double level)
 /* GLR                                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* Z_ij of one pair (both arms with data): n_i kl(μ̂_i, μ̂_ij) +
+ * n_j kl(μ̂_j, μ̂_ij), μ̂_ij the pooled mean. */
+static double glr_pair_z(const struct stats_arm *ai, const struct stats_arm *aj)
+{
+    double ni = (double)ai->n, mi = ai->mean;
+    double nj = (double)aj->n, mj = aj->mean;
+    double mij = (ni * mi + nj * mj) / (ni + nj);
+    return ni * stats_kl_bern(mi, mij) + nj * stats_kl_bern(mj, mij);
+}
+
 /* Bernoulli KL: for rewards in [0, 1] the Bernoulli log-MGF dominates every
  * distribution with the same mean (convexity of e^{λx}), so the Bernoulli
  * GLR and its thresholds are valid for any [0, 1] rewards.
@@ -832,13 +842,10 @@ double stats_glr(const struct stats_arm *arms, size_t k, const unsigned char *hi
     for (size_t i = 0; i < k; i++) {
         if (!high[i])
             continue;
-        double ni = (double)arms[i].n, mi = arms[i].mean;
         for (size_t j = 0; j < k; j++) {
             if (high[j])
                 continue;
-            double nj = (double)arms[j].n, mj = arms[j].mean;
-            double mij = (ni * mi + nj * mj) / (ni + nj);
-            double zij = ni * stats_kl_bern(mi, mij) + nj * stats_kl_bern(mj, mij);
+            double zij = glr_pair_z(&arms[i], &arms[j]);
             if (zij < z)
                 z = zij;
         }
@@ -1140,13 +1147,10 @@ int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *
     for (size_t i = 0; i < k; i++) {
         if (!high[i])
             continue;
-        double ni = (double)arms[i].n, mi = arms[i].mean;
         for (size_t j = 0; j < k; j++) {
             if (high[j])
                 continue;
-            double nj = (double)arms[j].n, mj = arms[j].mean;
-            double mij = (ni * mi + nj * mj) / (ni + nj);
-            double zij = ni * stats_kl_bern(mi, mij) + nj * stats_kl_bern(mj, mij);
+            double zij = glr_pair_z(&arms[i], &arms[j]);
             if (!stats_glr_pair_passes(kind, &arms[i], &arms[j], zij, 0.0, beta))
                 return 0;
         }
