@@ -27,7 +27,7 @@
  * --conns 16,64,256
  * --threads N (cores) --sync full|normal (full) --experiments E (1000)
  * --assignments A (100000) --normal-too 0|1 (1: with --sync full, also
- * assignments and rewards at 64 connections on a --sync normal daemon).
+ * assignments, rewards and observations at 64 connections on a --sync normal daemon).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -56,7 +56,7 @@ struct opts {
     unsigned conns[MAX_CONNS];
     size_t nconns;
     size_t experiments, assignments;
-    int sync_normal_too; /* also assignments and rewards with --sync normal at 64 */
+    int sync_normal_too; /* also assignments, rewards, observations with --sync normal at 64 */
     unsigned pairs;      /* (ceiling, daemon) run pairs per row */
 };
 
@@ -514,7 +514,7 @@ static int throughput(const struct opts *o)
          thr[16];
     char load0[64], load1[64];
     struct proc bare = {0}, d = {0}, dn = {0};
-    struct row rows[MAX_CONNS * 5 + 2];
+    struct row rows[MAX_CONNS * 4 + 3]; /* 4 per count, 3 with --sync normal */
     size_t nrows = 0;
     int rc = 1;
     CURL *c = curl_easy_init();
@@ -590,17 +590,21 @@ static int throughput(const struct opts *o)
         fprintf(stderr, "load: %u connections done\n", n);
 
         if (n == 64 && normal_too) {
-            struct scenario ns[2];
+            struct scenario ns[3];
             memset(ns, 0, sizeof ns);
             ns[0] =
                 (struct scenario){.what = "assignments (--sync normal)", .script = "assign.lua"};
             snprintf(ns[0].path, sizeof ns[0].path, "/v1/experiments/assign/assignments");
             ns[1] = (struct scenario){
                 .what = "rewards (--sync normal)", .script = "reward.lua", .reward = 1};
+            ns[2] =
+                (struct scenario){.what = "observations (--sync normal)", .script = "observe.lua"};
+            snprintf(ns[2].path, sizeof ns[2].path, "/v1/experiments/observe/observations");
             if (create_experiment(c, dn.port, "assign") != 0 ||
+                create_experiment(c, dn.port, "observe") != 0 ||
                 prepare_rewards(c, dn.port, "reward-", per_run, o->pairs, &ns[1]) != 0)
                 goto out;
-            for (int k = 0; k < 2; k++)
+            for (int k = 0; k < 3; k++)
                 if (run_pairs(o, n, &bare, &dn, &ns[k], &rows[nrows++]) != 0)
                     goto out;
         }
