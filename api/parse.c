@@ -142,6 +142,24 @@ static void item_field(char *buf, size_t len, int batch, const char *list, size_
         snprintf(buf, len, "%s", name);
 }
 
+/* Item i of a list (arr) or the lone body: NULL, with an error, when it is
+ * not an object; in a batch, its unknown keys are errors too (a lone body's
+ * were checked by items_of). */
+static json_t *item_object(json_t *arr, json_t *body, size_t i, const char *list,
+                           const char *const *item_keys, json_t *errors)
+{
+    json_t *o = arr != NULL ? json_array_get(arr, i) : body;
+    char field[64];
+    snprintf(field, sizeof field, "%s[%zu]", list, i);
+    if (!json_is_object(o)) {
+        add(errors, field, "must be an object");
+        return NULL;
+    }
+    if (arr != NULL)
+        api_json_unknown_keys(o, item_keys, field, errors);
+    return o;
+}
+
 /* A reward value: a finite number within the experiment's range. Appends
  * an error and returns 0 when it is not one. */
 static int check_reward(const struct exp_config *c, json_t *v, int batch, const char *list,
@@ -181,19 +199,12 @@ int api_parse_rewards(json_t *body, const struct exp_config *cfg, size_t max_bat
     if (it == NULL)
         return -1;
     for (size_t i = 0; i < count; i++) {
-        json_t *o = arr != NULL ? json_array_get(arr, i) : body;
-        char field[64];
-        if (!json_is_object(o)) {
-            snprintf(field, sizeof field, "rewards[%zu]", i);
-            add(errors, field, "must be an object");
+        json_t *o = item_object(arr, body, i, "rewards", item_keys, errors);
+        if (o == NULL)
             continue;
-        }
-        if (*batch) {
-            snprintf(field, sizeof field, "rewards[%zu]", i);
-            api_json_unknown_keys(o, item_keys, field, errors);
-        }
         it[i].assignment_id = json_string_value(json_object_get(o, "assignment_id"));
         if (it[i].assignment_id == NULL) {
+            char field[64];
             item_field(field, sizeof field, *batch, "rewards", i, "assignment_id");
             add(errors, field, "must be an assignment id (string)");
         }
@@ -225,17 +236,10 @@ int api_parse_observations(json_t *body, const struct exp_config *cfg, size_t ma
     if (it == NULL)
         return -1;
     for (size_t i = 0; i < count; i++) {
-        json_t *o = arr != NULL ? json_array_get(arr, i) : body;
+        json_t *o = item_object(arr, body, i, "observations", item_keys, errors);
         char field[64];
-        if (!json_is_object(o)) {
-            snprintf(field, sizeof field, "observations[%zu]", i);
-            add(errors, field, "must be an object");
+        if (o == NULL)
             continue;
-        }
-        if (batch) {
-            snprintf(field, sizeof field, "observations[%zu]", i);
-            api_json_unknown_keys(o, item_keys, field, errors);
-        }
         json_t *bj = json_object_get(o, "bandit");
         it[i].bandit = 0;
         if (bj != NULL && !json_is_null(bj)) {

@@ -508,6 +508,16 @@ static int prepare_rewards(CURL *c, unsigned port, const char *prefix, size_t n,
     return 0;
 }
 
+/* A run's temporary directory, once the run passed (a failed one keeps its
+ * logs for reading). */
+static void remove_dir(const char *dir)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "load: could not remove %s\n", dir);
+}
+
 static int throughput(const struct opts *o)
 {
     char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], dbn[256], log1[256], log2[256], log3[256],
@@ -654,10 +664,7 @@ out:
         proc_stop(&bare);
     curl_easy_cleanup(c);
     if (rc == 0) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "load: could not remove %s\n", dir);
+        remove_dir(dir);
     } else {
         fprintf(stderr, "load: failed; logs kept in %s\n", dir);
     }
@@ -740,10 +747,7 @@ out:
         rc = 1;
     curl_easy_cleanup(c);
     if (rc == 0) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "load: could not remove %s\n", dir);
+        remove_dir(dir);
     } else {
         fprintf(stderr, "load: memory run failed (see %s)\n", log);
     }

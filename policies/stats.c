@@ -814,6 +814,23 @@ double stats_kl_lower(double p, double level)
 /* GLR                                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* What stats_glr and stats_glr_stop check before weighing pairs: −1 when
+ * there is nothing to distinguish (k < 2, empty High or Low), 0 when there
+ * is no evidence yet (a High arm below a Low one, or an arm without data),
+ * 1 when every pair can be weighed. */
+static int glr_pairs_ready(const struct stats_arm *arms, size_t k, const unsigned char *high)
+{
+    size_t im = 0, im1 = 0;
+    if (k < 2 || !boundary_arms(arms, k, high, &im, &im1))
+        return -1;
+    if (arms[im].mean < arms[im1].mean)
+        return 0;
+    for (size_t i = 0; i < k; i++)
+        if (arms[i].n == 0)
+            return 0;
+    return 1;
+}
+
 /* Z_ij of one pair (both arms with data): n_i kl(μ̂_i, μ̂_ij) +
  * n_j kl(μ̂_j, μ̂_ij), μ̂_ij the pooled mean. */
 static double glr_pair_z(const struct stats_arm *ai, const struct stats_arm *aj)
@@ -830,14 +847,9 @@ static double glr_pair_z(const struct stats_arm *ai, const struct stats_arm *aj)
  * Cost O(|High| · |Low|): K for best-arm identification. */
 double stats_glr(const struct stats_arm *arms, size_t k, const unsigned char *high)
 {
-    size_t im = 0, im1 = 0;
-    if (k < 2 || !boundary_arms(arms, k, high, &im, &im1))
-        return INFINITY;
-    if (arms[im].mean < arms[im1].mean)
-        return 0.0; /* a High arm below a Low arm: no evidence for this set */
-    for (size_t i = 0; i < k; i++)
-        if (arms[i].n == 0)
-            return 0.0;
+    int ready = glr_pairs_ready(arms, k, high);
+    if (ready <= 0)
+        return ready < 0 ? INFINITY : 0.0;
     double z = INFINITY;
     for (size_t i = 0; i < k; i++) {
         if (!high[i])
@@ -1136,14 +1148,9 @@ int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *
     double beta = stats_glr_threshold(kind, t, k, m, delta);
     if (kind != STATS_GLR_PROVEN)
         return stats_glr(arms, k, high) > beta;
-    size_t im = 0, im1 = 0;
-    if (k < 2 || !boundary_arms(arms, k, high, &im, &im1))
-        return beta < INFINITY; /* nothing to distinguish, as stats_glr says */
-    if (arms[im].mean < arms[im1].mean)
-        return 0;
-    for (size_t i = 0; i < k; i++)
-        if (arms[i].n == 0)
-            return 0;
+    int ready = glr_pairs_ready(arms, k, high);
+    if (ready <= 0) /* nothing to distinguish: stop as stats_glr's +∞ would */
+        return ready < 0 ? beta < INFINITY : 0;
     for (size_t i = 0; i < k; i++) {
         if (!high[i])
             continue;
