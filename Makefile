@@ -59,6 +59,7 @@ endif
 
 OBJ := $(BUILD)/obj
 
+BASE_SRC := $(wildcard base/*.c)
 POLICY_SRC := $(wildcard policies/*.c)
 STORE_SRC := $(wildcard store/*.c)
 SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c)) $(wildcard api/*.c)
@@ -67,12 +68,13 @@ TEST_SUPPORT_SRC := $(wildcard tests/support/*.c)
 
 objs = $(patsubst %.c,$(OBJ)/%.o,$(1))
 
+LIB_BASE := $(BUILD)/libbase.a
 LIB_POLICIES := $(BUILD)/libpolicies.a
 LIB_STORE := $(BUILD)/libstore.a
 LIB_SERVER := $(BUILD)/libserver.a
 LIB_SIM := $(BUILD)/libsim.a
 LIB_TESTS := $(BUILD)/libtestsupport.a
-LIBS_ALL := $(LIB_SERVER) $(LIB_SIM) $(LIB_STORE) $(LIB_POLICIES)
+LIBS_ALL := $(LIB_SERVER) $(LIB_SIM) $(LIB_STORE) $(LIB_POLICIES) $(LIB_BASE)
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
@@ -111,6 +113,7 @@ $(OBJ)/gen/openapi.o: $(BUILD)/gen/openapi.c
 	@$(if $(V),,echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
+$(LIB_BASE): $(call objs,$(BASE_SRC))
 $(LIB_POLICIES): $(call objs,$(POLICY_SRC))
 $(LIB_STORE): $(call objs,$(STORE_SRC))
 $(LIB_SERVER): $(call objs,$(SERVER_SRC)) $(OBJ)/gen/openapi.o
@@ -145,7 +148,7 @@ reproduce:
 
 # T*(μ) and w*(μ) from the policies' own solver (policies/tas.h), for the
 # driver's cross-check of its lower bound.
-$(BUILD)/scripts/tstar: $(OBJ)/scripts/tstar.o $(LIB_POLICIES)
+$(BUILD)/scripts/tstar: $(OBJ)/scripts/tstar.o $(LIB_POLICIES) $(LIB_BASE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -177,7 +180,7 @@ $(BUILD)/banditd: $(OBJ)/server/main.o $(LIBS_ALL)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/bandit-sim: $(OBJ)/sim/main.o $(LIB_SIM) $(LIB_POLICIES)
+$(BUILD)/bandit-sim: $(OBJ)/sim/main.o $(LIB_SIM) $(LIB_POLICIES) $(LIB_BASE)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

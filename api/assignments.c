@@ -9,9 +9,10 @@
 #include <string.h>
 
 #include "api/jsonutil.h"
-#include "api/jsonw.h"
+#include "base/jsonw.h"
 #include "api/parse.h"
 #include "server/metrics.h"
+#include "base/clock.h"
 
 extern const struct exp_limits *exp_limits_get(void);
 
@@ -21,7 +22,7 @@ static void assignment_text(struct jw *w, struct exp *x, const struct exp_assign
     const struct exp_config *c = exp_cfg(x);
     char id[48], exp_at[40];
     exp_assignment_id(x, a->seq, id, sizeof id);
-    api_format_time(a->expires_ms, exp_at, sizeof exp_at);
+    clock_format_rfc3339(a->expires_ms, exp_at, sizeof exp_at);
     jw_lit(w, "{\"id\":");
     jw_str(w, id);
     jw_lit(w, ",\"bandit\":");

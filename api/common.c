@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "api/jsonutil.h"
+#include "base/clock.h"
 
 struct exp *api_exp_find(struct api_req *r)
 {
@@ -85,7 +86,7 @@ json_t *api_experiment_json(struct exp *x)
     struct engine *e = exp_engine(x);
     const char *reason = api_stop_reason(x);
     char ts[40];
-    api_format_time(exp_created_ms(x), ts, sizeof ts);
+    clock_format_rfc3339(exp_created_ms(x), ts, sizeof ts);
     json_object_set_new(j, "state", json_string(api_state_name(x)));
     json_object_set_new(j, "stopped", json_boolean(engine_stopped(e)));
     json_object_set_new(j, "stop_reason", reason ? json_string(reason) : json_null());

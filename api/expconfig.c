@@ -14,19 +14,7 @@
 #include <sys/random.h>
 
 #include "api/jsonutil.h"
-
-static void add_error(json_t *errors, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void add_error(json_t *errors, const char *field, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    json_array_append_new(errors, json_pack("{s:s,s:s}", "field", field, "message", msg));
-}
+#include "base/jsonv.h"
 
 static void random_id(char *buf, size_t len)
 {
@@ -68,16 +56,9 @@ void exp_config_free(struct exp_config *c)
 /* A finite JSON number (integer or real), or 0 with *ok = 0. */
 static double num(const json_t *v, int *ok)
 {
-    if (json_is_integer(v)) {
-        *ok = 1;
-        return (double)json_integer_value(v);
-    }
-    if (json_is_real(v) && isfinite(json_real_value(v))) {
-        *ok = 1;
-        return json_real_value(v);
-    }
-    *ok = 0;
-    return 0;
+    double x = 0;
+    *ok = jv_number(v, &x);
+    return x;
 }
 
 static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, json_t *errors,
@@ -85,7 +66,7 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
 {
     size_t nb = json_array_size(bandits);
     if (nb < 1 || nb > lim->max_bandits) {
-        add_error(errors, "bandits", "need 1 to %zu bandits", lim->max_bandits);
+        jv_error(errors, "bandits", "need 1 to %zu bandits", lim->max_bandits);
         return 1;
     }
     c->n_bandits = nb;
@@ -111,11 +92,11 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
             snprintf(field, sizeof field, "bandits[%zu]", b);
             static const char *const keys[] = {"id", "arms", NULL};
             if (!json_is_object(bj)) {
-                add_error(errors, field, "must be an object {\"id\", \"arms\"}");
+                jv_error(errors, field, "must be an object {\"id\", \"arms\"}");
                 bad = 1;
                 continue;
             }
-            if (api_json_unknown_keys(bj, keys, field, errors))
+            if (jv_unknown_keys(bj, keys, field, errors))
                 bad = 1;
             json_t *idj = json_object_get(bj, "id");
             snprintf(defid, sizeof defid, "b%zu", b);
@@ -123,7 +104,7 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
             if (bid == NULL || !api_valid_id(bid)) {
                 char f[80];
                 snprintf(f, sizeof f, "%s.id", field);
-                add_error(errors, f, "must match [A-Za-z0-9_.-]{1,64}");
+                jv_error(errors, f, "must match [A-Za-z0-9_.-]{1,64}");
                 bad = 1;
                 continue;
             }
@@ -132,7 +113,7 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
         }
         for (size_t j = 0; j < b; j++)
             if (c->bandit_ids[j] != NULL && strcmp(c->bandit_ids[j], bid) == 0) {
-                add_error(errors, field, "bandit id \"%s\" is used twice", bid);
+                jv_error(errors, field, "bandit id \"%s\" is used twice", bid);
                 bad = 1;
             }
         c->bandit_ids[b] = strdup(bid);
@@ -140,7 +121,7 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
             return -1;
         size_t k = json_array_size(arms);
         if (!json_is_array(arms) || k < 2 || k > lim->max_arms) {
-            add_error(errors, field, "must be an array of 2 to %zu arm names", lim->max_arms);
+            jv_error(errors, field, "must be an array of 2 to %zu arm names", lim->max_arms);
             bad = 1;
             continue;
         }
@@ -153,7 +134,7 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
             if (name == NULL || name[0] == '\0' || strlen(name) > 64) {
                 char f[96];
                 snprintf(f, sizeof f, "%s[%zu]", field, i);
-                add_error(errors, f, "must be a non-empty string of at most 64 bytes");
+                jv_error(errors, f, "must be a non-empty string of at most 64 bytes");
                 bad = 1;
                 continue;
             }
@@ -161,7 +142,7 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
                 if (c->arm_names[b][j] != NULL && strcmp(c->arm_names[b][j], name) == 0) {
                     char f[96];
                     snprintf(f, sizeof f, "%s[%zu]", field, i);
-                    add_error(errors, f, "arm \"%s\" is listed twice", name);
+                    jv_error(errors, f, "arm \"%s\" is listed twice", name);
                     bad = 1;
                 }
             c->arm_names[b][i] = strdup(name);
@@ -187,22 +168,22 @@ static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_
     if (pol != NULL) {
         static const char *const keys[] = {"name", "params", NULL};
         if (!json_is_object(pol)) {
-            add_error(errors, "policy", "must be an object {\"name\", \"params\"}");
+            jv_error(errors, "policy", "must be an object {\"name\", \"params\"}");
             return 1;
         }
-        if (api_json_unknown_keys(pol, keys, "policy", errors))
+        if (jv_unknown_keys(pol, keys, "policy", errors))
             return 1;
         json_t *nj = json_object_get(pol, "name");
         if (nj != NULL) {
             name = json_string_value(nj);
             if (name == NULL) {
-                add_error(errors, "policy.name", "must be a string");
+                jv_error(errors, "policy.name", "must be a string");
                 return 1;
             }
         }
         params = json_object_get(pol, "params");
         if (params != NULL && !json_is_object(params)) {
-            add_error(errors, "policy.params", "must be an object");
+            jv_error(errors, "policy.params", "must be an object");
             return 1;
         }
     }
@@ -215,7 +196,7 @@ static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_
         for (const struct policy_ops *const *p = policy_all(); *p != NULL; p++)
             len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%s%s",
                                     p == policy_all() ? "" : ", ", (*p)->name);
-        add_error(errors, "policy.name", "unknown policy \"%s\"; known: %s", name, list);
+        jv_error(errors, "policy.name", "unknown policy \"%s\"; known: %s", name, list);
         return 1;
     }
     policy_params_defaults(c->policy, &c->engine.params);
@@ -231,7 +212,7 @@ static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_
         snprintf(field, sizeof field, "policy.params.%s", key);
         int idx = policy_param_index(c->policy, key);
         if (idx < 0) {
-            add_error(errors, field, "policy %s has no parameter \"%s\"", c->policy->name, key);
+            jv_error(errors, field, "policy %s has no parameter \"%s\"", c->policy->name, key);
             bad = 1;
             continue;
         }
@@ -241,7 +222,7 @@ static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_
         int ok;
         if (json_is_string(v)) {
             if (policy_param_parse(spec, json_string_value(v), &out, err, sizeof err) != 0) {
-                add_error(errors, field, "%s", err);
+                jv_error(errors, field, "%s", err);
                 bad = 1;
                 continue;
             }
@@ -249,7 +230,7 @@ static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_
             out = num(v, &ok);
             if (!ok || spec->type == POLICY_PARAM_ENUM ||
                 policy_param_check(spec, out, err, sizeof err) != 0) {
-                add_error(errors, field, "%s",
+                jv_error(errors, field, "%s",
                           !ok                               ? "must be a finite number"
                           : spec->type == POLICY_PARAM_ENUM ? "must be a string choice"
                                                             : err);
@@ -318,7 +299,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
     const struct exp_limits *lim = exp_limits_get();
     int bad = 0, rc;
     if (!json_is_object(body)) {
-        add_error(errors, "", "the body must be a JSON object");
+        jv_error(errors, "", "the body must be a JSON object");
         return 1;
     }
     static const char *const keys[] = {
@@ -326,14 +307,14 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
         "bandits", "arms", "assignment_ttl_s", "seed",           "stop_rule",
         "bound",   "tau",  "target_arm",       "default_reward", "constraints",
         "prior",   NULL};
-    if (api_json_unknown_keys(body, keys, "", errors))
+    if (jv_unknown_keys(body, keys, "", errors))
         bad = 1;
 
     json_t *v = json_object_get(body, "id");
     if (v != NULL) {
         const char *id = json_string_value(v);
         if (id == NULL || !api_valid_id(id)) {
-            add_error(errors, "id", "must match [A-Za-z0-9_.-]{1,64}");
+            jv_error(errors, "id", "must match [A-Za-z0-9_.-]{1,64}");
             bad = 1;
         } else {
             snprintf(c->id, sizeof c->id, "%s", id);
@@ -343,7 +324,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
     }
     v = json_object_get(body, "name");
     if (v != NULL && (!json_is_string(v) || json_string_length(v) > 256)) {
-        add_error(errors, "name", "must be a string of at most 256 bytes");
+        jv_error(errors, "name", "must be a string of at most 256 bytes");
         bad = 1;
     }
     c->name = strdup(v != NULL && json_is_string(v) ? json_string_value(v) : c->id);
@@ -361,16 +342,16 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
     if (goal != NULL) {
         static const char *const gkeys[] = {"m", "epsilon", "delta", "budget", NULL};
         if (!json_is_object(goal)) {
-            add_error(errors, "goal", "must be an object");
+            jv_error(errors, "goal", "must be an object");
             bad = 1;
         } else {
-            if (api_json_unknown_keys(goal, gkeys, "goal", errors))
+            if (jv_unknown_keys(goal, gkeys, "goal", errors))
                 bad = 1;
             int ok;
             if ((v = json_object_get(goal, "m")) != NULL) {
                 if (!json_is_integer(v) || json_integer_value(v) < 1 ||
                     json_integer_value(v) > 4096) {
-                    add_error(errors, "goal.m", "must be an integer >= 1");
+                    jv_error(errors, "goal.m", "must be an integer >= 1");
                     bad = 1;
                 } else {
                     e->m = (unsigned)json_integer_value(v);
@@ -379,20 +360,20 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
             if ((v = json_object_get(goal, "epsilon")) != NULL) {
                 epsilon = num(v, &ok);
                 if (!ok || epsilon < 0) {
-                    add_error(errors, "goal.epsilon", "must be a finite number >= 0");
+                    jv_error(errors, "goal.epsilon", "must be a finite number >= 0");
                     bad = 1;
                 }
             }
             if ((v = json_object_get(goal, "delta")) != NULL) {
                 e->delta = num(v, &ok);
                 if (!ok || !(e->delta > 0 && e->delta < 1)) {
-                    add_error(errors, "goal.delta", "must be a number in (0, 1)");
+                    jv_error(errors, "goal.delta", "must be a number in (0, 1)");
                     bad = 1;
                 }
             }
             if ((v = json_object_get(goal, "budget")) != NULL && !json_is_null(v)) {
                 if (!json_is_integer(v) || json_integer_value(v) < 1) {
-                    add_error(errors, "goal.budget", "must be a positive integer or null");
+                    jv_error(errors, "goal.budget", "must be a positive integer or null");
                     bad = 1;
                 } else {
                     e->budget = (uint64_t)json_integer_value(v);
@@ -409,25 +390,25 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
         static const char *const rkeys[] = {"min", "max", NULL};
         int ok1 = 1, ok2 = 1;
         if (!json_is_object(reward)) {
-            add_error(errors, "reward", "must be an object {\"min\", \"max\"}");
+            jv_error(errors, "reward", "must be an object {\"min\", \"max\"}");
             bad = 1;
         } else {
-            if (api_json_unknown_keys(reward, rkeys, "reward", errors))
+            if (jv_unknown_keys(reward, rkeys, "reward", errors))
                 bad = 1;
             if ((v = json_object_get(reward, "min")) != NULL)
                 c->reward_min = num(v, &ok1);
             if ((v = json_object_get(reward, "max")) != NULL)
                 c->reward_max = num(v, &ok2);
             if (!ok1) {
-                add_error(errors, "reward.min", "must be a finite number");
+                jv_error(errors, "reward.min", "must be a finite number");
                 bad = 1;
             }
             if (!ok2) {
-                add_error(errors, "reward.max", "must be a finite number");
+                jv_error(errors, "reward.max", "must be a finite number");
                 bad = 1;
             }
             if (ok1 && ok2 && !(c->reward_max > c->reward_min)) {
-                add_error(errors, "reward.max", "must be greater than reward.min");
+                jv_error(errors, "reward.max", "must be greater than reward.min");
                 bad = 1;
             }
         }
@@ -436,7 +417,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
     if (range > 0)
         e->epsilon = epsilon / range;
     if (range > 0 && e->epsilon >= 1) {
-        add_error(errors, "goal.epsilon", "must be smaller than the reward range");
+        jv_error(errors, "goal.epsilon", "must be smaller than the reward range");
         bad = 1;
     }
 
@@ -444,11 +425,11 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
     json_t *bandits = json_object_get(body, "bandits");
     json_t *arms = json_object_get(body, "arms");
     if (bandits != NULL && arms != NULL) {
-        add_error(errors, "arms", "give either \"arms\" or \"bandits\", not both");
+        jv_error(errors, "arms", "give either \"arms\" or \"bandits\", not both");
         bad = 1;
     } else if (bandits != NULL) {
         if (!json_is_array(bandits)) {
-            add_error(errors, "bandits", "must be an array");
+            jv_error(errors, "bandits", "must be an array");
             bad = 1;
         } else if ((rc = parse_bandits(c, bandits, 0, errors, lim)) != 0) {
             if (rc < 0)
@@ -465,7 +446,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
             return -1;
         bad |= rc;
     } else {
-        add_error(errors, "bandits", "required (or \"arms\" for a single bandit)");
+        jv_error(errors, "bandits", "required (or \"arms\" for a single bandit)");
         bad = 1;
     }
 
@@ -481,7 +462,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
     if ((v = json_object_get(body, "assignment_ttl_s")) != NULL) {
         if (!json_is_integer(v) || json_integer_value(v) < 1 ||
             json_integer_value(v) > 10LL * 366 * 86400) {
-            add_error(errors, "assignment_ttl_s",
+            jv_error(errors, "assignment_ttl_s",
                       "must be an integer from 1 to 316224000 (10 years)");
             bad = 1;
         } else {
@@ -490,7 +471,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
     }
     if ((v = json_object_get(body, "seed")) != NULL) {
         if (!json_is_integer(v) || json_integer_value(v) < 0) {
-            add_error(errors, "seed", "must be a non-negative integer");
+            jv_error(errors, "seed", "must be a non-negative integer");
             bad = 1;
         } else {
             e->seed = (uint64_t)json_integer_value(v);
@@ -512,7 +493,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
             if (strcmp(s, stop_rules[i]) == 0)
                 break;
         if (s == NULL || stop_rules[i] == NULL) {
-            add_error(errors, "stop_rule", "must be one of delta_c, glr, policy, rho");
+            jv_error(errors, "stop_rule", "must be one of delta_c, glr, policy, rho");
             bad = 1;
         } else {
             e->stop_rule = stop_rule_values[i];
@@ -522,7 +503,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
     if ((v = json_object_get(body, "bound")) != NULL) {
         bound = json_string_value(v);
         if (bound == NULL || (strcmp(bound, "anytime") != 0 && strcmp(bound, "fixed") != 0)) {
-            add_error(errors, "bound", "must be \"anytime\" or \"fixed\"");
+            jv_error(errors, "bound", "must be \"anytime\" or \"fixed\"");
             bad = 1;
             bound = "anytime";
         }
@@ -533,7 +514,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
         int ok;
         tau = num(v, &ok);
         if (!ok || !(tau > 0 && tau < 1)) {
-            add_error(errors, "tau", "must be a number in (0, 1)");
+            jv_error(errors, "tau", "must be a number in (0, 1)");
             bad = 1;
             tau = NAN;
         }
@@ -545,7 +526,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
         int ok;
         c->default_reward = num(v, &ok);
         if (!ok || c->default_reward < c->reward_min || c->default_reward > c->reward_max) {
-            add_error(errors, "default_reward", "must be a finite number within the reward range");
+            jv_error(errors, "default_reward", "must be a finite number within the reward range");
             bad = 1;
         } else {
             c->has_default_reward = 1;
@@ -560,10 +541,10 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
     if (prior != NULL && !json_is_null(prior)) {
         static const char *const pkeys[] = {"alpha", "beta", NULL};
         if (!json_is_object(prior)) {
-            add_error(errors, "prior", "must be an object {\"alpha\", \"beta\"}");
+            jv_error(errors, "prior", "must be an object {\"alpha\", \"beta\"}");
             bad = 1;
         } else {
-            if (api_json_unknown_keys(prior, pkeys, "prior", errors))
+            if (jv_unknown_keys(prior, pkeys, "prior", errors))
                 bad = 1;
             static const char *const pf[] = {"prior.alpha", "prior.beta"};
             double *dst[] = {&e->prior_alpha, &e->prior_beta};
@@ -573,7 +554,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
                 int ok;
                 double x = num(v, &ok);
                 if (!ok || !(x > 0 && x <= 1e6)) {
-                    add_error(errors, pf[i], "must be a number in (0, 1000000]");
+                    jv_error(errors, pf[i], "must be a number in (0, 1000000]");
                     bad = 1;
                 } else {
                     *dst[i] = x;
@@ -597,7 +578,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
             idx = (int)json_integer_value(target);
         }
         if (idx < 0) {
-            add_error(errors, "target_arm",
+            jv_error(errors, "target_arm",
                       idx == -2 ? "must be at the same position in every bandit"
                                 : "must name an arm (or give its index)");
             return 1;
@@ -611,16 +592,16 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
     if (constraints != NULL && !json_is_null(constraints)) {
         static const char *const ckeys[] = {"burn_in", "min_prob", "control", NULL};
         if (!json_is_object(constraints)) {
-            add_error(errors, "constraints", "must be an object");
+            jv_error(errors, "constraints", "must be an object");
             return 1;
         }
-        if (api_json_unknown_keys(constraints, ckeys, "constraints", errors))
+        if (jv_unknown_keys(constraints, ckeys, "constraints", errors))
             return 1;
         int ok;
         if ((v = json_object_get(constraints, "burn_in")) != NULL) {
             if (!json_is_integer(v) || json_integer_value(v) < 0 ||
                 json_integer_value(v) > 1000000) {
-                add_error(errors, "constraints.burn_in", "must be an integer from 0 to 1000000");
+                jv_error(errors, "constraints.burn_in", "must be an integer from 0 to 1000000");
                 return 1;
             }
             e->burn_in = (uint32_t)json_integer_value(v);
@@ -628,7 +609,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
         if ((v = json_object_get(constraints, "min_prob")) != NULL) {
             e->min_prob = num(v, &ok);
             if (!ok || e->min_prob < 0 || e->min_prob >= 1) {
-                add_error(errors, "constraints.min_prob", "must be a number in [0, 1)");
+                jv_error(errors, "constraints.min_prob", "must be a number in [0, 1)");
                 return 1;
             }
         }
@@ -636,15 +617,15 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
         if (ctl != NULL && !json_is_null(ctl)) {
             static const char *const tkeys[] = {"arm", "share", NULL};
             if (!json_is_object(ctl) ||
-                api_json_unknown_keys(ctl, tkeys, "constraints.control", errors)) {
+                jv_unknown_keys(ctl, tkeys, "constraints.control", errors)) {
                 if (!json_is_object(ctl))
-                    add_error(errors, "constraints.control",
+                    jv_error(errors, "constraints.control",
                               "must be an object {\"arm\", \"share\"}");
                 return 1;
             }
             const char *arm = json_string_value(json_object_get(ctl, "arm"));
             if (arm == NULL) {
-                add_error(errors, "constraints.control.arm", "must name an arm");
+                jv_error(errors, "constraints.control.arm", "must name an arm");
                 return 1;
             }
             c->control_arm = calloc(c->n_bandits, sizeof *c->control_arm);
@@ -653,14 +634,14 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
             for (size_t b = 0; b < c->n_bandits; b++) {
                 c->control_arm[b] = arm_index_in(c, b, arm);
                 if (c->control_arm[b] < 0) {
-                    add_error(errors, "constraints.control.arm", "no arm \"%s\" in bandit %s", arm,
+                    jv_error(errors, "constraints.control.arm", "no arm \"%s\" in bandit %s", arm,
                               c->bandit_ids[b]);
                     return 1;
                 }
             }
             e->control_share = num(json_object_get(ctl, "share"), &ok);
             if (!ok || e->control_share <= 0 || e->control_share >= 1) {
-                add_error(errors, "constraints.control.share", "must be a number in (0, 1)");
+                jv_error(errors, "constraints.control.share", "must be a number in (0, 1)");
                 return 1;
             }
         }
@@ -678,9 +659,9 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
         char *colon = strstr(err, ": ");
         if (colon != NULL) {
             *colon = '\0';
-            add_error(errors, err, "%s", colon + 2);
+            jv_error(errors, err, "%s", colon + 2);
         } else {
-            add_error(errors, "", "%s", err);
+            jv_error(errors, "", "%s", err);
         }
         return 1;
     }
@@ -691,9 +672,9 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
         char *colon = strstr(err, ": ");
         if (colon != NULL) {
             *colon = '\0';
-            add_error(errors, err, "%s", colon + 2);
+            jv_error(errors, err, "%s", colon + 2);
         } else {
-            add_error(errors, "policy", "%s", err);
+            jv_error(errors, "policy", "%s", err);
         }
         return 1;
     }

@@ -9,6 +9,7 @@
 
 #include "api/jsonutil.h"
 #include "api/parse.h"
+#include "base/clock.h"
 
 int api_experiments_create(struct api_req *r)
 {
@@ -80,7 +81,7 @@ static json_t *summary(struct exp *x)
     }
     const char *reason = api_stop_reason(x);
     char ts[40];
-    api_format_time(exp_created_ms(x), ts, sizeof ts);
+    clock_format_rfc3339(exp_created_ms(x), ts, sizeof ts);
     return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:o,s:s,s:I,s:I}", "id", exp_id(x), "name",
                      c->name, "state", api_state_name(x), "policy", c->policy->name, "pulls",
                      (json_int_t)engine_pulls(e), "pending", (json_int_t)engine_pending(e),

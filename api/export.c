@@ -39,7 +39,8 @@
 #include <string.h>
 
 #include "api/jsonutil.h"
-#include "server/log.h"
+#include "base/log.h"
+#include "base/clock.h"
 
 #define CHUNK_EVENTS 512               /* events read per store query */
 #define BUF_TARGET ((size_t)48 * 1024) /* refill stops once this much is buffered */
@@ -193,7 +194,7 @@ static int on_event(void *arg, const struct store_event *ev)
     static const int str[NCOL] = {1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1};
     char seq[24], aid[48], ts[40], reward[40], rtime[40];
     snprintf(seq, sizeof seq, "%" PRId64, ev->seq);
-    api_format_time(ev->ts_ms, ts, sizeof ts);
+    clock_format_rfc3339(ev->ts_ms, ts, sizeof ts);
     v[1] = seq;
     v[3] = ts;
     switch (ev->kind) {
@@ -219,7 +220,7 @@ static int on_event(void *arg, const struct store_event *ev)
                 format_number(out.value, reward, sizeof reward);
                 v[8] = reward;
             }
-            api_format_time(out.ts_ms, rtime, sizeof rtime);
+            clock_format_rfc3339(out.ts_ms, rtime, sizeof rtime);
             v[10] = rtime;
         }
         break;

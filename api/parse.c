@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/jsonutil.h"
+#include "base/jsonv.h"
 
 static int add(json_t *errors, const char *field, const char *message)
 {
@@ -66,7 +67,7 @@ int api_parse_assignment(json_t *body, const struct exp_config *cfg, size_t max_
     out->count = 1;
     if (!json_is_object(body))
         return invalid(errors, detail, "", "the body must be a JSON object");
-    if (json_object_size(body) > 0 && api_json_unknown_keys(body, keys, "", errors) > 0) {
+    if (json_object_size(body) > 0 && jv_unknown_keys(body, keys, "", errors) > 0) {
         snprintf(detail, API_DETAIL_MAX, "unknown fields");
         return 1;
     }
@@ -113,7 +114,7 @@ static int items_of(json_t *body, const char *key, const char *const *item_keys,
     if (list != NULL) {
         if (json_object_size(body) != 1) {
             const char *const only[] = {key, NULL};
-            api_json_unknown_keys(body, only, "", errors);
+            jv_unknown_keys(body, only, "", errors);
             snprintf(detail, API_DETAIL_MAX, "a batch body has only the list");
             return 1;
         }
@@ -126,7 +127,7 @@ static int items_of(json_t *body, const char *key, const char *const *item_keys,
         *arr = list;
         return 0;
     }
-    if (api_json_unknown_keys(body, item_keys, "", errors) > 0) {
+    if (jv_unknown_keys(body, item_keys, "", errors) > 0) {
         snprintf(detail, API_DETAIL_MAX, "unknown fields");
         return 1;
     }
@@ -156,7 +157,7 @@ static json_t *item_object(json_t *arr, json_t *body, size_t i, const char *list
         return NULL;
     }
     if (arr != NULL)
-        api_json_unknown_keys(o, item_keys, field, errors);
+        jv_unknown_keys(o, item_keys, field, errors);
     return o;
 }
 
@@ -166,12 +167,12 @@ static int check_reward(const struct exp_config *c, json_t *v, int batch, const 
                         size_t i, json_t *errors, double *out)
 {
     char field[64], msg[128];
-    if (v != NULL && api_json_number(v, out) && *out >= c->reward_min && *out <= c->reward_max)
+    if (v != NULL && jv_number(v, out) && *out >= c->reward_min && *out <= c->reward_max)
         return 1;
     item_field(field, sizeof field, batch, list, i, "reward");
     if (v == NULL)
         add(errors, field, "required");
-    else if (!api_json_number(v, out))
+    else if (!jv_number(v, out))
         add(errors, field, "must be a finite number");
     else {
         snprintf(msg, sizeof msg, "must be within the reward range [%g, %g]", c->reward_min,
@@ -280,7 +281,7 @@ int api_parse_patch(json_t *body, enum exp_state *state, json_t *errors, char *d
     static const char *const keys[] = {"state", NULL};
     if (!json_is_object(body))
         return invalid(errors, detail, "", "the body must be a JSON object");
-    if (api_json_unknown_keys(body, keys, "", errors) > 0) {
+    if (jv_unknown_keys(body, keys, "", errors) > 0) {
         snprintf(detail, API_DETAIL_MAX, "unknown fields");
         return 1;
     }

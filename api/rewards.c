@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/jsonw.h"
+#include "base/jsonw.h"
 #include "api/parse.h"
 #include "server/metrics.h"
 
@@ -108,9 +108,8 @@ int api_rewards_create(struct api_req *r)
     jw_lit(&w, ",\"duplicates\":");
     jw_int(&w, (long long)duplicates);
     jw_lit(&w, ",\"results\":[");
-    jw_raw(&w, items_w.p, items_w.n);
+    jw_append(&w, &items_w);
     jw_lit(&w, "]}");
-    w.oom |= items_w.oom;
     jw_free(&items_w);
     return finish(r, x, &w, 200);
 }

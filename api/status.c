@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "api/jsonutil.h"
+#include "base/clock.h"
 
 /* 304 if the client has the current version. Lock held. */
 static int not_modified(struct api_req *r, struct exp *x, char *etag, size_t len)
@@ -113,7 +114,7 @@ int api_history_get(struct api_req *r)
     for (size_t i = 0; i < n; i++) {
         const struct exp_history_point *p = exp_history_at(x, i);
         char ts[40];
-        api_format_time(p->ts_ms, ts, sizeof ts);
+        clock_format_rfc3339(p->ts_ms, ts, sizeof ts);
         json_array_append_new(pulls, json_integer((json_int_t)p->pulls));
         json_array_append_new(times, json_string(ts));
     }

@@ -24,7 +24,9 @@
 #include <sys/random.h>
 
 #include "api/api.h"
-#include "server/log.h"
+#include "base/buf.h"
+#include "base/hash.h"
+#include "base/log.h"
 
 #define DIGEST_LEN 32
 
@@ -91,16 +93,6 @@ static int unhex(const char *hex, uint8_t out[DIGEST_LEN])
         out[i] = (uint8_t)(hi << 4 | lo);
     }
     return 0;
-}
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= c[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
 }
 
 int auth_parse_scopes(const char *list, unsigned *out, char *bad, size_t badlen)
@@ -219,12 +211,12 @@ static int load_row(void *arg, const struct store_key_row *row)
 {
     struct loading *l = arg;
     l->t.rows++;
-    l->t.fingerprint = fnv(l->t.fingerprint, &row->rowid, sizeof row->rowid);
-    l->t.fingerprint = fnv(l->t.fingerprint, &row->revoked, sizeof row->revoked);
+    l->t.fingerprint = hash_fnv1a(l->t.fingerprint, &row->rowid, sizeof row->rowid);
+    l->t.fingerprint = hash_fnv1a(l->t.fingerprint, &row->revoked, sizeof row->revoked);
     if (row->scopes != NULL)
-        l->t.fingerprint = fnv(l->t.fingerprint, row->scopes, strlen(row->scopes));
+        l->t.fingerprint = hash_fnv1a(l->t.fingerprint, row->scopes, strlen(row->scopes));
     if (row->hash != NULL)
-        l->t.fingerprint = fnv(l->t.fingerprint, row->hash, strlen(row->hash));
+        l->t.fingerprint = hash_fnv1a(l->t.fingerprint, row->hash, strlen(row->hash));
     if (row->revoked)
         return 0;
     uint8_t d[DIGEST_LEN];
@@ -243,28 +235,15 @@ static int load_row(void *arg, const struct store_key_row *row)
                  (long long)row->rowid);
         return 0;
     }
-    if (l->n == l->cap) {
-        size_t ncap = l->cap ? l->cap * 2 : 16;
-        void *nd = realloc(l->digests, ncap * sizeof *l->digests);
-        if (nd == NULL) {
-            l->failed = 1;
-            return STORE_ERR_NOMEM;
-        }
-        l->digests = nd;
-        void *ns = realloc(l->scopes, ncap * sizeof *l->scopes);
-        if (ns == NULL) {
-            l->failed = 1;
-            return STORE_ERR_NOMEM;
-        }
-        l->scopes = ns;
-        void *ni = realloc(l->ids, ncap * sizeof *l->ids);
-        if (ni == NULL) {
-            l->failed = 1;
-            return STORE_ERR_NOMEM;
-        }
-        l->ids = ni;
-        l->cap = ncap;
+    /* three parallel arrays, grown in step */
+    size_t cd = l->cap, cs = l->cap, ci = l->cap;
+    if (buf_grow((void **)&l->digests, &cd, l->n + 1, sizeof *l->digests, 16) != 0 ||
+        buf_grow((void **)&l->scopes, &cs, l->n + 1, sizeof *l->scopes, 16) != 0 ||
+        buf_grow((void **)&l->ids, &ci, l->n + 1, sizeof *l->ids, 16) != 0) {
+        l->failed = 1;
+        return STORE_ERR_NOMEM;
     }
+    l->cap = cd;
     memcpy(l->digests[l->n], d, DIGEST_LEN);
     l->scopes[l->n] = scopes;
     l->ids[l->n] = row->rowid;
@@ -302,7 +281,7 @@ int auth_reload(void)
     struct loading l;
     int rc;
     memset(&l, 0, sizeof l);
-    l.t.fingerprint = 14695981039346656037ULL;
+    l.t.fingerprint = HASH_FNV1A_BASIS;
     if (g_store == NULL)
         return -STORE_ERR_CLOSED;
     rc = store_load_keys(g_store, load_row, &l);

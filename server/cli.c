@@ -17,6 +17,7 @@
 #include "api/jsonutil.h"
 #include "server/auth.h"
 #include "server/config.h"
+#include "base/clock.h"
 
 #define NAME_MAX_LEN 128
 
@@ -130,13 +131,6 @@ static struct store *open_db(const char *path, int must_exist)
     return st;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* One key of our format from stdin (surrounding whitespace ignored). */
 static int read_key(char *key, size_t len)
 {
@@ -203,7 +197,7 @@ static int keys_create(const struct cli_args *a)
     struct store *st = open_db(a->db, 0);
     if (st == NULL)
         return 1;
-    int rc = store_key_insert(st, a->name, canon, hex, now_ms(), &id);
+    int rc = store_key_insert(st, a->name, canon, hex, clock_wall_ms(), &id);
     store_close(st);
     if (rc == STORE_ERR_EXISTS) {
         fprintf(stderr, "banditd: this key is already stored in %s\n", a->db);
@@ -247,7 +241,7 @@ static int list_row(void *arg, const struct store_key_row *row)
 {
     struct list_ctx *l = arg;
     char created[40];
-    api_format_time(row->created_ms, created, sizeof created);
+    clock_format_rfc3339(row->created_ms, created, sizeof created);
     l->n++;
     if (l->rows != NULL) {
         json_t *scopes = json_array();

@@ -25,8 +25,9 @@
 
 #include "api/jsonutil.h"
 #include "server/auth.h"
-#include "server/log.h"
+#include "base/log.h"
 #include "server/metrics.h"
+#include "base/clock.h"
 
 #define MAX_HEADERS 8
 #define MAX_SEGMENTS 8
@@ -97,20 +98,6 @@ void http_set_ready(int ready)
 int http_ready(void)
 {
     return atomic_load(&g_ready);
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* --- request contexts ----------------------------------------------------- */
@@ -217,7 +204,7 @@ void api_reply_header(struct api_req *r, const char *name, const char *value)
 
 static void log_request(struct api_req *r)
 {
-    double ms = (double)(mono_ns() - r->start_ns) / 1e6;
+    double ms = (double)(clock_mono_ns() - r->start_ns) / 1e6;
     metrics_request(r->route, r->status, ms);
     if (!g_log_requests)
         return;
@@ -226,7 +213,7 @@ static void log_request(struct api_req *r)
     if (j == NULL)
         return;
     char ts[40];
-    api_format_time(wall_ms(), ts, sizeof ts);
+    clock_format_rfc3339(clock_wall_ms(), ts, sizeof ts);
     json_object_set_new(j, "time", json_string(ts));
     if (r->id[0])
         json_object_set_new(j, "experiment", json_string(r->id));
@@ -583,7 +570,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         atomic_init(&r->refs, 1);
         pthread_mutex_init(&r->mu, NULL);
         r->conn = conn;
-        r->start_ns = mono_ns();
+        r->start_ns = clock_mono_ns();
         snprintf(r->method, sizeof r->method, "%s", method);
         r->path = strdup(url);
         *con_cls = r;
@@ -654,7 +641,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
      * shutdown for the whole grace period (test_slowclients). */
     r->dispatched = 1;
     atomic_fetch_add(&g_in_flight, 1);
-    r->now_ms = wall_ms();
+    r->now_ms = clock_wall_ms();
     if (r->pre_status != 0) {
         answer_pre(r);
         return MHD_YES;

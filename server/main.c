@@ -18,7 +18,7 @@
 #include "server/cli.h"
 #include "server/config.h"
 #include "server/http.h"
-#include "server/log.h"
+#include "base/log.h"
 #include "server/metrics.h"
 #include "store/store.h"
 

@@ -9,6 +9,7 @@
  */
 #include "sim/sim.h"
 
+#include "base/clock.h"
 #include "policies/rng.h"
 
 #include <errno.h>
@@ -1025,9 +1026,7 @@ static void *worker(void *arg)
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)clock_mono_ns() * 1e-9;
 }
 
 /* "[#####.....]  52%  5200/10000 runs  3.1 s, about 2.9 s left" on one line. */
@@ -1217,13 +1216,7 @@ int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim
             pthread_cond_wait(&j.cond, &j.lock);
             continue;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 200000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = clock_deadline(CLOCK_REALTIME, 200);
         pthread_cond_timedwait(&j.cond, &j.lock, &ts);
         double el = now_s() - t0;
         if (el > 1.0 && j.finished < started) {

@@ -40,6 +40,7 @@
 
 #include <sqlite3.h>
 
+#include "base/clock.h"
 #include "store/schema.h"
 #include "store/store_test.h"
 
@@ -282,16 +283,7 @@ static int batch_err_from_sqlite(int rc)
 
 static uint64_t now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    return clock_mono_ns() / 1000u;
 }
 
 /* sqlite3_step, retried when the database stays busy or locked beyond the
@@ -305,7 +297,7 @@ static int step_retry(sqlite3_stmt *st)
             tries >= STORE_BUSY_RETRIES)
             return rc;
         sqlite3_reset(st);
-        sleep_ms(1 << tries);
+        clock_sleep_ms(1u << tries);
     }
 }
 

@@ -25,8 +25,9 @@
 #include <jansson.h>
 
 #include "api/jsonutil.h"
-#include "api/jsonw.h"
+#include "base/jsonw.h"
 #include "tests/fuzz/targets.h"
+#include "base/clock.h"
 
 typedef int (*target_fn)(const uint8_t *, size_t);
 
@@ -218,7 +219,7 @@ static void test_rfc3339_matches_strftime(void **s)
         if (i < 4)
             ms = (long long[]){0, 951782400000LL, 4107542399999LL, 253402300799999LL}[i];
         char got[40], want[40], base[32];
-        api_format_time(ms, got, sizeof got);
+        clock_format_rfc3339(ms, got, sizeof got);
         time_t secs = (time_t)(ms / 1000);
         struct tm tm;
         gmtime_r(&secs, &tm);

@@ -12,20 +12,21 @@
  *
  * Structure (commas, braces) is the caller's: keys and punctuation are
  * literals appended with jw_lit. Errors (out of memory) are sticky and
- * reported by jw_finish.
+ * reported by jw_finish. The text lives in a struct buf (base/buf.h) that
+ * starts in the writer's inline storage.
  */
-#ifndef BANDITD_API_JSONW_H
-#define BANDITD_API_JSONW_H
+#ifndef BANDITD_BASE_JSONW_H
+#define BANDITD_BASE_JSONW_H
 
 #include <stddef.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 #define JW_INLINE 1024
 
 struct jw {
-    char *p; /* inline or heap */
-    size_t n, cap;
-    int oom;
+    struct buf b;
     char inl[JW_INLINE];
 };
 
@@ -47,5 +48,7 @@ void jw_bool(struct jw *w, int v);
 char *jw_finish(struct jw *w, size_t *len);
 /* Drop the text. */
 void jw_free(struct jw *w);
+/* Append what another writer holds (its failure carries over). */
+void jw_append(struct jw *w, const struct jw *from);
 
 #endif

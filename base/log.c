@@ -1,34 +1,22 @@
 /*
- * log.c — leveled diagnostics to stderr. One write(2) per line so lines
- * from concurrent threads never interleave.
+ * log.c — leveled diagnostics to stderr (log.h).
  */
-#include "server/log.h"
+#include "base/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-static enum log_level g_level = LOG_INFO;
-
-void log_set_level(enum log_level l)
-{
-    g_level = l;
-}
+#include "base/clock.h"
 
 void log_msg(enum log_level l, const char *fmt, ...)
 {
     static const char *const names[] = {"debug", "info", "warn", "error"};
-    if (l < g_level)
-        return;
     char buf[1024];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ ", &tm);
-    n += (size_t)snprintf(buf + n, sizeof buf - n, "%s: ", names[l]);
+    clock_format_rfc3339(clock_wall_ms(), buf, sizeof buf);
+    size_t n = strlen(buf);
+    n += (size_t)snprintf(buf + n, sizeof buf - n, " %s: ", names[l]);
     va_list ap;
     va_start(ap, fmt);
     int m = vsnprintf(buf + n, sizeof buf - n, fmt, ap);

@@ -1,7 +1,7 @@
 /*
  * jsonw.c — the JSON text writer (see jsonw.h).
  */
-#include "api/jsonw.h"
+#include "base/jsonw.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -9,40 +9,20 @@
 
 void jw_init(struct jw *w)
 {
-    w->p = w->inl;
-    w->n = 0;
-    w->cap = sizeof w->inl;
-    w->oom = 0;
-}
-
-/* Room for n more bytes and a NUL. */
-static int reserve(struct jw *w, size_t n)
-{
-    if (w->oom)
-        return -1;
-    if (w->n + n + 1 <= w->cap)
-        return 0;
-    size_t ncap = w->cap * 2;
-    while (ncap < w->n + n + 1)
-        ncap *= 2;
-    char *np = w->p == w->inl ? malloc(ncap) : realloc(w->p, ncap);
-    if (np == NULL) {
-        w->oom = 1;
-        return -1;
-    }
-    if (w->p == w->inl)
-        memcpy(np, w->inl, w->n);
-    w->p = np;
-    w->cap = ncap;
-    return 0;
+    buf_init_inline(&w->b, w->inl, sizeof w->inl, 0);
 }
 
 void jw_raw(struct jw *w, const char *s, size_t n)
 {
-    if (reserve(w, n) != 0)
-        return;
-    memcpy(w->p + w->n, s, n);
-    w->n += n;
+    buf_put(&w->b, s, n);
+}
+
+void jw_append(struct jw *w, const struct jw *from)
+{
+    if (from->b.failed)
+        w->b.failed = 1;
+    else
+        buf_put(&w->b, from->b.p, from->b.len);
 }
 
 void jw_str(struct jw *w, const char *s)
@@ -54,9 +34,9 @@ void jw_str(struct jw *w, const char *s)
     }
     size_t len = strlen(s);
     /* worst case: every byte a \u00XX escape */
-    if (reserve(w, len * 6 + 2) != 0)
+    if (buf_reserve(&w->b, len * 6 + 2) != 0)
         return;
-    char *o = w->p + w->n;
+    char *o = w->b.p + w->b.len;
     *o++ = '"';
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
         switch (*c) {
@@ -102,7 +82,8 @@ void jw_str(struct jw *w, const char *s)
         }
     }
     *o++ = '"';
-    w->n = (size_t)(o - w->p);
+    *o = '\0';
+    w->b.len = (size_t)(o - w->b.p);
 }
 
 void jw_int(struct jw *w, long long v)
@@ -162,28 +143,10 @@ void jw_bool(struct jw *w, int v)
 
 char *jw_finish(struct jw *w, size_t *len)
 {
-    char *out = NULL;
-    if (!w->oom) {
-        if (w->p == w->inl) {
-            out = malloc(w->n + 1);
-            if (out != NULL)
-                memcpy(out, w->inl, w->n);
-        } else {
-            out = w->p;
-            w->p = w->inl;
-        }
-        if (out != NULL) {
-            out[w->n] = '\0';
-            *len = w->n;
-        }
-    }
-    jw_free(w);
-    return out;
+    return buf_detach(&w->b, len);
 }
 
 void jw_free(struct jw *w)
 {
-    if (w->p != w->inl)
-        free(w->p);
-    jw_init(w);
+    buf_free(&w->b);
 }
