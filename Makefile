@@ -10,14 +10,20 @@
 #   make valgrind memcheck (--error-exitcode=1 --leak-check=full) on every unit
 #                 suite and on the daemon during a short HTTP scenario
 #                 (lifecycle, faults, shutdown); several minutes
+#   make lint     format-check, cppcheck and clang-tidy (make format rewrites)
 # tsan and valgrind are not part of `make test` (too slow); each exits
 # non-zero on any report, error or leak.
+#
+# One section per concern below: toolchain, layers (one static library per
+# directory), generated sources, programs, the README's two commands,
+# test variants, benchmarks, lint, generated documentation.
+
+# --- toolchain ------------------------------------------------------------------
 #
 # Objects go to $(BUILD)/obj; the sanitizer build (ASan + UBSan) used by the
 # tests lives in build/asan and is made by calling this Makefile again with
 # BUILD=build/asan SAN=1 (build/tsan likewise with TSAN=1: ThreadSanitizer
-# cannot be combined with ASan). Sources are found by wildcard: a new policy is one
-# new file in policies/ (plus its registry line), nothing to add here.
+# cannot be combined with ASan; build/fuzz with FUZZ=1 and clang).
 
 BUILD ?= build
 SAN ?= 0
@@ -46,114 +52,89 @@ else ifeq ($(SAN),1)
 CFLAGS += -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
 else ifeq ($(TSAN),1)
-# ThreadSanitizer (cannot be combined with ASan): `make tsan`.
 CFLAGS += -O1 -fsanitize=thread -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=thread
 else
 CFLAGS += -O2
 endif
-# The simulator's problem parser is fuzzed once sim/sim.c exists.
-ifneq ($(wildcard sim/sim.c),)
-CFLAGS += -DHAVE_SIM
-endif
 
 OBJ := $(BUILD)/obj
-
-BASE_SRC := $(wildcard base/*.c)
-POLICY_SRC := $(wildcard policies/*.c)
-STORE_SRC := $(wildcard store/*.c)
-SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c)) $(wildcard api/*.c)
-SIM_SRC := $(filter-out sim/main.c,$(wildcard sim/*.c))
-TEST_SUPPORT_SRC := $(wildcard tests/support/*.c)
-
 objs = $(patsubst %.c,$(OBJ)/%.o,$(1))
 
-LIB_BASE := $(BUILD)/libbase.a
-LIB_POLICIES := $(BUILD)/libpolicies.a
-LIB_STORE := $(BUILD)/libstore.a
-LIB_SERVER := $(BUILD)/libserver.a
-LIB_SIM := $(BUILD)/libsim.a
-LIB_TESTS := $(BUILD)/libtestsupport.a
-LIBS_ALL := $(LIB_SERVER) $(LIB_SIM) $(LIB_STORE) $(LIB_POLICIES) $(LIB_BASE)
-
-UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
-HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
-# The HTTP suites need the harness (tests/support/harness.h, branch http);
-# until it is merged they are not built.
-HTTP_TESTS := $(if $(wildcard tests/support/harness.h),$(HTTP_TESTS))
-STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
-# Executable scripts that print TAP (run against the sanitizer daemon).
-SCRIPT_TESTS += $(wildcard tests/http/test_*.py)
+# Quiet by default; `make V=1` shows the commands.
+Q := $(if $(V),,@)
 
 # Keep objects of test binaries between runs (make deletes intermediates otherwise).
 .SECONDARY:
 
-.PHONY: all run test test-build deps test-deps format format-check lint bench bench-deps clean valgrind tsan \
-        reproduce test-crash fuzz
+.PHONY: all run test test-build deps test-deps format format-check lint bench bench-deps clean \
+        valgrind tsan reproduce test-crash fuzz web-dist
 
 all: $(BUILD)/banditd $(BUILD)/bandit-sim
-
-# Quiet by default; `make V=1` shows the commands.
-Q := $(if $(V),,@)
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
-# docs/openapi.json is compiled in (served at /openapi.json): one C array,
-# made with od and sed (coreutils) by scripts/embed-array.sh.
-$(BUILD)/gen/openapi.c: docs/openapi.json scripts/embed-array.sh
-	@mkdir -p $(dir $@)
-	@$(if $(V),,echo "  EMBED   $<")
-	$(Q)sh scripts/embed-array.sh api_openapi_json $< api/openapi.h > $@.tmp && mv $@.tmp $@
-
-$(OBJ)/gen/openapi.o: $(BUILD)/gen/openapi.c
-	@mkdir -p $(dir $@)
-	@$(if $(V),,echo "  CC      $<")
-	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
-
-$(LIB_BASE): $(call objs,$(BASE_SRC))
-$(LIB_POLICIES): $(call objs,$(POLICY_SRC))
-$(LIB_STORE): $(call objs,$(STORE_SRC))
-$(LIB_SERVER): $(call objs,$(SERVER_SRC)) $(OBJ)/gen/openapi.o
-$(LIB_SIM): $(call objs,$(SIM_SRC))
-$(LIB_TESTS): $(call objs,$(TEST_SUPPORT_SRC))
 $(BUILD)/lib%.a:
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-# The dashboard: web/dist (built and committed from web/src, see web/README.md)
-# becomes a C table in the binary. The generator is C, built here, so a fresh
-# machine needs neither npm nor xxd. web/dist itself is a prerequisite so that
-# a removed file also regenerates the table. Its suite is a script printing
-# TAP (tests/web/test_dashboard.sh: Debian's chromium against the daemon).
+# --- layers: one static library per directory -------------------------------------
+#
+#   server/ → api/ → http/
+#                  → exp/ → store/ → base/
+#                         → policies/ → base/
+#   sim/ → policies/
+#
+# Libraries are linked top layer first, so a call from a lower layer up into
+# a higher one is an undefined reference: the linker refuses a back edge.
+# Sources are found by wildcard: a new policy is one new file in policies/
+# (plus its registry line), nothing to add here.
+
+LIB_BASE := $(BUILD)/libbase.a
+LIB_POLICIES := $(BUILD)/libpolicies.a
+LIB_STORE := $(BUILD)/libstore.a
+LIB_EXP := $(BUILD)/libexp.a
+LIB_HTTP := $(BUILD)/libhttp.a
+LIB_API := $(BUILD)/libapi.a
+LIB_SERVER := $(BUILD)/libserver.a
+LIB_SIM := $(BUILD)/libsim.a
+LIB_TESTS := $(BUILD)/libtestsupport.a
+
+$(LIB_BASE): $(call objs,$(wildcard base/*.c))
+$(LIB_POLICIES): $(call objs,$(wildcard policies/*.c))
+$(LIB_STORE): $(call objs,$(wildcard store/*.c))
+$(LIB_EXP): $(call objs,$(wildcard exp/*.c))
+$(LIB_HTTP): $(call objs,$(wildcard http/*.c))
+$(LIB_API): $(call objs,$(wildcard api/*.c)) $(OBJ)/gen/openapi.o $(OBJ)/gen/web_assets.o
+$(LIB_SERVER): $(call objs,$(filter-out server/main.c,$(wildcard server/*.c)))
+$(LIB_SIM): $(call objs,$(filter-out sim/main.c,$(wildcard sim/*.c)))
+$(LIB_TESTS): $(call objs,$(wildcard tests/support/*.c))
+
+# What the daemon links, in layer order; the simulator its own two.
+LIBS_DAEMON := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_SIM) $(LIB_STORE) \
+               $(LIB_POLICIES) $(LIB_BASE)
+LIBS_SIM := $(LIB_SIM) $(LIB_POLICIES) $(LIB_BASE)
+
+# --- generated sources ----------------------------------------------------------
+#
+# docs/openapi.json is compiled in (served at /openapi.json): one C array,
+# made with od and sed (coreutils) by scripts/embed-array.sh. The dashboard:
+# web/dist (built and committed from web/src, see web/README.md) becomes a C
+# table in the binary. Its generator is C, built here, so a fresh machine
+# needs neither npm nor xxd. web/dist itself is a prerequisite so that a
+# removed file also regenerates the table.
+
 WEB_DIST := $(sort $(wildcard web/dist/*))
 EMBED := $(BUILD)/scripts/embed
-SCRIPT_TESTS += $(wildcard tests/web/test_*.sh)
 
-# The seed papers' experiments (scripts/repro.py; docs/reproduction.md says
-# what is scaled down): docs/reproduction.md and docs/img/*.png from
-# build/bandit-sim, raw results (a cache keyed by the binary's hash) in
-# build/repro/. Python 3 (standard library) and gnuplot are installed when
-# missing. make test runs only the driver's smoke test (tests/repro/).
-SCRIPT_TESTS += $(wildcard tests/repro/test_*.sh)
-
-reproduce:
-	@./scripts/install-deps.sh --repro
-	@$(MAKE) --no-print-directory $(BUILD)/bandit-sim $(BUILD)/scripts/tstar
-	python3 scripts/repro.py --sim $(BUILD)/bandit-sim --tstar $(BUILD)/scripts/tstar --out $(BUILD)/repro \
-		--doc docs/reproduction.md --img docs/img $(if $(REPRO_SCALE),--scale $(REPRO_SCALE))
-
-# T*(μ) and w*(μ) from the policies' own solver (policies/tas.h), for the
-# driver's cross-check of its lower bound.
-$(BUILD)/scripts/tstar: $(OBJ)/scripts/tstar.o $(LIB_POLICIES) $(LIB_BASE)
+$(BUILD)/gen/openapi.c: docs/openapi.json scripts/embed-array.sh
 	@mkdir -p $(dir $@)
-	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-
-$(LIB_SERVER): $(OBJ)/gen/web_assets.o
+	@$(if $(V),,echo "  EMBED   $<")
+	$(Q)sh scripts/embed-array.sh api_openapi_json $< api/openapi.h > $@.tmp && mv $@.tmp $@
 
 $(EMBED): scripts/embed.c
 	@mkdir -p $(dir $@)
@@ -165,45 +146,34 @@ $(BUILD)/gen/web_assets.c: $(EMBED) $(WEB_DIST) web/dist
 	@$(if $(V),,echo "  EMBED   web/dist")
 	$(Q)$(EMBED) $@ $(WEB_DIST)
 
-$(OBJ)/gen/web_assets.o: $(BUILD)/gen/web_assets.c
+$(OBJ)/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 # Rebuild web/dist from web/src (needs npm; `make` itself never does). Commit
 # the result: the browser test fails when web/dist lags web/src.
-.PHONY: web-dist
 web-dist:
 	cd web && npm ci --no-audit --no-fund && npm run build
 
-$(BUILD)/banditd: $(OBJ)/server/main.o $(LIBS_ALL)
+# --- programs -------------------------------------------------------------------
+
+$(BUILD)/banditd: $(OBJ)/server/main.o $(LIBS_DAEMON)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/bandit-sim: $(OBJ)/sim/main.o $(LIB_SIM) $(LIB_POLICIES) $(LIB_BASE)
+$(BUILD)/bandit-sim: $(OBJ)/sim/main.o $(LIBS_SIM)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(OBJ)/tests/%.o $(LIB_TESTS) $(LIBS_ALL)
+# T*(μ) and w*(μ) from the policies' own solver (policies/tas.h), for the
+# reproduction driver's cross-check of its lower bound.
+$(BUILD)/scripts/tstar: $(OBJ)/scripts/tstar.o $(LIB_POLICIES) $(LIB_BASE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/fuzz/fuzz_%: $(OBJ)/tests/fuzz/fuzz_%.o $(OBJ)/tests/fuzz/targets.o $(LIBS_ALL)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
-
-# replays the fuzz corpus: the target bodies link before the libraries
-$(BUILD)/tests/unit/test_fuzz_corpus: $(OBJ)/tests/unit/test_fuzz_corpus.o \
-		$(OBJ)/tests/fuzz/targets.o $(LIB_TESTS) $(LIBS_ALL)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
-
-$(BUILD)/bench/%: $(OBJ)/bench/%.o $(LIBS_ALL)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-
-# --- the README's two commands --------------------------------------------
+# --- the README's two commands ----------------------------------------------------
 
 deps:
 	@./scripts/install-deps.sh
@@ -216,15 +186,41 @@ run: deps
 	@mkdir -p var
 	./$(BUILD)/banditd --listen 127.0.0.1:8080 --db var/banditd.db
 
-test-build:
-	@$(MAKE) --no-print-directory all $(STAT_TESTS)
-	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 build/asan/banditd build/asan/bandit-sim \
-		$(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS))
-
+# --- tests ----------------------------------------------------------------------
+#
 # Unit and HTTP suites run under ASan + UBSan (the daemon they start is the
 # sanitizer build); statistical suites run optimised (they measure rates
 # over thousands of simulated runs, and share every line of policy code).
-# Script suites (SCRIPT_TESTS) run against the sanitizer daemon too.
+# Script suites print TAP and run against the sanitizer daemon: the OpenAPI
+# response check, the dashboard in Chromium (tests/web), the reproduction
+# driver's smoke test (tests/repro) and the generated docs' freshness
+# (tests/docs). tests/run.sh sums them into one "N passed, N failed" line.
+
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
+HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
+STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
+SCRIPT_TESTS := $(wildcard tests/http/test_*.py) $(wildcard tests/web/test_*.sh) \
+                $(wildcard tests/repro/test_*.sh) tests/docs/test_docs.sh
+# Tests may reach into every layer (and the simulator): all libraries.
+LIBS_ALL := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_SIM) $(LIB_STORE) \
+            $(LIB_POLICIES) $(LIB_BASE)
+
+$(BUILD)/tests/%: $(OBJ)/tests/%.o $(LIB_TESTS) $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
+
+# replays the fuzz corpus: the target bodies link before the libraries
+$(BUILD)/tests/unit/test_fuzz_corpus: $(OBJ)/tests/unit/test_fuzz_corpus.o \
+		$(OBJ)/tests/fuzz/targets.o $(LIB_TESTS) $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
+
+test-build:
+	@$(MAKE) --no-print-directory all $(STAT_TESTS) $(DOCS_TOOL)
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 build/asan/banditd build/asan/bandit-sim \
+		$(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS))
+
 test: test-deps
 	@$(MAKE) --no-print-directory test-build
 	@BANDITD_BIN=$(CURDIR)/build/asan/banditd BANDIT_SIM_BIN=$(CURDIR)/build/bandit-sim \
@@ -245,106 +241,19 @@ test-crash: test-deps
 # build/fuzz/artifacts/ and fails the run (copy it to tests/fuzz/regress/ to
 # make it a regression test of make test). Report: build/fuzz/report.md.
 FUZZ_TIME ?= 60
-FUZZ_TARGETS := expconfig assignment rewards observations patch \
-                $(if $(wildcard sim/sim.c),simproblem)
+FUZZ_TARGETS := expconfig assignment rewards observations patch simproblem
 fuzz:
 	@$(MAKE) --no-print-directory BUILD=build/fuzz FUZZ=1 CC=clang \
 		$(addprefix build/fuzz/fuzz/fuzz_,$(FUZZ_TARGETS))
 	@./tests/fuzz/run.sh $(FUZZ_TIME) $(FUZZ_TARGETS)
 
-# Benchmarks: every figure goes to build/bench/*.md, and together into
-# bench/results.md (also printed). Timing lives here, never in tests. The
-# HTTP run takes ~5 minutes (84 wrk runs of BENCH_DURATION seconds),
-# the policies ~1 minute.
-BENCH_DURATION ?= 3
-BENCH_BINS := $(BUILD)/banditd $(BUILD)/bench/load $(BUILD)/bench/bare $(BUILD)/bench/policies
-bench-deps:
-	@./scripts/install-deps.sh --bench
-
-bench: bench-deps
-	@$(MAKE) --no-print-directory $(BENCH_BINS)
-	@mkdir -p $(BUILD)/bench
-	./$(BUILD)/bench/policies --ms 100 --out $(BUILD)/bench/policies.md
-	./$(BUILD)/bench/load memory --daemon $(BUILD)/banditd --out $(BUILD)/bench/memory.md
-	./$(BUILD)/bench/load throughput --daemon $(BUILD)/banditd --bare $(BUILD)/bench/bare \
-		--duration $(BENCH_DURATION) --out $(BUILD)/bench/load.md
-	@{ echo "# Benchmark results"; echo; echo "Written by \`make bench\` on $$(uname -n)."; echo; \
-	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md $(BUILD)/bench/policies.md; } \
-		> bench/results.md
-	@echo "written bench/results.md"
-
-# --- formatting and static analysis ------------------------------------------
-#
-#   make format        clang-format -i on every C file (.clang-format)
-#   make format-check  what `make format` would change, as errors
-#   make lint          format-check, cppcheck and clang-tidy; exits non-zero
-#                      on any finding (a few minutes: clang-tidy's analyzer)
-#
-# clang-tidy (.clang-tidy, with tests/ and bench/ adding their own) runs on
-# every C file with the build's flags, LINT_JOBS files at a time; a clean file
-# leaves $(BUILD)/lint/<file>.tidy, so a second run only redoes files whose
-# source, headers (gcc -MM) or configuration changed. cppcheck runs once on
-# the whole tree (it follows calls across files) with the library files in
-# scripts/lint/ (jansson's and cmocka's macros: it reads no system header).
-# False positives are suppressed on their line with the reason:
-# `// NOLINT(check): why`, `// cppcheck-suppress id ; why`.
-
-# Files neither formatted nor given to clang-tidy: empty (a branch that
-# rewrites files can list them here until it lands, so that `make format`
-# makes no conflict with it).
-LINT_PENDING :=
-
-LINT_JOBS ?= 2
-LINT_DIR := $(BUILD)/lint
-C_SRC := $(shell git ls-files '*.c')
-FORMAT_SRC := $(filter-out $(LINT_PENDING),$(shell git ls-files '*.c' '*.h'))
-LINT_SRC := $(filter-out $(LINT_PENDING),$(C_SRC))
-TIDY_CONFIGS := $(wildcard .clang-tidy */.clang-tidy)
-# The build's own flags, less what is for gcc's object files.
-TIDY_FLAGS = $(filter-out -Werror -MMD -MP -g -O%,$(CFLAGS))
-CPPCHECK_FLAGS := --quiet --error-exitcode=1 --enable=style,warning,performance,portability \
-                  --inline-suppr --suppress=missingIncludeSystem -I. \
-                  --library=scripts/lint/jansson.cfg --library=scripts/lint/cmocka.cfg
-
-.PHONY: lint-deps lint-cppcheck lint-tidy
-
-lint-deps:
-	@./scripts/install-deps.sh --lint
-
-format: lint-deps
-	clang-format -i $(FORMAT_SRC)
-
-format-check: lint-deps
-	@$(if $(V),,echo "  FORMAT  check")
-	$(Q)clang-format --dry-run --Werror $(FORMAT_SRC)
-
-# -k: every finding of every file in one run; -Otarget: one file's report
-# in one piece.
-lint: lint-deps
-	@$(MAKE) --no-print-directory -k -Otarget -j$(LINT_JOBS) format-check lint-cppcheck lint-tidy
-
-lint-cppcheck: $(LINT_DIR)/cppcheck.ok
-lint-tidy: $(patsubst %.c,$(LINT_DIR)/%.tidy,$(LINT_SRC))
-
-$(LINT_DIR)/cppcheck.ok: $(C_SRC) $(shell git ls-files '*.h') $(wildcard scripts/lint/*.cfg)
+$(BUILD)/fuzz/fuzz_%: $(OBJ)/tests/fuzz/fuzz_%.o $(OBJ)/tests/fuzz/targets.o $(LIBS_ALL)
 	@mkdir -p $(dir $@)
-	@$(if $(V),,echo "  CPPCHECK")
-	$(Q)cppcheck $(CPPCHECK_FLAGS) $(C_SRC)
-	$(Q)touch $@
+	$(Q)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
-$(LINT_DIR)/%.tidy: %.c $(TIDY_CONFIGS)
-	@mkdir -p $(dir $@)
-	@$(if $(V),,echo "  TIDY    $<")
-	$(Q)$(CC) -MM -MP -MT $@ -MF $@.d $(TIDY_FLAGS) $<
-	$(Q)clang-tidy --quiet $< -- $(TIDY_FLAGS) > $@.log 2>&1 || \
-		{ grep -v '^[0-9]* warnings\? \(and [0-9]* errors\? \)\?generated\.$$' $@.log; exit 1; }
-	$(Q)touch $@
-
-# --- ThreadSanitizer and valgrind (one command each; not in `make test`) ------
-
-# The unit suites that run threads (the store's writer and concurrent
-# submitters, the simulator's workers — test_sim_cli runs the TSan
-# bandit-sim with 2 threads —, the experiment layer's writer callbacks and
+# ThreadSanitizer: the unit suites that run threads (the store's writer and
+# concurrent submitters, the simulator's workers — test_sim_cli runs the
+# TSan bandit-sim with 2 threads —, the runtime's writer callbacks and
 # concurrent creates) and every HTTP suite, all built with -fsanitize=thread,
 # the clients too. A report makes a process exit 66 (TSan's exit code), and
 # tests/run.sh fails any suite whose log holds one (so a daemon killed with
@@ -382,6 +291,109 @@ valgrind: test-deps
 clean:
 	rm -rf build
 
+# --- the seed papers' experiments -------------------------------------------------
+#
+# scripts/repro.py (docs/reproduction.md says what is scaled down):
+# docs/reproduction.md and docs/img/*.png from build/bandit-sim, raw results
+# (a cache keyed by the binary's hash) in build/repro/. Python 3 (standard
+# library) and gnuplot are installed when missing. make test runs only the
+# driver's smoke test (tests/repro/).
+
+reproduce:
+	@./scripts/install-deps.sh --repro
+	@$(MAKE) --no-print-directory $(BUILD)/bandit-sim $(BUILD)/scripts/tstar
+	python3 scripts/repro.py --sim $(BUILD)/bandit-sim --tstar $(BUILD)/scripts/tstar --out $(BUILD)/repro \
+		--doc docs/reproduction.md --img docs/img $(if $(REPRO_SCALE),--scale $(REPRO_SCALE))
+
+# --- benchmarks -------------------------------------------------------------------
+#
+# Every figure goes to build/bench/*.md, and together into bench/results.md
+# (also printed). Timing lives here, never in tests. The HTTP run takes ~5
+# minutes (84 wrk runs of BENCH_DURATION seconds), the policies ~1 minute.
+
+BENCH_DURATION ?= 3
+BENCH_BINS := $(BUILD)/banditd $(BUILD)/bench/load $(BUILD)/bench/bare $(BUILD)/bench/policies
+
+$(BUILD)/bench/%: $(OBJ)/bench/%.o $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+bench-deps:
+	@./scripts/install-deps.sh --bench
+
+bench: bench-deps
+	@$(MAKE) --no-print-directory $(BENCH_BINS)
+	@mkdir -p $(BUILD)/bench
+	./$(BUILD)/bench/policies --ms 100 --out $(BUILD)/bench/policies.md
+	./$(BUILD)/bench/load memory --daemon $(BUILD)/banditd --out $(BUILD)/bench/memory.md
+	./$(BUILD)/bench/load throughput --daemon $(BUILD)/banditd --bare $(BUILD)/bench/bare \
+		--duration $(BENCH_DURATION) --out $(BUILD)/bench/load.md
+	@{ echo "# Benchmark results"; echo; echo "Written by \`make bench\` on $$(uname -n)."; echo; \
+	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md $(BUILD)/bench/policies.md; } \
+		> bench/results.md
+	@echo "written bench/results.md"
+
+# --- formatting and static analysis ---------------------------------------------
+#
+#   make format        clang-format -i on every C file (.clang-format)
+#   make format-check  what `make format` would change, as errors
+#   make lint          format-check, cppcheck and clang-tidy; exits non-zero
+#                      on any finding (a few minutes: clang-tidy's analyzer)
+#
+# clang-tidy (.clang-tidy, with tests/ and bench/ adding their own) runs on
+# every C file with the build's flags, LINT_JOBS files at a time; a clean file
+# leaves $(BUILD)/lint/<file>.tidy, so a second run only redoes files whose
+# source, headers (gcc -MM) or configuration changed. cppcheck runs once on
+# the whole tree (it follows calls across files) with the library files in
+# scripts/lint/ (jansson's and cmocka's macros: it reads no system header).
+# False positives are suppressed on their line with the reason:
+# `// NOLINT(check): why`, `// cppcheck-suppress id ; why`.
+
+LINT_JOBS ?= 2
+LINT_DIR := $(BUILD)/lint
+C_SRC := $(shell git ls-files '*.c')
+FORMAT_SRC := $(shell git ls-files '*.c' '*.h')
+TIDY_CONFIGS := $(wildcard .clang-tidy */.clang-tidy)
+# The build's own flags, less what is for gcc's object files.
+TIDY_FLAGS = $(filter-out -Werror -MMD -MP -g -O%,$(CFLAGS))
+CPPCHECK_FLAGS := --quiet --error-exitcode=1 --enable=style,warning,performance,portability \
+                  --inline-suppr --suppress=missingIncludeSystem -I. \
+                  --library=scripts/lint/jansson.cfg --library=scripts/lint/cmocka.cfg
+
+.PHONY: lint-deps lint-cppcheck lint-tidy
+
+lint-deps:
+	@./scripts/install-deps.sh --lint
+
+format: lint-deps
+	clang-format -i $(FORMAT_SRC)
+
+format-check: lint-deps
+	@$(if $(V),,echo "  FORMAT  check")
+	$(Q)clang-format --dry-run --Werror $(FORMAT_SRC)
+
+# -k: every finding of every file in one run; -Otarget: one file's report
+# in one piece.
+lint: lint-deps
+	@$(MAKE) --no-print-directory -k -Otarget -j$(LINT_JOBS) format-check lint-cppcheck lint-tidy
+
+lint-cppcheck: $(LINT_DIR)/cppcheck.ok
+lint-tidy: $(patsubst %.c,$(LINT_DIR)/%.tidy,$(C_SRC))
+
+$(LINT_DIR)/cppcheck.ok: $(C_SRC) $(shell git ls-files '*.h') $(wildcard scripts/lint/*.cfg)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CPPCHECK")
+	$(Q)cppcheck $(CPPCHECK_FLAGS) $(C_SRC)
+	$(Q)touch $@
+
+$(LINT_DIR)/%.tidy: %.c $(TIDY_CONFIGS)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  TIDY    $<")
+	$(Q)$(CC) -MM -MP -MT $@ -MF $@.d $(TIDY_FLAGS) $<
+	$(Q)clang-tidy --quiet $< -- $(TIDY_FLAGS) > $@.log 2>&1 || \
+		{ grep -v '^[0-9]* warnings\? \(and [0-9]* errors\? \)\?generated\.$$' $@.log; exit 1; }
+	$(Q)touch $@
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # --- docs/policies.md: generated parts --------------------------------------
@@ -392,15 +404,12 @@ clean:
 # the tables into the same file; `make docs-constraints` does the same for
 # docs/constraints.md.
 DOCS_TOOL := $(BUILD)/scripts/docs-tool
-SCRIPT_TESTS += tests/docs/test_docs.sh
 
 $(DOCS_TOOL): scripts/docs_tool.c
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $<")
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(shell pkg-config --cflags jansson) -o $@ $< \
 		$(shell pkg-config --libs jansson) -lm
-
-test-build: $(DOCS_TOOL)
 
 .PHONY: docs-policies docs-delays docs-constraints
 docs-policies: $(BUILD)/bandit-sim $(DOCS_TOOL)

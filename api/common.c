@@ -1,43 +1,44 @@
 /*
  * common.c — what several endpoint files share: finding and locking the
- * experiment a request names, and its JSON representation.
+ * experiment a request names, writes that answer once committed, the
+ * experiment's JSON representation, and the one place where the lower
+ * layers' errors (store, runtime, parse results) become HTTP statuses.
  */
 #include "api/api.h"
 
-#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
-#include "api/jsonutil.h"
 #include "base/clock.h"
 
-struct exp *api_exp_find(struct api_req *r)
+struct exp *api_exp_find(struct http_req *r)
 {
-    const char *id = api_req_id(r);
+    const char *id = http_req_id(r);
     struct exp *x = id != NULL ? exp_get(id) : NULL;
     if (x == NULL) {
         char detail[128];
         snprintf(detail, sizeof detail, "no experiment \"%s\"", id ? id : "");
-        api_reply_problem(r, 404, detail, NULL);
+        http_reply_problem(r, 404, detail, NULL);
     }
     return x;
 }
 
-int api_exp_enter(struct api_req *r, struct exp *x)
+int api_exp_enter(struct http_req *r, struct exp *x)
 {
     exp_lock(x);
-    int rc = exp_prepare_locked(x, api_req_now_ms(r));
+    int rc = exp_prepare_locked(x, http_req_now_ms(r));
     if (rc == EXP_OK)
         return 0;
     exp_unlock(x);
     exp_put(x);
     if (rc == EXP_ERR_GONE)
-        api_reply_problem(r, 404, "the experiment was deleted", NULL);
+        http_reply_problem(r, 404, "the experiment was deleted", NULL);
     else
-        api_reply_problem(r, 503, "the experiment cannot be read from storage; retry later", NULL);
+        http_reply_problem(r, 503, "the experiment cannot be read from storage; retry later", NULL);
     return -1;
 }
 
-struct exp *api_exp_lock(struct api_req *r)
+struct exp *api_exp_lock(struct http_req *r)
 {
     struct exp *x = api_exp_find(r);
     if (x == NULL || api_exp_enter(r, x) != 0)
@@ -51,47 +52,116 @@ void api_exp_unlock(struct exp *x)
     exp_put(x);
 }
 
-static const char *state_name(enum exp_state s)
-{
-    static const char *const names[] = {"running", "paused", "stopped"};
-    return names[s];
-}
-
-const char *api_stop_reason(struct exp *x)
-{
-    switch (engine_stop_reason(exp_engine(x))) {
-    case ENGINE_STOPPED_CONFIDENCE:
-        return "confidence";
-    case ENGINE_STOPPED_BUDGET:
-        return "budget";
-    case ENGINE_STOPPED_MANUAL:
-        return "manual";
-    case ENGINE_STOPPED_POLICY:
-        return "policy";
-    default:
-        return NULL;
-    }
-}
-
-const char *api_state_name(struct exp *x)
-{
-    return state_name(exp_get_state(x));
-}
-
 json_t *api_experiment_json(struct exp *x)
 {
     json_t *j = json_deep_copy(exp_cfg(x)->json);
     if (j == NULL)
         return NULL;
     struct engine *e = exp_engine(x);
-    const char *reason = api_stop_reason(x);
-    char ts[40];
+    const char *reason = exp_stop_reason(x);
+    char ts[CLOCK_RFC3339_LEN];
     clock_format_rfc3339(exp_created_ms(x), ts, sizeof ts);
-    json_object_set_new(j, "state", json_string(api_state_name(x)));
+    json_object_set_new(j, "state", json_string(exp_state_name(exp_get_state(x))));
     json_object_set_new(j, "stopped", json_boolean(engine_stopped(e)));
     json_object_set_new(j, "stop_reason", reason ? json_string(reason) : json_null());
     json_object_set_new(j, "created_at", json_string(ts));
     json_object_set_new(j, "pulls", json_integer((json_int_t)engine_pulls(e)));
     json_object_set_new(j, "pending", json_integer((json_int_t)engine_pending(e)));
     return j;
+}
+
+/* --- errors of the lower layers ------------------------------------------------------ */
+
+int api_reply_parse(struct http_req *r, int rc, json_t *errors, const char *detail)
+{
+    if (rc < 0) {
+        json_decref(errors);
+        return http_reply_oom(r);
+    }
+    return http_reply_problem(r, 400, detail, errors);
+}
+
+const char *api_store_detail(int store_err)
+{
+    switch (store_err) {
+    case STORE_ERR_FULL:
+        return "storage is full or read-only; nothing was recorded, retry later";
+    case STORE_ERR_CLOSED:
+        return "the server is shutting down; nothing was recorded";
+    case STORE_ERR_NOMEM:
+        return "out of memory; nothing was recorded";
+    default:
+        return "storage error; nothing was recorded, retry later";
+    }
+}
+
+int api_reply_store_error(struct http_req *r, int store_err)
+{
+    return http_reply_problem(r, 503, api_store_detail(store_err), NULL);
+}
+
+/* --- writes that answer once committed ------------------------------------------------ */
+
+struct api_write *api_write_begin(struct http_req *r)
+{
+    struct api_write *w = malloc(sizeof *w);
+    if (w == NULL) {
+        http_reply_oom(r);
+        return NULL;
+    }
+    exp_batch_init(&w->batch);
+    w->req = http_req_hold(r);
+    return w;
+}
+
+void api_write_abandon(struct api_write *w)
+{
+    if (w == NULL)
+        return;
+    http_req_release(w->req);
+    exp_batch_free(&w->batch);
+    free(w);
+}
+
+void api_write_done(void *arg, int store_err)
+{
+    struct api_write *w = arg;
+    struct http_req *r = w->req;
+    exp_batch_free(&w->batch);
+    free(w);
+    http_req_complete(r, store_err == STORE_OK ? 0 : 503,
+                      store_err == STORE_OK ? NULL : api_store_detail(store_err));
+}
+
+/* Queue w for x and unlock x: 0, or the store's refusal (w freed). */
+static int submit(struct api_write *w, struct exp *x)
+{
+    int rc = exp_submit_locked(x, &w->batch, api_write_done, w);
+    api_exp_unlock(x);
+    if (rc != STORE_OK)
+        api_write_abandon(w);
+    return rc;
+}
+
+int api_write_finish(struct api_write *w, struct exp *x, unsigned status, json_t *body)
+{
+    struct http_req *r = w->req;
+    int rc = submit(w, x);
+    if (rc != STORE_OK) {
+        json_decref(body);
+        return api_reply_store_error(r, rc);
+    }
+    return http_req_wait(r, status, body);
+}
+
+int api_write_finish_text(struct api_write *w, struct exp *x, unsigned status, char *text,
+                          size_t len)
+{
+    struct http_req *r = w->req;
+    int rc = submit(w, x);
+    if (rc != STORE_OK) {
+        free(text);
+        return api_reply_store_error(r, rc);
+    }
+    return http_req_wait_text(r, status, text, len);
 }

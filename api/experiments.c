@@ -7,53 +7,53 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/jsonutil.h"
 #include "api/parse.h"
 #include "base/clock.h"
+#include "base/jsonv.h"
 
-int api_experiments_create(struct api_req *r)
+int api_experiments_create(struct http_req *r)
 {
-    json_t *body = api_req_json(r, 0);
+    json_t *body = http_req_json(r, 0);
     if (body == NULL)
-        return API_DONE;
+        return HTTP_DONE;
     json_t *errors = json_array();
     if (errors == NULL)
-        return api_reply_problem(r, 503, "out of memory", NULL);
+        return http_reply_oom(r);
     struct exp_config cfg;
-    int rc = exp_config_parse(body, &cfg, errors);
+    int rc = exp_config_parse(body, exp_limits(), &cfg, errors);
     if (rc != 0) {
-        if (rc < 0) {
-            json_decref(errors);
-            exp_config_free(&cfg);
-            return api_reply_problem(r, 503, "out of memory", NULL);
-        }
-        json_t *first = json_array_get(errors, 0);
         char detail[320];
-        snprintf(detail, sizeof detail, "%s: %s",
-                 json_string_value(json_object_get(first, "field")),
-                 json_string_value(json_object_get(first, "message")));
+        if (rc > 0)
+            jv_first_error(errors, NULL, detail, sizeof detail);
         exp_config_free(&cfg);
-        return api_reply_problem(r, 400, detail, errors);
+        return api_reply_parse(r, rc, errors, detail);
     }
     json_decref(errors);
     char id[EXP_ID_MAX + 1];
     snprintf(id, sizeof id, "%s", cfg.id);
+    struct api_write *wr = api_write_begin(r);
+    if (wr == NULL) {
+        exp_config_free(&cfg);
+        return HTTP_DONE;
+    }
     struct exp *x = NULL;
-    rc = api_req_create(r, &cfg, &x);
+    rc = exp_create(&cfg, api_write_done, wr, &x);
+    if (rc != EXP_OK)
+        api_write_abandon(wr);
     switch (rc) {
     case EXP_OK:
         break;
     case EXP_ERR_EXISTS: {
         char detail[128];
         snprintf(detail, sizeof detail, "an experiment \"%s\" exists already", id);
-        return api_reply_problem(r, 409, detail,
-                                 json_pack("[{s:s,s:s}]", "field", "id", "message", "taken"));
+        return http_reply_problem(r, 409, detail,
+                                  json_pack("[{s:s,s:s}]", "field", "id", "message", "taken"));
     }
     case EXP_ERR_LIMIT:
-        return api_reply_problem(r, 429, "the experiment limit is reached; delete some first",
-                                 NULL);
+        return http_reply_problem(r, 429, "the experiment limit is reached; delete some first",
+                                  NULL);
     default:
-        return api_reply_problem(r, 503, "cannot store the experiment now; retry later", NULL);
+        return http_reply_problem(r, 503, "cannot store the experiment now; retry later", NULL);
     }
     exp_lock(x);
     json_t *j = api_experiment_json(x);
@@ -61,8 +61,8 @@ int api_experiments_create(struct api_req *r)
     exp_put(x);
     char loc[128];
     snprintf(loc, sizeof loc, "/v1/experiments/%s", id);
-    api_reply_header(r, "Location", loc);
-    return api_req_wait(r, 201, j);
+    http_reply_header(r, "Location", loc);
+    return http_req_wait(r, 201, j);
 }
 
 static json_t *summary(struct exp *x)
@@ -79,36 +79,36 @@ static json_t *summary(struct exp *x)
         if (st.delta_c > worst)
             worst = st.delta_c;
     }
-    const char *reason = api_stop_reason(x);
-    char ts[40];
+    const char *reason = exp_stop_reason(x);
+    char ts[CLOCK_RFC3339_LEN];
     clock_format_rfc3339(exp_created_ms(x), ts, sizeof ts);
     return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:o,s:s,s:I,s:I}", "id", exp_id(x), "name",
-                     c->name, "state", api_state_name(x), "policy", c->policy->name, "pulls",
-                     (json_int_t)engine_pulls(e), "pending", (json_int_t)engine_pending(e),
+                     c->name, "state", exp_state_name(exp_get_state(x)), "policy", c->policy->name,
+                     "pulls", (json_int_t)engine_pulls(e), "pending", (json_int_t)engine_pending(e),
                      "delta_c", worst, "stop_reason", reason ? json_string(reason) : json_null(),
                      "created_at", ts, "bandits", (json_int_t)c->n_bandits, "bandits_done",
                      (json_int_t)engine_bandits_done(e));
 }
 
-int api_experiments_list(struct api_req *r)
+int api_experiments_list(struct http_req *r)
 {
     size_t limit = 100;
-    const char *l = api_req_query(r, "limit");
+    const char *l = http_req_query(r, "limit");
     if (l != NULL) {
         char *end;
         long v = strtol(l, &end, 10);
         if (*l == '\0' || *end != '\0' || v < 1 || v > 1000)
-            return api_reply_invalid(r, "limit", "must be an integer from 1 to 1000");
+            return http_reply_invalid(r, "limit", "must be an integer from 1 to 1000");
         limit = (size_t)v;
     }
-    const char *after = api_req_query(r, "after");
+    const char *after = http_req_query(r, "after");
     // NOLINTNEXTLINE(bugprone-sizeof-expression): sizeof *p for an array of pointers
     struct exp **page = calloc(limit + 1, sizeof *page);
     json_t *arr = json_array();
     if (page == NULL || arr == NULL) {
         free(page);
         json_decref(arr);
-        return api_reply_problem(r, 503, "out of memory", NULL);
+        return http_reply_oom(r);
     }
     /* One more than asked tells whether a next page exists. */
     size_t n = exp_list(after, limit + 1, page);
@@ -123,71 +123,71 @@ int api_experiments_list(struct api_req *r)
     for (size_t i = 0; i < n; i++)
         exp_put(page[i]);
     free(page);
-    return api_reply_json(r, 200, json_pack("{s:o,s:o}", "experiments", arr, "next", next));
+    return http_reply_json(r, 200, json_pack("{s:o,s:o}", "experiments", arr, "next", next));
 }
 
-int api_experiments_get(struct api_req *r)
+int api_experiments_get(struct http_req *r)
 {
     struct exp *x = api_exp_lock(r);
     if (x == NULL)
-        return API_DONE;
+        return HTTP_DONE;
     json_t *j = api_experiment_json(x);
     api_exp_unlock(x);
-    return api_reply_json(r, 200, j);
+    return http_reply_json(r, 200, j);
 }
 
-int api_experiments_patch(struct api_req *r)
+int api_experiments_patch(struct http_req *r)
 {
-    json_t *body = api_req_json(r, 0);
+    json_t *body = http_req_json(r, 0);
     if (body == NULL)
-        return API_DONE;
+        return HTTP_DONE;
     json_t *errors = json_array();
     enum exp_state want = EXP_RUNNING;
     char detail[API_DETAIL_MAX];
     int prc = errors != NULL ? api_parse_patch(body, &want, errors, detail) : -1;
-    if (prc != 0) {
-        if (prc < 0) {
-            json_decref(errors);
-            return api_reply_problem(r, 503, "out of memory", NULL);
-        }
-        return api_reply_problem(r, 400, detail, errors);
-    }
+    if (prc != 0)
+        return api_reply_parse(r, prc, errors, detail);
     json_decref(errors);
     struct exp *x = api_exp_lock(r);
     if (x == NULL)
-        return API_DONE;
-    struct exp_batch *b = api_req_batch(r);
-    int rc = exp_ev_state(x, b, want, api_req_now_ms(r));
+        return HTTP_DONE;
+    struct api_write *wr = api_write_begin(r);
+    if (wr == NULL) {
+        api_exp_unlock(x);
+        return HTTP_DONE;
+    }
+    int rc = exp_ev_state(x, &wr->batch, want, http_req_now_ms(r));
     if (rc != EXP_OK) {
         api_exp_unlock(x);
+        api_write_abandon(wr);
         if (rc == EXP_ERR_NOMEM)
-            return api_reply_problem(r, 503, "out of memory", NULL);
-        return api_reply_problem(
+            return http_reply_oom(r);
+        return http_reply_problem(
             r, 409, "the experiment has stopped; a stop is final",
             json_pack("[{s:s,s:s}]", "field", "state", "message", "cannot leave \"stopped\""));
     }
+    /* Asking for the state already held queues no event, but still waits
+     * for the write that set it: a 200 must never report a state a crash
+     * could take back. */
     json_t *j = api_experiment_json(x);
-    if (b->n == 0) {
-        api_exp_unlock(x);
-        return api_reply_json(r, 200, j);
-    }
-    rc = api_req_submit(r, x);
-    api_exp_unlock(x);
-    if (rc != STORE_OK) {
-        json_decref(j);
-        return api_reply_store_error(r, rc);
-    }
-    return api_req_wait(r, 200, j);
+    return api_write_finish(wr, x, 200, j);
 }
 
-int api_experiments_delete(struct api_req *r)
+int api_experiments_delete(struct http_req *r)
 {
     struct exp *x = api_exp_lock(r);
     if (x == NULL)
-        return API_DONE;
-    int rc = api_req_delete(r, x);
+        return HTTP_DONE;
+    struct api_write *wr = api_write_begin(r);
+    if (wr == NULL) {
+        api_exp_unlock(x);
+        return HTTP_DONE;
+    }
+    int rc = exp_delete_locked(x, &wr->batch, api_write_done, wr);
     api_exp_unlock(x);
-    if (rc != STORE_OK)
+    if (rc != STORE_OK) {
+        api_write_abandon(wr);
         return api_reply_store_error(r, rc);
-    return api_req_wait(r, 204, NULL);
+    }
+    return http_req_wait(r, 204, NULL);
 }

@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/jsonutil.h"
+#include "base/buf.h"
 #include "base/log.h"
 #include "base/clock.h"
 
@@ -57,8 +57,8 @@ struct export
     enum fmt fmt;
     int header_done, done, failed;
     size_t events_in_chunk;
-    char *buf; /* pending output */
-    size_t len, off, cap;
+    struct buf out; /* pending output */
+    size_t off;     /* sent of it */
 };
 
 static const char *const columns[] = {"kind",   "seq",    "assignment_id", "time",
@@ -70,24 +70,12 @@ enum { NCOL = sizeof columns / sizeof columns[0] };
 
 static int put(struct export *e, const char *s, size_t n)
 {
-    if (e->len + n + 1 > e->cap) {
-        size_t ncap = e->cap ? e->cap : (size_t)64 * 1024;
-        while (ncap < e->len + n + 1)
-            ncap *= 2;
-        char *nb = realloc(e->buf, ncap);
-        if (nb == NULL)
-            return -1;
-        e->buf = nb;
-        e->cap = ncap;
-    }
-    memcpy(e->buf + e->len, s, n);
-    e->len += n;
-    return 0;
+    return buf_put(&e->out, s, n);
 }
 
 static int puts_(struct export *e, const char *s)
 {
-    return put(e, s, strlen(s));
+    return buf_puts(&e->out, s);
 }
 
 /* Shortest %g form that reads back to v. */
@@ -192,7 +180,7 @@ static int on_event(void *arg, const struct store_event *ev)
     const struct exp_config *c = exp_cfg(e->x);
     const char *v[NCOL] = {NULL};
     static const int str[NCOL] = {1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1};
-    char seq[24], aid[48], ts[40], reward[40], rtime[40];
+    char seq[24], aid[48], ts[CLOCK_RFC3339_LEN], reward[40], rtime[CLOCK_RFC3339_LEN];
     snprintf(seq, sizeof seq, "%" PRId64, ev->seq);
     clock_format_rfc3339(ev->ts_ms, ts, sizeof ts);
     v[1] = seq;
@@ -258,7 +246,7 @@ static int on_event(void *arg, const struct store_event *ev)
     }
     /* Stop this query once enough is buffered or read; the next refill
      * continues after next_seq. */
-    if (++e->events_in_chunk >= CHUNK_EVENTS || e->len >= BUF_TARGET)
+    if (++e->events_in_chunk >= CHUNK_EVENTS || e->out.len >= BUF_TARGET)
         return 1;
     return 0;
 }
@@ -273,7 +261,7 @@ static int still_there(struct export *e)
 /* Fill the buffer with the next rows. 0, or −1 on failure. */
 static int refill(struct export *e)
 {
-    e->len = e->off = 0;
+    e->out.len = e->off = 0;
     if (!e->header_done) {
         e->header_done = 1;
         if (e->fmt == FMT_CSV) {
@@ -284,7 +272,7 @@ static int refill(struct export *e)
                 return -1;
         }
     }
-    while (!e->done && e->len < BUF_TARGET) {
+    while (!e->done && e->out.len < BUF_TARGET) {
         e->events_in_chunk = 0;
         int64_t before = e->next_seq;
         int rc = store_load_events(exp_store(), e->rowid, e->next_seq, on_event, e);
@@ -309,18 +297,18 @@ static long export_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos; /* MHD reads sequentially */
     struct export *e = cls;
-    if (e->off == e->len) {
+    if (e->off == e->out.len) {
         if (e->done && e->header_done)
             return 0;
         if (refill(e) != 0)
             return -1;
-        if (e->len == 0)
+        if (e->out.len == 0)
             return 0;
     }
-    size_t n = e->len - e->off;
+    size_t n = e->out.len - e->off;
     if (n > max)
         n = max;
-    memcpy(buf, e->buf + e->off, n);
+    memcpy(buf, e->out.p + e->off, n);
     e->off += n;
     return (long)n;
 }
@@ -329,21 +317,21 @@ static void export_free(void *cls)
 {
     struct export *e = cls;
     exp_put(e->x);
-    free(e->buf);
+    buf_free(&e->out);
     free(e);
 }
 
-int api_export_get(struct api_req *r)
+int api_export_get(struct http_req *r)
 {
     enum fmt fmt = FMT_NDJSON;
-    const char *f = api_req_query(r, "format");
+    const char *f = http_req_query(r, "format");
     if (f != NULL && strcmp(f, "csv") == 0)
         fmt = FMT_CSV;
     else if (f != NULL && strcmp(f, "ndjson") != 0)
-        return api_reply_invalid(r, "format", "must be \"ndjson\" or \"csv\"");
+        return http_reply_invalid(r, "format", "must be \"ndjson\" or \"csv\"");
     struct exp *x = api_exp_lock(r);
     if (x == NULL)
-        return API_DONE;
+        return HTTP_DONE;
     int64_t rowid = exp_rowid(x);
     exp_unlock(x); /* the reference stays: the stream holds it */
     struct export *e = calloc(1, sizeof *e);
@@ -352,9 +340,10 @@ int api_export_get(struct api_req *r)
     if (rc != STORE_OK) {
         free(e);
         exp_put(x);
-        return api_reply_problem(r, 503, "storage read failed; retry later", NULL);
+        return http_reply_problem(r, 503, "storage read failed; retry later", NULL);
     }
     e->x = x;
+    buf_init(&e->out, 0);
     snprintf(e->id, sizeof e->id, "%s", exp_id(x));
     e->rowid = rowid;
     e->end_seq = last;
@@ -363,8 +352,8 @@ int api_export_get(struct api_req *r)
     char disp[EXP_ID_MAX + 64];
     snprintf(disp, sizeof disp, "attachment; filename=\"%s.%s\"", e->id,
              fmt == FMT_CSV ? "csv" : "ndjson");
-    api_reply_header(r, "Content-Disposition", disp);
-    return api_reply_stream(
+    http_reply_header(r, "Content-Disposition", disp);
+    return http_reply_stream(
         r, 200, fmt == FMT_CSV ? "text/csv; charset=utf-8; header=present" : "application/x-ndjson",
         export_read, e, export_free);
 }

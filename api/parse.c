@@ -9,15 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/jsonutil.h"
 #include "base/jsonv.h"
 
 static int add(json_t *errors, const char *field, const char *message)
 {
-    json_t *e = json_pack("{s:s,s:s}", "field", field, "message", message);
-    if (e == NULL || json_array_append_new(errors, e) != 0)
-        return -1;
-    return 0;
+    return jv_error(errors, field, "%s", message);
 }
 
 /* One offending field: errors gets it, detail says "field: message". */
@@ -31,27 +27,8 @@ static int invalid(json_t *errors, char *detail, const char *field, const char *
  * was applied. */
 static int item_errors(json_t *errors, char *detail)
 {
-    json_t *first = json_array_get(errors, 0);
-    snprintf(detail, API_DETAIL_MAX, "%s: %s; nothing was recorded",
-             json_string_value(json_object_get(first, "field")),
-             json_string_value(json_object_get(first, "message")));
+    jv_first_error(errors, "; nothing was recorded", detail, API_DETAIL_MAX);
     return 1;
-}
-
-int api_cfg_bandit(const struct exp_config *cfg, const char *id)
-{
-    for (size_t b = 0; b < cfg->n_bandits; b++)
-        if (strcmp(cfg->bandit_ids[b], id) == 0)
-            return (int)b;
-    return -1;
-}
-
-int api_cfg_arm(const struct exp_config *cfg, size_t bandit, const char *name)
-{
-    for (size_t i = 0; i < cfg->n_arms[bandit]; i++)
-        if (strcmp(cfg->arm_names[bandit][i], name) == 0)
-            return (int)i;
-    return -1;
 }
 
 /* --- assignments ------------------------------------------------------------ */
@@ -75,7 +52,7 @@ int api_parse_assignment(json_t *body, const struct exp_config *cfg, size_t max_
         const char *id = json_string_value(v);
         if (id == NULL)
             return invalid(errors, detail, "bandit", "must be a bandit id (string)");
-        out->bandit = api_cfg_bandit(cfg, id);
+        out->bandit = exp_cfg_bandit(cfg, id);
         if (out->bandit < 0)
             return invalid(errors, detail, "bandit", "no such bandit in this experiment");
     }
@@ -245,7 +222,7 @@ int api_parse_observations(json_t *body, const struct exp_config *cfg, size_t ma
         it[i].bandit = 0;
         if (bj != NULL && !json_is_null(bj)) {
             const char *bid = json_string_value(bj);
-            it[i].bandit = bid != NULL ? api_cfg_bandit(cfg, bid) : -1;
+            it[i].bandit = bid != NULL ? exp_cfg_bandit(cfg, bid) : -1;
             if (it[i].bandit < 0) {
                 item_field(field, sizeof field, batch, "observations", i, "bandit");
                 add(errors, field, "no such bandit in this experiment");
@@ -257,7 +234,7 @@ int api_parse_observations(json_t *body, const struct exp_config *cfg, size_t ma
             continue;
         }
         const char *arm = json_string_value(json_object_get(o, "arm"));
-        it[i].arm = arm != NULL ? api_cfg_arm(cfg, (size_t)it[i].bandit, arm) : -1;
+        it[i].arm = arm != NULL ? exp_cfg_arm(cfg, (size_t)it[i].bandit, arm) : -1;
         if (it[i].arm < 0) {
             item_field(field, sizeof field, batch, "observations", i, "arm");
             add(errors, field, "must name an arm of the bandit");
@@ -285,14 +262,7 @@ int api_parse_patch(json_t *body, enum exp_state *state, json_t *errors, char *d
         snprintf(detail, API_DETAIL_MAX, "unknown fields");
         return 1;
     }
-    const char *st = json_string_value(json_object_get(body, "state"));
-    if (st != NULL && strcmp(st, "running") == 0)
-        *state = EXP_RUNNING;
-    else if (st != NULL && strcmp(st, "paused") == 0)
-        *state = EXP_PAUSED;
-    else if (st != NULL && strcmp(st, "stopped") == 0)
-        *state = EXP_STOPPED;
-    else
+    if (exp_state_parse(json_string_value(json_object_get(body, "state")), state) != 0)
         return invalid(errors, detail, "state", "must be \"running\", \"paused\" or \"stopped\"");
     return 0;
 }

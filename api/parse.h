@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "api/experiment.h"
+#include "exp/exp.h"
 
 #define API_DETAIL_MAX 256
 
@@ -53,9 +53,5 @@ int api_parse_observations(json_t *body, const struct exp_config *cfg, size_t ma
 
 /* PATCH: {"state": "running" | "paused" | "stopped"}. */
 int api_parse_patch(json_t *body, enum exp_state *state, json_t *errors, char *detail);
-
-/* Indexes in a configuration: bandit by id, arm by name; −1 if none. */
-int api_cfg_bandit(const struct exp_config *cfg, const char *id);
-int api_cfg_arm(const struct exp_config *cfg, size_t bandit, const char *name);
 
 #endif

@@ -11,10 +11,10 @@
 
 #include "sim/sim.h"
 
-int api_policies_list(struct api_req *r)
+int api_policies_list(struct http_req *r)
 {
     json_t *j = sim_policies_json();
     if (j == NULL)
-        return api_reply_problem(r, 503, "out of memory", NULL);
-    return api_reply_json(r, 200, j);
+        return http_reply_oom(r);
+    return http_reply_json(r, 200, j);
 }

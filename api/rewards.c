@@ -17,60 +17,48 @@
 
 #include "base/jsonw.h"
 #include "api/parse.h"
-#include "server/metrics.h"
+#include "api/metrics.h"
 
-extern const struct exp_limits *exp_limits_get(void);
-
-/* Parse errors (rc 1 or −1) become the reply. */
-static int reply_parse_error(struct api_req *r, int rc, json_t *errors, const char *detail)
+/* Queue the write, unlock, and answer w's text once committed. */
+static int finish(struct api_write *wr, struct exp *x, struct jw *w, unsigned status)
 {
-    if (rc < 0) {
-        json_decref(errors);
-        return api_reply_problem(r, 503, "out of memory", NULL);
-    }
-    return api_reply_problem(r, 400, detail, errors);
-}
-
-/* Queue the request's batch, unlock, and wait for the commit. */
-static int finish(struct api_req *r, struct exp *x, struct jw *w, unsigned status)
-{
-    int rc = api_req_submit(r, x);
-    api_exp_unlock(x);
-    if (rc != STORE_OK) {
-        jw_free(w);
-        return api_reply_store_error(r, rc);
-    }
     size_t len = 0;
     char *text = jw_finish(w, &len);
-    return api_req_wait_text(r, status, text, len);
+    return api_write_finish_text(wr, x, status, text, len);
 }
 
-int api_rewards_create(struct api_req *r)
+int api_rewards_create(struct http_req *r)
 {
-    json_t *body = api_req_json(r, 0);
+    json_t *body = http_req_json(r, 0);
     if (body == NULL)
-        return API_DONE;
+        return HTTP_DONE;
     struct exp *x = api_exp_find(r);
     if (x == NULL)
-        return API_DONE;
+        return HTTP_DONE;
     json_t *errors = json_array();
     struct api_reward_item *items = NULL;
     size_t n = 0;
     int batch = 0;
     char detail[API_DETAIL_MAX];
-    int rc = errors != NULL ? api_parse_rewards(body, exp_cfg(x), exp_limits_get()->max_batch,
-                                                &items, &n, &batch, errors, detail)
+    int rc = errors != NULL ? api_parse_rewards(body, exp_cfg(x), exp_limits()->max_batch, &items,
+                                                &n, &batch, errors, detail)
                             : -1;
     if (rc != 0) {
         exp_put(x);
-        return reply_parse_error(r, rc, errors, detail);
+        return api_reply_parse(r, rc, errors, detail);
     }
     json_decref(errors);
     if (api_exp_enter(r, x) != 0) {
         free(items);
-        return API_DONE;
+        return HTTP_DONE;
     }
-    struct exp_batch *b = api_req_batch(r);
+    struct api_write *wr = api_write_begin(r);
+    if (wr == NULL) {
+        api_exp_unlock(x);
+        free(items);
+        return HTTP_DONE;
+    }
+    struct exp_batch *b = &wr->batch;
     struct jw items_w, w;
     size_t accepted = 0, duplicates = 0;
     jw_init(&items_w);
@@ -78,13 +66,14 @@ int api_rewards_create(struct api_req *r)
         const char *aid = items[i].assignment_id;
         int64_t seq = exp_parse_assignment_id(x, aid);
         enum exp_reward_status st =
-            seq < 0 ? EXP_R_UNKNOWN : exp_ev_reward(x, b, seq, items[i].value, api_req_now_ms(r));
+            seq < 0 ? EXP_R_UNKNOWN : exp_ev_reward(x, b, seq, items[i].value, http_req_now_ms(r));
         metrics_reward(st);
         if (!batch && st == EXP_R_UNKNOWN) {
             api_exp_unlock(x);
+            api_write_abandon(wr);
             free(items);
             jw_free(&items_w);
-            return api_reply_problem(
+            return http_reply_problem(
                 r, 404, "no such assignment in this experiment",
                 json_pack("[{s:s,s:s}]", "field", "assignment_id", "message", "unknown"));
         }
@@ -111,38 +100,43 @@ int api_rewards_create(struct api_req *r)
     jw_append(&w, &items_w);
     jw_lit(&w, "]}");
     jw_free(&items_w);
-    return finish(r, x, &w, 200);
+    return finish(wr, x, &w, 200);
 }
 
-int api_observations_create(struct api_req *r)
+int api_observations_create(struct http_req *r)
 {
-    json_t *body = api_req_json(r, 0);
+    json_t *body = http_req_json(r, 0);
     if (body == NULL)
-        return API_DONE;
+        return HTTP_DONE;
     struct exp *x = api_exp_find(r);
     if (x == NULL)
-        return API_DONE;
+        return HTTP_DONE;
     json_t *errors = json_array();
     struct api_observation_item *items = NULL;
     size_t n = 0;
     char detail[API_DETAIL_MAX];
-    int rc = errors != NULL ? api_parse_observations(body, exp_cfg(x), exp_limits_get()->max_batch,
+    int rc = errors != NULL ? api_parse_observations(body, exp_cfg(x), exp_limits()->max_batch,
                                                      &items, &n, errors, detail)
                             : -1;
     if (rc != 0) {
         exp_put(x);
-        return reply_parse_error(r, rc, errors, detail);
+        return api_reply_parse(r, rc, errors, detail);
     }
     json_decref(errors);
     if (api_exp_enter(r, x) != 0) {
         free(items);
-        return API_DONE;
+        return HTTP_DONE;
     }
-    struct exp_batch *b = api_req_batch(r);
+    struct api_write *wr = api_write_begin(r);
+    if (wr == NULL) {
+        api_exp_unlock(x);
+        free(items);
+        return HTTP_DONE;
+    }
     size_t done = 0;
     for (; done < n; done++)
-        if (exp_ev_observe(x, b, (size_t)items[done].bandit, (size_t)items[done].arm,
-                           items[done].value, api_req_now_ms(r)) != EXP_OK)
+        if (exp_ev_observe(x, &wr->batch, (size_t)items[done].bandit, (size_t)items[done].arm,
+                           items[done].value, http_req_now_ms(r)) != EXP_OK)
             break; /* out of memory: report what was recorded */
     free(items);
     metrics_observations(done);
@@ -151,5 +145,5 @@ int api_observations_create(struct api_req *r)
     jw_lit(&w, "{\"accepted\":");
     jw_int(&w, (long long)done);
     jw_lit(&w, "}");
-    return finish(r, x, &w, 200);
+    return finish(wr, x, &w, 200);
 }

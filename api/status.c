@@ -11,16 +11,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api/jsonutil.h"
 #include "base/clock.h"
 
 /* 304 if the client has the current version. Lock held. */
-static int not_modified(struct api_req *r, struct exp *x, char *etag, size_t len)
+static int not_modified(struct http_req *r, struct exp *x, char *etag, size_t len)
 {
     snprintf(etag, len, "\"%" PRId64 "-%s-%" PRIu64 "\"", exp_created_ms(x), exp_id(x),
              exp_version(x));
-    const char *inm = api_req_header(r, "If-None-Match");
-    return inm != NULL && (strstr(inm, etag) != NULL || strcmp(inm, "*") == 0);
+    return http_etag_matches(http_req_header(r, "If-None-Match"), etag);
 }
 
 static json_t *bandit_json(struct exp *x, size_t b)
@@ -65,26 +63,26 @@ static json_t *bandit_json(struct exp *x, size_t b)
                      "glr", isfinite(st.glr) ? st.glr : 1e308, "done", st.done, "arms", arr);
 }
 
-int api_status_get(struct api_req *r)
+int api_status_get(struct http_req *r)
 {
     struct exp *x = api_exp_lock(r);
     if (x == NULL)
-        return API_DONE;
+        return HTTP_DONE;
     char etag[160];
     if (not_modified(r, x, etag, sizeof etag)) {
         api_exp_unlock(x);
-        api_reply_header(r, "ETag", etag);
-        return api_reply_empty(r, 304);
+        http_reply_header(r, "ETag", etag);
+        return http_reply_empty(r, 304);
     }
     const struct exp_config *c = exp_cfg(x);
     struct engine *e = exp_engine(x);
     json_t *bandits = json_array();
     for (size_t b = 0; b < c->n_bandits; b++)
         json_array_append_new(bandits, bandit_json(x, b));
-    const char *reason = api_stop_reason(x);
+    const char *reason = exp_stop_reason(x);
     json_t *j = json_pack(
         "{s:s,s:s,s:b,s:o,s:I,s:I,s:I,s:o,s:s,s:I,s:f,s:f,s:I,s:I,s:o}", "id", exp_id(x), "state",
-        api_state_name(x), "stopped", engine_stopped(e), "stop_reason",
+        exp_state_name(exp_get_state(x)), "stopped", engine_stopped(e), "stop_reason",
         reason ? json_string(reason) : json_null(), "pulls", (json_int_t)engine_pulls(e), "pending",
         (json_int_t)engine_pending(e), "handed_out", (json_int_t)engine_handed_out(e), "budget",
         c->engine.budget ? json_integer((json_int_t)c->engine.budget) : json_null(), "policy",
@@ -92,20 +90,20 @@ int api_status_get(struct api_req *r)
         c->engine.epsilon * exp_range(x), "bandits_done", (json_int_t)engine_bandits_done(e),
         "bandits_total", (json_int_t)c->n_bandits, "bandits", bandits);
     api_exp_unlock(x);
-    api_reply_header(r, "ETag", etag);
-    return api_reply_json(r, 200, j);
+    http_reply_header(r, "ETag", etag);
+    return http_reply_json(r, 200, j);
 }
 
-int api_history_get(struct api_req *r)
+int api_history_get(struct http_req *r)
 {
     struct exp *x = api_exp_lock(r);
     if (x == NULL)
-        return API_DONE;
+        return HTTP_DONE;
     char etag[160];
     if (not_modified(r, x, etag, sizeof etag)) {
         api_exp_unlock(x);
-        api_reply_header(r, "ETag", etag);
-        return api_reply_empty(r, 304);
+        http_reply_header(r, "ETag", etag);
+        return http_reply_empty(r, 304);
     }
     const struct exp_config *c = exp_cfg(x);
     size_t n = exp_history_len(x);
@@ -113,7 +111,7 @@ int api_history_get(struct api_req *r)
     json_t *pulls = json_array(), *times = json_array(), *bandits = json_array();
     for (size_t i = 0; i < n; i++) {
         const struct exp_history_point *p = exp_history_at(x, i);
-        char ts[40];
+        char ts[CLOCK_RFC3339_LEN];
         clock_format_rfc3339(p->ts_ms, ts, sizeof ts);
         json_array_append_new(pulls, json_integer((json_int_t)p->pulls));
         json_array_append_new(times, json_string(ts));
@@ -139,6 +137,6 @@ int api_history_get(struct api_req *r)
     json_t *j = json_pack("{s:s,s:f,s:o,s:o,s:o}", "id", exp_id(x), "delta", c->engine.delta,
                           "pulls", pulls, "time", times, "bandits", bandits);
     api_exp_unlock(x);
-    api_reply_header(r, "ETag", etag);
-    return api_reply_json(r, 200, j);
+    http_reply_header(r, "ETag", etag);
+    return http_reply_json(r, 200, j);
 }

@@ -66,66 +66,44 @@ static int accepts_gzip(const char *ae)
     return gzip >= 0 ? gzip : star == 1;
 }
 
-/* Whether If-None-Match names etag: a list of entity tags, compared weakly
- * (RFC 9110 13.1.2), or "*". */
-static int etag_matches(const char *inm, const char *etag)
-{
-    if (inm == NULL)
-        return 0;
-    size_t el = strlen(etag);
-    const char *p = inm;
-    while (*p) {
-        p += strspn(p, " \t,");
-        if (*p == '*')
-            return 1;
-        if (strncmp(p, "W/", 2) == 0)
-            p += 2;
-        size_t n = strcspn(p, " \t,");
-        if (n == el && strncmp(p, etag, n) == 0)
-            return 1;
-        p += n;
-    }
-    return 0;
-}
-
 /* Send asset a (or its gzip twin), or 304 when the client has it. */
-static int serve(struct api_req *r, const struct web_asset *a, int shell)
+static int serve(struct http_req *r, const struct web_asset *a, int shell)
 {
-    int gz = a->gz != NULL && accepts_gzip(api_req_header(r, "Accept-Encoding"));
+    int gz = a->gz != NULL && accepts_gzip(http_req_header(r, "Accept-Encoding"));
     const char *etag = gz ? a->gz_etag : a->etag;
-    api_reply_header(r, "ETag", etag);
-    api_reply_header(r, "Cache-Control",
-                     shell ? "no-cache" : "public, max-age=31536000, immutable");
+    http_reply_header(r, "ETag", etag);
+    http_reply_header(r, "Cache-Control",
+                      shell ? "no-cache" : "public, max-age=31536000, immutable");
     if (a->gz != NULL)
-        api_reply_header(r, "Vary", "Accept-Encoding");
-    api_reply_header(r, "X-Content-Type-Options", "nosniff");
+        http_reply_header(r, "Vary", "Accept-Encoding");
+    http_reply_header(r, "X-Content-Type-Options", "nosniff");
     if (shell) {
-        api_reply_header(r, "Content-Security-Policy", WEB_CSP);
-        api_reply_header(r, "Referrer-Policy", "no-referrer");
+        http_reply_header(r, "Content-Security-Policy", WEB_CSP);
+        http_reply_header(r, "Referrer-Policy", "no-referrer");
     }
-    if (etag_matches(api_req_header(r, "If-None-Match"), etag))
-        return api_reply_empty(r, 304);
+    if (http_etag_matches(http_req_header(r, "If-None-Match"), etag))
+        return http_reply_empty(r, 304);
     if (gz) {
-        api_reply_header(r, "Content-Encoding", "gzip");
-        return api_reply_static(r, 200, a->content_type, a->gz, a->gz_len);
+        http_reply_header(r, "Content-Encoding", "gzip");
+        return http_reply_static(r, 200, a->content_type, a->gz, a->gz_len);
     }
-    return api_reply_static(r, 200, a->content_type, a->data, a->len);
+    return http_reply_static(r, 200, a->content_type, a->data, a->len);
 }
 
-int api_web_page(struct api_req *r)
+int api_web_page(struct http_req *r)
 {
     const struct web_asset *a = find(WEB_SHELL);
     if (a == NULL)
-        return api_reply_problem(r, 404, "this build has no dashboard (web/dist was empty)", NULL);
+        return http_reply_problem(r, 404, "this build has no dashboard (web/dist was empty)", NULL);
     return serve(r, a, 1);
 }
 
-int api_web_static(struct api_req *r)
+int api_web_static(struct http_req *r)
 {
-    const char *name = api_req_id(r);
+    const char *name = http_req_id(r);
     /* The shell has its own addresses; a stale hashed name is simply gone. */
     const struct web_asset *a = name != NULL && strcmp(name, WEB_SHELL) != 0 ? find(name) : NULL;
     if (a == NULL)
-        return api_reply_problem(r, 404, "no such file", NULL);
+        return http_reply_problem(r, 404, "no such file", NULL);
     return serve(r, a, 0);
 }

@@ -21,8 +21,7 @@ int jv_error(json_t *errors, const char *field, const char *fmt, ...)
     return 0;
 }
 
-int jv_unknown_keys(json_t *obj, const char *const *allowed, const char *prefix,
-                    json_t *errors)
+int jv_unknown_keys(json_t *obj, const char *const *allowed, const char *prefix, json_t *errors)
 {
     int unknown = 0;
     const char *key;

@@ -21,8 +21,7 @@ int jv_error(json_t *errors, const char *field, const char *fmt, ...)
 /* Append an "unknown field" error ("<prefix>.<key>", or "<key>" with an
  * empty prefix) for every key of obj not in allowed (NULL-terminated).
  * Returns the number of unknown keys. */
-int jv_unknown_keys(json_t *obj, const char *const *allowed, const char *prefix,
-                    json_t *errors);
+int jv_unknown_keys(json_t *obj, const char *const *allowed, const char *prefix, json_t *errors);
 
 /* A finite number (integer or real): 1 and *out, or 0. */
 int jv_number(const json_t *v, double *out);

@@ -22,7 +22,7 @@
 
 #include <jansson.h>
 
-#include "server/http.h"
+#include "http/http.h"
 
 #define BARE_MAX_BODY (1u << 20)
 

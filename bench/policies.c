@@ -35,9 +35,7 @@
 
 #include "policies/engine.h"
 #include "policies/policy.h"
-#ifdef HAVE_SIM
 #include "sim/sim.h"
-#endif
 
 #define REPEATS 5
 #define BURST 16
@@ -170,7 +168,6 @@ static int measure(const struct engine_config *c, struct arms *a, double ms, dou
     return 0;
 }
 
-#ifdef HAVE_SIM
 /* Simulator pulls per second on K Bernoulli arms. The budget per run is
  * 20·K, less for slow policies (what one thread does in 0.5 s at the
  * engine's rate pps, at least K), and the number of runs about one second's
@@ -228,7 +225,6 @@ static double sim_pulls_s(const struct policy_ops *p, size_t k, const double *mu
     free(arms);
     return out;
 }
-#endif
 
 static void emit(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void emit(FILE *f, const char *fmt, ...)
@@ -274,18 +270,12 @@ int main(int argc, char **argv)
          "load average %.2f, %.2f, %.2f. ns per select(): engine_assign on a warm engine "
          "(bursts of 16, rewards untimed); pulls/s: assign + reward on one thread",
          load[0], load[1], load[2]);
-#ifdef HAVE_SIM
     emit(f, "; sim pulls/s: sim_run, budget 20·K (less for slow policies), all threads");
-#endif
     emit(f, ". Median of %d timings of %.0f ms.\n\n", REPEATS, ms);
     emit(f, "| policy | ns/select K=10 | K=100 | K=1000 | pulls/s K=10 | K=100 | K=1000 |");
-#ifdef HAVE_SIM
     emit(f, " sim pulls/s K=10 | K=100 | K=1000 |");
-#endif
     emit(f, "\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
-#ifdef HAVE_SIM
     emit(f, " ---: | ---: | ---: |");
-#endif
     emit(f, "\n");
     gsl_rng_env_setup();
     for (const struct policy_ops *const *pp = policy_all(); *pp != NULL; pp++) {
@@ -308,21 +298,13 @@ int main(int argc, char **argv)
             config_for(p, &kk, &c);
             if (measure(&c, &a, ms, &ns[ki], &pps[ki]) != 0)
                 ns[ki] = pps[ki] = NAN;
-#ifdef HAVE_SIM
             sps[ki] = sim_pulls_s(p, k, a.mu, pps[ki]);
-#else
-            sps[ki] = NAN;
-#endif
             free(a.mu);
             gsl_rng_free(a.rng);
         }
         emit(f, "| %s | %.0f | %.0f | %.0f | %.3g | %.3g | %.3g |", p->name, ns[0], ns[1], ns[2],
              pps[0], pps[1], pps[2]);
-#ifdef HAVE_SIM
         emit(f, " %.3g | %.3g | %.3g |", sps[0], sps[1], sps[2]);
-#else
-        (void)sps;
-#endif
         emit(f, "\n");
     }
     emit(f, "\n");

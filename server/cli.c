@@ -14,8 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "api/jsonutil.h"
-#include "server/auth.h"
+#include "api/auth.h"
 #include "server/config.h"
 #include "base/clock.h"
 

@@ -8,8 +8,7 @@
 
 #include <stddef.h>
 
-#include "api/experiment.h"
-#include "server/http.h"
+#include "exp/config.h"
 #include "store/store.h"
 
 struct config {

@@ -13,13 +13,15 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "api/experiment.h"
-#include "server/auth.h"
+#include "api/api.h"
+#include "api/auth.h"
+#include "api/metrics.h"
+#include "base/buf.h"
+#include "base/log.h"
+#include "exp/exp.h"
+#include "http/http.h"
 #include "server/cli.h"
 #include "server/config.h"
-#include "server/http.h"
-#include "base/log.h"
-#include "server/metrics.h"
 #include "store/store.h"
 
 /* Read a whole file (new buffer, NUL-terminated) or NULL. */
@@ -28,27 +30,15 @@ static char *slurp(const char *path)
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return NULL;
-    char *buf = NULL;
-    size_t len = 0, cap = 0, n;
+    struct buf b;
+    buf_init(&b, (size_t)16 << 20); /* a certificate or key: far below */
     char chunk[4096];
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (len + n + 1 > cap) {
-            cap = (len + n + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (nb == NULL) {
-                free(buf);
-                (void)fclose(f);
-                return NULL;
-            }
-            buf = nb;
-        }
-        memcpy(buf + len, chunk, n);
-        len += n;
-    }
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        buf_put(&b, chunk, n);
     (void)fclose(f);
-    if (buf != NULL)
-        buf[len] = '\0';
-    return buf;
+    size_t len;
+    return buf_detach(&b, &len);
 }
 
 static int is_loopback(const char *host)
@@ -179,10 +169,13 @@ int main(int argc, char **argv)
         .max_connections = cfg.max_connections,
         .connection_timeout_s = cfg.timeout_s,
         .log_requests = cfg.log_requests,
-        .metrics_need_key = cfg.metrics_need_key,
         .tls_cert_pem = cert,
         .tls_key_pem = key,
+        .routes = api_routes,
+        .admit = auth_admit,
+        .observe = metrics_request,
     };
+    auth_set_metrics_need_key(cfg.metrics_need_key);
     struct http_server *srv = http_start(&hc, err, sizeof err);
     if (srv == NULL) {
         fprintf(stderr, "banditd: %s\n", err);

@@ -13,12 +13,10 @@
 
 #include <jansson.h>
 
-#include "api/experiment.h"
+#include "exp/exp.h"
 #include "api/parse.h"
 #include "policies/engine.h"
-#ifdef HAVE_SIM
 #include "sim/sim.h"
-#endif
 
 static struct exp_config g_cfg;
 static int g_ready;
@@ -42,14 +40,14 @@ static void init_once(void)
                            "{\"id\":\"y\",\"arms\":[\"d\",\"e\",\"f\"]}]}",
                            0, NULL);
     json_t *errors = json_array();
-    if (j == NULL || errors == NULL || exp_config_parse(j, &g_cfg, errors) != 0)
+    if (j == NULL || errors == NULL || exp_config_parse(j, exp_limits(), &g_cfg, errors) != 0)
         abort(); /* the fixture itself must be valid */
     json_decref(j);
     json_decref(errors);
     g_ready = 1;
 }
 
-/* The body as api_req_json reads it; NULL when it is not JSON. */
+/* The body as http_req_json reads it; NULL when it is not JSON. */
 static json_t *load(const uint8_t *data, size_t size)
 {
     json_error_t err;
@@ -64,7 +62,7 @@ int fuzz_expconfig(const uint8_t *data, size_t size)
         return 0;
     json_t *errors = json_array();
     struct exp_config cfg;
-    int rc = exp_config_parse(body, &cfg, errors);
+    int rc = exp_config_parse(body, exp_limits(), &cfg, errors);
     if (rc == 0) {
         /* what creation does next: build the engine and serialise */
         char err[256];
@@ -159,7 +157,6 @@ int fuzz_patch(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifdef HAVE_SIM
 int fuzz_simproblem(const uint8_t *data, size_t size)
 {
     json_t *j = load(data, size);
@@ -173,4 +170,3 @@ int fuzz_simproblem(const uint8_t *data, size_t size)
     json_decref(j);
     return 0;
 }
-#endif

@@ -19,8 +19,6 @@ int fuzz_assignment(const uint8_t *data, size_t size);
 int fuzz_rewards(const uint8_t *data, size_t size);
 int fuzz_observations(const uint8_t *data, size_t size);
 int fuzz_patch(const uint8_t *data, size_t size);
-#ifdef HAVE_SIM
 int fuzz_simproblem(const uint8_t *data, size_t size);
-#endif
 
 #endif

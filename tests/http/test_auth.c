@@ -24,8 +24,9 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-#include "server/auth.h"
-#include "server/http.h"
+#include "api/auth.h"
+#include "api/api.h"
+#include "http/http.h"
 #include "tests/support/harness.h"
 
 #define KEYLEN 128
@@ -160,7 +161,7 @@ static void test_401_missing_or_unknown(void **state)
 }
 
 /* The path of a route with {id} replaced. */
-static void route_path(const struct route *rt, const char *id, char *out, size_t len)
+static void route_path(const struct http_route *rt, const char *id, char *out, size_t len)
 {
     const char *p = strstr(rt->pattern, "{id}");
     if (p == NULL)
@@ -171,7 +172,7 @@ static void route_path(const struct route *rt, const char *id, char *out, size_t
 
 /* Routes whose answer to the matrix's requests is known to be 2xx: the API
  * and the operational endpoints (other branches add pages and assets). */
-static int strict_route(const struct route *rt)
+static int strict_route(const struct http_route *rt)
 {
     static const char *const ops[] = {"/healthz", "/readyz", "/metrics", "/openapi.json", NULL};
     if (strncmp(rt->pattern, "/v1/", 4) == 0)
@@ -182,7 +183,7 @@ static int strict_route(const struct route *rt)
     return 0;
 }
 
-static const char *route_body(const struct route *rt, int n)
+static const char *route_body(const struct http_route *rt, int n)
 {
     if (strcmp(rt->method, "POST") == 0 && strcmp(rt->pattern, "/v1/experiments") == 0) {
         static char buf[128];
@@ -225,11 +226,11 @@ static void test_scope_matrix(void **state)
     };
     int n = 0, checked = 0;
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-        for (const struct route *rt = http_routes; rt->method != NULL; rt++, n++) {
+        for (const struct http_route *rt = api_routes; rt->method != NULL; rt++, n++) {
             char path[256];
             route_path(rt, strcmp(rt->method, "DELETE") == 0 ? "doomed" : "e", path, sizeof path);
-            unsigned need = rt->scope & ~(unsigned)API_SCOPE_IF_CONFIGURED;
-            if (rt->scope & API_SCOPE_IF_CONFIGURED)
+            unsigned need = rt->need & ~(unsigned)API_SCOPE_IF_CONFIGURED;
+            if (rt->need & API_SCOPE_IF_CONFIGURED)
                 need = API_SCOPE_NONE; /* not configured here */
             long s = req(f, rt->method, path, keys[k].key, route_body(rt, n));
             int allowed = need == API_SCOPE_NONE || (keys[k].scopes & need) ||
@@ -249,8 +250,8 @@ static void test_scope_matrix(void **state)
         }
     assert_true(checked >= 4 * 12);
     /* Open routes answer without any key. */
-    for (const struct route *rt = http_routes; rt->method != NULL; rt++) {
-        if (rt->scope != API_SCOPE_NONE && !(rt->scope & API_SCOPE_IF_CONFIGURED))
+    for (const struct http_route *rt = api_routes; rt->method != NULL; rt++) {
+        if (rt->need != API_SCOPE_NONE && !(rt->need & API_SCOPE_IF_CONFIGURED))
             continue;
         char path[256];
         route_path(rt, "e", path, sizeof path);

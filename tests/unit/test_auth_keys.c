@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "server/auth.h"
+#include "api/auth.h"
 #include "store/store.h"
 #include "tests/support/tstore.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_experiment.c — the live-experiment layer (api/experiment.c) over a
+ * test_experiment.c — the experiment runtime (exp/) over a
  * real store, driven directly so that the writer can be paused and single
  * submissions refused (store_test.h): the interleavings that HTTP clients
  * can only hit by chance.
@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "api/experiment.h"
+#include "exp/exp.h"
 #include "store/store.h"
 #include "store/store_test.h"
 #include "tests/support/tstore.h"
@@ -137,7 +137,7 @@ static struct exp *create(const char *id, int *rc_out)
     json_t *errors = json_array();
     struct exp_config cfg;
     assert_non_null(j);
-    assert_int_equal(exp_config_parse(j, &cfg, errors), 0);
+    assert_int_equal(exp_config_parse(j, exp_limits(), &cfg, errors), 0);
     json_decref(j);
     json_decref(errors);
     struct waiter w;

@@ -24,7 +24,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "api/jsonutil.h"
+#include "exp/config.h"
 #include "base/jsonw.h"
 #include "tests/fuzz/targets.h"
 #include "base/clock.h"
@@ -99,13 +99,11 @@ static void test_patch(void **s)
     (void)s;
     replay("patch", fuzz_patch, 1);
 }
-#ifdef HAVE_SIM
 static void test_simproblem(void **s)
 {
     (void)s;
     replay("simproblem", fuzz_simproblem, 1);
 }
-#endif
 
 /* --- jsonw against jansson ------------------------------------------------------- */
 
@@ -237,9 +235,7 @@ int main(void)
         cmocka_unit_test(test_rewards),
         cmocka_unit_test(test_observations),
         cmocka_unit_test(test_patch),
-#ifdef HAVE_SIM
         cmocka_unit_test(test_simproblem),
-#endif
         cmocka_unit_test(test_jsonw_matches_jansson),
         cmocka_unit_test(test_rfc3339_matches_strftime),
     };

@@ -24,7 +24,8 @@
 #include <jansson.h>
 
 #include "api/openapi.h"
-#include "server/http.h"
+#include "api/api.h"
+#include "http/http.h"
 
 static json_t *g_doc;
 
@@ -56,12 +57,12 @@ static void test_parses(void **state)
 }
 
 /* The security requirement a route's scope calls for. */
-static void check_security(const struct route *rt, json_t *op)
+static void check_security(const struct http_route *rt, json_t *op)
 {
     json_t *sec = json_object_get(op, "security");
     if (!json_is_array(sec))
         fail_msg("%s %s: no security list", rt->method, rt->pattern);
-    unsigned scope = rt->scope & ~(unsigned)API_SCOPE_IF_CONFIGURED;
+    unsigned scope = rt->need & ~(unsigned)API_SCOPE_IF_CONFIGURED;
     if (scope == API_SCOPE_NONE) {
         if (json_array_size(sec) != 0)
             fail_msg("%s %s is open: security must be []", rt->method, rt->pattern);
@@ -86,7 +87,7 @@ static void check_security(const struct route *rt, json_t *op)
     }
     if (!found_scope)
         fail_msg("%s %s: security must name scope %s", rt->method, rt->pattern, name);
-    if (found_open != ((rt->scope & API_SCOPE_IF_CONFIGURED) != 0))
+    if (found_open != ((rt->need & API_SCOPE_IF_CONFIGURED) != 0))
         fail_msg("%s %s: the optional ({}) requirement must match the route's scope", rt->method,
                  rt->pattern);
 }
@@ -97,7 +98,7 @@ static void test_every_route_documented(void **state)
     assert_non_null(g_doc);
     json_t *paths = json_object_get(g_doc, "paths");
     size_t n = 0;
-    for (const struct route *rt = http_routes; rt->method != NULL; rt++, n++) {
+    for (const struct http_route *rt = api_routes; rt->method != NULL; rt++, n++) {
         json_t *item = json_object_get(paths, rt->pattern);
         if (item == NULL)
             fail_msg("route %s %s is missing from docs/openapi.json", rt->method, rt->pattern);
@@ -112,7 +113,7 @@ static void test_every_route_documented(void **state)
             fail_msg("%s %s: no responses", rt->method, rt->pattern);
         check_security(rt, op);
         /* A route that needs a key documents 401 and 403. */
-        if ((rt->scope & ~(unsigned)API_SCOPE_IF_CONFIGURED) != API_SCOPE_NONE) {
+        if ((rt->need & ~(unsigned)API_SCOPE_IF_CONFIGURED) != API_SCOPE_NONE) {
             json_t *rs = json_object_get(op, "responses");
             if (json_object_get(rs, "401") == NULL || json_object_get(rs, "403") == NULL)
                 fail_msg("%s %s: 401 and 403 must be documented", rt->method, rt->pattern);
@@ -142,7 +143,7 @@ static void test_every_operation_is_a_route(void **state)
                 continue;
             ops++;
             int found = 0;
-            for (const struct route *rt = http_routes; rt->method != NULL; rt++) {
+            for (const struct http_route *rt = api_routes; rt->method != NULL; rt++) {
                 char m[16];
                 lower(rt->method, m, sizeof m);
                 if (strcmp(rt->pattern, path) == 0 && strcmp(m, key) == 0)

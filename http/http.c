@@ -1,21 +1,22 @@
 /*
- * http.c — libmicrohttpd glue: request contexts, routing, body limits,
- * content types, authentication, replies, and the suspend/resume dance that
- * lets a handler wait for the store's group commit without holding a pool
- * thread.
+ * http.c — libmicrohttpd glue (http.h): request contexts, routing, body
+ * limits, content types, the admission hook, replies, and the
+ * suspend/resume dance that lets a handler wait for a completion (the
+ * store's group commit) without holding a pool thread.
  *
  * Request life: MHD calls access_handler once with the headers (we route and
  * check limits), once per body chunk (we buffer up to max_body), then once
  * with no data (we dispatch to the handler). A handler that wrote something
  * suspends the connection; the writer thread's completion callback resumes
  * it, MHD calls access_handler again, and we send the stashed reply. A
- * request context is shared by MHD and a pending write, hence its reference
- * count.
+ * request context is shared by MHD and a pending completion, hence its
+ * reference count.
  */
-#include "server/http.h"
+#include "http/http.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,33 +24,29 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/jsonutil.h"
-#include "server/auth.h"
-#include "base/log.h"
-#include "server/metrics.h"
+#include "base/buf.h"
 #include "base/clock.h"
+#include "base/log.h"
 
 #define MAX_HEADERS 8
 #define MAX_SEGMENTS 8
 
-struct api_req {
+struct http_req {
     struct MHD_Connection *conn;
-    const struct route *route;
+    const struct http_route *route;
     char method[16];
     char *path;
-    char id[EXP_ID_MAX + 1];
+    char id[HTTP_ID_MAX + 1];
     unsigned pre_status; /* an answer decided before dispatch (404, 405, 413…) */
-    const char *pre_detail;
+    char pre_detail[256];
     char *allow; /* 405: the methods the path accepts */
     char *body;
     size_t len, cap;
     int too_large;
     json_t *json;
-    struct exp_batch batch;
     int64_t now_ms;
     uint64_t start_ns;
-    unsigned scopes;
-    int64_t key_id; /* API key used (its id), 0 when none */
+    int64_t key_id; /* the key the caller used (its id), 0 when none */
     struct {
         char *name, *value;
     } hdrs[MAX_HEADERS];
@@ -57,9 +54,11 @@ struct api_req {
     int replied;
     int dispatched; /* the whole request is in: counted in g_in_flight */
     unsigned status;
-    /* waiting for a write */
+    /* waiting for a completion */
     pthread_mutex_t mu;
-    int write_done, write_err, suspended, waiting;
+    int write_done, suspended, waiting;
+    unsigned fail_status; /* the completion failed: answer this instead */
+    const char *fail_detail;
     unsigned pend_status;
     json_t *pend_body;
     char *pend_text; /* or the body as text (api_req_wait_text) */
@@ -75,7 +74,9 @@ struct http_server {
 
 static size_t g_max_body = 1 << 20;
 static int g_log_requests;
-static int g_metrics_need_key;
+static const struct http_route *g_routes;
+static int (*g_admit)(struct http_req *r, const struct http_route *route);
+static void (*g_observe)(const struct http_route *route, unsigned status, double ms);
 static atomic_uint g_in_flight;
 static atomic_int g_ready;
 static atomic_int g_stopping; /* http_stop began: new requests get 503 */
@@ -102,7 +103,7 @@ int http_ready(void)
 
 /* --- request contexts ----------------------------------------------------- */
 
-static void req_unref(struct api_req *r)
+static void req_unref(struct http_req *r)
 {
     if (atomic_fetch_sub(&r->refs, 1) != 1)
         return;
@@ -112,7 +113,6 @@ static void req_unref(struct api_req *r)
     json_decref(r->json);
     json_decref(r->pend_body);
     free(r->pend_text);
-    exp_batch_free(&r->batch);
     for (size_t i = 0; i < r->nhdrs; i++) {
         free(r->hdrs[i].name);
         free(r->hdrs[i].value);
@@ -126,47 +126,32 @@ static void req_unref(struct api_req *r)
 
 /* --- accessors ------------------------------------------------------------- */
 
-const char *api_req_method(const struct api_req *r)
-{
-    return r->method;
-}
-
-const char *api_req_path(const struct api_req *r)
-{
-    return r->path;
-}
-
-const char *api_req_id(const struct api_req *r)
+const char *http_req_id(const struct http_req *r)
 {
     return r->id[0] ? r->id : NULL;
 }
 
-const char *api_req_query(const struct api_req *r, const char *key)
+const char *http_req_query(const struct http_req *r, const char *key)
 {
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
-const char *api_req_header(const struct api_req *r, const char *name)
+const char *http_req_header(const struct http_req *r, const char *name)
 {
     return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
-int64_t api_req_now_ms(const struct api_req *r)
+int64_t http_req_now_ms(const struct http_req *r)
 {
     return r->now_ms;
 }
 
-unsigned api_req_scopes(const struct api_req *r)
+void http_req_set_caller(struct http_req *r, int64_t key_id)
 {
-    return r->scopes;
+    r->key_id = key_id;
 }
 
-struct exp_batch *api_req_batch(struct api_req *r)
-{
-    return &r->batch;
-}
-
-json_t *api_req_json(struct api_req *r, int empty_ok)
+json_t *http_req_json(struct http_req *r, int empty_ok)
 {
     if (r->json != NULL)
         return r->json;
@@ -177,7 +162,7 @@ json_t *api_req_json(struct api_req *r, int empty_ok)
     if (i == r->len) {
         if (empty_ok)
             return r->json = json_object();
-        api_reply_problem(r, 400, "a JSON body is required", NULL);
+        http_reply_problem(r, 400, "a JSON body is required", NULL);
         return NULL;
     }
     json_error_t err;
@@ -186,14 +171,14 @@ json_t *api_req_json(struct api_req *r, int empty_ok)
         char detail[256];
         snprintf(detail, sizeof detail, "malformed JSON at line %d, column %d: %s", err.line,
                  err.column, err.text);
-        api_reply_problem(r, 400, detail, NULL);
+        http_reply_problem(r, 400, detail, NULL);
     }
     return r->json;
 }
 
 /* --- replies ---------------------------------------------------------------- */
 
-void api_reply_header(struct api_req *r, const char *name, const char *value)
+void http_reply_header(struct http_req *r, const char *name, const char *value)
 {
     if (r->nhdrs == MAX_HEADERS)
         return;
@@ -202,17 +187,18 @@ void api_reply_header(struct api_req *r, const char *name, const char *value)
     r->nhdrs++;
 }
 
-static void log_request(struct api_req *r)
+static void log_request(struct http_req *r)
 {
     double ms = (double)(clock_mono_ns() - r->start_ns) / 1e6;
-    metrics_request(r->route, r->status, ms);
+    if (g_observe != NULL)
+        g_observe(r->route, r->status, ms);
     if (!g_log_requests)
         return;
     json_t *j = json_pack("{s:s,s:s,s:s,s:i,s:f}", "msg", "request", "method", r->method, "path",
                           r->path ? r->path : "", "status", (json_int_t)r->status, "ms", ms);
     if (j == NULL)
         return;
-    char ts[40];
+    char ts[CLOCK_RFC3339_LEN];
     clock_format_rfc3339(clock_wall_ms(), ts, sizeof ts);
     json_object_set_new(j, "time", json_string(ts));
     if (r->id[0])
@@ -226,11 +212,11 @@ static void log_request(struct api_req *r)
     json_decref(j);
 }
 
-static int queue(struct api_req *r, unsigned status, struct MHD_Response *resp)
+static int queue(struct http_req *r, unsigned status, struct MHD_Response *resp)
 {
     if (resp == NULL) {
         log_error("cannot build a response");
-        return API_DONE;
+        return HTTP_DONE;
     }
     for (size_t i = 0; i < r->nhdrs; i++)
         MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
@@ -244,11 +230,11 @@ static int queue(struct api_req *r, unsigned status, struct MHD_Response *resp)
     r->replied = 1;
     r->status = status;
     log_request(r);
-    return API_DONE;
+    return HTTP_DONE;
 }
 
-int api_reply_raw(struct api_req *r, unsigned status, const char *content_type, char *body,
-                  size_t len)
+int http_reply_raw(struct http_req *r, unsigned status, const char *content_type, char *body,
+                   size_t len)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(
         len, body ? body : (char *)"", body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
@@ -257,8 +243,8 @@ int api_reply_raw(struct api_req *r, unsigned status, const char *content_type, 
     return queue(r, status, resp);
 }
 
-int api_reply_static(struct api_req *r, unsigned status, const char *content_type, const void *body,
-                     size_t len)
+int http_reply_static(struct http_req *r, unsigned status, const char *content_type,
+                      const void *body, size_t len)
 {
     /* PERSISTENT: MHD sends from the buffer as is, without a copy. */
     struct MHD_Response *resp =
@@ -268,12 +254,12 @@ int api_reply_static(struct api_req *r, unsigned status, const char *content_typ
     return queue(r, status, resp);
 }
 
-int api_reply_empty(struct api_req *r, unsigned status)
+int http_reply_empty(struct http_req *r, unsigned status)
 {
     return queue(r, status, MHD_create_response_from_buffer(0, (char *)"", MHD_RESPMEM_PERSISTENT));
 }
 
-int api_reply_json(struct api_req *r, unsigned status, json_t *body)
+int http_reply_json(struct http_req *r, unsigned status, json_t *body)
 {
     char *text = body != NULL ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
     const char *ctype = json_object_get(body, "type") != NULL &&
@@ -282,8 +268,8 @@ int api_reply_json(struct api_req *r, unsigned status, json_t *body)
                             : "application/json";
     json_decref(body);
     if (text == NULL)
-        return api_reply_raw(r, 500, "text/plain", NULL, 0);
-    return api_reply_raw(r, status, ctype, text, strlen(text));
+        return http_reply_raw(r, 500, "text/plain", NULL, 0);
+    return http_reply_raw(r, status, ctype, text, strlen(text));
 }
 
 struct stream {
@@ -311,15 +297,15 @@ static void stream_free(void *cls)
     free(s);
 }
 
-int api_reply_stream(struct api_req *r, unsigned status, const char *content_type,
-                     long (*reader)(void *cls, uint64_t pos, char *buf, size_t max), void *cls,
-                     void (*free_cls)(void *cls))
+int http_reply_stream(struct http_req *r, unsigned status, const char *content_type,
+                      long (*reader)(void *cls, uint64_t pos, char *buf, size_t max), void *cls,
+                      void (*free_cls)(void *cls))
 {
     struct stream *s = malloc(sizeof *s);
     if (s == NULL) {
         if (free_cls)
             free_cls(cls);
-        return api_reply_problem(r, 503, "out of memory", NULL);
+        return http_reply_oom(r);
     }
     s->reader = reader;
     s->cls = cls;
@@ -328,7 +314,7 @@ int api_reply_stream(struct api_req *r, unsigned status, const char *content_typ
         MHD_SIZE_UNKNOWN, (size_t)64 * 1024, stream_read, s, stream_free);
     if (resp == NULL) {
         stream_free(s);
-        return api_reply_problem(r, 503, "out of memory", NULL);
+        return http_reply_oom(r);
     }
     MHD_add_response_header(resp, "Content-Type", content_type);
     /* libmicrohttpd 0.9.75 sends the chunked terminator "0\r\n\r\n" after
@@ -343,28 +329,39 @@ int api_reply_stream(struct api_req *r, unsigned status, const char *content_typ
 
 /* --- waiting for writes -------------------------------------------------------- */
 
-static int send_pending(struct api_req *r)
+static int send_pending(struct http_req *r)
 {
-    if (r->write_err != STORE_OK)
-        return api_reply_store_error(r, r->write_err);
+    if (r->fail_status != 0)
+        return http_reply_problem(r, r->fail_status, r->fail_detail, NULL);
     if (r->pend_text != NULL) {
         char *t = r->pend_text;
         r->pend_text = NULL;
-        return api_reply_raw(r, r->pend_status, "application/json", t, r->pend_len);
+        return http_reply_raw(r, r->pend_status, "application/json", t, r->pend_len);
     }
     json_t *b = r->pend_body;
     r->pend_body = NULL;
     if (b == NULL)
-        return api_reply_empty(r, r->pend_status);
-    return api_reply_json(r, r->pend_status, b);
+        return http_reply_empty(r, r->pend_status);
+    return http_reply_json(r, r->pend_status, b);
 }
 
-void api_req_write_done(void *req, int store_err)
+struct http_req *http_req_hold(struct http_req *r)
 {
-    struct api_req *r = req;
+    atomic_fetch_add(&r->refs, 1);
+    return r;
+}
+
+void http_req_release(struct http_req *r)
+{
+    req_unref(r);
+}
+
+void http_req_complete(struct http_req *r, unsigned fail_status, const char *fail_detail)
+{
     pthread_mutex_lock(&r->mu);
     r->write_done = 1;
-    r->write_err = store_err;
+    r->fail_status = fail_status;
+    r->fail_detail = fail_detail;
     if (r->suspended) {
         r->suspended = 0;
         MHD_resume_connection(r->conn);
@@ -373,29 +370,29 @@ void api_req_write_done(void *req, int store_err)
         atomic_fetch_sub(&g_busy, 1);
     }
     pthread_mutex_unlock(&r->mu);
-    req_unref(r); /* the write's reference */
+    req_unref(r); /* the completion's hold */
 }
 
-int api_req_wait_text(struct api_req *r, unsigned status, char *text, size_t len)
+int http_req_wait_text(struct http_req *r, unsigned status, char *text, size_t len)
 {
     if (text == NULL) {
         /* Out of memory: the write goes ahead (it is queued), the client
          * hears 503 and may retry; a reward retried is a duplicate. */
-        return api_req_wait(r, 503, api_problem(503, "out of memory", NULL));
+        return http_req_wait(r, 503, http_problem(503, "out of memory", NULL));
     }
     r->pend_text = text;
     r->pend_len = len;
-    return api_req_wait(r, status, NULL);
+    return http_req_wait(r, status, NULL);
 }
 
-int api_reply_text(struct api_req *r, unsigned status, char *text, size_t len)
+int http_reply_text(struct http_req *r, unsigned status, char *text, size_t len)
 {
     if (text == NULL)
-        return api_reply_problem(r, 503, "out of memory", NULL);
-    return api_reply_raw(r, status, "application/json", text, len);
+        return http_reply_oom(r);
+    return http_reply_raw(r, status, "application/json", text, len);
 }
 
-int api_req_wait(struct api_req *r, unsigned status, json_t *body)
+int http_req_wait(struct http_req *r, unsigned status, json_t *body)
 {
     r->pend_status = status;
     r->pend_body = body;
@@ -408,34 +405,7 @@ int api_req_wait(struct api_req *r, unsigned status, json_t *body)
     r->suspended = 1;
     MHD_suspend_connection(r->conn);
     pthread_mutex_unlock(&r->mu);
-    return API_SUSPENDED;
-}
-
-int api_req_submit(struct api_req *r, struct exp *x)
-{
-    atomic_fetch_add(&r->refs, 1); /* held by the pending write */
-    int rc = exp_submit_locked(x, &r->batch, api_req_write_done, r);
-    if (rc != STORE_OK)
-        atomic_fetch_sub(&r->refs, 1);
-    return rc;
-}
-
-int api_req_create(struct api_req *r, struct exp_config *cfg, struct exp **out)
-{
-    atomic_fetch_add(&r->refs, 1);
-    int rc = exp_create(cfg, api_req_write_done, r, out);
-    if (rc != EXP_OK)
-        atomic_fetch_sub(&r->refs, 1);
-    return rc;
-}
-
-int api_req_delete(struct api_req *r, struct exp *x)
-{
-    atomic_fetch_add(&r->refs, 1);
-    int rc = exp_delete_locked(x, &r->batch, api_req_write_done, r);
-    if (rc != STORE_OK)
-        atomic_fetch_sub(&r->refs, 1);
-    return rc;
+    return HTTP_SUSPENDED;
 }
 
 /* --- routing ------------------------------------------------------------------- */
@@ -462,12 +432,12 @@ static int match(const char *pattern, const char *path, char *id, size_t idlen)
     return *p == '\0' && *u == '\0';
 }
 
-static void route(struct api_req *r)
+static void route(struct http_req *r)
 {
-    char id[EXP_ID_MAX + 1]; /* a longer segment matches no route: 404 */
+    char id[HTTP_ID_MAX + 1]; /* a longer segment matches no route: 404 */
     char allow[128] = "";
     int path_known = 0;
-    for (const struct route *rt = http_routes; rt->method != NULL; rt++) {
+    for (const struct http_route *rt = g_routes; rt->method != NULL; rt++) {
         id[0] = '\0';
         if (!match(rt->pattern, r->path, id, sizeof id))
             continue;
@@ -485,8 +455,7 @@ static void route(struct api_req *r)
         r->pre_status = 405;
         r->allow = strdup(allow);
     } else {
-        r->pre_status = 404;
-        r->pre_detail = "no such endpoint";
+        http_req_refuse(r, 404, "no such endpoint");
     }
 }
 
@@ -502,58 +471,22 @@ static int is_json_type(const char *ct)
     return n > 5 && strncasecmp(ct + n - 5, "+json", 5) == 0;
 }
 
-static void check_auth(struct api_req *r)
+void http_req_refuse(struct http_req *r, unsigned status, const char *detail)
 {
-    unsigned need = r->route != NULL ? r->route->scope : API_SCOPE_NONE;
-    if ((need & API_SCOPE_IF_CONFIGURED) && !g_metrics_need_key)
-        need = API_SCOPE_NONE;
-    need &= ~(unsigned)API_SCOPE_IF_CONFIGURED;
-    if (need == API_SCOPE_NONE || !auth_enabled()) {
-        r->scopes = API_SCOPE_READ | API_SCOPE_ASSIGN | API_SCOPE_REPORT | API_SCOPE_ADMIN;
-        return;
-    }
-    int known = 0;
-    const char *hdr = api_req_header(r, "Authorization");
-    r->scopes = auth_scopes(hdr, &known, &r->key_id);
-    /* Challenges as RFC 6750 section 3 words them. */
-    if (!known) {
-        r->pre_status = 401;
-        r->pre_detail = hdr == NULL ? "send Authorization: Bearer KEY with an API key"
-                                    : "the API key is unknown or revoked";
-        api_reply_header(r, "WWW-Authenticate",
-                         hdr == NULL ? "Bearer realm=\"banditd\""
-                                     : "Bearer realm=\"banditd\", error=\"invalid_token\"");
-        return;
-    }
-    if (!(r->scopes & API_SCOPE_ADMIN) && !(r->scopes & need)) {
-        char challenge[96];
-        const char *name = need == API_SCOPE_ASSIGN   ? "assign"
-                           : need == API_SCOPE_REPORT ? "report"
-                           : need == API_SCOPE_READ   ? "read"
-                                                      : "admin";
-        snprintf(challenge, sizeof challenge,
-                 "Bearer realm=\"banditd\", error=\"insufficient_scope\", scope=\"%s\"", name);
-        api_reply_header(r, "WWW-Authenticate", challenge);
-        r->pre_status = 403;
-        r->pre_detail = need == API_SCOPE_ADMIN ? "this endpoint needs an API key with scope admin"
-                        : need == API_SCOPE_ASSIGN
-                            ? "this endpoint needs an API key with scope assign (or admin)"
-                        : need == API_SCOPE_REPORT
-                            ? "this endpoint needs an API key with scope report (or admin)"
-                            : "this endpoint needs an API key with scope read (or admin)";
-    }
+    r->pre_status = status;
+    snprintf(r->pre_detail, sizeof r->pre_detail, "%s", detail ? detail : "");
 }
 
-static int answer_pre(struct api_req *r)
+static int answer_pre(struct http_req *r)
 {
     if (r->pre_status == 405) {
-        api_reply_header(r, "Allow", r->allow ? r->allow : "");
+        http_reply_header(r, "Allow", r->allow ? r->allow : "");
         char detail[192];
         snprintf(detail, sizeof detail, "%s is not allowed here; allowed: %s", r->method,
                  r->allow ? r->allow : "");
-        return api_reply_problem(r, 405, detail, NULL);
+        return http_reply_problem(r, 405, detail, NULL);
     }
-    return api_reply_problem(r, r->pre_status, r->pre_detail, NULL);
+    return http_reply_problem(r, r->pre_status, r->pre_detail, NULL);
 }
 
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
@@ -562,7 +495,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 {
     (void)cls;
     (void)version;
-    struct api_req *r = *con_cls;
+    struct http_req *r = *con_cls;
     if (r == NULL) {
         r = calloc(1, sizeof *r);
         if (r == NULL)
@@ -577,20 +510,18 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         if (r->path == NULL)
             return MHD_NO;
         route(r);
-        if (r->pre_status == 0)
-            check_auth(r);
+        if (r->pre_status == 0 && g_admit != NULL)
+            g_admit(r, r->route);
         /* Shutting down: a request arriving on a kept-alive connection
          * after the in-flight ones drained must not start a write (it would
          * suspend its connection under MHD_stop_daemon, which aborts);
          * g_busy and g_closing below cover the ones already received. */
         if (r->pre_status == 0 && atomic_load(&g_stopping)) {
-            r->pre_status = 503;
-            r->pre_detail = "the server is shutting down; retry later";
+            http_req_refuse(r, 503, "the server is shutting down; retry later");
         }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         if (r->pre_status == 0 && cl != NULL && strtoull(cl, NULL, 10) > g_max_body) {
-            r->pre_status = 413;
-            r->pre_detail = "the request body exceeds the configured limit";
+            http_req_refuse(r, 413, "the request body exceeds the configured limit");
         }
         return MHD_YES;
     }
@@ -616,19 +547,11 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
             r->too_large = 1;
             return MHD_YES;
         }
-        if (r->len + n + 1 > r->cap) {
-            /* Small first: glibc consolidates its fast bins before every
-             * request of 1 KiB or more, which showed at 2% of a request. */
-            size_t ncap = r->cap ? r->cap : 256;
-            while (ncap < r->len + n + 1)
-                ncap *= 2;
-            char *nb = realloc(r->body, ncap);
-            if (nb == NULL) {
-                r->too_large = 1;
-                return MHD_YES;
-            }
-            r->body = nb;
-            r->cap = ncap;
+        /* Small first: glibc consolidates its fast bins before every
+         * request of 1 KiB or more, which showed at 2% of a request. */
+        if (buf_grow((void **)&r->body, &r->cap, r->len + n + 1, 1, 256) != 0) {
+            r->too_large = 1;
+            return MHD_YES;
         }
         memcpy(r->body + r->len, upload_data, n);
         r->len += n;
@@ -647,14 +570,14 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         return MHD_YES;
     }
     if (r->too_large) {
-        api_reply_problem(r, 413, "the request body exceeds the configured limit", NULL);
+        http_reply_problem(r, 413, "the request body exceeds the configured limit", NULL);
         return MHD_YES;
     }
     if (r->len > 0 &&
         (strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0 ||
          strcmp(method, "PUT") == 0) &&
-        !is_json_type(api_req_header(r, "Content-Type"))) {
-        api_reply_problem(r, 415, "send the body as Content-Type: application/json", NULL);
+        !is_json_type(http_req_header(r, "Content-Type"))) {
+        http_reply_problem(r, 415, "send the body as Content-Type: application/json", NULL);
         return MHD_YES;
     }
     /* Counted before g_closing is read, and http_stop sets g_closing before
@@ -663,7 +586,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     atomic_fetch_add(&g_busy, 1);
     if (atomic_load(&g_closing)) {
         atomic_fetch_sub(&g_busy, 1);
-        api_reply_problem(r, 503, "the server is shutting down; retry later", NULL);
+        http_reply_problem(r, 503, "the server is shutting down; retry later", NULL);
         return MHD_YES;
     }
     int rc = r->route->handler(r);
@@ -671,9 +594,9 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
      * when it resumes the connection, possibly already. */
     if (!r->waiting)
         atomic_fetch_sub(&g_busy, 1);
-    if (!r->replied && rc != API_SUSPENDED) {
+    if (!r->replied && rc != HTTP_SUSPENDED) {
         log_error("handler for %s %s returned without replying", r->method, r->path);
-        api_reply_problem(r, 500, "the handler did not answer", NULL);
+        http_reply_problem(r, 500, "the handler did not answer", NULL);
     }
     return MHD_YES;
 }
@@ -684,7 +607,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)cls;
     (void)conn;
     (void)toe;
-    struct api_req *r = *con_cls;
+    struct http_req *r = *con_cls;
     if (r == NULL)
         return;
     *con_cls = NULL;
@@ -708,7 +631,9 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
     }
     g_max_body = c->max_body;
     g_log_requests = c->log_requests;
-    g_metrics_need_key = c->metrics_need_key;
+    g_routes = c->routes;
+    g_admit = c->admit;
+    g_observe = c->observe;
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;

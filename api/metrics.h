@@ -13,28 +13,26 @@
  * decision. They are for rates and dashboards, not for accounting — the
  * event log is the record.
  */
-#ifndef BANDITD_SERVER_METRICS_H
-#define BANDITD_SERVER_METRICS_H
+#ifndef BANDITD_API_METRICS_H
+#define BANDITD_API_METRICS_H
 
 #include <stddef.h>
 
-#include "api/experiment.h"
-
-struct route;
+#include "exp/exp.h"
+#include "http/http.h"
 
 /* The daemon starts serving now (banditd_start_time_seconds). */
 void metrics_start(void);
 
-/* One served request: its route (an entry of http_routes, or NULL when no
- * route matched), its status and its latency in ms. */
-void metrics_request(const struct route *route, unsigned status, double ms);
+/* One served request: its route (an entry of api_routes, or NULL when no
+ * route matched), its status and its latency in ms (the transport's
+ * observer). */
+void metrics_request(const struct http_route *route, unsigned status, double ms);
 
 /* n assignments handed out; exploit: after the stop (not pulls). */
 void metrics_assignments(size_t n, int exploit);
 /* One reward report and its outcome. */
 void metrics_reward(enum exp_reward_status s);
-/* n assignments expired unanswered (the sweeper or a request found them due). */
-void metrics_expired(size_t n);
 /* n observations recorded. */
 void metrics_observations(size_t n);
 

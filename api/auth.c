@@ -11,7 +11,7 @@
  * client whether some stored digest shares a 64-bit prefix with the digest of
  * a key it chose: that reveals nothing about any stored key.
  */
-#include "server/auth.h"
+#include "api/auth.h"
 
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
@@ -388,4 +388,63 @@ unsigned auth_scopes(const char *authorization, int *known, int64_t *key_id)
     if (key_id != NULL)
         *key_id = id;
     return scopes;
+}
+
+/* --- admission of requests (the transport's admit hook) ------------------------------ */
+
+static atomic_int g_metrics_need_key;
+
+void auth_set_metrics_need_key(int on)
+{
+    atomic_store(&g_metrics_need_key, on);
+}
+
+/* The name of one scope bit, from the table above. */
+static const char *scope_name(unsigned bit)
+{
+    for (size_t i = 0; i < N_SCOPES; i++)
+        if (scope_bits[i] == bit)
+            return scope_names[i];
+    return "admin";
+}
+
+int auth_admit(struct http_req *r, const struct http_route *route)
+{
+    unsigned need = route != NULL ? route->need : API_SCOPE_NONE;
+    if ((need & API_SCOPE_IF_CONFIGURED) && !atomic_load(&g_metrics_need_key))
+        need = API_SCOPE_NONE;
+    need &= ~(unsigned)API_SCOPE_IF_CONFIGURED;
+    if (need == API_SCOPE_NONE || !auth_enabled()) {
+        return 0;
+    }
+    int known = 0;
+    int64_t key_id = 0;
+    const char *hdr = http_req_header(r, "Authorization");
+    unsigned scopes = auth_scopes(hdr, &known, &key_id);
+    http_req_set_caller(r, key_id);
+    /* Challenges as RFC 6750 section 3 words them. */
+    if (!known) {
+        http_reply_header(r, "WWW-Authenticate",
+                          hdr == NULL ? "Bearer realm=\"banditd\""
+                                      : "Bearer realm=\"banditd\", error=\"invalid_token\"");
+        http_req_refuse(r, 401,
+                        hdr == NULL ? "send Authorization: Bearer KEY with an API key"
+                                    : "the API key is unknown or revoked");
+        return -1;
+    }
+    if (!(scopes & API_SCOPE_ADMIN) && !(scopes & need)) {
+        const char *name = scope_name(need);
+        char challenge[96], detail[128];
+        snprintf(challenge, sizeof challenge,
+                 "Bearer realm=\"banditd\", error=\"insufficient_scope\", scope=\"%s\"", name);
+        http_reply_header(r, "WWW-Authenticate", challenge);
+        if (need == API_SCOPE_ADMIN)
+            snprintf(detail, sizeof detail, "this endpoint needs an API key with scope admin");
+        else
+            snprintf(detail, sizeof detail,
+                     "this endpoint needs an API key with scope %s (or admin)", name);
+        http_req_refuse(r, 403, detail);
+        return -1;
+    }
+    return 0;
 }

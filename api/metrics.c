@@ -1,11 +1,11 @@
 /*
  * metrics.c — the counters behind /metrics and their exposition (see
  * metrics.h). Request counters are a fixed [route][status] array of atomics
- * indexed by the route's position in http_routes, so counting a request is
+ * indexed by the route's position in api_routes, so counting a request is
  * two array lookups and three relaxed increments; the text is built only
  * when scraped.
  */
-#include "server/metrics.h"
+#include "api/metrics.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -15,8 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/auth.h"
-#include "server/http.h"
+#include "api/api.h"
+#include "api/auth.h"
+#include "base/buf.h"
 
 /* Rows: every route of the table, plus one for requests no route matched. */
 #define MAX_ROUTES 48
@@ -39,9 +40,8 @@ static counter g_requests[N_ROWS][N_STATUS];
 static counter g_latency[N_ROWS][N_BUCKETS + 1]; /* last: above 1 s */
 static counter g_latency_ns[N_ROWS];
 static counter g_assign[2]; /* explore, exploit */
-static counter g_rewards[EXP_R_ERROR + 1];
+static counter g_rewards[EXP_N_REWARD_STATUS];
 static counter g_observations;
-static counter g_expired;
 static atomic_int_fast64_t g_start_s;
 
 static void add(counter *c, uint64_t n)
@@ -54,15 +54,15 @@ static uint64_t get(counter *c)
     return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-static size_t row_of(const struct route *rt)
+static size_t row_of(const struct http_route *rt)
 {
     if (rt == NULL)
         return ROW_UNMATCHED;
-    size_t i = (size_t)(rt - http_routes);
+    size_t i = (size_t)(rt - api_routes);
     return i < MAX_ROUTES ? i : ROW_UNMATCHED;
 }
 
-void metrics_request(const struct route *route, unsigned status, double ms)
+void metrics_request(const struct http_route *route, unsigned status, double ms)
 {
     size_t row = row_of(route);
     if (status >= STATUS_MIN && status < STATUS_MIN + N_STATUS)
@@ -91,11 +91,6 @@ void metrics_reward(enum exp_reward_status s)
         add(&g_rewards[s], 1);
 }
 
-void metrics_expired(size_t n)
-{
-    add(&g_expired, n);
-}
-
 void metrics_observations(size_t n)
 {
     add(&g_observations, n);
@@ -103,40 +98,17 @@ void metrics_observations(size_t n)
 
 /* --- exposition ------------------------------------------------------------------ */
 
-struct buf {
-    char *p;
-    size_t len, cap;
-    int failed;
-};
-
 __attribute__((format(printf, 2, 3))) static void put(struct buf *b, const char *fmt, ...)
 {
+    char line[1024];
     va_list ap;
-    if (b->failed)
-        return;
-    for (;;) {
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = 1;
-            return;
-        }
-        if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t ncap = b->cap * 2;
-        while (ncap < b->len + (size_t)n + 1)
-            ncap *= 2;
-        char *np = ncap <= MAX_TEXT ? realloc(b->p, ncap) : NULL;
-        if (np == NULL) {
-            b->failed = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = ncap;
-    }
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof line)
+        b->failed = 1;
+    else
+        buf_put(b, line, (size_t)n);
 }
 
 static void header(struct buf *b, const char *name, const char *type, const char *help)
@@ -151,15 +123,15 @@ static void route_labels(size_t row, const char **name, const char **method)
         *method = "any";
         return;
     }
-    *name = http_routes[row].name;
-    *method = http_routes[row].method;
+    *name = api_routes[row].name;
+    *method = api_routes[row].method;
 }
 
 /* Route rows in use: the table's length (at most MAX_ROUTES) + unmatched. */
 static size_t n_routes(void)
 {
     size_t n = 0;
-    while (n < MAX_ROUTES && http_routes[n].method != NULL)
+    while (n < MAX_ROUTES && api_routes[n].method != NULL)
         n++;
     return n;
 }
@@ -265,7 +237,7 @@ static void render_domain(struct buf *b)
         (unsigned long long)get(&g_assign[1]));
     header(b, "assignments_expired_total", "counter",
            "Assignments that expired unanswered (default_reward recorded when configured).");
-    put(b, "banditd_assignments_expired_total %llu\n", (unsigned long long)get(&g_expired));
+    put(b, "banditd_assignments_expired_total %llu\n", (unsigned long long)exp_expired_total());
     header(b, "rewards_total", "counter",
            "Reward reports by result (expired: the reward came after its assignment expired).");
     for (int s = EXP_R_ACCEPTED; s <= EXP_R_ERROR; s++)
@@ -310,9 +282,8 @@ static void render_store(struct buf *b, struct store *st)
 
 int metrics_render(struct store *st, char **out, size_t *len)
 {
-    struct buf b = {malloc(16384), 0, 16384, 0};
-    if (b.p == NULL)
-        return -1;
+    struct buf b;
+    buf_init(&b, MAX_TEXT);
     render_requests(&b);
     render_domain(&b);
     render_store(&b, st);
@@ -327,11 +298,6 @@ int metrics_render(struct store *st, char **out, size_t *len)
         header(&b, "start_time_seconds", "gauge", "Unix time the daemon started serving.");
         put(&b, "banditd_start_time_seconds %lld\n", (long long)start);
     }
-    if (b.failed) {
-        free(b.p);
-        return -1;
-    }
-    *out = b.p;
-    *len = b.len;
-    return 0;
+    *out = buf_detach(&b, len);
+    return *out != NULL ? 0 : -1;
 }

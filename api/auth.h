@@ -19,12 +19,13 @@
  * Threads: auth_scopes and auth_enabled may be called from any thread at
  * any time; auth_reload from one thread at a time (main's signal loop).
  */
-#ifndef BANDITD_SERVER_AUTH_H
-#define BANDITD_SERVER_AUTH_H
+#ifndef BANDITD_API_AUTH_H
+#define BANDITD_API_AUTH_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http/http.h"
 #include "store/store.h"
 
 /* Most keys the daemon loads (rows beyond are ignored with a warning). */
@@ -54,6 +55,15 @@ size_t auth_active_keys(void);
  * header is missing, malformed, or the key is unknown or revoked. key_id (may
  * be NULL) receives the key's id (as `keys list` shows it), 0 if unknown. */
 unsigned auth_scopes(const char *authorization, int *known, int64_t *key_id);
+
+/* The transport's admit hook: lets a request through when its route needs
+ * no key or the caller's key grants the route's scope (admin grants all),
+ * recording the key's id on the request; otherwise
+ * refuses it with 401 (no or unknown key) or 403 (scope missing) and the
+ * RFC 6750 challenge. Returns 0 or −1 (refused). */
+int auth_admit(struct http_req *r, const struct http_route *route);
+/* --metrics-need-key: /metrics (API_SCOPE_IF_CONFIGURED) needs its scope. */
+void auth_set_metrics_need_key(int on);
 
 /* --- helpers shared with the keys CLI ------------------------------------- */
 

@@ -1,10 +1,12 @@
 /*
- * routes.c — the routing table: method, path pattern, handler, required
- * scope. {id} matches one path segment (an experiment id).
+ * routes.c — the API's routing table: method, path pattern, handler,
+ * required scope, metrics label. {id} matches one path segment (an
+ * experiment id). The transport routes by it (http/http.h); auth.c admits
+ * by its scopes; metrics.c counts by its rows.
  */
-#include "server/http.h"
+#include "api/api.h"
 
-const struct route http_routes[] = {
+const struct http_route api_routes[] = {
     /* The dashboard: open pages; the page calls the API with the user's key. */
     {"GET", "/", api_web_page, API_SCOPE_NONE, "dashboard"},
     {"GET", "/experiments/{id}", api_web_page, API_SCOPE_NONE, "dashboard"},

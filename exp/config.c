@@ -1,11 +1,8 @@
 /*
- * expconfig.c — parse and validate an experiment's creation body into a
- * `struct exp_config`, and build its normalised JSON (every default filled
- * in, the seed drawn), which is what the store keeps and GET returns. The
- * same parser reads stored configurations back at startup, so a stored
- * experiment is always one a client could have created.
+ * config.c — an experiment's configuration (config.h): the create body
+ * parsed and validated, and its normalised JSON.
  */
-#include "api/experiment.h"
+#include "exp/config.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +10,6 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "api/jsonutil.h"
 #include "base/jsonv.h"
 
 static void random_id(char *buf, size_t len)
@@ -101,7 +97,7 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
             json_t *idj = json_object_get(bj, "id");
             snprintf(defid, sizeof defid, "b%zu", b);
             bid = idj == NULL ? (nb == 1 ? "default" : defid) : json_string_value(idj);
-            if (bid == NULL || !api_valid_id(bid)) {
+            if (bid == NULL || !exp_id_valid(bid)) {
                 char f[80];
                 snprintf(f, sizeof f, "%s.id", field);
                 jv_error(errors, f, "must match [A-Za-z0-9_.-]{1,64}");
@@ -151,14 +147,6 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
         }
     }
     return bad;
-}
-
-static int arm_index_in(const struct exp_config *c, size_t b, const char *name)
-{
-    for (size_t i = 0; i < c->n_arms[b]; i++)
-        if (c->arm_names[b][i] != NULL && strcmp(c->arm_names[b][i], name) == 0)
-            return (int)i;
-    return -1;
 }
 
 static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_t *errors)
@@ -231,9 +219,9 @@ static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_
             if (!ok || spec->type == POLICY_PARAM_ENUM ||
                 policy_param_check(spec, out, err, sizeof err) != 0) {
                 jv_error(errors, field, "%s",
-                          !ok                               ? "must be a finite number"
-                          : spec->type == POLICY_PARAM_ENUM ? "must be a string choice"
-                                                            : err);
+                         !ok                               ? "must be a finite number"
+                         : spec->type == POLICY_PARAM_ENUM ? "must be a string choice"
+                                                           : err);
                 bad = 1;
                 continue;
             }
@@ -291,12 +279,10 @@ static int normalise(struct exp_config *c, json_t *stop_rule, const char *bound,
     return 0;
 }
 
-extern const struct exp_limits *exp_limits_get(void);
-
-int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
+int exp_config_parse(json_t *body, const struct exp_limits *lim, struct exp_config *c,
+                     json_t *errors)
 {
     memset(c, 0, sizeof *c);
-    const struct exp_limits *lim = exp_limits_get();
     int bad = 0, rc;
     if (!json_is_object(body)) {
         jv_error(errors, "", "the body must be a JSON object");
@@ -313,7 +299,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
     json_t *v = json_object_get(body, "id");
     if (v != NULL) {
         const char *id = json_string_value(v);
-        if (id == NULL || !api_valid_id(id)) {
+        if (id == NULL || !exp_id_valid(id)) {
             jv_error(errors, "id", "must match [A-Za-z0-9_.-]{1,64}");
             bad = 1;
         } else {
@@ -463,7 +449,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
         if (!json_is_integer(v) || json_integer_value(v) < 1 ||
             json_integer_value(v) > 10LL * 366 * 86400) {
             jv_error(errors, "assignment_ttl_s",
-                      "must be an integer from 1 to 316224000 (10 years)");
+                     "must be an integer from 1 to 316224000 (10 years)");
             bad = 1;
         } else {
             c->ttl_s = json_integer_value(v);
@@ -570,17 +556,17 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
     if (target != NULL && !json_is_null(target)) {
         int idx = -1;
         if (json_is_string(target)) {
-            idx = arm_index_in(c, 0, json_string_value(target));
+            idx = exp_cfg_arm(c, 0, json_string_value(target));
             for (size_t b = 1; b < c->n_bandits && idx >= 0; b++)
-                if (arm_index_in(c, b, json_string_value(target)) != idx)
+                if (exp_cfg_arm(c, b, json_string_value(target)) != idx)
                     idx = -2;
         } else if (json_is_integer(target) && json_integer_value(target) >= 0) {
             idx = (int)json_integer_value(target);
         }
         if (idx < 0) {
             jv_error(errors, "target_arm",
-                      idx == -2 ? "must be at the same position in every bandit"
-                                : "must name an arm (or give its index)");
+                     idx == -2 ? "must be at the same position in every bandit"
+                               : "must name an arm (or give its index)");
             return 1;
         }
         e->target_arm = idx;
@@ -620,7 +606,7 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
                 jv_unknown_keys(ctl, tkeys, "constraints.control", errors)) {
                 if (!json_is_object(ctl))
                     jv_error(errors, "constraints.control",
-                              "must be an object {\"arm\", \"share\"}");
+                             "must be an object {\"arm\", \"share\"}");
                 return 1;
             }
             const char *arm = json_string_value(json_object_get(ctl, "arm"));
@@ -632,10 +618,10 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
             if (c->control_arm == NULL)
                 return -1;
             for (size_t b = 0; b < c->n_bandits; b++) {
-                c->control_arm[b] = arm_index_in(c, b, arm);
+                c->control_arm[b] = exp_cfg_arm(c, b, arm);
                 if (c->control_arm[b] < 0) {
                     jv_error(errors, "constraints.control.arm", "no arm \"%s\" in bandit %s", arm,
-                              c->bandit_ids[b]);
+                             c->bandit_ids[b]);
                     return 1;
                 }
             }
@@ -682,4 +668,34 @@ int exp_config_parse(json_t *body, struct exp_config *c, json_t *errors)
     if (normalise(c, stop_rule, bound, tau, target, constraints) != 0)
         return -1;
     return 0;
+}
+
+int exp_id_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > EXP_ID_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '.' || ch == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+int exp_cfg_bandit(const struct exp_config *cfg, const char *id)
+{
+    for (size_t b = 0; b < cfg->n_bandits; b++)
+        if (cfg->bandit_ids[b] != NULL && strcmp(cfg->bandit_ids[b], id) == 0)
+            return (int)b;
+    return -1;
+}
+
+int exp_cfg_arm(const struct exp_config *cfg, size_t bandit, const char *name)
+{
+    for (size_t i = 0; i < cfg->n_arms[bandit]; i++)
+        if (cfg->arm_names[bandit][i] != NULL && strcmp(cfg->arm_names[bandit][i], name) == 0)
+            return (int)i;
+    return -1;
 }

@@ -1,13 +1,16 @@
 /*
- * experiment.h — a live experiment: its configuration, its engine, its
- * outstanding assignments, its history, and the registry of all of them.
+ * exp.h — the experiment runtime: live experiments (configuration, engine,
+ * outstanding assignments, history) and the registry of all of them. The
+ * endpoint handlers (api/) drive it; it drives the engine (policies/) and
+ * the event log (store/), and knows nothing of HTTP.
  *
  * Concurrency: each experiment has its own mutex (exp_lock/exp_unlock); the
- * registry is sharded by id, so no lock is global on the hot path. A handler
- * looks an experiment up (exp_get: a new reference), locks it, applies the
- * request to the engine, queues the events it produced with
- * exp_submit_locked (which numbers them in the order they were applied),
- * unlocks, and drops its reference with exp_put.
+ * registry is sharded by id, so no lock is global on the hot path. A caller
+ * looks an experiment up (exp_get: a new reference), locks it, calls
+ * exp_prepare_locked, applies its request with the exp_ev_* functions
+ * (which number the events in the order they were applied and append them
+ * to a batch), queues the batch with exp_submit_locked, unlocks, and drops
+ * its reference with exp_put.
  *
  * Durability: events reach the engine before they reach the disk. If a
  * write fails (disk full), the writer fails every later write of the same
@@ -18,26 +21,34 @@
  * reload waits until every write queued before is complete, so memory never
  * lacks an event the disk committed either. See store.h for the ordering
  * guarantee this relies on.
+ *
+ * The configuration (parsing, validation, the stored form) is exp/config.h.
  */
-#ifndef BANDITD_API_EXPERIMENT_H
-#define BANDITD_API_EXPERIMENT_H
+#ifndef BANDITD_EXP_EXP_H
+#define BANDITD_EXP_EXP_H
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
+#include "exp/config.h"
 #include "policies/engine.h"
 #include "store/store.h"
 
-#define EXP_ID_MAX 64
 #define EXP_MAX_UNIT 256
 
-enum exp_state { EXP_RUNNING = 0, EXP_PAUSED = 1, EXP_STOPPED = 2 };
+/* --- states ------------------------------------------------------------------------ */
 
-/* Assignment status in memory. */
+enum exp_state { EXP_RUNNING = 0, EXP_PAUSED = 1, EXP_STOPPED = 2 };
+#define EXP_N_STATES 3
+
+/* "running" | "paused" | "stopped": the names the API, the event log and
+ * the metrics use. */
+const char *exp_state_name(enum exp_state s);
+/* The state named `name`: 0 and *out, or −1. */
+int exp_state_parse(const char *name, enum exp_state *out);
+
+/* --- assignments ------------------------------------------------------------------- */
+
 enum exp_astatus {
     EXP_A_PENDING = 0,
     EXP_A_REWARDED = 1,
@@ -59,36 +70,6 @@ struct exp_assignment {
     char *unit;                /* owned; NULL when none */
 };
 
-/* Limits (configurable by the daemon's flags). */
-struct exp_limits {
-    size_t max_experiments;
-    size_t max_bandits;
-    size_t max_arms;
-    size_t max_batch;
-    size_t max_count;   /* assignments per request */
-    size_t max_pending; /* outstanding assignments per experiment */
-    size_t history_points;
-};
-
-/* The parsed, validated configuration of an experiment. */
-struct exp_config {
-    char id[EXP_ID_MAX + 1];
-    char *name; /* owned */
-    const struct policy_ops *policy;
-    json_t *policy_params; /* owned reference: as given (object) */
-    double reward_min, reward_max;
-    int64_t ttl_s;
-    int has_default_reward;
-    double default_reward;
-    size_t n_bandits;
-    char **bandit_ids;           /* owned */
-    size_t *n_arms;              /* owned */
-    char ***arm_names;           /* owned: arm_names[b][i] */
-    int *control_arm;            /* owned; per bandit or NULL */
-    struct engine_config engine; /* n_arms and control_arm point into this struct */
-    json_t *json;                /* owned: the normalised configuration (stored, returned) */
-};
-
 struct exp_history_point {
     uint64_t pulls;
     int64_t ts_ms;
@@ -99,57 +80,59 @@ struct exp_history_point {
 
 struct exp;
 
-/* --- registry -------------------------------------------------------------- */
+/* --- registry ------------------------------------------------------------------------ */
 
-/* Initialise the registry over an open store (borrowed for its lifetime). */
+/* Initialise the registry over an open store (borrowed for its lifetime;
+ * NULL: parse configurations only, as the fuzz targets do). */
 int exp_registry_init(struct store *st, const struct exp_limits *lim);
-/* Load every stored experiment and replay its log. Returns 0 or −1 with a
- * message in err. */
+/* Load every stored experiment, replay its log, and start the expiry
+ * sweeper. Returns 0 or −1 with a message in err. */
 int exp_registry_load(char *err, size_t errlen);
 /* Drop every experiment (shutdown, after the HTTP server stopped). */
 void exp_registry_free(void);
+/* The limits the registry was initialised with. */
+const struct exp_limits *exp_limits(void);
+/* The store, for read paths (export). */
+struct store *exp_store(void);
 
-/* Number of experiments; ids sorted (new array of borrowed-until-put refs):
- * exp_list returns up to `limit` experiments with id > after (NULL: from the
- * start), each a new reference the caller must exp_put. */
+/* Number of experiments. exp_list returns up to `limit` experiments with
+ * id > after (NULL: from the start), sorted by id, each a new reference the
+ * caller must exp_put. */
 size_t exp_count(void);
 size_t exp_list(const char *after, size_t limit, struct exp **out);
-/* Experiments per state, for /metrics. */
-void exp_count_states(size_t counts[3]);
+/* Experiments per state (indexed by enum exp_state), for /metrics. */
+void exp_count_states(size_t counts[EXP_N_STATES]);
+/* Pending assignments of all experiments (approximate). */
+uint64_t exp_pending_total(void);
+/* Assignments expired unanswered since start. */
+uint64_t exp_expired_total(void);
 
 /* New reference to experiment id, or NULL. */
 struct exp *exp_get(const char *id);
 void exp_put(struct exp *x);
 
-/* --- configuration ------------------------------------------------------------ */
-
-/* Parse and validate a create body. On success returns 0 and fills cfg (the
- * caller owns it: exp_config_free). On a validation failure returns 1 and
- * appends {"field", "message"} objects to errors (borrowed array). On
- * allocation failure returns −1. */
-int exp_config_parse(json_t *body, struct exp_config *cfg, json_t *errors);
-void exp_config_free(struct exp_config *cfg);
-
-/* --- life cycle --------------------------------------------------------------- */
+/* --- life cycle ----------------------------------------------------------------------- */
 
 enum exp_err {
     EXP_OK = 0,
     EXP_ERR_EXISTS = 1, /* id taken */
-    EXP_ERR_LIMIT = 2,  /* too many experiments */
-    EXP_ERR_STORE = 3,  /* store rejected the write; see *store_err */
+    EXP_ERR_LIMIT = 2,  /* too many experiments, or too many pending assignments */
+    EXP_ERR_STORE = 3,  /* the store rejected the write, or cannot be read */
     EXP_ERR_NOMEM = 4,
-    EXP_ERR_GONE = 5, /* deleted meanwhile */
-    EXP_ERR_INTERNAL = 6,
+    EXP_ERR_GONE = 5,    /* deleted meanwhile */
+    EXP_ERR_STOPPED = 6, /* the transition is not allowed: a stop is final */
 };
 
 /* Create and register experiment cfg (consumed: ownership moves in, also on
  * failure). The id is reserved at once (a concurrent create of the same id
- * gets EXP_ERR_EXISTS, one beyond max_experiments EXP_ERR_LIMIT) but the experiment stays invisible
- * to exp_get until its configuration is committed; done(arg, store_err) runs on the writer thread
- * after that commit (or failure, which unregisters it). On EXP_OK, *out is a new reference. */
+ * gets EXP_ERR_EXISTS, one beyond max_experiments EXP_ERR_LIMIT) but the
+ * experiment stays invisible to exp_get until its configuration is
+ * committed; done(arg, store_err) runs on the writer thread after that
+ * commit (or failure, which unregisters it). On EXP_OK, *out is a new
+ * reference and done will be called once; otherwise done is not called. */
 int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp **out);
 
-/* --- under the experiment's lock -------------------------------------------- */
+/* --- under the experiment's lock ---------------------------------------------------- */
 
 void exp_lock(struct exp *x);
 void exp_unlock(struct exp *x);
@@ -162,18 +145,20 @@ void exp_unlock(struct exp *x);
  * or the expiry write was refused: reply 503, nothing may be queued). */
 int exp_prepare_locked(struct exp *x, int64_t now_ms);
 
+/* The configuration never changes once created: it may be read with a
+ * reference alone, without the lock. */
 const struct exp_config *exp_cfg(const struct exp *x);
-struct engine *exp_engine(struct exp *x);
-enum exp_state exp_get_state(const struct exp *x);
+const char *exp_id(const struct exp *x);
 int64_t exp_created_ms(const struct exp *x);
 int64_t exp_rowid(const struct exp *x);
+
+struct engine *exp_engine(struct exp *x);
+enum exp_state exp_get_state(const struct exp *x);
+/* "confidence" | "budget" | "manual" | "policy", or NULL while running. */
+const char *exp_stop_reason(const struct exp *x);
 int64_t exp_last_seq(const struct exp *x); /* events applied so far */
 uint64_t exp_version(const struct exp *x); /* changes whenever status may change */
-const char *exp_id(const struct exp *x);
-
-/* Bandit index by id, −1 if none. Arm index by name within bandit b. */
-int exp_bandit_index(const struct exp *x, const char *id);
-int exp_arm_index(const struct exp *x, size_t b, const char *name);
+size_t exp_pending_count(const struct exp *x);
 
 /* Rescale a reward in user units to [0, 1]. */
 double exp_scale(const struct exp *x, double v);
@@ -186,9 +171,16 @@ double exp_range(const struct exp *x);
 void exp_assignment_id(const struct exp *x, int64_t seq, char *buf, size_t len);
 int64_t exp_parse_assignment_id(const struct exp *x, const char *id);
 
-/* Events. Each exp_ev_* applies the event to the engine and the in-memory
- * tables and appends its store op to `batch` (seq numbered); nothing is
- * written until exp_submit_locked. */
+/* History (bounded, decimated): number of points and the i-th. */
+size_t exp_history_len(const struct exp *x);
+const struct exp_history_point *exp_history_at(const struct exp *x, size_t i);
+
+/* --- events and writes ------------------------------------------------------------- */
+
+/* The store writes one request makes. Each exp_ev_* applies its event to the
+ * engine and the in-memory tables and appends its store op here (seq
+ * numbered); nothing is written until exp_submit_locked. A batch may live
+ * on the stack or the heap; it must stay alive until its completion ran. */
 struct exp_batch {
     struct store_op *ops; /* owned by the batch */
     size_t n, cap;
@@ -220,46 +212,39 @@ enum exp_reward_status {
     EXP_R_CONFLICT = 2,
     EXP_R_UNKNOWN = 3,
     EXP_R_EXPIRED = 4,
-    EXP_R_ERROR = 5, /* store read failed */
+    EXP_R_ERROR = 5, /* store read failed, or out of memory */
 };
+#define EXP_N_REWARD_STATUS 6
 const char *exp_reward_status_name(enum exp_reward_status s);
 
 /* Report reward v (user units, validated by the caller) for assignment seq. */
 enum exp_reward_status exp_ev_reward(struct exp *x, struct exp_batch *b, int64_t seq, double v,
                                      int64_t now_ms);
-/* An observation for (bandit, arm). */
+/* An observation for (bandit, arm). EXP_OK or EXP_ERR_NOMEM. */
 int exp_ev_observe(struct exp *x, struct exp_batch *b, size_t bandit, size_t arm, double v,
                    int64_t now_ms);
-/* Change state (running / paused / stopped). Returns EXP_OK, or
- * EXP_ERR_INTERNAL when the transition is not allowed (from stopped). */
+/* Change state (running / paused / stopped); asking for the state held is
+ * no event. Returns EXP_OK, EXP_ERR_NOMEM, or EXP_ERR_STOPPED when leaving
+ * "stopped" (a stop is final). */
 int exp_ev_state(struct exp *x, struct exp_batch *b, enum exp_state s, int64_t now_ms);
 
-/* Queue the batch's ops (if any) for the writer; done(arg, store_err) runs on
- * the writer thread after commit. The batch must stay alive until then.
- * Returns STORE_OK or a store error (done not called). */
+/* Queue the batch's ops (possibly none: the completion then still waits
+ * for every write queued before it, so a reply that depends on earlier
+ * writes of this experiment is sent only once they are on disk) for the
+ * writer; done(arg, store_err) runs on the writer thread after commit.
+ * Returns STORE_OK (done will be called once) or a store error (done is
+ * not called). */
 int exp_submit_locked(struct exp *x, struct exp_batch *b, store_done_fn done, void *arg);
 
 /* Mark for deletion (under lock) and queue the delete; later requests get
  * EXP_ERR_GONE. The registry forgets the id once the delete is committed
  * (before done runs); if it fails, the experiment is back as the disk has
- * it. */
+ * it. Same return contract as exp_submit_locked. */
 int exp_delete_locked(struct exp *x, struct exp_batch *b, store_done_fn done, void *arg);
 
 /* 1 once a delete of x is queued or committed (takes x's lock: call
  * without it). A reader of the store that finds this 0 after its read knows
  * no delete was queued before the read, so the rows it saw were whole. */
 int exp_gone(struct exp *x);
-
-/* History (bounded, decimated): number of points and the i-th. */
-size_t exp_history_len(const struct exp *x);
-const struct exp_history_point *exp_history_at(const struct exp *x, size_t i);
-
-/* The store, for read paths (export). */
-struct store *exp_store(void);
-
-/* Outstanding (pending) assignments of the experiment. */
-size_t exp_pending_count(const struct exp *x);
-/* Pending assignments of all experiments (for /metrics; approximate). */
-uint64_t exp_pending_total(void);
 
 #endif

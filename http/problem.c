@@ -1,13 +1,14 @@
 /*
- * problem.c — the one place where errors become HTTP statuses and
- * problem+json documents (RFC 9457). Every error reply of the daemon,
- * including the HTTP layer's own (404, 405, 413, 415), is built here.
+ * problem.c — the one place where error statuses become problem+json
+ * documents (RFC 9457): the table of statuses with their type and title.
+ * Every error reply of the daemon, including the HTTP layer's own (404,
+ * 405, 413, 415), is built here. Also the entity-tag match every
+ * conditional GET uses.
  */
-#include "api/api.h"
+#include "http/http.h"
 
 #include <stdio.h>
-
-#include "store/store.h"
+#include <string.h>
 
 struct problem_kind {
     unsigned status;
@@ -31,7 +32,7 @@ static const struct problem_kind kinds[] = {
     {503, "unavailable", "Service unavailable"},
 };
 
-json_t *api_problem(unsigned status, const char *detail, json_t *errors)
+json_t *http_problem(unsigned status, const char *detail, json_t *errors)
 {
     const struct problem_kind *k = NULL;
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
@@ -57,35 +58,45 @@ json_t *api_problem(unsigned status, const char *detail, json_t *errors)
     return p;
 }
 
-int api_reply_problem(struct api_req *r, unsigned status, const char *detail, json_t *errors)
+int http_reply_problem(struct http_req *r, unsigned status, const char *detail, json_t *errors)
 {
-    json_t *p = api_problem(status, detail, errors);
+    json_t *p = http_problem(status, detail, errors);
     if (p == NULL)
-        return api_reply_raw(r, 500, "text/plain", NULL, 0);
+        return http_reply_raw(r, 500, "text/plain", NULL, 0);
     if (status == 503)
-        api_reply_header(r, "Retry-After", "1");
-    return api_reply_json(r, status, p);
+        http_reply_header(r, "Retry-After", "1");
+    return http_reply_json(r, status, p);
 }
 
-int api_reply_invalid(struct api_req *r, const char *field, const char *message)
+int http_reply_invalid(struct http_req *r, const char *field, const char *message)
 {
     json_t *errors = json_pack("[{s:s,s:s}]", "field", field, "message", message);
     char detail[256];
     snprintf(detail, sizeof detail, "%s: %s", field, message);
-    return api_reply_problem(r, 400, detail, errors);
+    return http_reply_problem(r, 400, detail, errors);
 }
 
-int api_reply_store_error(struct api_req *r, int store_err)
+int http_reply_oom(struct http_req *r)
 {
-    switch (store_err) {
-    case STORE_ERR_FULL:
-        return api_reply_problem(
-            r, 503, "storage is full or read-only; nothing was recorded, retry later", NULL);
-    case STORE_ERR_CLOSED:
-        return api_reply_problem(r, 503, "the server is shutting down; nothing was recorded", NULL);
-    case STORE_ERR_NOMEM:
-        return api_reply_problem(r, 503, "out of memory; nothing was recorded", NULL);
-    default:
-        return api_reply_problem(r, 503, "storage error; nothing was recorded, retry later", NULL);
+    return http_reply_problem(r, 503, "out of memory", NULL);
+}
+
+int http_etag_matches(const char *inm, const char *etag)
+{
+    if (inm == NULL)
+        return 0;
+    size_t el = strlen(etag);
+    const char *p = inm;
+    while (*p) {
+        p += strspn(p, " \t,");
+        if (*p == '*')
+            return 1;
+        if (strncmp(p, "W/", 2) == 0)
+            p += 2;
+        size_t n = strcspn(p, " \t,");
+        if (n == el && strncmp(p, etag, n) == 0)
+            return 1;
+        p += n;
     }
+    return 0;
 }

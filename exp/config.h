@@ -1,0 +1,66 @@
+/*
+ * config.h — an experiment's configuration: the create body parsed and
+ * validated into a `struct exp_config`, its normalised JSON (every default
+ * made explicit, the seed drawn: what the store keeps and GET returns), and
+ * the lookups in it. The same parser reads stored configurations back at
+ * startup, so a stored experiment is always one a client could have
+ * created. A configuration never changes once created.
+ */
+#ifndef BANDITD_EXP_CONFIG_H
+#define BANDITD_EXP_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "policies/engine.h"
+
+#define EXP_ID_MAX 64
+
+/* Limits (the daemon's flags). */
+struct exp_limits {
+    size_t max_experiments;
+    size_t max_bandits;
+    size_t max_arms;
+    size_t max_batch;
+    size_t max_count;   /* assignments per request */
+    size_t max_pending; /* outstanding assignments per experiment */
+    size_t history_points;
+};
+
+struct exp_config {
+    char id[EXP_ID_MAX + 1];
+    char *name; /* owned */
+    const struct policy_ops *policy;
+    json_t *policy_params; /* owned reference: as given (object) */
+    double reward_min, reward_max;
+    int64_t ttl_s;
+    int has_default_reward;
+    double default_reward;
+    size_t n_bandits;
+    char **bandit_ids;           /* owned */
+    size_t *n_arms;              /* owned */
+    char ***arm_names;           /* owned: arm_names[b][i] */
+    int *control_arm;            /* owned; per bandit or NULL */
+    struct engine_config engine; /* n_arms and control_arm point into this struct */
+    json_t *json;                /* owned: the normalised configuration (stored, returned) */
+};
+
+/* Parse and validate a create body against lim. On success returns 0 and
+ * fills cfg (the caller owns it: exp_config_free). On a validation failure
+ * returns 1 and appends {"field", "message"} objects to errors (borrowed
+ * array). On allocation failure returns −1. On failure cfg holds what was
+ * filled in: free it with exp_config_free too. */
+int exp_config_parse(json_t *body, const struct exp_limits *lim, struct exp_config *cfg,
+                     json_t *errors);
+void exp_config_free(struct exp_config *cfg);
+
+/* 1 if s is a valid experiment or bandit id: [A-Za-z0-9_.-]{1,64}. */
+int exp_id_valid(const char *s);
+
+/* Bandit index by id; arm index by name within bandit b; −1 if none. */
+int exp_cfg_bandit(const struct exp_config *cfg, const char *id);
+int exp_cfg_arm(const struct exp_config *cfg, size_t bandit, const char *name);
+
+#endif

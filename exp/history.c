@@ -1,0 +1,94 @@
+/*
+ * history.c — the decimated history dashboards draw (δᶜ, ρ̄ and pulls per
+ * arm against rewarded pulls): at most history_points points per
+ * experiment, thinned so that they span its whole life.
+ */
+#include <stdlib.h>
+
+#include "exp/internal.h"
+
+static void hist_free(struct exp_history_point *p)
+{
+    free(p->delta_c);
+    free(p->rho);
+    free(p->arm_pulls);
+}
+
+/* Record a point when the rewarded pulls reach the next mark; when the
+ * buffer is full keep every other point and double the spacing, so a point
+ * count bounded by history_points spans the experiment's whole life. */
+void exp_history_maybe_record(struct exp *x, int64_t ts)
+{
+    struct exp_data *d = x->d;
+    uint64_t pulls = engine_pulls(d->eng);
+    if (pulls < d->hnext || exp_rt.lim.history_points < 2)
+        return;
+    if (d->hlen == exp_rt.lim.history_points) {
+        size_t w = 0;
+        for (size_t r = 0; r < d->hlen; r++) {
+            if (r % 2 == 0)
+                d->hist[w++] = d->hist[r];
+            else
+                hist_free(&d->hist[r]);
+        }
+        d->hlen = w;
+        d->hstride *= 2;
+    }
+    const struct exp_config *c = &x->cfg;
+    size_t total = 0;
+    for (size_t b = 0; b < c->n_bandits; b++)
+        total += c->n_arms[b];
+    if (d->hlen == d->hcap) {
+        /* 256 points up front were 10 KiB of a 16 KiB experiment */
+        size_t ncap = d->hcap ? d->hcap * 2 : 8;
+        if (ncap > exp_rt.lim.history_points)
+            ncap = exp_rt.lim.history_points;
+        struct exp_history_point *nh = realloc(d->hist, ncap * sizeof *nh);
+        if (nh == NULL)
+            return; /* history is best effort */
+        d->hist = nh;
+        d->hcap = ncap;
+    }
+    struct exp_history_point *p = &d->hist[d->hlen];
+    p->pulls = pulls;
+    p->ts_ms = ts;
+    p->delta_c = calloc(c->n_bandits, sizeof *p->delta_c);
+    p->rho = calloc(c->n_bandits, sizeof *p->rho);
+    p->arm_pulls = calloc(total, sizeof *p->arm_pulls);
+    if (!p->delta_c || !p->rho || !p->arm_pulls) {
+        hist_free(p); /* history is best effort */
+        return;
+    }
+    size_t off = 0;
+    for (size_t b = 0; b < c->n_bandits; b++) {
+        struct engine_bandit_status st;
+        engine_bandit_status(d->eng, b, d->scratch, &st);
+        p->delta_c[b] = (float)st.delta_c;
+        p->rho[b] = (float)st.rho;
+        const struct stats_arm *a = engine_arms(d->eng, b);
+        for (size_t i = 0; i < c->n_arms[b]; i++)
+            p->arm_pulls[off++] = (uint32_t)(a[i].n > UINT32_MAX ? UINT32_MAX : a[i].n);
+    }
+    d->hlen++;
+    d->hnext = pulls + d->hstride;
+}
+
+size_t exp_history_len(const struct exp *x)
+{
+    return x->d->hlen;
+}
+
+const struct exp_history_point *exp_history_at(const struct exp *x, size_t i)
+{
+    return &x->d->hist[i];
+}
+
+void exp_history_free(struct exp_data *d)
+{
+    for (size_t i = 0; i < d->hlen; i++)
+        hist_free(&d->hist[i]);
+    free(d->hist);
+    d->hist = NULL;
+    d->hlen = d->hcap = 0;
+}
+

@@ -1,0 +1,149 @@
+/*
+ * internal.h — what the runtime's own files share (the .c files of exp/ only; the
+ * contract is exp.h). The parts:
+ *
+ *   registry.c  the sharded registry, references, create/delete, startup
+ *               load, the expiry sweeper, accessors
+ *   table.c     the in-memory tables of one experiment: assignments by
+ *               seq, sticky units not yet committed, the expiry FIFO
+ *   events.c    events applied to the engine and numbered into a batch
+ *               (assign, reward, observe, state, expiry), assignment ids
+ *   commit.c    submission to the writer, commit bookkeeping, the reload
+ *               after a failed write (exp_prepare_locked)
+ *   replay.c    rebuilding an experiment's data from its log
+ *   history.c   the decimated history dashboards draw
+ *   config.c    the configuration (config.h)
+ */
+#ifndef BANDITD_EXP_INTERNAL_H
+#define BANDITD_EXP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exp/exp.h"
+
+/* A stale experiment waits this long for its queued writes before a reload. */
+#define EXP_RELOAD_WAIT_MS 1000
+
+/* Per-experiment data that a reload replaces as a whole. */
+struct exp_data {
+    struct engine *eng;
+    int64_t seq; /* last event applied */
+    enum exp_state state;
+    /* assignments in memory: open addressing on seq (linear probing) */
+    struct exp_assignment **tab;
+    size_t tab_cap, tab_n;
+    /* sticky units of uncommitted assignments: open addressing, value = seq */
+    int64_t *utab;
+    size_t utab_cap, utab_n;
+    /* pending seqs in creation order (= expiry order: one TTL per experiment) */
+    int64_t *fifo;
+    size_t fhead, flen, fcap;
+    size_t pending;
+    /* history */
+    struct exp_history_point *hist; /* grows to history_points (most
+                                     * experiments never fill it) */
+    size_t hlen, hcap;
+    uint64_t hstride, hnext;
+    unsigned char *scratch; /* kmax entries */
+    int need_reset;         /* next submission clears the store's failure mark */
+};
+
+struct exp {
+    char id[EXP_ID_MAX + 1];
+    int64_t rowid;
+    int64_t created_ms;
+    uint32_t token;
+    pthread_mutex_t mu;
+    pthread_cond_t idle; /* signalled when inflight drops to 0 (with mu) */
+    atomic_int refs;
+    atomic_int stale; /* a write failed: reload before the next request */
+    atomic_uint gen;  /* increments at each reload */
+    int inflight;     /* submissions queued whose on_commit has not run (mu) */
+    int deleting;     /* a delete is queued: requests see the experiment gone (mu) */
+    int deleted;      /* the delete committed (mu) */
+    atomic_int visible;
+    struct exp_config cfg;
+    char *config_text; /* cfg.json serialised, as stored */
+    struct exp_data *d;
+    struct exp *next; /* shard bucket chain */
+};
+
+/* The runtime's process-wide state (registry.c). */
+struct exp_runtime {
+    struct store *store;
+    struct exp_limits lim;
+    atomic_uint_fast64_t pending_total;
+    atomic_uint_fast64_t expired_total;
+};
+extern struct exp_runtime exp_rt;
+
+/* --- registry.c ------------------------------------------------------------------- */
+
+/* Forget x (drops the registry's reference). */
+void exp_registry_remove(struct exp *x);
+
+/* --- table.c: assignments by seq, uncommitted units, the expiry FIFO -------------- */
+
+struct exp_assignment *exp_tab_find(const struct exp_data *d, int64_t seq);
+/* Make room for one more entry (0, or −1 out of memory). */
+int exp_tab_reserve(struct exp_data *d);
+/* Insert a (owned by the table from now); −1 when the table cannot grow. */
+int exp_tab_insert(struct exp_data *d, struct exp_assignment *a);
+void exp_tab_remove(struct exp_data *d, int64_t seq);
+
+int64_t exp_utab_find(const struct exp_data *d, const char *unit);
+/* Make room for one more unit (0, or −1). */
+int exp_utab_reserve(struct exp_data *d);
+/* The caller reserved room beforehand; the assignment of seq must be in
+ * the table (its unit is the key). */
+void exp_utab_insert(struct exp_data *d, int64_t seq, const char *unit);
+void exp_utab_remove(struct exp_data *d, const char *unit);
+
+int exp_fifo_reserve(struct exp_data *d);
+int exp_fifo_push(struct exp_data *d, int64_t seq);
+
+void exp_assignment_free(struct exp_assignment *a);
+/* Drop a from the table once it is final: its outcome known and every
+ * event about it committed. */
+void exp_drop_if_final(struct exp_data *d, struct exp_assignment *a);
+/* New data for cfg: an engine, empty tables. NULL with a message in err. */
+struct exp_data *exp_data_new(const struct exp_config *cfg, char *err, size_t errlen);
+void exp_data_free(struct exp_data *d);
+
+/* --- events.c ---------------------------------------------------------------------- */
+
+/* Apply a state to d's engine (an event, or its replay). */
+void exp_apply_state(struct exp_data *d, enum exp_state s);
+/* Expire x's due assignments into b (FIFO order = expiry order). */
+void exp_expire_due(struct exp *x, struct exp_batch *b, int64_t now_ms);
+/* Append a store op to b (zeroed), or NULL on out of memory. */
+struct store_op *exp_batch_op(struct exp_batch *b);
+/* The token of assignment ids: differs between a deleted experiment and
+ * its re-creation under the same id, yet survives restarts. */
+uint32_t exp_make_token(const char *id, int64_t created_ms);
+/* FNV-1a of an id, from the registry's historical basis. */
+uint64_t exp_hash_id(const char *id);
+
+/* --- commit.c ---------------------------------------------------------------------- */
+
+/* Queue b for the writer. owns: the runtime frees b after its commit.
+ * is_delete: the batch deletes the experiment (it resets the store's
+ * failure mark of the key). Same contract as exp_submit_locked. */
+int exp_submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, store_done_fn done,
+               void *arg);
+
+/* --- replay.c ---------------------------------------------------------------------- */
+
+/* Build x's data from its log on disk: new data, or NULL with a message. */
+struct exp_data *exp_replay_all(struct exp *x, char *err, size_t errlen);
+
+/* --- history.c --------------------------------------------------------------------- */
+
+/* Record a history point if the pulls reached the next mark. */
+void exp_history_maybe_record(struct exp *x, int64_t ts_ms);
+void exp_history_free(struct exp_data *d);
+
+#endif

@@ -1,0 +1,172 @@
+/*
+ * http.h — the HTTP transport: libmicrohttpd with its internal thread pool,
+ * routing by a table of (method, pattern, handler), body limits and
+ * content-type checks, per-request logging, the reply functions, and
+ * problem+json (RFC 9457), the one shape every error reply takes.
+ *
+ * It knows nothing of experiments: the API layer (api/) gives it the route
+ * table, an admission hook (authentication) and an observer (metrics), and
+ * its handlers use the functions below.
+ *
+ * A handler parses and validates its request, applies it, and either
+ * queues a reply (HTTP_DONE), or, when its answer must wait for work done
+ * elsewhere (a store commit), takes a hold on the request
+ * (http_req_hold), hands the work a completion that ends with
+ * http_req_complete, stashes its reply with http_req_wait and returns
+ * HTTP_SUSPENDED: the connection is suspended (no pool thread waits) and the
+ * stashed reply goes out once the completion ran, or the completion's
+ * failure goes out instead. That is how a 2xx always means "on disk".
+ */
+#ifndef BANDITD_HTTP_HTTP_H
+#define BANDITD_HTTP_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* The libmicrohttpd flags of the daemon (TLS added when configured). Shared
+ * with bench/bare.c, the stack's ceiling, so both run the same event loop. */
+#define HTTP_MHD_FLAGS                                                                             \
+    (MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |                 \
+     MHD_USE_ITC /* MHD_quiesce_daemon needs it with a thread pool */)
+
+/* The longest {id} path segment a route matches (a longer one: 404). */
+#define HTTP_ID_MAX 64
+
+struct http_req;
+
+enum http_rc {
+    HTTP_DONE = 0,      /* a reply is queued */
+    HTTP_SUSPENDED = 1, /* waiting for a completion; the reply is stashed */
+};
+
+typedef int (*http_handler_fn)(struct http_req *r);
+
+struct http_route {
+    const char *method;  /* "GET", "POST", ... (a GET route answers HEAD too) */
+    const char *pattern; /* "/v1/experiments/{id}/status"; {id} matches one segment */
+    http_handler_fn handler;
+    unsigned need;    /* what the caller needs (opaque here: the admit hook's) */
+    const char *name; /* metrics label */
+};
+
+struct http_config {
+    const char *host; /* an IPv4 or IPv6 address, or a host name */
+    uint16_t port;    /* 0: any free port */
+    unsigned threads; /* pool size; 0: number of cores */
+    size_t max_body;
+    unsigned max_connections;
+    unsigned connection_timeout_s;
+    int log_requests;
+    const char *tls_cert_pem; /* contents, not paths; NULL: plain HTTP */
+    const char *tls_key_pem;
+    const struct http_route *routes; /* terminated by a NULL method; borrowed */
+    /* Called once a request is routed, before its body is read: 0 lets it
+     * through; otherwise it answered (http_req_refuse) and the handler will
+     * not run. May be NULL. */
+    int (*admit)(struct http_req *r, const struct http_route *route);
+    /* Called once per answered request, with its route (NULL when none
+     * matched), its status and its latency in ms. May be NULL. */
+    void (*observe)(const struct http_route *route, unsigned status, double ms);
+};
+
+struct http_server;
+
+/* Start serving. Returns NULL with a message in err. */
+struct http_server *http_start(const struct http_config *c, char *err, size_t errlen);
+/* The port actually bound. */
+uint16_t http_port(const struct http_server *s);
+/* Stop accepting, let in-flight requests finish (up to timeout_ms), stop.
+ * Requests waiting on a completion are always let finish (MHD cannot stop
+ * with a suspended connection; every completion comes), and after
+ * timeout_ms no new handler starts (503). */
+void http_stop(struct http_server *s, unsigned timeout_ms);
+
+/* Requests being served now: received in full and not yet completed (a
+ * request still uploading its body is not counted). */
+unsigned http_in_flight(void);
+
+/* Readiness (set by main once the experiments are loaded). */
+void http_set_ready(int ready);
+int http_ready(void);
+
+/* --- the request (borrowed strings, valid for the request) ----------------------- */
+
+/* The {id} of the route, or NULL. */
+const char *http_req_id(const struct http_req *r);
+const char *http_req_query(const struct http_req *r, const char *key);
+const char *http_req_header(const struct http_req *r, const char *name);
+/* When the whole request was in (wall clock, ms since the epoch). */
+int64_t http_req_now_ms(const struct http_req *r);
+/* The body as JSON (a borrowed reference, owned by the request). An empty
+ * body reads as {} when empty_ok. On malformed JSON replies 400 itself and
+ * returns NULL (the handler returns HTTP_DONE). */
+json_t *http_req_json(struct http_req *r, int empty_ok);
+
+/* What the admit hook learnt of the caller: the id of the key it used (0:
+ * none), for the request log. */
+void http_req_set_caller(struct http_req *r, int64_t key_id);
+
+/* --- replies ----------------------------------------------------------------------- */
+
+/* Add a header to the reply about to be sent (copied). */
+void http_reply_header(struct http_req *r, const char *name, const char *value);
+/* JSON reply; body is stolen (NULL: out of memory, a 503). */
+int http_reply_json(struct http_req *r, unsigned status, json_t *body);
+/* JSON text reply (base/jsonw.h; malloc'd, stolen; NULL: out of memory, 503). */
+int http_reply_text(struct http_req *r, unsigned status, char *text, size_t len);
+/* Raw reply; body (malloc'd) is stolen. */
+int http_reply_raw(struct http_req *r, unsigned status, const char *content_type, char *body,
+                   size_t len);
+/* Reply from a buffer that outlives the server (embedded assets): sent
+ * without a copy, never freed. */
+int http_reply_static(struct http_req *r, unsigned status, const char *content_type,
+                      const void *body, size_t len);
+/* Empty reply (204, 304). */
+int http_reply_empty(struct http_req *r, unsigned status);
+/* Streamed reply: reader(cls, pos, buf, max) returns the bytes written, 0
+ * at the end, −1 on failure (the connection is then closed before the end
+ * of the stream, so a client never takes it for complete); free_cls(cls) is
+ * called at the end, also when this call fails. */
+int http_reply_stream(struct http_req *r, unsigned status, const char *content_type,
+                      long (*reader)(void *cls, uint64_t pos, char *buf, size_t max), void *cls,
+                      void (*free_cls)(void *cls));
+
+/* problem+json: type and title from the status (problem.c's table),
+ * detail, and when errors is given (stolen), the list of {"field",
+ * "message"}. A 503 carries Retry-After. */
+int http_reply_problem(struct http_req *r, unsigned status, const char *detail, json_t *errors);
+/* One offending field: 400 with detail "field: message". */
+int http_reply_invalid(struct http_req *r, const char *field, const char *message);
+/* 503 "out of memory" (nothing was recorded; the client may retry). */
+int http_reply_oom(struct http_req *r);
+/* The problem document itself (new reference; errors stolen). */
+json_t *http_problem(unsigned status, const char *detail, json_t *errors);
+/* Refuse the request from the admit hook (answered before the handler). */
+void http_req_refuse(struct http_req *r, unsigned status, const char *detail);
+
+/* Whether an If-None-Match value names etag: a list of entity tags,
+ * compared weakly (RFC 9110 13.1.2), or "*". */
+int http_etag_matches(const char *if_none_match, const char *etag);
+
+/* --- waiting for a completion ----------------------------------------------------- */
+
+/* A hold on r for a completion: r stays alive until http_req_complete (or
+ * http_req_release, when the work was never started). Returns r. */
+struct http_req *http_req_hold(struct http_req *r);
+void http_req_release(struct http_req *r);
+/* The work r waited for is done (any thread): status 0 lets the stashed
+ * reply go out; otherwise a problem with that status and detail replaces
+ * it (detail: a string that outlives the request, e.g. a literal). Drops
+ * the hold. */
+void http_req_complete(struct http_req *r, unsigned fail_status, const char *fail_detail);
+/* Stash the reply (body stolen; NULL: an empty reply) for when the
+ * completion comes, and suspend. Returns HTTP_SUSPENDED (or HTTP_DONE when
+ * the completion already came and the reply went out). */
+int http_req_wait(struct http_req *r, unsigned status, json_t *body);
+/* The same with the body already serialised (JSON text from base/jsonw.h,
+ * malloc'd, stolen; NULL: out of memory, a 503 once the completion came). */
+int http_req_wait_text(struct http_req *r, unsigned status, char *text, size_t len);
+
+#endif
