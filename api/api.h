@@ -71,6 +71,9 @@ struct exp *api_exp_lock(struct http_req *r);
  * then lock and prepare it (0, or −1 after replying 404/503 and dropping
  * the reference). In between, exp_cfg() may be read: it never changes. */
 struct exp *api_exp_find(struct http_req *r);
+/* The body as JSON (http_req_json; borrowed) in *body, then api_exp_find:
+ * NULL after replying 400 or 404. */
+struct exp *api_exp_find_body(struct http_req *r, int empty_ok, json_t **body);
 int api_exp_enter(struct http_req *r, struct exp *x);
 void api_exp_unlock(struct exp *x);
 
@@ -81,6 +84,10 @@ json_t *api_experiment_json(struct exp *x);
 /* Reply to a failed parse: rc −1 is out of memory (503, errors dropped),
  * rc 1 a 400 with detail and errors (stolen). Returns HTTP_DONE. */
 int api_reply_parse(struct http_req *r, int rc, json_t *errors, const char *detail);
+struct api_errors;
+/* The same for a request body parser's report (api/parse.h; its list is
+ * taken), dropping the reference x (may be NULL) first. */
+int api_reject(struct http_req *r, struct exp *x, int rc, struct api_errors *e);
 /* The detail of a 503 for a store error (a literal). */
 const char *api_store_detail(int store_err);
 /* Reply 503 for a store error (full disk, I/O, shutting down). */
@@ -93,6 +100,13 @@ struct api_write {
 };
 /* A new write for r (a hold on r taken), or NULL after replying 503. */
 struct api_write *api_write_begin(struct http_req *r);
+/* Lock and prepare x (api_exp_enter) and begin a write: NULL after
+ * replying (x then unlocked and its reference dropped). */
+struct api_write *api_write_enter(struct http_req *r, struct exp *x);
+/* After parsing a body (rc and e from a parser of api/parse.h): a write
+ * on x as api_write_enter when rc is 0, else NULL after api_reject. e is
+ * freed either way. */
+struct api_write *api_write_accept(struct http_req *r, struct exp *x, int rc, struct api_errors *e);
 /* Drop a write that was never submitted (releases the hold). */
 void api_write_abandon(struct api_write *w);
 /* Queue w for x (lock held; w may hold no event: the reply then waits for

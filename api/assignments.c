@@ -37,38 +37,24 @@ static void assignment_text(struct jw *w, struct exp *x, const struct exp_assign
 
 int api_assignments_create(struct http_req *r)
 {
-    json_t *body = http_req_json(r, 1);
-    if (body == NULL)
-        return HTTP_DONE;
-    struct exp *x = api_exp_find(r);
+    json_t *body;
+    struct exp *x = api_exp_find_body(r, 1, &body);
     if (x == NULL)
         return HTTP_DONE;
-    json_t *errors = json_array();
     struct api_assign_req req;
-    char detail[API_DETAIL_MAX];
-    int prc = errors != NULL ? api_parse_assignment(body, exp_cfg(x), exp_limits()->max_count, &req,
-                                                    errors, detail)
-                             : -1;
-    if (prc != 0) {
-        exp_put(x);
-        return api_reply_parse(r, prc, errors, detail);
-    }
-    json_decref(errors);
-    if (api_exp_enter(r, x) != 0)
+    struct api_errors pe;
+    int prc =
+        api_parse_assignment(body, exp_cfg(x), exp_limits()->max_count, &req, api_errors_init(&pe));
+    struct api_write *wr = api_write_accept(r, x, prc, &pe);
+    if (wr == NULL)
         return HTTP_DONE;
     const char *unit = req.unit;
     size_t count = req.count;
     int bandit = req.bandit;
-    /* The reply is written as text (api/jsonw.h): {"assignments":[…]} */
+    /* The reply is written as text (base/jsonw.h): {"assignments":[…]} */
     struct jw w;
     jw_init(&w);
     jw_lit(&w, "{\"assignments\":[");
-    struct api_write *wr = api_write_begin(r);
-    if (wr == NULL) {
-        api_exp_unlock(x);
-        jw_free(&w);
-        return HTTP_DONE;
-    }
     if (unit != NULL) {
         struct exp_assignment found;
         int rc = exp_find_unit(x, unit, &found);

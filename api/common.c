@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "api/parse.h"
 #include "base/clock.h"
 
 struct exp *api_exp_find(struct http_req *r)
@@ -21,6 +22,12 @@ struct exp *api_exp_find(struct http_req *r)
         http_reply_problem(r, 404, detail, NULL);
     }
     return x;
+}
+
+struct exp *api_exp_find_body(struct http_req *r, int empty_ok, json_t **body)
+{
+    *body = http_req_json(r, empty_ok);
+    return *body != NULL ? api_exp_find(r) : NULL;
 }
 
 int api_exp_enter(struct http_req *r, struct exp *x)
@@ -81,6 +88,14 @@ int api_reply_parse(struct http_req *r, int rc, json_t *errors, const char *deta
     return http_reply_problem(r, 400, detail, errors);
 }
 
+int api_reject(struct http_req *r, struct exp *x, int rc, struct api_errors *e)
+{
+    exp_put(x);
+    json_t *list = e->list;
+    e->list = NULL;
+    return api_reply_parse(r, rc, list, e->detail);
+}
+
 const char *api_store_detail(int store_err)
 {
     switch (store_err) {
@@ -112,6 +127,26 @@ struct api_write *api_write_begin(struct http_req *r)
     exp_batch_init(&w->batch);
     w->req = http_req_hold(r);
     return w;
+}
+
+struct api_write *api_write_enter(struct http_req *r, struct exp *x)
+{
+    if (api_exp_enter(r, x) != 0)
+        return NULL;
+    struct api_write *w = api_write_begin(r);
+    if (w == NULL)
+        api_exp_unlock(x);
+    return w;
+}
+
+struct api_write *api_write_accept(struct http_req *r, struct exp *x, int rc, struct api_errors *e)
+{
+    if (rc != 0) {
+        api_reject(r, x, rc, e);
+        return NULL;
+    }
+    api_errors_free(e);
+    return api_write_enter(r, x);
 }
 
 void api_write_abandon(struct api_write *w)

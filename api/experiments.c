@@ -141,21 +141,16 @@ int api_experiments_patch(struct http_req *r)
     json_t *body = http_req_json(r, 0);
     if (body == NULL)
         return HTTP_DONE;
-    json_t *errors = json_array();
     enum exp_state want = EXP_RUNNING;
-    char detail[API_DETAIL_MAX];
-    int prc = errors != NULL ? api_parse_patch(body, &want, errors, detail) : -1;
+    struct api_errors pe;
+    int prc = api_parse_patch(body, &want, api_errors_init(&pe));
     if (prc != 0)
-        return api_reply_parse(r, prc, errors, detail);
-    json_decref(errors);
-    struct exp *x = api_exp_lock(r);
-    if (x == NULL)
+        return api_reject(r, NULL, prc, &pe);
+    api_errors_free(&pe);
+    struct exp *x = api_exp_find(r);
+    struct api_write *wr = x != NULL ? api_write_enter(r, x) : NULL;
+    if (wr == NULL)
         return HTTP_DONE;
-    struct api_write *wr = api_write_begin(r);
-    if (wr == NULL) {
-        api_exp_unlock(x);
-        return HTTP_DONE;
-    }
     int rc = exp_ev_state(x, &wr->batch, want, http_req_now_ms(r));
     if (rc != EXP_OK) {
         api_exp_unlock(x);
@@ -175,14 +170,10 @@ int api_experiments_patch(struct http_req *r)
 
 int api_experiments_delete(struct http_req *r)
 {
-    struct exp *x = api_exp_lock(r);
-    if (x == NULL)
+    struct exp *x = api_exp_find(r);
+    struct api_write *wr = x != NULL ? api_write_enter(r, x) : NULL;
+    if (wr == NULL)
         return HTTP_DONE;
-    struct api_write *wr = api_write_begin(r);
-    if (wr == NULL) {
-        api_exp_unlock(x);
-        return HTTP_DONE;
-    }
     int rc = exp_delete_locked(x, &wr->batch, api_write_done, wr);
     api_exp_unlock(x);
     if (rc != STORE_OK) {

@@ -214,22 +214,19 @@ static int on_event(void *arg, const struct store_event *ev)
         break;
     }
     case STORE_EV_OBSERVE:
-        v[0] = "observation";
-        v[5] = bandit_name(c, ev->bandit);
-        v[6] = arm_name(c, ev->bandit, ev->arm);
-        format_number(ev->value, reward, sizeof reward);
-        v[8] = reward;
-        v[9] = "observed";
-        break;
     case STORE_EV_LATE:
-        v[0] = "late_reward";
-        exp_assignment_id(e->x, ev->ref, aid, sizeof aid);
-        v[2] = aid;
+        /* an outcome on its own row: an observation, or a reward that
+         * came after its assignment expired */
+        v[0] = ev->kind == STORE_EV_OBSERVE ? "observation" : "late_reward";
+        if (ev->kind == STORE_EV_LATE) {
+            exp_assignment_id(e->x, ev->ref, aid, sizeof aid);
+            v[2] = aid;
+        }
         v[5] = bandit_name(c, ev->bandit);
         v[6] = arm_name(c, ev->bandit, ev->arm);
         format_number(ev->value, reward, sizeof reward);
         v[8] = reward;
-        v[9] = "expired";
+        v[9] = ev->kind == STORE_EV_OBSERVE ? "observed" : "expired";
         break;
     case STORE_EV_STATE:
         v[0] = "state";

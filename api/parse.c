@@ -16,26 +16,41 @@ static int add(json_t *errors, const char *field, const char *message)
     return jv_error(errors, field, "%s", message);
 }
 
-/* One offending field: errors gets it, detail says "field: message". */
-static int invalid(json_t *errors, char *detail, const char *field, const char *message)
+struct api_errors *api_errors_init(struct api_errors *e)
 {
-    snprintf(detail, API_DETAIL_MAX, "%s: %s", field, message);
-    return add(errors, field, message) != 0 ? -1 : 1;
+    e->list = json_array();
+    e->detail[0] = '\0';
+    return e;
+}
+
+void api_errors_free(struct api_errors *e)
+{
+    json_decref(e->list);
+    e->list = NULL;
+}
+
+/* One offending field: the list gets it, the detail says "field: message". */
+static int invalid(struct api_errors *e, const char *field, const char *message)
+{
+    snprintf(e->detail, API_DETAIL_MAX, "%s: %s", field, message);
+    return add(e->list, field, message) != 0 ? -1 : 1;
 }
 
 /* The detail of a batch with item errors: the first one, and that nothing
  * was applied. */
-static int item_errors(json_t *errors, char *detail)
+static int item_errors(struct api_errors *e)
 {
-    jv_first_error(errors, "; nothing was recorded", detail, API_DETAIL_MAX);
+    jv_first_error(e->list, "; nothing was recorded", e->detail, API_DETAIL_MAX);
     return 1;
 }
 
 /* --- assignments ------------------------------------------------------------ */
 
 int api_parse_assignment(json_t *body, const struct exp_config *cfg, size_t max_count,
-                         struct api_assign_req *out, json_t *errors, char *detail)
+                         struct api_assign_req *out, struct api_errors *e)
 {
+    if (e->list == NULL)
+        return -1;
     static const char *const keys[] = {"bandit", "unit", "count", NULL};
     json_t *v;
 
@@ -43,36 +58,35 @@ int api_parse_assignment(json_t *body, const struct exp_config *cfg, size_t max_
     out->unit = NULL;
     out->count = 1;
     if (!json_is_object(body))
-        return invalid(errors, detail, "", "the body must be a JSON object");
-    if (json_object_size(body) > 0 && jv_unknown_keys(body, keys, "", errors) > 0) {
-        snprintf(detail, API_DETAIL_MAX, "unknown fields");
+        return invalid(e, "", "the body must be a JSON object");
+    if (json_object_size(body) > 0 && jv_unknown_keys(body, keys, "", e->list) > 0) {
+        snprintf(e->detail, API_DETAIL_MAX, "unknown fields");
         return 1;
     }
     if ((v = json_object_get(body, "bandit")) != NULL && !json_is_null(v)) {
         const char *id = json_string_value(v);
         if (id == NULL)
-            return invalid(errors, detail, "bandit", "must be a bandit id (string)");
+            return invalid(e, "bandit", "must be a bandit id (string)");
         out->bandit = exp_cfg_bandit(cfg, id);
         if (out->bandit < 0)
-            return invalid(errors, detail, "bandit", "no such bandit in this experiment");
+            return invalid(e, "bandit", "no such bandit in this experiment");
     }
     if ((v = json_object_get(body, "unit")) != NULL && !json_is_null(v)) {
         out->unit = json_string_value(v);
         if (out->unit == NULL || out->unit[0] == '\0' || strlen(out->unit) > EXP_MAX_UNIT)
-            return invalid(errors, detail, "unit",
-                           "must be a non-empty string of at most 256 bytes");
+            return invalid(e, "unit", "must be a non-empty string of at most 256 bytes");
     }
     if ((v = json_object_get(body, "count")) != NULL) {
         if (!json_is_integer(v) || json_integer_value(v) < 1 ||
             (unsigned long long)json_integer_value(v) > (unsigned long long)max_count) {
             char msg[64];
             snprintf(msg, sizeof msg, "must be an integer from 1 to %zu", max_count);
-            return invalid(errors, detail, "count", msg);
+            return invalid(e, "count", msg);
         }
         out->count = (size_t)json_integer_value(v);
     }
     if (out->unit != NULL && out->count != 1)
-        return invalid(errors, detail, "count", "a unit gets exactly one assignment (count 1)");
+        return invalid(e, "count", "a unit gets exactly one assignment (count 1)");
     return 0;
 }
 
@@ -82,30 +96,30 @@ int api_parse_assignment(json_t *body, const struct exp_config *cfg, size_t max_
  * Returns 0 with *arr (borrowed: the list, or NULL for the single form), 1
  * (invalid) or −1. */
 static int items_of(json_t *body, const char *key, const char *const *item_keys, size_t max_batch,
-                    json_t **arr, json_t *errors, char *detail)
+                    json_t **arr, struct api_errors *e)
 {
     *arr = NULL;
     if (!json_is_object(body))
-        return invalid(errors, detail, "", "the body must be a JSON object");
+        return invalid(e, "", "the body must be a JSON object");
     json_t *list = json_object_get(body, key);
     if (list != NULL) {
         if (json_object_size(body) != 1) {
             const char *const only[] = {key, NULL};
-            jv_unknown_keys(body, only, "", errors);
-            snprintf(detail, API_DETAIL_MAX, "a batch body has only the list");
+            jv_unknown_keys(body, only, "", e->list);
+            snprintf(e->detail, API_DETAIL_MAX, "a batch body has only the list");
             return 1;
         }
         if (!json_is_array(list) || json_array_size(list) < 1 ||
             json_array_size(list) > max_batch) {
             char msg[80];
             snprintf(msg, sizeof msg, "must be an array of 1 to %zu items", max_batch);
-            return invalid(errors, detail, key, msg);
+            return invalid(e, key, msg);
         }
         *arr = list;
         return 0;
     }
-    if (jv_unknown_keys(body, item_keys, "", errors) > 0) {
-        snprintf(detail, API_DETAIL_MAX, "unknown fields");
+    if (jv_unknown_keys(body, item_keys, "", e->list) > 0) {
+        snprintf(e->detail, API_DETAIL_MAX, "unknown fields");
         return 1;
     }
     return 0;
@@ -159,110 +173,125 @@ static int check_reward(const struct exp_config *c, json_t *v, int batch, const 
     return 0;
 }
 
-int api_parse_rewards(json_t *body, const struct exp_config *cfg, size_t max_batch,
-                      struct api_reward_item **items, size_t *n, int *batch, json_t *errors,
-                      char *detail)
+/* One item of a list body: i its index, batch whether it came in a list
+ * (field names then read "<list>[i].<name>"); errors reported into
+ * `errors`. */
+struct item_kind {
+    const char *list; /* "rewards" */
+    const char *const *keys;
+    size_t size; /* of one parsed item */
+    void (*parse)(json_t *o, const struct exp_config *cfg, int batch, size_t i, void *item,
+                  json_t *errors);
+};
+
+/* Every item of a single-or-batch body, all validated before any is
+ * returned. Same contract as the parsers: 0 with a new array of *n items in
+ * *items, 1 or −1. */
+static int parse_items(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                       const struct item_kind *k, void **items, size_t *n, int *batch,
+                       struct api_errors *e)
 {
-    static const char *const item_keys[] = {"assignment_id", "reward", NULL};
     json_t *arr;
     *items = NULL;
     *n = 0;
     *batch = 0;
-    int rc = items_of(body, "rewards", item_keys, max_batch, &arr, errors, detail);
+    if (e->list == NULL)
+        return -1;
+    int rc = items_of(body, k->list, k->keys, max_batch, &arr, e);
     if (rc != 0)
         return rc;
     *batch = arr != NULL;
     size_t count = arr != NULL ? json_array_size(arr) : 1;
-    struct api_reward_item *it = calloc(count, sizeof *it);
+    char *it = calloc(count, k->size);
     if (it == NULL)
         return -1;
     for (size_t i = 0; i < count; i++) {
-        json_t *o = item_object(arr, body, i, "rewards", item_keys, errors);
-        if (o == NULL)
-            continue;
-        it[i].assignment_id = json_string_value(json_object_get(o, "assignment_id"));
-        if (it[i].assignment_id == NULL) {
-            char field[64];
-            item_field(field, sizeof field, *batch, "rewards", i, "assignment_id");
-            add(errors, field, "must be an assignment id (string)");
-        }
-        check_reward(cfg, json_object_get(o, "reward"), *batch, "rewards", i, errors, &it[i].value);
+        json_t *o = item_object(arr, body, i, k->list, k->keys, e->list);
+        if (o != NULL)
+            k->parse(o, cfg, *batch, i, it + i * k->size, e->list);
     }
-    if (json_array_size(errors) > 0) {
+    if (json_array_size(e->list) > 0) {
         free(it);
-        return item_errors(errors, detail);
+        return item_errors(e);
     }
     *items = it;
     *n = count;
     return 0;
 }
 
-int api_parse_observations(json_t *body, const struct exp_config *cfg, size_t max_batch,
-                           struct api_observation_item **items, size_t *n, json_t *errors,
-                           char *detail)
+static void reward_item(json_t *o, const struct exp_config *cfg, int batch, size_t i, void *item,
+                        json_t *errors)
 {
-    static const char *const item_keys[] = {"bandit", "arm", "reward", NULL};
-    json_t *arr;
-    *items = NULL;
-    *n = 0;
-    int rc = items_of(body, "observations", item_keys, max_batch, &arr, errors, detail);
-    if (rc != 0)
-        return rc;
-    int batch = arr != NULL;
-    size_t count = arr != NULL ? json_array_size(arr) : 1;
-    struct api_observation_item *it = calloc(count, sizeof *it);
-    if (it == NULL)
-        return -1;
-    for (size_t i = 0; i < count; i++) {
-        json_t *o = item_object(arr, body, i, "observations", item_keys, errors);
+    struct api_reward_item *it = item;
+    it->assignment_id = json_string_value(json_object_get(o, "assignment_id"));
+    if (it->assignment_id == NULL) {
         char field[64];
-        if (o == NULL)
-            continue;
-        json_t *bj = json_object_get(o, "bandit");
-        it[i].bandit = 0;
-        if (bj != NULL && !json_is_null(bj)) {
-            const char *bid = json_string_value(bj);
-            it[i].bandit = bid != NULL ? exp_cfg_bandit(cfg, bid) : -1;
-            if (it[i].bandit < 0) {
-                item_field(field, sizeof field, batch, "observations", i, "bandit");
-                add(errors, field, "no such bandit in this experiment");
-                continue;
-            }
-        } else if (cfg->n_bandits > 1) {
+        item_field(field, sizeof field, batch, "rewards", i, "assignment_id");
+        add(errors, field, "must be an assignment id (string)");
+    }
+    check_reward(cfg, json_object_get(o, "reward"), batch, "rewards", i, errors, &it->value);
+}
+
+int api_parse_rewards(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                      struct api_reward_item **items, size_t *n, int *batch, struct api_errors *e)
+{
+    static const char *const keys[] = {"assignment_id", "reward", NULL};
+    static const struct item_kind kind = {"rewards", keys, sizeof **items, reward_item};
+    return parse_items(body, cfg, max_batch, &kind, (void **)items, n, batch, e);
+}
+
+static void observation_item(json_t *o, const struct exp_config *cfg, int batch, size_t i,
+                             void *item, json_t *errors)
+{
+    struct api_observation_item *it = item;
+    char field[64];
+    json_t *bj = json_object_get(o, "bandit");
+    it->bandit = 0;
+    if (bj != NULL && !json_is_null(bj)) {
+        const char *bid = json_string_value(bj);
+        it->bandit = bid != NULL ? exp_cfg_bandit(cfg, bid) : -1;
+        if (it->bandit < 0) {
             item_field(field, sizeof field, batch, "observations", i, "bandit");
-            add(errors, field, "required: the experiment has several bandits");
-            continue;
+            add(errors, field, "no such bandit in this experiment");
+            return;
         }
-        const char *arm = json_string_value(json_object_get(o, "arm"));
-        it[i].arm = arm != NULL ? exp_cfg_arm(cfg, (size_t)it[i].bandit, arm) : -1;
-        if (it[i].arm < 0) {
-            item_field(field, sizeof field, batch, "observations", i, "arm");
-            add(errors, field, "must name an arm of the bandit");
-        }
-        check_reward(cfg, json_object_get(o, "reward"), batch, "observations", i, errors,
-                     &it[i].value);
+    } else if (cfg->n_bandits > 1) {
+        item_field(field, sizeof field, batch, "observations", i, "bandit");
+        add(errors, field, "required: the experiment has several bandits");
+        return;
     }
-    if (json_array_size(errors) > 0) {
-        free(it);
-        return item_errors(errors, detail);
+    const char *arm = json_string_value(json_object_get(o, "arm"));
+    it->arm = arm != NULL ? exp_cfg_arm(cfg, (size_t)it->bandit, arm) : -1;
+    if (it->arm < 0) {
+        item_field(field, sizeof field, batch, "observations", i, "arm");
+        add(errors, field, "must name an arm of the bandit");
     }
-    *items = it;
-    *n = count;
-    return 0;
+    check_reward(cfg, json_object_get(o, "reward"), batch, "observations", i, errors, &it->value);
+}
+
+int api_parse_observations(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                           struct api_observation_item **items, size_t *n, struct api_errors *e)
+{
+    static const char *const keys[] = {"bandit", "arm", "reward", NULL};
+    static const struct item_kind kind = {"observations", keys, sizeof **items, observation_item};
+    int batch;
+    return parse_items(body, cfg, max_batch, &kind, (void **)items, n, &batch, e);
 }
 
 /* --- PATCH ------------------------------------------------------------------------ */
 
-int api_parse_patch(json_t *body, enum exp_state *state, json_t *errors, char *detail)
+int api_parse_patch(json_t *body, enum exp_state *state, struct api_errors *e)
 {
+    if (e->list == NULL)
+        return -1;
     static const char *const keys[] = {"state", NULL};
     if (!json_is_object(body))
-        return invalid(errors, detail, "", "the body must be a JSON object");
-    if (jv_unknown_keys(body, keys, "", errors) > 0) {
-        snprintf(detail, API_DETAIL_MAX, "unknown fields");
+        return invalid(e, "", "the body must be a JSON object");
+    if (jv_unknown_keys(body, keys, "", e->list) > 0) {
+        snprintf(e->detail, API_DETAIL_MAX, "unknown fields");
         return 1;
     }
     if (exp_state_parse(json_string_value(json_object_get(body, "state")), state) != 0)
-        return invalid(errors, detail, "state", "must be \"running\", \"paused\" or \"stopped\"");
+        return invalid(e, "state", "must be \"running\", \"paused\" or \"stopped\"");
     return 0;
 }

@@ -5,8 +5,8 @@
  * libFuzzer targets in tests/fuzz/, which is why they are separate.
  *
  * Each returns 0 (valid: the result is filled), 1 (invalid: one
- * {"field", "message"} object per problem appended to `errors`, and
- * `detail` holds the problem's one-line summary) or −1 (out of memory).
+ * {"field", "message"} object per problem appended to e->list, and
+ * e->detail holds the problem's one-line summary) or −1 (out of memory).
  * Strings in results are borrowed from `body`. `cfg` is the experiment's
  * configuration (immutable once created, so reading it needs no lock).
  */
@@ -21,6 +21,17 @@
 
 #define API_DETAIL_MAX 256
 
+/* What a failed parse reports: the list problem+json carries and its
+ * one-line detail. */
+struct api_errors {
+    json_t *list; /* owned: {"field", "message"} objects */
+    char detail[API_DETAIL_MAX];
+};
+/* Start an empty report (its list may fail to allocate: parsers then
+ * return −1). Returns e. */
+struct api_errors *api_errors_init(struct api_errors *e);
+void api_errors_free(struct api_errors *e);
+
 /* POST assignments: {"bandit": id, "unit": string, "count": n}, all optional. */
 struct api_assign_req {
     int bandit;       /* index, −1: the policy chooses */
@@ -28,7 +39,7 @@ struct api_assign_req {
     size_t count;
 };
 int api_parse_assignment(json_t *body, const struct exp_config *cfg, size_t max_count,
-                         struct api_assign_req *out, json_t *errors, char *detail);
+                         struct api_assign_req *out, struct api_errors *e);
 
 /* POST rewards: {"assignment_id", "reward"} or {"rewards": [...]}. */
 struct api_reward_item {
@@ -39,8 +50,7 @@ struct api_reward_item {
  * list form from the single one (the single form answers 404 for an
  * unknown id). */
 int api_parse_rewards(json_t *body, const struct exp_config *cfg, size_t max_batch,
-                      struct api_reward_item **items, size_t *n, int *batch, json_t *errors,
-                      char *detail);
+                      struct api_reward_item **items, size_t *n, int *batch, struct api_errors *e);
 
 /* POST observations: {"bandit", "arm", "reward"} or {"observations": [...]}. */
 struct api_observation_item {
@@ -48,10 +58,9 @@ struct api_observation_item {
     double value;
 };
 int api_parse_observations(json_t *body, const struct exp_config *cfg, size_t max_batch,
-                           struct api_observation_item **items, size_t *n, json_t *errors,
-                           char *detail);
+                           struct api_observation_item **items, size_t *n, struct api_errors *e);
 
 /* PATCH: {"state": "running" | "paused" | "stopped"}. */
-int api_parse_patch(json_t *body, enum exp_state *state, json_t *errors, char *detail);
+int api_parse_patch(json_t *body, enum exp_state *state, struct api_errors *e);
 
 #endif

@@ -29,32 +29,18 @@ static int finish(struct api_write *wr, struct exp *x, struct jw *w, unsigned st
 
 int api_rewards_create(struct http_req *r)
 {
-    json_t *body = http_req_json(r, 0);
-    if (body == NULL)
-        return HTTP_DONE;
-    struct exp *x = api_exp_find(r);
+    json_t *body;
+    struct exp *x = api_exp_find_body(r, 0, &body);
     if (x == NULL)
         return HTTP_DONE;
-    json_t *errors = json_array();
     struct api_reward_item *items = NULL;
     size_t n = 0;
     int batch = 0;
-    char detail[API_DETAIL_MAX];
-    int rc = errors != NULL ? api_parse_rewards(body, exp_cfg(x), exp_limits()->max_batch, &items,
-                                                &n, &batch, errors, detail)
-                            : -1;
-    if (rc != 0) {
-        exp_put(x);
-        return api_reply_parse(r, rc, errors, detail);
-    }
-    json_decref(errors);
-    if (api_exp_enter(r, x) != 0) {
-        free(items);
-        return HTTP_DONE;
-    }
-    struct api_write *wr = api_write_begin(r);
+    struct api_errors pe;
+    int rc = api_parse_rewards(body, exp_cfg(x), exp_limits()->max_batch, &items, &n, &batch,
+                               api_errors_init(&pe));
+    struct api_write *wr = api_write_accept(r, x, rc, &pe);
     if (wr == NULL) {
-        api_exp_unlock(x);
         free(items);
         return HTTP_DONE;
     }
@@ -105,31 +91,17 @@ int api_rewards_create(struct http_req *r)
 
 int api_observations_create(struct http_req *r)
 {
-    json_t *body = http_req_json(r, 0);
-    if (body == NULL)
-        return HTTP_DONE;
-    struct exp *x = api_exp_find(r);
+    json_t *body;
+    struct exp *x = api_exp_find_body(r, 0, &body);
     if (x == NULL)
         return HTTP_DONE;
-    json_t *errors = json_array();
     struct api_observation_item *items = NULL;
     size_t n = 0;
-    char detail[API_DETAIL_MAX];
-    int rc = errors != NULL ? api_parse_observations(body, exp_cfg(x), exp_limits()->max_batch,
-                                                     &items, &n, errors, detail)
-                            : -1;
-    if (rc != 0) {
-        exp_put(x);
-        return api_reply_parse(r, rc, errors, detail);
-    }
-    json_decref(errors);
-    if (api_exp_enter(r, x) != 0) {
-        free(items);
-        return HTTP_DONE;
-    }
-    struct api_write *wr = api_write_begin(r);
+    struct api_errors pe;
+    int rc = api_parse_observations(body, exp_cfg(x), exp_limits()->max_batch, &items, &n,
+                                    api_errors_init(&pe));
+    struct api_write *wr = api_write_accept(r, x, rc, &pe);
     if (wr == NULL) {
-        api_exp_unlock(x);
         free(items);
         return HTTP_DONE;
     }

@@ -13,12 +13,25 @@
 
 #include "base/clock.h"
 
-/* 304 if the client has the current version. Lock held. */
-static int not_modified(struct http_req *r, struct exp *x, char *etag, size_t len)
+/* Lock {id} unless the client has its current version (If-None-Match):
+ * NULL after answering (404, 503, or 304). Either way the ETag is set:
+ * the experiment's creation time, id and version (which changes whenever
+ * these answers can). */
+static struct exp *lock_if_modified(struct http_req *r)
 {
-    snprintf(etag, len, "\"%" PRId64 "-%s-%" PRIu64 "\"", exp_created_ms(x), exp_id(x),
+    struct exp *x = api_exp_lock(r);
+    if (x == NULL)
+        return NULL;
+    char etag[160];
+    snprintf(etag, sizeof etag, "\"%" PRId64 "-%s-%" PRIu64 "\"", exp_created_ms(x), exp_id(x),
              exp_version(x));
-    return http_etag_matches(http_req_header(r, "If-None-Match"), etag);
+    http_reply_header(r, "ETag", etag);
+    if (http_etag_matches(http_req_header(r, "If-None-Match"), etag)) {
+        api_exp_unlock(x);
+        http_reply_empty(r, 304);
+        return NULL;
+    }
+    return x;
 }
 
 static json_t *bandit_json(struct exp *x, size_t b)
@@ -65,15 +78,9 @@ static json_t *bandit_json(struct exp *x, size_t b)
 
 int api_status_get(struct http_req *r)
 {
-    struct exp *x = api_exp_lock(r);
+    struct exp *x = lock_if_modified(r);
     if (x == NULL)
         return HTTP_DONE;
-    char etag[160];
-    if (not_modified(r, x, etag, sizeof etag)) {
-        api_exp_unlock(x);
-        http_reply_header(r, "ETag", etag);
-        return http_reply_empty(r, 304);
-    }
     const struct exp_config *c = exp_cfg(x);
     struct engine *e = exp_engine(x);
     json_t *bandits = json_array();
@@ -90,21 +97,14 @@ int api_status_get(struct http_req *r)
         c->engine.epsilon * exp_range(x), "bandits_done", (json_int_t)engine_bandits_done(e),
         "bandits_total", (json_int_t)c->n_bandits, "bandits", bandits);
     api_exp_unlock(x);
-    http_reply_header(r, "ETag", etag);
     return http_reply_json(r, 200, j);
 }
 
 int api_history_get(struct http_req *r)
 {
-    struct exp *x = api_exp_lock(r);
+    struct exp *x = lock_if_modified(r);
     if (x == NULL)
         return HTTP_DONE;
-    char etag[160];
-    if (not_modified(r, x, etag, sizeof etag)) {
-        api_exp_unlock(x);
-        http_reply_header(r, "ETag", etag);
-        return http_reply_empty(r, 304);
-    }
     const struct exp_config *c = exp_cfg(x);
     size_t n = exp_history_len(x);
     /* Columns, not rows: a chart library takes them as they are. */
@@ -137,6 +137,5 @@ int api_history_get(struct http_req *r)
     json_t *j = json_pack("{s:s,s:f,s:o,s:o,s:o}", "id", exp_id(x), "delta", c->engine.delta,
                           "pulls", pulls, "time", times, "bandits", bandits);
     api_exp_unlock(x);
-    http_reply_header(r, "ETag", etag);
     return http_reply_json(r, 200, j);
 }

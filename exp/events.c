@@ -162,6 +162,18 @@ static struct store_op *event_op(struct exp *x, struct exp_batch *b, int kind, i
     return op;
 }
 
+/* An event about assignment ref of (bandit, arm), with value v. */
+static struct store_op *ref_op(struct exp *x, struct exp_batch *b, int kind, int64_t ts,
+                               int64_t ref, int32_t bandit, int32_t arm, double v)
+{
+    struct store_op *op = event_op(x, b, kind, ts);
+    op->ev.ref = ref;
+    op->ev.bandit = bandit;
+    op->ev.arm = arm;
+    op->ev.value = v;
+    return op;
+}
+
 int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *unit, int64_t now,
                   const struct exp_assignment **out)
 {
@@ -285,14 +297,9 @@ enum exp_reward_status exp_ev_reward(struct exp *x, struct exp_batch *b, int64_t
         }
         case EXP_A_REWARDED:
             return a->value == v ? EXP_R_DUPLICATE : EXP_R_CONFLICT;
-        case EXP_A_EXPIRED: {
-            struct store_op *op = event_op(x, b, STORE_EV_LATE, now);
-            op->ev.value = v;
-            op->ev.ref = a->seq;
-            op->ev.bandit = a->bandit;
-            op->ev.arm = a->arm;
+        case EXP_A_EXPIRED:
+            ref_op(x, b, STORE_EV_LATE, now, a->seq, a->bandit, a->arm, v);
             return EXP_R_EXPIRED;
-        }
         case EXP_A_EXPLOIT:
             if (!isnan(a->value))
                 return a->value == v ? EXP_R_DUPLICATE : EXP_R_CONFLICT;
@@ -322,19 +329,11 @@ enum exp_reward_status exp_ev_reward(struct exp *x, struct exp_batch *b, int64_t
     if (rc == STORE_OK && out.kind == STORE_EV_REWARD)
         return out.value == v ? EXP_R_DUPLICATE : EXP_R_CONFLICT;
     if (rc == STORE_OK && (out.kind == STORE_EV_EXPIRE || out.kind == STORE_EV_LATE)) {
-        struct store_op *op = event_op(x, b, STORE_EV_LATE, now);
-        op->ev.value = v;
-        op->ev.ref = seq;
-        op->ev.bandit = ev.bandit;
-        op->ev.arm = ev.arm;
+        ref_op(x, b, STORE_EV_LATE, now, seq, ev.bandit, ev.arm, v);
         return EXP_R_EXPIRED;
     }
     if (rc == STORE_ERR_NOTFOUND && (ev.flags & STORE_AF_EXPLOIT)) {
-        struct store_op *op = event_op(x, b, STORE_EV_REWARD, now);
-        op->ev.value = v;
-        op->ev.ref = seq;
-        op->ev.bandit = ev.bandit;
-        op->ev.arm = ev.arm;
+        ref_op(x, b, STORE_EV_REWARD, now, seq, ev.bandit, ev.arm, v);
         return EXP_R_ACCEPTED;
     }
     return EXP_R_ERROR;

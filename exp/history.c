@@ -91,4 +91,3 @@ void exp_history_free(struct exp_data *d)
     d->hist = NULL;
     d->hlen = d->hcap = 0;
 }
-

@@ -89,13 +89,12 @@ int fuzz_assignment(const uint8_t *data, size_t size)
     json_t *body = load(data, size);
     if (body == NULL)
         return 0;
-    json_t *errors = json_array();
+    struct api_errors e;
     struct api_assign_req req;
-    char detail[API_DETAIL_MAX];
-    int rc = api_parse_assignment(body, &g_cfg, 100, &req, errors, detail);
+    int rc = api_parse_assignment(body, &g_cfg, 100, &req, api_errors_init(&e));
     if (rc == 0 && (req.count < 1 || req.count > 100 || req.bandit >= 2))
         abort();
-    json_decref(errors);
+    api_errors_free(&e);
     json_decref(body);
     return 0;
 }
@@ -106,17 +105,16 @@ int fuzz_rewards(const uint8_t *data, size_t size)
     json_t *body = load(data, size);
     if (body == NULL)
         return 0;
-    json_t *errors = json_array();
+    struct api_errors e;
     struct api_reward_item *items = NULL;
     size_t n = 0;
     int batch = 0;
-    char detail[API_DETAIL_MAX];
-    int rc = api_parse_rewards(body, &g_cfg, 1000, &items, &n, &batch, errors, detail);
+    int rc = api_parse_rewards(body, &g_cfg, 1000, &items, &n, &batch, api_errors_init(&e));
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (items[i].assignment_id == NULL || !(items[i].value >= -1 && items[i].value <= 5))
             abort(); /* accepted out of contract */
     free(items);
-    json_decref(errors);
+    api_errors_free(&e);
     json_decref(body);
     return 0;
 }
@@ -127,17 +125,16 @@ int fuzz_observations(const uint8_t *data, size_t size)
     json_t *body = load(data, size);
     if (body == NULL)
         return 0;
-    json_t *errors = json_array();
+    struct api_errors e;
     struct api_observation_item *items = NULL;
     size_t n = 0;
-    char detail[API_DETAIL_MAX];
-    int rc = api_parse_observations(body, &g_cfg, 1000, &items, &n, errors, detail);
+    int rc = api_parse_observations(body, &g_cfg, 1000, &items, &n, api_errors_init(&e));
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (items[i].bandit < 0 || items[i].bandit > 1 || items[i].arm < 0 || items[i].arm > 2 ||
             !(items[i].value >= -1 && items[i].value <= 5))
             abort();
     free(items);
-    json_decref(errors);
+    api_errors_free(&e);
     json_decref(body);
     return 0;
 }
@@ -148,11 +145,10 @@ int fuzz_patch(const uint8_t *data, size_t size)
     json_t *body = load(data, size);
     if (body == NULL)
         return 0;
-    json_t *errors = json_array();
+    struct api_errors e;
     enum exp_state st;
-    char detail[API_DETAIL_MAX];
-    api_parse_patch(body, &st, errors, detail);
-    json_decref(errors);
+    api_parse_patch(body, &st, api_errors_init(&e));
+    api_errors_free(&e);
     json_decref(body);
     return 0;
 }
