@@ -103,6 +103,8 @@ struct api_write *api_write_begin(struct http_req *r);
 /* Lock and prepare x (api_exp_enter) and begin a write: NULL after
  * replying (x then unlocked and its reference dropped). */
 struct api_write *api_write_enter(struct http_req *r, struct exp *x);
+/* The same for its delete: a corrupt experiment may be deleted. */
+struct api_write *api_write_enter_delete(struct http_req *r, struct exp *x);
 /* After parsing a body (rc and e from a parser of api/parse.h): a write
  * on x as api_write_enter when rc is 0, else NULL after api_reject. e is
  * freed either way. */
@@ -120,5 +122,21 @@ int api_write_finish_text(struct api_write *w, struct exp *x, unsigned status, c
                           size_t len);
 /* The completion of a write (store_done_fn): answers the request, frees w. */
 void api_write_done(void *w, int store_err);
+
+/* Answers that show experiments go out only once every write of theirs
+ * that the answer includes is on disk, so a reader never sees what a crash
+ * or a failed commit could take back: a join waits for each experiment
+ * added to it (an empty write queued behind its pending ones; nothing when
+ * it has none), and fails with 503 if one of those writes failed. */
+struct api_join;
+/* A join for r (a hold taken), or NULL after replying 503. */
+struct api_join *api_join_begin(struct http_req *r);
+/* Wait for x's pending writes too (x locked). */
+void api_join_add(struct api_join *j, struct exp *x);
+/* Stash the reply (body stolen) until every write waited for completed. */
+int api_join_finish(struct api_join *j, unsigned status, json_t *body);
+/* Unlock x and answer with body (stolen) once x's writes are on disk: at
+ * once when none is pending. */
+int api_read_finish(struct http_req *r, struct exp *x, unsigned status, json_t *body);
 
 #endif

@@ -6,6 +6,7 @@
  */
 #include "api/api.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -30,19 +31,34 @@ struct exp *api_exp_find_body(struct http_req *r, int empty_ok, json_t **body)
     return *body != NULL ? api_exp_find(r) : NULL;
 }
 
-int api_exp_enter(struct http_req *r, struct exp *x)
+/* Lock and prepare x; corrupt_ok lets a corrupt experiment through (its
+ * delete). */
+static int enter(struct http_req *r, struct exp *x, int corrupt_ok)
 {
     exp_lock(x);
     int rc = exp_prepare_locked(x, http_req_now_ms(r));
-    if (rc == EXP_OK)
+    if (rc == EXP_OK || (rc == EXP_ERR_CORRUPT && corrupt_ok))
         return 0;
+    char detail[384];
+    if (rc == EXP_ERR_CORRUPT)
+        snprintf(detail, sizeof detail,
+                 "experiment \"%s\" cannot be served: %s; an operator must restore it from a "
+                 "backup or delete it",
+                 exp_id(x), exp_corrupt(x));
     exp_unlock(x);
     exp_put(x);
     if (rc == EXP_ERR_GONE)
         http_reply_problem(r, 404, "the experiment was deleted", NULL);
+    else if (rc == EXP_ERR_CORRUPT)
+        http_reply_problem(r, 500, detail, NULL);
     else
         http_reply_problem(r, 503, "the experiment cannot be read from storage; retry later", NULL);
     return -1;
+}
+
+int api_exp_enter(struct http_req *r, struct exp *x)
+{
+    return enter(r, x, 0);
 }
 
 struct exp *api_exp_lock(struct http_req *r)
@@ -131,7 +147,17 @@ struct api_write *api_write_begin(struct http_req *r)
 
 struct api_write *api_write_enter(struct http_req *r, struct exp *x)
 {
-    if (api_exp_enter(r, x) != 0)
+    if (enter(r, x, 0) != 0)
+        return NULL;
+    struct api_write *w = api_write_begin(r);
+    if (w == NULL)
+        api_exp_unlock(x);
+    return w;
+}
+
+struct api_write *api_write_enter_delete(struct http_req *r, struct exp *x)
+{
+    if (enter(r, x, 1) != 0)
         return NULL;
     struct api_write *w = api_write_begin(r);
     if (w == NULL)
@@ -166,6 +192,74 @@ void api_write_done(void *arg, int store_err)
     free(w);
     http_req_complete(r, store_err == STORE_OK ? 0 : 503,
                       store_err == STORE_OK ? NULL : api_store_detail(store_err));
+}
+
+struct api_join {
+    struct exp_batch empty; /* shared by every submission: holds no op */
+    atomic_uint left;       /* submissions not completed, + 1 until finish */
+    atomic_int err;         /* a failed one's store error */
+    struct http_req *req;   /* held */
+};
+
+static void join_done(void *arg, int err)
+{
+    struct api_join *j = arg;
+    if (err != STORE_OK)
+        atomic_store(&j->err, err);
+    if (atomic_fetch_sub(&j->left, 1) != 1)
+        return;
+    int e = atomic_load(&j->err);
+    struct http_req *r = j->req;
+    free(j);
+    http_req_complete(r, e != STORE_OK ? 503 : 0, e != STORE_OK ? api_store_detail(e) : NULL);
+}
+
+struct api_join *api_join_begin(struct http_req *r)
+{
+    struct api_join *j = calloc(1, sizeof *j);
+    if (j == NULL) {
+        http_reply_oom(r);
+        return NULL;
+    }
+    exp_batch_init(&j->empty);
+    atomic_init(&j->left, 1);
+    atomic_init(&j->err, STORE_OK);
+    j->req = http_req_hold(r);
+    return j;
+}
+
+void api_join_add(struct api_join *j, struct exp *x)
+{
+    if (!exp_writes_pending(x))
+        return;
+    atomic_fetch_add(&j->left, 1);
+    int rc = exp_submit_locked(x, &j->empty, join_done, j);
+    if (rc != STORE_OK)
+        join_done(j, rc); /* not queued: counts as failed */
+}
+
+int api_join_finish(struct api_join *j, unsigned status, json_t *body)
+{
+    struct http_req *r = j->req;
+    join_done(j, STORE_OK); /* the reference held while adding */
+    return http_req_wait(r, status, body);
+}
+
+int api_read_finish(struct http_req *r, struct exp *x, unsigned status, json_t *body)
+{
+    if (!exp_writes_pending(x)) {
+        api_exp_unlock(x);
+        return http_reply_json(r, status, body);
+    }
+    struct api_join *j = api_join_begin(r);
+    if (j != NULL)
+        api_join_add(j, x);
+    api_exp_unlock(x);
+    if (j == NULL) {
+        json_decref(body);
+        return HTTP_DONE;
+    }
+    return api_join_finish(j, status, body);
 }
 
 /* Queue w for x and unlock x: 0, or the store's refusal (w freed). */

@@ -110,20 +110,40 @@ int api_experiments_list(struct http_req *r)
         json_decref(arr);
         return http_reply_oom(r);
     }
-    /* One more than asked tells whether a next page exists. */
-    size_t n = exp_list(after, limit + 1, page);
-    for (size_t i = 0; i < n; i++) {
-        if (i < limit) {
-            exp_lock(page[i]);
+    /* One more than asked tells whether a next page exists. Each summary
+     * is of an experiment prepared as for a request of its own (reloaded
+     * if a write failed), and the page goes out once what it shows is on
+     * disk. */
+    struct api_join *j = api_join_begin(r);
+    size_t n = j != NULL ? exp_list(after, limit + 1, page) : 0;
+    int unavailable = 0;
+    for (size_t i = 0; i < n && i < limit && !unavailable; i++) {
+        exp_lock(page[i]);
+        int rc = exp_prepare_locked(page[i], http_req_now_ms(r));
+        if (rc == EXP_OK) {
             json_array_append_new(arr, summary(page[i]));
-            exp_unlock(page[i]);
+            api_join_add(j, page[i]);
         }
+        unavailable = rc == EXP_ERR_STORE;
+        exp_unlock(page[i]);
     }
     json_t *next = n > limit ? json_string(exp_id(page[limit - 1])) : json_null();
     for (size_t i = 0; i < n; i++)
         exp_put(page[i]);
     free(page);
-    return http_reply_json(r, 200, json_pack("{s:o,s:o}", "experiments", arr, "next", next));
+    if (j == NULL) {
+        json_decref(arr);
+        json_decref(next);
+        return HTTP_DONE;
+    }
+    json_t *body = json_pack("{s:o,s:o}", "experiments", arr, "next", next);
+    if (unavailable) {
+        json_decref(body);
+        body = http_problem(503, "an experiment cannot be read from storage; retry later", NULL);
+        http_reply_header(r, "Retry-After", "1");
+        return api_join_finish(j, 503, body);
+    }
+    return api_join_finish(j, 200, body);
 }
 
 int api_experiments_get(struct http_req *r)
@@ -132,8 +152,7 @@ int api_experiments_get(struct http_req *r)
     if (x == NULL)
         return HTTP_DONE;
     json_t *j = api_experiment_json(x);
-    api_exp_unlock(x);
-    return http_reply_json(r, 200, j);
+    return api_read_finish(r, x, 200, j);
 }
 
 int api_experiments_patch(struct http_req *r)
@@ -171,7 +190,7 @@ int api_experiments_patch(struct http_req *r)
 int api_experiments_delete(struct http_req *r)
 {
     struct exp *x = api_exp_find(r);
-    struct api_write *wr = x != NULL ? api_write_enter(r, x) : NULL;
+    struct api_write *wr = x != NULL ? api_write_enter_delete(r, x) : NULL;
     if (wr == NULL)
         return HTTP_DONE;
     int rc = exp_delete_locked(x, &wr->batch, api_write_done, wr);

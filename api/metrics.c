@@ -255,6 +255,9 @@ static void render_domain(struct buf *b)
     put(b, "banditd_experiments{state=\"running\"} %zu\n", states[EXP_RUNNING]);
     put(b, "banditd_experiments{state=\"paused\"} %zu\n", states[EXP_PAUSED]);
     put(b, "banditd_experiments{state=\"stopped\"} %zu\n", states[EXP_STOPPED]);
+    header(b, "experiments_corrupt", "gauge",
+           "Experiments refused because their event log is corrupt (see the log).");
+    put(b, "banditd_experiments_corrupt %zu\n", exp_corrupt_count());
 }
 
 static void render_store(struct buf *b, struct store *st)

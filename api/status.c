@@ -96,8 +96,7 @@ int api_status_get(struct http_req *r)
         c->policy->name, "m", (json_int_t)c->engine.m, "delta", c->engine.delta, "epsilon",
         c->engine.epsilon * exp_range(x), "bandits_done", (json_int_t)engine_bandits_done(e),
         "bandits_total", (json_int_t)c->n_bandits, "bandits", bandits);
-    api_exp_unlock(x);
-    return http_reply_json(r, 200, j);
+    return api_read_finish(r, x, 200, j);
 }
 
 int api_history_get(struct http_req *r)
@@ -136,6 +135,5 @@ int api_history_get(struct http_req *r)
     }
     json_t *j = json_pack("{s:s,s:f,s:o,s:o,s:o}", "id", exp_id(x), "delta", c->engine.delta,
                           "pulls", pulls, "time", times, "bandits", bandits);
-    api_exp_unlock(x);
-    return http_reply_json(r, 200, j);
+    return api_read_finish(r, x, 200, j);
 }

@@ -146,6 +146,8 @@ int exp_prepare_locked(struct exp *x, int64_t now)
 {
     if (x->deleted || x->deleting)
         return EXP_ERR_GONE;
+    if (x->corrupt[0] != '\0')
+        return EXP_ERR_CORRUPT;
     if (atomic_load(&x->stale)) {
         /* The disk is final for this experiment only once every write
          * queued before the failure has completed: a write refused at
@@ -158,7 +160,12 @@ int exp_prepare_locked(struct exp *x, int64_t now)
     }
     if (atomic_load(&x->stale)) {
         char err[256];
-        struct exp_data *d = exp_replay_all(x, err, sizeof err);
+        int is_corrupt;
+        struct exp_data *d = exp_replay_all(x, err, sizeof err, &is_corrupt);
+        if (d == NULL && is_corrupt) {
+            exp_mark_corrupt(x, err);
+            return EXP_ERR_CORRUPT;
+        }
         if (d == NULL) {
             log_warn("experiment %s: reload failed: %s", x->id, err);
             return EXP_ERR_STORE;

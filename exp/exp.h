@@ -121,6 +121,7 @@ enum exp_err {
     EXP_ERR_NOMEM = 4,
     EXP_ERR_GONE = 5,    /* deleted meanwhile */
     EXP_ERR_STOPPED = 6, /* the transition is not allowed: a stop is final */
+    EXP_ERR_CORRUPT = 7, /* its event log is corrupt: refused until repaired (exp_corrupt) */
 };
 
 /* Create and register experiment cfg (consumed: ownership moves in, also on
@@ -141,9 +142,17 @@ void exp_unlock(struct exp *x);
  * an earlier write failed (first waiting, up to a second, with the lock
  * released, for its writes still queued), expires due assignments (queuing
  * their events). Returns EXP_OK, EXP_ERR_GONE (deleted, or a delete is
- * queued) or EXP_ERR_STORE (reload failed or its writes are still queued,
- * or the expiry write was refused: reply 503, nothing may be queued). */
+ * queued), EXP_ERR_CORRUPT (its log is corrupt: only a delete may follow)
+ * or EXP_ERR_STORE (reload failed or its writes are still queued, or the
+ * expiry write was refused: reply 503, nothing may be queued). */
 int exp_prepare_locked(struct exp *x, int64_t now_ms);
+/* Why x's event log cannot be served ("its event log is corrupt at seq N
+ * (...)"), or NULL. An experiment whose log a replay found corrupt stays
+ * registered, refused, so that its id is not taken and it can be deleted;
+ * the others are served. */
+const char *exp_corrupt(const struct exp *x);
+/* Experiments refused for a corrupt log. */
+size_t exp_corrupt_count(void);
 
 /* The configuration never changes once created: it may be read with a
  * reference alone, without the lock. */
@@ -159,6 +168,9 @@ const char *exp_stop_reason(const struct exp *x);
 int64_t exp_last_seq(const struct exp *x); /* events applied so far */
 uint64_t exp_version(const struct exp *x); /* changes whenever status may change */
 size_t exp_pending_count(const struct exp *x);
+/* 1 while some write of x is queued and not yet committed (or failed):
+ * what memory shows of x may then still be lost. */
+int exp_writes_pending(const struct exp *x);
 
 /* Rescale a reward in user units to [0, 1]. */
 double exp_scale(const struct exp *x, double v);

@@ -68,7 +68,8 @@ struct exp {
     struct exp_config cfg;
     char *config_text; /* cfg.json serialised, as stored */
     struct exp_data *d;
-    struct exp *next; /* shard bucket chain */
+    char corrupt[256]; /* why its log cannot be served; "" when it can (mu) */
+    struct exp *next;  /* shard bucket chain */
 };
 
 /* The runtime's process-wide state (registry.c). */
@@ -77,6 +78,7 @@ struct exp_runtime {
     struct exp_limits lim;
     atomic_uint_fast64_t pending_total;
     atomic_uint_fast64_t expired_total;
+    atomic_size_t corrupt; /* experiments refused for a corrupt log */
 };
 extern struct exp_runtime exp_rt;
 
@@ -84,6 +86,9 @@ extern struct exp_runtime exp_rt;
 
 /* Forget x (drops the registry's reference). */
 void exp_registry_remove(struct exp *x);
+/* Refuse x from now on: its log is corrupt (why: the replay's message).
+ * Logged as an error and counted. */
+void exp_mark_corrupt(struct exp *x, const char *why);
 
 /* --- table.c: assignments by seq, uncommitted units, the expiry FIFO -------------- */
 
@@ -137,8 +142,15 @@ int exp_submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, stor
 
 /* --- replay.c ---------------------------------------------------------------------- */
 
-/* Build x's data from its log on disk: new data, or NULL with a message. */
-struct exp_data *exp_replay_all(struct exp *x, char *err, size_t errlen);
+/* store_load_events callback results that stop a replay. */
+#define EXP_REPLAY_MISMATCH 1 /* the policy chose differently from the log */
+#define EXP_REPLAY_CORRUPT 2  /* an event the log cannot hold */
+
+/* Build x's data from its log on disk: new data, or NULL with a message
+ * ("its event log is corrupt at seq N (why)" with *is_corrupt = 1 when the
+ * log itself is wrong: a gap, an event of an arm or an assignment that does
+ * not exist, a value out of range, an unknown kind or state). */
+struct exp_data *exp_replay_all(struct exp *x, char *err, size_t errlen, int *is_corrupt);
 
 /* --- history.c --------------------------------------------------------------------- */
 

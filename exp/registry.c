@@ -71,6 +71,27 @@ static struct shard *shard_of(const char *id, size_t *bucket)
     return &g_shards[h % NSHARDS];
 }
 
+void exp_mark_corrupt(struct exp *x, const char *why)
+{
+    if (x->corrupt[0] != '\0')
+        return;
+    snprintf(x->corrupt, sizeof x->corrupt, "%s", why[0] ? why : "its event log is corrupt");
+    atomic_fetch_add(&exp_rt.corrupt, 1);
+    log_error("experiment %s: %s; refusing to serve it (the others are served; restore it "
+              "from a backup or delete it)",
+              x->id, x->corrupt);
+}
+
+const char *exp_corrupt(const struct exp *x)
+{
+    return x->corrupt[0] != '\0' ? x->corrupt : NULL;
+}
+
+size_t exp_corrupt_count(void)
+{
+    return atomic_load(&exp_rt.corrupt);
+}
+
 static void exp_free(struct exp *x)
 {
     exp_data_free(x->d);
@@ -149,6 +170,8 @@ void exp_registry_remove(struct exp *x)
     if (found)
         atomic_fetch_sub(&g_count, 1);
     pthread_mutex_unlock(&s->mu);
+    if (found && x->corrupt[0] != '\0')
+        atomic_fetch_sub(&exp_rt.corrupt, 1);
     if (found)
         exp_put(x);
 }
@@ -210,7 +233,8 @@ void exp_count_states(size_t counts[EXP_N_STATES])
     size_t got = exp_list(NULL, n, all);
     for (size_t i = 0; i < got; i++) {
         exp_lock(all[i]);
-        counts[exp_get_state(all[i])]++;
+        if (all[i]->corrupt[0] == '\0') /* counted apart: exp_corrupt_count */
+            counts[exp_get_state(all[i])]++;
         exp_unlock(all[i]);
         exp_put(all[i]);
     }
@@ -276,6 +300,11 @@ uint64_t exp_version(const struct exp *x)
 const char *exp_id(const struct exp *x)
 {
     return x->id;
+}
+
+int exp_writes_pending(const struct exp *x)
+{
+    return x->inflight > 0;
 }
 
 size_t exp_pending_count(const struct exp *x)
@@ -432,13 +461,20 @@ static int load_one(void *arg, const struct store_experiment_row *row)
     if (x == NULL)
         return -1;
     x->rowid = row->rowid;
-    struct exp_data *d = exp_replay_all(x, lc->err, lc->errlen);
-    if (d == NULL) {
+    int is_corrupt;
+    struct exp_data *d = exp_replay_all(x, lc->err, lc->errlen, &is_corrupt);
+    if (d == NULL && is_corrupt) {
+        /* Registered but refused: the others are served. The data stays
+         * the fresh engine exp_new made, which nothing reads. */
+        exp_mark_corrupt(x, lc->err);
+        lc->err[0] = '\0';
+    } else if (d == NULL) {
         exp_put(x);
         return -1;
+    } else {
+        exp_data_free(x->d);
+        x->d = d;
     }
-    exp_data_free(x->d);
-    x->d = d;
     atomic_store(&x->visible, 1);
     if (registry_insert(x, 0) != EXP_OK) {
         log_warn("experiment %s stored twice; keeping the first", x->id);

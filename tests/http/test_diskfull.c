@@ -334,6 +334,24 @@ static void *late_reward(void *arg)
     return NULL;
 }
 
+struct reader {
+    struct tdaemon *d;
+    long status;
+    long long pulls;
+};
+
+static void *read_status(void *arg)
+{
+    struct reader *rd = arg;
+    struct tclient *c = tclient_new(rd->d);
+    struct tresp *r = tclient_req(c, "GET", EXP "/status", NULL, NULL);
+    rd->pulls = r->status == 200 ? tjson_int(r->json, "pulls") : -1;
+    rd->status = r->status;
+    tresp_free(r);
+    tclient_free(c);
+    return NULL;
+}
+
 static void test_busy_database_waited_for(void **state)
 {
     struct tdaemon *d = *state = tdaemon_start(NULL);
@@ -348,20 +366,30 @@ static void test_busy_database_waited_for(void **state)
     assert_int_equal(sqlite3_open(tdaemon_db_path(d), &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
     struct late l = {.d = d, .id = id};
-    pthread_t t;
+    struct reader rd = {.d = d};
+    pthread_t t, tr;
     assert_int_equal(pthread_create(&t, NULL, late_reward, &l), 0);
     struct timespec ts = {0, 400 * 1000000L};
     nanosleep(&ts, NULL);
-    /* Reads are not blocked by the lock. (They may already count the
-     * reward: it is applied in memory and waits for its commit; had the
-     * commit failed, the experiment would be reloaded from disk.) */
-    json_decref(texp_status(d, "disk"));
-    assert_int_equal(l.status, 0); /* the reward still waits for its commit */
+    /* The reward is applied in memory and waits for its commit. A read of
+     * the experiment shows it only once it is on disk: the status waits
+     * too (a crash now would take the reward back). The daemon itself is
+     * not blocked: health answers. */
+    assert_int_equal(pthread_create(&tr, NULL, read_status, &rd), 0);
+    nanosleep(&ts, NULL);
+    struct tresp *h = treq(d, "GET", "/healthz", NULL, NULL);
+    assert_int_equal(h->status, 200);
+    tresp_free(h);
+    assert_int_equal(l.status, 0);  /* the reward still waits for its commit */
+    assert_int_equal(rd.status, 0); /* and so does the read that would show it */
     assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
     pthread_join(t, NULL);
+    pthread_join(tr, NULL);
     sqlite3_close(db);
     assert_int_equal(l.status, 200);
     assert_string_equal(l.st, "accepted");
+    assert_int_equal(rd.status, 200);
+    assert_int_equal(rd.pulls, 1);
     ack(&a, arm, 1);
     check_stats(d, &a);
     assert_int_equal(reward(d, id, 1, st, sizeof st), 200);

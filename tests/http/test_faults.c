@@ -23,6 +23,7 @@
 #include <sqlite3.h>
 
 #include "tests/support/harness.h"
+#include "tests/support/prom.h"
 
 static void assert_503(struct tresp *r)
 {
@@ -180,6 +181,20 @@ static void *unit_request(void *arg)
     return NULL;
 }
 
+/* banditd_assignments_total{kind="explore"} from /metrics. */
+static double explore_assignments(struct tdaemon *d)
+{
+    struct tresp *r = treq(d, "GET", "/metrics", NULL, NULL);
+    struct prom p;
+    char err[256];
+    assert_int_equal(r->status, 200);
+    assert_int_equal(prom_parse(r->body, "banditd_", &p, err, sizeof err), 0);
+    double v = prom_or0(&p, "banditd_assignments_total", "kind=\"explore\"");
+    prom_free(&p);
+    tresp_free(r);
+    return v;
+}
+
 static void test_sticky_unit_during_failed_commit(void **state)
 {
     (void)state;
@@ -198,16 +213,16 @@ static void test_sticky_unit_during_failed_commit(void **state)
     struct unit_req first = {.d = d}, second = {.d = d};
     pthread_t t1, t2;
     assert_int_equal(pthread_create(&t1, NULL, unit_request, &first), 0);
-    /* The first request is applied (in memory) and waits for its commit. */
-    long long handed = 0;
+    /* The first request is applied (in memory) and waits for its commit:
+     * the assignment counter moves when the decision is made (a status
+     * read would wait for the commit: it never shows uncommitted state). */
+    double handed = 0;
     for (int waited = 0; waited < 30000 && handed < 1; waited += 10) {
-        json_t *st = texp_status(d, "sticky");
-        handed = tjson_int(st, "handed_out");
-        json_decref(st);
+        handed = explore_assignments(d);
         if (handed < 1)
             tsleep_ms(10);
     }
-    assert_int_equal(handed, 1);
+    assert_true(handed == 1);
     assert_int_equal(pthread_create(&t2, NULL, unit_request, &second), 0);
     tsleep_ms(500); /* the second request reaches the daemon */
     assert_int_equal(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
@@ -272,6 +287,84 @@ static void test_invalid_stored_config_skipped(void **state)
     char *err = tdaemon_stderr(d);
     assert_non_null(strstr(err, "experiment bad: stored configuration no longer valid"));
     free(err);
+    assert_int_equal(tdaemon_stop(d), 0);
+    tdaemon_free(d);
+}
+
+/* Replay refuses a corrupt log instead of skipping rows: the experiment
+ * whose log holds an impossible event answers 500 naming the event, the
+ * metric counts it, the log says so, the others are served, and it can be
+ * deleted. One corruption per experiment: an arm it does not have, a gap,
+ * a reward of no assignment, an out-of-range value, an unknown kind. */
+static void test_corrupt_log_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *id, *sql, *why;
+    } cases[] = {
+        {"arm", "UPDATE events SET arm = 7 WHERE seq = 1", "seq 1 (assignment of an arm"},
+        {"gap", "DELETE FROM events WHERE seq = 2", "seq 3 (events missing"},
+        {"ref", "UPDATE events SET ref = 5 WHERE seq = 3", "seq 3 (an outcome of an assignment"},
+        {"value", "UPDATE events SET value = 9 WHERE seq = 3", "seq 3 (a reward outside"},
+        {"kind", "UPDATE events SET kind = 42 WHERE seq = 4", "seq 4 (an event of an unknown kind"},
+    };
+    enum { N = sizeof cases / sizeof cases[0] };
+    struct tdaemon *d = tdaemon_start(NULL);
+    assert_non_null(d);
+    json_decref(texp_create(d, "{\"id\":\"good\",\"arms\":[\"a\",\"b\"]}"));
+    for (size_t i = 0; i < N; i++) {
+        json_decref(
+            texp_create(d, "{\"id\":\"%s\",\"arms\":[\"a\",\"b\"],\"seed\":1}", cases[i].id));
+        /* seq 1, 2: assignments; 3: a reward of seq 1; 4: an observation */
+        json_t *a = texp_assign(d, cases[i].id, "{\"count\":2}");
+        assert_string_equal(texp_reward(d, cases[i].id, tjson_str(a, "[0].id"), 1), "accepted");
+        json_decref(a);
+        char path[96], body[64];
+        snprintf(path, sizeof path, "/v1/experiments/%s/observations", cases[i].id);
+        snprintf(body, sizeof body, "{\"arm\":\"b\",\"reward\":0}");
+        struct tresp *r = treq(d, "POST", path, body, NULL);
+        assert_status(r, 200);
+        tresp_free(r);
+    }
+    assert_int_equal(tdaemon_stop(d), 0);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open_v2(tdaemon_db_path(d), &db, SQLITE_OPEN_READWRITE, NULL),
+                     SQLITE_OK);
+    for (size_t i = 0; i < N; i++) {
+        char sql[256];
+        snprintf(sql, sizeof sql, "%s AND exp = (SELECT rowid FROM experiments WHERE id = '%s')",
+                 cases[i].sql, cases[i].id);
+        assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_changes(db), 1);
+    }
+    sqlite3_close(db);
+    assert_int_equal(tdaemon_restart(d), 0);
+    struct tresp *r = treq(d, "GET", "/v1/experiments/good/status", NULL, NULL);
+    assert_status(r, 200);
+    tresp_free(r);
+    for (size_t i = 0; i < N; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "/v1/experiments/%s/status", cases[i].id);
+        r = treq(d, "GET", path, NULL, NULL);
+        assert_problem(r, 500);
+        const char *detail = tjson_str(r->json, "detail");
+        if (strstr(detail, cases[i].why) == NULL)
+            fail_msg("%s: detail \"%s\" does not say \"%s\"", cases[i].id, detail, cases[i].why);
+        tresp_free(r);
+    }
+    r = treq(d, "GET", "/metrics", NULL, NULL);
+    assert_status(r, 200);
+    assert_non_null(strstr(r->body, "banditd_experiments_corrupt 5\n"));
+    tresp_free(r);
+    char *err = tdaemon_stderr(d);
+    assert_non_null(strstr(err, "experiment arm: its event log is corrupt at seq 1"));
+    free(err);
+    r = treq(d, "DELETE", "/v1/experiments/gap", NULL, NULL);
+    assert_status(r, 204);
+    tresp_free(r);
+    r = treq(d, "GET", "/metrics", NULL, NULL);
+    assert_non_null(strstr(r->body, "banditd_experiments_corrupt 4\n"));
+    tresp_free(r);
     assert_int_equal(tdaemon_stop(d), 0);
     tdaemon_free(d);
 }
@@ -425,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_failed_delete),
         cmocka_unit_test(test_sticky_unit_during_failed_commit),
         cmocka_unit_test(test_invalid_stored_config_skipped),
+        cmocka_unit_test(test_corrupt_log_refused),
         cmocka_unit_test(test_concurrent_clients_with_failing_commits),
         cmocka_unit_test(test_too_many_pending),
     };
