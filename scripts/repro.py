@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """repro.py — the driver of `make reproduce`.
 
-Runs the experiments of the five seed papers (../shared/seeds/) and the
+Runs the experiments of the five seed papers (docs/policy-formulas.md,
+References) and the
 fixed-confidence checks (error rate ≤ δ; samples against the lower bound of
 Garivier & Kaufmann 2016) with build/bandit-sim, fixed seeds, and writes:
 
@@ -714,7 +715,7 @@ there). Differences to expect and why:
 - *Unif+UCBE-V and Unif+A-UCBE-V* of their Figure 3 have no banditd policy
   (a variance-aware UCB-E): not run.
 - *Ties and the error count.* Ties in estimated means are broken at random
-  (POLICIES.md), in selection and in the returned arm; Bernoulli and
+  (docs/policy-formulas.md), in selection and in the returned arm; Bernoulli and
   Rademacher rewards tie often at these budgets, and an index tie-break would
   move ℓ(n) by a point or more either way.
 - *A-GapE(-V).* Ĥ(t) is computed over all arms of all bandits at each pull,
@@ -1003,7 +1004,7 @@ def sec_bubeck(ctx):
         "whose six matching setups (their experiments 1–5 and 7: same names, same K) we use, with "
         "the budget n = ⌈H₁⌉ of that paper's complexity (our choice: theirs is garbled). Where "
         "means tie at the m-th place, any top-m-valued set counts as right (docs/simulator.md). "
-        "SR keeps rejecting until m arms remain (POLICIES.md), theirs ran K − m − 1 phases on "
+        "SR keeps rejecting until m arms remain (docs/policy-formulas.md), theirs ran K − m − 1 phases on "
         "the full budget; UCB-E is the top-m index of their Figure 3 with a = (n − K)/H^⟨m⟩ when "
         f"H^⟨m⟩ is finite, else with the online estimate Ĥ. **{R} runs per point**, m subsampled "
         "for K ≥ 15.\n\n")
@@ -1420,7 +1421,7 @@ trials and ignores brief crossings; ours is the first crossing, which is the
 stop rule banditd serves (`stop_rule: "rho"`). Their UCB's budget is not
 stated (see above for ours). With delayed feedback every method chooses as
 if the 100 pending pulls had returned their arm's current mean (GCP: a
-posterior sample), POLICIES.md; their handling of delay is not described.
+posterior sample), docs/policy-formulas.md; their handling of delay is not described.
 """
 
 
