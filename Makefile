@@ -396,13 +396,16 @@ $(LINT_DIR)/%.tidy: %.c $(TIDY_CONFIGS)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-# --- docs/policies.md: generated parts --------------------------------------
-# The parameter tables come from `bandit-sim --list-policies` (the registry
-# itself) through scripts/docs_tool.c; tests/docs/test_docs.sh fails when
-# they lag the code. `make docs-delays` re-measures every policy at feedback
-# delays 0, 10 and 100 (scripts/docs_delays.sh; a few minutes) and writes
-# the tables into the same file; `make docs-constraints` does the same for
-# docs/constraints.md.
+# --- docs: generated parts ---------------------------------------------------
+# docs/policies.md's parameter tables come from `bandit-sim --list-policies`
+# (the registry itself) through scripts/docs_tool.c; tests/docs/test_docs.sh
+# fails when they lag the code. `make docs-delays` re-measures every policy
+# at feedback delays 0, 10 and 100 (scripts/docs_delays.sh; a few minutes)
+# and `make docs-constraints` what the clinical constraints cost
+# (scripts/docs_constraints.sh; about a minute): both write their tables
+# into docs/measurements.md.
+DOCS_POLICIES := docs/policies.md
+DOCS_MEASUREMENTS := docs/measurements.md
 DOCS_TOOL := $(BUILD)/scripts/docs-tool
 
 $(DOCS_TOOL): scripts/docs_tool.c
@@ -413,12 +416,12 @@ $(DOCS_TOOL): scripts/docs_tool.c
 
 .PHONY: docs-policies docs-delays docs-constraints
 docs-policies: $(BUILD)/bandit-sim $(DOCS_TOOL)
-	$(BUILD)/bandit-sim --list-policies | $(DOCS_TOOL) params docs/policies.md
+	$(BUILD)/bandit-sim --list-policies | $(DOCS_TOOL) params $(DOCS_POLICIES)
 
 docs-delays: $(BUILD)/bandit-sim $(DOCS_TOOL)
-	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_delays.sh docs/policies.md
+	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_delays.sh \
+		$(DOCS_MEASUREMENTS)
 
-# docs/constraints.md's figures: what burn-in, floor and control share cost.
 docs-constraints: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_constraints.sh \
-		docs/constraints.md
+		$(DOCS_MEASUREMENTS)

@@ -2,12 +2,13 @@
 # docs_constraints.sh FILE — `make docs-constraints`: measures what the
 # clinical constraints (burn-in, allocation floor, control share) cost each
 # kind of policy, with bandit-sim, and writes the tables into FILE
-# (docs/constraints.md) between <!-- generated:constraints-fc -->,
+# (docs/measurements.md; what they do to each guarantee is in
+# docs/constraints.md) between <!-- generated:constraints-fc -->,
 # <!-- generated:constraints-fb --> and <!-- /generated -->. Fixed seeds:
 # the same tables on every machine. Env: BANDIT_SIM, DOCS_TOOL, RUNS_FC
 # (default 300), RUNS_FB (default 2000), THREADS (default 2).
 set -eu
-file=${1:?usage: docs_constraints.sh docs/constraints.md}
+file=${1:?usage: docs_constraints.sh docs/measurements.md}
 sim=${BANDIT_SIM:-build/bandit-sim}
 tool=${DOCS_TOOL:-build/scripts/docs-tool}
 runs_fc=${RUNS_FC:-300}
@@ -17,7 +18,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 start=$(date +%s)
 
-# The instances of docs/policies.md's delay tables; the control arm is the
+# The instances of the late-reward tables (docs_delays.sh); the control arm is the
 # worst arm (an established treatment the new ones are tested against).
 cat >"$tmp/fc.json" <<'EOF'
 {"arms": [0.7, 0.5, 0.4, 0.3], "delta": 0.05}

@@ -1,7 +1,7 @@
 #!/bin/sh
 # docs_delays.sh FILE — `make docs-delays`: measures every registered policy
 # with bandit-sim at feedback delays 0, 10 and 100 (each reward comes back
-# that many pulls later) and writes two tables into FILE (docs/policies.md),
+# that many pulls later) and writes two tables into FILE (docs/measurements.md),
 # between <!-- generated:delays-fc --> / <!-- generated:delays-fb --> and
 # <!-- /generated -->:
 #   - fixed confidence (policies flagged fixed_confidence): samples to stop,
@@ -14,7 +14,7 @@
 # are the same on every machine. Env: BANDIT_SIM, DOCS_TOOL (binaries),
 # RUNS_FC (default 300), RUNS_FB (default 2000), THREADS (default 2).
 set -eu
-file=${1:?usage: docs_delays.sh docs/policies.md}
+file=${1:?usage: docs_delays.sh docs/measurements.md}
 sim=${BANDIT_SIM:-build/bandit-sim}
 tool=${DOCS_TOOL:-build/scripts/docs-tool}
 runs_fc=${RUNS_FC:-300}

@@ -1,7 +1,8 @@
 /*
- * docs_tool.c — keeps the generated parts of docs/policies.md in step with
- * the code. Everything it knows comes from `bandit-sim` output on stdin, so
- * the documentation is generated from the very registry the daemon serves.
+ * docs_tool.c — keeps the generated parts of the docs in step with the code
+ * (docs/policies.md's parameter tables, docs/measurements.md's tables).
+ * Everything it knows comes from `bandit-sim` output on stdin, so the
+ * documentation is generated from the very registry the daemon serves.
  *
  *   bandit-sim --list-policies | docs-tool names [FLAG | !FLAG]...
  *       policy names, one a line, having every FLAG and no !FLAG
@@ -14,7 +15,8 @@
  *       block that differs, fails --check with exit status 1.
  *   docs-tool splice FILE NAME < TEXT
  *       replace the block <!-- generated:NAME --> ... <!-- /generated -->
- *       of FILE with TEXT (the delay tables of `make docs-delays`)
+ *       of FILE with TEXT (the tables of `make docs-delays` and
+ *       `make docs-constraints`)
  *   bandit-sim ... | docs-tool cell fc|fb
  *       one table cell from a bandit-sim result: for fixed confidence the
  *       mean samples to stop ± a 95% half-width and the errors; for fixed
@@ -33,7 +35,7 @@
 
 #include <jansson.h>
 
-#define DOC_MAX (4u << 20) /* docs/policies.md is far below this */
+#define DOC_MAX (4u << 20) /* every page of docs/ is far below this */
 #define BEGIN_PREFIX "<!-- generated:"
 #define END_MARK "<!-- /generated -->"
 

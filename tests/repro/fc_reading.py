@@ -1,4 +1,5 @@
-"""Renders the fixed-confidence reading (scripts/repro.py, fc_analysis) from
+"""Renders the fixed-confidence reading (scripts/repro/experiments/
+fixed_confidence.py, fc_analysis) from
 a fixed set of lower-bound rows (means and 95% half-widths of an earlier
 make reproduce) and prints it: tests/repro/test_repro.sh checks that the
 prose follows the numbers. Argument: a factor applied to the proven-GLR

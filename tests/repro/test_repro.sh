@@ -1,10 +1,10 @@
 #!/bin/sh
-# Smoke test of the reproduction driver (scripts/repro.py, `make reproduce`)
-# for tests/run.sh, printing TAP: one tiny case end to end (two simulations,
-# their JSON results, a rendered markdown table, a gnuplot PNG), the result
-# cache on a rerun, and the driver's statistics against values known in
-# closed form. The full reproduction is `make reproduce`, not part of
-# `make test`.
+# Smoke test of the reproduction driver (the package scripts/repro/ behind
+# scripts/repro.py, `make reproduce`) for tests/run.sh, printing TAP: one
+# tiny case end to end (two simulations, their JSON results, a rendered
+# markdown table, a gnuplot PNG), the result cache on a rerun, and the
+# driver's statistics against values known in closed form. The full
+# reproduction is `make reproduce`, not part of `make test`.
 #
 # Env: BANDIT_SIM_BIN (default build/bandit-sim).
 set -u
