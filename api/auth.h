@@ -1,5 +1,5 @@
 /*
- * auth.h — API keys and scopes (CONTRACT.md, Access).
+ * auth.h — API keys and scopes (docs/contract.md, Access).
  *
  * A key is "bd_" followed by 43 base64url characters (32 random bytes from
  * getrandom). Only its SHA-256 (hex) is stored, in the store's api_keys
@@ -7,7 +7,7 @@
  * and compares hashes in constant time.
  *
  * Open or closed: while the key table has no row at all the API is open
- * (CONTRACT.md). Once any key was ever created the API stays closed, even
+ * (docs/contract.md). Once any key was ever created the API stays closed, even
  * when every key is later revoked: revoking the last key must never open a
  * daemon to whoever can reach it.
  *

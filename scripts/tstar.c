@@ -7,7 +7,7 @@
  *   {"tstar": 989.79..., "w": [0.4165..., ...]}
  *
  * make reproduce uses it to cross-check the driver's independent bisection
- * (scripts/repro.py, t_star) on the instance of its lower-bound table.
+ * (scripts/repro/stats.py, t_star) on the instance of its lower-bound table.
  */
 #include <errno.h>
 #include <math.h>

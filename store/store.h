@@ -199,7 +199,7 @@ int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store
 /* Highest seq of exp (0 when no event). */
 int store_last_seq(struct store *s, int64_t exp, int64_t *out);
 
-/* --- API keys (Access section of CONTRACT.md) ----------------------------- */
+/* --- API keys (Access section of docs/contract.md) ------------------------ */
 /* Insert and revoke go through the writer queue and wait for their commit
  * (one writing connection); revoke of an unknown rowid is NOTFOUND, a hash
  * already stored is EXISTS. */

@@ -1,5 +1,5 @@
 /*
- * test_auth.c — access control against the real daemon (CONTRACT.md,
+ * test_auth.c — access control against the real daemon (docs/contract.md,
  * Access): the API is open without keys; 401 (with WWW-Authenticate, as
  * problem+json) for a missing, malformed or unknown key; 403 for a key
  * without the scope, for every route of the table; admin works everywhere;

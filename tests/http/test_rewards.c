@@ -1,5 +1,5 @@
 /*
- * test_rewards.c — what happens to outcomes (CONTRACT.md, rewards): the
+ * test_rewards.c — what happens to outcomes (docs/contract.md, rewards): the
  * same reward twice is a duplicate counted once; a different value for the
  * same assignment is a conflict that changes nothing; an unknown id is
  * "unknown" (404 when alone); an assignment past its TTL expires — with

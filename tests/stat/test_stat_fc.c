@@ -1,5 +1,5 @@
 /*
- * test_stat_fc.c — the fixed-confidence policies of POLICIES.md (direct,
+ * test_stat_fc.c — the fixed-confidence policies of docs/policy-formulas.md (direct,
  * incremental, halving, adaptive-topk, lucb1, kl-lucb, ttts,
  * track-and-stop) keep their promise, measured by simulation (sim/sim.h):
  * on Bernoulli instances, with rewards back at once and 100 pulls late, the

@@ -104,7 +104,7 @@ void stattest_check_delta(const char *name, const char *json, const char *policy
                           enum engine_stop_rule stop, uint64_t seed, double alpha);
 
 /* Fail the test unless the bandit-sim result object j has every key of the
- * contract (CONTRACT.md, simulator output: runs, policy, params, the error
+ * contract (docs/contract.md, simulator output: runs, policy, params, the error
  * rates, the pulls, mean_completed, wall_s); what names j in the message. */
 void stattest_assert_result_keys(const json_t *j, const char *what);
 

@@ -255,7 +255,7 @@ static void test_path_params_and_ids(void **state)
     json_decref(seen);
 }
 
-/* The schemas CONTRACT.md names carry the contract's fields. */
+/* The schemas docs/contract.md names carry the contract's fields. */
 static void test_contract_schemas(void **state)
 {
     (void)state;

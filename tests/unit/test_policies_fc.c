@@ -704,7 +704,7 @@ static void test_fc_sort_ranks(void **state)
     gsl_rng_free(r);
 }
 
-/* T*(μ) on Garivier & Kaufmann's instance: POLICIES.md gives T* ≈ 990 and
+/* T*(μ) on Garivier & Kaufmann's instance: docs/policy-formulas.md gives T* ≈ 990 and
  * T*·kl(0.1, 0.9) ≈ 1740; an independent bisection (Python, the BAIalgos.jl
  * recipe to 1e-12) gives 989.79214 and w* = (0.416524, 0.390264, 0.136223,
  * 0.056989). */
