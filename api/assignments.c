@@ -98,6 +98,11 @@ int api_assignments_create(struct http_req *r)
         api_exp_unlock(x);
         api_write_abandon(wr);
         jw_free(&w);
+        if (limited == EXP_ERR_MEMORY)
+            return http_reply_problem(r, 503,
+                                      "the daemon's memory cap is reached; report rewards or "
+                                      "wait for assignments to expire",
+                                      NULL);
         if (limited == EXP_ERR_LIMIT)
             return http_reply_problem(r, 429,
                                       "too many outstanding assignments; report rewards or wait "

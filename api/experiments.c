@@ -52,6 +52,11 @@ int api_experiments_create(struct http_req *r)
     case EXP_ERR_LIMIT:
         return http_reply_problem(r, 429, "the experiment limit is reached; delete some first",
                                   NULL);
+    case EXP_ERR_MEMORY:
+        return http_reply_problem(r, 507,
+                                  "the daemon's memory cap (--max-memory) is reached; delete "
+                                  "experiments or raise the cap",
+                                  NULL);
     default:
         return http_reply_problem(r, 503, "cannot store the experiment now; retry later", NULL);
     }

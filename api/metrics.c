@@ -255,6 +255,13 @@ static void render_domain(struct buf *b)
     put(b, "banditd_experiments{state=\"running\"} %zu\n", states[EXP_RUNNING]);
     put(b, "banditd_experiments{state=\"paused\"} %zu\n", states[EXP_PAUSED]);
     put(b, "banditd_experiments{state=\"stopped\"} %zu\n", states[EXP_STOPPED]);
+    header(b, "memory_resident_bytes", "gauge",
+           "Resident memory at the last measurement (each second), with pending assignments "
+           "counted since.");
+    put(b, "banditd_memory_resident_bytes %zu\n", exp_memory_used());
+    header(b, "memory_cap_bytes", "gauge",
+           "--max-memory: past it new experiments and assignments are refused (0: no cap).");
+    put(b, "banditd_memory_cap_bytes %zu\n", exp_limits()->max_memory);
     header(b, "experiments_corrupt", "gauge",
            "Experiments refused because their event log is corrupt (see the log).");
     put(b, "banditd_experiments_corrupt %zu\n", exp_corrupt_count());

@@ -27,6 +27,7 @@ struct exp_limits {
     size_t max_count;   /* assignments per request */
     size_t max_pending; /* outstanding assignments per experiment */
     size_t history_points;
+    size_t max_memory; /* resident bytes past which nothing new is taken in; 0: no cap */
 };
 
 struct exp_config {

@@ -180,6 +180,8 @@ int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *un
     struct exp_data *d = x->d;
     if (d->pending >= exp_rt.lim.max_pending)
         return EXP_ERR_LIMIT;
+    if (exp_memory_full())
+        return EXP_ERR_MEMORY;
     struct exp_assignment *a = calloc(1, sizeof *a);
     if (a == NULL)
         return EXP_ERR_NOMEM;

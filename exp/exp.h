@@ -106,6 +106,13 @@ void exp_count_states(size_t counts[EXP_N_STATES]);
 uint64_t exp_pending_total(void);
 /* Assignments expired unanswered since start. */
 uint64_t exp_expired_total(void);
+/* The resident memory last measured (bytes; 0 when unknown) and whether
+ * the cap is reached: creations then fail with EXP_ERR_MEMORY, and so do
+ * new assignments (each counted at its measured cost until the next
+ * measurement, so a burst cannot run far past the cap); rewards, reads and
+ * deletes, which free or keep memory, go on. */
+size_t exp_memory_used(void);
+int exp_memory_full(void);
 
 /* New reference to experiment id, or NULL. */
 struct exp *exp_get(const char *id);
@@ -122,6 +129,7 @@ enum exp_err {
     EXP_ERR_GONE = 5,    /* deleted meanwhile */
     EXP_ERR_STOPPED = 6, /* the transition is not allowed: a stop is final */
     EXP_ERR_CORRUPT = 7, /* its event log is corrupt: refused until repaired (exp_corrupt) */
+    EXP_ERR_MEMORY = 8,  /* the memory cap (max_memory) is reached */
 };
 
 /* Create and register experiment cfg (consumed: ownership moves in, also on
@@ -209,7 +217,8 @@ void exp_batch_free(struct exp_batch *b);
 
 /* Hand out an assignment. bandit < 0: the policy chooses. unit may be NULL.
  * Fills *out (borrowed pointer into the table, valid while locked).
- * Returns EXP_OK, EXP_ERR_LIMIT (too many pending), EXP_ERR_NOMEM. */
+ * Returns EXP_OK, EXP_ERR_LIMIT (too many pending), EXP_ERR_MEMORY (the
+ * memory cap), EXP_ERR_NOMEM. */
 int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *unit, int64_t now_ms,
                   const struct exp_assignment **out);
 

@@ -78,7 +78,9 @@ struct exp_runtime {
     struct exp_limits lim;
     atomic_uint_fast64_t pending_total;
     atomic_uint_fast64_t expired_total;
-    atomic_size_t corrupt; /* experiments refused for a corrupt log */
+    atomic_size_t corrupt;               /* experiments refused for a corrupt log */
+    atomic_size_t rss;                   /* resident bytes at the last measurement */
+    atomic_uint_fast64_t pending_at_rss; /* pending_total then */
 };
 extern struct exp_runtime exp_rt;
 
@@ -86,6 +88,10 @@ extern struct exp_runtime exp_rt;
 
 /* Forget x (drops the registry's reference). */
 void exp_registry_remove(struct exp *x);
+/* Measure the resident memory now (registry.c; the sweeper does it every
+ * second, creations before they allocate). */
+void exp_memory_measure(void);
+
 /* Refuse x from now on: its log is corrupt (why: the replay's message).
  * Logged as an error and counted. */
 void exp_mark_corrupt(struct exp *x, const char *why);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -46,6 +47,40 @@ struct store *exp_store(void)
 uint64_t exp_expired_total(void)
 {
     return atomic_load(&exp_rt.expired_total);
+}
+
+/* --- the memory cap --------------------------------------------------------------- */
+
+/* What a pending assignment costs in memory (the table entry, its slot and
+ * FIFO place; docs/operations.md, sizing): counted between measurements. */
+#define EXP_ASSIGNMENT_BYTES 128
+
+void exp_memory_measure(void)
+{
+    if (exp_rt.lim.max_memory == 0)
+        return;
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, resident = 0;
+    int ok = f != NULL && fscanf(f, "%llu %llu", &size, &resident) == 2;
+    if (f != NULL)
+        (void)fclose(f);
+    if (!ok)
+        return; /* unknown: the cap cannot be enforced, the last figure stays */
+    atomic_store(&exp_rt.pending_at_rss, atomic_load(&exp_rt.pending_total));
+    atomic_store(&exp_rt.rss, (size_t)(resident * (unsigned long long)sysconf(_SC_PAGESIZE)));
+}
+
+size_t exp_memory_used(void)
+{
+    uint64_t now = atomic_load(&exp_rt.pending_total);
+    uint64_t then = atomic_load(&exp_rt.pending_at_rss);
+    size_t grown = now > then ? (size_t)(now - then) * EXP_ASSIGNMENT_BYTES : 0;
+    return atomic_load(&exp_rt.rss) + grown;
+}
+
+int exp_memory_full(void)
+{
+    return exp_rt.lim.max_memory != 0 && exp_memory_used() >= exp_rt.lim.max_memory;
 }
 
 const char *exp_stop_reason(const struct exp *x)
@@ -384,6 +419,11 @@ int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp
         exp_config_free(cfg);
         return EXP_ERR_LIMIT;
     }
+    exp_memory_measure();
+    if (exp_memory_full()) {
+        exp_config_free(cfg);
+        return EXP_ERR_MEMORY;
+    }
     struct exp *x = exp_new(cfg, clock_wall_ms(), err, sizeof err);
     if (x == NULL)
         return EXP_ERR_NOMEM;
@@ -500,6 +540,7 @@ static void *sweeper_main(void *arg)
         struct exp **all = calloc(n, sizeof *all);
         size_t got = all != NULL ? exp_list(NULL, n, all) : 0;
         int64_t now = clock_wall_ms();
+        exp_memory_measure();
         for (size_t i = 0; i < got; i++) {
             exp_lock(all[i]);
             exp_prepare_locked(all[i], now);
@@ -537,6 +578,7 @@ int exp_registry_load(char *err, size_t errlen)
         return -1;
     }
     log_info("loaded %zu experiments", lc.loaded);
+    exp_memory_measure();
     g_sweeper_stop = 0;
     if (pthread_create(&g_sweeper, NULL, sweeper_main, NULL) == 0)
         g_sweeper_running = 1;

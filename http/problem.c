@@ -30,6 +30,7 @@ static const struct problem_kind kinds[] = {
     {429, "too-many", "Too many outstanding requests"},
     {500, "internal", "Internal error"},
     {503, "unavailable", "Service unavailable"},
+    {507, "insufficient-storage", "Insufficient storage"},
 };
 
 json_t *http_problem(unsigned status, const char *detail, json_t *errors)

@@ -11,8 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-enum kind { K_STR, K_UINT, K_SIZE, K_FLAG, K_SYNC, K_LISTEN };
+enum kind { K_STR, K_UINT, K_SIZE, K_BYTES, K_FLAG, K_SYNC, K_LISTEN };
 
 struct opt {
     const char *name;
@@ -65,8 +66,29 @@ static const struct opt opts[] = {
      "outstanding assignments per experiment (default 1000000)", 1, 1ULL << 32},
     {"history-points", K_SIZE, LIM(history_points), 0,
      "history points kept per experiment (default 256)", 2, 65536},
+    {"max-memory", K_BYTES, LIM(max_memory), 0,
+     "resident memory past which new experiments (507) and assignments (503) are refused; "
+     "K, M, G suffixes (default 3/4 of the machine's or the cgroup's memory; 0: no cap)",
+     0, 0},
     {NULL, K_STR, 0, 0, NULL, 0, 0},
 };
+
+/* 3/4 of the memory this process may use: the machine's, or its cgroup's
+ * limit when lower (a container). 0 when unknown (no cap). */
+static size_t default_max_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    unsigned long long total =
+        pages > 0 && page > 0 ? (unsigned long long)pages * (unsigned long long)page : 0;
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    unsigned long long lim = 0;
+    if (f != NULL) {
+        if (fscanf(f, "%llu", &lim) == 1 && lim > 0 && (total == 0 || lim < total))
+            total = lim; /* "max" (no limit) does not scan */
+        (void)fclose(f);
+    }
+    return (size_t)(total / 4 * 3);
+}
 
 void config_defaults(struct config *c)
 {
@@ -86,6 +108,7 @@ void config_defaults(struct config *c)
     c->limits.max_count = 100;
     c->limits.max_pending = 1000000;
     c->limits.history_points = 256;
+    c->limits.max_memory = default_max_memory();
 }
 
 const char *config_option_name(size_t i)
@@ -101,6 +124,8 @@ static const char *metavar(enum kind k)
     case K_UINT:
     case K_SIZE:
         return "N";
+    case K_BYTES:
+        return "BYTES";
     case K_SYNC:
         return "full|normal";
     case K_LISTEN:
@@ -169,6 +194,19 @@ static int set(struct config *c, const struct opt *o, const char *v, char *err, 
             *(unsigned *)p = (unsigned)n;
         else
             *(size_t *)p = (size_t)n;
+        return 0;
+    }
+    case K_BYTES: {
+        errno = 0;
+        unsigned long long n = strtoull(v, &end, 10);
+        unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+        if (shift != 0)
+            end++;
+        if (errno != 0 || *v == '\0' || *end != '\0' || v[0] == '-' || n > (SIZE_MAX >> shift)) {
+            snprintf(err, errlen, "--%s: not a byte count (N, NK, NM or NG): %s", o->name, v);
+            return -1;
+        }
+        *(size_t *)p = (size_t)(n << shift);
         return 0;
     }
     case K_SYNC:

@@ -23,7 +23,6 @@
 #include <sqlite3.h>
 
 #include "tests/support/harness.h"
-#include "tests/support/prom.h"
 
 static void assert_503(struct tresp *r)
 {
@@ -181,20 +180,6 @@ static void *unit_request(void *arg)
     return NULL;
 }
 
-/* banditd_assignments_total{kind="explore"} from /metrics. */
-static double explore_assignments(struct tdaemon *d)
-{
-    struct tresp *r = treq(d, "GET", "/metrics", NULL, NULL);
-    struct prom p;
-    char err[256];
-    assert_int_equal(r->status, 200);
-    assert_int_equal(prom_parse(r->body, "banditd_", &p, err, sizeof err), 0);
-    double v = prom_or0(&p, "banditd_assignments_total", "kind=\"explore\"");
-    prom_free(&p);
-    tresp_free(r);
-    return v;
-}
-
 static void test_sticky_unit_during_failed_commit(void **state)
 {
     (void)state;
@@ -218,7 +203,7 @@ static void test_sticky_unit_during_failed_commit(void **state)
      * read would wait for the commit: it never shows uncommitted state). */
     double handed = 0;
     for (int waited = 0; waited < 30000 && handed < 1; waited += 10) {
-        handed = explore_assignments(d);
+        handed = tmetric(d, "banditd_assignments_total", "kind=\"explore\"");
         if (handed < 1)
             tsleep_ms(10);
     }
@@ -510,6 +495,45 @@ static void test_too_many_pending(void **state)
     tdaemon_free(d);
 }
 
+/* The memory cap: past --max-memory, new experiments are refused with 507
+ * and new assignments with 503 (Retry-After), while what frees or keeps
+ * memory goes on: rewards, reads, deletes. A cap of 1 MiB is below any
+ * daemon's resident size, so everything new is refused from the start. */
+static void test_memory_cap(void **state)
+{
+    (void)state;
+    struct tdaemon *d = tdaemon_start(NULL);
+    assert_non_null(d);
+    json_decref(texp_create(d, "{\"id\":\"mem\",\"arms\":[\"a\",\"b\"]}"));
+    json_t *a = texp_assign(d, "mem", "{\"count\":2}");
+    char id[64];
+    snprintf(id, sizeof id, "%s", tjson_str(a, "[0].id"));
+    json_decref(a);
+    assert_int_equal(tdaemon_stop(d), 0);
+    static const char *const capped[] = {"--max-memory", "1M", NULL};
+    tdaemon_up(d, capped, 0);
+    struct tresp *r =
+        treq(d, "POST", "/v1/experiments", "{\"id\":\"more\",\"arms\":[\"a\",\"b\"]}", NULL);
+    assert_problem(r, 507);
+    tresp_free(r);
+    r = treq(d, "POST", "/v1/experiments/mem/assignments", "{}", NULL);
+    assert_problem(r, 503);
+    assert_non_null(tresp_header(r, "Retry-After"));
+    tresp_free(r);
+    assert_string_equal(texp_reward(d, "mem", id, 1), "accepted");
+    json_t *st = texp_status(d, "mem");
+    assert_int_equal(tjson_int(st, "pulls"), 1);
+    json_decref(st);
+    r = treq(d, "GET", "/metrics", NULL, NULL);
+    assert_non_null(strstr(r->body, "banditd_memory_cap_bytes 1048576\n"));
+    tresp_free(r);
+    r = treq(d, "DELETE", "/v1/experiments/mem", NULL, NULL);
+    assert_status(r, 204);
+    tresp_free(r);
+    assert_int_equal(tdaemon_stop(d), 0);
+    tdaemon_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -521,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_corrupt_log_refused),
         cmocka_unit_test(test_concurrent_clients_with_failing_commits),
         cmocka_unit_test(test_too_many_pending),
+        cmocka_unit_test(test_memory_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

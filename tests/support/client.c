@@ -21,6 +21,7 @@
 #include <curl/curl.h>
 
 #include "tests/support/internal.h"
+#include "tests/support/prom.h"
 
 #define REQUEST_TIMEOUT_S 60L
 #define MAX_RESPONSE (256u << 20) /* a test never needs more; a runaway stream stops here */
@@ -441,6 +442,20 @@ const char *texp_reward(struct tdaemon *d, const char *exp, const char *assignme
         fail_msg("unexpected reward answer: %s", r->body);
     tresp_free(r);
     return out;
+}
+
+double tmetric(struct tdaemon *d, const char *name, const char *labels)
+{
+    struct tresp *r = treq(d, "GET", "/metrics", NULL, NULL);
+    struct prom p;
+    char err[256];
+    assert_status(r, 200);
+    if (prom_parse(r->body, "banditd_", &p, err, sizeof err) != 0)
+        fail_msg("/metrics: %s", err);
+    double v = prom_or0(&p, name, labels);
+    prom_free(&p);
+    tresp_free(r);
+    return v;
 }
 
 json_t *texp_status(struct tdaemon *d, const char *exp)

@@ -301,5 +301,10 @@ const char *texp_reward(struct tdaemon *d, const char *exp, const char *assignme
                         double reward);
 /* GET status; asserts 200; new reference. */
 json_t *texp_status(struct tdaemon *d, const char *exp);
+/* One series of GET /metrics (name{labels}, labels NULL for none), 0 when
+ * absent: the decision counters move when a request is applied, before its
+ * commit, so they show that a request reached the daemon while reads of
+ * the experiment (which wait for its writes) cannot. */
+double tmetric(struct tdaemon *d, const char *name, const char *labels);
 
 #endif
