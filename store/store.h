@@ -99,7 +99,11 @@ struct store_event {
 
 enum store_op_kind {
     STORE_OP_EXP_CREATE = 1, /* id, config_json, created_ms → rowid filled on commit */
-    STORE_OP_EXP_DELETE = 2, /* exp: the row and all its events; NOTFOUND if none */
+    STORE_OP_EXP_DELETE = 2, /* exp: the row; NOTFOUND if none. Its events are
+                              * purged by the writer afterwards, in chunks
+                              * between group commits (no write waits for a
+                              * long log); rowids are never reused, so they
+                              * are never read again */
     STORE_OP_EVENT = 3,      /* ev */
 };
 
