@@ -1319,6 +1319,20 @@ out:
 
 /* --- backup ------------------------------------------------------------------ */
 
+/* Create path empty with mode 0600 (the umask can only remove bits), or
+ * with excl = 0 accept it if it exists. 0, or −1 with errno (EEXIST: it
+ * exists). SQLite would create a database 0644 and its -wal and -shm with
+ * the database's mode: this file holds the audit trail of every unit, so
+ * it and the files that follow its mode are readable by the owner alone
+ * (issue 13). An existing file keeps the mode its owner gave it. */
+static int create_private(const char *path, int excl)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return excl || errno != EEXIST ? -1 : 0;
+    return close(fd);
+}
+
 /* VACUUM INTO on a fresh read-only connection (a consistent snapshot; the
  * writer keeps running), then fsync the copy. A fresh connection rather than
  * this thread's reader: VACUUM cannot run inside the read transaction an
@@ -1327,8 +1341,18 @@ int store_backup(struct store *s, const char *path, char *err, size_t errlen)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
-    int ret = STORE_OK, rc, fd;
+    int ret = STORE_OK, rc, fd, created = 0;
 
+    /* VACUUM INTO accepts an empty file: made here, 0600 and exclusively
+     * (never overwriting anything, even an empty file) */
+    if (create_private(path, 1) != 0) {
+        snprintf(err, errlen, "backup to %s: %s", path, strerror(errno));
+        ret = errno == ENOSPC || errno == EROFS ? STORE_ERR_FULL
+              : errno == EEXIST                 ? STORE_ERR_EXISTS
+                                                : STORE_ERR_IO;
+        goto out;
+    }
+    created = 1;
     rc = sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK)
         rc = conn_setup(db);
@@ -1355,6 +1379,8 @@ int store_backup(struct store *s, const char *path, char *err, size_t errlen)
 out:
     sqlite3_finalize(st);
     sqlite3_close_v2(db);
+    if (ret != STORE_OK && created)
+        unlink(path); /* no half-made backup left to be mistaken for one */
     return ret;
 }
 
@@ -1481,6 +1507,10 @@ struct store *store_open(const char *path, enum store_sync sync, char *err, size
         goto fail_sys;
     s->have_rkey = 1;
 
+    if (create_private(path, 0) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+        goto fail;
+    }
     rc = sqlite3_open_v2(path, &s->wdb,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK)

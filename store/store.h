@@ -51,7 +51,9 @@ enum store_sync {
 
 struct store;
 
-/* Open (creating if needed) and migrate the database at path. Returns NULL
+/* Open (creating if needed) and migrate the database at path. A new
+ * database file is created with mode 0600 and SQLite gives its -wal and
+ * -shm files the database's mode (an existing file keeps its mode). Returns NULL
  * with a message in err on failure (including a database whose schema is
  * newer than this build). The result is new; free with store_close, which
  * stops accepting submissions, drains the writer queue (commits it and calls
@@ -224,7 +226,9 @@ int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key
                     void *arg);
 
 /* Online backup to path (VACUUM INTO on a fresh read-only connection: a
- * consistent snapshot while the writer runs), fsynced. path must not exist. */
+ * consistent snapshot while the writer runs), fsynced. path must not exist
+ * (STORE_ERR_EXISTS otherwise, even for an empty file); it is created with
+ * mode 0600 and removed again if the backup fails. */
 int store_backup(struct store *s, const char *path, char *err, size_t errlen);
 
 #endif

@@ -3,8 +3,8 @@
  * schema and migrations, group commit and per-submission failure, the event
  * log round trip, lookups, deletion and the purge of deleted logs,
  * migration from version 1, concurrent submitters, draining on close,
- * injected and real disk-full failures, API keys and backups. Query plans
- * and their cost: test_store_plans.c.
+ * injected and real disk-full failures, API keys, backups and the files'
+ * modes. Query plans and their cost: test_store_plans.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -1131,8 +1131,22 @@ static void test_backup(void **state)
     err[0] = '\0';
     assert_int_equal(store_backup(f->s, bpath, err, sizeof err), STORE_OK);
     /* existing target: refused with a message */
-    assert_int_not_equal(store_backup(f->s, bpath, err, sizeof err), STORE_OK);
+    err[0] = '\0';
+    assert_int_equal(store_backup(f->s, bpath, err, sizeof err), STORE_ERR_EXISTS);
     assert_true(err[0] != '\0');
+    {
+        /* even an empty one (VACUUM INTO would write into it), and it stays */
+        char epath[176];
+        snprintf(epath, sizeof epath, "%s/empty.db", f->dir);
+        FILE *fp = fopen(epath, "w");
+        assert_non_null(fp);
+        assert_int_equal(fclose(fp), 0);
+        assert_int_equal(store_backup(f->s, epath, err, sizeof err), STORE_ERR_EXISTS);
+        assert_int_equal(access(epath, F_OK), 0);
+        /* a failed backup leaves no file behind */
+        snprintf(epath, sizeof epath, "%s/no-such-dir/b.db", f->dir);
+        assert_int_not_equal(store_backup(f->s, epath, err, sizeof err), STORE_OK);
+    }
     /* the writer keeps going; the backup is a snapshot */
     op[0] = ev_op(exp, 3, STORE_EV_OBSERVE);
     assert_int_equal(store_write_sync(f->s, op, 1), STORE_OK);
@@ -1151,6 +1165,53 @@ static void test_backup(void **state)
     assert_int_equal(last, 2);
     assert_int_equal(count_rows(bpath, "SELECT count(*) FROM api_keys"), 1);
     store_close(b);
+}
+
+/* --- files ------------------------------------------------------------------- */
+
+static unsigned mode_of(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        fail_msg("stat %s: %s", path, strerror(errno));
+    return (unsigned)(sb.st_mode & 07777);
+}
+
+/* The database, its -wal and -shm, and a backup are the owner's alone,
+ * whatever the umask lets through (issue 13: they were 0644). */
+static void test_file_modes(void **state)
+{
+    struct tstore *f = *state;
+    char path[160], side[176], bpath[160], err[256];
+    mode_t old = umask(022);
+    struct store *s;
+    struct store_op op;
+    int64_t exp;
+
+    snprintf(path, sizeof path, "%s/private.db", f->dir);
+    s = store_open(path, STORE_SYNC_FULL, err, sizeof err);
+    umask(old);
+    if (s == NULL)
+        fail_msg("open: %s", err);
+    exp = create_exp(s, "secret");
+    op = ev_op(exp, 1, STORE_EV_ASSIGN);
+    op.ev.unit = "patient-17";
+    assert_int_equal(store_write_sync(s, &op, 1), STORE_OK);
+    assert_int_equal(mode_of(path), 0600);
+    snprintf(side, sizeof side, "%s-wal", path);
+    assert_int_equal(mode_of(side), 0600);
+    snprintf(side, sizeof side, "%s-shm", path);
+    assert_int_equal(mode_of(side), 0600);
+
+    old = umask(022);
+    snprintf(bpath, sizeof bpath, "%s/backup.db", f->dir);
+    int rc = store_backup(s, bpath, err, sizeof err);
+    umask(old);
+    assert_int_equal(rc, STORE_OK);
+    assert_int_equal(mode_of(bpath), 0600);
+    snprintf(side, sizeof side, "%s-journal", bpath);
+    assert_int_not_equal(access(side, F_OK), 0); /* nothing else left beside it */
+    store_close(s);
 }
 
 int main(void)
@@ -1176,6 +1237,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_real_disk_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_backup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_file_modes, setup, teardown),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
