@@ -91,6 +91,8 @@ enum q {
     Q_EVENT_INSERT,
     Q_KEY_INSERT,
     Q_KEY_REVOKE,
+    Q_SYNC_FULL,
+    Q_SYNC_NORMAL,
     /* the readers': prepared on first use, per thread */
     Q_EXPERIMENTS,
     Q_EVENTS,
@@ -101,8 +103,6 @@ enum q {
     Q_KEYS,
     /* run once: connection settings at open, the backup */
     Q_WAL,
-    Q_SYNC_FULL,
-    Q_SYNC_NORMAL,
     Q_NO_FK,
     Q_NO_AUTOCKPT,
     Q_BACKUP,
@@ -110,7 +110,7 @@ enum q {
 };
 
 #define EVENT_COLS "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text"
-#define PURGE_CHUNK "1024" /* events removed per purge transaction */
+#define PURGE_CHUNK "256" /* events removed per purge transaction */
 
 static const struct store_sql queries[Q_COUNT] = {
     [Q_BEGIN] = {"begin", STORE_SQL_WRITE, "BEGIN IMMEDIATE"},
@@ -139,6 +139,9 @@ static const struct store_sql queries[Q_COUNT] = {
          "INSERT INTO api_keys(name, scopes, hash, created_ms) VALUES (?1, ?2, ?3, ?4)"},
     [Q_KEY_REVOKE] = {"key_revoke", STORE_SQL_WRITE,
                       "UPDATE api_keys SET revoked = 1 WHERE rowid = ?1"},
+    /* the connections' sync mode at open; the writer's around a purge step */
+    [Q_SYNC_FULL] = {"sync_full", STORE_SQL_WRITE, "PRAGMA synchronous=FULL"},
+    [Q_SYNC_NORMAL] = {"sync_normal", STORE_SQL_WRITE, "PRAGMA synchronous=NORMAL"},
 
     [Q_EXPERIMENTS] = {"experiments", STORE_SQL_READ,
                        "SELECT rowid, id, config, created_ms FROM experiments ORDER BY rowid"},
@@ -161,8 +164,7 @@ static const struct store_sql queries[Q_COUNT] = {
          "SELECT rowid, name, scopes, hash, created_ms, revoked FROM api_keys ORDER BY rowid"},
 
     [Q_WAL] = {"wal", STORE_SQL_ONCE, "PRAGMA journal_mode=WAL"},
-    [Q_SYNC_FULL] = {"sync_full", STORE_SQL_ONCE, "PRAGMA synchronous=FULL"},
-    [Q_SYNC_NORMAL] = {"sync_normal", STORE_SQL_ONCE, "PRAGMA synchronous=NORMAL"},
+
     [Q_NO_FK] = {"no_foreign_keys", STORE_SQL_ONCE, "PRAGMA foreign_keys=OFF"},
     [Q_NO_AUTOCKPT] = {"no_autocheckpoint", STORE_SQL_ONCE, "PRAGMA wal_autocheckpoint=0"},
     [Q_BACKUP] = {"backup", STORE_SQL_ONCE, "VACUUM INTO ?1"},
@@ -234,14 +236,15 @@ struct store {
     uint64_t depth;
     int closing;
     int paused;
-    int fault_skip, fault_fail; /* commits to let through, then to fail */
-    int fault_submits;          /* submissions to refuse (store_test.h) */
-    int purging;                /* deleted experiments' logs wait in purges */
-    uint64_t purge_retry_us;    /* after a failed purge step: not before */
-    int purge_paused;           /* store_test_pause_purge */
+    int fault_skip, fault_fail;   /* commits to let through, then to fail */
+    int fault_submits;            /* submissions to refuse (store_test.h) */
+    int purging;                  /* deleted experiments' logs wait in purges */
+    uint64_t purge_not_before_us; /* no purge step before (now_us) */
+    int purge_paused;             /* store_test_pause_purge */
     struct store_stats stats;
 
     int batch_deleted; /* the running batch deleted an experiment (writer thread only) */
+    int sync_lowered;  /* synchronous could not be set back to FULL (writer thread only) */
 
     /* keys whose last submission failed (writer thread only) */
     struct poisoned {
@@ -493,7 +496,13 @@ static int writer_purge_step(struct store *s)
 {
     sqlite3_stmt *st = s->wst[Q_PURGE_NEXT];
     int64_t exp = 0;
-    int rc = wexec(s, Q_BEGIN);
+    /* Its commit needs no fsync of its own: a purge lost on a power cut is
+     * simply done again, and the next acknowledged commit's fsync (of the
+     * whole WAL) makes it durable anyway. Without that fsync a request
+     * arriving during a step waits for less. */
+    int rc = s->sync == STORE_SYNC_FULL ? wexec(s, Q_SYNC_NORMAL) : SQLITE_OK;
+    if (rc == SQLITE_OK)
+        rc = wexec(s, Q_BEGIN);
 
     if (rc == SQLITE_OK) {
         rc = step_retry(st);
@@ -514,12 +523,15 @@ static int writer_purge_step(struct store *s)
     }
     if (rc == SQLITE_OK)
         rc = wexec(s, Q_COMMIT);
-    if (rc != SQLITE_OK) {
-        if (!sqlite3_get_autocommit(s->wdb))
-            wexec(s, Q_ROLLBACK);
+    if (rc != SQLITE_OK && !sqlite3_get_autocommit(s->wdb))
+        wexec(s, Q_ROLLBACK);
+    /* back to FULL before any request's commit, whatever happened (if even
+     * that fails, writer_batch fails every batch until it succeeds) */
+    if (s->sync == STORE_SYNC_FULL && wexec(s, Q_SYNC_FULL) != SQLITE_OK) {
+        s->sync_lowered = 1;
         return -1;
     }
-    return exp != 0;
+    return rc != SQLITE_OK ? -1 : exp != 0;
 }
 
 static int writer_key(struct store *s, const struct key_op *k)
@@ -670,6 +682,14 @@ static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
     struct sub *sub, *next;
 
     s->batch_deleted = 0;
+    if (s->sync_lowered) {
+        rc = wexec(s, Q_SYNC_FULL); /* never acknowledge a write without its fsync */
+        if (rc != SQLITE_OK) {
+            fatal = batch_err_from_sqlite(rc);
+            goto finish;
+        }
+        s->sync_lowered = 0;
+    }
     for (int careful = 0; careful < 2; careful++) {
         rc = wexec(s, Q_BEGIN);
         if (rc != SQLITE_OK) {
@@ -782,15 +802,16 @@ static void *ckpt_main(void *arg)
 }
 
 /* Whether the writer should run a purge step now (under mu): there is one
- * to do, no failure is being waited out, and either nothing is queued or
- * the last step is PURGE_INTERVAL_US old — so that a steady stream of
- * requests neither starves the purge nor waits behind more than one chunk
- * at a time. */
+ * to do, its pause is over (after a step as long as the step took, so the
+ * purge takes at most half of a core from the request threads; after a
+ * failure PURGE_RETRY_US), and either nothing is queued or the last step is
+ * PURGE_INTERVAL_US old — so that a steady stream of requests neither
+ * starves the purge nor waits behind more than one chunk at a time. */
 static int purge_due(const struct store *s, uint64_t last_us)
 {
     uint64_t now = now_us();
     return s->purging && !s->paused && !s->purge_paused && !s->closing &&
-           now >= s->purge_retry_us && (s->head == NULL || now - last_us >= PURGE_INTERVAL_US);
+           now >= s->purge_not_before_us && (s->head == NULL || now - last_us >= PURGE_INTERVAL_US);
 }
 
 static void *writer_main(void *arg)
@@ -803,25 +824,32 @@ static void *writer_main(void *arg)
     for (;;) {
         while (!s->closing && (s->paused || s->head == NULL) && !purge_due(s, last_purge_us)) {
             if (s->purging && !s->paused && !s->purge_paused) {
-                /* a purge step failed: retry at purge_retry_us */
-                uint64_t now = now_us();
-                unsigned ms =
-                    s->purge_retry_us > now ? (unsigned)((s->purge_retry_us - now) / 1000) + 1 : 1;
-                struct timespec dl = clock_deadline(CLOCK_REALTIME, ms);
+                /* the purge's pause: until purge_not_before_us, or new work */
+                uint64_t now = now_us(),
+                         us = s->purge_not_before_us > now ? s->purge_not_before_us - now : 1;
+                struct timespec dl;
+                clock_gettime(CLOCK_REALTIME, &dl);
+                dl.tv_sec += (time_t)(us / 1000000u);
+                dl.tv_nsec += (long)(us % 1000000u) * 1000;
+                if (dl.tv_nsec >= 1000000000L) {
+                    dl.tv_sec++;
+                    dl.tv_nsec -= 1000000000L;
+                }
                 pthread_cond_timedwait(&s->cv, &s->mu, &dl);
             } else {
                 pthread_cond_wait(&s->cv, &s->mu);
             }
         }
         if (purge_due(s, last_purge_us)) {
+            uint64_t start = now_us();
             pthread_mutex_unlock(&s->mu);
             int more = writer_purge_step(s);
             last_purge_us = now_us();
             pthread_mutex_lock(&s->mu);
             if (more == 0)
                 s->purging = 0;
-            else if (more < 0)
-                s->purge_retry_us = last_purge_us + PURGE_RETRY_US;
+            s->purge_not_before_us =
+                last_purge_us + (more < 0 ? PURGE_RETRY_US : last_purge_us - start);
             continue;
         }
         if (s->head == NULL)
