@@ -1,13 +1,17 @@
 /*
  * bench_store.c — event inserts per second through the store's writer.
  *
- *   make build/bench/bench_store && ./build/bench/bench_store [DIR]
+ *   make build/bench/bench_store && ./build/bench/bench_store [DIR [purge [N]]]
  *
  * For each sync mode: one submission per commit (store_write_sync in a
  * loop), exactly 64 per commit (the writer paused while 64 are queued), and
  * a stream with up to 4096 submissions in flight (the writer groups what it
  * finds). Every submission is one event row. The database lives in DIR
  * (default /tmp) and is removed afterwards.
+ *
+ * With `purge`: the latency of single writes to one experiment while the
+ * log of another (N events, default 200000) is purged after its delete,
+ * against the same writes before (store.c's purge between commits).
  */
 #include <math.h>
 #include <pthread.h>
@@ -139,9 +143,81 @@ static void run(const char *dir, enum store_sync sync, int mode, long n)
     free(ops);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Latency of single writes to one experiment (store_write_sync) while
+ * another experiment's log of n events is purged after its delete,
+ * against the same writes before the delete. */
+static void purge_run(const char *dir, enum store_sync sync, long n)
+{
+    enum { IDLE = 200, MAXS = 100000 };
+    char path[512], err[256];
+    struct store *s;
+    int64_t big = 0, small = 0;
+    struct store_op *ops = calloc((size_t)n, sizeof *ops), op;
+    static double lat[MAXS];
+    long seq = 0;
+
+    snprintf(path, sizeof path, "%s/bench_purge.%d.db", dir, (int)getpid());
+    s = store_open(path, sync, err, sizeof err);
+    if (s == NULL || ops == NULL) {
+        fprintf(stderr, "open: %s\n", err);
+        exit(1);
+    }
+    struct store_op c[2] = {
+        {.kind = STORE_OP_EXP_CREATE, .id = "big", .config_json = "{}", .rowid_out = &big},
+        {.kind = STORE_OP_EXP_CREATE, .id = "small", .config_json = "{}", .rowid_out = &small}};
+    store_write_sync(s, c, 2);
+    for (long i = 0; i < n; i++)
+        fill(&ops[i], big, i + 1);
+    for (long i = 0; i < n; i += 4096)
+        store_write_sync(s, &ops[i], (size_t)(n - i < 4096 ? n - i : 4096));
+    for (int i = 0; i < IDLE; i++) {
+        fill(&op, small, ++seq);
+        double t = now_s();
+        store_write_sync(s, &op, 1);
+        lat[i] = now_s() - t;
+    }
+    qsort(lat, IDLE, sizeof *lat, cmp_double);
+    double idle50 = lat[IDLE / 2], idle99 = lat[IDLE * 99 / 100];
+
+    op = (struct store_op){.kind = STORE_OP_EXP_DELETE, .exp = big};
+    double t0 = now_s();
+    store_write_sync(s, &op, 1);
+    double del = now_s() - t0;
+    long k = 0;
+    int64_t last = 1;
+    while (k < MAXS && last > 0) {
+        fill(&op, small, ++seq);
+        double t = now_s();
+        store_write_sync(s, &op, 1);
+        lat[k++] = now_s() - t;
+        if (k % 16 == 0)
+            store_last_seq(s, big, &last); /* 0 once the purge is over */
+    }
+    double purge = now_s() - t0;
+    qsort(lat, (size_t)k, sizeof *lat, cmp_double);
+    printf("%-6s purge of %ld events: delete %.2f ms, purge %.2f s; single writes idle p50 %.3f "
+           "p99 %.3f ms, during the purge (%ld) p50 %.3f p99 %.3f max %.3f ms\n",
+           sync == STORE_SYNC_FULL ? "FULL" : "NORMAL", n, 1e3 * del, purge, 1e3 * idle50,
+           1e3 * idle99, k, 1e3 * lat[k / 2], 1e3 * lat[k * 99 / 100], 1e3 * lat[k - 1]);
+    store_close(s);
+    (void)unlink(path);
+    free(ops);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
+    if (argc > 2 && strcmp(argv[2], "purge") == 0) {
+        purge_run(dir, STORE_SYNC_FULL, argc > 3 ? atol(argv[3]) : 200000);
+        purge_run(dir, STORE_SYNC_NORMAL, argc > 3 ? atol(argv[3]) : 200000);
+        return 0;
+    }
     for (int sy = 0; sy < 2; sy++) {
         enum store_sync sync = sy ? STORE_SYNC_NORMAL : STORE_SYNC_FULL;
         run(dir, sync, 1, sy ? 20000 : 2000);
