@@ -1408,7 +1408,7 @@ out:
     sqlite3_finalize(st);
     sqlite3_close_v2(db);
     if (ret != STORE_OK && created)
-        unlink(path); /* no half-made backup left to be mistaken for one */
+        (void)unlink(path); /* no half-made backup left to be mistaken for one */
     return ret;
 }
 

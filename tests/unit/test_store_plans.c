@@ -57,7 +57,7 @@ static void round_ops(struct store_op *op, int64_t exp, int64_t base, char *unit
     static const int kinds[ROUND] = {STORE_EV_ASSIGN, STORE_EV_ASSIGN, STORE_EV_REWARD,
                                      STORE_EV_EXPIRE, STORE_EV_LATE,   STORE_EV_OBSERVE,
                                      STORE_EV_STATE};
-    snprintf(unit, ulen, "unit-%lld", (long long)(base + 1));
+    snprintf(unit, ulen, "unit-%lld", (long long)base + 1);
     for (int i = 0; i < ROUND; i++) {
         memset(&op[i], 0, sizeof op[i]);
         op[i].kind = STORE_OP_EVENT;
@@ -85,7 +85,8 @@ static void fill(struct store *s, int64_t exp, int rounds)
     for (int r = 0; r < rounds; r += PER) {
         int n = rounds - r < PER ? rounds - r : PER;
         for (int i = 0; i < n; i++)
-            round_ops(&ops[i * ROUND], exp, (int64_t)(r + i) * ROUND, units[i], sizeof units[i]);
+            round_ops(&ops[(size_t)i * ROUND], exp, (int64_t)(r + i) * ROUND, units[i],
+                      sizeof units[i]);
         assert_int_equal(store_write_sync(s, ops, (size_t)n * ROUND), STORE_OK);
     }
 }
@@ -219,8 +220,10 @@ static void check_rule(const struct store_sql *q, const struct expect *e, const 
         if (strncmp(line, "SEARCH events ", 14) != 0)
             continue;
         const char *bound = strchr(line, '(');
-        if (bound == NULL)
+        if (bound == NULL) {
             fail_msg("%s: a search of events without a bound: %s", q->name, plan);
+            return;
+        }
         if (strncmp(bound, "(exp=? AND seq", 14) == 0 ||
             strncmp(bound, "(exp=? AND ref=?", 16) == 0 ||
             strncmp(bound, "(exp=? AND unit=?", 17) == 0)
@@ -291,6 +294,7 @@ static int vm_steps(sqlite3 *db, const struct store_sql *q, const char *params,
             rc = sqlite3_bind_null(st, k);
             break;
         default:
+            rc = SQLITE_MISUSE;
             fail_msg("%s: unknown parameter letter %c", q->name, params[i]);
         }
         assert_int_equal(rc, SQLITE_OK);
@@ -317,9 +321,11 @@ static void check_all(struct logs *l, const char *when)
 
     for (i = 0; (q = store_test_sql(i)) != NULL; i++) {
         const struct expect *e = expect_for(q->name);
-        if (e == NULL)
+        if (e == NULL) {
             fail_msg("store statement \"%s\" (%s) has no expected plan here: add one", q->name,
                      q->sql);
+            return;
+        }
         plan_of(l->db, q->sql, plan, sizeof plan);
         if (strcmp(plan, e->plan) != 0)
             fail_msg("%s (%s): plan \"%s\", expected \"%s\"", q->name, when, plan, e->plan);
