@@ -44,9 +44,12 @@ const char *store_strerror(int err);
 
 enum store_sync {
     STORE_SYNC_FULL = 0,   /* fsync the WAL at every commit: survives power loss */
-    STORE_SYNC_NORMAL = 1, /* WAL written at commit, synced at checkpoints:
-                            * survives a daemon crash (kill -9), may lose the
-                            * last commits on power loss */
+    STORE_SYNC_NORMAL = 1, /* WAL written at commit, fsynced only before each
+                            * checkpoint (every STORE_CKPT_PAGES WAL pages,
+                            * store.c): survives a daemon crash (kill -9); a
+                            * power loss or OS crash can lose every commit
+                            * since the last checkpoint (a suffix: never a
+                            * gap, never corruption) */
 };
 
 struct store;
