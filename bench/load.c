@@ -785,6 +785,7 @@ struct counter {
     size_t bytes, lines;
 };
 
+// cppcheck-suppress constParameter ; libcurl's write callback signature
 // NOLINTNEXTLINE(readability-non-const-parameter): libcurl's write callback signature
 static size_t on_count(char *ptr, size_t size, size_t nmemb, void *arg)
 {
