@@ -309,9 +309,12 @@ reproduce:
 #
 # Every figure goes to build/bench/*.md, and together into bench/results.md
 # (also printed). Timing lives here, never in tests. The HTTP run takes ~5
-# minutes (84 wrk runs of BENCH_DURATION seconds), the policies ~1 minute.
+# minutes (84 wrk runs of BENCH_DURATION seconds), the policies ~1 minute,
+# the log run (export, re-sent rewards and delete on an experiment of
+# BENCH_LOG_EVENTS events) under a minute.
 
 BENCH_DURATION ?= 3
+BENCH_LOG_EVENTS ?= 1000000
 BENCH_BINS := $(BUILD)/banditd $(BUILD)/bench/load $(BUILD)/bench/bare $(BUILD)/bench/policies
 
 $(BUILD)/bench/%: $(OBJ)/bench/%.o $(LIBS_ALL)
@@ -328,9 +331,11 @@ bench: bench-deps
 	./$(BUILD)/bench/load memory --daemon $(BUILD)/banditd --out $(BUILD)/bench/memory.md
 	./$(BUILD)/bench/load throughput --daemon $(BUILD)/banditd --bare $(BUILD)/bench/bare \
 		--duration $(BENCH_DURATION) --out $(BUILD)/bench/load.md
+	./$(BUILD)/bench/load log --daemon $(BUILD)/banditd --events $(BENCH_LOG_EVENTS) \
+		--out $(BUILD)/bench/log.md
 	@{ echo "# Benchmark results"; echo; echo "Written by \`make bench\` on $$(uname -n)."; echo; \
-	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md $(BUILD)/bench/policies.md; } \
-		> bench/results.md
+	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md $(BUILD)/bench/log.md \
+	  $(BUILD)/bench/policies.md; } > bench/results.md
 	@echo "written bench/results.md"
 
 # --- formatting and static analysis ---------------------------------------------

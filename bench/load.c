@@ -1,9 +1,11 @@
 /*
- * load.c — end-to-end benchmarks of the daemon (`make bench` runs both):
+ * load.c — end-to-end benchmarks of the daemon (`make bench` runs all three):
  *
  *   load throughput [options]   wrk against banditd and bench/bare
  *   load memory [options]       resident size per experiment and per
  *                               pending assignment
+ *   load log [options]          export, re-sent rewards and delete on an
+ *                               experiment of 10⁶ events
  *
  * throughput: starts the bare libmicrohttpd + jansson server (bench/bare.c,
  * the stack's ceiling) and banditd on a fresh database, both on free ports
@@ -21,6 +23,17 @@
  * experiments (3 arms) over HTTP, reads it again, creates A pending
  * assignments spread evenly over them (count=100 per request), reads it
  * again, and reports the differences per experiment and per assignment.
+ *
+ * log: issue 12's work that grows with the log. Fills experiment `big`
+ * with E events (assignments, `--batch` per request, each batch rewarded at
+ * once) and `small` with S, restarts the daemon (replay timed; nothing of
+ * the logs is left in memory), then times: the export of each (µs per row),
+ * re-sending the rewards of the first and of the latest batch (duplicates,
+ * looked up on disk), an assignment on `big` sent during each re-send, and
+ * the DELETE of `big` (against that of an empty experiment) with
+ * assignments on `small` until its log is purged. Targets are ratios within
+ * the run. Options: --events E (1000000) --small S (10000) --batch B (1000)
+ * --timeout T (120 s per request; a request cut there is marked `>`).
  *
  * Options: --daemon PATH (build/banditd) --bare PATH (build/bench/bare)
  * --scripts DIR (bench) --out FILE --duration S (3, per run) --pairs P (3)
@@ -46,6 +59,7 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <sqlite3.h>
 
 #define MAX_CONNS 8
 #define WRK_THREADS 2
@@ -58,6 +72,8 @@ struct opts {
     size_t experiments, assignments;
     int sync_normal_too; /* also assignments, rewards, observations with --sync normal at 64 */
     unsigned pairs;      /* (ceiling, daemon) run pairs per row */
+    size_t log_events, log_small, log_batch; /* log: events in big and small, batch */
+    unsigned timeout_s;                      /* log: per request */
 };
 
 /* --- processes ------------------------------------------------------------ */
@@ -754,6 +770,495 @@ out:
     return rc;
 }
 
+/* --- log: work that grows with the log (issue 12) ------------------------------ */
+
+/* A clock in seconds (durations only). */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Counts what a streamed answer carries without keeping it. */
+struct counter {
+    size_t bytes, lines;
+};
+
+// cppcheck-suppress constParameter ; libcurl's write callback signature
+// NOLINTNEXTLINE(readability-non-const-parameter): libcurl's write callback signature
+static size_t on_count(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+    struct counter *k = arg;
+    size_t n = size * nmemb;
+    k->bytes += n;
+    for (size_t i = 0; i < n; i++)
+        k->lines += ptr[i] == '\n';
+    return n;
+}
+
+/* One timed request with a time limit; the answer is counted, not kept.
+ * Returns the status (0: failed or timed out) and the seconds it took. */
+static long timed(CURL *c, unsigned port, const char *method, const char *path, const char *body,
+                  unsigned timeout_s, double *secs, struct counter *k)
+{
+    char url[512];
+    struct counter dummy = {0};
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    long status = 0;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    if (body == NULL)
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_count);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, k != NULL ? k : &dummy);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)timeout_s);
+    double t0 = now_s();
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    *secs = now_s() - t0;
+    curl_slist_free_all(h);
+    return status;
+}
+
+/* A request on its own thread, started while the main thread times another
+ * one behind it. */
+struct bg {
+    unsigned port, timeout_s;
+    const char *method, *path, *body;
+    long status;
+    double secs;
+    pthread_t t;
+};
+
+static void *bg_main(void *arg)
+{
+    struct bg *b = arg;
+    CURL *c = curl_easy_init();
+    if (c == NULL)
+        return NULL;
+    b->status = timed(c, b->port, b->method, b->path, b->body, b->timeout_s, &b->secs, NULL);
+    curl_easy_cleanup(c);
+    return NULL;
+}
+
+/* Send `method path body` on a thread and, 2 ms later, `POST then {}` here:
+ * the latter's seconds to *secs, the former's to *of_secs (its status to
+ * *of_status when given). 0, or −1 when the thread cannot start. */
+static int behind(CURL *c, unsigned port, unsigned timeout_s, const char *method, const char *path,
+                  const char *body, const char *then, double *secs, double *of_secs,
+                  long *of_status)
+{
+    struct bg b = {
+        .port = port, .timeout_s = timeout_s, .method = method, .path = path, .body = body};
+    if (pthread_create(&b.t, NULL, bg_main, &b) != 0)
+        return -1;
+    usleep(2000); /* let it start */
+    if (timed(c, port, "POST", then, "{}", timeout_s, secs, NULL) != 201)
+        *secs = timeout_s;
+    pthread_join(b.t, NULL);
+    *of_secs = b.secs;
+    if (of_status != NULL)
+        *of_status = b.status;
+    return 0;
+}
+
+/* Events of deleted experiments still in the database at path (0 when it
+ * has no purges table: a schema that deletes at once). */
+static long purge_backlog(const char *path)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    long n = 0;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db,
+                           "SELECT count(*) FROM (SELECT 1 FROM events WHERE exp IN"
+                           " (SELECT exp FROM purges) LIMIT 1)",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+struct logrun;
+static void during_purge(CURL *c, unsigned port, const char *db, unsigned timeout_s,
+                         struct logrun *r);
+
+/* Re-send a reward batch to `big` up to RESENDS times (fewer once 30 s are
+ * spent: main took minutes for one) and return the median's status and
+ * seconds. */
+#define RESENDS 5
+static long resend(CURL *c, unsigned port, const char *body, unsigned timeout_s, double *secs)
+{
+    double v[RESENDS], spent = 0;
+    long st = 0;
+    int n = 0;
+    while (n < RESENDS && (n == 0 || spent < 30)) {
+        st = timed(c, port, "POST", "/v1/experiments/big/rewards", body, timeout_s, &v[n], NULL);
+        spent += v[n++];
+        if (st != 200)
+            break;
+    }
+    *secs = med(v, (size_t)n);
+    return st;
+}
+
+/* Median latency of n single assignments on experiment id. */
+static double assign_median(CURL *c, unsigned port, const char *id, int n, unsigned timeout_s)
+{
+    double v[32];
+    char path[128];
+    if (n > 32)
+        n = 32;
+    snprintf(path, sizeof path, "/v1/experiments/%s/assignments", id);
+    for (int i = 0; i < n; i++)
+        if (timed(c, port, "POST", path, "{}", timeout_s, &v[i], NULL) != 201)
+            return -1;
+    return med(v, (size_t)n);
+}
+
+/* A reward batch for every assignment of one answer: {"rewards":[…]}, each
+ * reward 0 or 1 by position (equal means on every arm: no stop). New
+ * string or NULL. */
+static char *rewards_body(json_t *assignments)
+{
+    json_t *items = json_array(), *body = json_object();
+    size_t i;
+    json_t *a;
+    json_array_foreach(assignments, i, a)
+    {
+        json_array_append_new(items, json_pack("{s:O,s:i}", "assignment_id",
+                                               json_object_get(a, "id"), "reward", (int)(i % 2)));
+    }
+    json_object_set_new(body, "rewards", items);
+    char *s = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    return s;
+}
+
+/* n events (assignments in batches of `batch`, each batch rewarded at once:
+ * 2 events per assignment) in experiment id. The first and the last reward
+ * batches go to *first and *last (new strings). 0 or −1. */
+static int fill_log(CURL *c, unsigned port, const char *id, size_t n, size_t batch, char **first,
+                    char **last)
+{
+    char apath[128], rpath[128], abody[64];
+    snprintf(apath, sizeof apath, "/v1/experiments/%s/assignments", id);
+    snprintf(rpath, sizeof rpath, "/v1/experiments/%s/rewards", id);
+    snprintf(abody, sizeof abody, "{\"count\":%zu}", batch);
+    for (size_t done = 0; done < n; done += 2 * batch) {
+        json_t *j = NULL;
+        if (http(c, port, "POST", apath, abody, &j) != 201) {
+            json_decref(j);
+            fprintf(stderr, "load: assignments for %s failed\n", id);
+            return -1;
+        }
+        char *rb = rewards_body(json_object_get(j, "assignments"));
+        json_decref(j);
+        if (rb == NULL || http(c, port, "POST", rpath, rb, NULL) != 200) {
+            free(rb);
+            fprintf(stderr, "load: rewards for %s failed\n", id);
+            return -1;
+        }
+        if (*first == NULL) {
+            *first = rb;
+        } else {
+            free(*last);
+            *last = rb;
+        }
+        if (done % 100000 < 2 * batch)
+            fprintf(stderr, "load: %s: %zu events\n", id, done + 2 * batch);
+    }
+    return 0;
+}
+
+/* The figures of one run of `load log`. */
+struct logrun {
+    double replay_s;
+    double export_small_s, export_big_s;
+    size_t rows_small, rows_big;
+    long export_small_st, export_big_st;
+    double assign_idle_s, assign_small_s;
+    double resend_first_s, resend_last_s;
+    long resend_first_st, resend_last_st;
+    double behind_first_s, behind_first_of_s, behind_last_s, behind_last_of_s;
+    double delete_s, behind_delete_s, delete_empty_s, assign_after_s;
+    long delete_st;
+    double purge_s, purge_p50_s, purge_max_s; /* assignments on small during the purge */
+    size_t purge_n;
+    int purge_over; /* the purge was over when the sampling ended */
+};
+
+#define PURGE_SAMPLES 65536
+#define N_EMPTY 5 /* empty experiments deleted: the median is the yardstick */
+
+/* Assignments on `small`, one after another, until big's log is purged
+ * (or 60 s): their median and maximum latency and the purge's duration. */
+static void during_purge(CURL *c, unsigned port, const char *db, unsigned timeout_s,
+                         struct logrun *r)
+{
+    static double v[PURGE_SAMPLES];
+    size_t n = 0;
+    double t0 = now_s();
+    while (n < PURGE_SAMPLES && now_s() - t0 < 60 && purge_backlog(db) > 0) {
+        if (timed(c, port, "POST", "/v1/experiments/small/assignments", "{}", timeout_s, &v[n],
+                  NULL) != 201)
+            v[n] = timeout_s;
+        r->purge_max_s = v[n] > r->purge_max_s ? v[n] : r->purge_max_s;
+        n++;
+    }
+    r->purge_s = now_s() - t0;
+    r->purge_over = purge_backlog(db) == 0;
+    r->purge_n = n;
+    r->purge_p50_s = n ? med(v, n) : 0;
+}
+
+static void log_report(FILE *f, const struct opts *o, const struct logrun *r, const char *load0,
+                       const char *load1)
+{
+    char date[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm) == NULL || strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm) == 0)
+        snprintf(date, sizeof date, "(date unknown)");
+    emit(f, "## Work that grows with the log (bench/load log)\n\n");
+    emit(f,
+         "%s; load average before %s, after %s. Experiment `big`: %zu events (assignments "
+         "of 3 arms, %zu per request, each batch rewarded at once), `small`: %zu; then a "
+         "restart (--sync %s) so that every re-sent reward is looked up on disk. Each "
+         "request has %u s; `>` marks one cut there.\n\n",
+         date, load0, load1, o->log_events, o->log_batch, o->log_small, o->sync, o->timeout_s);
+    emit(f, "| what | figure |\n| --- | ---: |\n");
+    emit(f, "| replay at start (%zu events) | %.2f s |\n", o->log_events + o->log_small,
+         r->replay_s);
+    emit(f, "| export `small`: %zu rows | %s%.3f s (%.2f µs/row) |\n", r->rows_small,
+         r->export_small_st == 200 ? "" : "> ", r->export_small_s,
+         r->rows_small ? 1e6 * r->export_small_s / (double)r->rows_small : 0);
+    emit(f, "| export `big`: %zu rows | %s%.3f s (%.2f µs/row) |\n", r->rows_big,
+         r->export_big_st == 200 ? "" : "> ", r->export_big_s,
+         r->rows_big ? 1e6 * r->export_big_s / (double)r->rows_big : 0);
+    emit(f, "| one assignment on `big`, idle (median of 15) | %.2f ms |\n", 1e3 * r->assign_idle_s);
+    emit(f,
+         "| re-sent rewards of the first %zu assignments (one batch, median of 5) | %s%.3f s |\n",
+         o->log_batch, r->resend_first_st == 200 ? "" : "> ", r->resend_first_s);
+    emit(f, "| re-sent rewards of the latest %zu assignments (likewise) | %s%.3f s |\n",
+         o->log_batch, r->resend_last_st == 200 ? "" : "> ", r->resend_last_s);
+    emit(f, "| one assignment on `big` sent during the first's re-send (%.3f s) | %.2f ms |\n",
+         r->behind_first_of_s, 1e3 * r->behind_first_s);
+    emit(f, "| one assignment on `big` sent during the latest's re-send (%.3f s) | %.2f ms |\n",
+         r->behind_last_of_s, 1e3 * r->behind_last_s);
+    emit(f, "| one assignment on `small`, idle (median of 15) | %.2f ms |\n",
+         1e3 * r->assign_small_s);
+    emit(f, "| DELETE of an empty experiment (median of %d) | %.2f ms |\n", N_EMPTY,
+         1e3 * r->delete_empty_s);
+    emit(f, "| DELETE `big` | %s%.2f ms |\n",
+         r->delete_st == 204 || r->delete_st == 200 ? "" : "> ", 1e3 * r->delete_s);
+    emit(f, "| one assignment on `small` sent during that delete | %.2f ms |\n",
+         1e3 * r->behind_delete_s);
+    emit(f,
+         "| assignments on `small` while `big`'s log is purged (%s %.2f s after the answer): "
+         "%zu, median / max | %.2f / %.2f ms |\n",
+         r->purge_over ? "over" : "not over", r->purge_s, r->purge_n, 1e3 * r->purge_p50_s,
+         1e3 * r->purge_max_s);
+    emit(f, "| the same once the purge is over (median of 31) | %.2f ms |\n\n",
+         1e3 * r->assign_after_s);
+
+    /* Targets: ratios within this run, so that the machine's speed cancels. */
+    double per_small = r->rows_small ? r->export_small_s / (double)r->rows_small : 0;
+    double per_big = r->rows_big ? r->export_big_s / (double)r->rows_big : 0;
+    double x_export = per_small > 0 ? per_big / per_small : 0;
+    double x_resend = r->resend_first_s > 0 ? r->resend_last_s / r->resend_first_s : 0;
+    double x_behind = r->resend_first_s > 0 ? r->behind_last_s / r->resend_first_s : 0;
+    double x_delete = r->delete_empty_s > 0 ? r->delete_s / r->delete_empty_s : 0;
+    double x_purge = r->assign_after_s > 0 ? r->purge_p50_s / r->assign_after_s : 0;
+    int ok_export = r->export_big_st == 200 && x_export <= 2.0;
+    emit(f,
+         "- export: µs per row on `big` ÷ on `small` = %.2f (target ≤ 2: linear in what it "
+         "returns)%s: **%s**\n",
+         x_export, r->export_big_st == 200 ? "" : ", `big` unfinished",
+         ok_export ? "met" : "missed");
+    emit(f,
+         "- re-sent rewards: latest %zu ÷ first %zu = %.2f (target ≤ 2: no cost in the "
+         "assignment's age): **%s**\n",
+         o->log_batch, o->log_batch, x_resend,
+         r->resend_last_st == 200 && x_resend <= 2.0 ? "met" : "missed");
+    emit(f,
+         "- an assignment behind the latest re-sent rewards ÷ re-sending the first = %.2f "
+         "(target ≤ 2: it waits for no more than a re-send early in the log costs): "
+         "**%s**\n",
+         x_behind, x_behind <= 2.0 && r->resend_last_st == 200 ? "met" : "missed");
+    emit(f,
+         "- DELETE of `big` ÷ DELETE of an empty experiment = %.1f, and assignments on `small` "
+         "while `big`'s log is purged ÷ once it is over (medians) = %.1f (targets ≤ 10: a "
+         "delete is one commit, the log goes in the background; the single assignment sent "
+         "during the delete is in the table, not a target: one sample): **%s**\n\n",
+         x_delete, x_purge,
+         (r->delete_st == 204 || r->delete_st == 200) && x_delete <= 10 && x_purge <= 10
+             ? "met"
+             : "missed");
+}
+
+static int log_mode(const struct opts *o)
+{
+    char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], log1[256], log2[256], load0[64], load1[64],
+         batch[32];
+    struct proc d = {0};
+    struct logrun r = {0};
+    char *first = NULL, *last = NULL, *dummy_first = NULL, *dummy_last = NULL;
+    int rc = 1;
+    CURL *c = curl_easy_init();
+    if (c == NULL || mkdtemp(dir) == NULL)
+        return 1;
+    snprintf(db, sizeof db, "%s/log.db", dir);
+    snprintf(log1, sizeof log1, "%s/fill.log", dir);
+    snprintf(log2, sizeof log2, "%s/banditd.log", dir);
+    snprintf(batch, sizeof batch, "%zu", o->log_batch);
+    loadavg(load0, sizeof load0);
+
+    /* Filling runs with --sync normal: what is measured comes after the
+     * restart. */
+    char *fill_argv[] = {mut(o->daemon),
+                         mut("--listen"),
+                         mut("127.0.0.1:0"),
+                         mut("--db"),
+                         db,
+                         mut("--sync"),
+                         mut("normal"),
+                         mut("--max-count"),
+                         batch,
+                         mut("--max-batch"),
+                         batch,
+                         NULL};
+    if (proc_start(&d, fill_argv, log1) != 0)
+        goto out;
+    static const char create_fmt[] =
+        "{\"id\":\"%s\",\"policy\":{\"name\":\"uniform\"},\"arms\":[\"a\",\"b\",\"c\"],"
+        "\"goal\":{\"delta\":1e-9},\"seed\":1}";
+    char body[256];
+    snprintf(body, sizeof body, create_fmt, "big");
+    if (http(c, d.port, "POST", "/v1/experiments", body, NULL) != 201)
+        goto out;
+    snprintf(body, sizeof body, create_fmt, "small");
+    if (http(c, d.port, "POST", "/v1/experiments", body, NULL) != 201)
+        goto out;
+    for (int i = 0; i < N_EMPTY; i++) { /* the delete's yardstick */
+        char id[16];
+        snprintf(id, sizeof id, "empty%d", i);
+        snprintf(body, sizeof body, create_fmt, id);
+        if (http(c, d.port, "POST", "/v1/experiments", body, NULL) != 201)
+            goto out;
+    }
+    if (fill_log(c, d.port, "big", o->log_events, o->log_batch, &first, &last) != 0 ||
+        fill_log(c, d.port, "small", o->log_small, o->log_batch, &dummy_first, &dummy_last) != 0 ||
+        first == NULL || last == NULL)
+        goto out;
+    if (proc_stop(&d) != 0) {
+        fprintf(stderr, "load: the filling daemon did not stop cleanly (see %s)\n", log1);
+        goto out;
+    }
+
+    char *argv[] = {mut(o->daemon),
+                    mut("--listen"),
+                    mut("127.0.0.1:0"),
+                    mut("--db"),
+                    db,
+                    mut("--sync"),
+                    mut(o->sync),
+                    mut("--max-count"),
+                    batch,
+                    mut("--max-batch"),
+                    batch,
+                    NULL};
+    double t0 = now_s();
+    if (proc_start(&d, argv, log2) != 0)
+        goto out;
+    r.replay_s = now_s() - t0;
+    fprintf(stderr, "load: restarted after %.2f s of replay\n", r.replay_s);
+
+    struct counter k = {0};
+    r.export_small_st = timed(c, d.port, "GET", "/v1/experiments/small/export?format=ndjson", NULL,
+                              o->timeout_s, &r.export_small_s, &k);
+    r.rows_small = k.lines;
+    k = (struct counter){0};
+    r.export_big_st = timed(c, d.port, "GET", "/v1/experiments/big/export?format=ndjson", NULL,
+                            o->timeout_s, &r.export_big_s, &k);
+    r.rows_big = k.lines;
+    fprintf(stderr, "load: export of big: %zu rows in %.2f s (HTTP %ld)\n", r.rows_big,
+            r.export_big_s, r.export_big_st);
+    /* the export may have been cut: a fresh connection for what follows */
+    curl_easy_cleanup(c);
+    if ((c = curl_easy_init()) == NULL)
+        goto out;
+    r.assign_idle_s = assign_median(c, d.port, "big", 15, o->timeout_s);
+    r.resend_first_st = resend(c, d.port, first, o->timeout_s, &r.resend_first_s);
+    r.resend_last_st = resend(c, d.port, last, o->timeout_s, &r.resend_last_s);
+    fprintf(stderr, "load: re-sent first %.3f s, latest %.3f s\n", r.resend_first_s,
+            r.resend_last_s);
+
+    /* an assignment on the same experiment behind re-sent rewards */
+    if (behind(c, d.port, o->timeout_s, "POST", "/v1/experiments/big/rewards", first,
+               "/v1/experiments/big/assignments", &r.behind_first_s, &r.behind_first_of_s,
+               NULL) != 0 ||
+        behind(c, d.port, o->timeout_s, "POST", "/v1/experiments/big/rewards", last,
+               "/v1/experiments/big/assignments", &r.behind_last_s, &r.behind_last_of_s, NULL) != 0)
+        goto out;
+
+    /* the delete, an assignment on another experiment sent during it, then
+     * assignments there until the purge of big's log is over */
+    r.assign_small_s = assign_median(c, d.port, "small", 15, o->timeout_s);
+    {
+        double v[N_EMPTY];
+        for (int i = 0; i < N_EMPTY; i++) {
+            char path[64];
+            snprintf(path, sizeof path, "/v1/experiments/empty%d", i);
+            if (timed(c, d.port, "DELETE", path, NULL, o->timeout_s, &v[i], NULL) != 204)
+                goto out;
+        }
+        r.delete_empty_s = med(v, N_EMPTY);
+    }
+    if (behind(c, d.port, o->timeout_s, "DELETE", "/v1/experiments/big", NULL,
+               "/v1/experiments/small/assignments", &r.behind_delete_s, &r.delete_s,
+               &r.delete_st) != 0)
+        goto out;
+    during_purge(c, d.port, db, o->timeout_s, &r);
+    /* the same assignments once the purge is over: the yardstick, measured
+     * as close to the purge as possible on a machine whose load moves */
+    r.assign_after_s = assign_median(c, d.port, "small", 31, o->timeout_s);
+    loadavg(load1, sizeof load1);
+
+    FILE *f = NULL;
+    if (o->out != NULL && (f = fopen(o->out, "w")) == NULL) {
+        perror(o->out);
+        goto out;
+    }
+    log_report(f, o, &r, load0, load1);
+    if (f != NULL && fclose(f) != 0) {
+        perror(o->out);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (d.pid > 0 && proc_stop(&d) != 0) {
+        fprintf(stderr, "load: banditd did not stop cleanly (see %s)\n", log2);
+        rc = 1;
+    }
+    free(first);
+    free(last);
+    free(dummy_first);
+    free(dummy_last);
+    curl_easy_cleanup(c);
+    if (rc == 0)
+        remove_dir(dir);
+    else
+        fprintf(stderr, "load: log run failed; logs kept in %s\n", dir);
+    return rc;
+}
+
 /* --- main ------------------------------------------------------------------------ */
 
 static int parse_conns(struct opts *o, const char *v)
@@ -782,12 +1287,17 @@ int main(int argc, char **argv)
                      .experiments = 1000,
                      .assignments = 100000,
                      .sync_normal_too = 1,
-                     .pairs = 3};
+                     .pairs = 3,
+                     .log_events = 1000000,
+                     .log_small = 10000,
+                     .log_batch = 1000,
+                     .timeout_s = 120};
     parse_conns(&o, "16,64,256");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o.threads = cores > 0 ? (unsigned)cores : 2;
-    if (argc < 2 || (strcmp(argv[1], "throughput") != 0 && strcmp(argv[1], "memory") != 0)) {
-        fprintf(stderr, "usage: load throughput|memory [options] (see bench/load.c)\n");
+    if (argc < 2 || (strcmp(argv[1], "throughput") != 0 && strcmp(argv[1], "memory") != 0 &&
+                     strcmp(argv[1], "log") != 0)) {
+        fprintf(stderr, "usage: load throughput|memory|log [options] (see bench/load.c)\n");
         return 2;
     }
     for (int i = 2; i < argc; i++) {
@@ -819,6 +1329,14 @@ int main(int argc, char **argv)
             o.sync_normal_too = atoi(v);
         else if (strcmp(a, "--pairs") == 0)
             o.pairs = (unsigned)strtoul(v, NULL, 10);
+        else if (strcmp(a, "--events") == 0)
+            o.log_events = strtoul(v, NULL, 10);
+        else if (strcmp(a, "--small") == 0)
+            o.log_small = strtoul(v, NULL, 10);
+        else if (strcmp(a, "--batch") == 0)
+            o.log_batch = strtoul(v, NULL, 10);
+        else if (strcmp(a, "--timeout") == 0)
+            o.timeout_s = (unsigned)strtoul(v, NULL, 10);
         else if (strcmp(a, "--conns") == 0) {
             if (parse_conns(&o, v) != 0) {
                 fprintf(stderr, "load: --conns: a list like 16,64,256\n");
@@ -833,13 +1351,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "load: --pairs: 1 to %d\n", MAX_PAIRS);
         return 2;
     }
-    if (o.duration == 0 || o.threads == 0 || o.experiments == 0 || o.assignments == 0) {
-        fprintf(stderr, "load: --duration, --threads, --experiments, --assignments must be > 0\n");
+    if (o.duration == 0 || o.threads == 0 || o.experiments == 0 || o.assignments == 0 ||
+        o.log_batch == 0 || o.log_events < 4 * o.log_batch || o.log_small < 2 * o.log_batch ||
+        o.timeout_s == 0) {
+        fprintf(stderr, "load: --duration, --threads, --experiments, --assignments, --batch, "
+                        "--timeout must be > 0, --events ≥ 4 batches, --small ≥ 2\n");
         return 2;
     }
     (void)signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    int rc = strcmp(argv[1], "throughput") == 0 ? throughput(&o) : memory(&o);
+    int rc = strcmp(argv[1], "throughput") == 0 ? throughput(&o)
+             : strcmp(argv[1], "memory") == 0   ? memory(&o)
+                                                : log_mode(&o);
     curl_global_cleanup();
     return rc;
 }

@@ -50,6 +50,24 @@ static const struct migration migrations[] = {
      " hash TEXT NOT NULL UNIQUE,"
      " created_ms INTEGER NOT NULL,"
      " revoked INTEGER NOT NULL DEFAULT 0);"},
+    {2,
+     /* A delete removes the experiment's row at once and its log in
+      * bounded chunks afterwards (store.c, writer_purge_step), so that no
+      * request waits for a long log to go: purges lists the experiments
+      * whose events are still there. Rowids become AUTOINCREMENT so that a
+      * new experiment can never get the rowid, and so the leftover events,
+      * of one being purged. The table is rebuilt (SQLite cannot add
+      * AUTOINCREMENT in place), keeping every rowid. */
+     "CREATE TABLE experiments_v2 ("
+     " rowid INTEGER PRIMARY KEY AUTOINCREMENT,"
+     " id TEXT NOT NULL UNIQUE,"
+     " config TEXT NOT NULL,"
+     " created_ms INTEGER NOT NULL);"
+     "INSERT INTO experiments_v2(rowid, id, config, created_ms)"
+     " SELECT rowid, id, config, created_ms FROM experiments ORDER BY rowid;"
+     "DROP TABLE experiments;"
+     "ALTER TABLE experiments_v2 RENAME TO experiments;"
+     "CREATE TABLE purges (exp INTEGER PRIMARY KEY);"},
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])

@@ -12,6 +12,15 @@
  * submission of the batch. API keys are written through the same queue, so
  * the database has exactly one writing connection.
  *
+ * Deletes: an experiment's row goes in the request's batch; its log is
+ * listed in purges and removed by the writer afterwards, PURGE_CHUNK events
+ * per transaction, when the queue is empty or every PURGE_INTERVAL_US under
+ * load, so that no request waits for more than one chunk of it.
+ *
+ * Cost: every statement is in one table (queries[]) and, on the request
+ * path, costs O(log n) in the size of the experiment's log (the plans are
+ * checked by tests/unit/test_store_plans.c).
+ *
  * Reads: each thread gets its own read-only connection on first use (a
  * pthread key per store; the connection is closed when the thread exits or at
  * store_close, whichever comes first) with its statements prepared once. A
@@ -49,79 +58,130 @@
 #define STORE_BATCH_MAX 4096   /* submissions per group commit */
 #define STORE_QUEUE_MAX 131072 /* submissions waiting: beyond, FULL (503) */
 #define STORE_FAULT_ENV "BANDITD_STORE_FAIL_COMMITS"
-#define STORE_CKPT_PAGES 1000 /* WAL pages that wake the checkpointer (SQLite's default) */
+#define STORE_CKPT_PAGES 1000     /* WAL pages that wake the checkpointer (SQLite's default) */
+#define PURGE_INTERVAL_US 100000u /* under load, one purge step per 100 ms */
+#define PURGE_RETRY_US 1000000u   /* after a failed purge step */
 
-/* --- writer statements ------------------------------------------------------ */
+/* --- statements -------------------------------------------------------------- */
 
-enum wq {
-    WQ_BEGIN,
-    WQ_COMMIT,
-    WQ_ROLLBACK,
-    WQ_SAVEPOINT,
-    WQ_RELEASE,
-    WQ_ROLLBACK_TO,
-    WQ_EXP_INSERT,
-    WQ_EXP_DELETE,
-    WQ_EXP_DELETE_EVENTS,
-    WQ_EVENT_INSERT,
-    WQ_KEY_INSERT,
-    WQ_KEY_REVOKE,
-    WQ_COUNT
-};
-
-static const char *const write_sql[WQ_COUNT] = {
-    [WQ_BEGIN] = "BEGIN IMMEDIATE",
-    [WQ_COMMIT] = "COMMIT",
-    [WQ_ROLLBACK] = "ROLLBACK",
-    [WQ_SAVEPOINT] = "SAVEPOINT s",
-    [WQ_RELEASE] = "RELEASE s",
-    [WQ_ROLLBACK_TO] = "ROLLBACK TO s",
-    [WQ_EXP_INSERT] = "INSERT INTO experiments(id, config, created_ms) VALUES (?1, ?2, ?3)",
-    [WQ_EXP_DELETE] = "DELETE FROM experiments WHERE rowid = ?1",
-    [WQ_EXP_DELETE_EVENTS] = "DELETE FROM events WHERE exp = ?1",
-    // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): one statement over three lines
-    [WQ_EVENT_INSERT] = "INSERT INTO events(exp, seq, kind, bandit, arm, flags, value, ref,"
-                        " ts_ms, expires_ms, unit, text)"
-                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-    [WQ_KEY_INSERT] =
-        "INSERT INTO api_keys(name, scopes, hash, created_ms) VALUES (?1, ?2, ?3, ?4)",
-    [WQ_KEY_REVOKE] = "UPDATE api_keys SET revoked = 1 WHERE rowid = ?1",
-};
-
-/* --- reader statements ------------------------------------------------------ */
-
-enum rq {
-    RQ_EXPERIMENTS,
-    RQ_EVENTS,
-    RQ_ASSIGNMENT,
-    RQ_OUTCOME,
-    RQ_UNIT,
-    RQ_LAST_SEQ,
-    RQ_KEYS,
-    RQ_COUNT
+/* Every SQL statement this file runs, in one table (store_test_sql lists it
+ * for the query-plan test, tests/unit/test_store_plans.c, which fails on a
+ * statement it has no expectation for). On the request path every
+ * statement on events is an index lookup bounded by the experiment and a
+ * seq, ref or unit, or one end of an experiment's seq range: its cost is
+ * O(log n) in the size of the log, whatever the experiment's age. The two
+ * secondary-index lookups name their index (INDEXED BY): without
+ * statistics the planner prefers the primary key's (exp=?) range, a scan
+ * of the experiment's whole log (issue 12), and INDEXED BY turns "the
+ * planner happens to choose the index" into "prepare fails otherwise". */
+enum q {
+    /* the writer's: prepared once at open on s->wdb */
+    Q_BEGIN,
+    Q_COMMIT,
+    Q_ROLLBACK,
+    Q_SAVEPOINT,
+    Q_RELEASE,
+    Q_ROLLBACK_TO,
+    Q_EXP_INSERT,
+    Q_EXP_DELETE,
+    Q_PURGE_ADD,
+    Q_PURGE_NEXT,
+    Q_PURGE_CHUNK,
+    Q_PURGE_DONE,
+    Q_EVENT_INSERT,
+    Q_KEY_INSERT,
+    Q_KEY_REVOKE,
+    Q_SYNC_FULL,
+    Q_SYNC_NORMAL,
+    /* the readers': prepared on first use, per thread */
+    Q_EXPERIMENTS,
+    Q_EVENTS,
+    Q_ASSIGNMENT,
+    Q_OUTCOME,
+    Q_UNIT,
+    Q_LAST_SEQ,
+    Q_KEYS,
+    /* run once: connection settings at open, the backup */
+    Q_WAL,
+    Q_NO_FK,
+    Q_NO_AUTOCKPT,
+    Q_BACKUP,
+    Q_COUNT
 };
 
 #define EVENT_COLS "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text"
+#define PURGE_CHUNK "256" /* events removed per purge transaction */
 
-static const char *const read_sql[RQ_COUNT] = {
-    [RQ_EXPERIMENTS] = "SELECT rowid, id, config, created_ms FROM experiments ORDER BY rowid",
-    [RQ_EVENTS] = "SELECT " EVENT_COLS " FROM events WHERE exp = ?1 AND seq > ?2 ORDER BY seq",
-    [RQ_ASSIGNMENT] = "SELECT " EVENT_COLS " FROM events WHERE exp = ?1 AND seq = ?2 AND kind = 1",
-    [RQ_OUTCOME] = "SELECT " EVENT_COLS " FROM events WHERE exp = ?1 AND ref = ?2"
-                   " AND kind IN (2, 4, 5) ORDER BY seq LIMIT 1",
-    [RQ_UNIT] = "SELECT " EVENT_COLS " FROM events WHERE exp = ?1 AND unit = ?2 AND kind = 1",
-    [RQ_LAST_SEQ] = "SELECT max(seq) FROM events WHERE exp = ?1",
-    [RQ_KEYS] =
-        "SELECT rowid, name, scopes, hash, created_ms, revoked FROM api_keys ORDER BY rowid",
+static const struct store_sql queries[Q_COUNT] = {
+    [Q_BEGIN] = {"begin", STORE_SQL_WRITE, "BEGIN IMMEDIATE"},
+    [Q_COMMIT] = {"commit", STORE_SQL_WRITE, "COMMIT"},
+    [Q_ROLLBACK] = {"rollback", STORE_SQL_WRITE, "ROLLBACK"},
+    [Q_SAVEPOINT] = {"savepoint", STORE_SQL_WRITE, "SAVEPOINT s"},
+    [Q_RELEASE] = {"release", STORE_SQL_WRITE, "RELEASE s"},
+    [Q_ROLLBACK_TO] = {"rollback_to", STORE_SQL_WRITE, "ROLLBACK TO s"},
+    [Q_EXP_INSERT] = {"exp_insert", STORE_SQL_WRITE,
+                      "INSERT INTO experiments(id, config, created_ms) VALUES (?1, ?2, ?3)"},
+    /* A delete removes the row and queues the log for the purge (below):
+     * deleting a long log at once would hold the writer, and every other
+     * experiment's writes, for seconds. */
+    [Q_EXP_DELETE] = {"exp_delete", STORE_SQL_WRITE, "DELETE FROM experiments WHERE rowid = ?1"},
+    [Q_PURGE_ADD] = {"purge_add", STORE_SQL_WRITE, "INSERT OR IGNORE INTO purges(exp) VALUES (?1)"},
+    [Q_PURGE_NEXT] = {"purge_next", STORE_SQL_WRITE, "SELECT exp FROM purges ORDER BY exp LIMIT 1"},
+    [Q_PURGE_CHUNK] = {"purge_chunk", STORE_SQL_WRITE,
+                       "DELETE FROM events WHERE exp = ?1 AND seq IN (SELECT seq FROM events"
+                       " WHERE exp = ?1 ORDER BY seq LIMIT " PURGE_CHUNK ")"},
+    [Q_PURGE_DONE] = {"purge_done", STORE_SQL_WRITE, "DELETE FROM purges WHERE exp = ?1"},
+    [Q_EVENT_INSERT] = {"event_insert", STORE_SQL_WRITE,
+                        "INSERT INTO events(" EVENT_COLS ")"
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"},
+    [Q_KEY_INSERT] =
+        {"key_insert", STORE_SQL_WRITE,
+         "INSERT INTO api_keys(name, scopes, hash, created_ms) VALUES (?1, ?2, ?3, ?4)"},
+    [Q_KEY_REVOKE] = {"key_revoke", STORE_SQL_WRITE,
+                      "UPDATE api_keys SET revoked = 1 WHERE rowid = ?1"},
+    /* the connections' sync mode at open; the writer's around a purge step */
+    [Q_SYNC_FULL] = {"sync_full", STORE_SQL_WRITE, "PRAGMA synchronous=FULL"},
+    [Q_SYNC_NORMAL] = {"sync_normal", STORE_SQL_WRITE, "PRAGMA synchronous=NORMAL"},
+
+    [Q_EXPERIMENTS] = {"experiments", STORE_SQL_READ,
+                       "SELECT rowid, id, config, created_ms FROM experiments ORDER BY rowid"},
+    [Q_EVENTS] = {"events", STORE_SQL_READ,
+                  "SELECT " EVENT_COLS " FROM events WHERE exp = ?1 AND seq > ?2 ORDER BY seq"},
+    [Q_ASSIGNMENT] = {"assignment", STORE_SQL_READ,
+                      "SELECT " EVENT_COLS " FROM events WHERE exp = ?1 AND seq = ?2 AND kind = 1"},
+    /* events_ref holds (exp, ref, seq): the first outcome in seq order is
+     * its first entry for (exp, ref), no sort */
+    [Q_OUTCOME] = {"outcome", STORE_SQL_READ,
+                   "SELECT " EVENT_COLS " FROM events INDEXED BY events_ref"
+                   " WHERE exp = ?1 AND ref = ?2 AND kind IN (2, 4, 5) ORDER BY seq LIMIT 1"},
+    [Q_UNIT] = {"unit", STORE_SQL_READ,
+                "SELECT " EVENT_COLS " FROM events INDEXED BY events_unit"
+                " WHERE exp = ?1 AND unit = ?2 AND kind = 1"},
+    [Q_LAST_SEQ] = {"last_seq", STORE_SQL_READ,
+                    "SELECT seq FROM events WHERE exp = ?1 ORDER BY seq DESC LIMIT 1"},
+    [Q_KEYS] =
+        {"keys", STORE_SQL_READ,
+         "SELECT rowid, name, scopes, hash, created_ms, revoked FROM api_keys ORDER BY rowid"},
+
+    [Q_WAL] = {"wal", STORE_SQL_ONCE, "PRAGMA journal_mode=WAL"},
+
+    [Q_NO_FK] = {"no_foreign_keys", STORE_SQL_ONCE, "PRAGMA foreign_keys=OFF"},
+    [Q_NO_AUTOCKPT] = {"no_autocheckpoint", STORE_SQL_ONCE, "PRAGMA wal_autocheckpoint=0"},
+    [Q_BACKUP] = {"backup", STORE_SQL_ONCE, "VACUUM INTO ?1"},
 };
+
+const struct store_sql *store_test_sql(size_t i)
+{
+    return i < Q_COUNT ? &queries[i] : NULL;
+}
 
 /* One thread's read-only connection. */
 struct reader {
     struct store *s;
     sqlite3 *db;
-    sqlite3_stmt *st[RQ_COUNT];   /* prepared on first use */
-    unsigned char busy[RQ_COUNT]; /* st[q] is in an unfinished read */
-    struct reader *prev, *next;   /* s->readers, under s->rmu */
+    sqlite3_stmt *st[Q_COUNT];   /* prepared on first use (STORE_SQL_READ) */
+    unsigned char busy[Q_COUNT]; /* st[q] is in an unfinished read */
+    struct reader *prev, *next;  /* s->readers, under s->rmu */
 };
 
 /* --- submissions ------------------------------------------------------------- */
@@ -156,7 +216,7 @@ struct store {
     /* writer: connection and statements used by the writer thread only
      * (by store_open before it starts and store_close after it ends) */
     sqlite3 *wdb;
-    sqlite3_stmt *wst[WQ_COUNT];
+    sqlite3_stmt *wst[Q_COUNT]; /* STORE_SQL_WRITE ones */
     pthread_t writer;
     int writer_started;
 
@@ -176,9 +236,15 @@ struct store {
     uint64_t depth;
     int closing;
     int paused;
-    int fault_skip, fault_fail; /* commits to let through, then to fail */
-    int fault_submits;          /* submissions to refuse (store_test.h) */
+    int fault_skip, fault_fail;   /* commits to let through, then to fail */
+    int fault_submits;            /* submissions to refuse (store_test.h) */
+    int purging;                  /* deleted experiments' logs wait in purges */
+    uint64_t purge_not_before_us; /* no purge step before (now_us) */
+    int purge_paused;             /* store_test_pause_purge */
     struct store_stats stats;
+
+    int batch_deleted; /* the running batch deleted an experiment (writer thread only) */
+    int sync_lowered;  /* synchronous could not be set back to FULL (writer thread only) */
 
     /* keys whose last submission failed (writer thread only) */
     struct poisoned {
@@ -339,7 +405,7 @@ static void event_from_row(sqlite3_stmt *st, struct store_event *ev)
 /* --- writer ------------------------------------------------------------------ */
 
 /* Run a writer statement to completion and reset it. */
-static int wexec(struct store *s, enum wq q)
+static int wexec(struct store *s, enum q q)
 {
     sqlite3_stmt *st = s->wst[q];
     int rc = step_retry(st);
@@ -352,7 +418,7 @@ static int wexec(struct store *s, enum wq q)
 
 static int writer_event(struct store *s, const struct store_event *ev)
 {
-    sqlite3_stmt *st = s->wst[WQ_EVENT_INSERT];
+    sqlite3_stmt *st = s->wst[Q_EVENT_INSERT];
     int rc = sqlite3_bind_int64(st, 1, ev->exp);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(st, 2, ev->seq);
@@ -380,12 +446,12 @@ static int writer_event(struct store *s, const struct store_event *ev)
         sqlite3_clear_bindings(st);
         return rc;
     }
-    return wexec(s, WQ_EVENT_INSERT);
+    return wexec(s, Q_EVENT_INSERT);
 }
 
 static int writer_exp_create(struct store *s, const struct store_op *op)
 {
-    sqlite3_stmt *st = s->wst[WQ_EXP_INSERT];
+    sqlite3_stmt *st = s->wst[Q_EXP_INSERT];
     int rc = bind_opt_text(st, 1, op->id);
     if (rc == SQLITE_OK)
         rc = bind_opt_text(st, 2, op->config_json);
@@ -395,24 +461,77 @@ static int writer_exp_create(struct store *s, const struct store_op *op)
         sqlite3_clear_bindings(st);
         return rc;
     }
-    rc = wexec(s, WQ_EXP_INSERT);
+    rc = wexec(s, Q_EXP_INSERT);
     if (rc == SQLITE_OK && op->rowid_out)
         *op->rowid_out = sqlite3_last_insert_rowid(s->wdb);
     return rc;
 }
 
+/* The experiment's row goes now; its log is queued for the purge
+ * (writer_purge_step), which the next commit hands to the writer loop. */
 static int writer_exp_delete(struct store *s, int64_t exp)
 {
-    int rc = sqlite3_bind_int64(s->wst[WQ_EXP_DELETE_EVENTS], 1, exp);
+    int rc = sqlite3_bind_int64(s->wst[Q_EXP_DELETE], 1, exp);
     if (rc == SQLITE_OK)
-        rc = wexec(s, WQ_EXP_DELETE_EVENTS);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(s->wst[WQ_EXP_DELETE], 1, exp);
-    if (rc == SQLITE_OK)
-        rc = wexec(s, WQ_EXP_DELETE);
+        rc = wexec(s, Q_EXP_DELETE);
     if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
         rc = SQLITE_NOTFOUND;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(s->wst[Q_PURGE_ADD], 1, exp);
+    if (rc == SQLITE_OK)
+        rc = wexec(s, Q_PURGE_ADD);
+    if (rc == SQLITE_OK)
+        s->batch_deleted = 1;
     return rc;
+}
+
+/* One step of the purge of deleted experiments' logs, in its own
+ * transaction: the first PURGE_CHUNK events of the lowest experiment in
+ * purges, or its purges row once none is left. Rowids are never reused
+ * (AUTOINCREMENT, schema version 2), so a log waiting here can never be
+ * taken for a new experiment's. Returns 1 when more may remain, 0 when the
+ * purge is complete, −1 on failure (the transaction rolled back; retried
+ * later). Writer thread only. */
+static int writer_purge_step(struct store *s)
+{
+    sqlite3_stmt *st = s->wst[Q_PURGE_NEXT];
+    int64_t exp = 0;
+    /* Its commit needs no fsync of its own: a purge lost on a power cut is
+     * simply done again, and the next acknowledged commit's fsync (of the
+     * whole WAL) makes it durable anyway. Without that fsync a request
+     * arriving during a step waits for less. */
+    int rc = s->sync == STORE_SYNC_FULL ? wexec(s, Q_SYNC_NORMAL) : SQLITE_OK;
+    if (rc == SQLITE_OK)
+        rc = wexec(s, Q_BEGIN);
+
+    if (rc == SQLITE_OK) {
+        rc = step_retry(st);
+        if (rc == SQLITE_ROW)
+            exp = sqlite3_column_int64(st, 0);
+        rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+        sqlite3_reset(st);
+    }
+    if (rc == SQLITE_OK && exp != 0) {
+        rc = sqlite3_bind_int64(s->wst[Q_PURGE_CHUNK], 1, exp);
+        if (rc == SQLITE_OK)
+            rc = wexec(s, Q_PURGE_CHUNK);
+        if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0) {
+            rc = sqlite3_bind_int64(s->wst[Q_PURGE_DONE], 1, exp);
+            if (rc == SQLITE_OK)
+                rc = wexec(s, Q_PURGE_DONE);
+        }
+    }
+    if (rc == SQLITE_OK)
+        rc = wexec(s, Q_COMMIT);
+    if (rc != SQLITE_OK && !sqlite3_get_autocommit(s->wdb))
+        wexec(s, Q_ROLLBACK);
+    /* back to FULL before any request's commit, whatever happened (if even
+     * that fails, writer_batch fails every batch until it succeeds) */
+    if (s->sync == STORE_SYNC_FULL && wexec(s, Q_SYNC_FULL) != SQLITE_OK) {
+        s->sync_lowered = 1;
+        return -1;
+    }
+    return rc != SQLITE_OK ? -1 : exp != 0;
 }
 
 static int writer_key(struct store *s, const struct key_op *k)
@@ -421,14 +540,14 @@ static int writer_key(struct store *s, const struct key_op *k)
     int rc;
 
     if (k->kind == KEY_OP_REVOKE) {
-        rc = sqlite3_bind_int64(s->wst[WQ_KEY_REVOKE], 1, k->rowid);
+        rc = sqlite3_bind_int64(s->wst[Q_KEY_REVOKE], 1, k->rowid);
         if (rc == SQLITE_OK)
-            rc = wexec(s, WQ_KEY_REVOKE);
+            rc = wexec(s, Q_KEY_REVOKE);
         if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
             rc = SQLITE_NOTFOUND;
         return rc;
     }
-    st = s->wst[WQ_KEY_INSERT];
+    st = s->wst[Q_KEY_INSERT];
     rc = bind_opt_text(st, 1, k->name);
     if (rc == SQLITE_OK)
         rc = bind_opt_text(st, 2, k->scopes);
@@ -440,7 +559,7 @@ static int writer_key(struct store *s, const struct key_op *k)
         sqlite3_clear_bindings(st);
         return rc;
     }
-    rc = wexec(s, WQ_KEY_INSERT);
+    rc = wexec(s, Q_KEY_INSERT);
     if (rc == SQLITE_OK && k->rowid_out)
         *k->rowid_out = sqlite3_last_insert_rowid(s->wdb);
     return rc;
@@ -532,7 +651,7 @@ static int writer_run(struct store *s, struct sub *batch, int careful)
                 continue;
             }
         }
-        if (careful && (rc = wexec(s, WQ_SAVEPOINT)) != SQLITE_OK)
+        if (careful && (rc = wexec(s, Q_SAVEPOINT)) != SQLITE_OK)
             return batch_err_from_sqlite(rc);
         rc = writer_sub(s, sub);
         if (rc != SQLITE_OK && rc_is_submission_error(rc) && !sqlite3_get_autocommit(s->wdb)) {
@@ -542,12 +661,12 @@ static int writer_run(struct store *s, struct sub *batch, int careful)
             if (sub->err == STORE_OK)
                 sub->err = STORE_ERR_IO;
             poison_add(s, sub->pkey, sub->err);
-            rc = wexec(s, WQ_ROLLBACK_TO);
+            rc = wexec(s, Q_ROLLBACK_TO);
         } else if (rc != SQLITE_OK) {
             return batch_err_from_sqlite(rc);
         }
         if (careful && rc == SQLITE_OK)
-            rc = wexec(s, WQ_RELEASE);
+            rc = wexec(s, Q_RELEASE);
         if (rc != SQLITE_OK)
             return batch_err_from_sqlite(rc);
     }
@@ -562,8 +681,17 @@ static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
     int fatal = STORE_OK, rc;
     struct sub *sub, *next;
 
+    s->batch_deleted = 0;
+    if (s->sync_lowered) {
+        rc = wexec(s, Q_SYNC_FULL); /* never acknowledge a write without its fsync */
+        if (rc != SQLITE_OK) {
+            fatal = batch_err_from_sqlite(rc);
+            goto finish;
+        }
+        s->sync_lowered = 0;
+    }
     for (int careful = 0; careful < 2; careful++) {
-        rc = wexec(s, WQ_BEGIN);
+        rc = wexec(s, Q_BEGIN);
         if (rc != SQLITE_OK) {
             fatal = batch_err_from_sqlite(rc);
             goto finish;
@@ -573,7 +701,7 @@ static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
             break;
         /* a submission failed on its own data: undo, and again with savepoints */
         fatal = STORE_OK;
-        rc = wexec(s, WQ_ROLLBACK);
+        rc = wexec(s, Q_ROLLBACK);
         if (rc != SQLITE_OK && !sqlite3_get_autocommit(s->wdb)) {
             fatal = batch_err_from_sqlite(rc);
             goto finish;
@@ -585,13 +713,13 @@ static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
         fatal = STORE_ERR_FULL;
         goto finish;
     }
-    rc = wexec(s, WQ_COMMIT);
+    rc = wexec(s, Q_COMMIT);
     if (rc != SQLITE_OK)
         fatal = batch_err_from_sqlite(rc);
 
 finish:
     if (fatal != STORE_OK && !sqlite3_get_autocommit(s->wdb))
-        wexec(s, WQ_ROLLBACK);
+        wexec(s, Q_ROLLBACK);
     for (sub = batch; sub; sub = sub->next) {
         if (fatal != STORE_OK) {
             sub->err = fatal;
@@ -603,6 +731,8 @@ finish:
     pthread_mutex_lock(&s->mu);
     if (fatal == STORE_OK) {
         s->stats.commits++;
+        if (s->batch_deleted)
+            s->purging = 1;
     } else {
         s->stats.failed_commits++;
         /* A full disk: a checkpoint may let the WAL start over and reuse
@@ -671,17 +801,59 @@ static void *ckpt_main(void *arg)
     return NULL;
 }
 
+/* Whether the writer should run a purge step now (under mu): there is one
+ * to do, its pause is over (after a step as long as the step took, so the
+ * purge takes at most half of a core from the request threads; after a
+ * failure PURGE_RETRY_US), and either nothing is queued or the last step is
+ * PURGE_INTERVAL_US old — so that a steady stream of requests neither
+ * starves the purge nor waits behind more than one chunk at a time. */
+static int purge_due(const struct store *s, uint64_t last_us)
+{
+    uint64_t now = now_us();
+    return s->purging && !s->paused && !s->purge_paused && !s->closing &&
+           now >= s->purge_not_before_us && (s->head == NULL || now - last_us >= PURGE_INTERVAL_US);
+}
+
 static void *writer_main(void *arg)
 {
     struct store *s = arg;
+    uint64_t last_purge_us = 0;
 
     tl_writer_of = s;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        while (!s->closing && (s->head == NULL || s->paused))
-            pthread_cond_wait(&s->cv, &s->mu);
+        while (!s->closing && (s->paused || s->head == NULL) && !purge_due(s, last_purge_us)) {
+            if (s->purging && !s->paused && !s->purge_paused) {
+                /* the purge's pause: until purge_not_before_us, or new work */
+                uint64_t now = now_us(),
+                         us = s->purge_not_before_us > now ? s->purge_not_before_us - now : 1;
+                struct timespec dl;
+                clock_gettime(CLOCK_REALTIME, &dl);
+                dl.tv_sec += (time_t)(us / 1000000u);
+                dl.tv_nsec += (long)(us % 1000000u) * 1000;
+                if (dl.tv_nsec >= 1000000000L) {
+                    dl.tv_sec++;
+                    dl.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&s->cv, &s->mu, &dl);
+            } else {
+                pthread_cond_wait(&s->cv, &s->mu);
+            }
+        }
+        if (purge_due(s, last_purge_us)) {
+            uint64_t start = now_us();
+            pthread_mutex_unlock(&s->mu);
+            int more = writer_purge_step(s);
+            last_purge_us = now_us();
+            pthread_mutex_lock(&s->mu);
+            if (more == 0)
+                s->purging = 0;
+            s->purge_not_before_us =
+                last_purge_us + (more < 0 ? PURGE_RETRY_US : last_purge_us - start);
+            continue;
+        }
         if (s->head == NULL)
-            break; /* closing and drained */
+            break; /* closing and drained (a purge resumes at the next open) */
         struct sub *batch = s->head, *last = s->head;
         s->depth--;
         for (int n = 1; n < STORE_BATCH_MAX && last->next; n++) {
@@ -833,12 +1005,20 @@ void store_test_pause_writer(struct store *s, int paused)
     pthread_mutex_unlock(&s->mu);
 }
 
+void store_test_pause_purge(struct store *s, int paused)
+{
+    pthread_mutex_lock(&s->mu);
+    s->purge_paused = paused != 0;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* --- readers ----------------------------------------------------------------- */
 
 /* Finalize and close one reader (already unlinked). */
 static void reader_free(struct reader *r)
 {
-    for (int q = 0; q < RQ_COUNT; q++)
+    for (int q = 0; q < Q_COUNT; q++)
         sqlite3_finalize(r->st[q]);
     sqlite3_close_v2(r->db);
     free(r);
@@ -901,11 +1081,11 @@ static int reader_get(struct store *s, struct reader **out)
 /* A statement for query q on r: the cached one, or, when that one is in use
  * by an enclosing read on this thread, a private one (released by
  * reader_put). */
-static int reader_stmt(struct reader *r, enum rq q, sqlite3_stmt **out)
+static int reader_stmt(struct reader *r, enum q q, sqlite3_stmt **out)
 {
     if (!r->busy[q]) {
         if (r->st[q] == NULL) {
-            int rc = sqlite3_prepare_v3(r->db, read_sql[q], -1, SQLITE_PREPARE_PERSISTENT,
+            int rc = sqlite3_prepare_v3(r->db, queries[q].sql, -1, SQLITE_PREPARE_PERSISTENT,
                                         &r->st[q], NULL);
             if (rc != SQLITE_OK)
                 return rc;
@@ -914,10 +1094,10 @@ static int reader_stmt(struct reader *r, enum rq q, sqlite3_stmt **out)
         *out = r->st[q];
         return SQLITE_OK;
     }
-    return sqlite3_prepare_v2(r->db, read_sql[q], -1, out, NULL);
+    return sqlite3_prepare_v2(r->db, queries[q].sql, -1, out, NULL);
 }
 
-static void reader_put(struct reader *r, enum rq q, sqlite3_stmt *st)
+static void reader_put(struct reader *r, enum q q, sqlite3_stmt *st)
 {
     if (st == NULL)
         return;
@@ -931,7 +1111,7 @@ static void reader_put(struct reader *r, enum rq q, sqlite3_stmt *st)
 }
 
 /* Begin a read of query q: *st is ready to bind. */
-static int read_begin(struct store *s, enum rq q, struct reader **r, sqlite3_stmt **st)
+static int read_begin(struct store *s, enum q q, struct reader **r, sqlite3_stmt **st)
 {
     int err = reader_get(s, r);
     if (err != STORE_OK)
@@ -947,7 +1127,7 @@ int store_load_experiments(struct store *s,
     struct store_experiment_row row;
     int ret, rc;
 
-    ret = read_begin(s, RQ_EXPERIMENTS, &r, &st);
+    ret = read_begin(s, Q_EXPERIMENTS, &r, &st);
     if (ret != STORE_OK)
         goto out;
     for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
@@ -962,7 +1142,7 @@ int store_load_experiments(struct store *s,
     ret = store_err_from_sqlite(rc);
 out:
     if (r)
-        reader_put(r, RQ_EXPERIMENTS, st);
+        reader_put(r, Q_EXPERIMENTS, st);
     return ret;
 }
 
@@ -974,7 +1154,7 @@ int store_load_events(struct store *s, int64_t exp, int64_t after_seq,
     struct store_event ev;
     int ret, rc;
 
-    ret = read_begin(s, RQ_EVENTS, &r, &st);
+    ret = read_begin(s, Q_EVENTS, &r, &st);
     if (ret != STORE_OK)
         goto out;
     rc = sqlite3_bind_int64(st, 1, exp);
@@ -993,7 +1173,7 @@ int store_load_events(struct store *s, int64_t exp, int64_t after_seq,
     ret = store_err_from_sqlite(rc);
 out:
     if (r)
-        reader_put(r, RQ_EVENTS, st);
+        reader_put(r, Q_EVENTS, st);
     return ret;
 }
 
@@ -1018,7 +1198,7 @@ int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct stor
     sqlite3_stmt *st = NULL;
     int err, rc;
 
-    err = read_begin(s, RQ_ASSIGNMENT, &r, &st);
+    err = read_begin(s, Q_ASSIGNMENT, &r, &st);
     if (err != STORE_OK)
         goto out;
     rc = sqlite3_bind_int64(st, 1, exp);
@@ -1039,7 +1219,7 @@ int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct stor
     out->text = NULL;
 out:
     if (r)
-        reader_put(r, RQ_ASSIGNMENT, st);
+        reader_put(r, Q_ASSIGNMENT, st);
     return err;
 }
 
@@ -1049,7 +1229,7 @@ int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_e
     sqlite3_stmt *st = NULL;
     int err, rc;
 
-    err = read_begin(s, RQ_OUTCOME, &r, &st);
+    err = read_begin(s, Q_OUTCOME, &r, &st);
     if (err != STORE_OK)
         goto out;
     rc = sqlite3_bind_int64(st, 1, exp);
@@ -1062,7 +1242,7 @@ int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_e
         out->unit = out->text = NULL; /* outcomes carry none; not copied */
 out:
     if (r)
-        reader_put(r, RQ_OUTCOME, st);
+        reader_put(r, Q_OUTCOME, st);
     return err;
 }
 
@@ -1072,7 +1252,7 @@ int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store
     sqlite3_stmt *st = NULL;
     int err, rc;
 
-    err = read_begin(s, RQ_UNIT, &r, &st);
+    err = read_begin(s, Q_UNIT, &r, &st);
     if (err != STORE_OK)
         goto out;
     rc = sqlite3_bind_int64(st, 1, exp);
@@ -1087,7 +1267,7 @@ int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store
     }
 out:
     if (r)
-        reader_put(r, RQ_UNIT, st);
+        reader_put(r, Q_UNIT, st);
     return err;
 }
 
@@ -1097,21 +1277,21 @@ int store_last_seq(struct store *s, int64_t exp, int64_t *out)
     sqlite3_stmt *st = NULL;
     int err, rc;
 
-    err = read_begin(s, RQ_LAST_SEQ, &r, &st);
+    err = read_begin(s, Q_LAST_SEQ, &r, &st);
     if (err != STORE_OK)
         goto out;
     rc = sqlite3_bind_int64(st, 1, exp);
     if (rc == SQLITE_OK)
         rc = step_retry(st);
-    if (rc == SQLITE_ROW) {
-        *out = sqlite3_column_int64(st, 0); /* max() of nothing: NULL → 0 */
+    if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+        *out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0; /* no event: 0 */
         err = STORE_OK;
     } else {
-        err = rc == SQLITE_DONE ? STORE_ERR_IO : store_err_from_sqlite(rc);
+        err = store_err_from_sqlite(rc);
     }
 out:
     if (r)
-        reader_put(r, RQ_LAST_SEQ, st);
+        reader_put(r, Q_LAST_SEQ, st);
     return err;
 }
 
@@ -1144,7 +1324,7 @@ int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key
     struct store_key_row row;
     int ret, rc;
 
-    ret = read_begin(s, RQ_KEYS, &r, &st);
+    ret = read_begin(s, Q_KEYS, &r, &st);
     if (ret != STORE_OK)
         goto out;
     for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
@@ -1161,11 +1341,25 @@ int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key
     ret = store_err_from_sqlite(rc);
 out:
     if (r)
-        reader_put(r, RQ_KEYS, st);
+        reader_put(r, Q_KEYS, st);
     return ret;
 }
 
 /* --- backup ------------------------------------------------------------------ */
+
+/* Create path empty with mode 0600 (the umask can only remove bits), or
+ * with excl = 0 accept it if it exists. 0, or −1 with errno (EEXIST: it
+ * exists). SQLite would create a database 0644 and its -wal and -shm with
+ * the database's mode: this file holds the audit trail of every unit, so
+ * it and the files that follow its mode are readable by the owner alone
+ * (issue 13). An existing file keeps the mode its owner gave it. */
+static int create_private(const char *path, int excl)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return excl || errno != EEXIST ? -1 : 0;
+    return close(fd);
+}
 
 /* VACUUM INTO on a fresh read-only connection (a consistent snapshot; the
  * writer keeps running), then fsync the copy. A fresh connection rather than
@@ -1175,13 +1369,23 @@ int store_backup(struct store *s, const char *path, char *err, size_t errlen)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
-    int ret = STORE_OK, rc, fd;
+    int ret = STORE_OK, rc, fd, created = 0;
 
+    /* VACUUM INTO accepts an empty file: made here, 0600 and exclusively
+     * (never overwriting anything, even an empty file) */
+    if (create_private(path, 1) != 0) {
+        snprintf(err, errlen, "backup to %s: %s", path, strerror(errno));
+        ret = errno == ENOSPC || errno == EROFS ? STORE_ERR_FULL
+              : errno == EEXIST                 ? STORE_ERR_EXISTS
+                                                : STORE_ERR_IO;
+        goto out;
+    }
+    created = 1;
     rc = sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK)
         rc = conn_setup(db);
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(db, "VACUUM INTO ?1", -1, &st, NULL);
+        rc = sqlite3_prepare_v2(db, queries[Q_BACKUP].sql, -1, &st, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
@@ -1203,6 +1407,8 @@ int store_backup(struct store *s, const char *path, char *err, size_t errlen)
 out:
     sqlite3_finalize(st);
     sqlite3_close_v2(db);
+    if (ret != STORE_OK && created)
+        (void)unlink(path); /* no half-made backup left to be mistaken for one */
     return ret;
 }
 
@@ -1260,7 +1466,7 @@ static void store_free(struct store *s)
         pthread_mutex_unlock(&s->rmu);
         pthread_mutex_destroy(&s->rmu);
     }
-    for (int q = 0; q < WQ_COUNT; q++)
+    for (int q = 0; q < Q_COUNT; q++)
         sqlite3_finalize(s->wst[q]);
     sqlite3_close_v2(s->cdb);
     if (s->have_ckpt_cv)
@@ -1329,6 +1535,10 @@ struct store *store_open(const char *path, enum store_sync sync, char *err, size
         goto fail_sys;
     s->have_rkey = 1;
 
+    if (create_private(path, 0) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+        goto fail;
+    }
     rc = sqlite3_open_v2(path, &s->wdb,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK)
@@ -1351,17 +1561,16 @@ struct store *store_open(const char *path, enum store_sync sync, char *err, size
                  path, version, store_schema_version());
         goto fail;
     }
-    rc = pragma(s->wdb, "PRAGMA journal_mode=WAL", mode, sizeof mode);
+    rc = pragma(s->wdb, queries[Q_WAL].sql, mode, sizeof mode);
     if (rc != SQLITE_OK || strcmp(mode, "wal") != 0) {
         snprintf(err, errlen, "open %s: cannot use WAL (journal mode %s): %s", path,
                  mode[0] ? mode : "?", sqlite3_errmsg(s->wdb));
         goto fail;
     }
-    rc = pragma(s->wdb,
-                sync == STORE_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL",
-                mode, sizeof mode);
+    rc = pragma(s->wdb, queries[sync == STORE_SYNC_NORMAL ? Q_SYNC_NORMAL : Q_SYNC_FULL].sql, mode,
+                sizeof mode);
     if (rc == SQLITE_OK)
-        rc = pragma(s->wdb, "PRAGMA foreign_keys=OFF", mode, sizeof mode);
+        rc = pragma(s->wdb, queries[Q_NO_FK].sql, mode, sizeof mode);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "open %s: %s", path, sqlite3_errmsg(s->wdb));
         goto fail;
@@ -1374,24 +1583,28 @@ struct store *store_open(const char *path, enum store_sync sync, char *err, size
             goto fail;
         }
     }
-    for (int q = 0; q < WQ_COUNT; q++) {
-        rc = sqlite3_prepare_v3(s->wdb, write_sql[q], -1, SQLITE_PREPARE_PERSISTENT, &s->wst[q],
+    for (int q = 0; q < Q_COUNT; q++) {
+        if (queries[q].role != STORE_SQL_WRITE)
+            continue;
+        rc = sqlite3_prepare_v3(s->wdb, queries[q].sql, -1, SQLITE_PREPARE_PERSISTENT, &s->wst[q],
                                 NULL);
         if (rc != SQLITE_OK) {
             snprintf(err, errlen, "open %s: prepare: %s", path, sqlite3_errmsg(s->wdb));
             goto fail;
         }
     }
+    /* a purge interrupted by the last close resumes */
+    rc = step_retry(s->wst[Q_PURGE_NEXT]);
+    s->purging = rc == SQLITE_ROW;
+    sqlite3_reset(s->wst[Q_PURGE_NEXT]);
     /* Checkpoints move off the commit path (wal_hook, ckpt_main). */
-    rc = pragma(s->wdb, "PRAGMA wal_autocheckpoint=0", mode, sizeof mode);
+    rc = pragma(s->wdb, queries[Q_NO_AUTOCKPT].sql, mode, sizeof mode);
     if (rc == SQLITE_OK)
         rc = sqlite3_open_v2(path, &s->cdb, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK)
         rc = conn_setup(s->cdb);
     if (rc == SQLITE_OK)
-        rc = pragma(s->cdb,
-                    sync == STORE_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL"
-                                              : "PRAGMA synchronous=FULL",
+        rc = pragma(s->cdb, queries[sync == STORE_SYNC_NORMAL ? Q_SYNC_NORMAL : Q_SYNC_FULL].sql,
                     mode, sizeof mode);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "open %s: checkpointer: %s", path,

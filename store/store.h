@@ -44,14 +44,19 @@ const char *store_strerror(int err);
 
 enum store_sync {
     STORE_SYNC_FULL = 0,   /* fsync the WAL at every commit: survives power loss */
-    STORE_SYNC_NORMAL = 1, /* WAL written at commit, synced at checkpoints:
-                            * survives a daemon crash (kill -9), may lose the
-                            * last commits on power loss */
+    STORE_SYNC_NORMAL = 1, /* WAL written at commit, fsynced only before each
+                            * checkpoint (every STORE_CKPT_PAGES WAL pages,
+                            * store.c): survives a daemon crash (kill -9); a
+                            * power loss or OS crash can lose every commit
+                            * since the last checkpoint (a suffix: never a
+                            * gap, never corruption) */
 };
 
 struct store;
 
-/* Open (creating if needed) and migrate the database at path. Returns NULL
+/* Open (creating if needed) and migrate the database at path. A new
+ * database file is created with mode 0600 and SQLite gives its -wal and
+ * -shm files the database's mode (an existing file keeps its mode). Returns NULL
  * with a message in err on failure (including a database whose schema is
  * newer than this build). The result is new; free with store_close, which
  * stops accepting submissions, drains the writer queue (commits it and calls
@@ -99,7 +104,11 @@ struct store_event {
 
 enum store_op_kind {
     STORE_OP_EXP_CREATE = 1, /* id, config_json, created_ms → rowid filled on commit */
-    STORE_OP_EXP_DELETE = 2, /* exp: the row and all its events; NOTFOUND if none */
+    STORE_OP_EXP_DELETE = 2, /* exp: the row; NOTFOUND if none. Its events are
+                              * purged by the writer afterwards, in chunks
+                              * between group commits (no write waits for a
+                              * long log); rowids are never reused, so they
+                              * are never read again */
     STORE_OP_EVENT = 3,      /* ev */
 };
 
@@ -220,7 +229,9 @@ int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key
                     void *arg);
 
 /* Online backup to path (VACUUM INTO on a fresh read-only connection: a
- * consistent snapshot while the writer runs), fsynced. path must not exist. */
+ * consistent snapshot while the writer runs), fsynced. path must not exist
+ * (STORE_ERR_EXISTS otherwise, even for an empty file); it is created with
+ * mode 0600 and removed again if the backup fails. */
 int store_backup(struct store *s, const char *path, char *err, size_t errlen);
 
 #endif

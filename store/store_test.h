@@ -9,6 +9,9 @@
 #ifndef BANDITD_STORE_STORE_TEST_H
 #define BANDITD_STORE_STORE_TEST_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "store/store.h"
 
 /* The next n group commits fail as if the disk were full: the transaction is
@@ -26,5 +29,28 @@ void store_test_fail_submits(struct store *s, int n);
  * committed as one group; paused = 0 resumes. store_close overrides a
  * pause (it always drains). */
 void store_test_pause_writer(struct store *s, int paused);
+
+/* paused != 0: the writer runs no purge step (a delete removes the
+ * experiment's row at once and its events afterwards, in chunks, between
+ * and after group commits); 0 resumes. Not kept across store_open. */
+void store_test_pause_purge(struct store *s, int paused);
+
+/* --- the store's SQL, for the query-plan test ------------------------------ */
+
+enum store_sql_role {
+    STORE_SQL_WRITE = 1, /* the writer thread's, prepared at open */
+    STORE_SQL_READ = 2,  /* the readers', prepared per thread on first use */
+    STORE_SQL_ONCE = 3,  /* connection settings at open, the backup */
+};
+
+struct store_sql {
+    const char *name; /* unique, e.g. "outcome" */
+    enum store_sql_role role;
+    const char *sql; /* parameters ?1, ?2…: the experiment's rowid first */
+};
+
+/* The i-th of the store's SQL statements (i = 0, 1, …: every statement
+ * store.c runs), or NULL past the last. Static; not to be freed. */
+const struct store_sql *store_test_sql(size_t i);
 
 #endif

@@ -1,8 +1,10 @@
 /*
  * test_store.c — the SQLite store on a real file in a temporary directory:
  * schema and migrations, group commit and per-submission failure, the event
- * log round trip, lookups, deletion, concurrent submitters, draining on
- * close, injected and real disk-full failures, API keys and backups.
+ * log round trip, lookups, deletion and the purge of deleted logs,
+ * migration from version 1, concurrent submitters, draining on close,
+ * injected and real disk-full failures, API keys, backups and the files'
+ * modes. Query plans and their cost: test_store_plans.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -202,11 +204,11 @@ static void test_open_migrate_reopen(void **state)
 
     snprintf(sql, sizeof sql, "PRAGMA user_version");
     assert_int_equal(count_rows(f->path, sql), store_schema_version());
-    assert_int_equal(store_schema_version(), 1);
+    assert_int_equal(store_schema_version(), 2);
     assert_int_equal(count_rows(f->path, "SELECT count(*) FROM sqlite_master WHERE name IN "
                                          "('experiments','events','api_keys','events_ref',"
-                                         "'events_unit')"),
-                     5);
+                                         "'events_unit','purges','sqlite_sequence')"),
+                     7);
     create_exp(f->s, "kept");
     reopen(f);
     assert_int_equal(count_rows(f->path, "PRAGMA user_version"), store_schema_version());
@@ -499,12 +501,32 @@ static void test_duplicates_and_atomicity(void **state)
     assert_int_equal(store_write_sync(f->s, NULL, 0), STORE_OK);
 }
 
+/* Events of experiment exp still in the file. */
+static int64_t count_events(const char *path, int64_t exp)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM events WHERE exp = %lld", (long long)exp);
+    return count_rows(path, sql);
+}
+
+/* Wait (up to 20 s) for the writer's purge to remove exp's events. */
+static void wait_purged(const char *path, int64_t exp)
+{
+    for (int i = 0; i < 2000 && (count_events(path, exp) != 0 ||
+                                 count_rows(path, "SELECT count(*) FROM purges") != 0);
+         i++)
+        usleep(10000);
+    assert_int_equal(count_events(path, exp), 0);
+    assert_int_equal(count_rows(path, "SELECT count(*) FROM purges"), 0);
+}
+
 static void test_delete(void **state)
 {
     struct tstore *f = *state;
-    int64_t exp = create_exp(f->s, "gone"), keep = create_exp(f->s, "kept"), last;
+    int64_t exp = create_exp(f->s, "gone"), keep = create_exp(f->s, "kept"), last, again;
     struct store_op op[3];
     struct explist l = {0};
+    struct store_event ev;
 
     op[0] = ev_op(exp, 1, STORE_EV_ASSIGN);
     op[0].ev.unit = "u";
@@ -513,20 +535,153 @@ static void test_delete(void **state)
     op[2] = ev_op(keep, 1, STORE_EV_OBSERVE);
     assert_int_equal(store_write_sync(f->s, op, 3), STORE_OK);
 
+    /* the row goes with the commit; the log waits for the purge */
+    store_test_pause_purge(f->s, 1);
     op[0] = (struct store_op){.kind = STORE_OP_EXP_DELETE, .exp = exp};
     assert_int_equal(store_write_sync(f->s, op, 1), STORE_OK);
+    assert_int_equal(store_load_experiments(f->s, collect_exp, &l), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.id[0], "kept");
+    assert_int_equal(count_events(f->path, exp), 2);
+    /* deleting what is not there */
+    assert_int_equal(store_write_sync(f->s, op, 1), STORE_ERR_NOTFOUND);
+    /* the id is free again, under a new rowid: the old log is never the
+     * new experiment's, even while it waits */
+    again = create_exp(f->s, "gone");
+    assert_true(again > keep);
+    assert_int_equal(store_last_seq(f->s, again, &last), STORE_OK);
+    assert_int_equal(last, 0);
+    assert_int_equal(store_find_unit(f->s, again, "u", &ev), STORE_ERR_NOTFOUND);
+
+    store_test_pause_purge(f->s, 0);
+    wait_purged(f->path, exp);
     assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK);
     assert_int_equal(last, 0);
     assert_int_equal(store_last_seq(f->s, keep, &last), STORE_OK);
     assert_int_equal(last, 1);
     assert_int_equal(count_rows(f->path, "SELECT count(*) FROM events"), 1);
-    assert_int_equal(store_load_experiments(f->s, collect_exp, &l), 0);
-    assert_int_equal(l.n, 1);
-    assert_string_equal(l.id[0], "kept");
-    /* deleting what is not there */
-    assert_int_equal(store_write_sync(f->s, op, 1), STORE_ERR_NOTFOUND);
-    /* the id is free again */
-    create_exp(f->s, "gone");
+}
+
+/* A long log is purged in chunks, between commits, and a purge cut short by
+ * a close resumes at the next open. */
+static void test_delete_long_log(void **state)
+{
+    struct tstore *f = *state;
+    enum { N = 5000 };
+    int64_t exp = create_exp(f->s, "long"), keep = create_exp(f->s, "kept"), last;
+    struct store_op *ops = calloc(N, sizeof *ops), op;
+
+    assert_non_null(ops);
+    for (int i = 0; i < N; i++)
+        ops[i] = ev_op(exp, i + 1, STORE_EV_OBSERVE);
+    assert_int_equal(store_write_sync(f->s, ops, N), STORE_OK);
+    store_test_pause_purge(f->s, 1);
+    op = (struct store_op){.kind = STORE_OP_EXP_DELETE, .exp = exp};
+    assert_int_equal(store_write_sync(f->s, &op, 1), STORE_OK);
+    reopen(f); /* the pause is not kept: the purge resumes */
+    /* writes go on meanwhile */
+    for (int i = 0; i < 20; i++) {
+        op = ev_op(keep, i + 1, STORE_EV_OBSERVE);
+        assert_int_equal(store_write_sync(f->s, &op, 1), STORE_OK);
+    }
+    wait_purged(f->path, exp);
+    assert_int_equal(store_last_seq(f->s, keep, &last), STORE_OK);
+    assert_int_equal(last, 20);
+    free(ops);
+}
+
+/* A database of schema version 1 (as main wrote it before the purge)
+ * migrates to the current version and keeps every row, and its rowids are
+ * never reused afterwards. */
+static void test_migrate_from_v1(void **state)
+{
+    struct tstore *f = *state;
+    char path[160], err[256], unit[16];
+    sqlite3 *db;
+    struct store *s;
+    struct explist l = {0};
+    struct evlist el = {0};
+    struct store_event ev;
+    int64_t rowid = 0;
+
+    snprintf(path, sizeof path, "%s/v1.db", f->dir);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    /* version 1's schema, verbatim */
+    assert_int_equal(
+        sqlite3_exec(
+            db,
+            "PRAGMA journal_mode=WAL;"
+            "CREATE TABLE experiments ( rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
+            " config TEXT NOT NULL, created_ms INTEGER NOT NULL);"
+            "CREATE TABLE events ( exp INTEGER NOT NULL, seq INTEGER NOT NULL,"
+            " kind INTEGER NOT NULL, bandit INTEGER, arm INTEGER,"
+            " flags INTEGER NOT NULL DEFAULT 0, value REAL, ref INTEGER,"
+            " ts_ms INTEGER NOT NULL, expires_ms INTEGER, unit TEXT, text TEXT,"
+            " PRIMARY KEY (exp, seq)) WITHOUT ROWID;"
+            "CREATE INDEX events_ref ON events(exp, ref) WHERE ref IS NOT NULL;"
+            "CREATE UNIQUE INDEX events_unit ON events(exp, unit) WHERE unit IS NOT NULL;"
+            "CREATE TABLE api_keys ( rowid INTEGER PRIMARY KEY, name TEXT,"
+            " scopes TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,"
+            " created_ms INTEGER NOT NULL, revoked INTEGER NOT NULL DEFAULT 0);"
+            /* rowid 2 was deleted, 3 is the highest */
+            "INSERT INTO experiments VALUES (1, 'one', '{\"arms\":[\"a\",\"b\"]}', 11),"
+            " (3, 'three', '{\"arms\":[\"a\",\"b\"]}', 33);"
+            "INSERT INTO events(exp, seq, kind, bandit, arm, flags, value, ref, ts_ms,"
+            " expires_ms, unit, text) VALUES"
+            " (1, 1, 1, 0, 1, 0, NULL, NULL, 100, 200, 'u1', NULL),"
+            " (1, 2, 2, 0, 1, 0, 0.75, 1, 101, NULL, NULL, NULL),"
+            " (3, 1, 6, 0, 0, 0, NULL, NULL, 102, NULL, NULL, 'paused');"
+            "INSERT INTO api_keys VALUES (1, 'k', 'read', 'abc', 5, 0);"
+            "PRAGMA user_version = 1;",
+            NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+
+    s = store_open(path, STORE_SYNC_FULL, err, sizeof err);
+    if (s == NULL)
+        fail_msg("open version 1: %s", err);
+    assert_int_equal(count_rows(path, "PRAGMA user_version"), store_schema_version());
+    assert_int_equal(store_load_experiments(s, collect_exp, &l), 0);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.rowid[0], 1);
+    assert_string_equal(l.id[0], "one");
+    assert_int_equal(l.created[0], 11);
+    assert_int_equal(l.rowid[1], 3);
+    assert_string_equal(l.id[1], "three");
+    assert_int_equal(store_load_events(s, 1, 0, collect_ev, &el), 0);
+    assert_int_equal(el.n, 2);
+    assert_string_equal(el.ev[0].unit, "u1");
+    assert_int_equal(el.ev[0].expires_ms, 200);
+    assert_true(el.ev[1].value == 0.75);
+    assert_int_equal(store_find_outcome(s, 1, 1, &ev), STORE_OK);
+    assert_int_equal(ev.seq, 2);
+    assert_int_equal(store_find_unit(s, 1, "u1", &ev), STORE_OK);
+    assert_int_equal(store_find_assignment(s, 1, 1, &ev, unit, sizeof unit), STORE_OK);
+    el.n = 0;
+    assert_int_equal(store_load_events(s, 3, 0, collect_ev, &el), 0);
+    assert_int_equal(el.n, 1);
+    assert_string_equal(el.ev[0].text, "paused");
+    assert_int_equal(count_rows(path, "SELECT count(*) FROM api_keys WHERE hash = 'abc'"), 1);
+    /* the id stays unique */
+    {
+        struct store_op op = {
+            .kind = STORE_OP_EXP_CREATE, .id = "three", .config_json = "{}", .rowid_out = &rowid};
+        assert_int_equal(store_write_sync(s, &op, 1), STORE_ERR_EXISTS);
+    }
+    /* rowids go on from the highest and are never reused */
+    rowid = create_exp(s, "four");
+    assert_int_equal(rowid, 4);
+    {
+        struct store_op op = {.kind = STORE_OP_EXP_DELETE, .exp = 4};
+        assert_int_equal(store_write_sync(s, &op, 1), STORE_OK);
+    }
+    assert_int_equal(create_exp(s, "five"), 5);
+    store_close(s);
+    /* and a second open has nothing left to migrate */
+    s = store_open(path, STORE_SYNC_FULL, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(create_exp(s, "six"), 6);
+    store_close(s);
 }
 
 /* Reads inside a read's callback: nested statements, same query included. */
@@ -978,8 +1133,22 @@ static void test_backup(void **state)
     err[0] = '\0';
     assert_int_equal(store_backup(f->s, bpath, err, sizeof err), STORE_OK);
     /* existing target: refused with a message */
-    assert_int_not_equal(store_backup(f->s, bpath, err, sizeof err), STORE_OK);
+    err[0] = '\0';
+    assert_int_equal(store_backup(f->s, bpath, err, sizeof err), STORE_ERR_EXISTS);
     assert_true(err[0] != '\0');
+    {
+        /* even an empty one (VACUUM INTO would write into it), and it stays */
+        char epath[176];
+        snprintf(epath, sizeof epath, "%s/empty.db", f->dir);
+        FILE *fp = fopen(epath, "w");
+        assert_non_null(fp);
+        assert_int_equal(fclose(fp), 0);
+        assert_int_equal(store_backup(f->s, epath, err, sizeof err), STORE_ERR_EXISTS);
+        assert_int_equal(access(epath, F_OK), 0);
+        /* a failed backup leaves no file behind */
+        snprintf(epath, sizeof epath, "%s/no-such-dir/b.db", f->dir);
+        assert_int_not_equal(store_backup(f->s, epath, err, sizeof err), STORE_OK);
+    }
     /* the writer keeps going; the backup is a snapshot */
     op[0] = ev_op(exp, 3, STORE_EV_OBSERVE);
     assert_int_equal(store_write_sync(f->s, op, 1), STORE_OK);
@@ -1000,6 +1169,53 @@ static void test_backup(void **state)
     store_close(b);
 }
 
+/* --- files ------------------------------------------------------------------- */
+
+static unsigned mode_of(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        fail_msg("stat %s: %s", path, strerror(errno));
+    return (unsigned)(sb.st_mode & 07777);
+}
+
+/* The database, its -wal and -shm, and a backup are the owner's alone,
+ * whatever the umask lets through (issue 13: they were 0644). */
+static void test_file_modes(void **state)
+{
+    struct tstore *f = *state;
+    char path[160], side[176], bpath[160], err[256];
+    mode_t old = umask(022);
+    struct store *s;
+    struct store_op op;
+    int64_t exp;
+
+    snprintf(path, sizeof path, "%s/private.db", f->dir);
+    s = store_open(path, STORE_SYNC_FULL, err, sizeof err);
+    umask(old);
+    if (s == NULL)
+        fail_msg("open: %s", err);
+    exp = create_exp(s, "secret");
+    op = ev_op(exp, 1, STORE_EV_ASSIGN);
+    op.ev.unit = "patient-17";
+    assert_int_equal(store_write_sync(s, &op, 1), STORE_OK);
+    assert_int_equal(mode_of(path), 0600);
+    snprintf(side, sizeof side, "%s-wal", path);
+    assert_int_equal(mode_of(side), 0600);
+    snprintf(side, sizeof side, "%s-shm", path);
+    assert_int_equal(mode_of(side), 0600);
+
+    old = umask(022);
+    snprintf(bpath, sizeof bpath, "%s/backup.db", f->dir);
+    int rc = store_backup(s, bpath, err, sizeof err);
+    umask(old);
+    assert_int_equal(rc, STORE_OK);
+    assert_int_equal(mode_of(bpath), 0600);
+    snprintf(side, sizeof side, "%s-journal", bpath);
+    assert_int_not_equal(access(side, F_OK), 0); /* nothing else left beside it */
+    store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1011,6 +1227,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_find, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicates_and_atomicity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_long_log, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_from_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reentrant_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_submitters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_drains, setup, teardown),
@@ -1021,6 +1239,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_real_disk_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_backup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_file_modes, setup, teardown),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
