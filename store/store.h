@@ -110,6 +110,7 @@ enum store_op_kind {
                               * long log); rowids are never reused, so they
                               * are never read again */
     STORE_OP_EVENT = 3,      /* ev */
+    STORE_OP_PROBE = 4,      /* writes and removes a row: is the disk taking writes? */
 };
 
 struct store_op {
@@ -165,6 +166,7 @@ struct store_stats {
     uint64_t commit_us_total; /* sum of commit latencies */
     uint64_t queue_depth;     /* submissions waiting now */
     uint64_t checkpoints;     /* WAL checkpoints (run off the commit path) */
+    int writes_failing;       /* the last commit that wrote something failed */
 };
 void store_get_stats(struct store *s, struct store_stats *out);
 
