@@ -68,6 +68,12 @@ static const struct migration migrations[] = {
      "DROP TABLE experiments;"
      "ALTER TABLE experiments_v2 RENAME TO experiments;"
      "CREATE TABLE purges (exp INTEGER PRIMARY KEY);"},
+    {3,
+     /* A unit may hold several assignments: a new one after its assignment
+      * expired, one per bandit (exp.h, sticky units); the latest is the
+      * one it gets back. The index keeps them in seq order per unit. */
+     "DROP INDEX events_unit;"
+     "CREATE INDEX events_unit ON events(exp, unit, seq) WHERE unit IS NOT NULL;"},
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
