@@ -60,6 +60,7 @@ struct fault_ctl {
     int64_t m_target;
     int64_t m_count;
     int64_t m_hit;
+    char m_where[64]; /* the object that called the failed allocation (dladdr) */
 };
 
 #endif

@@ -100,8 +100,24 @@ static struct fault_ctl *ctl(void)
     return g_ctl;
 }
 
-/* 1 when this allocation is the one to fail. */
-static int fault(void)
+/* Where the failed allocation was called from: the object's file name. */
+static void note_caller(struct fault_ctl *c, const void *ret)
+{
+    Dl_info info;
+    const char *name = "?";
+    if (ret != NULL && dladdr(ret, &info) != 0 && info.dli_fname != NULL) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        name = slash != NULL ? slash + 1 : info.dli_fname;
+    }
+    size_t n = strlen(name);
+    if (n >= sizeof c->m_where)
+        n = sizeof c->m_where - 1;
+    memcpy(c->m_where, name, n);
+    c->m_where[n] = '\0';
+}
+
+/* 1 when this allocation is the one to fail (ret: the caller's address). */
+static int fault_at(const void *ret)
 {
     struct fault_ctl *c = ctl();
     if (c == NULL || !__atomic_load_n(&c->m_armed, __ATOMIC_ACQUIRE))
@@ -109,10 +125,13 @@ static int fault(void)
     int64_t n = __atomic_add_fetch(&c->m_count, 1, __ATOMIC_ACQ_REL);
     if (n != __atomic_load_n(&c->m_target, __ATOMIC_ACQUIRE))
         return 0;
+    note_caller(c, ret);
     __atomic_store_n(&c->m_hit, n, __ATOMIC_RELEASE);
     errno = ENOMEM;
     return 1;
 }
+
+#define fault() fault_at(__builtin_return_address(0))
 
 void *malloc(size_t n)
 {

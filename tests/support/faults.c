@@ -155,6 +155,7 @@ void tfault_marm(struct tfault *f, int64_t target)
     __atomic_store_n(&c->m_armed, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&c->m_count, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&c->m_hit, 0, __ATOMIC_RELEASE);
+    memset(c->m_where, 0, sizeof c->m_where);
     __atomic_store_n(&c->m_target, target, __ATOMIC_RELEASE);
     __atomic_store_n(&c->m_armed, 1, __ATOMIC_RELEASE);
 }
@@ -168,6 +169,11 @@ int64_t tfault_mdisarm(struct tfault *f)
 int64_t tfault_mcount(struct tfault *f)
 {
     return __atomic_load_n(&f->c->m_count, __ATOMIC_ACQUIRE);
+}
+
+const char *tfault_mwhere(struct tfault *f)
+{
+    return f->c->m_where;
 }
 
 void tfault_stall(struct tfault *f, int on)

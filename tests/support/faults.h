@@ -68,6 +68,9 @@ int64_t tfault_count(struct tfault *f);
 void tfault_marm(struct tfault *f, int64_t target);
 int64_t tfault_mdisarm(struct tfault *f);
 int64_t tfault_mcount(struct tfault *f);
+/* The file name of the object (program or library) whose allocation was
+ * failed at the last arming, "" if none. */
+const char *tfault_mwhere(struct tfault *f);
 
 void tfault_stall(struct tfault *f, int on);
 /* Wait up to ms for a stalled call: 1 if one is blocked, 0 otherwise. */
