@@ -11,7 +11,10 @@
 #                 suite and on the daemon during a short HTTP scenario
 #                 (lifecycle, faults, shutdown); several minutes
 #   make lint     format-check, cppcheck and clang-tidy (make format rewrites)
-# tsan and valgrind are not part of `make test` (too slow); each exits
+#   make test-crash  the slow fault suites: kill -9, power cuts, I/O and
+#                 allocation faults at every call, interleavings, raw fuzzing
+#   make coverage line and branch coverage per directory (gcovr; HTML report)
+# tsan, valgrind, test-crash and coverage are not part of `make test` (too slow); each exits
 # non-zero on any report, error or leak.
 #
 # One section per concern below: toolchain, layers (one static library per
@@ -264,6 +267,46 @@ test-crash: test-deps
 	@$(SLOW_FAULTS) BANDITD_BIN=$(CURDIR)/build/asan/banditd ./tests/run.sh $(CRASH_SUITES)
 
 # --- end of fault injection ---------------------------------------------------------
+
+# --- coverage (issue 13) -------------------------------------------------------------
+#
+# make coverage: an instrumented build (build/coverage: gcc --coverage at -O0,
+# no sanitizer) of the daemon, the unit suites and the HTTP suites, run as
+# `make test` runs them (the HTTP suites start build/coverage/banditd; a
+# daemon killed with SIGKILL writes no counts, so crash tests add little);
+# then gcovr (installed by scripts/install-deps.sh --coverage) reports line
+# and branch coverage of COVERAGE_DIRS: a table per directory in
+# build/coverage/summary.md (printed) and an HTML report in
+# build/coverage/html/index.html. A failing suite is reported, and fails the
+# target, after the report is written.
+COVERAGE ?= 0
+ifeq ($(COVERAGE),1)
+CFLAGS += -O0 --coverage
+LDFLAGS += --coverage
+endif
+COVERAGE_DIRS := server api http exp store policies base
+COV := build/coverage
+
+.PHONY: coverage
+coverage:
+	@./scripts/install-deps.sh --test
+	@./scripts/install-deps.sh --coverage
+	@$(MAKE) --no-print-directory BUILD=$(COV) COVERAGE=1 $(COV)/banditd $(COV)/bandit-sim \
+		$(patsubst $(BUILD)/%,$(COV)/%,$(UNIT_TESTS) $(HTTP_TESTS) $(SHIMS))
+	@find $(COV) -name '*.gcda' -delete
+	@BANDITD_BIN=$(CURDIR)/$(COV)/banditd BANDIT_SIM_BIN=$(CURDIR)/$(COV)/bandit-sim \
+		TEST_OUT=tests/out/coverage ./tests/run.sh \
+		$(patsubst $(BUILD)/%,$(COV)/%,$(UNIT_TESTS) $(HTTP_TESTS)); echo $$? > $(COV)/tests.rc
+	@mkdir -p $(COV)/html
+	@gcovr --root . --object-directory $(COV)/obj $(addprefix --filter ,$(addsuffix /,$(COVERAGE_DIRS))) \
+		--exclude-unreachable-branches --json-summary $(COV)/summary.json \
+		--html-details $(COV)/html/index.html
+	@python3 scripts/coverage_summary.py $(COV)/summary.json $(COVERAGE_DIRS) > $(COV)/summary.md
+	@cat $(COV)/summary.md
+	@echo "HTML report: $(COV)/html/index.html"
+	@exit $$(cat $(COV)/tests.rc)
+
+# --- end of coverage -----------------------------------------------------------------
 
 # libFuzzer targets (clang, ASan + UBSan), FUZZ_TIME seconds each, on a
 # working corpus seeded from tests/fuzz/corpus/; a crash is saved under
