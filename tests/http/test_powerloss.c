@@ -311,7 +311,7 @@ static size_t verify(struct shared *sh, int cut)
         if (r == NULL)
             fail_msg("cut %d: a reward for assignment seq %lld is on disk that was never sent", cut,
                      (long long)dk.rw[i].ref);
-        if (dk.rw[i].value != (double)r->value)
+        else if (dk.rw[i].value != (double)r->value)
             fail_msg("cut %d: assignment seq %lld: %g on disk, %d sent", cut,
                      (long long)dk.rw[i].ref, dk.rw[i].value, r->value);
     }

@@ -147,8 +147,10 @@ static void mutate(struct req *r, struct trng *g)
     static const char junk[] = "\0\r\n\t %:;/?#[]@!$&'()*+,=\"\\\x7f\x80\xff{}<>";
     switch (pick(g, 14)) {
     case 0: /* flip bits */
-        for (int i = 0, k = 1 + (int)pick(g, 4); i < k && r->n; i++)
-            r->b[pick(g, r->n)] ^= (char)(1u << pick(g, 8));
+        for (int i = 0, k = 1 + (int)pick(g, 4); i < k && r->n; i++) {
+            uint8_t *u = (uint8_t *)&r->b[pick(g, r->n)];
+            *u ^= (uint8_t)(1u << pick(g, 8));
+        }
         break;
     case 1: { /* insert junk bytes */
         char s[8];
@@ -193,13 +195,14 @@ static void mutate(struct req *r, struct trng *g)
     }
     case 8: { /* a huge header value */
         size_t len = 1 + pick(g, 20000);
-        char *v = malloc(len + 16);
+        char *v = malloc(len);
         if (v == NULL)
             break;
-        memcpy(v, "X-Big: ", 7);
-        memset(v + 7, 'a' + (int)pick(g, 26), len);
-        memcpy(v + 7 + len, "\r\n", 2);
-        insert(r, after_first_line(r), v, len + 9);
+        memset(v, 'a' + (int)pick(g, 26), len);
+        size_t at = after_first_line(r);
+        insert(r, at, "\r\n", 2);
+        insert(r, at, v, len);
+        insert(r, at, "X-Big: ", 7);
         free(v);
         break;
     }
@@ -305,8 +308,11 @@ static int await(int fd, long wait_ms, long *status)
         clock_gettime(CLOCK_MONOTONIC, &t0); /* quiet time counts from the last byte */
     }
     *status = 0;
-    if (rc == 1 && (strncmp(head, "HTTP/1.", 7) != 0 || sscanf(head + 9, "%ld", status) != 1))
-        *status = -1;
+    if (rc == 1) {
+        char *end = NULL;
+        long v = strncmp(head, "HTTP/1.", 7) == 0 ? strtol(head + 9, &end, 10) : 0;
+        *status = end != NULL && end == head + 12 ? v : -1;
+    }
     return rc;
 }
 

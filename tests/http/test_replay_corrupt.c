@@ -185,8 +185,9 @@ static void test_corrupt_rows_refused(void **state)
     assert_int_equal(prom_parse(m->body, "banditd_", &p, perr, sizeof perr), 0);
     int found = 0;
     double n = prom_get(&p, "banditd_experiments_corrupt", "", &found);
-    want(why, sizeof why, found && n == (double)NDAMAGE, "banditd_experiments_corrupt is not %s",
-         "6");
+    const size_t ndamage = NDAMAGE;
+    want(why, sizeof why, found && n == (double)ndamage, "banditd_experiments_corrupt is not %zu",
+         ndamage);
     prom_free(&p);
     tresp_free(m);
     /* The way out: DELETE removes a damaged experiment. */
