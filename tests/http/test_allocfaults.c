@@ -68,7 +68,6 @@ struct fx {
     struct tally t;
     struct tdaemon *d;
     struct tfault *f;
-    char tok[64];
     long acked_rewards;
     long no_answer_mhd;
     long client_errors;  /* 4xx under an allocation failure: blamed the client */

@@ -64,7 +64,7 @@ struct fx {
     size_t nacks;
     char io2_state[16]; /* last acknowledged state of io2 ("" unsure) */
     int created[MAX_N + 1], stopped[MAX_N + 1], deleted[MAX_N + 1]; /* by N: c-N */
-    int cuts, faults;
+    int cuts;
 };
 
 static const char *const g_extra[] = {"--sync", "full", NULL};

@@ -164,7 +164,7 @@ static void *state_worker(void *arg)
     struct state_worker *w = arg;
     struct shared *sh = w->sh;
     struct tclient *c = tclient_new(sh->d);
-    char path[64], body[160];
+    char body[160];
     struct round_exp *re = &sh->rounds[w->round];
     snprintf(body, sizeof body, "{\"id\":\"stop-%d\",\"arms\":[\"a\",\"b\"]}", w->round);
     struct tresp *r = tclient_req(c, "POST", "/v1/experiments", body, NULL);
@@ -175,6 +175,7 @@ static void *state_worker(void *arg)
     int gone = r->status == 0;
     tresp_free(r);
     if (re->created && !gone) {
+        char path[64];
         snprintf(path, sizeof path, "/v1/experiments/stop-%d", w->round);
         r = tclient_req(c, "PATCH", path, "{\"state\":\"stopped\"}", NULL);
         if (r->status == 200)
@@ -216,7 +217,6 @@ struct disk {
     struct disk_reward *rw;
     size_t nrw;
     long orphan; /* rewards referring to no assignment */
-    long pulls[ARMS];
 };
 
 static void read_disk(const char *path, struct disk *out)

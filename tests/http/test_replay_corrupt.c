@@ -175,7 +175,8 @@ static void test_corrupt_rows_refused(void **state)
         char line[160];
         snprintf(line, sizeof line, "experiment %s: event log corrupt at seq", id);
         want(why, sizeof why, err != NULL && strstr(err, line) != NULL,
-             "no log line \"experiment %s: event log corrupt at seq N (...)\"", id);
+             "no log line \"experiment %s: event log corrupt at seq N (%s)\"", id,
+             g_damage[i].what);
     }
     free(err);
     struct tresp *m = treq(d, "GET", "/metrics", NULL, NULL);

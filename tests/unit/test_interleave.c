@@ -156,7 +156,10 @@ static struct exp *create(const char *id, int narms, int *rc, struct step *pendi
     assert_int_equal(exp_config_parse(j, exp_limits(), &cfg, errors), 0);
     json_decref(j);
     json_decref(errors);
-    struct step local, *s = pending != NULL ? pending : &local;
+    struct step local;
+    struct step *s = &local;
+    if (pending != NULL)
+        s = pending;
     step_init(s);
     struct exp *x = NULL;
     *rc = exp_create(&cfg, step_done, s, &x);
