@@ -42,7 +42,7 @@
 #include "tests/support/harness.h"
 
 #define MAX_N 200 /* calls along one request: far more than any makes */
-#define MAX_ACKS 4096
+#define MAX_ACKS 16384
 #define ALL_OPS (FAULT_OP_OPEN | FAULT_OP_WRITE | FAULT_OP_SYNC | FAULT_OP_TRUNC)
 
 enum kind { K_ASSIGN, K_REWARD, K_PAUSE, K_RESUME, K_CREATE, K_STOP, K_DELETE, K_N };
@@ -455,11 +455,83 @@ static void test_failed_fsync_never_acknowledged(void **state)
     assert_int_equal(tdaemon_stop(x->d), 0);
 }
 
+/* The same lesson off the request path: the checkpointer copies the WAL
+ * into the database file and fsyncs it. When that fsync fails, the pages it
+ * wrote are gone (faultfs drops them, as Linux does) and the WAL must stay
+ * their durable copy until they are written again. Load until the WAL
+ * passes the checkpoint threshold (1000 pages) with the database file's
+ * first fsync failing, then as much again (the checkpointer retries), then
+ * cut the power: the database must open, pass integrity_check and hold
+ * every acknowledged write.
+ *
+ * FAILS on today's main about two runs in three: a PASSIVE checkpoint that
+ * a reader's snapshot keeps partial writes pages without an fsync (SQLite
+ * counts on the next one); when the next fsync fails those pages are
+ * dropped too, the retried checkpoint only rewrites frames after the
+ * partial one's, succeeds, and SQLite then restarts the WAL over frames
+ * whose pages never reached the disk. After the cut the database is
+ * malformed and the daemon does not start ("cannot read API keys").
+ * IOFAULTS_KEEP_FAILED=1 (a failed fsync keeps its pages dirty, as on
+ * systems that retry writeback) passes: the loss is the dropped pages.
+ * Reported as a KNOWN BUG until the store stops on a failed fsync (see
+ * the report of issue 13); IOFAULTS_ALL=1 runs it 5 times. */
+static void checkpoint_round(struct fx *x, int round)
+{
+    char tok[64];
+    io_token(x, tok, sizeof tok);
+    if (getenv("IOFAULTS_KEEP_FAILED") != NULL)
+        tfault_ctl(x->f)->pagecache |= FAULT_PC_KEEP_FAILED;
+    tfault_only_files(x->f, FAULT_FILE_DB);
+    tfault_arm(x->f, FAULT_OP_SYNC, 1, EIO);
+    long requests = 0, after = -1;
+    for (; requests < 5000 && (after < 0 || requests < after); requests++) {
+        struct ack *a = new_assignment(x);
+        char body[160];
+        snprintf(body, sizeof body, "{\"assignment_id\":\"%s-%lld\",\"reward\":1}", tok,
+                 (long long)a->seq);
+        struct tresp *r = treq(x->d, "POST", "/v1/experiments/io/rewards", body, NULL);
+        if (r->status == 200)
+            a->value = 1;
+        else
+            assert_problem(r, r->status);
+        tresp_free(r);
+        if (after < 0 && tfault_hit(x->f) != 0)
+            after = 2 * requests + 50; /* as much again: the checkpoint is retried */
+    }
+    tfault_disarm(x->f);
+    tfault_only_files(x->f, 0);
+    if (after < 0)
+        fail_msg("round %d: no checkpoint fsync in %ld requests", round, requests);
+    printf("# round %d: the checkpoint's fsync failed after %ld requests; %ld in all\n", round,
+           after / 2 - 25, requests);
+    tfault_powercut(x->f, x->d);
+    char msg[256] = "";
+    int rc = tdaemon_launch(x->d, x->extra, 0);
+    if (rc != 0 || tdb_integrity(tdaemon_db_path(x->d), msg, sizeof msg) != 0)
+        tknown_bug("(issue 13): after a failed checkpoint fsync and a power cut the database "
+                   "is corrupt (%s): SQLite restarted the WAL over pages the failed fsync "
+                   "dropped",
+                   rc != 0 ? "the daemon does not start" : msg);
+    x->cuts++;
+    verify_disk(x, "after a failed checkpoint fsync");
+}
+
+static void test_failed_checkpoint_fsync(void **state)
+{
+    struct fx *x = *state;
+    start(x);
+    int rounds = env_all() ? 5 : 1;
+    for (int i = 0; i < rounds; i++)
+        checkpoint_round(x, i + 1);
+    assert_int_equal(tdaemon_stop(x->d), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_failed_fsync_never_acknowledged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_every_io_call_of_every_request, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_checkpoint_fsync, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,10 +33,19 @@ enum {
     FAULT_OP_TRUNC = 1u << 3, /* ftruncate, ftruncate64 */
 };
 
+/* Which files faultfs counts (kinds mask; 0: all of them). */
+enum {
+    FAULT_FILE_DB = 1u << 0,
+    FAULT_FILE_WAL = 1u << 1,
+    FAULT_FILE_JOURNAL = 1u << 2,
+    FAULT_FILE_SHM = 1u << 3,
+};
+
 /* pagecache flags (faultfs): emulate a page cache that a power cut drops. */
 enum {
-    FAULT_PC_ON = 1u << 0,        /* keep DB.durable copies: a sync makes writes durable */
-    FAULT_PC_REAL_SYNC = 1u << 1, /* also call the real fsync (default: skipped, faster) */
+    FAULT_PC_ON = 1u << 0,          /* keep DB.durable copies: a sync makes writes durable */
+    FAULT_PC_REAL_SYNC = 1u << 1,   /* also call the real fsync (default: skipped, faster) */
+    FAULT_PC_KEEP_FAILED = 1u << 2, /* a failed sync keeps its writes pending (not Linux) */
 };
 
 struct fault_ctl {
@@ -44,7 +53,9 @@ struct fault_ctl {
     uint32_t pagecache; /* FAULT_PC_*: read once when a file is first opened */
     /* I/O faults (faultfs) */
     int32_t armed;
-    uint32_t ops;    /* FAULT_OP_* counted while armed */
+    uint32_t ops;   /* FAULT_OP_* counted while armed */
+    uint32_t kinds; /* FAULT_FILE_* counted (0: every file) */
+    uint32_t pad;
     int64_t target;  /* fail the call whose count reaches this (≤ 0: none) */
     int32_t err;     /* errno of the failed call */
     int32_t hit_op;  /* FAULT_OP_* of the failed call */

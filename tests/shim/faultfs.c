@@ -154,12 +154,15 @@ static int pagecache(void)
     return g_ctl != NULL && (__atomic_load_n(&g_ctl->pagecache, __ATOMIC_ACQUIRE) & FAULT_PC_ON);
 }
 
-/* Count a call of op; 1 when it is the one to fail (errno set). */
-static int fault(unsigned op)
+/* Count a call of op on file k; 1 when it is the one to fail (errno set). */
+static int fault(unsigned op, int k)
 {
     struct fault_ctl *c = g_ctl;
     if (c == NULL || !__atomic_load_n(&c->armed, __ATOMIC_ACQUIRE) ||
         !(__atomic_load_n(&c->ops, __ATOMIC_ACQUIRE) & op))
+        return 0;
+    unsigned kinds = __atomic_load_n(&c->kinds, __ATOMIC_ACQUIRE);
+    if (kinds != 0 && !(kinds & (1u << k)))
         return 0;
     int64_t n = __atomic_add_fetch(&c->count, 1, __ATOMIC_ACQ_REL);
     if (n != __atomic_load_n(&c->target, __ATOMIC_ACQUIRE))
@@ -329,7 +332,7 @@ int open(const char *path, int flags, ...)
     mode_t mode = open_mode(flags, ap);
     va_end(ap);
     int k = kind_of_path(path);
-    if (k >= 0 && fault(FAULT_OP_OPEN))
+    if (k >= 0 && fault(FAULT_OP_OPEN, k))
         return -1;
     return after_open(r_open(path, flags, mode), k);
 }
@@ -342,7 +345,7 @@ int open64(const char *path, int flags, ...)
     mode_t mode = open_mode(flags, ap);
     va_end(ap);
     int k = kind_of_path(path);
-    if (k >= 0 && fault(FAULT_OP_OPEN))
+    if (k >= 0 && fault(FAULT_OP_OPEN, k))
         return -1;
     return after_open((r_open64 ? r_open64 : r_open)(path, flags, mode), k);
 }
@@ -355,7 +358,7 @@ int openat(int dirfd, const char *path, int flags, ...)
     mode_t mode = open_mode(flags, ap);
     va_end(ap);
     int k = kind_of_path(path);
-    if (k >= 0 && fault(FAULT_OP_OPEN))
+    if (k >= 0 && fault(FAULT_OP_OPEN, k))
         return -1;
     return after_open(r_openat(dirfd, path, flags, mode), k);
 }
@@ -368,7 +371,7 @@ int openat64(int dirfd, const char *path, int flags, ...)
     mode_t mode = open_mode(flags, ap);
     va_end(ap);
     int k = kind_of_path(path);
-    if (k >= 0 && fault(FAULT_OP_OPEN))
+    if (k >= 0 && fault(FAULT_OP_OPEN, k))
         return -1;
     return after_open((r_openat64 ? r_openat64 : r_openat)(dirfd, path, flags, mode), k);
 }
@@ -405,7 +408,7 @@ ssize_t write(int fd, const void *buf, size_t n)
     if (k < 0 || k == K_SHM)
         return r_write(fd, buf, n);
     stall();
-    if (fault(FAULT_OP_WRITE))
+    if (fault(FAULT_OP_WRITE, k))
         return -1;
     off_t at = lseek(fd, 0, SEEK_CUR);
     ssize_t rc = r_write(fd, buf, n);
@@ -421,7 +424,7 @@ static ssize_t do_pwrite(ssize_t (*real)(int, const void *, size_t, off_t), int 
     if (k < 0 || k == K_SHM)
         return real(fd, buf, n, off);
     stall();
-    if (fault(FAULT_OP_WRITE))
+    if (fault(FAULT_OP_WRITE, k))
         return -1;
     ssize_t rc = real(fd, buf, n, off);
     if (rc > 0)
@@ -447,7 +450,7 @@ static int do_truncate(int (*real)(int, off_t), int fd, off_t len)
     if (k < 0 || k == K_SHM)
         return real(fd, len);
     stall();
-    if (fault(FAULT_OP_TRUNC))
+    if (fault(FAULT_OP_TRUNC, k))
         return -1;
     int rc = real(fd, len);
     if (rc == 0 && pagecache()) {
@@ -480,9 +483,10 @@ static int do_sync(int (*real)(int), int fd)
     if (k < 0 || k == K_SHM)
         return real(fd);
     stall();
-    if (fault(FAULT_OP_SYNC)) {
+    if (fault(FAULT_OP_SYNC, k)) {
         int e = errno;
-        if (pagecache())
+        if (pagecache() &&
+            !(__atomic_load_n(&g_ctl->pagecache, __ATOMIC_ACQUIRE) & FAULT_PC_KEEP_FAILED))
             drop_ranges(k);
         errno = e;
         return -1;

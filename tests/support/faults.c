@@ -133,6 +133,16 @@ void tfault_arm(struct tfault *f, unsigned ops, int64_t target, int err)
     __atomic_store_n(&c->armed, 1, __ATOMIC_RELEASE);
 }
 
+void tfault_only_files(struct tfault *f, unsigned kinds)
+{
+    __atomic_store_n(&f->c->kinds, kinds, __ATOMIC_RELEASE);
+}
+
+int64_t tfault_hit(struct tfault *f)
+{
+    return __atomic_load_n(&f->c->hit, __ATOMIC_ACQUIRE);
+}
+
 int64_t tfault_disarm(struct tfault *f)
 {
     __atomic_store_n(&f->c->armed, 0, __ATOMIC_RELEASE);
@@ -215,6 +225,11 @@ void tfault_powercut(struct tfault *f, struct tdaemon *d)
     /* Nothing runs in the daemon after this: its page cache is gone. */
     if (tdaemon_running(d))
         assert_int_equal(tdaemon_kill(d), 0);
+    if (getenv("FAULTFS_DEBUG") != NULL) {
+        char cmd[800];
+        snprintf(cmd, sizeof cmd, "ls -la %s >&2", tdaemon_dir(d));
+        (void)!system(cmd);
+    }
     static const char *const sfx[] = {"", "-wal", "-journal"};
     for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
         char path[700], durable[720];

@@ -59,6 +59,11 @@ void tfault_detach(struct tfault *f);
 struct fault_ctl *tfault_ctl(struct tfault *f);
 
 void tfault_arm(struct tfault *f, unsigned ops, int64_t target, int err);
+/* Count only calls on these files (FAULT_FILE_*; 0, the default: all) from
+ * the next arming on. */
+void tfault_only_files(struct tfault *f, unsigned kinds);
+/* The count of the failed call so far, without disarming (0: none yet). */
+int64_t tfault_hit(struct tfault *f);
 int64_t tfault_disarm(struct tfault *f);
 /* The op that failed at the last arming (FAULT_OP_*), 0 if none. */
 unsigned tfault_hit_op(struct tfault *f);
