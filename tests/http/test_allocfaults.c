@@ -12,7 +12,7 @@
  * Each time: the daemon is alive (/healthz), the same request sent again
  * succeeds, and the request itself got an answer that is either its
  * success or a problem+json 5xx — a 4xx would blame the client for the
- * server's memory (clients do not retry a 400). At the end a kill -9 and
+ * server's memory (clients do not retry a 400). At the end a clean stop, a kill -9 and
  * restart: every acknowledged reward is counted, once (memory equals the
  * disk, the store is not corrupt: integrity_check).
  *
@@ -324,6 +324,9 @@ static void test_every_allocation_of_every_request(void **state)
 {
     struct fx *x = *state;
     x->f = tfault_attach(x->d, TFAULT_MEM, 0);
+    /* leaks on the paths an allocation failure opens are expected today:
+     * the daemon's sanitizer reports go to files this test reads */
+    tfault_asan_to_files(x->f);
     tdaemon_up(x->d, NULL, 0);
     json_decref(texp_create(x->d, "{\"id\":\"m\",\"policy\":{\"name\":\"uniform\"},"
                                   "\"arms\":[\"a\",\"b\",\"c\"],\"seed\":3}"));
@@ -349,6 +352,15 @@ static void test_every_allocation_of_every_request(void **state)
     json_t *st = texp_status(x->d, "m");
     long pulls = (long)tjson_int(st, "pulls");
     json_decref(st);
+    /* A clean stop (its exit status proves no leak and no sanitizer
+     * report; it also writes the coverage counts of `make coverage`),
+     * then a kill -9, each followed by a restart that must find it all. */
+    assert_int_equal(tdaemon_stop(x->d), 0);
+    tdaemon_up(x->d, NULL, 0);
+    st = texp_status(x->d, "m");
+    if (tjson_int(st, "pulls") != pulls)
+        fail_msg("%lld pulls after a restart, %ld before", tjson_int(st, "pulls"), pulls);
+    json_decref(st);
     assert_int_equal(tdaemon_kill(x->d), 0);
     tdaemon_up(x->d, NULL, 0);
     char msg[256];
@@ -360,6 +372,26 @@ static void test_every_allocation_of_every_request(void **state)
                  tjson_int(st, "pulls"), pulls, x->acked_rewards);
     json_decref(st);
     assert_int_equal(tdaemon_stop(x->d), 0);
+    /* Memory errors fail at once; leaks are findings. */
+    char *rep = tfault_asan_reports(x->f);
+    assert_non_null(rep);
+    if (strstr(rep, "ERROR: AddressSanitizer") != NULL || strstr(rep, "runtime error") != NULL)
+        fail_msg("a memory error under allocation failures:\n%.3000s", rep);
+    long leaks = 0;
+    for (const char *p = rep; (p = strstr(p, "ERROR: LeakSanitizer")) != NULL; p++)
+        leaks++;
+    if (leaks > 0) {
+        /* the first leak's stack, for the log */
+        printf("# %ld daemon runs leaked memory; the first leak:\n", leaks);
+        const char *p = strstr(rep, "leak of");
+        for (int lines = 0; p != NULL && lines < 12; lines++) {
+            const char *nl = strchr(p, '\n');
+            int len = nl != NULL ? (int)(nl - p) : (int)strlen(p);
+            printf("#   %.*s\n", len, p);
+            p = nl != NULL ? nl + 1 : NULL;
+        }
+    }
+    free(rep);
     if (x->not_problem > 0)
         printf("# %ld answers under an allocation failure were not problem+json; first: %s\n",
                x->not_problem, x->first_np);
@@ -374,10 +406,12 @@ static void test_every_allocation_of_every_request(void **state)
     if (x->no_answer > 0)
         printf("# %ld connections closed without an answer; first: %s\n", x->no_answer,
                x->first_na);
-    if (x->client_errors > 0 || x->not_problem > 0 || x->crashes > 0 || x->no_answer > 0)
+    if (x->client_errors > 0 || x->not_problem > 0 || x->crashes > 0 || x->no_answer > 0 ||
+        leaks > 0)
         tknown_bug("(issue 13): under allocation failures: %ld crashes, %ld closed without an "
-                   "answer, %ld 4xx, %ld 5xx not problem+json: see the lines above",
-                   x->crashes, x->no_answer, x->client_errors, x->not_problem);
+                   "answer, %ld 4xx, %ld 5xx not problem+json, %ld runs leaking: see the lines "
+                   "above",
+                   x->crashes, x->no_answer, x->client_errors, x->not_problem, leaks);
 }
 
 int main(void)

@@ -12,6 +12,7 @@
 
 #include "tests/support/faults.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -25,6 +26,7 @@
 #include <sqlite3.h>
 
 struct tfault {
+    char dir[512];
     char ctl_path[640];
     char db[600];
     struct fault_ctl *c;
@@ -61,6 +63,7 @@ struct tfault *tfault_attach(struct tdaemon *d, unsigned shims, unsigned flags)
 {
     struct tfault *f = calloc(1, sizeof *f);
     assert_non_null(f);
+    snprintf(f->dir, sizeof f->dir, "%s", tdaemon_dir(d));
     snprintf(f->ctl_path, sizeof f->ctl_path, "%s/faultctl", tdaemon_dir(d));
     snprintf(f->db, sizeof f->db, "%s", tdaemon_db_path(d));
     int fd = open(f->ctl_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -199,6 +202,47 @@ int tfault_wait_stalled(struct tfault *f, unsigned ms)
         tsleep_ms(5);
     }
     return 0;
+}
+
+void tfault_asan_to_files(struct tfault *f)
+{
+    const char *cur = getenv("ASAN_OPTIONS");
+    char opts[1600];
+    snprintf(opts, sizeof opts, "%s:log_path=%s/asan:exitcode=0", cur != NULL ? cur : "", f->dir);
+    setenv("ASAN_OPTIONS", opts, 1);
+}
+
+char *tfault_asan_reports(struct tfault *f)
+{
+    size_t cap = 1, len = 0;
+    char *out = calloc(1, cap);
+    DIR *dir = opendir(f->dir);
+    struct dirent *e;
+    while (out != NULL && dir != NULL && (e = readdir(dir)) != NULL) {
+        if (strncmp(e->d_name, "asan.", 5) != 0)
+            continue;
+        char path[1100];
+        snprintf(path, sizeof path, "%s/%s", f->dir, e->d_name);
+        FILE *in = fopen(path, "r");
+        if (in == NULL)
+            continue;
+        char chunk[4096];
+        size_t n;
+        while ((n = fread(chunk, 1, sizeof chunk, in)) > 0) {
+            char *grown = realloc(out, cap + n);
+            if (grown == NULL)
+                break;
+            out = grown;
+            memcpy(out + len, chunk, n);
+            len += n;
+            cap += n;
+            out[len] = '\0';
+        }
+        (void)fclose(in);
+    }
+    if (dir != NULL)
+        closedir(dir);
+    return out;
 }
 
 /* Copy src over dst (truncated to src's length). 0 or −1. */

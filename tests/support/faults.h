@@ -81,6 +81,14 @@ void tfault_stall(struct tfault *f, int on);
 /* Wait up to ms for a stalled call: 1 if one is blocked, 0 otherwise. */
 int tfault_wait_stalled(struct tfault *f, unsigned ms);
 
+/* Sanitizer reports of the daemons launched from now on go to files
+ * DIR/asan.PID instead of their stderr, and no longer change their exit
+ * status: a suite that expects reports (leaks on paths a fault opened)
+ * reads them with tfault_asan_reports and decides. */
+void tfault_asan_to_files(struct tfault *f);
+/* Every report so far, concatenated (new; free it), "" if none. */
+char *tfault_asan_reports(struct tfault *f);
+
 /* SIGKILL d and replace its database files by their durable copies (a file
  * never synced disappears). The daemon is not restarted. */
 void tfault_powercut(struct tfault *f, struct tdaemon *d);
