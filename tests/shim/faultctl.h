@@ -52,9 +52,9 @@ struct fault_ctl {
     uint32_t pagecache; /* FAULT_PC_*: read once when a file is first opened */
     /* I/O faults (faultfs) */
     int32_t armed;
-    uint32_t ops;   /* FAULT_OP_* counted while armed */
-    uint32_t kinds; /* FAULT_FILE_* counted (0: every file) */
-    uint32_t pad;
+    uint32_t ops;    /* FAULT_OP_* counted while armed */
+    uint32_t kinds;  /* FAULT_FILE_* counted (0: every file) */
+    uint32_t die;    /* non-zero: the process exits (_exit(70)) right after the failed call */
     int64_t target;  /* fail the call whose count reaches this (≤ 0: none) */
     int32_t err;     /* errno of the failed call */
     int32_t hit_op;  /* FAULT_OP_* of the failed call */

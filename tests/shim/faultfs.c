@@ -169,6 +169,8 @@ static int fault(unsigned op, int k)
         return 0;
     __atomic_store_n(&c->hit_op, (int32_t)op, __ATOMIC_RELEASE);
     __atomic_store_n(&c->hit, n, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&c->die, __ATOMIC_ACQUIRE))
+        _exit(70); /* a daemon that stops at the first I/O error (PostgreSQL's PANIC) */
     errno = __atomic_load_n(&c->err, __ATOMIC_ACQUIRE);
     return 1;
 }
