@@ -63,7 +63,8 @@ struct fx {
     struct ack acks[MAX_ACKS];
     size_t nacks;
     char io2_state[16]; /* last acknowledged state of io2 ("" unsure) */
-    int created[MAX_N + 1], stopped[MAX_N + 1], deleted[MAX_N + 1]; /* by N: c-N */
+    /* by id c-I: I = N for EIO, MAX_N + N for ENOSPC (id_of) */
+    int created[2 * MAX_N + 1], stopped[2 * MAX_N + 1], deleted[2 * MAX_N + 1];
     int cuts;
 };
 
@@ -229,7 +230,7 @@ static void verify_disk(struct fx *x, const char *when)
                      x->io2_state);
         json_decref(j);
     }
-    for (int n = 1; n <= MAX_N; n++) {
+    for (int n = 1; n <= 2 * MAX_N; n++) {
         if (!x->created[n])
             continue;
         char path[64];
@@ -325,11 +326,13 @@ static void opposite_state(struct fx *x, enum kind k)
 }
 
 /* Every N along one kind of request, with errno err. Returns the number of
- * faults injected. */
+ * faults injected. The experiments created, stopped and deleted are c-I
+ * with I = N (EIO) or MAX_N + N (ENOSPC): each pass has its own. */
 static int enumerate(struct fx *x, enum kind k, int err, int cut_always, const char *tok)
 {
     int faults = 0;
-    for (int n = 1; n <= MAX_N; n++) {
+    for (int i = 1; i <= MAX_N; i++) {
+        int n = i + (err == ENOSPC ? MAX_N : 0);
         struct ack *a = NULL;
         if (k == K_REWARD)
             a = new_assignment(x);
@@ -346,13 +349,13 @@ static int enumerate(struct fx *x, enum kind k, int err, int cut_always, const c
         }
         if (k == K_PAUSE || k == K_RESUME)
             opposite_state(x, k);
-        tfault_arm(x->f, ALL_OPS, n, err);
+        tfault_arm(x->f, ALL_OPS, i, err);
         struct tresp *r = send_one(x, k, n, a, tok);
         int64_t hit = tfault_disarm(x->f);
         unsigned op = tfault_hit_op(x->f);
         char when[160];
         snprintf(when, sizeof when, "%s, %s, call %d (op %u%s)", kind_name[k],
-                 err == EIO ? "EIO" : "ENOSPC", n, op, hit ? "" : ", no fault");
+                 err == EIO ? "EIO" : "ENOSPC", i, op, hit ? "" : ", no fault");
         if (r->status == 0)
             fail_msg("%s: no answer (%s)", when, r->error);
         if (!is_2xx(r->status) && !(k == K_CREATE && r->status == 409) &&
@@ -409,6 +412,8 @@ static void test_every_io_call_of_every_request(void **state)
                faults);
         if (all || k == K_REWARD) {
             faults = enumerate(x, (enum kind)k, ENOSPC, all, tok);
+            if (faults == 0)
+                fail_msg("%s: no I/O call to fail (ENOSPC)", kind_name[k]);
             printf("# %s: %d I/O calls, each failed once (ENOSPC)\n", kind_name[k], faults);
         }
     }

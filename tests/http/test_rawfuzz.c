@@ -89,6 +89,8 @@ static void put(struct req *r, const char *s)
 /* Insert len bytes at position at. */
 static void insert(struct req *r, size_t at, const char *s, size_t len)
 {
+    if (at > r->n)
+        at = r->n;
     if (len > MAX_REQ - r->n)
         len = MAX_REQ - r->n;
     memmove(r->b + at + len, r->b + at, r->n - at);
