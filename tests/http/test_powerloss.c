@@ -73,6 +73,9 @@ struct shared {
     struct round_exp rounds[MAX_ROUNDS];
     long bad_status; /* answers that are neither 2xx nor 503 */
     char bad[256];
+    char lost_id[48]; /* an acknowledged assignment the last cut lost ("" none) */
+    long reused;      /* lost assignment ids handed out again */
+    char reused_id[48];
 };
 
 static int64_t tick(struct shared *sh)
@@ -336,6 +339,8 @@ static size_t verify(struct shared *sh, int cut)
                 fail_msg("cut %d: acknowledged reward %s (seq %lld) lost with --sync full", cut,
                          r->id, (long long)r->seq);
             lost++;
+            if (sh->lost_id[0] == '\0')
+                snprintf(sh->lost_id, sizeof sh->lost_id, "%s", r->id);
             if (r->acked < min_ack_lost)
                 min_ack_lost = r->acked;
         }
@@ -383,6 +388,30 @@ static void verify_states(struct shared *sh, int rounds, int cut)
             fail_msg("cut %d: acknowledged stop of stop-%d lost", cut, k);
         tresp_free(r);
     }
+}
+
+/* An assignment acknowledged before the cut and lost with it: assignments
+ * made now must not be handed out under its id, or a late reward for the
+ * lost one is credited to another unit's assignment (and maybe arm). Ids
+ * are "<token>-<seq>" and the seqs after a loss are the lost ones again. */
+static void check_id_reuse(struct shared *sh)
+{
+    int64_t want = seq_of(sh->lost_id);
+    for (int i = 0; i < 4000; i++) {
+        json_t *a = texp_assign(sh->d, "pl", "{}");
+        const char *id = tjson_str(a, "[0].id");
+        int64_t seq = seq_of(id);
+        int same = id != NULL && strcmp(id, sh->lost_id) == 0;
+        json_decref(a);
+        if (same) {
+            if (sh->reused++ == 0)
+                snprintf(sh->reused_id, sizeof sh->reused_id, "%s", sh->lost_id);
+            break;
+        }
+        if (seq >= want)
+            break;
+    }
+    sh->lost_id[0] = '\0';
 }
 
 static long env_long(const char *name, long def)
@@ -442,6 +471,8 @@ static void run(int full)
         size_t acked = sh->nrecs;
         size_t lost = verify(sh, k);
         verify_states(sh, k + 1, k);
+        if (!full && sh->lost_id[0] != '\0')
+            check_id_reuse(sh);
         lost_total += lost;
         printf("# --sync %s, cut %d after %u ms (%lld syncs so far): %zu rewards sent, %zu "
                "acknowledged lost\n",
@@ -452,9 +483,17 @@ static void run(int full)
     assert_int_equal(tdaemon_stop(sh->d), 0);
     tfault_detach(f);
     tdaemon_free(sh->d);
+    long reused = sh->reused;
+    char reused_id[48];
+    snprintf(reused_id, sizeof reused_id, "%s", sh->reused_id);
     pthread_mutex_destroy(&sh->mu);
     free(sh->recs);
     free(sh);
+    if (reused > 0)
+        tknown_bug("(issue 13): --sync normal: after a power cut, %ld assignment ids acknowledged "
+                   "before it were handed out again (first: %s): a late reward for the lost "
+                   "assignment is credited to the new one",
+                   reused, reused_id);
 }
 
 static void test_powerloss_sync_full(void **state)
