@@ -11,7 +11,10 @@
 #                 suite and on the daemon during a short HTTP scenario
 #                 (lifecycle, faults, shutdown); several minutes
 #   make lint     format-check, cppcheck and clang-tidy (make format rewrites)
-# tsan and valgrind are not part of `make test` (too slow); each exits
+#   make test-crash  the slow fault suites: kill -9, power cuts, I/O and
+#                 allocation faults at every call, interleavings, raw fuzzing
+#   make coverage line and branch coverage per directory (gcovr; HTML report)
+# tsan, valgrind, test-crash and coverage are not part of `make test` (too slow); each exits
 # non-zero on any report, error or leak.
 #
 # One section per concern below: toolchain, layers (one static library per
@@ -219,7 +222,7 @@ $(BUILD)/tests/unit/test_fuzz_corpus: $(OBJ)/tests/unit/test_fuzz_corpus.o \
 test-build:
 	@$(MAKE) --no-print-directory all $(STAT_TESTS) $(DOCS_TOOL)
 	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 build/asan/banditd build/asan/bandit-sim \
-		$(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS))
+		$(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS) $(SHIMS))
 
 test: test-deps
 	@$(MAKE) --no-print-directory test-build
@@ -227,21 +230,90 @@ test: test-deps
 		./tests/run.sh $(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS)) \
 		$(SCRIPT_TESTS) $(STAT_TESTS)
 
-# kill -9 at random moments, CRASH_KILLS times (make test runs 3 of them):
-# every acknowledged reward present exactly once after each restart.
+# --- fault injection (issue 13: SQLite's and PostgreSQL's habits) -----------------
+#
+# tests/shim/*.c are LD_PRELOAD shims that tests/support/faults.c loads into
+# the daemon: faultfs.so (a page cache a power cut drops, failing
+# open/write/fsync/ftruncate, stalled writes) and faultmem.so (the Nth
+# allocation fails). They are built without sanitizer flags (they run
+# before ASan's runtime), next to the test binaries. The suites that use
+# them — and the other fault suites — read their sizes from the
+# environment: `make test` runs them small, `make test-crash` runs the slow
+# variants below (SLOW_FAULTS), every suite with its own knob:
+#   test_crash         CRASH_KILLS       kill -9 under load (3 in make test)
+#   test_powerloss     POWERLOSS_CUTS    power cuts, --sync full and normal (2)
+#   test_iofaults      IOFAULTS_ALL=1    every request kind × EIO/ENOSPC × every N,
+#                                        a power cut after each fault (a sample)
+#   test_allocfaults   ALLOCFAULTS_ALL=1 every request kind × every N (a sample)
+#   test_interleave    INTERLEAVE_ROUNDS scripted interleavings, each run again
+#   test_rawfuzz       RAWFUZZ_N         malformed requests over a socket (300)
+
+SHIMS = $(BUILD)/tests/shim/faultfs.so $(BUILD)/tests/shim/faultmem.so
+
+$(BUILD)/tests/shim/%.so: tests/shim/%.c tests/shim/faultctl.h
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  SHIM    $<")
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -shared $(WARN) -I. -o $@ $< -ldl
+
 CRASH_KILLS ?= 25
+SLOW_FAULTS := CRASH_KILLS=$(CRASH_KILLS) POWERLOSS_CUTS=20 IOFAULTS_ALL=1 ALLOCFAULTS_ALL=1 \
+               INTERLEAVE_ROUNDS=50 RAWFUZZ_N=5000
+CRASH_SUITES := build/asan/tests/http/test_crash build/asan/tests/http/test_powerloss \
+                build/asan/tests/http/test_iofaults build/asan/tests/http/test_allocfaults \
+                build/asan/tests/unit/test_interleave build/asan/tests/http/test_rawfuzz
 test-crash: test-deps
-	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 build/asan/banditd \
-		build/asan/tests/http/test_crash
-	@CRASH_KILLS=$(CRASH_KILLS) BANDITD_BIN=$(CURDIR)/build/asan/banditd \
-		./tests/run.sh build/asan/tests/http/test_crash
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 build/asan/banditd $(CRASH_SUITES) \
+		$(patsubst $(BUILD)/%,build/asan/%,$(SHIMS))
+	@$(SLOW_FAULTS) BANDITD_BIN=$(CURDIR)/build/asan/banditd ./tests/run.sh $(CRASH_SUITES)
+
+# --- end of fault injection ---------------------------------------------------------
+
+# --- coverage (issue 13) -------------------------------------------------------------
+#
+# make coverage: an instrumented build (build/coverage: gcc --coverage at -O0,
+# no sanitizer) of the daemon, the unit suites and the HTTP suites, run as
+# `make test` runs them (the HTTP suites start build/coverage/banditd; a
+# daemon killed with SIGKILL writes no counts, so crash tests add little);
+# then gcovr (installed by scripts/install-deps.sh --coverage) reports line
+# and branch coverage of COVERAGE_DIRS: a table per directory in
+# build/coverage/summary.md (printed) and an HTML report in
+# build/coverage/html/index.html. A failing suite is reported, and fails the
+# target, after the report is written.
+COVERAGE ?= 0
+ifeq ($(COVERAGE),1)
+CFLAGS += -O0 --coverage
+LDFLAGS += --coverage
+endif
+COVERAGE_DIRS := server api http exp store policies base
+COV := build/coverage
+
+.PHONY: coverage
+coverage:
+	@./scripts/install-deps.sh --test
+	@./scripts/install-deps.sh --coverage
+	@$(MAKE) --no-print-directory BUILD=$(COV) COVERAGE=1 $(COV)/banditd $(COV)/bandit-sim \
+		$(patsubst $(BUILD)/%,$(COV)/%,$(UNIT_TESTS) $(HTTP_TESTS) $(SHIMS))
+	@find $(COV) -name '*.gcda' -delete
+	@BANDITD_BIN=$(CURDIR)/$(COV)/banditd BANDIT_SIM_BIN=$(CURDIR)/$(COV)/bandit-sim \
+		TEST_OUT=tests/out/coverage ./tests/run.sh \
+		$(patsubst $(BUILD)/%,$(COV)/%,$(UNIT_TESTS) $(HTTP_TESTS)); echo $$? > $(COV)/tests.rc
+	@mkdir -p $(COV)/html
+	@gcovr --root . --object-directory $(COV)/obj $(addprefix --filter ,$(addsuffix /,$(COVERAGE_DIRS))) \
+		--exclude-unreachable-branches --json-summary $(COV)/summary.json \
+		--html-details $(COV)/html/index.html
+	@python3 scripts/coverage_summary.py $(COV)/summary.json $(COVERAGE_DIRS) > $(COV)/summary.md
+	@cat $(COV)/summary.md
+	@echo "HTML report: $(COV)/html/index.html"
+	@exit $$(cat $(COV)/tests.rc)
+
+# --- end of coverage -----------------------------------------------------------------
 
 # libFuzzer targets (clang, ASan + UBSan), FUZZ_TIME seconds each, on a
 # working corpus seeded from tests/fuzz/corpus/; a crash is saved under
 # build/fuzz/artifacts/ and fails the run (copy it to tests/fuzz/regress/ to
 # make it a regression test of make test). Report: build/fuzz/report.md.
 FUZZ_TIME ?= 60
-FUZZ_TARGETS := expconfig assignment rewards observations patch simproblem
+FUZZ_TARGETS := expconfig assignment rewards observations patch simproblem replay etag
 fuzz:
 	@$(MAKE) --no-print-directory BUILD=build/fuzz FUZZ=1 CC=clang \
 		$(addprefix build/fuzz/fuzz/fuzz_,$(FUZZ_TARGETS))

@@ -20,6 +20,9 @@ missing=""
 # make format, format-check and lint: the analysers (clang-tidy also needs
 # the headers above, as it compiles every file with the build's flags).
 [ "${1:-}" = "--lint" ] && PKGS="$PKGS clang-format clang-tidy cppcheck"
+# make coverage: gcovr reads gcc's gcov data (line and branch coverage, HTML);
+# python3 sums its JSON summary per directory (scripts/coverage_summary.py).
+[ "${1:-}" = "--coverage" ] && PKGS="$PKGS gcovr python3"
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done

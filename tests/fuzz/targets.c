@@ -8,13 +8,19 @@
  */
 #include "tests/fuzz/targets.h"
 
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "exp/exp.h"
 #include "api/parse.h"
+#include "http/http.h"
+#include "store/store.h"
 #include "policies/engine.h"
 #include "sim/sim.h"
 
@@ -164,5 +170,153 @@ int fuzz_simproblem(const uint8_t *data, size_t size)
     if (sim_problem_parse(j, &p, err, sizeof err) == 0)
         sim_problem_free(&p);
     json_decref(j);
+    return 0;
+}
+
+/* --- replay of a stored event log (issue 13: corrupt rows) ------------------ */
+
+/* Values a stored reward may hold, sane or not. */
+static const double g_values[] = {0,     1,   0.5,      -1,        5,    -1e308,
+                                  1e308, NAN, INFINITY, -INFINITY, 3.25, 7};
+static const char *const g_texts[] = {"running", "paused", "stopped", "bogus", NULL, ""};
+static const char *const g_units[] = {NULL, "u1", "u2", ""};
+
+#define REPLAY_EVENT_BYTES 10
+#define REPLAY_MAX_EVENTS 48
+
+static char g_replay_dir[512];
+
+static struct store *g_replay_store;
+
+/* At exit: the store closes, its files and their directory go. */
+static void replay_cleanup(void)
+{
+    store_close(g_replay_store);
+    static const char *const sfx[] = {"/replay.db", "/replay.db-wal", "/replay.db-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        char p[640];
+        snprintf(p, sizeof p, "%s%s", g_replay_dir, sfx[i]);
+        (void)unlink(p);
+    }
+    (void)rmdir(g_replay_dir);
+}
+
+/* A database in a directory of its own, made once per process. */
+static const char *replay_db(void)
+{
+    static char path[600];
+    if (path[0] == '\0') {
+        /* memory-backed when there is one: a store per input */
+        const char *tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s/banditd-fuzz.XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+        if (mkdtemp(dir) == NULL)
+            abort();
+        snprintf(g_replay_dir, sizeof g_replay_dir, "%s", dir);
+        (void)atexit(replay_cleanup);
+        snprintf(path, sizeof path, "%s/replay.db", dir);
+    }
+    static const char *const sfx[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        char p[640];
+        snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+        (void)unlink(p);
+    }
+    return path;
+}
+
+/* The input as event rows (REPLAY_EVENT_BYTES each: kind, bandit, arm,
+ * flags, value, ref, seq step, state text, unit, expiry) of one experiment
+ * (the fixture: two bandits of three arms, rewards in [-1, 5]), written
+ * straight into a store; then the registry loads it — replay — and the
+ * experiment, if it is served, is read as the status endpoint would. */
+int fuzz_replay(const uint8_t *data, size_t size)
+{
+    init_once();
+    char err[256];
+    /* one store for the process: each input is an experiment of its own,
+     * deleted afterwards (opening a store per input is 30 times slower) */
+    if (g_replay_store == NULL &&
+        (g_replay_store = store_open(replay_db(), STORE_SYNC_NORMAL, err, sizeof err)) == NULL)
+        abort();
+    struct store *st = g_replay_store;
+    int64_t rowid = 0;
+    char *config = json_dumps(g_cfg.json, JSON_COMPACT | JSON_SORT_KEYS);
+    struct store_op op = {.kind = STORE_OP_EXP_CREATE,
+                          .id = "fz",
+                          .config_json = config,
+                          .created_ms = 1,
+                          .rowid_out = &rowid};
+    if (config == NULL || store_write_sync(st, &op, 1) != STORE_OK)
+        abort();
+    free(config);
+    struct store_op evs[REPLAY_MAX_EVENTS];
+    size_t nev = 0;
+    int64_t seq = 0;
+    for (size_t i = 0; i + REPLAY_EVENT_BYTES <= size && nev < REPLAY_MAX_EVENTS;
+         i += REPLAY_EVENT_BYTES) {
+        const uint8_t *b = data + i;
+        unsigned step = b[6] % 16u;
+        seq += step == 0 ? 2 : step == 1 ? 0 : 1; /* a gap, a repeat, or the next */
+        struct store_op *ev = &evs[nev++];
+        memset(ev, 0, sizeof *ev);
+        ev->kind = STORE_OP_EVENT;
+        ev->ev.exp = rowid;
+        ev->ev.seq = seq;
+        ev->ev.kind = b[0] % 8; /* 0 and 7: no such kind */
+        ev->ev.bandit = (int8_t)b[1] % 4;
+        ev->ev.arm = (int8_t)b[2] % 5;
+        ev->ev.flags = b[3] & 3u;
+        ev->ev.value = g_values[b[4] % (sizeof g_values / sizeof g_values[0])];
+        ev->ev.ref = b[5] == 255 ? 999 : seq - 1 - (int64_t)(b[5] % 8);
+        ev->ev.ts_ms = 1000 + seq;
+        ev->ev.expires_ms = b[9] % 2 ? 5000 + seq : 0;
+        ev->ev.text = ev->ev.kind == STORE_EV_STATE ? g_texts[b[7] % 6] : NULL;
+        ev->ev.unit = ev->ev.kind == STORE_EV_ASSIGN ? g_units[b[8] % 4] : NULL;
+    }
+    /* One commit; when a repeated seq or unit refuses it, row by row
+     * (the refused rows left out). */
+    if (nev > 0 && store_write_sync(st, evs, nev) != STORE_OK)
+        for (size_t i = 0; i < nev; i++)
+            (void)store_write_sync(st, &evs[i], 1);
+    struct exp_limits lim = *exp_limits();
+    exp_registry_init(st, &lim);
+    if (exp_registry_load(err, sizeof err) == 0) {
+        struct exp *x = exp_get("fz");
+        if (x != NULL) {
+            exp_lock(x);
+            struct engine *e = exp_engine(x);
+            unsigned char high[ENGINE_MAX_ARMS];
+            for (size_t bd = 0; bd < exp_cfg(x)->n_bandits; bd++) {
+                struct engine_bandit_status bs;
+                engine_bandit_status(e, bd, high, &bs);
+            }
+            (void)exp_pending_count(x);
+            exp_unlock(x);
+            exp_put(x);
+        }
+    }
+    exp_registry_free();
+    struct store_op del = {.kind = STORE_OP_EXP_DELETE, .exp = rowid};
+    if (store_write_sync(st, &del, 1) != STORE_OK)
+        abort();
+    exp_registry_init(NULL, &lim); /* back to parsing only, for the other targets */
+    return 0;
+}
+
+/* --- If-None-Match against an ETag (http/problem.c) ---------------------------- */
+
+/* The input split at its first NUL: the header's value, then the ETag. */
+int fuzz_etag(const uint8_t *data, size_t size)
+{
+    char *a = malloc(size + 2);
+    if (a == NULL)
+        return 0;
+    memcpy(a, data, size);
+    a[size] = '\0';
+    a[size + 1] = '\0';
+    const char *etag = a + strlen(a) + 1;
+    (void)http_etag_matches(a, etag);
+    free(a);
     return 0;
 }

@@ -89,6 +89,18 @@ static void test_rewards(void **s)
     (void)s;
     replay("rewards", fuzz_rewards, 1);
 }
+static void test_replay(void **s)
+{
+    (void)s;
+    replay("replay", fuzz_replay, 1);
+}
+
+static void test_etag(void **s)
+{
+    (void)s;
+    replay("etag", fuzz_etag, 1);
+}
+
 static void test_observations(void **s)
 {
     (void)s;
@@ -236,6 +248,8 @@ int main(void)
         cmocka_unit_test(test_observations),
         cmocka_unit_test(test_patch),
         cmocka_unit_test(test_simproblem),
+        cmocka_unit_test(test_replay),
+        cmocka_unit_test(test_etag),
         cmocka_unit_test(test_jsonw_matches_jansson),
         cmocka_unit_test(test_rfc3339_matches_strftime),
     };
