@@ -18,7 +18,7 @@ static void assignment_text(struct jw *w, struct exp *x, const struct exp_assign
 {
     const struct exp_config *c = exp_cfg(x);
     char id[48], exp_at[CLOCK_RFC3339_LEN];
-    exp_assignment_id(x, a->seq, id, sizeof id);
+    exp_assignment_id(x, a->seq, a->created_ms, id, sizeof id);
     clock_format_rfc3339(a->expires_ms, exp_at, sizeof exp_at);
     jw_lit(w, "{\"id\":");
     jw_str(w, id);

@@ -50,7 +50,7 @@ static int enter(struct http_req *r, struct exp *x, int corrupt_ok)
     if (rc == EXP_ERR_GONE)
         http_reply_problem(r, 404, "the experiment was deleted", NULL);
     else if (rc == EXP_ERR_CORRUPT)
-        http_reply_problem(r, 500, detail, NULL);
+        http_reply_problem_as(r, "corrupt-log", detail, NULL);
     else
         http_reply_problem(r, 503, "the experiment cannot be read from storage; retry later", NULL);
     return -1;

@@ -189,7 +189,7 @@ static int on_event(void *arg, const struct store_event *ev)
     case STORE_EV_ASSIGN: {
         int exploit = (ev->flags & STORE_AF_EXPLOIT) != 0;
         v[0] = "assignment";
-        exp_assignment_id(e->x, ev->seq, aid, sizeof aid);
+        exp_assignment_id(e->x, ev->seq, ev->ts_ms, aid, sizeof aid);
         v[2] = aid;
         v[4] = ev->unit;
         v[5] = bandit_name(c, ev->bandit);
@@ -219,7 +219,15 @@ static int on_event(void *arg, const struct store_event *ev)
          * came after its assignment expired */
         v[0] = ev->kind == STORE_EV_OBSERVE ? "observation" : "late_reward";
         if (ev->kind == STORE_EV_LATE) {
-            exp_assignment_id(e->x, ev->ref, aid, sizeof aid);
+            /* its assignment's id needs its creation time (rare rows) */
+            struct store_event as;
+            char unit[8];
+            int rc = store_find_assignment(exp_store(), e->rowid, ev->ref, &as, unit, sizeof unit);
+            if (rc != STORE_OK) {
+                e->failed = 1;
+                return 1;
+            }
+            exp_assignment_id(e->x, ev->ref, as.ts_ms, aid, sizeof aid);
             v[2] = aid;
         }
         v[5] = bandit_name(c, ev->bandit);

@@ -52,9 +52,11 @@ int api_rewards_create(struct http_req *r)
     jw_init(&items_w);
     for (size_t i = 0; i < n; i++) {
         const char *aid = items[i].assignment_id;
-        int64_t seq = exp_parse_assignment_id(x, aid);
+        struct exp_aid id;
         enum exp_reward_status st =
-            seq < 0 ? EXP_R_UNKNOWN : exp_ev_reward(x, b, seq, items[i].value, http_req_now_ms(r));
+            exp_parse_assignment_id(x, aid, &id) != 0
+                ? EXP_R_UNKNOWN
+                : exp_ev_reward_id(x, b, &id, items[i].value, http_req_now_ms(r));
         metrics_reward(st);
         if (st == EXP_R_UNKNOWN) {
             char field[64];

@@ -47,14 +47,25 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
     return buf_grow(p, cap, need, size, 4);
 }
 
-void exp_assignment_id(const struct exp *x, int64_t seq, char *buf, size_t len)
+/* The check of an assignment created at created_ms: 32 bits of its hash. */
+static uint32_t id_check(int64_t created_ms)
 {
-    /* "%08x-%lld" by hand: snprintf was a quarter of an assignment's reply */
+    return (uint32_t)(hash_mix64((uint64_t)created_ms) >> 32);
+}
+
+static size_t put_hex32(char *o, uint32_t v)
+{
     static const char hex[] = "0123456789abcdef";
-    char tmp[32];
-    size_t n = 0;
     for (int sh = 28; sh >= 0; sh -= 4)
-        tmp[n++] = hex[(x->token >> sh) & 15];
+        *o++ = hex[(v >> sh) & 15];
+    return 8;
+}
+
+void exp_assignment_id(const struct exp *x, int64_t seq, int64_t created_ms, char *buf, size_t len)
+{
+    /* "%08x-%lld-%08x" by hand: snprintf was a quarter of an assignment's reply */
+    char tmp[48];
+    size_t n = put_hex32(tmp, x->token);
     tmp[n++] = '-';
     char dig[24];
     size_t nd = 0;
@@ -65,6 +76,8 @@ void exp_assignment_id(const struct exp *x, int64_t seq, char *buf, size_t len)
     } while (u != 0);
     while (nd > 0)
         tmp[n++] = dig[--nd];
+    tmp[n++] = '-';
+    n += put_hex32(tmp + n, id_check(created_ms));
     if (len == 0)
         return;
     if (n >= len)
@@ -73,9 +86,12 @@ void exp_assignment_id(const struct exp *x, int64_t seq, char *buf, size_t len)
     buf[n] = '\0';
 }
 
-int64_t exp_parse_assignment_id(const struct exp *x, const char *id)
+int exp_parse_assignment_id(const struct exp *x, const char *id, struct exp_aid *out)
 {
     static const char hex[] = "0123456789abcdef";
+    out->seq = -1;
+    out->has_check = 0;
+    out->check = 0;
     if (strlen(id) < 10 || id[8] != '-')
         return -1;
     for (int i = 0, sh = 28; i < 8; i++, sh -= 4)
@@ -85,12 +101,33 @@ int64_t exp_parse_assignment_id(const struct exp *x, const char *id)
     if (*p < '1' || *p > '9')
         return -1;
     int64_t seq = 0;
-    for (; *p; p++) {
+    for (; *p && *p != '-'; p++) {
         if (*p < '0' || *p > '9' || seq > (INT64_MAX - 9) / 10)
             return -1;
         seq = seq * 10 + (*p - '0');
     }
-    return seq;
+    if (*p == '-') { /* the check; ids of 0.x versions have none */
+        p++;
+        uint32_t v = 0;
+        for (int i = 0; i < 8; i++, p++) {
+            const char *h = *p ? strchr(hex, *p) : NULL;
+            if (h == NULL)
+                return -1;
+            v = v << 4 | (uint32_t)(h - hex);
+        }
+        if (*p != '\0')
+            return -1;
+        out->has_check = 1;
+        out->check = v;
+    }
+    out->seq = seq;
+    return 0;
+}
+
+/* Whether an assignment created at created_ms is the one id named. */
+static int id_matches(const struct exp_aid *id, int64_t created_ms)
+{
+    return !id->has_check || id->check == id_check(created_ms);
 }
 
 /* A token that differs between a deleted experiment and its re-creation
@@ -352,13 +389,23 @@ static void set_outcome(struct exp *x, struct exp_batch *b, struct exp_assignmen
 enum exp_reward_status exp_ev_reward(struct exp *x, struct exp_batch *b, int64_t seq, double v,
                                      int64_t now)
 {
+    struct exp_aid id = {.seq = seq, .has_check = 0};
+    return exp_ev_reward_id(x, b, &id, v, now);
+}
+
+enum exp_reward_status exp_ev_reward_id(struct exp *x, struct exp_batch *b,
+                                        const struct exp_aid *id, double v, int64_t now)
+{
     struct exp_data *d = x->d;
+    int64_t seq = id->seq;
     if (seq < 1 || seq > d->seq)
         return EXP_R_UNKNOWN;
     if (grow((void **)&b->ops, &b->cap, b->n + 1, sizeof *b->ops) != 0 ||
         grow((void **)&b->outcome_seqs, &b->capoutcome, b->noutcome + 1, sizeof(int64_t)) != 0)
         return EXP_R_ERROR;
     struct exp_assignment *a = exp_tab_find(d, seq);
+    if (a != NULL && !id_matches(id, a->created_ms))
+        return EXP_R_UNKNOWN; /* its seq, another assignment (handed out again after a loss) */
     if (a != NULL) {
         switch (a->status) {
         case EXP_A_PENDING: {
@@ -407,6 +454,8 @@ enum exp_reward_status exp_ev_reward(struct exp *x, struct exp_batch *b, int64_t
         return EXP_R_UNKNOWN;
     if (rc != STORE_OK || ev.kind != STORE_EV_ASSIGN)
         return rc != STORE_OK ? EXP_R_ERROR : EXP_R_UNKNOWN;
+    if (!id_matches(id, ev.ts_ms))
+        return EXP_R_UNKNOWN;
     struct store_event out;
     rc = store_find_outcome(exp_rt.store, x->rowid, seq, &out);
     if (rc == STORE_OK && out.kind == STORE_EV_REWARD)

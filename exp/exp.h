@@ -156,7 +156,7 @@ void exp_unlock(struct exp *x);
  * or EXP_ERR_STORE (reload failed or its writes are still queued, or the
  * expiry write was refused: reply 503, nothing may be queued). */
 int exp_prepare_locked(struct exp *x, int64_t now_ms);
-/* Why x's event log cannot be served ("its event log is corrupt at seq N
+/* Why x's event log cannot be served ("event log corrupt at seq N
  * (...)"), or NULL. An experiment whose log a replay found corrupt stays
  * registered, refused, so that its id is not taken and it can be deleted;
  * the others are served. */
@@ -187,11 +187,21 @@ double exp_scale(const struct exp *x, double v);
 /* Width of the reward range (to scale bounds back). */
 double exp_range(const struct exp *x);
 
-/* Assignment ids: "<token>-<seq>" (the token is random per experiment, so
- * ids of a deleted and re-created experiment never match). Parse returns
- * the seq, or −1 if the id is not one of this experiment's. */
-void exp_assignment_id(const struct exp *x, int64_t seq, char *buf, size_t len);
-int64_t exp_parse_assignment_id(const struct exp *x, const char *id);
+/* Assignment ids: "<token>-<seq>-<check>". The token differs between a
+ * deleted experiment and its re-creation under the same id; the check (32
+ * bits of the assignment's creation time, hashed) differs between an
+ * assignment a power loss took back (--sync normal) and the one handed out
+ * again under its seq, so that a late reward of the lost one is never
+ * credited to the new one. Ids without a check (versions before 0.6) are
+ * still accepted. */
+struct exp_aid {
+    int64_t seq;
+    uint32_t check;
+    int has_check;
+};
+void exp_assignment_id(const struct exp *x, int64_t seq, int64_t created_ms, char *buf, size_t len);
+/* 0 and *out, or −1 if id is not one of this experiment's. */
+int exp_parse_assignment_id(const struct exp *x, const char *id, struct exp_aid *out);
 
 /* History (bounded, decimated): number of points and the i-th. */
 size_t exp_history_len(const struct exp *x);
@@ -252,6 +262,10 @@ const char *exp_reward_status_name(enum exp_reward_status s);
 /* Report reward v (user units, validated by the caller) for assignment seq. */
 enum exp_reward_status exp_ev_reward(struct exp *x, struct exp_batch *b, int64_t seq, double v,
                                      int64_t now_ms);
+/* The same for a parsed assignment id: unknown when its check names
+ * another assignment than the one now at its seq. */
+enum exp_reward_status exp_ev_reward_id(struct exp *x, struct exp_batch *b,
+                                        const struct exp_aid *id, double v, int64_t now_ms);
 /* An observation for (bandit, arm). EXP_OK or EXP_ERR_NOMEM. */
 int exp_ev_observe(struct exp *x, struct exp_batch *b, size_t bandit, size_t arm, double v,
                    int64_t now_ms);

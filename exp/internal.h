@@ -156,7 +156,7 @@ int exp_submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, stor
 #define EXP_REPLAY_CORRUPT 2  /* an event the log cannot hold */
 
 /* Build x's data from its log on disk: new data, or NULL with a message
- * ("its event log is corrupt at seq N (why)" with *is_corrupt = 1 when the
+ * ("event log corrupt at seq N (why)" with *is_corrupt = 1 when the
  * log itself is wrong: a gap, an event of an arm or an assignment that does
  * not exist, a value out of range, an unknown kind or state). */
 struct exp_data *exp_replay_all(struct exp *x, char *err, size_t errlen, int *is_corrupt);

@@ -110,10 +110,10 @@ void exp_mark_corrupt(struct exp *x, const char *why)
 {
     if (x->corrupt[0] != '\0')
         return;
-    snprintf(x->corrupt, sizeof x->corrupt, "%s", why[0] ? why : "its event log is corrupt");
+    snprintf(x->corrupt, sizeof x->corrupt, "%s", why[0] ? why : "event log corrupt");
     atomic_fetch_add(&exp_rt.corrupt, 1);
-    log_error("experiment %s: %s; refusing to serve it (the others are served; restore it "
-              "from a backup or delete it)",
+    log_error("experiment %s: %s; not served (the others are; restore it from a backup or "
+              "delete it)",
               x->id, x->corrupt);
 }
 

@@ -195,8 +195,7 @@ struct exp_data *exp_replay_all(struct exp *x, char *err, size_t errlen, int *is
             continue;
         }
         if (rc == EXP_REPLAY_CORRUPT) {
-            snprintf(err, errlen, "its event log is corrupt at seq %" PRId64 " (%s)", r.bad_seq,
-                     r.why);
+            snprintf(err, errlen, "event log corrupt at seq %" PRId64 " (%s)", r.bad_seq, r.why);
             *is_corrupt = 1;
             exp_data_free(d);
             return NULL;

@@ -137,6 +137,9 @@ int http_reply_stream(struct http_req *r, unsigned status, const char *content_t
  * detail, and when errors is given (stolen), the list of {"field",
  * "message"}. A 503 carries Retry-After. */
 int http_reply_problem(struct http_req *r, unsigned status, const char *detail, json_t *errors);
+/* A problem of a more precise type than its status's (problem.c's table:
+ * "corrupt-log", …); status, type and title from the table. */
+int http_reply_problem_as(struct http_req *r, const char *slug, const char *detail, json_t *errors);
 /* One offending field: 400 with detail "field: message". */
 int http_reply_invalid(struct http_req *r, const char *field, const char *message);
 /* 503 "out of memory" (nothing was recorded; the client may retry). */

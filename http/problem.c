@@ -1,6 +1,8 @@
 /*
- * problem.c — the one place where error statuses become problem+json
- * documents (RFC 9457): the table of statuses with their type and title.
+ * problem.c — the one place where errors become problem+json documents
+ * (RFC 9457): the table of problem types — each a status, a type URN
+ * (urn:banditd:problem:<slug>) and a title. A status alone names its first
+ * type; a slug names a more precise one (validation, corrupt-log).
  * Every error reply of the daemon, including the HTTP layer's own (404,
  * 405, 413, 415), is built here. Also the entity-tag match every
  * conditional GET uses.
@@ -29,25 +31,28 @@ static const struct problem_kind kinds[] = {
     {422, "unprocessable", "Unprocessable request"},
     {429, "too-many", "Too many outstanding requests"},
     {500, "internal", "Internal error"},
+    {500, "corrupt-log", "The experiment's event log is corrupt"},
+    {400, "validation", "Validation failed"},
     {503, "unavailable", "Service unavailable"},
     {507, "insufficient-storage", "Insufficient storage"},
 };
 
-json_t *http_problem(unsigned status, const char *detail, json_t *errors)
+/* The type named slug, or else the first of status; NULL if neither. */
+static const struct problem_kind *kind_of(unsigned status, const char *slug)
 {
-    const struct problem_kind *k = NULL;
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (kinds[i].status == status)
-            k = &kinds[i];
+        if (slug != NULL ? strcmp(kinds[i].slug, slug) == 0 : kinds[i].status == status)
+            return &kinds[i];
+    return NULL;
+}
+
+static json_t *problem(const struct problem_kind *k, unsigned status, const char *detail,
+                       json_t *errors)
+{
     char type[96];
     snprintf(type, sizeof type, "urn:banditd:problem:%s", k ? k->slug : "error");
-    const char *slug_title = k ? k->title : "Error";
-    if (status == 400 && errors != NULL && json_array_size(errors) > 0) {
-        snprintf(type, sizeof type, "urn:banditd:problem:validation");
-        slug_title = "Validation failed";
-    }
-    json_t *p =
-        json_pack("{s:s,s:s,s:i}", "type", type, "title", slug_title, "status", (json_int_t)status);
+    json_t *p = json_pack("{s:s,s:s,s:i}", "type", type, "title", k ? k->title : "Error", "status",
+                          (json_int_t)(k ? k->status : status));
     if (p == NULL) {
         json_decref(errors);
         return NULL;
@@ -57,6 +62,22 @@ json_t *http_problem(unsigned status, const char *detail, json_t *errors)
     if (errors != NULL)
         json_object_set_new(p, "errors", errors);
     return p;
+}
+
+json_t *http_problem(unsigned status, const char *detail, json_t *errors)
+{
+    /* field errors on a 400 are a validation failure */
+    int validation = status == 400 && errors != NULL && json_array_size(errors) > 0;
+    return problem(kind_of(status, validation ? "validation" : NULL), status, detail, errors);
+}
+
+int http_reply_problem_as(struct http_req *r, const char *slug, const char *detail, json_t *errors)
+{
+    const struct problem_kind *k = kind_of(0, slug);
+    json_t *p = problem(k, 500, detail, errors);
+    if (p == NULL)
+        return http_reply_raw(r, 500, "text/plain", NULL, 0);
+    return http_reply_json(r, k ? k->status : 500, p);
 }
 
 int http_reply_problem(struct http_req *r, unsigned status, const char *detail, json_t *errors)

@@ -139,9 +139,14 @@ static const struct store_sql queries[Q_COUNT] = {
          "INSERT INTO api_keys(name, scopes, hash, created_ms) VALUES (?1, ?2, ?3, ?4)"},
     [Q_KEY_REVOKE] = {"key_revoke", STORE_SQL_WRITE,
                       "UPDATE api_keys SET revoked = 1 WHERE rowid = ?1"},
-    /* the connections' sync mode at open; the writer's around a purge step */
-    [Q_SYNC_FULL] = {"sync_full", STORE_SQL_WRITE, "PRAGMA synchronous=FULL"},
-    [Q_SYNC_NORMAL] = {"sync_normal", STORE_SQL_WRITE, "PRAGMA synchronous=NORMAL"},
+    /* The connections' sync mode at open; the writer's around a purge step.
+     * Never prepared once and stepped again (set_sync): SQLite applies
+     * PRAGMA synchronous when it compiles the statement, not when it runs
+     * it, so a prepared "=NORMAL" lowered the writer for good and the
+     * writer committed without fsync under --sync full (found by
+     * test_powerloss). */
+    [Q_SYNC_FULL] = {"sync_full", STORE_SQL_ONCE, "PRAGMA synchronous=FULL"},
+    [Q_SYNC_NORMAL] = {"sync_normal", STORE_SQL_ONCE, "PRAGMA synchronous=NORMAL"},
 
     [Q_EXPERIMENTS] = {"experiments", STORE_SQL_READ,
                        "SELECT rowid, id, config, created_ms FROM experiments ORDER BY rowid"},
@@ -418,6 +423,12 @@ static int wexec(struct store *s, enum q q)
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* The writer's sync mode, compiled afresh each time (see queries[]). */
+static int set_sync(struct store *s, enum q q)
+{
+    return sqlite3_exec(s->wdb, queries[q].sql, NULL, NULL, NULL);
+}
+
 static int writer_event(struct store *s, const struct store_event *ev)
 {
     sqlite3_stmt *st = s->wst[Q_EVENT_INSERT];
@@ -502,7 +513,7 @@ static int writer_purge_step(struct store *s)
      * simply done again, and the next acknowledged commit's fsync (of the
      * whole WAL) makes it durable anyway. Without that fsync a request
      * arriving during a step waits for less. */
-    int rc = s->sync == STORE_SYNC_FULL ? wexec(s, Q_SYNC_NORMAL) : SQLITE_OK;
+    int rc = s->sync == STORE_SYNC_FULL ? set_sync(s, Q_SYNC_NORMAL) : SQLITE_OK;
     if (rc == SQLITE_OK)
         rc = wexec(s, Q_BEGIN);
 
@@ -529,7 +540,7 @@ static int writer_purge_step(struct store *s)
         wexec(s, Q_ROLLBACK);
     /* back to FULL before any request's commit, whatever happened (if even
      * that fails, writer_batch fails every batch until it succeeds) */
-    if (s->sync == STORE_SYNC_FULL && wexec(s, Q_SYNC_FULL) != SQLITE_OK) {
+    if (s->sync == STORE_SYNC_FULL && set_sync(s, Q_SYNC_FULL) != SQLITE_OK) {
         s->sync_lowered = 1;
         return -1;
     }
@@ -702,7 +713,7 @@ static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
 
     s->batch_deleted = 0;
     if (s->sync_lowered) {
-        rc = wexec(s, Q_SYNC_FULL); /* never acknowledge a write without its fsync */
+        rc = set_sync(s, Q_SYNC_FULL); /* never acknowledge a write without its fsync */
         if (rc != SQLITE_OK) {
             fatal = batch_err_from_sqlite(rc);
             goto finish;

@@ -342,7 +342,7 @@ static void test_corrupt_log_refused(void **state)
     assert_non_null(strstr(r->body, "banditd_experiments_corrupt 5\n"));
     tresp_free(r);
     char *err = tdaemon_stderr(d);
-    assert_non_null(strstr(err, "experiment arm: its event log is corrupt at seq 1"));
+    assert_non_null(strstr(err, "experiment arm: event log corrupt at seq 1"));
     free(err);
     r = treq(d, "DELETE", "/v1/experiments/gap", NULL, NULL);
     assert_status(r, 204);

@@ -95,8 +95,9 @@ static void test_fallback_while_paused(void **state)
     cfg = tcall(d, "GET", "/v1/experiments/ctl", NULL, 200);
     assert_string_equal(tjson_str(cfg, "fallback"), "control");
     json_decref(cfg);
-    struct tresp *r = treq(d, "POST", "/v1/experiments",
-                           "{\"id\":\"bad\",\"arms\":[\"a\",\"b\"],\"fallback\":\"control\"}", NULL);
+    struct tresp *r =
+        treq(d, "POST", "/v1/experiments",
+             "{\"id\":\"bad\",\"arms\":[\"a\",\"b\"],\"fallback\":\"control\"}", NULL);
     assert_problem(r, 400);
     assert_true(tproblem_has_field(r, "fallback"));
     tresp_free(r);
@@ -183,9 +184,8 @@ static void test_unit_after_stop(void **state)
             snprintf(unit, sizeof unit, "u%d", u);
             first[u] = assign(d, ids[e], unit, NULL);
             assert_int_equal(first[u].status, 201);
-            assert_string_equal(
-                texp_reward(d, ids[e], first[u].id, strcmp(first[u].arm, "a") == 0),
-                "accepted");
+            assert_string_equal(texp_reward(d, ids[e], first[u].id, strcmp(first[u].arm, "a") == 0),
+                                "accepted");
             /* Before the stop, a returning unit keeps its assignment. */
             struct got again = assign(d, ids[e], unit, NULL);
             if (u < 5) {
