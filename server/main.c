@@ -143,7 +143,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "banditd: %s\n", err);
         return 1;
     }
-    if (auth_init(st) != 0) {
+    if (auth_init(st) != 0 || auth_watch(cfg.db) != 0) {
         fprintf(stderr, "banditd: cannot read API keys\n");
         auth_free();
         store_close(st);

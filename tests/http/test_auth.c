@@ -4,7 +4,8 @@
  * problem+json) for a missing, malformed or unknown key; 403 for a key
  * without the scope, for every route of the table; admin works everywhere;
  * open routes need no key; /metrics behind `read` when configured; revoking
- * and creating keys while the daemon runs (SIGHUP and the periodic re-read);
+ * and creating keys while the daemon runs (for the next request, and on
+ * SIGHUP and the periodic re-read);
  * the keys CLI; the non-loopback refusal; TLS with a certificate made here,
  * only TLS 1.2 and 1.3 with forward secrecy by default (--tls-priorities).
  */
@@ -305,7 +306,7 @@ static void test_metrics_need_key(void **state)
     stop_clean(f);
 }
 
-static void test_revoke_on_sighup(void **state)
+static void test_revoke_takes_effect_at_once(void **state)
 {
     struct fx *f = *state;
     make_keys(f);
@@ -336,14 +337,21 @@ static void test_revoke_on_sighup(void **state)
     snprintf(idbuf, sizeof idbuf, "%lld", (long long)read_id);
     const char *ra[] = {"keys", "revoke", idbuf, "--db", tdaemon_db_path(f->d), NULL};
     assert_int_equal(tdaemon_cli(f->d, ra, NULL, out, sizeof out, err, sizeof err), 0);
-    /* Not re-read yet (no polling): still accepted. */
-    assert_int_equal(req(f, "GET", "/v1/experiments", f->read, NULL), 200);
+    /* No polling, no signal: refused from the very next request (it was
+     * accepted until the next re-read, up to --key-refresh seconds). */
+    assert_int_equal(req(f, "GET", "/v1/experiments", f->read, NULL), 401);
+    assert_int_equal(req(f, "GET", "/v1/experiments", f->admin, NULL), 200);
+    /* a new key works at once too */
+    char fresh[KEYLEN];
+    assert_int_equal(tdaemon_create_key(f->d, "read", fresh, sizeof fresh), 0);
+    assert_int_equal(req(f, "GET", "/v1/experiments", fresh, NULL), 200);
+    /* SIGHUP still re-reads (and says so) */
     tdaemon_signal(f->d, SIGHUP);
     assert_true(wait_status(f, "/v1/experiments", f->read, 401, 10000));
-    assert_int_equal(req(f, "GET", "/v1/experiments", f->admin, NULL), 200);
     stop_clean(f);
     char *log = tdaemon_stderr(f->d);
     assert_non_null(strstr(log, "API keys changed"));
+    assert_non_null(strstr(log, "API keys unchanged"));
     free(log);
 }
 
@@ -783,7 +791,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_401_missing_or_unknown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scope_matrix, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_need_key, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_revoke_on_sighup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_revoke_takes_effect_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_new_key_picked_up_by_polling, setup, teardown),
         cmocka_unit_test_setup_teardown(test_all_revoked_stays_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keys_cli, setup, teardown),
