@@ -265,7 +265,7 @@ static int load_row(void *arg, const struct store_key_row *row)
         return 0;
     }
     /* three parallel arrays, grown in step */
-    size_t cd = l->cap, cs = l->cap, ci = l->cap;
+    size_t cd = l->cap, cs = cd, ci = cs;
     if (buf_grow((void **)&l->digests, &cd, l->n + 1, sizeof *l->digests, 16) != 0 ||
         buf_grow((void **)&l->scopes, &cs, l->n + 1, sizeof *l->scopes, 16) != 0 ||
         buf_grow((void **)&l->ids, &ci, l->n + 1, sizeof *l->ids, 16) != 0) {
@@ -368,7 +368,8 @@ int auth_init(struct store *st)
 
 /* --- the watch: revocations for the next request ------------------------------- */
 
-#define WAL_HDR 48 /* one copy of the WAL-index header */
+#define WAL_HDR ((size_t)48) /* one copy of the WAL-index header */
+#define SHM_MAPPED (2 * WAL_HDR)
 
 struct watch {
     sqlite3 *db; /* read-only, this thread's */
@@ -429,8 +430,8 @@ static const uint32_t *shm_map(void)
     /* Only a file that already holds both copies: SQLite never shrinks it
      * while the daemon's own connections are open, so no read can fall
      * past its end (SIGBUS). */
-    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= 2 * WAL_HDR) {
-        void *p = mmap(NULL, 2 * WAL_HDR, PROT_READ, MAP_SHARED, fd, 0);
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= (off_t)SHM_MAPPED) {
+        void *p = mmap(NULL, SHM_MAPPED, PROT_READ, MAP_SHARED, fd, 0);
         if (p != MAP_FAILED) {
             m = p;
             atomic_store(&g_shm, m);
@@ -552,7 +553,7 @@ void auth_free(void)
     g_watch_path = NULL;
     const uint32_t *m = atomic_exchange(&g_shm, NULL);
     if (m != NULL)
-        munmap((void *)(uintptr_t)m, 2 * WAL_HDR);
+        munmap((void *)(uintptr_t)m, SHM_MAPPED);
 }
 
 int auth_enabled(void)

@@ -153,12 +153,11 @@ static int send_direct(struct MHD_Connection *c, unsigned status, const char *js
                       status, reason != NULL ? reason : "Error", jlen);
     if (hn < 0 || (size_t)hn >= sizeof head)
         return -1;
-    char *msg = malloc((size_t)hn + jlen);
+    size_t n = (size_t)hn + jlen;
+    char *msg = malloc(n + 1);
     if (msg == NULL)
         return -1;
-    memcpy(msg, head, (size_t)hn);
-    memcpy(msg + hn, json, jlen);
-    size_t n = (size_t)hn + jlen;
+    snprintf(msg, n + 1, "%s%s", head, json);
     long sent = -1;
     const union MHD_ConnectionInfo *tls =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);

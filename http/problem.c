@@ -89,12 +89,12 @@ int http_reply_oom(struct http_req *r)
     return http_reply_problem(r, 503, "out of memory", NULL);
 }
 
-int http_etag_matches(const char *inm, const char *etag)
+int http_etag_matches(const char *if_none_match, const char *etag)
 {
-    if (inm == NULL)
+    if (if_none_match == NULL)
         return 0;
     size_t el = strlen(etag);
-    const char *p = inm;
+    const char *p = if_none_match;
     while (*p) {
         p += strspn(p, " \t,");
         if (*p == '*')

@@ -569,6 +569,7 @@ static void test_non_loopback_needs_key_or_insecure(void **state)
     stop_clean(f);
 }
 
+// NOLINTNEXTLINE(readability-non-const-parameter): curl's write callback type
 static size_t discard(char *p, size_t size, size_t n, void *arg)
 {
     (void)p;

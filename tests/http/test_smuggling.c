@@ -186,12 +186,12 @@ static void test_malformed_heads(void **state)
     /* beyond libmicrohttpd's buffer (32 KiB): the target, the fields */
     static char big[48 * 1024];
     int n = snprintf(big, sizeof big, "GET /");
-    memset(big + n, 'a', 40 * 1024);
+    memset(big + n, 'a', (size_t)40 * 1024);
     n += 40 * 1024;
     n += snprintf(big + n, sizeof big - (size_t)n, " HTTP/1.1\r\nHost: x\r\n\r\n");
     expect(big, (size_t)n, 414, 1);
     n = snprintf(big, sizeof big, "GET /healthz HTTP/1.1\r\nHost: x\r\nX: ");
-    memset(big + n, 'a', 40 * 1024);
+    memset(big + n, 'a', (size_t)40 * 1024);
     n += 40 * 1024;
     n += snprintf(big + n, sizeof big - (size_t)n, "\r\n\r\n");
     expect(big, (size_t)n, 431, 1);
@@ -238,7 +238,7 @@ static void test_chunked_bodies(void **state)
                          "POST /v1/experiments HTTP/1.1\r\nHost: x\r\n"
                          "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n%s",
                          bad[i][0]);
-        expect(req, (size_t)n, atoi(bad[i][1]), 1);
+        expect(req, (size_t)n, (int)strtol(bad[i][1], NULL, 10), 1);
     }
     /* over --max-body in chunks: 413, counted as it arrives */
     struct rawc *c = dial();
@@ -249,7 +249,8 @@ static void test_chunked_bodies(void **state)
     static char chunk[8192 + 16];
     int n = snprintf(chunk, sizeof chunk, "2000\r\n");
     memset(chunk + n, ' ', 8192);
-    memcpy(chunk + n + 8192, "\r\n", 2);
+    chunk[n + 8192] = '\r';
+    chunk[n + 8193] = '\n';
     for (int i = 0; i < MAX_BODY / 8192 + 2; i++)
         assert_int_equal(rawc_send_n(c, chunk, (size_t)n + 8192 + 2), 0);
     assert_int_equal(rawc_send(c, "0\r\n\r\n"), 0);

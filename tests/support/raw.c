@@ -220,7 +220,7 @@ static void check_head(struct rawr *r, long long *cl, int *chunked)
         snprintf(r->error, sizeof r->error, "bad status line");
         return;
     }
-    r->status = atoi(h + 9);
+    r->status = (int)strtol(h + 9, NULL, 10);
     int lengths = 0;
     for (const char *p = strstr(h, "\r\n"); p != NULL && p[2] != '\0'; p = strstr(p + 2, "\r\n")) {
         const char *f = p + 2, *e = strstr(f, "\r\n");
@@ -239,7 +239,7 @@ static void check_head(struct rawr *r, long long *cl, int *chunked)
             }
         if (name == 14 && strncasecmp(f, "Content-Length", 14) == 0) {
             lengths++;
-            *cl = atoll(f + 15);
+            *cl = strtoll(f + 15, NULL, 10);
         }
     }
     char *te = rawr_header(r, "Transfer-Encoding");
