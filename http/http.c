@@ -20,6 +20,7 @@
  */
 #include "http/http.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
@@ -522,17 +523,6 @@ static int answer_pre(struct http_req *r)
 
 /* --- checks before the body ------------------------------------------------------- */
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* "path" or "query" when the raw request target (as received, still
  * percent-encoded) holds a control character, raw or encoded (%00–%1F,
  * %7F), or a raw space; NULL when clean. Decoded, a NUL cuts the path short
@@ -546,8 +536,8 @@ static const char *target_control(const char *uri)
         unsigned c = (unsigned char)*p;
         if (c == '?')
             where = "query";
-        if (c == '%' && hexval(p[1]) >= 0 && hexval(p[2]) >= 0)
-            c = (unsigned)(hexval(p[1]) << 4 | hexval(p[2]));
+        if (c == '%' && isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2]))
+            c = (unsigned)strtoul((const char[]){p[1], p[2], '\0'}, NULL, 16);
         else if (c == ' ')
             return where;
         if (c < 0x20 || c == 0x7f)

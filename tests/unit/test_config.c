@@ -186,30 +186,44 @@ static void test_bad_values(void **state)
     assert_int_equal(parse(&c, err, sizeof err, "--tls-cert", "/a.pem", "--tls-key", "/k.pem"), 0);
 }
 
-static void test_help(void **state)
+/* The whole of a file (a static buffer, overwritten by the next call). */
+static const char *read_text(const char *path)
 {
-    (void)state;
-    struct config c;
-    char err[256];
-    char path[128];
-    snprintf(path, sizeof path, "%s/help.txt", g_dir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        fail_msg("cannot open %s", path);
+    static char text[1 << 18];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    (void)fclose(f);
+    return text;
+}
+
+/* Parse args with standard output captured; the output (static buffer). */
+static const char *parse_printing(struct config *c, int want_rc, const char *const *args)
+{
+    char err[256], path[128];
+    snprintf(path, sizeof path, "%s/stdout.txt", g_dir);
     (void)fflush(stdout);
     int saved = dup(1);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     dup2(fileno(f), 1);
-    int rc = parse(&c, err, sizeof err, "--max-arms", "5", "--help");
+    int rc = parse_args(c, err, sizeof err, args);
     assert_int_equal(fflush(stdout), 0);
     dup2(saved, 1);
     close(saved);
     assert_int_equal(fclose(f), 0);
-    assert_int_equal(rc, 1);
-    f = fopen(path, "r");
-    assert_non_null(f);
-    static char text[16384];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    (void)fclose(f);
+    assert_int_equal(rc, want_rc);
+    return read_text(path);
+}
+
+static void test_help(void **state)
+{
+    (void)state;
+    struct config c;
+    const char *text =
+        parse_printing(&c, 1, (const char *const[]){"--max-arms", "5", "--help", NULL});
     for (size_t i = 0; config_option_name(i) != NULL; i++) {
         char flag[80];
         snprintf(flag, sizeof flag, "--%s", config_option_name(i));
@@ -273,14 +287,7 @@ static const char *repo_file(const char *rel)
     char *slash = strstr(path, "tests/unit/");
     assert_non_null(slash);
     snprintf(slash, sizeof path - (size_t)(slash - path), "%s", rel);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        fail_msg("cannot open %s", path);
-    static char text[1 << 18];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    (void)fclose(f);
-    return text;
+    return read_text(path);
 }
 
 /* --version prints BANDITD_VERSION, which is the latest release of the
@@ -289,24 +296,7 @@ static void test_version(void **state)
 {
     (void)state;
     struct config c;
-    char err[256], path[128];
-    snprintf(path, sizeof path, "%s/version.txt", g_dir);
-    (void)fflush(stdout);
-    int saved = dup(1);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    dup2(fileno(f), 1);
-    int rc = parse(&c, err, sizeof err, "--version");
-    assert_int_equal(fflush(stdout), 0);
-    dup2(saved, 1);
-    close(saved);
-    assert_int_equal(fclose(f), 0);
-    assert_int_equal(rc, 1);
-    f = fopen(path, "r");
-    assert_non_null(f);
-    char line[128] = "";
-    assert_non_null(fgets(line, sizeof line, f));
-    (void)fclose(f);
+    const char *line = parse_printing(&c, 1, (const char *const[]){"--version", NULL});
     assert_string_equal(line, "banditd " BANDITD_VERSION "\n");
     const char *log = repo_file("CHANGELOG.md");
     const char *rel = strstr(log, "\n## [");
@@ -327,18 +317,7 @@ static void test_version(void **state)
 static void test_man_page_covers_every_setting(void **state)
 {
     (void)state;
-    char path[512];
-    snprintf(path, sizeof path, "%s", __FILE__);
-    char *slash = strstr(path, "tests/unit/");
-    assert_non_null(slash);
-    snprintf(slash, sizeof path - (size_t)(slash - path), "docs/banditd.8");
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        fail_msg("cannot open %s", path);
-    static char text[1 << 17];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    (void)fclose(f);
+    const char *text = repo_file("docs/banditd.8");
     for (size_t i = 0; config_option_name(i) != NULL; i++) {
         char flag[80];
         /* troff writes a literal hyphen as \- */
