@@ -452,9 +452,10 @@ static int shm_header(uint32_t out[WAL_HDR / 4])
     if (m == NULL)
         return -1;
     uint32_t second[WAL_HDR / 4];
+    /* acquire: no load of copy 2 moves before these (what SQLite's own
+     * readers do with a barrier) */
     for (size_t i = 0; i < WAL_HDR / 4; i++)
-        out[i] = __atomic_load_n(&m[i], __ATOMIC_RELAXED);
-    atomic_thread_fence(memory_order_acquire);
+        out[i] = __atomic_load_n(&m[i], __ATOMIC_ACQUIRE);
     for (size_t i = 0; i < WAL_HDR / 4; i++)
         second[i] = __atomic_load_n(&m[WAL_HDR / 4 + i], __ATOMIC_RELAXED);
     return memcmp(out, second, WAL_HDR) == 0 ? 0 : -1;
