@@ -562,7 +562,9 @@ static int throughput(const struct opts *o)
                       /* a reward run pre-creates pairs × 2 × ceiling × duration
                        * assignments in one experiment: over the default cap on
                        * an idle machine */
-                      mut("--max-pending"), mut("100000000"), NULL};
+                      mut("--max-pending"), mut("100000000"),
+                      /* wrk's 256 connections all come from 127.0.0.1 */
+                      mut("--max-connections-per-ip"), mut("0"), NULL};
     char *n_argv[] = {mut(o->daemon),
                       mut("--listen"),
                       mut("127.0.0.1:0"),
@@ -574,6 +576,8 @@ static int throughput(const struct opts *o)
                       mut("normal"),
                       mut("--max-pending"),
                       mut("100000000"),
+                      mut("--max-connections-per-ip"),
+                      mut("0"),
                       NULL};
     int normal_too = o->sync_normal_too && strcmp(o->sync, "full") == 0;
     loadavg(load0, sizeof load0);

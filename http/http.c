@@ -11,35 +11,50 @@
  * it, MHD calls access_handler again, and we send the stashed reply. A
  * request context is shared by MHD and a pending completion, hence its
  * reference count.
+ *
+ * Before any of that, the request's framing is checked (check_framing:
+ * no request smuggling) and its raw target (uri_logged: no control
+ * character hidden by percent-encoding), and the guard (guard.h) may have
+ * refused the connection; those answers go out at once, before the body,
+ * and close the connection.
  */
 #include "http/http.h"
 
-#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gnutls/gnutls.h>
+#include <math.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "http/guard.h"
+#include "http/mhderr.h"
 
 #define MAX_HEADERS 8
 #define MAX_SEGMENTS 8
 
 struct http_req {
-    struct MHD_Connection *conn;
+    struct MHD_Connection *conn; /* NULL until access_handler's first call */
     const struct http_route *route;
     char method[16];
     char *path;
     char id[HTTP_ID_MAX + 1];
     unsigned pre_status; /* an answer decided before dispatch (404, 405, 413…) */
     char pre_detail[256];
-    char *allow; /* 405: the methods the path accepts */
+    const char *bad_target; /* "path" or "query" when it holds a control character or a space */
+    char *allow;            /* 405: the methods the path accepts */
     char *body;
     size_t len, cap;
     int too_large;
@@ -69,6 +84,7 @@ struct http_req {
 struct http_server {
     struct MHD_Daemon *d;
     struct http_config cfg;
+    struct http_addr bound;
     uint16_t port;
 };
 
@@ -187,6 +203,14 @@ void http_reply_header(struct http_req *r, const char *name, const char *value)
     r->nhdrs++;
 }
 
+int http_reply_has_header(const struct http_req *r, const char *name)
+{
+    for (size_t i = 0; i < r->nhdrs; i++)
+        if (r->hdrs[i].name != NULL && strcasecmp(r->hdrs[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
 static void log_request(struct http_req *r)
 {
     double ms = (double)(clock_mono_ns() - r->start_ns) / 1e6;
@@ -194,8 +218,11 @@ static void log_request(struct http_req *r)
         g_observe(r->route, r->status, ms);
     if (!g_log_requests)
         return;
+    /* To the microsecond, printed as such: a double's 17 digits
+     * ("0.057035000000000002") say nothing more. */
+    double ms_us = round(ms * 1000.0) / 1000.0;
     json_t *j = json_pack("{s:s,s:s,s:s,s:i,s:f}", "msg", "request", "method", r->method, "path",
-                          r->path ? r->path : "", "status", (json_int_t)r->status, "ms", ms);
+                          r->path ? r->path : "", "status", (json_int_t)r->status, "ms", ms_us);
     if (j == NULL)
         return;
     char ts[CLOCK_RFC3339_LEN];
@@ -205,7 +232,7 @@ static void log_request(struct http_req *r)
         json_object_set_new(j, "experiment", json_string(r->id));
     if (r->key_id > 0)
         json_object_set_new(j, "key", json_integer((json_int_t)r->key_id));
-    char *line = json_dumps(j, JSON_COMPACT);
+    char *line = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(12));
     if (line != NULL)
         log_line(line);
     free(line);
@@ -224,7 +251,7 @@ static int queue(struct http_req *r, unsigned status, struct MHD_Response *resp)
         MHD_add_response_header(resp, "Cache-Control", "no-store");
     if (atomic_load(&g_stopping))
         MHD_add_response_header(resp, "Connection", "close");
-    if (MHD_queue_response(r->conn, status, resp) != MHD_YES)
+    if (mhderr_queue(r->conn, status, resp) != MHD_YES)
         log_warn("queueing a %u response failed", status);
     MHD_destroy_response(resp);
     r->replied = 1;
@@ -268,7 +295,8 @@ int http_reply_json(struct http_req *r, unsigned status, json_t *body)
                             : "application/json";
     json_decref(body);
     if (text == NULL)
-        return http_reply_raw(r, 500, "text/plain", NULL, 0);
+        return http_reply_static(r, 500, "application/problem+json", HTTP_PROBLEM_500,
+                                 sizeof HTTP_PROBLEM_500 - 1);
     return http_reply_raw(r, status, ctype, text, strlen(text));
 }
 
@@ -479,6 +507,10 @@ void http_req_refuse(struct http_req *r, unsigned status, const char *detail)
 
 static int answer_pre(struct http_req *r)
 {
+    if (r->bad_target != NULL)
+        return http_reply_invalid(r, r->bad_target,
+                                  "contains a control character (raw or percent-encoded, e.g. "
+                                  "%00) or a space");
     if (r->pre_status == 405) {
         http_reply_header(r, "Allow", r->allow ? r->allow : "");
         char detail[192];
@@ -489,40 +521,185 @@ static int answer_pre(struct http_req *r)
     return http_reply_problem(r, r->pre_status, r->pre_detail, NULL);
 }
 
+/* --- checks before the body ------------------------------------------------------- */
+
+/* "path" or "query" when the raw request target (as received, still
+ * percent-encoded) holds a control character, raw or encoded (%00–%1F,
+ * %7F), or a raw space; NULL when clean. Decoded, a NUL cuts the path short
+ * (DELETE /v1/experiments/e1%00zzz named e1), and no control character
+ * belongs in a name. A raw space ends the target (RFC 9112 3.2);
+ * libmicrohttpd takes "GET /a b HTTP/1.1" for the target "/a b". */
+static const char *target_control(const char *uri)
+{
+    const char *where = "path";
+    for (const char *p = uri; *p != '\0'; p++) {
+        unsigned c = (unsigned char)*p;
+        if (c == '?')
+            where = "query";
+        if (c == '%' && isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2]))
+            c = (unsigned)strtoul((const char[]){p[1], p[2], '\0'}, NULL, 16);
+        else if (c == ' ')
+            return where;
+        if (c < 0x20 || c == 0x7f)
+            return where;
+    }
+    return NULL;
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK: called with the raw target once the request
+ * line is in, before MHD decodes it; what it returns becomes the request's
+ * context (access_handler's *con_cls, freed by completed()). */
+static void *uri_logged(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    struct http_req *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return NULL;
+    atomic_init(&r->refs, 1);
+    pthread_mutex_init(&r->mu, NULL);
+    r->start_ns = clock_mono_ns();
+    r->bad_target = target_control(uri);
+    return r;
+}
+
+struct framing {
+    unsigned n_length, n_transfer, n_host;
+    const char *transfer; /* the Transfer-Encoding value (borrowed) */
+    char bad[192];        /* what is wrong; "" when nothing */
+};
+
+static int is_tchar(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      size_t key_size, const char *value, size_t value_size)
+{
+    struct framing *f = cls;
+    (void)kind;
+    for (size_t i = 0; i < key_size; i++)
+        if (!is_tchar((unsigned char)key[i])) {
+            /* "Content-Length : 5" is no Content-Length to MHD: the body
+             * would be read as the next request (RFC 9112 5.1: reject). */
+            snprintf(f->bad, sizeof f->bad, "header field name \"%.*s\" is not a token",
+                     (int)(key_size > 64 ? 64 : key_size), key);
+            return MHD_NO;
+        }
+    if (key_size == 0) {
+        snprintf(f->bad, sizeof f->bad, "a header field without a name");
+        return MHD_NO;
+    }
+    for (size_t i = 0; i < value_size; i++) {
+        unsigned char c = (unsigned char)value[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            snprintf(f->bad, sizeof f->bad, "header %.*s: a control character in its value",
+                     (int)(key_size > 64 ? 64 : key_size), key);
+            return MHD_NO;
+        }
+    }
+    if (key_size == 14 && strncasecmp(key, "Content-Length", 14) == 0)
+        f->n_length++;
+    if (key_size == 4 && strncasecmp(key, "Host", 4) == 0)
+        f->n_host++;
+    if (key_size == 17 && strncasecmp(key, "Transfer-Encoding", 17) == 0) {
+        f->n_transfer++;
+        f->transfer = value;
+    }
+    return MHD_YES;
+}
+
+/* Whatever could make two parsers disagree on where this request's body
+ * ends (request smuggling, RFC 9112 6.1 and 6.3), into f->bad. */
+static void check_framing(struct MHD_Connection *conn, const char *version, struct framing *f)
+{
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, framing_header, f);
+    if (f->bad[0] != '\0')
+        return;
+    /* RFC 9112 3.2; libmicrohttpd's check of it (its strict mode) answers
+     * with its header block twice (mhderr.c) */
+    if (f->n_host > 1 || (f->n_host == 0 && strcmp(version, MHD_HTTP_VERSION_1_1) == 0))
+        snprintf(f->bad, sizeof f->bad, "an HTTP/1.1 request has one Host header (RFC 9112 3.2)");
+    else if (f->n_length > 1)
+        snprintf(f->bad, sizeof f->bad, "Content-Length is given more than once");
+    else if (f->n_transfer > 0 && f->n_length > 0)
+        snprintf(f->bad, sizeof f->bad,
+                 "both Content-Length and Transfer-Encoding: the body's length is ambiguous");
+    /* MHD takes exactly "chunked" as chunked and reads any other coding
+     * until the connection closes */
+    else if (f->n_transfer > 1 || (f->n_transfer == 1 && strcasecmp(f->transfer, "chunked") != 0))
+        snprintf(f->bad, sizeof f->bad,
+                 "Transfer-Encoding: only chunked is supported, given once and alone");
+    else if (f->n_transfer == 1 && strcmp(version, MHD_HTTP_VERSION_1_1) != 0)
+        snprintf(f->bad, sizeof f->bad, "Transfer-Encoding in an %s request", version);
+}
+
+/* Answer before reading the body, and close the connection: the body is
+ * never read (its framing may be what is wrong) and nothing after it on
+ * this connection is taken for a request. */
+static void answer_now(struct http_req *r, unsigned status, const char *detail)
+{
+    http_reply_header(r, "Connection", "close");
+    http_reply_problem(r, status, detail, NULL);
+}
+
+/* The headers are in: refuse what must be refused at once, route, admit,
+ * and note what will be answered once the body is in. */
+static void begin(struct http_req *r, const char *version)
+{
+    enum guard_verdict v = guard_verdict(r->conn);
+    if (v != GUARD_ADMITTED) {
+        answer_now(r, (unsigned)v,
+                   v == GUARD_FULL
+                       ? "too many connections (max-connections); retry later"
+                       : "too many connections from your address (max-connections-per-ip); "
+                         "retry later, or reuse a connection");
+        return;
+    }
+    struct framing f;
+    memset(&f, 0, sizeof f);
+    check_framing(r->conn, version, &f);
+    if (f.bad[0] != '\0') {
+        answer_now(r, 400, f.bad);
+        return;
+    }
+    if (r->bad_target != NULL) {
+        r->pre_status = 400; /* answer_pre names the field */
+        return;
+    }
+    route(r);
+    if (r->pre_status == 0 && g_admit != NULL)
+        g_admit(r, r->route);
+    /* Shutting down: a request arriving on a kept-alive connection
+     * after the in-flight ones drained must not start a write (it would
+     * suspend its connection under MHD_stop_daemon, which aborts);
+     * g_busy and g_closing below cover the ones already received. */
+    if (r->pre_status == 0 && atomic_load(&g_stopping)) {
+        http_req_refuse(r, 503, "the server is shutting down; retry later");
+    }
+    const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
+    if (r->pre_status == 0 && cl != NULL && strtoull(cl, NULL, 10) > g_max_body) {
+        http_req_refuse(r, 413, "the request body exceeds the configured limit");
+    }
+}
+
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url,
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_size, void **con_cls)
 {
     (void)cls;
-    (void)version;
     struct http_req *r = *con_cls;
-    if (r == NULL) {
-        r = calloc(1, sizeof *r);
-        if (r == NULL)
-            return MHD_NO;
-        atomic_init(&r->refs, 1);
-        pthread_mutex_init(&r->mu, NULL);
+    if (r == NULL) /* uri_logged ran out of memory */
+        return MHD_NO;
+    if (r->conn == NULL) {
         r->conn = conn;
-        r->start_ns = clock_mono_ns();
         snprintf(r->method, sizeof r->method, "%s", method);
         r->path = strdup(url);
-        *con_cls = r;
         if (r->path == NULL)
             return MHD_NO;
-        route(r);
-        if (r->pre_status == 0 && g_admit != NULL)
-            g_admit(r, r->route);
-        /* Shutting down: a request arriving on a kept-alive connection
-         * after the in-flight ones drained must not start a write (it would
-         * suspend its connection under MHD_stop_daemon, which aborts);
-         * g_busy and g_closing below cover the ones already received. */
-        if (r->pre_status == 0 && atomic_load(&g_stopping)) {
-            http_req_refuse(r, 503, "the server is shutting down; retry later");
-        }
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-        if (r->pre_status == 0 && cl != NULL && strtoull(cl, NULL, 10) > g_max_body) {
-            http_req_refuse(r, 413, "the request body exceeds the configured limit");
-        }
+        begin(r, version);
         return MHD_YES;
     }
     if (r->replied)
@@ -564,6 +741,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
      * shutdown for the whole grace period (test_slowclients). */
     r->dispatched = 1;
     atomic_fetch_add(&g_in_flight, 1);
+    guard_request_in(conn);
     r->now_ms = clock_wall_ms();
     if (r->pre_status != 0) {
         answer_pre(r);
@@ -605,8 +783,8 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)conn;
     (void)toe;
+    guard_request_done(conn);
     struct http_req *r = *con_cls;
     if (r == NULL)
         return;
@@ -616,33 +794,85 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* --- server ------------------------------------------------------------------ */
 
+/* A listening socket on a, or −1 with a message in err. Ours rather than
+ * MHD's: its errors say what failed, and MHD takes any address family. */
+static int listen_on(const struct http_addr *a, char *err, size_t errlen)
+{
+    char text[HTTP_ADDR_TEXT];
+    http_addr_format(a, text, sizeof text);
+    int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot listen on %s: socket: %s", text, strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (a->ss.ss_family == AF_INET6) {
+        /* "::" means every address, IPv4 ones included (as the operator
+         * expects of a wildcard); any other IPv6 address, that one only. */
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&a->ss;
+        int v6only = !IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr);
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+    }
+    if (bind(fd, (const struct sockaddr *)&a->ss, a->len) != 0 || listen(fd, 1024) != 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", text, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Refused at once by the guard: MHD must still take them in to refuse
+ * them, so it accepts this many more than max_connections (each leaves
+ * within HTTP_REFUSE_GRACE_MS). Only past the sum does a burst wait in the
+ * listen backlog: refusals then keep up with max_connections + 64 new
+ * connections a second. */
+static unsigned refuse_reserve(unsigned max_connections)
+{
+    return max_connections + 64;
+}
+
+static void mhd_answered(unsigned status)
+{
+    if (g_observe != NULL)
+        g_observe(NULL, status, 0.0);
+}
+
 struct http_server *http_start(const struct http_config *c, char *err, size_t errlen)
 {
     struct http_server *s = calloc(1, sizeof *s);
+    int fd = -1;
     if (s == NULL) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     s->cfg = *c;
-    if (c->tls_cert_pem != NULL && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-        snprintf(err, errlen, "this libmicrohttpd was built without TLS support");
-        free(s);
-        return NULL;
+    const char *prio = c->tls_priorities != NULL ? c->tls_priorities : HTTP_TLS_PRIORITIES;
+    if (c->tls_cert_pem != NULL) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+            snprintf(err, errlen, "this libmicrohttpd was built without TLS support");
+            goto fail;
+        }
+        /* Checked here for a message that points at the error (MHD's
+         * start only fails). */
+        gnutls_priority_t pc;
+        const char *at = NULL;
+        int rc = gnutls_priority_init(&pc, prio, &at);
+        if (rc != GNUTLS_E_SUCCESS) {
+            snprintf(err, errlen, "--tls-priorities: %s at \"%.40s\"", gnutls_strerror(rc),
+                     at != NULL ? at : prio);
+            goto fail;
+        }
+        gnutls_priority_deinit(pc);
     }
     g_max_body = c->max_body;
     g_log_requests = c->log_requests;
     g_routes = c->routes;
     g_admit = c->admit;
     g_observe = c->observe;
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(c->port);
-    if (inet_pton(AF_INET, c->host, &sa.sin_addr) != 1) {
-        snprintf(err, errlen, "--listen: %s is not an IPv4 address", c->host);
-        free(s);
-        return NULL;
-    }
+    fd = listen_on(c->addr, err, errlen);
+    if (fd < 0)
+        goto fail;
     unsigned threads = c->threads;
     if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -651,39 +881,80 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
     unsigned flags = HTTP_MHD_FLAGS;
     if (c->tls_cert_pem != NULL)
         flags |= MHD_USE_TLS;
-    struct MHD_OptionItem opts[16];
+    if (c->addr->ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    struct guard_config gc = {
+        .max_connections = c->max_connections,
+        .max_per_ip = c->max_connections_per_ip,
+        .request_timeout_s = c->request_timeout_s,
+    };
+    if (guard_start(&gc) != 0) {
+        snprintf(err, errlen, "cannot start a thread: %s", strerror(errno));
+        goto fail;
+    }
+    /* MHD gets a copy: whether it closes the socket when it fails to start
+     * depends on where it fails; ours is closed in every case. */
+    int mhd_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (mhd_fd < 0) {
+        snprintf(err, errlen, "cannot listen: %s", strerror(errno));
+        guard_stop();
+        goto fail;
+    }
+    struct MHD_OptionItem opts[20];
     size_t n = 0;
     if (threads > 1) /* 1: MHD's single internal thread (a pool of 1 draws a warning) */
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, threads, NULL};
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &sa};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, mhd_fd, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)guard_notify, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)uri_logged, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhderr_log, NULL};
     opts[n++] =
         (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout_s, NULL};
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, c->max_connections, NULL};
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
+    opts[n++] = (struct MHD_OptionItem){
+        MHD_OPTION_CONNECTION_LIMIT, c->max_connections + refuse_reserve(c->max_connections), NULL};
     if (c->tls_cert_pem != NULL) {
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
                                             (void *)(uintptr_t)c->tls_cert_pem};
         opts[n++] =
             (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)(uintptr_t)c->tls_key_pem};
+        opts[n++] =
+            (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)(uintptr_t)prio};
     }
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-    s->d = MHD_start_daemon(flags, c->port, NULL, NULL, access_handler, NULL, MHD_OPTION_ARRAY,
-                            opts, MHD_OPTION_END);
+    mhderr_arm(mhd_answered);
+    s->d = MHD_start_daemon(flags, 0, NULL, NULL, access_handler, NULL, MHD_OPTION_ARRAY, opts,
+                            MHD_OPTION_END);
     if (s->d == NULL) {
-        snprintf(err, errlen, "cannot listen on %s:%u (in use, or TLS setup failed)", c->host,
-                 (unsigned)c->port);
-        free(s);
-        return NULL;
+        mhderr_disarm();
+        guard_stop();
+        snprintf(err, errlen, "cannot start libmicrohttpd%s (see the line above)",
+                 c->tls_cert_pem != NULL ? " with TLS: is the key the certificate's?" : "");
+        goto fail;
     }
+    s->bound = *c->addr;
+    socklen_t len = sizeof s->bound.ss;
+    if (getsockname(fd, (struct sockaddr *)&s->bound.ss, &len) == 0)
+        s->bound.len = len;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info != NULL ? info->port : c->port;
+    s->port = info != NULL ? info->port : 0;
+    close(fd);
     return s;
+fail:
+    if (fd >= 0)
+        close(fd);
+    free(s);
+    return NULL;
 }
 
 uint16_t http_port(const struct http_server *s)
 {
     return s->port;
+}
+
+void http_bound(const struct http_server *s, char *buf, size_t len)
+{
+    http_addr_format(&s->bound, buf, len);
 }
 
 void http_stop(struct http_server *s, unsigned timeout_ms)
@@ -711,6 +982,8 @@ void http_stop(struct http_server *s, unsigned timeout_ms)
     for (unsigned extra = 0; waited > 0 && http_in_flight() > 0 && extra < 1000; extra += 10)
         usleep(10000);
     MHD_stop_daemon(s->d);
+    mhderr_disarm();
+    guard_stop();
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
     free(s);

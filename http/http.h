@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <jansson.h>
 
@@ -33,6 +34,17 @@
 
 /* The longest {id} path segment a route matches (a longer one: 404). */
 #define HTTP_ID_MAX 64
+
+/* TLS by default (--tls-priorities): TLS 1.3 and 1.2 only, key exchanges
+ * with forward secrecy only (ECDHE, DHE: no static RSA), AEAD ciphers only
+ * (no CBC, no SHA-1 MAC), the server's order. GnuTLS priority syntax. */
+#define HTTP_TLS_PRIORITIES                                                                        \
+    "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-RSA:-DHE-DSS:-AES-128-CBC:-AES-256-CBC:"       \
+    "-SHA1:%SERVER_PRECEDENCE"
+
+/* A refused connection (over --max-connections or the per-address cap)
+ * gets this long to send its request and hear 503/429, then is closed. */
+#define HTTP_REFUSE_GRACE_MS 1000
 
 struct http_req;
 
@@ -51,16 +63,48 @@ struct http_route {
     const char *name; /* metrics label */
 };
 
+/* A listening address: what --listen names, resolved. */
+struct http_addr {
+    struct sockaddr_storage ss;
+    socklen_t len;
+};
+
+/* Resolve host — an IPv4 address, an IPv6 address (brackets optional) or a
+ * host name — and port into out: the first address getaddrinfo gives.
+ * Returns 0, or −1 with a message in err. */
+int http_addr_resolve(const char *host, uint16_t port, struct http_addr *out, char *err,
+                      size_t errlen);
+/* 1 when a is a loopback address (127.0.0.0/8, ::1, or 127.0.0.0/8 mapped
+ * into IPv6), 0 otherwise (the wildcard addresses included). */
+int http_addr_is_loopback(const struct http_addr *a);
+/* "127.0.0.1:8080", "[::1]:8080" into buf. */
+void http_addr_format(const struct http_addr *a, char *buf, size_t len);
+/* http_addr_format's longest text, NUL included. */
+#define HTTP_ADDR_TEXT 64
+
 struct http_config {
-    const char *host; /* an IPv4 or IPv6 address, or a host name */
-    uint16_t port;    /* 0: any free port */
-    unsigned threads; /* pool size; 0: number of cores */
+    const struct http_addr *addr; /* borrowed; its port 0: any free port */
+    unsigned threads;             /* pool size; 0: number of cores */
     size_t max_body;
+    /* Connections admitted at once, and from one client address (0: no
+     * cap per address). Past either, a connection is refused quickly: its
+     * first request hears 503 (over the total) or 429 (over its address's
+     * share), with Retry-After, and it is closed; it never waits in the
+     * listen backlog for a slot. */
     unsigned max_connections;
+    unsigned max_connections_per_ip;
+    /* Inactivity: a connection silent this long is closed. */
     unsigned connection_timeout_s;
+    /* The most seconds from a connection being ready for a request
+     * (accepted, or its previous answer sent) to that request having
+     * arrived in full, line, headers and body (0: no limit); past it the
+     * connection is closed. Bounds a client trickling its request, which
+     * the inactivity timeout alone never does. */
+    unsigned request_timeout_s;
     int log_requests;
     const char *tls_cert_pem; /* contents, not paths; NULL: plain HTTP */
     const char *tls_key_pem;
+    const char *tls_priorities;      /* GnuTLS priority string; NULL: HTTP_TLS_PRIORITIES */
     const struct http_route *routes; /* terminated by a NULL method; borrowed */
     /* Called once a request is routed, before its body is read: 0 lets it
      * through; otherwise it answered (http_req_refuse) and the handler will
@@ -77,6 +121,9 @@ struct http_server;
 struct http_server *http_start(const struct http_config *c, char *err, size_t errlen);
 /* The port actually bound. */
 uint16_t http_port(const struct http_server *s);
+/* The address actually bound (the port filled in), as http_addr_format
+ * writes it. */
+void http_bound(const struct http_server *s, char *buf, size_t len);
 /* Stop accepting, let in-flight requests finish (up to timeout_ms), stop.
  * Requests waiting on a completion are always let finish (MHD cannot stop
  * with a suspended connection; every completion comes), and after
@@ -135,7 +182,8 @@ int http_reply_stream(struct http_req *r, unsigned status, const char *content_t
 
 /* problem+json: type and title from the status (problem.c's table),
  * detail, and when errors is given (stolen), the list of {"field",
- * "message"}. A 503 carries Retry-After. */
+ * "message"}. A 503 or a 429 carries Retry-After (1 s, unless the handler
+ * set its own with http_reply_header). */
 int http_reply_problem(struct http_req *r, unsigned status, const char *detail, json_t *errors);
 /* A problem of a more precise type than its status's (problem.c's table:
  * "corrupt-log", …); status, type and title from the table. */
@@ -146,6 +194,12 @@ int http_reply_invalid(struct http_req *r, const char *field, const char *messag
 int http_reply_oom(struct http_req *r);
 /* The problem document itself (new reference; errors stolen). */
 json_t *http_problem(unsigned status, const char *detail, json_t *errors);
+/* A 500 problem document as text, for when building one failed. */
+#define HTTP_PROBLEM_500                                                                           \
+    "{\"type\":\"urn:banditd:problem:internal\",\"title\":\"Internal error\",\"status\":500,"      \
+    "\"detail\":\"out of memory\"}"
+/* Whether a header of that name was added to r's reply (case-insensitive). */
+int http_reply_has_header(const struct http_req *r, const char *name);
 /* Refuse the request from the admit hook (answered before the handler). */
 void http_req_refuse(struct http_req *r, unsigned status, const char *detail);
 

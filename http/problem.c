@@ -4,8 +4,8 @@
  * (urn:banditd:problem:<slug>) and a title. A status alone names its first
  * type; a slug names a more precise one (validation, corrupt-log).
  * Every error reply of the daemon, including the HTTP layer's own (404,
- * 405, 413, 415), is built here. Also the entity-tag match every
- * conditional GET uses.
+ * 405, 413, 415, and libmicrohttpd's, mhderr.c), is built here. Also the
+ * entity-tag match every conditional GET uses.
  */
 #include "http/http.h"
 
@@ -27,13 +27,16 @@ static const struct problem_kind kinds[] = {
     {409, "conflict", "Conflict"},
     {412, "precondition-failed", "Precondition failed"},
     {413, "too-large", "Request body too large"},
+    {414, "uri-too-long", "Request target too long"},
     {415, "unsupported-media-type", "Unsupported media type"},
     {422, "unprocessable", "Unprocessable request"},
     {429, "too-many", "Too many outstanding requests"},
+    {431, "header-fields-too-large", "Request header fields too large"},
     {500, "internal", "Internal error"},
     {500, "corrupt-log", "The experiment's event log is corrupt"},
     {400, "validation", "Validation failed"},
     {503, "unavailable", "Service unavailable"},
+    {505, "http-version-not-supported", "HTTP version not supported"},
     {507, "insufficient-storage", "Insufficient storage"},
 };
 
@@ -84,8 +87,13 @@ int http_reply_problem(struct http_req *r, unsigned status, const char *detail, 
 {
     json_t *p = http_problem(status, detail, errors);
     if (p == NULL)
-        return http_reply_raw(r, 500, "text/plain", NULL, 0);
-    if (status == 503)
+        return http_reply_static(r, 500, "application/problem+json", HTTP_PROBLEM_500,
+                                 sizeof HTTP_PROBLEM_500 - 1);
+    /* Both mean "not now": say when to come back. One second suits every
+     * case we have (a full queue, a cap on pending assignments or
+     * connections, shutting down); a handler that knows better sets its
+     * own. */
+    if ((status == 503 || status == 429) && !http_reply_has_header(r, "Retry-After"))
         http_reply_header(r, "Retry-After", "1");
     return http_reply_json(r, status, p);
 }
@@ -103,12 +111,12 @@ int http_reply_oom(struct http_req *r)
     return http_reply_problem(r, 503, "out of memory", NULL);
 }
 
-int http_etag_matches(const char *inm, const char *etag)
+int http_etag_matches(const char *if_none_match, const char *etag)
 {
-    if (inm == NULL)
+    if (if_none_match == NULL)
         return 0;
     size_t el = strlen(etag);
-    const char *p = inm;
+    const char *p = if_none_match;
     while (*p) {
         p += strspn(p, " \t,");
         if (*p == '*')

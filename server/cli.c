@@ -225,7 +225,7 @@ static int keys_create(const struct cli_args *a)
     }
     fprintf(stderr,
             "created key %" PRId64 " (%s) with scope %s. It is shown only this once; a running "
-            "daemon accepts it after SIGHUP or within --key-refresh seconds.\n",
+            "daemon accepts it from its next request.\n",
             id, a->name ? a->name : "no name", canon);
     explicit_bzero(key, sizeof key);
     return 0;
@@ -314,10 +314,7 @@ static int keys_revoke(const struct cli_args *a)
         fprintf(stderr, "banditd: cannot revoke key %lld: %s\n", id, store_strerror(rc));
         return 1;
     }
-    fprintf(stderr,
-            "revoked key %lld; a running daemon refuses it after SIGHUP or within "
-            "--key-refresh seconds.\n",
-            id);
+    fprintf(stderr, "revoked key %lld; a running daemon refuses it from its next request.\n", id);
     return 0;
 }
 

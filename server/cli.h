@@ -8,8 +8,8 @@
  *
  * Each also takes --config FILE (its `db` setting). They open the database
  * next to a running daemon (SQLite WAL: one writer at a time, the busy
- * timeout covers the overlap); a running daemon picks key changes up on
- * SIGHUP or within --key-refresh seconds.
+ * timeout covers the overlap); a running daemon picks key changes up for
+ * its next request (api/auth.h).
  */
 #ifndef BANDITD_SERVER_CLI_H
 #define BANDITD_SERVER_CLI_H

@@ -4,6 +4,7 @@
  */
 #include "server/config.h"
 
+#include "base/version.h"
 #include "policies/engine.h"
 
 #include <errno.h>
@@ -13,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum kind { K_STR, K_UINT, K_SIZE, K_BYTES, K_FLAG, K_SYNC, K_LISTEN };
+enum kind { K_STR, K_TEXT, K_UINT, K_SIZE, K_BYTES, K_FLAG, K_SYNC, K_LISTEN }; /* K_STR: a path */
 
 struct opt {
     const char *name;
@@ -27,8 +28,10 @@ struct opt {
 #define LIM(f) (offsetof(struct config, limits) + offsetof(struct exp_limits, f))
 
 static const struct opt opts[] = {
-    {"listen", K_LISTEN, 0, 0, "HOST:PORT to listen on (default 127.0.0.1:8080; port 0: any)", 0,
-     0},
+    {"listen", K_LISTEN, 0, 0,
+     "HOST:PORT to listen on, HOST an IPv4 address, [IPv6] or a name (default 127.0.0.1:8080; "
+     "port 0: any)",
+     0, 0},
     {"db", K_STR, OFF(db), sizeof(((struct config *)0)->db), "SQLite file (default var/banditd.db)",
      0, 0},
     {"threads", K_UINT, OFF(threads), 0, "HTTP worker threads (default 0: number of cores)", 0,
@@ -45,6 +48,8 @@ static const struct opt opts[] = {
      "PEM certificate: serve HTTPS", 0, 0},
     {"tls-key", K_STR, OFF(tls_key), sizeof(((struct config *)0)->tls_key), "PEM private key", 0,
      0},
+    {"tls-priorities", K_TEXT, OFF(tls_priorities), sizeof(((struct config *)0)->tls_priorities),
+     "GnuTLS priority string (default: TLS 1.2+, forward secrecy, AEAD only)", 0, 0},
     {"log-requests", K_FLAG, OFF(log_requests), 0, "one JSON line per request on stderr", 0, 0},
     {"metrics-need-key", K_FLAG, OFF(metrics_need_key), 0, "put /metrics behind the read scope", 0,
      0},
@@ -52,10 +57,17 @@ static const struct opt opts[] = {
      "seconds between re-reads of the API keys (default 2; 0: only on SIGHUP)", 0, 86400},
     {"max-body", K_SIZE, OFF(max_body), 0, "largest request body in bytes (default 1048576)", 64,
      1ULL << 30},
-    {"max-connections", K_UINT, OFF(max_connections), 0, "concurrent connections (default 1024)", 1,
+    {"max-connections", K_UINT, OFF(max_connections), 0,
+     "concurrent connections; past it a new one hears 503 at once (default 1024)", 1, 1000000},
+    {"max-connections-per-ip", K_UINT, OFF(max_connections_per_ip), 0,
+     "concurrent connections from one client address; past it 429 (default 64; 0: no cap)", 0,
      1000000},
     {"timeout", K_UINT, OFF(timeout_s), 0,
      "seconds a connection may stay idle or stall mid-request (default 30)", 1, 86400},
+    {"request-timeout", K_UINT, OFF(request_timeout_s), 0,
+     "seconds to receive a whole request (line, headers, body) from when its connection is "
+     "ready for it (default 30; 0: no limit)",
+     0, 86400},
     {"max-experiments", K_SIZE, LIM(max_experiments), 0, "experiments (default 10000)", 1,
      100000000},
     {"max-bandits", K_SIZE, LIM(max_bandits), 0, "bandits per experiment (default 256)", 1,
@@ -101,7 +113,9 @@ void config_defaults(struct config *c)
     c->sync = STORE_SYNC_FULL;
     c->max_body = 1 << 20;
     c->max_connections = 1024;
+    c->max_connections_per_ip = 64;
     c->timeout_s = 30;
+    c->request_timeout_s = 30;
     c->key_refresh_s = 2;
     c->limits.max_experiments = 10000;
     c->limits.max_bandits = 256;
@@ -123,6 +137,8 @@ static const char *metavar(enum kind k)
     switch (k) {
     case K_STR:
         return "FILE";
+    case K_TEXT:
+        return "STRING";
     case K_UINT:
     case K_SIZE:
         return "N";
@@ -151,8 +167,10 @@ void config_usage(void)
            "Signals: SIGTERM/SIGINT finish in-flight requests and exit; SIGHUP re-reads keys.\n"
            "\n"
            "options (each also a `name = value` line in the --config FILE; flags win):\n"
+           "  --%-28s %s\n"
            "  --%-28s %s\n",
-           "config FILE", "read settings from FILE first");
+           "config FILE", "read settings from FILE first", "version",
+           "print the version (" BANDITD_VERSION ") and exit");
     for (const struct opt *o = opts; o->name != NULL; o++) {
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", o->name, o->kind == K_FLAG ? "" : " ",
@@ -162,12 +180,57 @@ void config_usage(void)
     printf("\nSee banditd(8) and docs/operations.md.\n");
 }
 
+/* HOST:PORT, HOST an IPv4 address, a name, or an IPv6 address in brackets
+ * ("[::1]:8080": without them its last group would read as the port). The
+ * name is resolved when the daemon starts (http_addr_resolve). */
+static int parse_listen(struct config *c, const char *v, char *err, size_t errlen)
+{
+    const char *host = v, *colon;
+    size_t hlen;
+    if (v[0] == '[') {
+        const char *close = strchr(v, ']');
+        if (close == NULL || close[1] != ':') {
+            snprintf(err, errlen, "--listen: expected [IPv6]:PORT, got %s", v);
+            return -1;
+        }
+        host = v + 1;
+        hlen = (size_t)(close - host);
+        colon = close + 1;
+    } else {
+        colon = strchr(v, ':');
+        if (colon != NULL && strchr(colon + 1, ':') != NULL) {
+            snprintf(err, errlen, "--listen: put an IPv6 address in brackets: [%s]:PORT", v);
+            return -1;
+        }
+        hlen = colon != NULL ? (size_t)(colon - v) : 0;
+    }
+    if (colon == NULL || hlen == 0 || hlen >= sizeof c->host) {
+        snprintf(err, errlen,
+                 "--listen: expected HOST:PORT (127.0.0.1:8080, [::1]:8080, localhost:8080), "
+                 "got %s",
+                 v);
+        return -1;
+    }
+    char *end;
+    errno = 0;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    if (errno != 0 || colon[1] == '\0' || colon[1] == '-' || *end != '\0' || port > 65535) {
+        snprintf(err, errlen, "--listen: bad port in %s", v);
+        return -1;
+    }
+    memcpy(c->host, host, hlen);
+    c->host[hlen] = '\0';
+    c->port = (unsigned)port;
+    return 0;
+}
+
 static int set(struct config *c, const struct opt *o, const char *v, char *err, size_t errlen)
 {
     char *p = (char *)c + o->off;
     char *end;
     switch (o->kind) {
     case K_STR:
+    case K_TEXT:
         if (strlen(v) >= o->len) {
             snprintf(err, errlen, "--%s: too long", o->name);
             return -1;
@@ -221,23 +284,8 @@ static int set(struct config *c, const struct opt *o, const char *v, char *err, 
             return -1;
         }
         return 0;
-    case K_LISTEN: {
-        const char *colon = strrchr(v, ':');
-        if (colon == NULL || colon == v || (size_t)(colon - v) >= sizeof c->host) {
-            snprintf(err, errlen, "--listen: expected HOST:PORT, got %s", v);
-            return -1;
-        }
-        errno = 0;
-        unsigned long port = strtoul(colon + 1, &end, 10);
-        if (errno != 0 || colon[1] == '\0' || *end != '\0' || port > 65535) {
-            snprintf(err, errlen, "--listen: bad port in %s", v);
-            return -1;
-        }
-        memcpy(c->host, v, (size_t)(colon - v));
-        c->host[colon - v] = '\0';
-        c->port = (unsigned)port;
-        return 0;
-    }
+    case K_LISTEN:
+        return parse_listen(c, v, err, errlen);
     }
     return -1;
 }
@@ -311,6 +359,10 @@ int config_parse_args(struct config *c, int argc, char **argv, char *err, size_t
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             config_usage();
+            return 1;
+        }
+        if (strcmp(a, "--version") == 0) {
+            printf("banditd %s\n", BANDITD_VERSION);
             return 1;
         }
         if (strcmp(a, "--config") == 0) {

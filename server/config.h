@@ -12,7 +12,7 @@
 #include "store/store.h"
 
 struct config {
-    char host[64];
+    char host[256]; /* as given, brackets of an IPv6 address removed */
     unsigned port;
     char db[1024];
     unsigned threads;
@@ -20,12 +20,15 @@ struct config {
     int insecure;
     char tls_cert[1024];
     char tls_key[1024];
+    char tls_priorities[512]; /* "": the transport's default */
     int log_requests;
     int metrics_need_key;
     unsigned key_refresh_s; /* re-read API keys every N s; 0: only on SIGHUP */
     size_t max_body;
     unsigned max_connections;
+    unsigned max_connections_per_ip; /* 0: no cap per client address */
     unsigned timeout_s;
+    unsigned request_timeout_s; /* 0: no deadline for a whole request */
     struct exp_limits limits;
 };
 
@@ -34,7 +37,8 @@ void config_defaults(struct config *c);
 
 /* Apply argv (after the program name) over c, reading --config FILE first,
  * then check the result (ranges, --tls-cert with --tls-key). Returns 0, 1
- * when --help was given (usage printed), or −1 with a message in err. */
+ * when --help or --version was given (printed), or −1 with a message in
+ * err. */
 int config_parse_args(struct config *c, int argc, char **argv, char *err, size_t errlen);
 
 /* The usage text. */

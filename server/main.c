@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -18,6 +19,7 @@
 #include "api/metrics.h"
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/version.h"
 #include "exp/exp.h"
 #include "http/http.h"
 #include "server/cli.h"
@@ -41,9 +43,25 @@ static char *slurp(const char *path)
     return buf_detach(&b, &len);
 }
 
-static int is_loopback(const char *host)
+/* Room for every connection the transport may hold (admitted, and refused
+ * ones on their way out: up to 2 × --max-connections + 64) plus the
+ * store's files: raise the soft limit on descriptors towards the hard one
+ * when it is lower (1024 is a common default; past it accept() fails and
+ * clients wait in the backlog). */
+static void raise_fd_limit(unsigned max_connections)
 {
-    return strncmp(host, "127.", 4) == 0;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    rlim_t want = (rlim_t)max_connections * 2 + 128;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want)
+            log_warn("open files limited to %llu (ulimit -n; --max-connections %u wants %llu)",
+                     (unsigned long long)(rl.rlim_cur > was ? rl.rlim_cur : was), max_connections,
+                     (unsigned long long)want);
+    }
 }
 
 /* Create the directory holding path if it is missing (./var on first run). */
@@ -125,17 +143,27 @@ int main(int argc, char **argv)
         fprintf(stderr, "banditd: %s\n", err);
         return 1;
     }
-    if (auth_init(st) != 0) {
+    if (auth_init(st) != 0 || auth_watch(cfg.db) != 0) {
         fprintf(stderr, "banditd: cannot read API keys\n");
         auth_free();
         store_close(st);
         return 1;
     }
-    if (!auth_enabled() && !is_loopback(cfg.host) && !cfg.insecure) {
+    struct http_addr addr;
+    if (http_addr_resolve(cfg.host, (uint16_t)cfg.port, &addr, err, sizeof err) != 0) {
+        fprintf(stderr, "banditd: %s\n", err);
+        auth_free();
+        store_close(st);
+        return 2;
+    }
+    if (!auth_enabled() && !http_addr_is_loopback(&addr) && !cfg.insecure) {
+        char text[HTTP_ADDR_TEXT];
+        http_addr_format(&addr, text, sizeof text);
         fprintf(stderr,
-                "banditd: refusing to listen on %s with no API key (the API would be open); "
-                "create a key (banditd keys create) or pass --insecure\n",
-                cfg.host);
+                "banditd: refusing to listen on %s (%s) with no API key (the API would be "
+                "open); create a key (banditd keys create), listen on a loopback address "
+                "(127.0.0.1, [::1], localhost), or pass --insecure\n",
+                cfg.host, text);
         auth_free();
         store_close(st);
         return 2;
@@ -161,16 +189,19 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    raise_fd_limit(cfg.max_connections);
     struct http_config hc = {
-        .host = cfg.host,
-        .port = (uint16_t)cfg.port,
+        .addr = &addr,
         .threads = cfg.threads,
         .max_body = cfg.max_body,
         .max_connections = cfg.max_connections,
+        .max_connections_per_ip = cfg.max_connections_per_ip,
         .connection_timeout_s = cfg.timeout_s,
+        .request_timeout_s = cfg.request_timeout_s,
         .log_requests = cfg.log_requests,
         .tls_cert_pem = cert,
         .tls_key_pem = key,
+        .tls_priorities = cfg.tls_priorities[0] != '\0' ? cfg.tls_priorities : NULL,
         .routes = api_routes,
         .admit = auth_admit,
         .observe = metrics_request,
@@ -187,11 +218,14 @@ int main(int argc, char **argv)
     }
     metrics_start();
     http_set_ready(1);
-    printf("listening on %s:%u\n", cfg.host, (unsigned)http_port(srv));
+    char bound[HTTP_ADDR_TEXT];
+    http_bound(srv, bound, sizeof bound);
+    printf("listening on %s\n", bound);
     if (fflush(stdout) != 0) /* whoever waits for this line will not see it */
         log_warn("stdout: %s", strerror(errno));
-    log_info("banditd serving %s on %s:%u (db %s, sync %s)", cert ? "HTTPS" : "HTTP", cfg.host,
-             (unsigned)http_port(srv), cfg.db, cfg.sync == STORE_SYNC_FULL ? "full" : "normal");
+    log_info("banditd %s serving %s on %s (db %s, sync %s)", BANDITD_VERSION,
+             cert ? "HTTPS" : "HTTP", bound, cfg.db,
+             cfg.sync == STORE_SYNC_FULL ? "full" : "normal");
 
     int sig = wait_for_stop(&set, cfg.key_refresh_s);
     log_info("signal %d: finishing in-flight requests", sig);

@@ -4,8 +4,10 @@
  * problem+json) for a missing, malformed or unknown key; 403 for a key
  * without the scope, for every route of the table; admin works everywhere;
  * open routes need no key; /metrics behind `read` when configured; revoking
- * and creating keys while the daemon runs (SIGHUP and the periodic re-read);
- * the keys CLI; the non-loopback refusal; TLS with a certificate made here.
+ * and creating keys while the daemon runs (for the next request, and on
+ * SIGHUP and the periodic re-read);
+ * the keys CLI; the non-loopback refusal; TLS with a certificate made here,
+ * only TLS 1.2 and 1.3 with forward secrecy by default (--tls-priorities).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
 #include <jansson.h>
 #include <sqlite3.h>
 
@@ -28,6 +31,7 @@
 #include "api/api.h"
 #include "http/http.h"
 #include "tests/support/harness.h"
+#include "tests/support/raw.h"
 
 #define KEYLEN 128
 
@@ -315,7 +319,7 @@ static void test_metrics_need_key(void **state)
     stop_clean(f);
 }
 
-static void test_revoke_on_sighup(void **state)
+static void test_revoke_takes_effect_at_once(void **state)
 {
     struct fx *f = *state;
     make_keys(f);
@@ -346,14 +350,21 @@ static void test_revoke_on_sighup(void **state)
     snprintf(idbuf, sizeof idbuf, "%lld", (long long)read_id);
     const char *ra[] = {"keys", "revoke", idbuf, "--db", tdaemon_db_path(f->d), NULL};
     assert_int_equal(tdaemon_cli(f->d, ra, NULL, out, sizeof out, err, sizeof err), 0);
-    /* Not re-read yet (no polling): still accepted. */
-    assert_int_equal(req(f, "GET", "/v1/experiments", f->read, NULL), 200);
+    /* No polling, no signal: refused from the very next request (it was
+     * accepted until the next re-read, up to --key-refresh seconds). */
+    assert_int_equal(req(f, "GET", "/v1/experiments", f->read, NULL), 401);
+    assert_int_equal(req(f, "GET", "/v1/experiments", f->admin, NULL), 200);
+    /* a new key works at once too */
+    char fresh[KEYLEN];
+    assert_int_equal(tdaemon_create_key(f->d, "read", fresh, sizeof fresh), 0);
+    assert_int_equal(req(f, "GET", "/v1/experiments", fresh, NULL), 200);
+    /* SIGHUP still re-reads (and says so) */
     tdaemon_signal(f->d, SIGHUP);
     assert_true(wait_status(f, "/v1/experiments", f->read, 401, 10000));
-    assert_int_equal(req(f, "GET", "/v1/experiments", f->admin, NULL), 200);
     stop_clean(f);
     char *log = tdaemon_stderr(f->d);
     assert_non_null(strstr(log, "API keys changed"));
+    assert_non_null(strstr(log, "API keys unchanged"));
     free(log);
 }
 
@@ -571,6 +582,83 @@ static void test_non_loopback_needs_key_or_insecure(void **state)
     stop_clean(f);
 }
 
+// NOLINTNEXTLINE(readability-non-const-parameter): curl's write callback type
+static size_t discard(char *p, size_t size, size_t n, void *arg)
+{
+    (void)p;
+    (void)arg;
+    return size * n;
+}
+
+/* The address of the daemon's "listening on ADDRESS" line, into buf. */
+static void listening_on(struct fx *f, char *buf, size_t len)
+{
+    char path[700], line[256] = "";
+    snprintf(path, sizeof path, "%s/stdout", tdaemon_dir(f->d));
+    FILE *o = fopen(path, "r");
+    assert_non_null(o);
+    assert_non_null(fgets(line, sizeof line, o));
+    (void)fclose(o);
+    line[strcspn(line, "\n")] = '\0';
+    assert_true(strncmp(line, "listening on ", 13) == 0);
+    snprintf(buf, len, "%s", line + 13);
+}
+
+/* GET /healthz over a plain socket from src ("127.0.0.1" or "::1"). */
+static int healthz_from(struct fx *f, const char *src)
+{
+    struct rawc *c = rawc_dial(tdaemon_port(f->d), src);
+    if (c == NULL)
+        return 0;
+    assert_int_equal(rawc_send(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"), 0);
+    struct rawr *r = rawc_read(c, 30.0);
+    int status = r->status;
+    rawr_free(r);
+    rawc_close(c);
+    return status;
+}
+
+/* --listen takes IPv6 in brackets and host names, and the loopback rule
+ * knows them: [::1] and localhost are loopback, [::] is not. (On main:
+ * "localhost:8080" was refused as not loopback, with advice to pass an
+ * address, and [::1] could not be parsed.) */
+static void test_listen_ipv6_and_names(void **state)
+{
+    struct fx *f = *state;
+    char addr[128];
+    static const char *const v6[] = {"--listen", "[::1]:0", NULL};
+    assert_int_equal(tdaemon_launch(f->d, v6, TDAEMON_OWN_LISTEN), 0);
+    listening_on(f, addr, sizeof addr);
+    assert_true(strncmp(addr, "[::1]:", 6) == 0);
+    assert_int_equal(healthz_from(f, "::1"), 200);
+    stop_clean(f);
+    static const char *const name[] = {"--listen", "localhost:0", NULL};
+    assert_int_equal(tdaemon_launch(f->d, name, TDAEMON_OWN_LISTEN), 0);
+    listening_on(f, addr, sizeof addr);
+    assert_int_equal(healthz_from(f, strncmp(addr, "[::1]", 5) == 0 ? "::1" : NULL), 200);
+    stop_clean(f);
+    /* the IPv6 wildcard is not loopback: refused while no key exists */
+    static const char *const any6[] = {"--listen", "[::]:0", NULL};
+    assert_int_equal(tdaemon_launch(f->d, any6, TDAEMON_OWN_LISTEN), 1000 + 2);
+    char *log = tdaemon_stderr(f->d);
+    assert_non_null(strstr(log, "--insecure"));
+    free(log);
+    /* and with --insecure it serves both families */
+    static const char *const any6i[] = {"--listen", "[::]:0", "--insecure", NULL};
+    assert_int_equal(tdaemon_launch(f->d, any6i, TDAEMON_OWN_LISTEN), 0);
+    assert_int_equal(healthz_from(f, "::1"), 200);
+    assert_int_equal(healthz_from(f, NULL), 200);
+    stop_clean(f);
+    /* a bare IPv6 address is ambiguous; an unknown name says so */
+    static const char *const bare[] = {"--listen", "::1:8080", NULL};
+    assert_int_equal(tdaemon_launch(f->d, bare, TDAEMON_OWN_LISTEN), 1000 + 2);
+    static const char *const unknown[] = {"--listen", "no-such-host.invalid:0", NULL};
+    assert_int_equal(tdaemon_launch(f->d, unknown, TDAEMON_OWN_LISTEN), 1000 + 2);
+    log = tdaemon_stderr(f->d);
+    assert_non_null(strstr(log, "cannot resolve no-such-host.invalid"));
+    free(log);
+}
+
 /* A self-signed certificate for 127.0.0.1, made with the openssl tool. */
 static void make_cert(struct fx *f, char *cert, char *key, size_t len)
 {
@@ -619,6 +707,79 @@ static void test_tls_round_trip(void **state)
     free(log);
 }
 
+/* One GET /healthz over TLS with libcurl (OpenSSL) pinned to TLS versions
+ * [min, max] (CURL_SSLVERSION_*) and an OpenSSL cipher list (NULL: its
+ * default). The HTTP status, 0 when the handshake failed. The client's own
+ * floor is lowered to security level 0, so that a refusal is the server's. */
+static long tls_get(struct fx *f, const char *ca, long min, long max, const char *ciphers)
+{
+    CURL *h = curl_easy_init();
+    assert_non_null(h);
+    char url[128];
+    snprintf(url, sizeof url, "https://127.0.0.1:%u/healthz", (unsigned)tdaemon_port(f->d));
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+    curl_easy_setopt(h, CURLOPT_SSLVERSION, min | max);
+    curl_easy_setopt(h, CURLOPT_SSL_CIPHER_LIST, ciphers ? ciphers : "DEFAULT:@SECLEVEL=0");
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+    long status = 0;
+    if (curl_easy_perform(h) == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(h);
+    return status;
+}
+
+/* TLS 1.2+ and forward secrecy by default: TLS 1.0 and 1.1, and a TLS 1.2
+ * key exchange by RSA encryption (no forward secrecy) fail the handshake;
+ * --tls-priorities changes that. An RSA certificate, so that an RSA key
+ * exchange is possible at all. (On main: TLS 1.1 and AES128-GCM-SHA256 with
+ * RSA key exchange both answered 200.) */
+static void test_tls_versions_and_key_exchange(void **state)
+{
+    struct fx *f = *state;
+    char cert[256], key[256], cmd[1024];
+    snprintf(cert, sizeof cert, "%s/rsa-cert.pem", tdaemon_dir(f->d));
+    snprintf(key, sizeof key, "%s/rsa-key.pem", tdaemon_dir(f->d));
+    snprintf(cmd, sizeof cmd,
+             "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s -out %s -days 2 "
+             "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1",
+             key, cert);
+    if (system(cmd) != 0)
+        fail_msg("openssl could not make a certificate");
+    const char *args[] = {"--tls-cert", cert, "--tls-key", key, NULL};
+    start(f, args);
+    assert_int_equal(tls_get(f, cert, CURL_SSLVERSION_TLSv1_2, CURL_SSLVERSION_MAX_TLSv1_2, NULL),
+                     200);
+    assert_int_equal(tls_get(f, cert, CURL_SSLVERSION_TLSv1_3, CURL_SSLVERSION_MAX_TLSv1_3, NULL),
+                     200);
+    assert_int_equal(tls_get(f, cert, CURL_SSLVERSION_TLSv1_2, CURL_SSLVERSION_MAX_TLSv1_2,
+                             "ECDHE-RSA-AES128-GCM-SHA256"),
+                     200);
+    assert_int_equal(tls_get(f, cert, CURL_SSLVERSION_TLSv1_0, CURL_SSLVERSION_MAX_TLSv1_1, NULL),
+                     0);
+    assert_int_equal(tls_get(f, cert, CURL_SSLVERSION_TLSv1_2, CURL_SSLVERSION_MAX_TLSv1_2,
+                             "AES128-GCM-SHA256:AES256-GCM-SHA384:AES128-SHA:@SECLEVEL=0"),
+                     0);
+    stop_clean(f);
+    /* configurable: GnuTLS's NORMAL takes TLS 1.1 back */
+    const char *normal[] = {"--tls-cert",       cert,     "--tls-key", key,
+                            "--tls-priorities", "NORMAL", NULL};
+    start(f, normal);
+    assert_int_equal(tls_get(f, cert, CURL_SSLVERSION_TLSv1_0, CURL_SSLVERSION_MAX_TLSv1_1, NULL),
+                     200);
+    stop_clean(f);
+    /* a priority string GnuTLS cannot read stops the start, saying where */
+    const char *bad[] = {"--tls-cert",        cert, "--tls-key", key, "--tls-priorities",
+                         "SECURE128:+NOSUCH", NULL};
+    assert_int_equal(tdaemon_launch(f->d, bad, 0), 1000 + 1);
+    char *log = tdaemon_stderr(f->d);
+    assert_non_null(strstr(log, "--tls-priorities"));
+    assert_non_null(strstr(log, "NOSUCH"));
+    free(log);
+}
+
 static void test_tls_bad_setup(void **state)
 {
     struct fx *f = *state;
@@ -644,15 +805,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_401_missing_or_unknown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scope_matrix, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_need_key, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_revoke_on_sighup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_revoke_takes_effect_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_new_key_picked_up_by_polling, setup, teardown),
         cmocka_unit_test_setup_teardown(test_all_revoked_stays_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keys_cli, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keys_cli_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_same_key_on_two_shards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_non_loopback_needs_key_or_insecure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_listen_ipv6_and_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tls_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tls_bad_setup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tls_versions_and_key_exchange, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -481,6 +481,9 @@ static void test_too_many_pending(void **state)
     assert_int_equal(json_array_size(a), 5);
     struct tresp *r = treq(d, "POST", "/v1/experiments/cap/assignments", "{}", NULL);
     assert_problem(r, 429);
+    /* when to come back (issue 12: a 429 without it) */
+    assert_non_null(tresp_header(r, "Retry-After"));
+    assert_string_equal(tresp_header(r, "Retry-After"), "1");
     tresp_free(r);
     /* A reward frees a place. */
     assert_string_equal(texp_reward(d, "cap", tjson_str(a, "[0].id"), 1), "accepted");

@@ -239,6 +239,17 @@ static void test_request_log(void **state)
     assert_int_equal(tdaemon_stop(d), 0);
     char *log = tdaemon_stderr(d);
     assert_null(strstr(log, key));
+    /* ms to the microsecond, written so: not a double's 17 digits
+     * ("ms":0.057035000000000002) */
+    int seen = 0;
+    for (const char *m = strstr(log, "\"ms\":"); m != NULL; m = strstr(m + 1, "\"ms\":")) {
+        const char *num = m + 5, *dot = num + strspn(num, "0123456789");
+        size_t decimals = *dot == '.' ? strspn(dot + 1, "0123456789") : 0;
+        if (decimals > 3)
+            fail_msg("ms printed with %zu decimals: %.40s", decimals, m);
+        seen++;
+    }
+    assert_true(seen >= 5);
     json_t *all = request_lines(log);
     free(log);
     /* The last line is the keyed request; before it come 401s (polling

@@ -1,8 +1,9 @@
 /*
  * test_config.c — the daemon's settings: defaults, flags, the config file
  * (comments, spacing, flags without a value, unknown keys with their line),
- * flags winning over the file, range checks, and the man page and --help
- * naming every setting of the table.
+ * flags winning over the file, range checks, --listen's forms (IPv6 in
+ * brackets, names), --version and the CHANGELOG's latest release, and the
+ * man page and --help naming every setting of the table.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/version.h"
 #include "server/config.h"
 #include "tests/support/tstore.h"
 
@@ -158,6 +160,15 @@ static void test_bad_values(void **state)
         {"--sync", "sometimes"},
         {"--listen", "nohost"},
         {"--listen", "1.2.3.4:70000"},
+        {"--listen", "::1:8080"}, /* ambiguous without brackets */
+        {"--listen", "[::1]"},
+        {"--listen", "[::1]8080"},
+        {"--listen", "[:8080"},
+        {"--listen", "[]:8080"},
+        {"--listen", ":8080"},
+        {"--listen", "host:-1"},
+        {"--max-connections-per-ip", "-1"},
+        {"--request-timeout", "100000"},
         {"--port", "1"},
         {"--max-arms", ""},
     };
@@ -175,30 +186,44 @@ static void test_bad_values(void **state)
     assert_int_equal(parse(&c, err, sizeof err, "--tls-cert", "/a.pem", "--tls-key", "/k.pem"), 0);
 }
 
-static void test_help(void **state)
+/* The whole of a file (a static buffer, overwritten by the next call). */
+static const char *read_text(const char *path)
 {
-    (void)state;
-    struct config c;
-    char err[256];
-    char path[128];
-    snprintf(path, sizeof path, "%s/help.txt", g_dir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        fail_msg("cannot open %s", path);
+    static char text[1 << 18];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    (void)fclose(f);
+    return text;
+}
+
+/* Parse args with standard output captured; the output (static buffer). */
+static const char *parse_printing(struct config *c, int want_rc, const char *const *args)
+{
+    char err[256], path[128];
+    snprintf(path, sizeof path, "%s/stdout.txt", g_dir);
     (void)fflush(stdout);
     int saved = dup(1);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     dup2(fileno(f), 1);
-    int rc = parse(&c, err, sizeof err, "--max-arms", "5", "--help");
+    int rc = parse_args(c, err, sizeof err, args);
     assert_int_equal(fflush(stdout), 0);
     dup2(saved, 1);
     close(saved);
     assert_int_equal(fclose(f), 0);
-    assert_int_equal(rc, 1);
-    f = fopen(path, "r");
-    assert_non_null(f);
-    static char text[16384];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    (void)fclose(f);
+    assert_int_equal(rc, want_rc);
+    return read_text(path);
+}
+
+static void test_help(void **state)
+{
+    (void)state;
+    struct config c;
+    const char *text =
+        parse_printing(&c, 1, (const char *const[]){"--max-arms", "5", "--help", NULL});
     for (size_t i = 0; config_option_name(i) != NULL; i++) {
         char flag[80];
         snprintf(flag, sizeof flag, "--%s", config_option_name(i));
@@ -209,22 +234,90 @@ static void test_help(void **state)
     assert_non_null(strstr(text, "backup"));
 }
 
-/* Every setting is in the man page (as a flag, escaped for troff). */
-static void test_man_page_covers_every_setting(void **state)
+/* --listen: IPv4, IPv6 in brackets (kept without them), host names. */
+static void test_listen_forms(void **state)
 {
     (void)state;
+    struct config c;
+    char err[256];
+    static const struct {
+        const char *arg, *host;
+        unsigned port;
+    } ok[] = {
+        {"127.0.0.1:8080", "127.0.0.1", 8080},
+        {"[::1]:8081", "::1", 8081},
+        {"[::]:0", "::", 0},
+        {"localhost:9000", "localhost", 9000},
+        {"0.0.0.0:1", "0.0.0.0", 1},
+        {"[fe80::1%lo]:80", "fe80::1%lo", 80},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        if (parse(&c, err, sizeof err, "--listen", ok[i].arg) != 0)
+            fail_msg("--listen %s: %s", ok[i].arg, err);
+        assert_string_equal(c.host, ok[i].host);
+        assert_int_equal(c.port, ok[i].port);
+    }
+    assert_int_equal(parse(&c, err, sizeof err, "--listen", "::1:8080"), -1);
+    assert_non_null(strstr(err, "[::1:8080]:PORT"));
+}
+
+/* The new settings of issue 13 and their defaults. */
+static void test_transport_settings(void **state)
+{
+    (void)state;
+    struct config c;
+    char err[256];
+    config_defaults(&c);
+    assert_int_equal(c.max_connections_per_ip, 64);
+    assert_int_equal(c.request_timeout_s, 30);
+    assert_string_equal(c.tls_priorities, "");
+    assert_int_equal(parse(&c, err, sizeof err, "--max-connections-per-ip", "0",
+                           "--request-timeout", "0", "--tls-priorities", "NORMAL:-VERS-TLS1.0"),
+                     0);
+    assert_int_equal(c.max_connections_per_ip, 0);
+    assert_int_equal(c.request_timeout_s, 0);
+    assert_string_equal(c.tls_priorities, "NORMAL:-VERS-TLS1.0");
+}
+
+/* Read a file of the repository (relative to its root) into a static buffer. */
+static const char *repo_file(const char *rel)
+{
     char path[512];
     snprintf(path, sizeof path, "%s", __FILE__);
     char *slash = strstr(path, "tests/unit/");
     assert_non_null(slash);
-    snprintf(slash, sizeof path - (size_t)(slash - path), "docs/banditd.8");
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        fail_msg("cannot open %s", path);
-    static char text[1 << 17];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    (void)fclose(f);
+    snprintf(slash, sizeof path - (size_t)(slash - path), "%s", rel);
+    return read_text(path);
+}
+
+/* --version prints BANDITD_VERSION, which is the latest release of the
+ * CHANGELOG ("## [X.Y.Z]") once it has one. */
+static void test_version(void **state)
+{
+    (void)state;
+    struct config c;
+    const char *line = parse_printing(&c, 1, (const char *const[]){"--version", NULL});
+    assert_string_equal(line, "banditd " BANDITD_VERSION "\n");
+    const char *log = repo_file("CHANGELOG.md");
+    const char *rel = strstr(log, "\n## [");
+    while (rel != NULL && !(rel[5] >= '0' && rel[5] <= '9'))
+        rel = strstr(rel + 1, "\n## [");
+    if (rel == NULL) {
+        printf("# CHANGELOG.md names no release yet: nothing to compare\n");
+        return;
+    }
+    char want[64];
+    snprintf(want, sizeof want, "\n## [%s]", BANDITD_VERSION);
+    if (strncmp(rel, want, strlen(want)) != 0)
+        fail_msg("BANDITD_VERSION is %s, the CHANGELOG's latest release %.24s", BANDITD_VERSION,
+                 rel + 1);
+}
+
+/* Every setting is in the man page (as a flag, escaped for troff). */
+static void test_man_page_covers_every_setting(void **state)
+{
+    (void)state;
+    const char *text = repo_file("docs/banditd.8");
     for (size_t i = 0; config_option_name(i) != NULL; i++) {
         char flag[80];
         /* troff writes a literal hyphen as \- */
@@ -254,6 +347,9 @@ int main(void)
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_man_page_covers_every_setting),
+        cmocka_unit_test(test_listen_forms),
+        cmocka_unit_test(test_transport_settings),
+        cmocka_unit_test(test_version),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     if (ttree_remove(g_dir) != 0)
