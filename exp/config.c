@@ -11,6 +11,7 @@
 #include <sys/random.h>
 
 #include "base/jsonv.h"
+#include "exp/internal.h"
 
 static void random_id(char *buf, size_t len)
 {
@@ -45,6 +46,7 @@ void exp_config_free(struct exp_config *c)
     free(c->arm_names);
     free(c->n_arms);
     free(c->control_arm);
+    exp_webhooks_free(c);
     json_decref(c->json);
     memset(c, 0, sizeof *c);
 }
@@ -288,11 +290,15 @@ int exp_config_parse(json_t *body, const struct exp_limits *lim, struct exp_conf
         jv_error(errors, "", "the body must be a JSON object");
         return 1;
     }
-    static const char *const keys[] = {
-        "id",      "name", "policy",           "goal",           "reward",
-        "bandits", "arms", "assignment_ttl_s", "seed",           "stop_rule",
-        "bound",   "tau",  "target_arm",       "default_reward", "constraints",
-        "prior",   NULL};
+    static const char *const keys[] = {"id",          "name",
+                                       "policy",      "goal",
+                                       "reward",      "bandits",
+                                       "arms",        "assignment_ttl_s",
+                                       "seed",        "stop_rule",
+                                       "bound",       "tau",
+                                       "target_arm",  "default_reward",
+                                       "constraints", "prior",
+                                       "webhooks",    NULL};
     if (jv_unknown_keys(body, keys, "", errors))
         bad = 1;
 
@@ -548,6 +554,11 @@ int exp_config_parse(json_t *body, const struct exp_limits *lim, struct exp_conf
             }
         }
     }
+    if ((rc = exp_webhooks_parse(c, json_object_get(body, "webhooks"), errors)) != 0) {
+        if (rc < 0)
+            return -1;
+        bad = 1;
+    }
     if (bad)
         return 1;
 
@@ -665,7 +676,8 @@ int exp_config_parse(json_t *body, const struct exp_limits *lim, struct exp_conf
         return 1;
     }
     engine_free(probe);
-    if (normalise(c, stop_rule, bound, tau, target, constraints) != 0)
+    if (normalise(c, stop_rule, bound, tau, target, constraints) != 0 ||
+        exp_webhooks_normalise(c) != 0)
         return -1;
     return 0;
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "exp/config.h"
+#include "notify/notify.h"
 #include "store/store.h"
 
 struct config {
@@ -27,6 +28,7 @@ struct config {
     unsigned max_connections;
     unsigned timeout_s;
     struct exp_limits limits;
+    struct notify_config webhooks; /* the webhook-* settings */
 };
 
 /* Defaults. */
