@@ -25,8 +25,9 @@ int api_experiments_create(struct http_req *r)
     /* Where a webhook may point is the delivery's policy (notify.h): a
      * literal address it would refuse is refused now, not at the stop. */
     for (size_t i = 0; rc == 0 && i < cfg.n_webhooks; i++) {
-        char why[160], field[48];
+        char why[160];
         if (notify_url_check(cfg.webhooks[i].url, why, sizeof why) != 0) {
+            char field[48];
             snprintf(field, sizeof field, "webhooks[%zu].url", i);
             jv_error(errors, field, "%s", why);
             rc = 1;

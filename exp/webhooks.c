@@ -174,7 +174,7 @@ int exp_webhooks_parse(struct exp_config *c, json_t *v, json_t *errors)
                      EXP_WEBHOOK_SECRET_MIN, EXP_WEBHOOK_SECRET_MAX);
             bad = 1;
         }
-        if (bad)
+        if (bad || url == NULL)
             continue;
         c->webhooks[i].url = strdup(url);
         c->webhooks[i].secret = strdup(json_string_value(sj));

@@ -297,7 +297,9 @@ static int load_row(void *arg, const struct store_delivery *row)
     d->attempts = row->attempts;
     d->next_ms = row->next_ms;
     if (d->event_id == NULL || d->type == NULL || d->url == NULL || d->secret == NULL ||
-        d->body == NULL || buf_grow((void **)&g.q, &g.cap, g.n + 1, sizeof *g.q, 16) != 0) {
+        d->body == NULL ||
+        // NOLINTNEXTLINE(bugprone-sizeof-expression): sizeof *p for an array of pointers
+        buf_grow((void **)&g.q, &g.cap, g.n + 1, sizeof *g.q, 16) != 0) {
         delivery_free(d);
         return STORE_ERR_NOMEM;
     }
@@ -332,6 +334,8 @@ static void queue_remove(size_t i)
 
 /* --- attempts ----------------------------------------------------------------------- */
 
+// cppcheck-suppress constParameter ; libcurl's write callback signature
+// NOLINTNEXTLINE(readability-non-const-parameter): libcurl's write callback signature
 static size_t discard(char *p, size_t size, size_t n, void *arg)
 {
     (void)p;

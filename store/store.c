@@ -1439,10 +1439,10 @@ static int outbox_rows(sqlite3_stmt *st, int (*cb)(void *arg, const struct store
                        void *arg)
 {
     struct store_delivery d;
-    int rc, ret;
+    int rc;
     for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
         delivery_from_row(st, &d);
-        ret = cb(arg, &d);
+        int ret = cb(arg, &d);
         if (ret != 0)
             return ret;
     }

@@ -300,11 +300,14 @@ static void receiver_set_fail(struct receiver *r, int fail_first)
 /* The header's signature checks out with SECRET over "t.body", and t is now. */
 static void assert_signed(const struct hook_req *q)
 {
-    long long t = 0;
-    char hex[80] = "", want[65], msg[32];
+    char hex[80] = "", want[65], msg[32], *end = NULL;
     unsigned char mac[32];
-    if (sscanf(q->signature, "t=%lld,v1=%64[0-9a-f]", &t, hex) != 2)
+    if (strncmp(q->signature, "t=", 2) != 0)
         fail_msg("bad Banditd-Signature: \"%s\"", q->signature);
+    long long t = strtoll(q->signature + 2, &end, 10);
+    if (end == NULL || strncmp(end, ",v1=", 4) != 0 || strlen(end + 4) != 64)
+        fail_msg("bad Banditd-Signature: \"%s\"", q->signature);
+    snprintf(hex, sizeof hex, "%s", end + 4);
     size_t ml = (size_t)snprintf(msg, sizeof msg, "%lld.", t), bl = strlen(q->body);
     char *signed_text = malloc(ml + bl + 1);
     assert_non_null(signed_text);
@@ -313,7 +316,7 @@ static void assert_signed(const struct hook_req *q)
     assert_int_equal(
         gnutls_hmac_fast(GNUTLS_MAC_SHA256, SECRET, strlen(SECRET), signed_text, ml + bl, mac), 0);
     free(signed_text);
-    for (int i = 0; i < 32; i++)
+    for (size_t i = 0; i < 32; i++)
         snprintf(want + 2 * i, 3, "%02x", mac[i]);
     assert_string_equal(hex, want);
     long long now = (long long)(clock_wall_ms() / 1000);
@@ -658,7 +661,7 @@ static void observe(struct tdaemon *d, const char *id, const char *bandit, int n
     for (int i = 0; i < n_a + n_b; i++)
         len += (size_t)sprintf(body + len, "%s{\"bandit\":\"%s\",\"arm\":\"%s\",\"reward\":%d}",
                                i ? "," : "", bandit, i < n_a ? "a" : "b", i < n_a ? 1 : 0);
-    sprintf(body + len, "]}");
+    memcpy(body + len, "]}", 3);
     char path[128];
     snprintf(path, sizeof path, "/v1/experiments/%s/observations", id);
     json_decref(tcall(d, "POST", path, body, 200));

@@ -848,12 +848,13 @@ static void test_outbox(void **state)
     assert_int_equal(l.n, 1);
     assert_string_equal(l.event[0], "e/2/experiment.paused");
     int64_t second = l.id[0];
-    u = (struct store_delivery){.id = second,
+    struct store_delivery u2 = {.id = second,
                                 .state = STORE_OUTBOX_PENDING,
                                 .attempts = 1,
                                 .next_ms = 5000,
                                 .last_ms = 3000,
                                 .last_error = "HTTP 500"};
+    up.dl = &u2;
     assert_int_equal(store_write_sync(s, &up, 1), STORE_OK);
     /* pending reads go on after the last id seen */
     l.n = 0;
