@@ -4,6 +4,7 @@
  */
 #include "api/api.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,12 +16,42 @@ int api_healthz(struct http_req *r)
     return http_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
 }
 
+/* A probe write (at most one at a time, one a second) while writes fail:
+ * the next readiness check sees whether the disk takes writes again, even
+ * when no traffic comes because the load balancer took us out. */
+static atomic_int g_probing;
+static atomic_llong g_probe_ms;
+static struct store_op g_probe_op = {.kind = STORE_OP_PROBE};
+
+static void probe_done(void *arg, int err)
+{
+    (void)arg;
+    (void)err; /* the store's writes_failing says it */
+    atomic_store(&g_probing, 0);
+}
+
+static void probe(int64_t now_ms)
+{
+    if (now_ms - atomic_load(&g_probe_ms) < 1000 || atomic_exchange(&g_probing, 1))
+        return;
+    atomic_store(&g_probe_ms, (long long)now_ms);
+    if (store_submit(exp_store(), &g_probe_op, 1, probe_done, NULL) != STORE_OK)
+        atomic_store(&g_probing, 0);
+}
+
 int api_readyz(struct http_req *r)
 {
     if (!http_ready())
         return http_reply_problem(r, 503, "starting: experiments are being loaded", NULL);
     struct store_stats st;
     store_get_stats(exp_store(), &st);
+    if (st.writes_failing) {
+        probe(http_req_now_ms(r));
+        return http_reply_problem(r, 503,
+                                  "storage refuses writes (full disk or I/O errors); reads are "
+                                  "served, writes answer 503",
+                                  NULL);
+    }
     return http_reply_json(r, 200,
                            json_pack("{s:s,s:I,s:I}", "status", "ready", "experiments",
                                      (json_int_t)exp_count(), "queue_depth",

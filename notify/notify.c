@@ -53,10 +53,11 @@ struct delivery {
     char errbuf[CURL_ERROR_SIZE]; /* curl's message */
 };
 
-/* One recorded attempt on its way to the writer (freed by its completion). */
+/* One recorded attempt on its way to the writer (freed by its completion),
+ * with the prune of old finished rows when one is due. */
 struct update {
-    struct store_op op;
-    struct store_delivery dl;
+    struct store_op op[2];
+    struct store_delivery dl, prune;
     char error[256];
 };
 
@@ -461,9 +462,19 @@ static void record(const struct delivery *d, int state, int64_t now, long status
         snprintf(u->error, sizeof u->error, "%s", error);
         u->dl.last_error = u->error;
     }
-    u->op.kind = STORE_OP_OUTBOX_UPDATE;
-    u->op.dl = &u->dl;
-    if (store_submit(g.st, &u->op, 1, update_done, u) != STORE_OK)
+    u->op[0].kind = STORE_OP_OUTBOX_UPDATE;
+    u->op[0].dl = &u->dl;
+    size_t n = 1;
+    /* The prune rides on a finished delivery's write: a daemon whose
+     * webhooks are quiet writes nothing of its own. */
+    if (state != STORE_OUTBOX_PENDING && now >= g.next_prune_ms) {
+        u->prune.last_ms = now - KEEP_MS;
+        u->op[1].kind = STORE_OP_OUTBOX_PRUNE;
+        u->op[1].dl = &u->prune;
+        n = 2;
+        g.next_prune_ms = now + PRUNE_EVERY_MS;
+    }
+    if (store_submit(g.st, u->op, n, update_done, u) != STORE_OK)
         free(u);
 }
 
@@ -517,18 +528,6 @@ static void finish(size_t i, CURLcode rc)
         load(); /* room again for rows waiting on disk */
 }
 
-static void prune(int64_t now)
-{
-    struct update *u = calloc(1, sizeof *u);
-    if (u == NULL)
-        return;
-    u->dl.last_ms = now - KEEP_MS;
-    u->op.kind = STORE_OP_OUTBOX_PRUNE;
-    u->op.dl = &u->dl;
-    if (store_submit(g.st, &u->op, 1, update_done, u) != STORE_OK)
-        free(u);
-}
-
 /* --- the thread --------------------------------------------------------------------- */
 
 static void *notify_main(void *arg)
@@ -538,10 +537,6 @@ static void *notify_main(void *arg)
         if (atomic_exchange(&g.wake, 0) || g.more)
             load();
         int64_t now = clock_wall_ms();
-        if (now >= g.next_prune_ms) {
-            prune(now);
-            g.next_prune_ms = now + PRUNE_EVERY_MS;
-        }
         int64_t wait = POLL_MAX_MS;
         for (size_t i = 0; i < g.n; i++) {
             struct delivery *d = g.q[i];

@@ -664,6 +664,20 @@ static int writer_outbox(struct store *s, const struct store_op *op)
 
 /* Run one submission's ops; returns an SQLite code (SQLITE_NOTFOUND: no such
  * row, SQLITE_MISUSE: unknown op kind). */
+/* A write that leaves nothing behind, but goes to disk at commit like any
+ * other (the purge list's row 0, never an experiment's: rowids start at 1). */
+static int writer_probe(struct store *s)
+{
+    int rc = sqlite3_bind_int64(s->wst[Q_PURGE_ADD], 1, 0);
+    if (rc == SQLITE_OK)
+        rc = wexec(s, Q_PURGE_ADD);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(s->wst[Q_PURGE_DONE], 1, 0);
+    if (rc == SQLITE_OK)
+        rc = wexec(s, Q_PURGE_DONE);
+    return rc;
+}
+
 static int writer_sub(struct store *s, const struct sub *sub)
 {
     int rc = SQLITE_OK;
@@ -681,6 +695,9 @@ static int writer_sub(struct store *s, const struct sub *sub)
             break;
         case STORE_OP_EVENT:
             rc = writer_event(s, &op->ev);
+            break;
+        case STORE_OP_PROBE:
+            rc = writer_probe(s);
             break;
         case STORE_OP_OUTBOX:
         case STORE_OP_OUTBOX_UPDATE:
@@ -832,6 +849,13 @@ finish:
         }
     }
     pthread_mutex_lock(&s->mu);
+    /* An empty group commits even on a full disk: only one that wrote says
+     * whether writes succeed. */
+    for (sub = batch; sub != NULL; sub = sub->next)
+        if (sub->n > 0 || sub->key != NULL) {
+            s->stats.writes_failing = fatal != STORE_OK;
+            break;
+        }
     if (fatal == STORE_OK) {
         s->stats.commits++;
         if (s->batch_deleted)

@@ -110,11 +110,12 @@ enum store_op_kind {
                                  * long log); rowids are never reused, so they
                                  * are never read again */
     STORE_OP_EVENT = 3,         /* ev */
-    STORE_OP_OUTBOX = 4,        /* dl: a webhook delivery to make (every field but id and
+    STORE_OP_PROBE = 4,         /* writes and removes a row: is the disk taking writes? */
+    STORE_OP_OUTBOX = 5,        /* dl: a webhook delivery to make (every field but id and
                                  * the attempt's); committed with the events that caused it */
-    STORE_OP_OUTBOX_UPDATE = 5, /* dl: id, state, attempts, next_ms, last_ms,
+    STORE_OP_OUTBOX_UPDATE = 6, /* dl: id, state, attempts, next_ms, last_ms,
                                  * last_status, last_error after an attempt */
-    STORE_OP_OUTBOX_PRUNE = 6,  /* dl->last_ms: finished deliveries whose last attempt
+    STORE_OP_OUTBOX_PRUNE = 7,  /* dl->last_ms: finished deliveries whose last attempt
                                  * is older go */
 };
 
@@ -175,6 +176,7 @@ struct store_stats {
     uint64_t commit_us_total; /* sum of commit latencies */
     uint64_t queue_depth;     /* submissions waiting now */
     uint64_t checkpoints;     /* WAL checkpoints (run off the commit path) */
+    int writes_failing;       /* the last commit that wrote something failed */
 };
 void store_get_stats(struct store *s, struct store_stats *out);
 

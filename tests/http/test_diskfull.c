@@ -274,6 +274,10 @@ static void test_real_full_disk(void **state)
     }
     printf("# first 503 after %ld more writes on the full disk\n", i);
     assert_int_equal(failures, 1);
+    /* Not ready while writes fail: a load balancer takes the daemon out. */
+    struct tresp *rz = treq(d, "GET", "/readyz", NULL, NULL);
+    assert_problem(rz, 503);
+    tresp_free(rz);
     check_stats(d, &a); /* reads served, nothing half-applied */
     for (int k = 0; k < 5; k++) {
         long s = assign(d, id, sizeof id, &arm);
@@ -287,8 +291,18 @@ static void test_real_full_disk(void **state)
         check_stats(d, &a);
     }
 
-    /* space returns: writes succeed again */
+    /* space returns: ready again without any write of a client (the
+     * readiness check probes the disk), and writes succeed */
     assert_int_equal(unlink(filler), 0);
+    long ready = 0;
+    for (int k = 0; k < 100 && ready != 200; k++) {
+        rz = treq(d, "GET", "/readyz", NULL, NULL);
+        ready = rz->status;
+        tresp_free(rz);
+        if (ready != 200)
+            tsleep_ms(100);
+    }
+    assert_int_equal(ready, 200);
     int recovered = 0;
     for (int k = 0; k < 10 && !recovered; k++) {
         if (assign(d, id, sizeof id, &arm) != 201)
