@@ -314,8 +314,10 @@ static int load_row(void *arg, const struct store_delivery *row)
 /* Load rows past the last one loaded, as many as there is room for. */
 static void load(void)
 {
-    if (g.n >= QUEUE_MAX)
+    if (g.n >= QUEUE_MAX) {
+        g.more = 1; /* rows wait on disk: loaded as deliveries finish */
         return;
+    }
     int room = (int)(QUEUE_MAX - g.n), loaded = 0;
     int rc = store_outbox_pending(g.st, g.last_id, room, load_row, &loaded);
     if (rc != STORE_OK) {
@@ -652,6 +654,7 @@ void notify_stop(void)
     g.multi = NULL;
     curl_global_cleanup();
     g.running = 0;
+    g.st = NULL; /* the store closes next: the depth is unknown from now */
 }
 
 void notify_get_stats(struct notify_stats *out)
