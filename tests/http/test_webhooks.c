@@ -115,7 +115,14 @@ static void conn_request(struct receiver *r, struct conn *c)
     }
     pthread_mutex_lock(&r->mu);
     int status = 0;
-    if (r->n < RECV_MAX) {
+    if (!r->hang) {
+        status = r->fail_first > 0 ? 500 : 200;
+        if (r->fail_first > 0)
+            r->fail_first--;
+        else
+            r->answered_ok++;
+    }
+    if (r->n < RECV_MAX) { /* the first ones are kept; every one is counted */
         struct hook_req *q = &r->req[r->n];
         header_value(c->buf, "Banditd-Event-Id", q->event_id, sizeof q->event_id);
         header_value(c->buf, "Banditd-Event-Type", q->type, sizeof q->type);
@@ -123,16 +130,9 @@ static void conn_request(struct receiver *r, struct conn *c)
         header_value(c->buf, "Banditd-Delivery", q->delivery, sizeof q->delivery);
         header_value(c->buf, "Banditd-Attempt", q->attempt, sizeof q->attempt);
         q->body = strndup(c->buf + hlen, blen);
-        if (!r->hang) {
-            status = r->fail_first > 0 ? 500 : 200;
-            if (r->fail_first > 0)
-                r->fail_first--;
-            else
-                r->answered_ok++;
-        }
         q->status = status;
-        r->n++;
     }
+    r->n++;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
     c->done = 1;
@@ -242,7 +242,7 @@ static void receiver_stop(struct receiver *r)
             close(r->c[i].fd);
             free(r->c[i].buf);
         }
-    for (int i = 0; i < r->n; i++)
+    for (int i = 0; i < r->n && i < RECV_MAX; i++)
         free(r->req[i].body);
     close(r->lfd);
     close(r->wake[0]);
@@ -292,6 +292,13 @@ static void receiver_set_fail(struct receiver *r, int fail_first)
 {
     pthread_mutex_lock(&r->mu);
     r->fail_first = fail_first;
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void receiver_set_hang(struct receiver *r, int hang)
+{
+    pthread_mutex_lock(&r->mu);
+    r->hang = hang;
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -811,6 +818,41 @@ static void test_dead_receiver_blocks_nothing(void **state)
     receiver_stop(rc);
 }
 
+/* More pending deliveries than the delivery thread keeps in memory (1024):
+ * the rest wait on disk and go out, each once, as the first ones finish. */
+static void test_backlog_beyond_memory(void **state)
+{
+    (void)state;
+    enum { TOGGLES = 560, N = 2 * TOGGLES };
+    struct receiver *rc = receiver_start(0, 1);
+    static const char *const flags[] = {
+        "--webhook-allow-loopback", "--webhook-timeout", "1000", "--webhook-backoff", "20", NULL};
+    struct tdaemon *d = start(flags);
+    char hook[512];
+    hook_json(hook, sizeof hook, rc, NULL);
+    json_decref(texp_create(d, "{\"id\":\"many\",\"arms\":[\"a\",\"b\"],\"webhooks\":[%s]}", hook));
+    for (int i = 0; i < TOGGLES; i++) {
+        patch_state(d, "many", "{\"state\":\"paused\"}");
+        patch_state(d, "many", "{\"state\":\"running\"}");
+    }
+    assert_true(tmetric(d, "banditd_webhook_outbox_pending", NULL) > 1024);
+    receiver_set_hang(rc, 0); /* the hung attempts time out and are retried */
+    assert_int_equal(receiver_wait_ok(rc, N), N);
+    for (int i = 0; i < 3000 && tmetric(d, "banditd_webhook_outbox_pending", NULL) > 0; i++)
+        tsleep_ms(10);
+    assert_int_equal((long long)tmetric(d, "banditd_webhook_outbox_pending", NULL), 0);
+    assert_int_equal(
+        (long long)tmetric(d, "banditd_webhook_deliveries_total", "result=\"delivered\""), N);
+    tsleep_ms(200);
+    pthread_mutex_lock(&rc->mu);
+    int ok = rc->answered_ok;
+    pthread_mutex_unlock(&rc->mu);
+    assert_int_equal(ok, N); /* each delivered once */
+    assert_int_equal(tdaemon_stop(d), 0);
+    tdaemon_free(d);
+    receiver_stop(rc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -822,6 +864,7 @@ int main(void)
         cmocka_unit_test(test_bandits_and_burn_in),
         cmocka_unit_test(test_pause_resume_across_restart),
         cmocka_unit_test(test_dead_receiver_blocks_nothing),
+        cmocka_unit_test(test_backlog_beyond_memory),
     };
     return cmocka_run_group_tests_name("webhooks", tests, NULL, NULL);
 }
