@@ -57,7 +57,7 @@ int api_assignments_create(struct http_req *r)
     jw_lit(&w, "{\"assignments\":[");
     if (unit != NULL) {
         struct exp_assignment found;
-        int rc = exp_find_unit(x, unit, &found);
+        int rc = exp_unit_lookup(x, unit, bandit, &found);
         if (rc < 0) {
             api_exp_unlock(x);
             api_write_abandon(wr);
@@ -65,10 +65,12 @@ int api_assignments_create(struct http_req *r)
             return http_reply_problem(r, 503, "storage read failed; retry later", NULL);
         }
         if (rc == 1) {
-            /* Sticky: the unit's first assignment, not a new pull. If its
-             * ASSIGN is not on disk yet, the empty write queued behind it
-             * answers once it is (and fails if it failed), so a 200 never
-             * hands out an id that a failed commit would take back. */
+            /* Sticky: the assignment the unit holds, not a new pull (it
+             * gets a new one after an expiry, in another bandit, or the
+             * winner after a stop: exp_unit_lookup). If its ASSIGN is not
+             * on disk yet, the empty write queued behind it answers once
+             * it is (and fails if it failed), so a 200 never hands out an
+             * id that a failed commit would take back. */
             assignment_text(&w, x, &found);
             jw_lit(&w, "]}");
             size_t len = 0;
@@ -98,6 +100,12 @@ int api_assignments_create(struct http_req *r)
         api_exp_unlock(x);
         api_write_abandon(wr);
         jw_free(&w);
+        if (limited == EXP_ERR_NO_CONCLUSION)
+            return http_reply_problem(r, 409,
+                                      "the experiment is paused, or was stopped before a "
+                                      "conclusion, and its fallback is \"none\": show your "
+                                      "default",
+                                      NULL);
         if (limited == EXP_ERR_MEMORY)
             return http_reply_problem(r, 503,
                                       "the daemon's memory cap is reached; report rewards or "

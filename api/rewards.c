@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsonv.h"
 #include "base/jsonw.h"
 #include "api/parse.h"
 #include "api/metrics.h"
@@ -46,7 +47,8 @@ int api_rewards_create(struct http_req *r)
     }
     struct exp_batch *b = &wr->batch;
     struct jw items_w, w;
-    size_t accepted = 0, duplicates = 0;
+    size_t accepted = 0, duplicates = 0, unknown = 0;
+    json_t *unknowns = json_array(); /* the 404's errors, when every item is unknown */
     jw_init(&items_w);
     for (size_t i = 0; i < n; i++) {
         const char *aid = items[i].assignment_id;
@@ -54,14 +56,14 @@ int api_rewards_create(struct http_req *r)
         enum exp_reward_status st =
             seq < 0 ? EXP_R_UNKNOWN : exp_ev_reward(x, b, seq, items[i].value, http_req_now_ms(r));
         metrics_reward(st);
-        if (!batch && st == EXP_R_UNKNOWN) {
-            api_exp_unlock(x);
-            api_write_abandon(wr);
-            free(items);
-            jw_free(&items_w);
-            return http_reply_problem(
-                r, 404, "no such assignment in this experiment",
-                json_pack("[{s:s,s:s}]", "field", "assignment_id", "message", "unknown"));
+        if (st == EXP_R_UNKNOWN) {
+            char field[64];
+            if (batch)
+                snprintf(field, sizeof field, "rewards[%zu].assignment_id", i);
+            else
+                snprintf(field, sizeof field, "assignment_id");
+            unknown++;
+            jv_error(unknowns, field, "unknown");
         }
         /* EXP_R_ERROR: a storage read failed; what was applied so far is
          * still written and reported. */
@@ -76,6 +78,19 @@ int api_rewards_create(struct http_req *r)
         jw_lit(&items_w, "}");
     }
     free(items);
+    /* One rule for single and batch: a request none of whose items names an
+     * assignment of this experiment is a 404 (nothing to record); otherwise
+     * each item has its status, "unknown" included. */
+    if (unknown == n) {
+        api_exp_unlock(x);
+        api_write_abandon(wr);
+        jw_free(&items_w);
+        return http_reply_problem(r, 404,
+                                  n == 1 ? "no such assignment in this experiment"
+                                         : "no assignment of this experiment in the batch",
+                                  unknowns);
+    }
+    json_decref(unknowns);
     /* {"accepted":N,"duplicates":N,"results":[…]}: the counts lead */
     jw_init(&w);
     jw_lit(&w, "{\"accepted\":");

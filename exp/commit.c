@@ -53,7 +53,7 @@ static void on_commit(void *arg, int err)
                     continue;
                 a->committed = 1;
                 if (a->unit != NULL)
-                    exp_utab_remove(d, a->unit);
+                    exp_utab_remove(d, a->unit, a->seq);
                 exp_drop_if_final(d, a);
             }
             for (size_t i = 0; i < s->batch->noutcome; i++) {

@@ -239,6 +239,73 @@ static const enum engine_stop_rule stop_rule_values[] = {
     ENGINE_RULE_DELTA_C, ENGINE_RULE_GLR,           ENGINE_RULE_POLICY,
     ENGINE_RULE_RHO,     ENGINE_RULE_GLR_HEURISTIC, ENGINE_RULE_NONE};
 
+static const char *const after_stop_names[] = {"recommendation", "keep", NULL};
+static const char *const after_expiry_names[] = {"new", "keep", NULL};
+static const char *const fallback_names[] = {"none", "control", "recommendation", NULL};
+
+/* The index of s in names (NULL-terminated), or −1. */
+static int name_index(const char *const *names, const char *s)
+{
+    for (int i = 0; s != NULL && names[i] != NULL; i++)
+        if (strcmp(names[i], s) == 0)
+            return i;
+    return -1;
+}
+
+/* "units": {"after_stop": …, "after_expiry": …}; defaults: the winner after
+ * a stop, a new assignment after an expiry. 0, or 1 with errors. */
+static int parse_units(struct exp_config *c, json_t *units, json_t *errors)
+{
+    c->after_stop = EXP_AFTER_STOP_RECOMMENDATION;
+    c->after_expiry = EXP_AFTER_EXPIRY_NEW;
+    if (units == NULL || json_is_null(units))
+        return 0;
+    static const char *const keys[] = {"after_stop", "after_expiry", NULL};
+    if (!json_is_object(units)) {
+        jv_error(errors, "units", "must be an object {\"after_stop\", \"after_expiry\"}");
+        return 1;
+    }
+    if (jv_unknown_keys(units, keys, "units", errors))
+        return 1;
+    json_t *v = json_object_get(units, "after_stop");
+    int i = v != NULL ? name_index(after_stop_names, json_string_value(v)) : 0;
+    if (i < 0) {
+        jv_error(errors, "units.after_stop", "must be \"recommendation\" or \"keep\"");
+        return 1;
+    }
+    c->after_stop = (enum exp_after_stop)i;
+    v = json_object_get(units, "after_expiry");
+    i = v != NULL ? name_index(after_expiry_names, json_string_value(v)) : 0;
+    if (i < 0) {
+        jv_error(errors, "units.after_expiry", "must be \"new\" or \"keep\"");
+        return 1;
+    }
+    c->after_expiry = (enum exp_after_expiry)i;
+    return 0;
+}
+
+/* "fallback": what a new unit gets while the experiment has no conclusion
+ * to serve (paused, stopped by hand early). Default: the control arm when
+ * there is one, else nothing (409: the client shows its own default).
+ * "control" needs a control arm. 0, or 1 with errors. */
+static int parse_fallback(struct exp_config *c, json_t *v, json_t *errors)
+{
+    c->fallback = c->control_arm != NULL ? EXP_FALLBACK_CONTROL : EXP_FALLBACK_NONE;
+    if (v == NULL || json_is_null(v))
+        return 0;
+    int i = name_index(fallback_names, json_string_value(v));
+    if (i < 0) {
+        jv_error(errors, "fallback", "must be \"none\", \"control\" or \"recommendation\"");
+        return 1;
+    }
+    if (i == EXP_FALLBACK_CONTROL && c->control_arm == NULL) {
+        jv_error(errors, "fallback", "\"control\" needs a control arm (constraints.control)");
+        return 1;
+    }
+    c->fallback = (enum exp_fallback)i;
+    return 0;
+}
+
 /* Build cfg->json: the configuration with every default made explicit. */
 static int normalise(struct exp_config *c, json_t *stop_rule, const char *bound, double tau,
                      json_t *target, json_t *constraints)
@@ -278,11 +345,30 @@ static int normalise(struct exp_config *c, json_t *stop_rule, const char *bound,
         json_object_set(c->json, "constraints", constraints);
     json_object_set_new(c->json, "prior",
                         json_pack("{s:f,s:f}", "alpha", e->prior_alpha, "beta", e->prior_beta));
+    json_object_set_new(c->json, "units",
+                        json_pack("{s:s,s:s}", "after_stop", after_stop_names[c->after_stop],
+                                  "after_expiry", after_expiry_names[c->after_expiry]));
+    json_object_set_new(c->json, "fallback", json_string(fallback_names[c->fallback]));
     return 0;
 }
 
+static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *c, json_t *errors,
+                 int stored);
+
 int exp_config_parse(json_t *body, const struct exp_limits *lim, struct exp_config *c,
                      json_t *errors)
+{
+    return parse(body, lim, c, errors, 0);
+}
+
+int exp_config_load(json_t *body, const struct exp_limits *lim, struct exp_config *c,
+                    json_t *errors)
+{
+    return parse(body, lim, c, errors, 1);
+}
+
+static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *c, json_t *errors,
+                 int stored)
 {
     memset(c, 0, sizeof *c);
     int bad = 0, rc;
@@ -290,15 +376,11 @@ int exp_config_parse(json_t *body, const struct exp_limits *lim, struct exp_conf
         jv_error(errors, "", "the body must be a JSON object");
         return 1;
     }
-    static const char *const keys[] = {"id",          "name",
-                                       "policy",      "goal",
-                                       "reward",      "bandits",
-                                       "arms",        "assignment_ttl_s",
-                                       "seed",        "stop_rule",
-                                       "bound",       "tau",
-                                       "target_arm",  "default_reward",
-                                       "constraints", "prior",
-                                       "webhooks",    NULL};
+    static const char *const keys[] = {
+        "id",      "name",  "policy",           "goal",           "reward",
+        "bandits", "arms",  "assignment_ttl_s", "seed",           "stop_rule",
+        "bound",   "tau",   "target_arm",       "default_reward", "constraints",
+        "prior",   "units", "fallback",         "webhooks",       NULL};
     if (jv_unknown_keys(body, keys, "", errors))
         bad = 1;
 
@@ -580,6 +662,13 @@ int exp_config_parse(json_t *body, const struct exp_limits *lim, struct exp_conf
                                : "must name an arm (or give its index)");
             return 1;
         }
+        /* A target only gcp-targeted reads: elsewhere it would be silently
+         * ignored. Stored configurations from before this check keep it
+         * (ignored, as then). */
+        if (!(c->policy->flags & POLICY_F_NEEDS_TARGET) && !stored) {
+            jv_error(errors, "target_arm", "policy %s does not use a target arm", c->policy->name);
+            return 1;
+        }
         e->target_arm = idx;
     } else {
         target = NULL;
@@ -676,6 +765,9 @@ int exp_config_parse(json_t *body, const struct exp_limits *lim, struct exp_conf
         return 1;
     }
     engine_free(probe);
+    if (parse_units(c, json_object_get(body, "units"), errors) != 0 ||
+        parse_fallback(c, json_object_get(body, "fallback"), errors) != 0)
+        return 1;
     if (normalise(c, stop_rule, bound, tau, target, constraints) != 0 ||
         exp_webhooks_normalise(c) != 0)
         return -1;

@@ -30,6 +30,23 @@ struct exp_limits {
     size_t max_memory; /* resident bytes past which nothing new is taken in; 0: no cap */
 };
 
+/* What a returning unit gets (docs/contract.md, "Sticky units"). */
+enum exp_after_stop {
+    EXP_AFTER_STOP_RECOMMENDATION = 0, /* the winner: a new exploit assignment */
+    EXP_AFTER_STOP_KEEP = 1,           /* its own assignment, as first handed out */
+};
+enum exp_after_expiry {
+    EXP_AFTER_EXPIRY_NEW = 0,  /* a new assignment */
+    EXP_AFTER_EXPIRY_KEEP = 1, /* the expired one again */
+};
+/* What a new unit gets while the experiment cannot explore and has no
+ * conclusion (paused, or stopped by hand before its rule fired). */
+enum exp_fallback {
+    EXP_FALLBACK_NONE = 0,           /* nothing: 409, the client shows its default */
+    EXP_FALLBACK_CONTROL = 1,        /* the control arm (constraints.control) */
+    EXP_FALLBACK_RECOMMENDATION = 2, /* the current empirical best */
+};
+
 /* Webhooks (exp/webhooks.c; docs/contract.md, Webhooks): the events an
  * endpoint may subscribe to, as bits, and one endpoint. */
 enum exp_hook_event {
@@ -64,10 +81,13 @@ struct exp_config {
     int has_default_reward;
     double default_reward;
     size_t n_bandits;
-    char **bandit_ids;            /* owned */
-    size_t *n_arms;               /* owned */
-    char ***arm_names;            /* owned: arm_names[b][i] */
-    int *control_arm;             /* owned; per bandit or NULL */
+    char **bandit_ids; /* owned */
+    size_t *n_arms;    /* owned */
+    char ***arm_names; /* owned: arm_names[b][i] */
+    int *control_arm;  /* owned; per bandit or NULL */
+    enum exp_after_stop after_stop;
+    enum exp_after_expiry after_expiry;
+    enum exp_fallback fallback;
     struct engine_config engine;  /* n_arms and control_arm point into this struct */
     struct exp_webhook *webhooks; /* owned; n_webhooks of them */
     size_t n_webhooks;
@@ -82,6 +102,11 @@ struct exp_config {
  * filled in: free it with exp_config_free too. */
 int exp_config_parse(json_t *body, const struct exp_limits *lim, struct exp_config *cfg,
                      json_t *errors);
+/* The same for a configuration read back from the store: what later
+ * versions refuse in a create body but once accepted (a target_arm the
+ * policy ignores) is kept, so that an upgrade never drops an experiment. */
+int exp_config_load(json_t *body, const struct exp_limits *lim, struct exp_config *cfg,
+                    json_t *errors);
 void exp_config_free(struct exp_config *cfg);
 
 /* The configuration as stored: cfg->json with each webhook's secret in

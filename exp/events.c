@@ -174,10 +174,46 @@ static struct store_op *ref_op(struct exp *x, struct exp_batch *b, int kind, int
     return op;
 }
 
+/* Bandit b has no conclusion to serve: the experiment cannot explore
+ * (paused, or stopped by hand) and b's rule has not fired. A stop on the
+ * budget concludes (a fixed budget's answer is its recommendation). */
+static int inconclusive(const struct exp *x, size_t b)
+{
+    const struct engine *e = x->d->eng;
+    if (engine_stopped(e))
+        return engine_stop_reason(e) == ENGINE_STOPPED_MANUAL && !x->d->concluded[b];
+    return x->d->state == EXP_PAUSED && !engine_bandit_done(e, b);
+}
+
+/* Bandit b will serve only its conclusion from now on: it is done, or the
+ * experiment stopped with a conclusion. */
+static int concluded(const struct exp *x, size_t b)
+{
+    const struct engine *e = x->d->eng;
+    if (engine_stopped(e)) /* a stop by hand marks every bandit done: ask why */
+        return !inconclusive(x, b);
+    return engine_bandit_done(e, b);
+}
+
+/* Whether a request for bandit (any when < 0) may land where there is no
+ * conclusion to serve. */
+static int may_be_inconclusive(const struct exp *x, int bandit)
+{
+    if (bandit >= 0)
+        return inconclusive(x, (size_t)bandit);
+    for (size_t b = 0; b < x->cfg.n_bandits; b++)
+        if (inconclusive(x, b))
+            return 1;
+    return 0;
+}
+
 int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *unit, int64_t now,
                   const struct exp_assignment **out)
 {
     struct exp_data *d = x->d;
+    /* Refused before the engine moves: a refusal is no event. */
+    if (x->cfg.fallback == EXP_FALLBACK_NONE && may_be_inconclusive(x, bandit))
+        return EXP_ERR_NO_CONCLUSION;
     if (d->pending >= exp_rt.lim.max_pending)
         return EXP_ERR_LIMIT;
     if (exp_memory_full())
@@ -201,6 +237,10 @@ int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *un
     }
     struct engine_pull pull;
     engine_assign(d->eng, bandit, &pull);
+    int fallback =
+        pull.exploit && x->cfg.fallback == EXP_FALLBACK_CONTROL && inconclusive(x, pull.bandit);
+    if (fallback)
+        pull.arm = (size_t)x->cfg.control_arm[pull.bandit];
     struct store_op *op = event_op(x, b, STORE_EV_ASSIGN, now);
     a->seq = op->ev.seq;
     a->bandit = (int32_t)pull.bandit;
@@ -208,12 +248,13 @@ int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *un
     a->created_ms = now;
     a->expires_ms = now + x->cfg.ttl_s * 1000;
     a->value = NAN;
+    a->late = NAN;
     a->status = pull.exploit ? EXP_A_EXPLOIT : EXP_A_PENDING;
     a->outcome_committed = 1; /* no outcome yet */
     op->ev.bandit = a->bandit;
     op->ev.arm = a->arm;
-    op->ev.flags =
-        (pull.exploit ? STORE_AF_EXPLOIT : 0) | (bandit >= 0 ? STORE_AF_BANDIT_GIVEN : 0);
+    op->ev.flags = (pull.exploit ? STORE_AF_EXPLOIT : 0) |
+                   (bandit >= 0 ? STORE_AF_BANDIT_GIVEN : 0) | (fallback ? STORE_AF_FALLBACK : 0);
     op->ev.expires_ms = a->expires_ms;
     op->ev.unit = batch_str(b, unit);
     exp_tab_insert(d, a);
@@ -229,29 +270,64 @@ int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *un
     return EXP_OK;
 }
 
-int exp_find_unit(struct exp *x, const char *unit, struct exp_assignment *out)
+/* The latest assignment of unit in bandit (any when < 0): the table of
+ * uncommitted ones first, then the disk. 1 and *out, 0, or −1. */
+static int find_unit(struct exp *x, const char *unit, int bandit, struct exp_assignment *out)
 {
     struct exp_data *d = x->d;
     int64_t seq = exp_utab_find(d, unit);
-    if (seq != 0) {
-        *out = *exp_tab_find(d, seq);
+    const struct exp_assignment *m = seq != 0 ? exp_tab_find(d, seq) : NULL;
+    if (m != NULL && (bandit < 0 || m->bandit == bandit)) {
+        *out = *m;
         out->unit = NULL;
         return 1;
     }
     struct store_event ev;
-    int rc = store_find_unit(exp_rt.store, x->rowid, unit, &ev);
+    int rc = store_find_unit_in(exp_rt.store, x->rowid, unit, bandit, &ev);
     if (rc == STORE_ERR_NOTFOUND)
         return 0;
     if (rc != STORE_OK)
         return -1;
+    m = exp_tab_find(d, ev.seq); /* committed but not final: memory knows its status */
+    if (m != NULL) {
+        *out = *m;
+        out->unit = NULL;
+        return 1;
+    }
     memset(out, 0, sizeof *out);
     out->seq = ev.seq;
     out->bandit = ev.bandit;
     out->arm = ev.arm;
     out->created_ms = ev.ts_ms;
     out->expires_ms = ev.expires_ms;
-    out->status = (ev.flags & STORE_AF_EXPLOIT) ? EXP_A_EXPLOIT : EXP_A_PENDING;
+    out->value = NAN;
+    out->late = NAN;
     out->committed = 1;
+    out->outcome_committed = 1;
+    if (ev.flags & STORE_AF_EXPLOIT) {
+        out->status = EXP_A_EXPLOIT;
+        return 1;
+    }
+    /* A pull no longer in memory is final: its outcome is on disk. */
+    struct store_event o;
+    rc = store_find_outcome(exp_rt.store, x->rowid, ev.seq, &o);
+    if (rc != STORE_OK)
+        return -1;
+    out->status = o.kind == STORE_EV_REWARD ? EXP_A_REWARDED : EXP_A_EXPIRED;
+    out->value = o.value;
+    return 1;
+}
+
+int exp_unit_lookup(struct exp *x, const char *unit, int bandit, struct exp_assignment *out)
+{
+    int rc = find_unit(x, unit, bandit, out);
+    if (rc <= 0)
+        return rc;
+    if (out->status == EXP_A_EXPIRED && x->cfg.after_expiry == EXP_AFTER_EXPIRY_NEW)
+        return 0;
+    if (out->status != EXP_A_EXPLOIT && x->cfg.after_stop == EXP_AFTER_STOP_RECOMMENDATION &&
+        concluded(x, (size_t)out->bandit))
+        return 0;
     return 1;
 }
 
@@ -300,7 +376,12 @@ enum exp_reward_status exp_ev_reward(struct exp *x, struct exp_batch *b, int64_t
         case EXP_A_REWARDED:
             return a->value == v ? EXP_R_DUPLICATE : EXP_R_CONFLICT;
         case EXP_A_EXPIRED:
+            /* Recorded once for the audit; the same value again is that
+             * record, another one a conflict. */
+            if (!isnan(a->late))
+                return a->late == v ? EXP_R_EXPIRED : EXP_R_CONFLICT;
             ref_op(x, b, STORE_EV_LATE, now, a->seq, a->bandit, a->arm, v);
+            a->late = v;
             return EXP_R_EXPIRED;
         case EXP_A_EXPLOIT:
             if (!isnan(a->value))
@@ -331,6 +412,12 @@ enum exp_reward_status exp_ev_reward(struct exp *x, struct exp_batch *b, int64_t
     if (rc == STORE_OK && out.kind == STORE_EV_REWARD)
         return out.value == v ? EXP_R_DUPLICATE : EXP_R_CONFLICT;
     if (rc == STORE_OK && (out.kind == STORE_EV_EXPIRE || out.kind == STORE_EV_LATE)) {
+        struct store_event late;
+        rc = store_find_outcome_kind(exp_rt.store, x->rowid, seq, STORE_EV_LATE, &late);
+        if (rc == STORE_OK)
+            return late.value == v ? EXP_R_EXPIRED : EXP_R_CONFLICT;
+        if (rc != STORE_ERR_NOTFOUND)
+            return EXP_R_ERROR;
         ref_op(x, b, STORE_EV_LATE, now, seq, ev.bandit, ev.arm, v);
         return EXP_R_EXPIRED;
     }
@@ -358,10 +445,15 @@ int exp_ev_observe(struct exp *x, struct exp_batch *b, size_t bandit, size_t arm
 void exp_apply_state(struct exp_data *d, enum exp_state s)
 {
     d->state = s;
-    if (s == EXP_STOPPED)
+    if (s == EXP_STOPPED && !engine_stopped(d->eng)) {
+        /* A stop by hand marks every bandit done; which ones had concluded
+         * by their own rule is remembered first (for the fallback). */
+        for (size_t b = 0; b < engine_n_bandits(d->eng); b++)
+            d->concluded[b] = (unsigned char)engine_bandit_done(d->eng, b);
         engine_stop(d->eng);
-    else
+    } else if (s != EXP_STOPPED) {
         engine_set_paused(d->eng, s == EXP_PAUSED);
+    }
 }
 
 int exp_ev_state(struct exp *x, struct exp_batch *b, enum exp_state s, int64_t now)

@@ -64,6 +64,7 @@ struct exp_assignment {
     int32_t bandit;
     int32_t arm;
     double value;              /* reward (user units) once rewarded/expired with default */
+    double late;               /* a late reward recorded after its expiry; NaN when none */
     uint8_t status;            /* enum exp_astatus */
     uint8_t committed;         /* the ASSIGN event is on disk */
     uint8_t outcome_committed; /* the outcome event (if any) is on disk */
@@ -126,10 +127,11 @@ enum exp_err {
     EXP_ERR_LIMIT = 2,  /* too many experiments, or too many pending assignments */
     EXP_ERR_STORE = 3,  /* the store rejected the write, or cannot be read */
     EXP_ERR_NOMEM = 4,
-    EXP_ERR_GONE = 5,    /* deleted meanwhile */
-    EXP_ERR_STOPPED = 6, /* the transition is not allowed: a stop is final */
-    EXP_ERR_CORRUPT = 7, /* its event log is corrupt: refused until repaired (exp_corrupt) */
-    EXP_ERR_MEMORY = 8,  /* the memory cap (max_memory) is reached */
+    EXP_ERR_GONE = 5,          /* deleted meanwhile */
+    EXP_ERR_STOPPED = 6,       /* the transition is not allowed: a stop is final */
+    EXP_ERR_CORRUPT = 7,       /* its event log is corrupt: refused until repaired (exp_corrupt) */
+    EXP_ERR_MEMORY = 8,        /* the memory cap (max_memory) is reached */
+    EXP_ERR_NO_CONCLUSION = 9, /* paused or stopped early, and the fallback is none */
 };
 
 /* Create and register experiment cfg (consumed: ownership moves in, also on
@@ -216,15 +218,24 @@ void exp_batch_init(struct exp_batch *b);
 void exp_batch_free(struct exp_batch *b);
 
 /* Hand out an assignment. bandit < 0: the policy chooses. unit may be NULL.
- * Fills *out (borrowed pointer into the table, valid while locked).
- * Returns EXP_OK, EXP_ERR_LIMIT (too many pending), EXP_ERR_MEMORY (the
- * memory cap), EXP_ERR_NOMEM. */
+ * Fills *out (borrowed pointer into the table, valid while locked). While
+ * the experiment cannot explore and has no conclusion to serve in the
+ * bandit (paused, or stopped by hand before its rule fired), the
+ * configured fallback is served (the control arm, or the current best), or
+ * nothing: EXP_ERR_NO_CONCLUSION. Returns EXP_OK, EXP_ERR_LIMIT (too many
+ * pending), EXP_ERR_MEMORY (the memory cap), EXP_ERR_NO_CONCLUSION,
+ * EXP_ERR_NOMEM. */
 int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *unit, int64_t now_ms,
                   const struct exp_assignment **out);
 
-/* The assignment of a sticky unit, if any (memory, then disk). Returns 1
- * and fills *out (a copy; out->unit is NULL), 0 if none, −1 on store error. */
-int exp_find_unit(struct exp *x, const char *unit, struct exp_assignment *out);
+/* What a returning sticky unit gets (config.h, units): its latest
+ * assignment in the bandit (any bandit when bandit < 0), unless it expired
+ * unrewarded (after_expiry "new") or the bandit has concluded since and it
+ * was an exploration pull (after_stop "recommendation"). Returns 1 and
+ * fills *out (a copy; out->unit is NULL) when the unit keeps it, 0 when it
+ * needs a new assignment (exp_ev_assign with the unit), −1 on a store
+ * error. */
+int exp_unit_lookup(struct exp *x, const char *unit, int bandit, struct exp_assignment *out);
 
 /* Outcome of a reward report. */
 enum exp_reward_status {

@@ -50,9 +50,10 @@ struct exp_data {
                                      * experiments never fill it) */
     size_t hlen, hcap;
     uint64_t hstride, hnext;
-    unsigned char *scratch;  /* kmax entries */
-    int need_reset;          /* next submission clears the store's failure mark */
-    struct exp_watch *watch; /* what webhooks announced (webhooks.c); NULL: none configured */
+    unsigned char *scratch;   /* kmax entries */
+    unsigned char *concluded; /* per bandit: done by its own rule before a stop by hand */
+    int need_reset;           /* next submission clears the store's failure mark */
+    struct exp_watch *watch;  /* what webhooks announced (webhooks.c); NULL: none configured */
 };
 
 struct exp {
@@ -114,8 +115,10 @@ int64_t exp_utab_find(const struct exp_data *d, const char *unit);
 int exp_utab_reserve(struct exp_data *d);
 /* The caller reserved room beforehand; the assignment of seq must be in
  * the table (its unit is the key). */
+/* Insert or replace the unit's entry (its latest assignment). */
 void exp_utab_insert(struct exp_data *d, int64_t seq, const char *unit);
-void exp_utab_remove(struct exp_data *d, const char *unit);
+/* Remove the unit's entry if it is still seq's. */
+void exp_utab_remove(struct exp_data *d, const char *unit, int64_t seq);
 
 int exp_fifo_reserve(struct exp_data *d);
 int exp_fifo_push(struct exp_data *d, int64_t seq);

@@ -483,7 +483,7 @@ static int load_one(void *arg, const struct store_experiment_row *row)
     json_t *errors = json_array();
     struct exp_config cfg;
     int parsed = j != NULL && errors != NULL;
-    int rc = parsed ? exp_config_parse(j, &exp_rt.lim, &cfg, errors) : -1;
+    int rc = parsed ? exp_config_load(j, &exp_rt.lim, &cfg, errors) : -1;
     if (rc != 0) {
         char *e = parsed ? json_dumps(errors, JSON_COMPACT) : NULL;
         log_warn("experiment %s: stored configuration no longer valid (%s); skipped", row->id,

@@ -63,10 +63,17 @@ static int replay_assign(struct replay *r, const struct store_event *ev)
     if (!arm_ok(x, ev->bandit, ev->arm))
         return corrupt(r, ev->seq, "assignment of an arm the experiment does not have");
     int exploit = (ev->flags & STORE_AF_EXPLOIT) != 0;
+    /* The fallback arm: the control, served in place of the engine's
+     * recommendation (events.c). */
+    int fallback = (ev->flags & STORE_AF_FALLBACK) != 0;
+    if (fallback &&
+        (!exploit || x->cfg.control_arm == NULL || x->cfg.control_arm[ev->bandit] != ev->arm))
+        return corrupt(r, ev->seq, "a fallback assignment of an arm that is not the control");
     if (r->exact) {
         struct engine_pull p;
         engine_assign(d->eng, (ev->flags & STORE_AF_BANDIT_GIVEN) ? ev->bandit : -1, &p);
-        if ((int)p.bandit != ev->bandit || (int)p.arm != ev->arm || p.exploit != exploit) {
+        if ((int)p.bandit != ev->bandit || (!fallback && (int)p.arm != ev->arm) ||
+            p.exploit != exploit) {
             r->mismatch = 1;
             return EXP_REPLAY_MISMATCH; /* start over in recording mode */
         }
@@ -84,6 +91,7 @@ static int replay_assign(struct replay *r, const struct store_event *ev)
     a->created_ms = ev->ts_ms;
     a->expires_ms = ev->expires_ms;
     a->value = NAN;
+    a->late = NAN;
     a->status = EXP_A_PENDING;
     a->committed = 1;
     a->outcome_committed = 1;

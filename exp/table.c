@@ -136,18 +136,20 @@ int exp_utab_reserve(struct exp_data *d)
 
 void exp_utab_insert(struct exp_data *d, int64_t seq, const char *unit)
 {
-    d->utab[utab_slot(d, unit)] = seq;
-    d->utab_n++;
+    size_t i = utab_slot(d, unit);
+    if (d->utab[i] == 0)
+        d->utab_n++;
+    d->utab[i] = seq; /* a unit's newer assignment replaces its older one */
 }
 
-void exp_utab_remove(struct exp_data *d, const char *unit)
+void exp_utab_remove(struct exp_data *d, const char *unit, int64_t seq)
 {
     if (d->utab_cap == 0)
         return;
     size_t mask = d->utab_cap - 1;
     size_t i = utab_slot(d, unit);
-    if (d->utab[i] == 0)
-        return;
+    if (d->utab[i] != seq)
+        return; /* none, or a newer assignment of the unit, not committed yet */
     d->utab[i] = 0;
     d->utab_n--;
     for (size_t j = (i + 1) & mask; d->utab[j] != 0; j = (j + 1) & mask) {
@@ -209,6 +211,7 @@ void exp_data_free(struct exp_data *d)
     free(d->fifo);
     exp_history_free(d);
     free(d->scratch);
+    free(d->concluded);
     exp_watch_free(d->watch);
     atomic_fetch_sub(&exp_rt.pending_total, d->pending);
     free(d);
@@ -226,11 +229,13 @@ struct exp_data *exp_data_new(const struct exp_config *cfg, char *err, size_t er
     for (size_t b = 0; b < cfg->n_bandits; b++)
         kmax = cfg->n_arms[b] > kmax ? cfg->n_arms[b] : kmax;
     d->scratch = calloc(kmax, 1);
+    d->concluded = calloc(cfg->n_bandits, 1);
     d->hstride = 1;
     d->hnext = 1;
     if (cfg->n_webhooks > 0)
         d->watch = exp_watch_new(cfg);
-    if (d->eng == NULL || d->scratch == NULL || (cfg->n_webhooks > 0 && d->watch == NULL)) {
+    if (d->eng == NULL || d->scratch == NULL || d->concluded == NULL ||
+        (cfg->n_webhooks > 0 && d->watch == NULL)) {
         if (d->eng != NULL)
             snprintf(err, errlen, "out of memory");
         exp_data_free(d);

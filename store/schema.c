@@ -69,6 +69,12 @@ static const struct migration migrations[] = {
      "ALTER TABLE experiments_v2 RENAME TO experiments;"
      "CREATE TABLE purges (exp INTEGER PRIMARY KEY);"},
     {3,
+     /* A unit may hold several assignments: a new one after its assignment
+      * expired, one per bandit (exp.h, sticky units); the latest is the
+      * one it gets back. The index keeps them in seq order per unit. */
+     "DROP INDEX events_unit;"
+     "CREATE INDEX events_unit ON events(exp, unit, seq) WHERE unit IS NOT NULL;"},
+    {4,
      /* The webhook outbox (store.h): one row per delivery, inserted in the
       * transaction of the events that caused it. AUTOINCREMENT so that ids
       * only grow (the delivery thread reads new rows by id > last seen, and

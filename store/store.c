@@ -171,10 +171,12 @@ static const struct store_sql queries[Q_COUNT] = {
      * its first entry for (exp, ref), no sort */
     [Q_OUTCOME] = {"outcome", STORE_SQL_READ,
                    "SELECT " EVENT_COLS " FROM events INDEXED BY events_ref"
-                   " WHERE exp = ?1 AND ref = ?2 AND kind IN (2, 4, 5) ORDER BY seq LIMIT 1"},
+                   " WHERE exp = ?1 AND ref = ?2"
+                   " AND (kind = ?3 OR (?3 = 0 AND kind IN (2, 4, 5))) ORDER BY seq LIMIT 1"},
     [Q_UNIT] = {"unit", STORE_SQL_READ,
                 "SELECT " EVENT_COLS " FROM events INDEXED BY events_unit"
-                " WHERE exp = ?1 AND unit = ?2 AND kind = 1"},
+                " WHERE exp = ?1 AND unit = ?2 AND kind = 1 AND (?3 < 0 OR bandit = ?3)"
+                " ORDER BY seq DESC LIMIT 1"},
     [Q_LAST_SEQ] = {"last_seq", STORE_SQL_READ,
                     "SELECT seq FROM events WHERE exp = ?1 ORDER BY seq DESC LIMIT 1"},
     [Q_KEYS] =
@@ -1354,6 +1356,12 @@ out:
 
 int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_event *out)
 {
+    return store_find_outcome_kind(s, exp, ref, 0, out);
+}
+
+int store_find_outcome_kind(struct store *s, int64_t exp, int64_t ref, int kind,
+                            struct store_event *out)
+{
     struct reader *r = NULL;
     sqlite3_stmt *st = NULL;
     int err, rc;
@@ -1364,6 +1372,8 @@ int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_e
     rc = sqlite3_bind_int64(st, 1, exp);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(st, 2, ref);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, 3, kind);
     err = store_err_from_sqlite(rc);
     if (err == STORE_OK)
         err = read_event_row(st, out);
@@ -1377,6 +1387,12 @@ out:
 
 int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store_event *out)
 {
+    return store_find_unit_in(s, exp, unit, -1, out);
+}
+
+int store_find_unit_in(struct store *s, int64_t exp, const char *unit, int bandit,
+                       struct store_event *out)
+{
     struct reader *r = NULL;
     sqlite3_stmt *st = NULL;
     int err, rc;
@@ -1387,6 +1403,8 @@ int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store
     rc = sqlite3_bind_int64(st, 1, exp);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(st, 2, unit, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, 3, bandit);
     err = store_err_from_sqlite(rc);
     if (err == STORE_OK)
         err = read_event_row(st, out);

@@ -83,6 +83,8 @@ enum store_event_kind {
 enum {
     STORE_AF_EXPLOIT = 1u << 0,      /* served the recommendation; not a pull */
     STORE_AF_BANDIT_GIVEN = 1u << 1, /* the request named the bandit */
+    STORE_AF_FALLBACK = 1u << 2,     /* the experiment's fallback arm (exp/config.h), not
+                                      * the engine's recommendation; EXPLOIT too */
 };
 
 struct store_event {
@@ -212,10 +214,17 @@ int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct stor
 /* The first REWARD, EXPIRE or LATE event referring to assignment seq ref.
  * out->unit and out->text are NULL. */
 int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_event *out);
+/* The first event of that kind (REWARD, EXPIRE or LATE) referring to ref. */
+int store_find_outcome_kind(struct store *s, int64_t exp, int64_t ref, int kind,
+                            struct store_event *out);
 
-/* The ASSIGN event of exp for a sticky unit. out->unit is the caller's
- * unit, out->text NULL. */
+/* The latest ASSIGN event of exp for a sticky unit (a unit may hold
+ * several: one per bandit, a new one after an expiry). out->unit is the
+ * caller's unit, out->text NULL. */
 int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store_event *out);
+/* The same within one bandit (bandit < 0: any). */
+int store_find_unit_in(struct store *s, int64_t exp, const char *unit, int bandit,
+                       struct store_event *out);
 
 /* Highest seq of exp (0 when no event). */
 int store_last_seq(struct store *s, int64_t exp, int64_t *out);

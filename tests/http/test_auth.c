@@ -183,6 +183,11 @@ static int strict_route(const struct http_route *rt)
     return 0;
 }
 
+/* An assignment of experiment "e" (test_scope_matrix makes it), so that
+ * a reward reaches its handler and succeeds (a batch of only unknown ids
+ * is a 404). */
+static char g_assignment[64];
+
 static const char *route_body(const struct http_route *rt, int n)
 {
     if (strcmp(rt->method, "POST") == 0 && strcmp(rt->pattern, "/v1/experiments") == 0) {
@@ -190,8 +195,12 @@ static const char *route_body(const struct http_route *rt, int n)
         snprintf(buf, sizeof buf, "{\"id\":\"made-%d\",\"arms\":[\"a\",\"b\"]}", n);
         return buf;
     }
-    if (strstr(rt->pattern, "/rewards"))
-        return "{\"rewards\":[{\"assignment_id\":\"nope-1\",\"reward\":1}]}";
+    if (strstr(rt->pattern, "/rewards")) {
+        static char buf[160];
+        snprintf(buf, sizeof buf, "{\"rewards\":[{\"assignment_id\":\"%s\",\"reward\":1}]}",
+                 g_assignment);
+        return buf;
+    }
     if (strstr(rt->pattern, "/observations"))
         return "{\"arm\":\"a\",\"reward\":1}";
     if (strcmp(rt->method, "PATCH") == 0)
@@ -214,6 +223,10 @@ static void test_scope_matrix(void **state)
     assert_int_equal(
         req(f, "POST", "/v1/experiments", f->admin, "{\"id\":\"doomed\",\"arms\":[\"a\",\"b\"]}"),
         201);
+    struct tresp *a = treq_key(f->d, "POST", "/v1/experiments/e/assignments", f->admin, "{}");
+    assert_int_equal(a->status, 201);
+    snprintf(g_assignment, sizeof g_assignment, "%s", tjson_str(a->json, "assignments[0].id"));
+    tresp_free(a);
     const struct {
         const char *key;
         unsigned scopes;

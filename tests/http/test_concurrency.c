@@ -90,7 +90,7 @@ static void *run(void *arg)
             snprintf(path, sizeof path, "/v1/experiments");
             snprintf(body, sizeof body,
                      "{\"id\":\"%s\",\"arms\":[\"a\",\"b\",\"c\"],\"seed\":%d,"
-                     "\"policy\":{\"name\":\"%s\"}}",
+                     "\"policy\":{\"name\":\"%s\"},\"fallback\":\"recommendation\"}",
                      id, i, i % 2 ? "adapt" : "uniform");
             break;
         case OP_DELETE:

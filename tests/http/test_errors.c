@@ -162,6 +162,12 @@ static void test_create_invalid_fields(void **state)
         {"{\"arms\": [\"a\", \"b\"], \"default_reward\": 2}", "default_reward"},
         {"{\"arms\": [\"a\", \"b\"], \"default_reward\": \"0\"}", "default_reward"},
         {"{\"arms\": [\"a\", \"b\"], \"target_arm\": \"z\"}", "target_arm"},
+        /* a target only gcp-targeted reads is refused elsewhere (issue 12) */
+        {"{\"arms\": [\"a\", \"b\"], \"target_arm\": \"a\"}", "target_arm"},
+        {"{\"arms\": [\"a\", \"b\"], \"units\": {\"after_stop\": \"never\"}}", "units.after_stop"},
+        {"{\"arms\": [\"a\", \"b\"], \"units\": {\"after_expiry\": 1}}", "units.after_expiry"},
+        {"{\"arms\": [\"a\", \"b\"], \"units\": {\"keep\": true}}", "units.keep"},
+        {"{\"arms\": [\"a\", \"b\"], \"fallback\": \"winner\"}", "fallback"},
         {"{\"arms\": [\"a\", \"b\"], \"constraints\": 1}", "constraints"},
         {"{\"arms\": [\"a\", \"b\"], \"constraints\": {\"burn_in\": -1}}", "constraints.burn_in"},
         {"{\"arms\": [\"a\", \"b\"], \"constraints\": {\"min_prob\": 1}}", "constraints.min_prob"},

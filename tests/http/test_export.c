@@ -155,7 +155,8 @@ static void test_export_rows(void **state)
     json_decref(texp_create(tgroup_d, "{\"id\":\"audit\",\"arms\":[\"plain\",\"with, comma\","
                                       "\"say \\\"hi\\\"\"],\"reward\":{\"min\":0,\"max\":10},"
                                       "\"default_reward\":2,\"assignment_ttl_s\":1,"
-                                      "\"policy\":{\"name\":\"uniform\"},\"seed\":5}"));
+                                      "\"policy\":{\"name\":\"uniform\"},\"seed\":5,"
+                                      "\"fallback\":\"recommendation\"}"));
     json_t *a = texp_assign(tgroup_d, "audit", "{\"count\":3}");
     json_t *u1 = texp_assign(tgroup_d, "audit", "{\"unit\":\"u,1\"}");
     json_t *u2 = texp_assign(tgroup_d, "audit", "{\"unit\":\"multi\\nline \\\"quoted\\\"\"}");

@@ -1,10 +1,9 @@
 /*
  * test_lifecycle.c — an experiment's life over HTTP: PATCH pause / resume /
- * stop (paused serves the recommendation as exploitation and still takes
- * outstanding rewards; a stop is final), DELETE then 404 and re-creation
- * under the same id with fresh assignment ids, the history endpoint's
- * bounded, decimated points, and conditional GETs (ETag / If-None-Match →
- * 304) on status and history.
+ * stop (paused serves its fallback — here the recommendation, as
+ * exploitation — and still takes outstanding rewards; a stop is final), DELETE then 404 and
+ * re-creation under the same id with fresh assignment ids, the history endpoint's bounded,
+ * decimated points, and conditional GETs (ETag / If-None-Match → 304) on status and history.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -100,7 +99,8 @@ static void test_pause_resume_stop(void **state)
 {
     (void)state;
     json_decref(texp_create(tgroup_d, "{\"id\":\"life\",\"arms\":[\"a\",\"b\",\"c\"],"
-                                      "\"policy\":{\"name\":\"uniform\"},\"seed\":9}"));
+                                      "\"policy\":{\"name\":\"uniform\"},\"seed\":9,"
+                                      "\"fallback\":\"recommendation\"}"));
     json_t *out = json_array();
     assert_int_equal(count_exploit("life", 6, out), 0);
     for (size_t i = 0; i < 3; i++)
@@ -170,7 +170,8 @@ static void test_pause_resume_stop(void **state)
 static void test_stop_keeps_rewards(void **state)
 {
     (void)state;
-    json_decref(texp_create(tgroup_d, "{\"id\":\"fin\",\"arms\":[\"a\",\"b\"],\"seed\":3}"));
+    json_decref(texp_create(tgroup_d, "{\"id\":\"fin\",\"arms\":[\"a\",\"b\"],\"seed\":3,"
+                                      "\"fallback\":\"recommendation\"}"));
     json_t *a = texp_assign(tgroup_d, "fin", "{\"count\":8}");
     struct tresp *r = patch_state("fin", "stopped");
     assert_status(r, 200);

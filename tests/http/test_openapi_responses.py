@@ -217,7 +217,14 @@ def main():
         d.call("PATCH", "/v1/experiments/full", one, {"state": "paused"}, 200)
         d.call("PATCH", "/v1/experiments/full", one, {"state": "stopped"}, 200)
         d.call("PATCH", "/v1/experiments/full", one, {"state": "running"}, 409)
+        # stopped by hand, no conclusion: the fallback, the control arm
         d.call("POST", "/v1/experiments/full/assignments", sub("assignments"), {}, 201)
+        d.call("POST", "/v1/experiments/checkout-button/assignments", sub("assignments"),
+               {}, 201)
+        d.call("PATCH", "/v1/experiments/checkout-button", one, {"state": "paused"}, 200)
+        # paused, no control arm: the fallback is "none", no assignment
+        d.call("POST", "/v1/experiments/checkout-button/assignments", sub("assignments"),
+               {}, 409)
         d.call("GET", "/v1/experiments/full/status", sub("status"), None, 200)
         d.call("GET", ex, ex, None, 200)
         d.call("GET", "/v1/experiments/full/webhooks", sub("webhooks"), None, 200)

@@ -44,7 +44,8 @@ static void test_metrics_follow_traffic(void **state)
     tdaemon_up(d, NULL, 0);
     struct prom a, b;
     json_decref(tcall(d, "POST", "/v1/experiments",
-                      "{\"id\":\"m\",\"arms\":[\"a\",\"b\"],\"reward\":{\"min\":0,\"max\":1}}",
+                      "{\"id\":\"m\",\"arms\":[\"a\",\"b\"],\"reward\":{\"min\":0,\"max\":1},"
+                      "\"fallback\":\"recommendation\"}",
                       201));
     scrape(d, &a);
     for (int i = 0; i < 3; i++)

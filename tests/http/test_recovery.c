@@ -138,20 +138,11 @@ static void snap_free(struct snapshot *s)
     json_decref(s->history);
 }
 
-static void assert_json_equal(json_t *a, json_t *b, const char *what)
-{
-    if (!json_equal(a, b)) {
-        char *ta = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS);
-        char *tb = json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
-        fail_msg("%s differs:\nbefore %s\nafter  %s", what, ta, tb);
-    }
-}
-
 static void assert_same_snapshot(struct snapshot *a, struct snapshot *b)
 {
-    assert_json_equal(a->status, b->status, "status");
-    assert_json_equal(a->exp, b->exp, "experiment");
-    assert_json_equal(a->history, b->history, "history");
+    tjson_must_equal(a->status, b->status, "status");
+    tjson_must_equal(a->exp, b->exp, "experiment");
+    tjson_must_equal(a->history, b->history, "history");
     assert_string_equal(a->etag, b->etag);
 }
 
@@ -222,7 +213,7 @@ static void restart_scenario(int use_kill)
 
     json_t *sref = texp_status(d, "ref"), *srec = texp_status(d, "rec");
     json_t *aref = anonymous(sref), *arec = anonymous(srec);
-    assert_json_equal(aref, arec, "status of the restarted experiment vs the reference");
+    tjson_must_equal(aref, arec, "status of the restarted experiment vs the reference");
     assert_int_equal(tjson_int(srec, "pending"), 0);
     json_decref(aref);
     json_decref(arec);
@@ -293,7 +284,7 @@ static void test_kill9_mid_phase_resumes_to_budget(void **state)
     assert_int_equal(tdaemon_kill(d), 0);
     assert_int_equal(tdaemon_restart(d), 0);
     json_t *after = texp_status(d, "brec");
-    assert_json_equal(before, after, "status after kill -9");
+    tjson_must_equal(before, after, "status after kill -9");
     json_decref(before);
     json_decref(after);
     reward_kept(d, "bref", kref);
@@ -304,7 +295,7 @@ static void test_kill9_mid_phase_resumes_to_budget(void **state)
     assert_string_equal(ref.text, rec.text);
     json_t *sref = texp_status(d, "bref"), *srec = texp_status(d, "brec");
     json_t *aref = anonymous(sref), *arec = anonymous(srec);
-    assert_json_equal(aref, arec, "status of the killed experiment vs the reference");
+    tjson_must_equal(aref, arec, "status of the killed experiment vs the reference");
     /* The run ends where the uninterrupted one ends, never past the
      * budget: at it, or where SAR's last phase ends (its phase lengths are
      * rounded down, so they may add up to a few pulls less). */
@@ -585,7 +576,7 @@ static void test_repeated_restarts(void **state)
             assert_int_equal(tdaemon_kill(d), 0);
         assert_int_equal(tdaemon_restart(d), 0);
         json_t *st = texp_status(d, "multi");
-        assert_json_equal(first, st, "status after restart");
+        tjson_must_equal(first, st, "status after restart");
         assert_string_equal(tjson_str(st, "state"), "paused");
         json_decref(st);
         st = texp_status(d, "halted");

@@ -159,6 +159,17 @@ static void test_unknown_in_batch(void **state)
     assert_int_equal(tjson_int(r->json, "accepted"), 1);
     assert_int_equal(tjson_int(r->json, "duplicates"), 0);
     tresp_free(r);
+    /* One rule for single and batch: nothing known in the request is a 404
+     * naming every unknown item; anything known, a 200 with each status. */
+    snprintf(body, sizeof body,
+             "{\"rewards\":[{\"assignment_id\":\"%s\",\"reward\":1},"
+             "{\"assignment_id\":\"nope\",\"reward\":1}]}",
+             other);
+    r = post("uk", "rewards", body);
+    assert_problem(r, 404);
+    assert_true(tproblem_has_field(r, "rewards[0].assignment_id"));
+    assert_true(tproblem_has_field(r, "rewards[1].assignment_id"));
+    tresp_free(r);
     json_decref(a);
 }
 
@@ -355,7 +366,17 @@ static void test_expiry_without_default(void **state)
         assert_string_equal(
             texp_reward(tgroup_d, "ex", tjson_str(json_array_get(a, (size_t)i), "id"), 1),
             "expired");
-    assert_string_equal(texp_reward(tgroup_d, "ex", tjson_str(a, "[1].id"), 0), "expired");
+    /* Re-sent, a late reward is the one already recorded (no second audit
+     * row: issue 12); another value is a conflict that records nothing. */
+    assert_string_equal(texp_reward(tgroup_d, "ex", tjson_str(a, "[1].id"), 1), "expired");
+    assert_string_equal(texp_reward(tgroup_d, "ex", tjson_str(a, "[1].id"), 0), "conflict");
+    struct tresp *ex = treq(tgroup_d, "GET", "/v1/experiments/ex/export?format=csv", NULL, NULL);
+    assert_status(ex, 200);
+    int late_rows = 0;
+    for (const char *p = ex->body; (p = strstr(p, "late_reward,")) != NULL; p++)
+        late_rows++;
+    assert_int_equal(late_rows, 3);
+    tresp_free(ex);
     /* The rewarded one is still a duplicate. */
     assert_string_equal(texp_reward(tgroup_d, "ex", tjson_str(a, "[0].id"), 1), "duplicate");
     json_t *st2 = texp_status(tgroup_d, "ex");

@@ -135,7 +135,8 @@ static void test_sticky_units(void **state)
 {
     (void)state;
     json_decref(texp_create(tgroup_d, "{\"id\":\"sticky\",\"arms\":[\"a\",\"b\",\"c\"],"
-                                      "\"policy\":{\"name\":\"uniform\"},\"seed\":1}"));
+                                      "\"policy\":{\"name\":\"uniform\"},\"seed\":1,"
+                                      "\"fallback\":\"recommendation\"}"));
     struct tresp *r =
         treq(tgroup_d, "POST", "/v1/experiments/sticky/assignments", "{\"unit\":\"user-1\"}", NULL);
     assert_status(r, 201);
@@ -163,7 +164,8 @@ static void test_sticky_units(void **state)
     json_t *again = texp_assign(tgroup_d, "sticky", "{\"unit\":\"user-1\"}");
     assert_string_equal(tjson_str(again, "[0].id"), tjson_str(first, "id"));
     json_decref(again);
-    /* After a stop, known units keep their assignment; new ones exploit. */
+    /* After a stop by hand (no conclusion), known units keep their
+     * assignment; new ones get the fallback, here the current best. */
     r = treq(tgroup_d, "PATCH", "/v1/experiments/sticky", "{\"state\":\"stopped\"}", NULL);
     assert_status(r, 200);
     tresp_free(r);

@@ -444,6 +444,15 @@ const char *texp_reward(struct tdaemon *d, const char *exp, const char *assignme
     return out;
 }
 
+void tjson_must_equal(json_t *a, json_t *b, const char *what)
+{
+    if (!json_equal(a, b)) {
+        char *ta = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS);
+        char *tb = json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
+        fail_msg("%s differs:\nbefore %s\nafter  %s", what, ta, tb);
+    }
+}
+
 double tmetric(struct tdaemon *d, const char *name, const char *labels)
 {
     struct tresp *r = treq(d, "GET", "/metrics", NULL, NULL);

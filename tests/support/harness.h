@@ -232,6 +232,8 @@ json_t *tjson_get(const json_t *j, const char *path);
 const char *tjson_str(const json_t *j, const char *path);
 long long tjson_int(const json_t *j, const char *path);
 double tjson_num(const json_t *j, const char *path);
+/* Fail the test (showing both, keys sorted) unless a and b are equal. */
+void tjson_must_equal(json_t *a, json_t *b, const char *what);
 
 /* 1 if the problem document's errors[] has an entry with this field. */
 int tproblem_has_field(const struct tresp *r, const char *field);

@@ -205,7 +205,7 @@ static void test_open_migrate_reopen(void **state)
 
     snprintf(sql, sizeof sql, "PRAGMA user_version");
     assert_int_equal(count_rows(f->path, sql), store_schema_version());
-    assert_int_equal(store_schema_version(), 3);
+    assert_int_equal(store_schema_version(), 4);
     assert_int_equal(count_rows(f->path, "SELECT count(*) FROM sqlite_master WHERE name IN "
                                          "('experiments','events','api_keys','events_ref',"
                                          "'events_unit','purges','sqlite_sequence','outbox',"
@@ -464,6 +464,20 @@ static void test_find(void **state)
     assert_string_equal(ev.unit, "visitor-9");
     assert_int_equal(store_find_unit(f->s, exp, "visitor-10", &ev), STORE_ERR_NOTFOUND);
     assert_int_equal(store_find_unit(f->s, exp + 1, "visitor-9", &ev), STORE_ERR_NOTFOUND);
+    /* A unit's later assignments: the latest is found, or the latest in a
+     * bandit. */
+    struct store_op more[2] = {ev_op(exp, 8, STORE_EV_ASSIGN), ev_op(exp, 9, STORE_EV_ASSIGN)};
+    more[0].ev.unit = more[1].ev.unit = "visitor-9";
+    more[0].ev.bandit = 1;
+    more[1].ev.bandit = 0;
+    assert_int_equal(store_write_sync(f->s, more, 2), STORE_OK);
+    assert_int_equal(store_find_unit(f->s, exp, "visitor-9", &ev), STORE_OK);
+    assert_int_equal(ev.seq, 9);
+    assert_int_equal(store_find_unit_in(f->s, exp, "visitor-9", 1, &ev), STORE_OK);
+    assert_int_equal(ev.seq, 8);
+    assert_int_equal(store_find_unit_in(f->s, exp, "visitor-9", 0, &ev), STORE_OK);
+    assert_int_equal(ev.seq, 9);
+    assert_int_equal(store_find_unit_in(f->s, exp, "visitor-9", 2, &ev), STORE_ERR_NOTFOUND);
 }
 
 static void test_duplicates_and_atomicity(void **state)
@@ -475,11 +489,8 @@ static void test_duplicates_and_atomicity(void **state)
 
     a.ev.unit = "u1";
     assert_int_equal(store_write_sync(f->s, &a, 1), STORE_OK);
-    /* same unit, same experiment */
-    b[0] = ev_op(exp, 2, STORE_EV_ASSIGN);
-    b[0].ev.unit = "u1";
-    assert_int_equal(store_write_sync(f->s, b, 1), STORE_ERR_EXISTS);
-    /* same unit, other experiment: fine */
+    /* same unit, other experiment: fine (and in the same one too, since
+     * schema 3: a unit may hold several assignments, the latest counts) */
     b[0] = ev_op(exp2, 1, STORE_EV_ASSIGN);
     b[0].ev.unit = "u1";
     assert_int_equal(store_write_sync(f->s, b, 1), STORE_OK);
@@ -488,7 +499,7 @@ static void test_duplicates_and_atomicity(void **state)
     assert_int_equal(store_write_sync(f->s, b, 1), STORE_ERR_EXISTS);
     /* a submission is atomic: the good first op goes with the bad second */
     b[0] = ev_op(exp, 2, STORE_EV_OBSERVE);
-    b[1] = ev_op(exp, 3, STORE_EV_ASSIGN);
+    b[1] = ev_op(exp, 1, STORE_EV_ASSIGN);
     b[1].ev.unit = "u1";
     assert_int_equal(store_write_sync(f->s, b, 2), STORE_ERR_EXISTS);
     assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK);
@@ -686,9 +697,9 @@ static void test_migrate_from_v1(void **state)
     store_close(s);
 }
 
-/* A database of schema version 2 (main before the webhooks) migrates to
- * version 3: every row kept, the outbox usable, nothing left to migrate
- * at the next open. */
+/* A database of schema version 2 (main before the sticky units and the
+ * webhooks) migrates to the current version: every row kept, the outbox
+ * usable, nothing left to migrate at the next open. */
 static void test_migrate_from_v2(void **state)
 {
     struct tstore *f = *state;
@@ -735,7 +746,7 @@ static void test_migrate_from_v2(void **state)
     s = store_open(path, STORE_SYNC_FULL, err, sizeof err);
     if (s == NULL)
         fail_msg("open version 2: %s", err);
-    assert_int_equal(count_rows(path, "PRAGMA user_version"), 3);
+    assert_int_equal(count_rows(path, "PRAGMA user_version"), store_schema_version());
     assert_int_equal(store_load_experiments(s, collect_exp, &l), 0);
     assert_int_equal(l.n, 2);
     assert_string_equal(l.id[1], "four");
@@ -750,7 +761,7 @@ static void test_migrate_from_v2(void **state)
     store_close(s);
     s = store_open(path, STORE_SYNC_FULL, err, sizeof err);
     assert_non_null(s);
-    assert_int_equal(count_rows(path, "PRAGMA user_version"), 3);
+    assert_int_equal(count_rows(path, "PRAGMA user_version"), store_schema_version());
     store_close(s);
 }
 

@@ -126,8 +126,8 @@ static const struct expect expects[] = {
     {"experiments", "SCAN experiments", 0, ""},
     {"events", "SEARCH events USING PRIMARY KEY (exp=? AND seq>?)", 0, "ET"},
     {"assignment", "SEARCH events USING PRIMARY KEY (exp=? AND seq=?)", 0, "EA"},
-    {"outcome", "SEARCH events USING INDEX events_ref (exp=? AND ref=?)", 0, "EA"},
-    {"unit", "SEARCH events USING INDEX events_unit (exp=? AND unit=?)", 0, "EU"},
+    {"outcome", "SEARCH events USING INDEX events_ref (exp=? AND ref=?)", 0, "EA0"},
+    {"unit", "SEARCH events USING INDEX events_unit (exp=? AND unit=?)", 0, "EUM"},
     {"last_seq", "SEARCH events USING PRIMARY KEY (exp=?)", 1, "E"},
     {"keys", "SCAN api_keys", 0, ""},
     /* the webhook outbox: its partial indexes bound each read by what is
@@ -294,6 +294,12 @@ static int vm_steps(sqlite3 *db, const struct store_sql *q, const char *params,
             break;
         case '1':
             rc = sqlite3_bind_int(st, k, 1);
+            break;
+        case '0':
+            rc = sqlite3_bind_int(st, k, 0); /* "any" (an outcome's kind) */
+            break;
+        case 'M':
+            rc = sqlite3_bind_int(st, k, -1); /* "any" (a bandit) */
             break;
         case 's':
             rc = sqlite3_bind_text(st, k, "probe", -1, SQLITE_STATIC);
