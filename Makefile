@@ -90,6 +90,7 @@ $(BUILD)/lib%.a:
 #   server/ → api/ → http/
 #                  → exp/ → store/ → base/
 #                         → policies/ → base/
+#                  → notify/ → store/
 #   sim/ → policies/
 #
 # Libraries are linked top layer first, so a call from a lower layer up into
@@ -101,6 +102,7 @@ LIB_BASE := $(BUILD)/libbase.a
 LIB_POLICIES := $(BUILD)/libpolicies.a
 LIB_STORE := $(BUILD)/libstore.a
 LIB_EXP := $(BUILD)/libexp.a
+LIB_NOTIFY := $(BUILD)/libnotify.a
 LIB_HTTP := $(BUILD)/libhttp.a
 LIB_API := $(BUILD)/libapi.a
 LIB_SERVER := $(BUILD)/libserver.a
@@ -111,6 +113,7 @@ $(LIB_BASE): $(call objs,$(wildcard base/*.c))
 $(LIB_POLICIES): $(call objs,$(wildcard policies/*.c))
 $(LIB_STORE): $(call objs,$(wildcard store/*.c))
 $(LIB_EXP): $(call objs,$(wildcard exp/*.c))
+$(LIB_NOTIFY): $(call objs,$(wildcard notify/*.c))
 $(LIB_HTTP): $(call objs,$(wildcard http/*.c))
 $(LIB_API): $(call objs,$(wildcard api/*.c)) $(OBJ)/gen/openapi.o $(OBJ)/gen/web_assets.o
 $(LIB_SERVER): $(call objs,$(filter-out server/main.c,$(wildcard server/*.c)))
@@ -118,8 +121,8 @@ $(LIB_SIM): $(call objs,$(filter-out sim/main.c,$(wildcard sim/*.c)))
 $(LIB_TESTS): $(call objs,$(wildcard tests/support/*.c))
 
 # What the daemon links, in layer order; the simulator its own two.
-LIBS_DAEMON := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_SIM) $(LIB_STORE) \
-               $(LIB_POLICIES) $(LIB_BASE)
+LIBS_DAEMON := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_NOTIFY) $(LIB_SIM) \
+               $(LIB_STORE) $(LIB_POLICIES) $(LIB_BASE)
 LIBS_SIM := $(LIB_SIM) $(LIB_POLICIES) $(LIB_BASE)
 
 # --- generated sources ----------------------------------------------------------
@@ -205,8 +208,8 @@ STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/s
 SCRIPT_TESTS := $(wildcard tests/http/test_*.py) $(wildcard tests/web/test_*.sh) \
                 $(wildcard tests/repro/test_*.sh) tests/docs/test_docs.sh
 # Tests may reach into every layer (and the simulator): all libraries.
-LIBS_ALL := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_SIM) $(LIB_STORE) \
-            $(LIB_POLICIES) $(LIB_BASE)
+LIBS_ALL := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_NOTIFY) $(LIB_SIM) \
+            $(LIB_STORE) $(LIB_POLICIES) $(LIB_BASE)
 
 $(BUILD)/tests/%: $(OBJ)/tests/%.o $(LIB_TESTS) $(LIBS_ALL)
 	@mkdir -p $(dir $@)

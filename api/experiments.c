@@ -10,6 +10,7 @@
 #include "api/parse.h"
 #include "base/clock.h"
 #include "base/jsonv.h"
+#include "notify/notify.h"
 
 int api_experiments_create(struct http_req *r)
 {
@@ -21,6 +22,17 @@ int api_experiments_create(struct http_req *r)
         return http_reply_oom(r);
     struct exp_config cfg;
     int rc = exp_config_parse(body, exp_limits(), &cfg, errors);
+    /* Where a webhook may point is the delivery's policy (notify.h): a
+     * literal address it would refuse is refused now, not at the stop. */
+    for (size_t i = 0; rc == 0 && i < cfg.n_webhooks; i++) {
+        char why[160];
+        if (notify_url_check(cfg.webhooks[i].url, why, sizeof why) != 0) {
+            char field[48];
+            snprintf(field, sizeof field, "webhooks[%zu].url", i);
+            jv_error(errors, field, "%s", why);
+            rc = 1;
+        }
+    }
     if (rc != 0) {
         char detail[320];
         if (rc > 0)

@@ -18,6 +18,7 @@
 #include "api/api.h"
 #include "api/auth.h"
 #include "base/buf.h"
+#include "notify/notify.h"
 
 /* Rows: every route of the table, plus one for requests no route matched. */
 #define MAX_ROUTES 48
@@ -290,6 +291,35 @@ static void render_store(struct buf *b, struct store *st)
     put(b, "banditd_store_queue_depth %llu\n", (unsigned long long)s.queue_depth);
 }
 
+/* Webhooks (notify.h): the delivery thread's counters and the outbox. */
+static void render_webhooks(struct buf *b)
+{
+    struct notify_stats s;
+    notify_get_stats(&s);
+    header(b, "webhook_deliveries_total", "counter",
+           "Webhook deliveries finished: delivered (a 2xx), or failed after their last attempt.");
+    put(b, "banditd_webhook_deliveries_total{result=\"delivered\"} %llu\n",
+        (unsigned long long)s.delivered);
+    put(b, "banditd_webhook_deliveries_total{result=\"failed\"} %llu\n",
+        (unsigned long long)s.failed);
+    header(b, "webhook_attempts_total", "counter", "Webhook HTTP attempts made.");
+    put(b, "banditd_webhook_attempts_total %llu\n", (unsigned long long)s.attempts);
+    header(b, "webhook_retries_total", "counter",
+           "Webhook attempts that failed and were scheduled again (with backoff).");
+    put(b, "banditd_webhook_retries_total %llu\n", (unsigned long long)s.retried);
+    header(b, "webhook_refused_total", "counter",
+           "Webhook attempts refused before connecting: the target resolved to a forbidden "
+           "address (loopback without --webhook-allow-loopback, link-local, ...).");
+    put(b, "banditd_webhook_refused_total %llu\n", (unsigned long long)s.refused);
+    header(b, "webhook_attempts_in_flight", "gauge", "Webhook attempts running now.");
+    put(b, "banditd_webhook_attempts_in_flight %llu\n", (unsigned long long)s.in_flight);
+    if (s.depth >= 0) {
+        header(b, "webhook_outbox_pending", "gauge",
+               "Webhook deliveries waiting in the outbox (not yet delivered nor failed).");
+        put(b, "banditd_webhook_outbox_pending %lld\n", (long long)s.depth);
+    }
+}
+
 int metrics_render(struct store *st, char **out, size_t *len)
 {
     struct buf b;
@@ -297,6 +327,7 @@ int metrics_render(struct store *st, char **out, size_t *len)
     render_requests(&b);
     render_domain(&b);
     render_store(&b, st);
+    render_webhooks(&b);
     header(&b, "api_keys", "gauge", "Usable (unrevoked) API keys loaded.");
     put(&b, "banditd_api_keys %zu\n", auth_active_keys());
     header(&b, "auth_enabled", "gauge", "1 when requests need an API key.");

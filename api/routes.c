@@ -24,6 +24,7 @@ const struct http_route api_routes[] = {
     {"GET", "/v1/experiments/{id}/status", api_status_get, API_SCOPE_READ, "status"},
     {"GET", "/v1/experiments/{id}/history", api_history_get, API_SCOPE_READ, "history"},
     {"GET", "/v1/experiments/{id}/export", api_export_get, API_SCOPE_READ, "export"},
+    {"GET", "/v1/experiments/{id}/webhooks", api_webhooks_list, API_SCOPE_READ, "webhooks"},
     {"GET", "/v1/policies", api_policies_list, API_SCOPE_READ, "policies"},
     {"GET", "/healthz", api_healthz, API_SCOPE_NONE, "healthz"},
     {"GET", "/readyz", api_readyz, API_SCOPE_NONE, "readyz"},

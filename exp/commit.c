@@ -97,8 +97,11 @@ int exp_submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, stor
      * a write that never reached its queue (queue full, out of memory). */
     if (atomic_load(&x->stale) && !is_delete)
         return STORE_ERR_FULL;
+    /* Webhooks: the outbox rows of what this batch's events caused go in
+     * the same submission, so in the same transaction (webhooks.c). */
     struct sub *s = calloc(1, sizeof *s);
-    if (s == NULL) {
+    if (s == NULL || (!is_delete && exp_watch_emit(x, b) != 0)) {
+        free(s);
         atomic_store(&x->stale, 1);
         return STORE_ERR_NOMEM;
     }

@@ -11,6 +11,7 @@
 #include <sys/random.h>
 
 #include "base/jsonv.h"
+#include "exp/internal.h"
 
 static void random_id(char *buf, size_t len)
 {
@@ -45,6 +46,7 @@ void exp_config_free(struct exp_config *c)
     free(c->arm_names);
     free(c->n_arms);
     free(c->control_arm);
+    exp_webhooks_free(c);
     json_decref(c->json);
     memset(c, 0, sizeof *c);
 }
@@ -375,11 +377,10 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
         return 1;
     }
     static const char *const keys[] = {
-        "id",         "name",           "policy",      "goal",
-        "reward",     "bandits",        "arms",        "assignment_ttl_s",
-        "seed",       "stop_rule",      "bound",       "tau",
-        "target_arm", "default_reward", "constraints", "prior",
-        "units",      "fallback",       NULL};
+        "id",      "name",  "policy",           "goal",           "reward",
+        "bandits", "arms",  "assignment_ttl_s", "seed",           "stop_rule",
+        "bound",   "tau",   "target_arm",       "default_reward", "constraints",
+        "prior",   "units", "fallback",         "webhooks",       NULL};
     if (jv_unknown_keys(body, keys, "", errors))
         bad = 1;
 
@@ -635,6 +636,11 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
             }
         }
     }
+    if ((rc = exp_webhooks_parse(c, json_object_get(body, "webhooks"), errors)) != 0) {
+        if (rc < 0)
+            return -1;
+        bad = 1;
+    }
     if (bad)
         return 1;
 
@@ -762,7 +768,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     if (parse_units(c, json_object_get(body, "units"), errors) != 0 ||
         parse_fallback(c, json_object_get(body, "fallback"), errors) != 0)
         return 1;
-    if (normalise(c, stop_rule, bound, tau, target, constraints) != 0)
+    if (normalise(c, stop_rule, bound, tau, target, constraints) != 0 ||
+        exp_webhooks_normalise(c) != 0)
         return -1;
     return 0;
 }

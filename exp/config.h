@@ -47,6 +47,30 @@ enum exp_fallback {
     EXP_FALLBACK_RECOMMENDATION = 2, /* the current empirical best */
 };
 
+/* Webhooks (exp/webhooks.c; docs/contract.md, Webhooks): the events an
+ * endpoint may subscribe to, as bits, and one endpoint. */
+enum exp_hook_event {
+    EXP_HOOK_STOPPED = 1u << 0,     /* "experiment.stopped" */
+    EXP_HOOK_PAUSED = 1u << 1,      /* "experiment.paused" */
+    EXP_HOOK_RESUMED = 1u << 2,     /* "experiment.resumed" */
+    EXP_HOOK_BANDIT_DONE = 1u << 3, /* "bandit.done" (experiments of several bandits) */
+    EXP_HOOK_CONSTRAINT = 1u << 4,  /* "constraint.fired" (the burn-in's data complete) */
+};
+#define EXP_HOOK_ALL 0x1fu
+#define EXP_WEBHOOKS_MAX 8         /* endpoints per experiment */
+#define EXP_WEBHOOK_URL_MAX 2048   /* bytes */
+#define EXP_WEBHOOK_SECRET_MIN 16  /* bytes */
+#define EXP_WEBHOOK_SECRET_MAX 256 /* bytes */
+
+struct exp_webhook {
+    char *url;       /* owned: http:// or https:// */
+    char *secret;    /* owned: the HMAC key; never in cfg->json (GET shows a fingerprint) */
+    unsigned events; /* enum exp_hook_event bits */
+};
+
+/* The event's name ("experiment.stopped"...) for one bit, or NULL. */
+const char *exp_hook_event_name(unsigned bit);
+
 struct exp_config {
     char id[EXP_ID_MAX + 1];
     char *name; /* owned */
@@ -64,8 +88,11 @@ struct exp_config {
     enum exp_after_stop after_stop;
     enum exp_after_expiry after_expiry;
     enum exp_fallback fallback;
-    struct engine_config engine; /* n_arms and control_arm point into this struct */
-    json_t *json;                /* owned: the normalised configuration (stored, returned) */
+    struct engine_config engine;  /* n_arms and control_arm point into this struct */
+    struct exp_webhook *webhooks; /* owned; n_webhooks of them */
+    size_t n_webhooks;
+    json_t *json; /* owned: the normalised configuration as returned; what is stored
+                   * is exp_config_stored_text (the same with the webhooks' secrets) */
 };
 
 /* Parse and validate a create body against lim. On success returns 0 and
@@ -81,6 +108,11 @@ int exp_config_parse(json_t *body, const struct exp_limits *lim, struct exp_conf
 int exp_config_load(json_t *body, const struct exp_limits *lim, struct exp_config *cfg,
                     json_t *errors);
 void exp_config_free(struct exp_config *cfg);
+
+/* The configuration as stored: cfg->json with each webhook's secret in
+ * place of its fingerprint, which exp_config_parse reads back. New string
+ * (free), or NULL out of memory. */
+char *exp_config_stored_text(const struct exp_config *cfg);
 
 /* 1 if s is a valid experiment or bandit id: [A-Za-z0-9_.-]{1,64}. */
 int exp_id_valid(const char *s);

@@ -13,6 +13,9 @@
  *   replay.c    rebuilding an experiment's data from its log
  *   history.c   the decimated history dashboards draw
  *   config.c    the configuration (config.h)
+ *   webhooks.c  the webhooks' configuration, and the hook that turns a stop,
+ *               a bandit done, a constraint or a pause into outbox rows of
+ *               the batch that caused it
  */
 #ifndef BANDITD_EXP_INTERNAL_H
 #define BANDITD_EXP_INTERNAL_H
@@ -50,6 +53,7 @@ struct exp_data {
     unsigned char *scratch;   /* kmax entries */
     unsigned char *concluded; /* per bandit: done by its own rule before a stop by hand */
     int need_reset;           /* next submission clears the store's failure mark */
+    struct exp_watch *watch;  /* what webhooks announced (webhooks.c); NULL: none configured */
 };
 
 struct exp {
@@ -160,6 +164,32 @@ int exp_submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, stor
  * log itself is wrong: a gap, an event of an arm or an assignment that does
  * not exist, a value out of range, an unknown kind or state). */
 struct exp_data *exp_replay_all(struct exp *x, char *err, size_t errlen, int *is_corrupt);
+
+/* --- webhooks.c -------------------------------------------------------------------- */
+
+/* Parse the create body's "webhooks" (v may be NULL: none) into c. 0, 1
+ * after appending {"field", "message"} to errors, −1 out of memory. */
+int exp_webhooks_parse(struct exp_config *c, json_t *v, json_t *errors);
+/* Add "webhooks" (fingerprints, no secrets) to c->json when there are
+ * any. 0 or −1. */
+int exp_webhooks_normalise(struct exp_config *c);
+void exp_webhooks_free(struct exp_config *c);
+
+/* What the webhooks of one experiment's data announced so far: a new
+ * watch for cfg, or NULL out of memory. */
+struct exp_watch *exp_watch_new(const struct exp_config *cfg);
+void exp_watch_free(struct exp_watch *w);
+/* After a replay: what the log holds was announced when it was written
+ * (its outbox rows are in the same transactions), so the watch starts
+ * from the replayed state. */
+void exp_watch_sync(const struct exp *x, struct exp_data *d);
+/* At each submission, after the batch's events were applied: append an
+ * outbox op to b for every transition since the last submission (stop,
+ * bandit done, burn-in complete, pause, resume) and each endpoint that
+ * subscribed to it. 0, or −1 out of memory (nothing may be submitted
+ * then: the caller marks x stale, so the reload forgets the events and
+ * the transition happens, and is announced, again). */
+int exp_watch_emit(struct exp *x, struct exp_batch *b);
 
 /* --- history.c --------------------------------------------------------------------- */
 

@@ -381,7 +381,7 @@ static struct exp *exp_new(struct exp_config *cfg, int64_t created_ms, char *err
     snprintf(x->id, sizeof x->id, "%s", x->cfg.id);
     x->created_ms = created_ms;
     x->token = exp_make_token(x->id, created_ms);
-    x->config_text = json_dumps(x->cfg.json, JSON_COMPACT | JSON_SORT_KEYS);
+    x->config_text = exp_config_stored_text(&x->cfg);
     x->d = exp_data_new(&x->cfg, err, errlen);
     if (x->config_text == NULL || x->d == NULL) {
         if (x->config_text == NULL)

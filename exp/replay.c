@@ -206,6 +206,7 @@ struct exp_data *exp_replay_all(struct exp *x, char *err, size_t errlen, int *is
             exp_data_free(d);
             return NULL;
         }
+        exp_watch_sync(x, d);
         return d;
     }
     snprintf(err, errlen, "replay failed");

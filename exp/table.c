@@ -212,6 +212,7 @@ void exp_data_free(struct exp_data *d)
     exp_history_free(d);
     free(d->scratch);
     free(d->concluded);
+    exp_watch_free(d->watch);
     atomic_fetch_sub(&exp_rt.pending_total, d->pending);
     free(d);
 }
@@ -231,7 +232,10 @@ struct exp_data *exp_data_new(const struct exp_config *cfg, char *err, size_t er
     d->concluded = calloc(cfg->n_bandits, 1);
     d->hstride = 1;
     d->hnext = 1;
-    if (d->eng == NULL || d->scratch == NULL || d->concluded == NULL) {
+    if (cfg->n_webhooks > 0)
+        d->watch = exp_watch_new(cfg);
+    if (d->eng == NULL || d->scratch == NULL || d->concluded == NULL ||
+        (cfg->n_webhooks > 0 && d->watch == NULL)) {
         if (d->eng != NULL)
             snprintf(err, errlen, "out of memory");
         exp_data_free(d);

@@ -2,7 +2,9 @@
 # Installs the Debian packages banditd needs to build and test, only when one
 # is missing (so `make run` stays fast on a prepared machine). Run as root.
 set -eu
-# libgnutls28-dev: SHA-256 of API keys (and MHD's HTTPS, which links it);
+# libgnutls28-dev: SHA-256 of API keys, HMAC of webhooks (and MHD's HTTPS,
+# which links it); libcurl4-openssl-dev: the webhooks' deliveries (notify/)
+# and the tests' HTTP client;
 # openssl: the TLS test makes a self-signed certificate with it;
 # python3-jsonschema: tests/http/test_openapi_responses.py.
 PKGS="libmicrohttpd-dev libgnutls28-dev libjansson-dev libsqlite3-dev libgsl-dev libcmocka-dev \

@@ -26,6 +26,7 @@ struct opt {
 
 #define OFF(f) offsetof(struct config, f)
 #define LIM(f) (offsetof(struct config, limits) + offsetof(struct exp_limits, f))
+#define WH(f) (offsetof(struct config, webhooks) + offsetof(struct notify_config, f))
 
 static const struct opt opts[] = {
     {"listen", K_LISTEN, 0, 0,
@@ -84,6 +85,24 @@ static const struct opt opts[] = {
      "resident memory past which new experiments (507) and assignments (503) are refused; "
      "K, M, G suffixes (default 3/4 of the machine's or the cgroup's memory; 0: no cap)",
      0, 0},
+    /* webhooks' delivery (notify/notify.h) */
+    {"webhook-attempts", K_UINT, WH(attempts), 0,
+     "attempts per webhook delivery before it is marked failed (default 12)", 1, 100},
+    {"webhook-backoff", K_UINT, WH(backoff_ms), 0,
+     "milliseconds before a webhook's first retry, doubled at each retry, with jitter "
+     "(default 10000)",
+     1, 86400000},
+    {"webhook-backoff-max", K_UINT, WH(backoff_max_ms), 0,
+     "longest wait between two attempts of a webhook, in milliseconds (default 3600000)", 1,
+     86400000},
+    {"webhook-timeout", K_UINT, WH(timeout_ms), 0,
+     "milliseconds one webhook attempt may take, connection included (default 10000)", 1, 600000},
+    {"webhook-concurrency", K_UINT, WH(concurrency), 0,
+     "webhook attempts in flight at once (default 16)", 1, 1024},
+    {"webhook-allow-loopback", K_FLAG, WH(allow_loopback), 0,
+     "let webhooks target loopback addresses (refused by default; link-local, multicast and "
+     "unspecified addresses always are)",
+     0, 0},
     {NULL, K_STR, 0, 0, NULL, 0, 0},
 };
 
@@ -125,6 +144,7 @@ void config_defaults(struct config *c)
     c->limits.max_pending = 1000000;
     c->limits.history_points = 256;
     c->limits.max_memory = default_max_memory();
+    notify_defaults(&c->webhooks);
 }
 
 const char *config_option_name(size_t i)

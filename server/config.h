@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "exp/config.h"
+#include "notify/notify.h"
 #include "store/store.h"
 
 struct config {
@@ -30,6 +31,7 @@ struct config {
     unsigned timeout_s;
     unsigned request_timeout_s; /* 0: no deadline for a whole request */
     struct exp_limits limits;
+    struct notify_config webhooks; /* the webhook-* settings */
 };
 
 /* Defaults. */

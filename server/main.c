@@ -22,6 +22,7 @@
 #include "base/version.h"
 #include "exp/exp.h"
 #include "http/http.h"
+#include "notify/notify.h"
 #include "server/cli.h"
 #include "server/config.h"
 #include "store/store.h"
@@ -168,10 +169,20 @@ int main(int argc, char **argv)
         store_close(st);
         return 2;
     }
+    /* Deliveries start before anything can write an outbox row: its hook
+     * is in place for the first commit, and what the last run left pending
+     * is resumed. */
+    if (notify_start(st, &cfg.webhooks, err, sizeof err) != 0) {
+        fprintf(stderr, "banditd: %s\n", err);
+        auth_free();
+        store_close(st);
+        return 1;
+    }
     exp_registry_init(st, &cfg.limits);
     if (exp_registry_load(err, sizeof err) != 0) {
         fprintf(stderr, "banditd: %s\n", err);
         exp_registry_free();
+        notify_stop();
         store_close(st);
         return 1;
     }
@@ -185,6 +196,7 @@ int main(int argc, char **argv)
             free(cert);
             free(key);
             exp_registry_free();
+            notify_stop();
             store_close(st);
             return 1;
         }
@@ -213,6 +225,7 @@ int main(int argc, char **argv)
         free(cert);
         free(key);
         exp_registry_free();
+        notify_stop();
         store_close(st);
         return 1;
     }
@@ -232,6 +245,7 @@ int main(int argc, char **argv)
     http_set_ready(0);
     http_stop(srv, 10000);
     exp_registry_free();
+    notify_stop(); /* before the store: its last updates go through the writer's drain */
     struct store_stats ss;
     store_get_stats(st, &ss);
     log_info("store: %llu commits (%llu failed), %llu writes, %.1f writes per commit, "

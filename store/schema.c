@@ -74,6 +74,34 @@ static const struct migration migrations[] = {
       * one it gets back. The index keeps them in seq order per unit. */
      "DROP INDEX events_unit;"
      "CREATE INDEX events_unit ON events(exp, unit, seq) WHERE unit IS NOT NULL;"},
+    {4,
+     /* The webhook outbox (store.h): one row per delivery, inserted in the
+      * transaction of the events that caused it. AUTOINCREMENT so that ids
+      * only grow (the delivery thread reads new rows by id > last seen, and
+      * a delivery's id, sent as a header, is never reused). The partial
+      * indexes keep the delivery thread's reads O(pending) and the prune
+      * O(pruned), however many finished rows are kept; outbox_exp serves
+      * an experiment's listing. No foreign key: a delivery outlives the
+      * delete of its experiment. */
+     "CREATE TABLE outbox ("
+     " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+     " exp INTEGER NOT NULL,"
+     " exp_id TEXT NOT NULL,"
+     " event_id TEXT NOT NULL,"
+     " type TEXT NOT NULL,"
+     " url TEXT NOT NULL,"
+     " secret TEXT NOT NULL,"
+     " body TEXT NOT NULL,"
+     " created_ms INTEGER NOT NULL,"
+     " state INTEGER NOT NULL DEFAULT 0,"
+     " attempts INTEGER NOT NULL DEFAULT 0,"
+     " next_ms INTEGER NOT NULL,"
+     " last_ms INTEGER,"
+     " last_status INTEGER,"
+     " last_error TEXT);"
+     "CREATE INDEX outbox_pending ON outbox(id) WHERE state = 0;"
+     "CREATE INDEX outbox_finished ON outbox(last_ms) WHERE state != 0;"
+     "CREATE INDEX outbox_exp ON outbox(exp, id);"},
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])

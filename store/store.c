@@ -91,6 +91,9 @@ enum q {
     Q_EVENT_INSERT,
     Q_KEY_INSERT,
     Q_KEY_REVOKE,
+    Q_OUTBOX_INSERT,
+    Q_OUTBOX_UPDATE,
+    Q_OUTBOX_PRUNE,
     Q_SYNC_FULL,
     Q_SYNC_NORMAL,
     /* the readers': prepared on first use, per thread */
@@ -101,6 +104,9 @@ enum q {
     Q_UNIT,
     Q_LAST_SEQ,
     Q_KEYS,
+    Q_OUTBOX_PENDING,
+    Q_OUTBOX_LIST,
+    Q_OUTBOX_DEPTH,
     /* run once: connection settings at open, the backup */
     Q_WAL,
     Q_NO_FK,
@@ -111,6 +117,9 @@ enum q {
 
 #define EVENT_COLS "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text"
 #define PURGE_CHUNK "256" /* events removed per purge transaction */
+#define OUTBOX_COLS                                                                                \
+    "id, exp, exp_id, event_id, type, url, secret, body, created_ms, state, attempts, next_ms,"    \
+    " last_ms, last_status, last_error"
 
 static const struct store_sql queries[Q_COUNT] = {
     [Q_BEGIN] = {"begin", STORE_SQL_WRITE, "BEGIN IMMEDIATE"},
@@ -139,6 +148,15 @@ static const struct store_sql queries[Q_COUNT] = {
          "INSERT INTO api_keys(name, scopes, hash, created_ms) VALUES (?1, ?2, ?3, ?4)"},
     [Q_KEY_REVOKE] = {"key_revoke", STORE_SQL_WRITE,
                       "UPDATE api_keys SET revoked = 1 WHERE rowid = ?1"},
+    [Q_OUTBOX_INSERT] = {"outbox_insert", STORE_SQL_WRITE,
+                         "INSERT INTO outbox(exp, exp_id, event_id, type, url, secret, body,"
+                         " created_ms, next_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
+    [Q_OUTBOX_UPDATE] = {"outbox_update", STORE_SQL_WRITE,
+                         "UPDATE outbox SET state = ?2, attempts = ?3, next_ms = ?4, last_ms = ?5,"
+                         " last_status = ?6, last_error = ?7 WHERE id = ?1"},
+    [Q_OUTBOX_PRUNE] = {"outbox_prune", STORE_SQL_WRITE,
+                        "DELETE FROM outbox INDEXED BY outbox_finished"
+                        " WHERE state != 0 AND last_ms < ?1"},
     /* The connections' sync mode at open; the writer's around a purge step.
      * Never prepared once and stepped again (set_sync): SQLite applies
      * PRAGMA synchronous when it compiles the statement, not when it runs
@@ -169,6 +187,16 @@ static const struct store_sql queries[Q_COUNT] = {
     [Q_KEYS] =
         {"keys", STORE_SQL_READ,
          "SELECT rowid, name, scopes, hash, created_ms, revoked FROM api_keys ORDER BY rowid"},
+    /* the outbox's reads go through its partial indexes: their cost is in
+     * the pending rows (or one experiment's), never in the rows kept */
+    [Q_OUTBOX_PENDING] = {"outbox_pending", STORE_SQL_READ,
+                          "SELECT " OUTBOX_COLS " FROM outbox INDEXED BY outbox_pending"
+                          " WHERE state = 0 AND id > ?1 ORDER BY id LIMIT ?2"},
+    [Q_OUTBOX_LIST] = {"outbox_list", STORE_SQL_READ,
+                       "SELECT " OUTBOX_COLS " FROM outbox INDEXED BY outbox_exp"
+                       " WHERE exp = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"},
+    [Q_OUTBOX_DEPTH] = {"outbox_depth", STORE_SQL_READ,
+                        "SELECT count(*) FROM outbox INDEXED BY outbox_pending WHERE state = 0"},
 
     [Q_WAL] = {"wal", STORE_SQL_ONCE, "PRAGMA journal_mode=WAL"},
 
@@ -251,7 +279,10 @@ struct store {
     struct store_stats stats;
 
     int batch_deleted; /* the running batch deleted an experiment (writer thread only) */
-    int sync_lowered;  /* synchronous could not be set back to FULL (writer thread only) */
+    int batch_outbox;  /* the running batch inserted outbox rows (writer thread only) */
+    void (*outbox_hook)(void *arg); /* under mu: store_set_outbox_hook */
+    void *outbox_hook_arg;
+    int sync_lowered; /* synchronous could not be set back to FULL (writer thread only) */
 
     /* keys whose last submission failed (writer thread only) */
     struct poisoned {
@@ -578,6 +609,72 @@ static int writer_key(struct store *s, const struct key_op *k)
     return rc;
 }
 
+static int writer_outbox(struct store *s, const struct store_op *op)
+{
+    const struct store_delivery *d = op->dl;
+    sqlite3_stmt *st;
+    int rc = SQLITE_OK;
+
+    if (d == NULL)
+        return SQLITE_MISUSE;
+    switch (op->kind) {
+    case STORE_OP_OUTBOX:
+        st = s->wst[Q_OUTBOX_INSERT];
+        rc = sqlite3_bind_int64(st, 1, d->exp);
+        if (rc == SQLITE_OK)
+            rc = bind_opt_text(st, 2, d->exp_id);
+        if (rc == SQLITE_OK)
+            rc = bind_opt_text(st, 3, d->event_id);
+        if (rc == SQLITE_OK)
+            rc = bind_opt_text(st, 4, d->type);
+        if (rc == SQLITE_OK)
+            rc = bind_opt_text(st, 5, d->url);
+        if (rc == SQLITE_OK)
+            rc = bind_opt_text(st, 6, d->secret);
+        if (rc == SQLITE_OK)
+            rc = bind_opt_text(st, 7, d->body);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_int64(st, 8, d->created_ms);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_int64(st, 9, d->next_ms);
+        if (rc != SQLITE_OK) {
+            sqlite3_clear_bindings(st);
+            return rc;
+        }
+        rc = wexec(s, Q_OUTBOX_INSERT);
+        if (rc == SQLITE_OK)
+            s->batch_outbox = 1;
+        return rc;
+    case STORE_OP_OUTBOX_UPDATE:
+        st = s->wst[Q_OUTBOX_UPDATE];
+        rc = sqlite3_bind_int64(st, 1, d->id);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_int(st, 2, d->state);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_int(st, 3, d->attempts);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_int64(st, 4, d->next_ms);
+        if (rc == SQLITE_OK)
+            rc = bind_opt_int64(st, 5, d->last_ms);
+        if (rc == SQLITE_OK)
+            rc = bind_opt_int64(st, 6, d->last_status);
+        if (rc == SQLITE_OK)
+            rc = bind_opt_text(st, 7, d->last_error);
+        if (rc != SQLITE_OK) {
+            sqlite3_clear_bindings(st);
+            return rc;
+        }
+        rc = wexec(s, Q_OUTBOX_UPDATE);
+        /* a row pruned meanwhile is no error: there is nothing left to record */
+        return rc;
+    case STORE_OP_OUTBOX_PRUNE:
+        rc = sqlite3_bind_int64(s->wst[Q_OUTBOX_PRUNE], 1, d->last_ms);
+        return rc == SQLITE_OK ? wexec(s, Q_OUTBOX_PRUNE) : rc;
+    default:
+        return SQLITE_MISUSE;
+    }
+}
+
 /* Run one submission's ops; returns an SQLite code (SQLITE_NOTFOUND: no such
  * row, SQLITE_MISUSE: unknown op kind). */
 /* A write that leaves nothing behind, but goes to disk at commit like any
@@ -614,6 +711,11 @@ static int writer_sub(struct store *s, const struct sub *sub)
             break;
         case STORE_OP_PROBE:
             rc = writer_probe(s);
+            break;
+        case STORE_OP_OUTBOX:
+        case STORE_OP_OUTBOX_UPDATE:
+        case STORE_OP_OUTBOX_PRUNE:
+            rc = writer_outbox(s, op);
             break;
         default:
             rc = SQLITE_MISUSE;
@@ -712,6 +814,7 @@ static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
     struct sub *sub, *next;
 
     s->batch_deleted = 0;
+    s->batch_outbox = 0;
     if (s->sync_lowered) {
         rc = set_sync(s, Q_SYNC_FULL); /* never acknowledge a write without its fsync */
         if (rc != SQLITE_OK) {
@@ -770,6 +873,8 @@ finish:
         s->stats.commits++;
         if (s->batch_deleted)
             s->purging = 1;
+        if (s->batch_outbox && s->outbox_hook != NULL)
+            s->outbox_hook(s->outbox_hook_arg); /* a signal only (store.h) */
     } else {
         s->stats.failed_commits++;
         /* A full disk: a checkpoint may let the WAL start over and reuse
@@ -1345,6 +1450,119 @@ int store_last_seq(struct store *s, int64_t exp, int64_t *out)
 out:
     if (r)
         reader_put(r, Q_LAST_SEQ, st);
+    return err;
+}
+
+/* --- outbox ------------------------------------------------------------------ */
+
+void store_set_outbox_hook(struct store *s, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&s->mu);
+    s->outbox_hook = fn;
+    s->outbox_hook_arg = arg;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+    return (const char *)sqlite3_column_text(st, i);
+}
+
+static void delivery_from_row(sqlite3_stmt *st, struct store_delivery *d)
+{
+    d->id = sqlite3_column_int64(st, 0);
+    d->exp = sqlite3_column_int64(st, 1);
+    d->exp_id = col_text(st, 2);
+    d->event_id = col_text(st, 3);
+    d->type = col_text(st, 4);
+    d->url = col_text(st, 5);
+    d->secret = col_text(st, 6);
+    d->body = col_text(st, 7);
+    d->created_ms = sqlite3_column_int64(st, 8);
+    d->state = sqlite3_column_int(st, 9);
+    d->attempts = sqlite3_column_int(st, 10);
+    d->next_ms = sqlite3_column_int64(st, 11);
+    d->last_ms = sqlite3_column_int64(st, 12);
+    d->last_status = sqlite3_column_int(st, 13);
+    d->last_error = col_text(st, 14);
+}
+
+/* Run an outbox read bound by the caller, calling cb per row. */
+static int outbox_rows(sqlite3_stmt *st, int (*cb)(void *arg, const struct store_delivery *d),
+                       void *arg)
+{
+    struct store_delivery d;
+    int rc;
+    for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
+        delivery_from_row(st, &d);
+        int ret = cb(arg, &d);
+        if (ret != 0)
+            return ret;
+    }
+    return store_err_from_sqlite(rc);
+}
+
+int store_outbox_pending(struct store *s, int64_t after_id, int limit,
+                         int (*cb)(void *arg, const struct store_delivery *d), void *arg)
+{
+    struct reader *r = NULL;
+    sqlite3_stmt *st = NULL;
+    int ret, rc;
+
+    ret = read_begin(s, Q_OUTBOX_PENDING, &r, &st);
+    if (ret != STORE_OK)
+        goto out;
+    rc = sqlite3_bind_int64(st, 1, after_id);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, 2, limit);
+    ret = rc == SQLITE_OK ? outbox_rows(st, cb, arg) : store_err_from_sqlite(rc);
+out:
+    if (r)
+        reader_put(r, Q_OUTBOX_PENDING, st);
+    return ret;
+}
+
+int store_outbox_list(struct store *s, int64_t exp, int64_t before_id, int limit,
+                      int (*cb)(void *arg, const struct store_delivery *d), void *arg)
+{
+    struct reader *r = NULL;
+    sqlite3_stmt *st = NULL;
+    int ret, rc;
+
+    ret = read_begin(s, Q_OUTBOX_LIST, &r, &st);
+    if (ret != STORE_OK)
+        goto out;
+    rc = sqlite3_bind_int64(st, 1, exp);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 2, before_id);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, 3, limit);
+    ret = rc == SQLITE_OK ? outbox_rows(st, cb, arg) : store_err_from_sqlite(rc);
+out:
+    if (r)
+        reader_put(r, Q_OUTBOX_LIST, st);
+    return ret;
+}
+
+int store_outbox_depth(struct store *s, int64_t *out)
+{
+    struct reader *r = NULL;
+    sqlite3_stmt *st = NULL;
+    int err, rc;
+
+    err = read_begin(s, Q_OUTBOX_DEPTH, &r, &st);
+    if (err != STORE_OK)
+        goto out;
+    rc = step_retry(st);
+    if (rc == SQLITE_ROW) {
+        *out = sqlite3_column_int64(st, 0);
+        err = STORE_OK;
+    } else {
+        err = rc == SQLITE_DONE ? STORE_ERR_IO : store_err_from_sqlite(rc);
+    }
+out:
+    if (r)
+        reader_put(r, Q_OUTBOX_DEPTH, st);
     return err;
 }
 

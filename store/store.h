@@ -105,15 +105,23 @@ struct store_event {
 /* --- writes --------------------------------------------------------------- */
 
 enum store_op_kind {
-    STORE_OP_EXP_CREATE = 1, /* id, config_json, created_ms → rowid filled on commit */
-    STORE_OP_EXP_DELETE = 2, /* exp: the row; NOTFOUND if none. Its events are
-                              * purged by the writer afterwards, in chunks
-                              * between group commits (no write waits for a
-                              * long log); rowids are never reused, so they
-                              * are never read again */
-    STORE_OP_EVENT = 3,      /* ev */
-    STORE_OP_PROBE = 4,      /* writes and removes a row: is the disk taking writes? */
+    STORE_OP_EXP_CREATE = 1,    /* id, config_json, created_ms → rowid filled on commit */
+    STORE_OP_EXP_DELETE = 2,    /* exp: the row; NOTFOUND if none. Its events are
+                                 * purged by the writer afterwards, in chunks
+                                 * between group commits (no write waits for a
+                                 * long log); rowids are never reused, so they
+                                 * are never read again */
+    STORE_OP_EVENT = 3,         /* ev */
+    STORE_OP_PROBE = 4,         /* writes and removes a row: is the disk taking writes? */
+    STORE_OP_OUTBOX = 5,        /* dl: a webhook delivery to make (every field but id and
+                                 * the attempt's); committed with the events that caused it */
+    STORE_OP_OUTBOX_UPDATE = 6, /* dl: id, state, attempts, next_ms, last_ms,
+                                 * last_status, last_error after an attempt */
+    STORE_OP_OUTBOX_PRUNE = 7,  /* dl->last_ms: finished deliveries whose last attempt
+                                 * is older go */
 };
+
+struct store_delivery;
 
 struct store_op {
     int kind;
@@ -126,6 +134,8 @@ struct store_op {
     int64_t exp;
     /* EVENT */
     struct store_event ev; /* strings borrowed until the callback */
+    /* OUTBOX, OUTBOX_UPDATE, OUTBOX_PRUNE */
+    const struct store_delivery *dl; /* borrowed until the callback */
 };
 
 /* Completion: err is STORE_OK or a store_err; called once, on the writer
@@ -218,6 +228,57 @@ int store_find_unit_in(struct store *s, int64_t exp, const char *unit, int bandi
 
 /* Highest seq of exp (0 when no event). */
 int store_last_seq(struct store *s, int64_t exp, int64_t *out);
+
+/* --- webhook outbox (docs/contract.md, Webhooks) ------------------------- */
+/* One row per delivery to make: a webhook event for one endpoint. The row
+ * is inserted (STORE_OP_OUTBOX) in the same submission as the events that
+ * caused it, so an acknowledged stop always has its delivery on disk. The
+ * delivery thread (notify/) reads pending rows, and records each attempt
+ * through the writer (STORE_OP_OUTBOX_UPDATE); finished rows are pruned by
+ * age (STORE_OP_OUTBOX_PRUNE). The rows outlive their experiment's delete:
+ * a stop followed at once by a delete is still announced. */
+
+enum store_outbox_state {
+    STORE_OUTBOX_PENDING = 0,
+    STORE_OUTBOX_DELIVERED = 1,
+    STORE_OUTBOX_FAILED = 2, /* gave up after the last attempt */
+};
+
+struct store_delivery {
+    int64_t id;             /* rowid (reads, OUTBOX_UPDATE); an insert gets a new one */
+    int64_t exp;            /* experiment rowid (the experiment may be gone since) */
+    const char *exp_id;     /* borrowed */
+    const char *event_id;   /* borrowed: unique per event, the same for every attempt */
+    const char *type;       /* borrowed: "experiment.stopped", ... */
+    const char *url;        /* borrowed */
+    const char *secret;     /* borrowed: the HMAC key */
+    const char *body;       /* borrowed: the JSON sent, byte for byte at every attempt */
+    int64_t created_ms;     /* when the event happened */
+    int state;              /* enum store_outbox_state */
+    int attempts;           /* made so far */
+    int64_t next_ms;        /* pending: not before (ms since the epoch) */
+    int64_t last_ms;        /* the last attempt's time; 0: none yet */
+    int last_status;        /* its HTTP status; 0: none (no answer) */
+    const char *last_error; /* borrowed: why it failed, NULL when it did not */
+};
+
+/* Writer hook: fn(arg) runs on the writer thread after each commit that
+ * inserted outbox rows, under the store's queue lock: it must only signal
+ * (the delivery thread reads the rows itself). fn NULL removes it; once
+ * this returns, the old hook is never called again. */
+void store_set_outbox_hook(struct store *s, void (*fn)(void *arg), void *arg);
+
+/* Pending deliveries with id > after_id, by id, at most limit. The row's
+ * strings are borrowed for the callback's duration; cb returns non-zero to
+ * stop (that value is returned). */
+int store_outbox_pending(struct store *s, int64_t after_id, int limit,
+                         int (*cb)(void *arg, const struct store_delivery *d), void *arg);
+/* Deliveries of experiment exp with id < before_id (INT64_MAX: from the
+ * newest), newest first, at most limit; same callback contract. */
+int store_outbox_list(struct store *s, int64_t exp, int64_t before_id, int limit,
+                      int (*cb)(void *arg, const struct store_delivery *d), void *arg);
+/* Number of pending deliveries (O(pending): the partial index's size). */
+int store_outbox_depth(struct store *s, int64_t *out);
 
 /* --- API keys (Access section of docs/contract.md) ------------------------ */
 /* Insert and revoke go through the writer queue and wait for their commit

@@ -158,7 +158,12 @@ def main():
     optional = dict(contract, id="full", stop_rule="delta_c", bound="anytime", tau=None,
                     target_arm=None, default_reward=0,
                     constraints={"burn_in": 2, "min_prob": 0.02,
-                                 "control": {"arm": "red", "share": 0.25}})
+                                 "control": {"arm": "red", "share": 0.25}},
+                    # .invalid never resolves (RFC 6761): the deliveries fail
+                    # fast, and stay listed as pending with their error
+                    webhooks=[{"url": "https://hooks.invalid/banditd",
+                               "events": ["experiment.stopped", "experiment.paused"],
+                               "secret": "whsec-0123456789abcdef"}])
     check_request("contract create body", contract, ex, "POST")
     check_request("create body with every optional field", optional, ex, "POST")
     check_request("shorthand arms", {"arms": ["a", "b"]}, ex, "POST")
@@ -222,6 +227,12 @@ def main():
                {}, 409)
         d.call("GET", "/v1/experiments/full/status", sub("status"), None, 200)
         d.call("GET", ex, ex, None, 200)
+        d.call("GET", "/v1/experiments/full/webhooks", sub("webhooks"), None, 200)
+        d.call("GET", "/v1/experiments/full/webhooks?limit=1", sub("webhooks"), None, 200)
+        d.call("GET", "/v1/experiments/full/webhooks?limit=0", sub("webhooks"), None, 400)
+        d.call("GET", "/v1/experiments/nope/webhooks", sub("webhooks"), None, 404)
+        d.call("POST", ex, ex, {"arms": ["a", "b"], "webhooks": [
+            {"url": "ftp://example.com/x", "secret": "0123456789abcdef"}]}, 400)
         check_export(d)
         d.call("DELETE", "/v1/experiments/checkout-button", one, None, 204)
         d.call("GET", "/healthz", "/healthz", None, 200)

@@ -261,10 +261,10 @@ static void test_contract_schemas(void **state)
     (void)state;
     assert_non_null(g_doc);
     json_t *schemas = json_object_get(json_object_get(g_doc, "components"), "schemas");
-    static const char *const want[][16] = {
+    static const char *const want[][18] = {
         {"ExperimentFields", "id", "name", "policy", "goal", "reward", "bandits", "arms",
          "assignment_ttl_s", "seed", "stop_rule", "bound", "tau", "target_arm", "default_reward",
-         "constraints"},
+         "constraints", "webhooks"},
         {"Goal", "m", "epsilon", "delta", "budget"},
         {"Constraints", "burn_in", "min_prob", "control"},
         {"AssignmentRequest", "bandit", "unit", "count"},
@@ -277,13 +277,18 @@ static void test_contract_schemas(void **state)
         {"ArmStatus", "id", "pulls", "pending", "mean", "variance", "lower", "upper"},
         {"Problem", "type", "title", "status", "detail", "errors"},
         {"FieldError", "field", "message"},
+        {"Webhook", "url", "events", "secret", "secret_set", "secret_fingerprint"},
+        {"WebhookPayload", "id", "type", "created_at", "seq", "experiment", "data"},
+        {"WebhookDelivery", "id", "event_id", "type", "url", "state", "attempts", "created_at",
+         "last_attempt_at", "next_attempt_at", "last_status", "last_error", "payload"},
+        {"WebhookDeliveryList", "deliveries", "next_before"},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         json_t *s = json_object_get(schemas, want[i][0]);
         if (s == NULL)
             fail_msg("schema %s missing", want[i][0]);
         json_t *props = json_object_get(s, "properties");
-        for (size_t k = 1; k < 16 && want[i][k] != NULL; k++)
+        for (size_t k = 1; k < 18 && want[i][k] != NULL; k++)
             if (json_object_get(props, want[i][k]) == NULL)
                 fail_msg("schema %s lacks %s", want[i][0], want[i][k]);
     }

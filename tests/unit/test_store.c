@@ -16,6 +16,7 @@
 #include <ftw.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,11 +205,12 @@ static void test_open_migrate_reopen(void **state)
 
     snprintf(sql, sizeof sql, "PRAGMA user_version");
     assert_int_equal(count_rows(f->path, sql), store_schema_version());
-    assert_int_equal(store_schema_version(), 3);
+    assert_int_equal(store_schema_version(), 4);
     assert_int_equal(count_rows(f->path, "SELECT count(*) FROM sqlite_master WHERE name IN "
                                          "('experiments','events','api_keys','events_ref',"
-                                         "'events_unit','purges','sqlite_sequence')"),
-                     7);
+                                         "'events_unit','purges','sqlite_sequence','outbox',"
+                                         "'outbox_pending','outbox_finished','outbox_exp')"),
+                     11);
     create_exp(f->s, "kept");
     reopen(f);
     assert_int_equal(count_rows(f->path, "PRAGMA user_version"), store_schema_version());
@@ -693,6 +695,215 @@ static void test_migrate_from_v1(void **state)
     assert_non_null(s);
     assert_int_equal(create_exp(s, "six"), 6);
     store_close(s);
+}
+
+/* A database of schema version 2 (main before the sticky units and the
+ * webhooks) migrates to the current version: every row kept, the outbox
+ * usable, nothing left to migrate at the next open. */
+static void test_migrate_from_v2(void **state)
+{
+    struct tstore *f = *state;
+    char path[160], err[256];
+    sqlite3 *db;
+    struct store *s;
+    struct explist l = {0};
+    struct evlist el = {0};
+    int64_t depth = -1;
+
+    snprintf(path, sizeof path, "%s/v2.db", f->dir);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    /* version 2's schema, verbatim (version 1, then migration 2) */
+    assert_int_equal(
+        sqlite3_exec(db,
+                     "PRAGMA journal_mode=WAL;"
+                     "CREATE TABLE events ( exp INTEGER NOT NULL, seq INTEGER NOT NULL,"
+                     " kind INTEGER NOT NULL, bandit INTEGER, arm INTEGER,"
+                     " flags INTEGER NOT NULL DEFAULT 0, value REAL, ref INTEGER,"
+                     " ts_ms INTEGER NOT NULL, expires_ms INTEGER, unit TEXT, text TEXT,"
+                     " PRIMARY KEY (exp, seq)) WITHOUT ROWID;"
+                     "CREATE INDEX events_ref ON events(exp, ref) WHERE ref IS NOT NULL;"
+                     "CREATE UNIQUE INDEX events_unit ON events(exp, unit) WHERE unit IS NOT NULL;"
+                     "CREATE TABLE api_keys ( rowid INTEGER PRIMARY KEY, name TEXT,"
+                     " scopes TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,"
+                     " created_ms INTEGER NOT NULL, revoked INTEGER NOT NULL DEFAULT 0);"
+                     "CREATE TABLE experiments ( rowid INTEGER PRIMARY KEY AUTOINCREMENT,"
+                     " id TEXT NOT NULL UNIQUE, config TEXT NOT NULL, created_ms INTEGER NOT NULL);"
+                     "CREATE TABLE purges (exp INTEGER PRIMARY KEY);"
+                     "INSERT INTO experiments VALUES (1, 'one', '{\"arms\":[\"a\",\"b\"]}', 11),"
+                     " (4, 'four', '{\"arms\":[\"a\",\"b\"]}', 44);"
+                     "INSERT INTO events(exp, seq, kind, bandit, arm, flags, value, ref, ts_ms,"
+                     " expires_ms, unit, text) VALUES"
+                     " (1, 1, 1, 0, 1, 0, NULL, NULL, 100, 200, 'u1', NULL),"
+                     " (1, 2, 2, 0, 1, 0, 0.75, 1, 101, NULL, NULL, NULL),"
+                     " (3, 1, 6, 0, 0, 0, NULL, NULL, 102, NULL, NULL, 'paused');"
+                     "INSERT INTO purges VALUES (3);"
+                     "INSERT INTO api_keys VALUES (1, 'k', 'read', 'abc', 5, 0);"
+                     "PRAGMA user_version = 2;",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+
+    s = store_open(path, STORE_SYNC_FULL, err, sizeof err);
+    if (s == NULL)
+        fail_msg("open version 2: %s", err);
+    assert_int_equal(count_rows(path, "PRAGMA user_version"), store_schema_version());
+    assert_int_equal(store_load_experiments(s, collect_exp, &l), 0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.id[1], "four");
+    assert_int_equal(store_load_events(s, 1, 0, collect_ev, &el), 0);
+    assert_int_equal(el.n, 2);
+    assert_true(el.ev[1].value == 0.75);
+    assert_int_equal(count_rows(path, "SELECT count(*) FROM api_keys"), 1);
+    assert_int_equal(store_outbox_depth(s, &depth), STORE_OK);
+    assert_int_equal(depth, 0);
+    /* rowids still never come back */
+    assert_int_equal(create_exp(s, "five"), 5);
+    store_close(s);
+    s = store_open(path, STORE_SYNC_FULL, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(count_rows(path, "PRAGMA user_version"), store_schema_version());
+    store_close(s);
+}
+
+/* --- the webhook outbox ---------------------------------------------------------- */
+
+struct dlist {
+    int n;
+    int64_t id[16];
+    int state[16], attempts[16];
+    char event[16][64], body[16][64], secret[16][32], error[16][64];
+};
+
+static int collect_dl(void *arg, const struct store_delivery *d)
+{
+    struct dlist *l = arg;
+    assert_true(l->n < 16);
+    l->id[l->n] = d->id;
+    l->state[l->n] = d->state;
+    l->attempts[l->n] = d->attempts;
+    snprintf(l->event[l->n], sizeof l->event[0], "%s", d->event_id);
+    snprintf(l->body[l->n], sizeof l->body[0], "%s", d->body);
+    snprintf(l->secret[l->n], sizeof l->secret[0], "%s", d->secret);
+    snprintf(l->error[l->n], sizeof l->error[0], "%s", d->last_error ? d->last_error : "");
+    l->n++;
+    return 0;
+}
+
+static struct store_delivery delivery(int64_t exp, const char *event_id)
+{
+    return (struct store_delivery){.exp = exp,
+                                   .exp_id = "e",
+                                   .event_id = event_id,
+                                   .type = "experiment.stopped",
+                                   .url = "https://hooks.example.com/x",
+                                   .secret = "0123456789abcdef",
+                                   .body = event_id,
+                                   .created_ms = 1000,
+                                   .next_ms = 1000};
+}
+
+static void count_hook(void *arg)
+{
+    atomic_int *n = arg;
+    atomic_fetch_add(n, 1);
+}
+
+/* Outbox rows commit with the events of their submission, or not at all;
+ * updates, the listing, the depth and the prune; the writer's hook fires
+ * after a commit that inserted rows, and only then. */
+static void test_outbox(void **state)
+{
+    struct tstore *f = *state;
+    struct store *s = f->s;
+    struct dlist l = {0};
+    int64_t exp = create_exp(s, "e"), depth = -1;
+    atomic_int hooks = 0;
+
+    store_set_outbox_hook(s, count_hook, &hooks);
+    struct store_delivery d1 = delivery(exp, "e/1/experiment.stopped"),
+                          d2 = delivery(exp, "e/2/experiment.paused");
+    struct store_op ops[2] = {ev_op(exp, 1, STORE_EV_OBSERVE),
+                              {.kind = STORE_OP_OUTBOX, .dl = &d1}};
+    assert_int_equal(store_write_sync(s, ops, 2), STORE_OK);
+    assert_int_equal(atomic_load(&hooks), 1);
+    /* a submission that fails (seq 1 again) takes its outbox row with it */
+    ops[1].dl = &d2;
+    assert_int_equal(store_write_sync(s, ops, 2), STORE_ERR_EXISTS);
+    assert_int_equal(store_outbox_pending(s, 0, 10, collect_dl, &l), STORE_OK);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.event[0], "e/1/experiment.stopped");
+    assert_string_equal(l.secret[0], "0123456789abcdef");
+    assert_int_equal(l.state[0], STORE_OUTBOX_PENDING);
+    /* a write without outbox rows calls no hook */
+    struct store_op ev = ev_op(exp, 2, STORE_EV_OBSERVE);
+    assert_int_equal(store_write_sync(s, &ev, 1), STORE_OK);
+    int before = atomic_load(&hooks);
+    ops[0] = ev_op(exp, 3, STORE_EV_OBSERVE);
+    assert_int_equal(store_write_sync(s, ops, 2), STORE_OK);
+    assert_int_equal(atomic_load(&hooks), before + 1);
+    store_set_outbox_hook(s, NULL, NULL);
+    assert_int_equal(store_outbox_depth(s, &depth), STORE_OK);
+    assert_int_equal(depth, 2);
+
+    /* the first is delivered, the second fails once */
+    struct store_delivery u = {.id = l.id[0],
+                               .state = STORE_OUTBOX_DELIVERED,
+                               .attempts = 1,
+                               .next_ms = 1000,
+                               .last_ms = 2000,
+                               .last_status = 200};
+    struct store_op up = {.kind = STORE_OP_OUTBOX_UPDATE, .dl = &u};
+    assert_int_equal(store_write_sync(s, &up, 1), STORE_OK);
+    l.n = 0;
+    assert_int_equal(store_outbox_pending(s, 0, 10, collect_dl, &l), STORE_OK);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.event[0], "e/2/experiment.paused");
+    int64_t second = l.id[0];
+    struct store_delivery u2 = {.id = second,
+                                .state = STORE_OUTBOX_PENDING,
+                                .attempts = 1,
+                                .next_ms = 5000,
+                                .last_ms = 3000,
+                                .last_error = "HTTP 500"};
+    up.dl = &u2;
+    assert_int_equal(store_write_sync(s, &up, 1), STORE_OK);
+    /* pending reads go on after the last id seen */
+    l.n = 0;
+    assert_int_equal(store_outbox_pending(s, second, 10, collect_dl, &l), STORE_OK);
+    assert_int_equal(l.n, 0);
+    /* the listing: newest first, both states, paged with before */
+    assert_int_equal(store_outbox_list(s, exp, INT64_MAX, 10, collect_dl, &l), STORE_OK);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.id[0], second);
+    assert_int_equal(l.attempts[0], 1);
+    assert_string_equal(l.error[0], "HTTP 500");
+    assert_int_equal(l.state[1], STORE_OUTBOX_DELIVERED);
+    l.n = 0;
+    assert_int_equal(store_outbox_list(s, exp, second, 10, collect_dl, &l), STORE_OK);
+    assert_int_equal(l.n, 1);
+    l.n = 0;
+    assert_int_equal(store_outbox_list(s, exp + 1, INT64_MAX, 10, collect_dl, &l), STORE_OK);
+    assert_int_equal(l.n, 0);
+    /* the delete of the experiment leaves its deliveries */
+    struct store_op del = {.kind = STORE_OP_EXP_DELETE, .exp = exp};
+    assert_int_equal(store_write_sync(s, &del, 1), STORE_OK);
+    /* the prune takes finished rows older than its bound, never pending ones */
+    struct store_delivery pr = {.last_ms = 2000};
+    struct store_op prune = {.kind = STORE_OP_OUTBOX_PRUNE, .dl = &pr};
+    assert_int_equal(store_write_sync(s, &prune, 1), STORE_OK);
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM outbox"), 2);
+    pr.last_ms = 1000000;
+    assert_int_equal(store_write_sync(s, &prune, 1), STORE_OK);
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM outbox"), 1);
+    assert_int_equal(store_outbox_depth(s, &depth), STORE_OK);
+    assert_int_equal(depth, 1);
+    /* rows survive a reopen */
+    reopen(f);
+    l.n = 0;
+    assert_int_equal(store_outbox_pending(f->s, 0, 10, collect_dl, &l), STORE_OK);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(l.id[0], second);
+    assert_string_equal(l.body[0], "e/2/experiment.paused");
 }
 
 /* Reads inside a read's callback: nested statements, same query included. */
@@ -1240,6 +1451,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_long_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_from_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reentrant_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_submitters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_drains, setup, teardown),

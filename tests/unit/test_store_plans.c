@@ -130,6 +130,14 @@ static const struct expect expects[] = {
     {"unit", "SEARCH events USING INDEX events_unit (exp=? AND unit=?)", 0, "EUM"},
     {"last_seq", "SEARCH events USING PRIMARY KEY (exp=?)", 1, "E"},
     {"keys", "SCAN api_keys", 0, ""},
+    /* the webhook outbox: its partial indexes bound each read by what is
+     * pending (or one experiment's rows), never by the rows kept */
+    {"outbox_insert", "", 0, "Essssss11"},
+    {"outbox_update", "SEARCH outbox USING INTEGER PRIMARY KEY (rowid=?)", 0, "111111s"},
+    {"outbox_prune", "SEARCH outbox USING INDEX outbox_finished (last_ms<?)", 0, "1"},
+    {"outbox_pending", "SEARCH outbox USING INDEX outbox_pending (id>?)", 0, "11"},
+    {"outbox_list", "SEARCH outbox USING INDEX outbox_exp (exp=? AND id<?)", 0, "E11"},
+    {"outbox_depth", "SCAN outbox USING INDEX outbox_pending", 0, ""},
     {"wal", "", 0, NULL},
     {"sync_full", "", 0, NULL},
     {"sync_normal", "", 0, NULL},
