@@ -754,6 +754,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     /* Let the policy check its parameters against the goal (e.g. ADAPT's
      * cap needs ε > 0) by building a throwaway engine. */
     struct engine *probe = engine_create(e, err, sizeof err);
+    if (probe == NULL && strcmp(err, "out of memory") == 0)
+        return -1; /* ours, not the body's */
     if (probe == NULL) {
         char *colon = strstr(err, ": ");
         if (colon != NULL) {

@@ -396,10 +396,13 @@ static int announce(struct exp *x, struct exp_batch *b, unsigned bit, long bandi
     int rc = -1;
 
     /* Unique (experiment, its token — which differs between a deleted
-     * experiment and its re-creation —, the log position, the type, the
-     * bandit) and fixed once written: every attempt sends the same body. */
-    snprintf(id, sizeof id, "%s/%08x-%lld/%s%s%s", x->id, x->token, (long long)d->seq, type,
-             bandit >= 0 ? "/" : "", bandit >= 0 ? c->bandit_ids[bandit] : "");
+     * experiment and its re-creation —, the log position and its time, the
+     * type, the bandit) and fixed once written: every attempt sends the
+     * same body. */
+    char pos[48];
+    exp_assignment_id(x, d->seq, now, pos, sizeof pos);
+    snprintf(id, sizeof id, "%s/%s/%s%s%s", x->id, pos, type, bandit >= 0 ? "/" : "",
+             bandit >= 0 ? c->bandit_ids[bandit] : "");
     clock_format_rfc3339(now, ts, sizeof ts);
     json_t *j =
         json_pack("{s:s,s:s,s:s,s:I,s:o,s:o}", "id", id, "type", type, "created_at", ts, "seq",
@@ -455,7 +458,16 @@ int exp_watch_emit(struct exp *x, struct exp_batch *b)
         return 0;
     const struct exp_config *c = &x->cfg;
     struct engine *e = d->eng;
+    /* The time of the batch's last event (the one at d->seq), which with
+     * its seq makes the event id: <token>-<seq>-<check>, as an assignment
+     * id, so that an event a power loss took back and the one numbered
+     * again after it never share an id. */
     int64_t now = clock_wall_ms();
+    for (size_t i = b->n; i-- > 0;)
+        if (b->ops[i].kind == STORE_OP_EVENT && b->ops[i].ev.seq == d->seq) {
+            now = b->ops[i].ev.ts_ms;
+            break;
+        }
     size_t nops = b->n; /* the events' ops: announce appends after them */
     int stopped = engine_stopped(e), newly_stopped = stopped && !w->stopped;
     /* a manual stop closes every bandit: that is the stop's news, not theirs */

@@ -58,6 +58,7 @@ struct http_req {
     char *body;
     size_t len, cap;
     int too_large;
+    int oom; /* the body could not be stored: out of memory */
     json_t *json;
     int64_t now_ms;
     uint64_t start_ns;
@@ -183,7 +184,14 @@ json_t *http_req_json(struct http_req *r, int empty_ok)
     }
     json_error_t err;
     r->json = json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &err);
-    if (r->json == NULL) {
+    /* jansson reports an allocation that failed mid-parse as whatever
+     * syntax error it ran into: a body that fails once is parsed again
+     * before it is called malformed (test_allocfaults). */
+    if (r->json == NULL && json_error_code(&err) != json_error_out_of_memory)
+        r->json = json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &err);
+    if (r->json == NULL && json_error_code(&err) == json_error_out_of_memory) {
+        http_reply_oom(r); /* ours, not a malformed body */
+    } else if (r->json == NULL) {
         char detail[256];
         snprintf(detail, sizeof detail, "malformed JSON at line %d, column %d: %s", err.line,
                  err.column, err.text);
@@ -265,7 +273,11 @@ int http_reply_raw(struct http_req *r, unsigned status, const char *content_type
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(
         len, body ? body : (char *)"", body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-    if (resp != NULL && content_type != NULL)
+    if (resp == NULL) {
+        free(body); /* MHD took nothing */
+        return http_reply_oom(r);
+    }
+    if (content_type != NULL)
         MHD_add_response_header(resp, "Content-Type", content_type);
     return queue(r, status, resp);
 }
@@ -295,8 +307,7 @@ int http_reply_json(struct http_req *r, unsigned status, json_t *body)
                             : "application/json";
     json_decref(body);
     if (text == NULL)
-        return http_reply_static(r, 500, "application/problem+json", HTTP_PROBLEM_500,
-                                 sizeof HTTP_PROBLEM_500 - 1);
+        return http_reply_oom(r);
     return http_reply_raw(r, status, ctype, text, strlen(text));
 }
 
@@ -718,7 +729,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     if (*upload_size > 0) {
         size_t n = *upload_size;
         *upload_size = 0;
-        if (r->too_large || r->pre_status != 0)
+        if (r->too_large || r->oom || r->pre_status != 0)
             return MHD_YES;
         if (r->len + n > g_max_body) {
             r->too_large = 1;
@@ -727,7 +738,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
         /* Small first: glibc consolidates its fast bins before every
          * request of 1 KiB or more, which showed at 2% of a request. */
         if (buf_grow((void **)&r->body, &r->cap, r->len + n + 1, 1, 256) != 0) {
-            r->too_large = 1;
+            r->oom = 1; /* ours, not the client's: a 503 once it is in */
             return MHD_YES;
         }
         memcpy(r->body + r->len, upload_data, n);
@@ -749,6 +760,10 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     }
     if (r->too_large) {
         http_reply_problem(r, 413, "the request body exceeds the configured limit", NULL);
+        return MHD_YES;
+    }
+    if (r->oom) {
+        http_reply_oom(r);
         return MHD_YES;
     }
     if (r->len > 0 &&

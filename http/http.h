@@ -194,10 +194,11 @@ int http_reply_invalid(struct http_req *r, const char *field, const char *messag
 int http_reply_oom(struct http_req *r);
 /* The problem document itself (new reference; errors stolen). */
 json_t *http_problem(unsigned status, const char *detail, json_t *errors);
-/* A 500 problem document as text, for when building one failed. */
-#define HTTP_PROBLEM_500                                                                           \
-    "{\"type\":\"urn:banditd:problem:internal\",\"title\":\"Internal error\",\"status\":500,"      \
-    "\"detail\":\"out of memory\"}"
+/* The out-of-memory problem as text, for when building a document (or
+ * any reply) cannot allocate: a 503 the client may retry. */
+#define HTTP_PROBLEM_OOM                                                                           \
+    "{\"type\":\"urn:banditd:problem:unavailable\",\"title\":\"Service unavailable\","             \
+    "\"status\":503,\"detail\":\"out of memory\"}"
 /* Whether a header of that name was added to r's reply (case-insensitive). */
 int http_reply_has_header(const struct http_req *r, const char *name);
 /* Refuse the request from the admit hook (answered before the handler). */

@@ -79,7 +79,7 @@ int http_reply_problem_as(struct http_req *r, const char *slug, const char *deta
     const struct problem_kind *k = kind_of(0, slug);
     json_t *p = problem(k, 500, detail, errors);
     if (p == NULL)
-        return http_reply_raw(r, 500, "text/plain", NULL, 0);
+        return http_reply_oom(r);
     return http_reply_json(r, k ? k->status : 500, p);
 }
 
@@ -87,8 +87,7 @@ int http_reply_problem(struct http_req *r, unsigned status, const char *detail, 
 {
     json_t *p = http_problem(status, detail, errors);
     if (p == NULL)
-        return http_reply_static(r, 500, "application/problem+json", HTTP_PROBLEM_500,
-                                 sizeof HTTP_PROBLEM_500 - 1);
+        return http_reply_oom(r);
     /* Both mean "not now": say when to come back. One second suits every
      * case we have (a full queue, a cap on pending assignments or
      * connections, shutting down); a handler that knows better sets its
@@ -108,7 +107,11 @@ int http_reply_invalid(struct http_req *r, const char *field, const char *messag
 
 int http_reply_oom(struct http_req *r)
 {
-    return http_reply_problem(r, 503, "out of memory", NULL);
+    /* no allocation of ours: the document is static */
+    if (!http_reply_has_header(r, "Retry-After"))
+        http_reply_header(r, "Retry-After", "1");
+    return http_reply_static(r, 503, "application/problem+json", HTTP_PROBLEM_OOM,
+                             sizeof HTTP_PROBLEM_OOM - 1);
 }
 
 int http_etag_matches(const char *if_none_match, const char *etag)

@@ -6,6 +6,7 @@
  * `banditd backup ...` run the offline tools of cli.c instead.
  */
 #include <errno.h>
+#include <gsl/gsl_errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,9 @@ int main(int argc, char **argv)
     struct config cfg;
     if (argc > 1 && cli_is_command(argv[1]))
         return cli_main(argc - 1, argv + 1);
+    /* GSL's default error handler aborts (an allocation failing in
+     * gsl_rng_alloc took the daemon down); its callers check results. */
+    gsl_set_error_handler_off();
     config_defaults(&cfg);
     int rc = config_parse_args(&cfg, argc - 1, argv + 1, err, sizeof err);
     if (rc == 1)

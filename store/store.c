@@ -50,6 +50,7 @@
 #include <sqlite3.h>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "store/schema.h"
 #include "store/store_test.h"
 
@@ -851,6 +852,9 @@ static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
         fatal = batch_err_from_sqlite(rc);
 
 finish:
+    if (fatal != STORE_OK && !inject_fault) /* said once per failed group, with SQLite's why */
+        log_warn("store: a group commit failed (%s): %s; its writes answer 503",
+                 store_strerror(fatal), sqlite3_errmsg(s->wdb));
     if (fatal != STORE_OK && !sqlite3_get_autocommit(s->wdb))
         wexec(s, Q_ROLLBACK);
     for (sub = batch; sub; sub = sub->next) {
@@ -921,6 +925,22 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
  * never block the writer (a later commit restarts the WAL from its start
  * once everything was copied). A failure (disk full) is retried at the
  * next request; commits keep going meanwhile, into a longer WAL. */
+/* A checkpoint failed on I/O (a failed fsync above all): stop at once,
+ * PostgreSQL's lesson. After a failed fsync Linux may have dropped the
+ * pages it wrote, and a retried checkpoint would copy only the frames past
+ * its partial progress, then restart the WAL over pages that never reached
+ * the disk: a power cut then corrupts the database (test_iofaults). Exiting
+ * without closing SQLite leaves every frame in the WAL; the supervisor
+ * (systemd's Restart=) starts the daemon again and WAL recovery copies them
+ * all. Exit status 70 (EX_SOFTWARE). */
+static void checkpoint_failed(struct store *s, int rc)
+{
+    log_error("store: a checkpoint of the database failed (%s: %s); stopping now without "
+              "closing it, so that WAL recovery redoes it at the next start",
+              sqlite3_errstr(rc), sqlite3_errmsg(s->cdb));
+    _exit(70);
+}
+
 static void *ckpt_main(void *arg)
 {
     struct store *s = arg;
@@ -935,6 +955,8 @@ static void *ckpt_main(void *arg)
         int log_pages = 0, done_pages = 0;
         int rc = sqlite3_wal_checkpoint_v2(s->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_pages,
                                            &done_pages);
+        if ((rc & 0xff) == SQLITE_IOERR)
+            checkpoint_failed(s, rc);
         pthread_mutex_lock(&s->mu);
         if (rc == SQLITE_OK)
             s->stats.checkpoints++;

@@ -69,12 +69,6 @@ struct worker {
     struct trng rng;
 };
 
-static int64_t seq_of(const char *id)
-{
-    const char *dash = strrchr(id, '-');
-    return dash != NULL ? strtoll(dash + 1, NULL, 10) : -1;
-}
-
 static void add_record(struct shared *sh, const char *id, int arm, int exploit, int value,
                        int state)
 {
@@ -82,7 +76,7 @@ static void add_record(struct shared *sh, const char *id, int arm, int exploit, 
     if (sh->nrecs < MAX_RECORDS) {
         struct record *r = &sh->recs[sh->nrecs++];
         snprintf(r->id, sizeof r->id, "%s", id);
-        r->seq = seq_of(id);
+        r->seq = tassignment_seq(id, NULL, 0);
         r->arm = arm;
         r->value = value;
         r->exploit = exploit;

@@ -242,11 +242,11 @@ static void test_delete_and_recreate(void **state)
      * is a new unit here. */
     json_t *b = texp_assign(tgroup_d, "gone", NULL);
     const char *nid = tjson_str(b, "[0].id");
-    assert_string_equal(strchr(nid, '-'), "-1");
+    assert_int_equal(tassignment_seq(nid, NULL, 0), 1);
     assert_string_not_equal(nid, tjson_str(a, "[0].id"));
     json_t *u2 = texp_assign(tgroup_d, "gone", "{\"unit\":\"u1\"}");
     assert_string_not_equal(tjson_str(u2, "[0].id"), tjson_str(u, "[0].id"));
-    assert_string_equal(strchr(tjson_str(u2, "[0].id"), '-'), "-2");
+    assert_int_equal(tassignment_seq(tjson_str(u2, "[0].id"), NULL, 0), 2);
     assert_string_equal(texp_reward(tgroup_d, "gone", nid, 1), "accepted");
     json_decref(u2);
     json_decref(b);

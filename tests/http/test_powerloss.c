@@ -83,13 +83,6 @@ static int64_t tick(struct shared *sh)
     return __atomic_add_fetch(&sh->clock, 1, __ATOMIC_ACQ_REL);
 }
 
-/* The seq of an id "<token>-<seq>-<check>" (or "<token>-<seq>"). */
-static int64_t seq_of(const char *id)
-{
-    const char *dash = strchr(id, '-');
-    return dash != NULL ? strtoll(dash + 1, NULL, 10) : -1;
-}
-
 static void note_bad(struct shared *sh, const char *what, const struct tresp *r)
 {
     pthread_mutex_lock(&sh->mu);
@@ -125,7 +118,7 @@ static void *reward_worker(void *arg)
         }
         struct record rec = {0};
         snprintf(rec.id, sizeof rec.id, "%s", tjson_str(a->json, "assignments[0].id"));
-        rec.seq = seq_of(rec.id);
+        rec.seq = tassignment_seq(rec.id, NULL, 0);
         rec.arm = (int)tjson_int(a->json, "assignments[0].arm_index");
         rec.exploit = json_is_true(tjson_get(a->json, "assignments[0].exploit"));
         tresp_free(a);
@@ -397,11 +390,11 @@ static void verify_states(struct shared *sh, int rounds, int cut)
  * are "<token>-<seq>" and the seqs after a loss are the lost ones again. */
 static void check_id_reuse(struct shared *sh)
 {
-    int64_t want = seq_of(sh->lost_id);
+    int64_t want = tassignment_seq(sh->lost_id, NULL, 0);
     for (int i = 0; i < 4000; i++) {
         json_t *a = texp_assign(sh->d, "pl", "{}");
         const char *id = tjson_str(a, "[0].id");
-        int64_t seq = seq_of(id);
+        int64_t seq = tassignment_seq(id, NULL, 0);
         int same = id != NULL && strcmp(id, sh->lost_id) == 0;
         json_decref(a);
         if (seq == want && !same) {

@@ -33,10 +33,11 @@ static void trace_add(struct trace *t, json_t *assignment)
 {
     const char *id = tjson_str(assignment, "id");
     assert_non_null(id);
-    const char *dash = strchr(id, '-');
-    assert_non_null(dash);
+    /* the seq, not the id: its check holds the creation time */
+    long long seq = (long long)tassignment_seq(id, NULL, 0);
+    assert_true(seq > 0);
     char line[128];
-    int n = snprintf(line, sizeof line, "%s:%s:%d\n", dash + 1, tjson_str(assignment, "arm"),
+    int n = snprintf(line, sizeof line, "%lld:%s:%d\n", seq, tjson_str(assignment, "arm"),
                      json_is_true(json_object_get(assignment, "exploit")));
     if (t->len + (size_t)n + 1 > t->cap) {
         t->cap = (t->len + (size_t)n + 1) * 2;

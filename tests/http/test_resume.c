@@ -60,9 +60,10 @@ static void describe(json_t *one, char *buf, size_t len)
 {
     const char *id = tjson_str(one, "id");
     assert_non_null(id);
-    const char *dash = strchr(id, '-');
-    assert_non_null(dash);
-    snprintf(buf, len, "%s %s %s %d", dash + 1, tjson_str(one, "bandit"), tjson_str(one, "arm"),
+    /* the seq, not the id: its check holds the creation time */
+    long long seq = (long long)tassignment_seq(id, NULL, 0);
+    assert_true(seq > 0);
+    snprintf(buf, len, "%lld %s %s %d", seq, tjson_str(one, "bandit"), tjson_str(one, "arm"),
              json_is_true(json_object_get(one, "exploit")));
 }
 

@@ -520,13 +520,15 @@ static void test_stop_signed(void **state)
     json_t *s = texp_status(d, "sig");
     assert_int_equal(tjson_int(p, "experiment.pulls"), tjson_int(s, "pulls"));
     json_decref(s);
-    /* the event id names the log position: "<id>/<token>-<seq>/<type>" */
-    char tail[64];
-    snprintf(tail, sizeof tail, "-%lld/experiment.stopped", tjson_int(p, "seq"));
-    size_t el = strlen(q->event_id), tl = strlen(tail);
-    assert_true(el == strlen("sig/") + 8 + tl);
+    /* the event id names the log position: "<id>/<token>-<seq>-<check>/<type>" */
+    char pos[64];
     assert_int_equal(strncmp(q->event_id, "sig/", 4), 0);
-    assert_string_equal(q->event_id + el - tl, tail);
+    const char *slash = strchr(q->event_id + 4, '/');
+    assert_non_null(slash);
+    snprintf(pos, sizeof pos, "%.*s", (int)(slash - q->event_id - 4), q->event_id + 4);
+    assert_int_equal(tassignment_seq(pos, NULL, 0), tjson_int(p, "seq"));
+    assert_int_equal(strlen(pos), 8 + 1 + strlen(strchr(pos, '-') + 1));
+    assert_string_equal(slash, "/experiment.stopped");
     json_decref(p);
     /* listed as delivered; counted */
     json_t *l = wait_state(d, "sig", "delivered");

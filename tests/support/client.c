@@ -453,6 +453,14 @@ void tjson_must_equal(json_t *a, json_t *b, const char *what)
     }
 }
 
+int64_t tassignment_seq(const char *id, char *tok, size_t len)
+{
+    const char *dash = id != NULL ? strchr(id, '-') : NULL;
+    if (tok != NULL && len > 0)
+        snprintf(tok, len, "%.*s", dash != NULL ? (int)(dash - id) : 0, id ? id : "");
+    return dash != NULL ? strtoll(dash + 1, NULL, 10) : -1;
+}
+
 double tmetric(struct tdaemon *d, const char *name, const char *labels)
 {
     struct tresp *r = treq(d, "GET", "/metrics", NULL, NULL);

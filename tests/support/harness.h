@@ -308,5 +308,10 @@ json_t *texp_status(struct tdaemon *d, const char *exp);
  * commit, so they show that a request reached the daemon while reads of
  * the experiment (which wait for its writes) cannot. */
 double tmetric(struct tdaemon *d, const char *name, const char *labels);
+/* The seq of an assignment id ("<token>-<seq>-<check>", or "<token>-<seq>"
+ * before 0.6), −1 when it has none; the token into tok (len bytes). Ids
+ * are opaque to clients: only tests that compare them with the log read
+ * them. */
+int64_t tassignment_seq(const char *id, char *tok, size_t len);
 
 #endif
