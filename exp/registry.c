@@ -256,26 +256,6 @@ size_t exp_list(const char *after, size_t limit, struct exp **out)
     return keep;
 }
 
-void exp_count_states(size_t counts[EXP_N_STATES])
-{
-    for (size_t s = 0; s < EXP_N_STATES; s++)
-        counts[s] = 0;
-    size_t n = exp_count() + 64;
-    // NOLINTNEXTLINE(bugprone-sizeof-expression): sizeof *p for an array of pointers
-    struct exp **all = calloc(n, sizeof *all);
-    if (all == NULL)
-        return;
-    size_t got = exp_list(NULL, n, all);
-    for (size_t i = 0; i < got; i++) {
-        exp_lock(all[i]);
-        if (all[i]->corrupt[0] == '\0') /* counted apart: exp_corrupt_count */
-            counts[exp_get_state(all[i])]++;
-        exp_unlock(all[i]);
-        exp_put(all[i]);
-    }
-    free(all);
-}
-
 uint64_t exp_pending_total(void)
 {
     return atomic_load(&exp_rt.pending_total);
@@ -337,6 +317,41 @@ const char *exp_id(const struct exp *x)
     return x->id;
 }
 
+int64_t exp_last_event_ms(const struct exp *x)
+{
+    return (int64_t)atomic_load_explicit(&x->last_event_ms, memory_order_relaxed);
+}
+
+void exp_summary_locked(struct exp *x, struct exp_summary *out)
+{
+    struct engine *e = x->d->eng;
+    const struct exp_config *c = &x->cfg;
+    uint64_t v = exp_version(x);
+    if (!x->dc_valid || x->dc_version != v) {
+        double worst = 0;
+        unsigned char high[ENGINE_MAX_ARMS];
+        for (size_t b = 0; b < c->n_bandits; b++) {
+            struct engine_bandit_status st;
+            engine_bandit_status(e, b, high, &st);
+            if (st.delta_c > worst)
+                worst = st.delta_c;
+        }
+        x->dc_max = worst;
+        x->dc_version = v;
+        x->dc_valid = 1;
+    }
+    out->state = exp_get_state(x);
+    out->stop_reason = exp_stop_reason(x);
+    out->pulls = engine_pulls(e);
+    out->pending = engine_pending(e);
+    out->handed_out = engine_handed_out(e);
+    out->budget = c->engine.budget;
+    out->bandits = c->n_bandits;
+    out->bandits_done = engine_bandits_done(e);
+    out->delta = c->engine.delta;
+    out->delta_c = x->dc_max;
+}
+
 int exp_writes_pending(const struct exp *x)
 {
     return x->inflight > 0;
@@ -380,6 +395,7 @@ static struct exp *exp_new(struct exp_config *cfg, int64_t created_ms, char *err
     x->cfg.engine.control_arm = x->cfg.control_arm;
     snprintf(x->id, sizeof x->id, "%s", x->cfg.id);
     x->created_ms = created_ms;
+    atomic_init(&x->last_event_ms, created_ms);
     x->token = exp_make_token(x->id, created_ms);
     x->config_text = json_dumps(x->cfg.json, JSON_COMPACT | JSON_SORT_KEYS);
     x->d = exp_data_new(&x->cfg, err, errlen);

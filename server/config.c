@@ -4,6 +4,7 @@
  */
 #include "server/config.h"
 
+#include "api/metrics.h"
 #include "policies/engine.h"
 
 #include <errno.h>
@@ -48,6 +49,10 @@ static const struct opt opts[] = {
     {"log-requests", K_FLAG, OFF(log_requests), 0, "one JSON line per request on stderr", 0, 0},
     {"metrics-need-key", K_FLAG, OFF(metrics_need_key), 0, "put /metrics behind the read scope", 0,
      0},
+    {"metrics-experiments", K_SIZE, OFF(metrics_experiments), 0,
+     "experiments with series of their own in /metrics, the most recently active; the others "
+     "are counted by state (default 100; 0: none)",
+     0, METRICS_EXPERIMENTS_MAX},
     {"key-refresh", K_UINT, OFF(key_refresh_s), 0,
      "seconds between re-reads of the API keys (default 2; 0: only on SIGHUP)", 0, 86400},
     {"max-body", K_SIZE, OFF(max_body), 0, "largest request body in bytes (default 1048576)", 64,
@@ -103,6 +108,7 @@ void config_defaults(struct config *c)
     c->max_connections = 1024;
     c->timeout_s = 30;
     c->key_refresh_s = 2;
+    c->metrics_experiments = METRICS_EXPERIMENTS_DEFAULT;
     c->limits.max_experiments = 10000;
     c->limits.max_bandits = 256;
     c->limits.max_arms = 1024;

@@ -22,7 +22,8 @@ struct config {
     char tls_key[1024];
     int log_requests;
     int metrics_need_key;
-    unsigned key_refresh_s; /* re-read API keys every N s; 0: only on SIGHUP */
+    size_t metrics_experiments; /* experiments with series of their own in /metrics */
+    unsigned key_refresh_s;     /* re-read API keys every N s; 0: only on SIGHUP */
     size_t max_body;
     unsigned max_connections;
     unsigned timeout_s;

@@ -3,7 +3,9 @@
  * strictly (names prefixed banditd_, every family typed, histograms
  * cumulative), and each counter moves by exactly what was recorded: requests
  * by route and status, the latency bucket a request falls in, assignments,
- * rewards by result, observations, expiries, store commits.
+ * rewards by result, observations, expiries, store commits; per-experiment
+ * series for the most recently active experiments only, the others counted
+ * by state.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,15 +13,19 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "exp/exp.h"
 #include "api/api.h"
 #include "http/http.h"
 #include "api/metrics.h"
+#include "base/clock.h"
 #include "tests/support/prom.h"
 #include "tests/support/tstore.h"
 
@@ -264,6 +270,173 @@ static void test_store_figures(void **state)
     prom_free(&b);
 }
 
+/* --- per-experiment series ------------------------------------------------------ */
+
+struct waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, err;
+};
+
+static void waiter_init(struct waiter *w)
+{
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->done = 0;
+    w->err = -1;
+}
+
+static void waiter_done(void *arg, int err)
+{
+    struct waiter *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->err = err;
+    w->done = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static int waiter_wait(struct waiter *w)
+{
+    pthread_mutex_lock(&w->mu);
+    while (!w->done)
+        pthread_cond_wait(&w->cv, &w->mu);
+    int err = w->err;
+    pthread_mutex_unlock(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    return err;
+}
+
+/* Experiment id (arms a, b; goal as given), committed: a new reference. */
+static struct exp *create(const char *id, const char *goal)
+{
+    char body[256];
+    snprintf(body, sizeof body, "{\"id\":\"%s\",\"arms\":[\"a\",\"b\"],\"seed\":3%s%s}", id,
+             goal ? ",\"goal\":" : "", goal ? goal : "");
+    json_t *j = json_loads(body, 0, NULL);
+    json_t *errors = json_array();
+    struct exp_config cfg;
+    assert_non_null(j);
+    assert_int_equal(exp_config_parse(j, exp_limits(), &cfg, errors), 0);
+    json_decref(j);
+    json_decref(errors);
+    struct waiter w;
+    waiter_init(&w);
+    struct exp *x = NULL;
+    assert_int_equal(exp_create(&cfg, waiter_done, &w, &x), EXP_OK);
+    assert_int_equal(waiter_wait(&w), STORE_OK);
+    return x;
+}
+
+/* One event on x at time t (ms): an assignment, or a change to state s. */
+static void event_at(struct exp *x, int64_t t, int stop)
+{
+    struct exp_batch b;
+    struct waiter w;
+    const struct exp_assignment *a;
+    exp_batch_init(&b);
+    exp_lock(x);
+    assert_int_equal(exp_prepare_locked(x, t), EXP_OK);
+    if (stop)
+        assert_int_equal(exp_ev_state(x, &b, EXP_STOPPED, t), EXP_OK);
+    else
+        assert_int_equal(exp_ev_assign(x, &b, -1, NULL, t, &a), EXP_OK);
+    waiter_init(&w);
+    assert_int_equal(exp_submit_locked(x, &b, waiter_done, &w), STORE_OK);
+    exp_unlock(x);
+    assert_int_equal(waiter_wait(&w), STORE_OK);
+    exp_batch_free(&b);
+}
+
+static int shown(const struct prom *p, const char *id)
+{
+    char labels[128];
+    int found = 0;
+    snprintf(labels, sizeof labels, "experiment=\"%s\"", id);
+    prom_get(p, "banditd_experiment_pulls_total", labels, &found);
+    return found;
+}
+
+/* Series for the N most recently active experiments (latest event first),
+ * the others counted by state; each family once, whatever N. */
+static void test_experiments_most_recent_shown(void **state)
+{
+    (void)state;
+    /* Events in the future of every creation: their times alone rank. */
+    int64_t t0 = clock_wall_ms() + 3600 * 1000;
+    struct exp *ma = create("ma", NULL), *mb = create("mb", NULL), *mc = create("mc", NULL);
+    struct exp *md = create("md", "{\"m\":1,\"epsilon\":0,\"delta\":0.1,\"budget\":50}");
+    event_at(md, t0 + 500, 0);
+    event_at(md, t0 + 600, 1); /* stopped by hand */
+    event_at(ma, t0 + 1000, 0);
+    event_at(mc, t0 + 2000, 0);
+    event_at(mb, t0 + 3000, 0);
+    event_at(mb, t0 + 3001, 0);
+
+    struct prom p;
+    metrics_set_experiments(2);
+    scrape(&p);
+    assert_true(shown(&p, "mb") && shown(&p, "mc") && !shown(&p, "ma") && !shown(&p, "md"));
+    assert_true(prom_must(&p, "banditd_metrics_experiments_max", NULL) == 2);
+    assert_true(prom_must(&p, "banditd_experiments_omitted", "state=\"running\"") == 1);
+    assert_true(prom_must(&p, "banditd_experiments_omitted", "state=\"stopped\"") == 1);
+    assert_true(prom_must(&p, "banditd_experiments_omitted", "state=\"paused\"") == 0);
+    assert_true(prom_must(&p, "banditd_experiments", "state=\"running\"") == 3);
+    assert_true(prom_must(&p, "banditd_experiments", "state=\"stopped\"") == 1);
+    /* mb's figures: two assignments pending, nothing rewarded. */
+    assert_true(prom_must(&p, "banditd_experiment_pending", "experiment=\"mb\"") == 2);
+    assert_true(prom_must(&p, "banditd_experiment_handed_out_total", "experiment=\"mb\"") == 2);
+    assert_true(prom_must(&p, "banditd_experiment_pulls_total", "experiment=\"mb\"") == 0);
+    assert_true(prom_must(&p, "banditd_experiment_state", "experiment=\"mb\",state=\"running\"") ==
+                1);
+    assert_true(prom_must(&p, "banditd_experiment_state", "experiment=\"mb\",state=\"stopped\"") ==
+                0);
+    assert_true(prom_must(&p, "banditd_experiment_last_event_timestamp_seconds",
+                          "experiment=\"mb\"") == (double)(t0 + 3001) / 1000.0);
+    assert_true(prom_must(&p, "banditd_experiment_delta_c", "experiment=\"mb\"") > 0.05);
+    prom_free(&p);
+
+    /* A new event moves ma up; mc (now the oldest of the three) drops out. */
+    event_at(ma, t0 + 4000, 0);
+    scrape(&p);
+    assert_true(shown(&p, "ma") && shown(&p, "mb") && !shown(&p, "mc"));
+    prom_free(&p);
+
+    /* All shown: the stopped one with its reason and budget. */
+    metrics_set_experiments(10);
+    scrape(&p);
+    assert_true(shown(&p, "ma") && shown(&p, "mb") && shown(&p, "mc") && shown(&p, "md"));
+    assert_true(prom_must(&p, "banditd_experiment_stop_reason",
+                          "experiment=\"md\",reason=\"manual\"") == 1);
+    int found = 1;
+    prom_get(&p, "banditd_experiment_stop_reason", "experiment=\"mb\",reason=\"manual\"", &found);
+    assert_false(found);
+    assert_true(prom_must(&p, "banditd_experiment_budget", "experiment=\"md\"") == 50);
+    prom_get(&p, "banditd_experiment_budget", "experiment=\"ma\"", &found);
+    assert_false(found); /* fixed confidence: no budget series */
+    assert_true(prom_must(&p, "banditd_experiment_info",
+                          "experiment=\"md\",policy=\"sar\",mode=\"fixed_budget\"") == 1);
+    assert_true(prom_must(&p, "banditd_experiment_delta", "experiment=\"md\"") == 0.1);
+    assert_true(prom_must(&p, "banditd_experiments_omitted", "state=\"running\"") == 0);
+    prom_free(&p);
+
+    /* None: only the aggregates. */
+    metrics_set_experiments(0);
+    scrape(&p);
+    for (size_t i = 0; i < p.n; i++)
+        if (strncmp(p.s[i].name, "banditd_experiment_", 19) == 0)
+            fail_msg("%s{%s} with --metrics-experiments 0", p.s[i].name, p.s[i].labels);
+    assert_true(prom_must(&p, "banditd_experiments_omitted", "state=\"running\"") == 3);
+    assert_true(prom_must(&p, "banditd_experiments_omitted", "state=\"stopped\"") == 1);
+    prom_free(&p);
+    metrics_set_experiments(METRICS_EXPERIMENTS_DEFAULT);
+    exp_put(ma);
+    exp_put(mb);
+    exp_put(mc);
+    exp_put(md);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -272,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_every_route_counted_once),
         cmocka_unit_test(test_domain_counters),
         cmocka_unit_test(test_store_figures),
+        cmocka_unit_test(test_experiments_most_recent_shown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
