@@ -311,7 +311,8 @@ reproduce:
 # (also printed). Timing lives here, never in tests. The HTTP run takes ~5
 # minutes (84 wrk runs of BENCH_DURATION seconds), the policies ~1 minute,
 # the log run (export, re-sent rewards and delete on an experiment of
-# BENCH_LOG_EVENTS events) under a minute.
+# BENCH_LOG_EVENTS events) under a minute, the metrics run (a scrape of
+# /metrics with 10⁴ experiments) about ten seconds.
 
 BENCH_DURATION ?= 3
 BENCH_LOG_EVENTS ?= 1000000
@@ -333,9 +334,10 @@ bench: bench-deps
 		--duration $(BENCH_DURATION) --out $(BUILD)/bench/load.md
 	./$(BUILD)/bench/load log --daemon $(BUILD)/banditd --events $(BENCH_LOG_EVENTS) \
 		--out $(BUILD)/bench/log.md
+	./$(BUILD)/bench/load metrics --daemon $(BUILD)/banditd --out $(BUILD)/bench/metrics.md
 	@{ echo "# Benchmark results"; echo; echo "Written by \`make bench\` on $$(uname -n)."; echo; \
 	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md $(BUILD)/bench/log.md \
-	  $(BUILD)/bench/policies.md; } > bench/results.md
+	  $(BUILD)/bench/metrics.md $(BUILD)/bench/policies.md; } > bench/results.md
 	@echo "written bench/results.md"
 
 # --- formatting and static analysis ---------------------------------------------
