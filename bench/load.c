@@ -29,6 +29,7 @@
  * with E events (assignments, `--batch` per request, each batch rewarded at
  * once) and `small` with S, restarts the daemon (replay timed; nothing of
  * the logs is left in memory), then times: the export of each (µs per row),
+ * the incremental export of big's latest batch (?after=),
  * re-sending the rewards of the first and of the latest batch (duplicates,
  * looked up on disk), an assignment on `big` sent during each re-send, and
  * the DELETE of `big` (against that of an empty experiment) with
@@ -994,9 +995,9 @@ static int fill_log(CURL *c, unsigned port, const char *id, size_t n, size_t bat
 /* The figures of one run of `load log`. */
 struct logrun {
     double replay_s;
-    double export_small_s, export_big_s;
-    size_t rows_small, rows_big;
-    long export_small_st, export_big_st;
+    double export_small_s, export_big_s, export_new_s;
+    size_t rows_small, rows_big, rows_new;
+    long export_small_st, export_big_st, export_new_st;
     double assign_idle_s, assign_small_s;
     double resend_first_s, resend_last_s;
     long resend_first_st, resend_last_st;
@@ -1056,6 +1057,8 @@ static void log_report(FILE *f, const struct opts *o, const struct logrun *r, co
     emit(f, "| export `big`: %zu rows | %s%.3f s (%.2f µs/row) |\n", r->rows_big,
          r->export_big_st == 200 ? "" : "> ", r->export_big_s,
          r->rows_big ? 1e6 * r->export_big_s / (double)r->rows_big : 0);
+    emit(f, "| export `big` after its latest batch (`?after=`): %zu rows | %s%.3f s |\n",
+         r->rows_new, r->export_new_st == 200 ? "" : "> ", r->export_new_s);
     emit(f, "| one assignment on `big`, idle (median of 15) | %.2f ms |\n", 1e3 * r->assign_idle_s);
     emit(f,
          "| re-sent rewards of the first %zu assignments (one batch, median of 5) | %s%.3f s |\n",
@@ -1208,6 +1211,16 @@ static int log_mode(const struct opts *o)
     curl_easy_cleanup(c);
     if ((c = curl_easy_init()) == NULL)
         goto out;
+    /* What a pipeline pulls: only the latest batch and its rewards
+     * (?after=, the events fill_log made: whole batches of 2B). */
+    char newpath[128];
+    size_t big_events =
+        (o->log_events + 2 * o->log_batch - 1) / (2 * o->log_batch) * 2 * o->log_batch;
+    snprintf(newpath, sizeof newpath, "/v1/experiments/big/export?format=ndjson&after=%zu",
+             big_events - 2 * o->log_batch);
+    k = (struct counter){0};
+    r.export_new_st = timed(c, d.port, "GET", newpath, NULL, o->timeout_s, &r.export_new_s, &k);
+    r.rows_new = k.lines;
     r.assign_idle_s = assign_median(c, d.port, "big", 15, o->timeout_s);
     r.resend_first_st = resend(c, d.port, first, o->timeout_s, &r.resend_first_s);
     r.resend_last_st = resend(c, d.port, last, o->timeout_s, &r.resend_last_s);
@@ -1279,8 +1292,8 @@ out:
 
 /* Experiments e{from}…e{to − 1}: created, 6 assignments each, rewarded. */
 struct maker {
-    unsigned port;
     size_t from, to;
+    unsigned port;
     int failed;
 };
 

@@ -59,12 +59,18 @@ void exp_memory_measure(void)
 {
     if (exp_rt.lim.max_memory == 0)
         return;
+    /* statm: "size resident shared ..." in pages. */
+    char line[160] = "", *end = line, *end2 = line;
     FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long long size = 0, resident = 0;
-    int ok = f != NULL && fscanf(f, "%llu %llu", &size, &resident) == 2;
+    int ok = f != NULL && fgets(line, sizeof line, f) != NULL;
     if (f != NULL)
         (void)fclose(f);
-    if (!ok)
+    unsigned long long resident = 0;
+    if (ok) {
+        (void)strtoull(line, &end, 10);
+        resident = strtoull(end, &end2, 10);
+    }
+    if (!ok || end == line || end2 == end)
         return; /* unknown: the cap cannot be enforced, the last figure stays */
     atomic_store(&exp_rt.pending_at_rss, atomic_load(&exp_rt.pending_total));
     atomic_store(&exp_rt.rss, (size_t)(resident * (unsigned long long)sysconf(_SC_PAGESIZE)));

@@ -88,10 +88,15 @@ static size_t default_max_memory(void)
     unsigned long long total =
         pages > 0 && page > 0 ? (unsigned long long)pages * (unsigned long long)page : 0;
     FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
-    unsigned long long lim = 0;
+    char line[64];
     if (f != NULL) {
-        if (fscanf(f, "%llu", &lim) == 1 && lim > 0 && (total == 0 || lim < total))
-            total = lim; /* "max" (no limit) does not scan */
+        if (fgets(line, sizeof line, f) != NULL) {
+            char *end;
+            unsigned long long lim = strtoull(line, &end, 10);
+            /* "max" (no limit) is no number: end stays at the start */
+            if (end != line && lim > 0 && (total == 0 || lim < total))
+                total = lim;
+        }
         (void)fclose(f);
     }
     return (size_t)(total / 4 * 3);

@@ -364,7 +364,7 @@ static void test_experiments_most_recent_shown(void **state)
 {
     (void)state;
     /* Events in the future of every creation: their times alone rank. */
-    int64_t t0 = clock_wall_ms() + 3600 * 1000;
+    int64_t t0 = clock_wall_ms() + (int64_t)3600 * 1000;
     struct exp *ma = create("ma", NULL), *mb = create("mb", NULL), *mc = create("mc", NULL);
     struct exp *md = create("md", "{\"m\":1,\"epsilon\":0,\"delta\":0.1,\"budget\":50}");
     event_at(md, t0 + 500, 0);
