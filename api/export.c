@@ -20,7 +20,8 @@
  *
  * Incremental export, ?after=N: the rows of the events with seq in (N, E],
  * E the snapshot's last event, and again, whole, every assignment with
- * seq ≤ N whose outcome (reward or expiry) was logged in (N, E]. Rows keep
+ * seq ≤ N whose outcome (reward or expiry) was logged in (N, E], where that
+ * outcome was logged (so its seqs are not sorted). Rows keep
  * their seq, which is unique in the experiment, so a consumer that upserts
  * rows by seq holds exactly the full export at E. E goes out in the header
  * Banditd-Next-After (on every export), the `after` of the next request; a
