@@ -296,32 +296,69 @@ struct recent {
     const char *id;
 };
 
-static int by_recent(const void *a, const void *b)
+/* a before b: more recent, ties by id (unique: a total order) */
+static int before(const struct recent *a, const struct recent *b)
 {
-    const struct recent *p = a, *q = b;
-    if (p->t != q->t)
-        return p->t > q->t ? -1 : 1;
-    return strcmp(p->id, q->id); /* ids are unique: a total order */
+    if (a->t != b->t)
+        return a->t > b->t;
+    return strcmp(a->id, b->id) < 0;
+}
+
+/* Reorder r[0..n) so that its k first are the k most recent (k < n), in
+ * linear time on average: a quickselect, since a full sort of 10⁴
+ * experiments would cost more than the rest of the scrape. */
+static void select_recent(struct recent *r, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        struct recent pivot = r[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (before(&r[i], &pivot))
+                i++;
+            while (before(&pivot, &r[j]))
+                j--;
+            if (i <= j) {
+                struct recent t = r[i];
+                r[i] = r[j];
+                r[j] = t;
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        /* r[lo..j] precede r[i..hi]; between them, the pivot's equals */
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return;
+    }
 }
 
 /* Mark in show[] (n entries) the `want` most recently active of all[]. */
 static int choose(struct exp *const *all, size_t n, size_t want, unsigned char *show)
 {
-    if (n <= want) {
-        memset(show, 1, n);
+    memset(show, n <= want, n);
+    if (n <= want || want == 0)
         return 0;
-    }
-    memset(show, 0, n);
     struct recent *r = calloc(n, sizeof *r);
     if (r == NULL)
         return -1;
     for (size_t i = 0; i < n; i++)
         r[i] = (struct recent){exp_last_event_ms(all[i]), i, exp_id(all[i])};
-    qsort(r, n, sizeof *r, by_recent);
+    select_recent(r, n, want);
     for (size_t k = 0; k < want; k++)
         show[r[k].i] = 1;
     free(r);
     return 0;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    return strcmp(exp_id(((const struct shown *)a)->x), exp_id(((const struct shown *)b)->x));
 }
 
 /* One sample per shown experiment: name{experiment="id"} value (%.15g: a
@@ -436,7 +473,7 @@ static void render_experiments(struct buf *b)
         b->failed = 1;
         goto out;
     }
-    n = exp_list(NULL, cap, all);
+    n = exp_all(all, cap);
     if (choose(all, n, want, show) != 0) {
         b->failed = 1;
         goto out;
@@ -468,6 +505,7 @@ static void render_experiments(struct buf *b)
     for (int st = 0; st < EXP_N_STATES; st++)
         put(b, "banditd_experiments_omitted{state=\"%s\"} %zu\n",
             exp_state_name((enum exp_state)st), omitted[st]);
+    qsort(sh, nsh, sizeof *sh, by_id); /* a stable order from scrape to scrape */
     render_shown(b, sh, nsh);
 out:
     for (size_t i = 0; i < n; i++)

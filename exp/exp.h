@@ -100,6 +100,9 @@ struct store *exp_store(void);
  * caller must exp_put. */
 size_t exp_count(void);
 size_t exp_list(const char *after, size_t limit, struct exp **out);
+/* Up to cap experiments in no order (no sort: what a pass over all of
+ * them needs, /metrics), each a new reference the caller must exp_put. */
+size_t exp_all(struct exp **out, size_t cap);
 /* Pending assignments of all experiments (approximate). */
 uint64_t exp_pending_total(void);
 /* Assignments expired unanswered since start. */

@@ -37,7 +37,7 @@ static int group_setup(void **state)
     (void)state;
     g_t = tstore_new("m.db");
     g_st = g_t->s;
-    struct exp_limits lim = {.max_experiments = 10,
+    struct exp_limits lim = {.max_experiments = 64,
                              .max_bandits = 4,
                              .max_arms = 8,
                              .max_batch = 10,
@@ -437,6 +437,53 @@ static void test_experiments_most_recent_shown(void **state)
     exp_put(md);
 }
 
+/* The ranking among many: for several caps, exactly the N latest events'
+ * experiments are shown, whatever order they were created in. */
+static void test_experiments_ranking_many(void **state)
+{
+    (void)state;
+    enum { N = 30 };
+    int64_t t0 = clock_wall_ms() + (int64_t)7200 * 1000; /* after every other test's events */
+    struct exp *x[N];
+    int rank[N]; /* rank[i]: 0 = the latest event */
+    uint32_t g = 12345;
+    for (int i = 0; i < N; i++)
+        rank[i] = i;
+    for (int i = N - 1; i > 0; i--) { /* a fixed shuffle */
+        g = g * 1103515245u + 12345u;
+        int j = (int)((g >> 8) % (uint32_t)(i + 1)), t = rank[i];
+        rank[i] = rank[j];
+        rank[j] = t;
+    }
+    for (int i = 0; i < N; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "r%02d", i);
+        x[i] = create(id, NULL);
+        event_at(x[i], t0 + (int64_t)(N - rank[i]) * 10, 0);
+    }
+    static const size_t caps[] = {1, 2, 7, 15, 29};
+    for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+        struct prom p;
+        metrics_set_experiments(caps[c]);
+        scrape(&p);
+        size_t n = 0;
+        for (size_t k = 0; k < p.n; k++)
+            n += strcmp(p.s[k].name, "banditd_experiment_info") == 0;
+        assert_int_equal(n, caps[c]);
+        for (int i = 0; i < N; i++) {
+            char id[16];
+            snprintf(id, sizeof id, "r%02d", i);
+            if (shown(&p, id) != ((size_t)rank[i] < caps[c]))
+                fail_msg("cap %zu: %s (rank %d) %s", caps[c], id, rank[i],
+                         shown(&p, id) ? "shown" : "not shown");
+        }
+        prom_free(&p);
+    }
+    metrics_set_experiments(METRICS_EXPERIMENTS_DEFAULT);
+    for (int i = 0; i < N; i++)
+        exp_put(x[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -446,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_domain_counters),
         cmocka_unit_test(test_store_figures),
         cmocka_unit_test(test_experiments_most_recent_shown),
+        cmocka_unit_test(test_experiments_ranking_many),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
