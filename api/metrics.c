@@ -341,8 +341,12 @@ static void select_recent(struct recent *r, size_t n, size_t k)
 /* Mark in show[] (n entries) the `want` most recently active of all[]. */
 static int choose(struct exp *const *all, size_t n, size_t want, unsigned char *show)
 {
-    memset(show, n <= want, n);
-    if (n <= want || want == 0)
+    if (n <= want) {
+        memset(show, 1, n);
+        return 0;
+    }
+    memset(show, 0, n);
+    if (want == 0)
         return 0;
     struct recent *r = calloc(n, sizeof *r);
     if (r == NULL)

@@ -140,6 +140,22 @@ static struct tresp *get_export(const char *id, const char *format)
     return treq(tgroup_d, "GET", path, NULL, NULL);
 }
 
+/* Wait (up to 30 s) until experiment id has no pending assignment left:
+ * the sweeper expired them. */
+static void wait_expired(const char *id)
+{
+    for (int waited = 0;; waited += 100) {
+        json_t *st = texp_status(tgroup_d, id);
+        long long pending = tjson_int(st, "pending");
+        json_decref(st);
+        if (pending == 0)
+            return;
+        if (waited > 30000)
+            fail_msg("assignments of %s did not expire", id);
+        tsleep_ms(100);
+    }
+}
+
 static json_t *find_row(json_t *rows, const char *kind, const char *aid)
 {
     size_t i;
@@ -174,16 +190,7 @@ static void test_export_rows(void **state)
     assert_status(r, 200);
     tresp_free(r);
     /* a[2], u1, u2 expire (TTL 1 s) with the default reward 2. */
-    for (int waited = 0;; waited += 100) {
-        json_t *st = texp_status(tgroup_d, "audit");
-        long long pending = tjson_int(st, "pending");
-        json_decref(st);
-        if (pending == 0)
-            break;
-        if (waited > 30000)
-            fail_msg("assignments did not expire");
-        tsleep_ms(100);
-    }
+    wait_expired("audit");
     assert_string_equal(texp_reward(tgroup_d, "audit", tjson_str(a, "[2].id"), 9), "expired");
     r = treq(tgroup_d, "PATCH", "/v1/experiments/audit", "{\"state\":\"stopped\"}", NULL);
     assert_status(r, 200);
@@ -426,16 +433,7 @@ static void test_export_incremental(void **state)
     assert_non_null(find_row(d1, "observation", NULL));
 
     /* a1[2], a1[3], a2[1] expire (TTL 1 s): sent again as expired. */
-    for (int waited = 0;; waited += 100) {
-        json_t *st = texp_status(tgroup_d, "inc");
-        long long pending = tjson_int(st, "pending");
-        json_decref(st);
-        if (pending == 0)
-            break;
-        if (waited > 30000)
-            fail_msg("assignments did not expire");
-        tsleep_ms(100);
-    }
+    wait_expired("inc");
     r = treq(tgroup_d, "PATCH", "/v1/experiments/inc", "{\"state\":\"stopped\"}", NULL);
     assert_status(r, 200);
     tresp_free(r);

@@ -13,7 +13,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,42 +271,6 @@ static void test_store_figures(void **state)
 
 /* --- per-experiment series ------------------------------------------------------ */
 
-struct waiter {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int done, err;
-};
-
-static void waiter_init(struct waiter *w)
-{
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
-    w->done = 0;
-    w->err = -1;
-}
-
-static void waiter_done(void *arg, int err)
-{
-    struct waiter *w = arg;
-    pthread_mutex_lock(&w->mu);
-    w->err = err;
-    w->done = 1;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
-static int waiter_wait(struct waiter *w)
-{
-    pthread_mutex_lock(&w->mu);
-    while (!w->done)
-        pthread_cond_wait(&w->cv, &w->mu);
-    int err = w->err;
-    pthread_mutex_unlock(&w->mu);
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->mu);
-    return err;
-}
-
 /* Experiment id (arms a, b; goal as given), committed: a new reference. */
 static struct exp *create(const char *id, const char *goal)
 {
@@ -321,11 +284,11 @@ static struct exp *create(const char *id, const char *goal)
     assert_int_equal(exp_config_parse(j, exp_limits(), &cfg, errors), 0);
     json_decref(j);
     json_decref(errors);
-    struct waiter w;
-    waiter_init(&w);
+    struct twait w;
+    twait_init(&w);
     struct exp *x = NULL;
-    assert_int_equal(exp_create(&cfg, waiter_done, &w, &x), EXP_OK);
-    assert_int_equal(waiter_wait(&w), STORE_OK);
+    assert_int_equal(exp_create(&cfg, twait_done, &w, &x), EXP_OK);
+    assert_int_equal(twait_wait(&w), STORE_OK);
     return x;
 }
 
@@ -333,7 +296,7 @@ static struct exp *create(const char *id, const char *goal)
 static void event_at(struct exp *x, int64_t t, int stop)
 {
     struct exp_batch b;
-    struct waiter w;
+    struct twait w;
     const struct exp_assignment *a;
     exp_batch_init(&b);
     exp_lock(x);
@@ -342,10 +305,10 @@ static void event_at(struct exp *x, int64_t t, int stop)
         assert_int_equal(exp_ev_state(x, &b, EXP_STOPPED, t), EXP_OK);
     else
         assert_int_equal(exp_ev_assign(x, &b, -1, NULL, t, &a), EXP_OK);
-    waiter_init(&w);
-    assert_int_equal(exp_submit_locked(x, &b, waiter_done, &w), STORE_OK);
+    twait_init(&w);
+    assert_int_equal(exp_submit_locked(x, &b, twait_done, &w), STORE_OK);
     exp_unlock(x);
-    assert_int_equal(waiter_wait(&w), STORE_OK);
+    assert_int_equal(twait_wait(&w), STORE_OK);
     exp_batch_free(&b);
 }
 
