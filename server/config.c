@@ -88,8 +88,8 @@ static size_t default_max_memory(void)
     unsigned long long total =
         pages > 0 && page > 0 ? (unsigned long long)pages * (unsigned long long)page : 0;
     FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
-    char line[64];
     if (f != NULL) {
+        char line[64];
         if (fgets(line, sizeof line, f) != NULL) {
             char *end;
             unsigned long long lim = strtoull(line, &end, 10);
