@@ -199,14 +199,14 @@ run: deps
 # over thousands of simulated runs, and share every line of policy code).
 # Script suites print TAP and run against the sanitizer daemon: the OpenAPI
 # response check, the dashboard in Chromium (tests/web), the reproduction
-# driver's smoke test (tests/repro) and the generated docs' freshness
-# (tests/docs). tests/run.sh sums them into one "N passed, N failed" line.
+# driver's smoke test (tests/repro), the generated docs' freshness and the
+# README's walkthrough run as written (tests/docs). tests/run.sh sums them into one "N passed, N failed" line.
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
 STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
 SCRIPT_TESTS := $(wildcard tests/http/test_*.py) $(wildcard tests/web/test_*.sh) \
-                $(wildcard tests/repro/test_*.sh) tests/docs/test_docs.sh
+                $(wildcard tests/repro/test_*.sh) tests/docs/test_docs.sh tests/docs/test_readme.sh
 # Tests may reach into every layer (and the simulator): all libraries.
 LIBS_ALL := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_NOTIFY) $(LIB_SIM) \
             $(LIB_STORE) $(LIB_POLICIES) $(LIB_BASE)
@@ -386,7 +386,8 @@ reproduce:
 # (also printed). Timing lives here, never in tests. The HTTP run takes ~5
 # minutes (84 wrk runs of BENCH_DURATION seconds), the policies ~1 minute,
 # the log run (export, re-sent rewards and delete on an experiment of
-# BENCH_LOG_EVENTS events) under a minute.
+# BENCH_LOG_EVENTS events) under a minute, the metrics run (a scrape of
+# /metrics with 10⁴ experiments) about ten seconds.
 
 BENCH_DURATION ?= 3
 BENCH_LOG_EVENTS ?= 1000000
@@ -408,9 +409,10 @@ bench: bench-deps
 		--duration $(BENCH_DURATION) --out $(BUILD)/bench/load.md
 	./$(BUILD)/bench/load log --daemon $(BUILD)/banditd --events $(BENCH_LOG_EVENTS) \
 		--out $(BUILD)/bench/log.md
+	./$(BUILD)/bench/load metrics --daemon $(BUILD)/banditd --out $(BUILD)/bench/metrics.md
 	@{ echo "# Benchmark results"; echo; echo "Written by \`make bench\` on $$(uname -n)."; echo; \
 	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md $(BUILD)/bench/log.md \
-	  $(BUILD)/bench/policies.md; } > bench/results.md
+	  $(BUILD)/bench/metrics.md $(BUILD)/bench/policies.md; } > bench/results.md
 	@echo "written bench/results.md"
 
 # --- formatting and static analysis ---------------------------------------------

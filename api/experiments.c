@@ -84,27 +84,17 @@ int api_experiments_create(struct http_req *r)
 
 static json_t *summary(struct exp *x)
 {
-    struct engine *e = exp_engine(x);
     const struct exp_config *c = exp_cfg(x);
-    /* The experiment's δᶜ: the largest over its bandits (each bandit's
-     * recommendation must hold). */
-    double worst = 0;
-    unsigned char high[ENGINE_MAX_ARMS];
-    for (size_t b = 0; b < c->n_bandits; b++) {
-        struct engine_bandit_status st;
-        engine_bandit_status(e, b, high, &st);
-        if (st.delta_c > worst)
-            worst = st.delta_c;
-    }
-    const char *reason = exp_stop_reason(x);
+    struct exp_summary sm;
+    exp_summary_locked(x, &sm);
     char ts[CLOCK_RFC3339_LEN];
     clock_format_rfc3339(exp_created_ms(x), ts, sizeof ts);
     return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:o,s:s,s:I,s:I}", "id", exp_id(x), "name",
-                     c->name, "state", exp_state_name(exp_get_state(x)), "policy", c->policy->name,
-                     "pulls", (json_int_t)engine_pulls(e), "pending", (json_int_t)engine_pending(e),
-                     "delta_c", worst, "stop_reason", reason ? json_string(reason) : json_null(),
-                     "created_at", ts, "bandits", (json_int_t)c->n_bandits, "bandits_done",
-                     (json_int_t)engine_bandits_done(e));
+                     c->name, "state", exp_state_name(sm.state), "policy", c->policy->name, "pulls",
+                     (json_int_t)sm.pulls, "pending", (json_int_t)sm.pending, "delta_c", sm.delta_c,
+                     "stop_reason", sm.stop_reason ? json_string(sm.stop_reason) : json_null(),
+                     "created_at", ts, "bandits", (json_int_t)sm.bandits, "bandits_done",
+                     (json_int_t)sm.bandits_done);
 }
 
 int api_experiments_list(struct http_req *r)

@@ -1,6 +1,6 @@
 /*
- * export.c — GET /v1/experiments/{id}/export?format=ndjson|csv: the audit
- * trail of an experiment, streamed.
+ * export.c — GET /v1/experiments/{id}/export?format=ndjson|csv[&after=SEQ]:
+ * the audit trail of an experiment, streamed, whole or what is new.
  *
  * One row per logged fact, in log order (seq):
  *   assignment   every assignment handed out (pulls and exploitation),
@@ -17,6 +17,20 @@
  * assignment_id, time, unit, bandit, arm, exploit, reward, status,
  * reward_time. Times are RFC 3339 UTC; rewards are in the experiment's
  * units, printed so they read back to the same double.
+ *
+ * Incremental export, ?after=N: the rows of the events with seq in (N, E],
+ * E the snapshot's last event, and again, whole, every assignment with
+ * seq ≤ N whose outcome (reward or expiry) was logged in (N, E], where that
+ * outcome was logged (so its seqs are not sorted). Rows keep
+ * their seq, which is unique in the experiment, so a consumer that upserts
+ * rows by seq holds exactly the full export at E. E goes out in the header
+ * Banditd-Next-After (on every export), the `after` of the next request; a
+ * consumer that lost it may resume after the largest seq it holds instead
+ * (it then gets a few rows again, which the upsert absorbs). The cursor is
+ * the log's own numbering rather than an opaque token: it is in every row
+ * the consumer already stored, survives restarts, and costs one index seek.
+ * An `after` past the last committed event cannot come from this
+ * experiment's log (a deleted and re-created id starts again at 1): 400.
  *
  * The export is a snapshot of what was committed when the request came in
  * (events up to that seq; an outcome logged later shows as pending), read
@@ -53,6 +67,7 @@ struct export
     char id[EXP_ID_MAX + 1];
     int64_t rowid;
     int64_t end_seq;  /* snapshot: last committed event at the request */
+    int64_t after;    /* ?after: assignments up to it come again with a new outcome */
     int64_t next_seq; /* events with seq > next_seq are still to read */
     enum fmt fmt;
     int header_done, done, failed;
@@ -169,6 +184,66 @@ static const char *arm_name(const struct exp_config *c, int32_t b, int32_t a)
     return c->arm_names[b][a];
 }
 
+static const int str[NCOL] = {1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1};
+
+/* The row of assignment event ev, joined with its outcome as of the
+ * snapshot. 0, or −1 (e->failed set) on a read or memory error. */
+static int assignment_row(struct export *e, const struct store_event *ev)
+{
+    const struct exp_config *c = exp_cfg(e->x);
+    const char *v[NCOL] = {NULL};
+    char seq[24], aid[48], ts[CLOCK_RFC3339_LEN], reward[40], rtime[CLOCK_RFC3339_LEN];
+    int exploit = (ev->flags & STORE_AF_EXPLOIT) != 0;
+    snprintf(seq, sizeof seq, "%" PRId64, ev->seq);
+    clock_format_rfc3339(ev->ts_ms, ts, sizeof ts);
+    exp_assignment_id(e->x, ev->seq, ev->ts_ms, aid, sizeof aid);
+    v[0] = "assignment";
+    v[1] = seq;
+    v[2] = aid;
+    v[3] = ts;
+    v[4] = ev->unit;
+    v[5] = bandit_name(c, ev->bandit);
+    v[6] = arm_name(c, ev->bandit, ev->arm);
+    v[7] = exploit ? "true" : "false";
+    v[9] = exploit ? "unrewarded" : "pending";
+    struct store_event out;
+    int rc = store_find_outcome(exp_store(), e->rowid, ev->seq, &out);
+    if (rc != STORE_OK && rc != STORE_ERR_NOTFOUND) {
+        e->failed = 1;
+        return -1;
+    }
+    if (rc == STORE_OK && out.seq <= e->end_seq) {
+        v[9] = out.kind == STORE_EV_REWARD ? "rewarded" : "expired";
+        if (!isnan(out.value) && out.kind != STORE_EV_LATE) {
+            format_number(out.value, reward, sizeof reward);
+            v[8] = reward;
+        }
+        clock_format_rfc3339(out.ts_ms, rtime, sizeof rtime);
+        v[10] = rtime;
+    }
+    if (put_row(e, v, str) != 0) {
+        e->failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* An outcome (reward, expiry) logged after the cursor of an assignment
+ * at or before it: that assignment's row again, with the outcome. */
+static int updated_row(struct export *e, int64_t ref)
+{
+    struct store_event a;
+    char unit[EXP_MAX_UNIT + 1];
+    int rc = store_find_assignment(exp_store(), e->rowid, ref, &a, unit, sizeof unit);
+    if (rc == STORE_ERR_NOTFOUND)
+        return 0; /* an outcome of no assignment: replay refuses such a log */
+    if (rc != STORE_OK) {
+        e->failed = 1;
+        return -1;
+    }
+    return assignment_row(e, &a);
+}
+
 static int on_event(void *arg, const struct store_event *ev)
 {
     struct export *e = arg;
@@ -179,40 +254,23 @@ static int on_event(void *arg, const struct store_event *ev)
     e->next_seq = ev->seq;
     const struct exp_config *c = exp_cfg(e->x);
     const char *v[NCOL] = {NULL};
-    static const int str[NCOL] = {1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1};
-    char seq[24], aid[48], ts[CLOCK_RFC3339_LEN], reward[40], rtime[CLOCK_RFC3339_LEN];
+    char seq[24], aid[48], ts[CLOCK_RFC3339_LEN], reward[40];
     snprintf(seq, sizeof seq, "%" PRId64, ev->seq);
     clock_format_rfc3339(ev->ts_ms, ts, sizeof ts);
     v[1] = seq;
     v[3] = ts;
     switch (ev->kind) {
-    case STORE_EV_ASSIGN: {
-        int exploit = (ev->flags & STORE_AF_EXPLOIT) != 0;
-        v[0] = "assignment";
-        exp_assignment_id(e->x, ev->seq, ev->ts_ms, aid, sizeof aid);
-        v[2] = aid;
-        v[4] = ev->unit;
-        v[5] = bandit_name(c, ev->bandit);
-        v[6] = arm_name(c, ev->bandit, ev->arm);
-        v[7] = exploit ? "true" : "false";
-        v[9] = exploit ? "unrewarded" : "pending";
-        struct store_event out;
-        int rc = store_find_outcome(exp_store(), e->rowid, ev->seq, &out);
-        if (rc != STORE_OK && rc != STORE_ERR_NOTFOUND) {
-            e->failed = 1;
+    case STORE_EV_ASSIGN:
+        if (assignment_row(e, ev) != 0)
             return 1;
-        }
-        if (rc == STORE_OK && out.seq <= e->end_seq) {
-            v[9] = out.kind == STORE_EV_REWARD ? "rewarded" : "expired";
-            if (!isnan(out.value) && out.kind != STORE_EV_LATE) {
-                format_number(out.value, reward, sizeof reward);
-                v[8] = reward;
-            }
-            clock_format_rfc3339(out.ts_ms, rtime, sizeof rtime);
-            v[10] = rtime;
-        }
         break;
-    }
+    case STORE_EV_REWARD:
+    case STORE_EV_EXPIRE:
+        /* Shown on their assignment's row: sent again when the cursor
+         * already passed that row. */
+        if (ev->ref <= e->after && updated_row(e, ev->ref) != 0)
+            return 1;
+        break;
     case STORE_EV_OBSERVE:
     case STORE_EV_LATE:
         /* an outcome on its own row: an observation, or a reward that
@@ -241,8 +299,6 @@ static int on_event(void *arg, const struct store_event *ev)
         v[9] = ev->text;
         break;
     default:
-        /* REWARD and EXPIRE are shown on their assignment's row. */
-        v[0] = NULL;
         break;
     }
     if (v[0] != NULL && put_row(e, v, str) != 0) {
@@ -326,6 +382,24 @@ static void export_free(void *cls)
     free(e);
 }
 
+/* ?after: absent is 0; else decimal digits only. 0 and *out, or −1. */
+static int parse_after(const char *s, int64_t *out)
+{
+    *out = 0;
+    if (s == NULL)
+        return 0;
+    if (*s == '\0' || strlen(s) > 18)
+        return -1;
+    int64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    *out = v;
+    return 0;
+}
+
 int api_export_get(struct http_req *r)
 {
     enum fmt fmt = FMT_NDJSON;
@@ -334,6 +408,11 @@ int api_export_get(struct http_req *r)
         fmt = FMT_CSV;
     else if (f != NULL && strcmp(f, "ndjson") != 0)
         return http_reply_invalid(r, "format", "must be \"ndjson\" or \"csv\"");
+    int64_t after;
+    if (parse_after(http_req_query(r, "after"), &after) != 0)
+        return http_reply_invalid(r, "after",
+                                  "must be an integer ≥ 0: the Banditd-Next-After of an earlier "
+                                  "export, or the largest seq received");
     struct exp *x = api_exp_lock(r);
     if (x == NULL)
         return HTTP_DONE;
@@ -347,17 +426,35 @@ int api_export_get(struct http_req *r)
         exp_put(x);
         return http_reply_problem(r, 503, "storage read failed; retry later", NULL);
     }
+    if (after > last) {
+        free(e);
+        exp_put(x);
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "is past the last committed event (%" PRId64
+                 "): a cursor of another experiment of this id? Export from the start",
+                 last);
+        return http_reply_invalid(r, "after", msg);
+    }
     e->x = x;
     buf_init(&e->out, 0);
     snprintf(e->id, sizeof e->id, "%s", exp_id(x));
     e->rowid = rowid;
     e->end_seq = last;
+    e->after = after;
+    e->next_seq = after;
     e->fmt = fmt;
-    e->done = last == 0;
-    char disp[EXP_ID_MAX + 64];
-    snprintf(disp, sizeof disp, "attachment; filename=\"%s.%s\"", e->id,
-             fmt == FMT_CSV ? "csv" : "ndjson");
+    e->done = after >= last;
+    char disp[EXP_ID_MAX + 64], next[24];
+    if (after > 0)
+        snprintf(disp, sizeof disp, "attachment; filename=\"%s.after-%" PRId64 ".%s\"", e->id,
+                 after, fmt == FMT_CSV ? "csv" : "ndjson");
+    else
+        snprintf(disp, sizeof disp, "attachment; filename=\"%s.%s\"", e->id,
+                 fmt == FMT_CSV ? "csv" : "ndjson");
     http_reply_header(r, "Content-Disposition", disp);
+    snprintf(next, sizeof next, "%" PRId64, last);
+    http_reply_header(r, "Banditd-Next-After", next);
     return http_reply_stream(
         r, 200, fmt == FMT_CSV ? "text/csv; charset=utf-8; header=present" : "application/x-ndjson",
         export_read, e, export_free);

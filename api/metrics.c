@@ -27,8 +27,11 @@
 /* Statuses 100..599, each its own counter. */
 #define STATUS_MIN 100
 #define N_STATUS 500
-/* Largest exposition we build (a cap, far above what the arrays can fill). */
-#define MAX_TEXT (4u << 20)
+/* Largest exposition we build: a cap far above what the arrays can fill,
+ * plus room for each experiment shown (at most 16 lines of at most 256
+ * bytes: ids are at most 64 characters). */
+#define MAX_TEXT ((size_t)4 << 20)
+#define MAX_TEXT_PER_EXPERIMENT ((size_t)4096)
 
 /* Latency buckets (seconds): 0.1 ms to 1 s, roughly 1-2.5-5 per decade. */
 static const double bucket_le[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
@@ -44,6 +47,8 @@ static counter g_assign[2]; /* explore, exploit */
 static counter g_rewards[EXP_N_REWARD_STATUS];
 static counter g_observations;
 static atomic_int_fast64_t g_start_s;
+/* --metrics-experiments: experiments with series of their own. */
+static atomic_size_t g_shown_max = METRICS_EXPERIMENTS_DEFAULT;
 
 static void add(counter *c, uint64_t n)
 {
@@ -79,6 +84,11 @@ void metrics_request(const struct http_route *route, unsigned status, double ms)
 void metrics_start(void)
 {
     atomic_store(&g_start_s, (int_fast64_t)time(NULL));
+}
+
+void metrics_set_experiments(size_t n)
+{
+    atomic_store(&g_shown_max, n < METRICS_EXPERIMENTS_MAX ? n : METRICS_EXPERIMENTS_MAX);
 }
 
 void metrics_assignments(size_t n, int exploit)
@@ -250,12 +260,6 @@ static void render_domain(struct buf *b)
     header(b, "pending_assignments", "gauge",
            "Assignments handed out and neither rewarded nor expired, all experiments.");
     put(b, "banditd_pending_assignments %llu\n", (unsigned long long)exp_pending_total());
-    size_t states[3];
-    exp_count_states(states);
-    header(b, "experiments", "gauge", "Experiments by state.");
-    put(b, "banditd_experiments{state=\"running\"} %zu\n", states[EXP_RUNNING]);
-    put(b, "banditd_experiments{state=\"paused\"} %zu\n", states[EXP_PAUSED]);
-    put(b, "banditd_experiments{state=\"stopped\"} %zu\n", states[EXP_STOPPED]);
     header(b, "memory_resident_bytes", "gauge",
            "Resident memory at the last measurement (each second), with pending assignments "
            "counted since.");
@@ -266,6 +270,254 @@ static void render_domain(struct buf *b)
     header(b, "experiments_corrupt", "gauge",
            "Experiments refused because their event log is corrupt (see the log).");
     put(b, "banditd_experiments_corrupt %zu\n", exp_corrupt_count());
+}
+
+/* --- experiments ---------------------------------------------------------------- */
+/*
+ * Series of their own for at most --metrics-experiments experiments: the
+ * most recently active ones (latest event first, ties by id), so that a
+ * scrape shows what is moving and what has just stopped. The others are
+ * counted by state in banditd_experiments_omitted; the global families
+ * (banditd_experiments, banditd_pending_assignments, …) cover everything.
+ *
+ * Cost: the ranking reads an atomic per experiment, no lock; then one pass
+ * takes each experiment's lock once and briefly — its state, and for a
+ * shown one its summary, whose δᶜ exp_summary_locked caches per version —
+ * so a scrape of 10,000 quiet experiments computes no statistics at all.
+ */
+
+struct shown {
+    const struct exp *x; /* a reference of the pass's list */
+    struct exp_summary s;
+};
+
+struct recent {
+    int64_t t;
+    size_t i;
+    const char *id;
+};
+
+/* a before b: more recent, ties by id (unique: a total order) */
+static int before(const struct recent *a, const struct recent *b)
+{
+    if (a->t != b->t)
+        return a->t > b->t;
+    return strcmp(a->id, b->id) < 0;
+}
+
+/* Reorder r[0..n) so that its k first are the k most recent (k < n), in
+ * linear time on average: a quickselect, since a full sort of 10⁴
+ * experiments would cost more than the rest of the scrape. */
+static void select_recent(struct recent *r, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        struct recent pivot = r[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (before(&r[i], &pivot))
+                i++;
+            while (before(&pivot, &r[j]))
+                j--;
+            if (i <= j) {
+                struct recent t = r[i];
+                r[i] = r[j];
+                r[j] = t;
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        /* r[lo..j] precede r[i..hi]; between them, the pivot's equals */
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return;
+    }
+}
+
+/* Mark in show[] (n entries) the `want` most recently active of all[]. */
+static int choose(struct exp *const *all, size_t n, size_t want, unsigned char *show)
+{
+    if (n <= want) {
+        memset(show, 1, n);
+        return 0;
+    }
+    memset(show, 0, n);
+    if (want == 0)
+        return 0;
+    struct recent *r = calloc(n, sizeof *r);
+    if (r == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        r[i] = (struct recent){exp_last_event_ms(all[i]), i, exp_id(all[i])};
+    select_recent(r, n, want);
+    for (size_t k = 0; k < want; k++)
+        show[r[k].i] = 1;
+    free(r);
+    return 0;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    return strcmp(exp_id(((const struct shown *)a)->x), exp_id(((const struct shown *)b)->x));
+}
+
+/* One sample per shown experiment: name{experiment="id"} value (%.15g: a
+ * timestamp in seconds keeps its milliseconds).
+ * Ids match [A-Za-z0-9_.-] (exp/config.c): no escaping needed. */
+static void per_exp(struct buf *b, const struct shown *sh, size_t n, const char *name,
+                    const char *type, const char *help, double (*value)(const struct shown *),
+                    int (*present)(const struct shown *))
+{
+    header(b, name, type, help);
+    for (size_t i = 0; i < n; i++)
+        if (present == NULL || present(&sh[i]))
+            put(b, "banditd_%s{experiment=\"%s\"} %.15g\n", name, exp_id(sh[i].x), value(&sh[i]));
+}
+
+static double v_pulls(const struct shown *s)
+{
+    return (double)s->s.pulls;
+}
+static double v_handed_out(const struct shown *s)
+{
+    return (double)s->s.handed_out;
+}
+static double v_budget(const struct shown *s)
+{
+    return (double)s->s.budget;
+}
+static int has_budget(const struct shown *s)
+{
+    return s->s.budget > 0;
+}
+static double v_pending(const struct shown *s)
+{
+    return (double)s->s.pending;
+}
+static double v_delta_c(const struct shown *s)
+{
+    return s->s.delta_c;
+}
+static double v_delta(const struct shown *s)
+{
+    return s->s.delta;
+}
+static double v_bandits(const struct shown *s)
+{
+    return (double)s->s.bandits;
+}
+static double v_bandits_done(const struct shown *s)
+{
+    return (double)s->s.bandits_done;
+}
+static double v_last_event(const struct shown *s)
+{
+    return (double)exp_last_event_ms(s->x) / 1000.0;
+}
+
+static void render_shown(struct buf *b, const struct shown *sh, size_t n)
+{
+    header(b, "experiment_info", "gauge",
+           "1 for each experiment shown (at most --metrics-experiments, the most recently "
+           "active): its policy and mode.");
+    for (size_t i = 0; i < n; i++)
+        put(b, "banditd_experiment_info{experiment=\"%s\",policy=\"%s\",mode=\"%s\"} 1\n",
+            exp_id(sh[i].x), exp_cfg(sh[i].x)->policy->name,
+            sh[i].s.budget > 0 ? "fixed_budget" : "fixed_confidence");
+    header(b, "experiment_state", "gauge", "1 for the experiment's state, 0 for the others.");
+    for (size_t i = 0; i < n; i++)
+        for (int st = 0; st < EXP_N_STATES; st++)
+            put(b, "banditd_experiment_state{experiment=\"%s\",state=\"%s\"} %d\n", exp_id(sh[i].x),
+                exp_state_name((enum exp_state)st), (int)sh[i].s.state == st);
+    header(b, "experiment_stop_reason", "gauge",
+           "1 for a stopped experiment's reason: confidence, budget, manual or policy.");
+    for (size_t i = 0; i < n; i++)
+        if (sh[i].s.stop_reason != NULL)
+            put(b, "banditd_experiment_stop_reason{experiment=\"%s\",reason=\"%s\"} 1\n",
+                exp_id(sh[i].x), sh[i].s.stop_reason);
+    per_exp(b, sh, n, "experiment_pulls_total", "counter", "Rewarded pulls of the experiment.",
+            v_pulls, NULL);
+    per_exp(b, sh, n, "experiment_handed_out_total", "counter",
+            "Pulls handed out (rewarded, pending or expired): what a budget counts.", v_handed_out,
+            NULL);
+    per_exp(b, sh, n, "experiment_budget", "gauge",
+            "The budget of a fixed-budget experiment, in pulls handed out.", v_budget, has_budget);
+    per_exp(b, sh, n, "experiment_pending", "gauge", "Pulls awaiting their reward.", v_pending,
+            NULL);
+    per_exp(b, sh, n, "experiment_delta_c", "gauge",
+            "The largest δᶜ over the experiment's bandits: a bound on the probability that "
+            "a recommendation is wrong.",
+            v_delta_c, NULL);
+    per_exp(b, sh, n, "experiment_delta", "gauge", "The goal's δ (a confidence stop needs δᶜ ≤ δ).",
+            v_delta, NULL);
+    per_exp(b, sh, n, "experiment_bandits", "gauge", "Bandits of the experiment.", v_bandits, NULL);
+    per_exp(b, sh, n, "experiment_bandits_done", "gauge",
+            "Bandits that get no more pulls (decided, out of budget, or stopped).", v_bandits_done,
+            NULL);
+    per_exp(b, sh, n, "experiment_last_event_timestamp_seconds", "gauge",
+            "Unix time of the experiment's latest event (its creation before any): what "
+            "ranks experiments for --metrics-experiments.",
+            v_last_event, NULL);
+}
+
+static void render_experiments(struct buf *b)
+{
+    size_t want = atomic_load(&g_shown_max);
+    size_t cap = exp_count() + 64, n = 0, nsh = 0;
+    size_t states[EXP_N_STATES] = {0}, omitted[EXP_N_STATES] = {0};
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): sizeof *p for an array of pointers
+    struct exp **all = calloc(cap, sizeof *all);
+    unsigned char *show = calloc(cap, 1);
+    struct shown *sh = calloc((want < cap ? want : cap) + 1, sizeof *sh);
+    if (all == NULL || show == NULL || sh == NULL) {
+        b->failed = 1;
+        goto out;
+    }
+    n = exp_all(all, cap);
+    if (choose(all, n, want, show) != 0) {
+        b->failed = 1;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        exp_lock(all[i]);
+        if (exp_corrupt(all[i]) == NULL) { /* counted apart: experiments_corrupt */
+            enum exp_state st = exp_get_state(all[i]);
+            states[st]++;
+            if (show[i]) {
+                sh[nsh].x = all[i];
+                exp_summary_locked(all[i], &sh[nsh++].s);
+            } else {
+                omitted[st]++;
+            }
+        }
+        exp_unlock(all[i]);
+    }
+    header(b, "experiments", "gauge", "Experiments by state.");
+    for (int st = 0; st < EXP_N_STATES; st++)
+        put(b, "banditd_experiments{state=\"%s\"} %zu\n", exp_state_name((enum exp_state)st),
+            states[st]);
+    header(b, "metrics_experiments_max", "gauge",
+           "--metrics-experiments: experiments shown with series of their own.");
+    put(b, "banditd_metrics_experiments_max %zu\n", want);
+    header(b, "experiments_omitted", "gauge",
+           "Experiments past --metrics-experiments (the least recently active): no series of "
+           "their own, counted here by state.");
+    for (int st = 0; st < EXP_N_STATES; st++)
+        put(b, "banditd_experiments_omitted{state=\"%s\"} %zu\n",
+            exp_state_name((enum exp_state)st), omitted[st]);
+    qsort(sh, nsh, sizeof *sh, by_id); /* a stable order from scrape to scrape */
+    render_shown(b, sh, nsh);
+out:
+    for (size_t i = 0; i < n; i++)
+        exp_put(all[i]);
+    free(all);
+    free(show);
+    free(sh);
 }
 
 static void render_store(struct buf *b, struct store *st)
@@ -323,9 +575,10 @@ static void render_webhooks(struct buf *b)
 int metrics_render(struct store *st, char **out, size_t *len)
 {
     struct buf b;
-    buf_init(&b, MAX_TEXT);
+    buf_init(&b, MAX_TEXT + atomic_load(&g_shown_max) * MAX_TEXT_PER_EXPERIMENT);
     render_requests(&b);
     render_domain(&b);
+    render_experiments(&b);
     render_store(&b, st);
     render_webhooks(&b);
     header(&b, "api_keys", "gauge", "Usable (unrevoked) API keys loaded.");

@@ -5,7 +5,9 @@
  * The hot path (one call per request, per assignment batch, per reward) is a
  * few relaxed C11 atomic increments into fixed arrays: no lock, no
  * allocation. Gauges (pending assignments, queue depth, experiments by
- * state, keys) are read when /metrics is scraped.
+ * state, keys) and the per-experiment series (banditd_experiment_*, for at
+ * most METRICS_EXPERIMENTS_MAX experiments) are read when /metrics is
+ * scraped.
  *
  * Domain counters count decisions when they are made, before their commit:
  * when a commit fails (banditd_store_commit_failures_total) the client gets
@@ -20,6 +22,13 @@
 
 #include "exp/exp.h"
 #include "http/http.h"
+
+/* Experiments with series of their own (--metrics-experiments): the most
+ * recently active; the others are counted by state. */
+#define METRICS_EXPERIMENTS_DEFAULT 100
+#define METRICS_EXPERIMENTS_MAX 10000
+/* Set it (clamped to METRICS_EXPERIMENTS_MAX; 0: none). */
+void metrics_set_experiments(size_t n);
 
 /* The daemon starts serving now (banditd_start_time_seconds). */
 void metrics_start(void);

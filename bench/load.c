@@ -6,6 +6,7 @@
  *                               pending assignment
  *   load log [options]          export, re-sent rewards and delete on an
  *                               experiment of 10⁶ events
+ *   load metrics [options]      a scrape of /metrics with 10⁴ experiments
  *
  * throughput: starts the bare libmicrohttpd + jansson server (bench/bare.c,
  * the stack's ceiling) and banditd on a fresh database, both on free ports
@@ -28,12 +29,23 @@
  * with E events (assignments, `--batch` per request, each batch rewarded at
  * once) and `small` with S, restarts the daemon (replay timed; nothing of
  * the logs is left in memory), then times: the export of each (µs per row),
+ * the incremental export of big's latest batch (?after=),
  * re-sending the rewards of the first and of the latest batch (duplicates,
  * looked up on disk), an assignment on `big` sent during each re-send, and
  * the DELETE of `big` (against that of an empty experiment) with
  * assignments on `small` until its log is purged. Targets are ratios within
  * the run. Options: --events E (1000000) --small S (10000) --batch B (1000)
  * --timeout T (120 s per request; a request cut there is marked `>`).
+ *
+ * metrics: issue 12's per-experiment series must not make a scrape cost
+ * a lock and a δᶜ computation per experiment. Creates E experiments
+ * (--experiments, default 10⁴ here; 3 arms, 6 assignments each, rewarded)
+ * over 8 connections, then times /metrics: the first scrape (nothing
+ * cached), the median and the largest of 21 more, its size and the
+ * experiments with series of their own; and the median of 32 assignments
+ * on one experiment idle and while another connection scrapes in a loop.
+ * --metrics-cap N passes --metrics-experiments N to the daemon (a daemon
+ * without the flag: leave it out).
  *
  * Options: --daemon PATH (build/banditd) --bare PATH (build/bench/bare)
  * --scripts DIR (bench) --out FILE --duration S (3, per run) --pairs P (3)
@@ -48,6 +60,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +87,8 @@ struct opts {
     unsigned pairs;      /* (ceiling, daemon) run pairs per row */
     size_t log_events, log_small, log_batch; /* log: events in big and small, batch */
     unsigned timeout_s;                      /* log: per request */
+    int experiments_given;                   /* --experiments was given */
+    long metrics_cap;                        /* metrics: --metrics-experiments; −1: not passed */
 };
 
 /* --- processes ------------------------------------------------------------ */
@@ -984,9 +999,9 @@ static int fill_log(CURL *c, unsigned port, const char *id, size_t n, size_t bat
 /* The figures of one run of `load log`. */
 struct logrun {
     double replay_s;
-    double export_small_s, export_big_s;
-    size_t rows_small, rows_big;
-    long export_small_st, export_big_st;
+    double export_small_s, export_big_s, export_new_s;
+    size_t rows_small, rows_big, rows_new;
+    long export_small_st, export_big_st, export_new_st;
     double assign_idle_s, assign_small_s;
     double resend_first_s, resend_last_s;
     long resend_first_st, resend_last_st;
@@ -1046,6 +1061,8 @@ static void log_report(FILE *f, const struct opts *o, const struct logrun *r, co
     emit(f, "| export `big`: %zu rows | %s%.3f s (%.2f µs/row) |\n", r->rows_big,
          r->export_big_st == 200 ? "" : "> ", r->export_big_s,
          r->rows_big ? 1e6 * r->export_big_s / (double)r->rows_big : 0);
+    emit(f, "| export `big` after its latest batch (`?after=`): %zu rows | %s%.3f s |\n",
+         r->rows_new, r->export_new_st == 200 ? "" : "> ", r->export_new_s);
     emit(f, "| one assignment on `big`, idle (median of 15) | %.2f ms |\n", 1e3 * r->assign_idle_s);
     emit(f,
          "| re-sent rewards of the first %zu assignments (one batch, median of 5) | %s%.3f s |\n",
@@ -1198,6 +1215,16 @@ static int log_mode(const struct opts *o)
     curl_easy_cleanup(c);
     if ((c = curl_easy_init()) == NULL)
         goto out;
+    /* What a pipeline pulls: only the latest batch and its rewards
+     * (?after=, the events fill_log made: whole batches of 2B). */
+    char newpath[128];
+    size_t big_events =
+        (o->log_events + 2 * o->log_batch - 1) / (2 * o->log_batch) * 2 * o->log_batch;
+    snprintf(newpath, sizeof newpath, "/v1/experiments/big/export?format=ndjson&after=%zu",
+             big_events - 2 * o->log_batch);
+    k = (struct counter){0};
+    r.export_new_st = timed(c, d.port, "GET", newpath, NULL, o->timeout_s, &r.export_new_s, &k);
+    r.rows_new = k.lines;
     r.assign_idle_s = assign_median(c, d.port, "big", 15, o->timeout_s);
     r.resend_first_st = resend(c, d.port, first, o->timeout_s, &r.resend_first_s);
     r.resend_last_st = resend(c, d.port, last, o->timeout_s, &r.resend_last_s);
@@ -1265,6 +1292,203 @@ out:
 
 /* --- main ------------------------------------------------------------------------ */
 
+/* --- metrics: a scrape with many experiments (issue 12) ------------------------- */
+
+/* Experiments e{from}…e{to − 1}: created, 6 assignments each, rewarded. */
+struct maker {
+    size_t from, to;
+    unsigned port;
+    int failed;
+};
+
+static void *make_main(void *arg)
+{
+    struct maker *m = arg;
+    CURL *c = curl_easy_init();
+    if (c == NULL) {
+        m->failed = 1;
+        return NULL;
+    }
+    for (size_t i = m->from; i < m->to && !m->failed; i++) {
+        char id[32], path[96];
+        json_t *j = NULL;
+        snprintf(id, sizeof id, "e%zu", i);
+        if (create_experiment(c, m->port, id) != 0) {
+            m->failed = 1;
+            break;
+        }
+        snprintf(path, sizeof path, "/v1/experiments/%s/assignments", id);
+        if (http(c, m->port, "POST", path, "{\"count\":6}", &j) != 201)
+            m->failed = 1;
+        char *rb = m->failed ? NULL : rewards_body(json_object_get(j, "assignments"));
+        json_decref(j);
+        snprintf(path, sizeof path, "/v1/experiments/%s/rewards", id);
+        if (rb == NULL || http(c, m->port, "POST", path, rb, NULL) != 200)
+            m->failed = 1;
+        free(rb);
+    }
+    curl_easy_cleanup(c);
+    return NULL;
+}
+
+/* Scrapes /metrics in a loop until *stop. */
+struct scraper {
+    unsigned port;
+    atomic_int stop;
+    size_t n;
+    pthread_t t;
+};
+
+static void *scrape_main(void *arg)
+{
+    struct scraper *s = arg;
+    CURL *c = curl_easy_init();
+    double secs;
+    while (c != NULL && !atomic_load(&s->stop)) {
+        if (timed(c, s->port, "GET", "/metrics", NULL, 60, &secs, NULL) != 200)
+            break;
+        s->n++;
+    }
+    curl_easy_cleanup(c);
+    return NULL;
+}
+
+/* The text of GET path (new string, or NULL). */
+static char *get_text(CURL *c, unsigned port, const char *path)
+{
+    char url[256];
+    struct buf b = {NULL, 0};
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, NULL);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    if (curl_easy_perform(c) != CURLE_OK) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
+#define SCRAPES 21
+
+static int metrics_mode(const struct opts *o)
+{
+    char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], log[256], load0[64], load1[64], cap[32];
+    struct proc d = {0};
+    int rc = 1;
+    size_t nexp = o->experiments_given ? o->experiments : 10000;
+    CURL *c = curl_easy_init();
+    if (c == NULL || mkdtemp(dir) == NULL)
+        return 1;
+    snprintf(db, sizeof db, "%s/metrics.db", dir);
+    snprintf(log, sizeof log, "%s/banditd.log", dir);
+    snprintf(cap, sizeof cap, "%ld", o->metrics_cap);
+    char *argv[] = {mut(o->daemon),
+                    mut("--listen"),
+                    mut("127.0.0.1:0"),
+                    mut("--db"),
+                    db,
+                    mut("--sync"),
+                    mut("normal"),
+                    mut("--max-experiments"),
+                    mut("1000000"),
+                    o->metrics_cap >= 0 ? mut("--metrics-experiments") : NULL,
+                    cap,
+                    NULL};
+    loadavg(load0, sizeof load0);
+    if (proc_start(&d, argv, log) != 0)
+        goto out;
+    enum { NT = 8 };
+    struct maker m[NT];
+    pthread_t t[NT];
+    int started = 0, failed = 0;
+    double t0 = now_s();
+    for (; started < NT; started++) {
+        m[started] = (struct maker){.port = d.port,
+                                    .from = nexp * (size_t)started / NT,
+                                    .to = nexp * (size_t)(started + 1) / NT};
+        if (pthread_create(&t[started], NULL, make_main, &m[started]) != 0) {
+            failed = 1;
+            break;
+        }
+    }
+    for (int i = 0; i < started; i++) {
+        pthread_join(t[i], NULL);
+        failed |= m[i].failed;
+    }
+    if (failed) {
+        fprintf(stderr, "load: creating the experiments failed\n");
+        goto out;
+    }
+    fprintf(stderr, "load: %zu experiments made in %.1f s\n", nexp, now_s() - t0);
+
+    double first = 0, v[SCRAPES];
+    struct counter k = {0};
+    if (timed(c, d.port, "GET", "/metrics", NULL, o->timeout_s, &first, &k) != 200)
+        goto out;
+    for (int i = 0; i < SCRAPES; i++)
+        if (timed(c, d.port, "GET", "/metrics", NULL, o->timeout_s, &v[i], NULL) != 200)
+            goto out;
+    double worst = v[0];
+    for (int i = 1; i < SCRAPES; i++)
+        worst = v[i] > worst ? v[i] : worst;
+    double p50 = med(v, SCRAPES);
+    char *text = get_text(c, d.port, "/metrics");
+    size_t shown = 0;
+    for (const char *p = text; p != NULL && (p = strstr(p, "\nbanditd_experiment_info{")); p++)
+        shown++;
+    free(text);
+    double idle = assign_median(c, d.port, "e0", 32, o->timeout_s);
+    struct scraper sc = {.port = d.port};
+    atomic_init(&sc.stop, 0);
+    if (pthread_create(&sc.t, NULL, scrape_main, &sc) != 0)
+        goto out;
+    usleep(20000);
+    double busy = assign_median(c, d.port, "e0", 32, o->timeout_s);
+    atomic_store(&sc.stop, 1);
+    pthread_join(sc.t, NULL);
+    loadavg(load1, sizeof load1);
+
+    FILE *f = NULL;
+    if (o->out != NULL && (f = fopen(o->out, "w")) == NULL) {
+        perror(o->out);
+        goto out;
+    }
+    emit(f, "## /metrics with %zu experiments (bench/load metrics)\n\n", nexp);
+    emit(f,
+         "%zu experiments (3 arms, adapt, 6 assignments each, rewarded), %s; load average "
+         "%s before, %s after.\n\n",
+         nexp,
+         o->metrics_cap >= 0 ? "--metrics-experiments as given" : "the daemon's default flags",
+         load0, load1);
+    emit(f, "| what | figure |\n| --- | ---: |\n");
+    emit(f, "| first scrape (nothing cached) | %.1f ms |\n", first * 1e3);
+    emit(f, "| scrape, median of %d | %.1f ms |\n", SCRAPES, p50 * 1e3);
+    emit(f, "| scrape, largest of %d | %.1f ms |\n", SCRAPES, worst * 1e3);
+    emit(f, "| exposition | %zu bytes, %zu lines |\n", k.bytes, k.lines);
+    emit(f, "| experiments with series of their own | %zu |\n", shown);
+    emit(f, "| assignment, median of 32, idle | %.2f ms |\n", idle * 1e3);
+    emit(f, "| assignment, median of 32, while scraping in a loop (%zu scrapes) | %.2f ms |\n\n",
+         sc.n, busy * 1e3);
+    if (f != NULL && fclose(f) != 0) {
+        perror(o->out);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (d.pid > 0 && proc_stop(&d) != 0)
+        rc = 1;
+    curl_easy_cleanup(c);
+    if (rc == 0)
+        remove_dir(dir);
+    else
+        fprintf(stderr, "load: metrics run failed (see %s)\n", log);
+    return rc;
+}
+
 static int parse_conns(struct opts *o, const char *v)
 {
     o->nconns = 0;
@@ -1295,13 +1519,14 @@ int main(int argc, char **argv)
                      .log_events = 1000000,
                      .log_small = 10000,
                      .log_batch = 1000,
-                     .timeout_s = 120};
+                     .timeout_s = 120,
+                     .metrics_cap = -1};
     parse_conns(&o, "16,64,256");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o.threads = cores > 0 ? (unsigned)cores : 2;
     if (argc < 2 || (strcmp(argv[1], "throughput") != 0 && strcmp(argv[1], "memory") != 0 &&
-                     strcmp(argv[1], "log") != 0)) {
-        fprintf(stderr, "usage: load throughput|memory|log [options] (see bench/load.c)\n");
+                     strcmp(argv[1], "log") != 0 && strcmp(argv[1], "metrics") != 0)) {
+        fprintf(stderr, "usage: load throughput|memory|log|metrics [options] (see bench/load.c)\n");
         return 2;
     }
     for (int i = 2; i < argc; i++) {
@@ -1325,8 +1550,11 @@ int main(int argc, char **argv)
             o.duration = (unsigned)strtoul(v, NULL, 10);
         else if (strcmp(a, "--threads") == 0)
             o.threads = (unsigned)strtoul(v, NULL, 10);
-        else if (strcmp(a, "--experiments") == 0)
+        else if (strcmp(a, "--experiments") == 0) {
             o.experiments = strtoul(v, NULL, 10);
+            o.experiments_given = 1;
+        } else if (strcmp(a, "--metrics-cap") == 0)
+            o.metrics_cap = strtol(v, NULL, 10);
         else if (strcmp(a, "--assignments") == 0)
             o.assignments = strtoul(v, NULL, 10);
         else if (strcmp(a, "--normal-too") == 0)
@@ -1366,6 +1594,7 @@ int main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc = strcmp(argv[1], "throughput") == 0 ? throughput(&o)
              : strcmp(argv[1], "memory") == 0   ? memory(&o)
+             : strcmp(argv[1], "metrics") == 0  ? metrics_mode(&o)
                                                 : log_mode(&o);
     curl_global_cleanup();
     return rc;

@@ -183,11 +183,19 @@ static int batch_seq(int64_t **arr, size_t *n, size_t *cap, int64_t seq)
     return 0;
 }
 
+void exp_touch(struct exp *x, int64_t ts)
+{
+    /* Writers hold x's lock: a plain compare suffices; readers take no lock. */
+    if (ts > atomic_load_explicit(&x->last_event_ms, memory_order_relaxed))
+        atomic_store_explicit(&x->last_event_ms, ts, memory_order_relaxed);
+}
+
 static struct store_op *event_op(struct exp *x, struct exp_batch *b, int kind, int64_t ts)
 {
     struct store_op *op = exp_batch_op(b);
     if (op == NULL)
         return NULL;
+    exp_touch(x, ts);
     op->kind = STORE_OP_EVENT;
     op->ev.exp = x->rowid;
     op->ev.seq = ++x->d->seq;

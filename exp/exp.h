@@ -101,8 +101,9 @@ struct store *exp_store(void);
  * caller must exp_put. */
 size_t exp_count(void);
 size_t exp_list(const char *after, size_t limit, struct exp **out);
-/* Experiments per state (indexed by enum exp_state), for /metrics. */
-void exp_count_states(size_t counts[EXP_N_STATES]);
+/* Up to cap experiments in no order (no sort: what a pass over all of
+ * them needs, /metrics), each a new reference the caller must exp_put. */
+size_t exp_all(struct exp **out, size_t cap);
 /* Pending assignments of all experiments (approximate). */
 uint64_t exp_pending_total(void);
 /* Assignments expired unanswered since start. */
@@ -181,6 +182,27 @@ size_t exp_pending_count(const struct exp *x);
 /* 1 while some write of x is queued and not yet committed (or failed):
  * what memory shows of x may then still be lost. */
 int exp_writes_pending(const struct exp *x);
+
+/* Time of x's latest event, ms since the epoch (its creation before any
+ * event). Read without the lock: what /metrics ranks experiments by. */
+int64_t exp_last_event_ms(const struct exp *x);
+
+/* One experiment's figures in a few numbers (/metrics, the list endpoint). */
+struct exp_summary {
+    enum exp_state state;
+    const char *stop_reason; /* exp_stop_reason: NULL while running */
+    uint64_t pulls;          /* rewarded pulls */
+    uint64_t pending;        /* pulls awaiting their reward */
+    uint64_t handed_out;     /* pulls handed out: what a budget counts */
+    uint64_t budget;         /* 0: fixed confidence */
+    size_t bandits, bandits_done;
+    double delta;   /* the goal's δ */
+    double delta_c; /* the largest δᶜ over the bandits: every bandit's
+                     * recommendation must hold */
+};
+/* Fill *out (lock held). δᶜ is computed once per exp_version and cached, so
+ * a poller that reads an unchanged experiment again costs no statistics. */
+void exp_summary_locked(struct exp *x, struct exp_summary *out);
 
 /* Rescale a reward in user units to [0, 1]. */
 double exp_scale(const struct exp *x, double v);

@@ -74,7 +74,15 @@ struct exp {
     char *config_text; /* cfg.json serialised, as stored */
     struct exp_data *d;
     char corrupt[256]; /* why its log cannot be served; "" when it can (mu) */
-    struct exp *next;  /* shard bucket chain */
+    /* Time of the latest event applied (its creation before any): written
+     * under mu, read without it (exp_last_event_ms, the metrics' ranking). */
+    atomic_int_fast64_t last_event_ms;
+    /* The largest δᶜ over the bandits, for the version it was computed at
+     * (mu): a scrape recomputes only what changed since the last one. */
+    uint64_t dc_version;
+    double dc_max;
+    int dc_valid;
+    struct exp *next; /* shard bucket chain */
 };
 
 /* The runtime's process-wide state (registry.c). */
@@ -132,6 +140,9 @@ struct exp_data *exp_data_new(const struct exp_config *cfg, char *err, size_t er
 void exp_data_free(struct exp_data *d);
 
 /* --- events.c ---------------------------------------------------------------------- */
+
+/* An event of time ts was applied to x (lock held, or x not yet visible). */
+void exp_touch(struct exp *x, int64_t ts);
 
 /* Apply a state to d's engine (an event, or its replay). */
 void exp_apply_state(struct exp_data *d, enum exp_state s);

@@ -59,12 +59,18 @@ void exp_memory_measure(void)
 {
     if (exp_rt.lim.max_memory == 0)
         return;
+    /* statm: "size resident shared ..." in pages. */
+    char line[160] = "", *end = line, *end2 = line;
     FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long long size = 0, resident = 0;
-    int ok = f != NULL && fscanf(f, "%llu %llu", &size, &resident) == 2;
+    int ok = f != NULL && fgets(line, sizeof line, f) != NULL;
     if (f != NULL)
         (void)fclose(f);
-    if (!ok)
+    unsigned long long resident = 0;
+    if (ok) {
+        (void)strtoull(line, &end, 10);
+        resident = strtoull(end, &end2, 10);
+    }
+    if (!ok || end == line || end2 == end)
         return; /* unknown: the cap cannot be enforced, the last figure stays */
     atomic_store(&exp_rt.pending_at_rss, atomic_load(&exp_rt.pending_total));
     atomic_store(&exp_rt.rss, (size_t)(resident * (unsigned long long)sysconf(_SC_PAGESIZE)));
@@ -221,15 +227,11 @@ static int cmp_exp_id(const void *a, const void *b)
     return strcmp((*(struct exp *const *)a)->id, (*(struct exp *const *)b)->id);
 }
 
-size_t exp_list(const char *after, size_t limit, struct exp **out)
+/* References to the visible experiments with id > after (NULL: all), in
+ * no order, at most cap of them, into out. */
+static size_t collect(const char *after, struct exp **out, size_t cap)
 {
-    /* Collect every visible experiment, sort by id, keep the page. The
-     * registry is bounded by max_experiments, so this stays cheap. */
-    size_t cap = atomic_load(&g_count) + 64, n = 0;
-    // NOLINTNEXTLINE(bugprone-sizeof-expression): sizeof *p for an array of pointers
-    struct exp **all = calloc(cap, sizeof *all);
-    if (all == NULL)
-        return 0;
+    size_t n = 0;
     for (size_t s = 0; s < NSHARDS; s++) {
         pthread_mutex_lock(&g_shards[s].mu);
         for (size_t b = 0; b < SHARD_BUCKETS; b++)
@@ -239,10 +241,28 @@ size_t exp_list(const char *after, size_t limit, struct exp **out)
                 if (after != NULL && strcmp(x->id, after) <= 0)
                     continue;
                 atomic_fetch_add(&x->refs, 1);
-                all[n++] = x;
+                out[n++] = x;
             }
         pthread_mutex_unlock(&g_shards[s].mu);
     }
+    return n;
+}
+
+size_t exp_all(struct exp **out, size_t cap)
+{
+    return collect(NULL, out, cap);
+}
+
+size_t exp_list(const char *after, size_t limit, struct exp **out)
+{
+    /* Collect every visible experiment, sort by id, keep the page. The
+     * registry is bounded by max_experiments, so this stays cheap. */
+    size_t cap = atomic_load(&g_count) + 64;
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): sizeof *p for an array of pointers
+    struct exp **all = calloc(cap, sizeof *all);
+    if (all == NULL)
+        return 0;
+    size_t n = collect(after, all, cap);
     // NOLINTNEXTLINE(bugprone-sizeof-expression): sizeof *p for an array of pointers
     qsort(all, n, sizeof *all, cmp_exp_id);
     size_t keep = n < limit ? n : limit;
@@ -254,26 +274,6 @@ size_t exp_list(const char *after, size_t limit, struct exp **out)
     }
     free(all);
     return keep;
-}
-
-void exp_count_states(size_t counts[EXP_N_STATES])
-{
-    for (size_t s = 0; s < EXP_N_STATES; s++)
-        counts[s] = 0;
-    size_t n = exp_count() + 64;
-    // NOLINTNEXTLINE(bugprone-sizeof-expression): sizeof *p for an array of pointers
-    struct exp **all = calloc(n, sizeof *all);
-    if (all == NULL)
-        return;
-    size_t got = exp_list(NULL, n, all);
-    for (size_t i = 0; i < got; i++) {
-        exp_lock(all[i]);
-        if (all[i]->corrupt[0] == '\0') /* counted apart: exp_corrupt_count */
-            counts[exp_get_state(all[i])]++;
-        exp_unlock(all[i]);
-        exp_put(all[i]);
-    }
-    free(all);
 }
 
 uint64_t exp_pending_total(void)
@@ -337,6 +337,41 @@ const char *exp_id(const struct exp *x)
     return x->id;
 }
 
+int64_t exp_last_event_ms(const struct exp *x)
+{
+    return (int64_t)atomic_load_explicit(&x->last_event_ms, memory_order_relaxed);
+}
+
+void exp_summary_locked(struct exp *x, struct exp_summary *out)
+{
+    struct engine *e = x->d->eng;
+    const struct exp_config *c = &x->cfg;
+    uint64_t v = exp_version(x);
+    if (!x->dc_valid || x->dc_version != v) {
+        double worst = 0;
+        unsigned char high[ENGINE_MAX_ARMS];
+        for (size_t b = 0; b < c->n_bandits; b++) {
+            struct engine_bandit_status st;
+            engine_bandit_status(e, b, high, &st);
+            if (st.delta_c > worst)
+                worst = st.delta_c;
+        }
+        x->dc_max = worst;
+        x->dc_version = v;
+        x->dc_valid = 1;
+    }
+    out->state = exp_get_state(x);
+    out->stop_reason = exp_stop_reason(x);
+    out->pulls = engine_pulls(e);
+    out->pending = engine_pending(e);
+    out->handed_out = engine_handed_out(e);
+    out->budget = c->engine.budget;
+    out->bandits = c->n_bandits;
+    out->bandits_done = engine_bandits_done(e);
+    out->delta = c->engine.delta;
+    out->delta_c = x->dc_max;
+}
+
 int exp_writes_pending(const struct exp *x)
 {
     return x->inflight > 0;
@@ -380,6 +415,7 @@ static struct exp *exp_new(struct exp_config *cfg, int64_t created_ms, char *err
     x->cfg.engine.control_arm = x->cfg.control_arm;
     snprintf(x->id, sizeof x->id, "%s", x->cfg.id);
     x->created_ms = created_ms;
+    atomic_init(&x->last_event_ms, created_ms);
     x->token = exp_make_token(x->id, created_ms);
     x->config_text = exp_config_stored_text(&x->cfg);
     x->d = exp_data_new(&x->cfg, err, errlen);
@@ -538,7 +574,7 @@ static void *sweeper_main(void *arg)
         size_t n = exp_count() + 64;
         // NOLINTNEXTLINE(bugprone-sizeof-expression): sizeof *p for an array of pointers
         struct exp **all = calloc(n, sizeof *all);
-        size_t got = all != NULL ? exp_list(NULL, n, all) : 0;
+        size_t got = all != NULL ? exp_all(all, n) : 0; /* no order needed: no sort */
         int64_t now = clock_wall_ms();
         exp_memory_measure();
         for (size_t i = 0; i < got; i++) {

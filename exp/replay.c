@@ -143,6 +143,7 @@ static int replay_event(void *arg, const struct store_event *ev)
                        ev->seq <= d->seq ? "an event numbered twice"
                                          : "events missing before this one");
     d->seq = ev->seq;
+    exp_touch(x, ev->ts_ms);
     switch (ev->kind) {
     case STORE_EV_ASSIGN:
         return replay_assign(r, ev);

@@ -5,6 +5,7 @@
 #include "server/config.h"
 
 #include "base/version.h"
+#include "api/metrics.h"
 #include "policies/engine.h"
 
 #include <errno.h>
@@ -54,6 +55,10 @@ static const struct opt opts[] = {
     {"log-requests", K_FLAG, OFF(log_requests), 0, "one JSON line per request on stderr", 0, 0},
     {"metrics-need-key", K_FLAG, OFF(metrics_need_key), 0, "put /metrics behind the read scope", 0,
      0},
+    {"metrics-experiments", K_SIZE, OFF(metrics_experiments), 0,
+     "experiments with series of their own in /metrics, the most recently active; the others "
+     "are counted by state (default 100; 0: none)",
+     0, METRICS_EXPERIMENTS_MAX},
     {"key-refresh", K_UINT, OFF(key_refresh_s), 0,
      "seconds between re-reads of the API keys (default 2; 0: only on SIGHUP)", 0, 86400},
     {"max-body", K_SIZE, OFF(max_body), 0, "largest request body in bytes (default 1048576)", 64,
@@ -114,10 +119,15 @@ static size_t default_max_memory(void)
     unsigned long long total =
         pages > 0 && page > 0 ? (unsigned long long)pages * (unsigned long long)page : 0;
     FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
-    unsigned long long lim = 0;
     if (f != NULL) {
-        if (fscanf(f, "%llu", &lim) == 1 && lim > 0 && (total == 0 || lim < total))
-            total = lim; /* "max" (no limit) does not scan */
+        char line[64];
+        if (fgets(line, sizeof line, f) != NULL) {
+            char *end;
+            unsigned long long lim = strtoull(line, &end, 10);
+            /* "max" (no limit) is no number: end stays at the start */
+            if (end != line && lim > 0 && (total == 0 || lim < total))
+                total = lim;
+        }
         (void)fclose(f);
     }
     return (size_t)(total / 4 * 3);
@@ -136,6 +146,7 @@ void config_defaults(struct config *c)
     c->timeout_s = 30;
     c->request_timeout_s = 30;
     c->key_refresh_s = 2;
+    c->metrics_experiments = METRICS_EXPERIMENTS_DEFAULT;
     c->limits.max_experiments = 10000;
     c->limits.max_bandits = 256;
     c->limits.max_arms = 1024;

@@ -24,7 +24,8 @@ struct config {
     char tls_priorities[512]; /* "": the transport's default */
     int log_requests;
     int metrics_need_key;
-    unsigned key_refresh_s; /* re-read API keys every N s; 0: only on SIGHUP */
+    size_t metrics_experiments; /* experiments with series of their own in /metrics */
+    unsigned key_refresh_s;     /* re-read API keys every N s; 0: only on SIGHUP */
     size_t max_body;
     unsigned max_connections;
     unsigned max_connections_per_ip; /* 0: no cap per client address */

@@ -223,6 +223,7 @@ int main(int argc, char **argv)
         .observe = metrics_request,
     };
     auth_set_metrics_need_key(cfg.metrics_need_key);
+    metrics_set_experiments(cfg.metrics_experiments);
     struct http_server *srv = http_start(&hc, err, sizeof err);
     if (srv == NULL) {
         fprintf(stderr, "banditd: %s\n", err);

@@ -6,7 +6,9 @@
  * and CSV carry the same rows (CSV parsed here per RFC 4180: names with
  * commas, quotes and line breaks survive); a long log streams whole and in
  * order; an experiment deleted while its export streams ends the transfer
- * with an error rather than a silently short file.
+ * with an error rather than a silently short file; ?after=N sends what was
+ * logged since (and the older assignments whose outcome came since), and
+ * the increments upserted by seq are the full export.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -138,6 +140,22 @@ static struct tresp *get_export(const char *id, const char *format)
     return treq(tgroup_d, "GET", path, NULL, NULL);
 }
 
+/* Wait (up to 30 s) until experiment id has no pending assignment left:
+ * the sweeper expired them. */
+static void wait_expired(const char *id)
+{
+    for (int waited = 0;; waited += 100) {
+        json_t *st = texp_status(tgroup_d, id);
+        long long pending = tjson_int(st, "pending");
+        json_decref(st);
+        if (pending == 0)
+            return;
+        if (waited > 30000)
+            fail_msg("assignments of %s did not expire", id);
+        tsleep_ms(100);
+    }
+}
+
 static json_t *find_row(json_t *rows, const char *kind, const char *aid)
 {
     size_t i;
@@ -173,16 +191,7 @@ static void test_export_rows(void **state)
     assert_status(r, 200);
     tresp_free(r);
     /* a[2], u1, u2 expire (TTL 1 s) with the default reward 2. */
-    for (int waited = 0;; waited += 100) {
-        json_t *st = texp_status(tgroup_d, "audit");
-        long long pending = tjson_int(st, "pending");
-        json_decref(st);
-        if (pending == 0)
-            break;
-        if (waited > 30000)
-            fail_msg("assignments did not expire");
-        tsleep_ms(100);
-    }
+    wait_expired("audit");
     assert_string_equal(texp_reward(tgroup_d, "audit", tjson_str(a, "[2].id"), 9), "expired");
     r = treq(tgroup_d, "PATCH", "/v1/experiments/audit", "{\"state\":\"stopped\"}", NULL);
     assert_status(r, 200);
@@ -314,6 +323,217 @@ static void test_export_rows(void **state)
     json_decref(u1);
     json_decref(u2);
     json_decref(a);
+}
+
+/* GET export with a query (after the '?'); the response. */
+static struct tresp *get_export_q(const char *id, const char *query)
+{
+    char path[200];
+    snprintf(path, sizeof path, "/v1/experiments/%s/export?%s", id, query);
+    return treq(tgroup_d, "GET", path, NULL, NULL);
+}
+
+/* An NDJSON export after `after`: its rows (new) and Banditd-Next-After. */
+static json_t *export_after(const char *id, long long after, long long *next)
+{
+    char q[64];
+    snprintf(q, sizeof q, "after=%lld", after);
+    struct tresp *r = get_export_q(id, q);
+    assert_status(r, 200);
+    const char *h = tresp_header(r, "Banditd-Next-After");
+    assert_non_null(h);
+    *next = strtoll(h, NULL, 10);
+    json_t *rows = parse_ndjson(r->body);
+    tresp_free(r);
+    return rows;
+}
+
+/* Upsert rows into table (an object keyed by seq). */
+static void upsert(json_t *table, json_t *rows)
+{
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        char key[24];
+        snprintf(key, sizeof key, "%lld", tjson_int(row, "seq"));
+        json_object_set(table, key, row);
+    }
+}
+
+/* table holds exactly the rows of a full export, field for field. */
+static void assert_same_as_full(json_t *table, json_t *full)
+{
+    assert_int_equal(json_object_size(table), json_array_size(full));
+    size_t i;
+    json_t *row;
+    json_array_foreach(full, i, row)
+    {
+        char key[24];
+        snprintf(key, sizeof key, "%lld", tjson_int(row, "seq"));
+        json_t *mine = json_object_get(table, key);
+        if (mine == NULL || !json_equal(mine, row)) {
+            char *a = json_dumps(row, JSON_COMPACT),
+                 *b = mine ? json_dumps(mine, JSON_COMPACT) : NULL;
+            fail_msg("seq %s: the full export has %s, the increments %s", key, a,
+                     b ? b : "nothing");
+        }
+    }
+}
+
+static int has_row(json_t *rows, const char *aid, const char *status)
+{
+    json_t *r = find_row(rows, "assignment", aid);
+    return r != NULL && strcmp(tjson_str(r, "status"), status) == 0;
+}
+
+/* ?after=N: the rows of what was logged after N, and the assignments before
+ * it whose outcome came since; upserted by seq they make the full export.
+ * Banditd-Next-After is the next cursor; a consumer that resumes after the
+ * largest seq it holds instead gets the same table. */
+static void test_export_incremental(void **state)
+{
+    (void)state;
+    json_decref(texp_create(tgroup_d, "{\"id\":\"inc\",\"arms\":[\"a\",\"b\",\"c\"],"
+                                      "\"policy\":{\"name\":\"uniform\"},\"seed\":2,"
+                                      "\"assignment_ttl_s\":1,\"default_reward\":0}"));
+    /* Nothing yet: no rows, the cursor 0. */
+    long long n0, n1, n2, n3;
+    json_t *d0 = export_after("inc", 0, &n0);
+    assert_int_equal(json_array_size(d0), 0);
+    assert_int_equal(n0, 0);
+    json_decref(d0);
+
+    json_t *a1 = texp_assign(tgroup_d, "inc", "{\"count\":4}");
+    assert_string_equal(texp_reward(tgroup_d, "inc", tjson_str(a1, "[0].id"), 1), "accepted");
+    json_t *r0 = export_after("inc", 0, &n1);
+    assert_int_equal(n1, 5); /* 4 assignments and a reward */
+    assert_int_equal(json_array_size(r0), 4);
+    assert_true(has_row(r0, tjson_str(a1, "[0].id"), "rewarded"));
+    assert_true(has_row(r0, tjson_str(a1, "[1].id"), "pending"));
+
+    /* An outcome of an assignment the cursor passed, and new events. */
+    assert_string_equal(texp_reward(tgroup_d, "inc", tjson_str(a1, "[1].id"), 0), "accepted");
+    json_t *a2 = texp_assign(tgroup_d, "inc", "{\"count\":2}");
+    assert_string_equal(texp_reward(tgroup_d, "inc", tjson_str(a2, "[0].id"), 1), "accepted");
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments/inc/observations",
+                           "{\"arm\":\"b\",\"reward\":1}", NULL);
+    assert_status(r, 200);
+    tresp_free(r);
+    json_t *d1 = export_after("inc", n1, &n2);
+    assert_int_equal(n2, n1 + 5);
+    /* a1[1] again, now rewarded; a2's two; the observation. a1[0] (its
+     * outcome before the cursor) and a1[2], a1[3] (no news) are not sent. */
+    assert_int_equal(json_array_size(d1), 4);
+    assert_true(has_row(d1, tjson_str(a1, "[1].id"), "rewarded"));
+    assert_true(tjson_int(find_row(d1, "assignment", tjson_str(a1, "[1].id")), "seq") <= n1);
+    assert_true(has_row(d1, tjson_str(a2, "[0].id"), "rewarded"));
+    assert_true(has_row(d1, tjson_str(a2, "[1].id"), "pending"));
+    assert_null(find_row(d1, "assignment", tjson_str(a1, "[0].id")));
+    assert_null(find_row(d1, "assignment", tjson_str(a1, "[2].id")));
+    assert_non_null(find_row(d1, "observation", NULL));
+
+    /* a1[2], a1[3], a2[1] expire (TTL 1 s): sent again as expired. */
+    wait_expired("inc");
+    r = treq(tgroup_d, "PATCH", "/v1/experiments/inc", "{\"state\":\"stopped\"}", NULL);
+    assert_status(r, 200);
+    tresp_free(r);
+    json_t *d2 = export_after("inc", n2, &n3);
+    assert_int_equal(json_array_size(d2), 4);
+    assert_true(has_row(d2, tjson_str(a1, "[2].id"), "expired"));
+    assert_true(has_row(d2, tjson_str(a1, "[3].id"), "expired"));
+    assert_true(has_row(d2, tjson_str(a2, "[1].id"), "expired"));
+    assert_non_null(find_row(d2, "state", NULL));
+
+    /* Nothing new: no rows, the same cursor; CSV: its header alone. */
+    long long same;
+    json_t *d3 = export_after("inc", n3, &same);
+    assert_int_equal(json_array_size(d3), 0);
+    assert_int_equal(same, n3);
+    json_decref(d3);
+    char q[64];
+    snprintf(q, sizeof q, "format=csv&after=%lld", n3);
+    r = get_export_q("inc", q);
+    assert_status(r, 200);
+    json_t *csv = parse_csv(r->body);
+    assert_int_equal(json_array_size(csv), 1);
+    json_decref(csv);
+    tresp_free(r);
+
+    /* The increments upserted by seq are the full export. */
+    r = get_export("inc", NULL);
+    assert_status(r, 200);
+    assert_int_equal(n3, n2 + 4); /* three expiries, the stop */
+    assert_int_equal(strtoll(tresp_header(r, "Banditd-Next-After"), NULL, 10), n3);
+    json_t *full = parse_ndjson(r->body);
+    tresp_free(r);
+    json_t *table = json_object();
+    upsert(table, r0);
+    upsert(table, d1);
+    upsert(table, d2);
+    assert_same_as_full(table, full);
+    json_decref(table);
+
+    /* Resumed after the largest seq received (the cursor lost): a few rows
+     * again, the same table. */
+    long long maxseq = 0, ignored;
+    size_t i;
+    json_t *row;
+    json_array_foreach(r0, i, row) if (tjson_int(row, "seq") > maxseq) maxseq =
+        tjson_int(row, "seq");
+    assert_true(maxseq < n1);
+    json_t *d1b = export_after("inc", maxseq, &ignored);
+    assert_true(json_array_size(d1b) >= json_array_size(d1));
+    table = json_object();
+    upsert(table, r0);
+    upsert(table, d1b);
+    json_t *d2b = export_after("inc", n2, &ignored);
+    upsert(table, d2b);
+    json_decref(d2b);
+    json_decref(d1b);
+    assert_same_as_full(table, full);
+    json_decref(table);
+
+    /* CSV increments: the same rows as NDJSON, and a file name that says so. */
+    snprintf(q, sizeof q, "format=csv&after=%lld", n1);
+    r = get_export_q("inc", q);
+    assert_status(r, 200);
+    csv = parse_csv(r->body);
+    json_t *nd = export_after("inc", n1, &ignored);
+    /* a1[1], a2's two, the observation, a1[2] and a1[3] expired, the stop */
+    assert_int_equal(json_array_size(nd), 7);
+    assert_int_equal(json_array_size(csv), 1 + json_array_size(nd));
+    json_array_foreach(nd, i, row)
+    {
+        char want[64];
+        csv_text(json_object_get(row, "seq"), want, sizeof want);
+        assert_string_equal(json_string_value(json_array_get(json_array_get(csv, i + 1), 1)), want);
+    }
+    snprintf(q, sizeof q, "inc.after-%lld.csv", n1);
+    assert_non_null(strstr(tresp_header(r, "Content-Disposition"), q));
+    json_decref(nd);
+    json_decref(csv);
+    tresp_free(r);
+
+    /* Cursors that cannot be this log's. */
+    static const char *const bad[] = {"after=-1", "after=x", "after=", "after=1e3",
+                                      "after=99999999999999999999"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        r = get_export_q("inc", bad[k]);
+        assert_invalid(r, "after");
+        tresp_free(r);
+    }
+    snprintf(q, sizeof q, "after=%lld", n3 + 1);
+    r = get_export_q("inc", q);
+    assert_invalid(r, "after");
+    tresp_free(r);
+
+    json_decref(full);
+    json_decref(d2);
+    json_decref(d1);
+    json_decref(r0);
+    json_decref(a2);
+    json_decref(a1);
 }
 
 /* An experiment with no event exports nothing but (CSV) its header. */
@@ -474,6 +694,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_export_rows),
         cmocka_unit_test(test_export_empty),
+        cmocka_unit_test(test_export_incremental),
         cmocka_unit_test(test_export_long_log),
         cmocka_unit_test(test_export_deleted_while_streaming),
         cmocka_unit_test(test_export_finishes_during_shutdown),

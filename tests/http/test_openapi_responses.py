@@ -85,10 +85,12 @@ class Daemon:
         shutil.rmtree(self.dir, ignore_errors=True)
         return rc
 
-    def raw(self, path):
+    def raw(self, path, headers=None):
         req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path))
         try:
             with urllib.request.urlopen(req, timeout=30) as r:
+                if headers is not None:
+                    headers.update(r.headers.items())
                 return r.status, r.headers.get("Content-Type", ""), r.read()
         except urllib.error.HTTPError as e:
             return e.code, e.headers.get("Content-Type", ""), e.read()
@@ -117,9 +119,16 @@ class Daemon:
         return inst
 
 
+def documented_headers(method, pattern, status):
+    op = DOC["paths"][pattern][method.lower()]
+    return list(deref(op["responses"][str(status)]).get("headers", {}).keys())
+
+
 def check_export(d):
-    """Every NDJSON row of an export is an ExportRow; CSV has its columns."""
-    status, ctype, body = d.raw("/v1/experiments/full/export")
+    """Every NDJSON row of an export is an ExportRow; CSV has its columns;
+    an incremental export too; the documented headers are sent."""
+    got = {}
+    status, ctype, body = d.raw("/v1/experiments/full/export", got)
     if status == 404 and b"no such endpoint" in body:
         report(True, "export rows match ExportRow", skip="the export route has not landed")
         return
@@ -142,6 +151,25 @@ def check_export(d):
            "CSV export has the ExportRow columns in order", "%d %s %s" % (status, ctype, header))
     d.call("GET", "/v1/experiments/full/export?format=xml", "/v1/experiments/{id}/export", None,
            400)
+    want = documented_headers("GET", "/v1/experiments/{id}/export", 200)
+    missing = [h for h in want if h.lower() not in {k.lower() for k in got}]
+    report(not missing, "export sends the headers the document names (%s)" % ", ".join(want),
+           "missing: %s" % missing)
+    # Incremental: after the first assignment, rows are ExportRows too (the
+    # outcome of an earlier assignment comes again, whole).
+    first = min(r["seq"] for r in rows if r["kind"] == "assignment")
+    status, ctype, body = d.raw("/v1/experiments/full/export?after=%d" % first)
+    inc = [json.loads(line) for line in body.decode().splitlines() if line]
+    errs = []
+    for row in inc:
+        errs += validate(schema, row)
+    report(status == 200 and 0 < len(inc) <= len(rows) and not errs,
+           "incremental export rows match ExportRow (%d rows)" % len(inc),
+           "%d %s" % (status, "; ".join(errs[:3])))
+    d.call("GET", "/v1/experiments/full/export?after=x", "/v1/experiments/{id}/export", None, 400)
+    next_after = int(got.get("Banditd-Next-After", "-1"))
+    d.call("GET", "/v1/experiments/full/export?after=%d" % (next_after + 1),
+           "/v1/experiments/{id}/export", None, 400)
 
 
 def main():

@@ -2,7 +2,8 @@
  * test_ops.c — operations against the real daemon: /metrics parses and its
  * counters follow the traffic (requests by route and status, assignments,
  * rewards by result, observations, expiries, pending, experiments by state,
- * commits); /openapi.json is the compiled-in document; --log-requests writes
+ * commits; per-experiment series as the status says, for the most recently
+ * active only); /openapi.json is the compiled-in document; --log-requests writes
  * one JSON line per request; `banditd backup` copies a live database that a
  * second daemon then serves.
  */
@@ -177,6 +178,119 @@ static void test_metrics_count_failed_commits(void **state)
     assert_int_equal(tdaemon_stop(d), 0);
 }
 
+/* n assignments on experiment id (bandit named when given), each rewarded
+ * 1 or 0 by position; returns how many were pulls (not exploit). */
+static size_t drive(struct tdaemon *d, const char *id, const char *bandit, size_t n)
+{
+    char path[128], body[128];
+    snprintf(path, sizeof path, "/v1/experiments/%s/assignments", id);
+    if (bandit != NULL)
+        snprintf(body, sizeof body, "{\"count\":%zu,\"bandit\":\"%s\"}", n, bandit);
+    else
+        snprintf(body, sizeof body, "{\"count\":%zu}", n);
+    json_t *as = tcall(d, "POST", path, body, 201);
+    json_t *list = json_object_get(as, "assignments"), *rewards = json_array(), *a;
+    size_t i, pulls = 0;
+    json_array_foreach(list, i, a)
+    {
+        pulls += !json_is_true(json_object_get(a, "exploit"));
+        json_array_append_new(rewards, json_pack("{s:O,s:i}", "assignment_id",
+                                                 json_object_get(a, "id"), "reward", (int)(i % 2)));
+    }
+    json_t *rj = json_pack("{s:o}", "rewards", rewards);
+    char *rb = json_dumps(rj, JSON_COMPACT);
+    json_decref(rj);
+    snprintf(path, sizeof path, "/v1/experiments/%s/rewards", id);
+    json_decref(tcall(d, "POST", path, rb, 200));
+    free(rb);
+    json_decref(as);
+    return pulls;
+}
+
+/* The experiment's series say what its status says. */
+static void assert_series_match_status(struct tdaemon *d, const struct prom *p, const char *id)
+{
+    char path[128], l[160];
+    snprintf(path, sizeof path, "/v1/experiments/%s/status", id);
+    json_t *st = tcall(d, "GET", path, NULL, 200);
+    snprintf(l, sizeof l, "experiment=\"%s\"", id);
+    assert_true(prom_must(p, "banditd_experiment_pulls_total", l) == tjson_num(st, "pulls"));
+    assert_true(prom_must(p, "banditd_experiment_pending", l) == tjson_num(st, "pending"));
+    assert_true(prom_must(p, "banditd_experiment_handed_out_total", l) ==
+                tjson_num(st, "handed_out"));
+    assert_true(prom_must(p, "banditd_experiment_bandits_done", l) ==
+                tjson_num(st, "bandits_done"));
+    assert_true(prom_must(p, "banditd_experiment_bandits", l) == tjson_num(st, "bandits_total"));
+    double worst = 0;
+    json_t *b;
+    size_t i;
+    json_array_foreach(json_object_get(st, "bandits"), i, b)
+    {
+        double dc = json_real_value(json_object_get(b, "delta_c"));
+        worst = dc > worst ? dc : worst;
+    }
+    double got = prom_must(p, "banditd_experiment_delta_c", l);
+    if (got < worst * (1 - 1e-12) || got > worst * (1 + 1e-12))
+        fail_msg("%s: banditd_experiment_delta_c %.17g, status says %.17g", id, got, worst);
+    snprintf(l, sizeof l, "experiment=\"%s\",state=\"%s\"", id, tjson_str(st, "state"));
+    assert_true(prom_must(p, "banditd_experiment_state", l) == 1);
+    json_decref(st);
+}
+
+/* --metrics-experiments 1: the one most recently active experiment has
+ * series of its own, equal to its status (δᶜ recomputed once it changed);
+ * the other is counted; a budget stop shows its reason and the budget. */
+static void test_metrics_per_experiment(void **state)
+{
+    struct tdaemon *d = *state;
+    static const char *const flags[] = {"--metrics-experiments", "1", NULL};
+    tdaemon_up(d, flags, 0);
+    json_decref(tcall(d, "POST", "/v1/experiments",
+                      "{\"id\":\"p\",\"arms\":[\"a\",\"b\",\"c\"],\"seed\":4}", 201));
+    json_decref(tcall(d, "POST", "/v1/experiments",
+                      "{\"id\":\"q\",\"seed\":5,\"policy\":{\"name\":\"uniform\"},"
+                      "\"goal\":{\"m\":1,\"epsilon\":0,\"delta\":0.05,\"budget\":40},"
+                      "\"bandits\":[{\"id\":\"s1\",\"arms\":[\"x\",\"y\"]},"
+                      "{\"id\":\"s2\",\"arms\":[\"x\",\"y\"]}]}",
+                      201));
+    struct prom a;
+    drive(d, "p", NULL, 12);
+    tsleep_ms(5);
+    scrape(d, &a);
+    assert_series_match_status(d, &a, "p");
+    assert_true(prom_must(&a, "banditd_metrics_experiments_max", NULL) == 1);
+    assert_true(prom_must(&a, "banditd_experiments_omitted", "state=\"running\"") == 1);
+    assert_true(prom_must(&a, "banditd_experiment_info",
+                          "experiment=\"p\",policy=\"adapt\",mode=\"fixed_confidence\"") == 1);
+    prom_free(&a);
+
+    /* More rewards: a new version, so δᶜ is not the cached one. */
+    drive(d, "p", NULL, 30);
+    tsleep_ms(5);
+    scrape(d, &a);
+    assert_series_match_status(d, &a, "p");
+    prom_free(&a);
+
+    /* q to its budget: now q is shown, p is counted. */
+    size_t pulls = 0;
+    for (int i = 0; i < 20 && pulls < 40; i++)
+        pulls += drive(d, "q", i % 2 ? "s1" : "s2", 4);
+    tsleep_ms(5);
+    scrape(d, &a);
+    int found = 1;
+    prom_get(&a, "banditd_experiment_pulls_total", "experiment=\"p\"", &found);
+    assert_false(found);
+    assert_series_match_status(d, &a, "q");
+    assert_true(
+        prom_must(&a, "banditd_experiment_stop_reason", "experiment=\"q\",reason=\"budget\"") == 1);
+    assert_true(prom_must(&a, "banditd_experiment_budget", "experiment=\"q\"") == 40);
+    assert_true(prom_must(&a, "banditd_experiment_handed_out_total", "experiment=\"q\"") == 40);
+    assert_true(prom_must(&a, "banditd_experiments_omitted", "state=\"running\"") == 1);
+    assert_true(prom_must(&a, "banditd_experiments_omitted", "state=\"stopped\"") == 0);
+    prom_free(&a);
+    assert_int_equal(tdaemon_stop(d), 0);
+}
+
 static void test_openapi_served(void **state)
 {
     struct tdaemon *d = *state;
@@ -344,6 +458,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_count_expiries, tfresh_setup, tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_metrics_count_failed_commits, tfresh_setup,
                                         tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_per_experiment, tfresh_setup, tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_openapi_served, tfresh_setup, tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_request_log, tfresh_setup, tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_backup_of_a_live_database, tfresh_setup,

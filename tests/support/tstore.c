@@ -74,3 +74,38 @@ void tread_file(const char *path, char *buf, size_t len)
     buf[n] = '\0';
     (void)fclose(f);
 }
+
+void twait_init(struct twait *w)
+{
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->done = 0;
+    w->err = -1;
+}
+
+void twait_done(void *arg, int err)
+{
+    struct twait *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->err = err;
+    w->done = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void twait_cancel(struct twait *w)
+{
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+}
+
+int twait_wait(struct twait *w)
+{
+    pthread_mutex_lock(&w->mu);
+    while (!w->done)
+        pthread_cond_wait(&w->cv, &w->mu);
+    int err = w->err;
+    pthread_mutex_unlock(&w->mu);
+    twait_cancel(w);
+    return err;
+}

@@ -14,6 +14,7 @@
 #ifndef BANDITD_TESTS_SUPPORT_TSTORE_H
 #define BANDITD_TESTS_SUPPORT_TSTORE_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 struct store;
@@ -29,6 +30,20 @@ struct tstore *tstore_new(const char *name);
 /* Close t->s if open, remove the directory, free. NULL is a no-op. Returns
  * 0, or −1 when something could not be removed. */
 int tstore_free(struct tstore *t);
+
+/* A store completion (store_done_fn) a test waits for: twait_init, pass
+ * twait_done with w as its argument, then twait_wait returns the store
+ * error the completion got and releases w. twait_cancel releases w when the
+ * completion will never run (the submission was refused). */
+struct twait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, err;
+};
+void twait_init(struct twait *w);
+void twait_done(void *arg, int err);
+int twait_wait(struct twait *w);
+void twait_cancel(struct twait *w);
 
 /* A fresh directory $TMPDIR/banditd-unit.XXXXXX into dir (/tmp when TMPDIR
  * is unset or too long for a struct tstore); fails the test when it

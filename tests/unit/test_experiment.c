@@ -79,43 +79,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* A completion the test can wait for. */
-struct waiter {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int done, err;
-};
-
-static void waiter_init(struct waiter *w)
-{
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
-    w->done = 0;
-    w->err = -1;
-}
-
-static void waiter_done(void *arg, int err)
-{
-    struct waiter *w = arg;
-    pthread_mutex_lock(&w->mu);
-    w->err = err;
-    w->done = 1;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
-static int waiter_wait(struct waiter *w)
-{
-    pthread_mutex_lock(&w->mu);
-    while (!w->done)
-        pthread_cond_wait(&w->cv, &w->mu);
-    int err = w->err;
-    pthread_mutex_unlock(&w->mu);
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->mu);
-    return err;
-}
-
 static int64_t now_ms(void)
 {
     struct timespec ts;
@@ -140,17 +103,16 @@ static struct exp *create(const char *id, int *rc_out)
     assert_int_equal(exp_config_parse(j, exp_limits(), &cfg, errors), 0);
     json_decref(j);
     json_decref(errors);
-    struct waiter w;
-    waiter_init(&w);
+    struct twait w;
+    twait_init(&w);
     struct exp *x = NULL;
-    int rc = exp_create(&cfg, waiter_done, &w, &x);
+    int rc = exp_create(&cfg, twait_done, &w, &x);
     if (rc != EXP_OK) {
-        pthread_cond_destroy(&w.cv);
-        pthread_mutex_destroy(&w.mu);
+        twait_cancel(&w);
         *rc_out = rc;
         return NULL;
     }
-    int err = waiter_wait(&w);
+    int err = twait_wait(&w);
     if (err != STORE_OK) {
         exp_put(x);
         *rc_out = EXP_ERR_STORE;
@@ -162,7 +124,7 @@ static struct exp *create(const char *id, int *rc_out)
 
 /* One assignment applied and queued under the lock; the batch must live
  * until w completes. Returns the store error of the submission. */
-static int assign_one(struct exp *x, struct exp_batch *b, struct waiter *w, int64_t now,
+static int assign_one(struct exp *x, struct exp_batch *b, struct twait *w, int64_t now,
                       int64_t *seq_out)
 {
     const struct exp_assignment *a;
@@ -170,11 +132,10 @@ static int assign_one(struct exp *x, struct exp_batch *b, struct waiter *w, int6
     assert_int_equal(exp_ev_assign(x, b, -1, NULL, now, &a), EXP_OK);
     if (seq_out)
         *seq_out = a->seq;
-    waiter_init(w);
-    int rc = exp_submit_locked(x, b, waiter_done, w);
+    twait_init(w);
+    int rc = exp_submit_locked(x, b, twait_done, w);
     if (rc != STORE_OK) {
-        pthread_cond_destroy(&w->cv);
-        pthread_mutex_destroy(&w->mu);
+        twait_cancel(w);
     }
     return rc;
 }
@@ -219,7 +180,7 @@ static void test_reload_waits_for_queued_writes(void **state)
 
     store_test_pause_writer(f->s, 1);
     struct exp_batch b0, b1;
-    struct waiter w0, w1;
+    struct twait w0, w1;
     int64_t seq0;
     exp_lock(x);
     assert_int_equal(exp_prepare_locked(x, now), EXP_OK);
@@ -241,7 +202,7 @@ static void test_reload_waits_for_queued_writes(void **state)
     exp_unlock(x);
 
     store_test_pause_writer(f->s, 0);
-    assert_int_equal(waiter_wait(&w0), STORE_OK); /* the client of b0 got a 201 */
+    assert_int_equal(twait_wait(&w0), STORE_OK); /* the client of b0 got a 201 */
     exp_batch_free(&b0);
 
     /* Its assignment must be known: a reward for it is accepted. */
@@ -251,11 +212,11 @@ static void test_reload_waits_for_queued_writes(void **state)
     assert_int_equal(exp_prepare_locked(x, now), EXP_OK);
     assert_int_equal(exp_last_seq(x), seq0);
     assert_int_equal(exp_ev_reward(x, &b2, seq0, 1.0, now), EXP_R_ACCEPTED);
-    struct waiter w2;
-    waiter_init(&w2);
-    assert_int_equal(exp_submit_locked(x, &b2, waiter_done, &w2), STORE_OK);
+    struct twait w2;
+    twait_init(&w2);
+    assert_int_equal(exp_submit_locked(x, &b2, twait_done, &w2), STORE_OK);
     exp_unlock(x);
-    assert_int_equal(waiter_wait(&w2), STORE_OK);
+    assert_int_equal(twait_wait(&w2), STORE_OK);
     exp_batch_free(&b2);
     assert_int_equal(assert_no_gap(f->s, exp_rowid(x)), seq0 + 1);
     exp_put(x);
@@ -272,13 +233,13 @@ static void test_refused_expiry_leaves_no_gap(void **state)
     assert_non_null(x);
     int64_t now = now_ms();
     struct exp_batch b0, b1;
-    struct waiter w0, w1;
+    struct twait w0, w1;
 
     exp_lock(x);
     assert_int_equal(exp_prepare_locked(x, now), EXP_OK);
     assert_int_equal(assign_one(x, &b0, &w0, now, NULL), STORE_OK);
     exp_unlock(x);
-    assert_int_equal(waiter_wait(&w0), STORE_OK);
+    assert_int_equal(twait_wait(&w0), STORE_OK);
     exp_batch_free(&b0);
 
     /* 5 s later the assignment (ttl 1 s) is due: its EXPIRE is refused. */
@@ -291,7 +252,7 @@ static void test_refused_expiry_leaves_no_gap(void **state)
         rc = assign_one(x, &b1, &w1, now + 5000, NULL);
         exp_unlock(x);
         if (rc == STORE_OK)
-            waiter_wait(&w1);
+            twait_wait(&w1);
         exp_batch_free(&b1);
     } else {
         assert_int_equal(rc, EXP_ERR_STORE);
@@ -305,7 +266,7 @@ static void test_refused_expiry_leaves_no_gap(void **state)
     assert_int_equal(exp_pending_count(x), 0);
     assert_int_equal(assign_one(x, &b1, &w1, now + 6000, NULL), STORE_OK);
     exp_unlock(x);
-    assert_int_equal(waiter_wait(&w1), STORE_OK);
+    assert_int_equal(twait_wait(&w1), STORE_OK);
     exp_batch_free(&b1);
     assert_int_equal(assert_no_gap(f->s, exp_rowid(x)), 3); /* assign, expire, assign */
     exp_put(x);
@@ -323,14 +284,14 @@ static void test_failed_delete_keeps_experiment(void **state)
 
     store_test_fail_commits(f->s, 1);
     struct exp_batch b;
-    struct waiter w;
+    struct twait w;
     exp_batch_init(&b);
-    waiter_init(&w);
+    twait_init(&w);
     exp_lock(x);
     assert_int_equal(exp_prepare_locked(x, now), EXP_OK);
-    assert_int_equal(exp_delete_locked(x, &b, waiter_done, &w), STORE_OK);
+    assert_int_equal(exp_delete_locked(x, &b, twait_done, &w), STORE_OK);
     exp_unlock(x);
-    assert_int_equal(waiter_wait(&w), STORE_ERR_FULL); /* the client got a 503 */
+    assert_int_equal(twait_wait(&w), STORE_ERR_FULL); /* the client got a 503 */
     exp_batch_free(&b);
 
     /* Still on disk, so still here. */
@@ -343,11 +304,11 @@ static void test_failed_delete_keeps_experiment(void **state)
 
     /* And a retry deletes it. */
     exp_batch_init(&b);
-    waiter_init(&w);
+    twait_init(&w);
     exp_lock(x);
-    assert_int_equal(exp_delete_locked(x, &b, waiter_done, &w), STORE_OK);
+    assert_int_equal(exp_delete_locked(x, &b, twait_done, &w), STORE_OK);
     exp_unlock(x);
-    assert_int_equal(waiter_wait(&w), STORE_OK);
+    assert_int_equal(twait_wait(&w), STORE_OK);
     exp_batch_free(&b);
     assert_null(exp_get("d"));
     assert_int_equal(exp_count(), 0);
@@ -403,13 +364,13 @@ static void test_concurrent_creates_respect_limit(void **state)
             if (c[i].got == NULL)
                 continue;
             struct exp_batch b;
-            struct waiter w;
+            struct twait w;
             exp_batch_init(&b);
-            waiter_init(&w);
+            twait_init(&w);
             exp_lock(c[i].got);
-            assert_int_equal(exp_delete_locked(c[i].got, &b, waiter_done, &w), STORE_OK);
+            assert_int_equal(exp_delete_locked(c[i].got, &b, twait_done, &w), STORE_OK);
             exp_unlock(c[i].got);
-            assert_int_equal(waiter_wait(&w), STORE_OK);
+            assert_int_equal(twait_wait(&w), STORE_OK);
             exp_batch_free(&b);
             exp_put(c[i].got);
         }

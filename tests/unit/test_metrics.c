@@ -3,7 +3,9 @@
  * strictly (names prefixed banditd_, every family typed, histograms
  * cumulative), and each counter moves by exactly what was recorded: requests
  * by route and status, the latency bucket a request falls in, assignments,
- * rewards by result, observations, expiries, store commits.
+ * rewards by result, observations, expiries, store commits; per-experiment
+ * series for the most recently active experiments only, the others counted
+ * by state.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,10 +18,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "exp/exp.h"
 #include "api/api.h"
 #include "http/http.h"
 #include "api/metrics.h"
+#include "base/clock.h"
 #include "tests/support/prom.h"
 #include "tests/support/tstore.h"
 
@@ -31,7 +36,7 @@ static int group_setup(void **state)
     (void)state;
     g_t = tstore_new("m.db");
     g_st = g_t->s;
-    struct exp_limits lim = {.max_experiments = 10,
+    struct exp_limits lim = {.max_experiments = 64,
                              .max_bandits = 4,
                              .max_arms = 8,
                              .max_batch = 10,
@@ -264,6 +269,184 @@ static void test_store_figures(void **state)
     prom_free(&b);
 }
 
+/* --- per-experiment series ------------------------------------------------------ */
+
+/* Experiment id (arms a, b; goal as given), committed: a new reference. */
+static struct exp *create(const char *id, const char *goal)
+{
+    char body[256];
+    snprintf(body, sizeof body, "{\"id\":\"%s\",\"arms\":[\"a\",\"b\"],\"seed\":3%s%s}", id,
+             goal ? ",\"goal\":" : "", goal ? goal : "");
+    json_t *j = json_loads(body, 0, NULL);
+    json_t *errors = json_array();
+    struct exp_config cfg;
+    assert_non_null(j);
+    assert_int_equal(exp_config_parse(j, exp_limits(), &cfg, errors), 0);
+    json_decref(j);
+    json_decref(errors);
+    struct twait w;
+    twait_init(&w);
+    struct exp *x = NULL;
+    assert_int_equal(exp_create(&cfg, twait_done, &w, &x), EXP_OK);
+    assert_int_equal(twait_wait(&w), STORE_OK);
+    return x;
+}
+
+/* One event on x at time t (ms): an assignment, or a change to state s. */
+static void event_at(struct exp *x, int64_t t, int stop)
+{
+    struct exp_batch b;
+    struct twait w;
+    const struct exp_assignment *a;
+    exp_batch_init(&b);
+    exp_lock(x);
+    assert_int_equal(exp_prepare_locked(x, t), EXP_OK);
+    if (stop)
+        assert_int_equal(exp_ev_state(x, &b, EXP_STOPPED, t), EXP_OK);
+    else
+        assert_int_equal(exp_ev_assign(x, &b, -1, NULL, t, &a), EXP_OK);
+    twait_init(&w);
+    assert_int_equal(exp_submit_locked(x, &b, twait_done, &w), STORE_OK);
+    exp_unlock(x);
+    assert_int_equal(twait_wait(&w), STORE_OK);
+    exp_batch_free(&b);
+}
+
+static int shown(const struct prom *p, const char *id)
+{
+    char labels[128];
+    int found = 0;
+    snprintf(labels, sizeof labels, "experiment=\"%s\"", id);
+    prom_get(p, "banditd_experiment_pulls_total", labels, &found);
+    return found;
+}
+
+/* Series for the N most recently active experiments (latest event first),
+ * the others counted by state; each family once, whatever N. */
+static void test_experiments_most_recent_shown(void **state)
+{
+    (void)state;
+    /* Events in the future of every creation: their times alone rank. */
+    int64_t t0 = clock_wall_ms() + (int64_t)3600 * 1000;
+    struct exp *ma = create("ma", NULL), *mb = create("mb", NULL), *mc = create("mc", NULL);
+    struct exp *md = create("md", "{\"m\":1,\"epsilon\":0,\"delta\":0.1,\"budget\":50}");
+    event_at(md, t0 + 500, 0);
+    event_at(md, t0 + 600, 1); /* stopped by hand */
+    event_at(ma, t0 + 1000, 0);
+    event_at(mc, t0 + 2000, 0);
+    event_at(mb, t0 + 3000, 0);
+    event_at(mb, t0 + 3001, 0);
+
+    struct prom p;
+    metrics_set_experiments(2);
+    scrape(&p);
+    assert_true(shown(&p, "mb") && shown(&p, "mc") && !shown(&p, "ma") && !shown(&p, "md"));
+    assert_true(prom_must(&p, "banditd_metrics_experiments_max", NULL) == 2);
+    assert_true(prom_must(&p, "banditd_experiments_omitted", "state=\"running\"") == 1);
+    assert_true(prom_must(&p, "banditd_experiments_omitted", "state=\"stopped\"") == 1);
+    assert_true(prom_must(&p, "banditd_experiments_omitted", "state=\"paused\"") == 0);
+    assert_true(prom_must(&p, "banditd_experiments", "state=\"running\"") == 3);
+    assert_true(prom_must(&p, "banditd_experiments", "state=\"stopped\"") == 1);
+    /* mb's figures: two assignments pending, nothing rewarded. */
+    assert_true(prom_must(&p, "banditd_experiment_pending", "experiment=\"mb\"") == 2);
+    assert_true(prom_must(&p, "banditd_experiment_handed_out_total", "experiment=\"mb\"") == 2);
+    assert_true(prom_must(&p, "banditd_experiment_pulls_total", "experiment=\"mb\"") == 0);
+    assert_true(prom_must(&p, "banditd_experiment_state", "experiment=\"mb\",state=\"running\"") ==
+                1);
+    assert_true(prom_must(&p, "banditd_experiment_state", "experiment=\"mb\",state=\"stopped\"") ==
+                0);
+    assert_true(prom_must(&p, "banditd_experiment_last_event_timestamp_seconds",
+                          "experiment=\"mb\"") == (double)(t0 + 3001) / 1000.0);
+    assert_true(prom_must(&p, "banditd_experiment_delta_c", "experiment=\"mb\"") > 0.05);
+    prom_free(&p);
+
+    /* A new event moves ma up; mc (now the oldest of the three) drops out. */
+    event_at(ma, t0 + 4000, 0);
+    scrape(&p);
+    assert_true(shown(&p, "ma") && shown(&p, "mb") && !shown(&p, "mc"));
+    prom_free(&p);
+
+    /* All shown: the stopped one with its reason and budget. */
+    metrics_set_experiments(10);
+    scrape(&p);
+    assert_true(shown(&p, "ma") && shown(&p, "mb") && shown(&p, "mc") && shown(&p, "md"));
+    assert_true(prom_must(&p, "banditd_experiment_stop_reason",
+                          "experiment=\"md\",reason=\"manual\"") == 1);
+    int found = 1;
+    prom_get(&p, "banditd_experiment_stop_reason", "experiment=\"mb\",reason=\"manual\"", &found);
+    assert_false(found);
+    assert_true(prom_must(&p, "banditd_experiment_budget", "experiment=\"md\"") == 50);
+    prom_get(&p, "banditd_experiment_budget", "experiment=\"ma\"", &found);
+    assert_false(found); /* fixed confidence: no budget series */
+    assert_true(prom_must(&p, "banditd_experiment_info",
+                          "experiment=\"md\",policy=\"sar\",mode=\"fixed_budget\"") == 1);
+    assert_true(prom_must(&p, "banditd_experiment_delta", "experiment=\"md\"") == 0.1);
+    assert_true(prom_must(&p, "banditd_experiments_omitted", "state=\"running\"") == 0);
+    prom_free(&p);
+
+    /* None: only the aggregates. */
+    metrics_set_experiments(0);
+    scrape(&p);
+    for (size_t i = 0; i < p.n; i++)
+        if (strncmp(p.s[i].name, "banditd_experiment_", 19) == 0)
+            fail_msg("%s{%s} with --metrics-experiments 0", p.s[i].name, p.s[i].labels);
+    assert_true(prom_must(&p, "banditd_experiments_omitted", "state=\"running\"") == 3);
+    assert_true(prom_must(&p, "banditd_experiments_omitted", "state=\"stopped\"") == 1);
+    prom_free(&p);
+    metrics_set_experiments(METRICS_EXPERIMENTS_DEFAULT);
+    exp_put(ma);
+    exp_put(mb);
+    exp_put(mc);
+    exp_put(md);
+}
+
+/* The ranking among many: for several caps, exactly the N latest events'
+ * experiments are shown, whatever order they were created in. */
+static void test_experiments_ranking_many(void **state)
+{
+    (void)state;
+    enum { N = 30 };
+    int64_t t0 = clock_wall_ms() + (int64_t)7200 * 1000; /* after every other test's events */
+    struct exp *x[N];
+    int rank[N]; /* rank[i]: 0 = the latest event */
+    uint32_t g = 12345;
+    for (int i = 0; i < N; i++)
+        rank[i] = i;
+    for (int i = N - 1; i > 0; i--) { /* a fixed shuffle */
+        g = g * 1103515245u + 12345u;
+        int j = (int)((g >> 8) % (uint32_t)(i + 1)), t = rank[i];
+        rank[i] = rank[j];
+        rank[j] = t;
+    }
+    for (int i = 0; i < N; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "r%02d", i);
+        x[i] = create(id, NULL);
+        event_at(x[i], t0 + (int64_t)(N - rank[i]) * 10, 0);
+    }
+    static const size_t caps[] = {1, 2, 7, 15, 29};
+    for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+        struct prom p;
+        metrics_set_experiments(caps[c]);
+        scrape(&p);
+        size_t n = 0;
+        for (size_t k = 0; k < p.n; k++)
+            n += strcmp(p.s[k].name, "banditd_experiment_info") == 0;
+        assert_int_equal(n, caps[c]);
+        for (int i = 0; i < N; i++) {
+            char id[16];
+            snprintf(id, sizeof id, "r%02d", i);
+            if (shown(&p, id) != ((size_t)rank[i] < caps[c]))
+                fail_msg("cap %zu: %s (rank %d) %s", caps[c], id, rank[i],
+                         shown(&p, id) ? "shown" : "not shown");
+        }
+        prom_free(&p);
+    }
+    metrics_set_experiments(METRICS_EXPERIMENTS_DEFAULT);
+    for (int i = 0; i < N; i++)
+        exp_put(x[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -272,6 +455,8 @@ int main(void)
         cmocka_unit_test(test_every_route_counted_once),
         cmocka_unit_test(test_domain_counters),
         cmocka_unit_test(test_store_figures),
+        cmocka_unit_test(test_experiments_most_recent_shown),
+        cmocka_unit_test(test_experiments_ranking_many),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

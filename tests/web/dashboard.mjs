@@ -6,10 +6,12 @@
 // What it does: builds three experiments through the API (one driven to a
 // confidence stop, a two-bandit one to its budget, one left running), then
 // checks the served files and headers, the list page, the experiment pages
-// (stop sentence, charts drawn, tables, accessibility labels), live
-// refresh with ETags, polling paused in a hidden tab, pause/resume/stop,
-// create-from-form, the API key in sessionStorage, a phone-sized viewport,
-// and that the console stayed clean. Screenshots: $TEST_OUT/dashboard.png
+// (stop sentence, charts drawn, tables, accessibility labels; arms named
+// after colours drawn in them, the 1 − ρ̄ line where its legend says, no
+// stop badge in red, the goal's card — target δ or the budget's use —,
+// the export buttons), live refresh with ETags, polling paused in a hidden
+// tab, pause/resume/stop, create-from-form, the API key in sessionStorage,
+// a phone-sized viewport, and that the console stayed clean. Screenshots: $TEST_OUT/dashboard.png
 // (the stopped experiment), dashboard-multi.png, dashboard-list.png and
 // dashboard-phone.png.
 //
@@ -31,7 +33,8 @@ const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const OUT = resolve(root, process.env.TEST_OUT || 'tests/out');
 mkdirSync(OUT, { recursive: true });
 
-const { decision, fmtInt, fmtProb } = await import(join(root, 'web/src/format.js'));
+const { decision, fmtInt, fmtProb, logAxisFloor } = await import(join(root, 'web/src/format.js'));
+const { armColours } = await import(join(root, 'web/src/colours.js'));
 const { sourcesHash } = await import(join(root, 'web/sources.mjs'));
 
 // --- TAP ---------------------------------------------------------------------------
@@ -144,6 +147,46 @@ async function drive(id, p, seed, maxPulls, body = {}) {
   return (await call('GET', `/v1/experiments/${id}/status`)).json;
 }
 
+// --- colours --------------------------------------------------------------------------
+
+// Hue (degrees), saturation and lightness (0–1) of a CSS colour: #rrggbb,
+// rgb() or rgba().
+function rgbOf(css) {
+  const m = String(css).match(/^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i);
+  if (m) return m.slice(1).map((x) => parseInt(x, 16));
+  const n = String(css).match(/rgba?\(\s*(\d+)[,\s]+(\d+)[,\s]+(\d+)/);
+  return n ? n.slice(1).map(Number) : [0, 0, 0];
+}
+function hsl(css) {
+  const [r, g, b] = rgbOf(css).map((v) => v / 255);
+  const max = Math.max(r, g, b);
+  const min = Math.min(r, g, b);
+  const l = (max + min) / 2;
+  const d = max - min;
+  if (d === 0) return { h: 0, s: 0, l };
+  const sat = d / (1 - Math.abs(2 * l - 1));
+  let h = max === r ? ((g - b) / d) % 6 : max === g ? (b - r) / d + 2 : (r - g) / d + 4;
+  h *= 60;
+  return { h: h < 0 ? h + 360 : h, s: sat, l };
+}
+// Colour families as a reader would name them (hue ranges; greys are none).
+const FAMILY = {
+  red: (c) => hsl(c).s > 0.35 && (hsl(c).h < 15 || hsl(c).h > 345),
+  green: (c) => hsl(c).s > 0.35 && hsl(c).h > 75 && hsl(c).h < 165,
+  blue: (c) => hsl(c).s > 0.35 && hsl(c).h > 190 && hsl(c).h < 250,
+};
+// Red-ish in the wide sense (vermilion, a pink alert background): what a
+// reader takes for "danger".
+const reddish = (c) => hsl(c).s > 0.25 && (hsl(c).h < 30 || hsl(c).h > 330);
+
+// A probability as fmtProb writes it ("0.00024", "2.4×10⁻⁵", "1"), first number only.
+function parseProb(text) {
+  const sup = { '⁻': '-', '⁰': '0', '¹': '1', '²': '2', '³': '3', '⁴': '4', '⁵': '5', '⁶': '6', '⁷': '7', '⁸': '8', '⁹': '9' };
+  const m = String(text).match(/^([0-9.]+)(?:×10([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+))?/);
+  if (!m) return NaN;
+  return m[2] ? Number(`${m[1]}e${[...m[2]].map((c) => sup[c]).join('')}`) : Number(m[1]);
+}
+
 // --- checks without a browser --------------------------------------------------------
 
 function formatChecks() {
@@ -182,6 +225,20 @@ function formatChecks() {
   ok(fmtProb(0.0503, 0.05) === '0.0503' && fmtProb(0.0499, 0.05) === '0.0499' && fmtProb(0.05, 0.05) === '0.05' && fmtProb(0.0334, 0.05) === '0.033',
     'fmtProb: digits enough to read the comparison with δ right', [fmtProb(0.0503, 0.05), fmtProb(0.0499, 0.05), fmtProb(0.05, 0.05)]);
   ok(fmtInt(1204) === '1,204' && fmtProb(3.2e-6) === '3.2×10⁻⁶', 'fmtInt groups thousands; tiny δᶜ as a power of ten');
+  const ax = logAxisFloor(0.05, [0.5, 0.032], [0.3, 0.00024]);
+  const zero = logAxisFloor(0.05, [0.5, 0.032], [0.3, 0]);
+  const tiny = logAxisFloor(0.05, [0.5, 0.032], [0.3, 1e-9]);
+  ok(ax.floor <= 0.00024 && !ax.clipped && zero.clipped && tiny.clipped && tiny.floor === 1e-6,
+    'log axis floor: below the smallest 1 − ρ̄ too; a 0 or a value under 10⁻⁶ is marked clipped', { ax, zero, tiny });
+  const rgb = armColours(['red', 'green', 'blue']);
+  ok(FAMILY.red(rgb[0]) && FAMILY.green(rgb[1]) && FAMILY.blue(rgb[2]), 'arm colours: arms named red, green, blue are drawn red, green, blue', rgb);
+  const [control, red] = armColours(['control', 'red']);
+  const [control2, blueBtn] = armColours(['control', 'Blue button']);
+  ok(FAMILY.red(red) && !reddish(control) && FAMILY.blue(blueBtn) && !FAMILY.blue(control2) && hsl(control2).h > 0,
+    'arm colours: another arm never takes the colour an arm is named after', { control, red, control2, blueBtn });
+  const twins = armColours(['red', 'Red button', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i']);
+  ok(FAMILY.red(twins[0]) && reddish(twins[1]) && twins[0] !== twins[1] && twins.slice(2).every((c) => !reddish(c) && hsl(c).l < 0.8),
+    'arm colours: two arms naming one colour get two shades of it; the rest none of it, none near white', twins);
 }
 
 async function staticChecks() {
@@ -307,7 +364,66 @@ async function browserChecks(browser, ids) {
     const controlsHidden = await page.$eval('.controls', (e) => e.hidden);
     return (badge === 'stopped' && pulls === fmtInt(st.pulls) && pending === '0' && controlsHidden) || { badge, pulls, pending, controlsHidden };
   });
+  await check('a successful stop is not shown in red: the confidence stop\'s badge is green', async () => {
+    const c = await page.$eval('.title-row .badge', (e) => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor]);
+    return (!reddish(c[0]) && !reddish(c[1]) && FAMILY.green(c[0])) || c;
+  });
+  await check('fixed confidence: a Target δ card, no budget card', async () => {
+    const cards = await page.$$eval('.stats .stat', (els) => els.filter((e) => getComputedStyle(e).display !== 'none')
+      .map((e) => [e.querySelector('dt').textContent, e.querySelector('dd').textContent]));
+    const delta = cards.find(([k]) => k === 'Target δ');
+    return (delta && delta[1] === '0.05' && !cards.some(([k]) => k === 'Budget')) || cards;
+  });
   await page.waitForTimeout(300); // let ResizeObservers settle
+  await check('arm colours follow arm names that are colours: swatch, pulls line, interval and bar of red, green and blue', async () => {
+    const sw = await page.$$eval('table.arms tbody tr', (trs) => trs.map((tr) => [tr.querySelector('th').textContent, getComputedStyle(tr.querySelector('.swatch')).backgroundColor]));
+    const bad = [];
+    for (const [arm, col] of sw) {
+      if (!FAMILY[arm](col)) bad.push(`${arm} swatch ${col}`);
+      const px = (await canvasPixels(page, '.chart.pulls', rgbOf(col), 30))[0];
+      if (!px || px.hit < 80) bad.push(`${arm}: ${px && px.hit} pixels of ${col} in the pulls chart`);
+      const fills = await page.$$eval(`.chart.ci rect[data-arm="${arm}"], .chart.hist path[data-arm="${arm}"]`, (es) => es.map((e) => e.getAttribute('fill')));
+      if (fills.length !== 2 || !fills.every((f) => FAMILY[arm](f))) bad.push(`${arm} interval and bar: ${fills}`);
+    }
+    return (sw.length === 3 && bad.length === 0) || { sw, bad };
+  });
+  await check('the 1 − ρ̄ line is drawn where its legend says: the axis reaches it, or the clipping is marked', async () => {
+    const r = await page.evaluate(() => {
+      const host = document.querySelector('.chart.conf .plot');
+      const over = host.querySelector('.u-over');
+      const c = host.querySelector('canvas');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let lowest = -1; // the lowest row (largest y) of 1 − ρ̄'s green
+      for (let i = 0; i < d.length; i += 4) {
+        if (d[i + 3] > 200 && d[i] < 40 && Math.abs(d[i + 1] - 158) < 40 && Math.abs(d[i + 2] - 115) < 40) lowest = Math.max(lowest, Math.floor(i / 4 / c.width));
+      }
+      const row = [...host.querySelectorAll('.u-legend .u-series')].find((e) => e.querySelector('.u-label')?.textContent === '1 − ρ̄');
+      const chart = window.banditdDashboard?.plotOf?.(host);
+      const yMin = chart?.plot?.u?.scales?.y?.min;
+      return { lowest, bottom: over.offsetTop + over.offsetHeight, legend: row?.querySelector('.u-value')?.textContent,
+        yMin, floorTick: chart && yMin ? chart.tick(yMin) : null };
+    });
+    const v = parseProb(r.legend);
+    const onFloor = r.lowest >= r.bottom - 2; // the line touches the axis floor
+    const marked = /below the axis/.test(r.legend || '') && (r.floorTick || '').startsWith('≤');
+    const inRange = r.yMin !== undefined && v >= r.yMin * (1 - 1e-9);
+    return (r.lowest > 0 && ((inRange && !onFloor) || marked)) || { ...r, v, onFloor, marked, inRange };
+  });
+  await check('the export buttons save the audit trail: NDJSON by the link, CSV through the API key', async () => {
+    const want = (await call('GET', `/v1/experiments/${ids.stopped}/export`)).text;
+    const wantCsv = (await call('GET', `/v1/experiments/${ids.stopped}/export?format=csv`)).text;
+    const [nd] = await Promise.all([page.waitForEvent('download', { timeout: 8000 }), page.click('.export a[data-format="ndjson"]')]);
+    const ndText = readFileSync(await nd.path(), 'utf8');
+    await page.evaluate(() => sessionStorage.setItem('banditd.key', 'export-key'));
+    const sent = page.waitForRequest((q) => q.url().includes('/export?format=csv') && q.headers().authorization === 'Bearer export-key', { timeout: 8000 });
+    const [cs] = await Promise.all([page.waitForEvent('download', { timeout: 8000 }), page.click('.export a[data-format="csv"]')]);
+    await sent;
+    const csText = readFileSync(await cs.path(), 'utf8');
+    await page.evaluate(() => sessionStorage.removeItem('banditd.key'));
+    return (ndText === want && want.split('\n').length > 100 && nd.suggestedFilename() === `${ids.stopped}.ndjson` &&
+      csText === wantCsv && cs.suggestedFilename() === `${ids.stopped}.csv`) ||
+      { nd: [nd.suggestedFilename(), ndText.length, want.length], cs: [cs.suggestedFilename(), csText.length, wantCsv.length] };
+  });
   await check('δᶜ chart drew its δᶜ line (blue pixels on the canvas) and the δ line', async () => {
     const blue = await canvasPixels(page, '.chart.conf', [0, 114, 178]);
     const orange = await canvasPixels(page, '.chart.conf', [213, 94, 0]);
@@ -319,9 +435,8 @@ async function browserChecks(browser, ids) {
     return (dist && legend.includes('target δ = 0.05') && legend.includes('1 − ρ̄')) || legend;
   });
   await check('pulls-over-time chart drew one line per arm', async () => {
-    const cols = [[0, 114, 178], [213, 94, 0], [0, 158, 115]];
     const hits = [];
-    for (const c of cols) hits.push((await canvasPixels(page, '.chart.pulls', c))[0].hit);
+    for (const c of armColours(st.bandits[0].arms.map((a) => a.id))) hits.push((await canvasPixels(page, '.chart.pulls', rgbOf(c), 30))[0].hit);
     return hits.every((n) => n > 80) || hits;
   });
   await check('intervals chart (K&S Fig. 1): an interval and a mean per arm, and the cutoff line', async () => {
@@ -375,6 +490,14 @@ async function browserChecks(browser, ids) {
     return (head === `Stopped: the budget of ${fmtInt(ms.budget)} pulls is spent; ${sure} of 2 bandits reached δᶜ ≤ 0.05.` &&
       lines.length === 2 && lines[0].startsWith('segment-a: ') && JSON.stringify(badges) === JSON.stringify(want) &&
       (await page.$$('section.bandit')).length === 2) || { head, lines, badges, want };
+  });
+  await check('fixed budget: no Target δ card; the budget card says how much of it is handed out; the badge is not red', async () => {
+    const cards = await page.$$eval('.stats .stat', (els) => els.filter((e) => getComputedStyle(e).display !== 'none')
+      .map((e) => [e.querySelector('dt').textContent, e.querySelector('dd').textContent]));
+    const budget = cards.find(([k]) => k === 'Budget');
+    const c = await page.$eval('.title-row .badge', (e) => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor]);
+    return (!cards.some(([k]) => /δ/.test(k)) && budget && budget[1] === `${fmtInt(ms.handed_out)} of ${fmtInt(ms.budget)} handed out` &&
+      !reddish(c[0]) && !reddish(c[1])) || { cards, c, handed_out: ms.handed_out };
   });
   await check('multi-bandit: every bandit\'s charts drew', async () => {
     const c = await canvasPixels(page, 'section.bandit', [0, 114, 178]);
@@ -461,6 +584,10 @@ async function browserChecks(browser, ids) {
     const t = await page.textContent('#decision');
     return (api.stop_reason === 'manual' && t.includes(`after ${fmtInt(api.pulls)} pulls`) && (await page.$eval('.controls', (e) => e.hidden))) || { api: api.stop_reason, t };
   });
+  await check('a stop by hand is not shown in red either', async () => {
+    const c = await page.$eval('.title-row .badge', (e) => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor]);
+    return (!reddish(c[0]) && !reddish(c[1])) || c;
+  });
 
   // The list, and creating from the form.
   await page.goto(`${U}/`);
@@ -470,6 +597,10 @@ async function browserChecks(browser, ids) {
     const row = rows.find((r) => r[0].startsWith(ids.stopped));
     return (rows.length === 4 && row && row[1] === 'stopped' && row[2] === 'adapt' && row[3] === fmtInt(st.pulls) &&
       row[5] === fmtProb(st.bandits[0].delta_c) && row[7] === 'confidence reached' && /ago|just now/.test(row[8])) || rows;
+  });
+  await check('the list shows no stop in red', async () => {
+    const cs = await page.$$eval('table.list tbody .badge', (bs) => bs.map((b) => [b.textContent, getComputedStyle(b).color, getComputedStyle(b).backgroundColor]));
+    return (cs.filter(([t]) => t === 'stopped').length === 3 && cs.every(([, a, b]) => !reddish(a) && !reddish(b))) || cs;
   });
   await page.screenshot({ path: join(OUT, 'dashboard-list.png'), fullPage: true });
   await check('create from the form: a new experiment, and its page', async () => {

@@ -56,3 +56,26 @@ export async function api(path, { method = 'GET', body, etag } = {}) {
 }
 
 export const expPath = (id) => `/v1/experiments/${encodeURIComponent(id)}`;
+
+// Save what path answers as a file named filename (an export), sending the
+// key: a link cannot carry an Authorization header. The body is held in
+// memory until saved. Throws like api().
+export async function download(path, filename) {
+  const headers = {};
+  const key = getKey();
+  if (key) headers.Authorization = `Bearer ${key}`;
+  const res = await fetch(path, { headers, cache: 'no-store', credentials: 'omit' });
+  if (!res.ok) {
+    const type = res.headers.get('Content-Type') || '';
+    throw new ApiError(res.status, type.includes('json') ? await res.json().catch(() => null) : null);
+  }
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = filename;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  // The click has started the download by now; the object URL can go.
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}

@@ -5,8 +5,9 @@
 // experiment view sends If-None-Match so that an unchanged experiment costs
 // a 304 and no redraw.
 
-import { api, ApiError, expPath, getKey, setKey } from './api.js';
-import { ConfidenceChart, PullsChart, armColour, drawIntervals, drawPullsHistogram, ranked } from './charts.js';
+import { api, ApiError, download, expPath, getKey, setKey } from './api.js';
+import { ConfidenceChart, PullsChart, drawIntervals, drawPullsHistogram, plotOf, ranked } from './charts.js';
+import { armColours } from './colours.js';
 import { bandit_series, decision, fmtAge, fmtInt, fmtNum, fmtParam, fmtProb } from './format.js';
 
 const POLL_LIVE_MS = 2000; // running or paused: things change
@@ -34,8 +35,17 @@ function setText(el, text) {
   if (el.textContent !== text) el.textContent = text;
 }
 
-function badge(state) {
-  return h('span', { class: `badge badge-${state}` }, state);
+// A stop is an outcome, not an error: a stop by the confidence rule or the
+// policy's own rule is green (decided), one at the budget or by hand is
+// neutral. Red is kept for failures (none of the states is one).
+const STOP_TONE = { confidence: 'decided', policy: 'decided', budget: 'neutral', manual: 'neutral' };
+
+function badgeClass(state, reason) {
+  return state === 'stopped' ? `badge badge-stopped badge-${STOP_TONE[reason] || 'neutral'}` : `badge badge-${state}`;
+}
+
+function badge(state, reason) {
+  return h('span', { class: badgeClass(state, reason), title: reason ? `stopped: ${STOP_WORDS[reason] || reason}` : null }, state);
 }
 
 // --- page frame: key, live indicator, errors ---------------------------------
@@ -211,7 +221,7 @@ function listView() {
     const href = `/experiments/${encodeURIComponent(e.id)}`;
     const cells = [
       ['Experiment', h('a', { href }, e.name || e.id), e.name && e.name !== e.id ? h('span', { class: 'muted small' }, ` ${e.id}`) : null],
-      ['State', badge(e.state)],
+      ['State', badge(e.state, e.stop_reason)],
       ['Policy', e.policy],
       ['Pulls', fmtInt(e.pulls)],
       ['Pending', fmtInt(e.pending)],
@@ -314,22 +324,23 @@ function statItem(label, id) {
   return h('div', { class: 'stat' }, h('dt', {}, label), h('dd', { id }, '–'));
 }
 
-// The arm's colour in the pulls-over-time chart (set through CSSOM: the
-// page's CSP allows no inline style attributes).
-function swatch(i) {
+// The arm's colour in the charts (set through CSSOM: the page's CSP
+// allows no inline style attributes).
+function swatch(colour) {
   const el = h('span', { class: 'swatch', 'aria-hidden': 'true' });
-  el.style.backgroundColor = armColour(i);
+  el.style.backgroundColor = colour;
   return el;
 }
 
 function armsTable(bandit, status) {
   const arms = ranked(bandit);
+  const colours = armColours(bandit.arms.map((a) => a.id));
   return h('table', { class: 'arms' },
     h('caption', {}, 'Arms, best mean first'),
     h('thead', {}, h('tr', {}, ['Arm', 'Pulls', 'Pending', 'Mean', 'Interval', status.m > 1 ? `In top ${status.m}` : 'Best'].map((t, i) =>
       h('th', { scope: 'col', class: i >= 1 && i <= 4 ? 'num' : null }, t)))),
     h('tbody', {}, arms.map((a) => h('tr', {},
-      h('th', { scope: 'row' }, swatch(a.index), a.id),
+      h('th', { scope: 'row' }, swatch(colours[a.index]), a.id),
       h('td', { class: 'num' }, fmtInt(a.pulls)),
       h('td', { class: 'num' }, fmtInt(a.pending)),
       h('td', { class: 'num' }, fmtNum(a.mean)),
@@ -359,6 +370,10 @@ function figure(cls, caption, body, fallback, note) {
     fallback ? h('details', { class: 'fallback' }, h('summary', {}, 'Numbers'), fallback) : null);
 }
 
+const CONF_CAPTION = 'δᶜ and ρ̄ against pulls (log scale; the dashed line is the target δ)';
+// A fixed budget has no target δ: δ only sets the bounds' level there.
+const CONF_CAPTION_BUDGET = 'δᶜ and ρ̄ against pulls (log scale; the dashed line is δ, for reference)';
+
 // One bandit's section: charts, arms table; redrawn on each new status.
 class BanditView {
   // collapsed: the charts start folded (experiments with many bandits), and
@@ -376,12 +391,12 @@ class BanditView {
     this.histFallback = h('div');
     this.armsHost = h('div', { class: 'table-wrap' });
     const grid = h('div', { class: 'grid' },
-        figure('conf', 'δᶜ and ρ̄ against pulls (log scale; the dashed line is the target δ)', this.confHost, this.histFallback,
+        figure('conf', CONF_CAPTION, this.confHost, this.histFallback,
           'δᶜ bounds the chance that the recommendation is wrong; it stops at δᶜ ≤ δ. ρ̄ is the Bayesian confidence, drawn as 1 − ρ̄.'),
         figure('ci', 'Means and confidence intervals against the cutoff c* (Kalyanakrishnan & Stone, Fig. 1)', this.ciHost, null,
-          'Blue: recommended arms, which should sit above c*; grey: the others, below it. Dots are means; bars span the intervals.'),
+          'Solid: recommended arms, which should sit above c*; pale with a hollow dot: the others, below it. Dots are means; bars span the intervals; each arm in its colour.'),
         figure('hist', 'Pulls per arm, best mean first (Kalyanakrishnan & Stone, Fig. 2c)', this.histHost, null,
-          'Adaptive policies spend their pulls on the arms either side of the m | m + 1 boundary.'),
+          'Adaptive policies spend their pulls on the arms either side of the m | m + 1 boundary. Solid bars: recommended arms.'),
         figure('pulls', 'Pulls per arm against total pulls', this.pullsHost));
     this.fold = collapsed ? h('details', { class: 'charts-fold' }, h('summary', {}, 'Charts'), grid) : null;
     if (this.fold) this.fold.addEventListener('toggle', () => this.fold.open && this.drawCharts());
@@ -410,7 +425,8 @@ class BanditView {
     const { status, hist } = this.last;
     const b = status.bandits[this.bi];
     const series = bandit_series(hist, status, this.bi);
-    this.confHost.setAttribute('aria-label', this.conf.update(series, status.delta));
+    this.confHost.setAttribute('aria-label', this.conf.update(series, status.delta, !status.budget));
+    setText(this.confHost.parentElement.querySelector('figcaption'), status.budget ? CONF_CAPTION_BUDGET : CONF_CAPTION);
     this.histFallback.replaceChildren(historyTable(series, status.delta));
     const armIds = b.arms.map((a) => a.id);
     this.pullsHost.setAttribute('aria-label', this.pulls.update(series, armIds));
@@ -446,9 +462,20 @@ function experimentView(id) {
   const resumeBtn = btn('Resume', 'running', 'primary');
   const stopBtn = btn('Stop…', 'stopped', 'danger');
   const controls = h('div', { class: 'controls', role: 'group', 'aria-label': 'Experiment controls', hidden: true }, pauseBtn, resumeBtn, stopBtn);
+  // The goal's card: the budget and how much of it is handed out on a
+  // fixed-budget experiment, the target δ on a fixed-confidence one.
+  const budgetCard = statItem('Budget', 's-budget');
+  const deltaCard = statItem('Target δ', 's-delta');
   const stats = h('dl', { class: 'stats' },
-    statItem('Pulls', 's-pulls'), statItem('Pending assignments', 's-pending'), statItem('Budget', 's-budget'),
-    statItem('Bandits done', 's-done'), statItem('Target δ', 's-delta'));
+    statItem('Pulls', 's-pulls'), statItem('Pending assignments', 's-pending'), budgetCard, deltaCard,
+    statItem('Bandits done', 's-done'));
+  const exportLink = (format, label) => h('a', {
+    class: 'button', href: `${expPath(id)}/export?format=${format}`, download: `${id}.${format}`, 'data-format': format,
+    onclick: (ev) => saveExport(ev, format),
+  }, label);
+  const exportMsg = h('span', { class: 'form-msg', role: 'status', 'aria-live': 'polite' });
+  const exportBox = h('div', { class: 'export', role: 'group', 'aria-label': 'Export the audit trail' },
+    h('span', { class: 'muted' }, 'Export every assignment and reward:'), exportLink('ndjson', 'NDJSON'), exportLink('csv', 'CSV'), exportMsg);
   const overview = h('div', { class: 'table-wrap', hidden: true });
   const banditsHost = h('div');
   const confirmDlg = h('dialog', { id: 'stop-dialog', 'aria-labelledby': 'stop-title' },
@@ -462,7 +489,7 @@ function experimentView(id) {
   ui.main.replaceChildren(
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '/' }, 'Experiments'), ' / ', h('span', {}, id)),
     h('div', { class: 'title-row' }, title, stateBadge),
-    meta, decisionBox, controls, ctlMsg, stats, overview, banditsHost, confirmDlg);
+    meta, decisionBox, controls, ctlMsg, stats, overview, banditsHost, exportBox, confirmDlg);
 
   let status = null;
   let hist = null;
@@ -472,6 +499,20 @@ function experimentView(id) {
   let views = [];
   const ro = new ResizeObserver(() => views.forEach((v) => v.redrawSvg()));
   ro.observe(banditsHost);
+
+  // Without a key the link downloads by itself (streamed to disk); with one
+  // the request must carry it, so the file is fetched and saved from memory.
+  async function saveExport(ev, format) {
+    if (!getKey()) return;
+    ev.preventDefault();
+    setText(exportMsg, 'Exporting…');
+    try {
+      await download(`${expPath(id)}/export?format=${format}`, `${id}.${format}`);
+      setText(exportMsg, '');
+    } catch (err) {
+      setText(exportMsg, err instanceof ApiError ? err.message : 'Cannot reach the daemon.');
+    }
+  }
 
   function act(state) {
     if (state === 'stopped') confirmDlg.showModal();
@@ -528,7 +569,8 @@ function experimentView(id) {
     const name = config?.name && config.name !== id ? config.name : id;
     setText(title, name);
     document.title = `${name} · banditd`;
-    stateBadge.className = `badge badge-${status.state}`;
+    stateBadge.className = badgeClass(status.state, status.stop_reason);
+    stateBadge.title = status.stop_reason ? `stopped: ${STOP_WORDS[status.stop_reason] || status.stop_reason}` : '';
     setText(stateBadge, status.state);
     const bound = config?.bound ? ` · ${config.bound} bound` : '';
     const created = config?.created_at ? ` · created ${fmtAge(config.created_at)}` : '';
@@ -539,7 +581,12 @@ function experimentView(id) {
     details.replaceChildren(...d.details.map((t) => h('li', {}, t)));
     setText($('#s-pulls', stats), fmtInt(status.pulls));
     setText($('#s-pending', stats), fmtInt(status.pending));
-    setText($('#s-budget', stats), status.budget ? `${fmtInt(status.budget)} (${fmtInt(Math.max(0, status.budget - status.pulls))} left)` : 'none');
+    budgetCard.hidden = !status.budget;
+    deltaCard.hidden = !!status.budget;
+    if (status.budget) {
+      const used = status.handed_out ?? status.pulls;
+      setText($('#s-budget', stats), `${fmtInt(used)} of ${fmtInt(status.budget)} handed out`);
+    }
     setText($('#s-done', stats), `${fmtInt(status.bandits_done)} of ${fmtInt(status.bandits.length)}`);
     setText($('#s-delta', stats), fmtParam(status.delta));
     renderControls();
@@ -601,6 +648,6 @@ function start() {
 }
 
 // Exposed for the browser test and for curious users; not an API.
-window.banditdDashboard = { armColour };
+window.banditdDashboard = { armColours, plotOf };
 
 start();

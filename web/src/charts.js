@@ -7,17 +7,15 @@
 // hold the numbers.
 
 import uPlot from 'uplot';
-import { fmtCompact, fmtInt, fmtNum, fmtParam, fmtProb } from './format.js';
+import { armColours } from './colours.js';
+import { fmtCompact, fmtInt, fmtNum, fmtParam, fmtProb, logAxisFloor } from './format.js';
 
-// Okabe–Ito: told apart with the common colour-vision deficiencies.
-export const PALETTE = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000', '#8C6D31'];
-export const armColour = (i) => PALETTE[i % PALETTE.length];
 const INK = '#1f2933';
 const MUTED = '#6b7785';
 const GRID = 'rgba(0,0,0,0.08)';
-const HIGH = '#0072B2';
-const LOW = '#9aa5b1';
 const CUTOFF = '#D55E00';
+const DELTA_C = '#0072B2';
+const ONE_MINUS_RHO = '#009E73';
 
 const SVGNS = 'http://www.w3.org/2000/svg';
 function s(tag, attrs = {}, text) {
@@ -50,15 +48,20 @@ function legendValue(raw, fmt) {
   };
 }
 
-const FLOOR_MIN = 1e-6;
-
 const chartHeight = (w) => Math.round(Math.max(180, Math.min(260, w * 0.55)));
 
+// The chart drawn in each host (its .plot.u is the uPlot instance), for the
+// browser test (window.banditdDashboard.plotOf).
+const charts = new WeakMap();
+export const plotOf = (host) => charts.get(host) || null;
+
 // A uPlot chart in host that follows the host's width. update(data, opts)
-// redraws; a changed series layout (key) rebuilds.
+// redraws; a changed series layout (key) rebuilds. owner: the chart it
+// draws.
 class Plot {
-  constructor(host) {
+  constructor(host, owner) {
     this.host = host;
+    charts.set(host, owner);
     this.u = null;
     this.key = '';
     this.ro = new ResizeObserver(() => {
@@ -92,36 +95,33 @@ class Plot {
   }
 }
 
-// δᶜ and 1 − ρ̄ against pulls, log y, with the target δ. 1 − ρ̄ below the
-// axis floor is pinned at the floor (the floor is a decade under δ and the
-// smallest δᶜ), which the legend's live values make exact.
+// δᶜ and 1 − ρ̄ against pulls, log y, with δ (the target of a
+// fixed-confidence experiment; a reference line on a fixed-budget one). The
+// axis reaches a decade under δ and under the smallest δᶜ and 1 − ρ̄
+// (logAxisFloor), so the lines are drawn where their values are; only a 0
+// or a value under 10⁻⁶ is drawn on the floor, and then the floor's tick
+// reads "≤" and the legend says "below the axis".
 export class ConfidenceChart {
   constructor(host) {
-    this.plot = new Plot(host);
+    this.plot = new Plot(host, this);
   }
 
-  update(series, delta) {
+  update(series, delta, target = true) {
     const n = series.x.length;
-    const pos = (v) => (v > 0 ? v : null);
-    const minDc = series.dc.reduce((a, v) => (v > 0 && v < a ? v : a), 1);
-    // Below 10⁻⁶ more decades tell nothing new: values there are drawn on
-    // the floor, the legend and the table give them exactly.
-    const natural = 10 ** Math.floor(Math.log10(Math.min(delta / 10, minDc / 2)));
-    const floor = Math.max(natural, FLOOR_MIN);
-    const capped = natural < FLOOR_MIN;
+    const oneMinusRho = series.rho.map((r) => Math.max(0, 1 - r));
+    const { floor, clipped } = logAxisFloor(delta, series.dc, oneMinusRho);
     const decades = [];
     for (let e = Math.round(Math.log10(floor)); e <= 0; e++) decades.push(10 ** e);
-    const pin = (v) => (v === null ? null : Math.max(v, floor));
-    const data = [
-      series.x,
-      series.dc.map((v) => pin(pos(v))),
-      series.rho.map((r) => pin(pos(1 - r) ?? floor)),
-      new Array(n).fill(delta),
-    ];
-    this.raw = [series.x, series.dc, series.rho.map((r) => 1 - r), data[3]];
+    const pin = (v) => (v === null || v === undefined ? null : Math.max(v, floor));
+    const data = [series.x, series.dc.map(pin), oneMinusRho.map(pin), new Array(n).fill(delta)];
+    this.raw = [series.x, series.dc, oneMinusRho, data[3]];
+    this.floor = floor;
+    this.clipped = clipped;
     const raw = () => this.raw;
+    const prob = (v, ref) => (v < floor ? `${fmtProb(v, ref)}, below the axis` : fmtProb(v, ref));
+    const deltaLabel = target ? `target δ = ${fmtParam(delta)}` : `δ = ${fmtParam(delta)}`;
     this.plot.update(
-      `conf-${floor}-${capped}`,
+      `conf-${floor}-${clipped}-${deltaLabel}`,
       () => ({
         scales: { x: { time: false }, y: { distr: 3, range: () => [floor, 1] } },
         axes: [
@@ -129,15 +129,15 @@ export class ConfidenceChart {
           axisOpts('probability (log scale)', {
             splits: () => decades,
             // uPlot hands null for ticks it has no room to label.
-            values: (u, ticks) => ticks.map((t) => (t == null ? '' : capped && t === floor ? `≤${fmtProb(t)}` : fmtProb(t))),
+            values: (u, ticks) => ticks.map((t) => (t == null ? '' : this.tick(t))),
             size: 64,
           }),
         ],
         series: [
           { label: 'pulls', value: legendValue(raw, fmtInt) },
-          { label: 'δᶜ', stroke: '#0072B2', width: 2, value: legendValue(raw, (v) => fmtProb(v, delta)) },
-          { label: '1 − ρ̄', stroke: '#009E73', width: 1.5, dash: [5, 3], value: legendValue(raw, (v) => fmtProb(Math.max(0, v))) },
-          { label: `target δ = ${fmtParam(delta)}`, stroke: CUTOFF, width: 1.5, dash: [8, 5], points: { show: false }, value: () => fmtParam(delta) },
+          { label: 'δᶜ', stroke: DELTA_C, width: 2, value: legendValue(raw, (v) => prob(v, delta)) },
+          { label: '1 − ρ̄', stroke: ONE_MINUS_RHO, width: 1.5, dash: [5, 3], value: legendValue(raw, (v) => prob(v)) },
+          { label: deltaLabel, stroke: CUTOFF, width: 1.5, dash: [8, 5], points: { show: false }, value: () => fmtParam(delta) },
         ],
         cursor: { drag: { x: false, y: false } },
       }),
@@ -147,7 +147,12 @@ export class ConfidenceChart {
     return n === 0
       ? 'No pulls yet: δᶜ starts at 1.'
       : `δᶜ went from ${fmtProb(series.dc[0], delta)} to ${fmtProb(series.dc[last], delta)} over ${fmtInt(series.x[last])} pulls; ` +
-          `the target δ is ${fmtParam(delta)}; ρ̄ is now ${fmtProb(series.rho[last])}.`;
+          `${target ? 'the target δ' : 'δ'} is ${fmtParam(delta)}; ρ̄ is now ${fmtProb(series.rho[last])}.`;
+  }
+
+  // The y axis's label of tick t: the floor says "≤" when values sit on it.
+  tick(t) {
+    return this.clipped && t === this.floor ? `≤${fmtProb(t)}` : fmtProb(t);
   }
 
   destroy() {
@@ -158,11 +163,12 @@ export class ConfidenceChart {
 // Pulls of each arm against total pulls.
 export class PullsChart {
   constructor(host) {
-    this.plot = new Plot(host);
+    this.plot = new Plot(host, this);
   }
 
   update(series, armIds) {
     const data = [series.x, ...armIds.map((id) => series.arms[id])];
+    const colours = armColours(armIds);
     this.raw = data;
     const raw = () => this.raw;
     this.plot.update(
@@ -175,7 +181,7 @@ export class PullsChart {
         ],
         series: [
           { label: 'pulls', value: legendValue(raw, fmtInt) },
-          ...armIds.map((id, i) => ({ label: id, stroke: armColour(i), width: 2, value: legendValue(raw, fmtInt) })),
+          ...armIds.map((id, i) => ({ label: id, stroke: colours[i], width: 2, value: legendValue(raw, fmtInt) })),
         ],
         cursor: { drag: { x: false, y: false } },
         // Past a dozen arms the legend would bury the chart; the arms
@@ -264,13 +270,22 @@ export function drawIntervals(host, bandit, status) {
   }
   g.append(s('text', { x: 12, y: m.t + (height - m.t - m.b) / 2, transform: `rotate(-90 12 ${m.t + (height - m.t - m.b) / 2})`, 'text-anchor': 'middle', class: 'tick' }, 'reward'));
   const barW = Math.max(2, Math.min(10, sl.w * 0.3));
+  const colours = armColours(bandit.arms.map((a) => a.id));
+  // Each arm in its own colour; recommended arms solid, the others pale
+  // with a dashed outline and a hollow mean.
   arms.forEach((a, i) => {
     const x = sl.at(i);
-    const col = a.high ? HIGH : LOW;
+    const col = colours[a.index];
     const top = y(a.upper);
     const bot = y(a.lower);
-    g.append(s('rect', { x: x - barW / 2, y: top, width: barW, height: Math.max(1, bot - top), fill: col, 'fill-opacity': 0.28, stroke: col, class: 'ci' }));
-    if (a.mean !== null) g.append(s('circle', { cx: x, cy: y(a.mean), r: Math.max(2.5, Math.min(5, barW * 0.6)), fill: col, class: 'mean' }));
+    const rect = { x: x - barW / 2, y: top, width: barW, height: Math.max(1, bot - top), fill: col, stroke: col, class: `ci ${a.high ? 'high' : 'low'}`, 'data-arm': a.id };
+    g.append(s('rect', a.high ? { ...rect, 'fill-opacity': 0.35 } : { ...rect, 'fill-opacity': 0.08, 'stroke-dasharray': '3 2' }));
+    const r = Math.max(2.5, Math.min(5, barW * 0.6));
+    if (a.mean !== null) {
+      g.append(s('circle', a.high
+        ? { cx: x, cy: y(a.mean), r, fill: col, class: 'mean high', 'data-arm': a.id }
+        : { cx: x, cy: y(a.mean), r, fill: '#fff', stroke: col, 'stroke-width': 1.5, class: 'mean low', 'data-arm': a.id }));
+    }
   });
   // The cutoff, and c* − ε below which a High arm's lower bound may go.
   const cutLine = (v, label, dash) => {
@@ -307,12 +322,17 @@ export function drawPullsHistogram(host, bandit, status) {
     g.append(s('text', { x: mg.l - 6, y: y(t) + 4, 'text-anchor': 'end', class: 'tick' }, fmtCompact(t)));
   }
   const bw = Math.max(1, sl.w * 0.7);
+  const colours = armColours(bandit.arms.map((a) => a.id));
   arms.forEach((a, i) => {
     const x = sl.at(i);
-    const col = a.high ? HIGH : LOW;
+    const col = colours[a.index];
     const top = y(a.pulls);
     // Bars as paths: one element type for every bar, zero-height included.
-    g.append(s('path', { d: `M${x - bw / 2},${y(0)}V${top}H${x + bw / 2}V${y(0)}Z`, fill: col, class: 'bar' }));
+    // Recommended arms solid, the others pale with an outline.
+    const d = `M${x - bw / 2},${y(0)}V${top}H${x + bw / 2}V${y(0)}Z`;
+    g.append(s('path', a.high
+      ? { d, fill: col, class: 'bar high', 'data-arm': a.id }
+      : { d, fill: col, 'fill-opacity': 0.25, stroke: col, 'stroke-width': 1, class: 'bar low', 'data-arm': a.id }));
     if (sl.w >= 30 && a.pulls > 0) g.append(s('text', { x, y: top - 4, 'text-anchor': 'middle', class: 'tick' }, fmtCompact(a.pulls)));
   });
   if (m < arms.length) {

@@ -48,6 +48,21 @@ export function fmtParam(v) {
   return trimZeros(Number(v).toPrecision(6));
 }
 
+// The floor of a log axis of probabilities (the confidence chart): a
+// decade under delta/10 and under half the smallest positive value of the
+// columns, rounded down to a power of ten, but not below 10⁻⁶ (past that,
+// more decades tell nothing new). clipped: some value (a 0, or one under
+// 10⁻⁶) is drawn at the floor rather than where it is — the axis and the
+// legend must then say so.
+export const LOG_FLOOR_MIN = 1e-6;
+export function logAxisFloor(delta, ...columns) {
+  let lo = delta / 10;
+  for (const col of columns) for (const v of col) if (v > 0 && v / 2 < lo) lo = v / 2;
+  const floor = Math.max(10 ** Math.floor(Math.log10(lo)), LOG_FLOOR_MIN);
+  const clipped = columns.some((col) => col.some((v) => v !== null && v !== undefined && !Number.isNaN(v) && v < floor));
+  return { floor, clipped };
+}
+
 // 12_345 -> "12.3k" (chart ticks).
 export function fmtCompact(v) {
   const a = Math.abs(v);
