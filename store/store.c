@@ -158,12 +158,10 @@ static const struct store_sql queries[Q_COUNT] = {
     [Q_OUTBOX_PRUNE] = {"outbox_prune", STORE_SQL_WRITE,
                         "DELETE FROM outbox INDEXED BY outbox_finished"
                         " WHERE state != 0 AND last_ms < ?1"},
-    /* The connections' sync mode at open; the writer's around a purge step.
-     * Never prepared once and stepped again (set_sync): SQLite applies
-     * PRAGMA synchronous when it compiles the statement, not when it runs
-     * it, so a prepared "=NORMAL" lowered the writer for good and the
-     * writer committed without fsync under --sync full (found by
-     * test_powerloss). */
+    /* The connections' sync mode, set once at open. Never prepared and
+     * stepped again: SQLite applies PRAGMA synchronous when it compiles the
+     * statement, not when it runs it (a prepared "=NORMAL" once lowered the
+     * writer for good: test_powerloss). */
     [Q_SYNC_FULL] = {"sync_full", STORE_SQL_ONCE, "PRAGMA synchronous=FULL"},
     [Q_SYNC_NORMAL] = {"sync_normal", STORE_SQL_ONCE, "PRAGMA synchronous=NORMAL"},
 
@@ -283,7 +281,6 @@ struct store {
     int batch_outbox;  /* the running batch inserted outbox rows (writer thread only) */
     void (*outbox_hook)(void *arg); /* under mu: store_set_outbox_hook */
     void *outbox_hook_arg;
-    int sync_lowered; /* synchronous could not be set back to FULL (writer thread only) */
 
     /* keys whose last submission failed (writer thread only) */
     struct poisoned {
@@ -455,12 +452,6 @@ static int wexec(struct store *s, enum q q)
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* The writer's sync mode, compiled afresh each time (see queries[]). */
-static int set_sync(struct store *s, enum q q)
-{
-    return sqlite3_exec(s->wdb, queries[q].sql, NULL, NULL, NULL);
-}
-
 static int writer_event(struct store *s, const struct store_event *ev)
 {
     sqlite3_stmt *st = s->wst[Q_EVENT_INSERT];
@@ -541,13 +532,11 @@ static int writer_purge_step(struct store *s)
 {
     sqlite3_stmt *st = s->wst[Q_PURGE_NEXT];
     int64_t exp = 0;
-    /* Its commit needs no fsync of its own: a purge lost on a power cut is
-     * simply done again, and the next acknowledged commit's fsync (of the
-     * whole WAL) makes it durable anyway. Without that fsync a request
-     * arriving during a step waits for less. */
-    int rc = s->sync == STORE_SYNC_FULL ? set_sync(s, Q_SYNC_NORMAL) : SQLITE_OK;
-    if (rc == SQLITE_OK)
-        rc = wexec(s, Q_BEGIN);
+    /* Its commit is synced like any other. Without its own fsync (tried:
+     * synchronous NORMAL around the step) an fsync failing later, then a
+     * power cut, took back an acknowledged delete (test_iofaults): the
+     * half-millisecond a step saves is not worth a guarantee. */
+    int rc = wexec(s, Q_BEGIN);
 
     if (rc == SQLITE_OK) {
         rc = step_retry(st);
@@ -570,12 +559,6 @@ static int writer_purge_step(struct store *s)
         rc = wexec(s, Q_COMMIT);
     if (rc != SQLITE_OK && !sqlite3_get_autocommit(s->wdb))
         wexec(s, Q_ROLLBACK);
-    /* back to FULL before any request's commit, whatever happened (if even
-     * that fails, writer_batch fails every batch until it succeeds) */
-    if (s->sync == STORE_SYNC_FULL && set_sync(s, Q_SYNC_FULL) != SQLITE_OK) {
-        s->sync_lowered = 1;
-        return -1;
-    }
     return rc != SQLITE_OK ? -1 : exp != 0;
 }
 
@@ -816,14 +799,6 @@ static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
 
     s->batch_deleted = 0;
     s->batch_outbox = 0;
-    if (s->sync_lowered) {
-        rc = set_sync(s, Q_SYNC_FULL); /* never acknowledge a write without its fsync */
-        if (rc != SQLITE_OK) {
-            fatal = batch_err_from_sqlite(rc);
-            goto finish;
-        }
-        s->sync_lowered = 0;
-    }
     for (int careful = 0; careful < 2; careful++) {
         rc = wexec(s, Q_BEGIN);
         if (rc != SQLITE_OK) {
