@@ -12,6 +12,7 @@
 #include "policies/engine.h"
 
 #include "policies/rng.h"
+#include "policies/stop.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -357,50 +358,11 @@ static void recommend(const struct engine *e, size_t b, unsigned char *high)
     stats_top_m(e->arms[b], e->k[b], e->cfg.m, e->rank[b], high);
 }
 
+/* δᶜ with the split of δ fixed in advance (stop.h): the δᶜ rule's error
+ * bound, and what the status shows as δᶜ. */
 static double delta_c_of(const struct engine *e, size_t b, const unsigned char *high, double *cut)
 {
-    struct stats_dc_opts o = {
-        .bound = e->cfg.bound, .epsilon = e->cfg.epsilon, .hoeffding_only = 0, .count_pending = 0};
-    return stats_delta_c(e->arms[b], e->k[b], high, &o, cut, NULL);
-}
-
-/* A necessary condition for δᶜ ≤ δ, cheap enough to test on every reward.
- * δᶜ(c) = 1 − Π(1 − δᶜ_i(c)) ≥ δᶜ_i(c) for each arm, so δᶜ(c) ≤ δ needs every
- * arm's own bound at level δ on its side of c: c ≤ μ̂_h + ε − w_h(δ) for each
- * High arm and c ≥ μ̂_l + w_l(δ) for each Low arm (w the width at which the
- * arm's confidence is δ, the exact inverse of the bound δᶜ_i uses). That is K
- * width evaluations against the ~65 K bound inversions of the cutoff search,
- * and it rules out nearly every reward of a run (the simulator spent half its
- * time in that search). The slack makes sure rounding never rules out a stop
- * the search would have found; it only lets a few hopeless searches run. */
-static int delta_c_may_pass(const struct engine *e, size_t b, const unsigned char *high)
-{
-    const struct stats_arm *a = e->arms[b];
-    double c_max = INFINITY;
-    for (size_t i = 0; i < e->k[b]; i++) {
-        if (!high[i])
-            continue;
-        double w = stats_width(e->cfg.bound, &a[i], 0, e->cfg.delta);
-        if (!(w < INFINITY))
-            return 0; /* no width reaches δ: this arm's δᶜ_i > δ at every c */
-        c_max = fmin(c_max, a[i].mean + e->cfg.epsilon - w);
-    }
-    /* Low arms second, the one of highest mean first: it is the likeliest
-     * to cross c_max, which ends the check after one more width (the rest
-     * only run when a stop is near). */
-    size_t top = (size_t)-1;
-    for (size_t i = 0; i < e->k[b]; i++)
-        if (!high[i] && (top == (size_t)-1 || a[i].mean > a[top].mean))
-            top = i;
-    for (size_t j = 0; j <= e->k[b]; j++) {
-        size_t i = j == 0 ? top : j - 1;
-        if (i == (size_t)-1 || high[i] || (j > 0 && i == top))
-            continue;
-        double w = stats_width(e->cfg.bound, &a[i], 0, e->cfg.delta);
-        if (!(w < INFINITY) || a[i].mean + w > c_max + 1e-9)
-            return 0;
-    }
-    return 1;
+    return stop_delta_c(e->arms[b], e->k[b], high, e->cfg.bound, e->cfg.epsilon, cut);
 }
 
 static int any_unpulled(const struct engine *e, size_t b)
@@ -427,7 +389,8 @@ static int rule_met(struct engine *e, size_t b)
     recommend(e, b, high);
     switch (e->rule) {
     case ENGINE_RULE_DELTA_C:
-        return delta_c_may_pass(e, b, high) && delta_c_of(e, b, high, NULL) <= e->cfg.delta;
+        return stop_delta_c_met(e->arms[b], e->k[b], high, e->cfg.bound, e->cfg.epsilon,
+                                e->cfg.delta);
     case ENGINE_RULE_GLR:
     case ENGINE_RULE_GLR_HEURISTIC: {
         enum stats_glr_threshold kind =
