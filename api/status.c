@@ -34,6 +34,27 @@ static struct exp *lock_if_modified(struct http_req *r)
     return x;
 }
 
+static json_t *num_or_null(double v)
+{
+    return isnan(v) ? json_null() : json_real(v);
+}
+
+/* The bandit's stop rule against its own threshold (engine_bandit_stop):
+ * what the dashboard's sentence is made of. New reference. */
+static json_t *stop_json(const struct engine *e, size_t b)
+{
+    struct engine_stop_eval s;
+    engine_bandit_stop(e, b, &s);
+    const char *when = isnan(s.evidence)           ? NULL
+                       : s.below                   ? "evidence <= threshold"
+                       : s.rule == ENGINE_RULE_RHO ? "evidence >= threshold"
+                                                   : "evidence > threshold";
+    return json_pack("{s:s,s:b,s:o,s:o,s:o,s:o,s:b}", "rule", engine_rule_name(s.rule), "proven",
+                     s.proven, "fires_when", when ? json_string(when) : json_null(), "evidence",
+                     num_or_null(s.evidence), "threshold", num_or_null(s.threshold), "error_bound",
+                     num_or_null(s.error_bound), "fired", s.fired);
+}
+
 static json_t *bandit_json(struct exp *x, size_t b)
 {
     const struct exp_config *c = exp_cfg(x);
@@ -71,9 +92,10 @@ static json_t *bandit_json(struct exp *x, size_t b)
                             json_real(arms[i].alpha / (arms[i].alpha + arms[i].beta)));
         json_array_append_new(arr, a);
     }
-    return json_pack("{s:s,s:o,s:f,s:f,s:f,s:f,s:b,s:o}", "id", c->bandit_ids[b], "recommended",
+    return json_pack("{s:s,s:o,s:f,s:f,s:f,s:f,s:b,s:o,s:o}", "id", c->bandit_ids[b], "recommended",
                      rec, "delta_c", st.delta_c, "rho", st.rho, "cutoff", lo + st.cutoff * range,
-                     "glr", isfinite(st.glr) ? st.glr : 1e308, "done", st.done, "arms", arr);
+                     "glr", isfinite(st.glr) ? st.glr : 1e308, "done", st.done, "stop",
+                     stop_json(e, b), "arms", arr);
 }
 
 int api_status_get(struct http_req *r)

@@ -93,7 +93,7 @@ const char *exp_stop_reason(const struct exp *x)
 {
     switch (engine_stop_reason(x->d->eng)) {
     case ENGINE_STOPPED_CONFIDENCE:
-        return "confidence";
+        return engine_rule_name(engine_rule(x->d->eng)); /* the rule that fired */
     case ENGINE_STOPPED_BUDGET:
         return "budget";
     case ENGINE_STOPPED_MANUAL:

@@ -14,6 +14,7 @@
 #include "policies/rng.h"
 #include "policies/stop.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,8 @@ struct engine {
     struct policy_ctx *ctx;
     void **pstate;
     uint64_t *inst_budget;
-    unsigned char *scratch_high; /* kmax entries, stop checks */
+    unsigned char *scratch_high;    /* kmax entries, stop checks */
+    struct engine_stop_eval *fired; /* per bandit: the rule's figures when it fired */
 };
 
 static int is_multi(const struct engine *e)
@@ -56,13 +58,45 @@ static size_t inst_of(const struct engine *e, size_t b)
     return e->ninst == 1 ? 0 : b;
 }
 
-static enum engine_stop_rule resolve_rule(const struct engine_config *c)
+static const struct engine_rule_info rule_info[] = {
+    {ENGINE_RULE_DELTA_C, "delta_c", 1,
+     "δᶜ ≤ δ: the arms' anytime bounds at δ/K separate High from Low (bound \"fixed\": no "
+     "proof)"},
+    {ENGINE_RULE_GLR, "glr", 1,
+     "GLR with the proven threshold: every pair's e-value exceeds m(K−m)/δ"},
+    {ENGINE_RULE_GLR_HEURISTIC, "glr-heuristic", 0, "GLR > ln((ln t + 1)/δ): no proof"},
+    {ENGINE_RULE_RHO, "rho", 0, "ρ̄ ≥ τ (Bachman & Precup): no proof"},
+    {ENGINE_RULE_POLICY, "policy", -1, "the policy's own rule: its paper's proof, if it has one"},
+    {ENGINE_RULE_NONE, "none", 0, "no confidence stop: the budget or a manual stop"},
+};
+
+const struct engine_rule_info *engine_rules(size_t *n)
+{
+    *n = sizeof rule_info / sizeof rule_info[0];
+    return rule_info;
+}
+
+const char *engine_rule_name(enum engine_stop_rule r)
+{
+    for (size_t i = 0; i < sizeof rule_info / sizeof rule_info[0]; i++)
+        if (rule_info[i].rule == r)
+            return rule_info[i].name;
+    return "default";
+}
+
+enum engine_stop_rule engine_resolve_rule(const struct engine_config *c)
 {
     const struct policy_ops *p = c->policy;
     if (c->stop_rule != ENGINE_RULE_DEFAULT)
         return c->stop_rule;
-    if (p->flags & POLICY_F_OWN_STOP)
-        return ENGINE_RULE_POLICY;
+    if (p->flags & POLICY_F_OWN_STOP) {
+        /* An own rule without a proof under the policy's defaults (gcp's
+         * ρ̄) is opt-in: the default is a proven rule. A parameter the user
+         * set to an unproven variant (threshold=heuristic) is their choice. */
+        struct policy_params d;
+        policy_params_defaults(p, &d);
+        return policy_own_stop_proven(p, &d) ? ENGINE_RULE_POLICY : ENGINE_RULE_GLR;
+    }
     if (p->flags & POLICY_F_REGRET)
         return ENGINE_RULE_NONE;
     /* A fixed-budget run stops at its budget; a fixed-confidence policy
@@ -71,6 +105,20 @@ static enum engine_stop_rule resolve_rule(const struct engine_config *c)
         (c->budget > 0 || !(p->flags & POLICY_F_FIXED_CONFIDENCE)))
         return ENGINE_RULE_NONE;
     return ENGINE_RULE_DELTA_C;
+}
+
+int engine_rule_proven(const struct engine_config *c, enum engine_stop_rule r)
+{
+    switch (r) {
+    case ENGINE_RULE_DELTA_C:
+        return c->bound == STATS_BOUND_ANYTIME;
+    case ENGINE_RULE_GLR:
+        return 1;
+    case ENGINE_RULE_POLICY:
+        return policy_own_stop_proven(c->policy, &c->params);
+    default:
+        return 0;
+    }
 }
 
 int engine_validate(const struct engine_config *c, char *err, size_t errlen)
@@ -226,6 +274,7 @@ void engine_free(struct engine *e)
     free(e->ctx);
     free(e->inst_budget);
     free(e->scratch_high);
+    free(e->fired);
     free(e->k);
     free(e->store);
     free(e->arms);
@@ -276,7 +325,8 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     e->store = calloc(total, sizeof *e->store);
     e->rank_store = calloc(total, sizeof *e->rank_store);
     e->scratch_high = calloc(e->kmax, 1);
-    if (!e->store || !e->rank_store || !e->scratch_high)
+    e->fired = calloc(e->nb, sizeof *e->fired);
+    if (!e->store || !e->rank_store || !e->scratch_high || !e->fired)
         goto nomem;
     e->rng = gsl_rng_alloc(rng_xoshiro256ss);
     if (e->rng == NULL)
@@ -301,7 +351,7 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
         }
         off += e->k[b];
     }
-    e->rule = resolve_rule(&e->cfg);
+    e->rule = engine_resolve_rule(&e->cfg);
 
     e->ninst = is_multi(e) ? 1 : e->nb;
     e->ctx = calloc(e->ninst, sizeof *e->ctx);
@@ -395,7 +445,8 @@ static int rule_met(struct engine *e, size_t b)
     case ENGINE_RULE_GLR_HEURISTIC: {
         enum stats_glr_threshold kind =
             e->rule == ENGINE_RULE_GLR ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
-        return stats_glr_stop(e->arms[b], e->k[b], high, kind, e->cfg.m, e->cfg.delta);
+        return stop_glr_met(e->arms[b], e->k[b], high, kind, e->cfg.m, e->cfg.epsilon,
+                            e->cfg.delta);
     }
     case ENGINE_RULE_RHO:
         return stats_rho(e->arms[b], e->k[b], e->cfg.m) >= e->cfg.tau;
@@ -426,12 +477,26 @@ static enum engine_stop_reason rule_reason(const struct engine *e)
     return e->rule == ENGINE_RULE_POLICY ? ENGINE_STOPPED_POLICY : ENGINE_STOPPED_CONFIDENCE;
 }
 
+static void stop_eval(const struct engine *e, size_t b, unsigned char *high,
+                      struct engine_stop_eval *out);
+
 static void check_stop(struct engine *e, size_t b)
 {
     if (e->reason != ENGINE_RUNNING || e->done[b])
         return;
-    if (rule_met(e, b))
+    if (rule_met(e, b)) {
+        /* The figures of the moment the rule fired: later rewards (of
+         * pulls pending at the stop) move them, and the status must show
+         * what the stop rested on. */
+        struct engine_stop_eval *f = &e->fired[b];
+        stop_eval(e, b, e->scratch_high, f);
+        f->fired = 1;
+        /* A paper's own rule shows no figures; its proof bounds the error
+         * of the stop by δ. */
+        if (f->rule == ENGINE_RULE_POLICY && f->proven && isnan(f->error_bound))
+            f->error_bound = e->cfg.delta;
         mark_done(e, b, rule_reason(e));
+    }
 }
 
 /* --- assignment ------------------------------------------------------------ */
@@ -785,6 +850,78 @@ void engine_bandit_status(const struct engine *e, size_t b, unsigned char *high,
     st->done = e->done[b];
 }
 
+static double total_pulls(const struct engine *e, size_t b)
+{
+    double t = 0.0;
+    for (size_t i = 0; i < e->k[b]; i++)
+        t += (double)e->arms[b][i].n;
+    return t;
+}
+
+static void glr_eval(const struct engine *e, size_t b, const unsigned char *high,
+                     enum stats_glr_threshold kind, unsigned m, struct engine_stop_eval *out)
+{
+    out->evidence = stop_glr_evidence(e->arms[b], e->k[b], high, kind, e->cfg.epsilon);
+    out->threshold = stats_glr_threshold(kind, total_pulls(e, b), e->k[b], m, e->cfg.delta);
+    if (kind == STATS_GLR_PROVEN)
+        out->error_bound = stop_glr_error_bound(out->evidence, e->k[b], m);
+}
+
+/* The figures of bandit b's rule now; high is scratch (k entries). */
+static void stop_eval(const struct engine *e, size_t b, unsigned char *high,
+                      struct engine_stop_eval *out)
+{
+    const struct policy_ops *p = e->cfg.policy;
+    out->rule = e->rule;
+    out->proven = engine_rule_proven(&e->cfg, e->rule);
+    out->below = 0;
+    out->evidence = out->threshold = out->error_bound = NAN;
+    out->fired = 0;
+    recommend(e, b, high);
+    switch (e->rule) {
+    case ENGINE_RULE_DELTA_C:
+        out->below = 1;
+        out->evidence = delta_c_of(e, b, high, NULL);
+        out->threshold = e->cfg.delta;
+        if (out->proven)
+            out->error_bound = out->evidence;
+        break;
+    case ENGINE_RULE_GLR:
+        glr_eval(e, b, high, STATS_GLR_PROVEN, e->cfg.m, out);
+        break;
+    case ENGINE_RULE_GLR_HEURISTIC:
+        glr_eval(e, b, high, STATS_GLR_HEURISTIC, e->cfg.m, out);
+        break;
+    case ENGINE_RULE_RHO:
+        out->evidence = stats_rho(e->arms[b], e->k[b], e->cfg.m);
+        out->threshold = e->cfg.tau;
+        break;
+    case ENGINE_RULE_POLICY:
+        if (p->flags & POLICY_F_GLR_STOP)
+            glr_eval(e, b, high, out->proven ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC, 1, out);
+        break;
+    default:
+        break;
+    }
+    if (!isfinite(out->evidence) && !isnan(out->evidence))
+        out->evidence = out->evidence > 0 ? DBL_MAX : -DBL_MAX; /* nothing to distinguish */
+}
+
+void engine_bandit_stop(const struct engine *e, size_t b, struct engine_stop_eval *out)
+{
+    if (e->fired[b].fired) {
+        *out = e->fired[b];
+        return;
+    }
+    unsigned char high[ENGINE_MAX_ARMS];
+    stop_eval(e, b, high, out);
+    /* A paper's own rule shows no figures; when it stopped the bandit its
+     * proof bounds the error by δ. */
+    if (e->rule == ENGINE_RULE_POLICY && e->done[b] && e->reason == ENGINE_STOPPED_POLICY &&
+        out->proven && isnan(out->error_bound))
+        out->error_bound = e->cfg.delta;
+}
+
 void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, double d, double *lo,
                          double *hi)
 {
@@ -802,4 +939,9 @@ void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, doub
 const struct engine_config *engine_config(const struct engine *e)
 {
     return &e->cfg;
+}
+
+enum engine_stop_rule engine_rule(const struct engine *e)
+{
+    return e->rule;
 }

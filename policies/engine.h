@@ -37,6 +37,30 @@ enum engine_stop_rule {
     ENGINE_RULE_NONE,          /* never stop on confidence (budget only) */
 };
 
+struct engine_config;
+
+/* A stop rule as the API and bandit-sim name it, and whether it carries a
+ * proof of δ-correctness (docs/stop-rules.md). */
+struct engine_rule_info {
+    enum engine_stop_rule rule;
+    const char *name; /* "delta_c", "glr", ... */
+    int proven;       /* 1, 0, or −1: the policy's (policy_own_stop_proven) */
+    const char *doc;  /* one line */
+};
+/* Every rule but ENGINE_RULE_DEFAULT, in a fixed order; *n gets the count. */
+const struct engine_rule_info *engine_rules(size_t *n);
+/* The name of r ("default" for ENGINE_RULE_DEFAULT). */
+const char *engine_rule_name(enum engine_stop_rule r);
+/* The rule a configuration stops on: its stop_rule, or without one the
+ * policy's own rule when that has a proof with the policy's default
+ * parameters, the proven GLR rule when it has none (gcp), none for
+ * regret-minimising policies and fixed-budget runs, δᶜ otherwise. Needs
+ * c->policy and c->params; never ENGINE_RULE_DEFAULT. */
+enum engine_stop_rule engine_resolve_rule(const struct engine_config *c);
+/* Whether rule r, as c configures it (bound, policy parameters), has a
+ * proof. ENGINE_RULE_NONE claims nothing: 0. */
+int engine_rule_proven(const struct engine_config *c, enum engine_stop_rule r);
+
 enum engine_stop_reason {
     ENGINE_RUNNING = 0,
     ENGINE_STOPPED_CONFIDENCE, /* a confidence rule fired in every bandit */
@@ -133,6 +157,22 @@ struct engine_bandit_status {
     int done;
 };
 
+/* A bandit's stop rule against its own threshold (docs/stop-rules.md). The
+ * rule fires when evidence ≤ threshold (δᶜ: `below`) or evidence >
+ * threshold (GLR, ρ̄ ≥ τ). error_bound: for a proven rule, the smallest δ
+ * at which it would hold now, an anytime-valid bound on the probability
+ * that the recommended set is wrong; NaN where no proof gives one, and
+ * NaN figures where the rule shows none (a paper's own rule, `none`). */
+struct engine_stop_eval {
+    enum engine_stop_rule rule; /* resolved */
+    int proven;
+    int below; /* 1: fires when evidence ≤ threshold; 0: when above (≥ for ρ̄) */
+    double evidence, threshold, error_bound;
+    int fired; /* 1: the rule stopped the bandit; the figures are those of that moment */
+};
+/* The rule's figures now, or frozen at the moment it fired. */
+void engine_bandit_stop(const struct engine *e, size_t bandit, struct engine_stop_eval *out);
+
 /* Fill st and high[] (n_arms entries: 1 = recommended). */
 void engine_bandit_status(const struct engine *e, size_t bandit, unsigned char *high,
                           struct engine_bandit_status *st);
@@ -143,5 +183,7 @@ void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, doub
                          double *hi);
 
 const struct engine_config *engine_config(const struct engine *e);
+/* The rule the engine stops on (engine_resolve_rule of its config). */
+enum engine_stop_rule engine_rule(const struct engine *e);
 
 #endif

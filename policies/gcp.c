@@ -317,6 +317,13 @@ void gcp_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t
     s->rho[bandit] = stats_rho(ctx->arms[bandit], ctx->n_arms[bandit], ctx->m);
 }
 
+/* ρ̄ ≥ τ has no proof (docs/stop-rules.md, `rho`): opt-in only. */
+int gcp_stop_proven(const struct policy_params *params)
+{
+    (void)params;
+    return 0;
+}
+
 int gcp_done(void *state, const struct policy_ctx *ctx, size_t bandit)
 {
     const struct gcp *s = state;
@@ -374,4 +381,5 @@ const struct policy_ops policy_gcp = {
     .update = gcp_update,
     .done = gcp_done,
     .recommend = gcp_recommend,
+    .stop_proven = gcp_stop_proven,
 };

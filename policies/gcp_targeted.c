@@ -129,4 +129,5 @@ const struct policy_ops policy_gcp_targeted = {
     .update = gcp_update,
     .done = gcp_done,
     .recommend = gcp_recommend,
+    .stop_proven = gcp_stop_proven,
 };

@@ -1468,6 +1468,7 @@ static const struct {
     {POLICY_F_BAYES, "bayesian"},
     {POLICY_F_NEEDS_TARGET, "needs_target_arm"},
     {POLICY_F_REGRET, "regret"},
+    {POLICY_F_GLR_STOP, "glr_stop"},
 };
 
 static json_t *param_spec_json(const struct policy_param_spec *s)
@@ -1508,12 +1509,27 @@ json_t *sim_policies_json(void)
         for (int i = 0; ops->params != NULL && i < POLICY_MAX_PARAMS && ops->params[i].name != NULL;
              i++)
             json_array_append_new(params, param_spec_json(&ops->params[i]));
-        json_array_append_new(list, json_pack("{s:s, s:s, s:o, s:o}", "name", ops->name, "summary",
-                                              ops->summary ? ops->summary : "", "flags", flags,
-                                              "params", params));
+        /* The rule a new experiment of this policy stops on without
+         * stop_rule, with the default parameters and no budget. */
+        struct engine_config c = {.policy = ops, .bound = STATS_BOUND_ANYTIME};
+        policy_params_defaults(ops, &c.params);
+        enum engine_stop_rule def = engine_resolve_rule(&c);
+        json_array_append_new(list,
+                              json_pack("{s:s, s:s, s:o, s:o, s:s, s:b, s:b}", "name", ops->name,
+                                        "summary", ops->summary ? ops->summary : "", "flags", flags,
+                                        "params", params, "default_stop", engine_rule_name(def),
+                                        "default_stop_proven", engine_rule_proven(&c, def),
+                                        "own_stop_proven", policy_own_stop_proven(ops, &c.params)));
     }
+    /* Every rule with whether it has a proof (docs/stop-rules.md); "policy"
+     * depends on the policy: null here, own_stop_proven per policy. */
     json_t *stops = json_array();
-    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
-        json_array_append_new(stops, json_string(rules[i].name));
+    size_t n;
+    const struct engine_rule_info *ri = engine_rules(&n);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(stops,
+                              json_pack("{s:s, s:o, s:s}", "name", ri[i].name, "proven",
+                                        ri[i].proven < 0 ? json_null() : json_boolean(ri[i].proven),
+                                        "doc", ri[i].doc));
     return json_pack("{s:o, s:o}", "policies", list, "stop_rules", stops);
 }

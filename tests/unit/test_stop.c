@@ -16,6 +16,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "policies/stop.h"
+#include "policies/tas.h"
 
 static struct stats_arm sampled_arm(gsl_rng *r, uint64_t n, double p)
 {
@@ -118,12 +119,71 @@ static void test_edges(void **state)
     gsl_rng_free(r);
 }
 
+/* The GLR rule with ε: the same verdict as track-and-stop's own ε-GLR stop
+ * (m = 1), as stats_glr_stop with ε = 0, and as its own evidence against
+ * the threshold; top-m with ε stops where ε = 0 cannot (tied top means). */
+static void test_glr_epsilon(void **state)
+{
+    (void)state;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 5);
+    int stops = 0;
+    for (int it = 0; it < 300; it++) {
+        size_t k = 2 + (size_t)gsl_rng_uniform_int(r, 5);
+        struct stats_arm arms[8];
+        unsigned char high[8] = {0};
+        size_t best = 0;
+        for (size_t i = 0; i < k; i++) {
+            arms[i] = sampled_arm(r, 30 + gsl_rng_uniform_int(r, 3000), gsl_rng_uniform(r));
+            if (arms[i].mean > arms[best].mean)
+                best = i;
+        }
+        high[best] = 1;
+        double eps = (it % 3) * 0.05, delta = it % 2 ? 0.1 : 0.01;
+        for (int kind = 0; kind < 2; kind++) {
+            enum stats_glr_threshold kd = kind ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
+            double t = 0;
+            for (size_t i = 0; i < k; i++)
+                t += (double)arms[i].n;
+            double beta = stats_glr_threshold(kd, t, k, 1, delta);
+            int met = stop_glr_met(arms, k, high, kd, 1, eps, delta);
+            assert_int_equal(met, tas_glr_stop(arms, k, best, eps, kd, beta));
+            if (eps == 0.0)
+                assert_int_equal(met, stats_glr_stop(arms, k, high, kd, 1, delta));
+            double ev = stop_glr_evidence(arms, k, high, kd, eps);
+            if (fabs(ev - beta) > 1e-9 * fmax(1.0, fabs(beta)))
+                assert_int_equal(met, ev > beta);
+            if (kd == STATS_GLR_PROVEN && met)
+                assert_true(stop_glr_error_bound(ev, k, 1) <= delta);
+            stops += met;
+        }
+    }
+    assert_true(stops > 30 && stops < 570);
+    /* Top 2 of four arms, the top two tied at 0.5 and the others far below:
+     * with ε = 0.1 the set {0, 1} is ε-good and the rule stops; with ε = 0
+     * it is too (the pairs are High against Low, never 0 against 1). Arm 1
+     * against a Low arm at 0.45: within ε, so only ε stops. */
+    struct stats_arm top[4] = {sampled_arm(r, 20000, 0.5), sampled_arm(r, 20000, 0.5),
+                               sampled_arm(r, 20000, 0.45), sampled_arm(r, 20000, 0.1)};
+    unsigned char h2[4] = {1, 1, 0, 0};
+    if (top[2].mean < fmin(top[0].mean, top[1].mean)) {
+        assert_true(stop_glr_met(top, 4, h2, STATS_GLR_PROVEN, 2, 0.1, 0.05));
+        assert_true(stop_glr_error_bound(stop_glr_evidence(top, 4, h2, STATS_GLR_PROVEN, 0.1), 4,
+                                         2) <= 0.05);
+    }
+    unsigned char h1[4] = {1, 0, 0, 0};
+    assert_false(stop_glr_met(top, 4, h1, STATS_GLR_PROVEN, 1, 0.0, 0.05));
+    assert_true(stop_glr_met(top, 4, h1, STATS_GLR_PROVEN, 1, 0.1, 0.05));
+    gsl_rng_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_arms_by_hand),
         cmocka_unit_test(test_rule_matches_bound),
         cmocka_unit_test(test_edges),
+        cmocka_unit_test(test_glr_epsilon),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
