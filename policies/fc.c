@@ -303,7 +303,7 @@ int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx)
     }
     size_t best = policy_argmax(ctx->rng, g->val, NULL, g->k);
     double beta = stats_glr_threshold(g->thr, t, g->k, 1, ctx->delta);
-    if (!tas_glr_stop(a, g->k, best, ctx->epsilon, g->thr, beta))
+    if (!stats_glr_stop_best(a, g->k, best, ctx->epsilon, g->thr, beta))
         return 0;
     g->stopped = 1;
     g->certified = best;

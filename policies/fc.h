@@ -155,8 +155,8 @@ void fc_elim_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
 /* --- the GLR stop of best-arm sampling rules --------------------------------- */
 
 /* ttts and track-and-stop stop alike: once every arm has a reward, when the
- * ε-GLR statistic of the empirical best (tas_glr, ties at random) exceeds
- * the threshold of stats_glr_threshold (m = 1) in every pair (tas_glr_stop:
+ * ε-GLR statistic of the empirical best (stats_glr_best, ties at random) exceeds
+ * the threshold of stats_glr_threshold (m = 1) in every pair (stats_glr_stop_best:
  * the proven rule weighs each pair's evidence, stats_glr_pair_evidence); the
  * certified arm is then
  * the answer, and before that the best arm by the engine's means (ties by a

@@ -202,23 +202,3 @@ void policy_order_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, 
         idx[j] = t;
     }
 }
-
-void policy_topm_gaps(gsl_rng *rng, const struct stats_arm *arms, size_t k, unsigned m, double *gap,
-                      size_t *order)
-{
-    if (k == 0)
-        return;
-    if (k == 1) {
-        gap[0] = 0;
-        return;
-    }
-    if (m == 0 || m >= k)
-        m = 1;
-    policy_order_by_mean(rng, arms, k, order);
-    double mu_m = arms[order[m - 1]].mean; /* μ̂_(m) */
-    double mu_m1 = arms[order[m]].mean;    /* μ̂_(m+1) */
-    for (size_t r = 0; r < k; r++) {
-        size_t i = order[r];
-        gap[i] = r < m ? arms[i].mean - mu_m1 : mu_m - arms[i].mean;
-    }
-}

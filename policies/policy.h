@@ -180,10 +180,5 @@ size_t policy_argmin(gsl_rng *rng, const double *v, const unsigned char *mask, s
 /* Sort arm indices by mean descending, ties broken at random (Fisher–Yates
  * then a stable sort). idx must hold k entries. */
 void policy_order_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t *idx);
-/* Top-m gaps (Bubeck et al. 2013): Δ̂_i = μ̂_i − μ̂_(m+1) in High,
- * μ̂_(m) − μ̂_i in Low (m = 1: Gabillon's gap). gap must hold k entries;
- * `order` is scratch of k entries. */
-void policy_topm_gaps(gsl_rng *rng, const struct stats_arm *arms, size_t k, unsigned m, double *gap,
-                      size_t *order);
 
 #endif

@@ -836,7 +836,7 @@ static void test_tas_glr(void **state)
     (void)state;
     struct stats_arm a[3] = {arm_with(100, 0.6), arm_with(80, 0.5), arm_with(50, 0.3)};
     unsigned char high[3] = {1, 0, 0};
-    double z0 = tas_glr(a, 3, 0, 0);
+    double z0 = stats_glr_best(a, 3, 0, 0);
     assert_true(fabs(z0 - stats_glr(a, 3, high)) < 1e-12);
     /* By hand: pair (0, 1), μ̂ = (100·.6 + 80·.5)/180 = .5555…;
      * 100 kl(.6, .5556) + 80 kl(.5, .5556) = .40013… + .49865… */
@@ -847,13 +847,13 @@ static void test_tas_glr(void **state)
      * challenger is ε above. */
     double prev = z0;
     for (int i = 1; i < 10; i++) { /* ε = 0.01 … 0.09 */
-        double z = tas_glr(a, 3, 0, i / 100.0);
+        double z = stats_glr_best(a, 3, 0, i / 100.0);
         assert_true(z > prev);
         prev = z;
     }
-    assert_true(tas_glr(a, 3, 1, 0) == 0);    /* arm 1 is not the best */
-    assert_true(tas_glr(a, 3, 1, 0.05) == 0); /* 0.6 ≥ 0.5 + 0.05 */
-    assert_true(tas_glr(a, 3, 1, 0.2) > 0);   /* within ε: evidence */
+    assert_true(stats_glr_best(a, 3, 1, 0) == 0);    /* arm 1 is not the best */
+    assert_true(stats_glr_best(a, 3, 1, 0.05) == 0); /* 0.6 ≥ 0.5 + 0.05 */
+    assert_true(stats_glr_best(a, 3, 1, 0.2) > 0);   /* within ε: evidence */
     /* The ε-GLR is a constrained minimum: check it against a grid. */
     double best = INFINITY;
     /* Arm 1 as 'best' with ε = 0.15: pair (1, 0) binds, inf over
@@ -864,12 +864,12 @@ static void test_tas_glr(void **state)
         if (v < best)
             best = v;
     }
-    double z1 = tas_glr(a, 3, 1, 0.15);
+    double z1 = stats_glr_best(a, 3, 1, 0.15);
     /* The third arm's pair is larger here; the grid bounds the minimum. */
     assert_true(z1 <= best + 1e-9 && z1 > best - 1e-6);
     /* No data: 0. */
     a[2].n = 0;
-    assert_true(tas_glr(a, 3, 0, 0) == 0);
+    assert_true(stats_glr_best(a, 3, 0, 0) == 0);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /*
- * test_stats.c — unit tests for policies/stats.c.
+ * test_stats.c — unit tests for policies/stats_*.c (stats.h).
  *
  * Three kinds of check: values worked out by hand (the arithmetic is in the
  * comments; ζ(1.4) = 3.1055472779775... by Euler–Maclaurin), properties that
@@ -153,7 +153,7 @@ static void test_stitched_hand(void **state)
      * u = k1 sqrt(ℓ) = 2.91690000 */
     CLOSE(stats_stitched_boundary(0.3, 1, 0, 0.05), 2.9168999970127727, 1e-10);
     CLOSE(stats_stitched_boundary(1.0, 1, 0, 0.05), 2.9168999970127727, 1e-10);
-    /* stats.c hard-codes ζ(1.4); the same boundary from gsl_sf_zeta: */
+    /* stats_impl.h hard-codes ζ(1.4); the same boundary from gsl_sf_zeta: */
     double k1 = (pow(2, 0.25) + pow(2, -0.25)) / sqrt(2), k2 = (sqrt(2) + 1) / 2;
     double ell = 1.4 * log(log(2 * 10.0)) + log(gsl_sf_zeta(1.4) / pow(log(2), 1.4)) + log(20);
     CLOSE(stats_stitched_boundary(10, 1, 1, 0.05),
@@ -163,7 +163,7 @@ static void test_stitched_hand(void **state)
     CLOSE(stats_stitched_conf(25, 1, 0, 20), 0.014868395054546759, 1e-9);
 }
 
-/* The one-sided normal mixture of stats.c with ρ recomputed from its
+/* The one-sided normal mixture of stats_impl.h with ρ recomputed from its
  * definition (confseq's best_rho, one-sided: v_opt = 125, α_opt = .025) and
  * Φ from GSL: M(u) = 2 sqrt(ρ/(V+ρ)) exp(u²/(2(V+ρ))) Φ(u/sqrt(V+ρ)). */
 static double mix_m(double u, double v)
@@ -896,7 +896,7 @@ static void test_pair_mixture(void **state)
                         double got = stats_pair_mixture(ni, mi, nj, mj, eps);
                         /* the result a lower bound, within 1e-6 of the grid's
                          * minimum (c steps down to 8e-8: with curvature
-                         * 4n ≤ 4e5, the grid misses by 3e-10 at most; stats.c's
+                         * 4n ≤ 4e5, the grid misses by 3e-10 at most; stats_glr.c's
                          * Gordon bound, beyond z = −30, is up to 2/z⁴ =
                          * 2.5e-6 low per arm) */
                         double best = pair_grid(ni, mi, nj, mj, eps, 100);
