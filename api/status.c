@@ -45,10 +45,9 @@ static json_t *stop_json(const struct engine *e, size_t b)
 {
     struct engine_stop_eval s;
     engine_bandit_stop(e, b, &s);
-    const char *when = isnan(s.evidence)           ? NULL
-                       : s.below                   ? "evidence <= threshold"
-                       : s.rule == ENGINE_RULE_RHO ? "evidence >= threshold"
-                                                   : "evidence > threshold";
+    static const char *const when_names[] = {NULL, "evidence <= threshold", "evidence > threshold",
+                                             "evidence >= threshold"};
+    const char *when = isnan(s.evidence) ? NULL : when_names[s.fires];
     return json_pack("{s:s,s:b,s:o,s:o,s:o,s:o,s:b}", "rule", engine_rule_name(s.rule), "proven",
                      s.proven, "fires_when", when ? json_string(when) : json_null(), "evidence",
                      num_or_null(s.evidence), "threshold", num_or_null(s.threshold), "error_bound",

@@ -445,8 +445,8 @@ static int rule_met(struct engine *e, size_t b)
     case ENGINE_RULE_GLR_HEURISTIC: {
         enum stats_glr_threshold kind =
             e->rule == ENGINE_RULE_GLR ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
-        return stop_glr_met(e->arms[b], e->k[b], high, kind, e->cfg.m, e->cfg.epsilon,
-                            e->cfg.delta);
+        return stats_glr_stop(e->arms[b], e->k[b], high, kind, e->cfg.m, e->cfg.epsilon,
+                              e->cfg.delta);
     }
     case ENGINE_RULE_RHO:
         return stats_rho(e->arms[b], e->k[b], e->cfg.m) >= e->cfg.tau;
@@ -863,8 +863,16 @@ static void glr_eval(const struct engine *e, size_t b, const unsigned char *high
 {
     out->evidence = stop_glr_evidence(e->arms[b], e->k[b], high, kind, e->cfg.epsilon);
     out->threshold = stats_glr_threshold(kind, total_pulls(e, b), e->k[b], m, e->cfg.delta);
+    out->fires = ENGINE_FIRES_ABOVE;
     if (kind == STATS_GLR_PROVEN)
         out->error_bound = stop_glr_error_bound(out->evidence, e->k[b], m);
+}
+
+static void rho_eval(const struct engine *e, size_t b, struct engine_stop_eval *out)
+{
+    out->evidence = stats_rho(e->arms[b], e->k[b], e->cfg.m);
+    out->threshold = e->cfg.tau;
+    out->fires = ENGINE_FIRES_AT_LEAST;
 }
 
 /* The figures of bandit b's rule now; high is scratch (k entries). */
@@ -874,13 +882,13 @@ static void stop_eval(const struct engine *e, size_t b, unsigned char *high,
     const struct policy_ops *p = e->cfg.policy;
     out->rule = e->rule;
     out->proven = engine_rule_proven(&e->cfg, e->rule);
-    out->below = 0;
+    out->fires = ENGINE_FIRES_NONE;
     out->evidence = out->threshold = out->error_bound = NAN;
     out->fired = 0;
     recommend(e, b, high);
     switch (e->rule) {
     case ENGINE_RULE_DELTA_C:
-        out->below = 1;
+        out->fires = ENGINE_FIRES_AT_MOST;
         out->evidence = delta_c_of(e, b, high, NULL);
         out->threshold = e->cfg.delta;
         if (out->proven)
@@ -893,12 +901,13 @@ static void stop_eval(const struct engine *e, size_t b, unsigned char *high,
         glr_eval(e, b, high, STATS_GLR_HEURISTIC, e->cfg.m, out);
         break;
     case ENGINE_RULE_RHO:
-        out->evidence = stats_rho(e->arms[b], e->k[b], e->cfg.m);
-        out->threshold = e->cfg.tau;
+        rho_eval(e, b, out);
         break;
     case ENGINE_RULE_POLICY:
         if (p->flags & POLICY_F_GLR_STOP)
             glr_eval(e, b, high, out->proven ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC, 1, out);
+        if (p->flags & POLICY_F_RHO_STOP)
+            rho_eval(e, b, out);
         break;
     default:
         break;

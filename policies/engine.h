@@ -157,16 +157,21 @@ struct engine_bandit_status {
     int done;
 };
 
-/* A bandit's stop rule against its own threshold (docs/stop-rules.md). The
- * rule fires when evidence ≤ threshold (δᶜ: `below`) or evidence >
- * threshold (GLR, ρ̄ ≥ τ). error_bound: for a proven rule, the smallest δ
- * at which it would hold now, an anytime-valid bound on the probability
- * that the recommended set is wrong; NaN where no proof gives one, and
- * NaN figures where the rule shows none (a paper's own rule, `none`). */
+/* How a rule compares its evidence with its threshold. */
+enum engine_fires {
+    ENGINE_FIRES_NONE = 0, /* the rule shows no figures */
+    ENGINE_FIRES_AT_MOST,  /* evidence ≤ threshold (δᶜ) */
+    ENGINE_FIRES_ABOVE,    /* evidence > threshold (GLR) */
+    ENGINE_FIRES_AT_LEAST, /* evidence ≥ threshold (ρ̄) */
+};
+/* The figures of a bandit's stop rule (docs/stop-rules.md). error_bound: for a proven rule, the
+ * smallest δ at which it would hold now, an anytime-valid bound on the probability that the
+ * recommended set is wrong; NaN where no proof gives one, and NaN figures where the rule shows none
+ * (a paper's own rule, `none`). */
 struct engine_stop_eval {
     enum engine_stop_rule rule; /* resolved */
     int proven;
-    int below; /* 1: fires when evidence ≤ threshold; 0: when above (≥ for ρ̄) */
+    enum engine_fires fires;
     double evidence, threshold, error_bound;
     int fired; /* 1: the rule stopped the bandit; the figures are those of that moment */
 };

@@ -373,7 +373,7 @@ const struct policy_ops policy_gcp = {
     .summary = "Greedy confidence pursuit (Bachman & Precup 2013, Alg. 2 and 3): Bayesian top-m "
                "arm and bandit selection, stop at rho >= tau",
     .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_FIXED_BUDGET | POLICY_F_MULTI | POLICY_F_TOPM |
-             POLICY_F_OWN_STOP | POLICY_F_BAYES,
+             POLICY_F_OWN_STOP | POLICY_F_RHO_STOP | POLICY_F_BAYES,
     .params = gcp_params,
     .init = gcp_init,
     .fini = gcp_fini,

@@ -46,6 +46,7 @@ enum {
     POLICY_F_REGRET = 1u << 8,           /* not pure exploration (thompson) */
     POLICY_F_GLR_STOP = 1u << 9,         /* the own rule is the GLR rule (ε-GLR, m = 1), its
                                           * threshold the proven one exactly when stop_proven */
+    POLICY_F_RHO_STOP = 1u << 10,        /* the own rule is ρ̄ ≥ τ (gcp) */
 };
 
 /* One declared parameter: validated generically before init() runs. */

@@ -8,8 +8,6 @@
 
 #include <math.h>
 
-#include "policies/tas.h"
-
 /* The lowest-mean High arm's and highest-mean Low arm's positions of the
  * separation: lo = max_Low μ̂, hi = min_High μ̂ + ε. 0 when either set is
  * empty. */
@@ -131,64 +129,11 @@ int stop_delta_c_met(const struct stats_arm *arms, size_t k, const unsigned char
     return 1;
 }
 
-/* A pair's ε-GLR statistic for "i is ε-better than j" (both arms with
- * data, μ̂_j < μ̂_i + ε): tas_glr on the two arms alone is exactly that
- * pair's infimum; with ε = 0, the pooled-mean form of stats_glr. */
-static double pair_z(const struct stats_arm *ai, const struct stats_arm *aj, double eps)
-{
-    if (eps > 0.0) {
-        struct stats_arm two[2] = {*ai, *aj};
-        return tas_glr(two, 2, 0, eps);
-    }
-    double ni = (double)ai->n, nj = (double)aj->n;
-    double mij = (ni * ai->mean + nj * aj->mean) / (ni + nj);
-    return ni * stats_kl_bern(ai->mean, mij) + nj * stats_kl_bern(aj->mean, mij);
-}
-
-/* 1 when every pair can be weighed, 0 when some cannot (no data, or a Low
- * arm at or above a High one + ε), −1 with nothing to distinguish. */
-static int pairs_ready(const struct stats_arm *arms, size_t k, const unsigned char *high,
-                       double eps)
-{
-    double lo, hi;
-    if (k < 2 || !gap_interval(arms, k, high, eps, &lo, &hi))
-        return -1;
-    if (any_empty(arms, k))
-        return 0;
-    return eps > 0.0 ? lo < hi : lo <= hi;
-}
-
-int stop_glr_met(const struct stats_arm *arms, size_t k, const unsigned char *high,
-                 enum stats_glr_threshold kind, unsigned m, double eps, double delta)
-{
-    if (!(eps > 0.0))
-        return stats_glr_stop(arms, k, high, kind, m, delta);
-    double t = 0.0;
-    for (size_t i = 0; i < k; i++)
-        t += (double)arms[i].n;
-    double beta = stats_glr_threshold(kind, t, k, m, delta);
-    int ready = pairs_ready(arms, k, high, eps);
-    if (ready <= 0)
-        return ready < 0 ? beta < INFINITY : 0;
-    for (size_t i = 0; i < k; i++) {
-        if (!high[i])
-            continue;
-        for (size_t j = 0; j < k; j++) {
-            if (high[j])
-                continue;
-            double z = pair_z(&arms[i], &arms[j], eps);
-            if (!stats_glr_pair_passes(kind, &arms[i], &arms[j], z, eps, beta))
-                return 0;
-        }
-    }
-    return 1;
-}
-
 double stop_glr_evidence(const struct stats_arm *arms, size_t k, const unsigned char *high,
                          enum stats_glr_threshold kind, double eps)
 {
-    int ready = pairs_ready(arms, k, high, eps);
-    if (ready < 0)
+    double lo, hi;
+    if (k < 2 || !gap_interval(arms, k, high, eps, &lo, &hi))
         return INFINITY;
     if (any_empty(arms, k))
         return 0.0;
@@ -203,7 +148,7 @@ double stop_glr_evidence(const struct stats_arm *arms, size_t k, const unsigned 
              * (the e-values' regrets, the mixture) is still defined. */
             int ahead =
                 eps > 0.0 ? arms[j].mean >= arms[i].mean + eps : arms[j].mean >= arms[i].mean;
-            double z = ahead ? 0.0 : pair_z(&arms[i], &arms[j], eps);
+            double z = ahead ? 0.0 : stats_glr_pair_z(&arms[i], &arms[j], eps);
             double e = stats_glr_pair_evidence(kind, &arms[i], &arms[j], z, eps);
             if (e < ev)
                 ev = e;

@@ -37,21 +37,12 @@ double stop_delta_c(const struct stats_arm *arms, size_t k, const unsigned char 
 int stop_delta_c_met(const struct stats_arm *arms, size_t k, const unsigned char *high,
                      enum stats_bound bound, double eps, double delta);
 
-/* --- the GLR rule with ε and top-m ---------------------------------------------
- * Pairs (i ∈ High, j ∈ Low); a pair's statistic is the ε-GLR of "μ_j ≥
- * μ_i + ε" (tas_glr on the two arms; the Chernoff statistic when ε = 0),
- * its evidence stats_glr_pair_evidence. The rule: every pair's evidence
- * exceeds stats_glr_threshold(kind, t, K, m, δ), t the rewarded pulls.
- * With ε = 0 it is stats_glr_stop exactly. 0 while some arm has no reward
- * or some pair's Low arm is at or above its High arm + ε; 1 with an empty
- * High or Low set. */
-int stop_glr_met(const struct stats_arm *arms, size_t k, const unsigned char *high,
-                 enum stats_glr_threshold kind, unsigned m, double eps, double delta);
+/* --- the GLR rule (stats_glr_stop) ---------------------------------------- */
 
-/* The smallest pair evidence (for STATS_GLR_PROVEN the log of the pair's
- * e-value, for the heuristic the statistic Z itself): what the rule
- * compares with its threshold. 0 while some arm has no reward; +INFINITY
- * with nothing to distinguish. */
+/* The smallest pair evidence over (i ∈ High, j ∈ Low) at ε (for
+ * STATS_GLR_PROVEN the log of the pair's e-value, for the heuristic the
+ * statistic Z itself): what stats_glr_stop compares with its threshold. 0 while some arm has no
+ * reward; +INFINITY with nothing to distinguish. */
 double stop_glr_evidence(const struct stats_arm *arms, size_t k, const unsigned char *high,
                          enum stats_glr_threshold kind, double eps);
 

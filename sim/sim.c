@@ -1469,6 +1469,7 @@ static const struct {
     {POLICY_F_NEEDS_TARGET, "needs_target_arm"},
     {POLICY_F_REGRET, "regret"},
     {POLICY_F_GLR_STOP, "glr_stop"},
+    {POLICY_F_RHO_STOP, "rho_stop"},
 };
 
 static json_t *param_spec_json(const struct policy_param_spec *s)

@@ -16,7 +16,6 @@
 #include <gsl/gsl_rng.h>
 
 #include "policies/stop.h"
-#include "policies/tas.h"
 
 static struct stats_arm sampled_arm(gsl_rng *r, uint64_t n, double p)
 {
@@ -119,9 +118,9 @@ static void test_edges(void **state)
     gsl_rng_free(r);
 }
 
-/* The GLR rule with ε: the same verdict as track-and-stop's own ε-GLR stop
- * (m = 1), as stats_glr_stop with ε = 0, and as its own evidence against
- * the threshold; top-m with ε stops where ε = 0 cannot (tied top means). */
+/* The GLR rule with ε over a mask: the same verdict as track-and-stop's own
+ * ε-GLR stop (m = 1) and as its evidence (stop_glr_evidence) against the
+ * threshold; top-m with ε stops where ε = 0 cannot (tied top means). */
 static void test_glr_epsilon(void **state)
 {
     (void)state;
@@ -146,10 +145,8 @@ static void test_glr_epsilon(void **state)
             for (size_t i = 0; i < k; i++)
                 t += (double)arms[i].n;
             double beta = stats_glr_threshold(kd, t, k, 1, delta);
-            int met = stop_glr_met(arms, k, high, kd, 1, eps, delta);
-            assert_int_equal(met, tas_glr_stop(arms, k, best, eps, kd, beta));
-            if (eps == 0.0)
-                assert_int_equal(met, stats_glr_stop(arms, k, high, kd, 1, delta));
+            int met = stats_glr_stop(arms, k, high, kd, 1, eps, delta);
+            assert_int_equal(met, stats_glr_stop_best(arms, k, best, eps, kd, beta));
             double ev = stop_glr_evidence(arms, k, high, kd, eps);
             if (fabs(ev - beta) > 1e-9 * fmax(1.0, fabs(beta)))
                 assert_int_equal(met, ev > beta);
@@ -167,13 +164,13 @@ static void test_glr_epsilon(void **state)
                                sampled_arm(r, 20000, 0.45), sampled_arm(r, 20000, 0.1)};
     unsigned char h2[4] = {1, 1, 0, 0};
     if (top[2].mean < fmin(top[0].mean, top[1].mean)) {
-        assert_true(stop_glr_met(top, 4, h2, STATS_GLR_PROVEN, 2, 0.1, 0.05));
+        assert_true(stats_glr_stop(top, 4, h2, STATS_GLR_PROVEN, 2, 0.1, 0.05));
         assert_true(stop_glr_error_bound(stop_glr_evidence(top, 4, h2, STATS_GLR_PROVEN, 0.1), 4,
                                          2) <= 0.05);
     }
     unsigned char h1[4] = {1, 0, 0, 0};
-    assert_false(stop_glr_met(top, 4, h1, STATS_GLR_PROVEN, 1, 0.0, 0.05));
-    assert_true(stop_glr_met(top, 4, h1, STATS_GLR_PROVEN, 1, 0.1, 0.05));
+    assert_false(stats_glr_stop(top, 4, h1, STATS_GLR_PROVEN, 1, 0.0, 0.05));
+    assert_true(stats_glr_stop(top, 4, h1, STATS_GLR_PROVEN, 1, 0.1, 0.05));
     gsl_rng_free(r);
 }
 
