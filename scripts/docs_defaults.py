@@ -88,12 +88,12 @@ def main():
                           file=sys.stderr)
     lines = ["Mean samples to stop ÷ T*(μ)·kl(δ, 1 − δ), ± its standard error (wrong answers / "
              "runs); Bernoulli arms, rewards back at once, seed 2016, `--stop` as shown "
-             "(`policy`: the policy's default rule: the proven GLR for `ttts`, "
-             "`track-and-stop` and `gcp`).", "",
+             "(`policy`: the policy's default rule: its own proven GLR for `ttts` "
+             "and `track-and-stop`, the engine's for `gcp`).", "",
              "| policy | stop | " + " | ".join(heads) + " |",
              "| --- | --- | " + " | ".join("---:" for _ in heads) + " |"]
     for (pol, stop), cells in rows.items():
-        rule = RULE.get(stop, "own (GLR, proven)")
+        rule = RULE.get(stop, "default (GLR, proven)")
         lines.append(f"| `{pol}` | {rule} | " + " | ".join(cells) + " |")
     secs = time.time() - start
     with open("/proc/loadavg") as f:

@@ -31,7 +31,7 @@ static const char usage_text[] =
     "  --budget N          budget (fixed-budget policies) or cap on pulls (others)\n"
     "  --threads N         worker threads (default: all cores; results do not depend on it)\n"
     "  --stop RULE         policy|delta_c|glr|glr-heuristic|rho|none (default policy: the\n"
-    "                      policy's own rule, else delta_c; fixed-budget runs: the budget)\n"
+    "                      policy's own rule if proven, else glr; fixed-budget runs: the budget)\n"
     "  --bound B           anytime|fixed: overrides the problem's bound\n"
     "  --delta X, --epsilon X, --m N   override the problem's goal (epsilon in reward units)\n"
     "  --burn-in N         clinical burn-in: pulls per arm before the policy takes over\n"

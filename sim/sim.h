@@ -184,7 +184,8 @@ json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o
 json_t *sim_policies_json(void);
 
 /* Stop rule names of --stop: "policy" (ENGINE_RULE_DEFAULT: the policy's own
- * rule, δᶜ ≤ δ for policies without one, the budget for fixed-budget runs),
+ * rule if proven, the proven GLR rule for policies without one (or whose
+ * own has no proof), the budget for fixed-budget runs),
  * "delta_c", "glr", "glr-heuristic", "rho", "none". 0, or −1 if unknown. */
 int sim_stop_rule_parse(const char *name, enum engine_stop_rule *out);
 const char *sim_stop_rule_name(enum engine_stop_rule r);
