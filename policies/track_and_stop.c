@@ -36,6 +36,7 @@
 #include "policies/fc.h"
 #include "policies/policy.h"
 #include "policies/tas.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -216,7 +217,7 @@ static int tas_select(void *state, const struct policy_ctx *ctx, int bandit,
             s->glr.val[i] = s->csum[i] - (double)(a[i].n + a[i].pending);
         }
     }
-    pick->arm = policy_argmax(ctx->rng, s->glr.val, NULL, k);
+    pick->arm = order_argmax(ctx->rng, s->glr.val, NULL, k);
     return POLICY_OK;
 }
 
