@@ -44,7 +44,7 @@ static int a_gape_new(void **state, const struct policy_ctx *ctx, const struct p
                       int bernstein, char *err, size_t errlen)
 {
     double scale = policy_param(ctx, ops, "eta") * (double)ctx->budget;
-    return policy_gapidx_new(state, ctx, ops->name, bernstein, scale, 0, 0, err, errlen);
+    return gapidx_new(state, ctx, ops->name, bernstein, scale, 0, 0, err, errlen);
 }
 
 static int a_gape_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
@@ -63,8 +63,8 @@ const struct policy_ops policy_a_gape = {
     .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI,
     .params = a_gape_params,
     .init = a_gape_init,
-    .fini = policy_gapidx_free,
-    .select = policy_gapidx_select,
+    .fini = gapidx_free,
+    .select = gapidx_select,
 };
 
 const struct policy_ops policy_a_gape_v = {
@@ -73,6 +73,6 @@ const struct policy_ops policy_a_gape_v = {
     .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI,
     .params = a_gape_v_params,
     .init = a_gape_v_init,
-    .fini = policy_gapidx_free,
-    .select = policy_gapidx_select,
+    .fini = gapidx_free,
+    .select = gapidx_select,
 };

@@ -43,9 +43,9 @@ static const struct policy_param_spec gape_params[] = {
      .max = 1e6,
      .doc = "a = η N / H (Gabillon et al. 2011 §4); 0: 4 with a known H, 1/2 with the online "
             "estimate (their Fig. 2)"},
-    POLICY_GAPIDX_PARAM_A("exploration parameter a itself; 0: from eta and H"),
-    POLICY_GAPIDX_PARAM_H("complexity H = Σ 1/Δ² over all bandits and arms if known; 0: the "
-                          "online estimate Ĥ(t) of a-gape (Gabillon et al. 2011 §3.3)"),
+    GAPIDX_PARAM_A("exploration parameter a itself; 0: from eta and H"),
+    GAPIDX_PARAM_H("complexity H = Σ 1/Δ² over all bandits and arms if known; 0: the "
+                   "online estimate Ĥ(t) of a-gape (Gabillon et al. 2011 §3.3)"),
     {.name = NULL},
 };
 
@@ -57,9 +57,9 @@ static const struct policy_param_spec gape_v_params[] = {
      .max = 1e6,
      .doc = "a = η N / Hσ (Gabillon et al. 2011 §4); 0: 4 with a known Hσ, 1 with the online "
             "estimate (their Fig. 2)"},
-    POLICY_GAPIDX_PARAM_A("exploration parameter a itself; 0: from eta and Hσ"),
-    POLICY_GAPIDX_PARAM_H("complexity Hσ = Σ (σ + sqrt(σ² + 16Δ/3))²/Δ² if known; 0: the online "
-                          "estimate Ĥσ(t) of a-gape-v (Gabillon et al. 2011 §3.3)"),
+    GAPIDX_PARAM_A("exploration parameter a itself; 0: from eta and Hσ"),
+    GAPIDX_PARAM_H("complexity Hσ = Σ (σ + sqrt(σ² + 16Δ/3))²/Δ² if known; 0: the online "
+                   "estimate Ĥσ(t) of a-gape-v (Gabillon et al. 2011 §3.3)"),
     {.name = NULL},
 };
 
@@ -71,8 +71,8 @@ static int gape_new(void **state, const struct policy_ctx *ctx, const struct pol
     double eta = policy_param(ctx, ops, "eta");
     if (eta == 0)
         eta = h > 0 ? 4.0 : eta_online;
-    return policy_gapidx_new(state, ctx, ops->name, bernstein, eta * (double)ctx->budget,
-                             policy_param(ctx, ops, "a"), h, err, errlen);
+    return gapidx_new(state, ctx, ops->name, bernstein, eta * (double)ctx->budget,
+                      policy_param(ctx, ops, "a"), h, err, errlen);
 }
 
 static int gape_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
@@ -91,8 +91,8 @@ const struct policy_ops policy_gape = {
     .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI,
     .params = gape_params,
     .init = gape_init,
-    .fini = policy_gapidx_free,
-    .select = policy_gapidx_select,
+    .fini = gapidx_free,
+    .select = gapidx_select,
 };
 
 const struct policy_ops policy_gape_v = {
@@ -101,6 +101,6 @@ const struct policy_ops policy_gape_v = {
     .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI,
     .params = gape_v_params,
     .init = gape_v_init,
-    .fini = policy_gapidx_free,
-    .select = policy_gapidx_select,
+    .fini = gapidx_free,
+    .select = gapidx_select,
 };

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "policies/policy.h"
+#include "policies/rng.h"
 
 /* Fisher–Yates over elements of `size` bytes (size_t indices or uint32_t
  * ranks): one loop, so both kinds of permutation consume the generator
@@ -16,7 +16,7 @@ static void fisher_yates(gsl_rng *rng, void *base, size_t n, size_t size)
 {
     unsigned char *p = base;
     for (size_t i = n; i > 1; i--) {
-        size_t j = policy_rand_index(rng, i);
+        size_t j = rng_index(rng, i);
         unsigned char *a = p + (i - 1) * size, *b = p + j * size;
         for (size_t c = 0; c < size; c++) {
             unsigned char t = a[c];

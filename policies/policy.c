@@ -1,7 +1,6 @@
 /*
- * policy.c — parameter validation and the uniform draw every policy shares
- * (orderings and random tie-breaks are order.c). The registry itself is
- * registry.c: adding a policy is one line there.
+ * policy.c — parameter validation for the interface of policy.h. The
+ * registry itself is registry.c: adding a policy is one line there.
  */
 #include "policies/policy.h"
 
@@ -97,11 +96,4 @@ double policy_param(const struct policy_ctx *ctx, const struct policy_ops *ops, 
     if (i < 0)
         abort(); /* a policy asking for a parameter it did not declare */
     return ctx->params->values[i];
-}
-
-size_t policy_rand_index(gsl_rng *rng, size_t n)
-{
-    if (n <= 1)
-        return 0;
-    return (size_t)gsl_rng_uniform_int(rng, (unsigned long)n);
 }

@@ -22,6 +22,16 @@
  * hand out each phase's quota once and, while a phase waits for its last
  * rewards, keep answering from the active arms round-robin, counting those
  * extra samples in the next phase.
+ *
+ * Naming rule for policies/: a public name starts with the name of the file
+ * that defines it, and the header of that name declares it — policy_ for this
+ * interface (policy.c, registry.c), order_ (order.c), rng_ (rng.c), stats_
+ * (the stats_*.c family, one header), and a family toolkit's own name:
+ * fc_ (fc.c, fixed-confidence phases, elimination and the GLR stop),
+ * phases_ (phases.c, fixed-budget phases), gapidx_ (gapidx.c), lucb_, gcp_,
+ * tas_, engine_. A policy file exports nothing but its vtable, named
+ * policy_<file> (lucb1.c: policy_lucb1), listed in list.h. Everything
+ * else is static.
  */
 #ifndef BANDITD_POLICIES_POLICY_H
 #define BANDITD_POLICIES_POLICY_H
@@ -154,10 +164,9 @@ void policy_params_defaults(const struct policy_ops *ops, struct policy_params *
 /* Value of parameter `name` (must exist: programming error otherwise). */
 double policy_param(const struct policy_ctx *ctx, const struct policy_ops *ops, const char *name);
 
-/* --- helpers shared by policies ----------------------------------------- */
-
-/* Uniform integer in [0, n). */
-size_t policy_rand_index(gsl_rng *rng, size_t n);
-/* Orderings and random tie-breaks (argmax, shuffles, sorts): order.h. */
+/* Helpers shared by policies live in their own modules (see the naming
+ * rule above): orderings and random tie-breaks in order.h, uniform draws in
+ * rng.h, statistics in stats.h, the families' toolkits in fc.h, phases.h,
+ * gapidx.h, lucb.h, gcp.h and tas.h. */
 
 #endif

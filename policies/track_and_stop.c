@@ -37,6 +37,7 @@
 #include "policies/policy.h"
 #include "policies/tas.h"
 #include "policies/order.h"
+#include "policies/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -142,7 +143,7 @@ static size_t least_sampled(const struct policy_ctx *ctx, size_t k)
             best = i;
             bv = c;
             ties = 1;
-        } else if (c == bv && policy_rand_index(ctx->rng, ++ties) == 0) {
+        } else if (c == bv && rng_index(ctx->rng, ++ties) == 0) {
             best = i;
         }
     }

@@ -26,9 +26,9 @@ static const struct policy_param_spec ucb_e_params[] = {
      .min = 1e-6,
      .max = 1e6,
      .doc = "a = c (N − K) / H (Bubeck et al. 2013 Fig. 3; Audibert et al. 2010 Thm 1: c ≤ 25/36)"},
-    POLICY_GAPIDX_PARAM_A("exploration parameter a itself; 0: from c and H"),
-    POLICY_GAPIDX_PARAM_H("complexity H = Σ 1/Δ_i² (top-m gaps) if known; 0: online estimate Ĥ "
-                          "(Gabillon et al. 2011 §3.3)"),
+    GAPIDX_PARAM_A("exploration parameter a itself; 0: from c and H"),
+    GAPIDX_PARAM_H("complexity H = Σ 1/Δ_i² (top-m gaps) if known; 0: online estimate Ĥ "
+                   "(Gabillon et al. 2011 §3.3)"),
     {.name = NULL},
 };
 
@@ -36,8 +36,8 @@ static int ucb_e_init(void **state, const struct policy_ctx *ctx, char *err, siz
 {
     double k = (double)ctx->n_arms[0];
     double scale = policy_param(ctx, &policy_ucb_e, "c") * ((double)ctx->budget - k);
-    return policy_gapidx_new(state, ctx, "ucb-e", 0, scale, policy_param(ctx, &policy_ucb_e, "a"),
-                             policy_param(ctx, &policy_ucb_e, "h"), err, errlen);
+    return gapidx_new(state, ctx, "ucb-e", 0, scale, policy_param(ctx, &policy_ucb_e, "a"),
+                      policy_param(ctx, &policy_ucb_e, "h"), err, errlen);
 }
 
 const struct policy_ops policy_ucb_e = {
@@ -46,6 +46,6 @@ const struct policy_ops policy_ucb_e = {
     .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM,
     .params = ucb_e_params,
     .init = ucb_e_init,
-    .fini = policy_gapidx_free,
-    .select = policy_gapidx_select,
+    .fini = gapidx_free,
+    .select = gapidx_select,
 };
