@@ -90,10 +90,7 @@ int policy_param_parse(const struct policy_param_spec *spec, const char *text, d
     return 0;
 }
 
-double policy_param(const struct policy_ctx *ctx, const struct policy_ops *ops, const char *name)
+double policy_param(const struct policy_ctx *ctx, int i)
 {
-    int i = policy_param_index(ops, name);
-    if (i < 0)
-        abort(); /* a policy asking for a parameter it did not declare */
     return ctx->params->values[i];
 }

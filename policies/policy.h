@@ -30,8 +30,9 @@
  * fc_ (fc.c, fixed-confidence phases, elimination and the GLR stop),
  * phases_ (phases.c, fixed-budget phases), gapidx_ (gapidx.c), lucb_, gcp_,
  * tas_, engine_. A policy file exports nothing but its vtable, named
- * policy_<file> (lucb1.c: policy_lucb1), listed in list.h. Everything
- * else is static.
+ * policy_<file> (lucb1.c: policy_lucb1), listed in list.h, and names its
+ * parameters' indices <FILE>_<PARAM> (LUCB1_K1: see policy_param).
+ * Everything else is static.
  */
 #ifndef BANDITD_POLICIES_POLICY_H
 #define BANDITD_POLICIES_POLICY_H
@@ -161,8 +162,12 @@ int policy_param_check(const struct policy_param_spec *spec, double v, char *err
 int policy_param_index(const struct policy_ops *ops, const char *name);
 /* Fill p with every default of ops. */
 void policy_params_defaults(const struct policy_ops *ops, struct policy_params *p);
-/* Value of parameter `name` (must exist: programming error otherwise). */
-double policy_param(const struct policy_ctx *ctx, const struct policy_ops *ops, const char *name);
+/* Value of the policy's own parameter number i, the position of its spec in
+ * ops->params. A policy names its positions with an enum beside its table
+ * and fills the table with designated initializers ([LUCB1_K1] = {...}), so
+ * a misspelt parameter is a compile error and a reordered table cannot
+ * misread one. (Names from users go through policy_param_index.) */
+double policy_param(const struct policy_ctx *ctx, int i);
 
 /* Helpers shared by policies live in their own modules (see the naming
  * rule above): orderings and random tie-breaks in order.h, uniform draws in

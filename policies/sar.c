@@ -42,8 +42,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-extern const struct policy_ops policy_sar;
-
 static void sar_decide(struct phases *ph, const struct policy_ctx *ctx, size_t phase)
 {
     (void)phase;

@@ -22,8 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-extern const struct policy_ops policy_seq_halving;
-
 struct sh {
     struct phases ph; /* first: phases.h reads the state as this */
     size_t *keep;     /* survivors after each round */

@@ -30,8 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-extern const struct policy_ops policy_sr;
-
 /* Reject the empirical worst active arm, ties at random. */
 static void sr_decide(struct phases *ph, const struct policy_ctx *ctx, size_t phase)
 {
