@@ -10,6 +10,7 @@
  * handed out).
  */
 #include "policies/engine.h"
+#include "policies/order.h"
 
 #include "policies/rng.h"
 #include "policies/stop.h"
@@ -340,18 +341,11 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     for (size_t b = 0; b < e->nb; b++) {
         e->arms[b] = e->store + off;
         e->rank[b] = e->rank_store + off;
-        for (size_t i = 0; i < e->k[b]; i++) {
+        for (size_t i = 0; i < e->k[b]; i++)
             stats_arm_init(&e->arms[b][i], e->cfg.prior_alpha, e->cfg.prior_beta);
-            e->rank[b][i] = (uint32_t)i;
-        }
         /* A random permutation per bandit: the status endpoint's tie-break,
          * fair to every arm and stable between calls. */
-        for (size_t i = e->k[b]; i > 1; i--) {
-            size_t j = policy_rand_index(e->rng, i);
-            uint32_t t = e->rank[b][i - 1];
-            e->rank[b][i - 1] = e->rank[b][j];
-            e->rank[b][j] = t;
-        }
+        order_rank_draw(e->rng, e->rank[b], e->k[b]);
         off += e->k[b];
     }
     e->rule = engine_resolve_rule(&e->cfg);
@@ -408,7 +402,7 @@ static void recommend(const struct engine *e, size_t b, unsigned char *high)
         p->recommend(e->pstate[i], &e->ctx[i], e->ninst == 1 ? b : 0, high);
         return;
     }
-    stats_top_m(e->arms[b], e->k[b], e->cfg.m, e->rank[b], high);
+    order_top_m(e->arms[b], e->k[b], e->cfg.m, e->rank[b], high);
 }
 
 /* δᶜ with the split of δ fixed in advance (stop.h): the δᶜ rule's error
@@ -526,14 +520,14 @@ static int least_served_bandit(struct engine *e)
 
 static void exploit(struct engine *e, int bandit, struct engine_pull *out)
 {
-    size_t b = bandit >= 0 ? (size_t)bandit : policy_rand_index(e->rng, e->nb);
+    size_t b = bandit >= 0 ? (size_t)bandit : rng_index(e->rng, e->nb);
     unsigned char *high = e->scratch_high;
     recommend(e, b, high);
     /* Serve one of the recommended arms, uniformly. */
     size_t count = 0;
     for (size_t i = 0; i < e->k[b]; i++)
         count += high[i] != 0;
-    size_t pick = policy_rand_index(e->rng, count ? count : e->k[b]);
+    size_t pick = rng_index(e->rng, count ? count : e->k[b]);
     size_t arm = 0;
     for (size_t i = 0; i < e->k[b]; i++) {
         if (count && !high[i])
@@ -631,7 +625,7 @@ static int constrained_pick(struct engine *e, int b, struct policy_pick *pick)
     if (u < share)
         pick->arm = (size_t)e->control[bb];
     else if (u < share + floor_all)
-        pick->arm = policy_rand_index(e->rng, e->k[bb]);
+        pick->arm = rng_index(e->rng, e->k[bb]);
     else
         return 0;
     pick->bandit = (size_t)bb;

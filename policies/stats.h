@@ -255,13 +255,7 @@ double stats_glr_pair_z(const struct stats_arm *ai, const struct stats_arm *aj, 
 int stats_glr_stop_best(const struct stats_arm *arms, size_t k, size_t best, double eps,
                         enum stats_glr_threshold kind, double beta);
 
-/* --- ordering helpers (stats_bounds.c) --------------------------------------
- * stats_top_m marks the m arms of largest mean in high[]; ties are broken by
- * rank[] (a random permutation drawn once per bandit, so ties never favour
- * arms by their index, and the answer does not flicker between calls).
- * rank may be NULL (ties then broken by index: tests only). */
-void stats_top_m(const struct stats_arm *arms, size_t k, unsigned m, const uint32_t *rank,
-                 unsigned char *high);
+/* --- the normal tail (stats_bounds.c) -------------------------------------- */
 
 /* Standard normal upper tail 1 − Φ(x). */
 double stats_normal_sf(double x);

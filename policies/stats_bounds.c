@@ -3,7 +3,7 @@
  * "Arms", "one-sided bounds", "Bernoulli KL"): Hoeffding and empirical
  * Bernstein at a fixed n and time-uniform, their inverses, the family's
  * tightest bound with pending pulls, the Bernoulli KL with its one clamp and
- * its confidence bounds, the normal tail, and the top-m marking. Formulas
+ * its confidence bounds, and the normal tail. Formulas
  * follow docs/policy-formulas.md; where a choice had to be made the comment
  * says which source was followed.
  *
@@ -373,41 +373,6 @@ double stats_kl_lower(double p, double level)
     if (stats_kl_bern(p, 0.0) <= level)
         return 0.0;
     return kl_newton(p, level, 0);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Ordering                                                                 */
-/* ------------------------------------------------------------------------ */
-
-/* Total order: larger mean first, then smaller rank (index without rank). */
-static int better(const struct stats_arm *arms, const uint32_t *rank, size_t i, size_t j)
-{
-    if (arms[i].mean != arms[j].mean)
-        return arms[i].mean > arms[j].mean;
-    uint64_t ri = rank ? rank[i] : i, rj = rank ? rank[j] : j;
-    return ri < rj;
-}
-
-/* Repeated selection, O(min(m, K − m) · K) and no buffer: picks the best m
- * when m is small, or marks all and drops the worst K − m when m is large. */
-void stats_top_m(const struct stats_arm *arms, size_t k, unsigned m, const uint32_t *rank,
-                 unsigned char *high)
-{
-    size_t want = m < k ? m : k;
-    int pick_best = want <= k - want;
-    for (size_t i = 0; i < k; i++)
-        high[i] = pick_best ? 0 : 1;
-    size_t rounds = pick_best ? want : k - want;
-    for (size_t r = 0; r < rounds; r++) {
-        size_t sel = k;
-        for (size_t i = 0; i < k; i++) {
-            if (high[i] != (pick_best ? 0 : 1))
-                continue;
-            if (sel == k || (pick_best ? better(arms, rank, i, sel) : better(arms, rank, sel, i)))
-                sel = i;
-        }
-        high[sel] = pick_best ? 1 : 0;
-    }
 }
 
 double stats_normal_sf(double x)

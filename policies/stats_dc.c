@@ -176,8 +176,10 @@ struct dc_search {
     const struct dc_arm *ws; /* NULL: no cache */
 };
 
-static double dc_eval(struct dc_search *s, double c)
+/* δᶜ at c, remembering the least value seen (golden_section's f). */
+static double dc_eval(void *ctx, double c)
 {
+    struct dc_search *s = ctx;
     double f = s->ws != NULL ? dc_at_cached(s->arms, s->k, s->high, s->o, s->ws, c, NULL)
                              : stats_delta_c_at(s->arms, s->k, s->high, s->o, c, NULL);
     if (f < s->best_f) {
@@ -236,24 +238,7 @@ double stats_delta_c_ws(const struct stats_arm *arms, size_t k, const unsigned c
     double a = lo + (hi - lo) * (jbest > 0 ? jbest - 1 : 0) / DC_GRID;
     double b = lo + (hi - lo) * (jbest < DC_GRID ? jbest + 1 : DC_GRID) / DC_GRID;
 
-    const double g = (sqrt(5.0) - 1.0) / 2.0;
-    double x1 = b - g * (b - a), x2 = a + g * (b - a);
-    double f1 = dc_eval(&s, x1), f2 = dc_eval(&s, x2);
-    for (int it = 0; it < DC_GOLDEN_MAX && b - a > DC_TOL; it++) {
-        if (f1 <= f2) {
-            b = x2;
-            x2 = x1;
-            f2 = f1;
-            x1 = b - g * (b - a);
-            f1 = dc_eval(&s, x1);
-        } else {
-            a = x1;
-            x1 = x2;
-            f1 = f2;
-            x2 = a + g * (b - a);
-            f2 = dc_eval(&s, x2);
-        }
-    }
+    golden_section(dc_eval, &s, &a, &b, DC_GOLDEN_MAX, DC_TOL);
     if (c_out)
         *c_out = s.best_c;
     if (per_arm) {

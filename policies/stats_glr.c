@@ -338,29 +338,18 @@ static double pair_mix_upper(const struct pair_mix *p)
 
 #define PAIR_GOLDEN 64 /* 0.618^64 < 1e-13 on [0, 1] */
 
-static double pair_mix_lower(const struct pair_mix *p)
+static double pair_mix_sum(void *ctx, double c)
+{
+    const struct pair_mix *p = ctx;
+    return pair_a(p, c) + pair_b(p, c);
+}
+
+static double pair_mix_lower(struct pair_mix *p)
 {
     double a = 0.0, b = 1.0 - p->eps;
     if (!(b > a)) /* ε ≥ 1: at most the point c = 0 is in the null */
         return pair_a(p, 0.0) + pair_b(p, 0.0);
-    const double g = (sqrt(5.0) - 1.0) / 2.0;
-    double x1 = b - g * (b - a), x2 = a + g * (b - a);
-    double f1 = pair_a(p, x1) + pair_b(p, x1), f2 = pair_a(p, x2) + pair_b(p, x2);
-    for (int it = 0; it < PAIR_GOLDEN; it++) {
-        if (f1 <= f2) {
-            b = x2;
-            x2 = x1;
-            f2 = f1;
-            x1 = b - g * (b - a);
-            f1 = pair_a(p, x1) + pair_b(p, x1);
-        } else {
-            a = x1;
-            x1 = x2;
-            f1 = f2;
-            x2 = a + g * (b - a);
-            f2 = pair_a(p, x2) + pair_b(p, x2);
-        }
-    }
+    golden_section(pair_mix_sum, p, &a, &b, PAIR_GOLDEN, -1.0);
     double v = pair_a(p, b) + pair_b(p, a);
     return v - 1e-11 * (1.0 + fabs(v));
 }

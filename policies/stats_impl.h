@@ -139,4 +139,36 @@ static inline double eff_ebv(const struct stats_arm *a, double ne)
     return a->ebv * ne / (double)a->n;
 }
 
+/* Golden-section search for the minimum of a unimodal f on [*a, *b]: at most
+ * max_it steps, stopping once b − a ≤ tol (tol < 0: always max_it steps).
+ * f is evaluated at the two interior points first (x1 then x2), then once
+ * per step; the final bracket is left in *a, *b. Shared by the δᶜ cutoff
+ * search (which records the best point in f's context) and the GLR pair
+ * mixture's lower bound (which reads the bracket). */
+static inline void golden_section(double (*f)(void *ctx, double x), void *ctx, double *a, double *b,
+                                  int max_it, double tol)
+{
+    const double g = (sqrt(5.0) - 1.0) / 2.0;
+    double lo = *a, hi = *b;
+    double x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo);
+    double f1 = f(ctx, x1), f2 = f(ctx, x2);
+    for (int it = 0; it < max_it && (tol < 0.0 || hi - lo > tol); it++) {
+        if (f1 <= f2) {
+            hi = x2;
+            x2 = x1;
+            f2 = f1;
+            x1 = hi - g * (hi - lo);
+            f1 = f(ctx, x1);
+        } else {
+            lo = x1;
+            x1 = x2;
+            f1 = f2;
+            x2 = lo + g * (hi - lo);
+            f2 = f(ctx, x2);
+        }
+    }
+    *a = lo;
+    *b = hi;
+}
+
 #endif

@@ -24,6 +24,7 @@
 #include <gsl/gsl_sf_zeta.h>
 
 #include "policies/stats.h"
+#include "policies/order.h"
 
 /* |got − want| <= tol · max(1, |want|), with the numbers on failure. */
 #define CLOSE(got, want, tol) check_close((got), (want), (tol), #got, __LINE__)
@@ -520,7 +521,7 @@ static void test_delta_c_optimal(void **state)
             arms[i] = sampled_arm(r, n, gsl_rng_uniform(r));
             arms[i].pending = gsl_rng_uniform_int(r, 10);
         }
-        stats_top_m(arms, k, m, NULL, high);
+        order_top_m(arms, k, m, NULL, high);
         struct stats_dc_opts o = {
             trial % 2 ? STATS_BOUND_FIXED : STATS_BOUND_ANYTIME,
             (trial % 3) * 0.02,
@@ -980,7 +981,7 @@ static void test_glr_stop(void **state)
             t += (double)n;
         }
         unsigned char high[6];
-        stats_top_m(arms, k, m, NULL, high);
+        order_top_m(arms, k, m, NULL, high);
         double delta = trial % 2 ? 0.1 : 0.01;
         double z = stats_glr(arms, k, high);
         assert_int_equal(stats_glr_stop(arms, k, high, STATS_GLR_HEURISTIC, m, 0.0, delta),
@@ -1055,19 +1056,19 @@ static void test_top_m(void **state)
     const uint32_t rank[5] = {4, 3, 2, 1, 0};
     unsigned char h[5];
     /* m = 1: the two .7 arms tie; rank 1 (arm 3) beats rank 3 (arm 1). */
-    stats_top_m(arms, 5, 1, rank, h);
+    order_top_m(arms, 5, 1, rank, h);
     assert_memory_equal(h, ((unsigned char[]){0, 0, 0, 1, 0}), 5);
     /* m = 3 (the drop-the-worst path): both .7, then the .5 of rank 2. */
-    stats_top_m(arms, 5, 3, rank, h);
+    order_top_m(arms, 5, 3, rank, h);
     assert_memory_equal(h, ((unsigned char[]){0, 1, 1, 1, 0}), 5);
     /* No rank: ties by index. */
-    stats_top_m(arms, 5, 1, NULL, h);
+    order_top_m(arms, 5, 1, NULL, h);
     assert_memory_equal(h, ((unsigned char[]){0, 1, 0, 0, 0}), 5);
-    stats_top_m(arms, 5, 3, NULL, h);
+    order_top_m(arms, 5, 3, NULL, h);
     assert_memory_equal(h, ((unsigned char[]){1, 1, 0, 1, 0}), 5);
-    stats_top_m(arms, 5, 0, rank, h);
+    order_top_m(arms, 5, 0, rank, h);
     assert_memory_equal(h, ((unsigned char[]){0, 0, 0, 0, 0}), 5);
-    stats_top_m(arms, 5, 9, rank, h);
+    order_top_m(arms, 5, 9, rank, h);
     assert_memory_equal(h, ((unsigned char[]){1, 1, 1, 1, 1}), 5);
     /* Against a full sort, with many ties, every m. */
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
@@ -1096,7 +1097,7 @@ static void test_top_m(void **state)
             memset(want, 0, sizeof want);
             for (unsigned i = 0; i < m; i++)
                 want[idx[i]] = 1;
-            stats_top_m(many, K, m, ref.rank, got);
+            order_top_m(many, K, m, ref.rank, got);
             assert_memory_equal(got, want, K);
         }
     }
