@@ -39,10 +39,11 @@
  * thread without the experiment's lock: it touches only the store (read
  * connections are per thread and see committed data) and the immutable
  * parts of the experiment (configuration, rowid, id token), kept alive by
- * the reference the stream holds. If the experiment is deleted meanwhile,
- * the stream ends with an error (the connection is closed before the
- * chunked terminator), so a client never takes a truncated export for a
- * complete one.
+ * the reference the stream holds. The first chunk is read before the
+ * answer starts, so a failure there is a 503 (or 404). If the experiment
+ * is deleted later, or a later read fails, the stream ends with an error
+ * (the connection is closed before the chunked terminator), so a client
+ * never takes a truncated export for a complete one.
  */
 #include "api/api.h"
 
@@ -445,6 +446,16 @@ int api_export_get(struct http_req *r)
     e->next_seq = after;
     e->fmt = fmt;
     e->done = after >= last;
+    /* The first rows are read before anything is sent: a failure there
+     * (the whole of a small export) is still a problem+json answer, where
+     * once streaming it can only cut the connection (test_allocfaults). */
+    if (refill(e) != 0) {
+        int gone = !still_there(e);
+        export_free(e);
+        if (gone)
+            return http_reply_problem(r, 404, "the experiment was deleted", NULL);
+        return http_reply_problem(r, 503, "storage read failed; retry later", NULL);
+    }
     char disp[EXP_ID_MAX + 64], next[24];
     if (after > 0)
         snprintf(disp, sizeof disp, "attachment; filename=\"%s.after-%" PRId64 ".%s\"", e->id,

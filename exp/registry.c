@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/jsonv.h"
 #include "base/log.h"
 #include "exp/internal.h"
 
@@ -515,7 +516,13 @@ static int load_one(void *arg, const struct store_experiment_row *row)
 {
     struct load_ctx *lc = arg;
     json_error_t jerr;
-    json_t *j = json_loads(row->config_json, 0, &jerr);
+    int oom;
+    json_t *j = jv_loadb(row->config_json, strlen(row->config_json), 0, &jerr, &oom);
+    if (oom) { /* never load a configuration jansson may have cut short */
+        snprintf(lc->err, lc->errlen, "experiment %s: out of memory reading its configuration",
+                 row->id);
+        return -1;
+    }
     json_t *errors = json_array();
     struct exp_config cfg;
     int parsed = j != NULL && errors != NULL;
