@@ -121,8 +121,9 @@ void api_write_abandon(struct api_write *w);
 int api_write_finish(struct api_write *w, struct exp *x, unsigned status, json_t *body);
 int api_write_finish_text(struct api_write *w, struct exp *x, unsigned status, char *text,
                           size_t len);
-/* The completion of a write (store_done_fn): answers the request, frees w. */
-void api_write_done(void *w, int store_err);
+/* The completion of a write (store_done_fn; arg is its struct api_write):
+ * answers the request, frees the write. */
+void api_write_done(void *arg, int store_err);
 
 /* Answers that show experiments go out only once every write of theirs
  * that the answer includes is on disk, so a reader never sees what a crash

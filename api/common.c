@@ -234,8 +234,12 @@ void api_join_add(struct api_join *j, struct exp *x)
         return;
     atomic_fetch_add(&j->left, 1);
     int rc = exp_submit_locked(x, &j->empty, join_done, j);
-    if (rc != STORE_OK)
-        join_done(j, rc); /* not queued: counts as failed */
+    if (rc != STORE_OK) {
+        /* not queued: counts as failed; the count does not reach 0 here
+         * (the reference taken by api_join_begin is held until finish) */
+        atomic_store(&j->err, rc);
+        atomic_fetch_sub(&j->left, 1);
+    }
 }
 
 int api_join_finish(struct api_join *j, unsigned status, json_t *body)
