@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/jsonv.h"
 
 /* Lock {id} unless the client has its current version (If-None-Match):
  * NULL after answering (404, 503, or 304). Either way the ETag is set:
@@ -58,7 +59,8 @@ static json_t *bandit_json(struct exp *x, size_t b)
                               (json_int_t)arms[i].n, "pending", (json_int_t)arms[i].pending);
         if (arms[i].n > 0) {
             json_object_set_new(a, "mean", json_real(lo + arms[i].mean * range));
-            json_object_set_new(a, "variance", json_real(var * range * range));
+            /* a wide range (1e200) squared is not finite: null */
+            json_object_set_new(a, "variance", jv_real(var * range * range));
             json_object_set_new(a, "lower", json_real(lo + l * range));
             json_object_set_new(a, "upper", json_real(lo + h * range));
         } else {

@@ -90,6 +90,11 @@ int jv_number(const json_t *v, double *out)
     return 0;
 }
 
+json_t *jv_real(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
 void jv_first_error(const json_t *errors, const char *suffix, char *buf, size_t len)
 {
     const json_t *first = json_array_get(errors, 0);

@@ -39,6 +39,11 @@ int jv_unknown_keys(json_t *obj, const char *const *allowed, const char *prefix,
 /* A finite number (integer or real): 1 and *out, or 0. */
 int jv_number(const json_t *v, double *out);
 
+/* x as a JSON number, or JSON null when x is not finite: json_real
+ * refuses NaN and ±inf (NULL), and a field set from it silently went
+ * missing. A new reference (NULL only on out of memory). */
+json_t *jv_real(double x);
+
 /* "field: message" of the first error of the list into buf (a problem's
  * one-line detail), with `suffix` appended (may be NULL). */
 void jv_first_error(const json_t *errors, const char *suffix, char *buf, size_t len);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/support/faults.h"
 #include "tests/support/harness.h"
 
 #define MAX_BODY 65536
@@ -289,6 +290,51 @@ static void test_unknown_fields(void **state)
     snprintf(b, sizeof b, "%s", aid);
     assert_string_equal(texp_reward(tgroup_d, "unk", b, 0), "accepted");
     json_decref(a);
+}
+
+/* A wide reward range of finite width is served, status included (a
+ * variance too large for a double reads null, it used to vanish); one
+ * whose width is not finite is the client's error (issue 13: -1e308 to
+ * 1e308 answered 503 "out of memory", which clients retry forever): 400
+ * naming the field, nothing created. */
+static void test_reward_range_width(void **state)
+{
+    (void)state;
+    json_decref(texp_create(tgroup_d, "{\"id\":\"wide\",\"arms\":[\"a\",\"b\"],"
+                                      "\"policy\":{\"name\":\"uniform\"},\"seed\":3,"
+                                      "\"reward\":{\"min\":-1e200,\"max\":1e200}}"));
+    for (int i = 0; i < 6; i++) {
+        json_t *a = texp_assign(tgroup_d, "wide", NULL);
+        assert_string_equal(
+            texp_reward(tgroup_d, "wide", tjson_str(a, "[0].id"), i % 2 ? 1e200 : -1e200),
+            "accepted");
+        json_decref(a);
+    }
+    json_t *st = texp_status(tgroup_d, "wide");
+    for (size_t k = 0; k < 2; k++) {
+        char path[64];
+        snprintf(path, sizeof path, "bandits[0].arms[%zu].variance", k);
+        assert_non_null(tjson_get(st, path));
+    }
+    json_decref(st);
+
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments",
+                           "{\"id\":\"wider\",\"arms\":[\"a\",\"b\"],"
+                           "\"reward\":{\"min\":-1e308,\"max\":1e308}}",
+                           NULL);
+    const char *field = tproblem_has_field(r, "reward.min") ? "reward.min" : "reward.max";
+    if (r->status != 400 || !tproblem_has_field(r, field)) {
+        char got[160];
+        snprintf(got, sizeof got, "%ld %.120s", r->status, r->body);
+        tresp_free(r);
+        /* exp/config.c: refuse a range whose max - min is not finite */
+        tknown_bug("(issue 13): a reward range whose width is not finite answers %s, not 400 "
+                   "naming reward.max",
+                   got);
+    }
+    assert_invalid(r, field);
+    tresp_free(r);
+    assert_no_experiment("wider");
 }
 
 static void test_reward_invalid_values(void **state)
@@ -670,6 +716,7 @@ int main(void)
         cmocka_unit_test(test_gcp_targeted_needs_target),
         cmocka_unit_test(test_direct_needs_epsilon),
         cmocka_unit_test(test_unknown_fields),
+        cmocka_unit_test(test_reward_range_width),
         cmocka_unit_test(test_reward_invalid_values),
         cmocka_unit_test(test_not_found),
         cmocka_unit_test(test_unknown_assignment),
