@@ -1249,117 +1249,173 @@ static void reader_put(struct reader *r, enum q q, sqlite3_stmt *st)
     }
 }
 
-/* Begin a read of query q: *st is ready to bind. */
-static int read_begin(struct store *s, enum q q, struct reader **r, sqlite3_stmt **st)
+/* One read: this thread's reader and query q's statement, bound. */
+struct rd {
+    struct reader *r; /* NULL until begun */
+    sqlite3_stmt *st;
+    enum q q;
+};
+
+/* A parameter of a read: an integer, or (text non-NULL) a string the
+ * caller keeps alive until the read ends. */
+struct rd_arg {
+    int64_t i;
+    const char *text;
+};
+
+/* Begin a read of q with a[0..n) bound to ?1..?n. STORE_OK or the error;
+ * rd_end in either case. */
+static int rd_begin(struct store *s, struct rd *rd, enum q q, const struct rd_arg *a, size_t n)
 {
-    int err = reader_get(s, r);
+    rd->r = NULL;
+    rd->st = NULL;
+    rd->q = q;
+    int err = reader_get(s, &rd->r);
     if (err != STORE_OK)
         return err;
-    return store_err_from_sqlite(reader_stmt(*r, q, st));
+    int rc = reader_stmt(rd->r, q, &rd->st);
+    for (size_t i = 0; i < n && rc == SQLITE_OK; i++)
+        rc = a[i].text != NULL ? sqlite3_bind_text(rd->st, (int)i + 1, a[i].text, -1, SQLITE_STATIC)
+                               : sqlite3_bind_int64(rd->st, (int)i + 1, a[i].i);
+    return store_err_from_sqlite(rc);
+}
+
+static void rd_end(struct rd *rd)
+{
+    if (rd->r != NULL)
+        reader_put(rd->r, rd->q, rd->st);
+}
+
+static void experiment_from_row(sqlite3_stmt *st, struct store_experiment_row *row)
+{
+    row->rowid = sqlite3_column_int64(st, 0);
+    row->id = (const char *)sqlite3_column_text(st, 1);
+    row->config_json = (const char *)sqlite3_column_text(st, 2);
+    row->created_ms = sqlite3_column_int64(st, 3);
+}
+
+static void delivery_from_row(sqlite3_stmt *st, struct store_delivery *d);
+static void key_from_row(sqlite3_stmt *st, struct store_key_row *row);
+
+/* What a read of many rows hands each row to: the caller's callback of
+ * the row's type. */
+struct rd_each {
+    enum { EACH_EXPERIMENT, EACH_EVENT, EACH_DELIVERY, EACH_KEY } kind;
+    union {
+        int (*experiment)(void *arg, const struct store_experiment_row *row);
+        int (*event)(void *arg, const struct store_event *ev);
+        int (*delivery)(void *arg, const struct store_delivery *d);
+        int (*key)(void *arg, const struct store_key_row *row);
+    } cb;
+    void *arg;
+};
+
+/* Read q (a[0..n) bound) row by row into e's callback, until it returns
+ * non-zero (returned as is) or the rows end (STORE_OK). The row's strings
+ * live until the callback returns. */
+static int rd_each(struct store *s, enum q q, const struct rd_arg *a, size_t n,
+                   const struct rd_each *e)
+{
+    struct rd rd;
+    int ret = rd_begin(s, &rd, q, a, n);
+    int rc = SQLITE_DONE;
+    if (ret == STORE_OK)
+        rc = step_retry(rd.st);
+    for (; ret == STORE_OK && rc == SQLITE_ROW; rc = sqlite3_step(rd.st)) {
+        union {
+            struct store_experiment_row x;
+            struct store_event ev;
+            struct store_delivery d;
+            struct store_key_row k;
+        } row;
+        switch (e->kind) {
+        case EACH_EXPERIMENT:
+            experiment_from_row(rd.st, &row.x);
+            ret = e->cb.experiment(e->arg, &row.x);
+            break;
+        case EACH_EVENT:
+            event_from_row(rd.st, &row.ev);
+            ret = e->cb.event(e->arg, &row.ev);
+            break;
+        case EACH_DELIVERY:
+            delivery_from_row(rd.st, &row.d);
+            ret = e->cb.delivery(e->arg, &row.d);
+            break;
+        case EACH_KEY:
+            key_from_row(rd.st, &row.k);
+            ret = e->cb.key(e->arg, &row.k);
+            break;
+        }
+    }
+    if (ret == STORE_OK)
+        ret = store_err_from_sqlite(rc);
+    rd_end(&rd);
+    return ret;
+}
+
+/* Read the one event row of q (a[0..n) bound) into out. Its strings die
+ * with the read: the unit is copied to buf when given (else NULL), the
+ * text is NULL. STORE_ERR_NOTFOUND when there is no row. */
+static int rd_event(struct store *s, enum q q, const struct rd_arg *a, size_t n,
+                    struct store_event *out, char *buf, size_t buflen)
+{
+    struct rd rd;
+    int err = rd_begin(s, &rd, q, a, n);
+    int rc = err == STORE_OK ? step_retry(rd.st) : SQLITE_OK;
+    if (err == STORE_OK && rc == SQLITE_ROW) {
+        event_from_row(rd.st, out);
+        if (out->unit != NULL && buf != NULL && buflen > 0) {
+            snprintf(buf, buflen, "%s", out->unit);
+            out->unit = buf;
+        } else {
+            out->unit = NULL;
+        }
+        out->text = NULL;
+    } else if (err == STORE_OK) {
+        err = rc == SQLITE_DONE ? STORE_ERR_NOTFOUND : store_err_from_sqlite(rc);
+    }
+    rd_end(&rd);
+    return err;
+}
+
+/* Read the integer in the first column of q's one row (a[0..n) bound) into
+ * *out; no row reads as none_value when none_ok, else fails (I/O). */
+static int rd_int(struct store *s, enum q q, const struct rd_arg *a, size_t n, int none_ok,
+                  int64_t none_value, int64_t *out)
+{
+    struct rd rd;
+    int err = rd_begin(s, &rd, q, a, n);
+    int rc = err == STORE_OK ? step_retry(rd.st) : SQLITE_OK;
+    if (err == STORE_OK && rc == SQLITE_ROW)
+        *out = sqlite3_column_int64(rd.st, 0);
+    else if (err == STORE_OK && rc == SQLITE_DONE && none_ok)
+        *out = none_value;
+    else if (err == STORE_OK)
+        err = rc == SQLITE_DONE ? STORE_ERR_IO : store_err_from_sqlite(rc);
+    rd_end(&rd);
+    return err;
 }
 
 int store_load_experiments(struct store *s,
                            int (*cb)(void *arg, const struct store_experiment_row *row), void *arg)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    struct store_experiment_row row;
-    int ret, rc;
-
-    ret = read_begin(s, Q_EXPERIMENTS, &r, &st);
-    if (ret != STORE_OK)
-        goto out;
-    for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
-        row.rowid = sqlite3_column_int64(st, 0);
-        row.id = (const char *)sqlite3_column_text(st, 1);
-        row.config_json = (const char *)sqlite3_column_text(st, 2);
-        row.created_ms = sqlite3_column_int64(st, 3);
-        ret = cb(arg, &row);
-        if (ret != 0)
-            goto out;
-    }
-    ret = store_err_from_sqlite(rc);
-out:
-    if (r)
-        reader_put(r, Q_EXPERIMENTS, st);
-    return ret;
+    const struct rd_each e = {.kind = EACH_EXPERIMENT, .cb.experiment = cb, .arg = arg};
+    return rd_each(s, Q_EXPERIMENTS, NULL, 0, &e);
 }
 
 int store_load_events(struct store *s, int64_t exp, int64_t after_seq,
                       int (*cb)(void *arg, const struct store_event *ev), void *arg)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    struct store_event ev;
-    int ret, rc;
-
-    ret = read_begin(s, Q_EVENTS, &r, &st);
-    if (ret != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, exp);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 2, after_seq);
-    if (rc != SQLITE_OK) {
-        ret = store_err_from_sqlite(rc);
-        goto out;
-    }
-    for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
-        event_from_row(st, &ev);
-        ret = cb(arg, &ev);
-        if (ret != 0)
-            goto out;
-    }
-    ret = store_err_from_sqlite(rc);
-out:
-    if (r)
-        reader_put(r, Q_EVENTS, st);
-    return ret;
-}
-
-/* Run a single-row event query (bound by the caller) into out, leaving the
- * strings borrowed from st. */
-static int read_event_row(sqlite3_stmt *st, struct store_event *out)
-{
-    int rc = step_retry(st);
-    if (rc == SQLITE_ROW) {
-        event_from_row(st, out);
-        return STORE_OK;
-    }
-    if (rc == SQLITE_DONE)
-        return STORE_ERR_NOTFOUND;
-    return store_err_from_sqlite(rc);
+    const struct rd_arg a[] = {{.i = exp}, {.i = after_seq}};
+    const struct rd_each e = {.kind = EACH_EVENT, .cb.event = cb, .arg = arg};
+    return rd_each(s, Q_EVENTS, a, 2, &e);
 }
 
 int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct store_event *out,
                           char *buf, size_t buflen)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    int err, rc;
-
-    err = read_begin(s, Q_ASSIGNMENT, &r, &st);
-    if (err != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, exp);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 2, seq);
-    err = store_err_from_sqlite(rc);
-    if (err == STORE_OK)
-        err = read_event_row(st, out);
-    if (err != STORE_OK)
-        goto out;
-    /* the row's strings die with the reset: copy the unit out */
-    if (out->unit && buf && buflen > 0) {
-        snprintf(buf, buflen, "%s", out->unit);
-        out->unit = buf;
-    } else {
-        out->unit = NULL;
-    }
-    out->text = NULL;
-out:
-    if (r)
-        reader_put(r, Q_ASSIGNMENT, st);
-    return err;
+    const struct rd_arg a[] = {{.i = exp}, {.i = seq}};
+    return rd_event(s, Q_ASSIGNMENT, a, 2, out, buf, buflen);
 }
 
 int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_event *out)
@@ -1370,27 +1426,9 @@ int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_e
 int store_find_outcome_kind(struct store *s, int64_t exp, int64_t ref, int kind,
                             struct store_event *out)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    int err, rc;
-
-    err = read_begin(s, Q_OUTCOME, &r, &st);
-    if (err != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, exp);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 2, ref);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 3, kind);
-    err = store_err_from_sqlite(rc);
-    if (err == STORE_OK)
-        err = read_event_row(st, out);
-    if (err == STORE_OK)
-        out->unit = out->text = NULL; /* outcomes carry none; not copied */
-out:
-    if (r)
-        reader_put(r, Q_OUTCOME, st);
-    return err;
+    /* outcomes carry no unit or text */
+    const struct rd_arg a[] = {{.i = exp}, {.i = ref}, {.i = kind}};
+    return rd_event(s, Q_OUTCOME, a, 3, out, NULL, 0);
 }
 
 int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store_event *out)
@@ -1401,53 +1439,17 @@ int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store
 int store_find_unit_in(struct store *s, int64_t exp, const char *unit, int bandit,
                        struct store_event *out)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    int err, rc;
-
-    err = read_begin(s, Q_UNIT, &r, &st);
-    if (err != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, exp);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(st, 2, unit, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 3, bandit);
-    err = store_err_from_sqlite(rc);
+    const struct rd_arg a[] = {{.i = exp}, {.text = unit}, {.i = bandit}};
+    int err = rd_event(s, Q_UNIT, a, 3, out, NULL, 0);
     if (err == STORE_OK)
-        err = read_event_row(st, out);
-    if (err == STORE_OK) {
         out->unit = unit; /* the caller's string, equal to the stored one */
-        out->text = NULL;
-    }
-out:
-    if (r)
-        reader_put(r, Q_UNIT, st);
     return err;
 }
 
 int store_last_seq(struct store *s, int64_t exp, int64_t *out)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    int err, rc;
-
-    err = read_begin(s, Q_LAST_SEQ, &r, &st);
-    if (err != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, exp);
-    if (rc == SQLITE_OK)
-        rc = step_retry(st);
-    if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-        *out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0; /* no event: 0 */
-        err = STORE_OK;
-    } else {
-        err = store_err_from_sqlite(rc);
-    }
-out:
-    if (r)
-        reader_put(r, Q_LAST_SEQ, st);
-    return err;
+    const struct rd_arg a[] = {{.i = exp}};
+    return rd_int(s, Q_LAST_SEQ, a, 1, 1, 0, out); /* no event: 0 */
 }
 
 /* --- outbox ------------------------------------------------------------------ */
@@ -1484,83 +1486,25 @@ static void delivery_from_row(sqlite3_stmt *st, struct store_delivery *d)
     d->last_error = col_text(st, 14);
 }
 
-/* Run an outbox read bound by the caller, calling cb per row. */
-static int outbox_rows(sqlite3_stmt *st, int (*cb)(void *arg, const struct store_delivery *d),
-                       void *arg)
-{
-    struct store_delivery d;
-    int rc;
-    for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
-        delivery_from_row(st, &d);
-        int ret = cb(arg, &d);
-        if (ret != 0)
-            return ret;
-    }
-    return store_err_from_sqlite(rc);
-}
-
 int store_outbox_pending(struct store *s, int64_t after_id, int limit,
                          int (*cb)(void *arg, const struct store_delivery *d), void *arg)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    int ret, rc;
-
-    ret = read_begin(s, Q_OUTBOX_PENDING, &r, &st);
-    if (ret != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, after_id);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 2, limit);
-    ret = rc == SQLITE_OK ? outbox_rows(st, cb, arg) : store_err_from_sqlite(rc);
-out:
-    if (r)
-        reader_put(r, Q_OUTBOX_PENDING, st);
-    return ret;
+    const struct rd_arg a[] = {{.i = after_id}, {.i = limit}};
+    const struct rd_each e = {.kind = EACH_DELIVERY, .cb.delivery = cb, .arg = arg};
+    return rd_each(s, Q_OUTBOX_PENDING, a, 2, &e);
 }
 
 int store_outbox_list(struct store *s, int64_t exp, int64_t before_id, int limit,
                       int (*cb)(void *arg, const struct store_delivery *d), void *arg)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    int ret, rc;
-
-    ret = read_begin(s, Q_OUTBOX_LIST, &r, &st);
-    if (ret != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, exp);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 2, before_id);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 3, limit);
-    ret = rc == SQLITE_OK ? outbox_rows(st, cb, arg) : store_err_from_sqlite(rc);
-out:
-    if (r)
-        reader_put(r, Q_OUTBOX_LIST, st);
-    return ret;
+    const struct rd_arg a[] = {{.i = exp}, {.i = before_id}, {.i = limit}};
+    const struct rd_each e = {.kind = EACH_DELIVERY, .cb.delivery = cb, .arg = arg};
+    return rd_each(s, Q_OUTBOX_LIST, a, 3, &e);
 }
 
 int store_outbox_depth(struct store *s, int64_t *out)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    int err, rc;
-
-    err = read_begin(s, Q_OUTBOX_DEPTH, &r, &st);
-    if (err != STORE_OK)
-        goto out;
-    rc = step_retry(st);
-    if (rc == SQLITE_ROW) {
-        *out = sqlite3_column_int64(st, 0);
-        err = STORE_OK;
-    } else {
-        err = rc == SQLITE_DONE ? STORE_ERR_IO : store_err_from_sqlite(rc);
-    }
-out:
-    if (r)
-        reader_put(r, Q_OUTBOX_DEPTH, st);
-    return err;
+    return rd_int(s, Q_OUTBOX_DEPTH, NULL, 0, 0, 0, out); /* count(*): always a row */
 }
 
 /* --- keys -------------------------------------------------------------------- */
@@ -1584,33 +1528,21 @@ int store_key_revoke(struct store *s, int64_t rowid)
     return submit_wait(s, NULL, 0, &k);
 }
 
+static void key_from_row(sqlite3_stmt *st, struct store_key_row *row)
+{
+    row->rowid = sqlite3_column_int64(st, 0);
+    row->name = (const char *)sqlite3_column_text(st, 1);
+    row->scopes = (const char *)sqlite3_column_text(st, 2);
+    row->hash = (const char *)sqlite3_column_text(st, 3);
+    row->created_ms = sqlite3_column_int64(st, 4);
+    row->revoked = sqlite3_column_int(st, 5);
+}
+
 int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key_row *row),
                     void *arg)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    struct store_key_row row;
-    int ret, rc;
-
-    ret = read_begin(s, Q_KEYS, &r, &st);
-    if (ret != STORE_OK)
-        goto out;
-    for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
-        row.rowid = sqlite3_column_int64(st, 0);
-        row.name = (const char *)sqlite3_column_text(st, 1);
-        row.scopes = (const char *)sqlite3_column_text(st, 2);
-        row.hash = (const char *)sqlite3_column_text(st, 3);
-        row.created_ms = sqlite3_column_int64(st, 4);
-        row.revoked = sqlite3_column_int(st, 5);
-        ret = cb(arg, &row);
-        if (ret != 0)
-            goto out;
-    }
-    ret = store_err_from_sqlite(rc);
-out:
-    if (r)
-        reader_put(r, Q_KEYS, st);
-    return ret;
+    const struct rd_each e = {.kind = EACH_KEY, .cb.key = cb, .arg = arg};
+    return rd_each(s, Q_KEYS, NULL, 0, &e);
 }
 
 /* --- backup ------------------------------------------------------------------ */
