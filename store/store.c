@@ -410,14 +410,59 @@ static int conn_setup(sqlite3 *db)
     return sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
 }
 
-static int bind_opt_int64(sqlite3_stmt *st, int i, int64_t v)
+/* A statement parameter, for binding a whole list at once (bind_args):
+ * reads and writes list theirs in ?1, ?2… order. */
+struct sql_arg {
+    enum { ARG_NULL, ARG_INT, ARG_REAL, ARG_TEXT } t;
+    int64_t i;
+    double d;
+    const char *text; /* borrowed until the statement is reset */
+};
+
+static struct sql_arg arg_int(int64_t v)
 {
-    return v == 0 ? sqlite3_bind_null(st, i) : sqlite3_bind_int64(st, i, v);
+    return (struct sql_arg){.t = ARG_INT, .i = v};
 }
 
-static int bind_opt_text(sqlite3_stmt *st, int i, const char *v)
+/* 0 is stored as NULL (no reference, no expiry…) */
+static struct sql_arg arg_opt_int(int64_t v)
 {
-    return v == NULL ? sqlite3_bind_null(st, i) : sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+    return v == 0 ? (struct sql_arg){.t = ARG_NULL} : arg_int(v);
+}
+
+/* NaN is stored as NULL (no value) */
+static struct sql_arg arg_real(double v)
+{
+    return isnan(v) ? (struct sql_arg){.t = ARG_NULL} : (struct sql_arg){.t = ARG_REAL, .d = v};
+}
+
+static struct sql_arg arg_text(const char *v)
+{
+    return v == NULL ? (struct sql_arg){.t = ARG_NULL} : (struct sql_arg){.t = ARG_TEXT, .text = v};
+}
+
+/* Bind a[0..n) to ?1..?n of st: an SQLite code. */
+static int bind_args(sqlite3_stmt *st, const struct sql_arg *a, size_t n)
+{
+    int rc = SQLITE_OK;
+    for (size_t k = 0; k < n && rc == SQLITE_OK; k++) {
+        int i = (int)k + 1;
+        switch (a[k].t) {
+        case ARG_INT:
+            rc = sqlite3_bind_int64(st, i, a[k].i);
+            break;
+        case ARG_REAL:
+            rc = sqlite3_bind_double(st, i, a[k].d);
+            break;
+        case ARG_TEXT:
+            rc = sqlite3_bind_text(st, i, a[k].text, -1, SQLITE_STATIC);
+            break;
+        default:
+            rc = sqlite3_bind_null(st, i);
+            break;
+        }
+    }
+    return rc;
 }
 
 /* Fill ev from a row of EVENT_COLS. Strings are borrowed from st until its
@@ -452,52 +497,33 @@ static int wexec(struct store *s, enum q q)
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static int writer_event(struct store *s, const struct store_event *ev)
+/* Bind a[0..n) to writer statement q and run it: an SQLite code. */
+static int wrun(struct store *s, enum q q, const struct sql_arg *a, size_t n)
 {
-    sqlite3_stmt *st = s->wst[Q_EVENT_INSERT];
-    int rc = sqlite3_bind_int64(st, 1, ev->exp);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 2, ev->seq);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 3, ev->kind);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 4, ev->bandit);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 5, ev->arm);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 6, (int64_t)ev->flags);
-    if (rc == SQLITE_OK)
-        rc = isnan(ev->value) ? sqlite3_bind_null(st, 7) : sqlite3_bind_double(st, 7, ev->value);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_int64(st, 8, ev->ref);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 9, ev->ts_ms);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_int64(st, 10, ev->expires_ms);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_text(st, 11, ev->unit);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_text(st, 12, ev->text);
+    int rc = bind_args(s->wst[q], a, n);
     if (rc != SQLITE_OK) {
-        sqlite3_clear_bindings(st);
+        sqlite3_clear_bindings(s->wst[q]);
         return rc;
     }
-    return wexec(s, Q_EVENT_INSERT);
+    return wexec(s, q);
+}
+
+static int writer_event(struct store *s, const struct store_event *ev)
+{
+    const struct sql_arg a[] = {arg_int(ev->exp),    arg_int(ev->seq),
+                                arg_int(ev->kind),   arg_int(ev->bandit),
+                                arg_int(ev->arm),    arg_int((int64_t)ev->flags),
+                                arg_real(ev->value), arg_opt_int(ev->ref),
+                                arg_int(ev->ts_ms),  arg_opt_int(ev->expires_ms),
+                                arg_text(ev->unit),  arg_text(ev->text)};
+    return wrun(s, Q_EVENT_INSERT, a, sizeof a / sizeof a[0]);
 }
 
 static int writer_exp_create(struct store *s, const struct store_op *op)
 {
-    sqlite3_stmt *st = s->wst[Q_EXP_INSERT];
-    int rc = bind_opt_text(st, 1, op->id);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_text(st, 2, op->config_json);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 3, op->created_ms);
-    if (rc != SQLITE_OK) {
-        sqlite3_clear_bindings(st);
-        return rc;
-    }
-    rc = wexec(s, Q_EXP_INSERT);
+    const struct sql_arg a[] = {arg_text(op->id), arg_text(op->config_json),
+                                arg_int(op->created_ms)};
+    int rc = wrun(s, Q_EXP_INSERT, a, 3);
     if (rc == SQLITE_OK && op->rowid_out)
         *op->rowid_out = sqlite3_last_insert_rowid(s->wdb);
     return rc;
@@ -507,15 +533,12 @@ static int writer_exp_create(struct store *s, const struct store_op *op)
  * (writer_purge_step), which the next commit hands to the writer loop. */
 static int writer_exp_delete(struct store *s, int64_t exp)
 {
-    int rc = sqlite3_bind_int64(s->wst[Q_EXP_DELETE], 1, exp);
-    if (rc == SQLITE_OK)
-        rc = wexec(s, Q_EXP_DELETE);
+    const struct sql_arg a[] = {arg_int(exp)};
+    int rc = wrun(s, Q_EXP_DELETE, a, 1);
     if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
         rc = SQLITE_NOTFOUND;
     if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(s->wst[Q_PURGE_ADD], 1, exp);
-    if (rc == SQLITE_OK)
-        rc = wexec(s, Q_PURGE_ADD);
+        rc = wrun(s, Q_PURGE_ADD, a, 1);
     if (rc == SQLITE_OK)
         s->batch_deleted = 1;
     return rc;
@@ -546,14 +569,10 @@ static int writer_purge_step(struct store *s)
         sqlite3_reset(st);
     }
     if (rc == SQLITE_OK && exp != 0) {
-        rc = sqlite3_bind_int64(s->wst[Q_PURGE_CHUNK], 1, exp);
-        if (rc == SQLITE_OK)
-            rc = wexec(s, Q_PURGE_CHUNK);
-        if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0) {
-            rc = sqlite3_bind_int64(s->wst[Q_PURGE_DONE], 1, exp);
-            if (rc == SQLITE_OK)
-                rc = wexec(s, Q_PURGE_DONE);
-        }
+        const struct sql_arg a[] = {arg_int(exp)};
+        rc = wrun(s, Q_PURGE_CHUNK, a, 1);
+        if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
+            rc = wrun(s, Q_PURGE_DONE, a, 1);
     }
     if (rc == SQLITE_OK)
         rc = wexec(s, Q_COMMIT);
@@ -564,30 +583,18 @@ static int writer_purge_step(struct store *s)
 
 static int writer_key(struct store *s, const struct key_op *k)
 {
-    sqlite3_stmt *st;
     int rc;
 
     if (k->kind == KEY_OP_REVOKE) {
-        rc = sqlite3_bind_int64(s->wst[Q_KEY_REVOKE], 1, k->rowid);
-        if (rc == SQLITE_OK)
-            rc = wexec(s, Q_KEY_REVOKE);
+        const struct sql_arg a[] = {arg_int(k->rowid)};
+        rc = wrun(s, Q_KEY_REVOKE, a, 1);
         if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
             rc = SQLITE_NOTFOUND;
         return rc;
     }
-    st = s->wst[Q_KEY_INSERT];
-    rc = bind_opt_text(st, 1, k->name);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_text(st, 2, k->scopes);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_text(st, 3, k->hash);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 4, k->created_ms);
-    if (rc != SQLITE_OK) {
-        sqlite3_clear_bindings(st);
-        return rc;
-    }
-    rc = wexec(s, Q_KEY_INSERT);
+    const struct sql_arg a[] = {arg_text(k->name), arg_text(k->scopes), arg_text(k->hash),
+                                arg_int(k->created_ms)};
+    rc = wrun(s, Q_KEY_INSERT, a, 4);
     if (rc == SQLITE_OK && k->rowid_out)
         *k->rowid_out = sqlite3_last_insert_rowid(s->wdb);
     return rc;
@@ -596,64 +603,33 @@ static int writer_key(struct store *s, const struct key_op *k)
 static int writer_outbox(struct store *s, const struct store_op *op)
 {
     const struct store_delivery *d = op->dl;
-    sqlite3_stmt *st;
     int rc = SQLITE_OK;
 
     if (d == NULL)
         return SQLITE_MISUSE;
     switch (op->kind) {
-    case STORE_OP_OUTBOX:
-        st = s->wst[Q_OUTBOX_INSERT];
-        rc = sqlite3_bind_int64(st, 1, d->exp);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_text(st, 2, d->exp_id);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_text(st, 3, d->event_id);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_text(st, 4, d->type);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_text(st, 5, d->url);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_text(st, 6, d->secret);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_text(st, 7, d->body);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int64(st, 8, d->created_ms);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int64(st, 9, d->next_ms);
-        if (rc != SQLITE_OK) {
-            sqlite3_clear_bindings(st);
-            return rc;
-        }
-        rc = wexec(s, Q_OUTBOX_INSERT);
+    case STORE_OP_OUTBOX: {
+        const struct sql_arg a[] = {
+            arg_int(d->exp),   arg_text(d->exp_id),    arg_text(d->event_id),
+            arg_text(d->type), arg_text(d->url),       arg_text(d->secret),
+            arg_text(d->body), arg_int(d->created_ms), arg_int(d->next_ms)};
+        rc = wrun(s, Q_OUTBOX_INSERT, a, sizeof a / sizeof a[0]);
         if (rc == SQLITE_OK)
             s->batch_outbox = 1;
         return rc;
-    case STORE_OP_OUTBOX_UPDATE:
-        st = s->wst[Q_OUTBOX_UPDATE];
-        rc = sqlite3_bind_int64(st, 1, d->id);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int(st, 2, d->state);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int(st, 3, d->attempts);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int64(st, 4, d->next_ms);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_int64(st, 5, d->last_ms);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_int64(st, 6, d->last_status);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_text(st, 7, d->last_error);
-        if (rc != SQLITE_OK) {
-            sqlite3_clear_bindings(st);
-            return rc;
-        }
-        rc = wexec(s, Q_OUTBOX_UPDATE);
+    }
+    case STORE_OP_OUTBOX_UPDATE: {
+        const struct sql_arg a[] = {arg_int(d->id),          arg_int(d->state),
+                                    arg_int(d->attempts),    arg_int(d->next_ms),
+                                    arg_opt_int(d->last_ms), arg_opt_int(d->last_status),
+                                    arg_text(d->last_error)};
         /* a row pruned meanwhile is no error: there is nothing left to record */
-        return rc;
-    case STORE_OP_OUTBOX_PRUNE:
-        rc = sqlite3_bind_int64(s->wst[Q_OUTBOX_PRUNE], 1, d->last_ms);
-        return rc == SQLITE_OK ? wexec(s, Q_OUTBOX_PRUNE) : rc;
+        return wrun(s, Q_OUTBOX_UPDATE, a, sizeof a / sizeof a[0]);
+    }
+    case STORE_OP_OUTBOX_PRUNE: {
+        const struct sql_arg a[] = {arg_int(d->last_ms)};
+        return wrun(s, Q_OUTBOX_PRUNE, a, 1);
+    }
     default:
         return SQLITE_MISUSE;
     }
@@ -665,13 +641,10 @@ static int writer_outbox(struct store *s, const struct store_op *op)
  * other (the purge list's row 0, never an experiment's: rowids start at 1). */
 static int writer_probe(struct store *s)
 {
-    int rc = sqlite3_bind_int64(s->wst[Q_PURGE_ADD], 1, 0);
+    const struct sql_arg a[] = {arg_int(0)};
+    int rc = wrun(s, Q_PURGE_ADD, a, 1);
     if (rc == SQLITE_OK)
-        rc = wexec(s, Q_PURGE_ADD);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(s->wst[Q_PURGE_DONE], 1, 0);
-    if (rc == SQLITE_OK)
-        rc = wexec(s, Q_PURGE_DONE);
+        rc = wrun(s, Q_PURGE_DONE, a, 1);
     return rc;
 }
 
@@ -1256,16 +1229,9 @@ struct rd {
     enum q q;
 };
 
-/* A parameter of a read: an integer, or (text non-NULL) a string the
- * caller keeps alive until the read ends. */
-struct rd_arg {
-    int64_t i;
-    const char *text;
-};
-
 /* Begin a read of q with a[0..n) bound to ?1..?n. STORE_OK or the error;
  * rd_end in either case. */
-static int rd_begin(struct store *s, struct rd *rd, enum q q, const struct rd_arg *a, size_t n)
+static int rd_begin(struct store *s, struct rd *rd, enum q q, const struct sql_arg *a, size_t n)
 {
     rd->r = NULL;
     rd->st = NULL;
@@ -1274,9 +1240,8 @@ static int rd_begin(struct store *s, struct rd *rd, enum q q, const struct rd_ar
     if (err != STORE_OK)
         return err;
     int rc = reader_stmt(rd->r, q, &rd->st);
-    for (size_t i = 0; i < n && rc == SQLITE_OK; i++)
-        rc = a[i].text != NULL ? sqlite3_bind_text(rd->st, (int)i + 1, a[i].text, -1, SQLITE_STATIC)
-                               : sqlite3_bind_int64(rd->st, (int)i + 1, a[i].i);
+    if (rc == SQLITE_OK)
+        rc = bind_args(rd->st, a, n);
     return store_err_from_sqlite(rc);
 }
 
@@ -1313,7 +1278,7 @@ struct rd_each {
 /* Read q (a[0..n) bound) row by row into e's callback, until it returns
  * non-zero (returned as is) or the rows end (STORE_OK). The row's strings
  * live until the callback returns. */
-static int rd_each(struct store *s, enum q q, const struct rd_arg *a, size_t n,
+static int rd_each(struct store *s, enum q q, const struct sql_arg *a, size_t n,
                    const struct rd_each *e)
 {
     struct rd rd;
@@ -1356,7 +1321,7 @@ static int rd_each(struct store *s, enum q q, const struct rd_arg *a, size_t n,
 /* Read the one event row of q (a[0..n) bound) into out. Its strings die
  * with the read: the unit is copied to buf when given (else NULL), the
  * text is NULL. STORE_ERR_NOTFOUND when there is no row. */
-static int rd_event(struct store *s, enum q q, const struct rd_arg *a, size_t n,
+static int rd_event(struct store *s, enum q q, const struct sql_arg *a, size_t n,
                     struct store_event *out, char *buf, size_t buflen)
 {
     struct rd rd;
@@ -1380,7 +1345,7 @@ static int rd_event(struct store *s, enum q q, const struct rd_arg *a, size_t n,
 
 /* Read the integer in the first column of q's one row (a[0..n) bound) into
  * *out; no row reads as none_value when none_ok, else fails (I/O). */
-static int rd_int(struct store *s, enum q q, const struct rd_arg *a, size_t n, int none_ok,
+static int rd_int(struct store *s, enum q q, const struct sql_arg *a, size_t n, int none_ok,
                   int64_t none_value, int64_t *out)
 {
     struct rd rd;
@@ -1406,7 +1371,7 @@ int store_load_experiments(struct store *s,
 int store_load_events(struct store *s, int64_t exp, int64_t after_seq,
                       int (*cb)(void *arg, const struct store_event *ev), void *arg)
 {
-    const struct rd_arg a[] = {{.i = exp}, {.i = after_seq}};
+    const struct sql_arg a[] = {arg_int(exp), arg_int(after_seq)};
     const struct rd_each e = {.kind = EACH_EVENT, .cb.event = cb, .arg = arg};
     return rd_each(s, Q_EVENTS, a, 2, &e);
 }
@@ -1414,7 +1379,7 @@ int store_load_events(struct store *s, int64_t exp, int64_t after_seq,
 int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct store_event *out,
                           char *buf, size_t buflen)
 {
-    const struct rd_arg a[] = {{.i = exp}, {.i = seq}};
+    const struct sql_arg a[] = {arg_int(exp), arg_int(seq)};
     return rd_event(s, Q_ASSIGNMENT, a, 2, out, buf, buflen);
 }
 
@@ -1427,7 +1392,7 @@ int store_find_outcome_kind(struct store *s, int64_t exp, int64_t ref, int kind,
                             struct store_event *out)
 {
     /* outcomes carry no unit or text */
-    const struct rd_arg a[] = {{.i = exp}, {.i = ref}, {.i = kind}};
+    const struct sql_arg a[] = {arg_int(exp), arg_int(ref), arg_int(kind)};
     return rd_event(s, Q_OUTCOME, a, 3, out, NULL, 0);
 }
 
@@ -1439,7 +1404,7 @@ int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store
 int store_find_unit_in(struct store *s, int64_t exp, const char *unit, int bandit,
                        struct store_event *out)
 {
-    const struct rd_arg a[] = {{.i = exp}, {.text = unit}, {.i = bandit}};
+    const struct sql_arg a[] = {arg_int(exp), arg_text(unit), arg_int(bandit)};
     int err = rd_event(s, Q_UNIT, a, 3, out, NULL, 0);
     if (err == STORE_OK)
         out->unit = unit; /* the caller's string, equal to the stored one */
@@ -1448,7 +1413,7 @@ int store_find_unit_in(struct store *s, int64_t exp, const char *unit, int bandi
 
 int store_last_seq(struct store *s, int64_t exp, int64_t *out)
 {
-    const struct rd_arg a[] = {{.i = exp}};
+    const struct sql_arg a[] = {arg_int(exp)};
     return rd_int(s, Q_LAST_SEQ, a, 1, 1, 0, out); /* no event: 0 */
 }
 
@@ -1489,7 +1454,7 @@ static void delivery_from_row(sqlite3_stmt *st, struct store_delivery *d)
 int store_outbox_pending(struct store *s, int64_t after_id, int limit,
                          int (*cb)(void *arg, const struct store_delivery *d), void *arg)
 {
-    const struct rd_arg a[] = {{.i = after_id}, {.i = limit}};
+    const struct sql_arg a[] = {arg_int(after_id), arg_int(limit)};
     const struct rd_each e = {.kind = EACH_DELIVERY, .cb.delivery = cb, .arg = arg};
     return rd_each(s, Q_OUTBOX_PENDING, a, 2, &e);
 }
@@ -1497,7 +1462,7 @@ int store_outbox_pending(struct store *s, int64_t after_id, int limit,
 int store_outbox_list(struct store *s, int64_t exp, int64_t before_id, int limit,
                       int (*cb)(void *arg, const struct store_delivery *d), void *arg)
 {
-    const struct rd_arg a[] = {{.i = exp}, {.i = before_id}, {.i = limit}};
+    const struct sql_arg a[] = {arg_int(exp), arg_int(before_id), arg_int(limit)};
     const struct rd_each e = {.kind = EACH_DELIVERY, .cb.delivery = cb, .arg = arg};
     return rd_each(s, Q_OUTBOX_LIST, a, 3, &e);
 }
