@@ -145,9 +145,9 @@ struct api_write *api_write_begin(struct http_req *r)
     return w;
 }
 
-struct api_write *api_write_enter(struct http_req *r, struct exp *x)
+static struct api_write *write_enter(struct http_req *r, struct exp *x, int corrupt_ok)
 {
-    if (enter(r, x, 0) != 0)
+    if (enter(r, x, corrupt_ok) != 0)
         return NULL;
     struct api_write *w = api_write_begin(r);
     if (w == NULL)
@@ -155,14 +155,14 @@ struct api_write *api_write_enter(struct http_req *r, struct exp *x)
     return w;
 }
 
+struct api_write *api_write_enter(struct http_req *r, struct exp *x)
+{
+    return write_enter(r, x, 0);
+}
+
 struct api_write *api_write_enter_delete(struct http_req *r, struct exp *x)
 {
-    if (enter(r, x, 1) != 0)
-        return NULL;
-    struct api_write *w = api_write_begin(r);
-    if (w == NULL)
-        api_exp_unlock(x);
-    return w;
+    return write_enter(r, x, 1);
 }
 
 struct api_write *api_write_accept(struct http_req *r, struct exp *x, int rc, struct api_errors *e)
