@@ -10,6 +10,7 @@
  * handed out).
  */
 #include "policies/engine.h"
+#include "policies/order.h"
 
 #include "policies/rng.h"
 
@@ -286,18 +287,11 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     for (size_t b = 0; b < e->nb; b++) {
         e->arms[b] = e->store + off;
         e->rank[b] = e->rank_store + off;
-        for (size_t i = 0; i < e->k[b]; i++) {
+        for (size_t i = 0; i < e->k[b]; i++)
             stats_arm_init(&e->arms[b][i], e->cfg.prior_alpha, e->cfg.prior_beta);
-            e->rank[b][i] = (uint32_t)i;
-        }
         /* A random permutation per bandit: the status endpoint's tie-break,
          * fair to every arm and stable between calls. */
-        for (size_t i = e->k[b]; i > 1; i--) {
-            size_t j = policy_rand_index(e->rng, i);
-            uint32_t t = e->rank[b][i - 1];
-            e->rank[b][i - 1] = e->rank[b][j];
-            e->rank[b][j] = t;
-        }
+        order_rank_draw(e->rng, e->rank[b], e->k[b]);
         off += e->k[b];
     }
     e->rule = resolve_rule(&e->cfg);
@@ -354,7 +348,7 @@ static void recommend(const struct engine *e, size_t b, unsigned char *high)
         p->recommend(e->pstate[i], &e->ctx[i], e->ninst == 1 ? b : 0, high);
         return;
     }
-    stats_top_m(e->arms[b], e->k[b], e->cfg.m, e->rank[b], high);
+    order_top_m(e->arms[b], e->k[b], e->cfg.m, e->rank[b], high);
 }
 
 static double delta_c_of(const struct engine *e, size_t b, const unsigned char *high, double *cut)

@@ -19,6 +19,7 @@
  * Pending pulls are treated as in gcp.h.
  */
 #include "policies/gcp.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -98,7 +99,7 @@ static size_t pick_bandit_targeted(struct gcp *s, const struct policy_ctx *ctx)
             found |= isfinite(s->cost[b]);
         }
         if (found)
-            return policy_argmin(ctx->rng, s->cost, s->cand, s->nb);
+            return order_argmin(ctx->rng, s->cost, s->cand, s->nb);
     }
     return (size_t)-1;
 }

@@ -158,21 +158,6 @@ double policy_param(const struct policy_ctx *ctx, const struct policy_ops *ops, 
 
 /* Uniform integer in [0, n). */
 size_t policy_rand_index(gsl_rng *rng, size_t n);
-/* A uniformly random permutation of 0..k−1 into rank[0..k) (Fisher–Yates,
- * k − 1 draws): the tie-break order a recommend() uses without touching the
- * generator, drawn once at init. */
-void policy_rank_draw(gsl_rng *rng, uint32_t *rank, size_t k);
-/* Index of the max / min of v[0..n) over mask (NULL = all), ties broken
- * uniformly at random; (size_t)-1 when the mask is empty. */
-size_t policy_argmax(gsl_rng *rng, const double *v, const unsigned char *mask, size_t n);
-size_t policy_argmin(gsl_rng *rng, const double *v, const unsigned char *mask, size_t n);
-/* Sort arm indices by mean descending, ties broken at random (Fisher–Yates
- * then a stable sort). idx must hold k entries. */
-void policy_order_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t *idx);
-/* Top-m gaps (Bubeck et al. 2013): Δ̂_i = μ̂_i − μ̂_(m+1) in High,
- * μ̂_(m) − μ̂_i in Low (m = 1: Gabillon's gap). gap must hold k entries;
- * `order` is scratch of k entries. */
-void policy_topm_gaps(gsl_rng *rng, const struct stats_arm *arms, size_t k, unsigned m, double *gap,
-                      size_t *order);
+/* Orderings and random tie-breaks (argmax, shuffles, sorts): order.h. */
 
 #endif

@@ -24,6 +24,7 @@
  * One bandit per instance (the engine splits the budget between bandits).
  */
 #include "policies/phases.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -40,7 +41,7 @@ static void sr_decide(struct policy_phases *ph, const struct policy_ctx *ctx, si
         ph->gap[i] = ctx->arms[0][i].mean;
         ph->mask[i] = ph->status[i] == PHASES_ACTIVE;
     }
-    policy_phases_reject(ph, policy_argmin(ctx->rng, ph->gap, ph->mask, k));
+    policy_phases_reject(ph, order_argmin(ctx->rng, ph->gap, ph->mask, k));
 }
 
 /* SR's (rescaled for m > 1) schedule; returns the number of phases. */

@@ -9,7 +9,7 @@
  *     {w : w_a ≥ ε_t}, ε_t = (K² + t)^(−1/2)/2; pull argmax_a Σ_{s≤t} w^ε_a(s) − N_a.
  *
  * Stop: the GLR (Chernoff) rule, Z(t) > β(t, δ) with Z the ε-GLR of the
- * empirical best (tas_glr; the usual statistic at ε = 0) and β the proven
+ * empirical best (stats_glr_best; the usual statistic at ε = 0) and β the proven
  * per-pair threshold ln((K−1)/δ) + r_best + r_j of stats_glr_threshold (the
  * Jeffreys-mixture proof of Garivier & Kaufmann 2016, regrets exact) by
  * default, or
@@ -36,6 +36,7 @@
 #include "policies/fc.h"
 #include "policies/policy.h"
 #include "policies/tas.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -216,7 +217,7 @@ static int tas_select(void *state, const struct policy_ctx *ctx, int bandit,
             s->glr.val[i] = s->csum[i] - (double)(a[i].n + a[i].pending);
         }
     }
-    pick->arm = policy_argmax(ctx->rng, s->glr.val, NULL, k);
+    pick->arm = order_argmax(ctx->rng, s->glr.val, NULL, k);
     return POLICY_OK;
 }
 

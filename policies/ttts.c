@@ -24,6 +24,7 @@
 #include "policies/fc.h"
 #include "policies/policy.h"
 #include "policies/tas.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -105,7 +106,7 @@ static size_t draw(struct ttts *s, const struct policy_ctx *ctx)
     const struct stats_arm *a = ctx->arms[0];
     for (size_t i = 0; i < s->k; i++)
         s->theta[i] = gsl_ran_beta(ctx->rng, a[i].alpha, a[i].beta);
-    return policy_argmax(ctx->rng, s->theta, NULL, s->k);
+    return order_argmax(ctx->rng, s->theta, NULL, s->k);
 }
 
 /* The challenger when the redraws run out: J with probability ∝ e^(−W_J),
