@@ -2,10 +2,10 @@
  * policies.c — GET /v1/policies: every policy this build serves, with its
  * flags (fixed confidence, fixed budget, multi-bandit, top-m, own stop
  * rule, needs ε, needs a target arm...) and its parameters (type, default,
- * range or choices, one line of doc with the paper it comes from), and the
- * stop rule names. The document is exactly `bandit-sim --list-policies`
- * (both come from sim_policies_json), so a client can build a create form
- * from it and a script can compare the daemon with the simulator.
+ * range or choices, one line of doc with the paper it comes from), and every
+ * stop rule of policies/stop_rule.h (name, proof status, summary). The document is exactly
+ * `bandit-sim --list-policies` (both come from sim_policies_json), so a client can build a create
+ * form from it and a script can compare the daemon with the simulator.
  */
 #include "api/api.h"
 

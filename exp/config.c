@@ -12,6 +12,7 @@
 
 #include "base/jsonv.h"
 #include "exp/internal.h"
+#include "policies/stop_rule.h"
 
 static void random_id(char *buf, size_t len)
 {
@@ -232,12 +233,6 @@ static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_
     }
     return bad;
 }
-
-static const char *const stop_rules[] = {"delta_c",       "glr",  "policy", "rho",
-                                         "glr-heuristic", "none", NULL};
-static const enum engine_stop_rule stop_rule_values[] = {
-    ENGINE_RULE_DELTA_C, ENGINE_RULE_GLR,           ENGINE_RULE_POLICY,
-    ENGINE_RULE_RHO,     ENGINE_RULE_GLR_HEURISTIC, ENGINE_RULE_NONE};
 
 static const char *const after_stop_names[] = {"recommendation", "keep", NULL};
 static const char *const after_expiry_names[] = {"new", "keep", NULL};
@@ -561,16 +556,14 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     json_t *stop_rule = json_object_get(body, "stop_rule");
     e->stop_rule = ENGINE_RULE_DEFAULT;
     if (stop_rule != NULL) {
-        const char *s = json_string_value(stop_rule);
-        size_t i = 0;
-        for (; s != NULL && stop_rules[i] != NULL; i++)
-            if (strcmp(s, stop_rules[i]) == 0)
-                break;
-        if (s == NULL || stop_rules[i] == NULL) {
-            jv_error(errors, "stop_rule", "must be one of delta_c, glr, policy, rho");
+        const struct stop_rule_info *rule = stop_rule_find(json_string_value(stop_rule));
+        if (rule == NULL) {
+            char names[256];
+            stop_rule_names(names, sizeof names);
+            jv_error(errors, "stop_rule", "must be one of %s", names);
             bad = 1;
         } else {
-            e->stop_rule = stop_rule_values[i];
+            e->stop_rule = rule->rule;
         }
     }
     const char *bound = "anytime";

@@ -27,8 +27,9 @@
 #define ENGINE_MAX_BANDITS 1024
 #define ENGINE_MAX_ARMS 4096
 
+/* Names, proof status and summaries: policies/stop_rule.h. */
 enum engine_stop_rule {
-    ENGINE_RULE_DEFAULT = 0,   /* the policy's own rule, else δᶜ ≤ δ */
+    ENGINE_RULE_DEFAULT = 0,   /* the policy's documented default (see resolve_rule) */
     ENGINE_RULE_DELTA_C,       /* δᶜ ≤ δ (K&S §4), bound per config */
     ENGINE_RULE_GLR,           /* Chernoff GLR, proven threshold */
     ENGINE_RULE_GLR_HEURISTIC, /* Chernoff GLR, ln((ln t + 1)/δ) */

@@ -30,8 +30,9 @@ static const char usage_text[] =
     "  --delay D           each reward comes back D pulls later (default 0)\n"
     "  --budget N          budget (fixed-budget policies) or cap on pulls (others)\n"
     "  --threads N         worker threads (default: all cores; results do not depend on it)\n"
-    "  --stop RULE         policy|delta_c|glr|glr-heuristic|rho|none (default policy: the\n"
-    "                      policy's own rule, else delta_c; fixed-budget runs: the budget)\n"
+    "  --stop RULE         default|policy|delta_c|glr|glr-heuristic|rho|none (default: the\n"
+    "                      policy's own rule, else delta_c; fixed-budget runs: the budget;\n"
+    "                      policy: its own rule only); --list-policies describes each\n"
     "  --bound B           anytime|fixed: overrides the problem's bound\n"
     "  --delta X, --epsilon X, --m N   override the problem's goal (epsilon in reward units)\n"
     "  --burn-in N         clinical burn-in: pulls per arm before the policy takes over\n"
@@ -252,13 +253,16 @@ int main(int argc, char **argv)
         case OPT_THREADS:
             o.threads = (unsigned)parse_u64("--threads", optarg, 0, SIM_MAX_THREADS);
             break;
-        case OPT_STOP:
-            if (sim_stop_rule_parse(optarg, &o.stop) != 0)
-                die(2,
-                    "--stop: must be policy, delta_c, glr, glr-heuristic, rho or none (got "
-                    "\"%s\")",
-                    optarg);
+        case OPT_STOP: {
+            const struct stop_rule_info *rule = stop_rule_find(optarg);
+            if (rule == NULL) {
+                char names[256];
+                stop_rule_names(names, sizeof names);
+                die(2, "--stop: must be %s (got \"%s\")", names, optarg);
+            }
+            o.stop = rule->rule;
             break;
+        }
         case OPT_BOUND:
             if (strcmp(optarg, "anytime") != 0 && strcmp(optarg, "fixed") != 0)
                 die(2, "--bound: must be anytime or fixed (got \"%s\")", optarg);

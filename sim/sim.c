@@ -1311,37 +1311,6 @@ void sim_wilson(uint64_t k, uint64_t n, double z, double *lo, double *hi)
     *hi = centre + half > 1.0 || k == n ? 1.0 : centre + half;
 }
 
-struct rule_name {
-    const char *name;
-    enum engine_stop_rule rule;
-};
-
-static const struct rule_name rules[] = {
-    {"policy", ENGINE_RULE_DEFAULT}, {"delta_c", ENGINE_RULE_DELTA_C},
-    {"glr", ENGINE_RULE_GLR},        {"glr-heuristic", ENGINE_RULE_GLR_HEURISTIC},
-    {"rho", ENGINE_RULE_RHO},        {"none", ENGINE_RULE_NONE},
-};
-
-int sim_stop_rule_parse(const char *name, enum engine_stop_rule *out)
-{
-    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
-        if (strcmp(rules[i].name, name) == 0) {
-            *out = rules[i].rule;
-            return 0;
-        }
-    return -1;
-}
-
-const char *sim_stop_rule_name(enum engine_stop_rule r)
-{
-    if (r == ENGINE_RULE_POLICY)
-        return "policy";
-    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
-        if (rules[i].rule == r)
-            return rules[i].name;
-    return "unknown";
-}
-
 /* The 95% Wilson interval as [lo, hi] (new reference). */
 static json_t *ci_json(uint64_t k, uint64_t n)
 {
@@ -1432,7 +1401,7 @@ json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o
     json_object_set_new(j, "pulls_per_s", json_real(pps));
     json_object_set_new(j, "seed", json_integer((json_int_t)o->seed));
     json_object_set_new(j, "delay", json_integer((json_int_t)o->delay));
-    json_object_set_new(j, "stop", json_string(sim_stop_rule_name(o->stop)));
+    json_object_set_new(j, "stop", json_string(stop_rule_name(o->stop)));
     json_object_set_new(j, "bound",
                         json_string(p->bound == STATS_BOUND_FIXED ? "fixed" : "anytime"));
     json_object_set_new(j, "budget", budget > 0 ? json_integer((json_int_t)budget) : json_null());
@@ -1513,7 +1482,11 @@ json_t *sim_policies_json(void)
                                               "params", params));
     }
     json_t *stops = json_array();
-    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
-        json_array_append_new(stops, json_string(rules[i].name));
+    size_t n;
+    const struct stop_rule_info *rules = stop_rule_all(&n);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(stops, json_pack("{s:s, s:s, s:s}", "name", rules[i].name, "proof",
+                                               stop_rule_proof_name(rules[i].proof), "summary",
+                                               rules[i].summary));
     return json_pack("{s:o, s:o}", "policies", list, "stop_rules", stops);
 }

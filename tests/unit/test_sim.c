@@ -702,7 +702,7 @@ static void test_result_json(void **state)
     assert_int_equal(json_integer_value(json_object_get(params, "cap")), 0);
     CLOSE(json_real_value(json_object_get(j, "mean_pulls")), r.mean_pulls, 0);
     assert_int_equal(json_integer_value(json_object_get(j, "delay")), 3);
-    assert_string_equal(json_string_value(json_object_get(j, "stop")), "policy");
+    assert_string_equal(json_string_value(json_object_get(j, "stop")), "default");
     assert_string_equal(json_string_value(json_object_get(j, "bound")), "anytime");
     assert_true(json_is_null(json_object_get(j, "budget")));
     json_t *ci = json_object_get(j, "error_rate_ci");
@@ -755,17 +755,33 @@ static void test_policies_json(void **state)
     json_decref(j);
 }
 
+/* The one table of stop rules: each name finds its entry and each rule its
+ * name; "default" and "policy" are two rules; --list-policies lists them all. */
 static void test_stop_rule_names(void **state)
 {
     (void)state;
-    const char *names[] = {"policy", "delta_c", "glr", "glr-heuristic", "rho", "none"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        enum engine_stop_rule r;
-        assert_int_equal(sim_stop_rule_parse(names[i], &r), 0);
-        assert_string_equal(sim_stop_rule_name(r), names[i]);
+    size_t n;
+    const struct stop_rule_info *all = stop_rule_all(&n);
+    assert_int_equal(n, 7);
+    for (size_t i = 0; i < n; i++) {
+        assert_ptr_equal(stop_rule_find(all[i].name), &all[i]);
+        assert_string_equal(stop_rule_name(all[i].rule), all[i].name);
+        assert_string_not_equal(stop_rule_proof_name(all[i].proof), "unknown");
     }
-    enum engine_stop_rule r;
-    assert_int_equal(sim_stop_rule_parse("deltac", &r), -1);
+    assert_int_equal(stop_rule_find("default")->rule, ENGINE_RULE_DEFAULT);
+    assert_int_equal(stop_rule_find("policy")->rule, ENGINE_RULE_POLICY);
+    assert_null(stop_rule_find("deltac"));
+    assert_null(stop_rule_find(NULL));
+    char names[256];
+    stop_rule_names(names, sizeof names);
+    assert_string_equal(names, "default, policy, delta_c, glr, glr-heuristic, rho or none");
+    json_t *j = sim_policies_json();
+    json_t *stops = json_object_get(j, "stop_rules");
+    assert_int_equal(json_array_size(stops), n);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(stops, i), "name")),
+                            all[i].name);
+    json_decref(j);
 }
 
 /* Wilson intervals against values computed by hand (z = 1.96):
