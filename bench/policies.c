@@ -91,10 +91,10 @@ static double draw(struct arms *a, size_t arm)
 /* A warm engine, or NULL (message printed). */
 static struct engine *warm_engine(const struct engine_config *c, struct arms *a)
 {
-    char err[256];
-    struct engine *e = engine_create(c, err, sizeof err);
+    struct policy_error err;
+    struct engine *e = engine_create(c, &err);
     if (e == NULL) {
-        fprintf(stderr, "policies: %s: %s\n", c->policy->name, err);
+        fprintf(stderr, "policies: %s: %s: %s\n", c->policy->name, err.field, err.message);
         return NULL;
     }
     /* 20·K pulls, or 0.2 s for slow policies at large K */

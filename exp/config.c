@@ -732,31 +732,15 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     e->n_arms = c->n_arms;
     e->control_arm = c->control_arm;
     e->policy = c->policy;
-    char err[256];
-    if (engine_validate(e, err, sizeof err) != 0) {
-        /* engine messages start with the field name: "field: message" */
-        char *colon = strstr(err, ": ");
-        if (colon != NULL) {
-            *colon = '\0';
-            jv_error(errors, err, "%s", colon + 2);
-        } else {
-            jv_error(errors, "", "%s", err);
-        }
-        return 1;
-    }
-    /* Let the policy check its parameters against the goal (e.g. ADAPT's
-     * cap needs ε > 0) by building a throwaway engine. */
-    struct engine *probe = engine_create(e, err, sizeof err);
-    if (probe == NULL && strcmp(err, "out of memory") == 0)
+    /* The engine's checks (policy flags against the goal and the arms),
+     * then the policy's own against its parameters (e.g. ADAPT's cap needs
+     * ε > 0), by building a throwaway engine. */
+    struct policy_error perr;
+    struct engine *probe = engine_create(e, &perr);
+    if (probe == NULL && perr.code == POLICY_ERR_NOMEM)
         return -1; /* ours, not the body's */
     if (probe == NULL) {
-        char *colon = strstr(err, ": ");
-        if (colon != NULL) {
-            *colon = '\0';
-            jv_error(errors, err, "%s", colon + 2);
-        } else {
-            jv_error(errors, "policy", "%s", err);
-        }
+        jv_error(errors, perr.field[0] != '\0' ? perr.field : "policy", "%s", perr.message);
         return 1;
     }
     engine_free(probe);

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
 #include "policy.h"
 #include "stats.h"
 
@@ -71,14 +72,15 @@ struct engine_config {
 
 struct engine;
 
-/* Validate cfg and build an engine. Returns NULL with a message naming the
- * offending field (e.g. "goal.m: must be < number of arms (3)") in err.
+/* Validate cfg and build an engine. Returns NULL with err filled: the
+ * offending field (the API's name: "goal.m") and why, or POLICY_ERR_NOMEM.
  * The result is new; free it with engine_free. */
-struct engine *engine_create(const struct engine_config *cfg, char *err, size_t errlen);
+struct engine *engine_create(const struct engine_config *cfg, struct policy_error *err);
 void engine_free(struct engine *e);
 
-/* Check a configuration without building anything; same contract. */
-int engine_validate(const struct engine_config *cfg, char *err, size_t errlen);
+/* Check a configuration without building anything: 0, or −1 with err
+ * filled (POLICY_ERR_INVALID). */
+int engine_validate(const struct engine_config *cfg, struct policy_error *err);
 
 /* One assignment. */
 struct engine_pull {

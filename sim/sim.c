@@ -836,9 +836,12 @@ static int run_one(const struct sim_problem *p, const struct sim_options *o, con
     struct engine_config cfg;
     int ctl[ENGINE_MAX_BANDITS];
     engine_cfg(p, o, rng_mix64(key ^ 0x656e67696e65ULL) /* "engine" */, &cfg, ctl);
-    struct engine *e = engine_create(&cfg, err, errlen);
-    if (e == NULL)
+    struct policy_error perr;
+    struct engine *e = engine_create(&cfg, &perr);
+    if (e == NULL) {
+        policy_error_text(&perr, err, errlen);
         return -1;
+    }
     rng_seed64(s->rng, rng_mix64(key ^ 0x647261777300ULL) /* "draws" */);
     s->head = s->len = 0;
 
@@ -1093,7 +1096,12 @@ static int check_options(const struct sim_problem *p, const struct sim_options *
     struct engine_config c;
     int ctl[ENGINE_MAX_BANDITS];
     engine_cfg(p, o, 0, &c, ctl);
-    return engine_validate(&c, err, errlen);
+    struct policy_error perr;
+    if (engine_validate(&c, &perr) != 0) {
+        policy_error_text(&perr, err, errlen);
+        return -1;
+    }
+    return 0;
 }
 
 /* Means from the trace sums: the checkpoints up to the first one that no run
