@@ -10,6 +10,7 @@
 #define BANDITD_BASE_JSONV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -25,6 +26,10 @@ int jv_unknown_keys(json_t *obj, const char *const *allowed, const char *prefix,
 
 /* A finite number (integer or real): 1 and *out, or 0. */
 int jv_number(const json_t *v, double *out);
+
+/* A non-negative integer up to max, given as an integer or an integral
+ * real (1e6): 1 and *out, or 0. */
+int jv_count(const json_t *v, uint64_t max, uint64_t *out);
 
 /* "field: message" of the first error of the list into buf (a problem's
  * one-line detail), with `suffix` appended (may be NULL). */

@@ -11,6 +11,7 @@
  */
 #include "policies/engine.h"
 
+#include "policies/goal.h"
 #include "policies/rng.h"
 
 #include <math.h>
@@ -106,24 +107,16 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
             return -1;
         }
     }
-    if (c->m < 1) {
-        policy_error_set(err, "goal.m", "must be at least 1");
+    /* The goal on its own (in [0, 1] units: ε against a range of 1). */
+    struct goal g = {.m = c->m, .epsilon = c->epsilon, .delta = c->delta, .budget = c->budget};
+    if (goal_check(&g, 1.0, "goal.", err) != 0)
         return -1;
-    }
     if (c->m > 1 && !(p->flags & POLICY_F_TOPM)) {
         policy_error_set(err, "goal.m", "policy %s finds the best arm only (m = 1)", p->name);
         return -1;
     }
-    if (!(c->epsilon >= 0 && c->epsilon < 1)) {
-        policy_error_set(err, "goal.epsilon", "must be in [0, reward range)");
-        return -1;
-    }
     if ((p->flags & POLICY_F_NEEDS_EPSILON) && c->epsilon <= 0) {
         policy_error_set(err, "goal.epsilon", "policy %s needs epsilon > 0", p->name);
-        return -1;
-    }
-    if (!(c->delta > 0 && c->delta < 1)) {
-        policy_error_set(err, "goal.delta", "must be in (0, 1)");
         return -1;
     }
     if ((p->flags & POLICY_F_FIXED_BUDGET) && !(p->flags & POLICY_F_FIXED_CONFIDENCE) &&

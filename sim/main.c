@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policies/goal.h"
 #include "sim/sim.h"
 
 #define MAX_PARAM_ARGS 64
@@ -340,19 +341,22 @@ int main(int argc, char **argv)
         die(2, "%s", err);
     if (bound != NULL)
         p.bound = strcmp(bound, "fixed") == 0 ? STATS_BOUND_FIXED : STATS_BOUND_ANYTIME;
+    /* The overrides are checked as the problem file's goal is (goal.h):
+     * each on its own, so that an error names its option. */
+    struct goal g = {.m = p.m, .epsilon = p.epsilon, .delta = p.delta, .budget = p.budget};
+    struct policy_error gerr;
     if (delta != NULL) {
-        p.delta = parse_double("--delta", delta);
-        if (!(p.delta > 0 && p.delta < 1))
-            die(2, "--delta: must be in (0, 1) (got \"%s\")", delta);
+        p.delta = g.delta = parse_double("--delta", delta);
+        if (goal_check(&g, p.reward_max - p.reward_min, "--", &gerr) != 0)
+            die(2, "%s: %s (got \"%s\")", gerr.field, gerr.message, delta);
     }
     if (epsilon != NULL) {
-        p.epsilon = parse_double("--epsilon", epsilon);
-        if (!(p.epsilon >= 0 && p.epsilon < p.reward_max - p.reward_min))
-            die(2, "--epsilon: must be in [0, reward range (%g)) (got \"%s\")",
-                p.reward_max - p.reward_min, epsilon);
+        p.epsilon = g.epsilon = parse_double("--epsilon", epsilon);
+        if (goal_check(&g, p.reward_max - p.reward_min, "--", &gerr) != 0)
+            die(2, "%s: %s (got \"%s\")", gerr.field, gerr.message, epsilon);
     }
     if (m != NULL) {
-        p.m = (unsigned)parse_u64("--m", m, 1, ENGINE_MAX_ARMS);
+        p.m = (unsigned)parse_u64("--m", m, 1, GOAL_MAX_M);
         for (size_t b = 0; b < p.n_bandits; b++)
             if (p.m >= p.n_arms[b])
                 die(2, "--m: must be less than the number of arms (%zu in bandits[%zu])",

@@ -10,6 +10,8 @@
 #include "sim/sim.h"
 
 #include "base/clock.h"
+#include "base/jsonv.h"
+#include "policies/goal.h"
 #include "policies/rng.h"
 
 #include <errno.h>
@@ -328,9 +330,6 @@ static const char *const bandit_keys[] = {"arms", "id", NULL};
 int sim_problem_parse(json_t *j, struct sim_problem *p, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
-    p->m = 1;
-    p->epsilon = 0.0;
-    p->delta = 0.05;
     p->reward_min = 0.0;
     p->reward_max = 1.0;
     p->target_arm = -1;
@@ -368,32 +367,23 @@ int sim_problem_parse(json_t *j, struct sim_problem *p, char *err, size_t errlen
     }
     double range = p->reward_max - p->reward_min;
 
-    if ((v = json_object_get(j, "m")) != NULL) {
-        uint64_t m;
-        if (get_count(v, ENGINE_MAX_ARMS, &m) != 0 || m < 1) {
-            snprintf(err, errlen, "m: must be an integer >= 1");
-            goto fail;
-        }
-        p->m = (unsigned)m;
+    struct goal g;
+    goal_defaults(&g);
+    json_t *errors = json_array();
+    if (errors == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
     }
-    if ((v = json_object_get(j, "epsilon")) != NULL) {
-        if (get_num(v, &p->epsilon) != 0 || p->epsilon < 0.0 || p->epsilon >= range) {
-            snprintf(err, errlen, "epsilon: must be in [0, reward range (%g))", range);
-            goto fail;
-        }
+    if (goal_parse(j, range, "", &g, errors) != 0) {
+        jv_first_error(errors, NULL, err, errlen);
+        json_decref(errors);
+        goto fail;
     }
-    if ((v = json_object_get(j, "delta")) != NULL) {
-        if (get_num(v, &p->delta) != 0 || !(p->delta > 0.0 && p->delta < 1.0)) {
-            snprintf(err, errlen, "delta: must be in (0, 1)");
-            goto fail;
-        }
-    }
-    if ((v = json_object_get(j, "budget")) != NULL && !json_is_null(v)) {
-        if (get_count(v, UINT64_C(1) << 53, &p->budget) != 0 || p->budget < 1) {
-            snprintf(err, errlen, "budget: must be null or a positive integer");
-            goto fail;
-        }
-    }
+    json_decref(errors);
+    p->m = g.m;
+    p->epsilon = g.epsilon;
+    p->delta = g.delta;
+    p->budget = g.budget;
     if ((v = json_object_get(j, "tau")) != NULL && !json_is_null(v)) {
         if (get_num(v, &p->tau) != 0 || !(p->tau > 0.0 && p->tau < 1.0)) {
             snprintf(err, errlen, "tau: must be null or in (0, 1)");

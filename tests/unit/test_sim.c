@@ -24,6 +24,8 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
+#include "base/jsonv.h"
+#include "exp/config.h"
 #include "sim/sim.h"
 #include "tests/support/stattest.h"
 
@@ -784,6 +786,64 @@ static void test_stop_rule_names(void **state)
     json_decref(j);
 }
 
+/* One goal rule (policies/goal.h) for the daemon's create body and the
+ * simulator's problem file: the same members refused with the same message
+ * (the field is goal.X in one, X in the other), the same accepted. */
+static void test_goal_same_rules(void **state)
+{
+    (void)state;
+    static const char *const goals[] = {
+        "\"m\": 0", "\"m\": 1.5", "\"m\": \"1\"", "\"m\": 5000", "\"epsilon\": -0.1",
+        "\"epsilon\": 1", "\"epsilon\": null", "\"delta\": 0", "\"delta\": 1",
+        "\"delta\": \"0.05\"", "\"budget\": 0", "\"budget\": 10.5", "\"budget\": -5",
+        "\"budget\": 9007199254740993",
+        /* accepted by both */
+        "\"m\": 1.0", "\"budget\": 1e3", "\"budget\": null", "\"epsilon\": 0.5", "\"delta\": 0.2"};
+    struct exp_limits lim = {.max_experiments = 1,
+                             .max_bandits = 4,
+                             .max_arms = 8,
+                             .max_batch = 1,
+                             .max_count = 1,
+                             .max_pending = 1,
+                             .history_points = 1};
+    for (size_t i = 0; i < sizeof goals / sizeof goals[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"arms\": [\"a\", \"b\", \"c\"], \"policy\": {\"name\": \"uniform\"}, "
+                 "\"goal\": {%s}}",
+                 goals[i]);
+        json_t *body = json_loads(text, 0, NULL);
+        assert_non_null(body);
+        json_t *errors = json_array();
+        struct exp_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        int rc = exp_config_parse(body, &lim, &cfg, errors);
+        exp_config_free(&cfg);
+        char api[256] = "";
+        if (rc != 0)
+            jv_first_error(errors, NULL, api, sizeof api);
+        json_decref(errors);
+        json_decref(body);
+
+        snprintf(text, sizeof text, "{\"arms\": [0.1, 0.2, 0.3], %s}", goals[i]);
+        json_t *prob = json_loads(text, 0, NULL);
+        assert_non_null(prob);
+        struct sim_problem p;
+        char sim[256] = "";
+        int src = sim_problem_parse(prob, &p, sim, sizeof sim);
+        if (src == 0)
+            sim_problem_free(&p);
+        json_decref(prob);
+
+        if ((rc == 0) != (src == 0))
+            fail_msg("goal {%s}: the daemon says \"%s\", the simulator \"%s\"", goals[i], api, sim);
+        if (rc != 0) {
+            assert_int_equal(strncmp(api, "goal.", 5), 0);
+            assert_string_equal(api + 5, sim);
+        }
+    }
+}
+
 /* Wilson intervals against values computed by hand (z = 1.96):
  * k = 0, n = 10: [0, z²/(n + z²)] = [0, 0.27753];
  * k = 5, n = 10: 0.5 ± 0.26340 → [0.23659, 0.76341]. */
@@ -826,6 +886,7 @@ int main(void)
         cmocka_unit_test(test_parse_contract_example),
         cmocka_unit_test(test_parse_defaults_and_shorthands),
         cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_goal_same_rules),
         cmocka_unit_test(test_problem_load),
         cmocka_unit_test(test_clipped_means_hand),
         cmocka_unit_test(test_clipped_means_draws),
