@@ -3,17 +3,18 @@
  * flags (fixed confidence, fixed budget, multi-bandit, top-m, own stop
  * rule, needs ε, needs a target arm...) and its parameters (type, default,
  * range or choices, one line of doc with the paper it comes from), and every
- * stop rule of policies/stop_rule.h (name, proof status, summary). The document is exactly
- * `bandit-sim --list-policies` (both come from sim_policies_json), so a client can build a create
- * form from it and a script can compare the daemon with the simulator.
+ * stop rule (name, proof status, summary). The document is exactly
+ * `bandit-sim --list-policies` (both come from policies/describe.h), so a
+ * client can build a create form from it and a script can compare the
+ * daemon with the simulator.
  */
 #include "api/api.h"
 
-#include "sim/sim.h"
+#include "policies/describe.h"
 
 int api_policies_list(struct http_req *r)
 {
-    json_t *j = sim_policies_json();
+    json_t *j = describe_policies();
     if (j == NULL)
         return http_reply_oom(r);
     return http_reply_json(r, 200, j);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policies/describe.h"
 #include "policies/goal.h"
 #include "sim/sim.h"
 
@@ -323,7 +324,7 @@ int main(int argc, char **argv)
     if (optind < argc)
         die(2, "%s: unexpected argument (see --help)", argv[optind]);
     if (list)
-        return print_json(sim_policies_json(), JSON_INDENT(2));
+        return print_json(describe_policies(), JSON_INDENT(2));
     if (has_control != (o.control_share > 0))
         die(2, "--control and --control-share go together");
     if (problem_path == NULL)

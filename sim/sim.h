@@ -179,12 +179,6 @@ int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim
 json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o,
                         const struct sim_result *r);
 
-/* Every policy of the registry with its flags and parameters (name, type,
- * default, range or choices, doc), and every stop rule of policies/stop_rule.h
- * (name, proof, summary), as `bandit-sim --list-policies` prints it (new
- * reference). */
-json_t *sim_policies_json(void);
-
 /* True mean of an arm after clipping to [lo, hi] (exact, see sim.c), and
  * whether a draw can fall outside that range. */
 double sim_arm_clipped_mean(const struct sim_arm *a, double lo, double hi);

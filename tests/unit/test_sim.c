@@ -26,6 +26,7 @@
 
 #include "base/jsonv.h"
 #include "exp/config.h"
+#include "policies/describe.h"
 #include "sim/sim.h"
 #include "tests/support/stattest.h"
 
@@ -719,7 +720,7 @@ static void test_result_json(void **state)
 static void test_policies_json(void **state)
 {
     (void)state;
-    json_t *j = sim_policies_json();
+    json_t *j = describe_policies();
     json_t *list = json_object_get(j, "policies");
     size_t n = 0;
     for (const struct policy_ops *const *pp = policy_all(); *pp != NULL; pp++)
@@ -777,7 +778,7 @@ static void test_stop_rule_names(void **state)
     char names[256];
     stop_rule_names(names, sizeof names);
     assert_string_equal(names, "default, policy, delta_c, glr, glr-heuristic, rho or none");
-    json_t *j = sim_policies_json();
+    json_t *j = describe_policies();
     json_t *stops = json_object_get(j, "stop_rules");
     assert_int_equal(json_array_size(stops), n);
     for (size_t i = 0; i < n; i++)
