@@ -15,7 +15,7 @@
  *     are not counted: the engine is rebuilt and the measure goes on;
  *   - pulls/s: engine_assign + engine_reward in a loop, one thread — what
  *     one simulator thread can do at most with this policy;
- *   - with the simulator built (sim/sim.c), simulator pulls/s: bandit-sim's
+ *   - with the simulator built (sim/), simulator pulls/s: bandit-sim's
  *     sim_run on the same problem (budget 20·K, or fewer pulls for slow
  *     policies, all threads; see sim_pulls_s).
  *

@@ -179,7 +179,7 @@ int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim
 json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o,
                         const struct sim_result *r);
 
-/* True mean of an arm after clipping to [lo, hi] (exact, see sim.c), and
+/* True mean of an arm after clipping to [lo, hi] (exact, see arms.c), and
  * whether a draw can fall outside that range. */
 double sim_arm_clipped_mean(const struct sim_arm *a, double lo, double hi);
 int sim_arm_can_clip(const struct sim_arm *a, double lo, double hi);

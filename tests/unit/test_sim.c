@@ -1,5 +1,5 @@
 /*
- * test_sim.c — unit tests for the simulator library (sim/sim.c).
+ * test_sim.c — unit tests for the simulator library (sim/).
  *
  * Problem files (the contract's example, defaults and shorthands, and every
  * error path, each naming its field), exact means of clipped distributions
