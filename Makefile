@@ -121,8 +121,8 @@ $(LIB_SIM): $(call objs,$(filter-out sim/main.c,$(wildcard sim/*.c)))
 $(LIB_TESTS): $(call objs,$(wildcard tests/support/*.c))
 
 # What the daemon links, in layer order; the simulator its own two.
-LIBS_DAEMON := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_NOTIFY) $(LIB_SIM) \
-               $(LIB_STORE) $(LIB_POLICIES) $(LIB_BASE)
+LIBS_DAEMON := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_NOTIFY) $(LIB_STORE) \
+               $(LIB_POLICIES) $(LIB_BASE)
 LIBS_SIM := $(LIB_SIM) $(LIB_POLICIES) $(LIB_BASE)
 
 # --- generated sources ----------------------------------------------------------

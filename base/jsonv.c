@@ -95,6 +95,22 @@ json_t *jv_real(double x)
     return isfinite(x) ? json_real(x) : json_null();
 }
 
+int jv_count(const json_t *v, uint64_t max, uint64_t *out)
+{
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        if (x < 0 || (uint64_t)x > max)
+            return 0;
+        *out = (uint64_t)x;
+        return 1;
+    }
+    double x;
+    if (!jv_number(v, &x) || x < 0 || x != floor(x) || x > (double)max)
+        return 0;
+    *out = (uint64_t)x;
+    return 1;
+}
+
 void jv_first_error(const json_t *errors, const char *suffix, char *buf, size_t len)
 {
     const json_t *first = json_array_get(errors, 0);

@@ -11,6 +11,7 @@
 #define BANDITD_BASE_JSONV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -43,6 +44,10 @@ int jv_number(const json_t *v, double *out);
  * refuses NaN and ±inf (NULL), and a field set from it silently went
  * missing. A new reference (NULL only on out of memory). */
 json_t *jv_real(double x);
+
+/* A non-negative integer up to max, given as an integer or an integral
+ * real (1e6): 1 and *out, or 0. */
+int jv_count(const json_t *v, uint64_t max, uint64_t *out);
 
 /* "field: message" of the first error of the list into buf (a problem's
  * one-line detail), with `suffix` appended (may be NULL). */

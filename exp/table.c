@@ -224,7 +224,10 @@ struct exp_data *exp_data_new(const struct exp_config *cfg, char *err, size_t er
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    d->eng = engine_create(&cfg->engine, err, errlen);
+    struct policy_error perr;
+    d->eng = engine_create(&cfg->engine, &perr);
+    if (d->eng == NULL)
+        policy_error_text(&perr, err, errlen);
     size_t kmax = 0;
     for (size_t b = 0; b < cfg->n_bandits; b++)
         kmax = cfg->n_arms[b] > kmax ? cfg->n_arms[b] : kmax;

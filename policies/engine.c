@@ -12,6 +12,7 @@
 #include "policies/engine.h"
 #include "policies/order.h"
 
+#include "policies/goal.h"
 #include "policies/rng.h"
 
 #include <math.h>
@@ -73,63 +74,56 @@ static enum engine_stop_rule resolve_rule(const struct engine_config *c)
     return ENGINE_RULE_DELTA_C;
 }
 
-int engine_validate(const struct engine_config *c, char *err, size_t errlen)
+int engine_validate(const struct engine_config *c, struct policy_error *err)
 {
     const struct policy_ops *p = c->policy;
     if (p == NULL) {
-        snprintf(err, errlen, "policy.name: unknown policy");
+        policy_error_set(err, "policy.name", "unknown policy");
         return -1;
     }
     if (c->n_bandits < 1 || c->n_bandits > ENGINE_MAX_BANDITS) {
-        snprintf(err, errlen, "bandits: need 1 to %d bandits", ENGINE_MAX_BANDITS);
+        policy_error_set(err, "bandits", "need 1 to %d bandits", ENGINE_MAX_BANDITS);
         return -1;
     }
     for (size_t b = 0; b < c->n_bandits; b++) {
         if (c->n_arms[b] < 2 || c->n_arms[b] > ENGINE_MAX_ARMS) {
-            snprintf(err, errlen, "bandits[%zu].arms: need 2 to %d arms", b, ENGINE_MAX_ARMS);
+            char field[48];
+            snprintf(field, sizeof field, "bandits[%zu].arms", b);
+            policy_error_set(err, field, "need 2 to %d arms", ENGINE_MAX_ARMS);
             return -1;
         }
         if (c->m >= c->n_arms[b]) {
-            snprintf(err, errlen,
-                     "goal.m: must be less than the number of arms (%zu in bandit %zu)",
-                     c->n_arms[b], b);
+            policy_error_set(err, "goal.m",
+                             "must be less than the number of arms (%zu in bandit %zu)",
+                             c->n_arms[b], b);
             return -1;
         }
         if (c->control_arm != NULL && c->control_arm[b] >= (int)c->n_arms[b]) {
-            snprintf(err, errlen, "constraints.control.arm: no such arm in bandit %zu", b);
+            policy_error_set(err, "constraints.control.arm", "no such arm in bandit %zu", b);
             return -1;
         }
         if (c->min_prob * (double)c->n_arms[b] >= 1.0) {
-            snprintf(err, errlen,
-                     "constraints.min_prob: times the number of arms (%zu) must be below 1",
-                     c->n_arms[b]);
+            policy_error_set(err, "constraints.min_prob",
+                             "times the number of arms (%zu) must be below 1", c->n_arms[b]);
             return -1;
         }
     }
-    if (c->m < 1) {
-        snprintf(err, errlen, "goal.m: must be at least 1");
+    /* The goal on its own (in [0, 1] units: ε against a range of 1). */
+    struct goal g = {.m = c->m, .epsilon = c->epsilon, .delta = c->delta, .budget = c->budget};
+    if (goal_check(&g, 1.0, "goal.", err) != 0)
         return -1;
-    }
     if (c->m > 1 && !(p->flags & POLICY_F_TOPM)) {
-        snprintf(err, errlen, "goal.m: policy %s finds the best arm only (m = 1)", p->name);
-        return -1;
-    }
-    if (!(c->epsilon >= 0 && c->epsilon < 1)) {
-        snprintf(err, errlen, "goal.epsilon: must be in [0, reward range)");
+        policy_error_set(err, "goal.m", "policy %s finds the best arm only (m = 1)", p->name);
         return -1;
     }
     if ((p->flags & POLICY_F_NEEDS_EPSILON) && c->epsilon <= 0) {
-        snprintf(err, errlen, "goal.epsilon: policy %s needs epsilon > 0", p->name);
-        return -1;
-    }
-    if (!(c->delta > 0 && c->delta < 1)) {
-        snprintf(err, errlen, "goal.delta: must be in (0, 1)");
+        policy_error_set(err, "goal.epsilon", "policy %s needs epsilon > 0", p->name);
         return -1;
     }
     if ((p->flags & POLICY_F_FIXED_BUDGET) && !(p->flags & POLICY_F_FIXED_CONFIDENCE) &&
         c->budget == 0) {
-        snprintf(err, errlen, "goal.budget: policy %s is a fixed-budget policy and needs a budget",
-                 p->name);
+        policy_error_set(err, "goal.budget",
+                         "policy %s is a fixed-budget policy and needs a budget", p->name);
         return -1;
     }
     if (c->budget > 0) {
@@ -137,8 +131,8 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
         for (size_t b = 0; b < c->n_bandits; b++)
             arms += c->n_arms[b];
         if (c->budget < arms) {
-            snprintf(err, errlen, "goal.budget: must be at least the number of arms (%llu)",
-                     (unsigned long long)arms);
+            policy_error_set(err, "goal.budget", "must be at least the number of arms (%llu)",
+                             (unsigned long long)arms);
             return -1;
         }
         /* One instance per bandit splits the budget evenly (engine_create);
@@ -148,10 +142,11 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
             for (size_t b = 0; b < c->n_bandits; b++) {
                 uint64_t share = c->budget / c->n_bandits + (b < c->budget % c->n_bandits);
                 if (share < c->n_arms[b]) {
-                    snprintf(err, errlen,
-                             "goal.budget: policy %s splits it evenly between the %zu bandits; "
-                             "bandit %zu would get %llu pulls for %zu arms",
-                             p->name, c->n_bandits, b, (unsigned long long)share, c->n_arms[b]);
+                    policy_error_set(err, "goal.budget",
+                                     "policy %s splits it evenly between the %zu bandits; "
+                                     "bandit %zu would get %llu pulls for %zu arms",
+                                     p->name, c->n_bandits, b, (unsigned long long)share,
+                                     c->n_arms[b]);
                     return -1;
                 }
             }
@@ -159,35 +154,35 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
     }
     if (p->flags & POLICY_F_NEEDS_TARGET) {
         if (c->target_arm < 0) {
-            snprintf(err, errlen, "target_arm: policy %s needs a target arm", p->name);
+            policy_error_set(err, "target_arm", "policy %s needs a target arm", p->name);
             return -1;
         }
     }
     if (c->target_arm >= 0) {
         for (size_t b = 0; b < c->n_bandits; b++)
             if ((size_t)c->target_arm >= c->n_arms[b]) {
-                snprintf(err, errlen, "target_arm: no such arm in bandit %zu", b);
+                policy_error_set(err, "target_arm", "no such arm in bandit %zu", b);
                 return -1;
             }
     }
     if (!(isnan(c->tau) || c->tau == 0 || (c->tau > 0 && c->tau < 1))) {
-        snprintf(err, errlen, "tau: must be in (0, 1)");
+        policy_error_set(err, "tau", "must be in (0, 1)");
         return -1;
     }
     if (c->stop_rule == ENGINE_RULE_POLICY && !(p->flags & POLICY_F_OWN_STOP)) {
-        snprintf(err, errlen, "stop_rule: policy %s has no stop rule of its own", p->name);
+        policy_error_set(err, "stop_rule", "policy %s has no stop rule of its own", p->name);
         return -1;
     }
     if (!(c->min_prob >= 0 && c->min_prob < 1)) {
-        snprintf(err, errlen, "constraints.min_prob: must be in [0, 1)");
+        policy_error_set(err, "constraints.min_prob", "must be in [0, 1)");
         return -1;
     }
     if (!(c->control_share >= 0 && c->control_share < 1)) {
-        snprintf(err, errlen, "constraints.control.share: must be in [0, 1)");
+        policy_error_set(err, "constraints.control.share", "must be in [0, 1)");
         return -1;
     }
     if (c->control_share > 0 && c->control_arm == NULL) {
-        snprintf(err, errlen, "constraints.control.arm: a control share needs a control arm");
+        policy_error_set(err, "constraints.control.arm", "a control share needs a control arm");
         return -1;
     }
     /* The floor comes on top of the control share (see constrained_pick):
@@ -195,10 +190,10 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
     for (size_t b = 0; c->control_arm != NULL && b < c->n_bandits; b++) {
         if (c->control_arm[b] >= 0 && c->control_share > 0 &&
             c->control_share + c->min_prob * (double)c->n_arms[b] >= 1.0) {
-            snprintf(err, errlen,
-                     "constraints.min_prob: times the number of arms (%zu), plus the control "
-                     "share, must be below 1",
-                     c->n_arms[b]);
+            policy_error_set(err, "constraints.min_prob",
+                             "times the number of arms (%zu), plus the control "
+                             "share, must be below 1",
+                             c->n_arms[b]);
             return -1;
         }
     }
@@ -206,7 +201,7 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
      * posterior draw. */
     if (!(c->prior_alpha >= 0 && isfinite(c->prior_alpha)) ||
         !(c->prior_beta >= 0 && isfinite(c->prior_beta))) {
-        snprintf(err, errlen, "prior: must be a finite positive number");
+        policy_error_set(err, "prior", "must be a finite positive number");
         return -1;
     }
     return 0;
@@ -238,9 +233,9 @@ void engine_free(struct engine *e)
     free(e);
 }
 
-struct engine *engine_create(const struct engine_config *cfg, char *err, size_t errlen)
+struct engine *engine_create(const struct engine_config *cfg, struct policy_error *err)
 {
-    if (engine_validate(cfg, err, errlen) != 0)
+    if (engine_validate(cfg, err) != 0)
         return NULL;
     struct engine *e = calloc(1, sizeof *e);
     if (e == NULL)
@@ -324,7 +319,9 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
         c->target_arm = e->cfg.target_arm;
         c->params = &e->cfg.params;
         c->rng = e->rng;
-        if (e->cfg.policy->init(&e->pstate[i], c, err, errlen) != 0) {
+        char text[sizeof err->field + sizeof err->message] = "";
+        if (e->cfg.policy->init(&e->pstate[i], c, text, sizeof text) != 0) {
+            policy_error_from_text(err, text);
             e->pstate[i] = NULL;
             engine_free(e);
             return NULL;
@@ -332,7 +329,7 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     }
     return e;
 nomem:
-    snprintf(err, errlen, "out of memory");
+    policy_error_nomem(err);
     engine_free(e);
     return NULL;
 }

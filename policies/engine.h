@@ -21,14 +21,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
 #include "policy.h"
 #include "stats.h"
 
 #define ENGINE_MAX_BANDITS 1024
 #define ENGINE_MAX_ARMS 4096
 
+/* Names, proof status and summaries: policies/stop_rule.h. */
 enum engine_stop_rule {
-    ENGINE_RULE_DEFAULT = 0,   /* the policy's own rule, else δᶜ ≤ δ */
+    ENGINE_RULE_DEFAULT = 0,   /* the policy's documented default (see resolve_rule) */
     ENGINE_RULE_DELTA_C,       /* δᶜ ≤ δ (K&S §4), bound per config */
     ENGINE_RULE_GLR,           /* Chernoff GLR, proven threshold */
     ENGINE_RULE_GLR_HEURISTIC, /* Chernoff GLR, ln((ln t + 1)/δ) */
@@ -70,14 +72,15 @@ struct engine_config {
 
 struct engine;
 
-/* Validate cfg and build an engine. Returns NULL with a message naming the
- * offending field (e.g. "goal.m: must be < number of arms (3)") in err.
+/* Validate cfg and build an engine. Returns NULL with err filled: the
+ * offending field (the API's name: "goal.m") and why, or POLICY_ERR_NOMEM.
  * The result is new; free it with engine_free. */
-struct engine *engine_create(const struct engine_config *cfg, char *err, size_t errlen);
+struct engine *engine_create(const struct engine_config *cfg, struct policy_error *err);
 void engine_free(struct engine *e);
 
-/* Check a configuration without building anything; same contract. */
-int engine_validate(const struct engine_config *cfg, char *err, size_t errlen);
+/* Check a configuration without building anything: 0, or −1 with err
+ * filled (POLICY_ERR_INVALID). */
+int engine_validate(const struct engine_config *cfg, struct policy_error *err);
 
 /* One assignment. */
 struct engine_pull {

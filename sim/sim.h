@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "policies/engine.h"
+#include "policies/stop_rule.h"
 
 #define SIM_MAX_RUNS 10000000ULL  /* per-run pull counts are kept for quantiles */
 #define SIM_MAX_DELAY 10000000ULL /* FIFO entries (16 bytes each, per thread) */
@@ -75,7 +76,7 @@ struct sim_options {
     uint64_t budget;            /* overrides the problem's budget when > 0 (a cap for
                                  * fixed-confidence policies) */
     unsigned threads;           /* 0: all cores */
-    enum engine_stop_rule stop; /* ENGINE_RULE_DEFAULT: the policy's own */
+    enum engine_stop_rule stop; /* ENGINE_RULE_DEFAULT: the policy's default */
     int progress;               /* progress bar on stderr (when a terminal) */
     /* clinical constraints, as for an experiment */
     uint32_t burn_in;
@@ -178,18 +179,7 @@ int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim
 json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o,
                         const struct sim_result *r);
 
-/* Every policy of the registry with its flags and parameters (name, type,
- * default, range or choices, doc), as `bandit-sim --list-policies` prints it
- * (new reference). */
-json_t *sim_policies_json(void);
-
-/* Stop rule names of --stop: "policy" (ENGINE_RULE_DEFAULT: the policy's own
- * rule, δᶜ ≤ δ for policies without one, the budget for fixed-budget runs),
- * "delta_c", "glr", "glr-heuristic", "rho", "none". 0, or −1 if unknown. */
-int sim_stop_rule_parse(const char *name, enum engine_stop_rule *out);
-const char *sim_stop_rule_name(enum engine_stop_rule r);
-
-/* True mean of an arm after clipping to [lo, hi] (exact, see sim.c), and
+/* True mean of an arm after clipping to [lo, hi] (exact, see arms.c), and
  * whether a draw can fall outside that range. */
 double sim_arm_clipped_mean(const struct sim_arm *a, double lo, double hi);
 int sim_arm_can_clip(const struct sim_arm *a, double lo, double hi);

@@ -71,10 +71,10 @@ int fuzz_expconfig(const uint8_t *data, size_t size)
     int rc = exp_config_parse(body, exp_limits(), &cfg, errors);
     if (rc == 0) {
         /* what creation does next: build the engine and serialise */
-        char err[256];
+        struct policy_error err;
         cfg.engine.n_arms = cfg.n_arms;
         cfg.engine.control_arm = cfg.control_arm;
-        struct engine *e = engine_create(&cfg.engine, err, sizeof err);
+        struct engine *e = engine_create(&cfg.engine, &err);
         if (e != NULL) {
             struct engine_pull p;
             engine_assign(e, -1, &p);

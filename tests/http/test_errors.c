@@ -197,6 +197,49 @@ static void test_create_invalid_fields(void **state)
     tresp_free(r);
 }
 
+/* An unknown stop rule is refused with a message that lists every rule GET
+ * /v1/policies lists (it once named 4 of the 6 accepted). */
+static void test_stop_rule_lists_every_name(void **state)
+{
+    (void)state;
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments",
+                           "{\"arms\": [\"a\", \"b\"], \"stop_rule\": \"sometimes\"}", NULL);
+    assert_invalid(r, "stop_rule");
+    const char *msg = NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(r->json, "errors"), i,
+                       e) if (strcmp(tjson_str(e, "field"), "stop_rule") == 0) msg =
+        tjson_str(e, "message");
+    assert_non_null(msg);
+    struct tresp *l = treq(tgroup_d, "GET", "/v1/policies", NULL, NULL);
+    assert_status(l, 200);
+    json_t *rules = json_object_get(l->json, "stop_rules");
+    assert_true(json_array_size(rules) >= 7);
+    json_array_foreach(rules, i, e)
+    {
+        const char *name = tjson_str(e, "name");
+        if (strstr(msg, name) == NULL)
+            fail_msg("stop_rule message \"%s\" does not name %s", msg, name);
+        /* ... and each is accepted by a policy with a rule of its own. */
+        struct tresp *c =
+            treqf(tgroup_d, "POST", "/v1/experiments",
+                  "{\"id\": \"rule-%zu\", \"arms\": [\"a\", \"b\"], \"policy\": {\"name\": "
+                  "\"lucb1\"}, \"stop_rule\": \"%s\"}",
+                  i, name);
+        assert_status(c, 201);
+        assert_string_equal(tjson_str(c->json, "stop_rule"), name);
+        tresp_free(c);
+        char path[64];
+        snprintf(path, sizeof path, "/v1/experiments/rule-%zu", i);
+        c = treq(tgroup_d, "DELETE", path, NULL, NULL);
+        assert_true(c->status == 200 || c->status == 204);
+        tresp_free(c);
+    }
+    tresp_free(l);
+    tresp_free(r);
+}
+
 /* Issue 4's invalid combinations, each refused naming the field. */
 static void test_fixed_budget_policy_needs_budget(void **state)
 {
@@ -712,6 +755,7 @@ int main(void)
         cmocka_unit_test(test_malformed_json),
         cmocka_unit_test(test_reward_not_finite_is_malformed),
         cmocka_unit_test(test_create_invalid_fields),
+        cmocka_unit_test(test_stop_rule_lists_every_name),
         cmocka_unit_test(test_fixed_budget_policy_needs_budget),
         cmocka_unit_test(test_gcp_targeted_needs_target),
         cmocka_unit_test(test_direct_needs_epsilon),

@@ -179,7 +179,11 @@ static struct engine *make(const char *name, const struct problem *p, uint64_t s
     c.seed = seed;
     c.policy = ops;
     set_params(wrapped, &c.params, kv);
-    return engine_create(&c, err, errlen);
+    struct policy_error perr;
+    struct engine *e = engine_create(&c, &perr);
+    if (e == NULL)
+        policy_error_text(&perr, err, errlen);
+    return e;
 }
 
 /* After each pull: the trace, and the status calls of drive_opts. */
