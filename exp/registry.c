@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "base/jsonv.h"
+#include "policies/stop_rule.h"
 #include "base/log.h"
 #include "exp/internal.h"
 
@@ -94,7 +95,7 @@ const char *exp_stop_reason(const struct exp *x)
 {
     switch (engine_stop_reason(x->d->eng)) {
     case ENGINE_STOPPED_CONFIDENCE:
-        return "confidence";
+        return stop_rule_name(engine_rule(x->d->eng)); /* the rule that fired */
     case ENGINE_STOPPED_BUDGET:
         return "budget";
     case ENGINE_STOPPED_MANUAL:

@@ -14,7 +14,9 @@
 
 #include "policies/goal.h"
 #include "policies/rng.h"
+#include "policies/stop.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +46,8 @@ struct engine {
     struct policy_ctx *ctx;
     void **pstate;
     uint64_t *inst_budget;
-    unsigned char *scratch_high; /* kmax entries, stop checks */
+    unsigned char *scratch_high;    /* kmax entries, stop checks */
+    struct engine_stop_eval *fired; /* per bandit: the rule's figures when it fired */
 };
 
 static int is_multi(const struct engine *e)
@@ -57,13 +60,19 @@ static size_t inst_of(const struct engine *e, size_t b)
     return e->ninst == 1 ? 0 : b;
 }
 
-static enum engine_stop_rule resolve_rule(const struct engine_config *c)
+enum engine_stop_rule engine_resolve_rule(const struct engine_config *c)
 {
     const struct policy_ops *p = c->policy;
     if (c->stop_rule != ENGINE_RULE_DEFAULT)
         return c->stop_rule;
-    if (p->flags & POLICY_F_OWN_STOP)
-        return ENGINE_RULE_POLICY;
+    if (p->flags & POLICY_F_OWN_STOP) {
+        /* An own rule without a proof under the policy's defaults (gcp's
+         * ρ̄) is opt-in: the default is a proven rule. A parameter the user
+         * set to an unproven variant (threshold=heuristic) is their choice. */
+        struct policy_params d;
+        policy_params_defaults(p, &d);
+        return policy_own_stop_proven(p, &d) ? ENGINE_RULE_POLICY : ENGINE_RULE_GLR;
+    }
     if (p->flags & POLICY_F_REGRET)
         return ENGINE_RULE_NONE;
     /* A fixed-budget run stops at its budget; a fixed-confidence policy
@@ -72,6 +81,20 @@ static enum engine_stop_rule resolve_rule(const struct engine_config *c)
         (c->budget > 0 || !(p->flags & POLICY_F_FIXED_CONFIDENCE)))
         return ENGINE_RULE_NONE;
     return ENGINE_RULE_DELTA_C;
+}
+
+int engine_rule_proven(const struct engine_config *c, enum engine_stop_rule r)
+{
+    switch (r) {
+    case ENGINE_RULE_DELTA_C:
+        return c->bound == STATS_BOUND_ANYTIME;
+    case ENGINE_RULE_GLR:
+        return 1;
+    case ENGINE_RULE_POLICY:
+        return policy_own_stop_proven(c->policy, &c->params);
+    default:
+        return 0;
+    }
 }
 
 int engine_validate(const struct engine_config *c, struct policy_error *err)
@@ -221,6 +244,7 @@ void engine_free(struct engine *e)
     free(e->ctx);
     free(e->inst_budget);
     free(e->scratch_high);
+    free(e->fired);
     free(e->k);
     free(e->store);
     free(e->arms);
@@ -271,7 +295,8 @@ struct engine *engine_create(const struct engine_config *cfg, struct policy_erro
     e->store = calloc(total, sizeof *e->store);
     e->rank_store = calloc(total, sizeof *e->rank_store);
     e->scratch_high = calloc(e->kmax, 1);
-    if (!e->store || !e->rank_store || !e->scratch_high)
+    e->fired = calloc(e->nb, sizeof *e->fired);
+    if (!e->store || !e->rank_store || !e->scratch_high || !e->fired)
         goto nomem;
     e->rng = gsl_rng_alloc(rng_xoshiro256ss);
     if (e->rng == NULL)
@@ -289,7 +314,7 @@ struct engine *engine_create(const struct engine_config *cfg, struct policy_erro
         order_rank_draw(e->rng, e->rank[b], e->k[b]);
         off += e->k[b];
     }
-    e->rule = resolve_rule(&e->cfg);
+    e->rule = engine_resolve_rule(&e->cfg);
 
     e->ninst = is_multi(e) ? 1 : e->nb;
     e->ctx = calloc(e->ninst, sizeof *e->ctx);
@@ -348,50 +373,11 @@ static void recommend(const struct engine *e, size_t b, unsigned char *high)
     order_top_m(e->arms[b], e->k[b], e->cfg.m, e->rank[b], high);
 }
 
+/* δᶜ with the split of δ fixed in advance (stop.h): the δᶜ rule's error
+ * bound, and what the status shows as δᶜ. */
 static double delta_c_of(const struct engine *e, size_t b, const unsigned char *high, double *cut)
 {
-    struct stats_dc_opts o = {
-        .bound = e->cfg.bound, .epsilon = e->cfg.epsilon, .hoeffding_only = 0, .count_pending = 0};
-    return stats_delta_c(e->arms[b], e->k[b], high, &o, cut, NULL);
-}
-
-/* A necessary condition for δᶜ ≤ δ, cheap enough to test on every reward.
- * δᶜ(c) = 1 − Π(1 − δᶜ_i(c)) ≥ δᶜ_i(c) for each arm, so δᶜ(c) ≤ δ needs every
- * arm's own bound at level δ on its side of c: c ≤ μ̂_h + ε − w_h(δ) for each
- * High arm and c ≥ μ̂_l + w_l(δ) for each Low arm (w the width at which the
- * arm's confidence is δ, the exact inverse of the bound δᶜ_i uses). That is K
- * width evaluations against the ~65 K bound inversions of the cutoff search,
- * and it rules out nearly every reward of a run (the simulator spent half its
- * time in that search). The slack makes sure rounding never rules out a stop
- * the search would have found; it only lets a few hopeless searches run. */
-static int delta_c_may_pass(const struct engine *e, size_t b, const unsigned char *high)
-{
-    const struct stats_arm *a = e->arms[b];
-    double c_max = INFINITY;
-    for (size_t i = 0; i < e->k[b]; i++) {
-        if (!high[i])
-            continue;
-        double w = stats_width(e->cfg.bound, &a[i], 0, e->cfg.delta);
-        if (!(w < INFINITY))
-            return 0; /* no width reaches δ: this arm's δᶜ_i > δ at every c */
-        c_max = fmin(c_max, a[i].mean + e->cfg.epsilon - w);
-    }
-    /* Low arms second, the one of highest mean first: it is the likeliest
-     * to cross c_max, which ends the check after one more width (the rest
-     * only run when a stop is near). */
-    size_t top = (size_t)-1;
-    for (size_t i = 0; i < e->k[b]; i++)
-        if (!high[i] && (top == (size_t)-1 || a[i].mean > a[top].mean))
-            top = i;
-    for (size_t j = 0; j <= e->k[b]; j++) {
-        size_t i = j == 0 ? top : j - 1;
-        if (i == (size_t)-1 || high[i] || (j > 0 && i == top))
-            continue;
-        double w = stats_width(e->cfg.bound, &a[i], 0, e->cfg.delta);
-        if (!(w < INFINITY) || a[i].mean + w > c_max + 1e-9)
-            return 0;
-    }
-    return 1;
+    return stop_delta_c(e->arms[b], e->k[b], high, e->cfg.bound, e->cfg.epsilon, cut);
 }
 
 static int any_unpulled(const struct engine *e, size_t b)
@@ -418,12 +404,14 @@ static int rule_met(struct engine *e, size_t b)
     recommend(e, b, high);
     switch (e->rule) {
     case ENGINE_RULE_DELTA_C:
-        return delta_c_may_pass(e, b, high) && delta_c_of(e, b, high, NULL) <= e->cfg.delta;
+        return stop_delta_c_met(e->arms[b], e->k[b], high, e->cfg.bound, e->cfg.epsilon,
+                                e->cfg.delta);
     case ENGINE_RULE_GLR:
     case ENGINE_RULE_GLR_HEURISTIC: {
         enum stats_glr_threshold kind =
             e->rule == ENGINE_RULE_GLR ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
-        return stats_glr_stop(e->arms[b], e->k[b], high, kind, e->cfg.m, e->cfg.delta);
+        return stats_glr_stop(e->arms[b], e->k[b], high, kind, e->cfg.m, e->cfg.epsilon,
+                              e->cfg.delta);
     }
     case ENGINE_RULE_RHO:
         return stats_rho(e->arms[b], e->k[b], e->cfg.m) >= e->cfg.tau;
@@ -454,12 +442,26 @@ static enum engine_stop_reason rule_reason(const struct engine *e)
     return e->rule == ENGINE_RULE_POLICY ? ENGINE_STOPPED_POLICY : ENGINE_STOPPED_CONFIDENCE;
 }
 
+static void stop_eval(const struct engine *e, size_t b, unsigned char *high,
+                      struct engine_stop_eval *out);
+
 static void check_stop(struct engine *e, size_t b)
 {
     if (e->reason != ENGINE_RUNNING || e->done[b])
         return;
-    if (rule_met(e, b))
+    if (rule_met(e, b)) {
+        /* The figures of the moment the rule fired: later rewards (of
+         * pulls pending at the stop) move them, and the status must show
+         * what the stop rested on. */
+        struct engine_stop_eval *f = &e->fired[b];
+        stop_eval(e, b, e->scratch_high, f);
+        f->fired = 1;
+        /* A paper's own rule shows no figures; its proof bounds the error
+         * of the stop by δ. */
+        if (f->rule == ENGINE_RULE_POLICY && f->proven && isnan(f->error_bound))
+            f->error_bound = e->cfg.delta;
         mark_done(e, b, rule_reason(e));
+    }
 }
 
 /* --- assignment ------------------------------------------------------------ */
@@ -813,6 +815,87 @@ void engine_bandit_status(const struct engine *e, size_t b, unsigned char *high,
     st->done = e->done[b];
 }
 
+static double total_pulls(const struct engine *e, size_t b)
+{
+    double t = 0.0;
+    for (size_t i = 0; i < e->k[b]; i++)
+        t += (double)e->arms[b][i].n;
+    return t;
+}
+
+static void glr_eval(const struct engine *e, size_t b, const unsigned char *high,
+                     enum stats_glr_threshold kind, unsigned m, struct engine_stop_eval *out)
+{
+    out->evidence = stop_glr_evidence(e->arms[b], e->k[b], high, kind, e->cfg.epsilon);
+    out->threshold = stats_glr_threshold(kind, total_pulls(e, b), e->k[b], m, e->cfg.delta);
+    out->fires = ENGINE_FIRES_ABOVE;
+    if (kind == STATS_GLR_PROVEN)
+        out->error_bound = stop_glr_error_bound(out->evidence, e->k[b], m);
+}
+
+static void rho_eval(const struct engine *e, size_t b, struct engine_stop_eval *out)
+{
+    out->evidence = stats_rho(e->arms[b], e->k[b], e->cfg.m);
+    out->threshold = e->cfg.tau;
+    out->fires = ENGINE_FIRES_AT_LEAST;
+}
+
+/* The figures of bandit b's rule now; high is scratch (k entries). */
+static void stop_eval(const struct engine *e, size_t b, unsigned char *high,
+                      struct engine_stop_eval *out)
+{
+    const struct policy_ops *p = e->cfg.policy;
+    out->rule = e->rule;
+    out->proven = engine_rule_proven(&e->cfg, e->rule);
+    out->fires = ENGINE_FIRES_NONE;
+    out->evidence = out->threshold = out->error_bound = NAN;
+    out->fired = 0;
+    recommend(e, b, high);
+    switch (e->rule) {
+    case ENGINE_RULE_DELTA_C:
+        out->fires = ENGINE_FIRES_AT_MOST;
+        out->evidence = delta_c_of(e, b, high, NULL);
+        out->threshold = e->cfg.delta;
+        if (out->proven)
+            out->error_bound = out->evidence;
+        break;
+    case ENGINE_RULE_GLR:
+        glr_eval(e, b, high, STATS_GLR_PROVEN, e->cfg.m, out);
+        break;
+    case ENGINE_RULE_GLR_HEURISTIC:
+        glr_eval(e, b, high, STATS_GLR_HEURISTIC, e->cfg.m, out);
+        break;
+    case ENGINE_RULE_RHO:
+        rho_eval(e, b, out);
+        break;
+    case ENGINE_RULE_POLICY:
+        if (p->flags & POLICY_F_GLR_STOP)
+            glr_eval(e, b, high, out->proven ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC, 1, out);
+        if (p->flags & POLICY_F_RHO_STOP)
+            rho_eval(e, b, out);
+        break;
+    default:
+        break;
+    }
+    if (!isfinite(out->evidence) && !isnan(out->evidence))
+        out->evidence = out->evidence > 0 ? DBL_MAX : -DBL_MAX; /* nothing to distinguish */
+}
+
+void engine_bandit_stop(const struct engine *e, size_t b, struct engine_stop_eval *out)
+{
+    if (e->fired[b].fired) {
+        *out = e->fired[b];
+        return;
+    }
+    unsigned char high[ENGINE_MAX_ARMS];
+    stop_eval(e, b, high, out);
+    /* A paper's own rule shows no figures; when it stopped the bandit its
+     * proof bounds the error by δ. */
+    if (e->rule == ENGINE_RULE_POLICY && e->done[b] && e->reason == ENGINE_STOPPED_POLICY &&
+        out->proven && isnan(out->error_bound))
+        out->error_bound = e->cfg.delta;
+}
+
 void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, double d, double *lo,
                          double *hi)
 {
@@ -830,4 +913,9 @@ void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, doub
 const struct engine_config *engine_config(const struct engine *e)
 {
     return &e->cfg;
+}
+
+enum engine_stop_rule engine_rule(const struct engine *e)
+{
+    return e->rule;
 }

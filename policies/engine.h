@@ -39,6 +39,18 @@ enum engine_stop_rule {
     ENGINE_RULE_NONE,          /* never stop on confidence (budget only) */
 };
 
+struct engine_config;
+
+/* The rule a configuration stops on: its stop_rule, or without one the
+ * policy's own rule when that has a proof with the policy's default
+ * parameters, the proven GLR rule when it has none (gcp), none for
+ * regret-minimising policies and fixed-budget runs, δᶜ otherwise. Needs
+ * c->policy and c->params; never ENGINE_RULE_DEFAULT. */
+enum engine_stop_rule engine_resolve_rule(const struct engine_config *c);
+/* Whether rule r, as c configures it (bound, policy parameters), has a
+ * proof. ENGINE_RULE_NONE claims nothing: 0. */
+int engine_rule_proven(const struct engine_config *c, enum engine_stop_rule r);
+
 enum engine_stop_reason {
     ENGINE_RUNNING = 0,
     ENGINE_STOPPED_CONFIDENCE, /* a confidence rule fired in every bandit */
@@ -136,6 +148,27 @@ struct engine_bandit_status {
     int done;
 };
 
+/* How a rule compares its evidence with its threshold. */
+enum engine_fires {
+    ENGINE_FIRES_NONE = 0, /* the rule shows no figures */
+    ENGINE_FIRES_AT_MOST,  /* evidence ≤ threshold (δᶜ) */
+    ENGINE_FIRES_ABOVE,    /* evidence > threshold (GLR) */
+    ENGINE_FIRES_AT_LEAST, /* evidence ≥ threshold (ρ̄) */
+};
+/* The figures of a bandit's stop rule (docs/stop-rules.md). error_bound: for a proven rule, the
+ * smallest δ at which it would hold now, an anytime-valid bound on the probability that the
+ * recommended set is wrong; NaN where no proof gives one, and NaN figures where the rule shows none
+ * (a paper's own rule, `none`). */
+struct engine_stop_eval {
+    enum engine_stop_rule rule; /* resolved */
+    int proven;
+    enum engine_fires fires;
+    double evidence, threshold, error_bound;
+    int fired; /* 1: the rule stopped the bandit; the figures are those of that moment */
+};
+/* The rule's figures now, or frozen at the moment it fired. */
+void engine_bandit_stop(const struct engine *e, size_t bandit, struct engine_stop_eval *out);
+
 /* Fill st and high[] (n_arms entries: 1 = recommended). */
 void engine_bandit_status(const struct engine *e, size_t bandit, unsigned char *high,
                           struct engine_bandit_status *st);
@@ -146,5 +179,7 @@ void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, doub
                          double *hi);
 
 const struct engine_config *engine_config(const struct engine *e);
+/* The rule the engine stops on (engine_resolve_rule of its config). */
+enum engine_stop_rule engine_rule(const struct engine *e);
 
 #endif

@@ -318,6 +318,13 @@ void gcp_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t
     s->rho[bandit] = stats_rho(ctx->arms[bandit], ctx->n_arms[bandit], ctx->m);
 }
 
+/* ρ̄ ≥ τ has no proof (docs/stop-rules.md, `rho`): opt-in only. */
+int gcp_stop_proven(const struct policy_params *params)
+{
+    (void)params;
+    return 0;
+}
+
 int gcp_done(void *state, const struct policy_ctx *ctx, size_t bandit)
 {
     const struct gcp *s = state;
@@ -367,7 +374,7 @@ const struct policy_ops policy_gcp = {
     .summary = "Greedy confidence pursuit (Bachman & Precup 2013, Alg. 2 and 3): Bayesian top-m "
                "arm and bandit selection, stop at rho >= tau",
     .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_FIXED_BUDGET | POLICY_F_MULTI | POLICY_F_TOPM |
-             POLICY_F_OWN_STOP | POLICY_F_BAYES,
+             POLICY_F_OWN_STOP | POLICY_F_RHO_STOP | POLICY_F_BAYES,
     .params = gcp_params,
     .init = gcp_init,
     .fini = gcp_fini,
@@ -375,4 +382,5 @@ const struct policy_ops policy_gcp = {
     .update = gcp_update,
     .done = gcp_done,
     .recommend = gcp_recommend,
+    .stop_proven = gcp_stop_proven,
 };

@@ -20,6 +20,13 @@ int policy_param_index(const struct policy_ops *ops, const char *name)
     return -1;
 }
 
+int policy_own_stop_proven(const struct policy_ops *ops, const struct policy_params *p)
+{
+    if (!(ops->flags & POLICY_F_OWN_STOP))
+        return 0;
+    return ops->stop_proven == NULL || ops->stop_proven(p);
+}
+
 void policy_params_defaults(const struct policy_ops *ops, struct policy_params *p)
 {
     memset(p, 0, sizeof *p);

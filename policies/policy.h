@@ -44,6 +44,9 @@ enum {
     POLICY_F_BAYES = 1u << 6,            /* reads the Beta posteriors */
     POLICY_F_NEEDS_TARGET = 1u << 7,     /* needs target_arm (gcp-targeted) */
     POLICY_F_REGRET = 1u << 8,           /* not pure exploration (thompson) */
+    POLICY_F_GLR_STOP = 1u << 9,         /* the own rule is the GLR rule (ε-GLR, m = 1), its
+                                          * threshold the proven one exactly when stop_proven */
+    POLICY_F_RHO_STOP = 1u << 10,        /* the own rule is ρ̄ ≥ τ (gcp) */
 };
 
 /* One declared parameter: validated generically before init() runs. */
@@ -132,6 +135,13 @@ struct policy_ops {
      * Called by the status endpoint: must not draw from ctx->rng. */
     void (*recommend)(void *state, const struct policy_ctx *ctx, size_t bandit,
                       unsigned char *high);
+
+    /* Whether the own stop rule, with these (validated) parameters, has a
+     * proof of δ-correctness (docs/stop-rules.md). NULL: it has (the
+     * paper's). A policy whose own rule has none with its default
+     * parameters is not stopped by it unless the experiment asks for it
+     * (the engine then stops it on the proven GLR rule). */
+    int (*stop_proven)(const struct policy_params *params);
 };
 
 /* --- registry ------------------------------------------------------------ */
@@ -151,6 +161,8 @@ int policy_param_check(const struct policy_param_spec *spec, double v, char *err
 int policy_param_index(const struct policy_ops *ops, const char *name);
 /* Fill p with every default of ops. */
 void policy_params_defaults(const struct policy_ops *ops, struct policy_params *p);
+/* ops->stop_proven(p), or 1 without it; 0 for a policy without an own rule. */
+int policy_own_stop_proven(const struct policy_ops *ops, const struct policy_params *p);
 /* Value of parameter `name` (must exist: programming error otherwise). */
 double policy_param(const struct policy_ctx *ctx, const struct policy_ops *ops, const char *name);
 

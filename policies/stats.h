@@ -234,12 +234,19 @@ double stats_glr_pair_evidence(enum stats_glr_threshold kind, const struct stats
  * mixture's cutoff search (stats_glr.c): what the stop rules call per pair. */
 int stats_glr_pair_passes(enum stats_glr_threshold kind, const struct stats_arm *ai,
                           const struct stats_arm *aj, double z, double eps, double beta);
-/* The GLR stop: every counted pair's evidence exceeds the threshold (so the
- * heuristic is exactly stats_glr(...) > stats_glr_threshold(...)); t is the
- * sum of the arms' n. 0 while some arm has no reward or a High arm is below
- * a Low one; with an empty High or Low set, 1 (δ > 0). */
+/* The GLR stop: every pair's evidence, the pair's statistic for "μ_i ≥
+ * μ_j + ε" (ε ≥ 0: the ε-GLR; ε = 0 the Chernoff statistic), exceeds the
+ * threshold (so the heuristic with ε = 0 is exactly stats_glr(...) >
+ * stats_glr_threshold(...)); t is the sum of the arms' n. 0 while some arm
+ * has no reward or a Low arm is above a High one's mean + ε; with an empty
+ * High or Low set, 1 (δ > 0). A wrong top-m set has a High arm h and a Low
+ * arm l with μ_l > μ_h + ε, so the pairs' union covers it at every m. */
 int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *high,
-                   enum stats_glr_threshold kind, unsigned m, double delta);
+                   enum stats_glr_threshold kind, unsigned m, double eps, double delta);
+/* One pair's statistic Z_ij for "μ_i ≥ μ_j + ε" (both arms with data,
+ * μ̂_j ≤ μ̂_i + ε): the pooled Bernoulli KL form at ε = 0, the infimum over
+ * λ_j ≥ λ_i + ε for ε > 0. */
+double stats_glr_pair_z(const struct stats_arm *ai, const struct stats_arm *aj, double eps);
 /* The same stop on stats_glr_best's pairs, with the caller's threshold
  * beta = stats_glr_threshold(kind, t, k, 1, δ): every j ≠ best has evidence
  * stats_glr_pair_evidence(kind, best, j, Z_j, eps) > beta (the heuristic:

@@ -88,7 +88,7 @@ static double pair_eps(double nb, double mb, double nj, double mj, double eps)
  * log-MGF dominates every distribution with the same mean (convexity of
  * e^{λx}), so the Bernoulli GLR and its thresholds are valid for any [0, 1]
  * rewards. */
-static double glr_pair_z(const struct stats_arm *ai, const struct stats_arm *aj, double eps)
+double stats_glr_pair_z(const struct stats_arm *ai, const struct stats_arm *aj, double eps)
 {
     double ni = (double)ai->n, mi = ai->mean;
     double nj = (double)aj->n, mj = aj->mean;
@@ -133,7 +133,7 @@ static double glr_min(const struct stats_arm *arms, size_t k, const struct glr_s
             }
         }
     }
-    double z = si < k ? glr_pair_z(&arms[si], &arms[sj], s->eps) : INFINITY;
+    double z = si < k ? stats_glr_pair_z(&arms[si], &arms[sj], s->eps) : INFINITY;
     for (size_t i = 0; i < k; i++) {
         if (!glr_in_high(s, i))
             continue;
@@ -142,7 +142,7 @@ static double glr_min(const struct stats_arm *arms, size_t k, const struct glr_s
                 continue;
             if (glr_pair_pinsker(&arms[i], &arms[j], s->eps) >= z)
                 continue;
-            double zij = glr_pair_z(&arms[i], &arms[j], s->eps);
+            double zij = stats_glr_pair_z(&arms[i], &arms[j], s->eps);
             if (zij < z)
                 z = zij;
         }
@@ -447,7 +447,7 @@ static int glr_stop_pairs(const struct stats_arm *arms, size_t k, const struct g
             double rj = stats_kt_regret((double)arms[j].n, arms[j].mean);
             if (glr_pair_pinsker(&arms[i], &arms[j], s->eps) - ri - rj - M_LN2 > beta)
                 continue;
-            double z = glr_pair_z(&arms[i], &arms[j], s->eps);
+            double z = stats_glr_pair_z(&arms[i], &arms[j], s->eps);
             if (!stats_glr_pair_passes(kind, &arms[i], &arms[j], z, s->eps, beta))
                 return 0;
         }
@@ -456,12 +456,12 @@ static int glr_stop_pairs(const struct stats_arm *arms, size_t k, const struct g
 }
 
 int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *high,
-                   enum stats_glr_threshold kind, unsigned m, double delta)
+                   enum stats_glr_threshold kind, unsigned m, double eps, double delta)
 {
     double t = 0.0;
     for (size_t i = 0; i < k; i++)
         t += (double)arms[i].n;
-    struct glr_set s = {high, 0, 0.0};
+    struct glr_set s = {high, 0, eps > 0 ? eps : 0.0};
     return glr_stop_pairs(arms, k, &s, kind, stats_glr_threshold(kind, t, k, m, delta));
 }
 

@@ -246,10 +246,16 @@ static void tas_recommend(void *state, const struct policy_ctx *ctx, size_t band
     fc_glr_recommend(&((struct tas *)state)->glr, ctx, high);
 }
 
+/* Proven with the proven GLR threshold; the heuristic one has no proof. */
+static int tas_stop_proven(const struct policy_params *p)
+{
+    return p->values[policy_param_index(&policy_track_and_stop, "threshold")] == 0;
+}
+
 const struct policy_ops policy_track_and_stop = {
     .name = "track-and-stop",
     .summary = "Track-and-Stop (Garivier & Kaufmann 2016): track w*(μ̂), stop on the GLR rule",
-    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_OWN_STOP | POLICY_F_GLR_STOP,
     .params = tas_params,
     .init = tas_init,
     .fini = tas_fini,
@@ -257,4 +263,5 @@ const struct policy_ops policy_track_and_stop = {
     .update = tas_update,
     .done = tas_done,
     .recommend = tas_recommend,
+    .stop_proven = tas_stop_proven,
 };

@@ -187,10 +187,16 @@ static void ttts_recommend(void *state, const struct policy_ctx *ctx, size_t ban
     fc_glr_recommend(&((struct ttts *)state)->glr, ctx, high);
 }
 
+/* Proven with the proven GLR threshold; the heuristic one has no proof. */
+static int ttts_stop_proven(const struct policy_params *p)
+{
+    return p->values[policy_param_index(&policy_ttts, "threshold")] == 0;
+}
+
 const struct policy_ops policy_ttts = {
     .name = "ttts",
     .summary = "Top-Two Thompson Sampling (Russo 2016), stopped by the GLR rule",
-    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_OWN_STOP | POLICY_F_BAYES,
+    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_OWN_STOP | POLICY_F_GLR_STOP | POLICY_F_BAYES,
     .params = ttts_params,
     .init = ttts_init,
     .fini = ttts_fini,
@@ -198,4 +204,5 @@ const struct policy_ops policy_ttts = {
     .update = NULL,
     .done = ttts_done,
     .recommend = ttts_recommend,
+    .stop_proven = ttts_stop_proven,
 };

@@ -69,7 +69,7 @@ static void run_delayed(uint64_t seed, long long *pulls_out)
         }
     }
     json_t *st = texp_status(tgroup_d, id);
-    assert_string_equal(tjson_str(st, "stop_reason"), "confidence");
+    assert_string_equal(tjson_str(st, "stop_reason"), "delta_c");
     assert_string_equal(tjson_str(st, "bandits[0].recommended[0]"), "p80");
     assert_int_equal(tjson_int(st, "pending"), (long long)json_array_size(queue));
     assert_true(json_array_size(queue) <= DELAY);
@@ -99,7 +99,7 @@ static void run_delayed(uint64_t seed, long long *pulls_out)
     assert_int_equal(tjson_int(st, "pending"), 0);
     assert_int_equal(tjson_int(st, "pulls"), handed);
     assert_string_equal(tjson_str(st, "state"), "stopped");
-    assert_string_equal(tjson_str(st, "stop_reason"), "confidence");
+    assert_string_equal(tjson_str(st, "stop_reason"), "delta_c");
     assert_string_equal(tjson_str(st, "bandits[0].recommended[0]"), "p80");
     json_decref(st);
     json_t *a = texp_assign(tgroup_d, id, "{\"count\":5}");

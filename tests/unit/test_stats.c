@@ -984,7 +984,7 @@ static void test_glr_stop(void **state)
         order_top_m(arms, k, m, NULL, high);
         double delta = trial % 2 ? 0.1 : 0.01;
         double z = stats_glr(arms, k, high);
-        assert_int_equal(stats_glr_stop(arms, k, high, STATS_GLR_HEURISTIC, m, delta),
+        assert_int_equal(stats_glr_stop(arms, k, high, STATS_GLR_HEURISTIC, m, 0.0, delta),
                          z > stats_glr_threshold(STATS_GLR_HEURISTIC, t, k, m, delta));
         /* proven: every pair over its own threshold */
         int want = 1;
@@ -1005,7 +1005,7 @@ static void test_glr_stop(void **state)
                 if (!(ev > base) || arms[i].mean < arms[j].mean)
                     want = 0;
             }
-        int got = stats_glr_stop(arms, k, high, STATS_GLR_PROVEN, m, delta);
+        int got = stats_glr_stop(arms, k, high, STATS_GLR_PROVEN, m, 0.0, delta);
         assert_int_equal(got, want);
         proven_stops += got;
         if (m == 1) {
@@ -1026,7 +1026,7 @@ static void test_glr_stop(void **state)
     /* No pair to tell apart: stop (as stats_glr's +∞ says). */
     struct stats_arm one[2] = {mk_arm(5, 0.5, 0.1), mk_arm(5, 0.2, 0.1)};
     unsigned char all[2] = {1, 1};
-    assert_true(stats_glr_stop(one, 2, all, STATS_GLR_PROVEN, 2, 0.1));
+    assert_true(stats_glr_stop(one, 2, all, STATS_GLR_PROVEN, 2, 0.0, 0.1));
     gsl_rng_free(r);
 }
 
