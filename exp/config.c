@@ -430,6 +430,12 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
             if (ok1 && ok2 && !(c->reward_max > c->reward_min)) {
                 jv_error(errors, "reward.max", "must be greater than reward.min");
                 reward_bad = 1;
+            } else if (ok1 && ok2 && !isfinite(c->reward_max - c->reward_min)) {
+                /* Every statistic divides by the width: an infinite one
+                 * made the engine's arithmetic fail later, as if out of
+                 * memory (a 503 that clients retry forever). */
+                jv_error(errors, "reward.max", "reward.max − reward.min must be a finite number");
+                reward_bad = 1;
             }
         }
     }
