@@ -207,6 +207,16 @@ static struct store_op *event_op(struct exp *x, struct exp_batch *b, int kind, i
     return op;
 }
 
+struct store_op *exp_event_op(struct exp *x, struct exp_batch *b, int kind, int64_t ts)
+{
+    return event_op(x, b, kind, ts);
+}
+
+const char *exp_batch_str(struct exp_batch *b, const char *s)
+{
+    return batch_str(b, s);
+}
+
 /* An event about assignment ref of (bandit, arm), with value v. */
 static struct store_op *ref_op(struct exp *x, struct exp_batch *b, int kind, int64_t ts,
                                int64_t ref, int32_t bandit, int32_t arm, double v)
@@ -291,7 +301,7 @@ int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *un
     a->bandit = (int32_t)pull.bandit;
     a->arm = (int32_t)pull.arm;
     a->created_ms = now;
-    a->expires_ms = now + x->cfg.ttl_s * 1000;
+    a->expires_ms = now + d->ttl_s * 1000; /* the TTL now: edits change it */
     a->value = NAN;
     a->late = NAN;
     a->status = pull.exploit ? EXP_A_EXPLOIT : EXP_A_PENDING;

@@ -133,6 +133,7 @@ enum exp_err {
     EXP_ERR_CORRUPT = 7,       /* its event log is corrupt: refused until repaired (exp_corrupt) */
     EXP_ERR_MEMORY = 8,        /* the memory cap (max_memory) is reached */
     EXP_ERR_NO_CONCLUSION = 9, /* paused or stopped early, and the fallback is none */
+    EXP_ERR_REFUSED = 10,      /* an edit or correction the experiment cannot take (why given) */
 };
 
 /* Create and register experiment cfg (consumed: ownership moves in, also on
@@ -166,7 +167,8 @@ const char *exp_corrupt(const struct exp *x);
 size_t exp_corrupt_count(void);
 
 /* The configuration never changes once created: it may be read with a
- * reference alone, without the lock. */
+ * reference alone, without the lock. What edits change (name, budget, TTL)
+ * is read with exp_name, exp_budget and exp_ttl_s, under the lock. */
 const struct exp_config *exp_cfg(const struct exp *x);
 const char *exp_id(const struct exp *x);
 int64_t exp_created_ms(const struct exp *x);
@@ -295,6 +297,43 @@ int exp_ev_observe(struct exp *x, struct exp_batch *b, size_t bandit, size_t arm
  * no event. Returns EXP_OK, EXP_ERR_NOMEM, or EXP_ERR_STOPPED when leaving
  * "stopped" (a stop is final). */
 int exp_ev_state(struct exp *x, struct exp_batch *b, enum exp_state s, int64_t now_ms);
+
+/* --- edits of a live experiment (PATCH; edits.c) ----------------------------------- */
+
+/* What an edit changes; a field at its "unchanged" value stays as it is. */
+struct exp_edit {
+    const char *name;   /* NULL: unchanged */
+    int set_budget;     /* 1: the budget becomes `budget` (0: none) */
+    uint64_t budget;    /* pulls */
+    int64_t ttl_s;      /* 0: unchanged */
+    const char *reason; /* NULL: none; recorded with the edit either way */
+};
+/* Why an edit was refused: the field it names and the message. */
+struct exp_refusal {
+    char field[64];
+    char message[256];
+};
+
+/* Apply edit ed and number it into b as one EDIT event (what it changed,
+ * and the reason: shown by export and history). A change to what is
+ * already so is no change; an edit that changes nothing is no event.
+ * Returns EXP_OK, EXP_ERR_REFUSED (why filled: the budget is below what is
+ * used, the experiment has stopped, the policy cannot plan again...;
+ * nothing changed) or EXP_ERR_NOMEM (nothing changed). The TTL applies to
+ * assignments handed out from now on; a pending assignment keeps its
+ * expiry unless the new TTL ends it sooner (then it expires at its
+ * creation plus the new TTL, or now if that has passed), so that
+ * assignments still expire in the order they were handed out. */
+int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, int64_t now_ms,
+                struct exp_refusal *why);
+
+/* The experiment's name, assignment TTL and budget now (lock held): what
+ * edits made of the configuration's. Budget 0: none. */
+const char *exp_name(const struct exp *x);
+int64_t exp_ttl_s(const struct exp *x);
+uint64_t exp_budget(const struct exp *x);
+/* Edits applied so far. */
+size_t exp_edits(const struct exp *x);
 
 /* Queue the batch's ops (possibly none: the completion then still waits
  * for every write queued before it, so a reply that depends on earlier

@@ -167,6 +167,11 @@ static int replay_event(void *arg, const struct store_event *ev)
         exp_apply_state(d, s);
         return 0;
     }
+    case STORE_EV_EDIT: {
+        char why[160];
+        int rc = exp_replay_edit(x, d, ev, why, sizeof why);
+        return rc > 0 ? corrupt(r, ev->seq, why) : rc;
+    }
     case STORE_EV_LATE:
         if (ev->ref < 1 || ev->ref >= ev->seq)
             return corrupt(r, ev->seq, "a late reward of an assignment that is not before it");

@@ -840,3 +840,79 @@ const struct engine_config *engine_config(const struct engine *e)
 {
     return &e->cfg;
 }
+
+/* --- edits ------------------------------------------------------------------- */
+
+uint64_t engine_budget(const struct engine *e)
+{
+    return e->cfg.budget;
+}
+
+uint64_t engine_budget_used(const struct engine *e)
+{
+    return e->used_total;
+}
+
+/* Instance i's share of budget, as engine_create splits it. */
+static uint64_t budget_share(const struct engine *e, uint64_t budget, size_t i)
+{
+    if (budget == 0)
+        return 0;
+    return e->ninst == 1 ? budget : budget / e->nb + (i < budget % e->nb);
+}
+
+int engine_set_budget(struct engine *e, uint64_t budget, char *err, size_t errlen)
+{
+    const struct policy_ops *p = e->cfg.policy;
+    if (e->reason != ENGINE_RUNNING) {
+        snprintf(err, errlen, "goal.budget: the experiment has stopped; a stop is final");
+        return -1;
+    }
+    if (budget != 0 && budget < e->used_total) {
+        snprintf(err, errlen,
+                 "goal.budget: %llu pulls are already used (rewarded or pending); the budget "
+                 "cannot fall below them",
+                 (unsigned long long)e->used_total);
+        return -1;
+    }
+    struct engine_config c = e->cfg;
+    c.budget = budget;
+    c.control_arm = e->control; /* e->cfg's is NULL once built */
+    if (engine_validate(&c, err, errlen) != 0)
+        return -1;
+    if (resolve_rule(&c) != e->rule) {
+        snprintf(err, errlen,
+                 "goal.budget: policy %s is a fixed-budget policy: its budget can change but "
+                 "not be removed",
+                 p->name);
+        return -1;
+    }
+    if ((p->flags & POLICY_F_FIXED_BUDGET) && p->rebudget == NULL) {
+        snprintf(err, errlen,
+                 "goal.budget: policy %s plans its allocation from the budget at creation and "
+                 "cannot plan again",
+                 p->name);
+        return -1;
+    }
+    /* Every instance must accept its share before any changes. */
+    for (int check = 1; check >= 0; check--) {
+        for (size_t i = 0; i < e->ninst; i++) {
+            struct policy_ctx *ctx = &e->ctx[i];
+            uint64_t old = ctx->budget;
+            ctx->budget = budget_share(e, budget, i);
+            int rc = p->rebudget != NULL ? p->rebudget(e->pstate[i], ctx, check, err, errlen) : 0;
+            if (check)
+                ctx->budget = old;
+            else
+                e->inst_budget[i] = ctx->budget;
+            if (rc != 0 && check)
+                return -1;
+        }
+    }
+    e->cfg.budget = budget;
+    /* A cut to what is used ends the bandits whose share is used up. */
+    for (size_t b = 0; b < e->nb && e->reason == ENGINE_RUNNING; b++)
+        if (!e->done[b] && budget_spent(e, b))
+            stop_on_budget(e, b);
+    return 0;
+}

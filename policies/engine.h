@@ -144,4 +144,23 @@ void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, doub
 
 const struct engine_config *engine_config(const struct engine *e);
 
+/* --- edits of a running engine (PATCH; replayed from the log in order) ---- */
+
+/* The budget now (0: none), and what counts against it: rewarded plus
+ * pending pulls (an expired pull frees its place). */
+uint64_t engine_budget(const struct engine *e);
+uint64_t engine_budget_used(const struct engine *e);
+
+/* Change the budget to `budget` (0: none). Refused (−1, a message naming
+ * "goal.budget" in err, the engine unchanged) when the engine has stopped,
+ * when the budget would fall below what is used, below what engine_create
+ * would accept (an arm a pull, each bandit's share its arms), when it
+ * would change the resolved stop rule (a fixed-budget policy's budget
+ * cannot be removed), or when the policy plans from its budget and has no
+ * rebudget hook. Per-bandit instances get the new budget split as
+ * engine_create splits it; a bandit already done stays done, and one whose
+ * new share is used up is done at once (stop_reason "budget" when that
+ * ends the experiment). */
+int engine_set_budget(struct engine *e, uint64_t budget, char *err, size_t errlen);
+
 #endif

@@ -132,6 +132,16 @@ struct policy_ops {
      * Called by the status endpoint: must not draw from ctx->rng. */
     void (*recommend)(void *state, const struct policy_ctx *ctx, size_t bandit,
                       unsigned char *high);
+
+    /* A budget edit (engine_set_budget): ctx->budget is the instance's new
+     * share. A policy that plans its allocation from the budget plans again
+     * from here: phases already run keep what they had, the current and
+     * later ones get the new schedule. check != 0: only say whether the
+     * budget is acceptable (0, or non-zero with a message naming
+     * "goal.budget" in err), changing nothing. NULL: a policy flagged
+     * POLICY_F_FIXED_BUDGET cannot change its budget; any other policy
+     * reads the budget as a cap only and needs no hook. */
+    int (*rebudget)(void *state, const struct policy_ctx *ctx, int check, char *err, size_t errlen);
 };
 
 /* --- registry ------------------------------------------------------------ */

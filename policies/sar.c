@@ -84,6 +84,18 @@ static void sar_decide(struct policy_phases *ph, const struct policy_ctx *ctx, s
         policy_phases_accept(ph, f);
 }
 
+/* The phases' cumulative per-arm targets for budget N over the pool. */
+static void sar_plan(struct policy_phases *ph, uint64_t budget, size_t pool)
+{
+    double lbar = 0.5;
+    for (size_t i = 2; i <= pool; i++)
+        lbar += 1.0 / (double)i;
+    for (size_t k = 1; k < pool; k++) {
+        double x = (double)(budget - pool) / (lbar * (double)(pool + 1 - k));
+        ph->target[k - 1] = (uint64_t)ceil(x * (1 - 1e-12)); /* an exact integer stays put */
+    }
+}
+
 static void sar_fini(void *state)
 {
     policy_phases_fini(state);
@@ -108,14 +120,23 @@ static int sar_init(void **state, const struct policy_ctx *ctx, char *err, size_
         sar_fini(ph);
         return -1;
     }
-    double lbar = 0.5;
-    for (size_t i = 2; i <= pool; i++)
-        lbar += 1.0 / (double)i;
-    for (size_t k = 1; k < pool; k++) {
-        double x = (double)(ctx->budget - pool) / (lbar * (double)(pool + 1 - k));
-        ph->target[k - 1] = (uint64_t)ceil(x * (1 - 1e-12)); /* an exact integer stays put */
-    }
+    sar_plan(ph, ctx->budget, pool);
     *state = ph;
+    return 0;
+}
+
+/* A budget edit: the schedule again from the new budget. */
+static int sar_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                        size_t errlen)
+{
+    struct policy_phases *ph = state;
+    if (ctx->budget <= ph->total) {
+        snprintf(err, errlen, "goal.budget: sar needs more than one pull per arm (%zu arms)",
+                 ph->total);
+        return -1;
+    }
+    if (!check)
+        sar_plan(ph, ctx->budget, ph->total);
     return 0;
 }
 
@@ -131,4 +152,5 @@ const struct policy_ops policy_sar = {
     .update = policy_phases_update,
     .done = policy_phases_done,
     .recommend = policy_phases_recommend,
+    .rebudget = sar_rebudget,
 };
