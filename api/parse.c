@@ -299,6 +299,35 @@ static int parse_reason(json_t *v, const char **out, struct api_errors *e)
     return 0;
 }
 
+int api_parse_correction(json_t *body, const struct exp_config *cfg, struct api_correction_req *out,
+                         struct api_errors *e)
+{
+    if (e->list == NULL)
+        return -1;
+    static const char *const keys[] = {"assignment_id", "reward", "reason", NULL};
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(body))
+        return invalid(e, "", "the body must be a JSON object");
+    if (jv_unknown_keys(body, keys, "", e->list) > 0) {
+        snprintf(e->detail, API_DETAIL_MAX, "unknown fields");
+        return 1;
+    }
+    out->assignment_id = json_string_value(json_object_get(body, "assignment_id"));
+    if (out->assignment_id == NULL)
+        return invalid(e, "assignment_id", "required: the id of a rewarded assignment");
+    if (!check_reward(cfg, json_object_get(body, "reward"), 0, "", 0, e->list, &out->value)) {
+        jv_first_error(e->list, NULL, e->detail, API_DETAIL_MAX);
+        return 1;
+    }
+    if (json_object_get(body, "reason") == NULL)
+        return invalid(e, "reason", "required: why the reported value was wrong");
+    if (parse_reason(json_object_get(body, "reason"), &out->reason, e) != 0)
+        return 1;
+    if (out->reason == NULL)
+        return invalid(e, "reason", "required: why the reported value was wrong");
+    return 0;
+}
+
 int api_parse_patch(json_t *body, struct api_patch_req *out, struct api_errors *e)
 {
     if (e->list == NULL)

@@ -72,4 +72,13 @@ struct api_patch_req {
 };
 int api_parse_patch(json_t *body, struct api_patch_req *out, struct api_errors *e);
 
+/* POST corrections: {"assignment_id", "reward", "reason"}, all required. */
+struct api_correction_req {
+    const char *assignment_id;
+    double value; /* user units, within the reward range */
+    const char *reason;
+};
+int api_parse_correction(json_t *body, const struct exp_config *cfg,
+                         struct api_correction_req *out, struct api_errors *e);
+
 #endif

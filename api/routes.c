@@ -21,6 +21,8 @@ const struct http_route api_routes[] = {
     {"POST", "/v1/experiments/{id}/rewards", api_rewards_create, API_SCOPE_REPORT, "rewards"},
     {"POST", "/v1/experiments/{id}/observations", api_observations_create, API_SCOPE_REPORT,
      "observations"},
+    {"POST", "/v1/experiments/{id}/corrections", api_corrections_create, API_SCOPE_ADMIN,
+     "corrections"},
     {"GET", "/v1/experiments/{id}/status", api_status_get, API_SCOPE_READ, "status"},
     {"GET", "/v1/experiments/{id}/history", api_history_get, API_SCOPE_READ, "history"},
     {"GET", "/v1/experiments/{id}/export", api_export_get, API_SCOPE_READ, "export"},

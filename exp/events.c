@@ -124,6 +124,11 @@ int exp_parse_assignment_id(const struct exp *x, const char *id, struct exp_aid 
     return 0;
 }
 
+uint32_t exp_assignment_check(int64_t created_ms)
+{
+    return id_check(created_ms);
+}
+
 /* Whether an assignment created at created_ms is the one id named. */
 static int id_matches(const struct exp_aid *id, int64_t created_ms)
 {

@@ -134,6 +134,7 @@ enum exp_err {
     EXP_ERR_MEMORY = 8,        /* the memory cap (max_memory) is reached */
     EXP_ERR_NO_CONCLUSION = 9, /* paused or stopped early, and the fallback is none */
     EXP_ERR_REFUSED = 10,      /* an edit or correction the experiment cannot take (why given) */
+    EXP_ERR_NOT_FOUND = 11,    /* no such assignment */
 };
 
 /* Create and register experiment cfg (consumed: ownership moves in, also on
@@ -334,6 +335,34 @@ int64_t exp_ttl_s(const struct exp *x);
 uint64_t exp_budget(const struct exp *x);
 /* Edits applied so far. */
 size_t exp_edits(const struct exp *x);
+
+/* --- corrections (POST corrections; corrections.c) ---------------------------------- */
+
+/* What a correction replaced. */
+struct exp_corrected {
+    int64_t seq; /* the correction's event */
+    int32_t bandit, arm;
+    double previous; /* the value reported (user units) */
+};
+
+/* Replace the reward of a rewarded pull (id) by v (user units, validated
+ * by the caller), with a reason (required, recorded as the event's text).
+ * The statistics become what they would be had v been reported: the
+ * experiment's data is rebuilt from its log with v at the reward's place
+ * (exp_replay_with), after every queued write committed (meanwhile other
+ * requests on x wait). The pulls the policy chose since then stand: they
+ * are recorded as handed out, and the policy chooses afresh from the
+ * rebuilt state on. Refused (EXP_ERR_REFUSED, why filled, nothing changed)
+ * when the experiment has stopped, when the assignment is pending,
+ * expired or an exploitation, when it was corrected already, when v is the
+ * value reported, or when the rebuilt data would reopen a bandit that had
+ * concluded (a conclusion is never withdrawn). Returns EXP_OK (*out
+ * filled, the event in b), EXP_ERR_NOT_FOUND (no such assignment),
+ * EXP_ERR_REFUSED, EXP_ERR_STORE (the log cannot be read, or the writes
+ * did not commit in time: retry), EXP_ERR_GONE, EXP_ERR_NOMEM. */
+int exp_ev_correct(struct exp *x, struct exp_batch *b, const struct exp_aid *id, double v,
+                   const char *reason, int64_t now_ms, struct exp_corrected *out,
+                   struct exp_refusal *why);
 
 /* Queue the batch's ops (possibly none: the completion then still waits
  * for every write queued before it, so a reply that depends on earlier

@@ -15,6 +15,8 @@
  *   config.c    the configuration (config.h)
  *   edits.c     edits of a live experiment (PATCH: name, budget, TTL) as
  *               events, applied live and replayed
+ *   corrections.c  a rewarded pull's value replaced: the data rebuilt
+ *               from the log with the corrected value
  *   webhooks.c  the webhooks' configuration, and the hook that turns a stop,
  *               a bandit done, a constraint or a pause into outbox rows of
  *               the batch that caused it
@@ -76,6 +78,7 @@ struct exp {
     int inflight;     /* submissions queued whose on_commit has not run (mu) */
     int deleting;     /* a delete is queued: requests see the experiment gone (mu) */
     int deleted;      /* the delete committed (mu) */
+    int draining;     /* a correction waits for every write to commit: requests wait (mu) */
     atomic_int visible;
     struct exp_config cfg;
     char *config_text; /* cfg.json serialised, as stored */
@@ -158,6 +161,8 @@ void exp_expire_due(struct exp *x, struct exp_batch *b, int64_t now_ms);
 /* Number the next event of x (kind, time ts) and append its op to b
  * (bandit, arm −1, value NaN), or NULL on out of memory (nothing numbered). */
 struct store_op *exp_event_op(struct exp *x, struct exp_batch *b, int kind, int64_t ts);
+/* The check of an assignment created at created_ms (exp_aid.check). */
+uint32_t exp_assignment_check(int64_t created_ms);
 /* A copy of s owned by b (alive until b is freed), or NULL. */
 const char *exp_batch_str(struct exp_batch *b, const char *s);
 /* Append a store op to b (zeroed), or NULL on out of memory. */
@@ -187,6 +192,16 @@ int exp_submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, stor
  * log itself is wrong: a gap, an event of an arm or an assignment that does
  * not exist, a value out of range, an unknown kind or state). */
 struct exp_data *exp_replay_all(struct exp *x, char *err, size_t errlen, int *is_corrupt);
+
+/* A correction: assignment ref's reward is value from event seq on. */
+struct exp_correction {
+    int64_t ref, seq;
+    double value;
+};
+/* The same with the corrections of the log plus extra (NULL: none), the
+ * one being made (its seq: the next event's): corrections.c's rebuild. */
+struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *extra, char *err,
+                                 size_t errlen, int *is_corrupt);
 
 /* --- webhooks.c -------------------------------------------------------------------- */
 
