@@ -168,6 +168,14 @@ double policy_param(const struct policy_ctx *ctx, const struct policy_ops *ops, 
 
 /* Uniform integer in [0, n). */
 size_t policy_rand_index(gsl_rng *rng, size_t n);
+/* The first pulls of a block: a sampling policy (adapt, ttts, thompson)
+ * that picked `arm` while arm has no reward yet and a pull of it pending
+ * learns nothing from a second one that another arm with nothing handed
+ * out would not teach it, so such an arm (uniformly among them) takes the
+ * pull instead; otherwise `arm`. With rewards on time (no pending pull at
+ * select) it never changes a pick or draws: a block of assignments on a
+ * fresh experiment (count = K) covers K distinct arms. */
+size_t policy_first_pulls(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t arm);
 /* A uniformly random permutation of 0..k−1 into rank[0..k) (Fisher–Yates,
  * k − 1 draws): the tie-break order a recommend() uses without touching the
  * generator, drawn once at init. */
