@@ -28,6 +28,7 @@ const struct http_route api_routes[] = {
     {"GET", "/v1/experiments/{id}/export", api_export_get, API_SCOPE_READ, "export"},
     {"GET", "/v1/experiments/{id}/webhooks", api_webhooks_list, API_SCOPE_READ, "webhooks"},
     {"GET", "/v1/policies", api_policies_list, API_SCOPE_READ, "policies"},
+    {"POST", "/v1/plan", api_plan_create, API_SCOPE_ADMIN, "plan"},
     {"GET", "/healthz", api_healthz, API_SCOPE_NONE, "healthz"},
     {"GET", "/readyz", api_readyz, API_SCOPE_NONE, "readyz"},
     {"GET", "/metrics", api_metrics_get, API_SCOPE_READ | API_SCOPE_IF_CONFIGURED, "metrics"},

@@ -242,6 +242,14 @@ def main():
                200)
         d.call("GET", "/v1/experiments/full/status", sub("status"), None, 200)
         d.call("GET", "/v1/experiments/full/history", sub("history"), None, 200)
+        d.call("POST", "/v1/plan", "/v1/plan",
+               {"experiment": {"arms": ["a", "b", "c"], "policy": {"name": "sr"},
+                               "goal": {"budget": 300}}, "means": [0.5, 0.4, 0.3], "runs": 3},
+               200)
+        d.call("POST", "/v1/plan", "/v1/plan",
+               {"experiment": {"arms": ["a", "b"], "goal": {"m": 1}}, "means": [0.5, 0.5],
+                "runs": 1}, 200)
+        d.call("POST", "/v1/plan", "/v1/plan", {"experiment": {"arms": ["a", "b"]}}, 400)
         d.call("POST", "/v1/experiments/full/corrections", sub("corrections"),
                {"assignment_id": ids[1], "reward": 1, "reason": "late conversion"}, 201)
         d.call("POST", "/v1/experiments/full/corrections", sub("corrections"),
