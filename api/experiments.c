@@ -167,14 +167,13 @@ int api_experiments_patch(struct http_req *r)
     json_t *body = http_req_json(r, 0);
     if (body == NULL)
         return HTTP_DONE;
+    struct exp *x = api_exp_find(r);
+    if (x == NULL)
+        return HTTP_DONE;
     struct api_patch_req req;
     struct api_errors pe;
-    int prc = api_parse_patch(body, &req, api_errors_init(&pe));
-    if (prc != 0)
-        return api_reject(r, NULL, prc, &pe);
-    api_errors_free(&pe);
-    struct exp *x = api_exp_find(r);
-    struct api_write *wr = x != NULL ? api_write_enter(r, x) : NULL;
+    int prc = api_parse_patch(body, exp_cfg(x), &req, api_errors_init(&pe));
+    struct api_write *wr = api_write_accept(r, x, prc, &pe);
     if (wr == NULL)
         return HTTP_DONE;
     /* The edit first, then the state: a stop in the same request comes

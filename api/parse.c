@@ -328,12 +328,45 @@ int api_parse_correction(json_t *body, const struct exp_config *cfg, struct api_
     return 0;
 }
 
-int api_parse_patch(json_t *body, struct api_patch_req *out, struct api_errors *e)
+/* "retire": {"bandit" (optional with one bandit), "arm"}. */
+static int parse_retire(json_t *v, const struct exp_config *cfg, struct exp_edit *ed,
+                        struct api_errors *e)
+{
+    static const char *const keys[] = {"bandit", "arm", NULL};
+    if (!json_is_object(v))
+        return invalid(e, "retire", "must be an object {\"bandit\", \"arm\"}");
+    if (jv_unknown_keys(v, keys, "retire", e->list) > 0) {
+        snprintf(e->detail, API_DETAIL_MAX, "unknown fields");
+        return 1;
+    }
+    json_t *bj = json_object_get(v, "bandit");
+    int b = 0;
+    if (bj != NULL) {
+        const char *id = json_string_value(bj);
+        if (id == NULL || (b = exp_cfg_bandit(cfg, id)) < 0)
+            return invalid(e, "retire.bandit", "no such bandit in this experiment");
+    } else if (cfg->n_bandits > 1) {
+        return invalid(e, "retire.bandit", "required: the experiment has several bandits");
+    }
+    const char *arm = json_string_value(json_object_get(v, "arm"));
+    int a = arm != NULL ? exp_cfg_arm(cfg, (size_t)b, arm) : -1;
+    if (a < 0)
+        return invalid(e, "retire.arm", "must name an arm of the bandit");
+    ed->retire_bandit = b;
+    ed->retire_arm = a;
+    return 0;
+}
+
+int api_parse_patch(json_t *body, const struct exp_config *cfg, struct api_patch_req *out,
+                    struct api_errors *e)
 {
     if (e->list == NULL)
         return -1;
-    static const char *const keys[] = {"state", "name", "goal", "assignment_ttl_s", "reason", NULL};
+    static const char *const keys[] = {"state",  "name",   "goal", "assignment_ttl_s",
+                                       "retire", "reason", NULL};
     memset(out, 0, sizeof *out);
+    out->edit.retire_bandit = -1;
+    out->edit.retire_arm = -1;
     if (!json_is_object(body))
         return invalid(e, "", "the body must be a JSON object");
     for (size_t i = 0; fixed_keys[i] != NULL; i++)
@@ -385,11 +418,14 @@ int api_parse_patch(json_t *body, struct api_patch_req *out, struct api_errors *
                            "must be an integer from 1 to 316224000 (10 years)");
         out->edit.ttl_s = json_integer_value(v);
     }
+    if ((v = json_object_get(body, "retire")) != NULL && parse_retire(v, cfg, &out->edit, e) != 0)
+        return 1;
     if (parse_reason(json_object_get(body, "reason"), &out->edit.reason, e) != 0)
         return 1;
-    if (!out->has_state && out->edit.name == NULL && !out->edit.set_budget && out->edit.ttl_s == 0)
+    if (!out->has_state && out->edit.name == NULL && !out->edit.set_budget &&
+        out->edit.ttl_s == 0 && out->edit.retire_bandit < 0)
         return invalid(e, "",
-                       "nothing to change: give state, name, goal.budget or "
-                       "assignment_ttl_s");
+                       "nothing to change: give state, name, goal.budget, "
+                       "assignment_ttl_s or retire");
     return 0;
 }

@@ -69,6 +69,8 @@ static json_t *bandit_json(struct exp *x, size_t b)
         }
         json_object_set_new(a, "posterior_mean",
                             json_real(arms[i].alpha / (arms[i].alpha + arms[i].beta)));
+        if (exp_arm_retired(x, b, i)) /* PATCH retire: no more pulls */
+            json_object_set_new(a, "retired", json_true());
         json_array_append_new(arr, a);
     }
     return json_pack("{s:s,s:o,s:f,s:f,s:f,s:f,s:b,s:o}", "id", c->bandit_ids[b], "recommended",

@@ -4,8 +4,9 @@
  * replayed in log order, so a restart rebuilds the same engine. What was
  * randomised (policy, arms, seed, goal but the budget) never changes, and
  * neither does the stored configuration: the changed values live in the
- * experiment's data. The event's text is the change as a JSON object
- * ({"name", "budget", "assignment_ttl_s", "reason", "previous"}), which is
+ * experiment's data; a retired arm (it gets no more pulls) lives in the
+ * engine. The event's text is the change as a JSON object ({"name",
+ * "budget", "assignment_ttl_s", "retire", "reason", "previous"}), which is
  * also what export shows; a later amendment (a required reason, a design
  * hash) adds fields to the same object.
  */
@@ -35,6 +36,11 @@ uint64_t exp_budget(const struct exp *x)
 size_t exp_edits(const struct exp *x)
 {
     return x->d->edits;
+}
+
+int exp_arm_retired(const struct exp *x, size_t bandit, size_t arm)
+{
+    return engine_arm_retired(x->d->eng, bandit, arm);
 }
 
 /* The engine's "field: message" as a refusal. */
@@ -71,18 +77,24 @@ static void cap_expiries(struct exp_data *d, int64_t ttl_s, int64_t now)
 /* Apply a change to d: everything or nothing. 0, 1 (refused: why filled)
  * or −1 (out of memory). */
 static int apply(struct exp_data *d, const char *name, int set_budget, uint64_t budget,
-                 int64_t ttl_s, int64_t now, struct exp_refusal *why)
+                 int64_t ttl_s, int rb, int ra, int64_t now, struct exp_refusal *why)
 {
     char *copy = NULL;
+    char err[256];
     if (name != NULL && (copy = strdup(name)) == NULL)
         return -1;
-    if (set_budget) {
-        char err[256];
-        if (engine_set_budget(d->eng, budget, err, sizeof err) != 0) {
-            free(copy);
-            refuse(why, err);
-            return 1;
-        }
+    /* The retirement first: it alone can be taken back (engine.h). */
+    if (rb >= 0 && engine_retire_arm(d->eng, (size_t)rb, (size_t)ra, err, sizeof err) != 0) {
+        free(copy);
+        refuse(why, err);
+        return 1;
+    }
+    if (set_budget && engine_set_budget(d->eng, budget, err, sizeof err) != 0) {
+        if (rb >= 0)
+            engine_retire_undo(d->eng, (size_t)rb, (size_t)ra);
+        free(copy);
+        refuse(why, err);
+        return 1;
     }
     if (name != NULL) {
         free(d->name);
@@ -109,7 +121,11 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
     const char *name = ed->name != NULL && strcmp(ed->name, exp_name(x)) != 0 ? ed->name : NULL;
     int set_budget = ed->set_budget && ed->budget != engine_budget(d->eng);
     int64_t ttl_s = ed->ttl_s > 0 && ed->ttl_s != d->ttl_s ? ed->ttl_s : 0;
-    if (name == NULL && !set_budget && ttl_s == 0)
+    int rb = ed->retire_bandit >= 0 &&
+                     !engine_arm_retired(d->eng, (size_t)ed->retire_bandit, (size_t)ed->retire_arm)
+                 ? ed->retire_bandit
+                 : -1;
+    if (name == NULL && !set_budget && ttl_s == 0 && rb < 0)
         return EXP_OK;
     json_t *change = json_object(), *prev = json_object();
     if (change == NULL || prev == NULL) {
@@ -129,6 +145,10 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
         json_object_set_new(change, "assignment_ttl_s", json_integer((json_int_t)ttl_s));
         json_object_set_new(prev, "assignment_ttl_s", json_integer((json_int_t)d->ttl_s));
     }
+    if (rb >= 0)
+        json_object_set_new(change, "retire",
+                            json_pack("{s:s,s:s}", "bandit", x->cfg.bandit_ids[rb], "arm",
+                                      x->cfg.arm_names[rb][ed->retire_arm]));
     if (ed->reason != NULL)
         json_object_set_new(change, "reason", json_string(ed->reason));
     json_object_set_new(change, "previous", prev);
@@ -143,7 +163,7 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
     struct store_op *op = exp_event_op(x, b, STORE_EV_EDIT, now);
     if (op == NULL)
         return EXP_ERR_NOMEM;
-    int rc = apply(d, name, set_budget, ed->budget, ttl_s, now, why);
+    int rc = apply(d, name, set_budget, ed->budget, ttl_s, rb, ed->retire_arm, now, why);
     if (rc != 0) {
         b->n--;
         d->seq--;
@@ -156,7 +176,6 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
 int exp_replay_edit(struct exp *x, struct exp_data *d, const struct store_event *ev, char *why,
                     size_t len)
 {
-    (void)x;
     json_t *c = ev->text != NULL ? json_loads(ev->text, 0, NULL) : NULL;
     if (!json_is_object(c)) {
         json_decref(c);
@@ -180,8 +199,16 @@ int exp_replay_edit(struct exp *x, struct exp_data *d, const struct store_event 
         bad |= !(json_is_integer(v) && json_integer_value(v) > 0);
         ttl_s = json_integer_value(v);
     }
+    int rb = -1, ra = -1;
+    if ((v = json_object_get(c, "retire")) != NULL) {
+        const char *bid = json_string_value(json_object_get(v, "bandit"));
+        const char *arm = json_string_value(json_object_get(v, "arm"));
+        rb = bid != NULL ? exp_cfg_bandit(&x->cfg, bid) : -1;
+        ra = rb >= 0 && arm != NULL ? exp_cfg_arm(&x->cfg, (size_t)rb, arm) : -1;
+        bad |= ra < 0;
+    }
     struct exp_refusal r = {{0}, {0}};
-    int rc = bad ? 1 : apply(d, name, set_budget, budget, ttl_s, ev->ts_ms, &r);
+    int rc = bad ? 1 : apply(d, name, set_budget, budget, ttl_s, rb, ra, ev->ts_ms, &r);
     json_decref(c);
     if (rc > 0)
         snprintf(why, len, "an edit the experiment cannot take (%s: %s)", bad ? "" : r.field,

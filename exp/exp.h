@@ -307,6 +307,8 @@ struct exp_edit {
     int set_budget;     /* 1: the budget becomes `budget` (0: none) */
     uint64_t budget;    /* pulls */
     int64_t ttl_s;      /* 0: unchanged */
+    int retire_bandit;  /* −1: no arm retired; else the bandit and arm to retire */
+    int retire_arm;
     const char *reason; /* NULL: none; recorded with the edit either way */
 };
 /* Why an edit was refused: the field it names and the message. */
@@ -319,8 +321,9 @@ struct exp_refusal {
  * and the reason: shown by export and history). A change to what is
  * already so is no change; an edit that changes nothing is no event.
  * Returns EXP_OK, EXP_ERR_REFUSED (why filled: the budget is below what is
- * used, the experiment has stopped, the policy cannot plan again...;
- * nothing changed) or EXP_ERR_NOMEM (nothing changed). The TTL applies to
+ * used, the experiment has stopped, the policy cannot plan again, the arm
+ * cannot be retired (engine_retire_arm)...; nothing changed) or
+ * EXP_ERR_NOMEM (nothing changed). A retired arm gets no more pulls. The TTL applies to
  * assignments handed out from now on; a pending assignment keeps its
  * expiry unless the new TTL ends it sooner (then it expires at its
  * creation plus the new TTL, or now if that has passed), so that
@@ -335,6 +338,8 @@ int64_t exp_ttl_s(const struct exp *x);
 uint64_t exp_budget(const struct exp *x);
 /* Edits applied so far. */
 size_t exp_edits(const struct exp *x);
+/* 1 if the arm was retired by an edit. */
+int exp_arm_retired(const struct exp *x, size_t bandit, size_t arm);
 
 /* --- corrections (POST corrections; corrections.c) ---------------------------------- */
 

@@ -163,4 +163,21 @@ uint64_t engine_budget_used(const struct engine *e);
  * ends the experiment). */
 int engine_set_budget(struct engine *e, uint64_t budget, char *err, size_t errlen);
 
+/* Retire arm of bandit: it gets no more pulls. A pull the policy (or a
+ * constraint: the floor, the burn-in) gives it goes to the bandit's arm of
+ * fewest pulls handed out that is not retired (ties by the bandit's random
+ * rank: no draw); a recommendation served after the stop skips it while a
+ * recommended arm is not retired. Its data stay in the statistics: it is
+ * still ranked, recommended and counted by the stop rules. Refused (−1, a
+ * message naming "retire" in err, the engine unchanged) when the engine
+ * has stopped or the bandit is done, when the policy ends its phases on
+ * every active arm's samples (POLICY_F_PHASES), when fewer than m + 1 arms
+ * would be left, or for the control arm of a control share. Retiring a
+ * retired arm changes nothing. */
+int engine_retire_arm(struct engine *e, size_t bandit, size_t arm, char *err, size_t errlen);
+/* Take back a retirement made by the same edit, before any other call (an
+ * edit refused after it: exp/edits.c keeps an edit all or nothing). */
+void engine_retire_undo(struct engine *e, size_t bandit, size_t arm);
+int engine_arm_retired(const struct engine *e, size_t bandit, size_t arm);
+
 #endif

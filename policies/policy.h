@@ -44,6 +44,9 @@ enum {
     POLICY_F_BAYES = 1u << 6,            /* reads the Beta posteriors */
     POLICY_F_NEEDS_TARGET = 1u << 7,     /* needs target_arm (gcp-targeted) */
     POLICY_F_REGRET = 1u << 8,           /* not pure exploration (thompson) */
+    POLICY_F_PHASES = 1u << 9,           /* a phase ends when every active arm has its
+                                          * samples: no arm may stop getting pulls
+                                          * (engine_retire_arm refuses) */
 };
 
 /* One declared parameter: validated generically before init() runs. */

@@ -198,7 +198,8 @@ const struct policy_ops policy_sar = {
     .name = "sar",
     .summary =
         "Successive Accepts and Rejects (Bubeck et al. 2013): top m, one or M bandits pooled",
-    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI | POLICY_F_OWN_STOP |
+             POLICY_F_PHASES,
     .params = NULL,
     .init = sar_init,
     .fini = sar_fini,

@@ -129,7 +129,7 @@ static int sh_rebudget(void *state, const struct policy_ctx *ctx, int check, cha
 const struct policy_ops policy_seq_halving = {
     .name = "seq-halving",
     .summary = "Sequential Halving (Karnin, Koren & Somekh 2013): halve the survivors each round",
-    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP | POLICY_F_PHASES,
     .params = NULL,
     .init = sh_init,
     .fini = sh_fini,

@@ -105,7 +105,7 @@ static int sr_rebudget(void *state, const struct policy_ctx *ctx, int check, cha
 const struct policy_ops policy_sr = {
     .name = "sr",
     .summary = "Successive Rejects (Audibert, Bubeck & Munos 2010): K−1 phases, reject the worst",
-    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP | POLICY_F_PHASES,
     .params = NULL,
     .init = sr_init,
     .fini = sr_fini,

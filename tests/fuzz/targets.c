@@ -153,7 +153,7 @@ int fuzz_patch(const uint8_t *data, size_t size)
         return 0;
     struct api_errors e;
     struct api_patch_req req;
-    api_parse_patch(body, &req, api_errors_init(&e));
+    api_parse_patch(body, &g_cfg, &req, api_errors_init(&e));
     api_errors_free(&e);
     json_decref(body);
     return 0;

@@ -310,12 +310,99 @@ static void test_ttl_shortened(void **state)
     json_decref(st);
 }
 
+/* A retired arm gets no more pulls; its data stay; the retirement is an
+ * edit, replayed at its place; what would break the policy or leave too
+ * few arms is refused naming "retire". */
+static void test_retire_arm(void **state)
+{
+    (void)state;
+    json_decref(texp_create(tgroup_d, "{\"id\":\"ed6\",\"arms\":[\"a\",\"b\",\"c\"],"
+                                      "\"seed\":8}"));
+    struct trng g;
+    trng_seed(&g, 8);
+    for (int i = 0; i < 9; i++) {
+        json_t *a = texp_assign(tgroup_d, "ed6", NULL);
+        texp_reward(tgroup_d, "ed6", tjson_str(a, "[0].id"), trng_bernoulli(&g, 0.5));
+        json_decref(a);
+    }
+    json_t *st = texp_status(tgroup_d, "ed6");
+    long long b_pulls = tjson_int(st, "bandits[0].arms[1].pulls");
+    assert_null(tjson_get(st, "bandits[0].arms[1].retired"));
+    json_decref(st);
+    struct tresp *r = patch("ed6", "{\"retire\":{\"arm\":\"b\"},\"reason\":\"broken page\"}");
+    assert_status(r, 200);
+    tresp_free(r);
+    for (int i = 0; i < 60; i++) {
+        json_t *a = texp_assign(tgroup_d, "ed6", NULL);
+        assert_string_not_equal(tjson_str(a, "[0].arm"), "b");
+        if (!json_is_true(tjson_get(a, "[0].exploit")))
+            texp_reward(tgroup_d, "ed6", tjson_str(a, "[0].id"), trng_bernoulli(&g, 0.5));
+        json_decref(a);
+    }
+    /* A block too. */
+    json_t *blk = texp_assign(tgroup_d, "ed6", "{\"count\":6}");
+    for (size_t i = 0; i < json_array_size(blk); i++)
+        assert_string_not_equal(tjson_str(json_array_get(blk, i), "arm"), "b");
+    json_decref(blk);
+    st = texp_status(tgroup_d, "ed6");
+    assert_true(json_is_true(tjson_get(st, "bandits[0].arms[1].retired")));
+    assert_int_equal(tjson_int(st, "bandits[0].arms[1].pulls"), b_pulls);
+    assert_int_equal(tjson_int(st, "bandits[0].arms[1].pending"), 0);
+
+    /* Two of three retired leaves fewer than m + 1 = 2. */
+    r = patch("ed6", "{\"retire\":{\"arm\":\"a\"}}");
+    assert_problem(r, 409);
+    assert_true(tproblem_has_field(r, "retire"));
+    tresp_free(r);
+    r = patch("ed6", "{\"retire\":{\"arm\":\"z\"}}");
+    assert_invalid(r, "retire.arm");
+    tresp_free(r);
+    r = patch("ed6", "{\"retire\":\"b\"}");
+    assert_invalid(r, "retire");
+    tresp_free(r);
+
+    json_t *rows = export_rows("ed6", "edit");
+    assert_int_equal(json_array_size(rows), 1);
+    json_t *note = json_loads(tjson_str(rows, "[0].note"), 0, NULL);
+    assert_string_equal(tjson_str(note, "retire.arm"), "b");
+    assert_string_equal(tjson_str(note, "reason"), "broken page");
+    json_decref(note);
+    json_decref(rows);
+
+    assert_int_equal(tdaemon_restart(tgroup_d), 0);
+    json_t *again = texp_status(tgroup_d, "ed6");
+    tjson_must_equal(st, again, "status of an experiment with a retired arm, after a restart");
+    json_decref(again);
+    json_decref(st);
+    json_t *a = texp_assign(tgroup_d, "ed6", NULL);
+    assert_string_not_equal(tjson_str(a, "[0].arm"), "b");
+    json_decref(a);
+
+    /* A phase policy waits for every active arm: refused. */
+    json_decref(texp_create(tgroup_d, "{\"id\":\"ed6sr\",\"policy\":{\"name\":\"sr\"},"
+                                      "\"arms\":[\"a\",\"b\",\"c\"],\"goal\":{\"budget\":90}}"));
+    r = patch("ed6sr", "{\"retire\":{\"arm\":\"a\"}}");
+    assert_problem(r, 409);
+    assert_true(tproblem_has_field(r, "retire"));
+    tresp_free(r);
+    /* Several bandits: the bandit is named. */
+    json_decref(texp_create(tgroup_d,
+                            "{\"id\":\"ed6m\",\"bandits\":[{\"id\":\"x\",\"arms\":"
+                            "[\"a\",\"b\",\"c\"]},{\"id\":\"y\",\"arms\":[\"a\",\"b\"]}]}"));
+    r = patch("ed6m", "{\"retire\":{\"arm\":\"a\"}}");
+    assert_invalid(r, "retire.bandit");
+    tresp_free(r);
+    r = patch("ed6m", "{\"retire\":{\"bandit\":\"x\",\"arm\":\"a\"}}");
+    assert_status(r, 200);
+    tresp_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edit_and_replay), cmocka_unit_test(test_budget_floor_and_stop),
         cmocka_unit_test(test_refused_fields),  cmocka_unit_test(test_fixed_budget_extended),
-        cmocka_unit_test(test_ttl_shortened),
+        cmocka_unit_test(test_ttl_shortened),   cmocka_unit_test(test_retire_arm),
     };
     return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
 }
