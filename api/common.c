@@ -84,6 +84,14 @@ json_t *api_experiment_json(struct exp *x)
     const char *reason = exp_stop_reason(x);
     char ts[CLOCK_RFC3339_LEN];
     clock_format_rfc3339(exp_created_ms(x), ts, sizeof ts);
+    /* What edits changed (exp_ev_edit): the values now, not as created. */
+    json_object_set_new(j, "name", json_string(exp_name(x)));
+    json_object_set_new(j, "assignment_ttl_s", json_integer((json_int_t)exp_ttl_s(x)));
+    json_t *goal = json_object_get(j, "goal");
+    if (goal != NULL)
+        json_object_set_new(goal, "budget",
+                            exp_budget(x) ? json_integer((json_int_t)exp_budget(x)) : json_null());
+    json_object_set_new(j, "edits", json_integer((json_int_t)exp_edits(x)));
     json_object_set_new(j, "state", json_string(exp_state_name(exp_get_state(x))));
     json_object_set_new(j, "stopped", json_boolean(engine_stopped(e)));
     json_object_set_new(j, "stop_reason", reason ? json_string(reason) : json_null());

@@ -92,6 +92,8 @@ static json_t *bandit_json(struct exp *x, size_t b)
         }
         json_object_set_new(a, "posterior_mean",
                             json_real(arms[i].alpha / (arms[i].alpha + arms[i].beta)));
+        if (exp_arm_retired(x, b, i)) /* PATCH retire: no more pulls */
+            json_object_set_new(a, "retired", json_true());
         json_array_append_new(arr, a);
     }
     return json_pack("{s:s,s:o,s:f,s:f,s:f,s:f,s:b,s:o,s:o}", "id", c->bandit_ids[b], "recommended",
@@ -116,7 +118,7 @@ int api_status_get(struct http_req *r)
         exp_state_name(exp_get_state(x)), "stopped", engine_stopped(e), "stop_reason",
         reason ? json_string(reason) : json_null(), "pulls", (json_int_t)engine_pulls(e), "pending",
         (json_int_t)engine_pending(e), "handed_out", (json_int_t)engine_handed_out(e), "budget",
-        c->engine.budget ? json_integer((json_int_t)c->engine.budget) : json_null(), "policy",
+        exp_budget(x) ? json_integer((json_int_t)exp_budget(x)) : json_null(), "policy",
         c->policy->name, "m", (json_int_t)c->engine.m, "delta", c->engine.delta, "epsilon",
         c->engine.epsilon * exp_range(x), "bandits_done", (json_int_t)engine_bandits_done(e),
         "bandits_total", (json_int_t)c->n_bandits, "bandits", bandits);

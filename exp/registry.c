@@ -367,7 +367,7 @@ void exp_summary_locked(struct exp *x, struct exp_summary *out)
     out->pulls = engine_pulls(e);
     out->pending = engine_pending(e);
     out->handed_out = engine_handed_out(e);
-    out->budget = c->engine.budget;
+    out->budget = engine_budget(e); /* edits change it */
     out->bandits = c->n_bandits;
     out->bandits_done = engine_bandits_done(e);
     out->delta = c->engine.delta;

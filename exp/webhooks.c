@@ -359,9 +359,10 @@ static json_t *experiment_json(const struct exp *x, const struct exp_data *d)
 {
     const char *reason = exp_stop_reason(x);
     return json_pack(
-        "{s:s,s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:I}", "id", x->id, "name", x->cfg.name, "state",
-        exp_state_name(exp_get_state(x)), "stop_reason", reason ? json_string(reason) : json_null(),
-        "pulls", (json_int_t)engine_pulls(d->eng), "pending", (json_int_t)engine_pending(d->eng),
+        "{s:s,s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:I}", "id", x->id, "name",
+        d->name != NULL ? d->name : x->cfg.name, "state", exp_state_name(exp_get_state(x)),
+        "stop_reason", reason ? json_string(reason) : json_null(), "pulls",
+        (json_int_t)engine_pulls(d->eng), "pending", (json_int_t)engine_pending(d->eng),
         "handed_out", (json_int_t)engine_handed_out(d->eng), "bandits_done",
         (json_int_t)engine_bandits_done(d->eng), "bandits_total", (json_int_t)x->cfg.n_bandits);
 }

@@ -48,6 +48,7 @@ struct engine {
     uint64_t *inst_budget;
     unsigned char *scratch_high;    /* kmax entries, stop checks */
     struct engine_stop_eval *fired; /* per bandit: the rule's figures when it fired */
+    unsigned char *retired;         /* all arms, bandit after bandit (engine_retire_arm) */
 };
 
 static int is_multi(const struct engine *e)
@@ -245,6 +246,7 @@ void engine_free(struct engine *e)
     free(e->inst_budget);
     free(e->scratch_high);
     free(e->fired);
+    free(e->retired);
     free(e->k);
     free(e->store);
     free(e->arms);
@@ -296,7 +298,8 @@ struct engine *engine_create(const struct engine_config *cfg, struct policy_erro
     e->rank_store = calloc(total, sizeof *e->rank_store);
     e->scratch_high = calloc(e->kmax, 1);
     e->fired = calloc(e->nb, sizeof *e->fired);
-    if (!e->store || !e->rank_store || !e->scratch_high || !e->fired)
+    e->retired = calloc(total, 1);
+    if (!e->store || !e->rank_store || !e->scratch_high || !e->fired || !e->retired)
         goto nomem;
     e->rng = gsl_rng_alloc(rng_xoshiro256ss);
     if (e->rng == NULL)
@@ -486,11 +489,43 @@ static int least_served_bandit(struct engine *e)
     return best == (size_t)-1 ? -1 : (int)best;
 }
 
+static unsigned char *retired_of(const struct engine *e, size_t b)
+{
+    return e->retired + (e->arms[b] - e->store);
+}
+
+/* A pull given to a retired arm goes to the bandit's arm of fewest pulls
+ * handed out that is not retired, ties by rank: no draw, so a replay
+ * re-selects it. */
+static size_t unretired(const struct engine *e, size_t b, size_t arm)
+{
+    const unsigned char *r = retired_of(e, b);
+    if (!r[arm])
+        return arm;
+    size_t best = arm;
+    for (size_t i = 0; i < e->k[b]; i++) {
+        if (r[i])
+            continue;
+        uint64_t h = e->arms[b][i].n + e->arms[b][i].pending;
+        uint64_t hb = best == arm ? UINT64_MAX : e->arms[b][best].n + e->arms[b][best].pending;
+        if (h < hb || (h == hb && e->rank[b][i] < e->rank[b][best]))
+            best = i;
+    }
+    return best;
+}
+
 static void exploit(struct engine *e, int bandit, struct engine_pull *out)
 {
     size_t b = bandit >= 0 ? (size_t)bandit : policy_rand_index(e->rng, e->nb);
     unsigned char *high = e->scratch_high;
     recommend(e, b, high);
+    /* A retired arm is served only when every recommended arm is retired. */
+    const unsigned char *r = retired_of(e, b);
+    int kept = 0;
+    for (size_t i = 0; i < e->k[b]; i++)
+        kept |= high[i] && !r[i];
+    for (size_t i = 0; kept && i < e->k[b]; i++)
+        high[i] = high[i] && !r[i];
     /* Serve one of the recommended arms, uniformly. */
     size_t count = 0;
     for (size_t i = 0; i < e->k[b]; i++)
@@ -553,8 +588,8 @@ static int burn_in_pick(struct engine *e, int b, struct policy_pick *pick)
             continue;
         for (size_t i = 0; i < e->k[j]; i++) {
             uint64_t h = e->arms[j][i].n + e->arms[j][i].pending;
-            if (h >= e->cfg.burn_in)
-                continue;
+            if (h >= e->cfg.burn_in || e->retired[e->arms[j] - e->store + i])
+                continue; /* a retired arm never completes its burn-in */
             if (ties == 0 || h < best_h) {
                 best_h = h;
                 ties = 1;
@@ -645,6 +680,7 @@ int engine_assign(struct engine *e, int bandit, struct engine_pull *out)
         }
         if (pick.bandit >= e->nb || pick.arm >= e->k[pick.bandit] || e->done[pick.bandit])
             abort(); /* a policy answered outside its scope: a bug, fail loudly */
+        pick.arm = unretired(e, pick.bandit, pick.arm);
         record_pull(e, pick.bandit, pick.arm);
         out->bandit = pick.bandit;
         out->arm = pick.arm;
@@ -918,4 +954,126 @@ const struct engine_config *engine_config(const struct engine *e)
 enum engine_stop_rule engine_rule(const struct engine *e)
 {
     return e->rule;
+}
+
+/* --- edits ------------------------------------------------------------------- */
+
+uint64_t engine_budget(const struct engine *e)
+{
+    return e->cfg.budget;
+}
+
+uint64_t engine_budget_used(const struct engine *e)
+{
+    return e->used_total;
+}
+
+/* Instance i's share of budget, as engine_create splits it. */
+static uint64_t budget_share(const struct engine *e, uint64_t budget, size_t i)
+{
+    if (budget == 0)
+        return 0;
+    return e->ninst == 1 ? budget : budget / e->nb + (i < budget % e->nb);
+}
+
+int engine_set_budget(struct engine *e, uint64_t budget, struct policy_error *err)
+{
+    const struct policy_ops *p = e->cfg.policy;
+    if (e->reason != ENGINE_RUNNING) {
+        policy_error_set(err, "goal.budget", "the experiment has stopped; a stop is final");
+        return -1;
+    }
+    if (budget != 0 && budget < e->used_total) {
+        policy_error_set(err, "goal.budget",
+                         "%llu pulls are already used (rewarded or pending); the budget "
+                         "cannot fall below them",
+                         (unsigned long long)e->used_total);
+        return -1;
+    }
+    struct engine_config c = e->cfg;
+    c.budget = budget;
+    c.control_arm = e->control; /* e->cfg's is NULL once built */
+    if (engine_validate(&c, err) != 0)
+        return -1;
+    if (engine_resolve_rule(&c) != e->rule) {
+        policy_error_set(err, "goal.budget",
+                         "policy %s is a fixed-budget policy: its budget can change but "
+                         "not be removed",
+                         p->name);
+        return -1;
+    }
+    if ((p->flags & POLICY_F_FIXED_BUDGET) && p->rebudget == NULL) {
+        policy_error_set(err, "goal.budget",
+                         "policy %s plans its allocation from the budget at creation and "
+                         "cannot plan again",
+                         p->name);
+        return -1;
+    }
+    /* Every instance must accept its share before any changes. */
+    for (int check = 1; check >= 0; check--) {
+        for (size_t i = 0; i < e->ninst; i++) {
+            struct policy_ctx *ctx = &e->ctx[i];
+            uint64_t old = ctx->budget;
+            ctx->budget = budget_share(e, budget, i);
+            char text[256];
+            int rc =
+                p->rebudget != NULL ? p->rebudget(e->pstate[i], ctx, check, text, sizeof text) : 0;
+            if (rc != 0)
+                policy_error_from_text(err, text);
+            if (check)
+                ctx->budget = old;
+            else
+                e->inst_budget[i] = ctx->budget;
+            if (rc != 0 && check)
+                return -1;
+        }
+    }
+    e->cfg.budget = budget;
+    /* A cut to what is used ends the bandits whose share is used up. */
+    for (size_t b = 0; b < e->nb && e->reason == ENGINE_RUNNING; b++)
+        if (!e->done[b] && budget_spent(e, b))
+            stop_on_budget(e, b);
+    return 0;
+}
+
+int engine_arm_retired(const struct engine *e, size_t bandit, size_t arm)
+{
+    return retired_of(e, bandit)[arm];
+}
+
+int engine_retire_arm(struct engine *e, size_t b, size_t arm, struct policy_error *err)
+{
+    unsigned char *r = retired_of(e, b);
+    if (r[arm])
+        return 0;
+    if (e->reason != ENGINE_RUNNING || e->done[b]) {
+        policy_error_set(err, "retire", "the bandit has concluded; a stop is final");
+        return -1;
+    }
+    if (e->cfg.policy->flags & POLICY_F_PHASES) {
+        policy_error_set(err, "retire",
+                         "policy %s ends a phase only once every active arm has its samples; "
+                         "an arm without pulls would hold it forever",
+                         e->cfg.policy->name);
+        return -1;
+    }
+    if (e->control[b] == (int)arm && e->cfg.control_share > 0) {
+        policy_error_set(err, "retire", "the control arm keeps its share of pulls (constraints)");
+        return -1;
+    }
+    size_t left = 0;
+    for (size_t i = 0; i < e->k[b]; i++)
+        left += !r[i] && i != arm;
+    if (left < (size_t)e->cfg.m + 1) {
+        policy_error_set(err, "retire", "at least %u arms must keep getting pulls (m + 1)",
+                         e->cfg.m + 1);
+        return -1;
+    }
+    r[arm] = 1;
+    return 0;
+}
+
+void engine_retire_undo(struct engine *e, size_t b, size_t arm)
+{
+    retired_of(e, b)[arm] = 0;
 }

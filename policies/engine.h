@@ -182,4 +182,40 @@ const struct engine_config *engine_config(const struct engine *e);
 /* The rule the engine stops on (engine_resolve_rule of its config). */
 enum engine_stop_rule engine_rule(const struct engine *e);
 
+/* --- edits of a running engine (PATCH; replayed from the log in order) ---- */
+
+/* The budget now (0: none), and what counts against it: rewarded plus
+ * pending pulls (an expired pull frees its place). */
+uint64_t engine_budget(const struct engine *e);
+uint64_t engine_budget_used(const struct engine *e);
+
+/* Change the budget to `budget` (0: none). Refused (−1, a message naming
+ * "goal.budget" as err's field, the engine unchanged) when the engine has stopped,
+ * when the budget would fall below what is used, below what engine_create
+ * would accept (an arm a pull, each bandit's share its arms), when it
+ * would change the resolved stop rule (a fixed-budget policy's budget
+ * cannot be removed), or when the policy plans from its budget and has no
+ * rebudget hook. Per-bandit instances get the new budget split as
+ * engine_create splits it; a bandit already done stays done, and one whose
+ * new share is used up is done at once (stop_reason "budget" when that
+ * ends the experiment). */
+int engine_set_budget(struct engine *e, uint64_t budget, struct policy_error *err);
+
+/* Retire arm of bandit: it gets no more pulls. A pull the policy (or a
+ * constraint: the floor, the burn-in) gives it goes to the bandit's arm of
+ * fewest pulls handed out that is not retired (ties by the bandit's random
+ * rank: no draw); a recommendation served after the stop skips it while a
+ * recommended arm is not retired. Its data stay in the statistics: it is
+ * still ranked, recommended and counted by the stop rules. Refused (−1, err on
+ * field "retire", the engine unchanged) when the engine
+ * has stopped or the bandit is done, when the policy ends its phases on
+ * every active arm's samples (POLICY_F_PHASES), when fewer than m + 1 arms
+ * would be left, or for the control arm of a control share. Retiring a
+ * retired arm changes nothing. */
+int engine_retire_arm(struct engine *e, size_t bandit, size_t arm, struct policy_error *err);
+/* Take back a retirement made by the same edit, before any other call (an
+ * edit refused after it: exp/edits.c keeps an edit all or nothing). */
+void engine_retire_undo(struct engine *e, size_t bandit, size_t arm);
+int engine_arm_retired(const struct engine *e, size_t bandit, size_t arm);
+
 #endif

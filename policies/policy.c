@@ -112,3 +112,19 @@ size_t policy_rand_index(gsl_rng *rng, size_t n)
         return 0;
     return (size_t)gsl_rng_uniform_int(rng, (unsigned long)n);
 }
+
+size_t policy_first_pulls(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t arm)
+{
+    if (arms[arm].n > 0 || arms[arm].pending == 0)
+        return arm;
+    size_t fresh = 0;
+    for (size_t i = 0; i < k; i++)
+        fresh += arms[i].n == 0 && arms[i].pending == 0;
+    if (fresh == 0)
+        return arm;
+    size_t pick = policy_rand_index(rng, fresh);
+    for (size_t i = 0; i < k; i++)
+        if (arms[i].n == 0 && arms[i].pending == 0 && pick-- == 0)
+            return i;
+    return arm; /* not reached */
+}

@@ -57,7 +57,8 @@ const char *stop_rule_proof_name(enum stop_rule_proof p)
 {
     static const char *const names[] = {
         [STOP_RULE_PROVEN] = "proven",
-        [STOP_RULE_UNPROVEN] = "unproven",     [STOP_RULE_NO_CLAIM] = "no-claim",
+        [STOP_RULE_UNPROVEN] = "unproven",
+        [STOP_RULE_NO_CLAIM] = "no-claim",
         [STOP_RULE_PER_POLICY] = "per-policy",
     };
     return (size_t)p < sizeof names / sizeof names[0] ? names[p] : "unknown";

@@ -77,6 +77,8 @@ enum store_event_kind {
     STORE_EV_EXPIRE = 4,  /* ref; value = default reward recorded, or NaN */
     STORE_EV_LATE = 5,    /* ref, value: a reward after expiry (audit only) */
     STORE_EV_STATE = 6,   /* text = "running" | "paused" | "stopped" */
+    STORE_EV_EDIT = 7,    /* text = the change, a JSON object (exp/edits.c) */
+    STORE_EV_CORRECT = 8, /* ref, value: a rewarded pull's value replaced; text = the reason */
 };
 
 /* ASSIGN flags */
@@ -99,7 +101,7 @@ struct store_event {
     int64_t ts_ms;      /* when (ms since the epoch) */
     int64_t expires_ms; /* ASSIGN: expiry time; 0 if none */
     const char *unit;   /* ASSIGN: sticky unit or NULL; borrowed */
-    const char *text;   /* STATE: new state; borrowed */
+    const char *text;   /* STATE: new state; EDIT: the change; CORRECT: the reason; borrowed */
 };
 
 /* --- writes --------------------------------------------------------------- */

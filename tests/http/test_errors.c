@@ -306,7 +306,7 @@ static void test_unknown_fields(void **state)
         {"POST", "/v1/experiments/unk/observations",
          "{\"observations\": [{\"arm\": \"a\", \"reward\": 1, \"when\": 3}]}",
          "observations[0].when"},
-        {"PATCH", "/v1/experiments/unk", "{\"state\": \"paused\", \"reason\": \"x\"}", "reason"},
+        {"PATCH", "/v1/experiments/unk", "{\"state\": \"paused\", \"why\": \"x\"}", "why"},
     };
     snprintf(other[1].body, sizeof other[1].body,
              "{\"assignment_id\": \"%s\", \"reward\": 1, \"weight\": 2}", aid);
@@ -481,7 +481,7 @@ static void test_reward_invalid_values(void **state)
     static const char *const patch[] = {"{\"state\":\"done\"}", "{\"state\":1}", "{}"};
     for (size_t i = 0; i < sizeof patch / sizeof patch[0]; i++) {
         struct tresp *r = treq(tgroup_d, "PATCH", "/v1/experiments/rv", patch[i], NULL);
-        assert_invalid(r, "state");
+        assert_invalid(r, i < 2 ? "state" : ""); /* {}: nothing to change */
         tresp_free(r);
     }
     /* Nothing else changed: one pending pull, one rewarded (the unit's),
