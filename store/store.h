@@ -1,5 +1,6 @@
 /*
- * store.h — durable storage of experiments and their event logs (SQLite).
+ * store.h — durable storage of experiments and their event logs, behind one
+ * interface whatever the engine (backend.h: SQLite, the embedded default).
  *
  * Persistence model: an experiment is its configuration plus an append-only
  * log of events, numbered 1, 2, 3… per experiment (seq): assignments,
