@@ -116,7 +116,8 @@ const char *api_store_detail(int store_err)
 {
     switch (store_err) {
     case STORE_ERR_FULL:
-        return "storage is full or read-only; nothing was recorded, retry later";
+        return "storage is unavailable (full, read-only or unreachable); nothing was recorded, "
+               "retry later";
     case STORE_ERR_CLOSED:
         return "the server is shutting down; nothing was recorded";
     case STORE_ERR_NOMEM:

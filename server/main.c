@@ -148,7 +148,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "banditd: %s\n", err);
         return 1;
     }
-    if (auth_init(st) != 0 || auth_watch(cfg.db) != 0) {
+    if (auth_init(st) != 0 || auth_watch(store_file(st)) != 0) {
         fprintf(stderr, "banditd: cannot read API keys\n");
         auth_free();
         store_close(st);
@@ -242,7 +242,7 @@ int main(int argc, char **argv)
     if (fflush(stdout) != 0) /* whoever waits for this line will not see it */
         log_warn("stdout: %s", strerror(errno));
     log_info("banditd %s serving %s on %s (db %s, sync %s)", BANDITD_VERSION,
-             cert ? "HTTPS" : "HTTP", bound, cfg.db,
+             cert ? "HTTPS" : "HTTP", bound, store_describe(st),
              cfg.sync == STORE_SYNC_FULL ? "full" : "normal");
 
     int sig = wait_for_stop(&set, cfg.key_refresh_s);

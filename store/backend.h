@@ -65,6 +65,10 @@ struct store_backend_ops {
     int (*purge_step)(struct store_backend *b);
     /* The engine's reason for the last failure, for the log. */
     const char *(*errmsg)(struct store_backend *b);
+    /* The database as it may be logged (no password); store_describe. */
+    const char *(*describe)(struct store_backend *b);
+    /* The database file, for watchers of it; NULL (or no function): none. */
+    const char *(*file)(struct store_backend *b);
     /* After a group commit failed with err (not injected); may be NULL. */
     void (*commit_failed)(struct store_backend *b, int err);
     /* The backend's own figures into out (checkpoints); may be NULL. */
@@ -95,6 +99,7 @@ struct store_backend_ops {
 
 /* The backends, tried in this order by store_open (sqlite.c claims
  * everything the others do not). */
+extern const struct store_backend_ops store_postgres_ops; /* postgresql://… */
 extern const struct store_backend_ops store_sqlite_ops;
 
 #endif

@@ -654,6 +654,11 @@ static const char *sq_errmsg(struct store_backend *s)
     return sqlite3_errmsg(s->wdb);
 }
 
+static const char *sq_describe(struct store_backend *s)
+{
+    return s->path;
+}
+
 /* A full disk: a checkpoint may let the WAL start over and reuse its own
  * space (it needs room only where the database grows). */
 static void sq_commit_failed(struct store_backend *s, int err)
@@ -1444,6 +1449,8 @@ const struct store_backend_ops store_sqlite_ops = {
     .write_key = sq_write_key,
     .purge_step = sq_purge_step,
     .errmsg = sq_errmsg,
+    .describe = sq_describe,
+    .file = sq_describe,
     .commit_failed = sq_commit_failed,
     .stats = sq_stats,
     .load_experiments = sq_load_experiments,

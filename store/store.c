@@ -48,7 +48,7 @@
 #define PURGE_RETRY_US 1000000u   /* after a failed purge step */
 
 /* The backends store_open tries, in order (the last claims anything). */
-static const struct store_backend_ops *const backends[] = {&store_sqlite_ops};
+static const struct store_backend_ops *const backends[] = {&store_postgres_ops, &store_sqlite_ops};
 
 /* --- submissions ------------------------------------------------------------- */
 
@@ -641,6 +641,16 @@ int store_backup(struct store *s, const char *path, char *err, size_t errlen)
 }
 
 /* --- open and close ---------------------------------------------------------- */
+
+const char *store_describe(const struct store *s)
+{
+    return s->ops->describe(s->be);
+}
+
+const char *store_file(const struct store *s)
+{
+    return s->ops->file != NULL ? s->ops->file(s->be) : NULL;
+}
 
 /* A count of commits at *p, clamped to [0, INT_MAX]; -1 when there is no
  * number (strtol, not sscanf: CERT ERR34-C). */

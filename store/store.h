@@ -20,8 +20,8 @@
  * gap after a crash.
  *
  * Reads (store_find_*, store_load_*, store_export) run on the calling thread
- * through a per-thread read-only connection; with WAL they never wait for
- * the writer and see only committed data.
+ * through a per-thread connection; they never wait for the writer (SQLite's
+ * WAL, PostgreSQL's MVCC) and see only committed data.
  */
 #ifndef BANDITD_STORE_STORE_H
 #define BANDITD_STORE_STORE_H
@@ -34,8 +34,10 @@ enum store_err {
     STORE_OK = 0,
     STORE_ERR_NOTFOUND = 1, /* no such row */
     STORE_ERR_EXISTS = 2,   /* unique key taken (experiment id, unit) */
-    STORE_ERR_FULL = 3,     /* disk full, read-only, or locked by another
-                             * process past the busy timeout: retry later (503) */
+    STORE_ERR_FULL = 3,     /* unavailable: disk full, read-only, or locked by
+                             * another process past the busy timeout; PostgreSQL
+                             * unreachable, shutting down, failing over or a
+                             * standby: retry later (503) */
     STORE_ERR_IO = 4,       /* other I/O or SQLite failure (500) */
     STORE_ERR_NOMEM = 5,
     STORE_ERR_CLOSED = 6, /* store shutting down */
@@ -43,6 +45,8 @@ enum store_err {
 
 const char *store_strerror(int err);
 
+/* SQLite's; PostgreSQL always commits with synchronous_commit on (a commit
+ * returns once its WAL is flushed, and replicated to synchronous standbys). */
 enum store_sync {
     STORE_SYNC_FULL = 0,   /* fsync the WAL at every commit: survives power loss */
     STORE_SYNC_NORMAL = 1, /* WAL written at commit, fsynced only before each
@@ -55,7 +59,9 @@ enum store_sync {
 
 struct store;
 
-/* Open (creating if needed) and migrate the database at path. A new
+/* Open (creating if needed) and migrate the database at path: a
+ * postgresql:// (or postgres://) URI is a PostgreSQL database reached
+ * through libpq (store/postgres.c), anything else an SQLite file. A new
  * database file is created with mode 0600 and SQLite gives its -wal and
  * -shm files the database's mode (an existing file keeps its mode). Returns NULL
  * with a message in err on failure (including a database whose schema is
@@ -65,6 +71,14 @@ struct store;
  * once no other thread is inside a store call, never from a callback. */
 struct store *store_open(const char *path, enum store_sync sync, char *err, size_t errlen);
 void store_close(struct store *s);
+
+/* The database as it may be shown in logs and messages: the SQLite file's
+ * path, or the postgresql:// URI without its password. Borrowed from s. */
+const char *store_describe(const struct store *s);
+
+/* The database file when the store is one file on this machine (SQLite),
+ * for what watches it (API keys: auth_watch); NULL otherwise. Borrowed. */
+const char *store_file(const struct store *s);
 
 /* Schema version this build writes (PRAGMA user_version). */
 int store_schema_version(void);

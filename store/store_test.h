@@ -53,4 +53,8 @@ struct store_sql {
  * store.c runs), or NULL past the last. Static; not to be freed. */
 const struct store_sql *store_test_sql(size_t i);
 
+/* The same for the PostgreSQL backend (store/postgres.c; parameters $1,
+ * $2…). */
+const struct store_sql *store_test_pg_sql(size_t i);
+
 #endif

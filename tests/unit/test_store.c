@@ -1,5 +1,6 @@
 /*
- * test_store.c — the SQLite store on a real file in a temporary directory:
+ * test_store.c — the store on a real SQLite file in a temporary directory and
+ * on a real PostgreSQL server (tests/support/tpg.h), the same tests on both:
  * schema and migrations, group commit and per-submission failure, the event
  * log round trip, lookups, deletion and the purge of deleted logs,
  * migration from version 1, concurrent submitters, draining on close,
@@ -28,6 +29,7 @@
 
 #include "store/store.h"
 #include "store/store_test.h"
+#include "tests/support/tpg.h"
 #include "tests/support/tstore.h"
 
 /* --- fixture ------------------------------------------------------------------ */
@@ -35,6 +37,13 @@
 static int setup(void **state)
 {
     *state = tstore_new("b.db");
+    return 0;
+}
+
+/* The same tests on a fresh database of a real PostgreSQL server (tpg.h). */
+static int setup_pg(void **state)
+{
+    *state = tstore_new_pg();
     return 0;
 }
 
@@ -130,18 +139,11 @@ static struct store_op ev_op(int64_t exp, int64_t seq, int kind)
     return op;
 }
 
-static int64_t count_rows(const char *path, const char *sql)
+/* A count on the fixture's database (or another file), on a connection of
+ * its own. */
+static int64_t count_rows(const char *target, const char *sql)
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    int64_t n = -1;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
+    return tcount(target, sql);
 }
 
 /* Events collected by store_load_events, strings copied. */
@@ -1086,8 +1088,8 @@ static void test_close_drains(void **state)
     assert_int_equal(d.closed_on_resubmit, 50);
     /* WAL checkpointed and removed on a clean close (checked before any
      * other connection opens the file and recreates it) */
-    {
-        char wal[160];
+    if (!tstore_is_pg(f)) {
+        char wal[300];
         snprintf(wal, sizeof wal, "%s-wal", f->path);
         assert_int_equal(access(wal, F_OK), -1);
     }
@@ -1438,6 +1440,90 @@ static void test_file_modes(void **state)
     store_close(s);
 }
 
+/* --- PostgreSQL ---------------------------------------------------------------- */
+
+/* The schema at this build's version, in PostgreSQL's catalog; a reopen
+ * keeps the data and runs no migration again. */
+static void test_pg_open_migrate_reopen(void **state)
+{
+    struct tstore *f = *state;
+
+    assert_int_equal(count_rows(f->path, "SELECT max(version) FROM banditd_schema"),
+                     store_schema_version());
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM pg_tables WHERE schemaname ="
+                                         " current_schema() AND tablename IN ('experiments',"
+                                         "'events','api_keys','purges','outbox')"),
+                     5);
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM pg_indexes WHERE indexname IN"
+                                         " ('events_ref','events_unit','outbox_pending',"
+                                         "'outbox_finished','outbox_exp')"),
+                     5);
+    create_exp(f->s, "kept");
+    reopen(f);
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM banditd_schema"), 1);
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM experiments"), 1);
+}
+
+/* A database written by a newer build is refused, untouched. */
+static void test_pg_refuse_newer_version(void **state)
+{
+    struct tstore *f = *state;
+    char err[512], sql[96];
+
+    store_close(f->s);
+    f->s = NULL;
+    snprintf(sql, sizeof sql, "UPDATE banditd_schema SET version = %d", store_schema_version() + 1);
+    assert_int_equal(tpg_exec(f->path, sql), 0);
+    err[0] = '\0';
+    assert_null(store_open(f->path, STORE_SYNC_FULL, err, sizeof err));
+    assert_non_null(strstr(err, "newer than this build"));
+    assert_int_equal(count_rows(f->path, "SELECT max(version) FROM banditd_schema"),
+                     store_schema_version() + 1);
+}
+
+/* Nothing listening, or no such database: a clear error, no store, and no
+ * password in the message. */
+static void test_pg_unreachable(void **state)
+{
+    struct tstore *f = *state;
+    char err[512], uri[300];
+
+    snprintf(uri, sizeof uri, "postgresql://banditd:sesame@/postgres?host=%s/nowhere", f->dir);
+    err[0] = '\0';
+    assert_null(store_open(uri, STORE_SYNC_FULL, err, sizeof err));
+    assert_non_null(strstr(err, "postgresql://banditd:***@"));
+    assert_null(strstr(err, "sesame"));
+    snprintf(uri, sizeof uri, "%.*s_missing", (int)(strcspn(f->path, "?")), f->path);
+    snprintf(uri + strlen(uri), sizeof uri - strlen(uri), "%s", f->path + strcspn(f->path, "?"));
+    err[0] = '\0';
+    assert_null(store_open(uri, STORE_SYNC_FULL, err, sizeof err));
+    assert_non_null(strstr(err, "does not exist"));
+}
+
+/* The server drops the writer's connection (a restart, a failover): the
+ * write in flight fails as "unavailable" (FULL: 503, never committed), and
+ * the next one reconnects and commits. */
+static void test_pg_connection_lost(void **state)
+{
+    struct tstore *f = *state;
+    int64_t exp = create_exp(f->s, "lost"), last = -1;
+    struct store_op op = ev_op(exp, 1, STORE_EV_OBSERVE);
+    int err;
+
+    assert_int_equal(tpg_exec(f->path, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                                       " WHERE application_name = 'banditd'"
+                                       " AND pid <> pg_backend_pid()"),
+                     0);
+    err = store_write_sync(f->s, &op, 1);
+    assert_true(err == STORE_ERR_FULL || err == STORE_OK);
+    if (err == STORE_ERR_FULL) /* the one in flight failed: nothing of it is there */
+        assert_int_equal(count_rows(f->path, "SELECT count(*) FROM events"), 0);
+    op = ev_op(exp, err == STORE_OK ? 2 : 1, STORE_EV_OBSERVE);
+    assert_int_equal(store_write_sync(f->s, &op, 1), STORE_OK);
+    assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK); /* readers reconnect too */
+    assert_int_equal(last, op.ev.seq);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1465,5 +1551,28 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_backup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_modes, setup, teardown),
     };
-    return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+    /* every test that is not about SQLite's files, on PostgreSQL */
+    const struct CMUnitTest pg_tests[] = {
+        cmocka_unit_test_setup_teardown(test_pg_open_migrate_reopen, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_refuse_newer_version, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_unreachable, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_connection_lost, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_exp_duplicate_in_batch, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_load_experiments, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_events_roundtrip, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_find, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicates_and_atomicity, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_delete, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_long_log, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_reentrant_reads, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_submitters, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_close_drains, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_injected_commit_failure, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_env_fault, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_sync_from_callback_refused, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_keys, setup_pg, teardown),
+    };
+    int failed = cmocka_run_group_tests_name("store", tests, NULL, NULL);
+    return failed + cmocka_run_group_tests_name("store-postgresql", pg_tests, NULL, NULL);
 }
