@@ -142,7 +142,8 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     (void)signal(SIGPIPE, SIG_IGN);
 
-    ensure_parent_dir(cfg.db);
+    if (store_target_is_file(cfg.db))
+        ensure_parent_dir(cfg.db);
     struct store *st = store_open(cfg.db, cfg.sync, err, sizeof err);
     if (st == NULL) {
         fprintf(stderr, "banditd: %s\n", err);

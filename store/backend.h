@@ -37,6 +37,7 @@ struct store_key_op {
 
 struct store_backend_ops {
     const char *name;
+    int local; /* the database is a file on this machine (store_target_is_file) */
     /* Whether this backend serves target (the --db value). */
     int (*claims)(const char *target);
     /* Open and migrate. *purging: deleted experiments' logs are still

@@ -102,9 +102,13 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
                       "INSERT INTO purges(exp) VALUES ($1) ON CONFLICT DO NOTHING"},
     [PQ_PURGE_NEXT] = {"purge_next", STORE_SQL_WRITE,
                        "SELECT exp FROM purges ORDER BY exp LIMIT 1"},
+    /* The log's first PG_PURGE_CHUNK seqs (an experiment's seqs are dense):
+     * a range of the primary key after one min() lookup. "seq IN (SELECT …
+     * ORDER BY seq LIMIT n)" had PostgreSQL hash or sort the whole log of
+     * the experiment (test_store_plans). */
     [PQ_PURGE_CHUNK] = {"purge_chunk", STORE_SQL_WRITE,
-                        "DELETE FROM events WHERE exp = $1 AND seq IN (SELECT seq FROM events"
-                        " WHERE exp = $1 ORDER BY seq LIMIT " PG_PURGE_CHUNK ")"},
+                        "DELETE FROM events WHERE exp = $1 AND seq < (SELECT min(seq) FROM events"
+                        " WHERE exp = $1) + " PG_PURGE_CHUNK},
     [PQ_PURGE_DONE] = {"purge_done", STORE_SQL_WRITE, "DELETE FROM purges WHERE exp = $1"},
     [PQ_EVENT_INSERT] = {"event_insert", STORE_SQL_WRITE,
                          "INSERT INTO events(" EVENT_COLS ")"

@@ -1436,6 +1436,7 @@ fail:
 
 const struct store_backend_ops store_sqlite_ops = {
     .name = "sqlite",
+    .local = 1,
     .claims = sq_claims,
     .open = sq_open,
     .close = sq_close,

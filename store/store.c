@@ -642,6 +642,20 @@ int store_backup(struct store *s, const char *path, char *err, size_t errlen)
 
 /* --- open and close ---------------------------------------------------------- */
 
+/* The backend serving target. */
+static const struct store_backend_ops *backend_for(const char *target)
+{
+    size_t i;
+    for (i = 0; i + 1 < sizeof backends / sizeof backends[0] && !backends[i]->claims(target); i++)
+        ;
+    return backends[i];
+}
+
+int store_target_is_file(const char *target)
+{
+    return backend_for(target)->local;
+}
+
 const char *store_describe(const struct store *s)
 {
     return s->ops->describe(s->be);
@@ -703,16 +717,13 @@ struct store *store_open(const char *path, enum store_sync sync, char *err, size
 {
     struct store *s = NULL;
     int prc = 0;
-    size_t i;
 
     s = calloc(1, sizeof *s);
     if (s == NULL) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    for (i = 0; i + 1 < sizeof backends / sizeof backends[0] && !backends[i]->claims(path); i++)
-        ;
-    s->ops = backends[i];
+    s->ops = backend_for(path);
     if ((prc = pthread_mutex_init(&s->mu, NULL)) != 0)
         goto fail_sys;
     s->have_mu = 1;

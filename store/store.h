@@ -72,6 +72,11 @@ struct store;
 struct store *store_open(const char *path, enum store_sync sync, char *err, size_t errlen);
 void store_close(struct store *s);
 
+/* Whether target (a --db value) names a file on this machine (SQLite), as
+ * opposed to a database server's URI: what may be stat'ed, created, made a
+ * directory for. */
+int store_target_is_file(const char *target);
+
 /* The database as it may be shown in logs and messages: the SQLite file's
  * path, or the postgresql:// URI without its password. Borrowed from s. */
 const char *store_describe(const struct store *s);
