@@ -40,6 +40,10 @@ static const struct opt opts[] = {
      "postgresql://[user[:password]@][host][:port]/dbname[?param=value…]: the same as --db with "
      "a URI (libpq's parameters; a password is better in ~/.pgpass or PGPASSWORD)",
      0, 0},
+    {"advertise", K_TEXT, OFF(advertise), sizeof(((struct config *)0)->advertise),
+     "this daemon's URL as the others name it to clients when it owns an experiment they are "
+     "asked for (several daemons on one PostgreSQL; default http://LISTEN)",
+     0, 0},
     {"threads", K_UINT, OFF(threads), 0, "HTTP worker threads (default 0: number of cores)", 0,
      1024},
     {"sync", K_SYNC, 0, 0,

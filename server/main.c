@@ -183,6 +183,8 @@ int main(int argc, char **argv)
         store_close(st);
         return 1;
     }
+    if (cfg.advertise[0] != '\0')
+        store_set_advertise(st, cfg.advertise);
     exp_registry_init(st, &cfg.limits);
     if (exp_registry_load(err, sizeof err) != 0) {
         fprintf(stderr, "banditd: %s\n", err);
@@ -239,6 +241,11 @@ int main(int argc, char **argv)
     http_set_ready(1);
     char bound[HTTP_ADDR_TEXT];
     http_bound(srv, bound, sizeof bound);
+    if (cfg.advertise[0] == '\0') {
+        char url[HTTP_ADDR_TEXT + 16];
+        snprintf(url, sizeof url, "%s://%s", cert ? "https" : "http", bound);
+        store_set_advertise(st, url);
+    }
     printf("listening on %s\n", bound);
     if (fflush(stdout) != 0) /* whoever waits for this line will not see it */
         log_warn("stdout: %s", strerror(errno));

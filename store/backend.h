@@ -37,7 +37,8 @@ struct store_key_op {
 
 struct store_backend_ops {
     const char *name;
-    int local; /* the database is a file on this machine (store_target_is_file) */
+    int local;  /* the database is a file on this machine (store_target_is_file) */
+    int shared; /* several daemons may share it: ownership (store.h) */
     /* Whether this backend serves target (the --db value). */
     int (*claims)(const char *target);
     /* Open and migrate. *purging: deleted experiments' logs are still
@@ -74,6 +75,10 @@ struct store_backend_ops {
     void (*commit_failed)(struct store_backend *b, int err);
     /* The backend's own figures into out (checkpoints); may be NULL. */
     void (*stats)(struct store_backend *b, struct store_stats *out);
+    /* store_set_advertise; may be NULL (no ownership). */
+    void (*set_advertise)(struct store_backend *b, const char *url);
+    /* store_test_pause_heartbeat; may be NULL. */
+    void (*pause_heartbeat)(struct store_backend *b, int paused);
 
     /* --- reads: any thread, committed data only (store.h) ---------------- */
     int (*load_experiments)(struct store_backend *b,
@@ -88,6 +93,8 @@ struct store_backend_ops {
     int (*find_unit_in)(struct store_backend *b, int64_t exp, const char *unit, int bandit,
                         struct store_event *out);
     int (*last_seq)(struct store_backend *b, int64_t exp, int64_t *out);
+    int (*find_experiment)(struct store_backend *b, const char *id,
+                           int (*cb)(void *arg, const struct store_experiment_row *row), void *arg);
     int (*outbox_pending)(struct store_backend *b, int64_t after_id, int limit,
                           int (*cb)(void *arg, const struct store_delivery *d), void *arg);
     int (*outbox_list)(struct store_backend *b, int64_t exp, int64_t before_id, int limit,

@@ -29,14 +29,19 @@
  */
 #include "store/backend.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/random.h>
+
 #include <libpq-fe.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "store/store_test.h"
 
@@ -45,6 +50,9 @@
 #define PG_CONNECT_TIMEOUT "5"   /* seconds; the target may say otherwise */
 #define PG_MIGRATION_LOCK "7019" /* advisory lock key of the migrations */
 #define PG_MAX_PARAMS 16
+#define PG_LOCK_CLASS 0x42440000 /* "BD": the experiments' advisory locks */
+#define PG_BEAT_MS 1000          /* heartbeat period (store.h, STORE_LEASE_MS) */
+#define PG_TAKEOVER_TRIES 40     /* 50 ms apart: a terminated session lets go */
 
 /* --- statements -------------------------------------------------------------- */
 
@@ -69,7 +77,15 @@ enum pq {
     PQ_OUTBOX_INSERT,
     PQ_OUTBOX_UPDATE,
     PQ_OUTBOX_PRUNE,
+    PQ_EXISTS,
+    PQ_LOCK_TRY,
+    PQ_LOCK,
+    PQ_LOCK_HOLDER,
+    PQ_TERMINATE,
+    PQ_BEAT,
+    PQ_NODE_GONE,
     PQ_EXPERIMENTS,
+    PQ_EXPERIMENT_BY_ID,
     PQ_EVENTS,
     PQ_ASSIGNMENT,
     PQ_OUTCOME,
@@ -127,8 +143,35 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
     [PQ_OUTBOX_PRUNE] = {"outbox_prune", STORE_SQL_WRITE,
                          "DELETE FROM outbox WHERE state <> 0 AND last_ms < $1"},
 
+    /* ownership (store.h): an experiment's advisory lock is (PG_LOCK_CLASS
+     * + its rowid's high bits, its low 31 bits), in the two-integer key
+     * space, apart from the migrations' one-bigint key */
+    [PQ_EXISTS] = {"exists", STORE_SQL_WRITE, "SELECT 1 FROM experiments WHERE rowid = $1"},
+    [PQ_LOCK_TRY] = {"lock_try", STORE_SQL_WRITE,
+                     "SELECT pg_try_advisory_lock($1::integer, $2::integer)"},
+    [PQ_LOCK] = {"lock", STORE_SQL_WRITE, "SELECT pg_advisory_lock($1::integer, $2::integer)"},
+    /* who holds it: the server process, and the daemon whose writer that
+     * is with its heartbeat's age (server clock), -1 when none says so */
+    [PQ_LOCK_HOLDER] = {"lock_holder", STORE_SQL_WRITE,
+                        "SELECT l.pid, n.url, coalesce((extract(epoch FROM clock_timestamp())"
+                        " * 1000)::bigint - n.beat_ms, -1) FROM pg_locks l"
+                        " LEFT JOIN nodes n ON n.writer_pid = l.pid"
+                        " WHERE l.locktype = 'advisory' AND l.classid::bigint = $1"
+                        " AND l.objid::bigint = $2 AND l.objsubid = 2 AND l.granted"
+                        " ORDER BY n.beat_ms DESC NULLS LAST LIMIT 1"},
+    [PQ_TERMINATE] = {"terminate", STORE_SQL_WRITE, "SELECT pg_terminate_backend($1::integer)"},
+    /* the heartbeat's, on a connection of its own */
+    [PQ_BEAT] = {"beat", STORE_SQL_ONCE,
+                 "INSERT INTO nodes(node, url, writer_pid, beat_ms) VALUES ($1, $2, $3,"
+                 " (extract(epoch FROM clock_timestamp()) * 1000)::bigint)"
+                 " ON CONFLICT (node) DO UPDATE SET url = excluded.url,"
+                 " writer_pid = excluded.writer_pid, beat_ms = excluded.beat_ms"},
+    [PQ_NODE_GONE] = {"node_gone", STORE_SQL_ONCE, "DELETE FROM nodes WHERE node = $1"},
+
     [PQ_EXPERIMENTS] = {"experiments", STORE_SQL_READ,
                         "SELECT rowid, id, config, created_ms FROM experiments ORDER BY rowid"},
+    [PQ_EXPERIMENT_BY_ID] = {"experiment_by_id", STORE_SQL_READ,
+                             "SELECT rowid, id, config, created_ms FROM experiments WHERE id = $1"},
     [PQ_EVENTS] = {"events", STORE_SQL_READ,
                    "SELECT " EVENT_COLS " FROM events WHERE exp = $1 AND seq > $2 ORDER BY seq"},
     [PQ_ASSIGNMENT] = {"assignment", STORE_SQL_READ,
@@ -223,6 +266,11 @@ static const struct {
         "CREATE INDEX outbox_pending ON outbox(id) WHERE state = 0;"
         "CREATE INDEX outbox_finished ON outbox(last_ms) WHERE state <> 0;"
         "CREATE INDEX outbox_exp ON outbox(exp, id);"},
+    {5, "CREATE TABLE nodes ("
+        " node text PRIMARY KEY,"
+        " url text NOT NULL,"
+        " writer_pid integer NOT NULL,"
+        " beat_ms bigint NOT NULL);"},
 };
 
 #define N_PG_MIGRATIONS (sizeof pg_migrations / sizeof pg_migrations[0])
@@ -244,6 +292,11 @@ struct store_backend {
 
     /* the writer's connection: the front's writer thread only */
     PGconn *w;
+    /* the experiments whose advisory lock w's session holds (ownership,
+     * store.h): emptied whenever w is made again, since the locks went
+     * with the old session. Open addressing, 0 = empty (rowids are > 0). */
+    int64_t *owned;
+    size_t nowned, capowned;
     int w_prepared; /* its statements are (PQprepare, after each connect) */
     int in_tx;
     char errbuf[512]; /* the last failure, for the log */
@@ -252,6 +305,18 @@ struct store_backend {
     struct reader *readers;
     pthread_key_t rkey;
     int have_rmu, have_rkey;
+
+    /* the heartbeat: its own thread and connection */
+    char node[40];       /* this daemon's id in nodes: random, per open */
+    char url[256];       /* under hmu: store_set_advertise */
+    atomic_int w_pid;    /* the writer session's server process */
+    pthread_mutex_t hmu; /* url, hstop */
+    pthread_cond_t hcv;
+    int hstop;
+    int hpaused; /* store_test_pause_heartbeat */
+    int hnow;    /* beat now: the address changed */
+    pthread_t hb;
+    int have_hmu, have_hcv, hb_started;
 };
 
 /* --- errors and parameters --------------------------------------------------- */
@@ -369,6 +434,70 @@ static void delivery_from_row(const PGresult *r, int i, struct store_delivery *d
     d->last_error = col_text(r, i, 14);
 }
 
+/* --- ownership: the locks this writer session holds ---------------------------- */
+
+static size_t owned_slot(const struct store_backend *b, int64_t exp)
+{
+    uint64_t h = (uint64_t)exp * 0x9E3779B97F4A7C15ull;
+    size_t i = (size_t)(h >> 20) & (b->capowned - 1);
+    while (b->owned[i] != 0 && b->owned[i] != exp)
+        i = (i + 1) & (b->capowned - 1);
+    return i;
+}
+
+static int owned_has(const struct store_backend *b, int64_t exp)
+{
+    return b->capowned > 0 && b->owned[owned_slot(b, exp)] == exp;
+}
+
+/* Remember exp as owned; −1 when out of memory (the lock is held all the
+ * same: the experiment is only refused until claimed again). */
+static int owned_add(struct store_backend *b, int64_t exp)
+{
+    if ((b->nowned + 1) * 2 > b->capowned) {
+        size_t ncap = b->capowned ? b->capowned * 2 : 64;
+        int64_t *n = calloc(ncap, sizeof *n), *old = b->owned;
+        size_t oldcap = b->capowned;
+        if (n == NULL)
+            return -1;
+        b->owned = n;
+        b->capowned = ncap;
+        for (size_t i = 0; i < oldcap; i++)
+            if (old[i] != 0)
+                b->owned[owned_slot(b, old[i])] = old[i];
+        free(old);
+    }
+    size_t i = owned_slot(b, exp);
+    if (b->owned[i] == 0) {
+        b->owned[i] = exp;
+        b->nowned++;
+    }
+    return 0;
+}
+
+static void owned_clear(struct store_backend *b)
+{
+    if (b->capowned > 0)
+        memset(b->owned, 0, b->capowned * sizeof *b->owned);
+    b->nowned = 0;
+}
+
+/* The advisory lock key of experiment exp. */
+static void lock_params(struct params *p, int64_t exp)
+{
+    p_i64(p, PG_LOCK_CLASS + (exp >> 31));
+    p_i64(p, exp & 0x7fffffff);
+}
+
+/* Fencing: a write of exp's rows only on the session holding its lock. */
+static int fence(const struct store_backend *b, int64_t exp, int *own)
+{
+    if (owned_has(b, exp))
+        return STORE_OK;
+    *own = 1;
+    return STORE_ERR_NOTOWNER;
+}
+
 /* --- connections ------------------------------------------------------------- */
 
 /* The target without its password, for messages and logs. */
@@ -458,9 +587,11 @@ static int w_ready(struct store_backend *b)
     if (b->w == NULL || PQstatus(b->w) != CONNECTION_OK) {
         PQfinish(b->w);
         b->w_prepared = 0;
+        owned_clear(b); /* the old session's locks are gone with it */
         b->w = pg_connect(b, b->errbuf, sizeof b->errbuf);
         if (b->w == NULL)
             return STORE_ERR_FULL;
+        atomic_store(&b->w_pid, PQbackendPID(b->w));
     }
     for (int q = 0; q < PQ_COUNT; q++) {
         if (pg_queries[q].role != STORE_SQL_WRITE)
@@ -566,6 +697,8 @@ static int pg_rollback_to(struct store_backend *b)
 static int writer_event(struct store_backend *b, const struct store_event *ev, int *own)
 {
     struct params p = {.n = 0};
+    if (fence(b, ev->exp, own) != STORE_OK)
+        return STORE_ERR_NOTOWNER;
     p_i64(&p, ev->exp);
     p_i64(&p, ev->seq);
     p_i64(&p, ev->kind);
@@ -589,9 +722,18 @@ static int writer_exp_create(struct store_backend *b, const struct store_op *op,
     p_text(&p, op->config_json);
     p_i64(&p, op->created_ms);
     int err = w_exec(b, PQ_EXP_INSERT, &p, &r, own);
-    if (err == STORE_OK && op->rowid_out && PQntuples(r) == 1)
-        *op->rowid_out = col_i64(r, 0, 0);
+    int64_t rowid = err == STORE_OK && PQntuples(r) == 1 ? col_i64(r, 0, 0) : 0;
     PQclear(r);
+    if (err == STORE_OK && op->rowid_out)
+        *op->rowid_out = rowid;
+    /* its creator owns it: a new rowid, whose lock nobody can hold */
+    if (err == STORE_OK) {
+        struct params lp = {.n = 0};
+        lock_params(&lp, rowid);
+        err = w_exec(b, PQ_LOCK, &lp, NULL, own);
+        if (err == STORE_OK && owned_add(b, rowid) != 0)
+            err = STORE_ERR_NOMEM;
+    }
     return err;
 }
 
@@ -600,6 +742,8 @@ static int writer_exp_delete(struct store_backend *b, int64_t exp, int *own)
 {
     struct params p = {.n = 0};
     PGresult *r = NULL;
+    if (fence(b, exp, own) != STORE_OK)
+        return STORE_ERR_NOTOWNER;
     p_i64(&p, exp);
     int err = w_exec(b, PQ_EXP_DELETE, &p, &r, own);
     if (err == STORE_OK && changed(r) == 0) {
@@ -634,6 +778,8 @@ static int writer_outbox(struct store_backend *b, const struct store_op *op, int
     }
     switch (op->kind) {
     case STORE_OP_OUTBOX:
+        if (fence(b, d->exp, own) != STORE_OK)
+            return STORE_ERR_NOTOWNER;
         p_i64(&p, d->exp);
         p_text(&p, d->exp_id);
         p_text(&p, d->event_id);
@@ -660,6 +806,64 @@ static int writer_outbox(struct store_backend *b, const struct store_op *op, int
     }
 }
 
+/* Take exp's lock on this session (store_claim): free, or held by a
+ * session whose daemon's heartbeat is older than STORE_LEASE_MS (or by
+ * no daemon's writer at all), which is then terminated. */
+static int writer_claim(struct store_backend *b, const struct store_op *op, int *own)
+{
+    struct params p = {.n = 0}, lp = {.n = 0};
+    PGresult *r = NULL;
+    int err;
+
+    if (owned_has(b, op->exp))
+        return STORE_OK;
+    p_i64(&p, op->exp);
+    err = w_exec(b, PQ_EXISTS, &p, &r, own);
+    if (err == STORE_OK && PQntuples(r) == 0) {
+        *own = 1;
+        err = STORE_ERR_NOTFOUND;
+    }
+    PQclear(r);
+    lock_params(&lp, op->exp);
+    for (int tries = 0; err == STORE_OK; tries++) {
+        err = w_exec(b, PQ_LOCK_TRY, &lp, &r, own);
+        int got = err == STORE_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+        PQclear(r);
+        if (err != STORE_OK)
+            break;
+        if (got)
+            return owned_add(b, op->exp) == 0 ? STORE_OK : STORE_ERR_NOMEM;
+        err = w_exec(b, PQ_LOCK_HOLDER, &lp, &r, own);
+        if (err != STORE_OK)
+            break;
+        int holder = PQntuples(r) == 1 ? (int)col_i64(r, 0, 0) : 0;
+        int64_t age = PQntuples(r) == 1 ? col_i64(r, 0, 2) : -1;
+        if (PQntuples(r) == 1 && op->owner_out != NULL && op->owner_len > 0)
+            snprintf(op->owner_out, op->owner_len, "%s",
+                     PQgetisnull(r, 0, 1) ? "" : PQgetvalue(r, 0, 1));
+        PQclear(r);
+        r = NULL;
+        if ((age >= 0 && age < STORE_LEASE_MS) || tries >= PG_TAKEOVER_TRIES) {
+            *own = 1;
+            return STORE_ERR_NOTOWNER; /* a live owner (or one that will not let go) */
+        }
+        if (holder > 0 && tries == 0) {
+            /* orphaned: its session goes, and its locks with it; a daemon
+             * frozen past this point finds its connection gone when it
+             * wakes, and commits nothing more */
+            struct params tp = {.n = 0};
+            p_i64(&tp, holder);
+            log_warn("store: taking over experiment %lld from %s (heartbeat %s): ending its "
+                     "session (server process %d)",
+                     (long long)op->exp, op->owner_out && op->owner_out[0] ? op->owner_out : "?",
+                     age < 0 ? "none" : "stale", holder);
+            err = w_exec(b, PQ_TERMINATE, &tp, NULL, own);
+        }
+        clock_sleep_ms(50);
+    }
+    return err;
+}
+
 static int pg_write_op(struct store_backend *b, const struct store_op *op, int *own)
 {
     *own = 0;
@@ -672,6 +876,8 @@ static int pg_write_op(struct store_backend *b, const struct store_op *op, int *
         return writer_event(b, &op->ev, own);
     case STORE_OP_PROBE:
         return writer_probe(b, own);
+    case STORE_OP_CLAIM:
+        return writer_claim(b, op, own);
     case STORE_OP_OUTBOX:
     case STORE_OP_OUTBOX_UPDATE:
     case STORE_OP_OUTBOX_PRUNE:
@@ -906,6 +1112,22 @@ static int exp_row(void *ctx, const PGresult *res, int i)
     return c->cb(c->arg, &row);
 }
 
+static int pg_find_experiment(struct store_backend *b, const char *id,
+                              int (*cb)(void *arg, const struct store_experiment_row *row),
+                              void *arg)
+{
+    struct params p = {.n = 0};
+    PGresult *res = NULL;
+    p_text(&p, id);
+    int ret = r_query(b, PQ_EXPERIMENT_BY_ID, &p, &res);
+    if (ret == STORE_OK && PQntuples(res) == 0)
+        ret = STORE_ERR_NOTFOUND;
+    if (ret == STORE_OK && cb != NULL)
+        ret = exp_row(&(struct exp_ctx){cb, arg}, res, 0);
+    PQclear(res);
+    return ret;
+}
+
 static int pg_load_experiments(struct store_backend *b,
                                int (*cb)(void *arg, const struct store_experiment_row *row),
                                void *arg)
@@ -1091,6 +1313,65 @@ static int pg_backup(struct store_backend *b, const char *path, char *err, size_
     return STORE_ERR_IO;
 }
 
+/* --- the heartbeat --------------------------------------------------------------- */
+
+static void pg_set_advertise(struct store_backend *b, const char *url)
+{
+    pthread_mutex_lock(&b->hmu);
+    snprintf(b->url, sizeof b->url, "%s", url);
+    b->hnow = 1; /* others may name it at once */
+    pthread_cond_broadcast(&b->hcv);
+    pthread_mutex_unlock(&b->hmu);
+}
+
+static void pg_pause_heartbeat(struct store_backend *b, int paused)
+{
+    pthread_mutex_lock(&b->hmu);
+    b->hpaused = paused != 0;
+    pthread_mutex_unlock(&b->hmu);
+}
+
+/* Every PG_BEAT_MS: this daemon's row in nodes (address, writer's server
+ * process, the server's clock), on a connection of its own, so that a busy
+ * or broken writer does not stop it: it says the process runs. A frozen
+ * daemon (SIGSTOP, a machine that stalls) stops beating, and after
+ * STORE_LEASE_MS other daemons may take its experiments over. */
+static void *heartbeat_main(void *arg)
+{
+    struct store_backend *b = arg;
+    PGconn *c = NULL;
+    char err[256], url[256], pid[16];
+
+    pthread_mutex_lock(&b->hmu);
+    while (!b->hstop) {
+        int paused = b->hpaused;
+        snprintf(url, sizeof url, "%s", b->url);
+        pthread_mutex_unlock(&b->hmu);
+        if (c == NULL || PQstatus(c) != CONNECTION_OK) {
+            PQfinish(c);
+            c = pg_connect(b, err, sizeof err);
+        }
+        if (c != NULL && !paused) {
+            snprintf(pid, sizeof pid, "%d", atomic_load(&b->w_pid));
+            const char *v[] = {b->node, url, pid};
+            PGresult *r = PQexecParams(c, pg_queries[PQ_BEAT].sql, 3, NULL, v, NULL, NULL, 0);
+            PQclear(r);
+        }
+        pthread_mutex_lock(&b->hmu);
+        struct timespec dl = clock_deadline(CLOCK_REALTIME, PG_BEAT_MS);
+        while (!b->hstop && !b->hnow && pthread_cond_timedwait(&b->hcv, &b->hmu, &dl) != ETIMEDOUT)
+            ;
+        b->hnow = 0;
+    }
+    pthread_mutex_unlock(&b->hmu);
+    if (c != NULL && PQstatus(c) == CONNECTION_OK) {
+        const char *v[] = {b->node};
+        PQclear(PQexecParams(c, pg_queries[PQ_NODE_GONE].sql, 1, NULL, v, NULL, NULL, 0));
+    }
+    PQfinish(c);
+    return NULL;
+}
+
 /* --- open and close ---------------------------------------------------------- */
 
 static int pg_claims(const char *target)
@@ -1158,6 +1439,18 @@ static void pg_close(struct store_backend *b)
 
     if (b == NULL)
         return;
+    if (b->hb_started) {
+        pthread_mutex_lock(&b->hmu);
+        b->hstop = 1;
+        pthread_cond_broadcast(&b->hcv);
+        pthread_mutex_unlock(&b->hmu);
+        pthread_join(b->hb, NULL);
+    }
+    if (b->have_hcv)
+        pthread_cond_destroy(&b->hcv);
+    if (b->have_hmu)
+        pthread_mutex_destroy(&b->hmu);
+    free(b->owned);
     if (b->have_rkey)
         pthread_key_delete(b->rkey);
     if (b->have_rmu) {
@@ -1197,6 +1490,21 @@ static struct store_backend *pg_open(const char *target, enum store_sync sync, i
         goto fail;
     }
     b->have_rkey = 1;
+    if ((prc = pthread_mutex_init(&b->hmu, NULL)) != 0 ||
+        (b->have_hmu = 1, prc = pthread_cond_init(&b->hcv, NULL)) != 0) {
+        snprintf(err, errlen, "%s: %s", b->shown, strerror(prc));
+        goto fail;
+    }
+    b->have_hcv = 1;
+    {
+        unsigned char raw[8];
+        if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
+            snprintf(err, errlen, "%s: getrandom: %s", b->shown, strerror(errno));
+            goto fail;
+        }
+        for (size_t i = 0; i < sizeof raw; i++)
+            snprintf(b->node + 2 * i, sizeof b->node - 2 * i, "%02x", raw[i]);
+    }
     if (!PQisthreadsafe()) {
         snprintf(err, errlen, "libpq was built without thread support");
         goto fail;
@@ -1215,6 +1523,12 @@ static struct store_backend *pg_open(const char *target, enum store_sync sync, i
     }
     *purging = PQntuples(r) > 0;
     PQclear(r);
+    atomic_store(&b->w_pid, PQbackendPID(b->w));
+    if ((prc = pthread_create(&b->hb, NULL, heartbeat_main, b)) != 0) {
+        snprintf(err, errlen, "%s: %s", b->shown, strerror(prc));
+        goto fail;
+    }
+    b->hb_started = 1;
     return b;
 fail:
     pg_close(b);
@@ -1223,6 +1537,9 @@ fail:
 
 const struct store_backend_ops store_postgres_ops = {
     .name = "postgresql",
+    .shared = 1,
+    .set_advertise = pg_set_advertise,
+    .pause_heartbeat = pg_pause_heartbeat,
     .claims = pg_claims,
     .open = pg_open,
     .close = pg_close,
@@ -1243,6 +1560,7 @@ const struct store_backend_ops store_postgres_ops = {
     .find_outcome_kind = pg_find_outcome_kind,
     .find_unit_in = pg_find_unit_in,
     .last_seq = pg_last_seq,
+    .find_experiment = pg_find_experiment,
     .outbox_pending = pg_outbox_pending,
     .outbox_list = pg_outbox_list,
     .outbox_depth = pg_outbox_depth,

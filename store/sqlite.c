@@ -77,6 +77,7 @@ enum q {
     Q_SYNC_NORMAL,
     /* the readers': prepared on first use, per thread */
     Q_EXPERIMENTS,
+    Q_EXPERIMENT_BY_ID,
     Q_EVENTS,
     Q_ASSIGNMENT,
     Q_OUTCOME,
@@ -145,6 +146,8 @@ static const struct store_sql queries[Q_COUNT] = {
 
     [Q_EXPERIMENTS] = {"experiments", STORE_SQL_READ,
                        "SELECT rowid, id, config, created_ms FROM experiments ORDER BY rowid"},
+    [Q_EXPERIMENT_BY_ID] = {"experiment_by_id", STORE_SQL_READ,
+                            "SELECT rowid, id, config, created_ms FROM experiments WHERE id = ?1"},
     [Q_EVENTS] = {"events", STORE_SQL_READ,
                   "SELECT " EVENT_COLS " FROM events WHERE exp = ?1 AND seq > ?2 ORDER BY seq"},
     [Q_ASSIGNMENT] = {"assignment", STORE_SQL_READ,
@@ -577,6 +580,8 @@ static int writer_op(struct store_backend *s, const struct store_op *op)
         return writer_event(s, &op->ev);
     case STORE_OP_PROBE:
         return writer_probe(s);
+    case STORE_OP_CLAIM:
+        return SQLITE_OK; /* one daemon per file: it owns everything */
     case STORE_OP_OUTBOX:
     case STORE_OP_OUTBOX_UPDATE:
     case STORE_OP_OUTBOX_PRUNE:
@@ -850,32 +855,53 @@ static int read_begin(struct store_backend *s, enum q q, struct reader **r, sqli
     return store_err_from_sqlite(reader_stmt(*r, q, st));
 }
 
-static int sq_load_experiments(struct store_backend *s,
-                               int (*cb)(void *arg, const struct store_experiment_row *row),
-                               void *arg)
+/* The experiments' rows of query q (bound to id when not NULL) to cb. */
+static int experiment_rows(struct store_backend *s, enum q q, const char *id,
+                           int (*cb)(void *arg, const struct store_experiment_row *row), void *arg)
 {
     struct reader *r = NULL;
     sqlite3_stmt *st = NULL;
     struct store_experiment_row row;
-    int ret, rc;
+    int ret, rc, found = 0;
 
-    ret = read_begin(s, Q_EXPERIMENTS, &r, &st);
+    ret = read_begin(s, q, &r, &st);
     if (ret != STORE_OK)
         goto out;
+    if (id != NULL && (rc = sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC)) != SQLITE_OK) {
+        ret = store_err_from_sqlite(rc);
+        goto out;
+    }
     for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
         row.rowid = sqlite3_column_int64(st, 0);
         row.id = (const char *)sqlite3_column_text(st, 1);
         row.config_json = (const char *)sqlite3_column_text(st, 2);
         row.created_ms = sqlite3_column_int64(st, 3);
-        ret = cb(arg, &row);
+        found = 1;
+        ret = cb != NULL ? cb(arg, &row) : 0;
         if (ret != 0)
             goto out;
     }
     ret = store_err_from_sqlite(rc);
+    if (ret == STORE_OK && id != NULL && !found)
+        ret = STORE_ERR_NOTFOUND;
 out:
     if (r)
-        reader_put(r, Q_EXPERIMENTS, st);
+        reader_put(r, q, st);
     return ret;
+}
+
+static int sq_load_experiments(struct store_backend *s,
+                               int (*cb)(void *arg, const struct store_experiment_row *row),
+                               void *arg)
+{
+    return experiment_rows(s, Q_EXPERIMENTS, NULL, cb, arg);
+}
+
+static int sq_find_experiment(struct store_backend *s, const char *id,
+                              int (*cb)(void *arg, const struct store_experiment_row *row),
+                              void *arg)
+{
+    return experiment_rows(s, Q_EXPERIMENT_BY_ID, id, cb, arg);
 }
 
 static int sq_load_events(struct store_backend *s, int64_t exp, int64_t after_seq,
@@ -1460,6 +1486,7 @@ const struct store_backend_ops store_sqlite_ops = {
     .find_outcome_kind = sq_find_outcome_kind,
     .find_unit_in = sq_find_unit_in,
     .last_seq = sq_last_seq,
+    .find_experiment = sq_find_experiment,
     .outbox_pending = sq_outbox_pending,
     .outbox_list = sq_outbox_list,
     .outbox_depth = sq_outbox_depth,

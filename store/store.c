@@ -121,6 +121,8 @@ const char *store_strerror(int err)
         return "out of memory";
     case STORE_ERR_CLOSED:
         return "store closed";
+    case STORE_ERR_NOTOWNER:
+        return "owned by another daemon";
     default:
         return "unknown store error";
     }
@@ -526,6 +528,12 @@ void store_test_pause_writer(struct store *s, int paused)
     pthread_mutex_unlock(&s->mu);
 }
 
+void store_test_pause_heartbeat(struct store *s, int paused)
+{
+    if (s->ops->pause_heartbeat != NULL)
+        s->ops->pause_heartbeat(s->be, paused);
+}
+
 void store_test_pause_purge(struct store *s, int paused)
 {
     pthread_mutex_lock(&s->mu);
@@ -633,6 +641,35 @@ int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key
                     void *arg)
 {
     return s->ops->load_keys(s->be, cb, arg);
+}
+
+int store_find_experiment(struct store *s, const char *id,
+                          int (*cb)(void *arg, const struct store_experiment_row *row), void *arg)
+{
+    return s->ops->find_experiment(s->be, id, cb, arg);
+}
+
+/* --- ownership --------------------------------------------------------------- */
+
+int store_shared(const struct store *s)
+{
+    return s->ops->shared;
+}
+
+void store_set_advertise(struct store *s, const char *url)
+{
+    if (s->ops->set_advertise != NULL)
+        s->ops->set_advertise(s->be, url);
+}
+
+int store_claim(struct store *s, int64_t exp, char *owner, size_t ownerlen)
+{
+    struct store_op op = {.kind = STORE_OP_CLAIM, .exp = exp};
+    op.owner_out = owner; /* the writer's; in the initializer clang-tidy wants it const */
+    op.owner_len = ownerlen;
+    if (owner != NULL && ownerlen > 0)
+        owner[0] = '\0';
+    return submit_wait(s, &op, 1, NULL);
 }
 
 int store_backup(struct store *s, const char *path, char *err, size_t errlen)

@@ -207,12 +207,13 @@ static void test_open_migrate_reopen(void **state)
 
     snprintf(sql, sizeof sql, "PRAGMA user_version");
     assert_int_equal(count_rows(f->path, sql), store_schema_version());
-    assert_int_equal(store_schema_version(), 4);
+    assert_int_equal(store_schema_version(), 5);
     assert_int_equal(count_rows(f->path, "SELECT count(*) FROM sqlite_master WHERE name IN "
                                          "('experiments','events','api_keys','events_ref',"
                                          "'events_unit','purges','sqlite_sequence','outbox',"
-                                         "'outbox_pending','outbox_finished','outbox_exp')"),
-                     11);
+                                         "'outbox_pending','outbox_finished','outbox_exp',"
+                                         "'nodes')"),
+                     12);
     create_exp(f->s, "kept");
     reopen(f);
     assert_int_equal(count_rows(f->path, "PRAGMA user_version"), store_schema_version());
@@ -594,6 +595,8 @@ static void test_delete_long_log(void **state)
     op = (struct store_op){.kind = STORE_OP_EXP_DELETE, .exp = exp};
     assert_int_equal(store_write_sync(f->s, &op, 1), STORE_OK);
     reopen(f); /* the pause is not kept: the purge resumes */
+    /* a new store owns nothing it did not create or claim (PostgreSQL) */
+    assert_int_equal(store_claim(f->s, keep, NULL, 0), STORE_OK);
     /* writes go on meanwhile */
     for (int i = 0; i < 20; i++) {
         op = ev_op(keep, i + 1, STORE_EV_OBSERVE);
@@ -1452,8 +1455,8 @@ static void test_pg_open_migrate_reopen(void **state)
                      store_schema_version());
     assert_int_equal(count_rows(f->path, "SELECT count(*) FROM pg_tables WHERE schemaname ="
                                          " current_schema() AND tablename IN ('experiments',"
-                                         "'events','api_keys','purges','outbox')"),
-                     5);
+                                         "'events','api_keys','purges','outbox','nodes')"),
+                     6);
     assert_int_equal(count_rows(f->path, "SELECT count(*) FROM pg_indexes WHERE indexname IN"
                                          " ('events_ref','events_unit','outbox_pending',"
                                          "'outbox_finished','outbox_exp')"),
@@ -1501,8 +1504,10 @@ static void test_pg_unreachable(void **state)
 }
 
 /* The server drops the writer's connection (a restart, a failover): the
- * write in flight fails as "unavailable" (FULL: 503, never committed), and
- * the next one reconnects and commits. */
+ * write in flight fails as "unavailable" (FULL: 503, never committed), or,
+ * when the writer found the connection gone before it and made a new one,
+ * as NOTOWNER: the experiment's lock went with the old session, so nothing
+ * is written until it is claimed again (and, in the daemon, reloaded). */
 static void test_pg_connection_lost(void **state)
 {
     struct tstore *f = *state;
@@ -1515,13 +1520,79 @@ static void test_pg_connection_lost(void **state)
                                        " AND pid <> pg_backend_pid()"),
                      0);
     err = store_write_sync(f->s, &op, 1);
-    assert_true(err == STORE_ERR_FULL || err == STORE_OK);
-    if (err == STORE_ERR_FULL) /* the one in flight failed: nothing of it is there */
-        assert_int_equal(count_rows(f->path, "SELECT count(*) FROM events"), 0);
-    op = ev_op(exp, err == STORE_OK ? 2 : 1, STORE_EV_OBSERVE);
+    if (err != STORE_ERR_FULL && err != STORE_ERR_NOTOWNER)
+        fail_msg("a write on a lost connection: %s", store_strerror(err));
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM events"), 0);
+    assert_int_equal(store_write_sync(f->s, &op, 1), STORE_ERR_NOTOWNER); /* fenced */
+    assert_int_equal(store_claim(f->s, exp, NULL, 0), STORE_OK);
     assert_int_equal(store_write_sync(f->s, &op, 1), STORE_OK);
     assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK); /* readers reconnect too */
-    assert_int_equal(last, op.ev.seq);
+    assert_int_equal(last, 1);
+}
+
+/* Two daemons' stores on one database: the creator owns an experiment; the
+ * other cannot claim it while the owner lives (it is named), nor write its
+ * events; once the owner's session ends (a kill -9 closes it) the other
+ * claims it; and a frozen owner whose heartbeat went stale is taken over
+ * too, its session ended, so that it commits nothing when it wakes. */
+static void test_pg_ownership(void **state)
+{
+    struct tstore *f = *state;
+    char err[256], owner[128];
+    struct store *b = store_open(f->path, STORE_SYNC_FULL, err, sizeof err);
+    int64_t exp = create_exp(f->s, "owned"), last = -1;
+    struct store_op op = ev_op(exp, 1, STORE_EV_OBSERVE);
+
+    if (b == NULL)
+        fail_msg("second store: %s", err);
+    assert_true(store_shared(f->s));
+    store_set_advertise(f->s, "http://a.example:8080");
+    store_set_advertise(b, "http://b.example:8080");
+    /* the next heartbeats carry the addresses (one a second) */
+    for (int i = 0; i < 1000 && count_rows(f->path, "SELECT count(*) FROM nodes WHERE url IN"
+                                                    " ('http://a.example:8080',"
+                                                    " 'http://b.example:8080')") < 2;
+         i++)
+        usleep(10000);
+    assert_int_equal(store_claim(b, exp, owner, sizeof owner), STORE_ERR_NOTOWNER);
+    assert_string_equal(owner, "http://a.example:8080");
+    assert_int_equal(store_write_sync(b, &op, 1), STORE_ERR_NOTOWNER);
+    assert_int_equal(store_write_sync(f->s, &op, 1), STORE_OK);
+    assert_int_equal(store_claim(f->s, exp, NULL, 0), STORE_OK); /* already its own */
+    assert_int_equal(store_claim(b, 999999, owner, sizeof owner), STORE_ERR_NOTFOUND);
+
+    /* the owner goes (its sessions close): the other takes over at once */
+    store_close(f->s);
+    f->s = NULL;
+    assert_int_equal(store_claim(b, exp, owner, sizeof owner), STORE_OK);
+    op = ev_op(exp, 2, STORE_EV_OBSERVE);
+    assert_int_equal(store_write_sync(b, &op, 1), STORE_OK);
+
+    /* a frozen owner: b stops beating (its heartbeat row made old, as a
+     * SIGSTOP would leave it) while its session holds the lock */
+    f->s = store_open(f->path, STORE_SYNC_FULL, err, sizeof err);
+    assert_non_null(f->s);
+    assert_int_equal(store_claim(f->s, exp, owner, sizeof owner), STORE_ERR_NOTOWNER);
+    assert_string_equal(owner, "http://b.example:8080");
+    assert_int_equal(tpg_exec(f->path, "UPDATE nodes SET beat_ms = beat_ms - 3600000"
+                                       " WHERE url = 'http://b.example:8080'"),
+                     0);
+    store_test_pause_heartbeat(b, 1);
+    store_test_pause_writer(b, 1); /* frozen, a write of its own waiting */
+    struct twait w;
+    twait_init(&w);
+    op = ev_op(exp, 3, STORE_EV_OBSERVE);
+    assert_int_equal(store_submit(b, &op, 1, twait_done, &w), STORE_OK);
+    assert_int_equal(store_claim(f->s, exp, owner, sizeof owner), STORE_OK);
+    store_test_pause_writer(b, 0); /* wakes up: its write must not commit */
+    store_test_pause_heartbeat(b, 0);
+    int werr = twait_wait(&w);
+    if (werr != STORE_ERR_FULL && werr != STORE_ERR_NOTOWNER)
+        fail_msg("the frozen owner's write: %s", store_strerror(werr));
+    assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK);
+    assert_int_equal(last, 2);
+    assert_int_equal(store_write_sync(f->s, &op, 1), STORE_OK); /* the new owner's seq 3 */
+    store_close(b);
 }
 
 int main(void)
@@ -1557,6 +1628,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pg_refuse_newer_version, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_pg_unreachable, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_pg_connection_lost, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_ownership, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_exp_duplicate_in_batch, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_load_experiments, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_events_roundtrip, setup_pg, teardown),

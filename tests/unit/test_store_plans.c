@@ -126,6 +126,8 @@ static const struct expect expects[] = {
     {"key_insert", "", 0, "sss1"},
     {"key_revoke", "SEARCH api_keys USING INTEGER PRIMARY KEY (rowid=?)", 0, "1"},
     {"experiments", "SCAN experiments", 0, ""},
+    {"experiment_by_id", "SEARCH experiments USING INDEX sqlite_autoindex_experiments_1 (id=?)", 0,
+     "s"},
     {"events", "SEARCH events USING PRIMARY KEY (exp=? AND seq>?)", 0, "ET"},
     {"assignment", "SEARCH events USING PRIMARY KEY (exp=? AND seq=?)", 0, "EA"},
     {"outcome", "SEARCH events USING INDEX events_ref (exp=? AND ref=?)", 0, "EA0"},
@@ -442,7 +444,15 @@ static const struct pg_expect pg_expects[] = {
     {"outbox_insert", NULL, 0, "Essssss11"},
     {"outbox_update", NULL, 0, "111111s"},
     {"outbox_prune", NULL, 0, "1"},
+    {"exists", NULL, 0, "E"},
+    {"lock_try", NULL, 0, NULL}, /* locks: no table */
+    {"lock", NULL, 0, NULL},
+    {"lock_holder", NULL, 0, NULL}, /* pg_locks and nodes: a few rows */
+    {"terminate", NULL, 0, NULL},
+    {"beat", NULL, 0, NULL},
+    {"node_gone", NULL, 0, NULL},
     {"experiments", NULL, 0, ""},
+    {"experiment_by_id", NULL, 0, "s"}, /* two rows here: a scan is right */
     {"events", "events_pkey", 0, "ET"}, /* a sort of the rows it returns at most */
     {"assignment", "events_pkey", 0, "EA"},
     {"outcome", "events_ref", 1, "EA0"},
