@@ -62,6 +62,12 @@ struct store_backend_ops {
      * of the batch fails). */
     int (*write_op)(struct store_backend *b, const struct store_op *op, int *own);
     int (*write_key)(struct store_backend *b, const struct store_key_op *k, int *own);
+    /* Send the rows write_op deferred (a backend may gather a group's
+     * events into one statement); errors as write_op's. The front calls it
+     * at the end of each submission run with savepoints, and at the end of
+     * a group run without; the backend flushes before anything else it
+     * runs. May be NULL: nothing is deferred. */
+    int (*flush)(struct store_backend *b, int *own);
     /* One purge step in its own transaction (store.c, purge_due): 1 more
      * may remain, 0 done, -1 failed (rolled back; retried later). */
     int (*purge_step)(struct store_backend *b);

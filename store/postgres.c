@@ -41,6 +41,7 @@
 
 #include <libpq-fe.h>
 
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "store/store_test.h"
@@ -72,6 +73,7 @@ enum pq {
     PQ_PURGE_CHUNK,
     PQ_PURGE_DONE,
     PQ_EVENT_INSERT,
+    PQ_EVENT_INSERT_MANY,
     PQ_KEY_INSERT,
     PQ_KEY_REVOKE,
     PQ_OUTBOX_INSERT,
@@ -129,6 +131,14 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
     [PQ_EVENT_INSERT] = {"event_insert", STORE_SQL_WRITE,
                          "INSERT INTO events(" EVENT_COLS ")"
                          " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"},
+    /* a group's events in one statement (pg_flush): one round trip and
+     * one plan instead of one per event */
+    [PQ_EVENT_INSERT_MANY] = {"event_insert_many", STORE_SQL_WRITE,
+                              "INSERT INTO events(" EVENT_COLS ") SELECT * FROM unnest("
+                              "$1::bigint[], $2::bigint[], $3::integer[], $4::integer[],"
+                              " $5::integer[], $6::bigint[], $7::double precision[],"
+                              " $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],"
+                              " $12::text[])"},
     [PQ_KEY_INSERT] = {"key_insert", STORE_SQL_WRITE,
                        "INSERT INTO api_keys(name, scopes, hash, created_ms)"
                        " VALUES ($1, $2, $3, $4) RETURNING rowid"},
@@ -298,6 +308,10 @@ struct store_backend {
     int64_t *owned;
     size_t nowned, capowned;
     int w_prepared; /* its statements are (PQprepare, after each connect) */
+    /* events written but not sent yet (pg_flush), borrowed from their
+     * submissions (valid until the callbacks, after the commit) */
+    const struct store_event **pend;
+    size_t npend, cappend;
     int in_tx;
     char errbuf[512]; /* the last failure, for the log */
 
@@ -646,6 +660,7 @@ static int changed(PGresult *r)
 static int pg_begin(struct store_backend *b)
 {
     int err = STORE_OK;
+    b->npend = 0;
     for (int attempt = 0; attempt < 2; attempt++) {
         err = w_ready(b);
         if (err == STORE_OK)
@@ -657,12 +672,19 @@ static int pg_begin(struct store_backend *b)
     return err;
 }
 
+static int pg_flush(struct store_backend *b, int *own);
+
 /* COMMIT answers "ROLLBACK" for a transaction that had failed: that is no
  * commit, whatever its status says. */
 static int pg_commit(struct store_backend *b)
 {
     PGresult *r = NULL;
-    int err = w_exec(b, PQ_COMMIT, NULL, &r, NULL);
+    int own, err = pg_flush(b, &own);
+    if (err != STORE_OK) {
+        b->in_tx = 0;
+        return err;
+    }
+    err = w_exec(b, PQ_COMMIT, NULL, &r, NULL);
     if (err == STORE_OK && strcmp(PQcmdStatus(r), "COMMIT") != 0) {
         snprintf(b->errbuf, sizeof b->errbuf, "COMMIT answered %s", PQcmdStatus(r));
         err = STORE_ERR_IO;
@@ -674,6 +696,7 @@ static int pg_commit(struct store_backend *b)
 
 static void pg_rollback(struct store_backend *b)
 {
+    b->npend = 0;
     if (b->in_tx && PQstatus(b->w) == CONNECTION_OK && PQtransactionStatus(b->w) != PQTRANS_IDLE)
         (void)w_exec(b, PQ_ROLLBACK, NULL, NULL, NULL);
     b->in_tx = 0;
@@ -691,14 +714,25 @@ static int pg_release(struct store_backend *b)
 
 static int pg_rollback_to(struct store_backend *b)
 {
+    b->npend = 0;
     return w_exec(b, PQ_ROLLBACK_TO, NULL, NULL, NULL);
 }
 
+/* Defer ev to the next flush (checked for its owner now). */
 static int writer_event(struct store_backend *b, const struct store_event *ev, int *own)
 {
-    struct params p = {.n = 0};
     if (fence(b, ev->exp, own) != STORE_OK)
         return STORE_ERR_NOTOWNER;
+    if (buf_grow((void **)&b->pend, &b->cappend, b->npend + 1, sizeof *b->pend, 64) != 0)
+        return STORE_ERR_NOMEM;
+    b->pend[b->npend++] = ev;
+    return STORE_OK;
+}
+
+/* One event now. */
+static int insert_event(struct store_backend *b, const struct store_event *ev, int *own)
+{
+    struct params p = {.n = 0};
     p_i64(&p, ev->exp);
     p_i64(&p, ev->seq);
     p_i64(&p, ev->kind);
@@ -712,6 +746,83 @@ static int writer_event(struct store_backend *b, const struct store_event *ev, i
     p_text(&p, ev->unit);
     p_text(&p, ev->text);
     return w_exec(b, PQ_EVENT_INSERT, &p, NULL, own);
+}
+
+/* An element of a text array literal: NULL, or the string quoted. */
+static void array_text(struct buf *a, const char *v)
+{
+    if (v == NULL) {
+        buf_puts(a, "NULL");
+        return;
+    }
+    buf_put(a, "\"", 1);
+    for (const char *c = v; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            buf_put(a, "\\", 1);
+        buf_put(a, c, 1);
+    }
+    buf_put(a, "\"", 1);
+}
+
+/* Send the deferred events: one as it is, several as one INSERT … SELECT
+ * FROM unnest(arrays). */
+static int pg_flush(struct store_backend *b, int *own)
+{
+    struct buf col[12];
+    struct params p = {.n = 0};
+    int err = STORE_OK;
+
+    *own = 0;
+    if (b->npend == 0)
+        return STORE_OK;
+    if (b->npend == 1) {
+        err = insert_event(b, b->pend[0], own);
+        b->npend = 0;
+        return err;
+    }
+    for (int c = 0; c < 12; c++) {
+        buf_init(&col[c], 0);
+        buf_put(&col[c], "{", 1);
+    }
+    for (size_t i = 0; i < b->npend; i++) {
+        const struct store_event *ev = b->pend[i];
+        const char *sep = i ? "," : "";
+        buf_printf(&col[0], "%s%lld", sep, (long long)ev->exp);
+        buf_printf(&col[1], "%s%lld", sep, (long long)ev->seq);
+        buf_printf(&col[2], "%s%d", sep, ev->kind);
+        buf_printf(&col[3], "%s%d", sep, (int)ev->bandit);
+        buf_printf(&col[4], "%s%d", sep, (int)ev->arm);
+        buf_printf(&col[5], "%s%lld", sep, (long long)ev->flags);
+        if (isnan(ev->value))
+            buf_printf(&col[6], "%sNULL", sep);
+        else
+            buf_printf(&col[6], "%s%.17g", sep, ev->value);
+        if (ev->ref == 0)
+            buf_printf(&col[7], "%sNULL", sep);
+        else
+            buf_printf(&col[7], "%s%lld", sep, (long long)ev->ref);
+        buf_printf(&col[8], "%s%lld", sep, (long long)ev->ts_ms);
+        if (ev->expires_ms == 0)
+            buf_printf(&col[9], "%sNULL", sep);
+        else
+            buf_printf(&col[9], "%s%lld", sep, (long long)ev->expires_ms);
+        buf_puts(&col[10], sep);
+        array_text(&col[10], ev->unit);
+        buf_puts(&col[11], sep);
+        array_text(&col[11], ev->text);
+    }
+    for (int c = 0; c < 12; c++) {
+        buf_put(&col[c], "}", 1);
+        if (col[c].failed)
+            err = STORE_ERR_NOMEM;
+        p.v[p.n++] = col[c].p;
+    }
+    if (err == STORE_OK)
+        err = w_exec(b, PQ_EVENT_INSERT_MANY, &p, NULL, own);
+    for (int c = 0; c < 12; c++)
+        buf_free(&col[c]);
+    b->npend = 0;
+    return err;
 }
 
 static int writer_exp_create(struct store_backend *b, const struct store_op *op, int *own)
@@ -867,6 +978,12 @@ static int writer_claim(struct store_backend *b, const struct store_op *op, int 
 static int pg_write_op(struct store_backend *b, const struct store_op *op, int *own)
 {
     *own = 0;
+    /* the rows keep their order: what was deferred goes first */
+    if (op->kind != STORE_OP_EVENT && b->npend > 0) {
+        int err = pg_flush(b, own);
+        if (err != STORE_OK)
+            return err;
+    }
     switch (op->kind) {
     case STORE_OP_EXP_CREATE:
         return writer_exp_create(b, op, own);
@@ -892,8 +1009,10 @@ static int pg_write_key(struct store_backend *b, const struct store_key_op *k, i
 {
     struct params p = {.n = 0};
     PGresult *r = NULL;
-    int err;
+    int err = pg_flush(b, own);
 
+    if (err != STORE_OK)
+        return err;
     if (k->kind == STORE_KEY_OP_REVOKE) {
         p_i64(&p, k->rowid);
         err = w_exec(b, PQ_KEY_REVOKE, &p, &r, own);
@@ -1451,6 +1570,7 @@ static void pg_close(struct store_backend *b)
     if (b->have_hmu)
         pthread_mutex_destroy(&b->hmu);
     free(b->owned);
+    free(b->pend);
     if (b->have_rkey)
         pthread_key_delete(b->rkey);
     if (b->have_rmu) {
@@ -1551,6 +1671,7 @@ const struct store_backend_ops store_postgres_ops = {
     .rollback_to = pg_rollback_to,
     .write_op = pg_write_op,
     .write_key = pg_write_key,
+    .flush = pg_flush,
     .purge_step = pg_purge_step,
     .errmsg = pg_errmsg,
     .describe = pg_describe,

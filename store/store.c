@@ -144,8 +144,10 @@ static uint64_t now_us(void)
 
 /* --- writer ------------------------------------------------------------------ */
 
-/* Run one submission's ops; *own as in backend.h. */
-static int writer_sub(struct store *s, const struct sub *sub, int *own)
+/* Run one submission's ops; *own as in backend.h. flush: its deferred
+ * rows too (a backend may send rows in bulk, backend.h), so that a failure
+ * is the submission's. */
+static int writer_sub(struct store *s, const struct sub *sub, int flush, int *own)
 {
     int err = STORE_OK;
 
@@ -154,6 +156,8 @@ static int writer_sub(struct store *s, const struct sub *sub, int *own)
         return s->ops->write_key(s->be, sub->key, own);
     for (size_t i = 0; i < sub->n && err == STORE_OK; i++)
         err = s->ops->write_op(s->be, &sub->ops[i], own);
+    if (err == STORE_OK && flush && s->ops->flush != NULL)
+        err = s->ops->flush(s->be, own);
     return err;
 }
 
@@ -217,7 +221,7 @@ static int writer_run(struct store *s, struct sub *batch, int careful)
         }
         if (careful && (err = s->ops->savepoint(s->be)) != STORE_OK)
             return batch_err(err);
-        err = writer_sub(s, sub, &own);
+        err = writer_sub(s, sub, careful, &own);
         if (err != STORE_OK && own) {
             if (!careful)
                 return -1;
@@ -232,6 +236,10 @@ static int writer_run(struct store *s, struct sub *batch, int careful)
         if (err != STORE_OK)
             return batch_err(err);
     }
+    /* rows the backend deferred: a failure of one submission's data there
+     * cannot be told from the others' — run them again with savepoints */
+    if (!careful && s->ops->flush != NULL && (err = s->ops->flush(s->be, &own)) != STORE_OK)
+        return own ? -1 : batch_err(err);
     return STORE_OK;
 }
 

@@ -1443,6 +1443,35 @@ static void test_file_modes(void **state)
     store_close(s);
 }
 
+/* Strings and numbers the engines could mangle come back as written, also
+ * when a group's events travel together (PostgreSQL sends them as arrays:
+ * quoting, NULL, the shortest round-tripping doubles). */
+static void test_values_exact(void **state)
+{
+    struct tstore *f = *state;
+    static const char *const units[] = {"a\"b", "back\\slash", "com,ma",      "{brace}", "NULL",
+                                        "",     "sp ace",      "ünï\u00e7ødé"};
+    static const double values[] = {0.1, 1e-300, -2.0, 2.5e307, 1.0 / 3.0, -7.0, 4.9e-324, 0.5};
+    enum { N = sizeof units / sizeof units[0] };
+    int64_t exp = create_exp(f->s, "exact");
+    struct store_op op[N];
+    struct evlist l = {0};
+
+    for (int i = 0; i < N; i++) {
+        op[i] = ev_op(exp, i + 1, i % 2 ? STORE_EV_OBSERVE : STORE_EV_STATE);
+        op[i].ev.value = values[i];
+        op[i].ev.text = units[i];
+        op[i].ev.unit = i % 2 ? units[N - 1 - i] : NULL;
+    }
+    assert_int_equal(store_write_sync(f->s, op, N), STORE_OK);
+    assert_int_equal(store_load_events(f->s, exp, 0, collect_ev, &l), 0);
+    assert_int_equal(l.n, N);
+    for (int i = 0; i < N; i++) {
+        assert_event_eq(&op[i].ev, &l.ev[i]);
+        assert_memory_equal(&op[i].ev.value, &l.ev[i].value, sizeof(double));
+    }
+}
+
 /* --- PostgreSQL ---------------------------------------------------------------- */
 
 /* The schema at this build's version, in PostgreSQL's catalog; a reopen
@@ -1603,6 +1632,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_exp_duplicate_in_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_experiments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_values_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_find, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicates_and_atomicity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
@@ -1632,6 +1662,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_exp_duplicate_in_batch, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_load_experiments, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_events_roundtrip, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_values_exact, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_find, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_duplicates_and_atomicity, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_delete, setup_pg, teardown),
