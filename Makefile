@@ -34,7 +34,7 @@ FUZZ ?= 0
 TSAN ?= 0
 CC ?= gcc
 
-PKGS := libmicrohttpd jansson sqlite3 gsl libcurl gnutls
+PKGS := libmicrohttpd jansson sqlite3 libpq gsl libcurl gnutls
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)

@@ -122,11 +122,15 @@ int api_experiments_list(struct http_req *r)
      * if a write failed), and the page goes out once what it shows is on
      * disk. */
     struct api_join *j = api_join_begin(r);
-    size_t n = j != NULL ? exp_list(after, limit + 1, page) : 0;
-    int unavailable = 0;
+    /* Several daemons on one database: the experiments the others created
+     * are listed too; one another daemon owns is shown as the database has
+     * it (exp_refresh_locked), without taking it over. */
+    int unavailable = j != NULL && exp_registry_sync() != 0;
+    size_t n = j != NULL && !unavailable ? exp_list(after, limit + 1, page) : 0;
     for (size_t i = 0; i < n && i < limit && !unavailable; i++) {
         exp_lock(page[i]);
-        int rc = exp_prepare_locked(page[i], http_req_now_ms(r));
+        int rc = exp_owned(page[i]) ? exp_prepare_locked(page[i], http_req_now_ms(r))
+                                    : exp_refresh_locked(page[i]);
         if (rc == EXP_OK) {
             json_array_append_new(arr, summary(page[i]));
             api_join_add(j, page[i]);

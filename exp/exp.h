@@ -116,7 +116,9 @@ uint64_t exp_expired_total(void);
 size_t exp_memory_used(void);
 int exp_memory_full(void);
 
-/* New reference to experiment id, or NULL. */
+/* New reference to experiment id, or NULL. On a shared store an id not
+ * registered here is looked up in the database (another daemon created
+ * it) and registered, not owned. */
 struct exp *exp_get(const char *id);
 void exp_put(struct exp *x);
 
@@ -135,6 +137,7 @@ enum exp_err {
     EXP_ERR_NO_CONCLUSION = 9, /* paused or stopped early, and the fallback is none */
     EXP_ERR_REFUSED = 10,      /* an edit or correction the experiment cannot take (why given) */
     EXP_ERR_NOT_FOUND = 11,    /* no such assignment */
+    EXP_ERR_NOTOWNER = 12,     /* another daemon owns it (exp_owner names it) */
 };
 
 /* Create and register experiment cfg (consumed: ownership moves in, also on
@@ -151,13 +154,32 @@ int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp
 void exp_lock(struct exp *x);
 void exp_unlock(struct exp *x);
 
+/* Several daemons on one database (store.h, ownership): an experiment
+ * owned by another daemon is registered here too (loaded at start, or
+ * found in the database by exp_get when another daemon created it since),
+ * but served only once this daemon owns it. exp_prepare_locked claims it
+ * (a takeover when its owner is gone) and reloads it from the database, or
+ * returns EXP_ERR_NOTOWNER; exp_owner then names the owner's address (""
+ * when unknown). With x locked. */
+const char *exp_owner(const struct exp *x);
+/* Whether this daemon owns x (always 1 on SQLite). */
+int exp_owned(const struct exp *x);
+/* With x locked, for a listing through a daemon that does not own x: bring
+ * x's state up to the database's (a replay when its log changed), without
+ * claiming it. EXP_OK, EXP_ERR_GONE (deleted) or EXP_ERR_STORE. */
+int exp_refresh_locked(struct exp *x);
+/* Register the experiments other daemons created since this one loaded
+ * (a shared store only; a no-op otherwise). 0, or a store error. */
+int exp_registry_sync(void);
+
 /* Call with the lock held, first thing: reloads the experiment from disk if
  * an earlier write failed (first waiting, up to a second, with the lock
  * released, for its writes still queued), expires due assignments (queuing
  * their events). Returns EXP_OK, EXP_ERR_GONE (deleted, or a delete is
  * queued), EXP_ERR_CORRUPT (its log is corrupt: only a delete may follow)
  * or EXP_ERR_STORE (reload failed or its writes are still queued, or the
- * expiry write was refused: reply 503, nothing may be queued). */
+ * expiry write was refused: reply 503, nothing may be queued), or, on a
+ * shared store, EXP_ERR_NOTOWNER (a live daemon owns it: see above). */
 int exp_prepare_locked(struct exp *x, int64_t now_ms);
 /* Why x's event log cannot be served ("event log corrupt at seq N
  * (...)"), or NULL. An experiment whose log a replay found corrupt stays

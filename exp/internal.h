@@ -80,6 +80,12 @@ struct exp {
     int deleted;      /* the delete committed (mu) */
     int draining;     /* a correction waits for every write to commit: requests wait (mu) */
     atomic_int visible;
+    /* This daemon owns it (store.h, ownership): it may write and serve it.
+     * Always 1 on a store of one daemon (SQLite). Cleared when a write is
+     * refused as NOTOWNER; set again by a claim in exp_prepare_locked,
+     * which then reloads the experiment from the database. */
+    atomic_int owned;
+    char owner[128]; /* (mu) the owner's address, from the last refused claim */
     struct exp_config cfg;
     char *config_text; /* cfg.json serialised, as stored */
     struct exp_data *d;
