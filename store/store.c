@@ -144,9 +144,9 @@ static const struct store_sql queries[Q_COUNT] = {
     [Q_EVENT_INSERT] = {"event_insert", STORE_SQL_WRITE,
                         "INSERT INTO events(" EVENT_COLS ")"
                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"},
-    [Q_KEY_INSERT] =
-        {"key_insert", STORE_SQL_WRITE,
-         "INSERT INTO api_keys(name, scopes, hash, created_ms) VALUES (?1, ?2, ?3, ?4)"},
+    [Q_KEY_INSERT] = {"key_insert", STORE_SQL_WRITE,
+                      "INSERT INTO api_keys(name, scopes, hash, created_ms, experiments)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5)"},
     [Q_KEY_REVOKE] = {"key_revoke", STORE_SQL_WRITE,
                       "UPDATE api_keys SET revoked = 1 WHERE rowid = ?1"},
     [Q_OUTBOX_INSERT] = {"outbox_insert", STORE_SQL_WRITE,
@@ -183,9 +183,9 @@ static const struct store_sql queries[Q_COUNT] = {
                 " ORDER BY seq DESC LIMIT 1"},
     [Q_LAST_SEQ] = {"last_seq", STORE_SQL_READ,
                     "SELECT seq FROM events WHERE exp = ?1 ORDER BY seq DESC LIMIT 1"},
-    [Q_KEYS] =
-        {"keys", STORE_SQL_READ,
-         "SELECT rowid, name, scopes, hash, created_ms, revoked FROM api_keys ORDER BY rowid"},
+    [Q_KEYS] = {"keys", STORE_SQL_READ,
+                "SELECT rowid, name, scopes, hash, created_ms, revoked, experiments FROM api_keys"
+                " ORDER BY rowid"},
     /* the outbox's reads go through its partial indexes: their cost is in
      * the pending rows (or one experiment's), never in the rows kept */
     [Q_OUTBOX_PENDING] = {"outbox_pending", STORE_SQL_READ,
@@ -225,7 +225,7 @@ enum key_op_kind { KEY_OP_INSERT = 1, KEY_OP_REVOKE = 2 };
 /* API key writes ride the writer queue (one writing connection). */
 struct key_op {
     int kind;
-    const char *name, *scopes, *hash;
+    const char *name, *scopes, *hash, *experiments;
     int64_t created_ms;
     int64_t rowid;      /* REVOKE */
     int64_t *rowid_out; /* INSERT */
@@ -583,6 +583,8 @@ static int writer_key(struct store *s, const struct key_op *k)
         rc = bind_opt_text(st, 3, k->hash);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(st, 4, k->created_ms);
+    if (rc == SQLITE_OK)
+        rc = bind_opt_text(st, 5, k->experiments);
     if (rc != SQLITE_OK) {
         sqlite3_clear_bindings(st);
         return rc;
@@ -1566,12 +1568,13 @@ out:
 /* --- keys -------------------------------------------------------------------- */
 
 int store_key_insert(struct store *s, const char *name, const char *scopes, const char *hash,
-                     int64_t created_ms, int64_t *rowid_out)
+                     const char *experiments, int64_t created_ms, int64_t *rowid_out)
 {
     struct key_op k = {.kind = KEY_OP_INSERT,
                        .name = name,
                        .scopes = scopes,
                        .hash = hash,
+                       .experiments = experiments,
                        .created_ms = created_ms};
     k.rowid_out =
         rowid_out; /* the writer's; in the initializer clang-tidy 14 would want it const */
@@ -1602,6 +1605,7 @@ int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key
         row.hash = (const char *)sqlite3_column_text(st, 3);
         row.created_ms = sqlite3_column_int64(st, 4);
         row.revoked = sqlite3_column_int(st, 5);
+        row.experiments = (const char *)sqlite3_column_text(st, 6);
         ret = cb(arg, &row);
         if (ret != 0)
             goto out;

@@ -292,10 +292,15 @@ struct store_key_row {
     const char *hash;   /* hex SHA-256 of the key; borrowed */
     int64_t created_ms;
     int revoked;
+    /* the experiments the key is limited to, comma-separated ids;
+     * NULL: every experiment. Borrowed */
+    const char *experiments;
 };
 
+/* experiments: NULL for a key over every experiment, else comma-separated
+ * ids (the caller checked them). */
 int store_key_insert(struct store *s, const char *name, const char *scopes, const char *hash,
-                     int64_t created_ms, int64_t *rowid_out);
+                     const char *experiments, int64_t created_ms, int64_t *rowid_out);
 int store_key_revoke(struct store *s, int64_t rowid);
 int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key_row *row),
                     void *arg);
