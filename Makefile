@@ -198,7 +198,9 @@ run: deps
 # sanitizer build); statistical suites run optimised (they measure rates
 # over thousands of simulated runs, and share every line of policy code).
 # Script suites print TAP and run against the sanitizer daemon: the OpenAPI
-# response check, the dashboard in Chromium (tests/web), the reproduction
+# response check, the dashboard in Chromium (tests/web), the client
+# libraries (tests/clients: clients/python, clients/js, a page of another
+# origin in Chromium), the reproduction
 # driver's smoke test (tests/repro), the generated docs' freshness and the
 # README's walkthrough run as written (tests/docs). tests/run.sh sums them into one "N passed, N failed" line.
 
@@ -206,6 +208,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/u
 HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
 STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
 SCRIPT_TESTS := $(wildcard tests/http/test_*.py) $(wildcard tests/web/test_*.sh) \
+                $(wildcard tests/clients/test_*.py) $(wildcard tests/clients/test_*.sh) \
                 $(wildcard tests/repro/test_*.sh) tests/docs/test_docs.sh tests/docs/test_readme.sh
 # Tests may reach into every layer (and the simulator): all libraries.
 LIBS_ALL := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_NOTIFY) $(LIB_SIM) \
