@@ -485,7 +485,8 @@ $(LINT_DIR)/%.tidy: %.c $(TIDY_CONFIGS)
 # docs/policies.md's parameter tables come from `bandit-sim --list-policies`
 # (the registry itself) through scripts/docs_tool.c; tests/docs/test_docs.sh
 # fails when they lag the code. `make docs-delays` re-measures every policy
-# at feedback delays 0, 10 and 100 (scripts/docs_delays.sh; a few minutes)
+# at feedback delays 0, 10 and 100 (scripts/docs_delays.sh; a few minutes),
+# `make docs-blocks` at assignment blocks of 1, 10 and 100 (the same script)
 # and `make docs-constraints` what the clinical constraints cost
 # (scripts/docs_constraints.sh; about a minute): both write their tables
 # into docs/measurements.md.
@@ -499,13 +500,17 @@ $(DOCS_TOOL): scripts/docs_tool.c
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(shell pkg-config --cflags jansson) -o $@ $< \
 		$(shell pkg-config --libs jansson) -lm
 
-.PHONY: docs-policies docs-delays docs-constraints
+.PHONY: docs-policies docs-delays docs-blocks docs-constraints
 docs-policies: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	$(BUILD)/bandit-sim --list-policies | $(DOCS_TOOL) params $(DOCS_POLICIES)
 
 docs-delays: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_delays.sh \
 		$(DOCS_MEASUREMENTS)
+
+docs-blocks: $(BUILD)/bandit-sim $(DOCS_TOOL)
+	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_delays.sh \
+		$(DOCS_MEASUREMENTS) block
 
 docs-constraints: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_constraints.sh \

@@ -6,7 +6,8 @@
  *   assignment   every assignment handed out (pulls and exploitation),
  *                joined with its outcome: status "pending" (a pull awaiting
  *                its reward), "rewarded", "expired" (reward = the
- *                default_reward recorded, or empty), or for an exploit
+ *                default_reward recorded, or empty), "released" (a
+ *                leased assignment the client gave back), or for an exploit
  *                assignment without a reward "unrewarded";
  *                reward_time = when the outcome was logged.
  *   observation  an outcome not tied to an assignment.
@@ -213,7 +214,9 @@ static int assignment_row(struct export *e, const struct store_event *ev)
         return -1;
     }
     if (rc == STORE_OK && out.seq <= e->end_seq) {
-        v[9] = out.kind == STORE_EV_REWARD ? "rewarded" : "expired";
+        v[9] = out.kind == STORE_EV_REWARD                                      ? "rewarded"
+               : out.kind == STORE_EV_EXPIRE && (out.flags & STORE_XF_RELEASED) ? "released"
+                                                                                : "expired";
         if (!isnan(out.value) && out.kind != STORE_EV_LATE) {
             format_number(out.value, reward, sizeof reward);
             v[8] = reward;

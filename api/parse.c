@@ -240,6 +240,27 @@ int api_parse_rewards(json_t *body, const struct exp_config *cfg, size_t max_bat
     return parse_items(body, cfg, max_batch, &kind, (void **)items, n, batch, e);
 }
 
+static void release_item(json_t *o, const struct exp_config *cfg, int batch, size_t i, void *item,
+                         json_t *errors)
+{
+    struct api_release_item *it = item;
+    (void)cfg;
+    it->assignment_id = json_string_value(json_object_get(o, "assignment_id"));
+    if (it->assignment_id == NULL) {
+        char field[64];
+        item_field(field, sizeof field, batch, "releases", i, "assignment_id");
+        add(errors, field, "must be an assignment id (string)");
+    }
+}
+
+int api_parse_releases(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                       struct api_release_item **items, size_t *n, int *batch, struct api_errors *e)
+{
+    static const char *const keys[] = {"assignment_id", NULL};
+    static const struct item_kind kind = {"releases", keys, sizeof **items, release_item};
+    return parse_items(body, cfg, max_batch, &kind, (void **)items, n, batch, e);
+}
+
 static void observation_item(json_t *o, const struct exp_config *cfg, int batch, size_t i,
                              void *item, json_t *errors)
 {

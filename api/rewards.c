@@ -1,5 +1,7 @@
 /*
- * rewards.c — POST /v1/experiments/{id}/rewards and /observations.
+ * rewards.c — POST /v1/experiments/{id}/rewards, /observations, and
+ * /assignments/release (a leased assignment's other outcome: no visitor
+ * got it).
  *
  * Every item of a batch is validated before any is applied (api/parse.c):
  * a batch with one bad item changes nothing and the 400 names each
@@ -97,6 +99,76 @@ int api_rewards_create(struct http_req *r)
     jw_init(&w);
     jw_lit(&w, "{\"accepted\":");
     jw_int(&w, (long long)accepted);
+    jw_lit(&w, ",\"duplicates\":");
+    jw_int(&w, (long long)duplicates);
+    jw_lit(&w, ",\"results\":[");
+    jw_append(&w, &items_w);
+    jw_lit(&w, "]}");
+    jw_free(&items_w);
+    return finish(wr, x, &w, 200);
+}
+
+int api_releases_create(struct http_req *r)
+{
+    json_t *body;
+    struct exp *x = api_exp_find_body(r, 0, &body);
+    if (x == NULL)
+        return HTTP_DONE;
+    struct api_release_item *items = NULL;
+    size_t n = 0;
+    int batch = 0;
+    struct api_errors pe;
+    int rc = api_parse_releases(body, exp_cfg(x), exp_limits()->max_batch, &items, &n, &batch,
+                                api_errors_init(&pe));
+    struct api_write *wr = api_write_accept(r, x, rc, &pe);
+    if (wr == NULL) {
+        free(items);
+        return HTTP_DONE;
+    }
+    struct jw items_w, w;
+    size_t released = 0, duplicates = 0, unknown = 0;
+    json_t *unknowns = json_array();
+    jw_init(&items_w);
+    for (size_t i = 0; i < n; i++) {
+        const char *aid = items[i].assignment_id;
+        struct exp_aid id;
+        enum exp_release_status st =
+            exp_parse_assignment_id(x, aid, &id) != 0
+                ? EXP_L_UNKNOWN
+                : exp_ev_release_id(x, &wr->batch, &id, http_req_now_ms(r));
+        if (st == EXP_L_UNKNOWN) {
+            char field[64];
+            if (batch)
+                snprintf(field, sizeof field, "releases[%zu].assignment_id", i);
+            else
+                snprintf(field, sizeof field, "assignment_id");
+            unknown++;
+            jv_error(unknowns, field, "unknown");
+        }
+        released += st == EXP_L_RELEASED;
+        duplicates += st == EXP_L_DUPLICATE;
+        if (i > 0)
+            jw_lit(&items_w, ",");
+        jw_lit(&items_w, "{\"assignment_id\":");
+        jw_str(&items_w, aid);
+        jw_lit(&items_w, ",\"status\":");
+        jw_str(&items_w, exp_release_status_name(st));
+        jw_lit(&items_w, "}");
+    }
+    free(items);
+    if (unknown == n) { /* as for rewards: nothing of this experiment named */
+        api_exp_unlock(x);
+        api_write_abandon(wr);
+        jw_free(&items_w);
+        return http_reply_problem(r, 404,
+                                  n == 1 ? "no such assignment in this experiment"
+                                         : "no assignment of this experiment in the batch",
+                                  unknowns);
+    }
+    json_decref(unknowns);
+    jw_init(&w);
+    jw_lit(&w, "{\"released\":");
+    jw_int(&w, (long long)released);
     jw_lit(&w, ",\"duplicates\":");
     jw_int(&w, (long long)duplicates);
     jw_lit(&w, ",\"results\":[");

@@ -19,6 +19,8 @@ const struct http_route api_routes[] = {
     {"DELETE", "/v1/experiments/{id}", api_experiments_delete, API_SCOPE_ADMIN, "experiment", 0},
     {"POST", "/v1/experiments/{id}/assignments", api_assignments_create, API_SCOPE_ASSIGN,
      "assignments", 0},
+    {"POST", "/v1/experiments/{id}/assignments/release", api_releases_create, API_SCOPE_ASSIGN,
+     "release", 0},
     {"POST", "/v1/experiments/{id}/rewards", api_rewards_create, API_SCOPE_REPORT, "rewards",
      HTTP_ROUTE_BEACON},
     {"POST", "/v1/experiments/{id}/observations", api_observations_create, API_SCOPE_REPORT,

@@ -485,6 +485,72 @@ enum exp_reward_status exp_ev_reward_id(struct exp *x, struct exp_batch *b,
     return EXP_R_ERROR;
 }
 
+const char *exp_release_status_name(enum exp_release_status s)
+{
+    static const char *const names[] = {"released", "duplicate", "rewarded",
+                                        "expired",  "unknown",   "error"};
+    return names[s];
+}
+
+enum exp_release_status exp_ev_release_id(struct exp *x, struct exp_batch *b,
+                                          const struct exp_aid *id, int64_t now)
+{
+    struct exp_data *d = x->d;
+    int64_t seq = id->seq;
+    if (seq < 1 || seq > d->seq)
+        return EXP_L_UNKNOWN;
+    if (grow((void **)&b->ops, &b->cap, b->n + 1, sizeof *b->ops) != 0 ||
+        grow((void **)&b->outcome_seqs, &b->capoutcome, b->noutcome + 1, sizeof(int64_t)) != 0)
+        return EXP_L_ERROR;
+    struct exp_assignment *a = exp_tab_find(d, seq);
+    if (a != NULL && !id_matches(id, a->created_ms))
+        return EXP_L_UNKNOWN;
+    if (a != NULL) {
+        switch (a->status) {
+        case EXP_A_PENDING: {
+            engine_release(d->eng, (size_t)a->bandit, (size_t)a->arm);
+            a->status = EXP_A_EXPIRED;
+            a->released = 1;
+            d->pending--;
+            atomic_fetch_sub(&exp_rt.pending_total, 1);
+            struct store_op *op = event_op(x, b, STORE_EV_EXPIRE, now);
+            op->ev.flags = STORE_XF_RELEASED;
+            set_outcome(x, b, a, op);
+            exp_history_maybe_record(x, now);
+            return EXP_L_RELEASED;
+        }
+        case EXP_A_REWARDED:
+            return EXP_L_REWARDED;
+        case EXP_A_EXPIRED:
+            return a->released ? EXP_L_DUPLICATE : EXP_L_EXPIRED;
+        case EXP_A_EXPLOIT:
+            return EXP_L_RELEASED; /* not a pull: nothing to give back */
+        default:
+            return EXP_L_ERROR;
+        }
+    }
+    /* Not in memory: final and committed. */
+    struct store_event ev;
+    char unit[8];
+    int rc = store_find_assignment(exp_rt.store, x->rowid, seq, &ev, unit, sizeof unit);
+    if (rc == STORE_ERR_NOTFOUND)
+        return EXP_L_UNKNOWN;
+    if (rc != STORE_OK || ev.kind != STORE_EV_ASSIGN)
+        return rc != STORE_OK ? EXP_L_ERROR : EXP_L_UNKNOWN;
+    if (!id_matches(id, ev.ts_ms))
+        return EXP_L_UNKNOWN;
+    if (ev.flags & STORE_AF_EXPLOIT)
+        return EXP_L_RELEASED;
+    struct store_event out;
+    rc = store_find_outcome(exp_rt.store, x->rowid, seq, &out);
+    if (rc != STORE_OK)
+        return EXP_L_ERROR;
+    if (out.kind == STORE_EV_REWARD)
+        return EXP_L_REWARDED;
+    return out.kind == STORE_EV_EXPIRE && (out.flags & STORE_XF_RELEASED) ? EXP_L_DUPLICATE
+                                                                          : EXP_L_EXPIRED;
+}
+
 int exp_ev_observe(struct exp *x, struct exp_batch *b, size_t bandit, size_t arm, double v,
                    int64_t now)
 {

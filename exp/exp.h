@@ -68,6 +68,7 @@ struct exp_assignment {
     uint8_t status;            /* enum exp_astatus */
     uint8_t committed;         /* the ASSIGN event is on disk */
     uint8_t outcome_committed; /* the outcome event (if any) is on disk */
+    uint8_t released;          /* EXPIRED by a release (exp_ev_release_id) */
     char *unit;                /* owned; NULL when none */
 };
 
@@ -288,6 +289,25 @@ enum exp_reward_status exp_ev_reward(struct exp *x, struct exp_batch *b, int64_t
  * another assignment than the one now at its seq. */
 enum exp_reward_status exp_ev_reward_id(struct exp *x, struct exp_batch *b,
                                         const struct exp_aid *id, double v, int64_t now_ms);
+/* Outcome of a release: a leased assignment that no visitor got, given
+ * back (assignment blocks, docs/contract.md). */
+enum exp_release_status {
+    EXP_L_RELEASED = 0,  /* it was pending: it counts nowhere now */
+    EXP_L_DUPLICATE = 1, /* released before */
+    EXP_L_REWARDED = 2,  /* its reward came first: kept */
+    EXP_L_EXPIRED = 3,   /* it expired first */
+    EXP_L_UNKNOWN = 4,
+    EXP_L_ERROR = 5, /* store read failed, or out of memory */
+};
+const char *exp_release_status_name(enum exp_release_status s);
+/* Release assignment id: a pending pull is given back as if never handed
+ * out — no reward (not even default_reward), it frees its place in the
+ * budget and in pending — logged as an EXPIRE flagged STORE_XF_RELEASED.
+ * An exploit assignment counts nowhere: released, no event. A reward that
+ * comes later is a late one (recorded for the audit, not counted). */
+enum exp_release_status exp_ev_release_id(struct exp *x, struct exp_batch *b,
+                                          const struct exp_aid *id, int64_t now_ms);
+
 /* An observation for (bandit, arm). EXP_OK or EXP_ERR_NOMEM. */
 int exp_ev_observe(struct exp *x, struct exp_batch *b, size_t bandit, size_t arm, double v,
                    int64_t now_ms);

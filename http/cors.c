@@ -28,7 +28,8 @@ static int check_origin(const char *o, size_t len, char *err, size_t errlen)
     }
     for (const char *p = o; p < o + len; p++) {
         unsigned char c = (unsigned char)*p;
-        if (isupper(c) || c <= ' ' || c == 0x7f || (p > sep + 2 && (c == '/' || c == '?' || c == '#'))) {
+        if (isupper(c) || c <= ' ' || c == 0x7f ||
+            (p > sep + 2 && (c == '/' || c == '?' || c == '#'))) {
             snprintf(err, errlen,
                      "--cors-origins: \"%.*s\": an origin is lower-case, with no path, query or "
                      "trailing slash (scheme://host[:port])",

@@ -51,8 +51,7 @@ static struct bucket *find(enum rate_kind kind, const uint8_t id[16], uint64_t n
         struct bucket *b = &g.slots[(h + i) % RATE_SLOTS];
         if (b->kind == k && memcmp(b->id, id, 16) == 0)
             return b;
-        if (victim == NULL ||
-            (victim->kind != 0 && (b->kind == 0 || b->last_ns < victim->last_ns)))
+        if (victim == NULL || (victim->kind != 0 && (b->kind == 0 || b->last_ns < victim->last_ns)))
             victim = b;
     }
     victim->kind = k;

@@ -637,6 +637,8 @@ struct scratch {
     gsl_rng *rng;
     struct pending_reward *fifo;
     size_t cap, head, len;
+    struct engine_pull *blk; /* the leased block (--block > 1) */
+    size_t bcap, bpos, blen;
     unsigned char *high;
     struct trace_acc tr;
 };
@@ -646,6 +648,7 @@ static void scratch_free(struct scratch *s)
     if (s->rng != NULL)
         gsl_rng_free(s->rng);
     free(s->fifo);
+    free(s->blk);
     free(s->high);
     free(s->tr.fx);
     free(s->tr.ct);
@@ -654,7 +657,7 @@ static void scratch_free(struct scratch *s)
 
 /* npts checkpoints pts (borrowed; npts = 0: no trace). */
 static int scratch_init(struct scratch *s, const struct sim_problem *p, uint64_t delay,
-                        const uint64_t *pts, size_t npts)
+                        uint64_t block, const uint64_t *pts, size_t npts)
 {
     memset(s, 0, sizeof *s);
     size_t kmax = 0;
@@ -666,6 +669,12 @@ static int scratch_init(struct scratch *s, const struct sim_problem *p, uint64_t
     s->high = calloc(kmax, 1);
     if (s->rng == NULL || s->fifo == NULL || s->high == NULL)
         goto fail;
+    if (block > 1) {
+        s->bcap = (size_t)block;
+        s->blk = calloc(s->bcap, sizeof *s->blk);
+        if (s->blk == NULL)
+            goto fail;
+    }
     if (npts > 0) {
         s->tr.n = npts;
         s->tr.pts = pts;
@@ -695,6 +704,38 @@ static void fifo_deliver(struct scratch *s, struct engine *e)
     s->head = (s->head + 1) % s->cap;
     s->len--;
     engine_reward(e, x.bandit, x.arm, x.r);
+}
+
+/* The next visitor's pull: engine_assign itself, or with a block (--block)
+ * the next pull of the leased block, leasing a new one (up to bcap pulls,
+ * fewer when the engine stops, serves a recommendation or reaches cap)
+ * when it is used up. */
+static void next_pull(struct scratch *s, struct engine *e, uint64_t cap, struct engine_pull *out)
+{
+    if (s->bcap == 0) {
+        engine_assign(e, -1, out);
+        return;
+    }
+    if (s->bpos == s->blen) {
+        s->bpos = s->blen = 0;
+        while (s->blen < s->bcap && !engine_stopped(e) && engine_handed_out(e) < cap) {
+            struct engine_pull q;
+            engine_assign(e, -1, &q);
+            if (q.exploit) {
+                if (s->blen == 0) {
+                    *out = q; /* nothing handed out: as without a block */
+                    return;
+                }
+                break;
+            }
+            s->blk[s->blen++] = q;
+        }
+        if (s->blen == 0) { /* stopped or capped meanwhile: the caller sees it */
+            engine_assign(e, -1, out);
+            return;
+        }
+    }
+    *out = s->blk[s->bpos++];
 }
 
 static uint64_t effective_budget(const struct sim_problem *p, const struct sim_options *o)
@@ -841,6 +882,7 @@ static int run_one(const struct sim_problem *p, const struct sim_options *o, con
         return -1;
     rng_seed64(s->rng, rng_mix64(key ^ 0x647261777300ULL) /* "draws" */);
     s->head = s->len = 0;
+    s->bpos = s->blen = 0;
 
     const double lo = p->reward_min, hi = p->reward_max, scale = 1.0 / (hi - lo);
     const uint64_t delay = o->delay;
@@ -853,7 +895,7 @@ static int run_one(const struct sim_problem *p, const struct sim_options *o, con
             break;
         }
         struct engine_pull pull;
-        engine_assign(e, -1, &pull);
+        next_pull(s, e, cap, &pull);
         if (pull.exploit) {
             /* Some bandits are done and the engine served a recommendation:
              * nothing was handed out. Let time pass: the oldest reward in
@@ -884,6 +926,17 @@ static int run_one(const struct sim_problem *p, const struct sim_options *o, con
             trace_record(p, t, e, s, next, to, 1);
             next = to;
         }
+    }
+    /* The rest of the block still goes to visitors: the client learns of
+     * the stop only when it asks for its next block. Their rewards count,
+     * as those in flight do: they are the cost of the block's staleness. */
+    for (; s->bpos < s->blen; s->bpos++) {
+        const struct engine_pull *q = &s->blk[s->bpos];
+        double x = clip(draw(&p->arms[q->bandit][q->arm], s->rng), lo, hi);
+        double r = (x - lo) * scale;
+        if (s->len == s->cap)
+            fifo_deliver(s, e);
+        fifo_push(s, q->bandit, q->arm, r > 1.0 ? 1.0 : r);
     }
     /* Every reward in flight arrives before the answer is read: the
      * recommendation uses all the data the run paid for. */
@@ -925,11 +978,15 @@ int sim_run_one(const struct sim_problem *p, const struct sim_options *o, uint64
         snprintf(err, errlen, "delay: at most %llu", (unsigned long long)SIM_MAX_DELAY);
         return -1;
     }
+    if (o->block > SIM_MAX_BLOCK) {
+        snprintf(err, errlen, "block: at most %llu", (unsigned long long)SIM_MAX_BLOCK);
+        return -1;
+    }
     if (truth_build(p, &t) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (scratch_init(&s, p, o->delay, NULL, 0) != 0) {
+    if (scratch_init(&s, p, o->delay, o->block, NULL, 0) != 0) {
         truth_free(&t);
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -973,7 +1030,7 @@ static void *worker(void *arg)
     struct tally mine = {0};
     struct scratch s;
     char err[256] = "";
-    int failed = scratch_init(&s, j->p, j->o->delay, j->pts, j->npts) != 0;
+    int failed = scratch_init(&s, j->p, j->o->delay, j->o->block, j->pts, j->npts) != 0;
     if (failed)
         snprintf(err, sizeof err, "out of memory");
     while (!failed && !atomic_load(&j->failed)) {
@@ -1078,6 +1135,10 @@ static int check_options(const struct sim_problem *p, const struct sim_options *
     }
     if (o->delay > SIM_MAX_DELAY) {
         snprintf(err, errlen, "delay: at most %llu", (unsigned long long)SIM_MAX_DELAY);
+        return -1;
+    }
+    if (o->block > SIM_MAX_BLOCK) {
+        snprintf(err, errlen, "block: at most %llu", (unsigned long long)SIM_MAX_BLOCK);
         return -1;
     }
     if (o->threads > SIM_MAX_THREADS) {
@@ -1432,6 +1493,9 @@ json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o
     json_object_set_new(j, "pulls_per_s", json_real(pps));
     json_object_set_new(j, "seed", json_integer((json_int_t)o->seed));
     json_object_set_new(j, "delay", json_integer((json_int_t)o->delay));
+    /* only when set: the output of a run without blocks is as it was */
+    if (o->block > 1)
+        json_object_set_new(j, "block", json_integer((json_int_t)o->block));
     json_object_set_new(j, "stop", json_string(sim_stop_rule_name(o->stop)));
     json_object_set_new(j, "bound",
                         json_string(p->bound == STATS_BOUND_FIXED ? "fixed" : "anytime"));

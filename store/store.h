@@ -87,6 +87,12 @@ enum {
                                       * the engine's recommendation; EXPLOIT too */
 };
 
+/* EXPIRE flags */
+enum {
+    STORE_XF_RELEASED = 1u << 0, /* released by the client (a leased assignment no visitor
+                                  * got), not timed out; value NaN */
+};
+
 struct store_event {
     int64_t exp; /* experiment rowid */
     int64_t seq; /* 1, 2, 3… per experiment */

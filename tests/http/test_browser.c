@@ -189,8 +189,8 @@ static void test_cors_any_and_bad_lists(void **state)
 static int limited_key(struct tdaemon *d, const char *scope, const char *exps, char *key,
                        size_t len)
 {
-    const char *args[] = {"keys",          "create", "--db", tdaemon_db_path(d), "--scope",
-                          scope,           "--experiments",  exps, NULL};
+    const char *args[] = {"keys",          "create", "--db", tdaemon_db_path(d), "--scope", scope,
+                          "--experiments", exps,     NULL};
     char err[1024];
     int rc = tdaemon_cli(d, args, NULL, key, len, err, sizeof err);
     key[strcspn(key, "\n")] = '\0';
@@ -225,8 +225,7 @@ static void test_key_limited_to_experiments(void **state)
     create(d, admin, "other");
 
     /* what the page's key may do: assign and report in its experiment */
-    struct tresp *r =
-        treq_key(d, "POST", "/v1/experiments/checkout-button/assignments", web, "{}");
+    struct tresp *r = treq_key(d, "POST", "/v1/experiments/checkout-button/assignments", web, "{}");
     assert_status(r, 201);
     char aid[128];
     snprintf(aid, sizeof aid, "%s", tjson_str(r->json, "assignments[0].id"));
@@ -236,16 +235,14 @@ static void test_key_limited_to_experiments(void **state)
     assert_int_equal(status_of(d, "POST", "/v1/experiments/checkout-button/rewards", web, body),
                      200);
     /* and nothing else: status, create, list, another experiment, admin */
-    assert_int_equal(status_of(d, "GET", "/v1/experiments/checkout-button/status", web, NULL),
-                     403);
-    assert_int_equal(status_of(d, "POST", "/v1/experiments", web, "{\"arms\":[\"a\",\"b\"]}"),
-                     403);
+    assert_int_equal(status_of(d, "GET", "/v1/experiments/checkout-button/status", web, NULL), 403);
+    assert_int_equal(status_of(d, "POST", "/v1/experiments", web, "{\"arms\":[\"a\",\"b\"]}"), 403);
     assert_int_equal(status_of(d, "GET", "/v1/experiments", web, NULL), 403);
     assert_int_equal(status_of(d, "POST", "/v1/experiments/other/assignments", web, "{}"), 403);
     assert_int_equal(status_of(d, "POST", "/v1/experiments/other/rewards", web, body), 403);
-    assert_int_equal(status_of(d, "PATCH", "/v1/experiments/checkout-button", web,
-                               "{\"state\":\"stopped\"}"),
-                     403);
+    assert_int_equal(
+        status_of(d, "PATCH", "/v1/experiments/checkout-button", web, "{\"state\":\"stopped\"}"),
+        403);
     assert_int_equal(status_of(d, "DELETE", "/v1/experiments/checkout-button", web, NULL), 403);
     /* a limited read key: its experiments' status, not the others', not the list */
     assert_int_equal(status_of(d, "GET", "/v1/experiments/checkout-button/status", reader, NULL),
@@ -264,8 +261,7 @@ static void test_key_limited_to_experiments(void **state)
     assert_int_equal(tjson_int(r->json, "duplicates"), 1);
     tresp_free(r);
     /* text/plain only where a beacon goes */
-    snprintf(path, sizeof path, "/v1/experiments/checkout-button/assignments?access_token=%s",
-             web);
+    snprintf(path, sizeof path, "/v1/experiments/checkout-button/assignments?access_token=%s", web);
     r = treq(d, "POST", path, "{}", text);
     assert_problem(r, 415);
     tresp_free(r);
@@ -363,8 +359,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cors_off_by_default, tfresh_setup, tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_cors_allowed_origins, tfresh_setup, tfresh_teardown),
-        cmocka_unit_test_setup_teardown(test_cors_any_and_bad_lists, tfresh_setup,
-                                        tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_cors_any_and_bad_lists, tfresh_setup, tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_key_limited_to_experiments, tfresh_setup,
                                         tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_rate_limits, tfresh_setup, tfresh_teardown),

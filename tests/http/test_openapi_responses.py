@@ -195,6 +195,9 @@ def main():
     check_request("contract create body", contract, ex, "POST")
     check_request("create body with every optional field", optional, ex, "POST")
     check_request("shorthand arms", {"arms": ["a", "b"]}, ex, "POST")
+    check_request("single release", {"assignment_id": "x"}, sub("assignments/release"), "POST")
+    check_request("release batch", {"releases": [{"assignment_id": "x"}]},
+                  sub("assignments/release"), "POST")
     check_request("single reward", {"assignment_id": "x", "reward": 1}, sub("rewards"), "POST")
     check_request("reward batch", {"rewards": [{"assignment_id": "x", "reward": 0.5}]},
                   sub("rewards"), "POST")
@@ -237,6 +240,16 @@ def main():
                {"assignment_id": "zz-1", "reward": 0}, 404)
         d.call("POST", "/v1/experiments/full/rewards", sub("rewards"),
                {"assignment_id": ids[2], "reward": 7}, 400)
+        # a leased block's leftovers, given back (one released, one already
+        # rewarded, one unknown; then all unknown)
+        b = d.call("POST", "/v1/experiments/full/assignments", sub("assignments"), {"count": 2}, 201)
+        d.call("POST", "/v1/experiments/full/assignments/release", sub("assignments/release"),
+               {"releases": [{"assignment_id": b["assignments"][0]["id"]},
+                             {"assignment_id": ids[0]}, {"assignment_id": "zz"}]}, 200)
+        d.call("POST", "/v1/experiments/full/assignments/release", sub("assignments/release"),
+               {"assignment_id": "zz-1"}, 404)
+        d.call("POST", "/v1/experiments/full/assignments/release", sub("assignments/release"),
+               {"releases": []}, 400)
         d.call("POST", "/v1/experiments/full/observations", sub("observations"),
                {"observations": [{"arm": "red", "reward": 1}, {"arm": "blue", "reward": 0}]},
                200)
