@@ -13,6 +13,8 @@
  *   observation  an outcome not tied to an assignment.
  *   late_reward  a reward that arrived after its assignment expired
  *                (recorded for the audit, never counted).
+ *   unit         a unit a client served an assignment of its block to
+ *                (POST .../assignments/served): status = served.
  *   state        a PATCH of the state: status = running|paused|stopped.
  * Columns (CSV header; NDJSON keys, null when empty): kind, seq,
  * assignment_id, time, unit, bandit, arm, exploit, reward, status,
@@ -297,6 +299,24 @@ static int on_event(void *arg, const struct store_event *ev)
         v[8] = reward;
         v[9] = ev->kind == STORE_EV_OBSERVE ? "observed" : "expired";
         break;
+    case STORE_EV_UNIT: {
+        /* a unit served an assignment of a block (its row has no unit) */
+        struct store_event as;
+        char none[8];
+        int rc = store_find_assignment(exp_store(), e->rowid, ev->ref, &as, none, sizeof none);
+        if (rc != STORE_OK) {
+            e->failed = 1;
+            return 1;
+        }
+        exp_assignment_id(e->x, ev->ref, as.ts_ms, aid, sizeof aid);
+        v[0] = "unit";
+        v[2] = aid;
+        v[4] = ev->unit;
+        v[5] = bandit_name(c, ev->bandit);
+        v[6] = arm_name(c, ev->bandit, ev->arm);
+        v[9] = "served";
+        break;
+    }
     case STORE_EV_STATE:
         v[0] = "state";
         v[9] = ev->text;

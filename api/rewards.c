@@ -1,7 +1,8 @@
 /*
- * rewards.c — POST /v1/experiments/{id}/rewards, /observations, and
- * /assignments/release (a leased assignment's other outcome: no visitor
- * got it).
+ * rewards.c — POST /v1/experiments/{id}/rewards, /observations, and what
+ * a client reports of the assignments it leased in a block:
+ * /assignments/release (no visitor got them) and /assignments/served
+ * (which unit got which).
  *
  * Every item of a batch is validated before any is applied (api/parse.c):
  * a batch with one bad item changes nothing and the 400 names each
@@ -108,8 +109,101 @@ int api_rewards_create(struct http_req *r)
     return finish(wr, x, &w, 200);
 }
 
+/* A list of assignments, each with an outcome (release, served): the
+ * parsed items, and what to do with each. */
+struct outcome_kind {
+    const char *list;    /* the batch's list: "releases" */
+    const char *counted; /* the count of done items in the answer: "released" */
+    /* apply item i to assignment id: a status code, named by name */
+    int (*apply)(struct exp *x, struct exp_batch *b, const struct exp_aid *id, const void *items,
+                 size_t i, int64_t now_ms);
+    const char *(*name)(int status);
+    const char *(*aid)(const void *items, size_t i);
+    int done, duplicate, unknown; /* status codes */
+};
+
+/* Apply each of n items, then answer {"<counted>":N,"duplicates":N,
+ * "results":[{"assignment_id","status"}]} once committed; 404 (nothing
+ * written) when none names an assignment of x, as for rewards. */
+static int apply_items(struct http_req *r, struct exp *x, struct api_write *wr,
+                       const struct outcome_kind *k, const void *items, size_t n, int batch)
+{
+    struct jw items_w, w;
+    size_t done = 0, duplicates = 0, unknown = 0;
+    json_t *unknowns = json_array();
+    jw_init(&items_w);
+    for (size_t i = 0; i < n; i++) {
+        const char *aid = k->aid(items, i);
+        struct exp_aid id;
+        int st = exp_parse_assignment_id(x, aid, &id) != 0
+                     ? k->unknown
+                     : k->apply(x, &wr->batch, &id, items, i, http_req_now_ms(r));
+        if (st == k->unknown) {
+            char field[64];
+            if (batch)
+                snprintf(field, sizeof field, "%s[%zu].assignment_id", k->list, i);
+            else
+                snprintf(field, sizeof field, "assignment_id");
+            unknown++;
+            jv_error(unknowns, field, "unknown");
+        }
+        done += st == k->done;
+        duplicates += st == k->duplicate;
+        if (i > 0)
+            jw_lit(&items_w, ",");
+        jw_lit(&items_w, "{\"assignment_id\":");
+        jw_str(&items_w, aid);
+        jw_lit(&items_w, ",\"status\":");
+        jw_str(&items_w, k->name(st));
+        jw_lit(&items_w, "}");
+    }
+    if (unknown == n) {
+        api_exp_unlock(x);
+        api_write_abandon(wr);
+        jw_free(&items_w);
+        return http_reply_problem(r, 404,
+                                  n == 1 ? "no such assignment in this experiment"
+                                         : "no assignment of this experiment in the batch",
+                                  unknowns);
+    }
+    json_decref(unknowns);
+    jw_init(&w);
+    jw_lit(&w, "{\"");
+    jw_raw(&w, k->counted, strlen(k->counted));
+    jw_lit(&w, "\":");
+    jw_int(&w, (long long)done);
+    jw_lit(&w, ",\"duplicates\":");
+    jw_int(&w, (long long)duplicates);
+    jw_lit(&w, ",\"results\":[");
+    jw_append(&w, &items_w);
+    jw_lit(&w, "]}");
+    jw_free(&items_w);
+    return finish(wr, x, &w, 200);
+}
+
+static int release_one(struct exp *x, struct exp_batch *b, const struct exp_aid *id,
+                       const void *items, size_t i, int64_t now)
+{
+    (void)items;
+    (void)i;
+    return (int)exp_ev_release_id(x, b, id, now);
+}
+
+static const char *release_name(int st)
+{
+    return exp_release_status_name((enum exp_release_status)st);
+}
+
+static const char *release_aid(const void *items, size_t i)
+{
+    return ((const struct api_release_item *)items)[i].assignment_id;
+}
+
 int api_releases_create(struct http_req *r)
 {
+    static const struct outcome_kind kind = {"releases",      "released",   release_one,
+                                             release_name,    release_aid,  EXP_L_RELEASED,
+                                             EXP_L_DUPLICATE, EXP_L_UNKNOWN};
     json_t *body;
     struct exp *x = api_exp_find_body(r, 0, &body);
     if (x == NULL)
@@ -125,57 +219,50 @@ int api_releases_create(struct http_req *r)
         free(items);
         return HTTP_DONE;
     }
-    struct jw items_w, w;
-    size_t released = 0, duplicates = 0, unknown = 0;
-    json_t *unknowns = json_array();
-    jw_init(&items_w);
-    for (size_t i = 0; i < n; i++) {
-        const char *aid = items[i].assignment_id;
-        struct exp_aid id;
-        enum exp_release_status st =
-            exp_parse_assignment_id(x, aid, &id) != 0
-                ? EXP_L_UNKNOWN
-                : exp_ev_release_id(x, &wr->batch, &id, http_req_now_ms(r));
-        if (st == EXP_L_UNKNOWN) {
-            char field[64];
-            if (batch)
-                snprintf(field, sizeof field, "releases[%zu].assignment_id", i);
-            else
-                snprintf(field, sizeof field, "assignment_id");
-            unknown++;
-            jv_error(unknowns, field, "unknown");
-        }
-        released += st == EXP_L_RELEASED;
-        duplicates += st == EXP_L_DUPLICATE;
-        if (i > 0)
-            jw_lit(&items_w, ",");
-        jw_lit(&items_w, "{\"assignment_id\":");
-        jw_str(&items_w, aid);
-        jw_lit(&items_w, ",\"status\":");
-        jw_str(&items_w, exp_release_status_name(st));
-        jw_lit(&items_w, "}");
-    }
+    int ret = apply_items(r, x, wr, &kind, items, n, batch);
     free(items);
-    if (unknown == n) { /* as for rewards: nothing of this experiment named */
-        api_exp_unlock(x);
-        api_write_abandon(wr);
-        jw_free(&items_w);
-        return http_reply_problem(r, 404,
-                                  n == 1 ? "no such assignment in this experiment"
-                                         : "no assignment of this experiment in the batch",
-                                  unknowns);
+    return ret;
+}
+
+static int serve_one(struct exp *x, struct exp_batch *b, const struct exp_aid *id,
+                     const void *items, size_t i, int64_t now)
+{
+    return (int)exp_ev_bind_id(x, b, id, ((const struct api_served_item *)items)[i].unit, now);
+}
+
+static const char *serve_name(int st)
+{
+    return exp_bind_status_name((enum exp_bind_status)st);
+}
+
+static const char *serve_aid(const void *items, size_t i)
+{
+    return ((const struct api_served_item *)items)[i].assignment_id;
+}
+
+int api_served_create(struct http_req *r)
+{
+    static const struct outcome_kind kind = {"served",        "bound",      serve_one,
+                                             serve_name,      serve_aid,    EXP_B_BOUND,
+                                             EXP_B_DUPLICATE, EXP_B_UNKNOWN};
+    json_t *body;
+    struct exp *x = api_exp_find_body(r, 0, &body);
+    if (x == NULL)
+        return HTTP_DONE;
+    struct api_served_item *items = NULL;
+    size_t n = 0;
+    int batch = 0;
+    struct api_errors pe;
+    int rc = api_parse_served(body, exp_cfg(x), exp_limits()->max_batch, &items, &n, &batch,
+                              api_errors_init(&pe));
+    struct api_write *wr = api_write_accept(r, x, rc, &pe);
+    if (wr == NULL) {
+        free(items);
+        return HTTP_DONE;
     }
-    json_decref(unknowns);
-    jw_init(&w);
-    jw_lit(&w, "{\"released\":");
-    jw_int(&w, (long long)released);
-    jw_lit(&w, ",\"duplicates\":");
-    jw_int(&w, (long long)duplicates);
-    jw_lit(&w, ",\"results\":[");
-    jw_append(&w, &items_w);
-    jw_lit(&w, "]}");
-    jw_free(&items_w);
-    return finish(wr, x, &w, 200);
+    int ret = apply_items(r, x, wr, &kind, items, n, batch);
+    free(items);
+    return ret;
 }
 
 int api_observations_create(struct http_req *r)

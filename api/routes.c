@@ -21,6 +21,8 @@ const struct http_route api_routes[] = {
      "assignments", 0},
     {"POST", "/v1/experiments/{id}/assignments/release", api_releases_create, API_SCOPE_ASSIGN,
      "release", 0},
+    {"POST", "/v1/experiments/{id}/assignments/served", api_served_create, API_SCOPE_ASSIGN,
+     "served", 0},
     {"POST", "/v1/experiments/{id}/rewards", api_rewards_create, API_SCOPE_REPORT, "rewards",
      HTTP_ROUTE_BEACON},
     {"POST", "/v1/experiments/{id}/observations", api_observations_create, API_SCOPE_REPORT,

@@ -308,6 +308,23 @@ const char *exp_release_status_name(enum exp_release_status s);
 enum exp_release_status exp_ev_release_id(struct exp *x, struct exp_batch *b,
                                           const struct exp_aid *id, int64_t now_ms);
 
+/* Outcome of binding a unit to an assignment a client served from a block. */
+enum exp_bind_status {
+    EXP_B_BOUND = 0,     /* the unit holds it now (its latest assignment) */
+    EXP_B_DUPLICATE = 1, /* bound to this unit before */
+    EXP_B_CONFLICT = 2,  /* it is another unit's */
+    EXP_B_UNKNOWN = 3,
+    EXP_B_ERROR = 4, /* store read failed, or out of memory */
+};
+const char *exp_bind_status_name(enum exp_bind_status s);
+/* Record that unit (validated by the caller) got assignment id from a
+ * client's block: from then on (memory at once for an assignment still in
+ * memory; the disk once committed otherwise) the unit gets it back as its
+ * latest assignment in its bandit (sticky units), and the log keeps a UNIT
+ * event for the audit. Whatever the assignment's status. */
+enum exp_bind_status exp_ev_bind_id(struct exp *x, struct exp_batch *b, const struct exp_aid *id,
+                                    const char *unit, int64_t now_ms);
+
 /* An observation for (bandit, arm). EXP_OK or EXP_ERR_NOMEM. */
 int exp_ev_observe(struct exp *x, struct exp_batch *b, size_t bandit, size_t arm, double v,
                    int64_t now_ms);

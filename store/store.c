@@ -179,7 +179,7 @@ static const struct store_sql queries[Q_COUNT] = {
                    " AND (kind = ?3 OR (?3 = 0 AND kind IN (2, 4, 5))) ORDER BY seq LIMIT 1"},
     [Q_UNIT] = {"unit", STORE_SQL_READ,
                 "SELECT " EVENT_COLS " FROM events INDEXED BY events_unit"
-                " WHERE exp = ?1 AND unit = ?2 AND kind = 1 AND (?3 < 0 OR bandit = ?3)"
+                " WHERE exp = ?1 AND unit = ?2 AND kind IN (1, 7) AND (?3 < 0 OR bandit = ?3)"
                 " ORDER BY seq DESC LIMIT 1"},
     [Q_LAST_SEQ] = {"last_seq", STORE_SQL_READ,
                     "SELECT seq FROM events WHERE exp = ?1 ORDER BY seq DESC LIMIT 1"},
@@ -1389,6 +1389,33 @@ int store_find_outcome_kind(struct store *s, int64_t exp, int64_t ref, int kind,
         err = read_event_row(st, out);
     if (err == STORE_OK)
         out->unit = out->text = NULL; /* outcomes carry none; not copied */
+out:
+    if (r)
+        reader_put(r, Q_OUTCOME, st);
+    return err;
+}
+
+int store_find_bound_unit(struct store *s, int64_t exp, int64_t ref, char *buf, size_t buflen)
+{
+    struct reader *r = NULL;
+    sqlite3_stmt *st = NULL;
+    struct store_event ev;
+    int err, rc;
+
+    err = read_begin(s, Q_OUTCOME, &r, &st);
+    if (err != STORE_OK)
+        goto out;
+    rc = sqlite3_bind_int64(st, 1, exp);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 2, ref);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, 3, STORE_EV_UNIT);
+    err = store_err_from_sqlite(rc);
+    if (err == STORE_OK)
+        err = read_event_row(st, &ev);
+    /* the row's strings die with the reset: copied out */
+    if (err == STORE_OK)
+        snprintf(buf, buflen, "%s", ev.unit != NULL ? ev.unit : "");
 out:
     if (r)
         reader_put(r, Q_OUTCOME, st);

@@ -77,6 +77,8 @@ enum store_event_kind {
     STORE_EV_EXPIRE = 4,  /* ref; value = default reward recorded, or NaN */
     STORE_EV_LATE = 5,    /* ref, value: a reward after expiry (audit only) */
     STORE_EV_STATE = 6,   /* text = "running" | "paused" | "stopped" */
+    STORE_EV_UNIT = 7,    /* ref, bandit, arm, unit: a client served assignment ref
+                           * (leased in a block) to this unit */
 };
 
 /* ASSIGN flags */
@@ -220,13 +222,17 @@ int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct stor
 /* The first REWARD, EXPIRE or LATE event referring to assignment seq ref.
  * out->unit and out->text are NULL. */
 int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_event *out);
+/* The unit a UNIT event bound assignment ref to (the first), into buf.
+ * STORE_OK, STORE_ERR_NOTFOUND (none), or an error. */
+int store_find_bound_unit(struct store *s, int64_t exp, int64_t ref, char *buf, size_t buflen);
 /* The first event of that kind (REWARD, EXPIRE or LATE) referring to ref. */
 int store_find_outcome_kind(struct store *s, int64_t exp, int64_t ref, int kind,
                             struct store_event *out);
 
 /* The latest ASSIGN event of exp for a sticky unit (a unit may hold
- * several: one per bandit, a new one after an expiry). out->unit is the
- * caller's unit, out->text NULL. */
+ * several: one per bandit, a new one after an expiry), or the latest UNIT
+ * event binding an assignment to it (then out->ref names the assignment),
+ * whichever is later. out->unit is the caller's unit, out->text NULL. */
 int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store_event *out);
 /* The same within one bandit (bandit < 0: any). */
 int store_find_unit_in(struct store *s, int64_t exp, const char *unit, int bandit,

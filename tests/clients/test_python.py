@@ -69,6 +69,9 @@ def test_openapi_agreement():
     enum = schemas["RewardResult"]["properties"]["status"]["enum"]
     check(set(typing.get_args(bc.RewardStatus)) == set(enum), "reward statuses agree", str(enum))
     check(set(typing.get_args(bc.State)) == set(schemas["State"]["enum"]), "states agree")
+    for lit, schema in ((bc.ReleaseStatus, "ReleaseResult"), (bc.ServedStatus, "ServedResult")):
+        check(set(typing.get_args(lit)) == set(schemas[schema]["properties"]["status"]["enum"]),
+              "%s statuses agree" % schema)
 
 
 def test_operations(d, admin):
@@ -109,6 +112,31 @@ def test_errors(d, admin):
     check(e is not None and e.status == 401 and e.title, "a wrong key: 401", repr(e and e.problem))
     e = raises(lambda: bc.Client("http://127.0.0.1:9", retries=0, timeout=2).status("x"))
     check(e is not None and e.status == 0 and e.retryable, "no daemon: status 0, retryable", repr(e))
+
+
+def test_blocks(d, admin):
+    """A block: visitors served without a round trip each, units noted,
+    leftovers released; pending stays exact."""
+    bd = bc.Client(d.url, admin)
+    bd.create({"id": "blocks", "arms": ["a", "b", "c"]})
+    with bd.block("blocks", 10) as blk:
+        served = [blk.take(unit="visitor-%d" % i) for i in range(13)]
+        check(blk.round_trips == 2, "13 visitors from blocks of 10: two leases", str(blk.round_trips))
+        bound = blk.flush()
+        check(bound is not None and bound["bound"] == 13, "13 units bound", repr(bound))
+        bd.reward("blocks", [(a["id"], 1.0) for a in served[:5]])
+    st = bd.status("blocks")
+    check(st["pending"] == 8 and st["pulls"] == 5, "the 7 left over released: 8 pending, 5 rewarded",
+          json.dumps(st)[:200])
+    # a unit comes back through another client: it gets what it was served
+    again = bd.assign("blocks", unit="visitor-7")
+    check(again[0]["id"] == served[7]["id"], "a unit served from a block gets it back", repr(again))
+    r = bd.release("blocks", [a["id"] for a in served[:2]])
+    check(r["released"] == 0 and [x["status"] for x in r["results"]] == ["rewarded", "rewarded"],
+          "a rewarded assignment is not released", repr(r))
+    r = bd.served("blocks", {served[0]["id"]: "visitor-0", served[1]["id"]: "someone-else"})
+    check([x["status"] for x in r["results"]] == ["duplicate", "conflict"], "served: duplicate, conflict",
+          repr(r))
 
 
 def test_restart(d, admin):
@@ -188,6 +216,7 @@ def main():
         d.start()
         test_operations(d, admin)
         test_errors(d, admin)
+        test_blocks(d, admin)
         test_restart(d, admin)
         rc = d.stop()
         check(rc == 0, "daemon shut down cleanly", "exit %s: %s" % (rc, d.stderr()[-500:]))

@@ -6,6 +6,10 @@
  * releasing again is a duplicate, across a restart too; a reward after a
  * release is late (not counted); a rewarded assignment is not released;
  * the export says "released"; bad bodies and unknown ids as for rewards.
+ * Which unit got which (POST .../assignments/served): the unit gets its
+ * assignment back from then on (memory, then disk after a restart), the
+ * latest one bound wins, another unit's is a conflict, the same again a
+ * duplicate; the export has a row per binding.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,10 +138,11 @@ static void test_release_leftovers(void **state)
 static void test_release_frees_the_budget(void **state)
 {
     (void)state;
-    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments",
-                           "{\"id\":\"bud\",\"arms\":[\"a\",\"b\"],\"policy\":{\"name\":\"uniform\","
-                           "\"params\":{}},\"goal\":{\"budget\":10}}",
-                           NULL);
+    struct tresp *r =
+        treq(tgroup_d, "POST", "/v1/experiments",
+             "{\"id\":\"bud\",\"arms\":[\"a\",\"b\"],\"policy\":{\"name\":\"uniform\","
+             "\"params\":{}},\"goal\":{\"budget\":10}}",
+             NULL);
     assert_status(r, 201);
     tresp_free(r);
     char ids[8][64];
@@ -164,8 +169,8 @@ static void test_release_frees_the_budget(void **state)
 static void test_release_bad_requests(void **state)
 {
     (void)state;
-    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments", "{\"id\":\"bad\",\"arms\":[\"a\",\"b\"]}",
-                           NULL);
+    struct tresp *r =
+        treq(tgroup_d, "POST", "/v1/experiments", "{\"id\":\"bad\",\"arms\":[\"a\",\"b\"]}", NULL);
     assert_status(r, 201);
     tresp_free(r);
     const char *path = "/v1/experiments/bad/assignments/release";
@@ -188,12 +193,102 @@ static void test_release_bad_requests(void **state)
     tresp_free(r);
 }
 
+/* What a unit gets when it asks (its assignment id), into id. */
+static void ask(const char *unit, char *id, size_t len)
+{
+    struct tresp *r =
+        treqf(tgroup_d, "POST", "/v1/experiments/srv/assignments", "{\"unit\":\"%s\"}", unit);
+    assert_true(r->status == 200 || r->status == 201);
+    snprintf(id, len, "%s", tjson_str(r->json, "assignments[0].id"));
+    tresp_free(r);
+}
+
+static struct tresp *serve(const char *aid, const char *unit)
+{
+    return treqf(tgroup_d, "POST", "/v1/experiments/srv/assignments/served",
+                 "{\"served\":[{\"assignment_id\":\"%s\",\"unit\":\"%s\"}]}", aid, unit);
+}
+
+static void test_served_units(void **state)
+{
+    (void)state;
+    struct tresp *r =
+        treq(tgroup_d, "POST", "/v1/experiments", "{\"id\":\"srv\",\"arms\":[\"a\",\"b\"]}", NULL);
+    assert_status(r, 201);
+    tresp_free(r);
+    char ids[3][64], got[64];
+    lease("srv", 3, ids);
+    /* the client hands ids[0] to u1 and says so */
+    r = serve(ids[0], "u1");
+    assert_status(r, 200);
+    assert_int_equal(tjson_int(r->json, "bound"), 1);
+    assert_string_equal(tjson_str(r->json, "results[0].status"), "bound");
+    tresp_free(r);
+    ask("u1", got, sizeof got);
+    assert_string_equal(got, ids[0]);
+    /* again: a duplicate; to another unit: a conflict */
+    r = serve(ids[0], "u1");
+    assert_string_equal(tjson_str(r->json, "results[0].status"), "duplicate");
+    assert_int_equal(tjson_int(r->json, "duplicates"), 1);
+    tresp_free(r);
+    r = serve(ids[0], "u2");
+    assert_string_equal(tjson_str(r->json, "results[0].status"), "conflict");
+    tresp_free(r);
+    /* u1 comes back through another client's block: its latest wins */
+    r = serve(ids[1], "u1");
+    assert_string_equal(tjson_str(r->json, "results[0].status"), "bound");
+    tresp_free(r);
+    ask("u1", got, sizeof got);
+    assert_string_equal(got, ids[1]);
+    /* a unit that asked itself (its own assignment) cannot be rebound */
+    char own[64];
+    ask("u3", own, sizeof own);
+    r = serve(own, "u4");
+    assert_string_equal(tjson_str(r->json, "results[0].status"), "conflict");
+    tresp_free(r);
+    /* from the disk after a restart */
+    assert_int_equal(tdaemon_stop(tgroup_d), 0);
+    assert_int_equal(tdaemon_restart(tgroup_d), 0);
+    ask("u1", got, sizeof got);
+    assert_string_equal(got, ids[1]);
+    r = serve(ids[0], "u1");
+    assert_string_equal(tjson_str(r->json, "results[0].status"), "duplicate");
+    tresp_free(r);
+    r = serve(ids[1], "u5");
+    assert_string_equal(tjson_str(r->json, "results[0].status"), "conflict");
+    tresp_free(r);
+    r = serve(ids[2], "u6");
+    assert_string_equal(tjson_str(r->json, "results[0].status"), "bound");
+    tresp_free(r);
+    ask("u6", got, sizeof got);
+    assert_string_equal(got, ids[2]);
+    /* the audit trail: one row per binding */
+    r = treq(tgroup_d, "GET", "/v1/experiments/srv/export?format=csv", NULL, NULL);
+    assert_status(r, 200);
+    int rows = 0;
+    for (const char *p = r->body; (p = strstr(p, "\nunit,")) != NULL; p++)
+        rows++;
+    assert_int_equal(rows, 3);
+    tresp_free(r);
+    /* bad items */
+    r = treq(tgroup_d, "POST", "/v1/experiments/srv/assignments/served",
+             "{\"served\":[{\"assignment_id\":\"x\",\"unit\":\"\"}]}", NULL);
+    assert_problem(r, 400);
+    assert_true(tproblem_has_field(r, "served[0].unit"));
+    tresp_free(r);
+    r = treq(tgroup_d, "POST", "/v1/experiments/srv/assignments/served",
+             "{\"assignment_id\":\"nope\",\"unit\":\"u\"}", NULL);
+    assert_problem(r, 404);
+    tresp_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_release_leftovers),
         cmocka_unit_test(test_release_frees_the_budget),
         cmocka_unit_test(test_release_bad_requests),
+        cmocka_unit_test(test_served_units),
     };
     return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
 }

@@ -52,6 +52,11 @@ __all__ = [
     "Problem",
     "FieldError",
     "ExperimentPatch",
+    "ReleaseResult",
+    "ReleaseResponse",
+    "ServedResult",
+    "ServedResponse",
+    "Block",
     "OPERATIONS",
     "SCHEMAS",
 ]
@@ -97,6 +102,34 @@ class RewardResponse(TypedDict):
     accepted: int
     duplicates: int
     results: List[RewardResult]
+
+
+ReleaseStatus = Literal["released", "duplicate", "rewarded", "expired", "unknown", "error"]
+
+
+class ReleaseResult(TypedDict):
+    assignment_id: str
+    status: ReleaseStatus
+
+
+class ReleaseResponse(TypedDict):
+    released: int
+    duplicates: int
+    results: List[ReleaseResult]
+
+
+ServedStatus = Literal["bound", "duplicate", "conflict", "unknown", "error"]
+
+
+class ServedResult(TypedDict):
+    assignment_id: str
+    status: ServedStatus
+
+
+class ServedResponse(TypedDict):
+    bound: int
+    duplicates: int
+    results: List[ServedResult]
 
 
 class _ArmStatus(TypedDict):
@@ -181,6 +214,10 @@ SCHEMAS: Dict[str, type] = {
         RewardItem,
         RewardResult,
         RewardResponse,
+        ReleaseResult,
+        ReleaseResponse,
+        ServedResult,
+        ServedResponse,
         ArmStatus,
         BanditStatus,
         Status,
@@ -196,6 +233,8 @@ OPERATIONS: Dict[str, Tuple[str, str, str]] = {
     "get": ("getExperiment", "GET", "/v1/experiments/{id}"),
     "assign": ("createAssignments", "POST", "/v1/experiments/{id}/assignments"),
     "reward": ("createRewards", "POST", "/v1/experiments/{id}/rewards"),
+    "release": ("releaseAssignments", "POST", "/v1/experiments/{id}/assignments/release"),
+    "served": ("serveAssignments", "POST", "/v1/experiments/{id}/assignments/served"),
     "status": ("getStatus", "GET", "/v1/experiments/{id}/status"),
     "stop": ("patchExperiment", "PATCH", "/v1/experiments/{id}"),
 }
@@ -325,6 +364,38 @@ class Client:
             total["results"].extend(part["results"])
         return total
 
+    def release(self, experiment: str, assignment_ids: Iterable[str]) -> ReleaseResponse:
+        """Give back leased assignments no visitor got (assignment blocks):
+        they count nowhere. In batches, each retried until answered (a
+        release sent again is a "duplicate")."""
+        ids = [str(a) for a in assignment_ids]
+        total: ReleaseResponse = {"released": 0, "duplicates": 0, "results": []}
+        for i in range(0, len(ids), self.batch):
+            items = [{"assignment_id": a} for a in ids[i : i + self.batch]]
+            part: ReleaseResponse = self._call("release", experiment, {"releases": items}, retry_lost=True)
+            total["released"] += part["released"]
+            total["duplicates"] += part["duplicates"]
+            total["results"].extend(part["results"])
+        return total
+
+    def served(self, experiment: str, units: Union[Mapping[str, str], Iterable[Tuple[str, str]]]) -> ServedResponse:
+        """Say which unit got which leased assignment ({assignment_id: unit}
+        or (id, unit) pairs): the unit gets it back when it asks with its
+        unit, and the audit trail names it. Batched, retried (idempotent)."""
+        pairs = list(units.items()) if isinstance(units, Mapping) else [tuple(p) for p in units]
+        total: ServedResponse = {"bound": 0, "duplicates": 0, "results": []}
+        for i in range(0, len(pairs), self.batch):
+            items = [{"assignment_id": str(a), "unit": str(u)} for a, u in pairs[i : i + self.batch]]
+            part: ServedResponse = self._call("served", experiment, {"served": items}, retry_lost=True)
+            total["bound"] += part["bound"]
+            total["duplicates"] += part["duplicates"]
+            total["results"].extend(part["results"])
+        return total
+
+    def block(self, experiment: str, size: int, *, bandit: Optional[str] = None) -> "Block":
+        """Assignments leased `size` at a time, handed out locally (Block)."""
+        return Block(self, experiment, size, bandit=bandit)
+
     def status(self, experiment: str) -> Status:
         """Confidence, recommendation and stop state."""
         return self._call("status", experiment, None, retry_lost=True)
@@ -384,6 +455,68 @@ class Client:
                 {"type": "urn:banditd:client:unreachable", "title": "No answer from banditd",
                  "status": 0, "detail": "%s %s: %s" % (method, self.base_url + path, reason)},
             ) from None
+
+
+class Block:
+    """Assignments leased `size` at a time and handed out one per visitor
+    without a round trip: take() serves the next one (leasing a new block
+    when this one is used up) and notes which unit got it; flush() sends
+    those notes (served); close() flushes and releases what no visitor got.
+    Use it as a context manager. The block size trades round trips against
+    how fresh the allocation is (docs/measurements.md, "Assignment blocks").
+    Not thread-safe: one per thread, or a lock around it."""
+
+    def __init__(self, client: Client, experiment: str, size: int, *, bandit: Optional[str] = None):
+        if size < 1:
+            raise ValueError("size: at least 1")
+        self.client = client
+        self.experiment = experiment
+        self.size = size
+        self.bandit = bandit
+        self.leased: List[Assignment] = []
+        self.units: List[Tuple[str, str]] = []
+        self.round_trips = 0
+
+    def take(self, unit: Optional[str] = None) -> Assignment:
+        """The next visitor's assignment; with its unit, the binding is sent
+        at the next flush()."""
+        if not self.leased:
+            # a lost answer is not sent again: the block it may have made
+            # expires unanswered
+            self.leased = self.client.assign(self.experiment, bandit=self.bandit, count=self.size)
+            self.leased.reverse()
+            self.round_trips += 1
+        a = self.leased.pop()
+        if unit is not None:
+            self.units.append((a["id"], unit))
+        return a
+
+    def flush(self) -> Optional[ServedResponse]:
+        """Send which unit got which; None when there is nothing to send."""
+        if not self.units:
+            return None
+        units, self.units = self.units, []
+        try:
+            return self.client.served(self.experiment, units)
+        except BanditdError:
+            self.units = units + self.units  # kept: sending them again is safe
+            raise
+
+    def close(self) -> Optional[ReleaseResponse]:
+        """Flush, and release what no visitor got."""
+        self.flush()
+        if not self.leased:
+            return None
+        left = [a["id"] for a in self.leased]
+        answer = self.client.release(self.experiment, left)
+        self.leased = []
+        return answer
+
+    def __enter__(self) -> "Block":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def _retry_after(value: Optional[str]) -> Optional[float]:
