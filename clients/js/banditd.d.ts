@@ -48,6 +48,36 @@ export interface RewardResponse {
   results: RewardResult[];
 }
 
+export type ReleaseStatus = 'released' | 'duplicate' | 'rewarded' | 'expired' | 'unknown' | 'error';
+
+/** @schema ReleaseResult */
+export interface ReleaseResult {
+  assignment_id: string;
+  status: ReleaseStatus;
+}
+
+/** @schema ReleaseResponse */
+export interface ReleaseResponse {
+  released: number;
+  duplicates: number;
+  results: ReleaseResult[];
+}
+
+export type ServedStatus = 'bound' | 'duplicate' | 'conflict' | 'unknown' | 'error';
+
+/** @schema ServedResult */
+export interface ServedResult {
+  assignment_id: string;
+  status: ServedStatus;
+}
+
+/** @schema ServedResponse */
+export interface ServedResponse {
+  bound: number;
+  duplicates: number;
+  results: ServedResult[];
+}
+
 /** @schema ArmStatus */
 export interface ArmStatus {
   id: string;
@@ -152,7 +182,8 @@ export type Rewards =
   | Array<[string, number]>
   | Record<string, number>;
 
-export type OperationName = 'create' | 'get' | 'assign' | 'reward' | 'status' | 'stop';
+export type OperationName =
+  'create' | 'get' | 'assign' | 'reward' | 'release' | 'served' | 'status' | 'stop';
 export declare const OPERATIONS: Readonly<Record<OperationName, readonly [string, string, string]>>;
 
 export declare class BanditdError extends Error {
@@ -168,6 +199,17 @@ export declare class BanditdError extends Error {
   readonly detail: string;
   readonly errors: FieldError[];
   readonly retryable: boolean;
+}
+
+export declare class AssignmentBlock {
+  constructor(client: Client, experiment: string, size: number, options?: { bandit?: string });
+  readonly roundTrips: number;
+  /** the next visitor's assignment (a lease every `size` takes); the unit is noted */
+  take(unit?: string): Promise<Assignment>;
+  /** send which unit got which; null when nothing to send */
+  flush(): Promise<ServedResponse | null>;
+  /** flush, and release what no visitor got */
+  close(): Promise<ReleaseResponse | null>;
 }
 
 export declare function localStorageStore(storage?: Storage): KeyValueStore;
@@ -192,6 +234,12 @@ export declare class Client {
   /** this visitor's assignment: cached until it expires, else asked for with its unit */
   assignment(experiment: string, options?: { bandit?: string }): Promise<Assignment>;
   reward(experiment: string, rewards: Rewards): Promise<RewardResponse>;
+  release(experiment: string, assignmentIds: Iterable<string>): Promise<ReleaseResponse>;
+  served(
+    experiment: string,
+    units: Record<string, string> | Array<[string, string]>,
+  ): Promise<ServedResponse>;
+  block(experiment: string, size: number, options?: { bandit?: string }): AssignmentBlock;
   report(experiment: string, assignmentId: string, value: number): void;
   flush(): Promise<Record<string, RewardResponse>>;
   flushByBeacon(): boolean;

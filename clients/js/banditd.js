@@ -21,6 +21,8 @@ export const OPERATIONS = Object.freeze({
   get: ['getExperiment', 'GET', '/v1/experiments/{id}'],
   assign: ['createAssignments', 'POST', '/v1/experiments/{id}/assignments'],
   reward: ['createRewards', 'POST', '/v1/experiments/{id}/rewards'],
+  release: ['releaseAssignments', 'POST', '/v1/experiments/{id}/assignments/release'],
+  served: ['serveAssignments', 'POST', '/v1/experiments/{id}/assignments/served'],
   status: ['getStatus', 'GET', '/v1/experiments/{id}/status'],
   stop: ['patchExperiment', 'PATCH', '/v1/experiments/{id}'],
 });
@@ -200,6 +202,48 @@ export class Client {
   }
 
   /**
+   * Give back leased assignments no visitor got (assignment blocks): they
+   * count nowhere. Batched, each batch retried until answered (a release
+   * sent again is a "duplicate"). The summed ReleaseResponse.
+   */
+  async release(experiment, assignmentIds) {
+    const ids = [...assignmentIds].map(String);
+    const total = { released: 0, duplicates: 0, results: [] };
+    for (let i = 0; i < ids.length; i += this.batchSize) {
+      const releases = ids.slice(i, i + this.batchSize).map((id) => ({ assignment_id: id }));
+      const part = await this.call('release', experiment, { releases }, { retryLost: true });
+      total.released += part.released;
+      total.duplicates += part.duplicates;
+      total.results.push(...part.results);
+    }
+    return total;
+  }
+
+  /**
+   * Say which unit got which leased assignment ({id: unit} or [id, unit]
+   * pairs): the unit gets it back when it asks with its unit. Batched,
+   * retried (idempotent). The summed ServedResponse.
+   */
+  async served(experiment, units) {
+    const pairs = Array.isArray(units) ? units : Object.entries(units);
+    const total = { bound: 0, duplicates: 0, results: [] };
+    for (let i = 0; i < pairs.length; i += this.batchSize) {
+      const served = pairs.slice(i, i + this.batchSize)
+        .map(([id, unit]) => ({ assignment_id: String(id), unit: String(unit) }));
+      const part = await this.call('served', experiment, { served }, { retryLost: true });
+      total.bound += part.bound;
+      total.duplicates += part.duplicates;
+      total.results.push(...part.results);
+    }
+    return total;
+  }
+
+  /** Assignments leased `size` at a time and handed out locally (AssignmentBlock). */
+  block(experiment, size, { bandit } = {}) {
+    return new AssignmentBlock(this, experiment, size, { bandit });
+  }
+
+  /**
    * Queue a reward, sent with the next flush: after flushMs, on flush(), or by
    * beacon when the page is hidden. A second report of the same assignment
    * replaces the first while queued.
@@ -324,6 +368,66 @@ export class Client {
     const ra = res.headers.get('Retry-After');
     const secs = ra != null && ra !== '' && !Number.isNaN(Number(ra)) ? Number(ra) : null;
     throw new BanditdError(res.status, problem, secs);
+  }
+}
+
+/**
+ * Assignments leased `size` at a time (a service serving many visitors):
+ * take() hands out the next one without a round trip, leasing a new block
+ * when this one is used up (concurrent takes share one lease), and notes
+ * which unit got it; flush() sends those notes; close() flushes and
+ * releases what no visitor got. The size trades round trips against how
+ * fresh the allocation is (docs/measurements.md, "Assignment blocks").
+ */
+export class AssignmentBlock {
+  constructor(client, experiment, size, { bandit } = {}) {
+    if (!(size >= 1)) throw new RangeError('banditd: a block holds at least 1 assignment');
+    this.client = client;
+    this.experiment = experiment;
+    this.size = size;
+    this.bandit = bandit;
+    this.leased = [];
+    this.units = [];
+    this.roundTrips = 0;
+    this.leasing = null;
+  }
+
+  async take(unit) {
+    while (this.leased.length === 0) {
+      if (!this.leasing) {
+        // a lost answer is not sent again: its block expires unanswered
+        this.leasing = this.client.assign(this.experiment, { bandit: this.bandit, count: this.size })
+          .then((got) => { this.leased.push(...got); this.roundTrips++; })
+          .finally(() => { this.leasing = null; });
+      }
+      await this.leasing;
+    }
+    const a = this.leased.shift();
+    if (unit != null) this.units.push([a.id, String(unit)]);
+    return a;
+  }
+
+  /** Send which unit got which; null when there is nothing to send. */
+  async flush() {
+    if (this.units.length === 0) return null;
+    const units = this.units;
+    this.units = [];
+    try {
+      return await this.client.served(this.experiment, units);
+    } catch (e) {
+      this.units = units.concat(this.units); // kept: sending them again is safe
+      throw e;
+    }
+  }
+
+  /** Flush, and release what no visitor got. */
+  async close() {
+    await this.flush();
+    if (this.leasing) await this.leasing.catch(() => {});
+    if (this.leased.length === 0) return null;
+    const left = this.leased.map((a) => a.id);
+    this.leased = [];
+    return this.client.release(this.experiment, left);
   }
 }
 

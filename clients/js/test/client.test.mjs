@@ -195,6 +195,31 @@ test('a beacon with a key limited to the experiment', async () => {
   assert.equal(st.pulls, 1, 'the beacon\'s reward is in status');
 });
 
+test('assignment blocks: leased, served by unit, leftovers released', async () => {
+  const bd = client();
+  await bd.create({ id: 'blocks', arms: ['a', 'b', 'c'] });
+  const blk = bd.block('blocks', 10);
+  // visitors arrive together: one lease serves them
+  const first = await Promise.all([0, 1, 2, 3, 4].map((i) => blk.take(`visitor-${i}`)));
+  assert.equal(blk.roundTrips, 1);
+  const rest = [];
+  for (let i = 5; i < 13; i++) rest.push(await blk.take(`visitor-${i}`));
+  assert.equal(blk.roundTrips, 2, '13 visitors from blocks of 10: two leases');
+  const served = [...first, ...rest];
+  assert.equal(new Set(served.map((a) => a.id)).size, 13);
+  await bd.reward('blocks', served.slice(0, 5).map((a) => [a.id, 1]));
+  const bound = await blk.flush();
+  assert.equal(bound.bound, 13);
+  const released = await blk.close();
+  assert.equal(released.released, 7);
+  const st = await bd.status('blocks');
+  assert.deepEqual([st.pending, st.pulls], [8, 5], 'pending exact after the release');
+  const [again] = await bd.assign('blocks', { unit: 'visitor-7' });
+  assert.equal(again.id, served[7].id, 'a unit served from a block gets it back');
+  const r = await bd.served('blocks', { [served[0].id]: 'visitor-0', [served[1].id]: 'someone-else' });
+  assert.deepEqual(r.results.map((x) => x.status), ['duplicate', 'conflict']);
+});
+
 test('npm pack makes a tarball that installs and imports', () => {
   const pkg = fileURLToPath(new URL('..', import.meta.url));
   const work = mkdtempSync(join(tmpdir(), 'banditd-js-pack.'));

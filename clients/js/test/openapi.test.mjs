@@ -27,7 +27,7 @@ function tagged() {
 
 test('every @schema interface has its schema\'s fields and required ones', () => {
   const ifaces = tagged();
-  assert.ok(ifaces.size >= 12, `found ${ifaces.size} tagged interfaces`);
+  assert.ok(ifaces.size >= 16, `found ${ifaces.size} tagged interfaces`);
   for (const [name, { schema, fields }] of ifaces) {
     const s = doc.components.schemas[schema];
     assert.ok(s, `${name}: no schema ${schema} in docs/openapi.json`);
@@ -52,17 +52,21 @@ test('OPERATIONS are the document\'s operations', () => {
     assert.deepEqual(ops.get(id), [method, path], `${name}: ${id} is not ${method} ${path}`);
   }
   // and the .d.ts names the same operations
-  const declared = dts.match(/export type OperationName = ([^;]+);/)[1].match(/'(\w+)'/g)
+  const declared = dts.match(/export type OperationName =([^;]+);/)[1].match(/'(\w+)'/g)
     .map((s) => s.slice(1, -1)).sort();
   assert.deepEqual(declared, Object.keys(OPERATIONS).sort());
 });
 
 test('string unions are the document\'s enums', () => {
-  const union = (name) => dts.match(new RegExp(`export type ${name} = ([^;]+);`))[1]
+  const union = (name) => dts.match(new RegExp(`export type ${name} =([^;]+);`))[1]
     .match(/'(\w+)'/g).map((s) => s.slice(1, -1)).sort();
   assert.deepEqual(union('RewardStatus'),
     [...doc.components.schemas.RewardResult.properties.status.enum].sort());
   assert.deepEqual(union('State'), [...doc.components.schemas.State.enum].sort());
+  assert.deepEqual(union('ReleaseStatus'),
+    [...doc.components.schemas.ReleaseResult.properties.status.enum].sort());
+  assert.deepEqual(union('ServedStatus'),
+    [...doc.components.schemas.ServedResult.properties.status.enum].sort());
   const reasons = dts.match(/stop_reason: ([^;]+);/)[1].match(/'(\w+)'/g).map((s) => s.slice(1, -1)).sort();
   assert.deepEqual(reasons, doc.components.schemas.StopReason.enum.filter((x) => x !== null).sort());
 });
