@@ -390,7 +390,9 @@ reproduce:
 # minutes (84 wrk runs of BENCH_DURATION seconds), the policies ~1 minute,
 # the log run (export, re-sent rewards and delete on an experiment of
 # BENCH_LOG_EVENTS events) under a minute, the metrics run (a scrape of
-# /metrics with 10⁴ experiments) about ten seconds.
+# /metrics with 10⁴ experiments) about ten seconds, the blocks run (one
+# client serving visitors from assignment blocks of 1, 10 and 100) five
+# times BENCH_DURATION.
 
 BENCH_DURATION ?= 3
 BENCH_LOG_EVENTS ?= 1000000
@@ -413,9 +415,12 @@ bench: bench-deps
 	./$(BUILD)/bench/load log --daemon $(BUILD)/banditd --events $(BENCH_LOG_EVENTS) \
 		--out $(BUILD)/bench/log.md
 	./$(BUILD)/bench/load metrics --daemon $(BUILD)/banditd --out $(BUILD)/bench/metrics.md
+	./$(BUILD)/bench/load blocks --daemon $(BUILD)/banditd --duration $(BENCH_DURATION) \
+		--out $(BUILD)/bench/blocks.md
 	@{ echo "# Benchmark results"; echo; echo "Written by \`make bench\` on $$(uname -n)."; echo; \
 	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md $(BUILD)/bench/log.md \
-	  $(BUILD)/bench/metrics.md $(BUILD)/bench/policies.md; } > bench/results.md
+	  $(BUILD)/bench/metrics.md $(BUILD)/bench/blocks.md $(BUILD)/bench/policies.md; } \
+	  > bench/results.md
 	@echo "written bench/results.md"
 
 # --- formatting and static analysis ---------------------------------------------
