@@ -1369,8 +1369,10 @@ int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_e
     return store_find_outcome_kind(s, exp, ref, 0, out);
 }
 
-int store_find_outcome_kind(struct store *s, int64_t exp, int64_t ref, int kind,
-                            struct store_event *out)
+/* The first event of that kind about assignment ref (Q_OUTCOME) into out;
+ * its unit copied into buf when buf is given, else out->unit NULL. */
+static int find_ref(struct store *s, int64_t exp, int64_t ref, int kind, struct store_event *out,
+                    char *buf, size_t buflen)
 {
     struct reader *r = NULL;
     sqlite3_stmt *st = NULL;
@@ -1387,39 +1389,29 @@ int store_find_outcome_kind(struct store *s, int64_t exp, int64_t ref, int kind,
     err = store_err_from_sqlite(rc);
     if (err == STORE_OK)
         err = read_event_row(st, out);
-    if (err == STORE_OK)
-        out->unit = out->text = NULL; /* outcomes carry none; not copied */
+    if (err == STORE_OK) {
+        /* the row's strings die with the reset: copied out, or dropped */
+        if (buf != NULL)
+            snprintf(buf, buflen, "%s", out->unit != NULL ? out->unit : "");
+        out->unit = buf;
+        out->text = NULL;
+    }
 out:
     if (r)
         reader_put(r, Q_OUTCOME, st);
     return err;
 }
 
+int store_find_outcome_kind(struct store *s, int64_t exp, int64_t ref, int kind,
+                            struct store_event *out)
+{
+    return find_ref(s, exp, ref, kind, out, NULL, 0);
+}
+
 int store_find_bound_unit(struct store *s, int64_t exp, int64_t ref, char *buf, size_t buflen)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
     struct store_event ev;
-    int err, rc;
-
-    err = read_begin(s, Q_OUTCOME, &r, &st);
-    if (err != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, exp);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 2, ref);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 3, STORE_EV_UNIT);
-    err = store_err_from_sqlite(rc);
-    if (err == STORE_OK)
-        err = read_event_row(st, &ev);
-    /* the row's strings die with the reset: copied out */
-    if (err == STORE_OK)
-        snprintf(buf, buflen, "%s", ev.unit != NULL ? ev.unit : "");
-out:
-    if (r)
-        reader_put(r, Q_OUTCOME, st);
-    return err;
+    return find_ref(s, exp, ref, STORE_EV_UNIT, &ev, buf, buflen);
 }
 
 int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store_event *out)
