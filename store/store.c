@@ -419,26 +419,37 @@ struct sql_arg {
     const char *text; /* borrowed until the statement is reset */
 };
 
+static const struct sql_arg arg_null = {.t = ARG_NULL};
+
 static struct sql_arg arg_int(int64_t v)
 {
-    return (struct sql_arg){.t = ARG_INT, .i = v};
+    struct sql_arg a = {.t = ARG_INT, .i = v};
+    return a;
 }
 
 /* 0 is stored as NULL (no reference, no expiry…) */
 static struct sql_arg arg_opt_int(int64_t v)
 {
-    return v == 0 ? (struct sql_arg){.t = ARG_NULL} : arg_int(v);
+    if (v == 0)
+        return arg_null;
+    return arg_int(v);
 }
 
 /* NaN is stored as NULL (no value) */
 static struct sql_arg arg_real(double v)
 {
-    return isnan(v) ? (struct sql_arg){.t = ARG_NULL} : (struct sql_arg){.t = ARG_REAL, .d = v};
+    struct sql_arg a = {.t = ARG_REAL, .d = v};
+    if (isnan(v))
+        return arg_null;
+    return a;
 }
 
 static struct sql_arg arg_text(const char *v)
 {
-    return v == NULL ? (struct sql_arg){.t = ARG_NULL} : (struct sql_arg){.t = ARG_TEXT, .text = v};
+    struct sql_arg a = {.t = ARG_TEXT, .text = v};
+    if (v == NULL)
+        return arg_null;
+    return a;
 }
 
 /* Bind a[0..n) to ?1..?n of st: an SQLite code. */
