@@ -87,7 +87,6 @@ struct http_server {
     struct MHD_Daemon *d;
     struct http_config cfg;
     struct http_addr bound;
-    uint16_t port;
 };
 
 static size_t g_max_body = 1 << 20;
@@ -982,8 +981,6 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
     socklen_t len = sizeof s->bound.ss;
     if (getsockname(fd, (struct sockaddr *)&s->bound.ss, &len) == 0)
         s->bound.len = len;
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info != NULL ? info->port : 0;
     close(fd);
     return s;
 fail:
@@ -994,11 +991,6 @@ fail:
     g_oom_resp = NULL;
     free(s);
     return NULL;
-}
-
-uint16_t http_port(const struct http_server *s)
-{
-    return s->port;
 }
 
 void http_bound(const struct http_server *s, char *buf, size_t len)
