@@ -111,6 +111,22 @@ int jv_count(const json_t *v, uint64_t max, uint64_t *out)
     return 1;
 }
 
+char *jv_dumps(const json_t *j, size_t flags)
+{
+    unsigned long before = t_failed;
+    char *text = json_dumps(j, flags);
+    if (text != NULL && t_failed != before) {
+        free(text);
+        text = NULL;
+    }
+    return text;
+}
+
+unsigned long jv_alloc_failures(void)
+{
+    return t_failed;
+}
+
 void jv_first_error(const json_t *errors, const char *suffix, char *buf, size_t len)
 {
     const json_t *first = json_array_get(errors, 0);

@@ -27,6 +27,19 @@
  * Safe from any thread: the count of failed allocations is per thread. */
 json_t *jv_loadb(const char *buf, size_t len, size_t flags, json_error_t *err, int *oom);
 
+/* json_dumps(j, flags), or NULL when any allocation of the dump failed:
+ * jansson 2.14 then drops an object key (dump.c does not check
+ * dump_string's result for keys) and goes on, so the text is not JSON
+ * (a stored configuration read back as "':' expected near 'bandits'").
+ * New, free it. */
+char *jv_dumps(const json_t *j, size_t flags);
+
+/* Allocations jansson could not get on this thread so far. Building a
+ * document ignores some of jansson's failures (json_object_set_new's,
+ * json_array_append_new's: the member is silently missing); compare the
+ * count before and after building one that must be whole. */
+unsigned long jv_alloc_failures(void);
+
 /* Append {"field": field, "message": printf(fmt, ...)} to errors (a JSON
  * array, borrowed). Returns 0, or −1 on out of memory. */
 int jv_error(json_t *errors, const char *field, const char *fmt, ...)
