@@ -516,7 +516,7 @@ static size_t unretired(const struct engine *e, size_t b, size_t arm)
 
 static void exploit(struct engine *e, int bandit, struct engine_pull *out)
 {
-    size_t b = bandit >= 0 ? (size_t)bandit : policy_rand_index(e->rng, e->nb);
+    size_t b = bandit >= 0 ? (size_t)bandit : rng_index(e->rng, e->nb);
     unsigned char *high = e->scratch_high;
     recommend(e, b, high);
     /* A retired arm is served only when every recommended arm is retired. */
@@ -530,7 +530,7 @@ static void exploit(struct engine *e, int bandit, struct engine_pull *out)
     size_t count = 0;
     for (size_t i = 0; i < e->k[b]; i++)
         count += high[i] != 0;
-    size_t pick = policy_rand_index(e->rng, count ? count : e->k[b]);
+    size_t pick = rng_index(e->rng, count ? count : e->k[b]);
     size_t arm = 0;
     for (size_t i = 0; i < e->k[b]; i++) {
         if (count && !high[i])
@@ -628,7 +628,7 @@ static int constrained_pick(struct engine *e, int b, struct policy_pick *pick)
     if (u < share)
         pick->arm = (size_t)e->control[bb];
     else if (u < share + floor_all)
-        pick->arm = policy_rand_index(e->rng, e->k[bb]);
+        pick->arm = rng_index(e->rng, e->k[bb]);
     else
         return 0;
     pick->bandit = (size_t)bb;
