@@ -111,11 +111,10 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
             arms = json_object_get(bj, "arms");
             snprintf(field + strlen(field), sizeof field - strlen(field), ".arms");
         }
-        for (size_t j = 0; j < b; j++)
-            if (c->bandit_ids[j] != NULL && strcmp(c->bandit_ids[j], bid) == 0) {
-                jv_error(errors, field, "bandit id \"%s\" is used twice", bid);
-                bad = 1;
-            }
+        if (exp_cfg_bandit(c, bid) >= 0) { /* the ids so far; the others are NULL */
+            jv_error(errors, field, "bandit id \"%s\" is used twice", bid);
+            bad = 1;
+        }
         c->bandit_ids[b] = strdup(bid);
         if (c->bandit_ids[b] == NULL)
             return -1;
@@ -138,13 +137,12 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
                 bad = 1;
                 continue;
             }
-            for (size_t j = 0; j < i; j++)
-                if (c->arm_names[b][j] != NULL && strcmp(c->arm_names[b][j], name) == 0) {
-                    char f[96];
-                    snprintf(f, sizeof f, "%s[%zu]", field, i);
-                    jv_error(errors, f, "arm \"%s\" is listed twice", name);
-                    bad = 1;
-                }
+            if (exp_cfg_arm(c, b, name) >= 0) { /* the names so far; the others are NULL */
+                char f[96];
+                snprintf(f, sizeof f, "%s[%zu]", field, i);
+                jv_error(errors, f, "arm \"%s\" is listed twice", name);
+                bad = 1;
+            }
             c->arm_names[b][i] = strdup(name);
             if (c->arm_names[b][i] == NULL)
                 return -1;
@@ -539,16 +537,12 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
             e->stop_rule = rule->rule;
         }
     }
-    const char *bound = "anytime";
-    if ((v = json_object_get(body, "bound")) != NULL) {
-        bound = json_string_value(v);
-        if (bound == NULL || (strcmp(bound, "anytime") != 0 && strcmp(bound, "fixed") != 0)) {
-            jv_error(errors, "bound", "must be \"anytime\" or \"fixed\"");
-            bad = 1;
-            bound = "anytime";
-        }
+    e->bound = STATS_BOUND_ANYTIME;
+    if ((v = json_object_get(body, "bound")) != NULL &&
+        stop_rule_bound_find(json_string_value(v), &e->bound) != 0) {
+        jv_error(errors, "bound", "must be " STOP_RULE_BOUNDS);
+        bad = 1;
     }
-    e->bound = strcmp(bound, "fixed") == 0 ? STATS_BOUND_FIXED : STATS_BOUND_ANYTIME;
     double tau = NAN;
     if ((v = json_object_get(body, "tau")) != NULL && !json_is_null(v)) {
         int ok;
@@ -720,7 +714,7 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     if (parse_units(c, json_object_get(body, "units"), errors) != 0 ||
         parse_fallback(c, json_object_get(body, "fallback"), errors) != 0)
         return 1;
-    if (normalise(c, stop_rule, bound, tau, target, constraints) != 0 ||
+    if (normalise(c, stop_rule, stop_rule_bound_name(e->bound), tau, target, constraints) != 0 ||
         exp_webhooks_normalise(c) != 0)
         return -1;
     return 0;

@@ -222,7 +222,9 @@ int main(int argc, char **argv)
     o.seed = 1;
     o.progress = 1;
     o.stop = ENGINE_RULE_DEFAULT;
-    const char *bound = NULL, *delta = NULL, *epsilon = NULL, *m = NULL;
+    enum stats_bound bound = STATS_BOUND_ANYTIME;
+    int has_bound = 0;
+    const char *delta = NULL, *epsilon = NULL, *m = NULL;
     int pretty = 0, list = 0, has_control = 0;
 
     int c;
@@ -266,9 +268,9 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_BOUND:
-            if (strcmp(optarg, "anytime") != 0 && strcmp(optarg, "fixed") != 0)
-                die(2, "--bound: must be anytime or fixed (got \"%s\")", optarg);
-            bound = optarg;
+            if (stop_rule_bound_find(optarg, &bound) != 0)
+                die(2, "--bound: must be " STOP_RULE_BOUNDS " (got \"%s\")", optarg);
+            has_bound = 1;
             break;
         case OPT_DELTA:
             delta = optarg;
@@ -340,8 +342,8 @@ int main(int argc, char **argv)
     char err[512];
     if (sim_problem_load(problem_path, &p, err, sizeof err) != 0)
         die(2, "%s", err);
-    if (bound != NULL)
-        p.bound = strcmp(bound, "fixed") == 0 ? STATS_BOUND_FIXED : STATS_BOUND_ANYTIME;
+    if (has_bound)
+        p.bound = bound;
     /* The overrides are checked as the problem file's goal is (goal.h):
      * each on its own, so that an error names its option. */
     struct goal g = {.m = p.m, .epsilon = p.epsilon, .delta = p.delta, .budget = p.budget};
