@@ -425,8 +425,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
                 jv_error(errors, "reward.max", "must be a finite number");
                 reward_bad = 1;
             }
-            if (ok1 && ok2 && !(c->reward_max > c->reward_min)) {
-                jv_error(errors, "reward.max", "must be greater than reward.min");
+            if (ok1 && ok2 && !goal_range_valid(c->reward_min, c->reward_max)) {
+                jv_error(errors, "reward.max", GOAL_RANGE_RULE);
                 reward_bad = 1;
             }
         }
@@ -547,8 +547,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     if ((v = json_object_get(body, "tau")) != NULL && !json_is_null(v)) {
         int ok;
         tau = num(v, &ok);
-        if (!ok || !(tau > 0 && tau < 1)) {
-            jv_error(errors, "tau", "must be a number in (0, 1)");
+        if (!ok || !goal_tau_valid(tau)) {
+            jv_error(errors, "tau", GOAL_TAU_RULE);
             bad = 1;
             tau = NAN;
         }

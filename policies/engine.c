@@ -164,8 +164,8 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
                 return -1;
             }
     }
-    if (!(isnan(c->tau) || c->tau == 0 || (c->tau > 0 && c->tau < 1))) {
-        policy_error_set(err, "tau", "must be in (0, 1)");
+    if (!(c->tau == 0 || goal_tau_valid(c->tau))) { /* 0: 1 − δ too */
+        policy_error_set(err, "tau", GOAL_TAU_RULE);
         return -1;
     }
     if (c->stop_rule == ENGINE_RULE_POLICY && !(p->flags & POLICY_F_OWN_STOP)) {

@@ -13,6 +13,7 @@
 #ifndef BANDITD_POLICIES_GOAL_H
 #define BANDITD_POLICIES_GOAL_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -29,6 +30,23 @@ struct goal {
     double delta;    /* error probability: 0 < δ < 1 */
     uint64_t budget; /* pulls: 1 to GOAL_MAX_BUDGET; 0: none (fixed confidence) */
 };
+
+/* Two settings beside the goal that the same three places read: the reward
+ * range [min, max] (finite, max > min by a finite range: ε and every reward
+ * are rescaled by it) and tau, ρ̄'s target (docs/stop-rules.md, rho; NaN:
+ * none given, 1 − δ). Each rule with the message that refuses it. */
+#define GOAL_RANGE_RULE "must be greater than reward.min (by a finite range)"
+#define GOAL_TAU_RULE "must be null or in (0, 1)"
+
+static inline int goal_range_valid(double min, double max)
+{
+    return max > min && isfinite(max - min);
+}
+
+static inline int goal_tau_valid(double tau)
+{
+    return isnan(tau) || (tau > 0 && tau < 1);
+}
 
 /* m 1, ε 0, δ 0.05, no budget: what a missing member means. */
 void goal_defaults(struct goal *g);

@@ -196,8 +196,8 @@ int sim_problem_parse(json_t *j, struct sim_problem *p, char *err, size_t errlen
             snprintf(err, errlen, "reward.max: required, a finite number");
             goto fail;
         }
-        if (!(p->reward_max > p->reward_min) || !isfinite(p->reward_max - p->reward_min)) {
-            snprintf(err, errlen, "reward.max: must be greater than reward.min");
+        if (!goal_range_valid(p->reward_min, p->reward_max)) {
+            snprintf(err, errlen, "reward.max: " GOAL_RANGE_RULE);
             goto fail;
         }
     }
@@ -221,8 +221,8 @@ int sim_problem_parse(json_t *j, struct sim_problem *p, char *err, size_t errlen
     p->delta = g.delta;
     p->budget = g.budget;
     if ((v = json_object_get(j, "tau")) != NULL && !json_is_null(v)) {
-        if (!jv_number(v, &p->tau) || !(p->tau > 0.0 && p->tau < 1.0)) {
-            snprintf(err, errlen, "tau: must be null or in (0, 1)");
+        if (!jv_number(v, &p->tau) || !goal_tau_valid(p->tau)) {
+            snprintf(err, errlen, "tau: " GOAL_TAU_RULE);
             goto fail;
         }
     }
