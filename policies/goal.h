@@ -14,6 +14,7 @@
 #define BANDITD_POLICIES_GOAL_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -55,6 +56,11 @@ void goal_defaults(struct goal *g);
  * engine's [0, 1] units); fields are named prefix + member ("goal." gives
  * goal.m, "" gives m). 0, or −1 with err filled on the first wrong one. */
 int goal_check(const struct goal *g, double range, const char *prefix, struct policy_error *err);
+
+/* m against the arms: below the number of arms of every bandit (n_arms[b],
+ * b < n_bandits). 0, or −1 with err on prefix + "m". */
+int goal_check_arms(unsigned m, const size_t *n_arms, size_t n_bandits, const char *prefix,
+                    struct policy_error *err);
 
 /* Read obj's members m, epsilon, delta and budget (each optional; budget
  * may be null; m and budget integers, 1e6 written as a real too) over g,

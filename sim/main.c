@@ -360,10 +360,8 @@ int main(int argc, char **argv)
     }
     if (m != NULL) {
         p.m = (unsigned)parse_u64("--m", m, 1, GOAL_MAX_M);
-        for (size_t b = 0; b < p.n_bandits; b++)
-            if (p.m >= p.n_arms[b])
-                die(2, "--m: must be less than the number of arms (%zu in bandits[%zu])",
-                    p.n_arms[b], b);
+        if (goal_check_arms(p.m, p.n_arms, p.n_bandits, "--", &gerr) != 0)
+            die(2, "%s: %s", gerr.field, gerr.message);
     }
 
     struct sim_result r;

@@ -301,12 +301,12 @@ int sim_problem_parse(json_t *j, struct sim_problem *p, char *err, size_t errlen
     }
 
     /* Cross-field checks, with the problem file's field names. */
+    struct policy_error gerr;
+    if (goal_check_arms(p->m, p->n_arms, p->n_bandits, "", &gerr) != 0) {
+        policy_error_text(&gerr, err, errlen);
+        goto fail;
+    }
     for (size_t b = 0; b < p->n_bandits; b++) {
-        if (p->m >= p->n_arms[b]) {
-            snprintf(err, errlen, "m: must be less than the number of arms (%zu in bandits[%zu])",
-                     p->n_arms[b], b);
-            goto fail;
-        }
         if (p->target_arm >= 0 && (size_t)p->target_arm >= p->n_arms[b]) {
             snprintf(err, errlen, "target_arm: no arm %d in bandits[%zu] (%zu arms)", p->target_arm,
                      b, p->n_arms[b]);
