@@ -34,7 +34,7 @@ FUZZ ?= 0
 TSAN ?= 0
 CC ?= gcc
 
-PKGS := libmicrohttpd jansson sqlite3 gsl libcurl gnutls
+PKGS := libmicrohttpd jansson sqlite3 libpq gsl libcurl gnutls
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
@@ -120,9 +120,11 @@ $(LIB_SERVER): $(call objs,$(filter-out server/main.c,$(wildcard server/*.c)))
 $(LIB_SIM): $(call objs,$(filter-out sim/main.c,$(wildcard sim/*.c)))
 $(LIB_TESTS): $(call objs,$(wildcard tests/support/*.c))
 
-# What the daemon links, in layer order; the simulator its own two.
+# What the daemon links, in layer order; the simulator its own two. The
+# daemon links the simulator for one thing, POST /v1/plan's quick simulation
+# by the same engine code (api -> sim -> policies, one way).
 LIBS_DAEMON := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_NOTIFY) $(LIB_STORE) \
-               $(LIB_POLICIES) $(LIB_BASE)
+               $(LIB_SIM) $(LIB_POLICIES) $(LIB_BASE)
 LIBS_SIM := $(LIB_SIM) $(LIB_POLICIES) $(LIB_BASE)
 
 # --- generated sources ----------------------------------------------------------

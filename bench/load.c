@@ -51,6 +51,8 @@
  * --scripts DIR (bench) --out FILE --duration S (3, per run) --pairs P (3)
  * --conns 16,64,256
  * --threads N (cores) --sync full|normal (full) --experiments E (1000)
+ * --db URI (throughput: the daemon on this empty PostgreSQL database; the
+ * table's --sync is then PostgreSQL's synchronous_commit = on)
  * --assignments A (100000) --normal-too 0|1 (1: with --sync full, also
  * assignments, rewards and observations at 64 connections on a --sync normal daemon).
  */
@@ -79,6 +81,7 @@
 
 struct opts {
     const char *daemon, *bare, *scripts, *out, *sync;
+    const char *db; /* throughput: a postgresql:// URI instead of a fresh SQLite file */
     unsigned duration, threads;
     unsigned conns[MAX_CONNS];
     size_t nconns;
@@ -564,7 +567,10 @@ static int throughput(const struct opts *o)
         fprintf(stderr, "load: setup failed\n");
         return 1;
     }
-    snprintf(db, sizeof db, "%s/bench.db", dir);
+    if (o->db != NULL)
+        snprintf(db, sizeof db, "%s", o->db); /* an empty PostgreSQL database */
+    else
+        snprintf(db, sizeof db, "%s/bench.db", dir);
     snprintf(dbn, sizeof dbn, "%s/normal.db", dir);
     snprintf(log1, sizeof log1, "%s/bare.log", dir);
     snprintf(log2, sizeof log2, "%s/banditd.log", dir);
@@ -1546,6 +1552,8 @@ int main(int argc, char **argv)
             o.out = v;
         else if (strcmp(a, "--sync") == 0)
             o.sync = v;
+        else if (strcmp(a, "--db") == 0)
+            o.db = v;
         else if (strcmp(a, "--duration") == 0)
             o.duration = (unsigned)strtoul(v, NULL, 10);
         else if (strcmp(a, "--threads") == 0)

@@ -124,6 +124,11 @@ int exp_parse_assignment_id(const struct exp *x, const char *id, struct exp_aid 
     return 0;
 }
 
+uint32_t exp_assignment_check(int64_t created_ms)
+{
+    return id_check(created_ms);
+}
+
 /* Whether an assignment created at created_ms is the one id named. */
 static int id_matches(const struct exp_aid *id, int64_t created_ms)
 {
@@ -205,6 +210,16 @@ static struct store_op *event_op(struct exp *x, struct exp_batch *b, int kind, i
     op->ev.bandit = -1;
     op->ev.arm = -1;
     return op;
+}
+
+struct store_op *exp_event_op(struct exp *x, struct exp_batch *b, int kind, int64_t ts)
+{
+    return event_op(x, b, kind, ts);
+}
+
+const char *exp_batch_str(struct exp_batch *b, const char *s)
+{
+    return batch_str(b, s);
 }
 
 /* An event about assignment ref of (bandit, arm), with value v. */
@@ -291,7 +306,7 @@ int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *un
     a->bandit = (int32_t)pull.bandit;
     a->arm = (int32_t)pull.arm;
     a->created_ms = now;
-    a->expires_ms = now + x->cfg.ttl_s * 1000;
+    a->expires_ms = now + d->ttl_s * 1000; /* the TTL now: edits change it */
     a->value = NAN;
     a->late = NAN;
     a->status = pull.exploit ? EXP_A_EXPLOIT : EXP_A_PENDING;

@@ -116,7 +116,9 @@ uint64_t exp_expired_total(void);
 size_t exp_memory_used(void);
 int exp_memory_full(void);
 
-/* New reference to experiment id, or NULL. */
+/* New reference to experiment id, or NULL. On a shared store an id not
+ * registered here is looked up in the database (another daemon created
+ * it) and registered, not owned. */
 struct exp *exp_get(const char *id);
 void exp_put(struct exp *x);
 
@@ -133,6 +135,9 @@ enum exp_err {
     EXP_ERR_CORRUPT = 7,       /* its event log is corrupt: refused until repaired (exp_corrupt) */
     EXP_ERR_MEMORY = 8,        /* the memory cap (max_memory) is reached */
     EXP_ERR_NO_CONCLUSION = 9, /* paused or stopped early, and the fallback is none */
+    EXP_ERR_REFUSED = 10,      /* an edit or correction the experiment cannot take (why given) */
+    EXP_ERR_NOT_FOUND = 11,    /* no such assignment */
+    EXP_ERR_NOTOWNER = 12,     /* another daemon owns it (exp_owner names it) */
 };
 
 /* Create and register experiment cfg (consumed: ownership moves in, also on
@@ -149,13 +154,32 @@ int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp
 void exp_lock(struct exp *x);
 void exp_unlock(struct exp *x);
 
+/* Several daemons on one database (store.h, ownership): an experiment
+ * owned by another daemon is registered here too (loaded at start, or
+ * found in the database by exp_get when another daemon created it since),
+ * but served only once this daemon owns it. exp_prepare_locked claims it
+ * (a takeover when its owner is gone) and reloads it from the database, or
+ * returns EXP_ERR_NOTOWNER; exp_owner then names the owner's address (""
+ * when unknown). With x locked. */
+const char *exp_owner(const struct exp *x);
+/* Whether this daemon owns x (always 1 on SQLite). */
+int exp_owned(const struct exp *x);
+/* With x locked, for a listing through a daemon that does not own x: bring
+ * x's state up to the database's (a replay when its log changed), without
+ * claiming it. EXP_OK, EXP_ERR_GONE (deleted) or EXP_ERR_STORE. */
+int exp_refresh_locked(struct exp *x);
+/* Register the experiments other daemons created since this one loaded
+ * (a shared store only; a no-op otherwise). 0, or a store error. */
+int exp_registry_sync(void);
+
 /* Call with the lock held, first thing: reloads the experiment from disk if
  * an earlier write failed (first waiting, up to a second, with the lock
  * released, for its writes still queued), expires due assignments (queuing
  * their events). Returns EXP_OK, EXP_ERR_GONE (deleted, or a delete is
  * queued), EXP_ERR_CORRUPT (its log is corrupt: only a delete may follow)
  * or EXP_ERR_STORE (reload failed or its writes are still queued, or the
- * expiry write was refused: reply 503, nothing may be queued). */
+ * expiry write was refused: reply 503, nothing may be queued), or, on a
+ * shared store, EXP_ERR_NOTOWNER (a live daemon owns it: see above). */
 int exp_prepare_locked(struct exp *x, int64_t now_ms);
 /* Why x's event log cannot be served ("event log corrupt at seq N
  * (...)"), or NULL. An experiment whose log a replay found corrupt stays
@@ -166,7 +190,8 @@ const char *exp_corrupt(const struct exp *x);
 size_t exp_corrupt_count(void);
 
 /* The configuration never changes once created: it may be read with a
- * reference alone, without the lock. */
+ * reference alone, without the lock. What edits change (name, budget, TTL)
+ * is read with exp_name, exp_budget and exp_ttl_s, under the lock. */
 const struct exp_config *exp_cfg(const struct exp *x);
 const char *exp_id(const struct exp *x);
 int64_t exp_created_ms(const struct exp *x);
@@ -174,7 +199,8 @@ int64_t exp_rowid(const struct exp *x);
 
 struct engine *exp_engine(struct exp *x);
 enum exp_state exp_get_state(const struct exp *x);
-/* "confidence" | "budget" | "manual" | "policy", or NULL while running. */
+/* The rule that stopped it ("delta_c" | "glr" | "glr-heuristic" | "rho" |
+ * "policy"), or "budget" | "manual"; NULL while running. */
 const char *exp_stop_reason(const struct exp *x);
 int64_t exp_last_seq(const struct exp *x); /* events applied so far */
 uint64_t exp_version(const struct exp *x); /* changes whenever status may change */
@@ -295,6 +321,76 @@ int exp_ev_observe(struct exp *x, struct exp_batch *b, size_t bandit, size_t arm
  * no event. Returns EXP_OK, EXP_ERR_NOMEM, or EXP_ERR_STOPPED when leaving
  * "stopped" (a stop is final). */
 int exp_ev_state(struct exp *x, struct exp_batch *b, enum exp_state s, int64_t now_ms);
+
+/* --- edits of a live experiment (PATCH; edits.c) ----------------------------------- */
+
+/* What an edit changes; a field at its "unchanged" value stays as it is. */
+struct exp_edit {
+    const char *name;  /* NULL: unchanged */
+    int set_budget;    /* 1: the budget becomes `budget` (0: none) */
+    uint64_t budget;   /* pulls */
+    int64_t ttl_s;     /* 0: unchanged */
+    int retire_bandit; /* −1: no arm retired; else the bandit and arm to retire */
+    int retire_arm;
+    const char *reason; /* NULL: none; recorded with the edit either way */
+};
+/* Why an edit was refused: the field it names and the message. */
+struct exp_refusal {
+    char field[64];
+    char message[256];
+};
+
+/* Apply edit ed and number it into b as one EDIT event (what it changed,
+ * and the reason: shown by export and history). A change to what is
+ * already so is no change; an edit that changes nothing is no event.
+ * Returns EXP_OK, EXP_ERR_REFUSED (why filled: the budget is below what is
+ * used, the experiment has stopped, the policy cannot plan again, the arm
+ * cannot be retired (engine_retire_arm)...; nothing changed) or
+ * EXP_ERR_NOMEM (nothing changed). A retired arm gets no more pulls. The TTL applies to
+ * assignments handed out from now on; a pending assignment keeps its
+ * expiry unless the new TTL ends it sooner (then it expires at its
+ * creation plus the new TTL, or now if that has passed), so that
+ * assignments still expire in the order they were handed out. */
+int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, int64_t now_ms,
+                struct exp_refusal *why);
+
+/* The experiment's name, assignment TTL and budget now (lock held): what
+ * edits made of the configuration's. Budget 0: none. */
+const char *exp_name(const struct exp *x);
+int64_t exp_ttl_s(const struct exp *x);
+uint64_t exp_budget(const struct exp *x);
+/* Edits applied so far. */
+size_t exp_edits(const struct exp *x);
+/* 1 if the arm was retired by an edit. */
+int exp_arm_retired(const struct exp *x, size_t bandit, size_t arm);
+
+/* --- corrections (POST corrections; corrections.c) ---------------------------------- */
+
+/* What a correction replaced. */
+struct exp_corrected {
+    int64_t seq; /* the correction's event */
+    int32_t bandit, arm;
+    double previous; /* the value reported (user units) */
+};
+
+/* Replace the reward of a rewarded pull (id) by v (user units, validated
+ * by the caller), with a reason (required, recorded as the event's text).
+ * The statistics become what they would be had v been reported: the
+ * experiment's data is rebuilt from its log with v at the reward's place
+ * (exp_replay_with), after every queued write committed (meanwhile other
+ * requests on x wait). The pulls the policy chose since then stand: they
+ * are recorded as handed out, and the policy chooses afresh from the
+ * rebuilt state on. Refused (EXP_ERR_REFUSED, why filled, nothing changed)
+ * when the experiment has stopped, when the assignment is pending,
+ * expired or an exploitation, when it was corrected already, when v is the
+ * value reported, or when the rebuilt data would reopen a bandit that had
+ * concluded (a conclusion is never withdrawn). Returns EXP_OK (*out
+ * filled, the event in b), EXP_ERR_NOT_FOUND (no such assignment),
+ * EXP_ERR_REFUSED, EXP_ERR_STORE (the log cannot be read, or the writes
+ * did not commit in time: retry), EXP_ERR_GONE, EXP_ERR_NOMEM. */
+int exp_ev_correct(struct exp *x, struct exp_batch *b, const struct exp_aid *id, double v,
+                   const char *reason, int64_t now_ms, struct exp_corrected *out,
+                   struct exp_refusal *why);
 
 /* Queue the batch's ops (possibly none: the completion then still waits
  * for every write queued before it, so a reply that depends on earlier

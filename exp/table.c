@@ -213,6 +213,7 @@ void exp_data_free(struct exp_data *d)
     free(d->scratch);
     free(d->concluded);
     exp_watch_free(d->watch);
+    free(d->name);
     atomic_fetch_sub(&exp_rt.pending_total, d->pending);
     free(d);
 }
@@ -235,6 +236,7 @@ struct exp_data *exp_data_new(const struct exp_config *cfg, char *err, size_t er
     d->concluded = calloc(cfg->n_bandits, 1);
     d->hstride = 1;
     d->hnext = 1;
+    d->ttl_s = cfg->ttl_s;
     if (cfg->n_webhooks > 0)
         d->watch = exp_watch_new(cfg);
     if (d->eng == NULL || d->scratch == NULL || d->concluded == NULL ||

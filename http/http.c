@@ -38,6 +38,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/jsonv.h"
 #include "base/log.h"
 #include "http/guard.h"
 #include "http/mhderr.h"
@@ -183,13 +184,9 @@ json_t *http_req_json(struct http_req *r, int empty_ok)
         return NULL;
     }
     json_error_t err;
-    r->json = json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &err);
-    /* jansson reports an allocation that failed mid-parse as whatever
-     * syntax error it ran into: a body that fails once is parsed again
-     * before it is called malformed (test_allocfaults). */
-    if (r->json == NULL && json_error_code(&err) != json_error_out_of_memory)
-        r->json = json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &err);
-    if (r->json == NULL && json_error_code(&err) == json_error_out_of_memory) {
+    int oom;
+    r->json = jv_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &err, &oom);
+    if (oom) {
         http_reply_oom(r); /* ours, not a malformed body */
     } else if (r->json == NULL) {
         char detail[256];
@@ -247,21 +244,51 @@ static void log_request(struct http_req *r)
     json_decref(j);
 }
 
+/* A 503 out-of-memory answer built once at start, for when no response
+ * can be built at all (resp NULL): queueing it allocates nothing. Without
+ * it the connection closed unanswered, and a client library sends the
+ * request again on a fresh connection by itself: a DELETE that had
+ * committed then answered 404 (test_allocfaults). */
+static struct MHD_Response *g_oom_resp;
+
+static struct MHD_Response *oom_response(void)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        sizeof HTTP_PROBLEM_OOM - 1, (char *)HTTP_PROBLEM_OOM, MHD_RESPMEM_PERSISTENT);
+    if (resp == NULL)
+        return NULL;
+    if (MHD_add_response_header(resp, "Content-Type", "application/problem+json") != MHD_YES ||
+        MHD_add_response_header(resp, "Cache-Control", "no-store") != MHD_YES ||
+        MHD_add_response_header(resp, "Retry-After", "1") != MHD_YES ||
+        /* the reply's own headers are lost (one may have been this) */
+        MHD_add_response_header(resp, "Connection", "close") != MHD_YES) {
+        MHD_destroy_response(resp);
+        return NULL;
+    }
+    return resp;
+}
+
 static int queue(struct http_req *r, unsigned status, struct MHD_Response *resp)
 {
-    if (resp == NULL) {
+    if (resp == NULL && g_oom_resp == NULL) {
         log_error("cannot build a response");
         return HTTP_DONE;
     }
-    for (size_t i = 0; i < r->nhdrs; i++)
-        MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
-    if (MHD_get_response_header(resp, "Cache-Control") == NULL) /* the dashboard sets its own */
-        MHD_add_response_header(resp, "Cache-Control", "no-store");
-    if (atomic_load(&g_stopping))
-        MHD_add_response_header(resp, "Connection", "close");
-    if (mhderr_queue(r->conn, status, resp) != MHD_YES)
-        log_warn("queueing a %u response failed", status);
-    MHD_destroy_response(resp);
+    if (resp == NULL) {
+        status = 503;
+        if (mhderr_queue(r->conn, status, g_oom_resp) != MHD_YES)
+            log_warn("queueing a %u response failed", status);
+    } else {
+        for (size_t i = 0; i < r->nhdrs; i++)
+            MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
+        if (MHD_get_response_header(resp, "Cache-Control") == NULL) /* the dashboard's own */
+            MHD_add_response_header(resp, "Cache-Control", "no-store");
+        if (atomic_load(&g_stopping))
+            MHD_add_response_header(resp, "Connection", "close");
+        if (mhderr_queue(r->conn, status, resp) != MHD_YES)
+            log_warn("queueing a %u response failed", status);
+        MHD_destroy_response(resp);
+    }
     r->replied = 1;
     r->status = status;
     log_request(r);
@@ -880,6 +907,10 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
         }
         gnutls_priority_deinit(pc);
     }
+    if (g_oom_resp == NULL && (g_oom_resp = oom_response()) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     g_max_body = c->max_body;
     g_log_requests = c->log_requests;
     g_routes = c->routes;
@@ -958,6 +989,9 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
 fail:
     if (fd >= 0)
         close(fd);
+    if (g_oom_resp != NULL)
+        MHD_destroy_response(g_oom_resp);
+    g_oom_resp = NULL;
     free(s);
     return NULL;
 }
@@ -999,6 +1033,9 @@ void http_stop(struct http_server *s, unsigned timeout_ms)
     MHD_stop_daemon(s->d);
     mhderr_disarm();
     guard_stop();
+    if (g_oom_resp != NULL)
+        MHD_destroy_response(g_oom_resp);
+    g_oom_resp = NULL;
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
     free(s);

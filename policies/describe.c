@@ -35,6 +35,8 @@ static const struct {
     {POLICY_F_BAYES, "bayesian"},
     {POLICY_F_NEEDS_TARGET, "needs_target_arm"},
     {POLICY_F_REGRET, "regret"},
+    {POLICY_F_GLR_STOP, "glr_stop"},
+    {POLICY_F_RHO_STOP, "rho_stop"},
 };
 
 static json_t *param_spec_json(const struct policy_param_spec *s)
@@ -75,16 +77,28 @@ json_t *describe_policies(void)
         for (int i = 0; ops->params != NULL && i < POLICY_MAX_PARAMS && ops->params[i].name != NULL;
              i++)
             json_array_append_new(params, param_spec_json(&ops->params[i]));
-        json_array_append_new(list, json_pack("{s:s, s:s, s:o, s:o}", "name", ops->name, "summary",
-                                              ops->summary ? ops->summary : "", "flags", flags,
-                                              "params", params));
+        /* The rule a new experiment of this policy stops on without
+         * stop_rule, with the default parameters and no budget. */
+        struct engine_config c = {.policy = ops, .bound = STATS_BOUND_ANYTIME};
+        policy_params_defaults(ops, &c.params);
+        enum engine_stop_rule def = engine_resolve_rule(&c);
+        json_array_append_new(list,
+                              json_pack("{s:s, s:s, s:o, s:o, s:s, s:b, s:b}", "name", ops->name,
+                                        "summary", ops->summary ? ops->summary : "", "flags", flags,
+                                        "params", params, "default_stop", stop_rule_name(def),
+                                        "default_stop_proven", engine_rule_proven(&c, def),
+                                        "own_stop_proven", policy_own_stop_proven(ops, &c.params)));
     }
     json_t *stops = json_array();
     size_t n;
     const struct stop_rule_info *rules = stop_rule_all(&n);
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(stops, json_pack("{s:s, s:s, s:s}", "name", rules[i].name, "proof",
-                                               stop_rule_proof_name(rules[i].proof), "summary",
-                                               rules[i].summary));
+        json_array_append_new(stops,
+                              json_pack("{s:s, s:s, s:o, s:s}", "name", rules[i].name, "proof",
+                                        stop_rule_proof_name(rules[i].proof), "proven",
+                                        rules[i].proof == STOP_RULE_PER_POLICY
+                                            ? json_null()
+                                            : json_boolean(rules[i].proof == STOP_RULE_PROVEN),
+                                        "summary", rules[i].summary));
     return json_pack("{s:o, s:o}", "policies", list, "stop_rules", stops);
 }

@@ -35,7 +35,9 @@ struct goal {
 /* Two settings beside the goal that the same three places read: the reward
  * range [min, max] (finite, max > min by a finite range: ε and every reward
  * are rescaled by it) and tau, ρ̄'s target (docs/stop-rules.md, rho; NaN:
- * none given, 1 − δ). Each rule with the message that refuses it. */
+ * none given, 1 − δ). Each rule with the message that refuses it. An
+ * infinite width (±1e308) made the engine's arithmetic fail later, as if
+ * out of memory: a 503 that clients retry forever. */
 #define GOAL_RANGE_RULE "must be greater than reward.min (by a finite range)"
 #define GOAL_TAU_RULE "must be null or in (0, 1)"
 

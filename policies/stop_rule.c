@@ -12,16 +12,19 @@
  * They once shared the name "policy" with these two meanings. */
 static const struct stop_rule_info rules[] = {
     {"default", ENGINE_RULE_DEFAULT, STOP_RULE_PER_POLICY,
-     "the policy's documented default: its own rule if it has one, else none for a regret "
-     "policy or a fixed-budget run, else delta_c"},
+     "the policy's documented default: its own rule when that has a proof, the proven glr "
+     "when it has none (gcp), none for a regret policy or a fixed-budget run, else delta_c"},
     {"policy", ENGINE_RULE_POLICY, STOP_RULE_PER_POLICY,
-     "the policy's own rule from its paper; refused for a policy without one"},
-    {"delta_c", ENGINE_RULE_DELTA_C, STOP_RULE_GAP,
-     "δᶜ ≤ δ at the optimised cutoff (Kalyanakrishnan & Stone), bound per config"},
-    {"glr", ENGINE_RULE_GLR, STOP_RULE_PROVEN, "Chernoff GLR statistic above the proven threshold"},
+     "the policy's own rule from its paper, proven or not as its paper is; refused for a policy "
+     "without one"},
+    {"delta_c", ENGINE_RULE_DELTA_C, STOP_RULE_PROVEN,
+     "δᶜ ≤ δ: the arms' anytime bounds at δ/K separate High from Low (bound \"fixed\": no "
+     "proof)"},
+    {"glr", ENGINE_RULE_GLR, STOP_RULE_PROVEN,
+     "GLR with the proven threshold: every pair's e-value exceeds m(K−m)/δ"},
     {"glr-heuristic", ENGINE_RULE_GLR_HEURISTIC, STOP_RULE_UNPROVEN,
-     "Chernoff GLR statistic above ln((ln t + 1)/δ)"},
-    {"rho", ENGINE_RULE_RHO, STOP_RULE_UNPROVEN, "ρ̄ ≥ τ (Bachman & Precup)"},
+     "GLR > ln((ln t + 1)/δ): no proof"},
+    {"rho", ENGINE_RULE_RHO, STOP_RULE_UNPROVEN, "ρ̄ ≥ τ (Bachman & Precup): no proof"},
     {"none", ENGINE_RULE_NONE, STOP_RULE_NO_CLAIM,
      "never on confidence: the budget or a manual stop ends the run"},
 };
@@ -53,8 +56,9 @@ const char *stop_rule_name(enum engine_stop_rule r)
 const char *stop_rule_proof_name(enum stop_rule_proof p)
 {
     static const char *const names[] = {
-        [STOP_RULE_PROVEN] = "proven",         [STOP_RULE_GAP] = "gap",
-        [STOP_RULE_UNPROVEN] = "unproven",     [STOP_RULE_NO_CLAIM] = "no-claim",
+        [STOP_RULE_PROVEN] = "proven",
+        [STOP_RULE_UNPROVEN] = "unproven",
+        [STOP_RULE_NO_CLAIM] = "no-claim",
         [STOP_RULE_PER_POLICY] = "per-policy",
     };
     return (size_t)p < sizeof names / sizeof names[0] ? names[p] : "unknown";

@@ -14,7 +14,6 @@
 /* How far a rule's guarantee goes (docs/stop-rules.md, "Defaults and status"). */
 enum stop_rule_proof {
     STOP_RULE_PROVEN,     /* δ-correct: the proof is in docs/stop-rules.md */
-    STOP_RULE_GAP,        /* an argument whose gap the page names */
     STOP_RULE_UNPROVEN,   /* no proof: opt-in */
     STOP_RULE_NO_CLAIM,   /* never stops on confidence: nothing to prove */
     STOP_RULE_PER_POLICY, /* the policy's rule: as proven as that rule is */
@@ -36,7 +35,7 @@ const struct stop_rule_info *stop_rule_find(const char *name);
 /* The name of rule r ("unknown" for a value outside the enum). */
 const char *stop_rule_name(enum engine_stop_rule r);
 
-/* "proven", "gap", "unproven", "no-claim" or "per-policy". */
+/* "proven", "unproven", "no-claim" or "per-policy". */
 const char *stop_rule_proof_name(enum stop_rule_proof p);
 
 /* Every name as English: "default, policy, ... or none", into buf

@@ -6,10 +6,13 @@ set -eu
 # which links it); libcurl4-openssl-dev: the webhooks' deliveries (notify/)
 # and the tests' HTTP client;
 # openssl: the TLS test makes a self-signed certificate with it;
-# python3-jsonschema: tests/http/test_openapi_responses.py.
-PKGS="libmicrohttpd-dev libgnutls28-dev libjansson-dev libsqlite3-dev libgsl-dev libcmocka-dev \
+# python3-jsonschema: tests/http/test_openapi_responses.py;
+# libpq-dev: the PostgreSQL store (store/postgres.c); postgresql: the tests
+# start a real server of their own (tests/support/tpg.c; the package's
+# system service is not used).
+PKGS="libmicrohttpd-dev libgnutls28-dev libjansson-dev libsqlite3-dev libpq-dev libgsl-dev libcmocka-dev \
 libcurl4-openssl-dev pkg-config gcc make curl"
-[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox openssl python3-jsonschema python3"
+[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox openssl python3-jsonschema python3 postgresql"
 # make bench: wrk drives the HTTP benchmarks (bench/load.c)
 [ "${1:-}" = "--bench" ] && PKGS="$PKGS wrk"
 # make reproduce: the driver (Python 3, standard library) and its plots.

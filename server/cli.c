@@ -120,7 +120,7 @@ static struct store *open_db(const char *path, int must_exist)
 {
     char err[512];
     struct stat sb;
-    if (must_exist && stat(path, &sb) != 0) {
+    if (must_exist && store_target_is_file(path) && stat(path, &sb) != 0) {
         fprintf(stderr, "banditd: %s: %s\n", path, strerror(errno));
         return NULL;
     }

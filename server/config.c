@@ -34,7 +34,15 @@ static const struct opt opts[] = {
      "HOST:PORT to listen on, HOST an IPv4 address, [IPv6] or a name (default 127.0.0.1:8080; "
      "port 0: any)",
      0, 0},
-    {"db", K_STR, OFF(db), sizeof(((struct config *)0)->db), "SQLite file (default var/banditd.db)",
+    {"db", K_STR, OFF(db), sizeof(((struct config *)0)->db),
+     "SQLite file, or a postgresql:// URI: a PostgreSQL database (default var/banditd.db)", 0, 0},
+    {"db-url", K_TEXT, OFF(db), sizeof(((struct config *)0)->db),
+     "postgresql://[user[:password]@][host][:port]/dbname[?param=value…]: the same as --db with "
+     "a URI (libpq's parameters; a password is better in ~/.pgpass or PGPASSWORD)",
+     0, 0},
+    {"advertise", K_TEXT, OFF(advertise), sizeof(((struct config *)0)->advertise),
+     "this daemon's URL as the others name it to clients when it owns an experiment they are "
+     "asked for (several daemons on one PostgreSQL; default http://LISTEN)",
      0, 0},
     {"threads", K_UINT, OFF(threads), 0, "HTTP worker threads (default 0: number of cores)", 0,
      1024},
@@ -42,7 +50,7 @@ static const struct opt opts[] = {
      "full: fsync the WAL at every commit (an acknowledged write survives power loss); normal: "
      "no fsync at commit: survives a crash of the daemon, but a power loss or OS crash can lose "
      "every write since the last checkpoint (up to 1000 WAL pages: hours of writes on a quiet "
-     "system) (default full)",
+     "system) (default full); SQLite only: PostgreSQL commits with synchronous_commit on",
      0, 0},
     {"insecure", K_FLAG, OFF(insecure), 0, "allow a non-loopback address while no API key exists",
      0, 0},

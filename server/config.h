@@ -16,6 +16,7 @@ struct config {
     char host[256]; /* as given, brackets of an IPv6 address removed */
     unsigned port;
     char db[1024];
+    char advertise[256]; /* this daemon's URL for the others' answers; "": http://LISTEN */
     unsigned threads;
     enum store_sync sync;
     int insecure;

@@ -138,6 +138,13 @@ static double quantile(const uint64_t *x, uint64_t n, double q)
     return (double)x[i] + (h - (double)i) * ((double)x[i + 1] - (double)x[i]);
 }
 
+void sim_pull_quantiles(uint64_t *pulls, uint64_t n, double *median, double *p90)
+{
+    qsort(pulls, n, sizeof *pulls, cmp_u64);
+    *median = quantile(pulls, n, 0.5);
+    *p90 = quantile(pulls, n, 0.9);
+}
+
 static int check_options(const struct sim_problem *p, const struct sim_options *o, char *err,
                          size_t errlen)
 {

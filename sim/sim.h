@@ -179,6 +179,25 @@ int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim
 json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o,
                         const struct sim_result *r);
 
+/* Sort pulls[0..n) and give their median and 90th percentile as sim_run
+ * reports them (linear interpolation between order statistics). */
+void sim_pull_quantiles(uint64_t *pulls, uint64_t n, double *median, double *p90);
+
+/* Sample-size planning (plan.c; POST /v1/plan): for an experiment's engine
+ * configuration ec (its budget, stop rule and constraints as created) and
+ * a guess of the means of each bandit's arms (means[b][i], in the reward
+ * range [lo, hi]), the lower bound Σ_b T*(μ_b) kl(δ, 1 − δ) (Garivier &
+ * Kaufmann 2016; tas_lower_bound) and `runs` simulated runs of the engine
+ * seeded by `seed`, rewards Bernoulli on {lo, hi}. The work is bounded:
+ * each run ends at a cap (max_pulls in the answer), and runs are made in
+ * their order (run i seeded by (seed, i)) until `runs` are done or about
+ * PLAN_SECONDS of computing passed, so the figures are those of the first
+ * n runs of the seed's sequence (the same n gives the same figures). New
+ * JSON object, or NULL with a message in err. */
+json_t *sim_plan_json(const struct engine_config *ec, double lo, double hi,
+                      const double *const *means, uint64_t runs, uint64_t seed, char *err,
+                      size_t errlen);
+
 /* True mean of an arm after clipping to [lo, hi] (exact, see arms.c), and
  * whether a draw can fall outside that range. */
 double sim_arm_clipped_mean(const struct sim_arm *a, double lo, double hi);

@@ -152,8 +152,8 @@ int fuzz_patch(const uint8_t *data, size_t size)
     if (body == NULL)
         return 0;
     struct api_errors e;
-    enum exp_state st;
-    api_parse_patch(body, &st, api_errors_init(&e));
+    struct api_patch_req req;
+    api_parse_patch(body, &g_cfg, &req, api_errors_init(&e));
     api_errors_free(&e);
     json_decref(body);
     return 0;

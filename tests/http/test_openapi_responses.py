@@ -141,7 +141,7 @@ def check_export(d):
     for row in rows:
         errs += validate(schema, row)
     kinds = sorted({r["kind"] for r in rows})
-    report(not errs and kinds == ["assignment", "observation", "state"],
+    report(not errs and kinds == ["assignment", "correction", "edit", "observation", "state"],
            "export rows match ExportRow (%d rows: %s)" % (len(rows), ", ".join(kinds)),
            "; ".join(errs[:3]))
     status, ctype, body = d.raw("/v1/experiments/full/export?format=csv")
@@ -242,6 +242,23 @@ def main():
                200)
         d.call("GET", "/v1/experiments/full/status", sub("status"), None, 200)
         d.call("GET", "/v1/experiments/full/history", sub("history"), None, 200)
+        d.call("POST", "/v1/plan", "/v1/plan",
+               {"experiment": {"arms": ["a", "b", "c"], "policy": {"name": "sr"},
+                               "goal": {"budget": 300}}, "means": [0.5, 0.4, 0.3], "runs": 3},
+               200)
+        d.call("POST", "/v1/plan", "/v1/plan",
+               {"experiment": {"arms": ["a", "b"], "goal": {"m": 1}}, "means": [0.5, 0.5],
+                "runs": 1}, 200)
+        d.call("POST", "/v1/plan", "/v1/plan", {"experiment": {"arms": ["a", "b"]}}, 400)
+        d.call("POST", "/v1/experiments/full/corrections", sub("corrections"),
+               {"assignment_id": ids[1], "reward": 1, "reason": "late conversion"}, 201)
+        d.call("POST", "/v1/experiments/full/corrections", sub("corrections"),
+               {"assignment_id": ids[1], "reward": 0, "reason": "again"}, 409)
+        d.call("POST", "/v1/experiments/full/corrections", sub("corrections"),
+               {"assignment_id": ids[1], "reward": 0}, 400)
+        d.call("PATCH", "/v1/experiments/full", one,
+               {"name": "Full", "assignment_ttl_s": 600, "reason": "longer sessions"}, 200)
+        d.call("PATCH", "/v1/experiments/full", one, {"seed": 1}, 400)
         d.call("PATCH", "/v1/experiments/full", one, {"state": "paused"}, 200)
         d.call("PATCH", "/v1/experiments/full", one, {"state": "stopped"}, 200)
         d.call("PATCH", "/v1/experiments/full", one, {"state": "running"}, 409)

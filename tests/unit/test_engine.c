@@ -512,9 +512,10 @@ static int rule_holds(const struct engine *e, enum engine_stop_rule rule, size_t
         return st.glr > stats_glr_threshold(STATS_GLR_HEURISTIC, (double)t, engine_n_arms(e, b),
                                             c->m, c->delta);
     case ENGINE_RULE_RHO:
-    case ENGINE_RULE_POLICY:  /* only used with gcp: ρ̄ ≥ τ */
-    case ENGINE_RULE_DEFAULT: /* likewise (gcp's default is its own rule) */
+    case ENGINE_RULE_POLICY: /* only used with gcp: ρ̄ ≥ τ */
         return st.rho >= c->tau;
+    case ENGINE_RULE_DEFAULT: /* the rule the engine resolved it to */
+        return rule_holds(e, engine_rule(e), b);
     default:
         return 0;
     }
@@ -545,6 +546,17 @@ static void run_rule(const char *policy, enum engine_stop_rule rule, enum engine
     assert_true(engine_stopped(e));
     assert_int_equal(engine_stop_reason(e), want);
     assert_true(engine_bandit_done(e, 0));
+    /* The stop shows the rule that fired, its figures of that moment, and
+     * for a proven rule an error bound within δ. */
+    struct engine_stop_eval se, later;
+    engine_bandit_stop(e, 0, &se);
+    assert_true(se.fired);
+    assert_int_equal(se.rule, engine_rule(e));
+    assert_int_equal(se.proven, engine_rule_proven(engine_config(e), se.rule));
+    if (se.proven)
+        assert_true(se.error_bound <= c.delta);
+    else
+        assert_true(isnan(se.error_bound));
     /* Adverse outcomes until the statistic no longer holds: still stopped. */
     int flipped = 0;
     for (int i = 0; i < 200000 && !flipped; i++) {
@@ -555,6 +567,10 @@ static void run_rule(const char *policy, enum engine_stop_rule rule, enum engine
     assert_true(flipped);
     assert_true(engine_stopped(e));
     assert_int_equal(engine_stop_reason(e), want);
+    engine_bandit_stop(e, 0, &later);
+    assert_true(later.fired);
+    assert_memory_equal(&later.evidence, &se.evidence, sizeof se.evidence);
+    assert_memory_equal(&later.threshold, &se.threshold, sizeof se.threshold);
     assert_true(engine_bandit_done(e, 0));
     assert_true(drain(e, -1, 10) == 0);
     gsl_rng_free(env);
@@ -584,7 +600,8 @@ static void test_stop_policy(void **state)
 {
     (void)state;
     run_rule("gcp", ENGINE_RULE_POLICY, ENGINE_STOPPED_POLICY);
-    run_rule("gcp", ENGINE_RULE_DEFAULT, ENGINE_STOPPED_POLICY); /* gcp's default */
+    /* gcp's own rule (ρ̄) has no proof: its default is the proven GLR rule */
+    run_rule("gcp", ENGINE_RULE_DEFAULT, ENGINE_STOPPED_CONFIDENCE);
 }
 
 static void test_stop_none(void **state)
@@ -966,12 +983,10 @@ static void test_determinism(void **state)
         determinism_case(names[i], 3, k3, 0, 1);
         determinism_case(names[i], 3, k3, 900, 0);
     }
-    /* Fixed-budget policies (phases, gap indices), where registered. */
+    /* Fixed-budget policies (phases, gap indices). */
     const char *const fb[] = {"sr",   "sar",    "seq-halving", "ucb-e",
                               "gape", "gape-v", "a-gape",      "a-gape-v"};
     for (size_t i = 0; i < LEN(fb); i++) {
-        if (policy_find(fb[i]) == NULL)
-            continue;
         determinism_case(fb[i], 1, k1, 900, 0);
         determinism_case(fb[i], 3, k3, 900, 1);
     }

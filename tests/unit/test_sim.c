@@ -754,7 +754,25 @@ static void test_policies_json(void **state)
         }
     }
     assert_true(seen_adapt);
-    assert_true(json_array_size(json_object_get(j, "stop_rules")) >= 4);
+    json_t *stops = json_object_get(j, "stop_rules");
+    assert_true(json_array_size(stops) >= 6);
+    /* every rule says whether it has a proof: ρ̄ and the heuristic GLR do not */
+    size_t ri;
+    json_t *r;
+    int seen = 0;
+    json_array_foreach(stops, ri, r)
+    {
+        const char *rn = json_string_value(json_object_get(r, "name"));
+        json_t *proven = json_object_get(r, "proven");
+        if (strcmp(rn, "rho") == 0 || strcmp(rn, "glr-heuristic") == 0) {
+            assert_true(json_is_false(proven));
+            seen++;
+        } else if (strcmp(rn, "glr") == 0 || strcmp(rn, "delta_c") == 0) {
+            assert_true(json_is_true(proven));
+            seen++;
+        }
+    }
+    assert_int_equal(seen, 4);
     json_decref(j);
 }
 
