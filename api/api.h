@@ -48,6 +48,8 @@ int api_experiments_patch(struct http_req *r);
 int api_experiments_delete(struct http_req *r);
 int api_assignments_create(struct http_req *r);
 int api_rewards_create(struct http_req *r);
+int api_releases_create(struct http_req *r);
+int api_served_create(struct http_req *r);
 int api_observations_create(struct http_req *r);
 int api_corrections_create(struct http_req *r);
 int api_status_get(struct http_req *r);

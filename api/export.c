@@ -6,12 +6,15 @@
  *   assignment   every assignment handed out (pulls and exploitation),
  *                joined with its outcome: status "pending" (a pull awaiting
  *                its reward), "rewarded", "expired" (reward = the
- *                default_reward recorded, or empty), or for an exploit
+ *                default_reward recorded, or empty), "released" (a
+ *                leased assignment the client gave back), or for an exploit
  *                assignment without a reward "unrewarded";
  *                reward_time = when the outcome was logged.
  *   observation  an outcome not tied to an assignment.
  *   late_reward  a reward that arrived after its assignment expired
  *                (recorded for the audit, never counted).
+ *   unit         a unit a client served an assignment of its block to
+ *                (POST .../assignments/served): status = served.
  *   state        a PATCH of the state: status = running|paused|stopped.
  *   edit         a PATCH of name, budget or TTL: note = the change (JSON).
  *   correction   a reward replaced (POST corrections): reward = the new
@@ -217,7 +220,9 @@ static int assignment_row(struct export *e, const struct store_event *ev)
         return -1;
     }
     if (rc == STORE_OK && out.seq <= e->end_seq) {
-        v[9] = out.kind == STORE_EV_REWARD ? "rewarded" : "expired";
+        v[9] = out.kind == STORE_EV_REWARD                                      ? "rewarded"
+               : out.kind == STORE_EV_EXPIRE && (out.flags & STORE_XF_RELEASED) ? "released"
+                                                                                : "expired";
         if (!isnan(out.value) && out.kind != STORE_EV_LATE) {
             format_number(out.value, reward, sizeof reward);
             v[8] = reward;
@@ -306,6 +311,24 @@ static int on_event(void *arg, const struct store_event *ev)
                                             : "corrected";
         v[11] = ev->kind == STORE_EV_CORRECT ? ev->text : NULL;
         break;
+    case STORE_EV_UNIT: {
+        /* a unit served an assignment of a block (its row has no unit) */
+        struct store_event as;
+        char none[8];
+        int rc = store_find_assignment(exp_store(), e->rowid, ev->ref, &as, none, sizeof none);
+        if (rc != STORE_OK) {
+            e->failed = 1;
+            return 1;
+        }
+        exp_assignment_id(e->x, ev->ref, as.ts_ms, aid, sizeof aid);
+        v[0] = "unit";
+        v[2] = aid;
+        v[4] = ev->unit;
+        v[5] = bandit_name(c, ev->bandit);
+        v[6] = arm_name(c, ev->bandit, ev->arm);
+        v[9] = "served";
+        break;
+    }
     case STORE_EV_STATE:
         v[0] = "state";
         v[9] = ev->text;

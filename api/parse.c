@@ -48,6 +48,9 @@ static int item_errors(struct api_errors *e)
 
 /* --- assignments ------------------------------------------------------------ */
 
+/* What a sticky unit must be (assignments, served). */
+#define UNIT_RULE "must be a non-empty string of at most 256 bytes"
+
 int api_parse_assignment(json_t *body, const struct exp_config *cfg, size_t max_count,
                          struct api_assign_req *out, struct api_errors *e)
 {
@@ -76,7 +79,7 @@ int api_parse_assignment(json_t *body, const struct exp_config *cfg, size_t max_
     if ((v = json_object_get(body, "unit")) != NULL && !json_is_null(v)) {
         out->unit = json_string_value(v);
         if (out->unit == NULL || out->unit[0] == '\0' || strlen(out->unit) > EXP_MAX_UNIT)
-            return invalid(e, "unit", "must be a non-empty string of at most 256 bytes");
+            return invalid(e, "unit", UNIT_RULE);
     }
     if ((v = json_object_get(body, "count")) != NULL) {
         if (!json_is_integer(v) || json_integer_value(v) < 1 ||
@@ -239,6 +242,53 @@ int api_parse_rewards(json_t *body, const struct exp_config *cfg, size_t max_bat
 {
     static const char *const keys[] = {"assignment_id", "reward", NULL};
     static const struct item_kind kind = {"rewards", keys, sizeof **items, reward_item};
+    return parse_items(body, cfg, max_batch, &kind, (void **)items, n, batch, e);
+}
+
+static void release_item(json_t *o, const struct exp_config *cfg, int batch, size_t i, void *item,
+                         json_t *errors)
+{
+    struct api_release_item *it = item;
+    (void)cfg;
+    it->assignment_id = json_string_value(json_object_get(o, "assignment_id"));
+    if (it->assignment_id == NULL) {
+        char field[64];
+        item_field(field, sizeof field, batch, "releases", i, "assignment_id");
+        add(errors, field, "must be an assignment id (string)");
+    }
+}
+
+int api_parse_releases(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                       struct api_release_item **items, size_t *n, int *batch, struct api_errors *e)
+{
+    static const char *const keys[] = {"assignment_id", NULL};
+    static const struct item_kind kind = {"releases", keys, sizeof **items, release_item};
+    return parse_items(body, cfg, max_batch, &kind, (void **)items, n, batch, e);
+}
+
+static void served_item(json_t *o, const struct exp_config *cfg, int batch, size_t i, void *item,
+                        json_t *errors)
+{
+    struct api_served_item *it = item;
+    char field[64];
+    (void)cfg;
+    it->assignment_id = json_string_value(json_object_get(o, "assignment_id"));
+    if (it->assignment_id == NULL) {
+        item_field(field, sizeof field, batch, "served", i, "assignment_id");
+        add(errors, field, "must be an assignment id (string)");
+    }
+    it->unit = json_string_value(json_object_get(o, "unit"));
+    if (it->unit == NULL || it->unit[0] == '\0' || strlen(it->unit) > EXP_MAX_UNIT) {
+        item_field(field, sizeof field, batch, "served", i, "unit");
+        add(errors, field, UNIT_RULE);
+    }
+}
+
+int api_parse_served(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                     struct api_served_item **items, size_t *n, int *batch, struct api_errors *e)
+{
+    static const char *const keys[] = {"assignment_id", "unit", NULL};
+    static const struct item_kind kind = {"served", keys, sizeof **items, served_item};
     return parse_items(body, cfg, max_batch, &kind, (void **)items, n, batch, e);
 }
 

@@ -52,6 +52,23 @@ struct api_reward_item {
 int api_parse_rewards(json_t *body, const struct exp_config *cfg, size_t max_batch,
                       struct api_reward_item **items, size_t *n, int *batch, struct api_errors *e);
 
+/* POST assignments/release: {"assignment_id"} or {"releases": [...]}
+ * (the same contract as api_parse_rewards). */
+struct api_release_item {
+    const char *assignment_id;
+};
+int api_parse_releases(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                       struct api_release_item **items, size_t *n, int *batch,
+                       struct api_errors *e);
+
+/* POST assignments/served: {"assignment_id", "unit"} or {"served": [...]}. */
+struct api_served_item {
+    const char *assignment_id;
+    const char *unit; /* non-empty, at most EXP_MAX_UNIT bytes */
+};
+int api_parse_served(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                     struct api_served_item **items, size_t *n, int *batch, struct api_errors *e);
+
 /* POST observations: {"bandit", "arm", "reward"} or {"observations": [...]}. */
 struct api_observation_item {
     int bandit, arm;

@@ -68,6 +68,7 @@ struct exp_assignment {
     uint8_t status;            /* enum exp_astatus */
     uint8_t committed;         /* the ASSIGN event is on disk */
     uint8_t outcome_committed; /* the outcome event (if any) is on disk */
+    uint8_t released;          /* EXPIRED by a release (exp_ev_release_id) */
     char *unit;                /* owned; NULL when none */
 };
 
@@ -314,6 +315,42 @@ enum exp_reward_status exp_ev_reward(struct exp *x, struct exp_batch *b, int64_t
  * another assignment than the one now at its seq. */
 enum exp_reward_status exp_ev_reward_id(struct exp *x, struct exp_batch *b,
                                         const struct exp_aid *id, double v, int64_t now_ms);
+/* Outcome of a release: a leased assignment that no visitor got, given
+ * back (assignment blocks, docs/contract.md). */
+enum exp_release_status {
+    EXP_L_RELEASED = 0,  /* it was pending: it counts nowhere now */
+    EXP_L_DUPLICATE = 1, /* released before */
+    EXP_L_REWARDED = 2,  /* its reward came first: kept */
+    EXP_L_EXPIRED = 3,   /* it expired first */
+    EXP_L_UNKNOWN = 4,
+    EXP_L_ERROR = 5, /* store read failed, or out of memory */
+};
+const char *exp_release_status_name(enum exp_release_status s);
+/* Release assignment id: a pending pull is given back as if never handed
+ * out — no reward (not even default_reward), it frees its place in the
+ * budget and in pending — logged as an EXPIRE flagged STORE_XF_RELEASED.
+ * An exploit assignment counts nowhere: released, no event. A reward that
+ * comes later is a late one (recorded for the audit, not counted). */
+enum exp_release_status exp_ev_release_id(struct exp *x, struct exp_batch *b,
+                                          const struct exp_aid *id, int64_t now_ms);
+
+/* Outcome of binding a unit to an assignment a client served from a block. */
+enum exp_bind_status {
+    EXP_B_BOUND = 0,     /* the unit holds it now (its latest assignment) */
+    EXP_B_DUPLICATE = 1, /* bound to this unit before */
+    EXP_B_CONFLICT = 2,  /* it is another unit's */
+    EXP_B_UNKNOWN = 3,
+    EXP_B_ERROR = 4, /* store read failed, or out of memory */
+};
+const char *exp_bind_status_name(enum exp_bind_status s);
+/* Record that unit (validated by the caller) got assignment id from a
+ * client's block: from then on (memory at once for an assignment still in
+ * memory; the disk once committed otherwise) the unit gets it back as its
+ * latest assignment in its bandit (sticky units), and the log keeps a UNIT
+ * event for the audit. Whatever the assignment's status. */
+enum exp_bind_status exp_ev_bind_id(struct exp *x, struct exp_batch *b, const struct exp_aid *id,
+                                    const char *unit, int64_t now_ms);
+
 /* An observation for (bandit, arm). EXP_OK or EXP_ERR_NOMEM. */
 int exp_ev_observe(struct exp *x, struct exp_batch *b, size_t bandit, size_t arm, double v,
                    int64_t now_ms);

@@ -239,6 +239,12 @@ static int replay_event(void *arg, const struct store_event *ev)
     case STORE_EV_REWARD:
     case STORE_EV_EXPIRE:
         return replay_outcome(r, ev);
+    case STORE_EV_UNIT:
+        /* who got an assignment of a block: read from the disk when asked
+         * (events.c, find_unit), nothing to rebuild */
+        if (ev->ref < 1 || ev->ref >= ev->seq || ev->unit == NULL || ev->unit[0] == '\0')
+            return corrupt(r, ev->seq, "a unit bound to no assignment before it");
+        return 0;
     case STORE_EV_OBSERVE:
         if (!arm_ok(x, ev->bandit, ev->arm))
             return corrupt(r, ev->seq, "an observation of an arm the experiment does not have");

@@ -206,6 +206,9 @@ int main(int argc, char **argv)
         .tls_key_pem = key,
         .tls_priorities = cfg.tls_priorities[0] != '\0' ? cfg.tls_priorities : NULL,
         .routes = api_routes,
+        .cors_origins = cfg.cors_origins,
+        .rate_per_s = cfg.rate_limit,
+        .rate_burst = cfg.rate_burst,
         .admit = auth_admit,
         .observe = metrics_request,
     };

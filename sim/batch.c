@@ -46,7 +46,7 @@ static void *worker(void *arg)
     struct tally mine = {0};
     struct sim_scratch s;
     char err[256] = "";
-    int failed = sim_scratch_init(&s, j->p, j->o->delay, j->pts, j->npts) != 0;
+    int failed = sim_scratch_init(&s, j->p, j->o->delay, j->o->block, j->pts, j->npts) != 0;
     if (failed)
         snprintf(err, sizeof err, "out of memory");
     while (!failed && !atomic_load(&j->failed)) {
@@ -158,6 +158,10 @@ static int check_options(const struct sim_problem *p, const struct sim_options *
     }
     if (o->delay > SIM_MAX_DELAY) {
         snprintf(err, errlen, "delay: at most %llu", (unsigned long long)SIM_MAX_DELAY);
+        return -1;
+    }
+    if (o->block > SIM_MAX_BLOCK) {
+        snprintf(err, errlen, "block: at most %llu", (unsigned long long)SIM_MAX_BLOCK);
         return -1;
     }
     if (o->threads > SIM_MAX_THREADS) {

@@ -86,6 +86,8 @@ struct sim_scratch {
     gsl_rng *rng;
     struct sim_pending *fifo;
     size_t cap, head, len;
+    struct engine_pull *blk; /* the leased block (--block > 1) */
+    size_t bcap, bpos, blen;
     unsigned char *high;
     struct sim_trace_acc tr;
 };
@@ -93,7 +95,7 @@ struct sim_scratch {
 void sim_scratch_free(struct sim_scratch *s);
 /* npts checkpoints pts (borrowed; npts = 0: no trace). */
 int sim_scratch_init(struct sim_scratch *s, const struct sim_problem *p, uint64_t delay,
-                     const uint64_t *pts, size_t npts);
+                     uint64_t block, const uint64_t *pts, size_t npts);
 uint64_t sim_effective_budget(const struct sim_problem *p, const struct sim_options *o);
 /* ctl: room for ENGINE_MAX_BANDITS control arm indexes (the engine copies
  * them). */

@@ -30,6 +30,8 @@ static const char usage_text[] =
     "  --runs N            independent runs (default 1000)\n"
     "  --seed S            run i is seeded by (S, i) only (default 1)\n"
     "  --delay D           each reward comes back D pulls later (default 0)\n"
+    "  --block B           assignments leased B at a time and served one per visitor,\n"
+    "                      the last block whole (default 1)\n"
     "  --budget N          budget (fixed-budget policies) or cap on pulls (others)\n"
     "  --threads N         worker threads (default: all cores; results do not depend on it)\n"
     "  --stop RULE         default|policy|delta_c|glr|glr-heuristic|rho|none (default: the\n"
@@ -103,6 +105,7 @@ enum {
     OPT_RUNS,
     OPT_SEED,
     OPT_DELAY,
+    OPT_BLOCK,
     OPT_BUDGET,
     OPT_THREADS,
     OPT_STOP,
@@ -129,6 +132,7 @@ static const struct option long_opts[] = {
     {"runs", required_argument, NULL, OPT_RUNS},
     {"seed", required_argument, NULL, OPT_SEED},
     {"delay", required_argument, NULL, OPT_DELAY},
+    {"block", required_argument, NULL, OPT_BLOCK},
     {"budget", required_argument, NULL, OPT_BUDGET},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"stop", required_argument, NULL, OPT_STOP},
@@ -250,6 +254,9 @@ int main(int argc, char **argv)
             break;
         case OPT_DELAY:
             o.delay = parse_u64("--delay", optarg, 0, SIM_MAX_DELAY);
+            break;
+        case OPT_BLOCK:
+            o.block = parse_u64("--block", optarg, 1, SIM_MAX_BLOCK);
             break;
         case OPT_BUDGET:
             o.budget = parse_u64("--budget", optarg, 1, UINT64_C(1) << 53);

@@ -95,6 +95,9 @@ json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o
     json_object_set_new(j, "pulls_per_s", json_real(pps));
     json_object_set_new(j, "seed", json_integer((json_int_t)o->seed));
     json_object_set_new(j, "delay", json_integer((json_int_t)o->delay));
+    /* only when set: the output of a run without blocks is as it was */
+    if (o->block > 1)
+        json_object_set_new(j, "block", json_integer((json_int_t)o->block));
     json_object_set_new(j, "stop", json_string(stop_rule_name(o->stop)));
     json_object_set_new(j, "bound", json_string(stop_rule_bound_name(p->bound)));
     json_object_set_new(j, "budget", budget > 0 ? json_integer((json_int_t)budget) : json_null());

@@ -28,6 +28,7 @@ void sim_scratch_free(struct sim_scratch *s)
     if (s->rng != NULL)
         gsl_rng_free(s->rng);
     free(s->fifo);
+    free(s->blk);
     free(s->high);
     free(s->tr.fx);
     free(s->tr.ct);
@@ -35,7 +36,7 @@ void sim_scratch_free(struct sim_scratch *s)
 }
 
 int sim_scratch_init(struct sim_scratch *s, const struct sim_problem *p, uint64_t delay,
-                     const uint64_t *pts, size_t npts)
+                     uint64_t block, const uint64_t *pts, size_t npts)
 {
     memset(s, 0, sizeof *s);
     size_t kmax = 0;
@@ -47,6 +48,12 @@ int sim_scratch_init(struct sim_scratch *s, const struct sim_problem *p, uint64_
     s->high = calloc(kmax, 1);
     if (s->rng == NULL || s->fifo == NULL || s->high == NULL)
         goto fail;
+    if (block > 1) {
+        s->bcap = (size_t)block;
+        s->blk = calloc(s->bcap, sizeof *s->blk);
+        if (s->blk == NULL)
+            goto fail;
+    }
     if (npts > 0) {
         s->tr.n = npts;
         s->tr.pts = pts;
@@ -76,6 +83,39 @@ static void fifo_deliver(struct sim_scratch *s, struct engine *e)
     s->head = (s->head + 1) % s->cap;
     s->len--;
     engine_reward(e, x.bandit, x.arm, x.r);
+}
+
+/* The next visitor's pull: engine_assign itself, or with a block (--block)
+ * the next pull of the leased block, leasing a new one (up to bcap pulls,
+ * fewer when the engine stops, serves a recommendation or reaches cap)
+ * when it is used up. */
+static void next_pull(struct sim_scratch *s, struct engine *e, uint64_t cap,
+                      struct engine_pull *out)
+{
+    if (s->bcap == 0) {
+        engine_assign(e, -1, out);
+        return;
+    }
+    if (s->bpos == s->blen) {
+        s->bpos = s->blen = 0;
+        while (s->blen < s->bcap && !engine_stopped(e) && engine_handed_out(e) < cap) {
+            struct engine_pull q;
+            engine_assign(e, -1, &q);
+            if (q.exploit) {
+                if (s->blen == 0) {
+                    *out = q; /* nothing handed out: as without a block */
+                    return;
+                }
+                break;
+            }
+            s->blk[s->blen++] = q;
+        }
+        if (s->blen == 0) { /* stopped or capped meanwhile: the caller sees it */
+            engine_assign(e, -1, out);
+            return;
+        }
+    }
+    *out = s->blk[s->bpos++];
 }
 
 uint64_t sim_effective_budget(const struct sim_problem *p, const struct sim_options *o)
@@ -185,6 +225,7 @@ int sim_run_in(const struct sim_problem *p, const struct sim_options *o, const s
     }
     rng_seed64(s->rng, rng_mix64(key ^ 0x647261777300ULL) /* "draws" */);
     s->head = s->len = 0;
+    s->bpos = s->blen = 0;
 
     const double lo = p->reward_min, hi = p->reward_max, scale = 1.0 / (hi - lo);
     const uint64_t delay = o->delay;
@@ -197,7 +238,7 @@ int sim_run_in(const struct sim_problem *p, const struct sim_options *o, const s
             break;
         }
         struct engine_pull pull;
-        engine_assign(e, -1, &pull);
+        next_pull(s, e, cap, &pull);
         if (pull.exploit) {
             /* Some bandits are done and the engine served a recommendation:
              * nothing was handed out. Let time pass: the oldest reward in
@@ -228,6 +269,17 @@ int sim_run_in(const struct sim_problem *p, const struct sim_options *o, const s
             trace_record(p, t, e, s, next, to, 1);
             next = to;
         }
+    }
+    /* The rest of the block still goes to visitors: the client learns of
+     * the stop only when it asks for its next block. Their rewards count,
+     * as those in flight do: they are the cost of the block's staleness. */
+    for (; s->bpos < s->blen; s->bpos++) {
+        const struct engine_pull *q = &s->blk[s->bpos];
+        double x = sim_clip(sim_arm_draw(&p->arms[q->bandit][q->arm], s->rng), lo, hi);
+        double r = (x - lo) * scale;
+        if (s->len == s->cap)
+            fifo_deliver(s, e);
+        fifo_push(s, q->bandit, q->arm, r > 1.0 ? 1.0 : r);
     }
     /* Every reward in flight arrives before the answer is read: the
      * recommendation uses all the data the run paid for. */
@@ -269,11 +321,15 @@ int sim_run_one(const struct sim_problem *p, const struct sim_options *o, uint64
         snprintf(err, errlen, "delay: at most %llu", (unsigned long long)SIM_MAX_DELAY);
         return -1;
     }
+    if (o->block > SIM_MAX_BLOCK) {
+        snprintf(err, errlen, "block: at most %llu", (unsigned long long)SIM_MAX_BLOCK);
+        return -1;
+    }
     if (sim_truth_build(p, &t) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (sim_scratch_init(&s, p, o->delay, NULL, 0) != 0) {
+    if (sim_scratch_init(&s, p, o->delay, o->block, NULL, 0) != 0) {
         sim_truth_free(&t);
         snprintf(err, errlen, "out of memory");
         return -1;

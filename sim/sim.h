@@ -34,6 +34,7 @@
 
 #define SIM_MAX_RUNS 10000000ULL  /* per-run pull counts are kept for quantiles */
 #define SIM_MAX_DELAY 10000000ULL /* FIFO entries (16 bytes each, per thread) */
+#define SIM_MAX_BLOCK 1000000ULL  /* leased pulls (24 bytes each, per thread) */
 #define SIM_MAX_THREADS 256
 #define SIM_SAFETY_PULLS 100000000ULL /* default absolute cap on pulls per run */
 #define SIM_TRACE_MAX_PER_DECADE 100  /* --trace N: at most 100 points per decade */
@@ -72,7 +73,13 @@ struct sim_options {
     struct policy_params params; /* validated, defaults filled */
     uint64_t runs;
     uint64_t seed;
-    uint64_t delay;             /* rewards come back this many pulls later */
+    uint64_t delay; /* rewards come back this many pulls later */
+    /* Assignments leased at once (0 or 1: one per visitor, as a client
+     * asking for each visitor does): the policy chooses a whole block
+     * before any of its rewards comes back; the visitors are served from
+     * it one by one, the whole block even when the engine stopped
+     * meanwhile (the client learns of the stop at its next lease). */
+    uint64_t block;
     uint64_t budget;            /* overrides the problem's budget when > 0 (a cap for
                                  * fixed-confidence policies) */
     unsigned threads;           /* 0: all cores */

@@ -528,6 +528,56 @@ static void test_delay_fifo(void **state)
     sim_problem_free(&p);
 }
 
+/* Assignment blocks (--block B): the policy leases B pulls at once, every
+ * one of them is served (the last block whole, past the stop), so a run
+ * that stops on its rule hands out a multiple of B, all rewarded; a block
+ * of 1 is no block at all (the same runs, pull for pull); a fixed budget is
+ * still spent exactly (the last lease is cut at it). */
+static void test_blocks(void **state)
+{
+    (void)state;
+    struct sim_problem p;
+    stattest_problem(small_problem, &p);
+    const uint64_t blocks[] = {2, 10, 100};
+    for (size_t k = 0; k < sizeof blocks / sizeof blocks[0]; k++) {
+        struct sim_options o = opts("adapt", 6, 3, 1);
+        o.block = blocks[k];
+        for (uint64_t i = 0; i < o.runs; i++) {
+            struct sim_run_result rr;
+            char err[256];
+            assert_int_equal(sim_run_one(&p, &o, i, &rr, err, sizeof err), 0);
+            assert_true(rr.stopped);
+            assert_int_equal(rr.pulls % blocks[k], 0);
+            assert_int_equal(rr.rewarded, rr.pulls);
+        }
+    }
+    for (uint64_t i = 0; i < 6; i++) {
+        struct sim_options o = opts("adapt", 6, 3, 1);
+        struct sim_run_result a, b;
+        char err[256];
+        assert_int_equal(sim_run_one(&p, &o, i, &a, err, sizeof err), 0);
+        o.block = 1;
+        assert_int_equal(sim_run_one(&p, &o, i, &b, err, sizeof err), 0);
+        assert_int_equal(a.pulls, b.pulls);
+        assert_int_equal(a.error, b.error);
+        assert_int_equal(a.rewarded, b.rewarded);
+    }
+    struct sim_options o = opts("uniform", 3, 3, 1);
+    o.budget = 30;
+    o.block = 7;
+    struct sim_run_result rr;
+    char err[256];
+    assert_int_equal(sim_run_one(&p, &o, 0, &rr, err, sizeof err), 0);
+    assert_int_equal(rr.pulls, 30);
+    assert_int_equal(rr.rewarded, 30);
+    o = opts("adapt", 2, 1, 1);
+    o.block = SIM_MAX_BLOCK + 1;
+    struct sim_result r;
+    assert_int_equal(sim_run(&p, &o, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "block"));
+    sim_problem_free(&p);
+}
+
 /* A fixed-budget run hands out exactly its budget (the problem's, or the
  * option's, which wins); for a fixed-confidence policy the budget is a cap
  * and a run that reaches it is not "stopped". */
@@ -950,6 +1000,7 @@ int main(void)
         cmocka_unit_test(test_evaluate_sets),
         cmocka_unit_test(test_deterministic_and_thread_independent),
         cmocka_unit_test(test_delay_fifo),
+        cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_safety_cap),
         cmocka_unit_test(test_rescaling),
