@@ -142,13 +142,11 @@ int exp_webhooks_parse(struct exp_config *c, json_t *v, json_t *errors)
         char f[64];
         json_t *h = json_array_get(v, i);
         snprintf(f, sizeof f, "webhooks[%zu]", i);
-        if (!json_is_object(h)) {
-            jv_error(errors, f, "must be an object {\"url\", \"events\", \"secret\"}");
+        int unknown = jv_object(h, keys, f, errors);
+        if (unknown != 0)
             bad = 1;
+        if (unknown < 0)
             continue;
-        }
-        if (jv_unknown_keys(h, keys, f, errors))
-            bad = 1;
         const char *url = json_string_value(json_object_get(h, "url"));
         const char *why = url == NULL ? "required: an http:// or https:// URL" : url_problem(url);
         snprintf(f, sizeof f, "webhooks[%zu].url", i);

@@ -116,12 +116,6 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
             policy_error_set(err, field, "need 2 to %d arms", ENGINE_MAX_ARMS);
             return -1;
         }
-        if (c->m >= c->n_arms[b]) {
-            policy_error_set(err, "goal.m",
-                             "must be less than the number of arms (%zu in bandit %zu)",
-                             c->n_arms[b], b);
-            return -1;
-        }
         if (c->control_arm != NULL && c->control_arm[b] >= (int)c->n_arms[b]) {
             policy_error_set(err, "constraints.control.arm", "no such arm in bandit %zu", b);
             return -1;
@@ -135,6 +129,8 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
     /* The goal on its own (in [0, 1] units: ε against a range of 1). */
     struct goal g = {.m = c->m, .epsilon = c->epsilon, .delta = c->delta, .budget = c->budget};
     if (goal_check(&g, 1.0, "goal.", err) != 0)
+        return -1;
+    if (goal_check_arms(c->m, c->n_arms, c->n_bandits, "goal.", err) != 0)
         return -1;
     if (c->m > 1 && !(p->flags & POLICY_F_TOPM)) {
         policy_error_set(err, "goal.m", "policy %s finds the best arm only (m = 1)", p->name);
@@ -189,8 +185,8 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
                 return -1;
             }
     }
-    if (!(isnan(c->tau) || c->tau == 0 || (c->tau > 0 && c->tau < 1))) {
-        policy_error_set(err, "tau", "must be in (0, 1)");
+    if (!(c->tau == 0 || goal_tau_valid(c->tau))) { /* 0: 1 − δ too */
+        policy_error_set(err, "tau", GOAL_TAU_RULE);
         return -1;
     }
     if (c->stop_rule == ENGINE_RULE_POLICY && !(p->flags & POLICY_F_OWN_STOP)) {
