@@ -132,6 +132,7 @@ static int rebuild(struct exp *x, struct exp_batch *b, const struct exp_aid *id,
     op->ev.arm = as.arm;
     op->ev.value = v;
     op->ev.text = text;
+    exp_mark_add(x->d, &op->ev);
     out->seq = op->ev.seq;
     out->bandit = as.bandit;
     out->arm = as.arm;

@@ -232,6 +232,19 @@ int exp_parse_assignment_id(const struct exp *x, const char *id, struct exp_aid 
 size_t exp_history_len(const struct exp *x);
 const struct exp_history_point *exp_history_at(const struct exp *x, size_t i);
 
+/* The latest edits and corrections (at most EXP_MARKS, oldest first), for
+ * the history's chart: where in the run the experiment was changed. */
+#define EXP_MARKS 32
+struct exp_mark {
+    int64_t seq, ts_ms;
+    uint64_t pulls; /* rewarded pulls when it happened */
+    int kind;       /* STORE_EV_EDIT or STORE_EV_CORRECT */
+    char *text;     /* owned: the edit's change (JSON), the correction's reason */
+    int64_t ref;    /* a correction's assignment seq; 0 for an edit */
+};
+size_t exp_marks_len(const struct exp *x);
+const struct exp_mark *exp_mark_at(const struct exp *x, size_t i);
+
 /* --- events and writes ------------------------------------------------------------- */
 
 /* The store writes one request makes. Each exp_ev_* applies its event to the
@@ -303,11 +316,11 @@ int exp_ev_state(struct exp *x, struct exp_batch *b, enum exp_state s, int64_t n
 
 /* What an edit changes; a field at its "unchanged" value stays as it is. */
 struct exp_edit {
-    const char *name;   /* NULL: unchanged */
-    int set_budget;     /* 1: the budget becomes `budget` (0: none) */
-    uint64_t budget;    /* pulls */
-    int64_t ttl_s;      /* 0: unchanged */
-    int retire_bandit;  /* −1: no arm retired; else the bandit and arm to retire */
+    const char *name;  /* NULL: unchanged */
+    int set_budget;    /* 1: the budget becomes `budget` (0: none) */
+    uint64_t budget;   /* pulls */
+    int64_t ttl_s;     /* 0: unchanged */
+    int retire_bandit; /* −1: no arm retired; else the bandit and arm to retire */
     int retire_arm;
     const char *reason; /* NULL: none; recorded with the edit either way */
 };

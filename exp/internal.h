@@ -60,9 +60,11 @@ struct exp_data {
     struct exp_watch *watch;  /* what webhooks announced (webhooks.c); NULL: none configured */
     /* What edits (edits.c) changed of the configuration: the configuration
      * itself never changes (read without the lock); these are read under it. */
-    char *name;    /* owned; NULL: the configuration's */
-    int64_t ttl_s; /* the assignment TTL now */
-    size_t edits;  /* edits applied */
+    char *name;             /* owned; NULL: the configuration's */
+    int64_t ttl_s;          /* the assignment TTL now */
+    size_t edits;           /* edits applied */
+    struct exp_mark *marks; /* EXP_MARKS entries once the first is made; a ring */
+    size_t mhead, mlen;
 };
 
 struct exp {
@@ -238,6 +240,10 @@ int exp_replay_edit(struct exp *x, struct exp_data *d, const struct store_event 
                     size_t len);
 
 /* --- history.c --------------------------------------------------------------------- */
+
+/* Remember an edit or a correction (its event ev) for the history: best
+ * effort, like the points. */
+void exp_mark_add(struct exp_data *d, const struct store_event *ev);
 
 /* Record a history point if the pulls reached the next mark. */
 void exp_history_maybe_record(struct exp *x, int64_t ts_ms);

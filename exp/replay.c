@@ -271,7 +271,10 @@ static int replay_event(void *arg, const struct store_event *ev)
         if (!value_ok(x, ev->value))
             return corrupt(r, ev->seq, "a correction outside the experiment's range");
         /* Applied at its reward's place: known before the replay starts. */
-        return r->corr == NULL ? EXP_REPLAY_CORRECTIONS : 0;
+        if (r->corr == NULL)
+            return EXP_REPLAY_CORRECTIONS;
+        exp_mark_add(d, ev);
+        return 0;
     default:
         return corrupt(r, ev->seq, "an event of an unknown kind");
     }

@@ -90,6 +90,13 @@ static void test_correction_replaces_value(void **state)
     assert_int_equal(tjson_int(after, "pulls"), tjson_int(before, "pulls"));
     json_decref(before);
 
+    json_t *h = tcall(tgroup_d, "GET", "/v1/experiments/co1/history", NULL, 200);
+    assert_int_equal(json_array_size(json_object_get(h, "marks")), 1);
+    assert_string_equal(tjson_str(h, "marks[0].kind"), "correction");
+    assert_string_equal(tjson_str(h, "marks[0].note"), "double-counted conversion");
+    assert_int_equal(tjson_int(h, "marks[0].pulls"), 30);
+    json_decref(h);
+
     /* A restart rebuilds the very same state. */
     assert_int_equal(tdaemon_restart(tgroup_d), 0);
     json_t *again = texp_status(tgroup_d, "co1");

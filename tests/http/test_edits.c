@@ -110,7 +110,18 @@ static void test_edit_and_replay(void **state)
     json_decref(note);
     json_decref(rows);
 
+    /* The history marks where the run was changed. */
+    json_t *h = tcall(tgroup_d, "GET", "/v1/experiments/ed1/history", NULL, 200);
+    assert_int_equal(json_array_size(json_object_get(h, "marks")), 2);
+    assert_string_equal(tjson_str(h, "marks[0].kind"), "edit");
+    assert_non_null(strstr(tjson_str(h, "marks[1].note"), "\"budget\":50"));
+
     assert_int_equal(tdaemon_restart(tgroup_d), 0);
+    json_t *h2 = tcall(tgroup_d, "GET", "/v1/experiments/ed1/history", NULL, 200);
+    tjson_must_equal(json_object_get(h, "marks"), json_object_get(h2, "marks"),
+                     "history marks after a restart");
+    json_decref(h);
+    json_decref(h2);
     json_t *x = get_exp("ed1");
     assert_string_equal(tjson_str(x, "name"), "second");
     assert_int_equal(tjson_int(x, "assignment_ttl_s"), 60);
