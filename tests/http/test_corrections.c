@@ -13,6 +13,8 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,7 @@
 
 static struct tresp *correct(const char *exp, const char *aid, double v, const char *reason)
 {
-    char path[160], body[512];
+    char path[160], body[4096];
     snprintf(path, sizeof path, "/v1/experiments/%s/corrections", exp);
     if (reason != NULL)
         snprintf(body, sizeof body, "{\"assignment_id\":\"%s\",\"reward\":%.17g,\"reason\":\"%s\"}",
@@ -193,11 +195,80 @@ static void test_correction_refused(void **state)
     json_decref(b);
 }
 
+/* Traffic on another connection while corrections rebuild the experiment:
+ * every request is answered (the rebuild holds them back, never drops
+ * them), and a restart ends in the state the daemon had. */
+struct traffic {
+    struct tclient *c;
+    atomic_int stop;
+    int sent, failed;
+};
+
+static void *traffic_run(void *arg)
+{
+    struct traffic *t = arg;
+    while (!atomic_load(&t->stop)) {
+        struct tresp *r = tclient_req(t->c, "POST", "/v1/experiments/co3/assignments", "{}", NULL);
+        const char *id = r->status == 201 ? tjson_str(r->json, "assignments[0].id") : NULL;
+        if (id == NULL) {
+            t->failed++;
+            tresp_free(r);
+            continue;
+        }
+        char body[160];
+        snprintf(body, sizeof body, "{\"assignment_id\":\"%s\",\"reward\":%d}", id,
+                 t->sent % 3 == 0);
+        tresp_free(r);
+        r = tclient_req(t->c, "POST", "/v1/experiments/co3/rewards", body, NULL);
+        t->failed += r->status != 200;
+        t->sent++;
+        tresp_free(r);
+    }
+    return NULL;
+}
+
+static void test_correction_under_traffic(void **state)
+{
+    (void)state;
+    json_decref(texp_create(tgroup_d, "{\"id\":\"co3\",\"arms\":[\"a\",\"b\",\"c\"],\"seed\":13}"));
+    char ids[40][64], arms[40][16];
+    double sum[3] = {0};
+    int cnt[3] = {0};
+    pulls("co3", 40, ids, arms, sum, cnt);
+    struct traffic t = {.c = tclient_new(tgroup_d)};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, traffic_run, &t), 0);
+    int corrected = 0;
+    for (int i = 0; i < 40; i += 2) { /* ids[i] were rewarded 1 */
+        struct tresp *r = correct("co3", ids[i], 0, "bot traffic");
+        assert_status(r, 201);
+        corrected++;
+        tresp_free(r);
+    }
+    atomic_store(&t.stop, 1);
+    pthread_join(th, NULL);
+    tclient_free(t.c);
+    assert_int_equal(t.failed, 0);
+    assert_true(t.sent > 0);
+    json_t *st = texp_status(tgroup_d, "co3");
+    assert_int_equal(tjson_int(st, "pulls"), 40 + t.sent);
+    assert_int_equal(tdaemon_restart(tgroup_d), 0);
+    json_t *again = texp_status(tgroup_d, "co3");
+    tjson_must_equal(st, again, "status after corrections under traffic, after a restart");
+    json_decref(st);
+    json_decref(again);
+    char *log = tdaemon_stderr(tgroup_d);
+    assert_null(strstr(log, "no longer reproduces"));
+    free(log);
+    printf("# %d corrections while %d assignments and rewards went through\n", corrected, t.sent);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_correction_replaces_value),
         cmocka_unit_test(test_correction_refused),
+        cmocka_unit_test(test_correction_under_traffic),
     };
     return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
 }
