@@ -775,9 +775,11 @@ static void test_registry_and_params(void **unused)
         const char *name;
         unsigned flags;
     } want[] = {
-        {"sr", POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP},
-        {"sar", POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI | POLICY_F_OWN_STOP},
-        {"seq-halving", POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP},
+        {"sr", POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP | POLICY_F_PHASES},
+        {"sar", POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI | POLICY_F_OWN_STOP |
+                    POLICY_F_PHASES},
+        {"seq-halving",
+         POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP | POLICY_F_PHASES},
         {"ucb-e", POLICY_F_FIXED_BUDGET | POLICY_F_TOPM},
         {"gape", POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI},
         {"gape-v", POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI},
