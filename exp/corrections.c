@@ -10,7 +10,8 @@
  * The rebuild reads the log from disk, so every write of the experiment
  * must have committed first: the correction waits for them with the
  * experiment marked draining, which holds other requests back
- * (exp_prepare_locked) until the rebuilt data is in place.
+ * (exp_prepare_locked, exp_summary_locked) until the rebuilt data is in
+ * place; the replay itself runs without the lock.
  */
 #include <errno.h>
 #include <math.h>
@@ -102,7 +103,13 @@ static int rebuild(struct exp *x, struct exp_batch *b, const struct exp_aid *id,
     struct exp_correction c = {.ref = id->seq, .seq = x->d->seq + 1, .value = v};
     char err[256];
     int is_corrupt = 0;
+    /* The replay reads only the disk: the lock is not needed meanwhile, and
+     * draining keeps every request out (exp_prepare_locked waits up to a
+     * second, then answers 503; exp_summary_locked waits), so a long log
+     * holds no server thread for long. */
+    exp_unlock(x);
     struct exp_data *d = exp_replay_with(x, &c, err, sizeof err, &is_corrupt);
+    exp_lock(x);
     if (d == NULL) {
         log_warn("experiment %s: correction of %lld: rebuild failed: %s", x->id, (long long)id->seq,
                  err);

@@ -203,8 +203,10 @@ struct exp_summary {
     double delta_c; /* the largest δᶜ over the bandits: every bandit's
                      * recommendation must hold */
 };
-/* Fill *out (lock held). δᶜ is computed once per exp_version and cached, so
- * a poller that reads an unchanged experiment again costs no statistics. */
+/* Fill *out (lock held; while a correction rebuilds x it waits, the lock
+ * released, until the rebuild is done). δᶜ is computed once per exp_version
+ * and cached, so a poller that reads an unchanged experiment again costs no
+ * statistics. */
 void exp_summary_locked(struct exp *x, struct exp_summary *out);
 
 /* Rescale a reward in user units to [0, 1]. */
