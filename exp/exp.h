@@ -358,31 +358,33 @@ int exp_arm_retired(const struct exp *x, size_t bandit, size_t arm);
 
 /* --- corrections (POST corrections; corrections.c) ---------------------------------- */
 
-/* What a correction replaced. */
-struct exp_corrected {
-    int64_t seq; /* the correction's event */
+/* One correction: what to correct, and (on EXP_OK) what it replaced. */
+struct exp_correction_item {
+    struct exp_aid id;  /* a rewarded pull */
+    double value;       /* user units, validated by the caller */
+    const char *reason; /* required; recorded as the event's text */
+    int64_t seq;        /* out: the correction's event */
     int32_t bandit, arm;
-    double previous; /* the value reported (user units) */
+    double previous; /* out: the value reported */
 };
 
-/* Replace the reward of a rewarded pull (id) by v (user units, validated
- * by the caller), with a reason (required, recorded as the event's text).
- * The statistics become what they would be had v been reported: the
- * experiment's data is rebuilt from its log with v at the reward's place
- * (exp_replay_with), after every queued write committed (meanwhile other
- * requests on x wait). The pulls the policy chose since then stand: they
- * are recorded as handed out, and the policy chooses afresh from the
- * rebuilt state on. Refused (EXP_ERR_REFUSED, why filled, nothing changed)
- * when the experiment has stopped, when the assignment is pending,
- * expired or an exploitation, when it was corrected already, when v is the
- * value reported, or when the rebuilt data would reopen a bandit that had
- * concluded (a conclusion is never withdrawn). Returns EXP_OK (*out
- * filled, the event in b), EXP_ERR_NOT_FOUND (no such assignment),
- * EXP_ERR_REFUSED, EXP_ERR_STORE (the log cannot be read, or the writes
- * did not commit in time: retry), EXP_ERR_GONE, EXP_ERR_NOMEM. */
-int exp_ev_correct(struct exp *x, struct exp_batch *b, const struct exp_aid *id, double v,
-                   const char *reason, int64_t now_ms, struct exp_corrected *out,
-                   struct exp_refusal *why);
+/* Replace the rewards of rewarded pulls (items[0..n), one event each, in
+ * that order). The statistics become what they would be had the values
+ * been reported: the experiment's data is rebuilt from its log with each
+ * value at its reward's place (exp_replay_with), once, after every queued
+ * write committed (meanwhile other requests on x wait). The pulls the
+ * policy chose since then stand: they are recorded as handed out, and the
+ * policy chooses afresh from the rebuilt state on. All or nothing: an item
+ * refused (EXP_ERR_REFUSED, why filled) or unknown (EXP_ERR_NOT_FOUND)
+ * names its index in *bad and nothing changes. Refused: the experiment
+ * has stopped; the assignment is pending, expired or an exploitation; it
+ * was corrected already, or twice in items; the value is the one
+ * reported; the rebuilt data would reopen a bandit that had concluded (a
+ * conclusion is never withdrawn). Also EXP_ERR_STORE (the log cannot be
+ * read, or the writes did not commit in time: retry), EXP_ERR_GONE,
+ * EXP_ERR_NOMEM. */
+int exp_ev_correct(struct exp *x, struct exp_batch *b, struct exp_correction_item *items, size_t n,
+                   int64_t now_ms, size_t *bad, struct exp_refusal *why);
 
 /* Queue the batch's ops (possibly none: the completion then still waits
  * for every write queued before it, so a reply that depends on earlier

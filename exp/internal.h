@@ -200,10 +200,10 @@ struct exp_correction {
     int64_t ref, seq;
     double value;
 };
-/* The same with the corrections of the log plus extra (NULL: none), the
- * one being made (its seq: the next event's): corrections.c's rebuild. */
-struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *extra, char *err,
-                                 size_t errlen, int *is_corrupt);
+/* The same with the corrections of the log plus extra[0..nextra), the
+ * ones being made (their seqs: the next events'): corrections.c's rebuild. */
+struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *extra,
+                                 size_t nextra, char *err, size_t errlen, int *is_corrupt);
 
 /* --- webhooks.c -------------------------------------------------------------------- */
 

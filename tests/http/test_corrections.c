@@ -195,6 +195,70 @@ static void test_correction_refused(void **state)
     json_decref(b);
 }
 
+/* A list of corrections: one rebuild, one event each, all or nothing. */
+static void test_correction_batch(void **state)
+{
+    (void)state;
+    json_decref(texp_create(tgroup_d, "{\"id\":\"co4\",\"arms\":[\"a\",\"b\"],\"seed\":14}"));
+    char ids[10][64], arms[10][16];
+    double sum[2] = {0};
+    int cnt[2] = {0};
+    pulls("co4", 10, ids, arms, sum, cnt);
+    json_t *before = texp_status(tgroup_d, "co4");
+    char body[1024];
+    /* ids[1] was rewarded 0 and corrected to 0: refused, and the others
+     * with it. */
+    snprintf(body, sizeof body,
+             "{\"corrections\":[{\"assignment_id\":\"%s\",\"reward\":0,\"reason\":\"r\"},"
+             "{\"assignment_id\":\"%s\",\"reward\":0,\"reason\":\"r\"}]}",
+             ids[0], ids[1]);
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments/co4/corrections", body, NULL);
+    assert_problem(r, 409);
+    assert_true(tproblem_has_field(r, "corrections[1].reward"));
+    tresp_free(r);
+    json_t *same = texp_status(tgroup_d, "co4");
+    tjson_must_equal(before, same, "status after a refused list of corrections");
+    json_decref(same);
+    snprintf(body, sizeof body,
+             "{\"corrections\":[{\"assignment_id\":\"%s\",\"reward\":0,\"reason\":\"a\"},"
+             "{\"assignment_id\":\"%s\",\"reward\":1,\"reason\":\"b\"},"
+             "{\"assignment_id\":\"%s\",\"reward\":0.5,\"reason\":\"c\"}]}",
+             ids[0], ids[1], ids[2]);
+    r = treq(tgroup_d, "POST", "/v1/experiments/co4/corrections", body, NULL);
+    assert_status(r, 201);
+    assert_int_equal(json_array_size(json_object_get(r->json, "corrections")), 3);
+    long long s0 = tjson_int(r->json, "corrections[0].seq");
+    assert_int_equal(tjson_int(r->json, "corrections[2].seq"), s0 + 2);
+    assert_true(tjson_num(r->json, "corrections[2].previous") == 1);
+    tresp_free(r);
+    /* The means: every arm's sum moved by what its corrections changed. */
+    double delta[2] = {0};
+    delta[arms[0][0] - 'a'] += 0 - 1;
+    delta[arms[1][0] - 'a'] += 1 - 0;
+    delta[arms[2][0] - 'a'] += 0.5 - 1;
+    json_t *after = texp_status(tgroup_d, "co4");
+    for (int k = 0; k < 2; k++) {
+        const char *arm = k == 0 ? "a" : "b";
+        if (cnt[k] > 0)
+            assert_true(fabs(arm_mean(after, arm) - (sum[k] + delta[k]) / cnt[k]) < 1e-12);
+    }
+    /* The same assignment twice in one list is refused. */
+    snprintf(body, sizeof body,
+             "{\"corrections\":[{\"assignment_id\":\"%s\",\"reward\":1,\"reason\":\"a\"},"
+             "{\"assignment_id\":\"%s\",\"reward\":0.5,\"reason\":\"b\"}]}",
+             ids[3], ids[3]); /* ids[3] was rewarded 0 */
+    r = treq(tgroup_d, "POST", "/v1/experiments/co4/corrections", body, NULL);
+    assert_problem(r, 409);
+    assert_true(tproblem_has_field(r, "corrections[1].assignment_id"));
+    tresp_free(r);
+    assert_int_equal(tdaemon_restart(tgroup_d), 0);
+    json_t *again = texp_status(tgroup_d, "co4");
+    tjson_must_equal(after, again, "status after a list of corrections, after a restart");
+    json_decref(again);
+    json_decref(after);
+    json_decref(before);
+}
+
 /* Traffic on another connection while corrections rebuild the experiment:
  * every request is answered (the rebuild holds them back, never drops
  * them), and a restart ends in the state the daemon had. */
@@ -268,6 +332,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_correction_replaces_value),
         cmocka_unit_test(test_correction_refused),
+        cmocka_unit_test(test_correction_batch),
         cmocka_unit_test(test_correction_under_traffic),
     };
     return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
