@@ -47,6 +47,23 @@ static int a_gape_new(void **state, const struct policy_ctx *ctx, const struct p
     return policy_gapidx_new(state, ctx, ops->name, bernstein, scale, 0, 0, err, errlen);
 }
 
+/* A budget edit: a = η N / Ĥ(t) with the new N. */
+static int a_gape_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                           size_t errlen)
+{
+    return policy_gapidx_rebudget(state, ctx, "a-gape",
+                                  policy_param(ctx, &policy_a_gape, "eta") * (double)ctx->budget,
+                                  check, err, errlen);
+}
+
+static int a_gape_v_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                             size_t errlen)
+{
+    return policy_gapidx_rebudget(state, ctx, "a-gape-v",
+                                  policy_param(ctx, &policy_a_gape_v, "eta") * (double)ctx->budget,
+                                  check, err, errlen);
+}
+
 static int a_gape_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     return a_gape_new(state, ctx, &policy_a_gape, 0, err, errlen);
@@ -65,6 +82,7 @@ const struct policy_ops policy_a_gape = {
     .init = a_gape_init,
     .fini = policy_gapidx_free,
     .select = policy_gapidx_select,
+    .rebudget = a_gape_rebudget,
 };
 
 const struct policy_ops policy_a_gape_v = {
@@ -75,4 +93,5 @@ const struct policy_ops policy_a_gape_v = {
     .init = a_gape_v_init,
     .fini = policy_gapidx_free,
     .select = policy_gapidx_select,
+    .rebudget = a_gape_v_rebudget,
 };

@@ -64,15 +64,36 @@ static const struct policy_param_spec gape_v_params[] = {
 };
 
 /* a = η N / H; η = 0 picks 4 with a known H, eta_online without one. */
-static int gape_new(void **state, const struct policy_ctx *ctx, const struct policy_ops *ops,
-                    int bernstein, double eta_online, char *err, size_t errlen)
+static double gape_scale(const struct policy_ctx *ctx, const struct policy_ops *ops,
+                         double eta_online)
 {
     double h = policy_param(ctx, ops, "h");
     double eta = policy_param(ctx, ops, "eta");
     if (eta == 0)
         eta = h > 0 ? 4.0 : eta_online;
-    return policy_gapidx_new(state, ctx, ops->name, bernstein, eta * (double)ctx->budget,
-                             policy_param(ctx, ops, "a"), h, err, errlen);
+    return eta * (double)ctx->budget;
+}
+
+static int gape_new(void **state, const struct policy_ctx *ctx, const struct policy_ops *ops,
+                    int bernstein, double eta_online, char *err, size_t errlen)
+{
+    return policy_gapidx_new(state, ctx, ops->name, bernstein, gape_scale(ctx, ops, eta_online),
+                             policy_param(ctx, ops, "a"), policy_param(ctx, ops, "h"), err, errlen);
+}
+
+/* A budget edit: a = η N / H with the new N. */
+static int gape_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                         size_t errlen)
+{
+    return policy_gapidx_rebudget(state, ctx, "gape", gape_scale(ctx, &policy_gape, 0.5), check,
+                                  err, errlen);
+}
+
+static int gape_v_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                           size_t errlen)
+{
+    return policy_gapidx_rebudget(state, ctx, "gape-v", gape_scale(ctx, &policy_gape_v, 1.0), check,
+                                  err, errlen);
 }
 
 static int gape_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
@@ -93,6 +114,7 @@ const struct policy_ops policy_gape = {
     .init = gape_init,
     .fini = policy_gapidx_free,
     .select = policy_gapidx_select,
+    .rebudget = gape_rebudget,
 };
 
 const struct policy_ops policy_gape_v = {
@@ -103,4 +125,5 @@ const struct policy_ops policy_gape_v = {
     .init = gape_v_init,
     .fini = policy_gapidx_free,
     .select = policy_gapidx_select,
+    .rebudget = gape_v_rebudget,
 };

@@ -374,4 +374,5 @@ const struct policy_ops policy_gcp = {
     .update = gcp_update,
     .done = gcp_done,
     .recommend = gcp_recommend,
+    .rebudget = policy_rebudget_any, /* the budget is the engine's cap */
 };

@@ -129,4 +129,5 @@ const struct policy_ops policy_gcp_targeted = {
     .update = gcp_update,
     .done = gcp_done,
     .recommend = gcp_recommend,
+    .rebudget = policy_rebudget_any, /* the budget is the engine's cap */
 };

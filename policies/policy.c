@@ -106,6 +106,17 @@ size_t policy_rand_index(gsl_rng *rng, size_t n)
     return (size_t)gsl_rng_uniform_int(rng, (unsigned long)n);
 }
 
+int policy_rebudget_any(void *state, const struct policy_ctx *ctx, int check, char *err,
+                        size_t errlen)
+{
+    (void)state;
+    (void)ctx;
+    (void)check;
+    (void)err;
+    (void)errlen;
+    return 0;
+}
+
 size_t policy_first_pulls(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t arm)
 {
     if (arms[arm].n > 0 || arms[arm].pending == 0)

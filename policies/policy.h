@@ -169,6 +169,11 @@ double policy_param(const struct policy_ctx *ctx, const struct policy_ops *ops, 
 
 /* --- helpers shared by policies ----------------------------------------- */
 
+/* The rebudget hook of a policy that reads the budget as a cap only (the
+ * engine's), though flagged fixed-budget: any budget will do. */
+int policy_rebudget_any(void *state, const struct policy_ctx *ctx, int check, char *err,
+                        size_t errlen);
+
 /* Uniform integer in [0, n). */
 size_t policy_rand_index(gsl_rng *rng, size_t n);
 /* The first pulls of a block: a sampling policy (adapt, ttts, thompson)

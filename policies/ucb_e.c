@@ -32,12 +32,24 @@ static const struct policy_param_spec ucb_e_params[] = {
     {.name = NULL},
 };
 
-static int ucb_e_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
+/* a = c (N − K) / H: the scale c (N − K). */
+static double ucb_e_scale(const struct policy_ctx *ctx)
 {
     double k = (double)ctx->n_arms[0];
-    double scale = policy_param(ctx, &policy_ucb_e, "c") * ((double)ctx->budget - k);
-    return policy_gapidx_new(state, ctx, "ucb-e", 0, scale, policy_param(ctx, &policy_ucb_e, "a"),
+    return policy_param(ctx, &policy_ucb_e, "c") * ((double)ctx->budget - k);
+}
+
+static int ucb_e_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
+{
+    return policy_gapidx_new(state, ctx, "ucb-e", 0, ucb_e_scale(ctx),
+                             policy_param(ctx, &policy_ucb_e, "a"),
                              policy_param(ctx, &policy_ucb_e, "h"), err, errlen);
+}
+
+static int ucb_e_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                          size_t errlen)
+{
+    return policy_gapidx_rebudget(state, ctx, "ucb-e", ucb_e_scale(ctx), check, err, errlen);
 }
 
 const struct policy_ops policy_ucb_e = {
@@ -48,4 +60,5 @@ const struct policy_ops policy_ucb_e = {
     .init = ucb_e_init,
     .fini = policy_gapidx_free,
     .select = policy_gapidx_select,
+    .rebudget = ucb_e_rebudget,
 };
