@@ -39,7 +39,7 @@ int api_corrections_create(struct http_req *r)
     }
     struct exp_correction_item *items = calloc(n, sizeof *items);
     size_t bad = 0;
-    struct exp_refusal why;
+    struct exp_refusal why = {{0}, {0}};
     rc = items != NULL ? EXP_OK : EXP_ERR_NOMEM;
     for (size_t i = 0; i < n && rc == EXP_OK; i++) {
         items[i].value = req[i].value;

@@ -106,6 +106,7 @@ size_t policy_rand_index(gsl_rng *rng, size_t n)
     return (size_t)gsl_rng_uniform_int(rng, (unsigned long)n);
 }
 
+// NOLINTNEXTLINE(readability-non-const-parameter): the rebudget hook's signature
 int policy_rebudget_any(void *state, const struct policy_ctx *ctx, int check, char *err,
                         size_t errlen)
 {
