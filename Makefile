@@ -325,7 +325,8 @@ coverage:
 # build/fuzz/artifacts/ and fails the run (copy it to tests/fuzz/regress/ to
 # make it a regression test of make test). Report: build/fuzz/report.md.
 FUZZ_TIME ?= 60
-FUZZ_TARGETS := expconfig assignment rewards observations patch simproblem replay etag
+FUZZ_TARGETS := expconfig assignment rewards corrections observations patch simproblem replay \
+                etag
 fuzz:
 	@$(MAKE) --no-print-directory BUILD=build/fuzz FUZZ=1 CC=clang \
 		$(addprefix build/fuzz/fuzz/fuzz_,$(FUZZ_TARGETS))

@@ -164,6 +164,7 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
         return rc < 0 ? EXP_ERR_NOMEM : EXP_ERR_REFUSED;
     }
     op->ev.text = owned;
+    exp_mark_add(d, &op->ev);
     return EXP_OK;
 }
 
@@ -207,5 +208,7 @@ int exp_replay_edit(struct exp *x, struct exp_data *d, const struct store_event 
     if (rc > 0)
         snprintf(why, len, "an edit the experiment cannot take (%s: %s)", bad ? "" : r.field,
                  bad ? "malformed" : r.message);
+    if (rc == 0)
+        exp_mark_add(d, ev);
     return rc;
 }
