@@ -364,8 +364,8 @@ async function browserChecks(browser, ids) {
     // (frozen at the stop: later rewards of earlier assignments do not
     // change it), from the API's stop object.
     const stop = st.bandits[0].stop;
-    const m = sentence.match(/^Stopped by the δᶜ rule after ([0-9,]+) pulls: (\S+) is the best arm with δᶜ = ([0-9.]+) ≤ 0\.05\.$/);
-    if (stop.rule !== 'delta_c' || !m) return `${sentence} (${JSON.stringify(stop)})`;
+    const m = sentence.match(/^Stopped by the GLR rule after ([0-9,]+) pulls: (\S+) is the best arm with an error bound of ([0-9.]+) ≤ 0\.05 \(GLR = [0-9.]+ > [0-9.]+\)\.$/);
+    if (stop.rule !== 'glr' || !m) return `${sentence} (${JSON.stringify(stop)})`;
     const [pulls, arm, dc] = [m[1], m[2], Number(m[3])];
     return (arm === st.bandits[0].recommended[0] && pulls === st.pulls.toLocaleString('en-US') &&
       Math.abs(dc - stop.error_bound) <= 0.006 * stop.error_bound + 5e-4) ||
@@ -544,7 +544,7 @@ async function browserChecks(browser, ids) {
   await page.waitForFunction(() => document.querySelector('#decision')?.textContent.startsWith('Running'), null, { timeout: 10000 }).catch(() => {});
   await check('running experiment: the sentence says who leads and the goal', async () => {
     const t = await page.textContent('#decision');
-    return /^Running: \S+ leads with δᶜ = [0-9.]+ after [0-9,]+ pulls; it stops at δᶜ ≤ 0\.05\.$/.test(t) || t;
+    return /^Running: \S+ leads with an error bound of [0-9.×⁻⁰-⁹]+ after [0-9,]+ pulls; it stops when the GLR rule's error bound is ≤ 0\.05\.$/.test(t) || t;
   });
   await check('polls with If-None-Match and gets 304 while nothing changes', async () => {
     await page.waitForTimeout(4500);
@@ -610,7 +610,7 @@ async function browserChecks(browser, ids) {
     const rows = await page.$$eval('table.list tbody tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
     const row = rows.find((r) => r[0].startsWith(ids.stopped));
     return (rows.length === 4 && row && row[1] === 'stopped' && row[2] === 'adapt' && row[3] === fmtInt(st.pulls) &&
-      row[5] === fmtProb(st.bandits[0].delta_c) && row[7] === 'δᶜ ≤ δ' && /ago|just now/.test(row[8])) || rows;
+      row[5] === fmtProb(st.bandits[0].delta_c) && row[7] === 'GLR rule' && /ago|just now/.test(row[8])) || rows;
   });
   await check('the list shows no stop in red', async () => {
     const cs = await page.$$eval('table.list tbody .badge', (bs) => bs.map((b) => [b.textContent, getComputedStyle(b).color, getComputedStyle(b).backgroundColor]));

@@ -280,7 +280,7 @@ function createForm(policies) {
     field('f-arms', 'Arms', inp('f-arms', { type: 'text', required: true, placeholder: 'red, green, blue' }), 'Two or more, separated by commas.'),
     field('f-policy', 'Policy', inp('f-policy', { type: 'text', list: 'policy-names', placeholder: 'adapt' }), 'Empty: the daemon\'s default (adapt; sar with a budget).'),
     field('f-m', 'Best arms wanted (m)', inp('f-m', { type: 'number', min: 1, step: 1, value: 1, required: true }), 'Top-m identification; 1 for the single best arm.'),
-    field('f-delta', 'Error probability (δ)', inp('f-delta', { type: 'number', min: 0.0001, max: 0.5, step: 'any', value: 0.05, required: true }), 'Stops when δᶜ ≤ δ.'),
+    field('f-delta', 'Error probability (δ)', inp('f-delta', { type: 'number', min: 0.0001, max: 0.5, step: 'any', value: 0.05, required: true }), 'The chance of a wrong answer it may stop with (a proven bound).'),
     field('f-budget', 'Budget (pulls)', inp('f-budget', { type: 'number', min: 1, step: 1 }), 'Empty: fixed confidence. Set: a fixed budget.'),
     field('f-means', 'Guessed means (for a plan)', inp('f-means', { type: 'text', placeholder: '0.10, 0.12, 0.11' }), 'One per arm, in [0, 1]: "Plan" estimates the pulls to stop.'),
     datalist,
@@ -418,7 +418,7 @@ class BanditView {
     this.armsHost = h('div', { class: 'table-wrap' });
     const grid = h('div', { class: 'grid' },
         figure('conf', CONF_CAPTION, this.confHost, this.histFallback,
-          'δᶜ bounds the chance that the recommendation is wrong; it stops at δᶜ ≤ δ. ρ̄ is the Bayesian confidence, drawn as 1 − ρ̄.'),
+          'δᶜ bounds the chance that the recommendation is wrong, at any time (proven); the δᶜ rule stops at δᶜ ≤ δ, the GLR rule (the default) on its own bound, named in the decision above. ρ̄ is the Bayesian confidence (no proof), drawn as 1 − ρ̄.'),
         figure('ci', 'Means and confidence intervals against the cutoff c* (Kalyanakrishnan & Stone, Fig. 1)', this.ciHost, null,
           'Solid: recommended arms, which should sit above c*; pale with a hollow dot: the others, below it. Dots are means; bars span the intervals; each arm in its colour.'),
         figure('hist', 'Pulls per arm, best mean first (Kalyanakrishnan & Stone, Fig. 2c)', this.histHost, null,
