@@ -142,13 +142,11 @@ int exp_webhooks_parse(struct exp_config *c, json_t *v, json_t *errors)
         char f[64];
         json_t *h = json_array_get(v, i);
         snprintf(f, sizeof f, "webhooks[%zu]", i);
-        if (!json_is_object(h)) {
-            jv_error(errors, f, "must be an object {\"url\", \"events\", \"secret\"}");
+        int unknown = jv_object(h, keys, f, errors);
+        if (unknown != 0)
             bad = 1;
+        if (unknown < 0)
             continue;
-        }
-        if (jv_unknown_keys(h, keys, f, errors))
-            bad = 1;
         const char *url = json_string_value(json_object_get(h, "url"));
         const char *why = url == NULL ? "required: an http:// or https:// URL" : url_problem(url);
         snprintf(f, sizeof f, "webhooks[%zu].url", i);
@@ -245,12 +243,12 @@ int exp_webhooks_normalise(struct exp_config *c)
 char *exp_config_stored_text(const struct exp_config *c)
 {
     if (c->n_webhooks == 0)
-        return json_dumps(c->json, JSON_COMPACT | JSON_SORT_KEYS);
+        return jv_dumps(c->json, JSON_COMPACT | JSON_SORT_KEYS);
     char *text = NULL;
     json_t *j = json_copy(c->json); /* shallow: only "webhooks" is replaced */
     json_t *a = webhooks_json(c, 1);
     if (j != NULL && a != NULL && json_object_set(j, "webhooks", a) == 0)
-        text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        text = jv_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(a);
     json_decref(j);
     return text;
@@ -323,12 +321,6 @@ void exp_watch_sync(const struct exp *x, struct exp_data *d)
 
 /* --- payloads ----------------------------------------------------------------------- */
 
-/* x as a JSON number, or null when not finite (jansson refuses those). */
-static json_t *num(double x)
-{
-    return isfinite(x) ? json_real(x) : json_null();
-}
-
 /* One bandit's figures, as GET .../status names them (arms up to
  * HOOK_MAX_ARMS). New reference or NULL. */
 static json_t *bandit_json(const struct exp *x, const struct exp_data *d, size_t b)
@@ -349,12 +341,12 @@ static json_t *bandit_json(const struct exp *x, const struct exp_data *d, size_t
                 list,
                 json_pack("{s:s,s:I,s:I,s:o}", "id", c->arm_names[b][i], "pulls",
                           (json_int_t)arms[i].n, "pending", (json_int_t)arms[i].pending, "mean",
-                          arms[i].n > 0 ? num(lo + arms[i].mean * range) : json_null()));
+                          arms[i].n > 0 ? jv_real(lo + arms[i].mean * range) : json_null()));
     }
     json_t *j =
         json_pack("{s:s,s:b,s:o,s:o,s:o,s:o,s:o,s:o}", "id", c->bandit_ids[b], "done", st.done,
-                  "recommended", rec, "delta_c", num(st.delta_c), "rho", num(st.rho), "glr",
-                  num(st.glr), "cutoff", num(lo + st.cutoff * range), "arms", list);
+                  "recommended", rec, "delta_c", jv_real(st.delta_c), "rho", jv_real(st.rho), "glr",
+                  jv_real(st.glr), "cutoff", jv_real(lo + st.cutoff * range), "arms", list);
     if (j != NULL && k > HOOK_MAX_ARMS)
         json_object_set_new(j, "arms_truncated", json_true());
     return j;
@@ -365,9 +357,10 @@ static json_t *experiment_json(const struct exp *x, const struct exp_data *d)
 {
     const char *reason = exp_stop_reason(x);
     return json_pack(
-        "{s:s,s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:I}", "id", x->id, "name", x->cfg.name, "state",
-        exp_state_name(exp_get_state(x)), "stop_reason", reason ? json_string(reason) : json_null(),
-        "pulls", (json_int_t)engine_pulls(d->eng), "pending", (json_int_t)engine_pending(d->eng),
+        "{s:s,s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:I}", "id", x->id, "name",
+        d->name != NULL ? d->name : x->cfg.name, "state", exp_state_name(exp_get_state(x)),
+        "stop_reason", reason ? json_string(reason) : json_null(), "pulls",
+        (json_int_t)engine_pulls(d->eng), "pending", (json_int_t)engine_pending(d->eng),
         "handed_out", (json_int_t)engine_handed_out(d->eng), "bandits_done",
         (json_int_t)engine_bandits_done(d->eng), "bandits_total", (json_int_t)x->cfg.n_bandits);
 }
@@ -408,7 +401,7 @@ static int announce(struct exp *x, struct exp_batch *b, unsigned bit, long bandi
         json_pack("{s:s,s:s,s:s,s:I,s:o,s:o}", "id", id, "type", type, "created_at", ts, "seq",
                   (json_int_t)d->seq, "experiment", experiment_json(x, d), "data", data);
     /* data is stolen by json_pack, even when it fails */
-    char *body = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+    char *body = j != NULL ? jv_dumps(j, JSON_COMPACT) : NULL;
     char *eid = strdup(id);
     json_decref(j);
     if (body == NULL || eid == NULL || batch_own(b, body) != 0) {

@@ -183,7 +183,7 @@ static int adapt_select(void *state, const struct policy_ctx *ctx, int bandit,
         if (i < 0)
             return POLICY_DONE; /* every arm at DIRECT's cap */
     }
-    pick->arm = (size_t)i;
+    pick->arm = policy_first_pulls(ctx->rng, a, k, (size_t)i);
     return POLICY_OK;
 }
 

@@ -12,6 +12,7 @@
 #include "policies/engine.h"
 #include "policies/order.h"
 
+#include "policies/goal.h"
 #include "policies/rng.h"
 #include "policies/stop.h"
 
@@ -47,6 +48,7 @@ struct engine {
     uint64_t *inst_budget;
     unsigned char *scratch_high;    /* kmax entries, stop checks */
     struct engine_stop_eval *fired; /* per bandit: the rule's figures when it fired */
+    unsigned char *retired;         /* all arms, bandit after bandit (engine_retire_arm) */
 };
 
 static int is_multi(const struct engine *e)
@@ -57,32 +59,6 @@ static int is_multi(const struct engine *e)
 static size_t inst_of(const struct engine *e, size_t b)
 {
     return e->ninst == 1 ? 0 : b;
-}
-
-static const struct engine_rule_info rule_info[] = {
-    {ENGINE_RULE_DELTA_C, "delta_c", 1,
-     "δᶜ ≤ δ: the arms' anytime bounds at δ/K separate High from Low (bound \"fixed\": no "
-     "proof)"},
-    {ENGINE_RULE_GLR, "glr", 1,
-     "GLR with the proven threshold: every pair's e-value exceeds m(K−m)/δ"},
-    {ENGINE_RULE_GLR_HEURISTIC, "glr-heuristic", 0, "GLR > ln((ln t + 1)/δ): no proof"},
-    {ENGINE_RULE_RHO, "rho", 0, "ρ̄ ≥ τ (Bachman & Precup): no proof"},
-    {ENGINE_RULE_POLICY, "policy", -1, "the policy's own rule: its paper's proof, if it has one"},
-    {ENGINE_RULE_NONE, "none", 0, "no confidence stop: the budget or a manual stop"},
-};
-
-const struct engine_rule_info *engine_rules(size_t *n)
-{
-    *n = sizeof rule_info / sizeof rule_info[0];
-    return rule_info;
-}
-
-const char *engine_rule_name(enum engine_stop_rule r)
-{
-    for (size_t i = 0; i < sizeof rule_info / sizeof rule_info[0]; i++)
-        if (rule_info[i].rule == r)
-            return rule_info[i].name;
-    return "default";
 }
 
 enum engine_stop_rule engine_resolve_rule(const struct engine_config *c)
@@ -125,63 +101,52 @@ int engine_rule_proven(const struct engine_config *c, enum engine_stop_rule r)
     }
 }
 
-int engine_validate(const struct engine_config *c, char *err, size_t errlen)
+int engine_validate(const struct engine_config *c, struct policy_error *err)
 {
     const struct policy_ops *p = c->policy;
     if (p == NULL) {
-        snprintf(err, errlen, "policy.name: unknown policy");
+        policy_error_set(err, "policy.name", "unknown policy");
         return -1;
     }
     if (c->n_bandits < 1 || c->n_bandits > ENGINE_MAX_BANDITS) {
-        snprintf(err, errlen, "bandits: need 1 to %d bandits", ENGINE_MAX_BANDITS);
+        policy_error_set(err, "bandits", "need 1 to %d bandits", ENGINE_MAX_BANDITS);
         return -1;
     }
     for (size_t b = 0; b < c->n_bandits; b++) {
         if (c->n_arms[b] < 2 || c->n_arms[b] > ENGINE_MAX_ARMS) {
-            snprintf(err, errlen, "bandits[%zu].arms: need 2 to %d arms", b, ENGINE_MAX_ARMS);
-            return -1;
-        }
-        if (c->m >= c->n_arms[b]) {
-            snprintf(err, errlen,
-                     "goal.m: must be less than the number of arms (%zu in bandit %zu)",
-                     c->n_arms[b], b);
+            char field[48];
+            snprintf(field, sizeof field, "bandits[%zu].arms", b);
+            policy_error_set(err, field, "need 2 to %d arms", ENGINE_MAX_ARMS);
             return -1;
         }
         if (c->control_arm != NULL && c->control_arm[b] >= (int)c->n_arms[b]) {
-            snprintf(err, errlen, "constraints.control.arm: no such arm in bandit %zu", b);
+            policy_error_set(err, "constraints.control.arm", "no such arm in bandit %zu", b);
             return -1;
         }
         if (c->min_prob * (double)c->n_arms[b] >= 1.0) {
-            snprintf(err, errlen,
-                     "constraints.min_prob: times the number of arms (%zu) must be below 1",
-                     c->n_arms[b]);
+            policy_error_set(err, "constraints.min_prob",
+                             "times the number of arms (%zu) must be below 1", c->n_arms[b]);
             return -1;
         }
     }
-    if (c->m < 1) {
-        snprintf(err, errlen, "goal.m: must be at least 1");
+    /* The goal on its own (in [0, 1] units: ε against a range of 1). */
+    struct goal g = {.m = c->m, .epsilon = c->epsilon, .delta = c->delta, .budget = c->budget};
+    if (goal_check(&g, 1.0, "goal.", err) != 0)
         return -1;
-    }
+    if (goal_check_arms(c->m, c->n_arms, c->n_bandits, "goal.", err) != 0)
+        return -1;
     if (c->m > 1 && !(p->flags & POLICY_F_TOPM)) {
-        snprintf(err, errlen, "goal.m: policy %s finds the best arm only (m = 1)", p->name);
-        return -1;
-    }
-    if (!(c->epsilon >= 0 && c->epsilon < 1)) {
-        snprintf(err, errlen, "goal.epsilon: must be in [0, reward range)");
+        policy_error_set(err, "goal.m", "policy %s finds the best arm only (m = 1)", p->name);
         return -1;
     }
     if ((p->flags & POLICY_F_NEEDS_EPSILON) && c->epsilon <= 0) {
-        snprintf(err, errlen, "goal.epsilon: policy %s needs epsilon > 0", p->name);
-        return -1;
-    }
-    if (!(c->delta > 0 && c->delta < 1)) {
-        snprintf(err, errlen, "goal.delta: must be in (0, 1)");
+        policy_error_set(err, "goal.epsilon", "policy %s needs epsilon > 0", p->name);
         return -1;
     }
     if ((p->flags & POLICY_F_FIXED_BUDGET) && !(p->flags & POLICY_F_FIXED_CONFIDENCE) &&
         c->budget == 0) {
-        snprintf(err, errlen, "goal.budget: policy %s is a fixed-budget policy and needs a budget",
-                 p->name);
+        policy_error_set(err, "goal.budget",
+                         "policy %s is a fixed-budget policy and needs a budget", p->name);
         return -1;
     }
     if (c->budget > 0) {
@@ -189,8 +154,8 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
         for (size_t b = 0; b < c->n_bandits; b++)
             arms += c->n_arms[b];
         if (c->budget < arms) {
-            snprintf(err, errlen, "goal.budget: must be at least the number of arms (%llu)",
-                     (unsigned long long)arms);
+            policy_error_set(err, "goal.budget", "must be at least the number of arms (%llu)",
+                             (unsigned long long)arms);
             return -1;
         }
         /* One instance per bandit splits the budget evenly (engine_create);
@@ -200,10 +165,11 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
             for (size_t b = 0; b < c->n_bandits; b++) {
                 uint64_t share = c->budget / c->n_bandits + (b < c->budget % c->n_bandits);
                 if (share < c->n_arms[b]) {
-                    snprintf(err, errlen,
-                             "goal.budget: policy %s splits it evenly between the %zu bandits; "
-                             "bandit %zu would get %llu pulls for %zu arms",
-                             p->name, c->n_bandits, b, (unsigned long long)share, c->n_arms[b]);
+                    policy_error_set(err, "goal.budget",
+                                     "policy %s splits it evenly between the %zu bandits; "
+                                     "bandit %zu would get %llu pulls for %zu arms",
+                                     p->name, c->n_bandits, b, (unsigned long long)share,
+                                     c->n_arms[b]);
                     return -1;
                 }
             }
@@ -211,35 +177,35 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
     }
     if (p->flags & POLICY_F_NEEDS_TARGET) {
         if (c->target_arm < 0) {
-            snprintf(err, errlen, "target_arm: policy %s needs a target arm", p->name);
+            policy_error_set(err, "target_arm", "policy %s needs a target arm", p->name);
             return -1;
         }
     }
     if (c->target_arm >= 0) {
         for (size_t b = 0; b < c->n_bandits; b++)
             if ((size_t)c->target_arm >= c->n_arms[b]) {
-                snprintf(err, errlen, "target_arm: no such arm in bandit %zu", b);
+                policy_error_set(err, "target_arm", "no such arm in bandit %zu", b);
                 return -1;
             }
     }
-    if (!(isnan(c->tau) || c->tau == 0 || (c->tau > 0 && c->tau < 1))) {
-        snprintf(err, errlen, "tau: must be in (0, 1)");
+    if (!(c->tau == 0 || goal_tau_valid(c->tau))) { /* 0: 1 − δ too */
+        policy_error_set(err, "tau", GOAL_TAU_RULE);
         return -1;
     }
     if (c->stop_rule == ENGINE_RULE_POLICY && !(p->flags & POLICY_F_OWN_STOP)) {
-        snprintf(err, errlen, "stop_rule: policy %s has no stop rule of its own", p->name);
+        policy_error_set(err, "stop_rule", "policy %s has no stop rule of its own", p->name);
         return -1;
     }
     if (!(c->min_prob >= 0 && c->min_prob < 1)) {
-        snprintf(err, errlen, "constraints.min_prob: must be in [0, 1)");
+        policy_error_set(err, "constraints.min_prob", "must be in [0, 1)");
         return -1;
     }
     if (!(c->control_share >= 0 && c->control_share < 1)) {
-        snprintf(err, errlen, "constraints.control.share: must be in [0, 1)");
+        policy_error_set(err, "constraints.control.share", "must be in [0, 1)");
         return -1;
     }
     if (c->control_share > 0 && c->control_arm == NULL) {
-        snprintf(err, errlen, "constraints.control.arm: a control share needs a control arm");
+        policy_error_set(err, "constraints.control.arm", "a control share needs a control arm");
         return -1;
     }
     /* The floor comes on top of the control share (see constrained_pick):
@@ -247,10 +213,10 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
     for (size_t b = 0; c->control_arm != NULL && b < c->n_bandits; b++) {
         if (c->control_arm[b] >= 0 && c->control_share > 0 &&
             c->control_share + c->min_prob * (double)c->n_arms[b] >= 1.0) {
-            snprintf(err, errlen,
-                     "constraints.min_prob: times the number of arms (%zu), plus the control "
-                     "share, must be below 1",
-                     c->n_arms[b]);
+            policy_error_set(err, "constraints.min_prob",
+                             "times the number of arms (%zu), plus the control "
+                             "share, must be below 1",
+                             c->n_arms[b]);
             return -1;
         }
     }
@@ -258,7 +224,7 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
      * posterior draw. */
     if (!(c->prior_alpha >= 0 && isfinite(c->prior_alpha)) ||
         !(c->prior_beta >= 0 && isfinite(c->prior_beta))) {
-        snprintf(err, errlen, "prior: must be a finite positive number");
+        policy_error_set(err, "prior", "must be a finite positive number");
         return -1;
     }
     return 0;
@@ -279,6 +245,7 @@ void engine_free(struct engine *e)
     free(e->inst_budget);
     free(e->scratch_high);
     free(e->fired);
+    free(e->retired);
     free(e->k);
     free(e->store);
     free(e->arms);
@@ -291,9 +258,9 @@ void engine_free(struct engine *e)
     free(e);
 }
 
-struct engine *engine_create(const struct engine_config *cfg, char *err, size_t errlen)
+struct engine *engine_create(const struct engine_config *cfg, struct policy_error *err)
 {
-    if (engine_validate(cfg, err, errlen) != 0)
+    if (engine_validate(cfg, err) != 0)
         return NULL;
     struct engine *e = calloc(1, sizeof *e);
     if (e == NULL)
@@ -330,7 +297,8 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     e->rank_store = calloc(total, sizeof *e->rank_store);
     e->scratch_high = calloc(e->kmax, 1);
     e->fired = calloc(e->nb, sizeof *e->fired);
-    if (!e->store || !e->rank_store || !e->scratch_high || !e->fired)
+    e->retired = calloc(total, 1);
+    if (!e->store || !e->rank_store || !e->scratch_high || !e->fired || !e->retired)
         goto nomem;
     e->rng = gsl_rng_alloc(rng_xoshiro256ss);
     if (e->rng == NULL)
@@ -378,7 +346,9 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
         c->target_arm = e->cfg.target_arm;
         c->params = &e->cfg.params;
         c->rng = e->rng;
-        if (e->cfg.policy->init(&e->pstate[i], c, err, errlen) != 0) {
+        char text[sizeof err->field + sizeof err->message] = "";
+        if (e->cfg.policy->init(&e->pstate[i], c, text, sizeof text) != 0) {
+            policy_error_from_text(err, text);
             e->pstate[i] = NULL;
             engine_free(e);
             return NULL;
@@ -386,7 +356,7 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     }
     return e;
 nomem:
-    snprintf(err, errlen, "out of memory");
+    policy_error_nomem(err);
     engine_free(e);
     return NULL;
 }
@@ -518,11 +488,43 @@ static int least_served_bandit(struct engine *e)
     return best == (size_t)-1 ? -1 : (int)best;
 }
 
+static unsigned char *retired_of(const struct engine *e, size_t b)
+{
+    return e->retired + (e->arms[b] - e->store);
+}
+
+/* A pull given to a retired arm goes to the bandit's arm of fewest pulls
+ * handed out that is not retired, ties by rank: no draw, so a replay
+ * re-selects it. */
+static size_t unretired(const struct engine *e, size_t b, size_t arm)
+{
+    const unsigned char *r = retired_of(e, b);
+    if (!r[arm])
+        return arm;
+    size_t best = arm;
+    for (size_t i = 0; i < e->k[b]; i++) {
+        if (r[i])
+            continue;
+        uint64_t h = e->arms[b][i].n + e->arms[b][i].pending;
+        uint64_t hb = best == arm ? UINT64_MAX : e->arms[b][best].n + e->arms[b][best].pending;
+        if (h < hb || (h == hb && e->rank[b][i] < e->rank[b][best]))
+            best = i;
+    }
+    return best;
+}
+
 static void exploit(struct engine *e, int bandit, struct engine_pull *out)
 {
     size_t b = bandit >= 0 ? (size_t)bandit : rng_index(e->rng, e->nb);
     unsigned char *high = e->scratch_high;
     recommend(e, b, high);
+    /* A retired arm is served only when every recommended arm is retired. */
+    const unsigned char *r = retired_of(e, b);
+    int kept = 0;
+    for (size_t i = 0; i < e->k[b]; i++)
+        kept |= high[i] && !r[i];
+    for (size_t i = 0; kept && i < e->k[b]; i++)
+        high[i] = high[i] && !r[i];
     /* Serve one of the recommended arms, uniformly. */
     size_t count = 0;
     for (size_t i = 0; i < e->k[b]; i++)
@@ -585,8 +587,8 @@ static int burn_in_pick(struct engine *e, int b, struct policy_pick *pick)
             continue;
         for (size_t i = 0; i < e->k[j]; i++) {
             uint64_t h = e->arms[j][i].n + e->arms[j][i].pending;
-            if (h >= e->cfg.burn_in)
-                continue;
+            if (h >= e->cfg.burn_in || e->retired[e->arms[j] - e->store + i])
+                continue; /* a retired arm never completes its burn-in */
             if (ties == 0 || h < best_h) {
                 best_h = h;
                 ties = 1;
@@ -677,6 +679,7 @@ int engine_assign(struct engine *e, int bandit, struct engine_pull *out)
         }
         if (pick.bandit >= e->nb || pick.arm >= e->k[pick.bandit] || e->done[pick.bandit])
             abort(); /* a policy answered outside its scope: a bug, fail loudly */
+        pick.arm = unretired(e, pick.bandit, pick.arm);
         record_pull(e, pick.bandit, pick.arm);
         out->bandit = pick.bandit;
         out->arm = pick.arm;
@@ -950,4 +953,126 @@ const struct engine_config *engine_config(const struct engine *e)
 enum engine_stop_rule engine_rule(const struct engine *e)
 {
     return e->rule;
+}
+
+/* --- edits ------------------------------------------------------------------- */
+
+uint64_t engine_budget(const struct engine *e)
+{
+    return e->cfg.budget;
+}
+
+uint64_t engine_budget_used(const struct engine *e)
+{
+    return e->used_total;
+}
+
+/* Instance i's share of budget, as engine_create splits it. */
+static uint64_t budget_share(const struct engine *e, uint64_t budget, size_t i)
+{
+    if (budget == 0)
+        return 0;
+    return e->ninst == 1 ? budget : budget / e->nb + (i < budget % e->nb);
+}
+
+int engine_set_budget(struct engine *e, uint64_t budget, struct policy_error *err)
+{
+    const struct policy_ops *p = e->cfg.policy;
+    if (e->reason != ENGINE_RUNNING) {
+        policy_error_set(err, "goal.budget", "the experiment has stopped; a stop is final");
+        return -1;
+    }
+    if (budget != 0 && budget < e->used_total) {
+        policy_error_set(err, "goal.budget",
+                         "%llu pulls are already used (rewarded or pending); the budget "
+                         "cannot fall below them",
+                         (unsigned long long)e->used_total);
+        return -1;
+    }
+    struct engine_config c = e->cfg;
+    c.budget = budget;
+    c.control_arm = e->control; /* e->cfg's is NULL once built */
+    if (engine_validate(&c, err) != 0)
+        return -1;
+    if (engine_resolve_rule(&c) != e->rule) {
+        policy_error_set(err, "goal.budget",
+                         "policy %s is a fixed-budget policy: its budget can change but "
+                         "not be removed",
+                         p->name);
+        return -1;
+    }
+    if ((p->flags & POLICY_F_FIXED_BUDGET) && p->rebudget == NULL) {
+        policy_error_set(err, "goal.budget",
+                         "policy %s plans its allocation from the budget at creation and "
+                         "cannot plan again",
+                         p->name);
+        return -1;
+    }
+    /* Every instance must accept its share before any changes. */
+    for (int check = 1; check >= 0; check--) {
+        for (size_t i = 0; i < e->ninst; i++) {
+            struct policy_ctx *ctx = &e->ctx[i];
+            uint64_t old = ctx->budget;
+            ctx->budget = budget_share(e, budget, i);
+            char text[256];
+            int rc =
+                p->rebudget != NULL ? p->rebudget(e->pstate[i], ctx, check, text, sizeof text) : 0;
+            if (rc != 0)
+                policy_error_from_text(err, text);
+            if (check)
+                ctx->budget = old;
+            else
+                e->inst_budget[i] = ctx->budget;
+            if (rc != 0 && check)
+                return -1;
+        }
+    }
+    e->cfg.budget = budget;
+    /* A cut to what is used ends the bandits whose share is used up. */
+    for (size_t b = 0; b < e->nb && e->reason == ENGINE_RUNNING; b++)
+        if (!e->done[b] && budget_spent(e, b))
+            stop_on_budget(e, b);
+    return 0;
+}
+
+int engine_arm_retired(const struct engine *e, size_t bandit, size_t arm)
+{
+    return retired_of(e, bandit)[arm];
+}
+
+int engine_retire_arm(struct engine *e, size_t b, size_t arm, struct policy_error *err)
+{
+    unsigned char *r = retired_of(e, b);
+    if (r[arm])
+        return 0;
+    if (e->reason != ENGINE_RUNNING || e->done[b]) {
+        policy_error_set(err, "retire", "the bandit has concluded; a stop is final");
+        return -1;
+    }
+    if (e->cfg.policy->flags & POLICY_F_PHASES) {
+        policy_error_set(err, "retire",
+                         "policy %s ends a phase only once every active arm has its samples; "
+                         "an arm without pulls would hold it forever",
+                         e->cfg.policy->name);
+        return -1;
+    }
+    if (e->control[b] == (int)arm && e->cfg.control_share > 0) {
+        policy_error_set(err, "retire", "the control arm keeps its share of pulls (constraints)");
+        return -1;
+    }
+    size_t left = 0;
+    for (size_t i = 0; i < e->k[b]; i++)
+        left += !r[i] && i != arm;
+    if (left < (size_t)e->cfg.m + 1) {
+        policy_error_set(err, "retire", "at least %u arms must keep getting pulls (m + 1)",
+                         e->cfg.m + 1);
+        return -1;
+    }
+    r[arm] = 1;
+    return 0;
+}
+
+void engine_retire_undo(struct engine *e, size_t b, size_t arm)
+{
+    retired_of(e, b)[arm] = 0;
 }

@@ -3,6 +3,7 @@
  * registry itself is registry.c: adding a policy is one line there.
  */
 #include "policies/policy.h"
+#include "policies/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -100,4 +101,32 @@ int policy_param_parse(const struct policy_param_spec *spec, const char *text, d
 double policy_param(const struct policy_ctx *ctx, int i)
 {
     return ctx->params->values[i];
+}
+
+size_t policy_first_pulls(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t arm)
+{
+    if (arms[arm].n > 0 || arms[arm].pending == 0)
+        return arm;
+    size_t fresh = 0;
+    for (size_t i = 0; i < k; i++)
+        fresh += arms[i].n == 0 && arms[i].pending == 0;
+    if (fresh == 0)
+        return arm;
+    size_t pick = rng_index(rng, fresh);
+    for (size_t i = 0; i < k; i++)
+        if (arms[i].n == 0 && arms[i].pending == 0 && pick-- == 0)
+            return i;
+    return arm; /* not reached */
+}
+
+// NOLINTNEXTLINE(readability-non-const-parameter): the rebudget hook's signature
+int policy_rebudget_any(void *state, const struct policy_ctx *ctx, int check, char *err,
+                        size_t errlen)
+{
+    (void)state;
+    (void)ctx;
+    (void)check;
+    (void)err;
+    (void)errlen;
+    return 0;
 }

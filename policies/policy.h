@@ -58,6 +58,9 @@ enum {
     POLICY_F_GLR_STOP = 1u << 9,         /* the own rule is the GLR rule (ε-GLR, m = 1), its
                                           * threshold the proven one exactly when stop_proven */
     POLICY_F_RHO_STOP = 1u << 10,        /* the own rule is ρ̄ ≥ τ (gcp) */
+    POLICY_F_PHASES = 1u << 11,          /* a phase ends when every active arm has its
+                                          * samples: no arm may stop getting pulls
+                                          * (engine_retire_arm refuses) */
 };
 
 /* One declared parameter: validated generically before init() runs. */
@@ -153,6 +156,15 @@ struct policy_ops {
      * parameters is not stopped by it unless the experiment asks for it
      * (the engine then stops it on the proven GLR rule). */
     int (*stop_proven)(const struct policy_params *params);
+    /* A budget edit (engine_set_budget): ctx->budget is the instance's new
+     * share. A policy that plans its allocation from the budget plans again
+     * from here: phases already run keep what they had, the current and
+     * later ones get the new schedule. check != 0: only say whether the
+     * budget is acceptable (0, or non-zero with a message naming
+     * "goal.budget" in err), changing nothing. NULL: a policy flagged
+     * POLICY_F_FIXED_BUDGET cannot change its budget; any other policy
+     * reads the budget as a cap only and needs no hook. */
+    int (*rebudget)(void *state, const struct policy_ctx *ctx, int check, char *err, size_t errlen);
 };
 
 /* --- registry ------------------------------------------------------------ */
@@ -185,5 +197,19 @@ double policy_param(const struct policy_ctx *ctx, int i);
  * rule above): orderings and random tie-breaks in order.h, uniform draws in
  * rng.h, statistics in stats.h, the families' toolkits in fc.h, phases.h,
  * gapidx.h, lucb.h, gcp.h and tas.h. */
+
+/* The first pulls of a block: a sampling policy (adapt, ttts, thompson)
+ * that picked `arm` while arm has no reward yet and a pull of it pending
+ * learns nothing from a second one that another arm with nothing handed
+ * out would not teach it, so such an arm (uniformly among them) takes the
+ * pull instead; otherwise `arm`. With rewards on time (no pending pull at
+ * select) it never changes a pick or draws: a block of assignments on a
+ * fresh experiment (count = K) covers K distinct arms. */
+size_t policy_first_pulls(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t arm);
+
+/* The rebudget hook of a policy that reads the budget as a cap only (the
+ * engine's), though flagged fixed-budget: any budget will do. */
+int policy_rebudget_any(void *state, const struct policy_ctx *ctx, int check, char *err,
+                        size_t errlen);
 
 #endif

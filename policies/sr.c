@@ -57,6 +57,17 @@ static size_t sr_plan(uint64_t budget, size_t k, unsigned m, uint64_t *target)
     return phases;
 }
 
+/* The budget (the instance's share) must give every arm more than a pull. */
+static int sr_budget_check(const struct policy_ctx *ctx, char *err, size_t errlen)
+{
+    size_t k = ctx->n_arms[0];
+    if (ctx->budget > k)
+        return 0;
+    snprintf(err, errlen, "goal.budget: sr needs more than one pull per arm (%zu arms)%s", k,
+             ctx->n_bandits == 1 ? "" : " in each bandit's share");
+    return -1;
+}
+
 static void sr_fini(void *state)
 {
     phases_fini(state);
@@ -66,11 +77,8 @@ static void sr_fini(void *state)
 static int sr_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     size_t k = ctx->n_arms[0];
-    if (ctx->budget <= k) {
-        snprintf(err, errlen, "goal.budget: sr needs more than one pull per arm (%zu arms)%s", k,
-                 ctx->n_bandits == 1 ? "" : " in each bandit's share");
+    if (sr_budget_check(ctx, err, errlen) != 0)
         return -1;
-    }
     struct phases *ph = calloc(1, sizeof *ph);
     if (ph == NULL) {
         snprintf(err, errlen, "out of memory");
@@ -85,10 +93,22 @@ static int sr_init(void **state, const struct policy_ctx *ctx, char *err, size_t
     return 0;
 }
 
+/* A budget edit: the schedule again from the new share (phases.h: the
+ * phases already run keep the samples they had). */
+static int sr_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                       size_t errlen)
+{
+    if (sr_budget_check(ctx, err, errlen) != 0)
+        return -1;
+    if (!check)
+        sr_plan(ctx->budget, ctx->n_arms[0], ctx->m, ((struct phases *)state)->target);
+    return 0;
+}
+
 const struct policy_ops policy_sr = {
     .name = "sr",
     .summary = "Successive Rejects (Audibert, Bubeck & Munos 2010): K−1 phases, reject the worst",
-    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP | POLICY_F_PHASES,
     .params = NULL,
     .init = sr_init,
     .fini = sr_fini,
@@ -96,4 +116,5 @@ const struct policy_ops policy_sr = {
     .update = phases_update,
     .done = phases_done,
     .recommend = phases_recommend,
+    .rebudget = sr_rebudget,
 };

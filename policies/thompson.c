@@ -64,7 +64,7 @@ static int thompson_select(void *state, const struct policy_ctx *ctx, int bandit
     for (size_t j = 0; j < k; j++)
         s->theta[j] = gsl_ran_beta(ctx->rng, a[j].alpha, a[j].beta);
     pick->bandit = b;
-    pick->arm = order_argmax(ctx->rng, s->theta, NULL, k);
+    pick->arm = policy_first_pulls(ctx->rng, a, k, order_argmax(ctx->rng, s->theta, NULL, k));
     return POLICY_OK;
 }
 

@@ -163,19 +163,21 @@ static int ttts_select(void *state, const struct policy_ctx *ctx, int bandit,
     struct ttts *s = state;
     (void)bandit;
     pick->bandit = 0;
+    const struct stats_arm *a = ctx->arms[0];
+    size_t k = ctx->n_arms[0];
     size_t leader = draw(s, ctx);
     if (gsl_rng_uniform(ctx->rng) < s->beta) {
-        pick->arm = leader;
+        pick->arm = policy_first_pulls(ctx->rng, a, k, leader);
         return POLICY_OK;
     }
     for (unsigned long i = 0; i < s->max_tries; i++) {
         size_t j = draw(s, ctx);
         if (j != leader) {
-            pick->arm = j;
+            pick->arm = policy_first_pulls(ctx->rng, a, k, j);
             return POLICY_OK;
         }
     }
-    pick->arm = laplace_challenger(s, ctx, leader);
+    pick->arm = policy_first_pulls(ctx->rng, a, k, laplace_challenger(s, ctx, leader));
     return POLICY_OK;
 }
 

@@ -10,9 +10,7 @@
  *   the policy (uniform here) chooses; a done bandit named explicitly gets
  *   its recommendation as exploitation, and the others carry on;
  * - greedy confidence pursuit over three bandits finishes the easy bandit
- *   first. It needs the `gcp` policy (another branch): the test skips
- *   itself, saying so, while the daemon does not know that policy, and runs
- *   as soon as it lands.
+ *   first.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -344,12 +342,6 @@ static void test_gcp_easy_bandit_first(void **state)
                            "\"policy\":{\"name\":\"gcp\"},\"goal\":{\"delta\":0.05},"
                            "\"tau\":0.95,\"seed\":21}",
                            NULL);
-    if (r->status == 400 && tproblem_has_field(r, "policy.name")) {
-        /* TO ENABLE: runs by itself once policy "gcp" is registered. */
-        printf("# policy gcp is not registered in this build: skipped\n");
-        tresp_free(r);
-        skip();
-    }
     assert_status(r, 201);
     tresp_free(r);
     static const double p[3][2] = {{0.1, 0.9}, {0.35, 0.65}, {0.45, 0.55}};

@@ -33,7 +33,7 @@ const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const OUT = resolve(root, process.env.TEST_OUT || 'tests/out');
 mkdirSync(OUT, { recursive: true });
 
-const { decision, fmtInt, fmtProb, logAxisFloor } = await import(join(root, 'web/src/format.js'));
+const { decision, fmtInt, fmtProb, logAxisFloor, planSentence } = await import(join(root, 'web/src/format.js'));
 const { armColours } = await import(join(root, 'web/src/colours.js'));
 const { sourcesHash } = await import(join(root, 'web/sources.mjs'));
 
@@ -641,6 +641,19 @@ async function browserChecks(browser, ids) {
     // The browser logs the 400 it was told to expect; it is not a fault.
     consoleProblems.splice(before);
     return /arms|bandits/i.test(t) || t;
+  });
+  await check('the form plans: the lower bound and a simulation on the guessed means (POST /v1/plan)', async () => {
+    await page.goto(`${U}/`);
+    await page.click('details.create summary');
+    await page.fill('#f-arms', 'a, b, c, d');
+    await page.fill('#f-policy', 'track-and-stop');
+    await page.fill('#f-means', '0.5, 0.45, 0.43, 0.4');
+    await page.click('#plan-button');
+    await page.waitForFunction(() => /simulated run/.test(document.querySelector('#create-form .form-msg')?.textContent || ''), null, { timeout: 15000 });
+    const t = await page.textContent('#create-form .form-msg');
+    const want = (await call('POST', '/v1/plan', { experiment: { arms: ['a', 'b', 'c', 'd'], policy: { name: 'track-and-stop', params: {} }, goal: { m: 1, epsilon: 0, delta: 0.05, budget: null } }, means: [0.5, 0.45, 0.43, 0.4], runs: 1 })).json;
+    return (t.startsWith('Any δ-correct policy needs about 2,623 pulls') && t.includes('track-and-stop') &&
+      planSentence(want).startsWith('Any δ-correct policy needs about 2,623 pulls')) || t;
   });
   await check('an API key typed once is kept for the session and sent as Bearer', async () => {
     await page.click('#key-button');

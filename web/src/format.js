@@ -304,3 +304,17 @@ export function bandit_series(hist, st, bi) {
     : null;
   return { x, dc, rho, arms, eb: ebLabel ? eb : null, ebLabel };
 }
+
+// The answer of POST /v1/plan in words: the lower bound no δ-correct
+// policy beats, then what the simulation of the same engine gave.
+export function planSentence(p) {
+  const lb = p.lower_bound?.pulls;
+  const s = p.simulation;
+  const bound = lb === null || lb === undefined
+    ? `No lower bound (${p.lower_bound?.note || 'not defined here'}).`
+    : `Any δ-correct policy needs about ${fmtInt(Math.round(lb))} pulls or more on average (T*(μ)·kl(δ, 1 − δ)).`;
+  let sim = `${p.policy}, ${fmtInt(s.runs)} simulated run${s.runs === 1 ? '' : 's'}: ${fmtInt(Math.round(s.mean_pulls))} pulls on average `
+    + `(median ${fmtInt(Math.round(s.median_pulls))}, 90% within ${fmtInt(Math.round(s.p90_pulls))}), error rate ${fmtProb(s.error_rate)}`;
+  if (s.capped > 0) sim += `; ${fmtInt(s.capped)} did not stop within ${fmtInt(s.max_pulls)} pulls`;
+  return `${bound} ${sim}.`;
+}
