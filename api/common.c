@@ -45,12 +45,26 @@ static int enter(struct http_req *r, struct exp *x, int corrupt_ok)
                  "experiment \"%s\" cannot be served: %s; an operator must restore it from a "
                  "backup or delete it",
                  exp_id(x), exp_corrupt(x));
+    /* Another daemon owns it (several daemons on one PostgreSQL): 503, so
+     * that a proxy tries the next daemon or the client retries, naming the
+     * owner in Banditd-Owner; the experiment is taken over once its owner
+     * stops (docs/operations.md, Several daemons). */
+    if (rc == EXP_ERR_NOTOWNER) {
+        snprintf(detail, sizeof detail,
+                 "experiment \"%s\" is served by another daemon (%s); retry, through the load "
+                 "balancer or there: it is taken over if that daemon stops",
+                 exp_id(x), exp_owner(x)[0] ? exp_owner(x) : "address unknown");
+        if (exp_owner(x)[0])
+            http_reply_header(r, "Banditd-Owner", exp_owner(x));
+    }
     exp_unlock(x);
     exp_put(x);
     if (rc == EXP_ERR_GONE)
         http_reply_problem(r, 404, "the experiment was deleted", NULL);
     else if (rc == EXP_ERR_CORRUPT)
         http_reply_problem_as(r, "corrupt-log", detail, NULL);
+    else if (rc == EXP_ERR_NOTOWNER)
+        http_reply_problem(r, 503, detail, NULL);
     else
         http_reply_problem(r, 503, "the experiment cannot be read from storage; retry later", NULL);
     return -1;
@@ -84,6 +98,14 @@ json_t *api_experiment_json(struct exp *x)
     const char *reason = exp_stop_reason(x);
     char ts[CLOCK_RFC3339_LEN];
     clock_format_rfc3339(exp_created_ms(x), ts, sizeof ts);
+    /* What edits changed (exp_ev_edit): the values now, not as created. */
+    json_object_set_new(j, "name", json_string(exp_name(x)));
+    json_object_set_new(j, "assignment_ttl_s", json_integer((json_int_t)exp_ttl_s(x)));
+    json_t *goal = json_object_get(j, "goal");
+    if (goal != NULL)
+        json_object_set_new(goal, "budget",
+                            exp_budget(x) ? json_integer((json_int_t)exp_budget(x)) : json_null());
+    json_object_set_new(j, "edits", json_integer((json_int_t)exp_edits(x)));
     json_object_set_new(j, "state", json_string(exp_state_name(exp_get_state(x))));
     json_object_set_new(j, "stopped", json_boolean(engine_stopped(e)));
     json_object_set_new(j, "stop_reason", reason ? json_string(reason) : json_null());
@@ -116,7 +138,8 @@ const char *api_store_detail(int store_err)
 {
     switch (store_err) {
     case STORE_ERR_FULL:
-        return "storage is full or read-only; nothing was recorded, retry later";
+        return "storage is unavailable (full, read-only or unreachable); nothing was recorded, "
+               "retry later";
     case STORE_ERR_CLOSED:
         return "the server is shutting down; nothing was recorded";
     case STORE_ERR_NOMEM:

@@ -77,6 +77,19 @@ int jv_unknown_keys(json_t *obj, const char *const *allowed, const char *prefix,
     return unknown;
 }
 
+int jv_object(json_t *v, const char *const *allowed, const char *field, json_t *errors)
+{
+    if (json_is_object(v))
+        return jv_unknown_keys(v, allowed, field, errors);
+    char shape[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; allowed[i] != NULL && len < sizeof shape; i++)
+        len += (size_t)snprintf(shape + len, sizeof shape - len, "%s\"%s\"", i ? ", " : "",
+                                allowed[i]);
+    jv_error(errors, field, "must be an object {%s}", shape);
+    return -1;
+}
+
 int jv_number(const json_t *v, double *out)
 {
     if (json_is_integer(v)) {
@@ -93,6 +106,22 @@ int jv_number(const json_t *v, double *out)
 json_t *jv_real(double x)
 {
     return isfinite(x) ? json_real(x) : json_null();
+}
+
+int jv_count(const json_t *v, uint64_t max, uint64_t *out)
+{
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        if (x < 0 || (uint64_t)x > max)
+            return 0;
+        *out = (uint64_t)x;
+        return 1;
+    }
+    double x;
+    if (!jv_number(v, &x) || x < 0 || x != floor(x) || x > (double)max)
+        return 0;
+    *out = (uint64_t)x;
+    return 1;
 }
 
 char *jv_dumps(const json_t *j, size_t flags)

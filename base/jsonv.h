@@ -11,6 +11,7 @@
 #define BANDITD_BASE_JSONV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -49,6 +50,12 @@ int jv_error(json_t *errors, const char *field, const char *fmt, ...)
  * Returns the number of unknown keys. */
 int jv_unknown_keys(json_t *obj, const char *const *allowed, const char *prefix, json_t *errors);
 
+/* v must be an object whose keys are all in allowed (NULL-terminated).
+ * Returns −1 when it is no object (appending {"field": field, "message":
+ * "must be an object {\"k1\", \"k2\"...}"}), else the number of unknown
+ * keys, each reported as jv_unknown_keys does (field as the prefix). */
+int jv_object(json_t *v, const char *const *allowed, const char *field, json_t *errors);
+
 /* A finite number (integer or real): 1 and *out, or 0. */
 int jv_number(const json_t *v, double *out);
 
@@ -56,6 +63,10 @@ int jv_number(const json_t *v, double *out);
  * refuses NaN and ±inf (NULL), and a field set from it silently went
  * missing. A new reference (NULL only on out of memory). */
 json_t *jv_real(double x);
+
+/* A non-negative integer up to max, given as an integer or an integral
+ * real (1e6): 1 and *out, or 0. */
+int jv_count(const json_t *v, uint64_t max, uint64_t *out);
 
 /* "field: message" of the first error of the list into buf (a problem's
  * one-line detail), with `suffix` appended (may be NULL). */

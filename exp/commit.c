@@ -68,6 +68,8 @@ static void on_commit(void *arg, int err)
              * request (the store fails this experiment's later writes until
              * then, so nothing after the gap commits). */
             atomic_store(&x->stale, 1);
+            if (err == STORE_ERR_NOTOWNER) /* claim again (and reload) first */
+                atomic_store(&x->owned, 0);
         }
     }
     exp_unlock(x);
@@ -145,12 +147,90 @@ static int wait_idle(struct exp *x, int timeout_ms)
     return x->inflight == 0 || !atomic_load(&x->stale);
 }
 
+/* Wait (x locked, released meanwhile) until none of x's writes is queued,
+ * at most timeout_ms: a claim waits for the writer, whose callbacks for x
+ * would wait for x's lock. 1 when none is. */
+static int wait_no_inflight(struct exp *x, int timeout_ms)
+{
+    struct timespec dl = clock_deadline(CLOCK_MONOTONIC, (unsigned)timeout_ms);
+    while (x->inflight > 0)
+        if (pthread_cond_timedwait(&x->idle, &x->mu, &dl) == ETIMEDOUT)
+            break;
+    return x->inflight == 0;
+}
+
+/* Make this daemon x's owner (exp.h): EXP_OK with x marked stale, so that
+ * it is reloaded from the database — the truth, whatever its previous
+ * owner wrote — before it is served. */
+static int claim_locked(struct exp *x)
+{
+    if (!wait_no_inflight(x, EXP_RELOAD_WAIT_MS))
+        return EXP_ERR_STORE;
+    int rc = store_claim(exp_rt.store, x->rowid, x->owner, sizeof x->owner);
+    if (rc == STORE_ERR_NOTOWNER)
+        return EXP_ERR_NOTOWNER;
+    if (rc == STORE_ERR_NOTFOUND) {
+        x->deleted = 1; /* by another daemon */
+        return EXP_ERR_GONE;
+    }
+    if (rc != STORE_OK)
+        return EXP_ERR_STORE;
+    log_info("experiment %s: owned by this daemon now", x->id);
+    atomic_store(&x->owned, 1);
+    atomic_store(&x->stale, 1);
+    return EXP_OK;
+}
+
+int exp_refresh_locked(struct exp *x)
+{
+    int64_t last = 0;
+    char err[256];
+    int is_corrupt;
+
+    if (x->deleted || x->deleting)
+        return EXP_ERR_GONE;
+    if (atomic_load(&x->owned))
+        return EXP_OK; /* its memory is the truth */
+    int rc = store_find_experiment(exp_rt.store, x->id, NULL, NULL);
+    if (rc == STORE_ERR_NOTFOUND) {
+        x->deleted = 1;
+        return EXP_ERR_GONE;
+    }
+    if (rc != STORE_OK || store_last_seq(exp_rt.store, x->rowid, &last) != STORE_OK)
+        return EXP_ERR_STORE;
+    if (!atomic_load(&x->stale) && last == x->d->seq)
+        return EXP_OK;
+    struct exp_data *d = exp_replay_all(x, err, sizeof err, &is_corrupt);
+    if (d == NULL)
+        return is_corrupt ? EXP_ERR_CORRUPT : EXP_ERR_STORE;
+    exp_data_free(x->d);
+    x->d = d;
+    atomic_fetch_add(&x->gen, 1);
+    atomic_store(&x->stale, 0);
+    return EXP_OK;
+}
+
 int exp_prepare_locked(struct exp *x, int64_t now)
 {
     if (x->deleted || x->deleting)
         return EXP_ERR_GONE;
     if (x->corrupt[0] != '\0')
         return EXP_ERR_CORRUPT;
+    if (x->draining) {
+        /* A correction is rebuilding x from its log (corrections.c):
+         * nothing may be queued meanwhile. */
+        struct timespec dl = clock_deadline(CLOCK_MONOTONIC, EXP_RELOAD_WAIT_MS);
+        while (x->draining)
+            if (pthread_cond_timedwait(&x->idle, &x->mu, &dl) == ETIMEDOUT)
+                return EXP_ERR_STORE;
+        if (x->deleted || x->deleting)
+            return EXP_ERR_GONE;
+    }
+    if (!atomic_load(&x->owned)) {
+        int rc = claim_locked(x);
+        if (rc != EXP_OK)
+            return rc;
+    }
     if (atomic_load(&x->stale)) {
         /* The disk is final for this experiment only once every write
          * queued before the failure has completed: a write refused at

@@ -12,6 +12,8 @@
 
 #include "base/jsonv.h"
 #include "exp/internal.h"
+#include "policies/goal.h"
+#include "policies/stop_rule.h"
 
 static void random_id(char *buf, size_t len)
 {
@@ -89,13 +91,11 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
         } else {
             snprintf(field, sizeof field, "bandits[%zu]", b);
             static const char *const keys[] = {"id", "arms", NULL};
-            if (!json_is_object(bj)) {
-                jv_error(errors, field, "must be an object {\"id\", \"arms\"}");
+            int unknown = jv_object(bj, keys, field, errors);
+            if (unknown != 0)
                 bad = 1;
+            if (unknown < 0)
                 continue;
-            }
-            if (jv_unknown_keys(bj, keys, field, errors))
-                bad = 1;
             json_t *idj = json_object_get(bj, "id");
             snprintf(defid, sizeof defid, "b%zu", b);
             bid = idj == NULL ? (nb == 1 ? "default" : defid) : json_string_value(idj);
@@ -109,11 +109,10 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
             arms = json_object_get(bj, "arms");
             snprintf(field + strlen(field), sizeof field - strlen(field), ".arms");
         }
-        for (size_t j = 0; j < b; j++)
-            if (c->bandit_ids[j] != NULL && strcmp(c->bandit_ids[j], bid) == 0) {
-                jv_error(errors, field, "bandit id \"%s\" is used twice", bid);
-                bad = 1;
-            }
+        if (exp_cfg_bandit(c, bid) >= 0) { /* the ids so far; the others are NULL */
+            jv_error(errors, field, "bandit id \"%s\" is used twice", bid);
+            bad = 1;
+        }
         c->bandit_ids[b] = strdup(bid);
         if (c->bandit_ids[b] == NULL)
             return -1;
@@ -136,13 +135,12 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
                 bad = 1;
                 continue;
             }
-            for (size_t j = 0; j < i; j++)
-                if (c->arm_names[b][j] != NULL && strcmp(c->arm_names[b][j], name) == 0) {
-                    char f[96];
-                    snprintf(f, sizeof f, "%s[%zu]", field, i);
-                    jv_error(errors, f, "arm \"%s\" is listed twice", name);
-                    bad = 1;
-                }
+            if (exp_cfg_arm(c, b, name) >= 0) { /* the names so far; the others are NULL */
+                char f[96];
+                snprintf(f, sizeof f, "%s[%zu]", field, i);
+                jv_error(errors, f, "arm \"%s\" is listed twice", name);
+                bad = 1;
+            }
             c->arm_names[b][i] = strdup(name);
             if (c->arm_names[b][i] == NULL)
                 return -1;
@@ -157,11 +155,7 @@ static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_
     json_t *params = NULL;
     if (pol != NULL) {
         static const char *const keys[] = {"name", "params", NULL};
-        if (!json_is_object(pol)) {
-            jv_error(errors, "policy", "must be an object {\"name\", \"params\"}");
-            return 1;
-        }
-        if (jv_unknown_keys(pol, keys, "policy", errors))
+        if (jv_object(pol, keys, "policy", errors) != 0)
             return 1;
         json_t *nj = json_object_get(pol, "name");
         if (nj != NULL) {
@@ -233,12 +227,6 @@ static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_
     return bad;
 }
 
-static const char *const stop_rules[] = {"delta_c",       "glr",  "policy", "rho",
-                                         "glr-heuristic", "none", NULL};
-static const enum engine_stop_rule stop_rule_values[] = {
-    ENGINE_RULE_DELTA_C, ENGINE_RULE_GLR,           ENGINE_RULE_POLICY,
-    ENGINE_RULE_RHO,     ENGINE_RULE_GLR_HEURISTIC, ENGINE_RULE_NONE};
-
 static const char *const after_stop_names[] = {"recommendation", "keep", NULL};
 static const char *const after_expiry_names[] = {"new", "keep", NULL};
 static const char *const fallback_names[] = {"none", "control", "recommendation", NULL};
@@ -261,11 +249,7 @@ static int parse_units(struct exp_config *c, json_t *units, json_t *errors)
     if (units == NULL || json_is_null(units))
         return 0;
     static const char *const keys[] = {"after_stop", "after_expiry", NULL};
-    if (!json_is_object(units)) {
-        jv_error(errors, "units", "must be an object {\"after_stop\", \"after_expiry\"}");
-        return 1;
-    }
-    if (jv_unknown_keys(units, keys, "units", errors))
+    if (jv_object(units, keys, "units", errors) != 0)
         return 1;
     json_t *v = json_object_get(units, "after_stop");
     int i = v != NULL ? name_index(after_stop_names, json_string_value(v)) : 0;
@@ -405,95 +389,61 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     if (c->name == NULL)
         return -1;
 
-    /* goal */
-    struct engine_config *e = &c->engine;
-    e->m = 1;
-    e->delta = 0.05;
-    e->target_arm = -1;
-    e->tau = NAN;
-    double epsilon = 0;
-    json_t *goal = json_object_get(body, "goal");
-    if (goal != NULL) {
-        static const char *const gkeys[] = {"m", "epsilon", "delta", "budget", NULL};
-        if (!json_is_object(goal)) {
-            jv_error(errors, "goal", "must be an object");
-            bad = 1;
-        } else {
-            if (jv_unknown_keys(goal, gkeys, "goal", errors))
-                bad = 1;
-            int ok;
-            if ((v = json_object_get(goal, "m")) != NULL) {
-                if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-                    json_integer_value(v) > 4096) {
-                    jv_error(errors, "goal.m", "must be an integer >= 1");
-                    bad = 1;
-                } else {
-                    e->m = (unsigned)json_integer_value(v);
-                }
-            }
-            if ((v = json_object_get(goal, "epsilon")) != NULL) {
-                epsilon = num(v, &ok);
-                if (!ok || epsilon < 0) {
-                    jv_error(errors, "goal.epsilon", "must be a finite number >= 0");
-                    bad = 1;
-                }
-            }
-            if ((v = json_object_get(goal, "delta")) != NULL) {
-                e->delta = num(v, &ok);
-                if (!ok || !(e->delta > 0 && e->delta < 1)) {
-                    jv_error(errors, "goal.delta", "must be a number in (0, 1)");
-                    bad = 1;
-                }
-            }
-            if ((v = json_object_get(goal, "budget")) != NULL && !json_is_null(v)) {
-                if (!json_is_integer(v) || json_integer_value(v) < 1) {
-                    jv_error(errors, "goal.budget", "must be a positive integer or null");
-                    bad = 1;
-                } else {
-                    e->budget = (uint64_t)json_integer_value(v);
-                }
-            }
-        }
-    }
-
     /* reward range */
     c->reward_min = 0;
     c->reward_max = 1;
     json_t *reward = json_object_get(body, "reward");
+    int reward_bad = 0;
     if (reward != NULL) {
         static const char *const rkeys[] = {"min", "max", NULL};
         int ok1 = 1, ok2 = 1;
-        if (!json_is_object(reward)) {
-            jv_error(errors, "reward", "must be an object {\"min\", \"max\"}");
-            bad = 1;
-        } else {
-            if (jv_unknown_keys(reward, rkeys, "reward", errors))
-                bad = 1;
+        int unknown = jv_object(reward, rkeys, "reward", errors);
+        if (unknown != 0)
+            reward_bad = 1;
+        if (unknown >= 0) {
             if ((v = json_object_get(reward, "min")) != NULL)
                 c->reward_min = num(v, &ok1);
             if ((v = json_object_get(reward, "max")) != NULL)
                 c->reward_max = num(v, &ok2);
             if (!ok1) {
                 jv_error(errors, "reward.min", "must be a finite number");
-                bad = 1;
+                reward_bad = 1;
             }
             if (!ok2) {
                 jv_error(errors, "reward.max", "must be a finite number");
-                bad = 1;
+                reward_bad = 1;
             }
-            if (ok1 && ok2 && !(c->reward_max > c->reward_min)) {
-                jv_error(errors, "reward.max", "must be greater than reward.min");
-                bad = 1;
+            if (ok1 && ok2 && !goal_range_valid(c->reward_min, c->reward_max)) {
+                jv_error(errors, "reward.max", GOAL_RANGE_RULE);
+                reward_bad = 1;
             }
         }
     }
-    double range = c->reward_max - c->reward_min;
-    if (range > 0)
-        e->epsilon = epsilon / range;
-    if (range > 0 && e->epsilon >= 1) {
-        jv_error(errors, "goal.epsilon", "must be smaller than the reward range");
-        bad = 1;
+    bad |= reward_bad;
+    /* ε is in reward units: it is checked against the range, unless the
+     * range itself is wrong (reported above). */
+    double range = reward_bad ? NAN : c->reward_max - c->reward_min;
+
+    /* goal */
+    struct engine_config *e = &c->engine;
+    e->target_arm = -1;
+    e->tau = NAN;
+    struct goal g;
+    goal_defaults(&g);
+    json_t *goal = json_object_get(body, "goal");
+    if (goal != NULL) {
+        static const char *const gkeys[] = {"m", "epsilon", "delta", "budget", NULL};
+        int unknown = jv_object(goal, gkeys, "goal", errors);
+        if (unknown != 0)
+            bad = 1;
+        if (unknown >= 0 && goal_parse(goal, range, "goal.", &g, errors) != 0)
+            bad = 1;
     }
+    e->m = g.m;
+    e->delta = g.delta;
+    e->budget = g.budget;
+    if (!reward_bad)
+        e->epsilon = g.epsilon / range; /* the engine's [0, 1] units */
 
     /* bandits */
     json_t *bandits = json_object_get(body, "bandits");
@@ -561,34 +511,28 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     json_t *stop_rule = json_object_get(body, "stop_rule");
     e->stop_rule = ENGINE_RULE_DEFAULT;
     if (stop_rule != NULL) {
-        const char *s = json_string_value(stop_rule);
-        size_t i = 0;
-        for (; s != NULL && stop_rules[i] != NULL; i++)
-            if (strcmp(s, stop_rules[i]) == 0)
-                break;
-        if (s == NULL || stop_rules[i] == NULL) {
-            jv_error(errors, "stop_rule", "must be one of delta_c, glr, policy, rho");
+        const struct stop_rule_info *rule = stop_rule_find(json_string_value(stop_rule));
+        if (rule == NULL) {
+            char names[256];
+            stop_rule_names(names, sizeof names);
+            jv_error(errors, "stop_rule", "must be one of %s", names);
             bad = 1;
         } else {
-            e->stop_rule = stop_rule_values[i];
+            e->stop_rule = rule->rule;
         }
     }
-    const char *bound = "anytime";
-    if ((v = json_object_get(body, "bound")) != NULL) {
-        bound = json_string_value(v);
-        if (bound == NULL || (strcmp(bound, "anytime") != 0 && strcmp(bound, "fixed") != 0)) {
-            jv_error(errors, "bound", "must be \"anytime\" or \"fixed\"");
-            bad = 1;
-            bound = "anytime";
-        }
+    e->bound = STATS_BOUND_ANYTIME;
+    if ((v = json_object_get(body, "bound")) != NULL &&
+        stop_rule_bound_find(json_string_value(v), &e->bound) != 0) {
+        jv_error(errors, "bound", "must be " STOP_RULE_BOUNDS);
+        bad = 1;
     }
-    e->bound = strcmp(bound, "fixed") == 0 ? STATS_BOUND_FIXED : STATS_BOUND_ANYTIME;
     double tau = NAN;
     if ((v = json_object_get(body, "tau")) != NULL && !json_is_null(v)) {
         int ok;
         tau = num(v, &ok);
-        if (!ok || !(tau > 0 && tau < 1)) {
-            jv_error(errors, "tau", "must be a number in (0, 1)");
+        if (!ok || !goal_tau_valid(tau)) {
+            jv_error(errors, "tau", GOAL_TAU_RULE);
             bad = 1;
             tau = NAN;
         }
@@ -614,12 +558,10 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     json_t *prior = json_object_get(body, "prior");
     if (prior != NULL && !json_is_null(prior)) {
         static const char *const pkeys[] = {"alpha", "beta", NULL};
-        if (!json_is_object(prior)) {
-            jv_error(errors, "prior", "must be an object {\"alpha\", \"beta\"}");
+        int unknown = jv_object(prior, pkeys, "prior", errors);
+        if (unknown != 0)
             bad = 1;
-        } else {
-            if (jv_unknown_keys(prior, pkeys, "prior", errors))
-                bad = 1;
+        if (unknown >= 0) {
             static const char *const pf[] = {"prior.alpha", "prior.beta"};
             double *dst[] = {&e->prior_alpha, &e->prior_beta};
             for (int i = 0; i < 2; i++) {
@@ -677,11 +619,7 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     json_t *constraints = json_object_get(body, "constraints");
     if (constraints != NULL && !json_is_null(constraints)) {
         static const char *const ckeys[] = {"burn_in", "min_prob", "control", NULL};
-        if (!json_is_object(constraints)) {
-            jv_error(errors, "constraints", "must be an object");
-            return 1;
-        }
-        if (jv_unknown_keys(constraints, ckeys, "constraints", errors))
+        if (jv_object(constraints, ckeys, "constraints", errors) != 0)
             return 1;
         int ok;
         if ((v = json_object_get(constraints, "burn_in")) != NULL) {
@@ -702,13 +640,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
         json_t *ctl = json_object_get(constraints, "control");
         if (ctl != NULL && !json_is_null(ctl)) {
             static const char *const tkeys[] = {"arm", "share", NULL};
-            if (!json_is_object(ctl) ||
-                jv_unknown_keys(ctl, tkeys, "constraints.control", errors)) {
-                if (!json_is_object(ctl))
-                    jv_error(errors, "constraints.control",
-                             "must be an object {\"arm\", \"share\"}");
+            if (jv_object(ctl, tkeys, "constraints.control", errors) != 0)
                 return 1;
-            }
             const char *arm = json_string_value(json_object_get(ctl, "arm"));
             if (arm == NULL) {
                 jv_error(errors, "constraints.control.arm", "must name an arm");
@@ -739,38 +672,22 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     e->n_arms = c->n_arms;
     e->control_arm = c->control_arm;
     e->policy = c->policy;
-    char err[256];
-    if (engine_validate(e, err, sizeof err) != 0) {
-        /* engine messages start with the field name: "field: message" */
-        char *colon = strstr(err, ": ");
-        if (colon != NULL) {
-            *colon = '\0';
-            jv_error(errors, err, "%s", colon + 2);
-        } else {
-            jv_error(errors, "", "%s", err);
-        }
-        return 1;
-    }
-    /* Let the policy check its parameters against the goal (e.g. ADAPT's
-     * cap needs ε > 0) by building a throwaway engine. */
-    struct engine *probe = engine_create(e, err, sizeof err);
-    if (probe == NULL && strcmp(err, "out of memory") == 0)
+    /* The engine's checks (policy flags against the goal and the arms),
+     * then the policy's own against its parameters (e.g. ADAPT's cap needs
+     * ε > 0), by building a throwaway engine. */
+    struct policy_error perr;
+    struct engine *probe = engine_create(e, &perr);
+    if (probe == NULL && perr.code == POLICY_ERR_NOMEM)
         return -1; /* ours, not the body's */
     if (probe == NULL) {
-        char *colon = strstr(err, ": ");
-        if (colon != NULL) {
-            *colon = '\0';
-            jv_error(errors, err, "%s", colon + 2);
-        } else {
-            jv_error(errors, "policy", "%s", err);
-        }
+        jv_error(errors, perr.field[0] != '\0' ? perr.field : "policy", "%s", perr.message);
         return 1;
     }
     engine_free(probe);
     if (parse_units(c, json_object_get(body, "units"), errors) != 0 ||
         parse_fallback(c, json_object_get(body, "fallback"), errors) != 0)
         return 1;
-    if (normalise(c, stop_rule, bound, tau, target, constraints) != 0 ||
+    if (normalise(c, stop_rule, stop_rule_bound_name(e->bound), tau, target, constraints) != 0 ||
         exp_webhooks_normalise(c) != 0)
         return -1;
     return 0;

@@ -4,6 +4,7 @@
  * experiment, thinned so that they span its whole life.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "exp/internal.h"
 
@@ -90,4 +91,42 @@ void exp_history_free(struct exp_data *d)
     free(d->hist);
     d->hist = NULL;
     d->hlen = d->hcap = 0;
+    for (size_t i = 0; d->marks != NULL && i < d->mlen; i++)
+        free(d->marks[(d->mhead + i) % EXP_MARKS].text);
+    free(d->marks);
+    d->marks = NULL;
+    d->mhead = d->mlen = 0;
+}
+
+void exp_mark_add(struct exp_data *d, const struct store_event *ev)
+{
+    if (d->marks == NULL && (d->marks = calloc(EXP_MARKS, sizeof *d->marks)) == NULL)
+        return;
+    char *text = ev->text != NULL ? strdup(ev->text) : NULL;
+    if (ev->text != NULL && text == NULL)
+        return;
+    struct exp_mark *m;
+    if (d->mlen == EXP_MARKS) { /* the oldest goes */
+        m = &d->marks[d->mhead];
+        free(m->text);
+        d->mhead = (d->mhead + 1) % EXP_MARKS;
+    } else {
+        m = &d->marks[(d->mhead + d->mlen++) % EXP_MARKS];
+    }
+    m->seq = ev->seq;
+    m->ts_ms = ev->ts_ms;
+    m->pulls = engine_pulls(d->eng);
+    m->kind = ev->kind;
+    m->text = text;
+    m->ref = ev->kind == STORE_EV_CORRECT ? ev->ref : 0;
+}
+
+size_t exp_marks_len(const struct exp *x)
+{
+    return x->d->mlen;
+}
+
+const struct exp_mark *exp_mark_at(const struct exp *x, size_t i)
+{
+    return &x->d->marks[(x->d->mhead + i) % EXP_MARKS];
 }

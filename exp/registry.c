@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "base/jsonv.h"
+#include "policies/stop_rule.h"
 #include "base/log.h"
 #include "exp/internal.h"
 
@@ -94,7 +95,7 @@ const char *exp_stop_reason(const struct exp *x)
 {
     switch (engine_stop_reason(x->d->eng)) {
     case ENGINE_STOPPED_CONFIDENCE:
-        return "confidence";
+        return stop_rule_name(engine_rule(x->d->eng)); /* the rule that fired */
     case ENGINE_STOPPED_BUDGET:
         return "budget";
     case ENGINE_STOPPED_MANUAL:
@@ -158,7 +159,7 @@ static struct exp *find_in_shard(struct shard *s, size_t bucket, const char *id)
     return NULL;
 }
 
-struct exp *exp_get(const char *id)
+static struct exp *get_local(const char *id)
 {
     size_t bucket;
     struct shard *s = shard_of(id, &bucket);
@@ -170,6 +171,20 @@ struct exp *exp_get(const char *id)
         x = NULL;
     pthread_mutex_unlock(&s->mu);
     return x;
+}
+
+static int load_remote(void *arg, const struct store_experiment_row *row);
+
+struct exp *exp_get(const char *id)
+{
+    struct exp *x = get_local(id);
+    if (x != NULL || !store_shared(exp_rt.store))
+        return x;
+    /* another daemon's, created since this one loaded (or unknown: the
+     * lookup is one index probe) */
+    if (store_find_experiment(exp_rt.store, id, load_remote, NULL) != STORE_OK)
+        return NULL;
+    return get_local(id);
 }
 
 /* Insert x unless its id is taken or, limit > 0, the registry already holds
@@ -309,6 +324,16 @@ enum exp_state exp_get_state(const struct exp *x)
     return x->d->state;
 }
 
+const char *exp_owner(const struct exp *x)
+{
+    return x->owner;
+}
+
+int exp_owned(const struct exp *x)
+{
+    return atomic_load(&x->owned);
+}
+
 int64_t exp_created_ms(const struct exp *x)
 {
     return x->created_ms;
@@ -345,6 +370,10 @@ int64_t exp_last_event_ms(const struct exp *x)
 
 void exp_summary_locked(struct exp *x, struct exp_summary *out)
 {
+    /* A correction rebuilding x from its log (corrections.c) swaps x->d
+     * without the lock: read once it is done. */
+    while (x->draining)
+        pthread_cond_wait(&x->idle, &x->mu);
     struct engine *e = x->d->eng;
     const struct exp_config *c = &x->cfg;
     uint64_t v = exp_version(x);
@@ -366,7 +395,7 @@ void exp_summary_locked(struct exp *x, struct exp_summary *out)
     out->pulls = engine_pulls(e);
     out->pending = engine_pending(e);
     out->handed_out = engine_handed_out(e);
-    out->budget = c->engine.budget;
+    out->budget = engine_budget(e); /* edits change it */
     out->bandits = c->n_bandits;
     out->bandits_done = engine_bandits_done(e);
     out->delta = c->engine.delta;
@@ -418,6 +447,7 @@ static struct exp *exp_new(struct exp_config *cfg, int64_t created_ms, char *err
     x->created_ms = created_ms;
     atomic_init(&x->last_event_ms, created_ms);
     x->token = exp_make_token(x->id, created_ms);
+    atomic_init(&x->owned, 1); /* what it creates, a daemon owns */
     x->config_text = exp_config_stored_text(&x->cfg);
     x->d = exp_data_new(&x->cfg, err, errlen);
     if (x->config_text == NULL || x->d == NULL) {
@@ -510,12 +540,14 @@ struct load_ctx {
     char *err;
     size_t errlen;
     size_t loaded;
+    int remote; /* another daemon's, found after the start: neither claimed nor replayed */
 };
 
 static int load_one(void *arg, const struct store_experiment_row *row)
 {
     struct load_ctx *lc = arg;
     json_error_t jerr;
+    int owned = 1;
     int oom;
     json_t *j = jv_loadb(row->config_json, strlen(row->config_json), 0, &jerr, &oom);
     if (oom) { /* never load a configuration jansson may have cut short */
@@ -544,6 +576,28 @@ static int load_one(void *arg, const struct store_experiment_row *row)
     if (x == NULL)
         return -1;
     x->rowid = row->rowid;
+    if (store_shared(exp_rt.store)) {
+        /* several daemons: serve only what this one owns; the others are
+         * registered for listing, and claimed when a request comes */
+        int crc = lc->remote ? STORE_ERR_NOTOWNER
+                             : store_claim(exp_rt.store, x->rowid, x->owner, sizeof x->owner);
+        if (crc != STORE_OK && crc != STORE_ERR_NOTOWNER) {
+            snprintf(lc->err, lc->errlen, "experiment %s: claiming it: %s", x->id,
+                     store_strerror(crc));
+            exp_put(x);
+            return crc == STORE_ERR_NOTFOUND ? 0 : -1; /* deleted meanwhile: skip */
+        }
+        owned = crc == STORE_OK;
+        atomic_store(&x->owned, owned);
+    }
+    if (lc->remote) {
+        /* its state is read when needed (exp_refresh_locked, a claim) */
+        atomic_store(&x->stale, 1);
+        atomic_store(&x->visible, 1);
+        if (registry_insert(x, 0) != EXP_OK)
+            exp_put(x); /* registered meanwhile */
+        return 0;
+    }
     int is_corrupt;
     struct exp_data *d = exp_replay_all(x, lc->err, lc->errlen, &is_corrupt);
     if (d == NULL && is_corrupt) {
@@ -568,6 +622,28 @@ static int load_one(void *arg, const struct store_experiment_row *row)
     return 0;
 }
 
+/* A row of another daemon's experiment, registered not owned (exp_get,
+ * exp_registry_sync). */
+static int load_remote(void *arg, const struct store_experiment_row *row)
+{
+    (void)arg;
+    char err[256] = "";
+    struct load_ctx lc = {.err = err, .errlen = sizeof err, .remote = 1};
+    struct exp *known = get_local(row->id);
+    if (known != NULL) {
+        exp_put(known);
+        return 0;
+    }
+    return load_one(&lc, row) < 0 ? STORE_ERR_NOMEM : 0;
+}
+
+int exp_registry_sync(void)
+{
+    if (!store_shared(exp_rt.store))
+        return 0;
+    return store_load_experiments(exp_rt.store, load_remote, NULL);
+}
+
 static void *sweeper_main(void *arg)
 {
     (void)arg;
@@ -585,9 +661,12 @@ static void *sweeper_main(void *arg)
         int64_t now = clock_wall_ms();
         exp_memory_measure();
         for (size_t i = 0; i < got; i++) {
-            exp_lock(all[i]);
-            exp_prepare_locked(all[i], now);
-            exp_unlock(all[i]);
+            /* another daemon's: its owner expires them (no takeover from here) */
+            if (atomic_load(&all[i]->owned)) {
+                exp_lock(all[i]);
+                exp_prepare_locked(all[i], now);
+                exp_unlock(all[i]);
+            }
             exp_put(all[i]);
         }
         free(all);

@@ -142,13 +142,11 @@ int exp_webhooks_parse(struct exp_config *c, json_t *v, json_t *errors)
         char f[64];
         json_t *h = json_array_get(v, i);
         snprintf(f, sizeof f, "webhooks[%zu]", i);
-        if (!json_is_object(h)) {
-            jv_error(errors, f, "must be an object {\"url\", \"events\", \"secret\"}");
+        int unknown = jv_object(h, keys, f, errors);
+        if (unknown != 0)
             bad = 1;
+        if (unknown < 0)
             continue;
-        }
-        if (jv_unknown_keys(h, keys, f, errors))
-            bad = 1;
         const char *url = json_string_value(json_object_get(h, "url"));
         const char *why = url == NULL ? "required: an http:// or https:// URL" : url_problem(url);
         snprintf(f, sizeof f, "webhooks[%zu].url", i);
@@ -359,9 +357,10 @@ static json_t *experiment_json(const struct exp *x, const struct exp_data *d)
 {
     const char *reason = exp_stop_reason(x);
     return json_pack(
-        "{s:s,s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:I}", "id", x->id, "name", x->cfg.name, "state",
-        exp_state_name(exp_get_state(x)), "stop_reason", reason ? json_string(reason) : json_null(),
-        "pulls", (json_int_t)engine_pulls(d->eng), "pending", (json_int_t)engine_pending(d->eng),
+        "{s:s,s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:I}", "id", x->id, "name",
+        d->name != NULL ? d->name : x->cfg.name, "state", exp_state_name(exp_get_state(x)),
+        "stop_reason", reason ? json_string(reason) : json_null(), "pulls",
+        (json_int_t)engine_pulls(d->eng), "pending", (json_int_t)engine_pending(d->eng),
         "handed_out", (json_int_t)engine_handed_out(d->eng), "bandits_done",
         (json_int_t)engine_bandits_done(d->eng), "bandits_total", (json_int_t)x->cfg.n_bandits);
 }

@@ -29,6 +29,7 @@
  *   recruitment with Bayesian arm selection.
  */
 #include "policies/gcp.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -38,18 +39,21 @@
 
 static const char *const bandit_modes[] = {"cost", "uniform", NULL};
 
-static const struct policy_param_spec gcp_params[] = {
-    {.name = "bandits",
-     .type = POLICY_PARAM_ENUM,
-     .def = GCP_BANDITS_COST,
-     .choices = bandit_modes,
-     .doc = "bandit choice when the request names none: cost = Alg. 3, argmin of a posterior "
-            "sample of the completion cost (eq. 12) over unfinished bandits; uniform = the "
-            "Uni-* baseline of Bachman & Precup 2013 §6 (fewest pulls first)"},
-    {.name = NULL},
-};
+/* Parameter indices: each one the position of its spec in the table
+ * below, so a misspelt parameter is a compile error (policy_param). */
+enum { GCP_BANDITS, GCP_NPARAMS };
 
-extern const struct policy_ops policy_gcp;
+static const struct policy_param_spec gcp_params[] = {
+    [GCP_BANDITS] =
+        {.name = "bandits",
+         .type = POLICY_PARAM_ENUM,
+         .def = GCP_BANDITS_COST,
+         .choices = bandit_modes,
+         .doc = "bandit choice when the request names none: cost = Alg. 3, argmin of a posterior "
+                "sample of the completion cost (eq. 12) over unfinished bandits; uniform = the "
+                "Uni-* baseline of Bachman & Precup 2013 §6 (fewest pulls first)"},
+    [GCP_NPARAMS] = {.name = NULL},
+};
 
 /* --- state ------------------------------------------------------------------ */
 
@@ -104,7 +108,7 @@ int gcp_new(struct gcp **out, const struct policy_ctx *ctx, int mode, unsigned r
     size_t off = 0;
     for (size_t b = 0; b < s->nb; b++) {
         s->rank_off[b] = off;
-        policy_rank_draw(ctx->rng, s->rank + off, ctx->n_arms[b]);
+        order_rank_draw(ctx->rng, s->rank + off, ctx->n_arms[b]);
         off += ctx->n_arms[b];
     }
     *out = s;
@@ -208,7 +212,7 @@ size_t gcp_select_arm(struct gcp *s, const struct policy_ctx *ctx, size_t b)
     double gamma = gcp_sample(s, ctx, b);
     for (size_t j = 0; j < k; j++)
         s->index[j] = sqrt((double)(a[j].n + a[j].pending)) * fabs(s->theta[j] - gamma);
-    return policy_argmin(ctx->rng, s->index, NULL, k);
+    return order_argmin(ctx->rng, s->index, NULL, k);
 }
 
 /* Mark in s->cand the bandits Alg. 3 may choose: those the engine has not
@@ -265,7 +269,7 @@ size_t gcp_pick_bandit_cost(struct gcp *s, const struct policy_ctx *ctx)
         double gamma = gcp_sample(s, ctx, b);
         s->cost[b] = gcp_cost(s, ctx->n_arms[b], gamma);
     }
-    return policy_argmin(ctx->rng, s->cost, s->cand, s->nb);
+    return order_argmin(ctx->rng, s->cost, s->cand, s->nb);
 }
 
 /* Uni-* baseline: the candidate with the fewest pulls handed out (rewarded
@@ -278,14 +282,14 @@ static size_t pick_bandit_uniform(struct gcp *s, const struct policy_ctx *ctx)
             h += ctx->arms[b][j].n + ctx->arms[b][j].pending;
         s->cost[b] = (double)h;
     }
-    return policy_argmin(ctx->rng, s->cost, s->cand, s->nb);
+    return order_argmin(ctx->rng, s->cost, s->cand, s->nb);
 }
 
 /* --- vtable ------------------------------------------------------------------ */
 
 static int gcp_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
-    int mode = (int)policy_param(ctx, &policy_gcp, "bandits");
+    int mode = (int)policy_param(ctx, GCP_BANDITS);
     struct gcp *s = NULL;
     if (gcp_new(&s, ctx, mode, 0, err, errlen) != 0)
         return -1;
@@ -315,6 +319,13 @@ void gcp_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t
     if (ev == POLICY_EV_RELEASE)
         return; /* no data: ρ̄ counts rewarded pulls only */
     s->rho[bandit] = stats_rho(ctx->arms[bandit], ctx->n_arms[bandit], ctx->m);
+}
+
+/* ρ̄ ≥ τ has no proof (docs/stop-rules.md, `rho`): opt-in only. */
+int gcp_stop_proven(const struct policy_params *params)
+{
+    (void)params;
+    return 0;
 }
 
 int gcp_done(void *state, const struct policy_ctx *ctx, size_t bandit)
@@ -366,7 +377,7 @@ const struct policy_ops policy_gcp = {
     .summary = "Greedy confidence pursuit (Bachman & Precup 2013, Alg. 2 and 3): Bayesian top-m "
                "arm and bandit selection, stop at rho >= tau",
     .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_FIXED_BUDGET | POLICY_F_MULTI | POLICY_F_TOPM |
-             POLICY_F_OWN_STOP | POLICY_F_BAYES,
+             POLICY_F_OWN_STOP | POLICY_F_RHO_STOP | POLICY_F_BAYES,
     .params = gcp_params,
     .init = gcp_init,
     .fini = gcp_fini,
@@ -374,4 +385,6 @@ const struct policy_ops policy_gcp = {
     .update = gcp_update,
     .done = gcp_done,
     .recommend = gcp_recommend,
+    .rebudget = policy_rebudget_any, /* the budget is the engine's cap */
+    .stop_proven = gcp_stop_proven,
 };

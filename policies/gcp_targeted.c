@@ -19,24 +19,28 @@
  * Pending pulls are treated as in gcp.h.
  */
 #include "policies/gcp.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
 
 #include <gsl/gsl_randist.h>
 
-static const struct policy_param_spec targeted_params[] = {
-    {.name = "resample",
-     .type = POLICY_PARAM_INT,
-     .def = 32,
-     .min = 1,
-     .max = 1000,
-     .doc = "posterior resamples until some bandit's sample has the target arm best (Bachman & "
-            "Precup 2013 Alg. 4, lines 02-09); then Alg. 3 decides"},
-    {.name = NULL},
-};
+/* Parameter indices: each one the position of its spec in the table
+ * below, so a misspelt parameter is a compile error (policy_param). */
+enum { GCP_TARGETED_RESAMPLE, GCP_TARGETED_NPARAMS };
 
-extern const struct policy_ops policy_gcp_targeted;
+static const struct policy_param_spec targeted_params[] = {
+    [GCP_TARGETED_RESAMPLE] =
+        {.name = "resample",
+         .type = POLICY_PARAM_INT,
+         .def = 32,
+         .min = 1,
+         .max = 1000,
+         .doc = "posterior resamples until some bandit's sample has the target arm best (Bachman & "
+                "Precup 2013 Alg. 4, lines 02-09); then Alg. 3 decides"},
+    [GCP_TARGETED_NPARAMS] = {.name = NULL},
+};
 
 static int targeted_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
@@ -50,7 +54,7 @@ static int targeted_init(void **state, const struct policy_ctx *ctx, char *err, 
             snprintf(err, errlen, "target_arm: no such arm in bandit %zu", b);
             return -1;
         }
-    unsigned tries = (unsigned)policy_param(ctx, &policy_gcp_targeted, "resample");
+    unsigned tries = (unsigned)policy_param(ctx, GCP_TARGETED_RESAMPLE);
     struct gcp *s = NULL;
     if (gcp_new(&s, ctx, GCP_BANDITS_COST, tries, err, errlen) != 0)
         return -1;
@@ -98,7 +102,7 @@ static size_t pick_bandit_targeted(struct gcp *s, const struct policy_ctx *ctx)
             found |= isfinite(s->cost[b]);
         }
         if (found)
-            return policy_argmin(ctx->rng, s->cost, s->cand, s->nb);
+            return order_argmin(ctx->rng, s->cost, s->cand, s->nb);
     }
     return (size_t)-1;
 }
@@ -121,7 +125,7 @@ const struct policy_ops policy_gcp_targeted = {
     .summary = "Targeted greedy confidence pursuit (Bachman & Precup 2013, Alg. 4): pursue the "
                "bandits where the target arm is best",
     .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_FIXED_BUDGET | POLICY_F_MULTI | POLICY_F_TOPM |
-             POLICY_F_OWN_STOP | POLICY_F_BAYES | POLICY_F_NEEDS_TARGET,
+             POLICY_F_OWN_STOP | POLICY_F_RHO_STOP | POLICY_F_BAYES | POLICY_F_NEEDS_TARGET,
     .params = targeted_params,
     .init = targeted_init,
     .fini = gcp_fini,
@@ -129,4 +133,6 @@ const struct policy_ops policy_gcp_targeted = {
     .update = gcp_update,
     .done = gcp_done,
     .recommend = gcp_recommend,
+    .rebudget = policy_rebudget_any, /* the budget is the engine's cap */
+    .stop_proven = gcp_stop_proven,
 };

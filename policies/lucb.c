@@ -3,12 +3,14 @@
  * stop criterion, the queued second pull and the certified set.
  */
 #include "policies/lucb.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "policies/fc.h"
+#include "policies/rng.h"
 
 int lucb_init(void **state, const struct lucb_bounds *b, double c1, double c2,
               const struct policy_ctx *ctx, char *err, size_t errlen)
@@ -28,7 +30,7 @@ int lucb_init(void **state, const struct lucb_bounds *b, double c1, double c2,
     l->certified = calloc(l->n, 1);
     l->order = calloc(l->n, sizeof *l->order);
     l->val = calloc(l->n, sizeof *l->val);
-    l->rank = fc_rank_new(ctx->rng, l->n);
+    l->rank = order_rank_new(ctx->rng, l->n);
     for (int c = 0; c < 2; c++) {
         l->cache[c] = calloc(l->n, sizeof *l->cache[c]);
         if (l->cache[c] != NULL)
@@ -115,7 +117,7 @@ static size_t extreme(struct lucb *l, const struct policy_ctx *ctx, int want_hig
             best = i;
             bv = v;
             ties = 1;
-        } else if (v == bv && policy_rand_index(ctx->rng, ++ties) == 0) {
+        } else if (v == bv && rng_index(ctx->rng, ++ties) == 0) {
             best = i;
         }
     }
@@ -140,7 +142,7 @@ static void split(struct lucb *l, const struct policy_ctx *ctx)
                 if (best == (size_t)-1 || a[i].mean > a[best].mean) {
                     best = i;
                     ties = 1;
-                } else if (a[i].mean == a[best].mean && policy_rand_index(ctx->rng, ++ties) == 0) {
+                } else if (a[i].mean == a[best].mean && rng_index(ctx->rng, ++ties) == 0) {
                     best = i;
                 }
             }
@@ -148,7 +150,7 @@ static void split(struct lucb *l, const struct policy_ctx *ctx)
         }
         return;
     }
-    policy_order_by_mean(ctx->rng, a, l->n, l->order);
+    order_by_mean(ctx->rng, a, l->n, l->order);
     for (size_t r = 0; r < l->n; r++)
         l->high[l->order[r]] = r < l->m;
 }
@@ -170,7 +172,7 @@ int lucb_select(void *state, const struct policy_ctx *ctx, int bandit, struct po
     for (size_t i = 0; i < l->n; i++) {
         double u = count_of(&a[i], 1);
         t += u;
-        if (u == 0 && policy_rand_index(ctx->rng, ++ties) == 0)
+        if (u == 0 && rng_index(ctx->rng, ++ties) == 0)
             fresh = i;
     }
     if (fresh != (size_t)-1) {

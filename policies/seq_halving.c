@@ -22,20 +22,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-extern const struct policy_ops policy_seq_halving;
-
 struct sh {
-    struct policy_phases ph; /* first: phases.h reads the state as this */
-    size_t *keep;            /* survivors after each round */
+    struct phases ph; /* first: phases.h reads the state as this */
+    size_t *keep;     /* survivors after each round */
 };
 
 /* Keep the |S_{r+1}| best active arms, reject the others. */
-static void sh_decide(struct policy_phases *ph, const struct policy_ctx *ctx, size_t phase)
+static void sh_decide(struct phases *ph, const struct policy_ctx *ctx, size_t phase)
 {
     const struct sh *s = (const struct sh *)ph;
-    size_t na = policy_phases_order_active(ph, ctx, 0);
+    size_t na = phases_order_active(ph, ctx, 0);
     for (size_t r = s->keep[phase]; r < na; r++)
-        policy_phases_reject(ph, ph->order[r]);
+        phases_reject(ph, ph->order[r]);
 }
 
 /* Survivor sizes; returns R. keep may be NULL (count only). */
@@ -59,21 +57,44 @@ static void sh_fini(void *state)
     struct sh *s = state;
     if (s == NULL)
         return;
-    policy_phases_fini(&s->ph);
+    phases_fini(&s->ph);
     free(s->keep);
     free(s);
+}
+
+/* The budget (the instance's share) must pull every arm once a round. */
+static int sh_budget_check(const struct policy_ctx *ctx, char *err, size_t errlen)
+{
+    size_t k = ctx->n_arms[0];
+    size_t rounds = sh_rounds(k, ctx->m, NULL);
+    if (ctx->budget >= (uint64_t)k * rounds)
+        return 0;
+    snprintf(err, errlen,
+             "goal.budget: seq-halving needs at least %zu pulls (%zu arms × %zu rounds)%s",
+             k * rounds, k, rounds, ctx->n_bandits == 1 ? "" : " in each bandit's share");
+    return -1;
+}
+
+/* Cumulative per-arm targets of each round from ctx->budget (s->keep set). */
+static void sh_plan(struct sh *s, const struct policy_ctx *ctx)
+{
+    size_t k = ctx->n_arms[0];
+    size_t rounds = s->ph.nphases;
+    uint64_t cum = 0;
+    size_t survivors = k;
+    for (size_t r = 0; r < rounds; r++) {
+        cum += ctx->budget / ((uint64_t)survivors * rounds);
+        s->ph.target[r] = cum;
+        survivors = s->keep[r];
+    }
 }
 
 static int sh_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     size_t k = ctx->n_arms[0];
     size_t rounds = sh_rounds(k, ctx->m, NULL);
-    if (ctx->budget < (uint64_t)k * rounds) {
-        snprintf(err, errlen,
-                 "goal.budget: seq-halving needs at least %zu pulls (%zu arms × %zu rounds)%s",
-                 k * rounds, k, rounds, ctx->n_bandits == 1 ? "" : " in each bandit's share");
+    if (sh_budget_check(ctx, err, errlen) != 0)
         return -1;
-    }
     struct sh *s = calloc(1, sizeof *s);
     if (s == NULL) {
         snprintf(err, errlen, "out of memory");
@@ -85,31 +106,37 @@ static int sh_init(void **state, const struct policy_ctx *ctx, char *err, size_t
         sh_fini(s);
         return -1;
     }
-    if (policy_phases_init(&s->ph, ctx, rounds, sh_decide, err, errlen) != 0) {
+    if (phases_init(&s->ph, ctx, rounds, sh_decide, err, errlen) != 0) {
         sh_fini(s);
         return -1;
     }
     sh_rounds(k, ctx->m, s->keep);
-    uint64_t cum = 0;
-    size_t survivors = k;
-    for (size_t r = 0; r < rounds; r++) {
-        cum += ctx->budget / ((uint64_t)survivors * rounds);
-        s->ph.target[r] = cum;
-        survivors = s->keep[r];
-    }
+    sh_plan(s, ctx);
     *state = s;
+    return 0;
+}
+
+/* A budget edit: the schedule again from the new share. */
+static int sh_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                       size_t errlen)
+{
+    if (sh_budget_check(ctx, err, errlen) != 0)
+        return -1;
+    if (!check)
+        sh_plan(state, ctx);
     return 0;
 }
 
 const struct policy_ops policy_seq_halving = {
     .name = "seq-halving",
     .summary = "Sequential Halving (Karnin, Koren & Somekh 2013): halve the survivors each round",
-    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP | POLICY_F_PHASES,
     .params = NULL,
     .init = sh_init,
     .fini = sh_fini,
-    .select = policy_phases_select,
-    .update = policy_phases_update,
-    .done = policy_phases_done,
-    .recommend = policy_phases_recommend,
+    .select = phases_select,
+    .update = phases_update,
+    .done = phases_done,
+    .recommend = phases_recommend,
+    .rebudget = sh_rebudget,
 };

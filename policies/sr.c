@@ -24,15 +24,14 @@
  * One bandit per instance (the engine splits the budget between bandits).
  */
 #include "policies/phases.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-extern const struct policy_ops policy_sr;
-
 /* Reject the empirical worst active arm, ties at random. */
-static void sr_decide(struct policy_phases *ph, const struct policy_ctx *ctx, size_t phase)
+static void sr_decide(struct phases *ph, const struct policy_ctx *ctx, size_t phase)
 {
     (void)phase;
     size_t k = ctx->n_arms[0];
@@ -40,7 +39,7 @@ static void sr_decide(struct policy_phases *ph, const struct policy_ctx *ctx, si
         ph->gap[i] = ctx->arms[0][i].mean;
         ph->mask[i] = ph->status[i] == PHASES_ACTIVE;
     }
-    policy_phases_reject(ph, policy_argmin(ctx->rng, ph->gap, ph->mask, k));
+    phases_reject(ph, order_argmin(ctx->rng, ph->gap, ph->mask, k));
 }
 
 /* SR's (rescaled for m > 1) schedule; returns the number of phases. */
@@ -58,26 +57,34 @@ static size_t sr_plan(uint64_t budget, size_t k, unsigned m, uint64_t *target)
     return phases;
 }
 
+/* The budget (the instance's share) must give every arm more than a pull. */
+static int sr_budget_check(const struct policy_ctx *ctx, char *err, size_t errlen)
+{
+    size_t k = ctx->n_arms[0];
+    if (ctx->budget > k)
+        return 0;
+    snprintf(err, errlen, "goal.budget: sr needs more than one pull per arm (%zu arms)%s", k,
+             ctx->n_bandits == 1 ? "" : " in each bandit's share");
+    return -1;
+}
+
 static void sr_fini(void *state)
 {
-    policy_phases_fini(state);
+    phases_fini(state);
     free(state);
 }
 
 static int sr_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     size_t k = ctx->n_arms[0];
-    if (ctx->budget <= k) {
-        snprintf(err, errlen, "goal.budget: sr needs more than one pull per arm (%zu arms)%s", k,
-                 ctx->n_bandits == 1 ? "" : " in each bandit's share");
+    if (sr_budget_check(ctx, err, errlen) != 0)
         return -1;
-    }
-    struct policy_phases *ph = calloc(1, sizeof *ph);
+    struct phases *ph = calloc(1, sizeof *ph);
     if (ph == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (policy_phases_init(ph, ctx, k - ctx->m, sr_decide, err, errlen) != 0) {
+    if (phases_init(ph, ctx, k - ctx->m, sr_decide, err, errlen) != 0) {
         sr_fini(ph);
         return -1;
     }
@@ -86,15 +93,28 @@ static int sr_init(void **state, const struct policy_ctx *ctx, char *err, size_t
     return 0;
 }
 
+/* A budget edit: the schedule again from the new share (phases.h: the
+ * phases already run keep the samples they had). */
+static int sr_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                       size_t errlen)
+{
+    if (sr_budget_check(ctx, err, errlen) != 0)
+        return -1;
+    if (!check)
+        sr_plan(ctx->budget, ctx->n_arms[0], ctx->m, ((struct phases *)state)->target);
+    return 0;
+}
+
 const struct policy_ops policy_sr = {
     .name = "sr",
     .summary = "Successive Rejects (Audibert, Bubeck & Munos 2010): K−1 phases, reject the worst",
-    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP | POLICY_F_PHASES,
     .params = NULL,
     .init = sr_init,
     .fini = sr_fini,
-    .select = policy_phases_select,
-    .update = policy_phases_update,
-    .done = policy_phases_done,
-    .recommend = policy_phases_recommend,
+    .select = phases_select,
+    .update = phases_update,
+    .done = phases_done,
+    .recommend = phases_recommend,
+    .rebudget = sr_rebudget,
 };

@@ -24,6 +24,7 @@
 #include "policies/fc.h"
 #include "policies/policy.h"
 #include "policies/tas.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -33,34 +34,39 @@
 
 static const char *const thresholds[] = {"proven", "heuristic", NULL};
 
-static const struct policy_param_spec ttts_params[] = {
-    {.name = "beta",
-     .type = POLICY_PARAM_NUM,
-     .def = 0.5,
-     .min = 0,
-     .max = 1,
-     .doc = "probability of pulling the leader; 1/2 is Russo 2016's default (TTTS is "
-            "β-optimal; β = 1/2 is within a factor 2 of optimal)"},
-    {.name = "max_tries",
-     .type = POLICY_PARAM_INT,
-     .def = 10,
-     .min = 1,
-     .max = 100000,
-     .doc = "redraws to find a challenger J ≠ I (Russo 2016) before drawing J ∝ e^(−W_J), "
-            "the large-deviation approximation of the same law; each redraw costs K Beta draws"},
-    {.name = "threshold",
-     .type = POLICY_PARAM_ENUM,
-     .def = 0,
-     .choices = thresholds,
-     .doc = "GLR stop threshold: proven = per pair, the mean of two e-values exceeds (K−1)/δ: "
-            "e^(Z − r_i − r_j), r the Jeffreys mixture's regret (Garivier & Kaufmann 2016's "
-            "proof), and the arms' one-sided normal mixtures at the worst cutoff "
-            "(stats_glr_pair_evidence); "
-            "heuristic = ln((ln t + 1)/δ) (Garivier & Kaufmann 2016 experiments, no proof)"},
-    {.name = NULL},
-};
+/* Parameter indices: each one the position of its spec in the table
+ * below, so a misspelt parameter is a compile error (policy_param). */
+enum { TTTS_BETA, TTTS_MAX_TRIES, TTTS_THRESHOLD, TTTS_NPARAMS };
 
-extern const struct policy_ops policy_ttts;
+static const struct policy_param_spec ttts_params[] = {
+    [TTTS_BETA] = {.name = "beta",
+                   .type = POLICY_PARAM_NUM,
+                   .def = 0.5,
+                   .min = 0,
+                   .max = 1,
+                   .doc = "probability of pulling the leader; 1/2 is Russo 2016's default (TTTS is "
+                          "β-optimal; β = 1/2 is within a factor 2 of optimal)"},
+    [TTTS_MAX_TRIES] =
+        {.name = "max_tries",
+         .type = POLICY_PARAM_INT,
+         .def = 10,
+         .min = 1,
+         .max = 100000,
+         .doc =
+             "redraws to find a challenger J ≠ I (Russo 2016) before drawing J ∝ e^(−W_J), "
+             "the large-deviation approximation of the same law; each redraw costs K Beta draws"},
+    [TTTS_THRESHOLD] =
+        {.name = "threshold",
+         .type = POLICY_PARAM_ENUM,
+         .def = 0,
+         .choices = thresholds,
+         .doc = "GLR stop threshold: proven = per pair, the mean of two e-values exceeds (K−1)/δ: "
+                "e^(Z − r_i − r_j), r the Jeffreys mixture's regret (Garivier & Kaufmann 2016's "
+                "proof), and the arms' one-sided normal mixtures at the worst cutoff "
+                "(stats_glr_pair_evidence); "
+                "heuristic = ln((ln t + 1)/δ) (Garivier & Kaufmann 2016 experiments, no proof)"},
+    [TTTS_NPARAMS] = {.name = NULL},
+};
 
 struct ttts {
     size_t k;
@@ -86,10 +92,10 @@ static int ttts_init(void **state, const struct policy_ctx *ctx, char *err, size
     if (s == NULL)
         goto nomem;
     s->k = ctx->n_arms[0];
-    s->beta = policy_param(ctx, &policy_ttts, "beta");
-    s->max_tries = (unsigned long)policy_param(ctx, &policy_ttts, "max_tries");
+    s->beta = policy_param(ctx, TTTS_BETA);
+    s->max_tries = (unsigned long)policy_param(ctx, TTTS_MAX_TRIES);
     s->theta = calloc(s->k, sizeof *s->theta);
-    if (s->theta == NULL || fc_glr_init(&s->glr, ctx, &policy_ttts) != 0)
+    if (s->theta == NULL || fc_glr_init(&s->glr, ctx, TTTS_THRESHOLD) != 0)
         goto nomem;
     *state = s;
     return 0;
@@ -105,7 +111,7 @@ static size_t draw(struct ttts *s, const struct policy_ctx *ctx)
     const struct stats_arm *a = ctx->arms[0];
     for (size_t i = 0; i < s->k; i++)
         s->theta[i] = gsl_ran_beta(ctx->rng, a[i].alpha, a[i].beta);
-    return policy_argmax(ctx->rng, s->theta, NULL, s->k);
+    return order_argmax(ctx->rng, s->theta, NULL, s->k);
 }
 
 /* The challenger when the redraws run out: J with probability ∝ e^(−W_J),
@@ -157,19 +163,21 @@ static int ttts_select(void *state, const struct policy_ctx *ctx, int bandit,
     struct ttts *s = state;
     (void)bandit;
     pick->bandit = 0;
+    const struct stats_arm *a = ctx->arms[0];
+    size_t k = ctx->n_arms[0];
     size_t leader = draw(s, ctx);
     if (gsl_rng_uniform(ctx->rng) < s->beta) {
-        pick->arm = leader;
+        pick->arm = policy_first_pulls(ctx->rng, a, k, leader);
         return POLICY_OK;
     }
     for (unsigned long i = 0; i < s->max_tries; i++) {
         size_t j = draw(s, ctx);
         if (j != leader) {
-            pick->arm = j;
+            pick->arm = policy_first_pulls(ctx->rng, a, k, j);
             return POLICY_OK;
         }
     }
-    pick->arm = laplace_challenger(s, ctx, leader);
+    pick->arm = policy_first_pulls(ctx->rng, a, k, laplace_challenger(s, ctx, leader));
     return POLICY_OK;
 }
 
@@ -186,10 +194,16 @@ static void ttts_recommend(void *state, const struct policy_ctx *ctx, size_t ban
     fc_glr_recommend(&((struct ttts *)state)->glr, ctx, high);
 }
 
+/* Proven with the proven GLR threshold; the heuristic one has no proof. */
+static int ttts_stop_proven(const struct policy_params *p)
+{
+    return p->values[TTTS_THRESHOLD] == 0;
+}
+
 const struct policy_ops policy_ttts = {
     .name = "ttts",
     .summary = "Top-Two Thompson Sampling (Russo 2016), stopped by the GLR rule",
-    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_OWN_STOP | POLICY_F_BAYES,
+    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_OWN_STOP | POLICY_F_GLR_STOP | POLICY_F_BAYES,
     .params = ttts_params,
     .init = ttts_init,
     .fini = ttts_fini,
@@ -197,4 +211,5 @@ const struct policy_ops policy_ttts = {
     .update = NULL,
     .done = ttts_done,
     .recommend = ttts_recommend,
+    .stop_proven = ttts_stop_proven,
 };

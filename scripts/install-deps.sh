@@ -6,16 +6,20 @@ set -eu
 # which links it); libcurl4-openssl-dev: the webhooks' deliveries (notify/)
 # and the tests' HTTP client;
 # openssl: the TLS test makes a self-signed certificate with it;
-# python3-jsonschema: tests/http/test_openapi_responses.py.
-PKGS="libmicrohttpd-dev libgnutls28-dev libjansson-dev libsqlite3-dev libgsl-dev libcmocka-dev \
+# python3-jsonschema: tests/http/test_openapi_responses.py;
+# libpq-dev: the PostgreSQL store (store/postgres.c); postgresql: the tests
+# start a real server of their own (tests/support/tpg.c; the package's
+# system service is not used).
+PKGS="libmicrohttpd-dev libgnutls28-dev libjansson-dev libsqlite3-dev libpq-dev libgsl-dev libcmocka-dev \
 libcurl4-openssl-dev pkg-config gcc make curl"
-[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox openssl python3-jsonschema python3"
+[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox openssl python3-jsonschema python3 postgresql"
 # make bench: wrk drives the HTTP benchmarks (bench/load.c)
 [ "${1:-}" = "--bench" ] && PKGS="$PKGS wrk"
 # make reproduce: the driver (Python 3, standard library) and its plots.
 [ "${1:-}" = "--repro" ] && PKGS="$PKGS gnuplot-nox python3 fonts-dejavu-core"
 missing=""
-# The dashboard suite (tests/web) needs a real browser: Debian's chromium and
+# The browser suites (tests/web: the dashboard, and the JavaScript client in a
+# page of another origin) need a real browser: Debian's chromium and
 # chromium-driver, fonts with the page's glyphs (δᶜ, ρ̄), and Node.js with
 # npm (below) to drive it.
 [ "${1:-}" = "--test" ] && PKGS="$PKGS chromium chromium-driver fonts-dejavu-core fonts-liberation"

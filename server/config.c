@@ -34,7 +34,15 @@ static const struct opt opts[] = {
      "HOST:PORT to listen on, HOST an IPv4 address, [IPv6] or a name (default 127.0.0.1:8080; "
      "port 0: any)",
      0, 0},
-    {"db", K_STR, OFF(db), sizeof(((struct config *)0)->db), "SQLite file (default var/banditd.db)",
+    {"db", K_STR, OFF(db), sizeof(((struct config *)0)->db),
+     "SQLite file, or a postgresql:// URI: a PostgreSQL database (default var/banditd.db)", 0, 0},
+    {"db-url", K_TEXT, OFF(db), sizeof(((struct config *)0)->db),
+     "postgresql://[user[:password]@][host][:port]/dbname[?param=value…]: the same as --db with "
+     "a URI (libpq's parameters; a password is better in ~/.pgpass or PGPASSWORD)",
+     0, 0},
+    {"advertise", K_TEXT, OFF(advertise), sizeof(((struct config *)0)->advertise),
+     "this daemon's URL as the others name it to clients when it owns an experiment they are "
+     "asked for (several daemons on one PostgreSQL; default http://LISTEN)",
      0, 0},
     {"threads", K_UINT, OFF(threads), 0, "HTTP worker threads (default 0: number of cores)", 0,
      1024},
@@ -42,7 +50,7 @@ static const struct opt opts[] = {
      "full: fsync the WAL at every commit (an acknowledged write survives power loss); normal: "
      "no fsync at commit: survives a crash of the daemon, but a power loss or OS crash can lose "
      "every write since the last checkpoint (up to 1000 WAL pages: hours of writes on a quiet "
-     "system) (default full)",
+     "system) (default full); SQLite only: PostgreSQL commits with synchronous_commit on",
      0, 0},
     {"insecure", K_FLAG, OFF(insecure), 0, "allow a non-loopback address while no API key exists",
      0, 0},
@@ -74,6 +82,17 @@ static const struct opt opts[] = {
      "seconds to receive a whole request (line, headers, body) from when its connection is "
      "ready for it (default 30; 0: no limit)",
      0, 86400},
+    {"cors-origins", K_TEXT, OFF(cors_origins), sizeof(((struct config *)0)->cors_origins),
+     "origins whose web pages may call the API (CORS), comma-separated scheme://host[:port], or "
+     "* for any (default: none)",
+     0, 0},
+    {"rate-limit", K_UINT, OFF(rate_limit), 0,
+     "requests a second per API key, or per client address for requests without a key "
+     "(an IPv6 address by its /64); past it 429 with Retry-After (default 0: no limit)",
+     0, 1000000},
+    {"rate-burst", K_UINT, OFF(rate_burst), 0,
+     "requests a caller may send at once above --rate-limit (default 0: the rate-limit)", 0,
+     1000000},
     {"max-experiments", K_SIZE, LIM(max_experiments), 0, "experiments (default 10000)", 1,
      100000000},
     {"max-bandits", K_SIZE, LIM(max_bandits), 0, "bandits per experiment (default 256)", 1,

@@ -147,11 +147,12 @@ int main(int argc, char **argv)
     int notifying = 0, registry = 0;
     char *cert = NULL, *key = NULL;
     struct http_server *srv = NULL;
-    ensure_parent_dir(cfg.db);
+    if (store_target_is_file(cfg.db))
+        ensure_parent_dir(cfg.db);
     struct store *st = store_open(cfg.db, cfg.sync, err, sizeof err);
     if (st == NULL)
         goto fail;
-    if (auth_init(st) != 0 || auth_watch(cfg.db) != 0) {
+    if (auth_init(st) != 0 || auth_watch(store_file(st)) != 0) {
         snprintf(err, sizeof err, "cannot read API keys");
         goto fail;
     }
@@ -177,6 +178,8 @@ int main(int argc, char **argv)
     if (notify_start(st, &cfg.webhooks, err, sizeof err) != 0)
         goto fail;
     notifying = 1;
+    if (cfg.advertise[0] != '\0')
+        store_set_advertise(st, cfg.advertise);
     exp_registry_init(st, &cfg.limits);
     registry = 1;
     if (exp_registry_load(err, sizeof err) != 0)
@@ -203,6 +206,9 @@ int main(int argc, char **argv)
         .tls_key_pem = key,
         .tls_priorities = cfg.tls_priorities[0] != '\0' ? cfg.tls_priorities : NULL,
         .routes = api_routes,
+        .cors_origins = cfg.cors_origins,
+        .rate_per_s = cfg.rate_limit,
+        .rate_burst = cfg.rate_burst,
         .admit = auth_admit,
         .observe = metrics_request,
     };
@@ -215,11 +221,16 @@ int main(int argc, char **argv)
     http_set_ready(1);
     char bound[HTTP_ADDR_TEXT];
     http_bound(srv, bound, sizeof bound);
+    if (cfg.advertise[0] == '\0') {
+        char url[HTTP_ADDR_TEXT + 16];
+        snprintf(url, sizeof url, "%s://%s", cert ? "https" : "http", bound);
+        store_set_advertise(st, url);
+    }
     printf("listening on %s\n", bound);
     if (fflush(stdout) != 0) /* whoever waits for this line will not see it */
         log_warn("stdout: %s", strerror(errno));
     log_info("banditd %s serving %s on %s (db %s, sync %s)", BANDITD_VERSION,
-             cert ? "HTTPS" : "HTTP", bound, cfg.db,
+             cert ? "HTTPS" : "HTTP", bound, store_describe(st),
              cfg.sync == STORE_SYNC_FULL ? "full" : "normal");
 
     int sig = wait_for_stop(&set, cfg.key_refresh_s);

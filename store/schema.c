@@ -102,6 +102,23 @@ static const struct migration migrations[] = {
      "CREATE INDEX outbox_pending ON outbox(id) WHERE state = 0;"
      "CREATE INDEX outbox_finished ON outbox(last_ms) WHERE state != 0;"
      "CREATE INDEX outbox_exp ON outbox(exp, id);"},
+    {5,
+     /* Daemons sharing one database (PostgreSQL, store.h ownership): each
+      * one's advertised address, its writer's server process and its
+      * heartbeat, by which an owner is found live or orphaned. SQLite has
+      * one daemon and keeps the table empty: both engines have one schema,
+      * one version. */
+     "CREATE TABLE nodes ("
+     " node TEXT PRIMARY KEY,"
+     " url TEXT NOT NULL,"
+     " writer_pid INTEGER NOT NULL,"
+     " beat_ms INTEGER NOT NULL);"},
+    {6,
+     /* A key may be limited to named experiments (issue 16: a key shipped
+      * in a web page): their ids, comma-separated; NULL for every one. A
+      * build older than this refuses the database (newer schema) rather
+      * than read such a key as one for every experiment. */
+     "ALTER TABLE api_keys ADD COLUMN experiments TEXT;"},
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])

@@ -1,32 +1,24 @@
 /*
- * store.c — the SQLite store: one writer thread with group commit, per-thread
- * read-only connections, WAL.
+ * store.c — the engine-independent front of the store: the submission
+ * queue, one writer thread with group commit, keyed poisoning, fault
+ * injection and the writer's figures. The engine behind it (backend.h:
+ * sqlite.c, the embedded default) runs the transactions and the reads.
  *
  * Writes: store_submit() appends a submission to a FIFO; the writer thread
- * takes up to STORE_BATCH_MAX of them, opens one IMMEDIATE transaction, runs
- * them all, commits once and then calls the completion callbacks in FIFO
- * order. If one submission fails on its own data (a constraint), the batch
- * is rolled back and run again with a savepoint per submission, so that
- * only that one fails. A failure of the transaction itself (full disk,
- * I/O error, injected fault) rolls everything back and fails every
- * submission of the batch. API keys are written through the same queue, so
- * the database has exactly one writing connection.
+ * takes up to STORE_BATCH_MAX of them, opens one transaction, runs them
+ * all, commits once and then calls the completion callbacks in FIFO order.
+ * If one submission fails on its own data (a constraint), the batch is
+ * rolled back and run again with a savepoint per submission, so that only
+ * that one fails. A failure of the transaction itself (full disk, I/O
+ * error, a lost connection, injected fault) rolls everything back and
+ * fails every submission of the batch. API keys are written through the
+ * same queue, so the database has exactly one writing connection.
  *
  * Deletes: an experiment's row goes in the request's batch; its log is
- * listed in purges and removed by the writer afterwards, PURGE_CHUNK events
- * per transaction, when the queue is empty or every PURGE_INTERVAL_US under
- * load, so that no request waits for more than one chunk of it.
- *
- * Cost: every statement is in one table (queries[]) and, on the request
- * path, costs O(log n) in the size of the experiment's log (the plans are
- * checked by tests/unit/test_store_plans.c).
- *
- * Reads: each thread gets its own read-only connection on first use (a
- * pthread key per store; the connection is closed when the thread exits or at
- * store_close, whichever comes first) with its statements prepared once. A
- * statement busy in an outer read (a callback of store_load_events calling
- * store_find_unit, or even store_load_events again) is never reused: the
- * nested call prepares a private one, so reads are re-entrant.
+ * listed for the purge and removed by the writer afterwards, one chunk per
+ * transaction (the backend's purge_step), when the queue is empty or every
+ * PURGE_INTERVAL_US under load, so that no request waits for more than one
+ * chunk of it.
  *
  * Threads: store_close must not run while another thread is inside a store
  * call, and must not be called from a completion callback (it joins the
@@ -37,199 +29,28 @@
 #include "store/store.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-
-#include <sqlite3.h>
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "store/schema.h"
+#include "store/backend.h"
 #include "store/store_test.h"
 
-#define STORE_BUSY_TIMEOUT_MS 5000
-#define STORE_BUSY_RETRIES 5   /* on top of the busy handler's wait */
 #define STORE_BATCH_MAX 4096   /* submissions per group commit */
 #define STORE_QUEUE_MAX 131072 /* submissions waiting: beyond, FULL (503) */
 #define STORE_FAULT_ENV "BANDITD_STORE_FAIL_COMMITS"
-#define STORE_CKPT_PAGES 1000     /* WAL pages that wake the checkpointer (SQLite's default) */
 #define PURGE_INTERVAL_US 100000u /* under load, one purge step per 100 ms */
 #define PURGE_RETRY_US 1000000u   /* after a failed purge step */
 
-/* --- statements -------------------------------------------------------------- */
-
-/* Every SQL statement this file runs, in one table (store_test_sql lists it
- * for the query-plan test, tests/unit/test_store_plans.c, which fails on a
- * statement it has no expectation for). On the request path every
- * statement on events is an index lookup bounded by the experiment and a
- * seq, ref or unit, or one end of an experiment's seq range: its cost is
- * O(log n) in the size of the log, whatever the experiment's age. The two
- * secondary-index lookups name their index (INDEXED BY): without
- * statistics the planner prefers the primary key's (exp=?) range, a scan
- * of the experiment's whole log (issue 12), and INDEXED BY turns "the
- * planner happens to choose the index" into "prepare fails otherwise". */
-enum q {
-    /* the writer's: prepared once at open on s->wdb */
-    Q_BEGIN,
-    Q_COMMIT,
-    Q_ROLLBACK,
-    Q_SAVEPOINT,
-    Q_RELEASE,
-    Q_ROLLBACK_TO,
-    Q_EXP_INSERT,
-    Q_EXP_DELETE,
-    Q_PURGE_ADD,
-    Q_PURGE_NEXT,
-    Q_PURGE_CHUNK,
-    Q_PURGE_DONE,
-    Q_EVENT_INSERT,
-    Q_KEY_INSERT,
-    Q_KEY_REVOKE,
-    Q_OUTBOX_INSERT,
-    Q_OUTBOX_UPDATE,
-    Q_OUTBOX_PRUNE,
-    Q_SYNC_FULL,
-    Q_SYNC_NORMAL,
-    /* the readers': prepared on first use, per thread */
-    Q_EXPERIMENTS,
-    Q_EVENTS,
-    Q_ASSIGNMENT,
-    Q_OUTCOME,
-    Q_UNIT,
-    Q_LAST_SEQ,
-    Q_KEYS,
-    Q_OUTBOX_PENDING,
-    Q_OUTBOX_LIST,
-    Q_OUTBOX_DEPTH,
-    /* run once: connection settings at open, the backup */
-    Q_WAL,
-    Q_NO_FK,
-    Q_NO_AUTOCKPT,
-    Q_BACKUP,
-    Q_COUNT
-};
-
-#define EVENT_COLS "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text"
-#define PURGE_CHUNK "256" /* events removed per purge transaction */
-#define OUTBOX_COLS                                                                                \
-    "id, exp, exp_id, event_id, type, url, secret, body, created_ms, state, attempts, next_ms,"    \
-    " last_ms, last_status, last_error"
-
-static const struct store_sql queries[Q_COUNT] = {
-    [Q_BEGIN] = {"begin", STORE_SQL_WRITE, "BEGIN IMMEDIATE"},
-    [Q_COMMIT] = {"commit", STORE_SQL_WRITE, "COMMIT"},
-    [Q_ROLLBACK] = {"rollback", STORE_SQL_WRITE, "ROLLBACK"},
-    [Q_SAVEPOINT] = {"savepoint", STORE_SQL_WRITE, "SAVEPOINT s"},
-    [Q_RELEASE] = {"release", STORE_SQL_WRITE, "RELEASE s"},
-    [Q_ROLLBACK_TO] = {"rollback_to", STORE_SQL_WRITE, "ROLLBACK TO s"},
-    [Q_EXP_INSERT] = {"exp_insert", STORE_SQL_WRITE,
-                      "INSERT INTO experiments(id, config, created_ms) VALUES (?1, ?2, ?3)"},
-    /* A delete removes the row and queues the log for the purge (below):
-     * deleting a long log at once would hold the writer, and every other
-     * experiment's writes, for seconds. */
-    [Q_EXP_DELETE] = {"exp_delete", STORE_SQL_WRITE, "DELETE FROM experiments WHERE rowid = ?1"},
-    [Q_PURGE_ADD] = {"purge_add", STORE_SQL_WRITE, "INSERT OR IGNORE INTO purges(exp) VALUES (?1)"},
-    [Q_PURGE_NEXT] = {"purge_next", STORE_SQL_WRITE, "SELECT exp FROM purges ORDER BY exp LIMIT 1"},
-    [Q_PURGE_CHUNK] = {"purge_chunk", STORE_SQL_WRITE,
-                       "DELETE FROM events WHERE exp = ?1 AND seq IN (SELECT seq FROM events"
-                       " WHERE exp = ?1 ORDER BY seq LIMIT " PURGE_CHUNK ")"},
-    [Q_PURGE_DONE] = {"purge_done", STORE_SQL_WRITE, "DELETE FROM purges WHERE exp = ?1"},
-    [Q_EVENT_INSERT] = {"event_insert", STORE_SQL_WRITE,
-                        "INSERT INTO events(" EVENT_COLS ")"
-                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"},
-    [Q_KEY_INSERT] =
-        {"key_insert", STORE_SQL_WRITE,
-         "INSERT INTO api_keys(name, scopes, hash, created_ms) VALUES (?1, ?2, ?3, ?4)"},
-    [Q_KEY_REVOKE] = {"key_revoke", STORE_SQL_WRITE,
-                      "UPDATE api_keys SET revoked = 1 WHERE rowid = ?1"},
-    [Q_OUTBOX_INSERT] = {"outbox_insert", STORE_SQL_WRITE,
-                         "INSERT INTO outbox(exp, exp_id, event_id, type, url, secret, body,"
-                         " created_ms, next_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
-    [Q_OUTBOX_UPDATE] = {"outbox_update", STORE_SQL_WRITE,
-                         "UPDATE outbox SET state = ?2, attempts = ?3, next_ms = ?4, last_ms = ?5,"
-                         " last_status = ?6, last_error = ?7 WHERE id = ?1"},
-    [Q_OUTBOX_PRUNE] = {"outbox_prune", STORE_SQL_WRITE,
-                        "DELETE FROM outbox INDEXED BY outbox_finished"
-                        " WHERE state != 0 AND last_ms < ?1"},
-    /* The connections' sync mode, set once at open. Never prepared and
-     * stepped again: SQLite applies PRAGMA synchronous when it compiles the
-     * statement, not when it runs it (a prepared "=NORMAL" once lowered the
-     * writer for good: test_powerloss). */
-    [Q_SYNC_FULL] = {"sync_full", STORE_SQL_ONCE, "PRAGMA synchronous=FULL"},
-    [Q_SYNC_NORMAL] = {"sync_normal", STORE_SQL_ONCE, "PRAGMA synchronous=NORMAL"},
-
-    [Q_EXPERIMENTS] = {"experiments", STORE_SQL_READ,
-                       "SELECT rowid, id, config, created_ms FROM experiments ORDER BY rowid"},
-    [Q_EVENTS] = {"events", STORE_SQL_READ,
-                  "SELECT " EVENT_COLS " FROM events WHERE exp = ?1 AND seq > ?2 ORDER BY seq"},
-    [Q_ASSIGNMENT] = {"assignment", STORE_SQL_READ,
-                      "SELECT " EVENT_COLS " FROM events WHERE exp = ?1 AND seq = ?2 AND kind = 1"},
-    /* events_ref holds (exp, ref, seq): the first outcome in seq order is
-     * its first entry for (exp, ref), no sort */
-    [Q_OUTCOME] = {"outcome", STORE_SQL_READ,
-                   "SELECT " EVENT_COLS " FROM events INDEXED BY events_ref"
-                   " WHERE exp = ?1 AND ref = ?2"
-                   " AND (kind = ?3 OR (?3 = 0 AND kind IN (2, 4, 5))) ORDER BY seq LIMIT 1"},
-    [Q_UNIT] = {"unit", STORE_SQL_READ,
-                "SELECT " EVENT_COLS " FROM events INDEXED BY events_unit"
-                " WHERE exp = ?1 AND unit = ?2 AND kind = 1 AND (?3 < 0 OR bandit = ?3)"
-                " ORDER BY seq DESC LIMIT 1"},
-    [Q_LAST_SEQ] = {"last_seq", STORE_SQL_READ,
-                    "SELECT seq FROM events WHERE exp = ?1 ORDER BY seq DESC LIMIT 1"},
-    [Q_KEYS] =
-        {"keys", STORE_SQL_READ,
-         "SELECT rowid, name, scopes, hash, created_ms, revoked FROM api_keys ORDER BY rowid"},
-    /* the outbox's reads go through its partial indexes: their cost is in
-     * the pending rows (or one experiment's), never in the rows kept */
-    [Q_OUTBOX_PENDING] = {"outbox_pending", STORE_SQL_READ,
-                          "SELECT " OUTBOX_COLS " FROM outbox INDEXED BY outbox_pending"
-                          " WHERE state = 0 AND id > ?1 ORDER BY id LIMIT ?2"},
-    [Q_OUTBOX_LIST] = {"outbox_list", STORE_SQL_READ,
-                       "SELECT " OUTBOX_COLS " FROM outbox INDEXED BY outbox_exp"
-                       " WHERE exp = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"},
-    [Q_OUTBOX_DEPTH] = {"outbox_depth", STORE_SQL_READ,
-                        "SELECT count(*) FROM outbox INDEXED BY outbox_pending WHERE state = 0"},
-
-    [Q_WAL] = {"wal", STORE_SQL_ONCE, "PRAGMA journal_mode=WAL"},
-
-    [Q_NO_FK] = {"no_foreign_keys", STORE_SQL_ONCE, "PRAGMA foreign_keys=OFF"},
-    [Q_NO_AUTOCKPT] = {"no_autocheckpoint", STORE_SQL_ONCE, "PRAGMA wal_autocheckpoint=0"},
-    [Q_BACKUP] = {"backup", STORE_SQL_ONCE, "VACUUM INTO ?1"},
-};
-
-const struct store_sql *store_test_sql(size_t i)
-{
-    return i < Q_COUNT ? &queries[i] : NULL;
-}
-
-/* One thread's read-only connection. */
-struct reader {
-    struct store *s;
-    sqlite3 *db;
-    sqlite3_stmt *st[Q_COUNT];   /* prepared on first use (STORE_SQL_READ) */
-    unsigned char busy[Q_COUNT]; /* st[q] is in an unfinished read */
-    struct reader *prev, *next;  /* s->readers, under s->rmu */
-};
+/* The backends store_open tries, in order (the last claims anything). */
+static const struct store_backend_ops *const backends[] = {&store_postgres_ops, &store_sqlite_ops};
 
 /* --- submissions ------------------------------------------------------------- */
-
-enum key_op_kind { KEY_OP_INSERT = 1, KEY_OP_REVOKE = 2 };
-
-/* API key writes ride the writer queue (one writing connection). */
-struct key_op {
-    int kind;
-    const char *name, *scopes, *hash;
-    int64_t created_ms;
-    int64_t rowid;      /* REVOKE */
-    int64_t *rowid_out; /* INSERT */
-};
 
 struct sub {
     struct sub *next;
@@ -237,31 +58,19 @@ struct sub {
     size_t n;
     int64_t pkey; /* store_submit_keyed: > 0 */
     int reset;
-    const struct key_op *key; /* instead of ops; borrowed */
+    const struct store_key_op *key; /* instead of ops; borrowed */
     store_done_fn done;
     void *arg;
     int err;
 };
 
 struct store {
-    char *path;
-    enum store_sync sync;
-
-    /* writer: connection and statements used by the writer thread only
-     * (by store_open before it starts and store_close after it ends) */
-    sqlite3 *wdb;
-    sqlite3_stmt *wst[Q_COUNT]; /* STORE_SQL_WRITE ones */
+    const struct store_backend_ops *ops;
+    struct store_backend *be; /* its writing side used by the writer thread only
+                               * (by store_open before it starts and store_close
+                               * after it ends) */
     pthread_t writer;
     int writer_started;
-
-    /* checkpointer: its own connection and thread, so that copying the WAL
-     * back into the database (and that fsync) never runs inside a commit */
-    sqlite3 *cdb;
-    pthread_t ckpt;
-    int ckpt_started;
-    int ckpt_wanted; /* under mu: the WAL passed STORE_CKPT_PAGES */
-    pthread_cond_t ckpt_cv;
-    int have_ckpt_cv;
 
     /* queue, flags, fault counters and stats, under mu */
     pthread_mutex_t mu;
@@ -272,13 +81,11 @@ struct store {
     int paused;
     int fault_skip, fault_fail;   /* commits to let through, then to fail */
     int fault_submits;            /* submissions to refuse (store_test.h) */
-    int purging;                  /* deleted experiments' logs wait in purges */
+    int purging;                  /* deleted experiments' logs wait for the purge */
     uint64_t purge_not_before_us; /* no purge step before (now_us) */
     int purge_paused;             /* store_test_pause_purge */
     struct store_stats stats;
 
-    int batch_deleted; /* the running batch deleted an experiment (writer thread only) */
-    int batch_outbox;  /* the running batch inserted outbox rows (writer thread only) */
     void (*outbox_hook)(void *arg); /* under mu: store_set_outbox_hook */
     void *outbox_hook_arg;
 
@@ -289,12 +96,7 @@ struct store {
     } * poison;
     size_t npoison, cappoison;
 
-    /* readers */
-    pthread_mutex_t rmu;
-    struct reader *readers;
-    pthread_key_t rkey;
-
-    int have_mu, have_cv, have_rmu, have_rkey;
+    int have_mu, have_cv;
 };
 
 /* The store whose writer runs on this thread (guards against deadlocks). */
@@ -319,378 +121,44 @@ const char *store_strerror(int err)
         return "out of memory";
     case STORE_ERR_CLOSED:
         return "store closed";
+    case STORE_ERR_NOTOWNER:
+        return "owned by another daemon";
     default:
         return "unknown store error";
     }
 }
 
-/* The one place SQLite result codes become store errors. SQLITE_NOTFOUND,
- * which statements never return, is used inside this file for "no such
- * row". */
-static int store_err_from_sqlite(int rc)
-{
-    switch (rc & 0xff) {
-    case SQLITE_OK:
-    case SQLITE_ROW:
-    case SQLITE_DONE:
-        return STORE_OK;
-    case SQLITE_NOTFOUND:
-        return STORE_ERR_NOTFOUND;
-    case SQLITE_CONSTRAINT:
-        if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY ||
-            rc == SQLITE_CONSTRAINT_ROWID)
-            return STORE_ERR_EXISTS;
-        return STORE_ERR_IO;
-    case SQLITE_FULL:
-    case SQLITE_READONLY:
-    case SQLITE_CANTOPEN:
-    case SQLITE_BUSY:   /* still locked after the busy timeout and retries: */
-    case SQLITE_LOCKED: /* another process holds it; retry later too */
-        return STORE_ERR_FULL;
-    case SQLITE_NOMEM:
-        return STORE_ERR_NOMEM;
-    default:
-        return STORE_ERR_IO;
-    }
-}
-
-/* Errors caused by one submission's data: roll back that submission only.
- * Anything else (disk full, I/O, corruption…) dooms the whole batch. */
-static int rc_is_submission_error(int rc)
-{
-    switch (rc & 0xff) {
-    case SQLITE_CONSTRAINT:
-    case SQLITE_TOOBIG:
-    case SQLITE_MISMATCH:
-    case SQLITE_RANGE:
-    case SQLITE_MISUSE:
-    case SQLITE_NOTFOUND:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* The error reported to every submission of a batch whose transaction
  * failed: never "exists" or "not found", which would be about one row. */
-static int batch_err_from_sqlite(int rc)
+static int batch_err(int err)
 {
-    int err = store_err_from_sqlite(rc);
     if (err == STORE_OK || err == STORE_ERR_EXISTS || err == STORE_ERR_NOTFOUND)
         err = STORE_ERR_IO;
     return err;
 }
-
-/* --- small helpers ----------------------------------------------------------- */
 
 static uint64_t now_us(void)
 {
     return clock_mono_ns() / 1000u;
 }
 
-/* sqlite3_step, retried when the database stays busy or locked beyond the
- * busy handler (cases where SQLite does not call it). Only for statements
- * that have produced no row yet, where a reset and retry is safe. */
-static int step_retry(sqlite3_stmt *st)
-{
-    for (int tries = 0;; tries++) {
-        int rc = sqlite3_step(st);
-        if (((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) ||
-            tries >= STORE_BUSY_RETRIES)
-            return rc;
-        sqlite3_reset(st);
-        clock_sleep_ms(1u << tries);
-    }
-}
-
-/* Settings every connection gets. */
-static int conn_setup(sqlite3 *db)
-{
-    sqlite3_extended_result_codes(db, 1);
-    return sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
-}
-
-/* A statement parameter, for binding a whole list at once (bind_args):
- * reads and writes list theirs in ?1, ?2… order. */
-struct sql_arg {
-    enum { ARG_NULL, ARG_INT, ARG_REAL, ARG_TEXT } t;
-    int64_t i;
-    double d;
-    const char *text; /* borrowed until the statement is reset */
-};
-
-static const struct sql_arg arg_null = {.t = ARG_NULL};
-
-static struct sql_arg arg_int(int64_t v)
-{
-    struct sql_arg a = {.t = ARG_INT, .i = v};
-    return a;
-}
-
-/* 0 is stored as NULL (no reference, no expiry…) */
-static struct sql_arg arg_opt_int(int64_t v)
-{
-    if (v == 0)
-        return arg_null;
-    return arg_int(v);
-}
-
-/* NaN is stored as NULL (no value) */
-static struct sql_arg arg_real(double v)
-{
-    struct sql_arg a = {.t = ARG_REAL, .d = v};
-    if (isnan(v))
-        return arg_null;
-    return a;
-}
-
-static struct sql_arg arg_text(const char *v)
-{
-    struct sql_arg a = {.t = ARG_TEXT, .text = v};
-    if (v == NULL)
-        return arg_null;
-    return a;
-}
-
-/* Bind a[0..n) to ?1..?n of st: an SQLite code. */
-static int bind_args(sqlite3_stmt *st, const struct sql_arg *a, size_t n)
-{
-    int rc = SQLITE_OK;
-    for (size_t k = 0; k < n && rc == SQLITE_OK; k++) {
-        int i = (int)k + 1;
-        switch (a[k].t) {
-        case ARG_INT:
-            rc = sqlite3_bind_int64(st, i, a[k].i);
-            break;
-        case ARG_REAL:
-            rc = sqlite3_bind_double(st, i, a[k].d);
-            break;
-        case ARG_TEXT:
-            rc = sqlite3_bind_text(st, i, a[k].text, -1, SQLITE_STATIC);
-            break;
-        default:
-            rc = sqlite3_bind_null(st, i);
-            break;
-        }
-    }
-    return rc;
-}
-
-/* Fill ev from a row of EVENT_COLS. Strings are borrowed from st until its
- * next step or reset. */
-static void event_from_row(sqlite3_stmt *st, struct store_event *ev)
-{
-    ev->exp = sqlite3_column_int64(st, 0);
-    ev->seq = sqlite3_column_int64(st, 1);
-    ev->kind = sqlite3_column_int(st, 2);
-    ev->bandit = (int32_t)sqlite3_column_int64(st, 3);
-    ev->arm = (int32_t)sqlite3_column_int64(st, 4);
-    ev->flags = (uint32_t)sqlite3_column_int64(st, 5);
-    ev->value = sqlite3_column_type(st, 6) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 6);
-    ev->ref = sqlite3_column_int64(st, 7);
-    ev->ts_ms = sqlite3_column_int64(st, 8);
-    ev->expires_ms = sqlite3_column_int64(st, 9);
-    ev->unit = (const char *)sqlite3_column_text(st, 10);
-    ev->text = (const char *)sqlite3_column_text(st, 11);
-}
-
 /* --- writer ------------------------------------------------------------------ */
 
-/* Run a writer statement to completion and reset it. */
-static int wexec(struct store *s, enum q q)
+/* Run one submission's ops; *own as in backend.h. flush: its deferred
+ * rows too (a backend may send rows in bulk, backend.h), so that a failure
+ * is the submission's. */
+static int writer_sub(struct store *s, const struct sub *sub, int flush, int *own)
 {
-    sqlite3_stmt *st = s->wst[q];
-    int rc = step_retry(st);
-    while (rc == SQLITE_ROW)
-        rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    return rc == SQLITE_DONE ? SQLITE_OK : rc;
-}
+    int err = STORE_OK;
 
-/* Bind a[0..n) to writer statement q and run it: an SQLite code. */
-static int wrun(struct store *s, enum q q, const struct sql_arg *a, size_t n)
-{
-    int rc = bind_args(s->wst[q], a, n);
-    if (rc != SQLITE_OK) {
-        sqlite3_clear_bindings(s->wst[q]);
-        return rc;
-    }
-    return wexec(s, q);
-}
-
-static int writer_event(struct store *s, const struct store_event *ev)
-{
-    const struct sql_arg a[] = {arg_int(ev->exp),    arg_int(ev->seq),
-                                arg_int(ev->kind),   arg_int(ev->bandit),
-                                arg_int(ev->arm),    arg_int((int64_t)ev->flags),
-                                arg_real(ev->value), arg_opt_int(ev->ref),
-                                arg_int(ev->ts_ms),  arg_opt_int(ev->expires_ms),
-                                arg_text(ev->unit),  arg_text(ev->text)};
-    return wrun(s, Q_EVENT_INSERT, a, sizeof a / sizeof a[0]);
-}
-
-static int writer_exp_create(struct store *s, const struct store_op *op)
-{
-    const struct sql_arg a[] = {arg_text(op->id), arg_text(op->config_json),
-                                arg_int(op->created_ms)};
-    int rc = wrun(s, Q_EXP_INSERT, a, 3);
-    if (rc == SQLITE_OK && op->rowid_out)
-        *op->rowid_out = sqlite3_last_insert_rowid(s->wdb);
-    return rc;
-}
-
-/* The experiment's row goes now; its log is queued for the purge
- * (writer_purge_step), which the next commit hands to the writer loop. */
-static int writer_exp_delete(struct store *s, int64_t exp)
-{
-    const struct sql_arg a[] = {arg_int(exp)};
-    int rc = wrun(s, Q_EXP_DELETE, a, 1);
-    if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
-        rc = SQLITE_NOTFOUND;
-    if (rc == SQLITE_OK)
-        rc = wrun(s, Q_PURGE_ADD, a, 1);
-    if (rc == SQLITE_OK)
-        s->batch_deleted = 1;
-    return rc;
-}
-
-/* One step of the purge of deleted experiments' logs, in its own
- * transaction: the first PURGE_CHUNK events of the lowest experiment in
- * purges, or its purges row once none is left. Rowids are never reused
- * (AUTOINCREMENT, schema version 2), so a log waiting here can never be
- * taken for a new experiment's. Returns 1 when more may remain, 0 when the
- * purge is complete, −1 on failure (the transaction rolled back; retried
- * later). Writer thread only. */
-static int writer_purge_step(struct store *s)
-{
-    sqlite3_stmt *st = s->wst[Q_PURGE_NEXT];
-    int64_t exp = 0;
-    /* Its commit is synced like any other. Without its own fsync (tried:
-     * synchronous NORMAL around the step) an fsync failing later, then a
-     * power cut, took back an acknowledged delete (test_iofaults): the
-     * half-millisecond a step saves is not worth a guarantee. */
-    int rc = wexec(s, Q_BEGIN);
-
-    if (rc == SQLITE_OK) {
-        rc = step_retry(st);
-        if (rc == SQLITE_ROW)
-            exp = sqlite3_column_int64(st, 0);
-        rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
-        sqlite3_reset(st);
-    }
-    if (rc == SQLITE_OK && exp != 0) {
-        const struct sql_arg a[] = {arg_int(exp)};
-        rc = wrun(s, Q_PURGE_CHUNK, a, 1);
-        if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
-            rc = wrun(s, Q_PURGE_DONE, a, 1);
-    }
-    if (rc == SQLITE_OK)
-        rc = wexec(s, Q_COMMIT);
-    if (rc != SQLITE_OK && !sqlite3_get_autocommit(s->wdb))
-        wexec(s, Q_ROLLBACK);
-    return rc != SQLITE_OK ? -1 : exp != 0;
-}
-
-static int writer_key(struct store *s, const struct key_op *k)
-{
-    int rc;
-
-    if (k->kind == KEY_OP_REVOKE) {
-        const struct sql_arg a[] = {arg_int(k->rowid)};
-        rc = wrun(s, Q_KEY_REVOKE, a, 1);
-        if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
-            rc = SQLITE_NOTFOUND;
-        return rc;
-    }
-    const struct sql_arg a[] = {arg_text(k->name), arg_text(k->scopes), arg_text(k->hash),
-                                arg_int(k->created_ms)};
-    rc = wrun(s, Q_KEY_INSERT, a, 4);
-    if (rc == SQLITE_OK && k->rowid_out)
-        *k->rowid_out = sqlite3_last_insert_rowid(s->wdb);
-    return rc;
-}
-
-static int writer_outbox(struct store *s, const struct store_op *op)
-{
-    const struct store_delivery *d = op->dl;
-    int rc = SQLITE_OK;
-
-    if (d == NULL)
-        return SQLITE_MISUSE;
-    switch (op->kind) {
-    case STORE_OP_OUTBOX: {
-        const struct sql_arg a[] = {
-            arg_int(d->exp),   arg_text(d->exp_id),    arg_text(d->event_id),
-            arg_text(d->type), arg_text(d->url),       arg_text(d->secret),
-            arg_text(d->body), arg_int(d->created_ms), arg_int(d->next_ms)};
-        rc = wrun(s, Q_OUTBOX_INSERT, a, sizeof a / sizeof a[0]);
-        if (rc == SQLITE_OK)
-            s->batch_outbox = 1;
-        return rc;
-    }
-    case STORE_OP_OUTBOX_UPDATE: {
-        const struct sql_arg a[] = {arg_int(d->id),          arg_int(d->state),
-                                    arg_int(d->attempts),    arg_int(d->next_ms),
-                                    arg_opt_int(d->last_ms), arg_opt_int(d->last_status),
-                                    arg_text(d->last_error)};
-        /* a row pruned meanwhile is no error: there is nothing left to record */
-        return wrun(s, Q_OUTBOX_UPDATE, a, sizeof a / sizeof a[0]);
-    }
-    case STORE_OP_OUTBOX_PRUNE: {
-        const struct sql_arg a[] = {arg_int(d->last_ms)};
-        return wrun(s, Q_OUTBOX_PRUNE, a, 1);
-    }
-    default:
-        return SQLITE_MISUSE;
-    }
-}
-
-/* Run one submission's ops; returns an SQLite code (SQLITE_NOTFOUND: no such
- * row, SQLITE_MISUSE: unknown op kind). */
-/* A write that leaves nothing behind, but goes to disk at commit like any
- * other (the purge list's row 0, never an experiment's: rowids start at 1). */
-static int writer_probe(struct store *s)
-{
-    const struct sql_arg a[] = {arg_int(0)};
-    int rc = wrun(s, Q_PURGE_ADD, a, 1);
-    if (rc == SQLITE_OK)
-        rc = wrun(s, Q_PURGE_DONE, a, 1);
-    return rc;
-}
-
-static int writer_sub(struct store *s, const struct sub *sub)
-{
-    int rc = SQLITE_OK;
-
+    *own = 0;
     if (sub->key)
-        return writer_key(s, sub->key);
-    for (size_t i = 0; i < sub->n && rc == SQLITE_OK; i++) {
-        const struct store_op *op = &sub->ops[i];
-        switch (op->kind) {
-        case STORE_OP_EXP_CREATE:
-            rc = writer_exp_create(s, op);
-            break;
-        case STORE_OP_EXP_DELETE:
-            rc = writer_exp_delete(s, op->exp);
-            break;
-        case STORE_OP_EVENT:
-            rc = writer_event(s, &op->ev);
-            break;
-        case STORE_OP_PROBE:
-            rc = writer_probe(s);
-            break;
-        case STORE_OP_OUTBOX:
-        case STORE_OP_OUTBOX_UPDATE:
-        case STORE_OP_OUTBOX_PRUNE:
-            rc = writer_outbox(s, op);
-            break;
-        default:
-            rc = SQLITE_MISUSE;
-            break;
-        }
-    }
-    return rc;
+        return s->ops->write_key(s->be, sub->key, own);
+    for (size_t i = 0; i < sub->n && err == STORE_OK; i++)
+        err = s->ops->write_op(s->be, &sub->ops[i], own);
+    if (err == STORE_OK && flush && s->ops->flush != NULL)
+        err = s->ops->flush(s->be, own);
+    return err;
 }
 
 /* --- keyed submissions: a failure poisons the key until a reset ----------- */
@@ -738,7 +206,7 @@ static void poison_clear(struct store *s, int64_t key)
 static int writer_run(struct store *s, struct sub *batch, int careful)
 {
     struct sub *sub;
-    int rc;
+    int err, own;
 
     for (sub = batch; sub; sub = sub->next) {
         sub->err = STORE_OK;
@@ -751,26 +219,38 @@ static int writer_run(struct store *s, struct sub *batch, int careful)
                 continue;
             }
         }
-        if (careful && (rc = wexec(s, Q_SAVEPOINT)) != SQLITE_OK)
-            return batch_err_from_sqlite(rc);
-        rc = writer_sub(s, sub);
-        if (rc != SQLITE_OK && rc_is_submission_error(rc) && !sqlite3_get_autocommit(s->wdb)) {
+        if (careful && (err = s->ops->savepoint(s->be)) != STORE_OK)
+            return batch_err(err);
+        err = writer_sub(s, sub, careful, &own);
+        if (err != STORE_OK && own) {
             if (!careful)
                 return -1;
-            sub->err = store_err_from_sqlite(rc);
-            if (sub->err == STORE_OK)
-                sub->err = STORE_ERR_IO;
+            sub->err = err;
             poison_add(s, sub->pkey, sub->err);
-            rc = wexec(s, Q_ROLLBACK_TO);
-        } else if (rc != SQLITE_OK) {
-            return batch_err_from_sqlite(rc);
+            err = s->ops->rollback_to(s->be);
+        } else if (err != STORE_OK) {
+            return batch_err(err);
         }
-        if (careful && rc == SQLITE_OK)
-            rc = wexec(s, Q_RELEASE);
-        if (rc != SQLITE_OK)
-            return batch_err_from_sqlite(rc);
+        if (careful && err == STORE_OK)
+            err = s->ops->release(s->be);
+        if (err != STORE_OK)
+            return batch_err(err);
     }
+    /* rows the backend deferred: a failure of one submission's data there
+     * cannot be told from the others' — run them again with savepoints */
+    if (!careful && s->ops->flush != NULL && (err = s->ops->flush(s->be, &own)) != STORE_OK)
+        return own ? -1 : batch_err(err);
     return STORE_OK;
+}
+
+/* Whether a committed submission deleted an experiment, or queued a
+ * webhook delivery. */
+static int sub_has(const struct sub *sub, int kind)
+{
+    for (size_t i = 0; i < sub->n; i++)
+        if (sub->ops[i].kind == kind)
+            return 1;
+    return 0;
 }
 
 /* Commit one batch (a NULL-terminated list) and complete its submissions.
@@ -778,15 +258,13 @@ static int writer_run(struct store *s, struct sub *batch, int careful)
 static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
 {
     uint64_t t0 = now_us(), committed = 0;
-    int fatal = STORE_OK, rc;
+    int fatal = STORE_OK, err, deleted = 0, outbox = 0;
     struct sub *sub, *next;
 
-    s->batch_deleted = 0;
-    s->batch_outbox = 0;
     for (int careful = 0; careful < 2; careful++) {
-        rc = wexec(s, Q_BEGIN);
-        if (rc != SQLITE_OK) {
-            fatal = batch_err_from_sqlite(rc);
+        err = s->ops->begin(s->be);
+        if (err != STORE_OK) {
+            fatal = batch_err(err);
             goto finish;
         }
         fatal = writer_run(s, batch, careful);
@@ -794,11 +272,7 @@ static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
             break;
         /* a submission failed on its own data: undo, and again with savepoints */
         fatal = STORE_OK;
-        rc = wexec(s, Q_ROLLBACK);
-        if (rc != SQLITE_OK && !sqlite3_get_autocommit(s->wdb)) {
-            fatal = batch_err_from_sqlite(rc);
-            goto finish;
-        }
+        s->ops->rollback(s->be);
     }
     if (fatal != STORE_OK)
         goto finish;
@@ -806,24 +280,28 @@ static void writer_batch(struct store *s, struct sub *batch, int inject_fault)
         fatal = STORE_ERR_FULL;
         goto finish;
     }
-    rc = wexec(s, Q_COMMIT);
-    if (rc != SQLITE_OK)
-        fatal = batch_err_from_sqlite(rc);
+    err = s->ops->commit(s->be);
+    if (err != STORE_OK)
+        fatal = batch_err(err);
 
 finish:
-    if (fatal != STORE_OK && !inject_fault) /* said once per failed group, with SQLite's why */
+    if (fatal != STORE_OK && !inject_fault) /* said once per failed group, with the engine's why */
         log_warn("store: a group commit failed (%s): %s; its writes answer 503",
-                 store_strerror(fatal), sqlite3_errmsg(s->wdb));
-    if (fatal != STORE_OK && !sqlite3_get_autocommit(s->wdb))
-        wexec(s, Q_ROLLBACK);
+                 store_strerror(fatal), s->ops->errmsg(s->be));
+    if (fatal != STORE_OK)
+        s->ops->rollback(s->be);
     for (sub = batch; sub; sub = sub->next) {
         if (fatal != STORE_OK) {
             sub->err = fatal;
             poison_add(s, sub->pkey, fatal);
         } else if (sub->err == STORE_OK) {
             committed++;
+            deleted |= sub_has(sub, STORE_OP_EXP_DELETE);
+            outbox |= sub_has(sub, STORE_OP_OUTBOX);
         }
     }
+    if (fatal != STORE_OK && !inject_fault && s->ops->commit_failed != NULL)
+        s->ops->commit_failed(s->be, fatal);
     pthread_mutex_lock(&s->mu);
     /* An empty group commits even on a full disk: only one that wrote says
      * whether writes succeed. */
@@ -834,18 +312,12 @@ finish:
         }
     if (fatal == STORE_OK) {
         s->stats.commits++;
-        if (s->batch_deleted)
+        if (deleted)
             s->purging = 1;
-        if (s->batch_outbox && s->outbox_hook != NULL)
+        if (outbox && s->outbox_hook != NULL)
             s->outbox_hook(s->outbox_hook_arg); /* a signal only (store.h) */
     } else {
         s->stats.failed_commits++;
-        /* A full disk: a checkpoint may let the WAL start over and reuse
-         * its own space (it needs room only where the database grows). */
-        if (fatal == STORE_ERR_FULL && !inject_fault && !s->ckpt_wanted) {
-            s->ckpt_wanted = 1;
-            pthread_cond_signal(&s->ckpt_cv);
-        }
     }
     s->stats.writes += committed;
     s->stats.commit_us_total += now_us() - t0;
@@ -856,72 +328,6 @@ finish:
         sub->done(sub->arg, sub->err);
         free(sub);
     }
-}
-
-/* --- checkpoints ------------------------------------------------------------ */
-
-/* SQLite calls this on the writer thread after each commit with the WAL's
- * size in pages. The writer's own automatic checkpoint is off (it would
- * run inside that commit, adding a database fsync to the latency of every
- * request of the batch); past the threshold the checkpointer is woken. */
-static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
-{
-    struct store *s = arg;
-    (void)db;
-    (void)name;
-    if (pages >= STORE_CKPT_PAGES) {
-        pthread_mutex_lock(&s->mu);
-        if (!s->ckpt_wanted) {
-            s->ckpt_wanted = 1;
-            pthread_cond_signal(&s->ckpt_cv);
-        }
-        pthread_mutex_unlock(&s->mu);
-    }
-    return SQLITE_OK;
-}
-
-/* PASSIVE checkpoints on request: they copy what no reader still needs and
- * never block the writer (a later commit restarts the WAL from its start
- * once everything was copied). A failure (disk full) is retried at the
- * next request; commits keep going meanwhile, into a longer WAL. */
-/* A checkpoint failed on I/O (a failed fsync above all): stop at once,
- * PostgreSQL's lesson. After a failed fsync Linux may have dropped the
- * pages it wrote, and a retried checkpoint would copy only the frames past
- * its partial progress, then restart the WAL over pages that never reached
- * the disk: a power cut then corrupts the database (test_iofaults). Exiting
- * without closing SQLite leaves every frame in the WAL; the supervisor
- * (systemd's Restart=) starts the daemon again and WAL recovery copies them
- * all. Exit status 70 (EX_SOFTWARE). */
-static void checkpoint_failed(struct store *s, int rc)
-{
-    log_error("store: a checkpoint of the database failed (%s: %s); stopping now without "
-              "closing it, so that WAL recovery redoes it at the next start",
-              sqlite3_errstr(rc), sqlite3_errmsg(s->cdb));
-    _exit(70);
-}
-
-static void *ckpt_main(void *arg)
-{
-    struct store *s = arg;
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        while (!s->closing && !s->ckpt_wanted)
-            pthread_cond_wait(&s->ckpt_cv, &s->mu);
-        if (s->closing)
-            break;
-        s->ckpt_wanted = 0;
-        pthread_mutex_unlock(&s->mu);
-        int log_pages = 0, done_pages = 0;
-        int rc = sqlite3_wal_checkpoint_v2(s->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_pages,
-                                           &done_pages);
-        if ((rc & 0xff) == SQLITE_IOERR)
-            checkpoint_failed(s, rc);
-        pthread_mutex_lock(&s->mu);
-        if (rc == SQLITE_OK)
-            s->stats.checkpoints++;
-    }
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
 }
 
 /* Whether the writer should run a purge step now (under mu): there is one
@@ -966,7 +372,7 @@ static void *writer_main(void *arg)
         if (purge_due(s, last_purge_us)) {
             uint64_t start = now_us();
             pthread_mutex_unlock(&s->mu);
-            int more = writer_purge_step(s);
+            int more = s->ops->purge_step(s->be);
             last_purge_us = now_us();
             pthread_mutex_lock(&s->mu);
             if (more == 0)
@@ -1004,7 +410,7 @@ static void *writer_main(void *arg)
 
 /* Queue a submission. On STORE_OK, done will be called exactly once. */
 static int submit(struct store *s, int64_t pkey, int reset, const struct store_op *ops, size_t n,
-                  const struct key_op *key, store_done_fn done, void *arg)
+                  const struct store_key_op *key, store_done_fn done, void *arg)
 {
     int err = STORE_OK;
     struct sub *sub = calloc(1, sizeof *sub);
@@ -1070,7 +476,7 @@ static void waiter_done(void *arg, int err)
 
 /* Submit and wait for the callback. */
 static int submit_wait(struct store *s, const struct store_op *ops, size_t n,
-                       const struct key_op *key)
+                       const struct store_key_op *key)
 {
     struct waiter w = {.done = 0, .err = STORE_OK};
     int err;
@@ -1103,6 +509,8 @@ void store_get_stats(struct store *s, struct store_stats *out)
     *out = s->stats;
     out->queue_depth = s->depth;
     pthread_mutex_unlock(&s->mu);
+    if (s->ops->stats != NULL)
+        s->ops->stats(s->be, out);
 }
 
 void store_test_fail_commits(struct store *s, int n)
@@ -1128,6 +536,12 @@ void store_test_pause_writer(struct store *s, int paused)
     pthread_mutex_unlock(&s->mu);
 }
 
+void store_test_pause_heartbeat(struct store *s, int paused)
+{
+    if (s->ops->pause_heartbeat != NULL)
+        s->ops->pause_heartbeat(s->be, paused);
+}
+
 void store_test_pause_purge(struct store *s, int paused)
 {
     pthread_mutex_lock(&s->mu);
@@ -1138,298 +552,6 @@ void store_test_pause_purge(struct store *s, int paused)
 
 /* --- readers ----------------------------------------------------------------- */
 
-/* Finalize and close one reader (already unlinked). */
-static void reader_free(struct reader *r)
-{
-    for (int q = 0; q < Q_COUNT; q++)
-        sqlite3_finalize(r->st[q]);
-    sqlite3_close_v2(r->db);
-    free(r);
-}
-
-/* pthread key destructor: the thread is exiting. */
-static void reader_thread_exit(void *p)
-{
-    struct reader *r = p;
-    struct store *s = r->s;
-
-    pthread_mutex_lock(&s->rmu);
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        s->readers = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    pthread_mutex_unlock(&s->rmu);
-    reader_free(r);
-}
-
-/* This thread's reader, opened on first use. The result is borrowed: the
- * store owns it until the thread exits or the store closes. */
-static int reader_get(struct store *s, struct reader **out)
-{
-    struct reader *r = pthread_getspecific(s->rkey);
-    int rc;
-
-    if (r) {
-        *out = r;
-        return STORE_OK;
-    }
-    r = calloc(1, sizeof *r);
-    if (r == NULL)
-        return STORE_ERR_NOMEM;
-    r->s = s;
-    rc = sqlite3_open_v2(s->path, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc == SQLITE_OK)
-        rc = conn_setup(r->db);
-    if (rc != SQLITE_OK) {
-        sqlite3_close_v2(r->db);
-        free(r);
-        return batch_err_from_sqlite(rc); /* never STORE_OK */
-    }
-    pthread_mutex_lock(&s->rmu);
-    r->next = s->readers;
-    if (r->next)
-        r->next->prev = r;
-    s->readers = r;
-    pthread_mutex_unlock(&s->rmu);
-    if (pthread_setspecific(s->rkey, r) != 0) {
-        reader_thread_exit(r); /* unlinks and frees */
-        return STORE_ERR_NOMEM;
-    }
-    *out = r;
-    return STORE_OK;
-}
-
-/* A statement for query q on r: the cached one, or, when that one is in use
- * by an enclosing read on this thread, a private one (released by
- * reader_put). */
-static int reader_stmt(struct reader *r, enum q q, sqlite3_stmt **out)
-{
-    if (!r->busy[q]) {
-        if (r->st[q] == NULL) {
-            int rc = sqlite3_prepare_v3(r->db, queries[q].sql, -1, SQLITE_PREPARE_PERSISTENT,
-                                        &r->st[q], NULL);
-            if (rc != SQLITE_OK)
-                return rc;
-        }
-        r->busy[q] = 1;
-        *out = r->st[q];
-        return SQLITE_OK;
-    }
-    return sqlite3_prepare_v2(r->db, queries[q].sql, -1, out, NULL);
-}
-
-static void reader_put(struct reader *r, enum q q, sqlite3_stmt *st)
-{
-    if (st == NULL)
-        return;
-    if (st == r->st[q]) {
-        sqlite3_reset(st);
-        sqlite3_clear_bindings(st);
-        r->busy[q] = 0;
-    } else {
-        sqlite3_finalize(st);
-    }
-}
-
-/* One read: this thread's reader and query q's statement, bound. */
-struct rd {
-    struct reader *r; /* NULL until begun */
-    sqlite3_stmt *st;
-    enum q q;
-};
-
-/* Begin a read of q with a[0..n) bound to ?1..?n. STORE_OK or the error;
- * rd_end in either case. */
-static int rd_begin(struct store *s, struct rd *rd, enum q q, const struct sql_arg *a, size_t n)
-{
-    rd->r = NULL;
-    rd->st = NULL;
-    rd->q = q;
-    int err = reader_get(s, &rd->r);
-    if (err != STORE_OK)
-        return err;
-    int rc = reader_stmt(rd->r, q, &rd->st);
-    if (rc == SQLITE_OK)
-        rc = bind_args(rd->st, a, n);
-    return store_err_from_sqlite(rc);
-}
-
-static void rd_end(struct rd *rd)
-{
-    if (rd->r != NULL)
-        reader_put(rd->r, rd->q, rd->st);
-}
-
-static void experiment_from_row(sqlite3_stmt *st, struct store_experiment_row *row)
-{
-    row->rowid = sqlite3_column_int64(st, 0);
-    row->id = (const char *)sqlite3_column_text(st, 1);
-    row->config_json = (const char *)sqlite3_column_text(st, 2);
-    row->created_ms = sqlite3_column_int64(st, 3);
-}
-
-static void delivery_from_row(sqlite3_stmt *st, struct store_delivery *d);
-static void key_from_row(sqlite3_stmt *st, struct store_key_row *row);
-
-/* What a read of many rows hands each row to: the caller's callback of
- * the row's type. */
-struct rd_each {
-    enum { EACH_EXPERIMENT, EACH_EVENT, EACH_DELIVERY, EACH_KEY } kind;
-    union {
-        int (*experiment)(void *arg, const struct store_experiment_row *row);
-        int (*event)(void *arg, const struct store_event *ev);
-        int (*delivery)(void *arg, const struct store_delivery *d);
-        int (*key)(void *arg, const struct store_key_row *row);
-    } cb;
-    void *arg;
-};
-
-/* Read q (a[0..n) bound) row by row into e's callback, until it returns
- * non-zero (returned as is) or the rows end (STORE_OK). The row's strings
- * live until the callback returns. */
-static int rd_each(struct store *s, enum q q, const struct sql_arg *a, size_t n,
-                   const struct rd_each *e)
-{
-    struct rd rd;
-    int ret = rd_begin(s, &rd, q, a, n);
-    int rc = SQLITE_DONE;
-    if (ret == STORE_OK)
-        rc = step_retry(rd.st);
-    for (; ret == STORE_OK && rc == SQLITE_ROW; rc = sqlite3_step(rd.st)) {
-        union {
-            struct store_experiment_row x;
-            struct store_event ev;
-            struct store_delivery d;
-            struct store_key_row k;
-        } row;
-        switch (e->kind) {
-        case EACH_EXPERIMENT:
-            experiment_from_row(rd.st, &row.x);
-            ret = e->cb.experiment(e->arg, &row.x);
-            break;
-        case EACH_EVENT:
-            event_from_row(rd.st, &row.ev);
-            ret = e->cb.event(e->arg, &row.ev);
-            break;
-        case EACH_DELIVERY:
-            delivery_from_row(rd.st, &row.d);
-            ret = e->cb.delivery(e->arg, &row.d);
-            break;
-        case EACH_KEY:
-            key_from_row(rd.st, &row.k);
-            ret = e->cb.key(e->arg, &row.k);
-            break;
-        }
-    }
-    if (ret == STORE_OK)
-        ret = store_err_from_sqlite(rc);
-    rd_end(&rd);
-    return ret;
-}
-
-/* Read the one event row of q (a[0..n) bound) into out. Its strings die
- * with the read: the unit is copied to buf when given (else NULL), the
- * text is NULL. STORE_ERR_NOTFOUND when there is no row. */
-static int rd_event(struct store *s, enum q q, const struct sql_arg *a, size_t n,
-                    struct store_event *out, char *buf, size_t buflen)
-{
-    struct rd rd;
-    int err = rd_begin(s, &rd, q, a, n);
-    int rc = err == STORE_OK ? step_retry(rd.st) : SQLITE_OK;
-    if (err == STORE_OK && rc == SQLITE_ROW) {
-        event_from_row(rd.st, out);
-        if (out->unit != NULL && buf != NULL && buflen > 0) {
-            snprintf(buf, buflen, "%s", out->unit);
-            out->unit = buf;
-        } else {
-            out->unit = NULL;
-        }
-        out->text = NULL;
-    } else if (err == STORE_OK) {
-        err = rc == SQLITE_DONE ? STORE_ERR_NOTFOUND : store_err_from_sqlite(rc);
-    }
-    rd_end(&rd);
-    return err;
-}
-
-/* Read the integer in the first column of q's one row (a[0..n) bound) into
- * *out; no row reads as none_value when none_ok, else fails (I/O). */
-static int rd_int(struct store *s, enum q q, const struct sql_arg *a, size_t n, int none_ok,
-                  int64_t none_value, int64_t *out)
-{
-    struct rd rd;
-    int err = rd_begin(s, &rd, q, a, n);
-    int rc = err == STORE_OK ? step_retry(rd.st) : SQLITE_OK;
-    if (err == STORE_OK && rc == SQLITE_ROW)
-        *out = sqlite3_column_int64(rd.st, 0);
-    else if (err == STORE_OK && rc == SQLITE_DONE && none_ok)
-        *out = none_value;
-    else if (err == STORE_OK)
-        err = rc == SQLITE_DONE ? STORE_ERR_IO : store_err_from_sqlite(rc);
-    rd_end(&rd);
-    return err;
-}
-
-int store_load_experiments(struct store *s,
-                           int (*cb)(void *arg, const struct store_experiment_row *row), void *arg)
-{
-    const struct rd_each e = {.kind = EACH_EXPERIMENT, .cb.experiment = cb, .arg = arg};
-    return rd_each(s, Q_EXPERIMENTS, NULL, 0, &e);
-}
-
-int store_load_events(struct store *s, int64_t exp, int64_t after_seq,
-                      int (*cb)(void *arg, const struct store_event *ev), void *arg)
-{
-    const struct sql_arg a[] = {arg_int(exp), arg_int(after_seq)};
-    const struct rd_each e = {.kind = EACH_EVENT, .cb.event = cb, .arg = arg};
-    return rd_each(s, Q_EVENTS, a, 2, &e);
-}
-
-int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct store_event *out,
-                          char *buf, size_t buflen)
-{
-    const struct sql_arg a[] = {arg_int(exp), arg_int(seq)};
-    return rd_event(s, Q_ASSIGNMENT, a, 2, out, buf, buflen);
-}
-
-int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_event *out)
-{
-    return store_find_outcome_kind(s, exp, ref, 0, out);
-}
-
-int store_find_outcome_kind(struct store *s, int64_t exp, int64_t ref, int kind,
-                            struct store_event *out)
-{
-    /* outcomes carry no unit or text */
-    const struct sql_arg a[] = {arg_int(exp), arg_int(ref), arg_int(kind)};
-    return rd_event(s, Q_OUTCOME, a, 3, out, NULL, 0);
-}
-
-int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store_event *out)
-{
-    return store_find_unit_in(s, exp, unit, -1, out);
-}
-
-int store_find_unit_in(struct store *s, int64_t exp, const char *unit, int bandit,
-                       struct store_event *out)
-{
-    const struct sql_arg a[] = {arg_int(exp), arg_text(unit), arg_int(bandit)};
-    int err = rd_event(s, Q_UNIT, a, 3, out, NULL, 0);
-    if (err == STORE_OK)
-        out->unit = unit; /* the caller's string, equal to the stored one */
-    return err;
-}
-
-int store_last_seq(struct store *s, int64_t exp, int64_t *out)
-{
-    const struct sql_arg a[] = {arg_int(exp)};
-    return rd_int(s, Q_LAST_SEQ, a, 1, 1, 0, out); /* no event: 0 */
-}
-
-/* --- outbox ------------------------------------------------------------------ */
-
 void store_set_outbox_hook(struct store *s, void (*fn)(void *arg), void *arg)
 {
     pthread_mutex_lock(&s->mu);
@@ -1438,61 +560,17 @@ void store_set_outbox_hook(struct store *s, void (*fn)(void *arg), void *arg)
     pthread_mutex_unlock(&s->mu);
 }
 
-static const char *col_text(sqlite3_stmt *st, int i)
-{
-    return (const char *)sqlite3_column_text(st, i);
-}
-
-static void delivery_from_row(sqlite3_stmt *st, struct store_delivery *d)
-{
-    d->id = sqlite3_column_int64(st, 0);
-    d->exp = sqlite3_column_int64(st, 1);
-    d->exp_id = col_text(st, 2);
-    d->event_id = col_text(st, 3);
-    d->type = col_text(st, 4);
-    d->url = col_text(st, 5);
-    d->secret = col_text(st, 6);
-    d->body = col_text(st, 7);
-    d->created_ms = sqlite3_column_int64(st, 8);
-    d->state = sqlite3_column_int(st, 9);
-    d->attempts = sqlite3_column_int(st, 10);
-    d->next_ms = sqlite3_column_int64(st, 11);
-    d->last_ms = sqlite3_column_int64(st, 12);
-    d->last_status = sqlite3_column_int(st, 13);
-    d->last_error = col_text(st, 14);
-}
-
-int store_outbox_pending(struct store *s, int64_t after_id, int limit,
-                         int (*cb)(void *arg, const struct store_delivery *d), void *arg)
-{
-    const struct sql_arg a[] = {arg_int(after_id), arg_int(limit)};
-    const struct rd_each e = {.kind = EACH_DELIVERY, .cb.delivery = cb, .arg = arg};
-    return rd_each(s, Q_OUTBOX_PENDING, a, 2, &e);
-}
-
-int store_outbox_list(struct store *s, int64_t exp, int64_t before_id, int limit,
-                      int (*cb)(void *arg, const struct store_delivery *d), void *arg)
-{
-    const struct sql_arg a[] = {arg_int(exp), arg_int(before_id), arg_int(limit)};
-    const struct rd_each e = {.kind = EACH_DELIVERY, .cb.delivery = cb, .arg = arg};
-    return rd_each(s, Q_OUTBOX_LIST, a, 3, &e);
-}
-
-int store_outbox_depth(struct store *s, int64_t *out)
-{
-    return rd_int(s, Q_OUTBOX_DEPTH, NULL, 0, 0, 0, out); /* count(*): always a row */
-}
-
 /* --- keys -------------------------------------------------------------------- */
 
 int store_key_insert(struct store *s, const char *name, const char *scopes, const char *hash,
-                     int64_t created_ms, int64_t *rowid_out)
+                     const char *experiments, int64_t created_ms, int64_t *rowid_out)
 {
-    struct key_op k = {.kind = KEY_OP_INSERT,
-                       .name = name,
-                       .scopes = scopes,
-                       .hash = hash,
-                       .created_ms = created_ms};
+    struct store_key_op k = {.kind = STORE_KEY_OP_INSERT,
+                             .name = name,
+                             .scopes = scopes,
+                             .hash = hash,
+                             .experiments = experiments,
+                             .created_ms = created_ms};
     k.rowid_out =
         rowid_out; /* the writer's; in the initializer clang-tidy 14 would want it const */
     return submit_wait(s, NULL, 0, &k);
@@ -1500,95 +578,145 @@ int store_key_insert(struct store *s, const char *name, const char *scopes, cons
 
 int store_key_revoke(struct store *s, int64_t rowid)
 {
-    struct key_op k = {.kind = KEY_OP_REVOKE, .rowid = rowid};
+    struct store_key_op k = {.kind = STORE_KEY_OP_REVOKE, .rowid = rowid};
     return submit_wait(s, NULL, 0, &k);
 }
 
-static void key_from_row(sqlite3_stmt *st, struct store_key_row *row)
+/* --- reads: the backend's, on the calling thread ----------------------------- */
+
+int store_load_experiments(struct store *s,
+                           int (*cb)(void *arg, const struct store_experiment_row *row), void *arg)
 {
-    row->rowid = sqlite3_column_int64(st, 0);
-    row->name = (const char *)sqlite3_column_text(st, 1);
-    row->scopes = (const char *)sqlite3_column_text(st, 2);
-    row->hash = (const char *)sqlite3_column_text(st, 3);
-    row->created_ms = sqlite3_column_int64(st, 4);
-    row->revoked = sqlite3_column_int(st, 5);
+    return s->ops->load_experiments(s->be, cb, arg);
+}
+
+int store_load_events(struct store *s, int64_t exp, int64_t after_seq,
+                      int (*cb)(void *arg, const struct store_event *ev), void *arg)
+{
+    return s->ops->load_events(s->be, exp, after_seq, cb, arg);
+}
+
+int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct store_event *out,
+                          char *buf, size_t buflen)
+{
+    return s->ops->find_assignment(s->be, exp, seq, out, buf, buflen);
+}
+
+int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_event *out)
+{
+    return s->ops->find_outcome_kind(s->be, exp, ref, 0, out, NULL, 0);
+}
+
+int store_find_outcome_kind(struct store *s, int64_t exp, int64_t ref, int kind,
+                            struct store_event *out)
+{
+    return s->ops->find_outcome_kind(s->be, exp, ref, kind, out, NULL, 0);
+}
+
+int store_find_bound_unit(struct store *s, int64_t exp, int64_t ref, char *buf, size_t buflen)
+{
+    struct store_event ev;
+    return s->ops->find_outcome_kind(s->be, exp, ref, STORE_EV_UNIT, &ev, buf, buflen);
+}
+
+int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store_event *out)
+{
+    return s->ops->find_unit_in(s->be, exp, unit, -1, out);
+}
+
+int store_find_unit_in(struct store *s, int64_t exp, const char *unit, int bandit,
+                       struct store_event *out)
+{
+    return s->ops->find_unit_in(s->be, exp, unit, bandit, out);
+}
+
+int store_last_seq(struct store *s, int64_t exp, int64_t *out)
+{
+    return s->ops->last_seq(s->be, exp, out);
+}
+
+int store_outbox_pending(struct store *s, int64_t after_id, int limit,
+                         int (*cb)(void *arg, const struct store_delivery *d), void *arg)
+{
+    return s->ops->outbox_pending(s->be, after_id, limit, cb, arg);
+}
+
+int store_outbox_list(struct store *s, int64_t exp, int64_t before_id, int limit,
+                      int (*cb)(void *arg, const struct store_delivery *d), void *arg)
+{
+    return s->ops->outbox_list(s->be, exp, before_id, limit, cb, arg);
+}
+
+int store_outbox_depth(struct store *s, int64_t *out)
+{
+    return s->ops->outbox_depth(s->be, out);
 }
 
 int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key_row *row),
                     void *arg)
 {
-    const struct rd_each e = {.kind = EACH_KEY, .cb.key = cb, .arg = arg};
-    return rd_each(s, Q_KEYS, NULL, 0, &e);
+    return s->ops->load_keys(s->be, cb, arg);
 }
 
-/* --- backup ------------------------------------------------------------------ */
-
-/* Create path empty with mode 0600 (the umask can only remove bits), or
- * with excl = 0 accept it if it exists. 0, or −1 with errno (EEXIST: it
- * exists). SQLite would create a database 0644 and its -wal and -shm with
- * the database's mode: this file holds the audit trail of every unit, so
- * it and the files that follow its mode are readable by the owner alone
- * (issue 13). An existing file keeps the mode its owner gave it. */
-static int create_private(const char *path, int excl)
+int store_find_experiment(struct store *s, const char *id,
+                          int (*cb)(void *arg, const struct store_experiment_row *row), void *arg)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return excl || errno != EEXIST ? -1 : 0;
-    return close(fd);
+    return s->ops->find_experiment(s->be, id, cb, arg);
 }
 
-/* VACUUM INTO on a fresh read-only connection (a consistent snapshot; the
- * writer keeps running), then fsync the copy. A fresh connection rather than
- * this thread's reader: VACUUM cannot run inside the read transaction an
- * enclosing store_load_* holds. */
+/* --- ownership --------------------------------------------------------------- */
+
+int store_shared(const struct store *s)
+{
+    return s->ops->shared;
+}
+
+void store_set_advertise(struct store *s, const char *url)
+{
+    if (s->ops->set_advertise != NULL)
+        s->ops->set_advertise(s->be, url);
+}
+
+int store_claim(struct store *s, int64_t exp, char *owner, size_t ownerlen)
+{
+    struct store_op op = {.kind = STORE_OP_CLAIM, .exp = exp};
+    op.owner_out = owner; /* the writer's; in the initializer clang-tidy wants it const */
+    op.owner_len = ownerlen;
+    if (owner != NULL && ownerlen > 0)
+        owner[0] = '\0';
+    return submit_wait(s, &op, 1, NULL);
+}
+
 int store_backup(struct store *s, const char *path, char *err, size_t errlen)
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    int ret = STORE_OK, rc, fd, created = 0;
-
-    /* VACUUM INTO accepts an empty file: made here, 0600 and exclusively
-     * (never overwriting anything, even an empty file) */
-    if (create_private(path, 1) != 0) {
-        snprintf(err, errlen, "backup to %s: %s", path, strerror(errno));
-        ret = errno == ENOSPC || errno == EROFS ? STORE_ERR_FULL
-              : errno == EEXIST                 ? STORE_ERR_EXISTS
-                                                : STORE_ERR_IO;
-        goto out;
-    }
-    created = 1;
-    rc = sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc == SQLITE_OK)
-        rc = conn_setup(db);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(db, queries[Q_BACKUP].sql, -1, &st, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK)
-        rc = step_retry(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_OK) {
-        snprintf(err, errlen, "backup to %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
-        ret = store_err_from_sqlite(rc);
-        if (ret == STORE_OK)
-            ret = STORE_ERR_IO;
-        goto out;
-    }
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fsync(fd) != 0) {
-        snprintf(err, errlen, "backup to %s: fsync: %s", path, strerror(errno));
-        ret = errno == ENOSPC || errno == EROFS ? STORE_ERR_FULL : STORE_ERR_IO;
-    }
-    if (fd >= 0)
-        close(fd);
-out:
-    sqlite3_finalize(st);
-    sqlite3_close_v2(db);
-    if (ret != STORE_OK && created)
-        (void)unlink(path); /* no half-made backup left to be mistaken for one */
-    return ret;
+    return s->ops->backup(s->be, path, err, errlen);
 }
 
 /* --- open and close ---------------------------------------------------------- */
+
+/* The backend serving target. */
+static const struct store_backend_ops *backend_for(const char *target)
+{
+    size_t i;
+    for (i = 0; i + 1 < sizeof backends / sizeof backends[0] && !backends[i]->claims(target); i++)
+        ;
+    return backends[i];
+}
+
+int store_target_is_file(const char *target)
+{
+    return backend_for(target)->local;
+}
+
+const char *store_describe(const struct store *s)
+{
+    return s->ops->describe(s->be);
+}
+
+const char *store_file(const struct store *s)
+{
+    return s->ops->file != NULL ? s->ops->file(s->be) : NULL;
+}
 
 /* A count of commits at *p, clamped to [0, INT_MAX]; -1 when there is no
  * number (strtol, not sscanf: CERT ERR34-C). */
@@ -1627,182 +755,46 @@ static void fault_from_env(struct store *s)
 /* Free whatever of s exists. The writer must not be running. */
 static void store_free(struct store *s)
 {
-    struct reader *r;
-
     free(s->poison);
-
-    if (s->have_rkey)
-        pthread_key_delete(s->rkey); /* no destructor runs after this */
-    if (s->have_rmu) {
-        pthread_mutex_lock(&s->rmu);
-        while ((r = s->readers) != NULL) {
-            s->readers = r->next;
-            reader_free(r);
-        }
-        pthread_mutex_unlock(&s->rmu);
-        pthread_mutex_destroy(&s->rmu);
-    }
-    for (int q = 0; q < Q_COUNT; q++)
-        sqlite3_finalize(s->wst[q]);
-    sqlite3_close_v2(s->cdb);
-    if (s->have_ckpt_cv)
-        pthread_cond_destroy(&s->ckpt_cv);
-    /* last connection: checkpoints and removes the WAL */
-    sqlite3_close_v2(s->wdb);
+    if (s->be != NULL)
+        s->ops->close(s->be);
     if (s->have_cv)
         pthread_cond_destroy(&s->cv);
     if (s->have_mu)
         pthread_mutex_destroy(&s->mu);
-    free(s->path);
     free(s);
-}
-
-/* Run a pragma and return its first column as text into buf (may be
- * empty). */
-static int pragma(sqlite3 *db, const char *sql, char *buf, size_t buflen)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-    if (buflen)
-        buf[0] = '\0';
-    if (rc != SQLITE_OK)
-        goto out;
-    rc = step_retry(st);
-    if (rc == SQLITE_ROW && buflen) {
-        const unsigned char *t = sqlite3_column_text(st, 0);
-        snprintf(buf, buflen, "%s", t ? (const char *)t : "");
-    }
-    if (rc == SQLITE_ROW || rc == SQLITE_DONE)
-        rc = SQLITE_OK;
-out:
-    sqlite3_finalize(st);
-    return rc;
 }
 
 struct store *store_open(const char *path, enum store_sync sync, char *err, size_t errlen)
 {
     struct store *s = NULL;
-    char mode[32];
-    int rc, version, prc = 0;
+    int prc = 0;
 
-    if (!sqlite3_threadsafe()) {
-        snprintf(err, errlen, "SQLite was built without thread support");
-        goto fail;
-    }
     s = calloc(1, sizeof *s);
-    if (s == NULL || (s->path = strdup(path)) == NULL) {
+    if (s == NULL) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    s->sync = sync;
+    s->ops = backend_for(path);
     if ((prc = pthread_mutex_init(&s->mu, NULL)) != 0)
         goto fail_sys;
     s->have_mu = 1;
     if ((prc = pthread_cond_init(&s->cv, NULL)) != 0)
         goto fail_sys;
     s->have_cv = 1;
-    if ((prc = pthread_cond_init(&s->ckpt_cv, NULL)) != 0)
-        goto fail_sys;
-    s->have_ckpt_cv = 1;
-    if ((prc = pthread_mutex_init(&s->rmu, NULL)) != 0)
-        goto fail_sys;
-    s->have_rmu = 1;
-    if ((prc = pthread_key_create(&s->rkey, reader_thread_exit)) != 0)
-        goto fail_sys;
-    s->have_rkey = 1;
-
-    if (create_private(path, 0) != 0 && errno != EEXIST) {
-        snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+    s->be = s->ops->open(path, sync, &s->purging, err, errlen);
+    if (s->be == NULL)
         goto fail;
-    }
-    rc = sqlite3_open_v2(path, &s->wdb,
-                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc == SQLITE_OK)
-        rc = conn_setup(s->wdb);
-    if (rc != SQLITE_OK) {
-        snprintf(err, errlen, "open %s: %s", path,
-                 s->wdb ? sqlite3_errmsg(s->wdb) : sqlite3_errstr(rc));
-        goto fail;
-    }
-    /* refuse a newer database before touching it (even its journal mode) */
-    rc = store_schema_read_version(s->wdb, &version);
-    if (rc != SQLITE_OK) {
-        snprintf(err, errlen, "open %s: %s", path, sqlite3_errmsg(s->wdb));
-        goto fail;
-    }
-    if (version > store_schema_version()) {
-        snprintf(err, errlen,
-                 "open %s: database schema version %d is newer than this build's (%d): "
-                 "refusing to open it; use a newer banditd",
-                 path, version, store_schema_version());
-        goto fail;
-    }
-    rc = pragma(s->wdb, queries[Q_WAL].sql, mode, sizeof mode);
-    if (rc != SQLITE_OK || strcmp(mode, "wal") != 0) {
-        snprintf(err, errlen, "open %s: cannot use WAL (journal mode %s): %s", path,
-                 mode[0] ? mode : "?", sqlite3_errmsg(s->wdb));
-        goto fail;
-    }
-    rc = pragma(s->wdb, queries[sync == STORE_SYNC_NORMAL ? Q_SYNC_NORMAL : Q_SYNC_FULL].sql, mode,
-                sizeof mode);
-    if (rc == SQLITE_OK)
-        rc = pragma(s->wdb, queries[Q_NO_FK].sql, mode, sizeof mode);
-    if (rc != SQLITE_OK) {
-        snprintf(err, errlen, "open %s: %s", path, sqlite3_errmsg(s->wdb));
-        goto fail;
-    }
-    {
-        char merr[256];
-        rc = store_schema_migrate(s->wdb, merr, sizeof merr);
-        if (rc != SQLITE_OK) {
-            snprintf(err, errlen, "open %s: %s", path, merr);
-            goto fail;
-        }
-    }
-    for (int q = 0; q < Q_COUNT; q++) {
-        if (queries[q].role != STORE_SQL_WRITE)
-            continue;
-        rc = sqlite3_prepare_v3(s->wdb, queries[q].sql, -1, SQLITE_PREPARE_PERSISTENT, &s->wst[q],
-                                NULL);
-        if (rc != SQLITE_OK) {
-            snprintf(err, errlen, "open %s: prepare: %s", path, sqlite3_errmsg(s->wdb));
-            goto fail;
-        }
-    }
-    /* a purge interrupted by the last close resumes */
-    rc = step_retry(s->wst[Q_PURGE_NEXT]);
-    s->purging = rc == SQLITE_ROW;
-    sqlite3_reset(s->wst[Q_PURGE_NEXT]);
-    /* Checkpoints move off the commit path (wal_hook, ckpt_main). */
-    rc = pragma(s->wdb, queries[Q_NO_AUTOCKPT].sql, mode, sizeof mode);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_open_v2(path, &s->cdb, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc == SQLITE_OK)
-        rc = conn_setup(s->cdb);
-    if (rc == SQLITE_OK)
-        rc = pragma(s->cdb, queries[sync == STORE_SYNC_NORMAL ? Q_SYNC_NORMAL : Q_SYNC_FULL].sql,
-                    mode, sizeof mode);
-    if (rc != SQLITE_OK) {
-        snprintf(err, errlen, "open %s: checkpointer: %s", path,
-                 s->cdb ? sqlite3_errmsg(s->cdb) : sqlite3_errstr(rc));
-        goto fail;
-    }
-    sqlite3_wal_hook(s->wdb, wal_hook, s);
     fault_from_env(s);
     if ((prc = pthread_create(&s->writer, NULL, writer_main, s)) != 0)
         goto fail_sys;
     s->writer_started = 1;
-    if ((prc = pthread_create(&s->ckpt, NULL, ckpt_main, s)) != 0)
-        goto fail_sys;
-    s->ckpt_started = 1;
     return s;
 
 fail_sys:
     snprintf(err, errlen, "open %s: %s", path, strerror(prc)); /* pthread error */
 fail:
-    if (s != NULL && (s->writer_started || s->ckpt_started))
-        store_close(s); /* joins what runs, then frees */
-    else if (s != NULL)
+    if (s != NULL)
         store_free(s);
     return NULL;
 }
@@ -1814,11 +806,8 @@ void store_close(struct store *s)
     pthread_mutex_lock(&s->mu);
     s->closing = 1;
     pthread_cond_broadcast(&s->cv);
-    pthread_cond_broadcast(&s->ckpt_cv);
     pthread_mutex_unlock(&s->mu);
     if (s->writer_started)
         pthread_join(s->writer, NULL);
-    if (s->ckpt_started)
-        pthread_join(s->ckpt, NULL);
     store_free(s);
 }

@@ -1,5 +1,6 @@
 /*
- * store.h — durable storage of experiments and their event logs (SQLite).
+ * store.h — durable storage of experiments and their event logs, behind one
+ * interface whatever the engine (backend.h: SQLite, the embedded default).
  *
  * Persistence model: an experiment is its configuration plus an append-only
  * log of events, numbered 1, 2, 3… per experiment (seq): assignments,
@@ -19,8 +20,8 @@
  * gap after a crash.
  *
  * Reads (store_find_*, store_load_*, store_export) run on the calling thread
- * through a per-thread read-only connection; with WAL they never wait for
- * the writer and see only committed data.
+ * through a per-thread connection; they never wait for the writer (SQLite's
+ * WAL, PostgreSQL's MVCC) and see only committed data.
  */
 #ifndef BANDITD_STORE_STORE_H
 #define BANDITD_STORE_STORE_H
@@ -33,15 +34,20 @@ enum store_err {
     STORE_OK = 0,
     STORE_ERR_NOTFOUND = 1, /* no such row */
     STORE_ERR_EXISTS = 2,   /* unique key taken (experiment id, unit) */
-    STORE_ERR_FULL = 3,     /* disk full, read-only, or locked by another
-                             * process past the busy timeout: retry later (503) */
+    STORE_ERR_FULL = 3,     /* unavailable: disk full, read-only, or locked by
+                             * another process past the busy timeout; PostgreSQL
+                             * unreachable, shutting down, failing over or a
+                             * standby: retry later (503) */
     STORE_ERR_IO = 4,       /* other I/O or SQLite failure (500) */
     STORE_ERR_NOMEM = 5,
-    STORE_ERR_CLOSED = 6, /* store shutting down */
+    STORE_ERR_CLOSED = 6,   /* store shutting down */
+    STORE_ERR_NOTOWNER = 7, /* another daemon owns the experiment (store_claim) */
 };
 
 const char *store_strerror(int err);
 
+/* SQLite's; PostgreSQL always commits with synchronous_commit on (a commit
+ * returns once its WAL is flushed, and replicated to synchronous standbys). */
 enum store_sync {
     STORE_SYNC_FULL = 0,   /* fsync the WAL at every commit: survives power loss */
     STORE_SYNC_NORMAL = 1, /* WAL written at commit, fsynced only before each
@@ -54,7 +60,9 @@ enum store_sync {
 
 struct store;
 
-/* Open (creating if needed) and migrate the database at path. A new
+/* Open (creating if needed) and migrate the database at path: a
+ * postgresql:// (or postgres://) URI is a PostgreSQL database reached
+ * through libpq (store/postgres.c), anything else an SQLite file. A new
  * database file is created with mode 0600 and SQLite gives its -wal and
  * -shm files the database's mode (an existing file keeps its mode). Returns NULL
  * with a message in err on failure (including a database whose schema is
@@ -64,6 +72,19 @@ struct store;
  * once no other thread is inside a store call, never from a callback. */
 struct store *store_open(const char *path, enum store_sync sync, char *err, size_t errlen);
 void store_close(struct store *s);
+
+/* Whether target (a --db value) names a file on this machine (SQLite), as
+ * opposed to a database server's URI: what may be stat'ed, created, made a
+ * directory for. */
+int store_target_is_file(const char *target);
+
+/* The database as it may be shown in logs and messages: the SQLite file's
+ * path, or the postgresql:// URI without its password. Borrowed from s. */
+const char *store_describe(const struct store *s);
+
+/* The database file when the store is one file on this machine (SQLite),
+ * for what watches it (API keys: auth_watch); NULL otherwise. Borrowed. */
+const char *store_file(const struct store *s);
 
 /* Schema version this build writes (PRAGMA user_version). */
 int store_schema_version(void);
@@ -77,6 +98,10 @@ enum store_event_kind {
     STORE_EV_EXPIRE = 4,  /* ref; value = default reward recorded, or NaN */
     STORE_EV_LATE = 5,    /* ref, value: a reward after expiry (audit only) */
     STORE_EV_STATE = 6,   /* text = "running" | "paused" | "stopped" */
+    STORE_EV_EDIT = 7,    /* text = the change, a JSON object (exp/edits.c) */
+    STORE_EV_CORRECT = 8, /* ref, value: a rewarded pull's value replaced; text = the reason */
+    STORE_EV_UNIT = 9,    /* ref, bandit, arm, unit: a client served assignment ref
+                           * (leased in a block) to this unit */
 };
 
 /* ASSIGN flags */
@@ -85,6 +110,12 @@ enum {
     STORE_AF_BANDIT_GIVEN = 1u << 1, /* the request named the bandit */
     STORE_AF_FALLBACK = 1u << 2,     /* the experiment's fallback arm (exp/config.h), not
                                       * the engine's recommendation; EXPLOIT too */
+};
+
+/* EXPIRE flags */
+enum {
+    STORE_XF_RELEASED = 1u << 0, /* released by the client (a leased assignment no visitor
+                                  * got), not timed out; value NaN */
 };
 
 struct store_event {
@@ -99,7 +130,7 @@ struct store_event {
     int64_t ts_ms;      /* when (ms since the epoch) */
     int64_t expires_ms; /* ASSIGN: expiry time; 0 if none */
     const char *unit;   /* ASSIGN: sticky unit or NULL; borrowed */
-    const char *text;   /* STATE: new state; borrowed */
+    const char *text;   /* STATE: new state; EDIT: the change; CORRECT: the reason; borrowed */
 };
 
 /* --- writes --------------------------------------------------------------- */
@@ -119,6 +150,7 @@ enum store_op_kind {
                                  * last_status, last_error after an attempt */
     STORE_OP_OUTBOX_PRUNE = 7,  /* dl->last_ms: finished deliveries whose last attempt
                                  * is older go */
+    STORE_OP_CLAIM = 8,         /* exp: make this daemon its owner (store_claim) */
 };
 
 struct store_delivery;
@@ -136,6 +168,9 @@ struct store_op {
     struct store_event ev; /* strings borrowed until the callback */
     /* OUTBOX, OUTBOX_UPDATE, OUTBOX_PRUNE */
     const struct store_delivery *dl; /* borrowed until the callback */
+    /* CLAIM: the owner's address when another daemon owns exp */
+    char *owner_out;
+    size_t owner_len;
 };
 
 /* Completion: err is STORE_OK or a store_err; called once, on the writer
@@ -214,13 +249,17 @@ int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct stor
 /* The first REWARD, EXPIRE or LATE event referring to assignment seq ref.
  * out->unit and out->text are NULL. */
 int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_event *out);
+/* The unit a UNIT event bound assignment ref to (the first), into buf.
+ * STORE_OK, STORE_ERR_NOTFOUND (none), or an error. */
+int store_find_bound_unit(struct store *s, int64_t exp, int64_t ref, char *buf, size_t buflen);
 /* The first event of that kind (REWARD, EXPIRE or LATE) referring to ref. */
 int store_find_outcome_kind(struct store *s, int64_t exp, int64_t ref, int kind,
                             struct store_event *out);
 
 /* The latest ASSIGN event of exp for a sticky unit (a unit may hold
- * several: one per bandit, a new one after an expiry). out->unit is the
- * caller's unit, out->text NULL. */
+ * several: one per bandit, a new one after an expiry), or the latest UNIT
+ * event binding an assignment to it (then out->ref names the assignment),
+ * whichever is later. out->unit is the caller's unit, out->text NULL. */
 int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store_event *out);
 /* The same within one bandit (bandit < 0: any). */
 int store_find_unit_in(struct store *s, int64_t exp, const char *unit, int bandit,
@@ -228,6 +267,47 @@ int store_find_unit_in(struct store *s, int64_t exp, const char *unit, int bandi
 
 /* Highest seq of exp (0 when no event). */
 int store_last_seq(struct store *s, int64_t exp, int64_t *out);
+
+/* --- ownership: several daemons on one database -------------------------- */
+/* With PostgreSQL any number of daemons may share the database. Each
+ * experiment is written by at most one of them, its owner, and PostgreSQL
+ * enforces it: the owner's writer connection holds a session-level
+ * advisory lock on the experiment. Every write of an experiment's events,
+ * of its delete and of its outbox rows checks, on the writer, that this
+ * very connection holds that lock; the locks belong to the connection, so a
+ * daemon whose connection ended (PostgreSQL released its locks, maybe to
+ * another daemon since) owns nothing until it claims again — and reloads —
+ * and such writes fail with STORE_ERR_NOTOWNER, nothing of them committed
+ * (fencing: a daemon frozen past a takeover commits nothing when it wakes).
+ * A daemon owns what it creates. Each daemon keeps a heartbeat row with its
+ * advertised address; one whose heartbeat is older than STORE_LEASE_MS is
+ * orphaned, and a claim of its experiments terminates its writer's
+ * session (its locks go with it) and takes them over. SQLite: one daemon,
+ * which owns everything (store_claim always succeeds). */
+
+#define STORE_LEASE_MS 3000 /* a heartbeat older than this: the daemon is gone */
+
+/* Whether several daemons may share this database (PostgreSQL). */
+int store_shared(const struct store *s);
+
+/* This daemon's address as other daemons name it to clients (e.g.
+ * "http://10.0.0.5:8080"), kept with its heartbeat. Copied. */
+void store_set_advertise(struct store *s, const char *url);
+
+/* Make this daemon the owner of experiment exp (rowid). STORE_OK: it owns
+ * it (it did already, the experiment had no owner, or its owner was
+ * orphaned and lost it); the caller must reload the experiment from the
+ * database before serving it unless it knew it owned it. STORE_ERR_NOTOWNER:
+ * a live daemon owns it, whose advertised address is copied into owner
+ * (truncated to ownerlen; "" when unknown). STORE_ERR_NOTFOUND: no such
+ * experiment (deleted). Waits for the writer: not from a callback. */
+int store_claim(struct store *s, int64_t exp, char *owner, size_t ownerlen);
+
+/* The experiment called id (its row as in store_load_experiments, to cb
+ * unless cb is NULL), STORE_ERR_NOTFOUND when there is none: one another
+ * daemon created since this one loaded them, or deleted. */
+int store_find_experiment(struct store *s, const char *id,
+                          int (*cb)(void *arg, const struct store_experiment_row *row), void *arg);
 
 /* --- webhook outbox (docs/contract.md, Webhooks) ------------------------- */
 /* One row per delivery to make: a webhook event for one endpoint. The row
@@ -292,10 +372,15 @@ struct store_key_row {
     const char *hash;   /* hex SHA-256 of the key; borrowed */
     int64_t created_ms;
     int revoked;
+    /* the experiments the key is limited to, comma-separated ids;
+     * NULL: every experiment. Borrowed */
+    const char *experiments;
 };
 
+/* experiments: NULL for a key over every experiment, else comma-separated
+ * ids (the caller checked them). */
 int store_key_insert(struct store *s, const char *name, const char *scopes, const char *hash,
-                     int64_t created_ms, int64_t *rowid_out);
+                     const char *experiments, int64_t created_ms, int64_t *rowid_out);
 int store_key_revoke(struct store *s, int64_t rowid);
 int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key_row *row),
                     void *arg);

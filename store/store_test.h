@@ -35,6 +35,10 @@ void store_test_pause_writer(struct store *s, int paused);
  * and after group commits); 0 resumes. Not kept across store_open. */
 void store_test_pause_purge(struct store *s, int paused);
 
+/* paused != 0: the store's heartbeat (PostgreSQL, store.h ownership)
+ * stops, as in a frozen process; 0 resumes. No effect on SQLite. */
+void store_test_pause_heartbeat(struct store *s, int paused);
+
 /* --- the store's SQL, for the query-plan test ------------------------------ */
 
 enum store_sql_role {
@@ -52,5 +56,9 @@ struct store_sql {
 /* The i-th of the store's SQL statements (i = 0, 1, …: every statement
  * store.c runs), or NULL past the last. Static; not to be freed. */
 const struct store_sql *store_test_sql(size_t i);
+
+/* The same for the PostgreSQL backend (store/postgres.c; parameters $1,
+ * $2…). */
+const struct store_sql *store_test_pg_sql(size_t i);
 
 #endif

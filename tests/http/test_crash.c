@@ -16,8 +16,12 @@
  *     mean = the mean of the values acknowledged for it (rewards of
  *     "exploit" assignments, served once the experiment stopped, are kept
  *     in the log but are no pulls; equal arms and a small δ keep that rare);
- *   - the events table (read directly with SQLite): exactly one REWARD per
- *     acknowledged assignment, with its value, and no other REWARD.
+ *   - the events table (read directly with SQLite, or PostgreSQL): exactly
+ *     one REWARD per acknowledged assignment, with its value, and no other
+ *     REWARD.
+ *
+ * The rounds run twice: on the harness's SQLite file, and on a database of
+ * a real PostgreSQL server the test starts (tests/support/tpg.h).
  *
  * CRASH_KILLS (default 3: `make test`, well under 30 s) sets the number of
  * kills; `make test-crash` runs 25. The daemon is the harness's, with
@@ -37,9 +41,11 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include "tests/support/harness.h"
+#include "tests/support/tpg.h"
 
 #define MAX_THREADS 16
 #define MAX_RECORDS 200000
@@ -58,6 +64,7 @@ enum { REC_ACKED = 1, REC_UNKNOWN = 2 };
 
 struct shared {
     struct tdaemon *d;
+    char pg[256]; /* the PostgreSQL database's URI; "" for SQLite */
     pthread_mutex_t mu;
     struct record *recs;
     size_t nrecs;
@@ -167,6 +174,54 @@ static int cmp_seq(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* The REWARD events of experiment "crash", by assignment seq, read on a
+ * connection of the test's own: from the SQLite file, or from PostgreSQL. */
+struct disk_reward {
+    int64_t ref;
+    double value;
+};
+
+#define DISK_SQL                                                                                   \
+    "SELECT e.ref, e.value FROM events e JOIN experiments x ON x.rowid = e.exp"                    \
+    " WHERE x.id = 'crash' AND e.kind = 2 ORDER BY e.ref, e.seq"
+
+static struct disk_reward *disk_rewards(const struct shared *sh, size_t *n)
+{
+    struct disk_reward *out = calloc(MAX_RECORDS + 1, sizeof *out);
+    assert_non_null(out);
+    *n = 0;
+    if (sh->pg[0] != '\0') {
+        PGconn *c = PQconnectdb(sh->pg);
+        assert_int_equal(PQstatus(c), CONNECTION_OK);
+        PGresult *r = PQexec(c, DISK_SQL);
+        assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+        for (int i = 0; i < PQntuples(r) && *n <= MAX_RECORDS; i++) {
+            out[*n].ref = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+            out[*n].value = strtod(PQgetvalue(r, i, 1), NULL);
+            (*n)++;
+        }
+        PQclear(r);
+        PQfinish(c);
+        return out;
+    }
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    int rc;
+    assert_int_equal(sqlite3_open_v2(tdaemon_db_path(sh->d), &db, SQLITE_OPEN_READONLY, NULL),
+                     SQLITE_OK);
+    sqlite3_busy_timeout(db, 10000);
+    assert_int_equal(sqlite3_prepare_v2(db, DISK_SQL, -1, &q, NULL), SQLITE_OK);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW && *n <= MAX_RECORDS) {
+        out[*n].ref = sqlite3_column_int64(q, 0);
+        out[*n].value = sqlite3_column_double(q, 1);
+        (*n)++;
+    }
+    assert_true(rc == SQLITE_DONE || rc == SQLITE_ROW);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return out;
+}
+
 /* Every acknowledged reward exactly once: through the API and on disk. */
 static void verify(struct shared *sh)
 {
@@ -200,38 +255,23 @@ static void verify(struct shared *sh)
     json_decref(st);
 
     /* The log itself: REWARD events (kind 2) by assignment seq. */
-    sqlite3 *db = NULL;
-    sqlite3_stmt *q = NULL;
-    assert_int_equal(sqlite3_open_v2(tdaemon_db_path(sh->d), &db, SQLITE_OPEN_READONLY, NULL),
-                     SQLITE_OK);
-    sqlite3_busy_timeout(db, 10000);
-    assert_int_equal(sqlite3_prepare_v2(db,
-                                        "SELECT e.ref, e.value FROM events e JOIN experiments x"
-                                        " ON x.rowid = e.exp WHERE x.id = 'crash' AND e.kind = 2"
-                                        " ORDER BY e.ref, e.seq",
-                                        -1, &q, NULL),
-                     SQLITE_OK);
     qsort(sh->recs, sh->nrecs, sizeof *sh->recs, cmp_seq);
-    size_t i = 0;
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int64_t ref = sqlite3_column_int64(q, 0);
-        double v = sqlite3_column_double(q, 1);
-        if (i >= sh->nrecs || sh->recs[i].seq != ref)
+    size_t n = 0;
+    struct disk_reward *disk = disk_rewards(sh, &n);
+    size_t i;
+    for (i = 0; i < n; i++) {
+        if (i >= sh->nrecs || sh->recs[i].seq != disk[i].ref)
             fail_msg("a REWARD for assignment seq %lld is on disk that was never "
                      "acknowledged (or twice)",
-                     (long long)ref);
-        if (v != (double)sh->recs[i].value)
-            fail_msg("assignment seq %lld: %g on disk, %d acknowledged", (long long)ref, v,
-                     sh->recs[i].value);
-        i++;
+                     (long long)disk[i].ref);
+        if (disk[i].value != (double)sh->recs[i].value)
+            fail_msg("assignment seq %lld: %g on disk, %d acknowledged", (long long)disk[i].ref,
+                     disk[i].value, sh->recs[i].value);
     }
-    assert_int_equal(rc, SQLITE_DONE);
+    free(disk);
     if (i != sh->nrecs)
         fail_msg("%zu acknowledged rewards, %zu on disk (first missing: %s)", sh->nrecs, i,
                  sh->recs[i].id);
-    sqlite3_finalize(q);
-    sqlite3_close(db);
 }
 
 static int setup(void **state)
@@ -257,16 +297,18 @@ static int teardown(void **state)
     return 0;
 }
 
-static void test_kill9_loses_nothing_acknowledged(void **state)
+/* The rounds, on the store sh->pg names (SQLite when empty). */
+static void kill9_rounds(struct shared *sh)
 {
-    struct shared *sh = *state;
     long kills = env_long("CRASH_KILLS", 3);
     long nthreads = env_long("CRASH_THREADS", 4);
     uint64_t seed = (uint64_t)env_long("CRASH_SEED", 20261122);
     const char *sync = getenv("CRASH_SYNC");
-    const char *extra[] = {"--sync", sync != NULL && *sync ? sync : "normal", NULL};
+    const char *extra[] = {"--sync", sync != NULL && *sync ? sync : "normal", "--db", sh->pg, NULL};
     if (nthreads < 1 || nthreads > MAX_THREADS)
         nthreads = 4;
+    if (sh->pg[0] == '\0')
+        extra[2] = NULL; /* the harness's SQLite file */
 
     sh->d = tdaemon_start(extra);
     assert_non_null(sh->d);
@@ -275,8 +317,8 @@ static void test_kill9_loses_nothing_acknowledged(void **state)
                                    "\"seed\":7}"));
     struct trng rng;
     trng_seed(&rng, seed);
-    printf("# %ld kills, %ld threads, seed %llu, --sync %s\n", kills, nthreads,
-           (unsigned long long)seed, extra[1]);
+    printf("# %ld kills, %ld threads, seed %llu, --sync %s, %s\n", kills, nthreads,
+           (unsigned long long)seed, extra[1], sh->pg[0] ? "PostgreSQL" : "SQLite");
 
     for (long k = 0; k < kills; k++) {
         pthread_t t[MAX_THREADS];
@@ -304,10 +346,25 @@ static void test_kill9_loses_nothing_acknowledged(void **state)
     assert_int_equal(tdaemon_stop(sh->d), 0);
 }
 
+static void test_kill9_loses_nothing_acknowledged(void **state)
+{
+    kill9_rounds(*state);
+}
+
+/* The same on PostgreSQL: a daemon killed with SIGKILL in the middle of
+ * group commits, on a real server the test starts (tpg.h). */
+static void test_kill9_postgresql(void **state)
+{
+    struct shared *sh = *state;
+    tpg_new_db(sh->pg, sizeof sh->pg);
+    kill9_rounds(sh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_kill9_loses_nothing_acknowledged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kill9_postgresql, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <sqlite3.h>
+
 #include "store/store.h"
+#include "tests/support/tpg.h"
 #include "tests/support/tstore.h"
 
 void ttmpdir(char *dir, size_t len)
@@ -50,6 +53,40 @@ struct tstore *tstore_new(const char *name)
     if (t->s == NULL)
         fail_msg("store_open %s: %s", t->path, err);
     return t;
+}
+
+struct tstore *tstore_new_pg(void)
+{
+    char err[256];
+    struct tstore *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    ttmpdir(t->dir, sizeof t->dir);
+    tpg_new_db(t->path, sizeof t->path);
+    t->s = store_open(t->path, STORE_SYNC_NORMAL, err, sizeof err);
+    if (t->s == NULL)
+        fail_msg("store_open %s: %s", t->path, err);
+    return t;
+}
+
+int tstore_is_pg(const struct tstore *t)
+{
+    return strncmp(t->path, "postgresql://", 13) == 0;
+}
+
+int64_t tcount(const char *target, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int64_t n = -1;
+    if (strncmp(target, "postgresql://", 13) == 0)
+        return tpg_count(target, sql);
+    assert_int_equal(sqlite3_open_v2(target, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
 }
 
 int tstore_free(struct tstore *t)

@@ -21,12 +21,21 @@ struct store;
 
 struct tstore {
     char dir[64];
-    char path[128];
+    char path[256];  /* the file, or a postgresql:// URI (tstore_new_pg) */
     struct store *s; /* NULL once closed by the test */
 };
 
 /* New fixture with the store `name` opened in a fresh directory. */
 struct tstore *tstore_new(const char *name);
+/* The same on a fresh database of the tests' PostgreSQL server (tpg.h):
+ * t->path is its URI; t->dir is a fresh directory all the same. */
+struct tstore *tstore_new_pg(void);
+/* Whether t's store is on PostgreSQL. */
+int tstore_is_pg(const struct tstore *t);
+/* The first column of the first row of sql (a count) on the database at
+ * target, a file or a postgresql:// URI, read on a connection of its own;
+ * −1 when there is no row. Fails the test when sql fails. */
+int64_t tcount(const char *target, const char *sql);
 /* Close t->s if open, remove the directory, free. NULL is a no-op. Returns
  * 0, or −1 when something could not be removed. */
 int tstore_free(struct tstore *t);

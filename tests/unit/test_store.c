@@ -1,5 +1,6 @@
 /*
- * test_store.c — the SQLite store on a real file in a temporary directory:
+ * test_store.c — the store on a real SQLite file in a temporary directory and
+ * on a real PostgreSQL server (tests/support/tpg.h), the same tests on both:
  * schema and migrations, group commit and per-submission failure, the event
  * log round trip, lookups, deletion and the purge of deleted logs,
  * migration from version 1, concurrent submitters, draining on close,
@@ -28,6 +29,7 @@
 
 #include "store/store.h"
 #include "store/store_test.h"
+#include "tests/support/tpg.h"
 #include "tests/support/tstore.h"
 
 /* --- fixture ------------------------------------------------------------------ */
@@ -35,6 +37,13 @@
 static int setup(void **state)
 {
     *state = tstore_new("b.db");
+    return 0;
+}
+
+/* The same tests on a fresh database of a real PostgreSQL server (tpg.h). */
+static int setup_pg(void **state)
+{
+    *state = tstore_new_pg();
     return 0;
 }
 
@@ -130,18 +139,11 @@ static struct store_op ev_op(int64_t exp, int64_t seq, int kind)
     return op;
 }
 
-static int64_t count_rows(const char *path, const char *sql)
+/* A count on the fixture's database (or another file), on a connection of
+ * its own. */
+static int64_t count_rows(const char *target, const char *sql)
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    int64_t n = -1;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
+    return tcount(target, sql);
 }
 
 /* Events collected by store_load_events, strings copied. */
@@ -205,12 +207,13 @@ static void test_open_migrate_reopen(void **state)
 
     snprintf(sql, sizeof sql, "PRAGMA user_version");
     assert_int_equal(count_rows(f->path, sql), store_schema_version());
-    assert_int_equal(store_schema_version(), 4);
+    assert_int_equal(store_schema_version(), 6);
     assert_int_equal(count_rows(f->path, "SELECT count(*) FROM sqlite_master WHERE name IN "
                                          "('experiments','events','api_keys','events_ref',"
                                          "'events_unit','purges','sqlite_sequence','outbox',"
-                                         "'outbox_pending','outbox_finished','outbox_exp')"),
-                     11);
+                                         "'outbox_pending','outbox_finished','outbox_exp',"
+                                         "'nodes')"),
+                     12);
     create_exp(f->s, "kept");
     reopen(f);
     assert_int_equal(count_rows(f->path, "PRAGMA user_version"), store_schema_version());
@@ -592,6 +595,8 @@ static void test_delete_long_log(void **state)
     op = (struct store_op){.kind = STORE_OP_EXP_DELETE, .exp = exp};
     assert_int_equal(store_write_sync(f->s, &op, 1), STORE_OK);
     reopen(f); /* the pause is not kept: the purge resumes */
+    /* a new store owns nothing it did not create or claim (PostgreSQL) */
+    assert_int_equal(store_claim(f->s, keep, NULL, 0), STORE_OK);
     /* writes go on meanwhile */
     for (int i = 0; i < 20; i++) {
         op = ev_op(keep, i + 1, STORE_EV_OBSERVE);
@@ -1086,8 +1091,8 @@ static void test_close_drains(void **state)
     assert_int_equal(d.closed_on_resubmit, 50);
     /* WAL checkpointed and removed on a clean close (checked before any
      * other connection opens the file and recreates it) */
-    {
-        char wal[160];
+    if (!tstore_is_pg(f)) {
+        char wal[300];
         snprintf(wal, sizeof wal, "%s-wal", f->path);
         assert_int_equal(access(wal, F_OK), -1);
     }
@@ -1287,7 +1292,7 @@ static void test_real_disk_full(void **state)
 struct keylist {
     int n;
     int64_t rowid[4];
-    char name[4][16], scopes[4][32], hash[4][70];
+    char name[4][16], scopes[4][32], hash[4][70], experiments[4][64];
     int revoked[4];
     int64_t created[4];
 };
@@ -1300,6 +1305,7 @@ static int collect_key(void *arg, const struct store_key_row *row)
     snprintf(l->name[l->n], 16, "%s", row->name ? row->name : "(null)");
     snprintf(l->scopes[l->n], 32, "%s", row->scopes);
     snprintf(l->hash[l->n], 70, "%s", row->hash);
+    snprintf(l->experiments[l->n], 64, "%s", row->experiments ? row->experiments : "(null)");
     l->revoked[l->n] = row->revoked;
     l->created[l->n] = row->created_ms;
     l->n++;
@@ -1314,10 +1320,12 @@ static void test_keys(void **state)
     const char *h1 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
     const char *h2 = "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752";
 
-    assert_int_equal(store_key_insert(f->s, "ops", "admin", h1, 111, &k1), STORE_OK);
-    assert_int_equal(store_key_insert(f->s, NULL, "assign,report", h2, 222, &k2), STORE_OK);
+    assert_int_equal(store_key_insert(f->s, "ops", "admin", h1, NULL, 111, &k1), STORE_OK);
+    assert_int_equal(store_key_insert(f->s, NULL, "assign,report", h2, "checkout,promo", 222, &k2),
+                     STORE_OK);
     assert_true(k1 > 0 && k2 > k1);
-    assert_int_equal(store_key_insert(f->s, "again", "read", h1, 333, NULL), STORE_ERR_EXISTS);
+    assert_int_equal(store_key_insert(f->s, "again", "read", h1, NULL, 333, NULL),
+                     STORE_ERR_EXISTS);
     assert_int_equal(store_key_revoke(f->s, k1), STORE_OK);
     assert_int_equal(store_key_revoke(f->s, k2 + 100), STORE_ERR_NOTFOUND);
     assert_int_equal(store_load_keys(f->s, collect_key, &l), 0);
@@ -1330,6 +1338,8 @@ static void test_keys(void **state)
     assert_int_equal(l.created[0], 111);
     assert_string_equal(l.name[1], "(null)");
     assert_string_equal(l.scopes[1], "assign,report");
+    assert_string_equal(l.experiments[0], "(null)");
+    assert_string_equal(l.experiments[1], "checkout,promo");
     assert_int_equal(l.revoked[1], 0);
 }
 
@@ -1349,7 +1359,7 @@ static void test_backup(void **state)
     op[1].ev.ref = 1;
     op[1].ev.value = 1;
     assert_int_equal(store_write_sync(f->s, op, 2), STORE_OK);
-    assert_int_equal(store_key_insert(f->s, "k", "read", "abc", 1, NULL), STORE_OK);
+    assert_int_equal(store_key_insert(f->s, "k", "read", "abc", NULL, 1, NULL), STORE_OK);
 
     snprintf(bpath, sizeof bpath, "%s/backup.db", f->dir);
     err[0] = '\0';
@@ -1438,6 +1448,187 @@ static void test_file_modes(void **state)
     store_close(s);
 }
 
+/* Strings and numbers the engines could mangle come back as written, also
+ * when a group's events travel together (PostgreSQL sends them as arrays:
+ * quoting, NULL, the shortest round-tripping doubles). */
+static void test_values_exact(void **state)
+{
+    struct tstore *f = *state;
+    static const char *const units[] = {"a\"b", "back\\slash", "com,ma",      "{brace}", "NULL",
+                                        "",     "sp ace",      "ünï\u00e7ødé"};
+    static const double values[] = {0.1, 1e-300, -2.0, 2.5e307, 1.0 / 3.0, -7.0, 4.9e-324, 0.5};
+    enum { N = sizeof units / sizeof units[0] };
+    int64_t exp = create_exp(f->s, "exact");
+    struct store_op op[N];
+    struct evlist l = {0};
+
+    for (int i = 0; i < N; i++) {
+        op[i] = ev_op(exp, i + 1, i % 2 ? STORE_EV_OBSERVE : STORE_EV_STATE);
+        op[i].ev.value = values[i];
+        op[i].ev.text = units[i];
+        op[i].ev.unit = i % 2 ? units[N - 1 - i] : NULL;
+    }
+    assert_int_equal(store_write_sync(f->s, op, N), STORE_OK);
+    assert_int_equal(store_load_events(f->s, exp, 0, collect_ev, &l), 0);
+    assert_int_equal(l.n, N);
+    for (int i = 0; i < N; i++) {
+        assert_event_eq(&op[i].ev, &l.ev[i]);
+        assert_memory_equal(&op[i].ev.value, &l.ev[i].value, sizeof(double));
+    }
+}
+
+/* --- PostgreSQL ---------------------------------------------------------------- */
+
+/* The schema at this build's version, in PostgreSQL's catalog; a reopen
+ * keeps the data and runs no migration again. */
+static void test_pg_open_migrate_reopen(void **state)
+{
+    struct tstore *f = *state;
+
+    assert_int_equal(count_rows(f->path, "SELECT max(version) FROM banditd_schema"),
+                     store_schema_version());
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM pg_tables WHERE schemaname ="
+                                         " current_schema() AND tablename IN ('experiments',"
+                                         "'events','api_keys','purges','outbox','nodes')"),
+                     6);
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM pg_indexes WHERE indexname IN"
+                                         " ('events_ref','events_unit','outbox_pending',"
+                                         "'outbox_finished','outbox_exp')"),
+                     5);
+    create_exp(f->s, "kept");
+    reopen(f);
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM banditd_schema"), 1);
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM experiments"), 1);
+}
+
+/* A database written by a newer build is refused, untouched. */
+static void test_pg_refuse_newer_version(void **state)
+{
+    struct tstore *f = *state;
+    char err[512], sql[96];
+
+    store_close(f->s);
+    f->s = NULL;
+    snprintf(sql, sizeof sql, "UPDATE banditd_schema SET version = %d", store_schema_version() + 1);
+    assert_int_equal(tpg_exec(f->path, sql), 0);
+    err[0] = '\0';
+    assert_null(store_open(f->path, STORE_SYNC_FULL, err, sizeof err));
+    assert_non_null(strstr(err, "newer than this build"));
+    assert_int_equal(count_rows(f->path, "SELECT max(version) FROM banditd_schema"),
+                     store_schema_version() + 1);
+}
+
+/* Nothing listening, or no such database: a clear error, no store, and no
+ * password in the message. */
+static void test_pg_unreachable(void **state)
+{
+    struct tstore *f = *state;
+    char err[512], uri[300];
+
+    snprintf(uri, sizeof uri, "postgresql://banditd:sesame@/postgres?host=%s/nowhere", f->dir);
+    err[0] = '\0';
+    assert_null(store_open(uri, STORE_SYNC_FULL, err, sizeof err));
+    assert_non_null(strstr(err, "postgresql://banditd:***@"));
+    assert_null(strstr(err, "sesame"));
+    snprintf(uri, sizeof uri, "%.*s_missing", (int)(strcspn(f->path, "?")), f->path);
+    snprintf(uri + strlen(uri), sizeof uri - strlen(uri), "%s", f->path + strcspn(f->path, "?"));
+    err[0] = '\0';
+    assert_null(store_open(uri, STORE_SYNC_FULL, err, sizeof err));
+    assert_non_null(strstr(err, "does not exist"));
+}
+
+/* The server drops the writer's connection (a restart, a failover): the
+ * write in flight fails as "unavailable" (FULL: 503, never committed), or,
+ * when the writer found the connection gone before it and made a new one,
+ * as NOTOWNER: the experiment's lock went with the old session, so nothing
+ * is written until it is claimed again (and, in the daemon, reloaded). */
+static void test_pg_connection_lost(void **state)
+{
+    struct tstore *f = *state;
+    int64_t exp = create_exp(f->s, "lost"), last = -1;
+    struct store_op op = ev_op(exp, 1, STORE_EV_OBSERVE);
+    int err;
+
+    assert_int_equal(tpg_exec(f->path, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                                       " WHERE application_name = 'banditd'"
+                                       " AND pid <> pg_backend_pid()"),
+                     0);
+    err = store_write_sync(f->s, &op, 1);
+    if (err != STORE_ERR_FULL && err != STORE_ERR_NOTOWNER)
+        fail_msg("a write on a lost connection: %s", store_strerror(err));
+    assert_int_equal(count_rows(f->path, "SELECT count(*) FROM events"), 0);
+    assert_int_equal(store_write_sync(f->s, &op, 1), STORE_ERR_NOTOWNER); /* fenced */
+    assert_int_equal(store_claim(f->s, exp, NULL, 0), STORE_OK);
+    assert_int_equal(store_write_sync(f->s, &op, 1), STORE_OK);
+    assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK); /* readers reconnect too */
+    assert_int_equal(last, 1);
+}
+
+/* Two daemons' stores on one database: the creator owns an experiment; the
+ * other cannot claim it while the owner lives (it is named), nor write its
+ * events; once the owner's session ends (a kill -9 closes it) the other
+ * claims it; and a frozen owner whose heartbeat went stale is taken over
+ * too, its session ended, so that it commits nothing when it wakes. */
+static void test_pg_ownership(void **state)
+{
+    struct tstore *f = *state;
+    char err[256], owner[128];
+    struct store *b = store_open(f->path, STORE_SYNC_FULL, err, sizeof err);
+    int64_t exp = create_exp(f->s, "owned"), last = -1;
+    struct store_op op = ev_op(exp, 1, STORE_EV_OBSERVE);
+
+    if (b == NULL)
+        fail_msg("second store: %s", err);
+    assert_true(store_shared(f->s));
+    store_set_advertise(f->s, "http://a.example:8080");
+    store_set_advertise(b, "http://b.example:8080");
+    /* the next heartbeats carry the addresses (one a second) */
+    for (int i = 0; i < 1000 && count_rows(f->path, "SELECT count(*) FROM nodes WHERE url IN"
+                                                    " ('http://a.example:8080',"
+                                                    " 'http://b.example:8080')") < 2;
+         i++)
+        usleep(10000);
+    assert_int_equal(store_claim(b, exp, owner, sizeof owner), STORE_ERR_NOTOWNER);
+    assert_string_equal(owner, "http://a.example:8080");
+    assert_int_equal(store_write_sync(b, &op, 1), STORE_ERR_NOTOWNER);
+    assert_int_equal(store_write_sync(f->s, &op, 1), STORE_OK);
+    assert_int_equal(store_claim(f->s, exp, NULL, 0), STORE_OK); /* already its own */
+    assert_int_equal(store_claim(b, 999999, owner, sizeof owner), STORE_ERR_NOTFOUND);
+
+    /* the owner goes (its sessions close): the other takes over at once */
+    store_close(f->s);
+    f->s = NULL;
+    assert_int_equal(store_claim(b, exp, owner, sizeof owner), STORE_OK);
+    op = ev_op(exp, 2, STORE_EV_OBSERVE);
+    assert_int_equal(store_write_sync(b, &op, 1), STORE_OK);
+
+    /* a frozen owner: b stops beating (its heartbeat row made old, as a
+     * SIGSTOP would leave it) while its session holds the lock */
+    f->s = store_open(f->path, STORE_SYNC_FULL, err, sizeof err);
+    assert_non_null(f->s);
+    assert_int_equal(store_claim(f->s, exp, owner, sizeof owner), STORE_ERR_NOTOWNER);
+    assert_string_equal(owner, "http://b.example:8080");
+    assert_int_equal(tpg_exec(f->path, "UPDATE nodes SET beat_ms = beat_ms - 3600000"
+                                       " WHERE url = 'http://b.example:8080'"),
+                     0);
+    store_test_pause_heartbeat(b, 1);
+    store_test_pause_writer(b, 1); /* frozen, a write of its own waiting */
+    struct twait w;
+    twait_init(&w);
+    op = ev_op(exp, 3, STORE_EV_OBSERVE);
+    assert_int_equal(store_submit(b, &op, 1, twait_done, &w), STORE_OK);
+    assert_int_equal(store_claim(f->s, exp, owner, sizeof owner), STORE_OK);
+    store_test_pause_writer(b, 0); /* wakes up: its write must not commit */
+    store_test_pause_heartbeat(b, 0);
+    int werr = twait_wait(&w);
+    if (werr != STORE_ERR_FULL && werr != STORE_ERR_NOTOWNER)
+        fail_msg("the frozen owner's write: %s", store_strerror(werr));
+    assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK);
+    assert_int_equal(last, 2);
+    assert_int_equal(store_write_sync(f->s, &op, 1), STORE_OK); /* the new owner's seq 3 */
+    store_close(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1446,6 +1637,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_exp_duplicate_in_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_experiments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_values_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_find, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicates_and_atomicity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
@@ -1465,5 +1657,30 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_backup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_modes, setup, teardown),
     };
-    return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+    /* every test that is not about SQLite's files, on PostgreSQL */
+    const struct CMUnitTest pg_tests[] = {
+        cmocka_unit_test_setup_teardown(test_pg_open_migrate_reopen, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_refuse_newer_version, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_unreachable, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_connection_lost, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_ownership, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_exp_duplicate_in_batch, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_load_experiments, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_events_roundtrip, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_values_exact, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_find, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicates_and_atomicity, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_delete, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_long_log, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_reentrant_reads, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_submitters, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_close_drains, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_injected_commit_failure, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_env_fault, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_sync_from_callback_refused, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_keys, setup_pg, teardown),
+    };
+    int failed = cmocka_run_group_tests_name("store", tests, NULL, NULL);
+    return failed + cmocka_run_group_tests_name("store-postgresql", pg_tests, NULL, NULL);
 }

@@ -37,10 +37,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include "store/store.h"
 #include "store/store_test.h"
+#include "tests/support/tpg.h"
 #include "tests/support/tstore.h"
 
 /* Each round of a log: 7 events (seq r*7+1 … r*7+7). */
@@ -121,9 +123,11 @@ static const struct expect expects[] = {
      1, "E"},
     {"purge_done", "SEARCH purges USING INTEGER PRIMARY KEY (rowid=?)", 0, "E"},
     {"event_insert", "", 0, "EN1111111111"},
-    {"key_insert", "", 0, "sss1"},
+    {"key_insert", "", 0, "sss1s"},
     {"key_revoke", "SEARCH api_keys USING INTEGER PRIMARY KEY (rowid=?)", 0, "1"},
     {"experiments", "SCAN experiments", 0, ""},
+    {"experiment_by_id", "SEARCH experiments USING INDEX sqlite_autoindex_experiments_1 (id=?)", 0,
+     "s"},
     {"events", "SEARCH events USING PRIMARY KEY (exp=? AND seq>?)", 0, "ET"},
     {"assignment", "SEARCH events USING PRIMARY KEY (exp=? AND seq=?)", 0, "EA"},
     {"outcome", "SEARCH events USING INDEX events_ref (exp=? AND ref=?)", 0, "EA0"},
@@ -175,7 +179,7 @@ static int setup(void **state)
     assert_int_equal(store_write_sync(l->f->s, c, 2), STORE_OK);
     fill(l->f->s, l->small, SMALL_ROUNDS);
     fill(l->f->s, l->big, BIG_ROUNDS);
-    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", 1, NULL), STORE_OK);
+    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", NULL, 1, NULL), STORE_OK);
     store_close(l->f->s);
     l->f->s = NULL;
     assert_int_equal(sqlite3_open(l->f->path, &l->db), SQLITE_OK);
@@ -397,12 +401,279 @@ static void test_probes_hit(void **state)
     l->f->s = NULL;
 }
 
+/* --- PostgreSQL ---------------------------------------------------------------- */
+/*
+ * The same database on the PostgreSQL backend (store_test_pg_sql), checked
+ * with EXPLAIN (ANALYZE, BUFFERS) EXECUTE inside a transaction that is
+ * rolled back, with the plan PostgreSQL would choose for those values and
+ * with the generic plan a prepared statement settles on after five runs
+ * (plan_cache_mode), before and after ANALYZE:
+ *
+ *   1. no Seq Scan of events, and the statement's index is used;
+ *   2. no Sort above events where the index gives the order (the first
+ *      outcome, a unit's latest assignment, the last seq);
+ *   3. the buffers it touches are the same on the small log as on the big
+ *      one (PG_WORK_SLACK: a B-tree one level deeper), with the same rows.
+ */
+
+#define PG_WORK_SLACK 4
+
+struct pg_expect {
+    const char *name;
+    const char *index;  /* the index the plan must use; NULL: none asked */
+    int no_sort;        /* the order must come from the index */
+    const char *params; /* letters as above; NULL: not run */
+};
+
+static const struct pg_expect pg_expects[] = {
+    {"begin", NULL, 0, NULL},
+    {"commit", NULL, 0, NULL},
+    {"rollback", NULL, 0, NULL},
+    {"savepoint", NULL, 0, NULL},
+    {"release", NULL, 0, NULL},
+    {"rollback_to", NULL, 0, NULL},
+    {"exp_insert", NULL, 0, "ss1"},
+    {"exp_delete", NULL, 0, "E"}, /* two rows here: a scan is right */
+    {"purge_add", NULL, 0, "E"},
+    {"purge_next", NULL, 0, ""},
+    {"purge_chunk", "events_pkey", 0, "E"},
+    {"purge_done", NULL, 0, "E"},
+    {"event_insert", NULL, 0, "EN1111111111"},
+    {"event_insert_many", NULL, 0, NULL}, /* arrays: an insert, no search */
+    {"key_insert", NULL, 0, "sss1s"},
+    {"key_revoke", NULL, 0, "1"},
+    {"outbox_insert", NULL, 0, "Essssss11"},
+    {"outbox_update", NULL, 0, "111111s"},
+    {"outbox_prune", NULL, 0, "1"},
+    {"exists", NULL, 0, "E"},
+    {"lock_try", NULL, 0, NULL}, /* locks: no table */
+    {"lock", NULL, 0, NULL},
+    {"lock_holder", NULL, 0, NULL}, /* pg_locks and nodes: a few rows */
+    {"terminate", NULL, 0, NULL},
+    {"beat", NULL, 0, NULL},
+    {"node_gone", NULL, 0, NULL},
+    {"experiments", NULL, 0, ""},
+    {"experiment_by_id", NULL, 0, "s"}, /* two rows here: a scan is right */
+    {"events", "events_pkey", 0, "ET"}, /* a sort of the rows it returns at most */
+    {"assignment", "events_pkey", 0, "EA"},
+    {"outcome", "events_ref", 1, "EA0"},
+    {"unit", "events_unit", 1, "EUM"},
+    {"last_seq", "events_pkey", 1, "E"},
+    {"keys", NULL, 0, ""},
+    {"outbox_pending", NULL, 0, "11"},
+    {"outbox_list", NULL, 0, "E11"},
+    {"outbox_depth", NULL, 0, ""},
+};
+
+#define N_PG_EXPECTS (sizeof pg_expects / sizeof pg_expects[0])
+
+struct pglogs {
+    struct tstore *f;
+    PGconn *c;
+    int64_t small, big;
+};
+
+static int pg_setup(void **state)
+{
+    struct pglogs *l = calloc(1, sizeof *l);
+    assert_non_null(l);
+    struct store_op c[2] = {
+        {.kind = STORE_OP_EXP_CREATE, .id = "small", .config_json = "{}", .rowid_out = &l->small},
+        {.kind = STORE_OP_EXP_CREATE, .id = "big", .config_json = "{}", .rowid_out = &l->big}};
+    l->f = tstore_new_pg();
+    assert_int_equal(store_write_sync(l->f->s, c, 2), STORE_OK);
+    fill(l->f->s, l->small, SMALL_ROUNDS);
+    fill(l->f->s, l->big, BIG_ROUNDS);
+    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", NULL, 1, NULL), STORE_OK);
+    store_close(l->f->s);
+    l->f->s = NULL;
+    l->c = PQconnectdb(l->f->path);
+    assert_int_equal(PQstatus(l->c), CONNECTION_OK);
+    *state = l;
+    return 0;
+}
+
+static int pg_teardown(void **state)
+{
+    struct pglogs *l = *state;
+    PQfinish(l->c);
+    tstore_free(l->f);
+    free(l);
+    return 0;
+}
+
+static void pg_run(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+}
+
+/* The parameters' literals for EXECUTE, e.g. "(3, 'unit-7')", into out. */
+static void pg_args(const char *name, const char *params, const struct probe *p, char *out,
+                    size_t len)
+{
+    size_t n = 0;
+    if (params[0] == '\0') {
+        out[0] = '\0';
+        return;
+    }
+    n += (size_t)snprintf(out, len, "(");
+    for (int i = 0; params[i]; i++) {
+        char v[64];
+        switch (params[i]) {
+        case 'E':
+            snprintf(v, sizeof v, "%lld", (long long)p->exp);
+            break;
+        case 'L':
+            snprintf(v, sizeof v, "%lld", (long long)p->last);
+            break;
+        case 'N':
+            snprintf(v, sizeof v, "%lld", (long long)p->last + 1);
+            break;
+        case 'T':
+            snprintf(v, sizeof v, "%lld", (long long)p->last - 5);
+            break;
+        case 'A':
+            snprintf(v, sizeof v, "%lld", (long long)p->assign);
+            break;
+        case 'U':
+            snprintf(v, sizeof v, "'%s'", p->unit);
+            break;
+        case '1':
+        case '0':
+            snprintf(v, sizeof v, "%c", params[i]);
+            break;
+        case 'M':
+            snprintf(v, sizeof v, "-1");
+            break;
+        case 's':
+            snprintf(v, sizeof v, "'probe'");
+            break;
+        default:
+            fail_msg("%s: unknown parameter letter %c", name, params[i]);
+            return;
+        }
+        n += (size_t)snprintf(out + n, n < len ? len - n : 0, "%s%s", i ? ", " : "", v);
+    }
+    snprintf(out + n, n < len ? len - n : 0, ")");
+}
+
+/* EXPLAIN (ANALYZE, BUFFERS) of prepared statement q with p's values in a
+ * rolled-back transaction: the plan's lines into plan, the buffers its
+ * top node touched returned, the rows it returned or changed in *rows. */
+static long pg_explain(PGconn *c, const struct store_sql *q, const struct pg_expect *e,
+                       const struct probe *p, char *plan, size_t len, long *rows)
+{
+    char sql[512], args[256];
+    size_t n = 0;
+    long buffers = -1;
+
+    pg_args(q->name, e->params, p, args, sizeof args);
+    pg_run(c, "BEGIN");
+    snprintf(sql, sizeof sql, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) EXECUTE %s%s",
+             q->name, args);
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQerrorMessage(c));
+    plan[0] = '\0';
+    *rows = -1;
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *line = PQgetvalue(r, i, 0);
+        const char *b = strstr(line, "Buffers: shared");
+        n += (size_t)snprintf(plan + n, n < len ? len - n : 0, "%s\n", line);
+        if (b != NULL && buffers < 0) { /* the top node's: the whole statement's */
+            long hit = 0, read = 0;
+            const char *h = strstr(b, "hit="), *rd = strstr(b, "read=");
+            if (h)
+                hit = strtol(h + 4, NULL, 10);
+            if (rd)
+                read = strtol(rd + 5, NULL, 10);
+            buffers = hit + read;
+        }
+        const char *ar = strstr(line, "actual rows=");
+        if (ar != NULL && *rows < 0)
+            *rows = strtol(ar + 12, NULL, 10);
+    }
+    PQclear(r);
+    pg_run(c, "ROLLBACK");
+    return buffers < 0 ? 0 : buffers;
+}
+
+static void pg_check_all(struct pglogs *l, const char *when)
+{
+    char plan[4096];
+    struct probe small = probe_of(l->small, SMALL_ROUNDS), big = probe_of(l->big, BIG_ROUNDS);
+    const struct store_sql *q;
+    size_t i, j;
+
+    for (i = 0; (q = store_test_pg_sql(i)) != NULL; i++) {
+        const struct pg_expect *e = NULL;
+        for (j = 0; j < N_PG_EXPECTS; j++)
+            if (strcmp(pg_expects[j].name, q->name) == 0)
+                e = &pg_expects[j];
+        if (e == NULL) {
+            fail_msg("PostgreSQL statement \"%s\" (%s) has no expectation here: add one", q->name,
+                     q->sql);
+            return;
+        }
+        if (e->params == NULL)
+            continue;
+        char prep[1024];
+        snprintf(prep, sizeof prep, "PREPARE %s AS %s", q->name, q->sql);
+        pg_run(l->c, prep);
+        long rows_small, rows_big;
+        long b_small = pg_explain(l->c, q, e, &small, plan, sizeof plan, &rows_small);
+        long b_big = pg_explain(l->c, q, e, &big, plan, sizeof plan, &rows_big);
+        if (strstr(plan, "Seq Scan on events") != NULL)
+            fail_msg("%s (%s) scans events:\n%s", q->name, when, plan);
+        if (e->index != NULL && strstr(plan, e->index) == NULL)
+            fail_msg("%s (%s) does not use %s:\n%s", q->name, when, e->index, plan);
+        if (e->no_sort && strstr(plan, "Sort") != NULL)
+            fail_msg("%s (%s) sorts what its index orders:\n%s", q->name, when, plan);
+        if (strstr(q->sql, "events") != NULL) {
+            if (rows_small != rows_big)
+                fail_msg("%s (%s): %ld rows on the small log, %ld on the big one", q->name, when,
+                         rows_small, rows_big);
+            if (b_big > b_small + PG_WORK_SLACK)
+                fail_msg("%s (%s): %ld buffers on a log of %d events, %ld on one of %d: its "
+                         "work grows with the log:\n%s",
+                         q->name, when, b_big, BIG_ROUNDS * ROUND, b_small, SMALL_ROUNDS * ROUND,
+                         plan);
+        }
+        snprintf(prep, sizeof prep, "DEALLOCATE %s", q->name);
+        pg_run(l->c, prep);
+    }
+    assert_int_equal(i, N_PG_EXPECTS);
+}
+
+static void test_pg_plans(void **state)
+{
+    struct pglogs *l = *state;
+    pg_run(l->c, "SET plan_cache_mode = force_custom_plan");
+    pg_check_all(l, "custom plans, without statistics");
+    pg_run(l->c, "SET plan_cache_mode = force_generic_plan");
+    pg_check_all(l, "generic plans, without statistics");
+    pg_run(l->c, "ANALYZE");
+    pg_run(l->c, "SET plan_cache_mode = force_custom_plan");
+    pg_check_all(l, "custom plans, after ANALYZE");
+    pg_run(l->c, "SET plan_cache_mode = force_generic_plan");
+    pg_check_all(l, "generic plans, after ANALYZE");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_probes_hit),
         cmocka_unit_test(test_plans),
     };
+    const struct CMUnitTest pg_tests[] = {
+        cmocka_unit_test(test_pg_plans),
+    };
     /* one database for both: building it is most of the suite's time */
-    return cmocka_run_group_tests_name("store_plans", tests, setup, teardown);
+    int failed = cmocka_run_group_tests_name("store_plans", tests, setup, teardown);
+    return failed +
+           cmocka_run_group_tests_name("store_plans-postgresql", pg_tests, pg_setup, pg_teardown);
 }
