@@ -88,6 +88,18 @@ export interface ArmStatus {
   lower: number;
   upper: number;
   posterior_mean?: number;
+  retired?: boolean;
+}
+
+/** @schema StopEval */
+export interface StopEval {
+  rule: 'delta_c' | 'glr' | 'glr-heuristic' | 'rho' | 'policy' | 'none';
+  proven: boolean;
+  fires_when: 'evidence <= threshold' | 'evidence > threshold' | 'evidence >= threshold' | null;
+  evidence: number | null;
+  threshold: number | null;
+  error_bound: number | null;
+  fired: boolean;
 }
 
 /** @schema BanditStatus */
@@ -100,6 +112,7 @@ export interface BanditStatus {
   glr?: number;
   done: boolean;
   arms: ArmStatus[];
+  stop: StopEval;
 }
 
 export type State = 'running' | 'paused' | 'stopped';
@@ -109,7 +122,7 @@ export interface Status {
   id: string;
   state: State;
   stopped: boolean;
-  stop_reason: 'confidence' | 'budget' | 'manual' | 'policy' | null;
+  stop_reason: 'delta_c' | 'glr' | 'glr-heuristic' | 'rho' | 'policy' | 'budget' | 'manual' | null;
   pulls: number;
   pending: number;
   handed_out?: number;
@@ -123,9 +136,17 @@ export interface Status {
   bandits: BanditStatus[];
 }
 
+export type GoalPatch = { budget: number | null };
+export type RetireArm = { arm: string; bandit?: string };
+
 /** @schema ExperimentPatch */
 export interface ExperimentPatch {
-  state: State;
+  state?: State;
+  name?: string;
+  goal?: GoalPatch;
+  assignment_ttl_s?: number;
+  reason?: string;
+  retire?: RetireArm;
 }
 
 /** @schema FieldError */

@@ -67,6 +67,6 @@ test('string unions are the document\'s enums', () => {
     [...doc.components.schemas.ReleaseResult.properties.status.enum].sort());
   assert.deepEqual(union('ServedStatus'),
     [...doc.components.schemas.ServedResult.properties.status.enum].sort());
-  const reasons = dts.match(/stop_reason: ([^;]+);/)[1].match(/'(\w+)'/g).map((s) => s.slice(1, -1)).sort();
+  const reasons = dts.match(/stop_reason: ([^;]+);/)[1].match(/'([\w-]+)'/g).map((s) => s.slice(1, -1)).sort();
   assert.deepEqual(reasons, doc.components.schemas.StopReason.enum.filter((x) => x !== null).sort());
 });

@@ -144,6 +144,19 @@ class _ArmStatus(TypedDict):
 
 class ArmStatus(_ArmStatus, total=False):
     posterior_mean: float
+    retired: bool
+
+
+class StopEval(TypedDict):
+    """A bandit's stop rule against its own threshold (docs/stop-rules.md)."""
+
+    rule: str
+    proven: bool
+    fires_when: Optional[str]
+    evidence: Optional[float]
+    threshold: Optional[float]
+    error_bound: Optional[float]
+    fired: bool
 
 
 class _BanditStatus(TypedDict):
@@ -153,6 +166,7 @@ class _BanditStatus(TypedDict):
     rho: float
     done: bool
     arms: List[ArmStatus]
+    stop: StopEval
 
 
 class BanditStatus(_BanditStatus, total=False):
@@ -184,8 +198,27 @@ class Status(_Status, total=False):
     bandits_total: int
 
 
-class ExperimentPatch(TypedDict):
+class GoalPatch(TypedDict):
+    budget: Optional[int]
+
+
+class _RetireArm(TypedDict):
+    arm: str
+
+
+class RetireArm(_RetireArm, total=False):
+    bandit: str
+
+
+class ExperimentPatch(TypedDict, total=False):
+    """What PATCH /v1/experiments/{id} may change (every field optional)."""
+
     state: State
+    name: str
+    goal: GoalPatch
+    assignment_ttl_s: int
+    reason: str
+    retire: RetireArm
 
 
 class FieldError(TypedDict):
@@ -219,6 +252,7 @@ SCHEMAS: Dict[str, type] = {
         ServedResult,
         ServedResponse,
         ArmStatus,
+        StopEval,
         BanditStatus,
         Status,
         ExperimentPatch,
