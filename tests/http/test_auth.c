@@ -207,6 +207,15 @@ static const char *route_body(const struct http_route *rt, int n)
     }
     if (strstr(rt->pattern, "/observations"))
         return "{\"arm\":\"a\",\"reward\":1}";
+    if (strstr(rt->pattern, "/corrections")) { /* admin only: once, after the reward */
+        static char buf[200];
+        snprintf(buf, sizeof buf,
+                 "{\"assignment_id\":\"%s\",\"reward\":0,\"reason\":\"scope matrix\"}",
+                 g_assignment);
+        return buf;
+    }
+    if (strcmp(rt->pattern, "/v1/plan") == 0)
+        return "{\"experiment\":{\"arms\":[\"a\",\"b\"]},\"means\":[0.5,0.4],\"runs\":1}";
     if (strcmp(rt->method, "PATCH") == 0)
         return "{\"state\":\"running\"}";
     if (strcmp(rt->method, "POST") == 0)
