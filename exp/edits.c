@@ -133,25 +133,32 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
         json_decref(prev);
         return EXP_ERR_NOMEM;
     }
+    /* The log must hold every part of the change memory takes: a part
+     * that cannot be built (out of memory) fails the whole edit. */
+    int bad = 0;
     if (name != NULL) {
-        json_object_set_new(change, "name", json_string(name));
-        json_object_set_new(prev, "name", json_string(exp_name(x)));
+        bad |= json_object_set_new(change, "name", json_string(name));
+        bad |= json_object_set_new(prev, "name", json_string(exp_name(x)));
     }
     if (set_budget) {
-        json_object_set_new(change, "budget", budget_json(ed->budget));
-        json_object_set_new(prev, "budget", budget_json(engine_budget(d->eng)));
+        bad |= json_object_set_new(change, "budget", budget_json(ed->budget));
+        bad |= json_object_set_new(prev, "budget", budget_json(engine_budget(d->eng)));
     }
     if (ttl_s > 0) {
-        json_object_set_new(change, "assignment_ttl_s", json_integer((json_int_t)ttl_s));
-        json_object_set_new(prev, "assignment_ttl_s", json_integer((json_int_t)d->ttl_s));
+        bad |= json_object_set_new(change, "assignment_ttl_s", json_integer((json_int_t)ttl_s));
+        bad |= json_object_set_new(prev, "assignment_ttl_s", json_integer((json_int_t)d->ttl_s));
     }
     if (rb >= 0)
-        json_object_set_new(change, "retire",
-                            json_pack("{s:s,s:s}", "bandit", x->cfg.bandit_ids[rb], "arm",
-                                      x->cfg.arm_names[rb][ed->retire_arm]));
+        bad |= json_object_set_new(change, "retire",
+                                   json_pack("{s:s,s:s}", "bandit", x->cfg.bandit_ids[rb], "arm",
+                                             x->cfg.arm_names[rb][ed->retire_arm]));
     if (ed->reason != NULL)
-        json_object_set_new(change, "reason", json_string(ed->reason));
-    json_object_set_new(change, "previous", prev);
+        bad |= json_object_set_new(change, "reason", json_string(ed->reason));
+    bad |= json_object_set_new(change, "previous", prev);
+    if (bad) {
+        json_decref(change);
+        return EXP_ERR_NOMEM;
+    }
     char *text = json_dumps(change, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(change);
     const char *owned = text != NULL ? exp_batch_str(b, text) : NULL;
