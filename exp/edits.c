@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "base/jsonv.h"
 #include "exp/internal.h"
 
 const char *exp_name(const struct exp *x)
@@ -159,7 +160,7 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
         json_decref(change);
         return EXP_ERR_NOMEM;
     }
-    char *text = json_dumps(change, JSON_COMPACT | JSON_SORT_KEYS);
+    char *text = jv_dumps(change, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(change);
     const char *owned = text != NULL ? exp_batch_str(b, text) : NULL;
     free(text);
@@ -184,7 +185,12 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
 int exp_replay_edit(struct exp *x, struct exp_data *d, const struct store_event *ev, char *why,
                     size_t len)
 {
-    json_t *c = ev->text != NULL ? json_loads(ev->text, 0, NULL) : NULL;
+    json_error_t jerr;
+    json_t *c = ev->text != NULL ? json_loads(ev->text, 0, &jerr) : NULL;
+    /* Out of memory is ours, not the log's: never call the log corrupt
+     * for it (the replay fails and is tried again). */
+    if (c == NULL && ev->text != NULL && json_error_code(&jerr) == json_error_out_of_memory)
+        return -1;
     if (!json_is_object(c)) {
         json_decref(c);
         snprintf(why, len, "an edit that is not a JSON object");

@@ -245,12 +245,12 @@ int exp_webhooks_normalise(struct exp_config *c)
 char *exp_config_stored_text(const struct exp_config *c)
 {
     if (c->n_webhooks == 0)
-        return json_dumps(c->json, JSON_COMPACT | JSON_SORT_KEYS);
+        return jv_dumps(c->json, JSON_COMPACT | JSON_SORT_KEYS);
     char *text = NULL;
     json_t *j = json_copy(c->json); /* shallow: only "webhooks" is replaced */
     json_t *a = webhooks_json(c, 1);
     if (j != NULL && a != NULL && json_object_set(j, "webhooks", a) == 0)
-        text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        text = jv_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(a);
     json_decref(j);
     return text;
