@@ -56,15 +56,18 @@ enum kind {
     K_DELETE,
     K_STATUS,
     K_BATCH_REWARD,
+    K_EDIT,
+    K_CORRECT,
     K_LIST,
     K_OBSERVE,
     K_EXPORT,
     K_METRICS,
+    K_PLAN,
     K_N
 };
-static const char *const kind_name[K_N] = {"assign", "reward",  "pause",  "resume",
-                                           "create", "delete",  "status", "batch reward",
-                                           "list",   "observe", "export", "metrics"};
+static const char *const kind_name[K_N] = {
+    "assign", "reward",  "pause", "resume",  "create", "delete",  "status", "batch reward",
+    "edit",   "correct", "list",  "observe", "export", "metrics", "plan"};
 #define K_FAST K_LIST /* make test: the kinds before this one */
 
 /* Findings of one kind of request. */
@@ -186,6 +189,13 @@ static void prepare(struct fx *x, enum kind k, int n, char *id, size_t idlen)
         snprintf(body, sizeof body, "{\"id\":\"d-%d\",\"arms\":[\"a\",\"b\"]}", n);
         json_decref(tcall(x->d, "POST", "/v1/experiments", body, 201));
         break;
+    case K_CORRECT: { /* a rewarded pull of "k", to correct from 1 to 0 */
+        json_t *a = texp_assign(x->d, "k", "{}");
+        snprintf(id, idlen, "%s", tjson_str(a, "[0].id"));
+        json_decref(a);
+        texp_reward(x->d, "k", id, 1);
+        break;
+    }
     default:
         break;
     }
@@ -224,6 +234,19 @@ static struct tresp *send_one(struct fx *x, enum kind k, int n, const char *id)
         return treq(x->d, "GET", "/v1/experiments/m/export", NULL, NULL);
     case K_METRICS:
         return treq(x->d, "GET", "/metrics", NULL, NULL);
+    case K_EDIT:
+        snprintf(body, sizeof body,
+                 "{\"name\":\"n-%d\",\"assignment_ttl_s\":%d,\"reason\":\"allocfaults\"}", n,
+                 3600 + n);
+        return treq(x->d, "PATCH", "/v1/experiments/m2", body, NULL);
+    case K_CORRECT:
+        snprintf(body, sizeof body, "{\"assignment_id\":\"%s\",\"reward\":0,\"reason\":\"r\"}", id);
+        return treq(x->d, "POST", "/v1/experiments/k/corrections", body, NULL);
+    case K_PLAN:
+        return treq(x->d, "POST", "/v1/plan",
+                    "{\"experiment\":{\"arms\":[\"a\",\"b\"],\"policy\":{\"name\":\"sr\"},"
+                    "\"goal\":{\"budget\":40}},\"means\":[0.6,0.4],\"runs\":1}",
+                    NULL);
     default:
         fail();
         return NULL;
@@ -237,6 +260,8 @@ static int success(enum kind k, long s, int retry)
     if (retry && k == K_CREATE && s == 409)
         return 1;
     if (retry && k == K_DELETE && s == 404)
+        return 1;
+    if (retry && k == K_CORRECT && s == 409) /* it committed: corrected already */
         return 1;
     return s >= 200 && s < 300;
 }
@@ -354,6 +379,7 @@ static void every_allocation(struct fx *x)
     json_decref(texp_create(x->d, "{\"id\":\"m\",\"policy\":{\"name\":\"uniform\"},"
                                   "\"arms\":[\"a\",\"b\",\"c\"],\"seed\":3}"));
     json_decref(texp_create(x->d, "{\"id\":\"m2\",\"arms\":[\"a\",\"b\"]}"));
+    json_decref(texp_create(x->d, "{\"id\":\"k\",\"arms\":[\"a\",\"b\"],\"seed\":4}"));
     json_decref(texp_create(x->d, "{\"id\":\"o\",\"arms\":[\"a\",\"b\"],\"reward\":{\"min\":0,"
                                   "\"max\":1}}"));
     const char *all = getenv("ALLOCFAULTS_ALL");
