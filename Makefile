@@ -120,9 +120,11 @@ $(LIB_SERVER): $(call objs,$(filter-out server/main.c,$(wildcard server/*.c)))
 $(LIB_SIM): $(call objs,$(filter-out sim/main.c,$(wildcard sim/*.c)))
 $(LIB_TESTS): $(call objs,$(wildcard tests/support/*.c))
 
-# What the daemon links, in layer order; the simulator its own two.
-LIBS_DAEMON := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_NOTIFY) $(LIB_SIM) \
-               $(LIB_STORE) $(LIB_POLICIES) $(LIB_BASE)
+# What the daemon links, in layer order; the simulator its own two. The
+# daemon links the simulator for one thing, POST /v1/plan's quick simulation
+# by the same engine code (api -> sim -> policies, one way).
+LIBS_DAEMON := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_NOTIFY) $(LIB_STORE) \
+               $(LIB_SIM) $(LIB_POLICIES) $(LIB_BASE)
 LIBS_SIM := $(LIB_SIM) $(LIB_POLICIES) $(LIB_BASE)
 
 # --- generated sources ----------------------------------------------------------
@@ -198,7 +200,9 @@ run: deps
 # sanitizer build); statistical suites run optimised (they measure rates
 # over thousands of simulated runs, and share every line of policy code).
 # Script suites print TAP and run against the sanitizer daemon: the OpenAPI
-# response check, the dashboard in Chromium (tests/web), the reproduction
+# response check, the dashboard in Chromium (tests/web), the client
+# libraries (tests/clients: clients/python, clients/js, a page of another
+# origin in Chromium), the reproduction
 # driver's smoke test (tests/repro), the generated docs' freshness and the
 # README's walkthrough run as written (tests/docs). tests/run.sh sums them into one "N passed, N failed" line.
 
@@ -206,6 +210,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/u
 HTTP_TESTS := $(patsubst tests/http/%.c,$(BUILD)/tests/http/%,$(wildcard tests/http/test_*.c))
 STAT_TESTS := $(patsubst tests/stat/%.c,$(BUILD)/tests/stat/%,$(wildcard tests/stat/test_*.c))
 SCRIPT_TESTS := $(wildcard tests/http/test_*.py) $(wildcard tests/web/test_*.sh) \
+                $(wildcard tests/clients/test_*.py) $(wildcard tests/clients/test_*.sh) \
                 $(wildcard tests/repro/test_*.sh) tests/docs/test_docs.sh tests/docs/test_readme.sh
 # Tests may reach into every layer (and the simulator): all libraries.
 LIBS_ALL := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_NOTIFY) $(LIB_SIM) \
@@ -387,7 +392,9 @@ reproduce:
 # minutes (84 wrk runs of BENCH_DURATION seconds), the policies ~1 minute,
 # the log run (export, re-sent rewards and delete on an experiment of
 # BENCH_LOG_EVENTS events) under a minute, the metrics run (a scrape of
-# /metrics with 10⁴ experiments) about ten seconds.
+# /metrics with 10⁴ experiments) about ten seconds, the blocks run (one
+# client serving visitors from assignment blocks of 1, 10 and 100) five
+# times BENCH_DURATION.
 
 BENCH_DURATION ?= 3
 BENCH_LOG_EVENTS ?= 1000000
@@ -410,9 +417,12 @@ bench: bench-deps
 	./$(BUILD)/bench/load log --daemon $(BUILD)/banditd --events $(BENCH_LOG_EVENTS) \
 		--out $(BUILD)/bench/log.md
 	./$(BUILD)/bench/load metrics --daemon $(BUILD)/banditd --out $(BUILD)/bench/metrics.md
+	./$(BUILD)/bench/load blocks --daemon $(BUILD)/banditd --duration $(BENCH_DURATION) \
+		--out $(BUILD)/bench/blocks.md
 	@{ echo "# Benchmark results"; echo; echo "Written by \`make bench\` on $$(uname -n)."; echo; \
 	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md $(BUILD)/bench/log.md \
-	  $(BUILD)/bench/metrics.md $(BUILD)/bench/policies.md; } > bench/results.md
+	  $(BUILD)/bench/metrics.md $(BUILD)/bench/blocks.md $(BUILD)/bench/policies.md; } \
+	  > bench/results.md
 	@echo "written bench/results.md"
 
 # --- formatting and static analysis ---------------------------------------------
@@ -482,7 +492,8 @@ $(LINT_DIR)/%.tidy: %.c $(TIDY_CONFIGS)
 # docs/policies.md's parameter tables come from `bandit-sim --list-policies`
 # (the registry itself) through scripts/docs_tool.c; tests/docs/test_docs.sh
 # fails when they lag the code. `make docs-delays` re-measures every policy
-# at feedback delays 0, 10 and 100 (scripts/docs_delays.sh; a few minutes)
+# at feedback delays 0, 10 and 100 (scripts/docs_delays.sh; a few minutes),
+# `make docs-blocks` at assignment blocks of 1, 10 and 100 (the same script)
 # and `make docs-constraints` what the clinical constraints cost
 # (scripts/docs_constraints.sh; about a minute): both write their tables
 # into docs/measurements.md.
@@ -496,13 +507,17 @@ $(DOCS_TOOL): scripts/docs_tool.c
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(shell pkg-config --cflags jansson) -o $@ $< \
 		$(shell pkg-config --libs jansson) -lm
 
-.PHONY: docs-policies docs-delays docs-constraints
+.PHONY: docs-policies docs-delays docs-blocks docs-constraints
 docs-policies: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	$(BUILD)/bandit-sim --list-policies | $(DOCS_TOOL) params $(DOCS_POLICIES)
 
 docs-delays: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_delays.sh \
 		$(DOCS_MEASUREMENTS)
+
+docs-blocks: $(BUILD)/bandit-sim $(DOCS_TOOL)
+	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_delays.sh \
+		$(DOCS_MEASUREMENTS) block
 
 docs-constraints: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_constraints.sh \

@@ -48,12 +48,16 @@ int api_experiments_patch(struct http_req *r);
 int api_experiments_delete(struct http_req *r);
 int api_assignments_create(struct http_req *r);
 int api_rewards_create(struct http_req *r);
+int api_releases_create(struct http_req *r);
+int api_served_create(struct http_req *r);
 int api_observations_create(struct http_req *r);
+int api_corrections_create(struct http_req *r);
 int api_status_get(struct http_req *r);
 int api_history_get(struct http_req *r);
 int api_export_get(struct http_req *r);
 int api_webhooks_list(struct http_req *r);
 int api_policies_list(struct http_req *r);
+int api_plan_create(struct http_req *r);
 int api_healthz(struct http_req *r);
 int api_readyz(struct http_req *r);
 int api_metrics_get(struct http_req *r);
@@ -121,8 +125,9 @@ void api_write_abandon(struct api_write *w);
 int api_write_finish(struct api_write *w, struct exp *x, unsigned status, json_t *body);
 int api_write_finish_text(struct api_write *w, struct exp *x, unsigned status, char *text,
                           size_t len);
-/* The completion of a write (store_done_fn): answers the request, frees w. */
-void api_write_done(void *w, int store_err);
+/* The completion of a write (store_done_fn; arg is its struct api_write):
+ * answers the request, frees the write. */
+void api_write_done(void *arg, int store_err);
 
 /* Answers that show experiments go out only once every write of theirs
  * that the answer includes is on disk, so a reader never sees what a crash

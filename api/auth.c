@@ -49,6 +49,7 @@
 #include "base/buf.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "exp/config.h"
 
 #define DIGEST_LEN 32
 
@@ -56,10 +57,13 @@ struct slot {
     uint8_t digest[DIGEST_LEN];
     unsigned scopes; /* 0: empty slot */
     int64_t id;      /* the key's rowid (request logs name it) */
+    /* the experiments the key is limited to, comma-separated ids (owned
+     * by the table); NULL: every experiment */
+    char *experiments;
 };
 
 struct table {
-    struct slot *slots; /* owned; cap a power of two, at most half full */
+    struct slot *slots; /* owned, with their experiments; cap a power of two, at most half full */
     size_t cap;
     size_t active;        /* unrevoked keys with at least one scope */
     size_t rows;          /* rows seen, revoked included */
@@ -228,6 +232,7 @@ struct loading {
     uint8_t (*digests)[DIGEST_LEN]; /* owned */
     unsigned *scopes;               /* owned */
     int64_t *ids;                   /* owned */
+    char **experiments;             /* owned, each NULL or owned */
     size_t n, cap;
     int failed;
 };
@@ -246,6 +251,9 @@ static int load_row(void *arg, const struct store_key_row *row)
         l->t.fingerprint = hash_fnv1a(l->t.fingerprint, row->scopes, strlen(row->scopes));
     if (row->hash != NULL)
         l->t.fingerprint = hash_fnv1a(l->t.fingerprint, row->hash, strlen(row->hash));
+    if (row->experiments != NULL)
+        l->t.fingerprint =
+            hash_fnv1a(l->t.fingerprint, row->experiments, strlen(row->experiments) + 1);
     if (row->revoked)
         return 0;
     uint8_t d[DIGEST_LEN];
@@ -259,16 +267,28 @@ static int load_row(void *arg, const struct store_key_row *row)
         log_warn("API key %lld: unknown scope \"%s\"; key ignored", (long long)row->rowid, bad);
         return 0;
     }
+    /* Ignored rather than widened: a key whose list cannot be read must
+     * not pass for one over every experiment. */
+    if (row->experiments != NULL &&
+        (auth_check_experiments(row->experiments, bad, sizeof bad) != 0 ||
+         (scopes & API_SCOPE_ADMIN))) {
+        log_warn("API key %lld: bad experiment list (\"%s\"); key ignored", (long long)row->rowid,
+                 (scopes & API_SCOPE_ADMIN) ? "with admin" : bad);
+        return 0;
+    }
     if (l->n == AUTH_MAX_KEYS) {
         log_warn("more than %d API keys; key %lld and later ones ignored", AUTH_MAX_KEYS,
                  (long long)row->rowid);
         return 0;
     }
-    /* three parallel arrays, grown in step */
-    size_t cd = l->cap, cs = cd, ci = cs;
+    /* four parallel arrays, grown in step */
+    size_t cd = l->cap, cs = cd, ci = cs, ce = cs;
+    char *exps = NULL;
     if (buf_grow((void **)&l->digests, &cd, l->n + 1, sizeof *l->digests, 16) != 0 ||
         buf_grow((void **)&l->scopes, &cs, l->n + 1, sizeof *l->scopes, 16) != 0 ||
-        buf_grow((void **)&l->ids, &ci, l->n + 1, sizeof *l->ids, 16) != 0) {
+        buf_grow((void **)&l->ids, &ci, l->n + 1, sizeof *l->ids, 16) != 0 ||
+        buf_grow((void **)&l->experiments, &ce, l->n + 1, sizeof *l->experiments, 16) != 0 ||
+        (row->experiments != NULL && (exps = strdup(row->experiments)) == NULL)) {
         l->failed = 1;
         return STORE_ERR_NOMEM;
     }
@@ -276,6 +296,7 @@ static int load_row(void *arg, const struct store_key_row *row)
     memcpy(l->digests[l->n], d, DIGEST_LEN);
     l->scopes[l->n] = scopes;
     l->ids[l->n] = row->rowid;
+    l->experiments[l->n] = exps; /* moved to the loading */
     l->n++;
     return 0;
 }
@@ -295,14 +316,26 @@ static int build(struct loading *l)
         while (l->t.slots[s].scopes != 0 &&
                memcmp(l->t.slots[s].digest, l->digests[i], DIGEST_LEN) != 0)
             s = (s + 1) & (cap - 1);
-        /* The same digest twice cannot happen (UNIQUE), but merge if so. */
+        /* The same digest twice cannot happen (UNIQUE); if so, the later
+         * row wins whole (merging could widen a limited key). */
         memcpy(l->t.slots[s].digest, l->digests[i], DIGEST_LEN);
         if (l->t.slots[s].scopes == 0)
             l->t.active++;
-        l->t.slots[s].scopes |= l->scopes[i];
+        l->t.slots[s].scopes = l->scopes[i];
         l->t.slots[s].id = l->ids[i];
+        free(l->t.slots[s].experiments);
+        l->t.slots[s].experiments = l->experiments[i]; /* moved to the table */
+        l->experiments[i] = NULL;
     }
     return STORE_OK;
+}
+
+/* Free a table's slots with what they own. */
+static void table_free_slots(struct slot *slots, size_t cap)
+{
+    for (size_t i = 0; slots != NULL && i < cap; i++)
+        free(slots[i].experiments);
+    free(slots);
 }
 
 /* One reload at a time: the signal loop's and the watch's. */
@@ -332,8 +365,11 @@ static int reload_locked(void)
     free(l.digests);
     free(l.scopes);
     free(l.ids);
+    for (size_t i = 0; i < l.n; i++)
+        free(l.experiments[i]);
+    free(l.experiments);
     if (rc != STORE_OK) {
-        free(l.t.slots);
+        table_free_slots(l.t.slots, l.t.cap);
         return -rc;
     }
     pthread_rwlock_wrlock(&g_lock);
@@ -347,10 +383,10 @@ static int reload_locked(void)
     }
     pthread_rwlock_unlock(&g_lock);
     if (changed) {
-        free(old.slots);
+        table_free_slots(old.slots, old.cap);
         return 1;
     }
-    free(l.t.slots);
+    table_free_slots(l.t.slots, l.t.cap);
     return 0;
 }
 
@@ -544,7 +580,7 @@ static void watch_check(void)
 void auth_free(void)
 {
     pthread_rwlock_wrlock(&g_lock);
-    free(g_table.slots);
+    table_free_slots(g_table.slots, g_table.cap);
     memset(&g_table, 0, sizeof g_table);
     pthread_rwlock_unlock(&g_lock);
     atomic_store(&g_enabled, 0);
@@ -567,49 +603,110 @@ size_t auth_active_keys(void)
     return atomic_load(&g_active);
 }
 
-unsigned auth_scopes(const char *authorization, int *known, int64_t *key_id)
+/* What a key grants, as found in the table. */
+struct grant {
+    unsigned scopes; /* 0: unknown or revoked */
+    int64_t id;
+    int limited; /* limited to named experiments */
+    int allowed; /* limited: the experiment asked about is one of them */
+};
+
+/* The key named by the token bytes p[0..len), checked against experiment
+ * exp_id (NULL: an endpoint about no one experiment, which a limited key
+ * never reaches). */
+static struct grant lookup(const char *p, size_t len, const char *exp_id)
 {
-    int64_t id = 0;
-    *known = 0;
-    if (key_id != NULL)
-        *key_id = 0;
-    if (authorization == NULL)
-        return 0;
-    const char *p = authorization;
-    while (*p == ' ' || *p == '\t')
-        p++;
-    if (strncasecmp(p, "Bearer", 6) != 0 || (p[6] != ' ' && p[6] != '\t'))
-        return 0;
-    p += 6;
-    while (*p == ' ' || *p == '\t')
-        p++;
-    size_t len = strcspn(p, " \t\r\n");
-    if (len == 0 || len > AUTH_MAX_KEY_LEN)
-        return 0;
-    for (const char *t = p + len; *t != '\0'; t++)
-        if (*t != ' ' && *t != '\t')
-            return 0;
+    struct grant g = {0};
     uint8_t d[DIGEST_LEN];
-    if (digest(p, len, d) != 0)
-        return 0;
-    unsigned scopes = 0;
+    if (len == 0 || len > AUTH_MAX_KEY_LEN || digest(p, len, d) != 0)
+        return g;
     pthread_rwlock_rdlock(&g_lock);
     if (g_table.cap > 0) {
         size_t s = slot_of(d, g_table.cap);
         for (size_t probes = 0; probes < g_table.cap && g_table.slots[s].scopes != 0; probes++) {
-            if (ct_equal(g_table.slots[s].digest, d, DIGEST_LEN)) {
-                scopes = g_table.slots[s].scopes;
-                id = g_table.slots[s].id;
+            const struct slot *sl = &g_table.slots[s];
+            if (ct_equal(sl->digest, d, DIGEST_LEN)) {
+                g.scopes = sl->scopes;
+                g.id = sl->id;
+                g.limited = sl->experiments != NULL;
+                g.allowed = g.limited && exp_id != NULL && auth_list_has(sl->experiments, exp_id);
                 break;
             }
             s = (s + 1) & (g_table.cap - 1);
         }
     }
     pthread_rwlock_unlock(&g_lock);
-    *known = scopes != 0;
+    return g;
+}
+
+/* The token of an Authorization value "Bearer TOKEN" (scheme
+ * case-insensitive) into *tok and *len; −1 when malformed. */
+static int bearer(const char *authorization, const char **tok, size_t *len)
+{
+    if (authorization == NULL)
+        return -1;
+    const char *p = authorization;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (strncasecmp(p, "Bearer", 6) != 0 || (p[6] != ' ' && p[6] != '\t'))
+        return -1;
+    p += 6;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    size_t n = strcspn(p, " \t\r\n");
+    for (const char *t = p + n; *t != '\0'; t++)
+        if (*t != ' ' && *t != '\t')
+            return -1;
+    *tok = p;
+    *len = n;
+    return 0;
+}
+
+unsigned auth_scopes(const char *authorization, int *known, int64_t *key_id)
+{
+    const char *tok;
+    size_t len;
+    struct grant g = {0};
+    if (bearer(authorization, &tok, &len) == 0)
+        g = lookup(tok, len, NULL);
+    *known = g.scopes != 0;
     if (key_id != NULL)
-        *key_id = id;
-    return scopes;
+        *key_id = g.id;
+    return g.scopes;
+}
+
+int auth_list_has(const char *list, const char *id)
+{
+    size_t idlen = strlen(id);
+    for (const char *p = list; *p != '\0';) {
+        size_t n = strcspn(p, ",");
+        if (n == idlen && strncmp(p, id, n) == 0)
+            return 1;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+int auth_check_experiments(const char *list, char *bad, size_t badlen)
+{
+    size_t count = 0;
+    if (bad != NULL && badlen > 0)
+        bad[0] = '\0';
+    for (const char *p = list;; p++) {
+        size_t n = strcspn(p, ",");
+        char id[HTTP_ID_MAX + 2];
+        snprintf(id, sizeof id, "%.*s", (int)(n < sizeof id - 1 ? n : sizeof id - 1), p);
+        if (n >= sizeof id - 1 || !exp_id_valid(id) || ++count > AUTH_MAX_EXPERIMENTS) {
+            if (bad != NULL && badlen > 0)
+                snprintf(bad, badlen, "%s", count > AUTH_MAX_EXPERIMENTS ? "too many" : id);
+            return -1;
+        }
+        p += n;
+        if (*p == '\0')
+            return 0;
+    }
 }
 
 /* --- admission of requests (the transport's admit hook) ------------------------------ */
@@ -643,19 +740,31 @@ int auth_admit(struct http_req *r, const struct http_route *route)
     watch_check();
     if (!auth_enabled())
         return 0;
-    int known = 0;
-    int64_t key_id = 0;
+    /* A key limited to experiments may come as ?access_token= (RFC 6750
+     * 2.3): navigator.sendBeacon cannot set a header. Such a key is
+     * public anyway (it ships in a page); any other key is refused
+     * there, since URLs end up in logs and histories. */
     const char *hdr = http_req_header(r, "Authorization");
-    unsigned scopes = auth_scopes(hdr, &known, &key_id);
-    http_req_set_caller(r, key_id);
+    const char *query = hdr == NULL ? http_req_query(r, "access_token") : NULL;
+    const char *tok = query;
+    size_t toklen = query != NULL ? strlen(query) : 0;
+    struct grant g = {0};
+    if (query != NULL || bearer(hdr, &tok, &toklen) == 0)
+        g = lookup(tok, toklen, http_req_id(r));
+    unsigned scopes = g.scopes;
+    http_req_set_caller(r, g.id);
     /* Challenges as RFC 6750 section 3 words them. */
-    if (!known) {
+    if (scopes == 0 || (query != NULL && !g.limited)) {
+        int none = hdr == NULL && query == NULL;
         http_reply_header(r, "WWW-Authenticate",
-                          hdr == NULL ? "Bearer realm=\"banditd\""
-                                      : "Bearer realm=\"banditd\", error=\"invalid_token\"");
+                          none ? "Bearer realm=\"banditd\""
+                               : "Bearer realm=\"banditd\", error=\"invalid_token\"");
         http_req_refuse(r, 401,
-                        hdr == NULL ? "send Authorization: Bearer KEY with an API key"
-                                    : "the API key is unknown or revoked");
+                        none ? "send Authorization: Bearer KEY with an API key"
+                        : scopes != 0
+                            ? "only a key limited to experiments (keys create --experiments) may "
+                              "come as access_token; send this one as Authorization: Bearer KEY"
+                            : "the API key is unknown or revoked");
         return -1;
     }
     if (!(scopes & API_SCOPE_ADMIN) && !(scopes & need)) {
@@ -670,6 +779,16 @@ int auth_admit(struct http_req *r, const struct http_route *route)
             snprintf(detail, sizeof detail,
                      "this endpoint needs an API key with scope %s (or admin)", name);
         http_req_refuse(r, 403, detail);
+        return -1;
+    }
+    if (g.limited && !g.allowed) {
+        http_reply_header(r, "WWW-Authenticate",
+                          "Bearer realm=\"banditd\", error=\"insufficient_scope\"");
+        http_req_refuse(r, 403,
+                        http_req_id(r) != NULL
+                            ? "this API key is limited to other experiments"
+                            : "this API key is limited to named experiments; this endpoint is not "
+                              "about one experiment");
         return -1;
     }
     return 0;

@@ -74,12 +74,25 @@ unsigned auth_scopes(const char *authorization, int *known, int64_t *key_id);
  * no key or the caller's key grants the route's scope (admin grants all),
  * recording the key's id on the request; otherwise
  * refuses it with 401 (no or unknown key) or 403 (scope missing) and the
- * RFC 6750 challenge. Returns 0 or −1 (refused). */
+ * RFC 6750 challenge. A key limited to experiments (keys create
+ * --experiments) passes only routes about one of them ({id}), and may come
+ * as the query parameter access_token (for navigator.sendBeacon, which
+ * sets no header); any other key there is refused (401). Returns 0 or −1
+ * (refused). */
 int auth_admit(struct http_req *r, const struct http_route *route);
 /* --metrics-need-key: /metrics (API_SCOPE_IF_CONFIGURED) needs its scope. */
 void auth_set_metrics_need_key(int on);
 
 /* --- helpers shared with the keys CLI ------------------------------------- */
+
+/* Most experiments one key may be limited to. */
+#define AUTH_MAX_EXPERIMENTS 64
+/* Whether list ("a,b,c": experiment ids, no spaces) is a valid limit for
+ * a key: 1 to AUTH_MAX_EXPERIMENTS valid ids. 0, or −1 with the first bad
+ * id (or "too many") copied to bad. */
+int auth_check_experiments(const char *list, char *bad, size_t badlen);
+/* 1 when id is one of list's comma-separated ids. */
+int auth_list_has(const char *list, const char *id);
 
 /* Parse "read,assign" into enum api_scope bits. Returns 0, or −1 when empty
  * or a name is unknown (the offending name copied to bad). */

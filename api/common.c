@@ -98,6 +98,14 @@ json_t *api_experiment_json(struct exp *x)
     const char *reason = exp_stop_reason(x);
     char ts[CLOCK_RFC3339_LEN];
     clock_format_rfc3339(exp_created_ms(x), ts, sizeof ts);
+    /* What edits changed (exp_ev_edit): the values now, not as created. */
+    json_object_set_new(j, "name", json_string(exp_name(x)));
+    json_object_set_new(j, "assignment_ttl_s", json_integer((json_int_t)exp_ttl_s(x)));
+    json_t *goal = json_object_get(j, "goal");
+    if (goal != NULL)
+        json_object_set_new(goal, "budget",
+                            exp_budget(x) ? json_integer((json_int_t)exp_budget(x)) : json_null());
+    json_object_set_new(j, "edits", json_integer((json_int_t)exp_edits(x)));
     json_object_set_new(j, "state", json_string(exp_state_name(exp_get_state(x))));
     json_object_set_new(j, "stopped", json_boolean(engine_stopped(e)));
     json_object_set_new(j, "stop_reason", reason ? json_string(reason) : json_null());
@@ -160,9 +168,9 @@ struct api_write *api_write_begin(struct http_req *r)
     return w;
 }
 
-struct api_write *api_write_enter(struct http_req *r, struct exp *x)
+static struct api_write *write_enter(struct http_req *r, struct exp *x, int corrupt_ok)
 {
-    if (enter(r, x, 0) != 0)
+    if (enter(r, x, corrupt_ok) != 0)
         return NULL;
     struct api_write *w = api_write_begin(r);
     if (w == NULL)
@@ -170,14 +178,14 @@ struct api_write *api_write_enter(struct http_req *r, struct exp *x)
     return w;
 }
 
+struct api_write *api_write_enter(struct http_req *r, struct exp *x)
+{
+    return write_enter(r, x, 0);
+}
+
 struct api_write *api_write_enter_delete(struct http_req *r, struct exp *x)
 {
-    if (enter(r, x, 1) != 0)
-        return NULL;
-    struct api_write *w = api_write_begin(r);
-    if (w == NULL)
-        api_exp_unlock(x);
-    return w;
+    return write_enter(r, x, 1);
 }
 
 struct api_write *api_write_accept(struct http_req *r, struct exp *x, int rc, struct api_errors *e)
@@ -249,8 +257,12 @@ void api_join_add(struct api_join *j, struct exp *x)
         return;
     atomic_fetch_add(&j->left, 1);
     int rc = exp_submit_locked(x, &j->empty, join_done, j);
-    if (rc != STORE_OK)
-        join_done(j, rc); /* not queued: counts as failed */
+    if (rc != STORE_OK) {
+        /* not queued: counts as failed; the count does not reach 0 here
+         * (the reference taken by api_join_begin is held until finish) */
+        atomic_store(&j->err, rc);
+        atomic_fetch_sub(&j->left, 1);
+    }
 }
 
 int api_join_finish(struct api_join *j, unsigned status, json_t *body)

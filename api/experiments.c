@@ -89,12 +89,12 @@ static json_t *summary(struct exp *x)
     exp_summary_locked(x, &sm);
     char ts[CLOCK_RFC3339_LEN];
     clock_format_rfc3339(exp_created_ms(x), ts, sizeof ts);
-    return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:o,s:s,s:I,s:I}", "id", exp_id(x), "name",
-                     c->name, "state", exp_state_name(sm.state), "policy", c->policy->name, "pulls",
-                     (json_int_t)sm.pulls, "pending", (json_int_t)sm.pending, "delta_c", sm.delta_c,
-                     "stop_reason", sm.stop_reason ? json_string(sm.stop_reason) : json_null(),
-                     "created_at", ts, "bandits", (json_int_t)sm.bandits, "bandits_done",
-                     (json_int_t)sm.bandits_done);
+    return json_pack(
+        "{s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:o,s:s,s:I,s:I}", "id", exp_id(x), "name", exp_name(x),
+        "state", exp_state_name(sm.state), "policy", c->policy->name, "pulls", (json_int_t)sm.pulls,
+        "pending", (json_int_t)sm.pending, "delta_c", sm.delta_c, "stop_reason",
+        sm.stop_reason ? json_string(sm.stop_reason) : json_null(), "created_at", ts, "bandits",
+        (json_int_t)sm.bandits, "bandits_done", (json_int_t)sm.bandits_done);
 }
 
 int api_experiments_list(struct http_req *r)
@@ -171,25 +171,42 @@ int api_experiments_patch(struct http_req *r)
     json_t *body = http_req_json(r, 0);
     if (body == NULL)
         return HTTP_DONE;
-    enum exp_state want = EXP_RUNNING;
-    struct api_errors pe;
-    int prc = api_parse_patch(body, &want, api_errors_init(&pe));
-    if (prc != 0)
-        return api_reject(r, NULL, prc, &pe);
-    api_errors_free(&pe);
     struct exp *x = api_exp_find(r);
-    struct api_write *wr = x != NULL ? api_write_enter(r, x) : NULL;
+    if (x == NULL)
+        return HTTP_DONE;
+    struct api_patch_req req;
+    struct api_errors pe;
+    int prc = api_parse_patch(body, exp_cfg(x), &req, api_errors_init(&pe));
+    struct api_write *wr = api_write_accept(r, x, prc, &pe);
     if (wr == NULL)
         return HTTP_DONE;
-    int rc = exp_ev_state(x, &wr->batch, want, http_req_now_ms(r));
+    /* The edit first, then the state: a stop in the same request comes
+     * after the change, and the whole request is one write. Leaving
+     * "stopped" is refused before anything changes. */
+    if (req.has_state && req.state != EXP_STOPPED && exp_get_state(x) == EXP_STOPPED) {
+        api_exp_unlock(x);
+        api_write_abandon(wr);
+        return http_reply_problem(
+            r, 409, "the experiment has stopped; a stop is final",
+            json_pack("[{s:s,s:s}]", "field", "state", "message", "cannot leave \"stopped\""));
+    }
+    struct exp_refusal why;
+    int rc = exp_ev_edit(x, &wr->batch, &req.edit, http_req_now_ms(r), &why);
     if (rc != EXP_OK) {
         api_exp_unlock(x);
         api_write_abandon(wr);
         if (rc == EXP_ERR_NOMEM)
             return http_reply_oom(r);
+        char detail[360];
+        snprintf(detail, sizeof detail, "%s: %s", why.field, why.message);
         return http_reply_problem(
-            r, 409, "the experiment has stopped; a stop is final",
-            json_pack("[{s:s,s:s}]", "field", "state", "message", "cannot leave \"stopped\""));
+            r, 409, detail, json_pack("[{s:s,s:s}]", "field", why.field, "message", why.message));
+    }
+    if (req.has_state && exp_ev_state(x, &wr->batch, req.state, http_req_now_ms(r)) != EXP_OK) {
+        /* Out of memory after the edit was applied: the edit must still
+         * reach the disk (memory has it), the state change did not happen. */
+        return api_write_finish(wr, x, 503,
+                                http_problem(503, "out of memory: the state did not change", NULL));
     }
     /* Asking for the state already held queues no event, but still waits
      * for the write that set it: a 200 must never report a state a crash

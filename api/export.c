@@ -6,16 +6,22 @@
  *   assignment   every assignment handed out (pulls and exploitation),
  *                joined with its outcome: status "pending" (a pull awaiting
  *                its reward), "rewarded", "expired" (reward = the
- *                default_reward recorded, or empty), or for an exploit
+ *                default_reward recorded, or empty), "released" (a
+ *                leased assignment the client gave back), or for an exploit
  *                assignment without a reward "unrewarded";
  *                reward_time = when the outcome was logged.
  *   observation  an outcome not tied to an assignment.
  *   late_reward  a reward that arrived after its assignment expired
  *                (recorded for the audit, never counted).
+ *   unit         a unit a client served an assignment of its block to
+ *                (POST .../assignments/served): status = served.
  *   state        a PATCH of the state: status = running|paused|stopped.
+ *   edit         a PATCH of name, budget or TTL: note = the change (JSON).
+ *   correction   a reward replaced (POST corrections): reward = the new
+ *                value, status "corrected", note = the reason.
  * Columns (CSV header; NDJSON keys, null when empty): kind, seq,
  * assignment_id, time, unit, bandit, arm, exploit, reward, status,
- * reward_time. Times are RFC 3339 UTC; rewards are in the experiment's
+ * reward_time, note. Times are RFC 3339 UTC; rewards are in the experiment's
  * units, printed so they read back to the same double.
  *
  * Incremental export, ?after=N: the rows of the events with seq in (N, E],
@@ -39,10 +45,11 @@
  * thread without the experiment's lock: it touches only the store (read
  * connections are per thread and see committed data) and the immutable
  * parts of the experiment (configuration, rowid, id token), kept alive by
- * the reference the stream holds. If the experiment is deleted meanwhile,
- * the stream ends with an error (the connection is closed before the
- * chunked terminator), so a client never takes a truncated export for a
- * complete one.
+ * the reference the stream holds. The first chunk is read before the
+ * answer starts, so a failure there is a 503 (or 404). If the experiment
+ * is deleted later, or a later read fails, the stream ends with an error
+ * (the connection is closed before the chunked terminator), so a client
+ * never takes a truncated export for a complete one.
  */
 #include "api/api.h"
 
@@ -78,7 +85,7 @@ struct export
 
 static const char *const columns[] = {"kind",   "seq",    "assignment_id", "time",
                                       "unit",   "bandit", "arm",           "exploit",
-                                      "reward", "status", "reward_time"};
+                                      "reward", "status", "reward_time",   "note"};
 enum { NCOL = sizeof columns / sizeof columns[0] };
 
 /* --- output buffer ----------------------------------------------------------- */
@@ -184,7 +191,7 @@ static const char *arm_name(const struct exp_config *c, int32_t b, int32_t a)
     return c->arm_names[b][a];
 }
 
-static const int str[NCOL] = {1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1};
+static const int str[NCOL] = {1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1};
 
 /* The row of assignment event ev, joined with its outcome as of the
  * snapshot. 0, or −1 (e->failed set) on a read or memory error. */
@@ -213,7 +220,9 @@ static int assignment_row(struct export *e, const struct store_event *ev)
         return -1;
     }
     if (rc == STORE_OK && out.seq <= e->end_seq) {
-        v[9] = out.kind == STORE_EV_REWARD ? "rewarded" : "expired";
+        v[9] = out.kind == STORE_EV_REWARD                                      ? "rewarded"
+               : out.kind == STORE_EV_EXPIRE && (out.flags & STORE_XF_RELEASED) ? "released"
+                                                                                : "expired";
         if (!isnan(out.value) && out.kind != STORE_EV_LATE) {
             format_number(out.value, reward, sizeof reward);
             v[8] = reward;
@@ -273,10 +282,15 @@ static int on_event(void *arg, const struct store_event *ev)
         break;
     case STORE_EV_OBSERVE:
     case STORE_EV_LATE:
-        /* an outcome on its own row: an observation, or a reward that
-         * came after its assignment expired */
-        v[0] = ev->kind == STORE_EV_OBSERVE ? "observation" : "late_reward";
-        if (ev->kind == STORE_EV_LATE) {
+    case STORE_EV_CORRECT:
+        /* an outcome on its own row: an observation, a reward that came
+         * after its assignment expired, or a correction of a reward (the
+         * assignment's row keeps the value reported; this row's replaces
+         * it in the statistics, note = the reason) */
+        v[0] = ev->kind == STORE_EV_OBSERVE ? "observation"
+               : ev->kind == STORE_EV_LATE  ? "late_reward"
+                                            : "correction";
+        if (ev->kind != STORE_EV_OBSERVE) {
             /* its assignment's id needs its creation time (rare rows) */
             struct store_event as;
             char unit[8];
@@ -292,11 +306,36 @@ static int on_event(void *arg, const struct store_event *ev)
         v[6] = arm_name(c, ev->bandit, ev->arm);
         format_number(ev->value, reward, sizeof reward);
         v[8] = reward;
-        v[9] = ev->kind == STORE_EV_OBSERVE ? "observed" : "expired";
+        v[9] = ev->kind == STORE_EV_OBSERVE ? "observed"
+               : ev->kind == STORE_EV_LATE  ? "expired"
+                                            : "corrected";
+        v[11] = ev->kind == STORE_EV_CORRECT ? ev->text : NULL;
         break;
+    case STORE_EV_UNIT: {
+        /* a unit served an assignment of a block (its row has no unit) */
+        struct store_event as;
+        char none[8];
+        int rc = store_find_assignment(exp_store(), e->rowid, ev->ref, &as, none, sizeof none);
+        if (rc != STORE_OK) {
+            e->failed = 1;
+            return 1;
+        }
+        exp_assignment_id(e->x, ev->ref, as.ts_ms, aid, sizeof aid);
+        v[0] = "unit";
+        v[2] = aid;
+        v[4] = ev->unit;
+        v[5] = bandit_name(c, ev->bandit);
+        v[6] = arm_name(c, ev->bandit, ev->arm);
+        v[9] = "served";
+        break;
+    }
     case STORE_EV_STATE:
         v[0] = "state";
         v[9] = ev->text;
+        break;
+    case STORE_EV_EDIT:
+        v[0] = "edit"; /* note: the change (exp/edits.c) */
+        v[11] = ev->text;
         break;
     default:
         break;
@@ -445,6 +484,16 @@ int api_export_get(struct http_req *r)
     e->next_seq = after;
     e->fmt = fmt;
     e->done = after >= last;
+    /* The first rows are read before anything is sent: a failure there
+     * (the whole of a small export) is still a problem+json answer, where
+     * once streaming it can only cut the connection (test_allocfaults). */
+    if (refill(e) != 0) {
+        int gone = !still_there(e);
+        export_free(e);
+        if (gone)
+            return http_reply_problem(r, 404, "the experiment was deleted", NULL);
+        return http_reply_problem(r, 503, "storage read failed; retry later", NULL);
+    }
     char disp[EXP_ID_MAX + 64], next[24];
     if (after > 0)
         snprintf(disp, sizeof disp, "attachment; filename=\"%s.after-%" PRId64 ".%s\"", e->id,

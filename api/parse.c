@@ -46,6 +46,9 @@ static int item_errors(struct api_errors *e)
 
 /* --- assignments ------------------------------------------------------------ */
 
+/* What a sticky unit must be (assignments, served). */
+#define UNIT_RULE "must be a non-empty string of at most 256 bytes"
+
 int api_parse_assignment(json_t *body, const struct exp_config *cfg, size_t max_count,
                          struct api_assign_req *out, struct api_errors *e)
 {
@@ -74,7 +77,7 @@ int api_parse_assignment(json_t *body, const struct exp_config *cfg, size_t max_
     if ((v = json_object_get(body, "unit")) != NULL && !json_is_null(v)) {
         out->unit = json_string_value(v);
         if (out->unit == NULL || out->unit[0] == '\0' || strlen(out->unit) > EXP_MAX_UNIT)
-            return invalid(e, "unit", "must be a non-empty string of at most 256 bytes");
+            return invalid(e, "unit", UNIT_RULE);
     }
     if ((v = json_object_get(body, "count")) != NULL) {
         if (!json_is_integer(v) || json_integer_value(v) < 1 ||
@@ -240,6 +243,53 @@ int api_parse_rewards(json_t *body, const struct exp_config *cfg, size_t max_bat
     return parse_items(body, cfg, max_batch, &kind, (void **)items, n, batch, e);
 }
 
+static void release_item(json_t *o, const struct exp_config *cfg, int batch, size_t i, void *item,
+                         json_t *errors)
+{
+    struct api_release_item *it = item;
+    (void)cfg;
+    it->assignment_id = json_string_value(json_object_get(o, "assignment_id"));
+    if (it->assignment_id == NULL) {
+        char field[64];
+        item_field(field, sizeof field, batch, "releases", i, "assignment_id");
+        add(errors, field, "must be an assignment id (string)");
+    }
+}
+
+int api_parse_releases(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                       struct api_release_item **items, size_t *n, int *batch, struct api_errors *e)
+{
+    static const char *const keys[] = {"assignment_id", NULL};
+    static const struct item_kind kind = {"releases", keys, sizeof **items, release_item};
+    return parse_items(body, cfg, max_batch, &kind, (void **)items, n, batch, e);
+}
+
+static void served_item(json_t *o, const struct exp_config *cfg, int batch, size_t i, void *item,
+                        json_t *errors)
+{
+    struct api_served_item *it = item;
+    char field[64];
+    (void)cfg;
+    it->assignment_id = json_string_value(json_object_get(o, "assignment_id"));
+    if (it->assignment_id == NULL) {
+        item_field(field, sizeof field, batch, "served", i, "assignment_id");
+        add(errors, field, "must be an assignment id (string)");
+    }
+    it->unit = json_string_value(json_object_get(o, "unit"));
+    if (it->unit == NULL || it->unit[0] == '\0' || strlen(it->unit) > EXP_MAX_UNIT) {
+        item_field(field, sizeof field, batch, "served", i, "unit");
+        add(errors, field, UNIT_RULE);
+    }
+}
+
+int api_parse_served(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                     struct api_served_item **items, size_t *n, int *batch, struct api_errors *e)
+{
+    static const char *const keys[] = {"assignment_id", "unit", NULL};
+    static const struct item_kind kind = {"served", keys, sizeof **items, served_item};
+    return parse_items(body, cfg, max_batch, &kind, (void **)items, n, batch, e);
+}
+
 static void observation_item(json_t *o, const struct exp_config *cfg, int batch, size_t i,
                              void *item, json_t *errors)
 {
@@ -280,18 +330,152 @@ int api_parse_observations(json_t *body, const struct exp_config *cfg, size_t ma
 
 /* --- PATCH ------------------------------------------------------------------------ */
 
-int api_parse_patch(json_t *body, enum exp_state *state, struct api_errors *e)
+/* Configuration fields a PATCH names but may not change: what was
+ * randomised, or what the guarantee was computed for. */
+static const char *const fixed_keys[] = {
+    "id",       "policy",   "reward",     "bandits",        "arms",        "seed",  "stop_rule",
+    "bound",    "tau",      "target_arm", "default_reward", "constraints", "prior", "units",
+    "fallback", "webhooks", NULL};
+
+/* "reason": an optional string of at most API_REASON_MAX bytes. */
+static int parse_reason(json_t *v, const char **out, struct api_errors *e)
+{
+    *out = NULL;
+    if (v == NULL || json_is_null(v))
+        return 0;
+    if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > API_REASON_MAX)
+        return invalid(e, "reason", "must be a non-empty string of at most 1024 bytes");
+    *out = json_string_value(v);
+    return 0;
+}
+
+int api_parse_correction(json_t *body, const struct exp_config *cfg, struct api_correction_req *out,
+                         struct api_errors *e)
 {
     if (e->list == NULL)
         return -1;
-    static const char *const keys[] = {"state", NULL};
+    static const char *const keys[] = {"assignment_id", "reward", "reason", NULL};
+    memset(out, 0, sizeof *out);
     if (!json_is_object(body))
         return invalid(e, "", "the body must be a JSON object");
     if (jv_unknown_keys(body, keys, "", e->list) > 0) {
         snprintf(e->detail, API_DETAIL_MAX, "unknown fields");
         return 1;
     }
-    if (exp_state_parse(json_string_value(json_object_get(body, "state")), state) != 0)
-        return invalid(e, "state", "must be \"running\", \"paused\" or \"stopped\"");
+    out->assignment_id = json_string_value(json_object_get(body, "assignment_id"));
+    if (out->assignment_id == NULL)
+        return invalid(e, "assignment_id", "required: the id of a rewarded assignment");
+    if (!check_reward(cfg, json_object_get(body, "reward"), 0, "", 0, e->list, &out->value)) {
+        jv_first_error(e->list, NULL, e->detail, API_DETAIL_MAX);
+        return 1;
+    }
+    if (json_object_get(body, "reason") == NULL)
+        return invalid(e, "reason", "required: why the reported value was wrong");
+    if (parse_reason(json_object_get(body, "reason"), &out->reason, e) != 0)
+        return 1;
+    if (out->reason == NULL)
+        return invalid(e, "reason", "required: why the reported value was wrong");
+    return 0;
+}
+
+/* "retire": {"bandit" (optional with one bandit), "arm"}. */
+static int parse_retire(json_t *v, const struct exp_config *cfg, struct exp_edit *ed,
+                        struct api_errors *e)
+{
+    static const char *const keys[] = {"bandit", "arm", NULL};
+    if (!json_is_object(v))
+        return invalid(e, "retire", "must be an object {\"bandit\", \"arm\"}");
+    if (jv_unknown_keys(v, keys, "retire", e->list) > 0) {
+        snprintf(e->detail, API_DETAIL_MAX, "unknown fields");
+        return 1;
+    }
+    json_t *bj = json_object_get(v, "bandit");
+    int b = 0;
+    if (bj != NULL) {
+        const char *id = json_string_value(bj);
+        if (id == NULL || (b = exp_cfg_bandit(cfg, id)) < 0)
+            return invalid(e, "retire.bandit", "no such bandit in this experiment");
+    } else if (cfg->n_bandits > 1) {
+        return invalid(e, "retire.bandit", "required: the experiment has several bandits");
+    }
+    const char *arm = json_string_value(json_object_get(v, "arm"));
+    int a = arm != NULL ? exp_cfg_arm(cfg, (size_t)b, arm) : -1;
+    if (a < 0)
+        return invalid(e, "retire.arm", "must name an arm of the bandit");
+    ed->retire_bandit = b;
+    ed->retire_arm = a;
+    return 0;
+}
+
+int api_parse_patch(json_t *body, const struct exp_config *cfg, struct api_patch_req *out,
+                    struct api_errors *e)
+{
+    if (e->list == NULL)
+        return -1;
+    static const char *const keys[] = {"state",  "name",   "goal", "assignment_ttl_s",
+                                       "retire", "reason", NULL};
+    memset(out, 0, sizeof *out);
+    out->edit.retire_bandit = -1;
+    out->edit.retire_arm = -1;
+    if (!json_is_object(body))
+        return invalid(e, "", "the body must be a JSON object");
+    for (size_t i = 0; fixed_keys[i] != NULL; i++)
+        if (json_object_get(body, fixed_keys[i]) != NULL)
+            return invalid(e, fixed_keys[i],
+                           "cannot change on a live experiment (fixed at creation)");
+    if (jv_unknown_keys(body, keys, "", e->list) > 0) {
+        snprintf(e->detail, API_DETAIL_MAX, "unknown fields");
+        return 1;
+    }
+    json_t *v;
+    if ((v = json_object_get(body, "state")) != NULL) {
+        if (exp_state_parse(json_string_value(v), &out->state) != 0)
+            return invalid(e, "state", "must be \"running\", \"paused\" or \"stopped\"");
+        out->has_state = 1;
+    }
+    if ((v = json_object_get(body, "name")) != NULL) {
+        if (!json_is_string(v) || json_string_length(v) > 256)
+            return invalid(e, "name", "must be a string of at most 256 bytes");
+        out->edit.name = json_string_value(v);
+    }
+    if ((v = json_object_get(body, "goal")) != NULL) {
+        static const char *const gkeys[] = {"budget", NULL};
+        if (!json_is_object(v))
+            return invalid(e, "goal", "must be an object");
+        static const char *const gfixed[] = {"m", "epsilon", "delta", NULL};
+        for (size_t i = 0; gfixed[i] != NULL; i++)
+            if (json_object_get(v, gfixed[i]) != NULL) {
+                char field[16];
+                snprintf(field, sizeof field, "goal.%s", gfixed[i]);
+                return invalid(e, field, "cannot change on a live experiment (fixed at creation)");
+            }
+        if (jv_unknown_keys(v, gkeys, "goal", e->list) > 0) {
+            snprintf(e->detail, API_DETAIL_MAX, "unknown fields");
+            return 1;
+        }
+        json_t *bj = json_object_get(v, "budget");
+        if (bj != NULL) {
+            if (!json_is_null(bj) && !(json_is_integer(bj) && json_integer_value(bj) >= 1))
+                return invalid(e, "goal.budget", "must be a positive integer or null");
+            out->edit.set_budget = 1;
+            out->edit.budget = json_is_null(bj) ? 0 : (uint64_t)json_integer_value(bj);
+        }
+    }
+    if ((v = json_object_get(body, "assignment_ttl_s")) != NULL) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            json_integer_value(v) > 10LL * 366 * 86400)
+            return invalid(e, "assignment_ttl_s",
+                           "must be an integer from 1 to 316224000 (10 years)");
+        out->edit.ttl_s = json_integer_value(v);
+    }
+    if ((v = json_object_get(body, "retire")) != NULL && parse_retire(v, cfg, &out->edit, e) != 0)
+        return 1;
+    if (parse_reason(json_object_get(body, "reason"), &out->edit.reason, e) != 0)
+        return 1;
+    if (!out->has_state && out->edit.name == NULL && !out->edit.set_budget &&
+        out->edit.ttl_s == 0 && out->edit.retire_bandit < 0)
+        return invalid(e, "",
+                       "nothing to change: give state, name, goal.budget, "
+                       "assignment_ttl_s or retire");
     return 0;
 }

@@ -52,6 +52,23 @@ struct api_reward_item {
 int api_parse_rewards(json_t *body, const struct exp_config *cfg, size_t max_batch,
                       struct api_reward_item **items, size_t *n, int *batch, struct api_errors *e);
 
+/* POST assignments/release: {"assignment_id"} or {"releases": [...]}
+ * (the same contract as api_parse_rewards). */
+struct api_release_item {
+    const char *assignment_id;
+};
+int api_parse_releases(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                       struct api_release_item **items, size_t *n, int *batch,
+                       struct api_errors *e);
+
+/* POST assignments/served: {"assignment_id", "unit"} or {"served": [...]}. */
+struct api_served_item {
+    const char *assignment_id;
+    const char *unit; /* non-empty, at most EXP_MAX_UNIT bytes */
+};
+int api_parse_served(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                     struct api_served_item **items, size_t *n, int *batch, struct api_errors *e);
+
 /* POST observations: {"bandit", "arm", "reward"} or {"observations": [...]}. */
 struct api_observation_item {
     int bandit, arm;
@@ -60,7 +77,27 @@ struct api_observation_item {
 int api_parse_observations(json_t *body, const struct exp_config *cfg, size_t max_batch,
                            struct api_observation_item **items, size_t *n, struct api_errors *e);
 
-/* PATCH: {"state": "running" | "paused" | "stopped"}. */
-int api_parse_patch(json_t *body, enum exp_state *state, struct api_errors *e);
+/* PATCH: {"state", "name", "goal": {"budget"}, "assignment_ttl_s",
+ * "retire": {"bandit", "arm"}, "reason"}, each optional, at least one of
+ * them but the reason; cfg is the experiment's (retire names its arm). A
+ * field of the configuration that cannot change on a live experiment
+ * (what was randomised, or decided at creation) is refused by name. */
+#define API_REASON_MAX 1024 /* bytes of an edit's or a correction's reason */
+struct api_patch_req {
+    int has_state;
+    enum exp_state state;
+    struct exp_edit edit; /* strings borrowed from the body */
+};
+int api_parse_patch(json_t *body, const struct exp_config *cfg, struct api_patch_req *out,
+                    struct api_errors *e);
+
+/* POST corrections: {"assignment_id", "reward", "reason"}, all required. */
+struct api_correction_req {
+    const char *assignment_id;
+    double value; /* user units, within the reward range */
+    const char *reason;
+};
+int api_parse_correction(json_t *body, const struct exp_config *cfg, struct api_correction_req *out,
+                         struct api_errors *e);
 
 #endif

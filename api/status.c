@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/jsonv.h"
+#include "policies/stop_rule.h"
 
 /* Lock {id} unless the client has its current version (If-None-Match):
  * NULL after answering (404, 503, or 304). Either way the ETag is set:
@@ -32,6 +34,26 @@ static struct exp *lock_if_modified(struct http_req *r)
         return NULL;
     }
     return x;
+}
+
+static json_t *num_or_null(double v)
+{
+    return isnan(v) ? json_null() : json_real(v);
+}
+
+/* The bandit's stop rule against its own threshold (engine_bandit_stop):
+ * what the dashboard's sentence is made of. New reference. */
+static json_t *stop_json(const struct engine *e, size_t b)
+{
+    struct engine_stop_eval s;
+    engine_bandit_stop(e, b, &s);
+    static const char *const when_names[] = {NULL, "evidence <= threshold", "evidence > threshold",
+                                             "evidence >= threshold"};
+    const char *when = isnan(s.evidence) ? NULL : when_names[s.fires];
+    return json_pack("{s:s,s:b,s:o,s:o,s:o,s:o,s:b}", "rule", stop_rule_name(s.rule), "proven",
+                     s.proven, "fires_when", when ? json_string(when) : json_null(), "evidence",
+                     num_or_null(s.evidence), "threshold", num_or_null(s.threshold), "error_bound",
+                     num_or_null(s.error_bound), "fired", s.fired);
 }
 
 static json_t *bandit_json(struct exp *x, size_t b)
@@ -58,7 +80,8 @@ static json_t *bandit_json(struct exp *x, size_t b)
                               (json_int_t)arms[i].n, "pending", (json_int_t)arms[i].pending);
         if (arms[i].n > 0) {
             json_object_set_new(a, "mean", json_real(lo + arms[i].mean * range));
-            json_object_set_new(a, "variance", json_real(var * range * range));
+            /* a wide range (1e200) squared is not finite: null */
+            json_object_set_new(a, "variance", jv_real(var * range * range));
             json_object_set_new(a, "lower", json_real(lo + l * range));
             json_object_set_new(a, "upper", json_real(lo + h * range));
         } else {
@@ -69,11 +92,14 @@ static json_t *bandit_json(struct exp *x, size_t b)
         }
         json_object_set_new(a, "posterior_mean",
                             json_real(arms[i].alpha / (arms[i].alpha + arms[i].beta)));
+        if (exp_arm_retired(x, b, i)) /* PATCH retire: no more pulls */
+            json_object_set_new(a, "retired", json_true());
         json_array_append_new(arr, a);
     }
-    return json_pack("{s:s,s:o,s:f,s:f,s:f,s:f,s:b,s:o}", "id", c->bandit_ids[b], "recommended",
+    return json_pack("{s:s,s:o,s:f,s:f,s:f,s:f,s:b,s:o,s:o}", "id", c->bandit_ids[b], "recommended",
                      rec, "delta_c", st.delta_c, "rho", st.rho, "cutoff", lo + st.cutoff * range,
-                     "glr", isfinite(st.glr) ? st.glr : 1e308, "done", st.done, "arms", arr);
+                     "glr", isfinite(st.glr) ? st.glr : 1e308, "done", st.done, "stop",
+                     stop_json(e, b), "arms", arr);
 }
 
 int api_status_get(struct http_req *r)
@@ -92,7 +118,7 @@ int api_status_get(struct http_req *r)
         exp_state_name(exp_get_state(x)), "stopped", engine_stopped(e), "stop_reason",
         reason ? json_string(reason) : json_null(), "pulls", (json_int_t)engine_pulls(e), "pending",
         (json_int_t)engine_pending(e), "handed_out", (json_int_t)engine_handed_out(e), "budget",
-        c->engine.budget ? json_integer((json_int_t)c->engine.budget) : json_null(), "policy",
+        exp_budget(x) ? json_integer((json_int_t)exp_budget(x)) : json_null(), "policy",
         c->policy->name, "m", (json_int_t)c->engine.m, "delta", c->engine.delta, "epsilon",
         c->engine.epsilon * exp_range(x), "bandits_done", (json_int_t)engine_bandits_done(e),
         "bandits_total", (json_int_t)c->n_bandits, "bandits", bandits);

@@ -9,8 +9,10 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/clock.h"
+#include "base/jsonv.h"
 #include "notify/notify.h"
 
 #define LIST_DEFAULT 20
@@ -35,7 +37,10 @@ struct page {
 static int add_row(void *arg, const struct store_delivery *d)
 {
     struct page *p = arg;
-    json_t *payload = d->body != NULL ? json_loads(d->body, 0, NULL) : NULL;
+    int oom = 0;
+    json_t *payload = d->body != NULL ? jv_loadb(d->body, strlen(d->body), 0, NULL, &oom) : NULL;
+    if (oom)
+        return STORE_ERR_NOMEM;
     json_t *j = json_pack(
         "{s:I,s:s?,s:s?,s:s?,s:s,s:i,s:o,s:o,s:o,s:o,s:o,s:o}", "id", (json_int_t)d->id, "event_id",
         d->event_id, "type", d->type, "url", d->url, "state", notify_state_name(d->state),

@@ -114,7 +114,7 @@ char *buf_detach(struct buf *b, size_t *len)
     if (!b->failed) {
         if (b->p == NULL || b->p == b->inl) {
             out = malloc(b->len + 1);
-            if (out != NULL && b->len > 0)
+            if (out != NULL && b->p != NULL) /* NULL: nothing appended, len 0 */
                 memcpy(out, b->p, b->len);
         } else {
             out = b->p;

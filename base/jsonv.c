@@ -1,12 +1,48 @@
 /*
- * jsonv.c — JSON field checks (jsonv.h).
+ * jsonv.c — JSON parsing and field checks (jsonv.h).
  */
 #include "base/jsonv.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* Allocations jansson could not get, on this thread. */
+static _Thread_local unsigned long t_failed;
+
+static void *counting_malloc(size_t n)
+{
+    void *p = malloc(n);
+    if (p == NULL)
+        t_failed++;
+    return p;
+}
+
+/* Installed before main, while the process has one thread: setting
+ * jansson's allocator later would race with threads already using it. An
+ * object allocated by plain malloc before this is freed by plain free, so
+ * the switch is seamless. */
+__attribute__((constructor)) static void install_counting_malloc(void)
+{
+    json_set_alloc_funcs(counting_malloc, free);
+}
+
+json_t *jv_loadb(const char *buf, size_t len, size_t flags, json_error_t *err, int *oom)
+{
+    json_error_t local;
+    if (err == NULL)
+        err = &local;
+    unsigned long before = t_failed;
+    json_t *j = json_loadb(buf, len, flags, err);
+    *oom = t_failed != before || (j == NULL && json_error_code(err) == json_error_out_of_memory);
+    if (*oom) {
+        json_decref(j); /* whatever it made of the text is not the text */
+        j = NULL;
+    }
+    return j;
+}
 
 int jv_error(json_t *errors, const char *field, const char *fmt, ...)
 {
@@ -52,6 +88,27 @@ int jv_number(const json_t *v, double *out)
         return 1;
     }
     return 0;
+}
+
+json_t *jv_real(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+int jv_count(const json_t *v, uint64_t max, uint64_t *out)
+{
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        if (x < 0 || (uint64_t)x > max)
+            return 0;
+        *out = (uint64_t)x;
+        return 1;
+    }
+    double x;
+    if (!jv_number(v, &x) || x < 0 || x != floor(x) || x > (double)max)
+        return 0;
+    *out = (uint64_t)x;
+    return 1;
 }
 
 void jv_first_error(const json_t *errors, const char *suffix, char *buf, size_t len)

@@ -1,6 +1,7 @@
 /*
- * jsonv.h — validating JSON input (jansson): the field checks every body
- * parser shares, and the error list they report into.
+ * jsonv.h — validating JSON input (jansson): parsing that tells out of
+ * memory from bad input, the field checks every body parser shares, and
+ * the error list they report into.
  *
  * Errors are a JSON array of {"field", "message"} objects, the shape
  * problem+json carries to the client (field names are API: clients match
@@ -10,8 +11,21 @@
 #define BANDITD_BASE_JSONV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
+
+/* Parse len bytes of buf as json_loadb(buf, len, flags, err) does, but
+ * never trust a parse during which an allocation failed: jansson 2.14 then
+ * drops one byte of the string it was reading and goes on (load.c:
+ * lex_save ignores strbuffer_append_byte's failure), so an assignment id
+ * or a name came back shorter and the request was answered 404 for the
+ * server's memory (test_allocfaults). Returns a new reference; or NULL
+ * with *oom = 1 when any allocation of the parse failed (the client may
+ * retry), or NULL with *oom = 0 and err (may be NULL) filled when the
+ * text is not JSON.
+ * Safe from any thread: the count of failed allocations is per thread. */
+json_t *jv_loadb(const char *buf, size_t len, size_t flags, json_error_t *err, int *oom);
 
 /* Append {"field": field, "message": printf(fmt, ...)} to errors (a JSON
  * array, borrowed). Returns 0, or −1 on out of memory. */
@@ -25,6 +39,15 @@ int jv_unknown_keys(json_t *obj, const char *const *allowed, const char *prefix,
 
 /* A finite number (integer or real): 1 and *out, or 0. */
 int jv_number(const json_t *v, double *out);
+
+/* x as a JSON number, or JSON null when x is not finite: json_real
+ * refuses NaN and ±inf (NULL), and a field set from it silently went
+ * missing. A new reference (NULL only on out of memory). */
+json_t *jv_real(double x);
+
+/* A non-negative integer up to max, given as an integer or an integral
+ * real (1e6): 1 and *out, or 0. */
+int jv_count(const json_t *v, uint64_t max, uint64_t *out);
 
 /* "field: message" of the first error of the list into buf (a problem's
  * one-line detail), with `suffix` appended (may be NULL). */

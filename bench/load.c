@@ -7,6 +7,8 @@
  *   load log [options]          export, re-sent rewards and delete on an
  *                               experiment of 10⁶ events
  *   load metrics [options]      a scrape of /metrics with 10⁴ experiments
+ *   load blocks [options]       visitors one client serves per second with
+ *                               assignment blocks of 1, 10 and 100
  *
  * throughput: starts the bare libmicrohttpd + jansson server (bench/bare.c,
  * the stack's ceiling) and banditd on a fresh database, both on free ports
@@ -46,6 +48,15 @@
  * on one experiment idle and while another connection scrapes in a loop.
  * --metrics-cap N passes --metrics-experiments N to the daemon (a daemon
  * without the flag: leave it out).
+ *
+ * blocks: issue 16's assignment blocks. One client process, one kept-alive
+ * connection (libcurl), serves visitors for --duration seconds at each
+ * block size B: with B = 1 a visitor costs an assignment (with its unit)
+ * and a reward; with B > 1 a lease of B (count), then per block one
+ * served batch (which unit got which) and one rewards batch. Visitors/s
+ * against the daemon's own assignment throughput in the same run (wrk
+ * assign.lua at 2 connections, wrk's least, and at 64, the same duration). Arms of equal
+ * means (rewards alternate 0 and 1), so no experiment stops meanwhile.
  *
  * Options: --daemon PATH (build/banditd) --bare PATH (build/bench/bare)
  * --scripts DIR (bench) --out FILE --duration S (3, per run) --pairs P (3)
@@ -1495,6 +1506,165 @@ out:
     return rc;
 }
 
+/* --- blocks ------------------------------------------------------------------------ */
+
+/* Visitors served from blocks of b for `secs` on experiment id, one
+ * request at a time on c; the visitors, or −1 on an error. *reqs gets the
+ * requests made. */
+static long serve_blocks(CURL *c, unsigned port, const char *id, size_t b, double secs, long *reqs)
+{
+    char path[128], rpath[128], spath[128];
+    snprintf(path, sizeof path, "/v1/experiments/%s/assignments", id);
+    snprintf(rpath, sizeof rpath, "/v1/experiments/%s/rewards", id);
+    snprintf(spath, sizeof spath, "/v1/experiments/%s/assignments/served", id);
+    long visitors = 0;
+    *reqs = 0;
+    double t0 = now_s();
+    while (now_s() - t0 < secs) {
+        char body[64];
+        if (b == 1)
+            snprintf(body, sizeof body, "{\"unit\":\"v%ld\"}", visitors);
+        else
+            snprintf(body, sizeof body, "{\"count\":%zu}", b);
+        json_t *got = NULL;
+        long st = http(c, port, "POST", path, body, &got);
+        (*reqs)++;
+        json_t *list = json_object_get(got, "assignments");
+        if ((st != 200 && st != 201) || json_array_size(list) != b) {
+            fprintf(stderr, "load: blocks: lease of %zu: HTTP %ld\n", b, st);
+            json_decref(got);
+            return -1;
+        }
+        json_t *rewards = json_array(), *served = json_array();
+        size_t i;
+        json_t *a;
+        json_array_foreach(list, i, a)
+        {
+            char unit[32];
+            snprintf(unit, sizeof unit, "v%ld", visitors);
+            json_t *aid = json_object_get(a, "id");
+            json_array_append_new(rewards, json_pack("{s:O,s:i}", "assignment_id", aid, "reward",
+                                                     (int)(visitors % 2)));
+            json_array_append_new(served,
+                                  json_pack("{s:O,s:s}", "assignment_id", aid, "unit", unit));
+            visitors++;
+        }
+        json_decref(got);
+        json_t *rb = json_pack("{s:o}", "rewards", rewards);
+        json_t *sb = json_pack("{s:o}", "served", served);
+        char *rtext = json_dumps(rb, JSON_COMPACT), *stext = json_dumps(sb, JSON_COMPACT);
+        json_decref(rb);
+        json_decref(sb);
+        long st_s = b == 1 ? 200 : http(c, port, "POST", spath, stext, NULL);
+        long st_r = http(c, port, "POST", rpath, rtext, NULL);
+        *reqs += b == 1 ? 1 : 2;
+        free(rtext);
+        free(stext);
+        if (st_s != 200 || st_r != 200) {
+            fprintf(stderr, "load: blocks: served HTTP %ld, rewards HTTP %ld\n", st_s, st_r);
+            return -1;
+        }
+    }
+    return visitors;
+}
+
+static int blocks_mode(const struct opts *o)
+{
+    char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], log[256], thr[16], load0[64], load1[64];
+    struct proc d = {0};
+    int rc = 1;
+    CURL *c = curl_easy_init();
+    if (c == NULL || mkdtemp(dir) == NULL) {
+        fprintf(stderr, "load: setup failed\n");
+        return 1;
+    }
+    snprintf(db, sizeof db, "%s/blocks.db", dir);
+    snprintf(log, sizeof log, "%s/banditd.log", dir);
+    snprintf(thr, sizeof thr, "%u", o->threads);
+    char *argv[] = {mut(o->daemon),
+                    mut("--listen"),
+                    mut("127.0.0.1:0"),
+                    mut("--db"),
+                    db,
+                    mut("--threads"),
+                    thr,
+                    mut("--sync"),
+                    mut(o->sync),
+                    mut("--max-pending"),
+                    mut("100000000"),
+                    mut("--max-connections-per-ip"),
+                    mut("0"),
+                    NULL};
+    static const size_t sizes[] = {1, 10, 100};
+    double vps[3] = {0}, per_visitor[3] = {0};
+    struct result own[2];
+    loadavg(load0, sizeof load0);
+    if (proc_start(&d, argv, log) != 0)
+        goto out;
+    for (size_t k = 0; k < 3; k++) {
+        char id[32];
+        long reqs = 0;
+        snprintf(id, sizeof id, "blocks-%zu", sizes[k]);
+        if (create_experiment(c, d.port, id) != 0)
+            goto out;
+        double t0 = now_s();
+        long v = serve_blocks(c, d.port, id, sizes[k], o->duration, &reqs);
+        double secs = now_s() - t0;
+        if (v < 0)
+            goto out;
+        vps[k] = (double)v / secs;
+        per_visitor[k] = (double)reqs / (double)v;
+        fprintf(stderr, "load: blocks of %zu: %.0f visitors/s\n", sizes[k], vps[k]);
+    }
+    if (create_experiment(c, d.port, "own") != 0)
+        goto out;
+    /* wrk needs a connection per thread: 2 is its least */
+    own[0] = run_wrk(o, WRK_THREADS, "assign.lua", d.port, "/v1/experiments/own/assignments", NULL);
+    own[1] = run_wrk(o, 64, "assign.lua", d.port, "/v1/experiments/own/assignments", NULL);
+    if (!own[0].ok || !own[1].ok)
+        goto out;
+    loadavg(load1, sizeof load1);
+    FILE *f = NULL;
+    if (o->out != NULL && (f = fopen(o->out, "w")) == NULL) {
+        perror(o->out);
+        goto out;
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    emit(f, "## Assignment blocks: visitors one client serves (bench/load blocks)\n\n");
+    emit(f,
+         "%ld cores; load average before %s, after %s; banditd --sync %s, %u HTTP threads; one "
+         "client process, one kept-alive connection, %u s per row. A visitor: an assignment "
+         "and its reward; with blocks, one lease, one served batch and one rewards batch per "
+         "block. Against the daemon's own assignment throughput in the same run (wrk -t%d "
+         "assign.lua, %u s): %.0f/s at %d connections, %.0f/s at 64.\n\n",
+         cores, load0, load1, o->sync, o->threads, o->duration, WRK_THREADS, o->duration,
+         own[0].rps, WRK_THREADS, own[1].rps);
+    emit(f,
+         "| block | visitors/s | requests per visitor | ÷ assignments/s, %d conns | ÷ 64 conns |\n",
+         WRK_THREADS);
+    emit(f, "| --- | --- | --- | --- | --- |\n");
+    for (size_t k = 0; k < 3; k++)
+        emit(f, "| %zu | %.0f | %.2f | %.2f | %.2f |\n", sizes[k], vps[k], per_visitor[k],
+             vps[k] / own[0].rps, vps[k] / own[1].rps);
+    emit(f, "\n");
+    if (f != NULL && fclose(f) != 0) {
+        perror(o->out);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (d.pid > 0 && proc_stop(&d) != 0) {
+        fprintf(stderr, "load: banditd did not stop cleanly (see %s)\n", log);
+        rc = 1;
+    }
+    curl_easy_cleanup(c);
+    if (rc == 0)
+        remove_dir(dir);
+    else
+        fprintf(stderr, "load: failed; logs kept in %s\n", dir);
+    return rc;
+}
+
 static int parse_conns(struct opts *o, const char *v)
 {
     o->nconns = 0;
@@ -1531,8 +1701,10 @@ int main(int argc, char **argv)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o.threads = cores > 0 ? (unsigned)cores : 2;
     if (argc < 2 || (strcmp(argv[1], "throughput") != 0 && strcmp(argv[1], "memory") != 0 &&
-                     strcmp(argv[1], "log") != 0 && strcmp(argv[1], "metrics") != 0)) {
-        fprintf(stderr, "usage: load throughput|memory|log|metrics [options] (see bench/load.c)\n");
+                     strcmp(argv[1], "log") != 0 && strcmp(argv[1], "metrics") != 0 &&
+                     strcmp(argv[1], "blocks") != 0)) {
+        fprintf(stderr,
+                "usage: load throughput|memory|log|metrics|blocks [options] (see bench/load.c)\n");
         return 2;
     }
     for (int i = 2; i < argc; i++) {
@@ -1603,6 +1775,7 @@ int main(int argc, char **argv)
     int rc = strcmp(argv[1], "throughput") == 0 ? throughput(&o)
              : strcmp(argv[1], "memory") == 0   ? memory(&o)
              : strcmp(argv[1], "metrics") == 0  ? metrics_mode(&o)
+             : strcmp(argv[1], "blocks") == 0   ? blocks_mode(&o)
                                                 : log_mode(&o);
     curl_global_cleanup();
     return rc;

@@ -15,7 +15,7 @@
  *     are not counted: the engine is rebuilt and the measure goes on;
  *   - pulls/s: engine_assign + engine_reward in a loop, one thread — what
  *     one simulator thread can do at most with this policy;
- *   - with the simulator built (sim/sim.c), simulator pulls/s: bandit-sim's
+ *   - with the simulator built (sim/), simulator pulls/s: bandit-sim's
  *     sim_run on the same problem (budget 20·K, or fewer pulls for slow
  *     policies, all threads; see sim_pulls_s).
  *
@@ -91,10 +91,10 @@ static double draw(struct arms *a, size_t arm)
 /* A warm engine, or NULL (message printed). */
 static struct engine *warm_engine(const struct engine_config *c, struct arms *a)
 {
-    char err[256];
-    struct engine *e = engine_create(c, err, sizeof err);
+    struct policy_error err;
+    struct engine *e = engine_create(c, &err);
     if (e == NULL) {
-        fprintf(stderr, "policies: %s: %s\n", c->policy->name, err);
+        fprintf(stderr, "policies: %s: %s: %s\n", c->policy->name, err.field, err.message);
         return NULL;
     }
     /* 20·K pulls, or 0.2 s for slow policies at large K */

@@ -216,6 +216,16 @@ int exp_prepare_locked(struct exp *x, int64_t now)
         return EXP_ERR_GONE;
     if (x->corrupt[0] != '\0')
         return EXP_ERR_CORRUPT;
+    if (x->draining) {
+        /* A correction is rebuilding x from its log (corrections.c):
+         * nothing may be queued meanwhile. */
+        struct timespec dl = clock_deadline(CLOCK_MONOTONIC, EXP_RELOAD_WAIT_MS);
+        while (x->draining)
+            if (pthread_cond_timedwait(&x->idle, &x->mu, &dl) == ETIMEDOUT)
+                return EXP_ERR_STORE;
+        if (x->deleted || x->deleting)
+            return EXP_ERR_GONE;
+    }
     if (!atomic_load(&x->owned)) {
         int rc = claim_locked(x);
         if (rc != EXP_OK)

@@ -12,6 +12,8 @@
 
 #include "base/jsonv.h"
 #include "exp/internal.h"
+#include "policies/goal.h"
+#include "policies/stop_rule.h"
 
 static void random_id(char *buf, size_t len)
 {
@@ -233,12 +235,6 @@ static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_
     return bad;
 }
 
-static const char *const stop_rules[] = {"delta_c",       "glr",  "policy", "rho",
-                                         "glr-heuristic", "none", NULL};
-static const enum engine_stop_rule stop_rule_values[] = {
-    ENGINE_RULE_DELTA_C, ENGINE_RULE_GLR,           ENGINE_RULE_POLICY,
-    ENGINE_RULE_RHO,     ENGINE_RULE_GLR_HEURISTIC, ENGINE_RULE_NONE};
-
 static const char *const after_stop_names[] = {"recommendation", "keep", NULL};
 static const char *const after_expiry_names[] = {"new", "keep", NULL};
 static const char *const fallback_names[] = {"none", "control", "recommendation", NULL};
@@ -405,13 +401,55 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     if (c->name == NULL)
         return -1;
 
+    /* reward range */
+    c->reward_min = 0;
+    c->reward_max = 1;
+    json_t *reward = json_object_get(body, "reward");
+    int reward_bad = 0;
+    if (reward != NULL) {
+        static const char *const rkeys[] = {"min", "max", NULL};
+        int ok1 = 1, ok2 = 1;
+        if (!json_is_object(reward)) {
+            jv_error(errors, "reward", "must be an object {\"min\", \"max\"}");
+            reward_bad = 1;
+        } else {
+            if (jv_unknown_keys(reward, rkeys, "reward", errors))
+                reward_bad = 1;
+            if ((v = json_object_get(reward, "min")) != NULL)
+                c->reward_min = num(v, &ok1);
+            if ((v = json_object_get(reward, "max")) != NULL)
+                c->reward_max = num(v, &ok2);
+            if (!ok1) {
+                jv_error(errors, "reward.min", "must be a finite number");
+                reward_bad = 1;
+            }
+            if (!ok2) {
+                jv_error(errors, "reward.max", "must be a finite number");
+                reward_bad = 1;
+            }
+            if (ok1 && ok2 && !(c->reward_max > c->reward_min)) {
+                jv_error(errors, "reward.max", "must be greater than reward.min");
+                reward_bad = 1;
+            } else if (ok1 && ok2 && !isfinite(c->reward_max - c->reward_min)) {
+                /* Every statistic divides by the width: an infinite one
+                 * made the engine's arithmetic fail later, as if out of
+                 * memory (a 503 that clients retry forever). */
+                jv_error(errors, "reward.max", "reward.max − reward.min must be a finite number");
+                reward_bad = 1;
+            }
+        }
+    }
+    bad |= reward_bad;
+    /* ε is in reward units: it is checked against the range, unless the
+     * range itself is wrong (reported above). */
+    double range = reward_bad ? NAN : c->reward_max - c->reward_min;
+
     /* goal */
     struct engine_config *e = &c->engine;
-    e->m = 1;
-    e->delta = 0.05;
     e->target_arm = -1;
     e->tau = NAN;
-    double epsilon = 0;
+    struct goal g;
+    goal_defaults(&g);
     json_t *goal = json_object_get(body, "goal");
     if (goal != NULL) {
         static const char *const gkeys[] = {"m", "epsilon", "delta", "budget", NULL};
@@ -421,79 +459,15 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
         } else {
             if (jv_unknown_keys(goal, gkeys, "goal", errors))
                 bad = 1;
-            int ok;
-            if ((v = json_object_get(goal, "m")) != NULL) {
-                if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-                    json_integer_value(v) > 4096) {
-                    jv_error(errors, "goal.m", "must be an integer >= 1");
-                    bad = 1;
-                } else {
-                    e->m = (unsigned)json_integer_value(v);
-                }
-            }
-            if ((v = json_object_get(goal, "epsilon")) != NULL) {
-                epsilon = num(v, &ok);
-                if (!ok || epsilon < 0) {
-                    jv_error(errors, "goal.epsilon", "must be a finite number >= 0");
-                    bad = 1;
-                }
-            }
-            if ((v = json_object_get(goal, "delta")) != NULL) {
-                e->delta = num(v, &ok);
-                if (!ok || !(e->delta > 0 && e->delta < 1)) {
-                    jv_error(errors, "goal.delta", "must be a number in (0, 1)");
-                    bad = 1;
-                }
-            }
-            if ((v = json_object_get(goal, "budget")) != NULL && !json_is_null(v)) {
-                if (!json_is_integer(v) || json_integer_value(v) < 1) {
-                    jv_error(errors, "goal.budget", "must be a positive integer or null");
-                    bad = 1;
-                } else {
-                    e->budget = (uint64_t)json_integer_value(v);
-                }
-            }
+            if (goal_parse(goal, range, "goal.", &g, errors) != 0)
+                bad = 1;
         }
     }
-
-    /* reward range */
-    c->reward_min = 0;
-    c->reward_max = 1;
-    json_t *reward = json_object_get(body, "reward");
-    if (reward != NULL) {
-        static const char *const rkeys[] = {"min", "max", NULL};
-        int ok1 = 1, ok2 = 1;
-        if (!json_is_object(reward)) {
-            jv_error(errors, "reward", "must be an object {\"min\", \"max\"}");
-            bad = 1;
-        } else {
-            if (jv_unknown_keys(reward, rkeys, "reward", errors))
-                bad = 1;
-            if ((v = json_object_get(reward, "min")) != NULL)
-                c->reward_min = num(v, &ok1);
-            if ((v = json_object_get(reward, "max")) != NULL)
-                c->reward_max = num(v, &ok2);
-            if (!ok1) {
-                jv_error(errors, "reward.min", "must be a finite number");
-                bad = 1;
-            }
-            if (!ok2) {
-                jv_error(errors, "reward.max", "must be a finite number");
-                bad = 1;
-            }
-            if (ok1 && ok2 && !(c->reward_max > c->reward_min)) {
-                jv_error(errors, "reward.max", "must be greater than reward.min");
-                bad = 1;
-            }
-        }
-    }
-    double range = c->reward_max - c->reward_min;
-    if (range > 0)
-        e->epsilon = epsilon / range;
-    if (range > 0 && e->epsilon >= 1) {
-        jv_error(errors, "goal.epsilon", "must be smaller than the reward range");
-        bad = 1;
-    }
+    e->m = g.m;
+    e->delta = g.delta;
+    e->budget = g.budget;
+    if (!reward_bad)
+        e->epsilon = g.epsilon / range; /* the engine's [0, 1] units */
 
     /* bandits */
     json_t *bandits = json_object_get(body, "bandits");
@@ -561,16 +535,14 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     json_t *stop_rule = json_object_get(body, "stop_rule");
     e->stop_rule = ENGINE_RULE_DEFAULT;
     if (stop_rule != NULL) {
-        const char *s = json_string_value(stop_rule);
-        size_t i = 0;
-        for (; s != NULL && stop_rules[i] != NULL; i++)
-            if (strcmp(s, stop_rules[i]) == 0)
-                break;
-        if (s == NULL || stop_rules[i] == NULL) {
-            jv_error(errors, "stop_rule", "must be one of delta_c, glr, policy, rho");
+        const struct stop_rule_info *rule = stop_rule_find(json_string_value(stop_rule));
+        if (rule == NULL) {
+            char names[256];
+            stop_rule_names(names, sizeof names);
+            jv_error(errors, "stop_rule", "must be one of %s", names);
             bad = 1;
         } else {
-            e->stop_rule = stop_rule_values[i];
+            e->stop_rule = rule->rule;
         }
     }
     const char *bound = "anytime";
@@ -739,31 +711,15 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     e->n_arms = c->n_arms;
     e->control_arm = c->control_arm;
     e->policy = c->policy;
-    char err[256];
-    if (engine_validate(e, err, sizeof err) != 0) {
-        /* engine messages start with the field name: "field: message" */
-        char *colon = strstr(err, ": ");
-        if (colon != NULL) {
-            *colon = '\0';
-            jv_error(errors, err, "%s", colon + 2);
-        } else {
-            jv_error(errors, "", "%s", err);
-        }
-        return 1;
-    }
-    /* Let the policy check its parameters against the goal (e.g. ADAPT's
-     * cap needs ε > 0) by building a throwaway engine. */
-    struct engine *probe = engine_create(e, err, sizeof err);
-    if (probe == NULL && strcmp(err, "out of memory") == 0)
+    /* The engine's checks (policy flags against the goal and the arms),
+     * then the policy's own against its parameters (e.g. ADAPT's cap needs
+     * ε > 0), by building a throwaway engine. */
+    struct policy_error perr;
+    struct engine *probe = engine_create(e, &perr);
+    if (probe == NULL && perr.code == POLICY_ERR_NOMEM)
         return -1; /* ours, not the body's */
     if (probe == NULL) {
-        char *colon = strstr(err, ": ");
-        if (colon != NULL) {
-            *colon = '\0';
-            jv_error(errors, err, "%s", colon + 2);
-        } else {
-            jv_error(errors, "policy", "%s", err);
-        }
+        jv_error(errors, perr.field[0] != '\0' ? perr.field : "policy", "%s", perr.message);
         return 1;
     }
     engine_free(probe);

@@ -124,6 +124,11 @@ int exp_parse_assignment_id(const struct exp *x, const char *id, struct exp_aid 
     return 0;
 }
 
+uint32_t exp_assignment_check(int64_t created_ms)
+{
+    return id_check(created_ms);
+}
+
 /* Whether an assignment created at created_ms is the one id named. */
 static int id_matches(const struct exp_aid *id, int64_t created_ms)
 {
@@ -205,6 +210,16 @@ static struct store_op *event_op(struct exp *x, struct exp_batch *b, int kind, i
     op->ev.bandit = -1;
     op->ev.arm = -1;
     return op;
+}
+
+struct store_op *exp_event_op(struct exp *x, struct exp_batch *b, int kind, int64_t ts)
+{
+    return event_op(x, b, kind, ts);
+}
+
+const char *exp_batch_str(struct exp_batch *b, const char *s)
+{
+    return batch_str(b, s);
 }
 
 /* An event about assignment ref of (bandit, arm), with value v. */
@@ -291,7 +306,7 @@ int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *un
     a->bandit = (int32_t)pull.bandit;
     a->arm = (int32_t)pull.arm;
     a->created_ms = now;
-    a->expires_ms = now + x->cfg.ttl_s * 1000;
+    a->expires_ms = now + d->ttl_s * 1000; /* the TTL now: edits change it */
     a->value = NAN;
     a->late = NAN;
     a->status = pull.exploit ? EXP_A_EXPLOIT : EXP_A_PENDING;
@@ -331,6 +346,13 @@ static int find_unit(struct exp *x, const char *unit, int bandit, struct exp_ass
     int rc = store_find_unit_in(exp_rt.store, x->rowid, unit, bandit, &ev);
     if (rc == STORE_ERR_NOTFOUND)
         return 0;
+    if (rc == STORE_OK && ev.kind == STORE_EV_UNIT) {
+        /* bound by a client that served it from a block: the assignment */
+        char none[8];
+        rc = store_find_assignment(exp_rt.store, x->rowid, ev.ref, &ev, none, sizeof none);
+        if (rc == STORE_ERR_NOTFOUND)
+            return 0;
+    }
     if (rc != STORE_OK)
         return -1;
     m = exp_tab_find(d, ev.seq); /* committed but not final: memory knows its status */
@@ -483,6 +505,156 @@ enum exp_reward_status exp_ev_reward_id(struct exp *x, struct exp_batch *b,
         return EXP_R_ACCEPTED;
     }
     return EXP_R_ERROR;
+}
+
+const char *exp_release_status_name(enum exp_release_status s)
+{
+    static const char *const names[] = {"released", "duplicate", "rewarded",
+                                        "expired",  "unknown",   "error"};
+    return names[s];
+}
+
+enum exp_release_status exp_ev_release_id(struct exp *x, struct exp_batch *b,
+                                          const struct exp_aid *id, int64_t now)
+{
+    struct exp_data *d = x->d;
+    int64_t seq = id->seq;
+    if (seq < 1 || seq > d->seq)
+        return EXP_L_UNKNOWN;
+    if (grow((void **)&b->ops, &b->cap, b->n + 1, sizeof *b->ops) != 0 ||
+        grow((void **)&b->outcome_seqs, &b->capoutcome, b->noutcome + 1, sizeof(int64_t)) != 0)
+        return EXP_L_ERROR;
+    struct exp_assignment *a = exp_tab_find(d, seq);
+    if (a != NULL && !id_matches(id, a->created_ms))
+        return EXP_L_UNKNOWN;
+    if (a != NULL) {
+        switch (a->status) {
+        case EXP_A_PENDING: {
+            engine_release(d->eng, (size_t)a->bandit, (size_t)a->arm);
+            a->status = EXP_A_EXPIRED;
+            a->released = 1;
+            d->pending--;
+            atomic_fetch_sub(&exp_rt.pending_total, 1);
+            struct store_op *op = event_op(x, b, STORE_EV_EXPIRE, now);
+            op->ev.flags = STORE_XF_RELEASED;
+            set_outcome(x, b, a, op);
+            exp_history_maybe_record(x, now);
+            return EXP_L_RELEASED;
+        }
+        case EXP_A_REWARDED:
+            return EXP_L_REWARDED;
+        case EXP_A_EXPIRED:
+            return a->released ? EXP_L_DUPLICATE : EXP_L_EXPIRED;
+        case EXP_A_EXPLOIT:
+            return EXP_L_RELEASED; /* not a pull: nothing to give back */
+        default:
+            return EXP_L_ERROR;
+        }
+    }
+    /* Not in memory: final and committed. */
+    struct store_event ev;
+    char unit[8];
+    int rc = store_find_assignment(exp_rt.store, x->rowid, seq, &ev, unit, sizeof unit);
+    if (rc == STORE_ERR_NOTFOUND)
+        return EXP_L_UNKNOWN;
+    if (rc != STORE_OK || ev.kind != STORE_EV_ASSIGN)
+        return rc != STORE_OK ? EXP_L_ERROR : EXP_L_UNKNOWN;
+    if (!id_matches(id, ev.ts_ms))
+        return EXP_L_UNKNOWN;
+    if (ev.flags & STORE_AF_EXPLOIT)
+        return EXP_L_RELEASED;
+    struct store_event out;
+    rc = store_find_outcome(exp_rt.store, x->rowid, seq, &out);
+    if (rc != STORE_OK)
+        return EXP_L_ERROR;
+    if (out.kind == STORE_EV_REWARD)
+        return EXP_L_REWARDED;
+    return out.kind == STORE_EV_EXPIRE && (out.flags & STORE_XF_RELEASED) ? EXP_L_DUPLICATE
+                                                                          : EXP_L_EXPIRED;
+}
+
+const char *exp_bind_status_name(enum exp_bind_status s)
+{
+    static const char *const names[] = {"bound", "duplicate", "conflict", "unknown", "error"};
+    return names[s];
+}
+
+/* The unit assignment seq is bound to on disk (at its creation, or by a
+ * UNIT event) into buf, "" when none. 0, or −1 on a store error. */
+static int stored_unit(struct exp *x, int64_t seq, char *buf, size_t len)
+{
+    struct store_event ev;
+    int rc = store_find_assignment(exp_rt.store, x->rowid, seq, &ev, buf, len);
+    if (rc != STORE_OK)
+        return -1;
+    if (ev.unit != NULL)
+        return 0;
+    rc = store_find_bound_unit(exp_rt.store, x->rowid, seq, buf, len);
+    if (rc == STORE_ERR_NOTFOUND)
+        buf[0] = '\0';
+    return rc == STORE_OK || rc == STORE_ERR_NOTFOUND ? 0 : -1;
+}
+
+enum exp_bind_status exp_ev_bind_id(struct exp *x, struct exp_batch *b, const struct exp_aid *id,
+                                    const char *unit, int64_t now)
+{
+    struct exp_data *d = x->d;
+    int64_t seq = id->seq;
+    if (seq < 1 || seq > d->seq)
+        return EXP_B_UNKNOWN;
+    if (grow((void **)&b->ops, &b->cap, b->n + 1, sizeof *b->ops) != 0 ||
+        grow((void **)&b->assign_seqs, &b->capassign, b->nassign + 1, sizeof(int64_t)) != 0 ||
+        grow((void **)&b->strings, &b->capstr, b->nstr + 1, sizeof *b->strings) != 0 ||
+        exp_utab_reserve(d) != 0)
+        return EXP_B_ERROR;
+    struct exp_assignment *a = exp_tab_find(d, seq);
+    int32_t bandit, arm;
+    if (a != NULL) {
+        if (!id_matches(id, a->created_ms))
+            return EXP_B_UNKNOWN;
+        bandit = a->bandit;
+        arm = a->arm;
+    } else {
+        struct store_event ev;
+        char none[8];
+        int rc = store_find_assignment(exp_rt.store, x->rowid, seq, &ev, none, sizeof none);
+        if (rc == STORE_ERR_NOTFOUND || (rc == STORE_OK && ev.kind != STORE_EV_ASSIGN))
+            return EXP_B_UNKNOWN;
+        if (rc != STORE_OK)
+            return EXP_B_ERROR;
+        if (!id_matches(id, ev.ts_ms))
+            return EXP_B_UNKNOWN;
+        bandit = ev.bandit;
+        arm = ev.arm;
+    }
+    /* Whose is it already? Memory knows what it bound since the assignment
+     * was loaded; the disk what came before (a restart loads no units). */
+    char held[EXP_MAX_UNIT + 1] = "";
+    if (a != NULL && a->unit != NULL)
+        snprintf(held, sizeof held, "%s", a->unit);
+    else if ((a == NULL || a->committed) && stored_unit(x, seq, held, sizeof held) != 0)
+        return EXP_B_ERROR;
+    if (held[0] != '\0')
+        return strcmp(held, unit) == 0 ? EXP_B_DUPLICATE : EXP_B_CONFLICT;
+    if (a != NULL && (a->unit = strdup(unit)) == NULL)
+        return EXP_B_ERROR;
+    const char *copy = batch_str(b, unit);
+    if (copy == NULL) {
+        if (a != NULL) {
+            free(a->unit);
+            a->unit = NULL;
+        }
+        return EXP_B_ERROR;
+    }
+    struct store_op *op = ref_op(x, b, STORE_EV_UNIT, now, seq, bandit, arm, NAN);
+    op->ev.unit = copy;
+    if (a != NULL) {
+        /* the unit finds it in memory until the event is on disk (the
+         * commit drops the entry, as for a new assignment's) */
+        exp_utab_insert(d, seq, a->unit);
+        b->assign_seqs[b->nassign++] = seq;
+    }
+    return EXP_B_BOUND;
 }
 
 int exp_ev_observe(struct exp *x, struct exp_batch *b, size_t bandit, size_t arm, double v,

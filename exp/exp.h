@@ -68,6 +68,7 @@ struct exp_assignment {
     uint8_t status;            /* enum exp_astatus */
     uint8_t committed;         /* the ASSIGN event is on disk */
     uint8_t outcome_committed; /* the outcome event (if any) is on disk */
+    uint8_t released;          /* EXPIRED by a release (exp_ev_release_id) */
     char *unit;                /* owned; NULL when none */
 };
 
@@ -135,7 +136,9 @@ enum exp_err {
     EXP_ERR_CORRUPT = 7,       /* its event log is corrupt: refused until repaired (exp_corrupt) */
     EXP_ERR_MEMORY = 8,        /* the memory cap (max_memory) is reached */
     EXP_ERR_NO_CONCLUSION = 9, /* paused or stopped early, and the fallback is none */
-    EXP_ERR_NOTOWNER = 10,     /* another daemon owns it (exp_owner names it) */
+    EXP_ERR_REFUSED = 10,      /* an edit or correction the experiment cannot take (why given) */
+    EXP_ERR_NOT_FOUND = 11,    /* no such assignment */
+    EXP_ERR_NOTOWNER = 12,     /* another daemon owns it (exp_owner names it) */
 };
 
 /* Create and register experiment cfg (consumed: ownership moves in, also on
@@ -188,7 +191,8 @@ const char *exp_corrupt(const struct exp *x);
 size_t exp_corrupt_count(void);
 
 /* The configuration never changes once created: it may be read with a
- * reference alone, without the lock. */
+ * reference alone, without the lock. What edits change (name, budget, TTL)
+ * is read with exp_name, exp_budget and exp_ttl_s, under the lock. */
 const struct exp_config *exp_cfg(const struct exp *x);
 const char *exp_id(const struct exp *x);
 int64_t exp_created_ms(const struct exp *x);
@@ -196,7 +200,8 @@ int64_t exp_rowid(const struct exp *x);
 
 struct engine *exp_engine(struct exp *x);
 enum exp_state exp_get_state(const struct exp *x);
-/* "confidence" | "budget" | "manual" | "policy", or NULL while running. */
+/* The rule that stopped it ("delta_c" | "glr" | "glr-heuristic" | "rho" |
+ * "policy"), or "budget" | "manual"; NULL while running. */
 const char *exp_stop_reason(const struct exp *x);
 int64_t exp_last_seq(const struct exp *x); /* events applied so far */
 uint64_t exp_version(const struct exp *x); /* changes whenever status may change */
@@ -310,6 +315,42 @@ enum exp_reward_status exp_ev_reward(struct exp *x, struct exp_batch *b, int64_t
  * another assignment than the one now at its seq. */
 enum exp_reward_status exp_ev_reward_id(struct exp *x, struct exp_batch *b,
                                         const struct exp_aid *id, double v, int64_t now_ms);
+/* Outcome of a release: a leased assignment that no visitor got, given
+ * back (assignment blocks, docs/contract.md). */
+enum exp_release_status {
+    EXP_L_RELEASED = 0,  /* it was pending: it counts nowhere now */
+    EXP_L_DUPLICATE = 1, /* released before */
+    EXP_L_REWARDED = 2,  /* its reward came first: kept */
+    EXP_L_EXPIRED = 3,   /* it expired first */
+    EXP_L_UNKNOWN = 4,
+    EXP_L_ERROR = 5, /* store read failed, or out of memory */
+};
+const char *exp_release_status_name(enum exp_release_status s);
+/* Release assignment id: a pending pull is given back as if never handed
+ * out — no reward (not even default_reward), it frees its place in the
+ * budget and in pending — logged as an EXPIRE flagged STORE_XF_RELEASED.
+ * An exploit assignment counts nowhere: released, no event. A reward that
+ * comes later is a late one (recorded for the audit, not counted). */
+enum exp_release_status exp_ev_release_id(struct exp *x, struct exp_batch *b,
+                                          const struct exp_aid *id, int64_t now_ms);
+
+/* Outcome of binding a unit to an assignment a client served from a block. */
+enum exp_bind_status {
+    EXP_B_BOUND = 0,     /* the unit holds it now (its latest assignment) */
+    EXP_B_DUPLICATE = 1, /* bound to this unit before */
+    EXP_B_CONFLICT = 2,  /* it is another unit's */
+    EXP_B_UNKNOWN = 3,
+    EXP_B_ERROR = 4, /* store read failed, or out of memory */
+};
+const char *exp_bind_status_name(enum exp_bind_status s);
+/* Record that unit (validated by the caller) got assignment id from a
+ * client's block: from then on (memory at once for an assignment still in
+ * memory; the disk once committed otherwise) the unit gets it back as its
+ * latest assignment in its bandit (sticky units), and the log keeps a UNIT
+ * event for the audit. Whatever the assignment's status. */
+enum exp_bind_status exp_ev_bind_id(struct exp *x, struct exp_batch *b, const struct exp_aid *id,
+                                    const char *unit, int64_t now_ms);
+
 /* An observation for (bandit, arm). EXP_OK or EXP_ERR_NOMEM. */
 int exp_ev_observe(struct exp *x, struct exp_batch *b, size_t bandit, size_t arm, double v,
                    int64_t now_ms);
@@ -317,6 +358,76 @@ int exp_ev_observe(struct exp *x, struct exp_batch *b, size_t bandit, size_t arm
  * no event. Returns EXP_OK, EXP_ERR_NOMEM, or EXP_ERR_STOPPED when leaving
  * "stopped" (a stop is final). */
 int exp_ev_state(struct exp *x, struct exp_batch *b, enum exp_state s, int64_t now_ms);
+
+/* --- edits of a live experiment (PATCH; edits.c) ----------------------------------- */
+
+/* What an edit changes; a field at its "unchanged" value stays as it is. */
+struct exp_edit {
+    const char *name;  /* NULL: unchanged */
+    int set_budget;    /* 1: the budget becomes `budget` (0: none) */
+    uint64_t budget;   /* pulls */
+    int64_t ttl_s;     /* 0: unchanged */
+    int retire_bandit; /* −1: no arm retired; else the bandit and arm to retire */
+    int retire_arm;
+    const char *reason; /* NULL: none; recorded with the edit either way */
+};
+/* Why an edit was refused: the field it names and the message. */
+struct exp_refusal {
+    char field[64];
+    char message[256];
+};
+
+/* Apply edit ed and number it into b as one EDIT event (what it changed,
+ * and the reason: shown by export and history). A change to what is
+ * already so is no change; an edit that changes nothing is no event.
+ * Returns EXP_OK, EXP_ERR_REFUSED (why filled: the budget is below what is
+ * used, the experiment has stopped, the policy cannot plan again, the arm
+ * cannot be retired (engine_retire_arm)...; nothing changed) or
+ * EXP_ERR_NOMEM (nothing changed). A retired arm gets no more pulls. The TTL applies to
+ * assignments handed out from now on; a pending assignment keeps its
+ * expiry unless the new TTL ends it sooner (then it expires at its
+ * creation plus the new TTL, or now if that has passed), so that
+ * assignments still expire in the order they were handed out. */
+int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, int64_t now_ms,
+                struct exp_refusal *why);
+
+/* The experiment's name, assignment TTL and budget now (lock held): what
+ * edits made of the configuration's. Budget 0: none. */
+const char *exp_name(const struct exp *x);
+int64_t exp_ttl_s(const struct exp *x);
+uint64_t exp_budget(const struct exp *x);
+/* Edits applied so far. */
+size_t exp_edits(const struct exp *x);
+/* 1 if the arm was retired by an edit. */
+int exp_arm_retired(const struct exp *x, size_t bandit, size_t arm);
+
+/* --- corrections (POST corrections; corrections.c) ---------------------------------- */
+
+/* What a correction replaced. */
+struct exp_corrected {
+    int64_t seq; /* the correction's event */
+    int32_t bandit, arm;
+    double previous; /* the value reported (user units) */
+};
+
+/* Replace the reward of a rewarded pull (id) by v (user units, validated
+ * by the caller), with a reason (required, recorded as the event's text).
+ * The statistics become what they would be had v been reported: the
+ * experiment's data is rebuilt from its log with v at the reward's place
+ * (exp_replay_with), after every queued write committed (meanwhile other
+ * requests on x wait). The pulls the policy chose since then stand: they
+ * are recorded as handed out, and the policy chooses afresh from the
+ * rebuilt state on. Refused (EXP_ERR_REFUSED, why filled, nothing changed)
+ * when the experiment has stopped, when the assignment is pending,
+ * expired or an exploitation, when it was corrected already, when v is the
+ * value reported, or when the rebuilt data would reopen a bandit that had
+ * concluded (a conclusion is never withdrawn). Returns EXP_OK (*out
+ * filled, the event in b), EXP_ERR_NOT_FOUND (no such assignment),
+ * EXP_ERR_REFUSED, EXP_ERR_STORE (the log cannot be read, or the writes
+ * did not commit in time: retry), EXP_ERR_GONE, EXP_ERR_NOMEM. */
+int exp_ev_correct(struct exp *x, struct exp_batch *b, const struct exp_aid *id, double v,
+                   const char *reason, int64_t now_ms, struct exp_corrected *out,
+                   struct exp_refusal *why);
 
 /* Queue the batch's ops (possibly none: the completion then still waits
  * for every write queued before it, so a reply that depends on earlier

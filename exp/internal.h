@@ -13,6 +13,10 @@
  *   replay.c    rebuilding an experiment's data from its log
  *   history.c   the decimated history dashboards draw
  *   config.c    the configuration (config.h)
+ *   edits.c     edits of a live experiment (PATCH: name, budget, TTL) as
+ *               events, applied live and replayed
+ *   corrections.c  a rewarded pull's value replaced: the data rebuilt
+ *               from the log with the corrected value
  *   webhooks.c  the webhooks' configuration, and the hook that turns a stop,
  *               a bandit done, a constraint or a pause into outbox rows of
  *               the batch that caused it
@@ -54,6 +58,11 @@ struct exp_data {
     unsigned char *concluded; /* per bandit: done by its own rule before a stop by hand */
     int need_reset;           /* next submission clears the store's failure mark */
     struct exp_watch *watch;  /* what webhooks announced (webhooks.c); NULL: none configured */
+    /* What edits (edits.c) changed of the configuration: the configuration
+     * itself never changes (read without the lock); these are read under it. */
+    char *name;    /* owned; NULL: the configuration's */
+    int64_t ttl_s; /* the assignment TTL now */
+    size_t edits;  /* edits applied */
 };
 
 struct exp {
@@ -69,6 +78,7 @@ struct exp {
     int inflight;     /* submissions queued whose on_commit has not run (mu) */
     int deleting;     /* a delete is queued: requests see the experiment gone (mu) */
     int deleted;      /* the delete committed (mu) */
+    int draining;     /* a correction waits for every write to commit: requests wait (mu) */
     atomic_int visible;
     /* This daemon owns it (store.h, ownership): it may write and serve it.
      * Always 1 on a store of one daemon (SQLite). Cleared when a write is
@@ -154,6 +164,13 @@ void exp_touch(struct exp *x, int64_t ts);
 void exp_apply_state(struct exp_data *d, enum exp_state s);
 /* Expire x's due assignments into b (FIFO order = expiry order). */
 void exp_expire_due(struct exp *x, struct exp_batch *b, int64_t now_ms);
+/* Number the next event of x (kind, time ts) and append its op to b
+ * (bandit, arm −1, value NaN), or NULL on out of memory (nothing numbered). */
+struct store_op *exp_event_op(struct exp *x, struct exp_batch *b, int kind, int64_t ts);
+/* The check of an assignment created at created_ms (exp_aid.check). */
+uint32_t exp_assignment_check(int64_t created_ms);
+/* A copy of s owned by b (alive until b is freed), or NULL. */
+const char *exp_batch_str(struct exp_batch *b, const char *s);
 /* Append a store op to b (zeroed), or NULL on out of memory. */
 struct store_op *exp_batch_op(struct exp_batch *b);
 /* The token of assignment ids: differs between a deleted experiment and
@@ -182,6 +199,16 @@ int exp_submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, stor
  * not exist, a value out of range, an unknown kind or state). */
 struct exp_data *exp_replay_all(struct exp *x, char *err, size_t errlen, int *is_corrupt);
 
+/* A correction: assignment ref's reward is value from event seq on. */
+struct exp_correction {
+    int64_t ref, seq;
+    double value;
+};
+/* The same with the corrections of the log plus extra (NULL: none), the
+ * one being made (its seq: the next event's): corrections.c's rebuild. */
+struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *extra, char *err,
+                                 size_t errlen, int *is_corrupt);
+
 /* --- webhooks.c -------------------------------------------------------------------- */
 
 /* Parse the create body's "webhooks" (v may be NULL: none) into c. 0, 1
@@ -207,6 +234,14 @@ void exp_watch_sync(const struct exp *x, struct exp_data *d);
  * then: the caller marks x stale, so the reload forgets the events and
  * the transition happens, and is announced, again). */
 int exp_watch_emit(struct exp *x, struct exp_batch *b);
+
+/* --- edits.c ---------------------------------------------------------------------- */
+
+/* Replay an EDIT event (its text, the change as logged) into d. 0; 1 with
+ * a message in why when the log holds an edit the experiment cannot take
+ * (the replay calls the log corrupt); −1 out of memory. */
+int exp_replay_edit(struct exp *x, struct exp_data *d, const struct store_event *ev, char *why,
+                    size_t len);
 
 /* --- history.c --------------------------------------------------------------------- */
 

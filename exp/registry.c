@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/jsonv.h"
+#include "policies/stop_rule.h"
 #include "base/log.h"
 #include "exp/internal.h"
 
@@ -93,7 +95,7 @@ const char *exp_stop_reason(const struct exp *x)
 {
     switch (engine_stop_reason(x->d->eng)) {
     case ENGINE_STOPPED_CONFIDENCE:
-        return "confidence";
+        return stop_rule_name(engine_rule(x->d->eng)); /* the rule that fired */
     case ENGINE_STOPPED_BUDGET:
         return "budget";
     case ENGINE_STOPPED_MANUAL:
@@ -389,7 +391,7 @@ void exp_summary_locked(struct exp *x, struct exp_summary *out)
     out->pulls = engine_pulls(e);
     out->pending = engine_pending(e);
     out->handed_out = engine_handed_out(e);
-    out->budget = c->engine.budget;
+    out->budget = engine_budget(e); /* edits change it */
     out->bandits = c->n_bandits;
     out->bandits_done = engine_bandits_done(e);
     out->delta = c->engine.delta;
@@ -542,7 +544,13 @@ static int load_one(void *arg, const struct store_experiment_row *row)
     struct load_ctx *lc = arg;
     json_error_t jerr;
     int owned = 1;
-    json_t *j = json_loads(row->config_json, 0, &jerr);
+    int oom;
+    json_t *j = jv_loadb(row->config_json, strlen(row->config_json), 0, &jerr, &oom);
+    if (oom) { /* never load a configuration jansson may have cut short */
+        snprintf(lc->err, lc->errlen, "experiment %s: out of memory reading its configuration",
+                 row->id);
+        return -1;
+    }
     json_t *errors = json_array();
     struct exp_config cfg;
     int parsed = j != NULL && errors != NULL;

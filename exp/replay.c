@@ -4,6 +4,15 @@
  * pull, so its state comes back exactly (engine.h, determinism); a log the
  * policy no longer reproduces (a new version of it) is replayed again with
  * the logged pulls recorded instead of re-selected.
+ *
+ * Corrections (CORRECT events, corrections.c): a corrected reward is
+ * replayed with its corrected value, at the place of the reward. From that
+ * reward to the last correction of the log the policy can no longer
+ * reproduce the logged pulls (it learnt other values), so they are
+ * recorded; after the last correction it re-selects again. The live
+ * rebuild at a correction (exp_replay_with) replays the same way with the
+ * new correction as the last one, which is why a restart ends in the same
+ * state as the running daemon did.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -13,15 +22,85 @@
 #include "base/log.h"
 #include "exp/internal.h"
 
+/* The corrections of a log (and the one being made), sorted by ref. */
+struct corrections {
+    struct exp_correction *v;
+    size_t n, cap;
+    int64_t last_seq; /* the last correction's seq: pulls are recorded up to it */
+};
+
 /* Replay state. */
 struct replay {
     struct exp *x;
     struct exp_data *d;
-    int exact;       /* 0 after a mismatch: pulls are recorded, not re-selected */
-    int mismatch;    /* set when the policy chose differently from the log */
-    int64_t bad_seq; /* the first event found corrupt (0: none) */
-    char why[160];   /* and what is wrong with it */
+    int exact;                      /* 0 after a mismatch: pulls are recorded, not re-selected */
+    int mismatch;                   /* set when the policy chose differently from the log */
+    int64_t bad_seq;                /* the first event found corrupt (0: none) */
+    char why[160];                  /* and what is wrong with it */
+    const struct corrections *corr; /* NULL: a pass that stops at the first CORRECT */
+    int diverged;                   /* a corrected reward was applied */
 };
+
+/* A pass without the corrections met one: replay again with them. */
+#define EXP_REPLAY_CORRECTIONS 3
+
+static int corr_cmp(const void *a, const void *b)
+{
+    const struct exp_correction *x = a, *y = b;
+    if (x->ref != y->ref)
+        return x->ref < y->ref ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The correction of assignment ref (the first one logged), or NULL. */
+static const struct exp_correction *corr_find(const struct corrections *c, int64_t ref)
+{
+    size_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->v[mid].ref < ref)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->n && c->v[lo].ref == ref ? &c->v[lo] : NULL;
+}
+
+static int corr_add(struct corrections *c, const struct exp_correction *e)
+{
+    if (c->n == c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 8;
+        struct exp_correction *nv = realloc(c->v, ncap * sizeof *nv);
+        if (nv == NULL)
+            return -1;
+        c->v = nv;
+        c->cap = ncap;
+    }
+    c->v[c->n++] = *e;
+    if (e->seq > c->last_seq)
+        c->last_seq = e->seq;
+    return 0;
+}
+
+static int collect_event(void *arg, const struct store_event *ev)
+{
+    if (ev->kind != STORE_EV_CORRECT)
+        return 0;
+    struct exp_correction e = {.ref = ev->ref, .seq = ev->seq, .value = ev->value};
+    return corr_add(arg, &e);
+}
+
+/* Every correction of x's log, plus extra (NULL: none), sorted. */
+static int collect(struct exp *x, const struct exp_correction *extra, struct corrections *c)
+{
+    int rc = store_load_events(exp_rt.store, x->rowid, 0, collect_event, c);
+    if (rc != STORE_OK)
+        return rc;
+    if (extra != NULL && corr_add(c, extra) != 0)
+        return -1;
+    qsort(c->v, c->n, sizeof *c->v, corr_cmp);
+    return 0;
+}
 
 /* Stop the replay: the event at seq is corrupt. */
 static int corrupt(struct replay *r, int64_t seq, const char *why)
@@ -69,7 +148,10 @@ static int replay_assign(struct replay *r, const struct store_event *ev)
     if (fallback &&
         (!exploit || x->cfg.control_arm == NULL || x->cfg.control_arm[ev->bandit] != ev->arm))
         return corrupt(r, ev->seq, "a fallback assignment of an arm that is not the control");
-    if (r->exact) {
+    /* Between a corrected reward and the last correction the policy saw
+     * other values than when it chose: record what it chose then. */
+    int reselect = r->exact && !(r->diverged && r->corr != NULL && ev->seq < r->corr->last_seq);
+    if (reselect) {
         struct engine_pull p;
         engine_assign(d->eng, (ev->flags & STORE_AF_BANDIT_GIVEN) ? ev->bandit : -1, &p);
         if ((int)p.bandit != ev->bandit || (!fallback && (int)p.arm != ev->arm) ||
@@ -121,8 +203,15 @@ static int replay_outcome(struct replay *r, const struct store_event *ev)
             return corrupt(r, ev->seq, "an outcome of no pending assignment");
         return 0; /* an exploit assignment's reward: audit only */
     }
-    if (ev->kind == STORE_EV_REWARD || !isnan(ev->value))
-        engine_reward(d->eng, (size_t)a->bandit, (size_t)a->arm, exp_scale(x, ev->value));
+    double v = ev->value;
+    const struct exp_correction *c =
+        ev->kind == STORE_EV_REWARD && r->corr != NULL ? corr_find(r->corr, ev->ref) : NULL;
+    if (c != NULL) {
+        v = c->value;
+        r->diverged = 1;
+    }
+    if (ev->kind == STORE_EV_REWARD || !isnan(v))
+        engine_reward(d->eng, (size_t)a->bandit, (size_t)a->arm, exp_scale(x, v));
     else
         engine_release(d->eng, (size_t)a->bandit, (size_t)a->arm);
     d->pending--;
@@ -150,6 +239,12 @@ static int replay_event(void *arg, const struct store_event *ev)
     case STORE_EV_REWARD:
     case STORE_EV_EXPIRE:
         return replay_outcome(r, ev);
+    case STORE_EV_UNIT:
+        /* who got an assignment of a block: read from the disk when asked
+         * (events.c, find_unit), nothing to rebuild */
+        if (ev->ref < 1 || ev->ref >= ev->seq || ev->unit == NULL || ev->unit[0] == '\0')
+            return corrupt(r, ev->seq, "a unit bound to no assignment before it");
+        return 0;
     case STORE_EV_OBSERVE:
         if (!arm_ok(x, ev->bandit, ev->arm))
             return corrupt(r, ev->seq, "an observation of an arm the experiment does not have");
@@ -167,10 +262,22 @@ static int replay_event(void *arg, const struct store_event *ev)
         exp_apply_state(d, s);
         return 0;
     }
+    case STORE_EV_EDIT: {
+        char why[160];
+        int rc = exp_replay_edit(x, d, ev, why, sizeof why);
+        return rc > 0 ? corrupt(r, ev->seq, why) : rc;
+    }
     case STORE_EV_LATE:
         if (ev->ref < 1 || ev->ref >= ev->seq)
             return corrupt(r, ev->seq, "a late reward of an assignment that is not before it");
         return 0; /* audit only */
+    case STORE_EV_CORRECT:
+        if (ev->ref < 1 || ev->ref >= ev->seq)
+            return corrupt(r, ev->seq, "a correction of an assignment that is not before it");
+        if (!value_ok(x, ev->value))
+            return corrupt(r, ev->seq, "a correction outside the experiment's range");
+        /* Applied at its reward's place: known before the replay starts. */
+        return r->corr == NULL ? EXP_REPLAY_CORRECTIONS : 0;
     default:
         return corrupt(r, ev->seq, "an event of an unknown kind");
     }
@@ -178,16 +285,47 @@ static int replay_event(void *arg, const struct store_event *ev)
 
 struct exp_data *exp_replay_all(struct exp *x, char *err, size_t errlen, int *is_corrupt)
 {
+    return exp_replay_with(x, NULL, err, errlen, is_corrupt);
+}
+
+struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *extra, char *err,
+                                 size_t errlen, int *is_corrupt)
+{
     *is_corrupt = 0;
+    struct corrections cs = {0};
+    const struct corrections *corr = NULL;
+    struct exp_data *res = NULL;
+    if (extra != NULL) {
+        int rc = collect(x, extra, &cs);
+        if (rc != 0) {
+            snprintf(err, errlen, "reading events: %s",
+                     rc < 0 ? "out of memory" : store_strerror(rc));
+            goto out;
+        }
+        corr = &cs;
+    }
     for (int exact = 1; exact >= 0; exact--) {
         struct exp_data *d = exp_data_new(&x->cfg, err, errlen);
         if (d == NULL)
-            return NULL;
+            goto out;
         struct exp_data *saved = x->d;
         x->d = d; /* history_maybe_record reads x->d */
-        struct replay r = {.x = x, .d = d, .exact = exact};
+        struct replay r = {.x = x, .d = d, .exact = exact, .corr = corr};
         int rc = store_load_events(exp_rt.store, x->rowid, 0, replay_event, &r);
         x->d = saved;
+        if (rc == EXP_REPLAY_CORRECTIONS) {
+            /* The log holds corrections: replay again knowing them. */
+            exp_data_free(d);
+            rc = collect(x, NULL, &cs);
+            if (rc != 0) {
+                snprintf(err, errlen, "reading events: %s",
+                         rc < 0 ? "out of memory" : store_strerror(rc));
+                goto out;
+            }
+            corr = &cs;
+            exact++;
+            continue;
+        }
         if (rc == EXP_REPLAY_MISMATCH && r.mismatch) {
             log_warn("experiment %s: the policy no longer reproduces its log (new version?); "
                      "statistics restored exactly, policy state rebuilt from rewards only",
@@ -199,17 +337,20 @@ struct exp_data *exp_replay_all(struct exp *x, char *err, size_t errlen, int *is
             snprintf(err, errlen, "event log corrupt at seq %" PRId64 " (%s)", r.bad_seq, r.why);
             *is_corrupt = 1;
             exp_data_free(d);
-            return NULL;
+            goto out;
         }
         if (rc != STORE_OK) {
             snprintf(err, errlen, "reading events: %s",
                      rc < 0 ? "out of memory" : store_strerror(rc));
             exp_data_free(d);
-            return NULL;
+            goto out;
         }
         exp_watch_sync(x, d);
-        return d;
+        res = d;
+        goto out;
     }
     snprintf(err, errlen, "replay failed");
-    return NULL;
+out:
+    free(cs.v);
+    return res;
 }

@@ -213,6 +213,7 @@ void exp_data_free(struct exp_data *d)
     free(d->scratch);
     free(d->concluded);
     exp_watch_free(d->watch);
+    free(d->name);
     atomic_fetch_sub(&exp_rt.pending_total, d->pending);
     free(d);
 }
@@ -224,7 +225,10 @@ struct exp_data *exp_data_new(const struct exp_config *cfg, char *err, size_t er
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    d->eng = engine_create(&cfg->engine, err, errlen);
+    struct policy_error perr;
+    d->eng = engine_create(&cfg->engine, &perr);
+    if (d->eng == NULL)
+        policy_error_text(&perr, err, errlen);
     size_t kmax = 0;
     for (size_t b = 0; b < cfg->n_bandits; b++)
         kmax = cfg->n_arms[b] > kmax ? cfg->n_arms[b] : kmax;
@@ -232,6 +236,7 @@ struct exp_data *exp_data_new(const struct exp_config *cfg, char *err, size_t er
     d->concluded = calloc(cfg->n_bandits, 1);
     d->hstride = 1;
     d->hnext = 1;
+    d->ttl_s = cfg->ttl_s;
     if (cfg->n_webhooks > 0)
         d->watch = exp_watch_new(cfg);
     if (d->eng == NULL || d->scratch == NULL || d->concluded == NULL ||

@@ -323,12 +323,6 @@ void exp_watch_sync(const struct exp *x, struct exp_data *d)
 
 /* --- payloads ----------------------------------------------------------------------- */
 
-/* x as a JSON number, or null when not finite (jansson refuses those). */
-static json_t *num(double x)
-{
-    return isfinite(x) ? json_real(x) : json_null();
-}
-
 /* One bandit's figures, as GET .../status names them (arms up to
  * HOOK_MAX_ARMS). New reference or NULL. */
 static json_t *bandit_json(const struct exp *x, const struct exp_data *d, size_t b)
@@ -349,12 +343,12 @@ static json_t *bandit_json(const struct exp *x, const struct exp_data *d, size_t
                 list,
                 json_pack("{s:s,s:I,s:I,s:o}", "id", c->arm_names[b][i], "pulls",
                           (json_int_t)arms[i].n, "pending", (json_int_t)arms[i].pending, "mean",
-                          arms[i].n > 0 ? num(lo + arms[i].mean * range) : json_null()));
+                          arms[i].n > 0 ? jv_real(lo + arms[i].mean * range) : json_null()));
     }
     json_t *j =
         json_pack("{s:s,s:b,s:o,s:o,s:o,s:o,s:o,s:o}", "id", c->bandit_ids[b], "done", st.done,
-                  "recommended", rec, "delta_c", num(st.delta_c), "rho", num(st.rho), "glr",
-                  num(st.glr), "cutoff", num(lo + st.cutoff * range), "arms", list);
+                  "recommended", rec, "delta_c", jv_real(st.delta_c), "rho", jv_real(st.rho), "glr",
+                  jv_real(st.glr), "cutoff", jv_real(lo + st.cutoff * range), "arms", list);
     if (j != NULL && k > HOOK_MAX_ARMS)
         json_object_set_new(j, "arms_truncated", json_true());
     return j;
@@ -365,9 +359,10 @@ static json_t *experiment_json(const struct exp *x, const struct exp_data *d)
 {
     const char *reason = exp_stop_reason(x);
     return json_pack(
-        "{s:s,s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:I}", "id", x->id, "name", x->cfg.name, "state",
-        exp_state_name(exp_get_state(x)), "stop_reason", reason ? json_string(reason) : json_null(),
-        "pulls", (json_int_t)engine_pulls(d->eng), "pending", (json_int_t)engine_pending(d->eng),
+        "{s:s,s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:I}", "id", x->id, "name",
+        d->name != NULL ? d->name : x->cfg.name, "state", exp_state_name(exp_get_state(x)),
+        "stop_reason", reason ? json_string(reason) : json_null(), "pulls",
+        (json_int_t)engine_pulls(d->eng), "pending", (json_int_t)engine_pending(d->eng),
         "handed_out", (json_int_t)engine_handed_out(d->eng), "bandits_done",
         (json_int_t)engine_bandits_done(d->eng), "bandits_total", (json_int_t)x->cfg.n_bandits);
 }

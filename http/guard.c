@@ -55,9 +55,7 @@ static struct {
     unsigned long long cut, refused_full, refused_ip;
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-/* The address of a connection, 16 bytes (IPv4 mapped into IPv6); 0 when it
- * has none we know (then it shares the all-zero key). */
-static void addr_key(struct MHD_Connection *conn, uint8_t key[16])
+void guard_addr_key(struct MHD_Connection *conn, uint8_t key[16])
 {
     memset(key, 0, 16);
     const union MHD_ConnectionInfo *ci =
@@ -127,7 +125,7 @@ static unsigned refuse_answered_max(void)
 static void admit(struct gconn *gc, struct MHD_Connection *conn)
 {
     uint8_t key[16];
-    addr_key(conn, key);
+    guard_addr_key(conn, key);
     struct ipcount *ip = g.cfg.max_per_ip > 0 ? ip_find(key) : NULL;
     if (g.admitted >= g.cfg.max_connections) {
         gc->verdict = GUARD_FULL;

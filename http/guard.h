@@ -30,6 +30,7 @@
 #define BANDITD_HTTP_GUARD_H
 
 #include <microhttpd.h>
+#include <stdint.h>
 
 struct guard_config {
     unsigned max_connections;   /* admitted at once */
@@ -58,5 +59,8 @@ enum guard_verdict guard_verdict(struct MHD_Connection *conn);
 void guard_request_in(struct MHD_Connection *conn);
 /* conn's answer was sent: the next request's deadline starts now. */
 void guard_request_done(struct MHD_Connection *conn);
+/* The client address of conn, 16 bytes (IPv4 mapped into IPv6); all zero
+ * when it has none we know. */
+void guard_addr_key(struct MHD_Connection *conn, uint8_t key[16]);
 
 #endif

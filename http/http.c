@@ -38,9 +38,12 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/jsonv.h"
 #include "base/log.h"
+#include "http/cors.h"
 #include "http/guard.h"
 #include "http/mhderr.h"
+#include "http/rate.h"
 
 #define MAX_HEADERS 8
 #define MAX_SEGMENTS 8
@@ -51,8 +54,10 @@ struct http_req {
     char method[16];
     char *path;
     char id[HTTP_ID_MAX + 1];
-    unsigned pre_status; /* an answer decided before dispatch (404, 405, 413…) */
+    unsigned pre_status;  /* an answer decided before dispatch (404, 405, 413…) */
+    const char *pre_slug; /* its problem type when more precise than the status's */
     char pre_detail[256];
+    int options;            /* OPTIONS on a known path: answered by the transport */
     const char *bad_target; /* "path" or "query" when it holds a control character or a space */
     char *allow;            /* 405: the methods the path accepts */
     char *body;
@@ -183,13 +188,9 @@ json_t *http_req_json(struct http_req *r, int empty_ok)
         return NULL;
     }
     json_error_t err;
-    r->json = json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &err);
-    /* jansson reports an allocation that failed mid-parse as whatever
-     * syntax error it ran into: a body that fails once is parsed again
-     * before it is called malformed (test_allocfaults). */
-    if (r->json == NULL && json_error_code(&err) != json_error_out_of_memory)
-        r->json = json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &err);
-    if (r->json == NULL && json_error_code(&err) == json_error_out_of_memory) {
+    int oom;
+    r->json = jv_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &err, &oom);
+    if (oom) {
         http_reply_oom(r); /* ours, not a malformed body */
     } else if (r->json == NULL) {
         char detail[256];
@@ -247,21 +248,75 @@ static void log_request(struct http_req *r)
     json_decref(j);
 }
 
+/* A 503 out-of-memory answer built once at start, for when no response
+ * can be built at all (resp NULL): queueing it allocates nothing. Without
+ * it the connection closed unanswered, and a client library sends the
+ * request again on a fresh connection by itself: a DELETE that had
+ * committed then answered 404 (test_allocfaults). */
+static struct MHD_Response *g_oom_resp;
+
+static struct MHD_Response *oom_response(void)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        sizeof HTTP_PROBLEM_OOM - 1, (char *)HTTP_PROBLEM_OOM, MHD_RESPMEM_PERSISTENT);
+    if (resp == NULL)
+        return NULL;
+    if (MHD_add_response_header(resp, "Content-Type", "application/problem+json") != MHD_YES ||
+        MHD_add_response_header(resp, "Cache-Control", "no-store") != MHD_YES ||
+        MHD_add_response_header(resp, "Retry-After", "1") != MHD_YES ||
+        /* the reply's own headers are lost (one may have been this) */
+        MHD_add_response_header(resp, "Connection", "close") != MHD_YES) {
+        MHD_destroy_response(resp);
+        return NULL;
+    }
+    return resp;
+}
+
+/* The CORS headers of every answer (cors.h). */
+static void add_cors(struct http_req *r, struct MHD_Response *resp)
+{
+    if (!cors_enabled())
+        return;
+    const char *origin = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Origin");
+    if (!cors_any()) {
+        const char *vary = MHD_get_response_header(resp, "Vary");
+        if (vary == NULL) {
+            MHD_add_response_header(resp, "Vary", "Origin");
+        } else {
+            char both[256];
+            snprintf(both, sizeof both, "%s, Origin", vary);
+            MHD_del_response_header(resp, "Vary", vary);
+            MHD_add_response_header(resp, "Vary", both);
+        }
+    }
+    if (!cors_allowed(origin))
+        return;
+    MHD_add_response_header(resp, "Access-Control-Allow-Origin", cors_any() ? "*" : origin);
+    MHD_add_response_header(resp, "Access-Control-Expose-Headers", CORS_EXPOSE);
+}
+
 static int queue(struct http_req *r, unsigned status, struct MHD_Response *resp)
 {
-    if (resp == NULL) {
+    if (resp == NULL && g_oom_resp == NULL) {
         log_error("cannot build a response");
         return HTTP_DONE;
     }
-    for (size_t i = 0; i < r->nhdrs; i++)
-        MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
-    if (MHD_get_response_header(resp, "Cache-Control") == NULL) /* the dashboard sets its own */
-        MHD_add_response_header(resp, "Cache-Control", "no-store");
-    if (atomic_load(&g_stopping))
-        MHD_add_response_header(resp, "Connection", "close");
-    if (mhderr_queue(r->conn, status, resp) != MHD_YES)
-        log_warn("queueing a %u response failed", status);
-    MHD_destroy_response(resp);
+    if (resp == NULL) {
+        status = 503;
+        if (mhderr_queue(r->conn, status, g_oom_resp) != MHD_YES)
+            log_warn("queueing a %u response failed", status);
+    } else {
+        for (size_t i = 0; i < r->nhdrs; i++)
+            MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
+        add_cors(r, resp);
+        if (MHD_get_response_header(resp, "Cache-Control") == NULL) /* the dashboard's own */
+            MHD_add_response_header(resp, "Cache-Control", "no-store");
+        if (atomic_load(&g_stopping))
+            MHD_add_response_header(resp, "Connection", "close");
+        if (mhderr_queue(r->conn, status, resp) != MHD_YES)
+            log_warn("queueing a %u response failed", status);
+        MHD_destroy_response(resp);
+    }
     r->replied = 1;
     r->status = status;
     log_request(r);
@@ -490,7 +545,14 @@ static void route(struct http_req *r)
         size_t l = strlen(allow);
         snprintf(allow + l, sizeof allow - l, "%s%s", l ? ", " : "", rt->method);
     }
-    if (path_known) {
+    if (path_known && strcmp(r->method, "OPTIONS") == 0) {
+        size_t l = strlen(allow);
+        snprintf(allow + l, sizeof allow - l, "%s%s", strstr(allow, "GET") ? ", HEAD" : "",
+                 ", OPTIONS");
+        r->options = 1;
+        r->pre_status = 204; /* answer_pre: preflight() */
+        r->allow = strdup(allow);
+    } else if (path_known) {
         r->pre_status = 405;
         r->allow = strdup(allow);
     } else {
@@ -510,14 +572,52 @@ static int is_json_type(const char *ct)
     return n > 5 && strncasecmp(ct + n - 5, "+json", 5) == 0;
 }
 
+/* text/plain, any parameters: a beacon's body (HTTP_ROUTE_BEACON). */
+static int is_text_type(const char *ct)
+{
+    if (ct == NULL)
+        return 0;
+    size_t n = strcspn(ct, ";");
+    while (n > 0 && ct[n - 1] == ' ')
+        n--;
+    return n == 10 && strncasecmp(ct, "text/plain", 10) == 0;
+}
+
 void http_req_refuse(struct http_req *r, unsigned status, const char *detail)
 {
     r->pre_status = status;
+    r->pre_slug = NULL;
     snprintf(r->pre_detail, sizeof r->pre_detail, "%s", detail ? detail : "");
+}
+
+/* OPTIONS on a known path (http.h). */
+static int preflight(struct http_req *r)
+{
+    const char *origin = http_req_header(r, "Origin");
+    const char *method = http_req_header(r, "Access-Control-Request-Method");
+    if (origin == NULL || method == NULL) {
+        http_reply_header(r, "Allow", r->allow ? r->allow : "");
+        return http_reply_empty(r, 204);
+    }
+    if (!cors_allowed(origin)) {
+        char detail[CORS_ORIGIN_MAX + 96];
+        snprintf(detail, sizeof detail,
+                 "origin %.*s may not call this API from a browser (--cors-origins)",
+                 CORS_ORIGIN_MAX, origin);
+        return http_reply_problem_as(r, "origin-not-allowed", detail, NULL);
+    }
+    http_reply_header(r, "Access-Control-Allow-Methods", r->allow ? r->allow : "");
+    http_reply_header(r, "Access-Control-Allow-Headers", CORS_ALLOW_HEADERS);
+    http_reply_header(r, "Access-Control-Max-Age", CORS_MAX_AGE);
+    return http_reply_empty(r, 204);
 }
 
 static int answer_pre(struct http_req *r)
 {
+    if (r->options && r->pre_status == 204)
+        return preflight(r);
+    if (r->pre_slug != NULL)
+        return http_reply_problem_as(r, r->pre_slug, r->pre_detail, NULL);
     if (r->bad_target != NULL)
         return http_reply_invalid(r, r->bad_target,
                                   "contains a control character (raw or percent-encoded, e.g. "
@@ -656,6 +756,38 @@ static void answer_now(struct http_req *r, unsigned status, const char *detail)
     http_reply_problem(r, status, detail, NULL);
 }
 
+/* Over its caller's rate limit (rate.h): refused with 429. */
+static void rate_check(struct http_req *r)
+{
+    if (!rate_enabled())
+        return;
+    uint8_t id[16] = {0};
+    enum rate_kind kind = RATE_KEY;
+    if (r->key_id > 0) {
+        memcpy(id, &r->key_id, sizeof r->key_id);
+    } else {
+        kind = RATE_ADDR;
+        guard_addr_key(r->conn, id);
+        /* an IPv6 host by its /64 (IPv4 is mapped: ::ffff:a.b.c.d) */
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(id, mapped, sizeof mapped) != 0)
+            memset(id + 8, 0, 8);
+    }
+    unsigned wait = rate_take(kind, id, clock_mono_ns());
+    if (wait == 0)
+        return;
+    char secs[16];
+    snprintf(secs, sizeof secs, "%u", wait);
+    http_reply_header(r, "Retry-After", secs);
+    http_req_refuse(r, 429,
+                    kind == RATE_KEY
+                        ? "this API key is over its rate limit (--rate-limit); retry after "
+                          "Retry-After seconds"
+                        : "your address is over its rate limit (--rate-limit); retry after "
+                          "Retry-After seconds");
+    r->pre_slug = "rate-limited";
+}
+
 /* The headers are in: refuse what must be refused at once, route, admit,
  * and note what will be answered once the body is in. */
 static void begin(struct http_req *r, const char *version)
@@ -683,6 +815,8 @@ static void begin(struct http_req *r, const char *version)
     route(r);
     if (r->pre_status == 0 && g_admit != NULL)
         g_admit(r, r->route);
+    if (r->pre_status == 0)
+        rate_check(r);
     /* Shutting down: a request arriving on a kept-alive connection
      * after the in-flight ones drained must not start a write (it would
      * suspend its connection under MHD_stop_daemon, which aborts);
@@ -769,7 +903,9 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     if (r->len > 0 &&
         (strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0 ||
          strcmp(method, "PUT") == 0) &&
-        !is_json_type(http_req_header(r, "Content-Type"))) {
+        !is_json_type(http_req_header(r, "Content-Type")) &&
+        !((r->route->flags & HTTP_ROUTE_BEACON) &&
+          is_text_type(http_req_header(r, "Content-Type")))) {
         http_reply_problem(r, 415, "send the body as Content-Type: application/json", NULL);
         return MHD_YES;
     }
@@ -880,11 +1016,18 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
         }
         gnutls_priority_deinit(pc);
     }
+    if (g_oom_resp == NULL && (g_oom_resp = oom_response()) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     g_max_body = c->max_body;
     g_log_requests = c->log_requests;
     g_routes = c->routes;
     g_admit = c->admit;
     g_observe = c->observe;
+    if (cors_configure(c->cors_origins, err, errlen) != 0)
+        goto fail;
+    rate_configure(c->rate_per_s, c->rate_burst);
     fd = listen_on(c->addr, err, errlen);
     if (fd < 0)
         goto fail;
@@ -958,6 +1101,9 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
 fail:
     if (fd >= 0)
         close(fd);
+    if (g_oom_resp != NULL)
+        MHD_destroy_response(g_oom_resp);
+    g_oom_resp = NULL;
     free(s);
     return NULL;
 }
@@ -999,6 +1145,9 @@ void http_stop(struct http_server *s, unsigned timeout_ms)
     MHD_stop_daemon(s->d);
     mhderr_disarm();
     guard_stop();
+    if (g_oom_resp != NULL)
+        MHD_destroy_response(g_oom_resp);
+    g_oom_resp = NULL;
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
     free(s);

@@ -61,7 +61,12 @@ struct http_route {
     http_handler_fn handler;
     unsigned need;    /* what the caller needs (opaque here: the admit hook's) */
     const char *name; /* metrics label */
+    unsigned flags;   /* HTTP_ROUTE_* */
 };
+
+/* The body may come as text/plain (JSON all the same): what
+ * navigator.sendBeacon sends from a page without a preflight. */
+#define HTTP_ROUTE_BEACON 1u
 
 /* A listening address: what --listen names, resolved. */
 struct http_addr {
@@ -106,6 +111,12 @@ struct http_config {
     const char *tls_key_pem;
     const char *tls_priorities;      /* GnuTLS priority string; NULL: HTTP_TLS_PRIORITIES */
     const struct http_route *routes; /* terminated by a NULL method; borrowed */
+    /* Browsers (http/cors.h): the origins whose pages may call the API,
+     * comma-separated, "*" for any; NULL or "": none. */
+    const char *cors_origins;
+    /* Requests a second per caller (its key, else its address) and the
+     * burst above that rate (http/rate.h); rate_per_s 0: no limit. */
+    unsigned rate_per_s, rate_burst;
     /* Called once a request is routed, before its body is read: 0 lets it
      * through; otherwise it answered (http_req_refuse) and the handler will
      * not run. May be NULL. */
@@ -203,6 +214,12 @@ json_t *http_problem(unsigned status, const char *detail, json_t *errors);
 int http_reply_has_header(const struct http_req *r, const char *name);
 /* Refuse the request from the admit hook (answered before the handler). */
 void http_req_refuse(struct http_req *r, unsigned status, const char *detail);
+
+/* OPTIONS on any known path is answered by the transport: a CORS
+ * preflight (an Origin and Access-Control-Request-Method) gets 204 with
+ * the Access-Control-* headers when its origin is allowed, 403 otherwise;
+ * a plain OPTIONS gets 204 with Allow. Neither reaches the admit hook: a
+ * browser sends no key with a preflight. */
 
 /* Whether an If-None-Match value names etag: a list of entity tags,
  * compared weakly (RFC 9110 13.1.2), or "*". */

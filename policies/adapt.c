@@ -18,6 +18,7 @@
  * than DIRECT would, ⌈(2/ε²) ln(K/δ)⌉, which bounds the worst case.
  */
 #include "policies/policy.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -128,7 +129,7 @@ static int adapt_select(void *state, const struct policy_ctx *ctx, int bandit,
     pick->bandit = 0;
 
     /* The empirical High set, ties at random. */
-    policy_order_by_mean(ctx->rng, a, k, s->order);
+    order_by_mean(ctx->rng, a, k, s->order);
     for (size_t r = 0; r < k; r++)
         s->high[s->order[r]] = r < ctx->m;
 
@@ -179,7 +180,7 @@ static int adapt_select(void *state, const struct policy_ctx *ctx, int bandit,
         if (i < 0)
             return POLICY_DONE; /* every arm at DIRECT's cap */
     }
-    pick->arm = (size_t)i;
+    pick->arm = policy_first_pulls(ctx->rng, a, k, (size_t)i);
     return POLICY_OK;
 }
 

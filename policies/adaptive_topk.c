@@ -208,7 +208,7 @@ fail:
 const struct policy_ops policy_adaptive_topk = {
     .name = "adaptive-topk",
     .summary = "ADAPTIVETOPK (Chen, Li & Qiao 2017, Alg. 1): ε-top-m in aggregate regret",
-    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_OWN_STOP | POLICY_F_PHASES,
     .params = NULL,
     .init = atopk_init,
     .fini = atopk_fini,

@@ -78,7 +78,8 @@ fail:
 const struct policy_ops policy_direct = {
     .name = "direct",
     .summary = "DIRECT (Kalyanakrishnan & Stone 2010, Alg. 1): every arm ⌈(2/ε²) ln(K/δ)⌉ times",
-    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_NEEDS_EPSILON | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_NEEDS_EPSILON |
+             POLICY_F_OWN_STOP | POLICY_F_PHASES,
     .params = NULL,
     .init = direct_init,
     .fini = direct_fini,

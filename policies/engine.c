@@ -10,9 +10,13 @@
  * handed out).
  */
 #include "policies/engine.h"
+#include "policies/order.h"
 
+#include "policies/goal.h"
 #include "policies/rng.h"
+#include "policies/stop.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +46,9 @@ struct engine {
     struct policy_ctx *ctx;
     void **pstate;
     uint64_t *inst_budget;
-    unsigned char *scratch_high; /* kmax entries, stop checks */
+    unsigned char *scratch_high;    /* kmax entries, stop checks */
+    struct engine_stop_eval *fired; /* per bandit: the rule's figures when it fired */
+    unsigned char *retired;         /* all arms, bandit after bandit (engine_retire_arm) */
 };
 
 static int is_multi(const struct engine *e)
@@ -55,13 +61,19 @@ static size_t inst_of(const struct engine *e, size_t b)
     return e->ninst == 1 ? 0 : b;
 }
 
-static enum engine_stop_rule resolve_rule(const struct engine_config *c)
+enum engine_stop_rule engine_resolve_rule(const struct engine_config *c)
 {
     const struct policy_ops *p = c->policy;
     if (c->stop_rule != ENGINE_RULE_DEFAULT)
         return c->stop_rule;
-    if (p->flags & POLICY_F_OWN_STOP)
-        return ENGINE_RULE_POLICY;
+    if (p->flags & POLICY_F_OWN_STOP) {
+        /* An own rule without a proof under the policy's defaults (gcp's
+         * ρ̄) is opt-in: the default is a proven rule. A parameter the user
+         * set to an unproven variant (threshold=heuristic) is their choice. */
+        struct policy_params d;
+        policy_params_defaults(p, &d);
+        return policy_own_stop_proven(p, &d) ? ENGINE_RULE_POLICY : ENGINE_RULE_GLR;
+    }
     if (p->flags & POLICY_F_REGRET)
         return ENGINE_RULE_NONE;
     /* A fixed-budget run stops at its budget; a fixed-confidence policy
@@ -72,63 +84,70 @@ static enum engine_stop_rule resolve_rule(const struct engine_config *c)
     return ENGINE_RULE_DELTA_C;
 }
 
-int engine_validate(const struct engine_config *c, char *err, size_t errlen)
+int engine_rule_proven(const struct engine_config *c, enum engine_stop_rule r)
+{
+    switch (r) {
+    case ENGINE_RULE_DELTA_C:
+        return c->bound == STATS_BOUND_ANYTIME;
+    case ENGINE_RULE_GLR:
+        return 1;
+    case ENGINE_RULE_POLICY:
+        return policy_own_stop_proven(c->policy, &c->params);
+    default:
+        return 0;
+    }
+}
+
+int engine_validate(const struct engine_config *c, struct policy_error *err)
 {
     const struct policy_ops *p = c->policy;
     if (p == NULL) {
-        snprintf(err, errlen, "policy.name: unknown policy");
+        policy_error_set(err, "policy.name", "unknown policy");
         return -1;
     }
     if (c->n_bandits < 1 || c->n_bandits > ENGINE_MAX_BANDITS) {
-        snprintf(err, errlen, "bandits: need 1 to %d bandits", ENGINE_MAX_BANDITS);
+        policy_error_set(err, "bandits", "need 1 to %d bandits", ENGINE_MAX_BANDITS);
         return -1;
     }
     for (size_t b = 0; b < c->n_bandits; b++) {
         if (c->n_arms[b] < 2 || c->n_arms[b] > ENGINE_MAX_ARMS) {
-            snprintf(err, errlen, "bandits[%zu].arms: need 2 to %d arms", b, ENGINE_MAX_ARMS);
+            char field[48];
+            snprintf(field, sizeof field, "bandits[%zu].arms", b);
+            policy_error_set(err, field, "need 2 to %d arms", ENGINE_MAX_ARMS);
             return -1;
         }
         if (c->m >= c->n_arms[b]) {
-            snprintf(err, errlen,
-                     "goal.m: must be less than the number of arms (%zu in bandit %zu)",
-                     c->n_arms[b], b);
+            policy_error_set(err, "goal.m",
+                             "must be less than the number of arms (%zu in bandit %zu)",
+                             c->n_arms[b], b);
             return -1;
         }
         if (c->control_arm != NULL && c->control_arm[b] >= (int)c->n_arms[b]) {
-            snprintf(err, errlen, "constraints.control.arm: no such arm in bandit %zu", b);
+            policy_error_set(err, "constraints.control.arm", "no such arm in bandit %zu", b);
             return -1;
         }
         if (c->min_prob * (double)c->n_arms[b] >= 1.0) {
-            snprintf(err, errlen,
-                     "constraints.min_prob: times the number of arms (%zu) must be below 1",
-                     c->n_arms[b]);
+            policy_error_set(err, "constraints.min_prob",
+                             "times the number of arms (%zu) must be below 1", c->n_arms[b]);
             return -1;
         }
     }
-    if (c->m < 1) {
-        snprintf(err, errlen, "goal.m: must be at least 1");
+    /* The goal on its own (in [0, 1] units: ε against a range of 1). */
+    struct goal g = {.m = c->m, .epsilon = c->epsilon, .delta = c->delta, .budget = c->budget};
+    if (goal_check(&g, 1.0, "goal.", err) != 0)
         return -1;
-    }
     if (c->m > 1 && !(p->flags & POLICY_F_TOPM)) {
-        snprintf(err, errlen, "goal.m: policy %s finds the best arm only (m = 1)", p->name);
-        return -1;
-    }
-    if (!(c->epsilon >= 0 && c->epsilon < 1)) {
-        snprintf(err, errlen, "goal.epsilon: must be in [0, reward range)");
+        policy_error_set(err, "goal.m", "policy %s finds the best arm only (m = 1)", p->name);
         return -1;
     }
     if ((p->flags & POLICY_F_NEEDS_EPSILON) && c->epsilon <= 0) {
-        snprintf(err, errlen, "goal.epsilon: policy %s needs epsilon > 0", p->name);
-        return -1;
-    }
-    if (!(c->delta > 0 && c->delta < 1)) {
-        snprintf(err, errlen, "goal.delta: must be in (0, 1)");
+        policy_error_set(err, "goal.epsilon", "policy %s needs epsilon > 0", p->name);
         return -1;
     }
     if ((p->flags & POLICY_F_FIXED_BUDGET) && !(p->flags & POLICY_F_FIXED_CONFIDENCE) &&
         c->budget == 0) {
-        snprintf(err, errlen, "goal.budget: policy %s is a fixed-budget policy and needs a budget",
-                 p->name);
+        policy_error_set(err, "goal.budget",
+                         "policy %s is a fixed-budget policy and needs a budget", p->name);
         return -1;
     }
     if (c->budget > 0) {
@@ -136,8 +155,8 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
         for (size_t b = 0; b < c->n_bandits; b++)
             arms += c->n_arms[b];
         if (c->budget < arms) {
-            snprintf(err, errlen, "goal.budget: must be at least the number of arms (%llu)",
-                     (unsigned long long)arms);
+            policy_error_set(err, "goal.budget", "must be at least the number of arms (%llu)",
+                             (unsigned long long)arms);
             return -1;
         }
         /* One instance per bandit splits the budget evenly (engine_create);
@@ -147,10 +166,11 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
             for (size_t b = 0; b < c->n_bandits; b++) {
                 uint64_t share = c->budget / c->n_bandits + (b < c->budget % c->n_bandits);
                 if (share < c->n_arms[b]) {
-                    snprintf(err, errlen,
-                             "goal.budget: policy %s splits it evenly between the %zu bandits; "
-                             "bandit %zu would get %llu pulls for %zu arms",
-                             p->name, c->n_bandits, b, (unsigned long long)share, c->n_arms[b]);
+                    policy_error_set(err, "goal.budget",
+                                     "policy %s splits it evenly between the %zu bandits; "
+                                     "bandit %zu would get %llu pulls for %zu arms",
+                                     p->name, c->n_bandits, b, (unsigned long long)share,
+                                     c->n_arms[b]);
                     return -1;
                 }
             }
@@ -158,35 +178,35 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
     }
     if (p->flags & POLICY_F_NEEDS_TARGET) {
         if (c->target_arm < 0) {
-            snprintf(err, errlen, "target_arm: policy %s needs a target arm", p->name);
+            policy_error_set(err, "target_arm", "policy %s needs a target arm", p->name);
             return -1;
         }
     }
     if (c->target_arm >= 0) {
         for (size_t b = 0; b < c->n_bandits; b++)
             if ((size_t)c->target_arm >= c->n_arms[b]) {
-                snprintf(err, errlen, "target_arm: no such arm in bandit %zu", b);
+                policy_error_set(err, "target_arm", "no such arm in bandit %zu", b);
                 return -1;
             }
     }
     if (!(isnan(c->tau) || c->tau == 0 || (c->tau > 0 && c->tau < 1))) {
-        snprintf(err, errlen, "tau: must be in (0, 1)");
+        policy_error_set(err, "tau", "must be in (0, 1)");
         return -1;
     }
     if (c->stop_rule == ENGINE_RULE_POLICY && !(p->flags & POLICY_F_OWN_STOP)) {
-        snprintf(err, errlen, "stop_rule: policy %s has no stop rule of its own", p->name);
+        policy_error_set(err, "stop_rule", "policy %s has no stop rule of its own", p->name);
         return -1;
     }
     if (!(c->min_prob >= 0 && c->min_prob < 1)) {
-        snprintf(err, errlen, "constraints.min_prob: must be in [0, 1)");
+        policy_error_set(err, "constraints.min_prob", "must be in [0, 1)");
         return -1;
     }
     if (!(c->control_share >= 0 && c->control_share < 1)) {
-        snprintf(err, errlen, "constraints.control.share: must be in [0, 1)");
+        policy_error_set(err, "constraints.control.share", "must be in [0, 1)");
         return -1;
     }
     if (c->control_share > 0 && c->control_arm == NULL) {
-        snprintf(err, errlen, "constraints.control.arm: a control share needs a control arm");
+        policy_error_set(err, "constraints.control.arm", "a control share needs a control arm");
         return -1;
     }
     /* The floor comes on top of the control share (see constrained_pick):
@@ -194,10 +214,10 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
     for (size_t b = 0; c->control_arm != NULL && b < c->n_bandits; b++) {
         if (c->control_arm[b] >= 0 && c->control_share > 0 &&
             c->control_share + c->min_prob * (double)c->n_arms[b] >= 1.0) {
-            snprintf(err, errlen,
-                     "constraints.min_prob: times the number of arms (%zu), plus the control "
-                     "share, must be below 1",
-                     c->n_arms[b]);
+            policy_error_set(err, "constraints.min_prob",
+                             "times the number of arms (%zu), plus the control "
+                             "share, must be below 1",
+                             c->n_arms[b]);
             return -1;
         }
     }
@@ -205,7 +225,7 @@ int engine_validate(const struct engine_config *c, char *err, size_t errlen)
      * posterior draw. */
     if (!(c->prior_alpha >= 0 && isfinite(c->prior_alpha)) ||
         !(c->prior_beta >= 0 && isfinite(c->prior_beta))) {
-        snprintf(err, errlen, "prior: must be a finite positive number");
+        policy_error_set(err, "prior", "must be a finite positive number");
         return -1;
     }
     return 0;
@@ -225,6 +245,8 @@ void engine_free(struct engine *e)
     free(e->ctx);
     free(e->inst_budget);
     free(e->scratch_high);
+    free(e->fired);
+    free(e->retired);
     free(e->k);
     free(e->store);
     free(e->arms);
@@ -237,9 +259,9 @@ void engine_free(struct engine *e)
     free(e);
 }
 
-struct engine *engine_create(const struct engine_config *cfg, char *err, size_t errlen)
+struct engine *engine_create(const struct engine_config *cfg, struct policy_error *err)
 {
-    if (engine_validate(cfg, err, errlen) != 0)
+    if (engine_validate(cfg, err) != 0)
         return NULL;
     struct engine *e = calloc(1, sizeof *e);
     if (e == NULL)
@@ -275,7 +297,9 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     e->store = calloc(total, sizeof *e->store);
     e->rank_store = calloc(total, sizeof *e->rank_store);
     e->scratch_high = calloc(e->kmax, 1);
-    if (!e->store || !e->rank_store || !e->scratch_high)
+    e->fired = calloc(e->nb, sizeof *e->fired);
+    e->retired = calloc(total, 1);
+    if (!e->store || !e->rank_store || !e->scratch_high || !e->fired || !e->retired)
         goto nomem;
     e->rng = gsl_rng_alloc(rng_xoshiro256ss);
     if (e->rng == NULL)
@@ -286,21 +310,14 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     for (size_t b = 0; b < e->nb; b++) {
         e->arms[b] = e->store + off;
         e->rank[b] = e->rank_store + off;
-        for (size_t i = 0; i < e->k[b]; i++) {
+        for (size_t i = 0; i < e->k[b]; i++)
             stats_arm_init(&e->arms[b][i], e->cfg.prior_alpha, e->cfg.prior_beta);
-            e->rank[b][i] = (uint32_t)i;
-        }
         /* A random permutation per bandit: the status endpoint's tie-break,
          * fair to every arm and stable between calls. */
-        for (size_t i = e->k[b]; i > 1; i--) {
-            size_t j = policy_rand_index(e->rng, i);
-            uint32_t t = e->rank[b][i - 1];
-            e->rank[b][i - 1] = e->rank[b][j];
-            e->rank[b][j] = t;
-        }
+        order_rank_draw(e->rng, e->rank[b], e->k[b]);
         off += e->k[b];
     }
-    e->rule = resolve_rule(&e->cfg);
+    e->rule = engine_resolve_rule(&e->cfg);
 
     e->ninst = is_multi(e) ? 1 : e->nb;
     e->ctx = calloc(e->ninst, sizeof *e->ctx);
@@ -330,7 +347,9 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
         c->target_arm = e->cfg.target_arm;
         c->params = &e->cfg.params;
         c->rng = e->rng;
-        if (e->cfg.policy->init(&e->pstate[i], c, err, errlen) != 0) {
+        char text[sizeof err->field + sizeof err->message] = "";
+        if (e->cfg.policy->init(&e->pstate[i], c, text, sizeof text) != 0) {
+            policy_error_from_text(err, text);
             e->pstate[i] = NULL;
             engine_free(e);
             return NULL;
@@ -338,7 +357,7 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     }
     return e;
 nomem:
-    snprintf(err, errlen, "out of memory");
+    policy_error_nomem(err);
     engine_free(e);
     return NULL;
 }
@@ -354,53 +373,14 @@ static void recommend(const struct engine *e, size_t b, unsigned char *high)
         p->recommend(e->pstate[i], &e->ctx[i], e->ninst == 1 ? b : 0, high);
         return;
     }
-    stats_top_m(e->arms[b], e->k[b], e->cfg.m, e->rank[b], high);
+    order_top_m(e->arms[b], e->k[b], e->cfg.m, e->rank[b], high);
 }
 
+/* δᶜ with the split of δ fixed in advance (stop.h): the δᶜ rule's error
+ * bound, and what the status shows as δᶜ. */
 static double delta_c_of(const struct engine *e, size_t b, const unsigned char *high, double *cut)
 {
-    struct stats_dc_opts o = {
-        .bound = e->cfg.bound, .epsilon = e->cfg.epsilon, .hoeffding_only = 0, .count_pending = 0};
-    return stats_delta_c(e->arms[b], e->k[b], high, &o, cut, NULL);
-}
-
-/* A necessary condition for δᶜ ≤ δ, cheap enough to test on every reward.
- * δᶜ(c) = 1 − Π(1 − δᶜ_i(c)) ≥ δᶜ_i(c) for each arm, so δᶜ(c) ≤ δ needs every
- * arm's own bound at level δ on its side of c: c ≤ μ̂_h + ε − w_h(δ) for each
- * High arm and c ≥ μ̂_l + w_l(δ) for each Low arm (w the width at which the
- * arm's confidence is δ, the exact inverse of the bound δᶜ_i uses). That is K
- * width evaluations against the ~65 K bound inversions of the cutoff search,
- * and it rules out nearly every reward of a run (the simulator spent half its
- * time in that search). The slack makes sure rounding never rules out a stop
- * the search would have found; it only lets a few hopeless searches run. */
-static int delta_c_may_pass(const struct engine *e, size_t b, const unsigned char *high)
-{
-    const struct stats_arm *a = e->arms[b];
-    double c_max = INFINITY;
-    for (size_t i = 0; i < e->k[b]; i++) {
-        if (!high[i])
-            continue;
-        double w = stats_width(e->cfg.bound, &a[i], 0, e->cfg.delta);
-        if (!(w < INFINITY))
-            return 0; /* no width reaches δ: this arm's δᶜ_i > δ at every c */
-        c_max = fmin(c_max, a[i].mean + e->cfg.epsilon - w);
-    }
-    /* Low arms second, the one of highest mean first: it is the likeliest
-     * to cross c_max, which ends the check after one more width (the rest
-     * only run when a stop is near). */
-    size_t top = (size_t)-1;
-    for (size_t i = 0; i < e->k[b]; i++)
-        if (!high[i] && (top == (size_t)-1 || a[i].mean > a[top].mean))
-            top = i;
-    for (size_t j = 0; j <= e->k[b]; j++) {
-        size_t i = j == 0 ? top : j - 1;
-        if (i == (size_t)-1 || high[i] || (j > 0 && i == top))
-            continue;
-        double w = stats_width(e->cfg.bound, &a[i], 0, e->cfg.delta);
-        if (!(w < INFINITY) || a[i].mean + w > c_max + 1e-9)
-            return 0;
-    }
-    return 1;
+    return stop_delta_c(e->arms[b], e->k[b], high, e->cfg.bound, e->cfg.epsilon, cut);
 }
 
 static int any_unpulled(const struct engine *e, size_t b)
@@ -427,12 +407,14 @@ static int rule_met(struct engine *e, size_t b)
     recommend(e, b, high);
     switch (e->rule) {
     case ENGINE_RULE_DELTA_C:
-        return delta_c_may_pass(e, b, high) && delta_c_of(e, b, high, NULL) <= e->cfg.delta;
+        return stop_delta_c_met(e->arms[b], e->k[b], high, e->cfg.bound, e->cfg.epsilon,
+                                e->cfg.delta);
     case ENGINE_RULE_GLR:
     case ENGINE_RULE_GLR_HEURISTIC: {
         enum stats_glr_threshold kind =
             e->rule == ENGINE_RULE_GLR ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
-        return stats_glr_stop(e->arms[b], e->k[b], high, kind, e->cfg.m, e->cfg.delta);
+        return stats_glr_stop(e->arms[b], e->k[b], high, kind, e->cfg.m, e->cfg.epsilon,
+                              e->cfg.delta);
     }
     case ENGINE_RULE_RHO:
         return stats_rho(e->arms[b], e->k[b], e->cfg.m) >= e->cfg.tau;
@@ -463,12 +445,26 @@ static enum engine_stop_reason rule_reason(const struct engine *e)
     return e->rule == ENGINE_RULE_POLICY ? ENGINE_STOPPED_POLICY : ENGINE_STOPPED_CONFIDENCE;
 }
 
+static void stop_eval(const struct engine *e, size_t b, unsigned char *high,
+                      struct engine_stop_eval *out);
+
 static void check_stop(struct engine *e, size_t b)
 {
     if (e->reason != ENGINE_RUNNING || e->done[b])
         return;
-    if (rule_met(e, b))
+    if (rule_met(e, b)) {
+        /* The figures of the moment the rule fired: later rewards (of
+         * pulls pending at the stop) move them, and the status must show
+         * what the stop rested on. */
+        struct engine_stop_eval *f = &e->fired[b];
+        stop_eval(e, b, e->scratch_high, f);
+        f->fired = 1;
+        /* A paper's own rule shows no figures; its proof bounds the error
+         * of the stop by δ. */
+        if (f->rule == ENGINE_RULE_POLICY && f->proven && isnan(f->error_bound))
+            f->error_bound = e->cfg.delta;
         mark_done(e, b, rule_reason(e));
+    }
 }
 
 /* --- assignment ------------------------------------------------------------ */
@@ -493,11 +489,43 @@ static int least_served_bandit(struct engine *e)
     return best == (size_t)-1 ? -1 : (int)best;
 }
 
+static unsigned char *retired_of(const struct engine *e, size_t b)
+{
+    return e->retired + (e->arms[b] - e->store);
+}
+
+/* A pull given to a retired arm goes to the bandit's arm of fewest pulls
+ * handed out that is not retired, ties by rank: no draw, so a replay
+ * re-selects it. */
+static size_t unretired(const struct engine *e, size_t b, size_t arm)
+{
+    const unsigned char *r = retired_of(e, b);
+    if (!r[arm])
+        return arm;
+    size_t best = arm;
+    for (size_t i = 0; i < e->k[b]; i++) {
+        if (r[i])
+            continue;
+        uint64_t h = e->arms[b][i].n + e->arms[b][i].pending;
+        uint64_t hb = best == arm ? UINT64_MAX : e->arms[b][best].n + e->arms[b][best].pending;
+        if (h < hb || (h == hb && e->rank[b][i] < e->rank[b][best]))
+            best = i;
+    }
+    return best;
+}
+
 static void exploit(struct engine *e, int bandit, struct engine_pull *out)
 {
     size_t b = bandit >= 0 ? (size_t)bandit : policy_rand_index(e->rng, e->nb);
     unsigned char *high = e->scratch_high;
     recommend(e, b, high);
+    /* A retired arm is served only when every recommended arm is retired. */
+    const unsigned char *r = retired_of(e, b);
+    int kept = 0;
+    for (size_t i = 0; i < e->k[b]; i++)
+        kept |= high[i] && !r[i];
+    for (size_t i = 0; kept && i < e->k[b]; i++)
+        high[i] = high[i] && !r[i];
     /* Serve one of the recommended arms, uniformly. */
     size_t count = 0;
     for (size_t i = 0; i < e->k[b]; i++)
@@ -560,8 +588,8 @@ static int burn_in_pick(struct engine *e, int b, struct policy_pick *pick)
             continue;
         for (size_t i = 0; i < e->k[j]; i++) {
             uint64_t h = e->arms[j][i].n + e->arms[j][i].pending;
-            if (h >= e->cfg.burn_in)
-                continue;
+            if (h >= e->cfg.burn_in || e->retired[e->arms[j] - e->store + i])
+                continue; /* a retired arm never completes its burn-in */
             if (ties == 0 || h < best_h) {
                 best_h = h;
                 ties = 1;
@@ -652,6 +680,7 @@ int engine_assign(struct engine *e, int bandit, struct engine_pull *out)
         }
         if (pick.bandit >= e->nb || pick.arm >= e->k[pick.bandit] || e->done[pick.bandit])
             abort(); /* a policy answered outside its scope: a bug, fail loudly */
+        pick.arm = unretired(e, pick.bandit, pick.arm);
         record_pull(e, pick.bandit, pick.arm);
         out->bandit = pick.bandit;
         out->arm = pick.arm;
@@ -822,6 +851,87 @@ void engine_bandit_status(const struct engine *e, size_t b, unsigned char *high,
     st->done = e->done[b];
 }
 
+static double total_pulls(const struct engine *e, size_t b)
+{
+    double t = 0.0;
+    for (size_t i = 0; i < e->k[b]; i++)
+        t += (double)e->arms[b][i].n;
+    return t;
+}
+
+static void glr_eval(const struct engine *e, size_t b, const unsigned char *high,
+                     enum stats_glr_threshold kind, unsigned m, struct engine_stop_eval *out)
+{
+    out->evidence = stop_glr_evidence(e->arms[b], e->k[b], high, kind, e->cfg.epsilon);
+    out->threshold = stats_glr_threshold(kind, total_pulls(e, b), e->k[b], m, e->cfg.delta);
+    out->fires = ENGINE_FIRES_ABOVE;
+    if (kind == STATS_GLR_PROVEN)
+        out->error_bound = stop_glr_error_bound(out->evidence, e->k[b], m);
+}
+
+static void rho_eval(const struct engine *e, size_t b, struct engine_stop_eval *out)
+{
+    out->evidence = stats_rho(e->arms[b], e->k[b], e->cfg.m);
+    out->threshold = e->cfg.tau;
+    out->fires = ENGINE_FIRES_AT_LEAST;
+}
+
+/* The figures of bandit b's rule now; high is scratch (k entries). */
+static void stop_eval(const struct engine *e, size_t b, unsigned char *high,
+                      struct engine_stop_eval *out)
+{
+    const struct policy_ops *p = e->cfg.policy;
+    out->rule = e->rule;
+    out->proven = engine_rule_proven(&e->cfg, e->rule);
+    out->fires = ENGINE_FIRES_NONE;
+    out->evidence = out->threshold = out->error_bound = NAN;
+    out->fired = 0;
+    recommend(e, b, high);
+    switch (e->rule) {
+    case ENGINE_RULE_DELTA_C:
+        out->fires = ENGINE_FIRES_AT_MOST;
+        out->evidence = delta_c_of(e, b, high, NULL);
+        out->threshold = e->cfg.delta;
+        if (out->proven)
+            out->error_bound = out->evidence;
+        break;
+    case ENGINE_RULE_GLR:
+        glr_eval(e, b, high, STATS_GLR_PROVEN, e->cfg.m, out);
+        break;
+    case ENGINE_RULE_GLR_HEURISTIC:
+        glr_eval(e, b, high, STATS_GLR_HEURISTIC, e->cfg.m, out);
+        break;
+    case ENGINE_RULE_RHO:
+        rho_eval(e, b, out);
+        break;
+    case ENGINE_RULE_POLICY:
+        if (p->flags & POLICY_F_GLR_STOP)
+            glr_eval(e, b, high, out->proven ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC, 1, out);
+        if (p->flags & POLICY_F_RHO_STOP)
+            rho_eval(e, b, out);
+        break;
+    default:
+        break;
+    }
+    if (!isfinite(out->evidence) && !isnan(out->evidence))
+        out->evidence = out->evidence > 0 ? DBL_MAX : -DBL_MAX; /* nothing to distinguish */
+}
+
+void engine_bandit_stop(const struct engine *e, size_t b, struct engine_stop_eval *out)
+{
+    if (e->fired[b].fired) {
+        *out = e->fired[b];
+        return;
+    }
+    unsigned char high[ENGINE_MAX_ARMS];
+    stop_eval(e, b, high, out);
+    /* A paper's own rule shows no figures; when it stopped the bandit its
+     * proof bounds the error by δ. */
+    if (e->rule == ENGINE_RULE_POLICY && e->done[b] && e->reason == ENGINE_STOPPED_POLICY &&
+        out->proven && isnan(out->error_bound))
+        out->error_bound = e->cfg.delta;
+}
+
 void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, double d, double *lo,
                          double *hi)
 {
@@ -839,4 +949,131 @@ void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, doub
 const struct engine_config *engine_config(const struct engine *e)
 {
     return &e->cfg;
+}
+
+enum engine_stop_rule engine_rule(const struct engine *e)
+{
+    return e->rule;
+}
+
+/* --- edits ------------------------------------------------------------------- */
+
+uint64_t engine_budget(const struct engine *e)
+{
+    return e->cfg.budget;
+}
+
+uint64_t engine_budget_used(const struct engine *e)
+{
+    return e->used_total;
+}
+
+/* Instance i's share of budget, as engine_create splits it. */
+static uint64_t budget_share(const struct engine *e, uint64_t budget, size_t i)
+{
+    if (budget == 0)
+        return 0;
+    return e->ninst == 1 ? budget : budget / e->nb + (i < budget % e->nb);
+}
+
+int engine_set_budget(struct engine *e, uint64_t budget, struct policy_error *err)
+{
+    const struct policy_ops *p = e->cfg.policy;
+    if (e->reason != ENGINE_RUNNING) {
+        policy_error_set(err, "goal.budget", "the experiment has stopped; a stop is final");
+        return -1;
+    }
+    if (budget != 0 && budget < e->used_total) {
+        policy_error_set(err, "goal.budget",
+                         "%llu pulls are already used (rewarded or pending); the budget "
+                         "cannot fall below them",
+                         (unsigned long long)e->used_total);
+        return -1;
+    }
+    struct engine_config c = e->cfg;
+    c.budget = budget;
+    c.control_arm = e->control; /* e->cfg's is NULL once built */
+    if (engine_validate(&c, err) != 0)
+        return -1;
+    if (engine_resolve_rule(&c) != e->rule) {
+        policy_error_set(err, "goal.budget",
+                         "policy %s is a fixed-budget policy: its budget can change but "
+                         "not be removed",
+                         p->name);
+        return -1;
+    }
+    if ((p->flags & POLICY_F_FIXED_BUDGET) && p->rebudget == NULL) {
+        policy_error_set(err, "goal.budget",
+                         "policy %s plans its allocation from the budget at creation and "
+                         "cannot plan again",
+                         p->name);
+        return -1;
+    }
+    /* Every instance must accept its share before any changes. */
+    for (int check = 1; check >= 0; check--) {
+        for (size_t i = 0; i < e->ninst; i++) {
+            struct policy_ctx *ctx = &e->ctx[i];
+            uint64_t old = ctx->budget;
+            ctx->budget = budget_share(e, budget, i);
+            char text[256];
+            int rc =
+                p->rebudget != NULL ? p->rebudget(e->pstate[i], ctx, check, text, sizeof text) : 0;
+            if (rc != 0)
+                policy_error_from_text(err, text);
+            if (check)
+                ctx->budget = old;
+            else
+                e->inst_budget[i] = ctx->budget;
+            if (rc != 0 && check)
+                return -1;
+        }
+    }
+    e->cfg.budget = budget;
+    /* A cut to what is used ends the bandits whose share is used up. */
+    for (size_t b = 0; b < e->nb && e->reason == ENGINE_RUNNING; b++)
+        if (!e->done[b] && budget_spent(e, b))
+            stop_on_budget(e, b);
+    return 0;
+}
+
+int engine_arm_retired(const struct engine *e, size_t bandit, size_t arm)
+{
+    return retired_of(e, bandit)[arm];
+}
+
+int engine_retire_arm(struct engine *e, size_t b, size_t arm, struct policy_error *err)
+{
+    unsigned char *r = retired_of(e, b);
+    if (r[arm])
+        return 0;
+    if (e->reason != ENGINE_RUNNING || e->done[b]) {
+        policy_error_set(err, "retire", "the bandit has concluded; a stop is final");
+        return -1;
+    }
+    if (e->cfg.policy->flags & POLICY_F_PHASES) {
+        policy_error_set(err, "retire",
+                         "policy %s ends a phase only once every active arm has its samples; "
+                         "an arm without pulls would hold it forever",
+                         e->cfg.policy->name);
+        return -1;
+    }
+    if (e->control[b] == (int)arm && e->cfg.control_share > 0) {
+        policy_error_set(err, "retire", "the control arm keeps its share of pulls (constraints)");
+        return -1;
+    }
+    size_t left = 0;
+    for (size_t i = 0; i < e->k[b]; i++)
+        left += !r[i] && i != arm;
+    if (left < (size_t)e->cfg.m + 1) {
+        policy_error_set(err, "retire", "at least %u arms must keep getting pulls (m + 1)",
+                         e->cfg.m + 1);
+        return -1;
+    }
+    r[arm] = 1;
+    return 0;
+}
+
+void engine_retire_undo(struct engine *e, size_t b, size_t arm)
+{
+    retired_of(e, b)[arm] = 0;
 }

@@ -21,14 +21,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
 #include "policy.h"
 #include "stats.h"
 
 #define ENGINE_MAX_BANDITS 1024
 #define ENGINE_MAX_ARMS 4096
 
+/* Names, proof status and summaries: policies/stop_rule.h. */
 enum engine_stop_rule {
-    ENGINE_RULE_DEFAULT = 0,   /* the policy's own rule, else δᶜ ≤ δ */
+    ENGINE_RULE_DEFAULT = 0,   /* the policy's documented default (see resolve_rule) */
     ENGINE_RULE_DELTA_C,       /* δᶜ ≤ δ (K&S §4), bound per config */
     ENGINE_RULE_GLR,           /* Chernoff GLR, proven threshold */
     ENGINE_RULE_GLR_HEURISTIC, /* Chernoff GLR, ln((ln t + 1)/δ) */
@@ -36,6 +38,18 @@ enum engine_stop_rule {
     ENGINE_RULE_RHO,           /* ρ̄ ≥ τ (Bachman & Precup) */
     ENGINE_RULE_NONE,          /* never stop on confidence (budget only) */
 };
+
+struct engine_config;
+
+/* The rule a configuration stops on: its stop_rule, or without one the
+ * policy's own rule when that has a proof with the policy's default
+ * parameters, the proven GLR rule when it has none (gcp), none for
+ * regret-minimising policies and fixed-budget runs, δᶜ otherwise. Needs
+ * c->policy and c->params; never ENGINE_RULE_DEFAULT. */
+enum engine_stop_rule engine_resolve_rule(const struct engine_config *c);
+/* Whether rule r, as c configures it (bound, policy parameters), has a
+ * proof. ENGINE_RULE_NONE claims nothing: 0. */
+int engine_rule_proven(const struct engine_config *c, enum engine_stop_rule r);
 
 enum engine_stop_reason {
     ENGINE_RUNNING = 0,
@@ -70,14 +84,15 @@ struct engine_config {
 
 struct engine;
 
-/* Validate cfg and build an engine. Returns NULL with a message naming the
- * offending field (e.g. "goal.m: must be < number of arms (3)") in err.
+/* Validate cfg and build an engine. Returns NULL with err filled: the
+ * offending field (the API's name: "goal.m") and why, or POLICY_ERR_NOMEM.
  * The result is new; free it with engine_free. */
-struct engine *engine_create(const struct engine_config *cfg, char *err, size_t errlen);
+struct engine *engine_create(const struct engine_config *cfg, struct policy_error *err);
 void engine_free(struct engine *e);
 
-/* Check a configuration without building anything; same contract. */
-int engine_validate(const struct engine_config *cfg, char *err, size_t errlen);
+/* Check a configuration without building anything: 0, or −1 with err
+ * filled (POLICY_ERR_INVALID). */
+int engine_validate(const struct engine_config *cfg, struct policy_error *err);
 
 /* One assignment. */
 struct engine_pull {
@@ -133,6 +148,27 @@ struct engine_bandit_status {
     int done;
 };
 
+/* How a rule compares its evidence with its threshold. */
+enum engine_fires {
+    ENGINE_FIRES_NONE = 0, /* the rule shows no figures */
+    ENGINE_FIRES_AT_MOST,  /* evidence ≤ threshold (δᶜ) */
+    ENGINE_FIRES_ABOVE,    /* evidence > threshold (GLR) */
+    ENGINE_FIRES_AT_LEAST, /* evidence ≥ threshold (ρ̄) */
+};
+/* The figures of a bandit's stop rule (docs/stop-rules.md). error_bound: for a proven rule, the
+ * smallest δ at which it would hold now, an anytime-valid bound on the probability that the
+ * recommended set is wrong; NaN where no proof gives one, and NaN figures where the rule shows none
+ * (a paper's own rule, `none`). */
+struct engine_stop_eval {
+    enum engine_stop_rule rule; /* resolved */
+    int proven;
+    enum engine_fires fires;
+    double evidence, threshold, error_bound;
+    int fired; /* 1: the rule stopped the bandit; the figures are those of that moment */
+};
+/* The rule's figures now, or frozen at the moment it fired. */
+void engine_bandit_stop(const struct engine *e, size_t bandit, struct engine_stop_eval *out);
+
 /* Fill st and high[] (n_arms entries: 1 = recommended). */
 void engine_bandit_status(const struct engine *e, size_t bandit, unsigned char *high,
                           struct engine_bandit_status *st);
@@ -143,5 +179,43 @@ void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, doub
                          double *hi);
 
 const struct engine_config *engine_config(const struct engine *e);
+/* The rule the engine stops on (engine_resolve_rule of its config). */
+enum engine_stop_rule engine_rule(const struct engine *e);
+
+/* --- edits of a running engine (PATCH; replayed from the log in order) ---- */
+
+/* The budget now (0: none), and what counts against it: rewarded plus
+ * pending pulls (an expired pull frees its place). */
+uint64_t engine_budget(const struct engine *e);
+uint64_t engine_budget_used(const struct engine *e);
+
+/* Change the budget to `budget` (0: none). Refused (−1, a message naming
+ * "goal.budget" as err's field, the engine unchanged) when the engine has stopped,
+ * when the budget would fall below what is used, below what engine_create
+ * would accept (an arm a pull, each bandit's share its arms), when it
+ * would change the resolved stop rule (a fixed-budget policy's budget
+ * cannot be removed), or when the policy plans from its budget and has no
+ * rebudget hook. Per-bandit instances get the new budget split as
+ * engine_create splits it; a bandit already done stays done, and one whose
+ * new share is used up is done at once (stop_reason "budget" when that
+ * ends the experiment). */
+int engine_set_budget(struct engine *e, uint64_t budget, struct policy_error *err);
+
+/* Retire arm of bandit: it gets no more pulls. A pull the policy (or a
+ * constraint: the floor, the burn-in) gives it goes to the bandit's arm of
+ * fewest pulls handed out that is not retired (ties by the bandit's random
+ * rank: no draw); a recommendation served after the stop skips it while a
+ * recommended arm is not retired. Its data stay in the statistics: it is
+ * still ranked, recommended and counted by the stop rules. Refused (−1, err on
+ * field "retire", the engine unchanged) when the engine
+ * has stopped or the bandit is done, when the policy ends its phases on
+ * every active arm's samples (POLICY_F_PHASES), when fewer than m + 1 arms
+ * would be left, or for the control arm of a control share. Retiring a
+ * retired arm changes nothing. */
+int engine_retire_arm(struct engine *e, size_t bandit, size_t arm, struct policy_error *err);
+/* Take back a retirement made by the same edit, before any other call (an
+ * edit refused after it: exp/edits.c keeps an edit all or nothing). */
+void engine_retire_undo(struct engine *e, size_t bandit, size_t arm);
+int engine_arm_retired(const struct engine *e, size_t bandit, size_t arm);
 
 #endif

@@ -4,6 +4,7 @@
  */
 #include "policies/fc.h"
 #include "policies/tas.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -83,7 +84,7 @@ int fc_phases_begin(struct fc_phases *p, gsl_rng *rng, uint64_t quota, int last)
         p->csum[i] = 0;
         p->n_full += p->cnt[i] >= quota;
     }
-    fc_shuffle(rng, p->perm, p->n_perm);
+    order_shuffle(rng, p->perm, p->n_perm);
     return fc_phases_complete(p);
 }
 
@@ -176,7 +177,7 @@ int fc_elim_init(struct fc_elim *e, const struct policy_ctx *ctx, fc_elim_end_fn
     if (fc_phases_init(&e->ph, e->k) != 0)
         goto nomem;
     e->chosen = calloc(e->k, 1);
-    e->rank = fc_rank_new(ctx->rng, e->k);
+    e->rank = order_rank_new(ctx->rng, e->k);
     e->idx = calloc(e->k, sizeof *e->idx);
     e->val = calloc(e->k, sizeof *e->val);
     if (!e->chosen || !e->rank || !e->idx || !e->val)
@@ -221,8 +222,8 @@ size_t fc_elim_order_active(struct fc_elim *e, gsl_rng *rng)
         e->val[i] = fc_phases_mean(&e->ph, i);
         e->idx[n++] = i;
     }
-    fc_shuffle(rng, e->idx, n);
-    fc_sort_desc(e->idx, n, e->val, NULL);
+    order_shuffle(rng, e->idx, n);
+    order_sort_desc(e->idx, n, e->val, NULL);
     return n;
 }
 
@@ -276,7 +277,7 @@ int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, const struct pol
     memset(g, 0, sizeof *g);
     g->k = k;
     g->thr = policy_param(ctx, ops, "threshold") == 0 ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
-    g->rank = fc_rank_new(ctx->rng, k);
+    g->rank = order_rank_new(ctx->rng, k);
     g->idx = calloc(k, sizeof *g->idx);
     g->val = calloc(k, sizeof *g->val);
     return g->rank && g->idx && g->val ? 0 : -1;
@@ -301,9 +302,9 @@ int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx)
         t += (double)a[i].n;
         g->val[i] = a[i].mean;
     }
-    size_t best = policy_argmax(ctx->rng, g->val, NULL, g->k);
+    size_t best = order_argmax(ctx->rng, g->val, NULL, g->k);
     double beta = stats_glr_threshold(g->thr, t, g->k, 1, ctx->delta);
-    if (!tas_glr_stop(a, g->k, best, ctx->epsilon, g->thr, beta))
+    if (!stats_glr_stop_best(a, g->k, best, ctx->epsilon, g->thr, beta))
         return 0;
     g->stopped = 1;
     g->certified = best;
@@ -318,71 +319,6 @@ void fc_glr_recommend(struct fc_glr *g, const struct policy_ctx *ctx, unsigned c
         return;
     }
     fc_mark_interim(ctx, NULL, NULL, 1, g->rank, g->idx, g->val, high);
-}
-
-/* --- orderings -------------------------------------------------------------- */
-
-/* a before b? NaN sorts last. */
-static int before(const double *val, const uint32_t *rank, size_t a, size_t b)
-{
-    double va = val[a], vb = val[b];
-    if (isnan(va) || isnan(vb)) {
-        if (isnan(va) != isnan(vb))
-            return !isnan(va);
-    } else if (va != vb) {
-        return va > vb;
-    }
-    return rank != NULL && rank[a] < rank[b];
-}
-
-void fc_sort_desc(size_t *idx, size_t n, const double *val, const uint32_t *rank)
-{
-    /* Ciura's gaps; the last pass (gap 1) is an insertion sort. */
-    static const size_t gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};
-    for (size_t g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
-        size_t gap = gaps[g];
-        for (size_t i = gap; i < n; i++) {
-            size_t t = idx[i];
-            size_t j = i;
-            while (j >= gap && before(val, rank, t, idx[j - gap])) {
-                idx[j] = idx[j - gap];
-                j -= gap;
-            }
-            idx[j] = t;
-        }
-    }
-}
-
-void fc_shuffle(gsl_rng *rng, size_t *idx, size_t n)
-{
-    for (size_t i = n; i > 1; i--) {
-        size_t j = policy_rand_index(rng, i);
-        size_t t = idx[i - 1];
-        idx[i - 1] = idx[j];
-        idx[j] = t;
-    }
-}
-
-uint32_t *fc_rank_new(gsl_rng *rng, size_t k)
-{
-    uint32_t *rank = malloc((k ? k : 1) * sizeof *rank);
-    if (rank != NULL)
-        policy_rank_draw(rng, rank, k);
-    return rank;
-}
-
-size_t fc_mark_top(const double *val, const unsigned char *mask, size_t k, size_t want,
-                   const uint32_t *rank, size_t *idx, unsigned char *high)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < k; i++)
-        if (mask == NULL || mask[i])
-            idx[n++] = i;
-    fc_sort_desc(idx, n, val, rank);
-    size_t got = want < n ? want : n;
-    for (size_t r = 0; r < got; r++)
-        high[idx[r]] = 1;
-    return got;
 }
 
 void fc_mark_interim(const struct policy_ctx *ctx, const unsigned char *accepted,
@@ -403,7 +339,7 @@ void fc_mark_interim(const struct policy_ctx *ctx, const unsigned char *accepted
         val[i] = a[i].n > 0 ? a[i].mean : NAN;
         idx[n++] = i;
     }
-    fc_sort_desc(idx, n, val, rank);
+    order_sort_desc(idx, n, val, rank);
     for (size_t r = 0; r < n && got < m; r++, got++)
         high[idx[r]] = 1;
 }

@@ -112,7 +112,7 @@ struct fc_elim {
     struct fc_phases ph;
     int finished;
     unsigned char *chosen; /* the returned set, once finished */
-    uint32_t *rank;        /* recommend()'s tie-break (fc_rank_new) */
+    uint32_t *rank;        /* recommend()'s tie-break (order_rank_new) */
     size_t *idx;           /* scratch, k entries */
     double *val;           /* scratch, k entries */
     fc_elim_end_fn *end;   /* a phase's samples are all in */
@@ -155,8 +155,8 @@ void fc_elim_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
 /* --- the GLR stop of best-arm sampling rules --------------------------------- */
 
 /* ttts and track-and-stop stop alike: once every arm has a reward, when the
- * ε-GLR statistic of the empirical best (tas_glr, ties at random) exceeds
- * the threshold of stats_glr_threshold (m = 1) in every pair (tas_glr_stop:
+ * ε-GLR statistic of the empirical best (stats_glr_best, ties at random) exceeds
+ * the threshold of stats_glr_threshold (m = 1) in every pair (stats_glr_stop_best:
  * the proven rule weighs each pair's evidence, stats_glr_pair_evidence); the
  * certified arm is then
  * the answer, and before that the best arm by the engine's means (ties by a
@@ -183,26 +183,7 @@ int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx);
 /* The certified arm once stopped, else the interim best (ops->recommend). */
 void fc_glr_recommend(struct fc_glr *g, const struct policy_ctx *ctx, unsigned char *high);
 
-/* --- orderings -------------------------------------------------------------- */
-
-/* Sort idx[0..n) by val[idx] descending. rank == NULL: ties in whatever
- * order the input had (shuffle first for random ties: fc_shuffle); otherwise
- * ties by rank ascending. Shell sort: no allocation, deterministic. */
-void fc_sort_desc(size_t *idx, size_t n, const double *val, const uint32_t *rank);
-
-/* Uniform random permutation of idx[0..n) in place. */
-void fc_shuffle(gsl_rng *rng, size_t *idx, size_t n);
-
-/* A uniformly random permutation of 0..k−1 as ranks (rank[i] = position of
- * arm i): the tie-break recommend() uses, drawn once at init. New array, or
- * NULL when out of memory. */
-uint32_t *fc_rank_new(gsl_rng *rng, size_t k);
-
-/* Mark in high[] the `want` arms among mask (NULL = all) with the largest
- * val, ties by rank; idx is scratch of k entries. Returns how many were
- * marked (fewer when the mask holds fewer). */
-size_t fc_mark_top(const double *val, const unsigned char *mask, size_t k, size_t want,
-                   const uint32_t *rank, size_t *idx, unsigned char *high);
+/* --- recommendations and counts ------------------------------------------- */
 
 /* A recommendation before a policy has finished (status calls mid-run):
  * the accepted arms (may be NULL), then the best of cand (NULL = all arms not

@@ -4,6 +4,7 @@
  * estimates, initial pulls under late rewards, argmax with random ties.
  */
 #include "policies/gapidx.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -308,7 +309,7 @@ int policy_gapidx_select(void *state, const struct policy_ctx *ctx, int bandit,
         }
         g->idx[f] = -g->gap[f] + explore;
     }
-    size_t f = policy_argmax(ctx->rng, &g->idx[lo], &g->mask[lo], hi - lo);
+    size_t f = order_argmax(ctx->rng, &g->idx[lo], &g->mask[lo], hi - lo);
     if (f == (size_t)-1)
         return POLICY_DONE;
     f += lo;

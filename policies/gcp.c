@@ -29,6 +29,7 @@
  *   recruitment with Bayesian arm selection.
  */
 #include "policies/gcp.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -104,7 +105,7 @@ int gcp_new(struct gcp **out, const struct policy_ctx *ctx, int mode, unsigned r
     size_t off = 0;
     for (size_t b = 0; b < s->nb; b++) {
         s->rank_off[b] = off;
-        policy_rank_draw(ctx->rng, s->rank + off, ctx->n_arms[b]);
+        order_rank_draw(ctx->rng, s->rank + off, ctx->n_arms[b]);
         off += ctx->n_arms[b];
     }
     *out = s;
@@ -208,7 +209,7 @@ size_t gcp_select_arm(struct gcp *s, const struct policy_ctx *ctx, size_t b)
     double gamma = gcp_sample(s, ctx, b);
     for (size_t j = 0; j < k; j++)
         s->index[j] = sqrt((double)(a[j].n + a[j].pending)) * fabs(s->theta[j] - gamma);
-    return policy_argmin(ctx->rng, s->index, NULL, k);
+    return order_argmin(ctx->rng, s->index, NULL, k);
 }
 
 /* Mark in s->cand the bandits Alg. 3 may choose: those the engine has not
@@ -265,7 +266,7 @@ size_t gcp_pick_bandit_cost(struct gcp *s, const struct policy_ctx *ctx)
         double gamma = gcp_sample(s, ctx, b);
         s->cost[b] = gcp_cost(s, ctx->n_arms[b], gamma);
     }
-    return policy_argmin(ctx->rng, s->cost, s->cand, s->nb);
+    return order_argmin(ctx->rng, s->cost, s->cand, s->nb);
 }
 
 /* Uni-* baseline: the candidate with the fewest pulls handed out (rewarded
@@ -278,7 +279,7 @@ static size_t pick_bandit_uniform(struct gcp *s, const struct policy_ctx *ctx)
             h += ctx->arms[b][j].n + ctx->arms[b][j].pending;
         s->cost[b] = (double)h;
     }
-    return policy_argmin(ctx->rng, s->cost, s->cand, s->nb);
+    return order_argmin(ctx->rng, s->cost, s->cand, s->nb);
 }
 
 /* --- vtable ------------------------------------------------------------------ */
@@ -315,6 +316,13 @@ void gcp_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t
     if (ev == POLICY_EV_RELEASE)
         return; /* no data: ρ̄ counts rewarded pulls only */
     s->rho[bandit] = stats_rho(ctx->arms[bandit], ctx->n_arms[bandit], ctx->m);
+}
+
+/* ρ̄ ≥ τ has no proof (docs/stop-rules.md, `rho`): opt-in only. */
+int gcp_stop_proven(const struct policy_params *params)
+{
+    (void)params;
+    return 0;
 }
 
 int gcp_done(void *state, const struct policy_ctx *ctx, size_t bandit)
@@ -366,7 +374,7 @@ const struct policy_ops policy_gcp = {
     .summary = "Greedy confidence pursuit (Bachman & Precup 2013, Alg. 2 and 3): Bayesian top-m "
                "arm and bandit selection, stop at rho >= tau",
     .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_FIXED_BUDGET | POLICY_F_MULTI | POLICY_F_TOPM |
-             POLICY_F_OWN_STOP | POLICY_F_BAYES,
+             POLICY_F_OWN_STOP | POLICY_F_RHO_STOP | POLICY_F_BAYES,
     .params = gcp_params,
     .init = gcp_init,
     .fini = gcp_fini,
@@ -374,4 +382,5 @@ const struct policy_ops policy_gcp = {
     .update = gcp_update,
     .done = gcp_done,
     .recommend = gcp_recommend,
+    .stop_proven = gcp_stop_proven,
 };

@@ -96,6 +96,8 @@ size_t gcp_pick_bandit_cost(struct gcp *s, const struct policy_ctx *ctx);
 void gcp_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
                 enum policy_event ev, double reward);
 int gcp_done(void *state, const struct policy_ctx *ctx, size_t bandit);
+/* ops->stop_proven of both: 0 (ρ̄ ≥ τ has no proof). */
+int gcp_stop_proven(const struct policy_params *params);
 void gcp_recommend(void *state, const struct policy_ctx *ctx, size_t bandit, unsigned char *high);
 
 #endif

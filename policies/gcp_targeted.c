@@ -19,6 +19,7 @@
  * Pending pulls are treated as in gcp.h.
  */
 #include "policies/gcp.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -98,7 +99,7 @@ static size_t pick_bandit_targeted(struct gcp *s, const struct policy_ctx *ctx)
             found |= isfinite(s->cost[b]);
         }
         if (found)
-            return policy_argmin(ctx->rng, s->cost, s->cand, s->nb);
+            return order_argmin(ctx->rng, s->cost, s->cand, s->nb);
     }
     return (size_t)-1;
 }
@@ -121,7 +122,7 @@ const struct policy_ops policy_gcp_targeted = {
     .summary = "Targeted greedy confidence pursuit (Bachman & Precup 2013, Alg. 4): pursue the "
                "bandits where the target arm is best",
     .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_FIXED_BUDGET | POLICY_F_MULTI | POLICY_F_TOPM |
-             POLICY_F_OWN_STOP | POLICY_F_BAYES | POLICY_F_NEEDS_TARGET,
+             POLICY_F_OWN_STOP | POLICY_F_RHO_STOP | POLICY_F_BAYES | POLICY_F_NEEDS_TARGET,
     .params = targeted_params,
     .init = targeted_init,
     .fini = gcp_fini,
@@ -129,4 +130,5 @@ const struct policy_ops policy_gcp_targeted = {
     .update = gcp_update,
     .done = gcp_done,
     .recommend = gcp_recommend,
+    .stop_proven = gcp_stop_proven,
 };

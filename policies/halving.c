@@ -131,7 +131,8 @@ fail:
 const struct policy_ops policy_halving = {
     .name = "halving",
     .summary = "HALVING (Kalyanakrishnan & Stone 2010, Alg. 3): median elimination for m arms",
-    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_NEEDS_EPSILON | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_NEEDS_EPSILON |
+             POLICY_F_OWN_STOP | POLICY_F_PHASES,
     .params = NULL,
     .init = halving_init,
     .fini = halving_fini,

@@ -148,7 +148,8 @@ fail:
 const struct policy_ops policy_incremental = {
     .name = "incremental",
     .summary = "INCREMENTAL (Kalyanakrishnan & Stone 2010, Alg. 2): m runs of Median Elimination",
-    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_NEEDS_EPSILON | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_TOPM | POLICY_F_NEEDS_EPSILON |
+             POLICY_F_OWN_STOP | POLICY_F_PHASES,
     .params = NULL,
     .init = incremental_init,
     .fini = incremental_fini,

@@ -95,6 +95,12 @@ static int kl_lucb_init(void **state, const struct policy_ctx *ctx, char *err, s
                      errlen);
 }
 
+/* Proven with the theory rate; the heuristic one has no proof. */
+static int kl_lucb_stop_proven(const struct policy_params *p)
+{
+    return p->values[policy_param_index(&policy_kl_lucb, "rate")] == RATE_THEORY;
+}
+
 const struct policy_ops policy_kl_lucb = {
     .name = "kl-lucb",
     .summary = "KL-LUCB (Kaufmann & Kalyanakrishnan 2013): LUCB with Bernoulli-KL bounds",
@@ -106,4 +112,5 @@ const struct policy_ops policy_kl_lucb = {
     .update = NULL,
     .done = lucb_done,
     .recommend = lucb_recommend,
+    .stop_proven = kl_lucb_stop_proven,
 };

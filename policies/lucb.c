@@ -3,6 +3,7 @@
  * stop criterion, the queued second pull and the certified set.
  */
 #include "policies/lucb.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -28,7 +29,7 @@ int lucb_init(void **state, const struct lucb_bounds *b, double c1, double c2,
     l->certified = calloc(l->n, 1);
     l->order = calloc(l->n, sizeof *l->order);
     l->val = calloc(l->n, sizeof *l->val);
-    l->rank = fc_rank_new(ctx->rng, l->n);
+    l->rank = order_rank_new(ctx->rng, l->n);
     for (int c = 0; c < 2; c++) {
         l->cache[c] = calloc(l->n, sizeof *l->cache[c]);
         if (l->cache[c] != NULL)
@@ -148,7 +149,7 @@ static void split(struct lucb *l, const struct policy_ctx *ctx)
         }
         return;
     }
-    policy_order_by_mean(ctx->rng, a, l->n, l->order);
+    order_by_mean(ctx->rng, a, l->n, l->order);
     for (size_t r = 0; r < l->n; r++)
         l->high[l->order[r]] = r < l->m;
 }

@@ -4,6 +4,7 @@
  * rewarded samples, settling of bandits, and the recommendation.
  */
 #include "policies/phases.h"
+#include "policies/order.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,7 @@ int policy_phases_init(struct policy_phases *ph, const struct policy_ctx *ctx, s
         for (size_t f = ph->off[b]; f < ph->off[b + 1]; f++)
             ph->bandit_of[f] = b;
         /* The tie-break order recommend() uses without touching the rng. */
-        policy_rank_draw(ctx->rng, &ph->rank[ph->off[b]], ctx->n_arms[b]);
+        order_rank_draw(ctx->rng, &ph->rank[ph->off[b]], ctx->n_arms[b]);
     }
     return 0;
 }
@@ -128,7 +129,7 @@ uint64_t policy_phases_plan_total(const uint64_t *target, const size_t *active, 
 size_t policy_phases_order_active(struct policy_phases *ph, const struct policy_ctx *ctx, size_t b)
 {
     size_t k = ctx->n_arms[b];
-    policy_order_by_mean(ctx->rng, ctx->arms[b], k, ph->order);
+    order_by_mean(ctx->rng, ctx->arms[b], k, ph->order);
     size_t n = 0;
     for (size_t r = 0; r < k; r++)
         if (ph->status[ph->off[b] + ph->order[r]] == PHASES_ACTIVE)

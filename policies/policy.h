@@ -44,6 +44,12 @@ enum {
     POLICY_F_BAYES = 1u << 6,            /* reads the Beta posteriors */
     POLICY_F_NEEDS_TARGET = 1u << 7,     /* needs target_arm (gcp-targeted) */
     POLICY_F_REGRET = 1u << 8,           /* not pure exploration (thompson) */
+    POLICY_F_GLR_STOP = 1u << 9,         /* the own rule is the GLR rule (ε-GLR, m = 1), its
+                                          * threshold the proven one exactly when stop_proven */
+    POLICY_F_RHO_STOP = 1u << 10,        /* the own rule is ρ̄ ≥ τ (gcp) */
+    POLICY_F_PHASES = 1u << 11,          /* a phase ends when every active arm has its
+                                          * samples: no arm may stop getting pulls
+                                          * (engine_retire_arm refuses) */
 };
 
 /* One declared parameter: validated generically before init() runs. */
@@ -132,6 +138,22 @@ struct policy_ops {
      * Called by the status endpoint: must not draw from ctx->rng. */
     void (*recommend)(void *state, const struct policy_ctx *ctx, size_t bandit,
                       unsigned char *high);
+
+    /* Whether the own stop rule, with these (validated) parameters, has a
+     * proof of δ-correctness (docs/stop-rules.md). NULL: it has (the
+     * paper's). A policy whose own rule has none with its default
+     * parameters is not stopped by it unless the experiment asks for it
+     * (the engine then stops it on the proven GLR rule). */
+    int (*stop_proven)(const struct policy_params *params);
+    /* A budget edit (engine_set_budget): ctx->budget is the instance's new
+     * share. A policy that plans its allocation from the budget plans again
+     * from here: phases already run keep what they had, the current and
+     * later ones get the new schedule. check != 0: only say whether the
+     * budget is acceptable (0, or non-zero with a message naming
+     * "goal.budget" in err), changing nothing. NULL: a policy flagged
+     * POLICY_F_FIXED_BUDGET cannot change its budget; any other policy
+     * reads the budget as a cap only and needs no hook. */
+    int (*rebudget)(void *state, const struct policy_ctx *ctx, int check, char *err, size_t errlen);
 };
 
 /* --- registry ------------------------------------------------------------ */
@@ -151,6 +173,8 @@ int policy_param_check(const struct policy_param_spec *spec, double v, char *err
 int policy_param_index(const struct policy_ops *ops, const char *name);
 /* Fill p with every default of ops. */
 void policy_params_defaults(const struct policy_ops *ops, struct policy_params *p);
+/* ops->stop_proven(p), or 1 without it; 0 for a policy without an own rule. */
+int policy_own_stop_proven(const struct policy_ops *ops, const struct policy_params *p);
 /* Value of parameter `name` (must exist: programming error otherwise). */
 double policy_param(const struct policy_ctx *ctx, const struct policy_ops *ops, const char *name);
 
@@ -158,21 +182,14 @@ double policy_param(const struct policy_ctx *ctx, const struct policy_ops *ops, 
 
 /* Uniform integer in [0, n). */
 size_t policy_rand_index(gsl_rng *rng, size_t n);
-/* A uniformly random permutation of 0..k−1 into rank[0..k) (Fisher–Yates,
- * k − 1 draws): the tie-break order a recommend() uses without touching the
- * generator, drawn once at init. */
-void policy_rank_draw(gsl_rng *rng, uint32_t *rank, size_t k);
-/* Index of the max / min of v[0..n) over mask (NULL = all), ties broken
- * uniformly at random; (size_t)-1 when the mask is empty. */
-size_t policy_argmax(gsl_rng *rng, const double *v, const unsigned char *mask, size_t n);
-size_t policy_argmin(gsl_rng *rng, const double *v, const unsigned char *mask, size_t n);
-/* Sort arm indices by mean descending, ties broken at random (Fisher–Yates
- * then a stable sort). idx must hold k entries. */
-void policy_order_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t *idx);
-/* Top-m gaps (Bubeck et al. 2013): Δ̂_i = μ̂_i − μ̂_(m+1) in High,
- * μ̂_(m) − μ̂_i in Low (m = 1: Gabillon's gap). gap must hold k entries;
- * `order` is scratch of k entries. */
-void policy_topm_gaps(gsl_rng *rng, const struct stats_arm *arms, size_t k, unsigned m, double *gap,
-                      size_t *order);
+/* Orderings and random tie-breaks (argmax, shuffles, sorts): order.h. */
+/* The first pulls of a block: a sampling policy (adapt, ttts, thompson)
+ * that picked `arm` while arm has no reward yet and a pull of it pending
+ * learns nothing from a second one that another arm with nothing handed
+ * out would not teach it, so such an arm (uniformly among them) takes the
+ * pull instead; otherwise `arm`. With rewards on time (no pending pull at
+ * select) it never changes a pick or draws: a block of assignments on a
+ * fresh experiment (count = K) covers K distinct arms. */
+size_t policy_first_pulls(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t arm);
 
 #endif

@@ -26,10 +26,20 @@
  * Fig. 2 across them.
  *
  * Budget: phases cover the pool; the phases run hand out at most N (SR's
- * bound). Accepted arms and settled bandits take no more pulls, so with
- * M > 1 (or an early settlement) part of N is left over, as in the paper:
- * once every bandit is settled select() answers POLICY_DONE. With late
- * rewards the phases' waits spend some of it round-robin (phases.h).
+ * bound). A settlement takes every arm of its bandit out of the pool at
+ * once (M > 1: a bandit whose last rival is rejected accepts its survivor;
+ * m > 1: the rest of a bandit whose top set is accepted is rejected), so
+ * the pool runs out of arms before the phases run out, and as in the paper
+ * part of N was left over (1/3 of it with 3 bandits of 3 arms: issue 12).
+ * Our decision: when a phase ends with fewer active arms than the
+ * schedule planned for, the remaining phases are planned again as SAR over
+ * the A arms left with what is left of the budget, their samples counted
+ * (N' = N − used + A·n_k; n'_j = ⌈(N' − A) / (loḡ(A)(A + 1 − j))⌉), so
+ * the run spends N as a single SR run would. Every later phase gets at
+ * least the samples the first plan gave it, so the paper's bound still
+ * holds. One bandit with m = 1 removes exactly one arm per phase and is
+ * never planned again (Fig. 1 exactly). With late rewards the phases'
+ * waits spend some of N round-robin (phases.h).
  *
  * With a request naming a bandit, the pull is that bandit's active arm of
  * least n + pending (its share of the phase, then round-robin extras); a
@@ -43,9 +53,10 @@
 
 extern const struct policy_ops policy_sar;
 
+static void sar_replan(struct policy_phases *ph, const struct policy_ctx *ctx, size_t next);
+
 static void sar_decide(struct policy_phases *ph, const struct policy_ctx *ctx, size_t phase)
 {
-    (void)phase;
     /* Gaps of every active arm in unsettled bandits; the largest gap wins,
      * Low arms (rejections) before High (acceptances). */
     double best = -INFINITY;
@@ -82,6 +93,61 @@ static void sar_decide(struct policy_phases *ph, const struct policy_ctx *ctx, s
         policy_phases_reject(ph, f);
     else
         policy_phases_accept(ph, f);
+    sar_replan(ph, ctx, phase + 1);
+}
+
+/* Active arms of the unsettled bandits. */
+static size_t active_arms(const struct policy_phases *ph)
+{
+    size_t a = 0;
+    for (size_t b = 0; b < ph->nb; b++)
+        if (!ph->settled[b])
+            a += ph->n_active[b];
+    return a;
+}
+
+/* Phases `next`.. planned again when the pool holds fewer arms than the
+ * schedule planned for them (see the top of the file). */
+static void sar_replan(struct policy_phases *ph, const struct policy_ctx *ctx, size_t next)
+{
+    size_t a = active_arms(ph);
+    if (next == 0 || next >= ph->nphases || a < 2 || a >= ph->total - next)
+        return;
+    uint64_t used = 0;
+    for (size_t b = 0; b < ph->nb; b++)
+        for (size_t i = 0; i < ctx->n_arms[b]; i++)
+            used += ctx->arms[b][i].n + ctx->arms[b][i].pending;
+    uint64_t t0 = ph->target[next - 1];
+    double left = ctx->budget > used ? (double)(ctx->budget - used) : 0.0;
+    double lbar = 0.5;
+    for (size_t i = 2; i <= a; i++)
+        lbar += 1.0 / (double)i;
+    double spread = left + (double)a * (double)t0 - (double)a;
+    uint64_t prev = t0;
+    for (size_t j = 1; next + j - 1 < ph->nphases; j++) {
+        uint64_t t = prev;
+        if (j < a && spread > 0) {
+            double x = spread / (lbar * (double)(a + 1 - j));
+            t = (uint64_t)ceil(x * (1 - 1e-12));
+        }
+        if (t < prev)
+            t = prev; /* cumulative targets never fall */
+        if (t > ph->target[next + j - 1] || j >= a)
+            ph->target[next + j - 1] = t;
+        prev = ph->target[next + j - 1];
+    }
+}
+
+/* The phases' cumulative per-arm targets for budget N over the pool. */
+static void sar_plan(struct policy_phases *ph, uint64_t budget, size_t pool)
+{
+    double lbar = 0.5;
+    for (size_t i = 2; i <= pool; i++)
+        lbar += 1.0 / (double)i;
+    for (size_t k = 1; k < pool; k++) {
+        double x = (double)(budget - pool) / (lbar * (double)(pool + 1 - k));
+        ph->target[k - 1] = (uint64_t)ceil(x * (1 - 1e-12)); /* an exact integer stays put */
+    }
 }
 
 static void sar_fini(void *state)
@@ -108,14 +174,23 @@ static int sar_init(void **state, const struct policy_ctx *ctx, char *err, size_
         sar_fini(ph);
         return -1;
     }
-    double lbar = 0.5;
-    for (size_t i = 2; i <= pool; i++)
-        lbar += 1.0 / (double)i;
-    for (size_t k = 1; k < pool; k++) {
-        double x = (double)(ctx->budget - pool) / (lbar * (double)(pool + 1 - k));
-        ph->target[k - 1] = (uint64_t)ceil(x * (1 - 1e-12)); /* an exact integer stays put */
-    }
+    sar_plan(ph, ctx->budget, pool);
     *state = ph;
+    return 0;
+}
+
+/* A budget edit: the schedule again from the new budget. */
+static int sar_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                        size_t errlen)
+{
+    struct policy_phases *ph = state;
+    if (ctx->budget <= ph->total) {
+        snprintf(err, errlen, "goal.budget: sar needs more than one pull per arm (%zu arms)",
+                 ph->total);
+        return -1;
+    }
+    if (!check)
+        sar_plan(ph, ctx->budget, ph->total);
     return 0;
 }
 
@@ -123,7 +198,8 @@ const struct policy_ops policy_sar = {
     .name = "sar",
     .summary =
         "Successive Accepts and Rejects (Bubeck et al. 2013): top m, one or M bandits pooled",
-    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI | POLICY_F_OWN_STOP |
+             POLICY_F_PHASES,
     .params = NULL,
     .init = sar_init,
     .fini = sar_fini,
@@ -131,4 +207,5 @@ const struct policy_ops policy_sar = {
     .update = policy_phases_update,
     .done = policy_phases_done,
     .recommend = policy_phases_recommend,
+    .rebudget = sar_rebudget,
 };

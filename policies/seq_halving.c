@@ -64,6 +64,20 @@ static void sh_fini(void *state)
     free(s);
 }
 
+/* Cumulative per-arm targets of each round from ctx->budget (s->keep set). */
+static void sh_plan(struct sh *s, const struct policy_ctx *ctx)
+{
+    size_t k = ctx->n_arms[0];
+    size_t rounds = s->ph.nphases;
+    uint64_t cum = 0;
+    size_t survivors = k;
+    for (size_t r = 0; r < rounds; r++) {
+        cum += ctx->budget / ((uint64_t)survivors * rounds);
+        s->ph.target[r] = cum;
+        survivors = s->keep[r];
+    }
+}
+
 static int sh_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     size_t k = ctx->n_arms[0];
@@ -90,21 +104,32 @@ static int sh_init(void **state, const struct policy_ctx *ctx, char *err, size_t
         return -1;
     }
     sh_rounds(k, ctx->m, s->keep);
-    uint64_t cum = 0;
-    size_t survivors = k;
-    for (size_t r = 0; r < rounds; r++) {
-        cum += ctx->budget / ((uint64_t)survivors * rounds);
-        s->ph.target[r] = cum;
-        survivors = s->keep[r];
-    }
+    sh_plan(s, ctx);
     *state = s;
+    return 0;
+}
+
+/* A budget edit: the schedule again from the new share. */
+static int sh_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                       size_t errlen)
+{
+    size_t k = ctx->n_arms[0];
+    size_t rounds = sh_rounds(k, ctx->m, NULL);
+    if (ctx->budget < (uint64_t)k * rounds) {
+        snprintf(err, errlen,
+                 "goal.budget: seq-halving needs at least %zu pulls (%zu arms × %zu rounds)%s",
+                 k * rounds, k, rounds, ctx->n_bandits == 1 ? "" : " in each bandit's share");
+        return -1;
+    }
+    if (!check)
+        sh_plan(state, ctx);
     return 0;
 }
 
 const struct policy_ops policy_seq_halving = {
     .name = "seq-halving",
     .summary = "Sequential Halving (Karnin, Koren & Somekh 2013): halve the survivors each round",
-    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP | POLICY_F_PHASES,
     .params = NULL,
     .init = sh_init,
     .fini = sh_fini,
@@ -112,4 +137,5 @@ const struct policy_ops policy_seq_halving = {
     .update = policy_phases_update,
     .done = policy_phases_done,
     .recommend = policy_phases_recommend,
+    .rebudget = sh_rebudget,
 };

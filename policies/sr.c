@@ -24,6 +24,7 @@
  * One bandit per instance (the engine splits the budget between bandits).
  */
 #include "policies/phases.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -40,7 +41,7 @@ static void sr_decide(struct policy_phases *ph, const struct policy_ctx *ctx, si
         ph->gap[i] = ctx->arms[0][i].mean;
         ph->mask[i] = ph->status[i] == PHASES_ACTIVE;
     }
-    policy_phases_reject(ph, policy_argmin(ctx->rng, ph->gap, ph->mask, k));
+    policy_phases_reject(ph, order_argmin(ctx->rng, ph->gap, ph->mask, k));
 }
 
 /* SR's (rescaled for m > 1) schedule; returns the number of phases. */
@@ -86,10 +87,26 @@ static int sr_init(void **state, const struct policy_ctx *ctx, char *err, size_t
     return 0;
 }
 
+/* A budget edit: the schedule again from the new share (phases.h: the
+ * phases already run keep the samples they had). */
+static int sr_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                       size_t errlen)
+{
+    size_t k = ctx->n_arms[0];
+    if (ctx->budget <= k) {
+        snprintf(err, errlen, "goal.budget: sr needs more than one pull per arm (%zu arms)%s", k,
+                 ctx->n_bandits == 1 ? "" : " in each bandit's share");
+        return -1;
+    }
+    if (!check)
+        sr_plan(ctx->budget, k, ctx->m, ((struct policy_phases *)state)->target);
+    return 0;
+}
+
 const struct policy_ops policy_sr = {
     .name = "sr",
     .summary = "Successive Rejects (Audibert, Bubeck & Munos 2010): K−1 phases, reject the worst",
-    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_OWN_STOP | POLICY_F_PHASES,
     .params = NULL,
     .init = sr_init,
     .fini = sr_fini,
@@ -97,4 +114,5 @@ const struct policy_ops policy_sr = {
     .update = policy_phases_update,
     .done = policy_phases_done,
     .recommend = policy_phases_recommend,
+    .rebudget = sr_rebudget,
 };

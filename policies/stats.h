@@ -10,6 +10,15 @@
  * Bachman & Precup's Bayesian confidence ρ̄ (2013, eq. 3), Bernoulli KL
  * bounds and the GLR (Chernoff) statistic of Garivier & Kaufmann (2016).
  *
+ * One header, four source files, one per family (the sections below name
+ * theirs): stats_bounds.c (arms, bounds, KL), stats_dc.c (δᶜ), stats_rho.c
+ * (ρ̄), stats_glr.c (GLR). One header because the families share one type
+ * (struct stats_arm) and one prefix, build on each other (δᶜ on the bounds,
+ * the GLR on the KL and the normal mixture), and most callers use two or
+ * more: split headers would each include the bounds' one anyway. What the
+ * source files share beyond this contract is in stats_impl.h, which no
+ * policy includes.
+ *
  * All functions are pure: no allocation, no global state, thread-safe.
  */
 #ifndef BANDITD_POLICIES_STATS_H
@@ -28,6 +37,8 @@ enum stats_bound {
     /* The papers' bounds for a fixed sample size n. */
     STATS_BOUND_FIXED = 1,
 };
+
+/* --- arms (stats_bounds.c) ------------------------------------------------- */
 
 /* Sufficient statistics of one arm; rewards in [0, 1]. */
 struct stats_arm {
@@ -56,7 +67,8 @@ void stats_arm_add_bayes(struct stats_arm *a, int s);
 /* Unbiased sample variance; 0 when n < 2. */
 double stats_arm_var(const struct stats_arm *a);
 
-/* --- one-sided bounds at error probability d, for n samples in [0, 1] ----
+/* --- one-sided bounds (stats_bounds.c) ---------------------------------------
+ * At error probability d, for n samples in [0, 1]:
  * width functions return +INFINITY when no finite width holds (n == 0, or
  * n < 2 for Bernstein); confidence functions return the error probability d
  * at which the bound has width w, in (0, 1], and 1 when w <= 0 or n == 0. */
@@ -82,7 +94,7 @@ double stats_stitched_conf(double v, double v_min, double c, double u);
 
 /* Time-uniform Hoeffding: S_n sub-Gaussian with variance process V = n/4,
  * bounded by the one-sided normal mixture (Howard et al. 2021, §3.2) with a
- * fixed ρ (stats.c): u solves 2 sqrt(ρ/(V+ρ)) e^{u²/(2(V+ρ))} Φ(u/sqrt(V+ρ))
+ * fixed ρ (stats_impl.h): u solves 2 sqrt(ρ/(V+ρ)) e^{u²/(2(V+ρ))} Φ(u/sqrt(V+ρ))
  * = 1/d, width u/n; the inverse d = 1/(that expression at u = wn) is
  * closed form. Valid for every n >= 1 at once. */
 double stats_anytime_hoeffding_width(double n, double d);
@@ -107,7 +119,7 @@ double stats_width_hoeffding(enum stats_bound b, const struct stats_arm *a, uint
 double stats_conf_hoeffding(enum stats_bound b, const struct stats_arm *a, uint64_t extra,
                             double w);
 
-/* --- δᶜ (Kalyanakrishnan & Stone 2010, §4) ---------------------------------
+/* --- δᶜ (Kalyanakrishnan & Stone 2010, §4; stats_dc.c) ----------------------
  * high[i] != 0 marks the arms of the returned set (usually the empirical top
  * m). For a cutoff c: δᶜ_h = d(n_h, μ̂_h + ε − c) for h ∈ High,
  * δᶜ_l = d(n_l, c − μ̂_l) for l ∈ Low, δᶜ = 1 − Π (1 − δᶜ_i).
@@ -145,28 +157,49 @@ size_t stats_dc_ws_size(size_t k);
 double stats_delta_c_ws(const struct stats_arm *arms, size_t k, const unsigned char *high,
                         const struct stats_dc_opts *o, double *c_out, double *per_arm, void *ws);
 
-/* --- Bayesian confidence ρ̄ (Bachman & Precup 2013, eq. 3) ------------------
+/* --- Bayesian confidence ρ̄ (Bachman & Precup 2013, eq. 3; stats_rho.c) -------
  * r̄_j = α_j/(α_j+β_j), γ̄ = (r̄_(m) + r̄_(m+1))/2, σ̄_j = sqrt(r̄_j (1 − r̄_j)),
  * ρ̄ = max(0, 1 − Σ_j [1 − Φ(√t_j |r̄_j − γ̄| / σ̄_j)]), t_j = pulls of arm j.
  * Returns 0 when some arm has no data, 1 when k ≤ m. */
 double stats_rho(const struct stats_arm *arms, size_t k, unsigned m);
 
-/* --- Bernoulli KL and its bounds ------------------------------------------ */
+/* --- Bernoulli KL and its bounds (stats_bounds.c) --------------------------- */
+
+/* The one clamp of the Bernoulli KL: p moved into [margin, 1 − margin], NaN
+ * to margin. stats_kl_bern reads both arguments at STATS_KL_EPS, so that
+ * means of exactly 0 or 1 stay finite; code that takes a derivative of kl in
+ * a mean (w*(μ) in tas.c, the ε-GLR's search) reads the means at the coarser
+ * STATS_KL_MU_CLAMP, where the weights are continuous and the derivative's
+ * 1/(q(1 − q)) stays moderate. */
+#define STATS_KL_EPS 1e-15
+#define STATS_KL_MU_CLAMP 1e-10
+double stats_kl_clamp(double p, double margin);
+
 double stats_kl_bern(double p, double q);
 /* max{q ≥ p : kl(p, q) ≤ level} and min{q ≤ p : kl(p, q) ≤ level}. */
 double stats_kl_upper(double p, double level);
 double stats_kl_lower(double p, double level);
 
-/* --- GLR (Chernoff) statistic ----------------------------------------------
+/* --- GLR (Chernoff) statistic (stats_glr.c) ---------------------------------
  * Z = min over pairs (i ∈ High, j ∈ Low, μ̂_i ≥ μ̂_j) of
  * n_i d(μ̂_i, μ̂_ij) + n_j d(μ̂_j, μ̂_ij); +INFINITY when no pair counts...
  * except that a High arm below a Low arm gives Z = 0. Arms with n = 0 give 0. */
 double stats_glr(const struct stats_arm *arms, size_t k, const unsigned char *high);
 
+/* The statistic that arm `best` is ε-best (High = {best}), on rewarded pulls:
+ *   Z = min_{j ≠ best} inf_{λ: λ_j ≥ λ_best + ε} n_best d(μ̂_best, λ_best) + n_j d(μ̂_j, λ_j)
+ * (Bernoulli d, valid for any rewards in [0, 1]); ε = 0 (or below) is
+ * stats_glr with High = {best}. 0 when some arm has no reward or some
+ * μ̂_j > μ̂_best + ε; +INFINITY when k < 2. If best is not ε-best, the true
+ * means lie in the set the infimum runs over, so Z is at most the deviation
+ * n_best d(μ̂_best, μ_best) + n_j d(μ̂_j, μ_j) of one pair: the thresholds of
+ * stats_glr_threshold (m = 1) apply unchanged. */
+double stats_glr_best(const struct stats_arm *arms, size_t k, size_t best, double eps);
+
 enum stats_glr_threshold {
     /* ln((ln t + 1)/δ): Garivier & Kaufmann's code, a heuristic. */
     STATS_GLR_HEURISTIC = 0,
-    /* A rule with a proof (stats.c): every pair (i ∈ High, j ∈ Low) has
+    /* A rule with a proof (stats_glr.c): every pair (i ∈ High, j ∈ Low) has
      *   ln((e^{Z_ij − r_i − r_j} + E_ij)/2) > ln(m(K−m)/δ),
      * r_a = stats_kt_regret(N_a, μ̂_a), the regret of the Jeffreys
      * (Krichevsky–Trofimov) mixture (Garivier & Kaufmann 2016's proof of
@@ -198,23 +231,31 @@ double stats_pair_mixture(double ni, double mi, double nj, double mj, double eps
 double stats_glr_pair_evidence(enum stats_glr_threshold kind, const struct stats_arm *ai,
                                const struct stats_arm *aj, double z, double eps);
 /* stats_glr_pair_evidence(kind, ai, aj, z, eps) > beta, usually without the
- * mixture's cutoff search (stats.c): what the stop rules call per pair. */
+ * mixture's cutoff search (stats_glr.c): what the stop rules call per pair. */
 int stats_glr_pair_passes(enum stats_glr_threshold kind, const struct stats_arm *ai,
                           const struct stats_arm *aj, double z, double eps, double beta);
-/* The GLR stop: every counted pair's evidence exceeds the threshold (so the
- * heuristic is exactly stats_glr(...) > stats_glr_threshold(...)); t is the
- * sum of the arms' n. 0 while some arm has no reward or a High arm is below
- * a Low one; with an empty High or Low set, 1 (δ > 0). */
+/* The GLR stop: every pair's evidence, the pair's statistic for "μ_i ≥
+ * μ_j + ε" (ε ≥ 0: the ε-GLR; ε = 0 the Chernoff statistic), exceeds the
+ * threshold (so the heuristic with ε = 0 is exactly stats_glr(...) >
+ * stats_glr_threshold(...)); t is the sum of the arms' n. 0 while some arm
+ * has no reward or a Low arm is above a High one's mean + ε; with an empty
+ * High or Low set, 1 (δ > 0). A wrong top-m set has a High arm h and a Low
+ * arm l with μ_l > μ_h + ε, so the pairs' union covers it at every m. */
 int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *high,
-                   enum stats_glr_threshold kind, unsigned m, double delta);
+                   enum stats_glr_threshold kind, unsigned m, double eps, double delta);
+/* One pair's statistic Z_ij for "μ_i ≥ μ_j + ε" (both arms with data,
+ * μ̂_j ≤ μ̂_i + ε): the pooled Bernoulli KL form at ε = 0, the infimum over
+ * λ_j ≥ λ_i + ε for ε > 0. */
+double stats_glr_pair_z(const struct stats_arm *ai, const struct stats_arm *aj, double eps);
+/* The same stop on stats_glr_best's pairs, with the caller's threshold
+ * beta = stats_glr_threshold(kind, t, k, 1, δ): every j ≠ best has evidence
+ * stats_glr_pair_evidence(kind, best, j, Z_j, eps) > beta (the heuristic:
+ * stats_glr_best > beta). 0 where stats_glr_best is 0 for want of evidence.
+ * Both stops run one loop (stats_glr.c). */
+int stats_glr_stop_best(const struct stats_arm *arms, size_t k, size_t best, double eps,
+                        enum stats_glr_threshold kind, double beta);
 
-/* --- ordering helpers ------------------------------------------------------
- * stats_top_m marks the m arms of largest mean in high[]; ties are broken by
- * rank[] (a random permutation drawn once per bandit, so ties never favour
- * arms by their index, and the answer does not flicker between calls).
- * rank may be NULL (ties then broken by index: tests only). */
-void stats_top_m(const struct stats_arm *arms, size_t k, unsigned m, const uint32_t *rank,
-                 unsigned char *high);
+/* --- the normal tail (stats_bounds.c) -------------------------------------- */
 
 /* Standard normal upper tail 1 − Φ(x). */
 double stats_normal_sf(double x);

@@ -1,5 +1,6 @@
 /*
- * tas.c — optimal weights, T*(μ) and the ε-GLR statistic (see tas.h).
+ * tas.c — optimal weights and T*(μ) (see tas.h); the ε-GLR statistic that
+ * stops track-and-stop is stats_glr_best (stats_glr.c).
  *
  * Root finding is hand-written rather than GSL's: select() may not allocate
  * and gsl_root_fsolver is heap state, and both equations have cheap exact
@@ -23,16 +24,12 @@
 
 #include <math.h>
 
+/* Means closer than STATS_KL_MU_CLAMP to 0 or 1 are moved to it: the
+ * Bernoulli KL is infinite at the edges and the weights are continuous
+ * there. */
 static double clamp_mu(double p)
 {
-    if (!(p > TAS_MU_CLAMP)) /* NaN too */
-        return TAS_MU_CLAMP;
-    return p < 1.0 - TAS_MU_CLAMP ? p : 1.0 - TAS_MU_CLAMP;
-}
-
-static double kl(double p, double q)
-{
-    return stats_kl_bern(p, q);
+    return stats_kl_clamp(p, STATS_KL_MU_CLAMP);
 }
 
 /* x_a(y) by Newton from x0 (see above) to relative precision tol; *m_out =
@@ -43,10 +40,10 @@ static double solve_x(double m1, double ma, double y, double x0, double tol, dou
     double m = (m1 + x * ma) / (1.0 + x);
     double prev = INFINITY;
     for (int it = 0; it < 200; it++) {
-        double da = kl(ma, m);
+        double da = stats_kl_bern(ma, m);
         if (!(da > 0))
             break; /* m has reached μ_a in floating point: x is astronomical */
-        double g = kl(m1, m) + x * da;
+        double g = stats_kl_bern(m1, m) + x * da;
         double xn = x + (y - g) / da;
         if (xn < 0)
             xn = 0;
@@ -76,7 +73,7 @@ static double outer(const double *mu, size_t k, size_t best, double y, double *x
             continue;
         double ma = clamp_mu(mu[a]), m;
         x[a] = solve_x(m1, ma, y, x[a], tol, &m);
-        double d1 = kl(m1, m), da = kl(ma, m);
+        double d1 = stats_kl_bern(m1, m), da = stats_kl_bern(ma, m);
         if (!(da > 0)) {
             f = INFINITY;
             continue;
@@ -136,7 +133,7 @@ double tas_optimal_weights_warm(const double *mu, size_t k, double *w, struct ta
      * known well enough for the outer test. */
     double tol = warm != NULL && warm->tol > 0 ? warm->tol : 1e-11;
     double itol = tol * 1e-3 > 1e-13 ? tol * 1e-3 : 1e-13;
-    double ymax = kl(m1, m2);
+    double ymax = stats_kl_bern(m1, m2);
     double lo = 0.0, hi = ymax;
     double y = hot && warm->y > 0 && warm->y < ymax ? warm->y : ymax / 2;
     for (int it = 0; it < 200; it++) {
@@ -180,118 +177,4 @@ double tas_lower_bound(const double *mu, size_t k, double delta, double *w)
 {
     double t = tas_optimal_weights(mu, k, w);
     return t * stats_kl_bern(delta, 1.0 - delta);
-}
-
-/* inf over x of nb d(mb, x) + nj d(mj, x + ε): convex in x, so bisect on the
- * sign of the derivative nb (x − mb)/V(x) + nj (x + ε − mj)/V(x + ε) over
- * [max(mj − ε, 0), min(mb, 1 − ε)], where it goes from ≤ 0 to ≥ 0. */
-static double pair_eps(double nb, double mb, double nj, double mj, double eps)
-{
-    double lo = mj - eps > 0 ? mj - eps : 0.0;
-    double hi = mb < 1.0 - eps ? mb : 1.0 - eps;
-    for (int it = 0; it < 64 && hi - lo > 1e-15; it++) {
-        double x = 0.5 * (lo + hi);
-        double u = clamp_mu(x), v = clamp_mu(x + eps);
-        double h = nb * (u - mb) / (u * (1 - u)) + nj * (v - mj) / (v * (1 - v));
-        if (h > 0)
-            hi = x;
-        else
-            lo = x;
-    }
-    double x = 0.5 * (lo + hi);
-    return nb * kl(mb, x) + nj * kl(mj, x + eps);
-}
-
-/* The exact pair statistic of (best, j), ε-version when eps > 0. */
-static double pair_glr(double nb, double mb, double nj, double mj, double eps)
-{
-    if (eps > 0)
-        return pair_eps(nb, mb, nj, mj, eps);
-    double mij = (nb * mb + nj * mj) / (nb + nj);
-    return nb * kl(mb, mij) + nj * kl(mj, mij);
-}
-
-/* Pinsker (d(p, q) ≥ 2(p − q)²) bounds a pair's statistic from below by
- * the quadratic problem's value 2 (n_b n_j/(n_b + n_j)) (μ̂_b + ε − μ̂_j)²:
- * pairs whose bound already exceeds the smallest exact value so far are
- * skipped. Only the minimum's value matters, so skipping is exact. At
- * K = 1000 this leaves a handful of logarithms instead of 4000. */
-double tas_glr(const struct stats_arm *arms, size_t k, size_t best, double eps)
-{
-    if (k < 2 || arms[best].n == 0)
-        return 0.0;
-    double nb = (double)arms[best].n, mb = arms[best].mean;
-    if (eps < 0)
-        eps = 0;
-    /* First pass: no data or a challenger at or above μ̂_b + ε means Z = 0;
-     * find the pair of smallest lower bound to seed the minimum. */
-    size_t seed = k;
-    double seed_lb = INFINITY;
-    for (size_t j = 0; j < k; j++) {
-        if (j == best)
-            continue;
-        if (arms[j].n == 0)
-            return 0.0;
-        double nj = (double)arms[j].n, mj = arms[j].mean;
-        if (eps > 0 ? mj >= mb + eps : mj >= mb)
-            return 0.0;
-        double g = mb + eps - mj;
-        double lb = 2.0 * nb * nj / (nb + nj) * g * g;
-        if (lb < seed_lb) {
-            seed_lb = lb;
-            seed = j;
-        }
-    }
-    double z = pair_glr(nb, mb, (double)arms[seed].n, arms[seed].mean, eps);
-    for (size_t j = 0; j < k; j++) {
-        if (j == best || j == seed)
-            continue;
-        double nj = (double)arms[j].n, mj = arms[j].mean;
-        double g = mb + eps - mj;
-        if (2.0 * nb * nj / (nb + nj) * g * g >= z)
-            continue;
-        double zj = pair_glr(nb, mb, nj, mj, eps);
-        if (zj < z)
-            z = zj;
-    }
-    return z;
-}
-
-/* Pairs are checked in index order and the first that fails ends the
- * check (most checks, before the stop). A pair whose KT part alone, from
- * the Pinsker bound on Z_j, clears beta + ln 2 passes without its exact
- * statistic or the mixture's search: far challengers cost two regrets;
- * the rest go to stats_glr_pair_passes. */
-int tas_glr_stop(const struct stats_arm *arms, size_t k, size_t best, double eps,
-                 enum stats_glr_threshold kind, double beta)
-{
-    if (kind != STATS_GLR_PROVEN)
-        return tas_glr(arms, k, best, eps) > beta;
-    if (k < 2 || arms[best].n == 0)
-        return 0;
-    double nb = (double)arms[best].n, mb = arms[best].mean;
-    if (eps < 0)
-        eps = 0;
-    for (size_t j = 0; j < k; j++) {
-        if (j == best)
-            continue;
-        if (arms[j].n == 0)
-            return 0;
-        if (eps > 0 ? arms[j].mean >= mb + eps : arms[j].mean >= mb)
-            return 0;
-    }
-    double rb = stats_kt_regret(nb, mb);
-    for (size_t j = 0; j < k; j++) {
-        if (j == best)
-            continue;
-        double nj = (double)arms[j].n, mj = arms[j].mean;
-        double g = mb + eps - mj;
-        double rj = stats_kt_regret(nj, mj);
-        if (2.0 * nb * nj / (nb + nj) * g * g - rb - rj - M_LN2 > beta)
-            continue;
-        double z = pair_glr(nb, mb, nj, mj, eps);
-        if (!stats_glr_pair_passes(kind, &arms[best], &arms[j], z, eps, beta))
-            return 0;
-    }
-    return 1;
 }

@@ -2,8 +2,8 @@
  * tas.h — the mathematics of Track-and-Stop (Garivier & Kaufmann 2016) that
  * other code needs too: the optimal allocation w*(μ) and the characteristic
  * time T*(μ) for Bernoulli arms (the simulator's lower bound
- * E[τ] ≥ T*(μ) kl(δ, 1 − δ)), and the GLR statistic for an ε-best arm (the
- * stop rule of track-and-stop and ttts).
+ * E[τ] ≥ T*(μ) kl(δ, 1 − δ)). The GLR statistic for an ε-best arm (the
+ * stop rule of track-and-stop and ttts) is stats_glr_best (stats.h).
  *
  * Pure functions: no allocation, no global state, thread-safe.
  */
@@ -13,10 +13,6 @@
 #include <stddef.h>
 
 #include "policies/stats.h"
-
-/* Means closer than this to 0 or 1 are moved to it: the Bernoulli KL is
- * infinite at the edges and the weights are continuous there. */
-#define TAS_MU_CLAMP 1e-10
 
 /* w*(μ) and T*(μ) for Bernoulli means mu[0..k) (Garivier & Kaufmann 2016,
  * Theorem 5; their BAIalgos.jl `OptimalWeights`). With μ₁ the largest mean,
@@ -44,22 +40,5 @@ double tas_optimal_weights_warm(const double *mu, size_t k, double *w, struct ta
 /* T*(μ) kl(δ, 1 − δ): the expected sample size no δ-correct policy beats
  * (Garivier & Kaufmann 2016, Theorem 1). `w` is scratch of k entries. */
 double tas_lower_bound(const double *mu, size_t k, double delta, double *w);
-
-/* GLR statistic that arm `best` is ε-best, on rewarded pulls:
- *   Z = min_{j ≠ best} inf_{λ: λ_j ≥ λ_best + ε} n_best d(μ̂_best, λ_best) + n_j d(μ̂_j, λ_j)
- * (Bernoulli d, valid for any rewards in [0, 1]). ε = 0 is the usual
- * Chernoff statistic (stats_glr with High = {best}). 0 when some arm has no
- * reward or some μ̂_j ≥ μ̂_best + ε. If best is not ε-best, the true means
- * lie in the set the infimum runs over, so Z is at most the deviation
- * n_best d(μ̂_best, μ_best) + n_j d(μ̂_j, μ_j) of one pair: the thresholds of
- * stats_glr_threshold (m = 1) apply unchanged. */
-double tas_glr(const struct stats_arm *arms, size_t k, size_t best, double eps);
-
-/* The GLR stop on tas_glr's pairs: every j ≠ best has evidence
- * stats_glr_pair_evidence(kind, best, j, Z_j, eps) > beta, beta =
- * stats_glr_threshold(kind, t, k, 1, δ) (the heuristic: tas_glr > beta).
- * 0 where tas_glr is 0 for want of evidence. */
-int tas_glr_stop(const struct stats_arm *arms, size_t k, size_t best, double eps,
-                 enum stats_glr_threshold kind, double beta);
 
 #endif

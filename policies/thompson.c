@@ -18,6 +18,7 @@
  * none); ties at random; the prior is the engine's.
  */
 #include "policies/policy.h"
+#include "policies/order.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +64,7 @@ static int thompson_select(void *state, const struct policy_ctx *ctx, int bandit
     for (size_t j = 0; j < k; j++)
         s->theta[j] = gsl_ran_beta(ctx->rng, a[j].alpha, a[j].beta);
     pick->bandit = b;
-    pick->arm = policy_argmax(ctx->rng, s->theta, NULL, k);
+    pick->arm = policy_first_pulls(ctx->rng, a, k, order_argmax(ctx->rng, s->theta, NULL, k));
     return POLICY_OK;
 }
 

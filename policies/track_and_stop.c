@@ -9,7 +9,7 @@
  *     {w : w_a ≥ ε_t}, ε_t = (K² + t)^(−1/2)/2; pull argmax_a Σ_{s≤t} w^ε_a(s) − N_a.
  *
  * Stop: the GLR (Chernoff) rule, Z(t) > β(t, δ) with Z the ε-GLR of the
- * empirical best (tas_glr; the usual statistic at ε = 0) and β the proven
+ * empirical best (stats_glr_best; the usual statistic at ε = 0) and β the proven
  * per-pair threshold ln((K−1)/δ) + r_best + r_j of stats_glr_threshold (the
  * Jeffreys-mixture proof of Garivier & Kaufmann 2016, regrets exact) by
  * default, or
@@ -36,6 +36,7 @@
 #include "policies/fc.h"
 #include "policies/policy.h"
 #include "policies/tas.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -216,7 +217,7 @@ static int tas_select(void *state, const struct policy_ctx *ctx, int bandit,
             s->glr.val[i] = s->csum[i] - (double)(a[i].n + a[i].pending);
         }
     }
-    pick->arm = policy_argmax(ctx->rng, s->glr.val, NULL, k);
+    pick->arm = order_argmax(ctx->rng, s->glr.val, NULL, k);
     return POLICY_OK;
 }
 
@@ -245,10 +246,16 @@ static void tas_recommend(void *state, const struct policy_ctx *ctx, size_t band
     fc_glr_recommend(&((struct tas *)state)->glr, ctx, high);
 }
 
+/* Proven with the proven GLR threshold; the heuristic one has no proof. */
+static int tas_stop_proven(const struct policy_params *p)
+{
+    return p->values[policy_param_index(&policy_track_and_stop, "threshold")] == 0;
+}
+
 const struct policy_ops policy_track_and_stop = {
     .name = "track-and-stop",
     .summary = "Track-and-Stop (Garivier & Kaufmann 2016): track w*(μ̂), stop on the GLR rule",
-    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_OWN_STOP,
+    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_OWN_STOP | POLICY_F_GLR_STOP,
     .params = tas_params,
     .init = tas_init,
     .fini = tas_fini,
@@ -256,4 +263,5 @@ const struct policy_ops policy_track_and_stop = {
     .update = tas_update,
     .done = tas_done,
     .recommend = tas_recommend,
+    .stop_proven = tas_stop_proven,
 };

@@ -24,6 +24,7 @@
 #include "policies/fc.h"
 #include "policies/policy.h"
 #include "policies/tas.h"
+#include "policies/order.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -105,7 +106,7 @@ static size_t draw(struct ttts *s, const struct policy_ctx *ctx)
     const struct stats_arm *a = ctx->arms[0];
     for (size_t i = 0; i < s->k; i++)
         s->theta[i] = gsl_ran_beta(ctx->rng, a[i].alpha, a[i].beta);
-    return policy_argmax(ctx->rng, s->theta, NULL, s->k);
+    return order_argmax(ctx->rng, s->theta, NULL, s->k);
 }
 
 /* The challenger when the redraws run out: J with probability ∝ e^(−W_J),
@@ -157,19 +158,21 @@ static int ttts_select(void *state, const struct policy_ctx *ctx, int bandit,
     struct ttts *s = state;
     (void)bandit;
     pick->bandit = 0;
+    const struct stats_arm *a = ctx->arms[0];
+    size_t k = ctx->n_arms[0];
     size_t leader = draw(s, ctx);
     if (gsl_rng_uniform(ctx->rng) < s->beta) {
-        pick->arm = leader;
+        pick->arm = policy_first_pulls(ctx->rng, a, k, leader);
         return POLICY_OK;
     }
     for (unsigned long i = 0; i < s->max_tries; i++) {
         size_t j = draw(s, ctx);
         if (j != leader) {
-            pick->arm = j;
+            pick->arm = policy_first_pulls(ctx->rng, a, k, j);
             return POLICY_OK;
         }
     }
-    pick->arm = laplace_challenger(s, ctx, leader);
+    pick->arm = policy_first_pulls(ctx->rng, a, k, laplace_challenger(s, ctx, leader));
     return POLICY_OK;
 }
 
@@ -186,10 +189,16 @@ static void ttts_recommend(void *state, const struct policy_ctx *ctx, size_t ban
     fc_glr_recommend(&((struct ttts *)state)->glr, ctx, high);
 }
 
+/* Proven with the proven GLR threshold; the heuristic one has no proof. */
+static int ttts_stop_proven(const struct policy_params *p)
+{
+    return p->values[policy_param_index(&policy_ttts, "threshold")] == 0;
+}
+
 const struct policy_ops policy_ttts = {
     .name = "ttts",
     .summary = "Top-Two Thompson Sampling (Russo 2016), stopped by the GLR rule",
-    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_OWN_STOP | POLICY_F_BAYES,
+    .flags = POLICY_F_FIXED_CONFIDENCE | POLICY_F_OWN_STOP | POLICY_F_GLR_STOP | POLICY_F_BAYES,
     .params = ttts_params,
     .init = ttts_init,
     .fini = ttts_fini,
@@ -197,4 +206,5 @@ const struct policy_ops policy_ttts = {
     .update = NULL,
     .done = ttts_done,
     .recommend = ttts_recommend,
+    .stop_proven = ttts_stop_proven,
 };

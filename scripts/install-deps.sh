@@ -18,7 +18,8 @@ libcurl4-openssl-dev pkg-config gcc make curl"
 # make reproduce: the driver (Python 3, standard library) and its plots.
 [ "${1:-}" = "--repro" ] && PKGS="$PKGS gnuplot-nox python3 fonts-dejavu-core"
 missing=""
-# The dashboard suite (tests/web) needs a real browser: Debian's chromium and
+# The browser suites (tests/web: the dashboard, and the JavaScript client in a
+# page of another origin) need a real browser: Debian's chromium and
 # chromium-driver, fonts with the page's glyphs (δᶜ, ρ̄), and Node.js with
 # npm (below) to drive it.
 [ "${1:-}" = "--test" ] && PKGS="$PKGS chromium chromium-driver fonts-dejavu-core fonts-liberation"

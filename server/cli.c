@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "api/api.h"
 #include "api/auth.h"
 #include "server/config.h"
 #include "base/clock.h"
@@ -25,6 +26,7 @@ struct cli_args {
     const char *scope;
     const char *name;
     const char *to;
+    const char *experiments; /* keys create --experiments */
     const char *id;
     int json;
     int from_stdin;
@@ -33,12 +35,14 @@ struct cli_args {
 static void usage(void)
 {
     fprintf(stderr, "usage: banditd keys create --db PATH --scope SCOPE[,SCOPE] [--name NAME] "
-                    "[--stdin]\n"
+                    "[--experiments ID[,ID]] [--stdin]\n"
                     "       banditd keys list --db PATH [--json]\n"
                     "       banditd keys revoke ID --db PATH\n"
                     "       banditd backup --db PATH --to FILE\n"
                     "  (--config FILE may replace --db: its `db` setting is used)\n"
                     "  scopes: admin (everything), assign, report, read\n"
+                    "  --experiments: the key works only for these experiments (a key for a\n"
+                    "  web page: e.g. --scope assign,report --experiments checkout-button)\n"
                     "  --stdin: store the key read from standard input (made by an earlier\n"
                     "  keys create, e.g. for another shard) instead of making a new one\n");
 }
@@ -64,7 +68,7 @@ static int parse(struct cli_args *a, int argc, char **argv)
             continue;
         }
         if (strcmp(o, "--db") == 0 || strcmp(o, "--config") == 0 || strcmp(o, "--scope") == 0 ||
-            strcmp(o, "--name") == 0 || strcmp(o, "--to") == 0) {
+            strcmp(o, "--name") == 0 || strcmp(o, "--to") == 0 || strcmp(o, "--experiments") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "banditd: %s needs a value\n", o);
                 return -1;
@@ -93,9 +97,10 @@ static int parse(struct cli_args *a, int argc, char **argv)
                     snprintf(a->db, sizeof a->db, "%s", c.db);
                 continue;
             }
-            dst = strcmp(o, "--scope") == 0  ? &a->scope
-                  : strcmp(o, "--name") == 0 ? &a->name
-                                             : &a->to;
+            dst = strcmp(o, "--scope") == 0         ? &a->scope
+                  : strcmp(o, "--name") == 0        ? &a->name
+                  : strcmp(o, "--experiments") == 0 ? &a->experiments
+                                                    : &a->to;
             *dst = v;
             continue;
         }
@@ -166,6 +171,20 @@ static int keys_create(const struct cli_args *a)
                 bad);
         return 2;
     }
+    if (a->experiments != NULL) {
+        if (auth_check_experiments(a->experiments, bad, sizeof bad) != 0) {
+            fprintf(stderr,
+                    "banditd: --experiments: \"%s\" is not an experiment id (1 to %d ids, "
+                    "[A-Za-z0-9_.-]{1,64}, comma-separated, no spaces)\n",
+                    bad, AUTH_MAX_EXPERIMENTS);
+            return 2;
+        }
+        if (scopes & API_SCOPE_ADMIN) {
+            fprintf(stderr, "banditd: --experiments: admin grants everything; a key limited to "
+                            "experiments takes assign, report or read\n");
+            return 2;
+        }
+    }
     if (a->name != NULL) {
         size_t n = strlen(a->name);
         if (n == 0 || n > NAME_MAX_LEN) {
@@ -196,7 +215,7 @@ static int keys_create(const struct cli_args *a)
     struct store *st = open_db(a->db, 0);
     if (st == NULL)
         return 1;
-    int rc = store_key_insert(st, a->name, canon, hex, clock_wall_ms(), &id);
+    int rc = store_key_insert(st, a->name, canon, hex, a->experiments, clock_wall_ms(), &id);
     store_close(st);
     if (rc == STORE_ERR_EXISTS) {
         fprintf(stderr, "banditd: this key is already stored in %s\n", a->db);
@@ -250,14 +269,23 @@ static int list_row(void *arg, const struct store_key_row *row)
             json_array_append_new(scopes, json_stringn(p, k));
             p += k + (p[k] == ',');
         }
+        json_t *exps = json_null();
+        for (const char *e = row->experiments; e != NULL && *e != '\0';) {
+            size_t k = strcspn(e, ",");
+            if (json_is_null(exps))
+                exps = json_array();
+            json_array_append_new(exps, json_stringn(e, k));
+            e += k + (e[k] == ',');
+        }
         json_array_append_new(l->rows,
-                              json_pack("{s:I,s:s?,s:o,s:s,s:b}", "id", (json_int_t)row->rowid,
-                                        "name", row->name, "scopes", scopes, "created", created,
-                                        "revoked", row->revoked));
+                              json_pack("{s:I,s:s?,s:o,s:o,s:s,s:b}", "id", (json_int_t)row->rowid,
+                                        "name", row->name, "scopes", scopes, "experiments", exps,
+                                        "created", created, "revoked", row->revoked));
         return 0;
     }
-    printf("%-6" PRId64 " %-24s %-26s %-25s %s\n", row->rowid, row->name ? row->name : "-",
-           row->scopes ? row->scopes : "", created, row->revoked ? "yes" : "no");
+    printf("%-6" PRId64 " %-24s %-26s %-25s %-7s %s\n", row->rowid, row->name ? row->name : "-",
+           row->scopes ? row->scopes : "", created, row->revoked ? "yes" : "no",
+           row->experiments ? row->experiments : "*");
     return 0;
 }
 
@@ -270,7 +298,8 @@ static int keys_list(const struct cli_args *a)
     if (a->json)
         l.rows = json_array();
     else
-        printf("%-6s %-24s %-26s %-25s %s\n", "ID", "NAME", "SCOPES", "CREATED", "REVOKED");
+        printf("%-6s %-24s %-26s %-25s %-7s %s\n", "ID", "NAME", "SCOPES", "CREATED", "REVOKED",
+               "EXPERIMENTS");
     int rc = store_load_keys(st, list_row, &l);
     store_close(st);
     if (rc != STORE_OK) {

@@ -82,6 +82,17 @@ static const struct opt opts[] = {
      "seconds to receive a whole request (line, headers, body) from when its connection is "
      "ready for it (default 30; 0: no limit)",
      0, 86400},
+    {"cors-origins", K_TEXT, OFF(cors_origins), sizeof(((struct config *)0)->cors_origins),
+     "origins whose web pages may call the API (CORS), comma-separated scheme://host[:port], or "
+     "* for any (default: none)",
+     0, 0},
+    {"rate-limit", K_UINT, OFF(rate_limit), 0,
+     "requests a second per API key, or per client address for requests without a key "
+     "(an IPv6 address by its /64); past it 429 with Retry-After (default 0: no limit)",
+     0, 1000000},
+    {"rate-burst", K_UINT, OFF(rate_burst), 0,
+     "requests a caller may send at once above --rate-limit (default 0: the rate-limit)", 0,
+     1000000},
     {"max-experiments", K_SIZE, LIM(max_experiments), 0, "experiments (default 10000)", 1,
      100000000},
     {"max-bandits", K_SIZE, LIM(max_bandits), 0, "bandits per experiment (default 256)", 1,

@@ -32,6 +32,9 @@ struct config {
     unsigned max_connections_per_ip; /* 0: no cap per client address */
     unsigned timeout_s;
     unsigned request_timeout_s; /* 0: no deadline for a whole request */
+    char cors_origins[2048];    /* origins whose pages may call the API; "": none */
+    unsigned rate_limit;        /* requests a second per key or address; 0: none */
+    unsigned rate_burst;        /* 0: rate_limit */
     struct exp_limits limits;
     struct notify_config webhooks; /* the webhook-* settings */
 };

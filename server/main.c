@@ -142,70 +142,54 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     (void)signal(SIGPIPE, SIG_IGN);
 
+    /* What was started is stopped at out:, in reverse, on every path. */
+    int status = 1; /* 2: a configuration refused; 0 once served and stopped */
+    int notifying = 0, registry = 0;
+    char *cert = NULL, *key = NULL;
+    struct http_server *srv = NULL;
     if (store_target_is_file(cfg.db))
         ensure_parent_dir(cfg.db);
     struct store *st = store_open(cfg.db, cfg.sync, err, sizeof err);
-    if (st == NULL) {
-        fprintf(stderr, "banditd: %s\n", err);
-        return 1;
-    }
+    if (st == NULL)
+        goto fail;
     if (auth_init(st) != 0 || auth_watch(store_file(st)) != 0) {
-        fprintf(stderr, "banditd: cannot read API keys\n");
-        auth_free();
-        store_close(st);
-        return 1;
+        snprintf(err, sizeof err, "cannot read API keys");
+        goto fail;
     }
     struct http_addr addr;
     if (http_addr_resolve(cfg.host, (uint16_t)cfg.port, &addr, err, sizeof err) != 0) {
-        fprintf(stderr, "banditd: %s\n", err);
-        auth_free();
-        store_close(st);
-        return 2;
+        status = 2;
+        goto fail;
     }
     if (!auth_enabled() && !http_addr_is_loopback(&addr) && !cfg.insecure) {
         char text[HTTP_ADDR_TEXT];
         http_addr_format(&addr, text, sizeof text);
-        fprintf(stderr,
-                "banditd: refusing to listen on %s (%s) with no API key (the API would be "
-                "open); create a key (banditd keys create), listen on a loopback address "
-                "(127.0.0.1, [::1], localhost), or pass --insecure\n",
-                cfg.host, text);
-        auth_free();
-        store_close(st);
-        return 2;
+        snprintf(err, sizeof err,
+                 "refusing to listen on %s (%s) with no API key (the API would be open); "
+                 "create a key (banditd keys create), listen on a loopback address "
+                 "(127.0.0.1, [::1], localhost), or pass --insecure",
+                 cfg.host, text);
+        status = 2;
+        goto fail;
     }
     /* Deliveries start before anything can write an outbox row: its hook
      * is in place for the first commit, and what the last run left pending
      * is resumed. */
-    if (notify_start(st, &cfg.webhooks, err, sizeof err) != 0) {
-        fprintf(stderr, "banditd: %s\n", err);
-        auth_free();
-        store_close(st);
-        return 1;
-    }
+    if (notify_start(st, &cfg.webhooks, err, sizeof err) != 0)
+        goto fail;
+    notifying = 1;
     if (cfg.advertise[0] != '\0')
         store_set_advertise(st, cfg.advertise);
     exp_registry_init(st, &cfg.limits);
-    if (exp_registry_load(err, sizeof err) != 0) {
-        fprintf(stderr, "banditd: %s\n", err);
-        exp_registry_free();
-        notify_stop();
-        store_close(st);
-        return 1;
-    }
-
-    char *cert = NULL, *key = NULL;
+    registry = 1;
+    if (exp_registry_load(err, sizeof err) != 0)
+        goto fail;
     if (cfg.tls_cert[0] != '\0' || cfg.tls_key[0] != '\0') {
         cert = slurp(cfg.tls_cert);
         key = slurp(cfg.tls_key);
         if (cert == NULL || key == NULL) {
-            fprintf(stderr, "banditd: cannot read --tls-cert/--tls-key: %s\n", strerror(errno));
-            free(cert);
-            free(key);
-            exp_registry_free();
-            notify_stop();
-            store_close(st);
-            return 1;
+            snprintf(err, sizeof err, "cannot read --tls-cert/--tls-key: %s", strerror(errno));
+            goto fail;
         }
     }
     raise_fd_limit(cfg.max_connections);
@@ -222,21 +206,17 @@ int main(int argc, char **argv)
         .tls_key_pem = key,
         .tls_priorities = cfg.tls_priorities[0] != '\0' ? cfg.tls_priorities : NULL,
         .routes = api_routes,
+        .cors_origins = cfg.cors_origins,
+        .rate_per_s = cfg.rate_limit,
+        .rate_burst = cfg.rate_burst,
         .admit = auth_admit,
         .observe = metrics_request,
     };
     auth_set_metrics_need_key(cfg.metrics_need_key);
     metrics_set_experiments(cfg.metrics_experiments);
-    struct http_server *srv = http_start(&hc, err, sizeof err);
-    if (srv == NULL) {
-        fprintf(stderr, "banditd: %s\n", err);
-        free(cert);
-        free(key);
-        exp_registry_free();
-        notify_stop();
-        store_close(st);
-        return 1;
-    }
+    srv = http_start(&hc, err, sizeof err);
+    if (srv == NULL)
+        goto fail;
     metrics_start();
     http_set_ready(1);
     char bound[HTTP_ADDR_TEXT];
@@ -257,22 +237,34 @@ int main(int argc, char **argv)
     log_info("signal %d: finishing in-flight requests", sig);
     http_set_ready(0);
     http_stop(srv, 10000);
-    exp_registry_free();
-    notify_stop(); /* before the store: its last updates go through the writer's drain */
-    struct store_stats ss;
-    store_get_stats(st, &ss);
-    log_info("store: %llu commits (%llu failed), %llu writes, %.1f writes per commit, "
-             "%.0f us per commit",
-             (unsigned long long)ss.commits, (unsigned long long)ss.failed_commits,
-             (unsigned long long)ss.writes,
-             ss.commits ? (double)ss.writes / (double)ss.commits : 0.0,
-             (ss.commits + ss.failed_commits) != 0
-                 ? (double)ss.commit_us_total / (double)(ss.commits + ss.failed_commits)
-                 : 0.0);
-    auth_free();
-    store_close(st);
+    status = 0;
+    goto out;
+fail:
+    fprintf(stderr, "banditd: %s\n", err);
+out:
+    if (registry)
+        exp_registry_free();
+    if (notifying)
+        notify_stop(); /* before the store: its last updates go through the writer's drain */
+    if (status == 0) { /* served: what the store did */
+        struct store_stats ss;
+        store_get_stats(st, &ss);
+        log_info("store: %llu commits (%llu failed), %llu writes, %.1f writes per commit, "
+                 "%.0f us per commit",
+                 (unsigned long long)ss.commits, (unsigned long long)ss.failed_commits,
+                 (unsigned long long)ss.writes,
+                 ss.commits ? (double)ss.writes / (double)ss.commits : 0.0,
+                 (ss.commits + ss.failed_commits) != 0
+                     ? (double)ss.commit_us_total / (double)(ss.commits + ss.failed_commits)
+                     : 0.0);
+    }
+    if (st != NULL) {
+        auth_free();
+        store_close(st);
+    }
     free(cert);
     free(key);
-    log_info("stopped cleanly");
-    return 0;
+    if (status == 0)
+        log_info("stopped cleanly");
+    return status;
 }

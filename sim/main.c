@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policies/describe.h"
+#include "policies/goal.h"
 #include "sim/sim.h"
 
 #define MAX_PARAM_ARGS 64
@@ -28,10 +30,13 @@ static const char usage_text[] =
     "  --runs N            independent runs (default 1000)\n"
     "  --seed S            run i is seeded by (S, i) only (default 1)\n"
     "  --delay D           each reward comes back D pulls later (default 0)\n"
+    "  --block B           assignments leased B at a time and served one per visitor,\n"
+    "                      the last block whole (default 1)\n"
     "  --budget N          budget (fixed-budget policies) or cap on pulls (others)\n"
     "  --threads N         worker threads (default: all cores; results do not depend on it)\n"
-    "  --stop RULE         policy|delta_c|glr|glr-heuristic|rho|none (default policy: the\n"
-    "                      policy's own rule, else delta_c; fixed-budget runs: the budget)\n"
+    "  --stop RULE         default|policy|delta_c|glr|glr-heuristic|rho|none (default: the\n"
+    "                      policy's own rule, else delta_c; fixed-budget runs: the budget;\n"
+    "                      policy: its own rule only); --list-policies describes each\n"
     "  --bound B           anytime|fixed: overrides the problem's bound\n"
     "  --delta X, --epsilon X, --m N   override the problem's goal (epsilon in reward units)\n"
     "  --burn-in N         clinical burn-in: pulls per arm before the policy takes over\n"
@@ -100,6 +105,7 @@ enum {
     OPT_RUNS,
     OPT_SEED,
     OPT_DELAY,
+    OPT_BLOCK,
     OPT_BUDGET,
     OPT_THREADS,
     OPT_STOP,
@@ -126,6 +132,7 @@ static const struct option long_opts[] = {
     {"runs", required_argument, NULL, OPT_RUNS},
     {"seed", required_argument, NULL, OPT_SEED},
     {"delay", required_argument, NULL, OPT_DELAY},
+    {"block", required_argument, NULL, OPT_BLOCK},
     {"budget", required_argument, NULL, OPT_BUDGET},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"stop", required_argument, NULL, OPT_STOP},
@@ -246,19 +253,25 @@ int main(int argc, char **argv)
         case OPT_DELAY:
             o.delay = parse_u64("--delay", optarg, 0, SIM_MAX_DELAY);
             break;
+        case OPT_BLOCK:
+            o.block = parse_u64("--block", optarg, 1, SIM_MAX_BLOCK);
+            break;
         case OPT_BUDGET:
             o.budget = parse_u64("--budget", optarg, 1, UINT64_C(1) << 53);
             break;
         case OPT_THREADS:
             o.threads = (unsigned)parse_u64("--threads", optarg, 0, SIM_MAX_THREADS);
             break;
-        case OPT_STOP:
-            if (sim_stop_rule_parse(optarg, &o.stop) != 0)
-                die(2,
-                    "--stop: must be policy, delta_c, glr, glr-heuristic, rho or none (got "
-                    "\"%s\")",
-                    optarg);
+        case OPT_STOP: {
+            const struct stop_rule_info *rule = stop_rule_find(optarg);
+            if (rule == NULL) {
+                char names[256];
+                stop_rule_names(names, sizeof names);
+                die(2, "--stop: must be %s (got \"%s\")", names, optarg);
+            }
+            o.stop = rule->rule;
             break;
+        }
         case OPT_BOUND:
             if (strcmp(optarg, "anytime") != 0 && strcmp(optarg, "fixed") != 0)
                 die(2, "--bound: must be anytime or fixed (got \"%s\")", optarg);
@@ -318,7 +331,7 @@ int main(int argc, char **argv)
     if (optind < argc)
         die(2, "%s: unexpected argument (see --help)", argv[optind]);
     if (list)
-        return print_json(sim_policies_json(), JSON_INDENT(2));
+        return print_json(describe_policies(), JSON_INDENT(2));
     if (has_control != (o.control_share > 0))
         die(2, "--control and --control-share go together");
     if (problem_path == NULL)
@@ -336,19 +349,22 @@ int main(int argc, char **argv)
         die(2, "%s", err);
     if (bound != NULL)
         p.bound = strcmp(bound, "fixed") == 0 ? STATS_BOUND_FIXED : STATS_BOUND_ANYTIME;
+    /* The overrides are checked as the problem file's goal is (goal.h):
+     * each on its own, so that an error names its option. */
+    struct goal g = {.m = p.m, .epsilon = p.epsilon, .delta = p.delta, .budget = p.budget};
+    struct policy_error gerr;
     if (delta != NULL) {
-        p.delta = parse_double("--delta", delta);
-        if (!(p.delta > 0 && p.delta < 1))
-            die(2, "--delta: must be in (0, 1) (got \"%s\")", delta);
+        p.delta = g.delta = parse_double("--delta", delta);
+        if (goal_check(&g, p.reward_max - p.reward_min, "--", &gerr) != 0)
+            die(2, "%s: %s (got \"%s\")", gerr.field, gerr.message, delta);
     }
     if (epsilon != NULL) {
-        p.epsilon = parse_double("--epsilon", epsilon);
-        if (!(p.epsilon >= 0 && p.epsilon < p.reward_max - p.reward_min))
-            die(2, "--epsilon: must be in [0, reward range (%g)) (got \"%s\")",
-                p.reward_max - p.reward_min, epsilon);
+        p.epsilon = g.epsilon = parse_double("--epsilon", epsilon);
+        if (goal_check(&g, p.reward_max - p.reward_min, "--", &gerr) != 0)
+            die(2, "%s: %s (got \"%s\")", gerr.field, gerr.message, epsilon);
     }
     if (m != NULL) {
-        p.m = (unsigned)parse_u64("--m", m, 1, ENGINE_MAX_ARMS);
+        p.m = (unsigned)parse_u64("--m", m, 1, GOAL_MAX_M);
         for (size_t b = 0; b < p.n_bandits; b++)
             if (p.m >= p.n_arms[b])
                 die(2, "--m: must be less than the number of arms (%zu in bandits[%zu])",

@@ -30,9 +30,11 @@
 #include <jansson.h>
 
 #include "policies/engine.h"
+#include "policies/stop_rule.h"
 
 #define SIM_MAX_RUNS 10000000ULL  /* per-run pull counts are kept for quantiles */
 #define SIM_MAX_DELAY 10000000ULL /* FIFO entries (16 bytes each, per thread) */
+#define SIM_MAX_BLOCK 1000000ULL  /* leased pulls (24 bytes each, per thread) */
 #define SIM_MAX_THREADS 256
 #define SIM_SAFETY_PULLS 100000000ULL /* default absolute cap on pulls per run */
 #define SIM_TRACE_MAX_PER_DECADE 100  /* --trace N: at most 100 points per decade */
@@ -71,11 +73,17 @@ struct sim_options {
     struct policy_params params; /* validated, defaults filled */
     uint64_t runs;
     uint64_t seed;
-    uint64_t delay;             /* rewards come back this many pulls later */
+    uint64_t delay; /* rewards come back this many pulls later */
+    /* Assignments leased at once (0 or 1: one per visitor, as a client
+     * asking for each visitor does): the policy chooses a whole block
+     * before any of its rewards comes back; the visitors are served from
+     * it one by one, the whole block even when the engine stopped
+     * meanwhile (the client learns of the stop at its next lease). */
+    uint64_t block;
     uint64_t budget;            /* overrides the problem's budget when > 0 (a cap for
                                  * fixed-confidence policies) */
     unsigned threads;           /* 0: all cores */
-    enum engine_stop_rule stop; /* ENGINE_RULE_DEFAULT: the policy's own */
+    enum engine_stop_rule stop; /* ENGINE_RULE_DEFAULT: the policy's default */
     int progress;               /* progress bar on stderr (when a terminal) */
     /* clinical constraints, as for an experiment */
     uint32_t burn_in;
@@ -178,18 +186,26 @@ int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim
 json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o,
                         const struct sim_result *r);
 
-/* Every policy of the registry with its flags and parameters (name, type,
- * default, range or choices, doc), as `bandit-sim --list-policies` prints it
- * (new reference). */
-json_t *sim_policies_json(void);
+/* Sort pulls[0..n) and give their median and 90th percentile as sim_run
+ * reports them (linear interpolation between order statistics). */
+void sim_pull_quantiles(uint64_t *pulls, uint64_t n, double *median, double *p90);
 
-/* Stop rule names of --stop: "policy" (ENGINE_RULE_DEFAULT: the policy's own
- * rule, δᶜ ≤ δ for policies without one, the budget for fixed-budget runs),
- * "delta_c", "glr", "glr-heuristic", "rho", "none". 0, or −1 if unknown. */
-int sim_stop_rule_parse(const char *name, enum engine_stop_rule *out);
-const char *sim_stop_rule_name(enum engine_stop_rule r);
+/* Sample-size planning (plan.c; POST /v1/plan): for an experiment's engine
+ * configuration ec (its budget, stop rule and constraints as created) and
+ * a guess of the means of each bandit's arms (means[b][i], in the reward
+ * range [lo, hi]), the lower bound Σ_b T*(μ_b) kl(δ, 1 − δ) (Garivier &
+ * Kaufmann 2016; tas_lower_bound) and `runs` simulated runs of the engine
+ * seeded by `seed`, rewards Bernoulli on {lo, hi}. The work is bounded:
+ * each run ends at a cap (max_pulls in the answer), and runs are made in
+ * their order (run i seeded by (seed, i)) until `runs` are done or about
+ * PLAN_SECONDS of computing passed, so the figures are those of the first
+ * n runs of the seed's sequence (the same n gives the same figures). New
+ * JSON object, or NULL with a message in err. */
+json_t *sim_plan_json(const struct engine_config *ec, double lo, double hi,
+                      const double *const *means, uint64_t runs, uint64_t seed, char *err,
+                      size_t errlen);
 
-/* True mean of an arm after clipping to [lo, hi] (exact, see sim.c), and
+/* True mean of an arm after clipping to [lo, hi] (exact, see arms.c), and
  * whether a draw can fall outside that range. */
 double sim_arm_clipped_mean(const struct sim_arm *a, double lo, double hi);
 int sim_arm_can_clip(const struct sim_arm *a, double lo, double hi);

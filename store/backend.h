@@ -30,6 +30,7 @@ enum store_key_op_kind { STORE_KEY_OP_INSERT = 1, STORE_KEY_OP_REVOKE = 2 };
 struct store_key_op {
     int kind;
     const char *name, *scopes, *hash; /* INSERT; borrowed */
+    const char *experiments;          /* INSERT: comma-separated ids, or NULL; borrowed */
     int64_t created_ms;
     int64_t rowid;      /* REVOKE */
     int64_t *rowid_out; /* INSERT: receives the new rowid */
@@ -94,8 +95,10 @@ struct store_backend_ops {
                        int (*cb)(void *arg, const struct store_event *ev), void *arg);
     int (*find_assignment)(struct store_backend *b, int64_t exp, int64_t seq,
                            struct store_event *out, char *buf, size_t buflen);
+    /* out->unit: the row's unit copied into buf when buf is given (a UNIT
+     * event's), else NULL; out->text NULL. */
     int (*find_outcome_kind)(struct store_backend *b, int64_t exp, int64_t ref, int kind,
-                             struct store_event *out);
+                             struct store_event *out, char *buf, size_t buflen);
     int (*find_unit_in)(struct store_backend *b, int64_t exp, const char *unit, int bandit,
                         struct store_event *out);
     int (*last_seq)(struct store_backend *b, int64_t exp, int64_t *out);

@@ -140,8 +140,8 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
                               " $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],"
                               " $12::text[])"},
     [PQ_KEY_INSERT] = {"key_insert", STORE_SQL_WRITE,
-                       "INSERT INTO api_keys(name, scopes, hash, created_ms)"
-                       " VALUES ($1, $2, $3, $4) RETURNING rowid"},
+                       "INSERT INTO api_keys(name, scopes, hash, created_ms, experiments)"
+                       " VALUES ($1, $2, $3, $4, $5) RETURNING rowid"},
     [PQ_KEY_REVOKE] = {"key_revoke", STORE_SQL_WRITE,
                        "UPDATE api_keys SET revoked = 1 WHERE rowid = $1"},
     [PQ_OUTBOX_INSERT] = {"outbox_insert", STORE_SQL_WRITE,
@@ -194,13 +194,14 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
                     " AND (kind = $3::integer OR ($3::integer = 0 AND kind IN (2, 4, 5)))"
                     " ORDER BY seq LIMIT 1"},
     [PQ_UNIT] = {"unit", STORE_SQL_READ,
-                 "SELECT " EVENT_COLS " FROM events WHERE exp = $1 AND unit = $2 AND kind = 1"
+                 "SELECT " EVENT_COLS " FROM events WHERE exp = $1 AND unit = $2"
+                 " AND kind IN (1, 9)"
                  " AND ($3::integer < 0 OR bandit = $3::integer) ORDER BY seq DESC LIMIT 1"},
     [PQ_LAST_SEQ] = {"last_seq", STORE_SQL_READ,
                      "SELECT seq FROM events WHERE exp = $1 ORDER BY seq DESC LIMIT 1"},
     [PQ_KEYS] = {"keys", STORE_SQL_READ,
-                 "SELECT rowid, name, scopes, hash, created_ms, revoked FROM api_keys"
-                 " ORDER BY rowid"},
+                 "SELECT rowid, name, scopes, hash, created_ms, revoked, experiments"
+                 " FROM api_keys ORDER BY rowid"},
     [PQ_OUTBOX_PENDING] = {"outbox_pending", STORE_SQL_READ,
                            "SELECT " OUTBOX_COLS " FROM outbox WHERE state = 0 AND id > $1"
                            " ORDER BY id LIMIT $2"},
@@ -281,6 +282,8 @@ static const struct {
         " url text NOT NULL,"
         " writer_pid integer NOT NULL,"
         " beat_ms bigint NOT NULL);"},
+    /* schema.c's version 6: a key limited to named experiments */
+    {6, "ALTER TABLE api_keys ADD COLUMN experiments text;"},
 };
 
 #define N_PG_MIGRATIONS (sizeof pg_migrations / sizeof pg_migrations[0])
@@ -1032,6 +1035,7 @@ static int pg_write_key(struct store_backend *b, const struct store_key_op *k, i
     p_text(&p, k->scopes);
     p_text(&p, k->hash);
     p_i64(&p, k->created_ms);
+    p_text(&p, k->experiments);
     err = w_exec(b, PQ_KEY_INSERT, &p, &r, own);
     if (err == STORE_OK && k->rowid_out && PQntuples(r) == 1)
         *k->rowid_out = col_i64(r, 0, 0);
@@ -1320,7 +1324,7 @@ static int pg_find_assignment(struct store_backend *b, int64_t exp, int64_t seq,
 }
 
 static int pg_find_outcome_kind(struct store_backend *b, int64_t exp, int64_t ref, int kind,
-                                struct store_event *out)
+                                struct store_event *out, char *buf, size_t buflen)
 {
     struct params p = {.n = 0};
     PGresult *res = NULL;
@@ -1328,8 +1332,14 @@ static int pg_find_outcome_kind(struct store_backend *b, int64_t exp, int64_t re
     p_i64(&p, ref);
     p_i64(&p, kind);
     int err = read_event(b, PQ_OUTCOME, &p, out, &res);
-    if (err == STORE_OK)
-        out->unit = out->text = NULL; /* outcomes carry none */
+    if (err == STORE_OK) {
+        /* the result's strings die with it: the unit copied out (a UNIT
+         * event's), or dropped */
+        if (buf != NULL)
+            snprintf(buf, buflen, "%s", out->unit != NULL ? out->unit : "");
+        out->unit = buf;
+        out->text = NULL;
+    }
     PQclear(res);
     return err;
 }
@@ -1418,7 +1428,8 @@ static int pg_load_keys(struct store_backend *b,
                                     .scopes = col_text(res, i, 2),
                                     .hash = col_text(res, i, 3),
                                     .created_ms = col_i64(res, i, 4),
-                                    .revoked = (int)col_i64(res, i, 5)};
+                                    .revoked = (int)col_i64(res, i, 5),
+                                    .experiments = col_text(res, i, 6)};
         ret = cb(arg, &row);
     }
     PQclear(res);

@@ -113,6 +113,12 @@ static const struct migration migrations[] = {
      " url TEXT NOT NULL,"
      " writer_pid INTEGER NOT NULL,"
      " beat_ms INTEGER NOT NULL);"},
+    {6,
+     /* A key may be limited to named experiments (issue 16: a key shipped
+      * in a web page): their ids, comma-separated; NULL for every one. A
+      * build older than this refuses the database (newer schema) rather
+      * than read such a key as one for every experiment. */
+     "ALTER TABLE api_keys ADD COLUMN experiments TEXT;"},
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])

@@ -123,9 +123,9 @@ static const struct store_sql queries[Q_COUNT] = {
     [Q_EVENT_INSERT] = {"event_insert", STORE_SQL_WRITE,
                         "INSERT INTO events(" EVENT_COLS ")"
                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"},
-    [Q_KEY_INSERT] =
-        {"key_insert", STORE_SQL_WRITE,
-         "INSERT INTO api_keys(name, scopes, hash, created_ms) VALUES (?1, ?2, ?3, ?4)"},
+    [Q_KEY_INSERT] = {"key_insert", STORE_SQL_WRITE,
+                      "INSERT INTO api_keys(name, scopes, hash, created_ms, experiments)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5)"},
     [Q_KEY_REVOKE] = {"key_revoke", STORE_SQL_WRITE,
                       "UPDATE api_keys SET revoked = 1 WHERE rowid = ?1"},
     [Q_OUTBOX_INSERT] = {"outbox_insert", STORE_SQL_WRITE,
@@ -160,13 +160,13 @@ static const struct store_sql queries[Q_COUNT] = {
                    " AND (kind = ?3 OR (?3 = 0 AND kind IN (2, 4, 5))) ORDER BY seq LIMIT 1"},
     [Q_UNIT] = {"unit", STORE_SQL_READ,
                 "SELECT " EVENT_COLS " FROM events INDEXED BY events_unit"
-                " WHERE exp = ?1 AND unit = ?2 AND kind = 1 AND (?3 < 0 OR bandit = ?3)"
+                " WHERE exp = ?1 AND unit = ?2 AND kind IN (1, 9) AND (?3 < 0 OR bandit = ?3)"
                 " ORDER BY seq DESC LIMIT 1"},
     [Q_LAST_SEQ] = {"last_seq", STORE_SQL_READ,
                     "SELECT seq FROM events WHERE exp = ?1 ORDER BY seq DESC LIMIT 1"},
-    [Q_KEYS] =
-        {"keys", STORE_SQL_READ,
-         "SELECT rowid, name, scopes, hash, created_ms, revoked FROM api_keys ORDER BY rowid"},
+    [Q_KEYS] = {"keys", STORE_SQL_READ,
+                "SELECT rowid, name, scopes, hash, created_ms, revoked, experiments FROM api_keys"
+                " ORDER BY rowid"},
     /* the outbox's reads go through its partial indexes: their cost is in
      * the pending rows (or one experiment's), never in the rows kept */
     [Q_OUTBOX_PENDING] = {"outbox_pending", STORE_SQL_READ,
@@ -479,6 +479,8 @@ static int writer_key(struct store_backend *s, const struct store_key_op *k)
         rc = bind_opt_text(st, 3, k->hash);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(st, 4, k->created_ms);
+    if (rc == SQLITE_OK)
+        rc = bind_opt_text(st, 5, k->experiments);
     if (rc != SQLITE_OK) {
         sqlite3_clear_bindings(st);
         return rc;
@@ -982,7 +984,7 @@ out:
 }
 
 static int sq_find_outcome_kind(struct store_backend *s, int64_t exp, int64_t ref, int kind,
-                                struct store_event *out)
+                                struct store_event *out, char *buf, size_t buflen)
 {
     struct reader *r = NULL;
     sqlite3_stmt *st = NULL;
@@ -999,8 +1001,14 @@ static int sq_find_outcome_kind(struct store_backend *s, int64_t exp, int64_t re
     err = store_err_from_sqlite(rc);
     if (err == STORE_OK)
         err = read_event_row(st, out);
-    if (err == STORE_OK)
-        out->unit = out->text = NULL; /* outcomes carry none; not copied */
+    if (err == STORE_OK) {
+        /* the row's strings die with the reset: the unit copied out (a
+         * UNIT event's), or dropped */
+        if (buf != NULL)
+            snprintf(buf, buflen, "%s", out->unit != NULL ? out->unit : "");
+        out->unit = buf;
+        out->text = NULL;
+    }
 out:
     if (r)
         reader_put(r, Q_OUTCOME, st);
@@ -1183,6 +1191,7 @@ static int sq_load_keys(struct store_backend *s,
         row.hash = (const char *)sqlite3_column_text(st, 3);
         row.created_ms = sqlite3_column_int64(st, 4);
         row.revoked = sqlite3_column_int(st, 5);
+        row.experiments = (const char *)sqlite3_column_text(st, 6);
         ret = cb(arg, &row);
         if (ret != 0)
             goto out;

@@ -563,12 +563,13 @@ void store_set_outbox_hook(struct store *s, void (*fn)(void *arg), void *arg)
 /* --- keys -------------------------------------------------------------------- */
 
 int store_key_insert(struct store *s, const char *name, const char *scopes, const char *hash,
-                     int64_t created_ms, int64_t *rowid_out)
+                     const char *experiments, int64_t created_ms, int64_t *rowid_out)
 {
     struct store_key_op k = {.kind = STORE_KEY_OP_INSERT,
                              .name = name,
                              .scopes = scopes,
                              .hash = hash,
+                             .experiments = experiments,
                              .created_ms = created_ms};
     k.rowid_out =
         rowid_out; /* the writer's; in the initializer clang-tidy 14 would want it const */
@@ -603,13 +604,19 @@ int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct stor
 
 int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_event *out)
 {
-    return s->ops->find_outcome_kind(s->be, exp, ref, 0, out);
+    return s->ops->find_outcome_kind(s->be, exp, ref, 0, out, NULL, 0);
 }
 
 int store_find_outcome_kind(struct store *s, int64_t exp, int64_t ref, int kind,
                             struct store_event *out)
 {
-    return s->ops->find_outcome_kind(s->be, exp, ref, kind, out);
+    return s->ops->find_outcome_kind(s->be, exp, ref, kind, out, NULL, 0);
+}
+
+int store_find_bound_unit(struct store *s, int64_t exp, int64_t ref, char *buf, size_t buflen)
+{
+    struct store_event ev;
+    return s->ops->find_outcome_kind(s->be, exp, ref, STORE_EV_UNIT, &ev, buf, buflen);
 }
 
 int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store_event *out)

@@ -98,6 +98,10 @@ enum store_event_kind {
     STORE_EV_EXPIRE = 4,  /* ref; value = default reward recorded, or NaN */
     STORE_EV_LATE = 5,    /* ref, value: a reward after expiry (audit only) */
     STORE_EV_STATE = 6,   /* text = "running" | "paused" | "stopped" */
+    STORE_EV_EDIT = 7,    /* text = the change, a JSON object (exp/edits.c) */
+    STORE_EV_CORRECT = 8, /* ref, value: a rewarded pull's value replaced; text = the reason */
+    STORE_EV_UNIT = 9,    /* ref, bandit, arm, unit: a client served assignment ref
+                           * (leased in a block) to this unit */
 };
 
 /* ASSIGN flags */
@@ -106,6 +110,12 @@ enum {
     STORE_AF_BANDIT_GIVEN = 1u << 1, /* the request named the bandit */
     STORE_AF_FALLBACK = 1u << 2,     /* the experiment's fallback arm (exp/config.h), not
                                       * the engine's recommendation; EXPLOIT too */
+};
+
+/* EXPIRE flags */
+enum {
+    STORE_XF_RELEASED = 1u << 0, /* released by the client (a leased assignment no visitor
+                                  * got), not timed out; value NaN */
 };
 
 struct store_event {
@@ -120,7 +130,7 @@ struct store_event {
     int64_t ts_ms;      /* when (ms since the epoch) */
     int64_t expires_ms; /* ASSIGN: expiry time; 0 if none */
     const char *unit;   /* ASSIGN: sticky unit or NULL; borrowed */
-    const char *text;   /* STATE: new state; borrowed */
+    const char *text;   /* STATE: new state; EDIT: the change; CORRECT: the reason; borrowed */
 };
 
 /* --- writes --------------------------------------------------------------- */
@@ -239,13 +249,17 @@ int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct stor
 /* The first REWARD, EXPIRE or LATE event referring to assignment seq ref.
  * out->unit and out->text are NULL. */
 int store_find_outcome(struct store *s, int64_t exp, int64_t ref, struct store_event *out);
+/* The unit a UNIT event bound assignment ref to (the first), into buf.
+ * STORE_OK, STORE_ERR_NOTFOUND (none), or an error. */
+int store_find_bound_unit(struct store *s, int64_t exp, int64_t ref, char *buf, size_t buflen);
 /* The first event of that kind (REWARD, EXPIRE or LATE) referring to ref. */
 int store_find_outcome_kind(struct store *s, int64_t exp, int64_t ref, int kind,
                             struct store_event *out);
 
 /* The latest ASSIGN event of exp for a sticky unit (a unit may hold
- * several: one per bandit, a new one after an expiry). out->unit is the
- * caller's unit, out->text NULL. */
+ * several: one per bandit, a new one after an expiry), or the latest UNIT
+ * event binding an assignment to it (then out->ref names the assignment),
+ * whichever is later. out->unit is the caller's unit, out->text NULL. */
 int store_find_unit(struct store *s, int64_t exp, const char *unit, struct store_event *out);
 /* The same within one bandit (bandit < 0: any). */
 int store_find_unit_in(struct store *s, int64_t exp, const char *unit, int bandit,
@@ -358,10 +372,15 @@ struct store_key_row {
     const char *hash;   /* hex SHA-256 of the key; borrowed */
     int64_t created_ms;
     int revoked;
+    /* the experiments the key is limited to, comma-separated ids;
+     * NULL: every experiment. Borrowed */
+    const char *experiments;
 };
 
+/* experiments: NULL for a key over every experiment, else comma-separated
+ * ids (the caller checked them). */
 int store_key_insert(struct store *s, const char *name, const char *scopes, const char *hash,
-                     int64_t created_ms, int64_t *rowid_out);
+                     const char *experiments, int64_t created_ms, int64_t *rowid_out);
 int store_key_revoke(struct store *s, int64_t rowid);
 int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key_row *row),
                     void *arg);

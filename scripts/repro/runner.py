@@ -31,7 +31,7 @@ class Runner:
         lst = json.loads(subprocess.run([sim, "--list-policies"], check=True,
                                         capture_output=True, text=True).stdout)
         self.policies = {p["name"]: p for p in lst["policies"]}
-        self.stops = set(lst["stop_rules"])
+        self.stops = {r["name"] for r in lst["stop_rules"]}
         os.makedirs(os.path.join(out, "results"), exist_ok=True)
         os.makedirs(os.path.join(out, "problems"), exist_ok=True)
 

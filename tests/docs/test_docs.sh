@@ -5,7 +5,7 @@
 # reference users read cannot drift from the registry, and a row in each
 # late-reward table of docs/measurements.md that applies to it. On failure:
 # run `make docs-policies` (and write the prose of a new policy) or
-# `make docs-delays`.
+# `make docs-delays` (`make docs-blocks`).
 # Env: BANDIT_SIM_BIN (default build/bandit-sim), DOCS_TOOL_BIN (default
 # build/scripts/docs-tool).
 set -u
@@ -40,18 +40,20 @@ trap 'rm -f "$list" "$list.md"' EXIT INT TERM
 "$sim" --list-policies >"$list" 2>/dev/null
 names() { "$tool" names "$@" <"$list"; }
 missing=""
-fc=$(block delays-fc)
-for p in $(names fixed_confidence); do
-    printf '%s\n' "$fc" | grep -q "^| \`$p\` |" || missing="$missing $p (fixed confidence)"
-done
-fb=$(block delays-fb)
-for p in $(names fixed_budget) $(names '!fixed_confidence' '!fixed_budget'); do
-    printf '%s\n' "$fb" | grep -q "^| \`$p\` |" || missing="$missing $p (fixed budget)"
+for tag in delays blocks; do
+    fc=$(block $tag-fc)
+    for p in $(names fixed_confidence); do
+        printf '%s\n' "$fc" | grep -q "^| \`$p\` |" || missing="$missing $p ($tag, fixed confidence)"
+    done
+    fb=$(block $tag-fb)
+    for p in $(names fixed_budget) $(names '!fixed_confidence' '!fixed_budget'); do
+        printf '%s\n' "$fb" | grep -q "^| \`$p\` |" || missing="$missing $p ($tag, fixed budget)"
+    done
 done
 if [ -n "$(names)" ] && [ -z "$missing" ]; then
-    echo "ok 2 - every policy has its rows in the late-reward tables of docs/measurements.md"
+    echo "ok 2 - every policy has its rows in the late-reward and block tables of docs/measurements.md"
 else
-    echo "not ok 2 - no late-reward figures for:$missing (run make docs-delays)"
+    echo "not ok 2 - no late-reward or block figures for:$missing (run make docs-delays, docs-blocks)"
 fi
 
 # The generators can splice their tables in: docs-tool finds each block
@@ -59,11 +61,11 @@ fi
 # on a copy.
 absent=""
 cp "$measurements" "$list.md"
-for b in delays-fc delays-fb constraints-fc constraints-fb; do
+for b in delays-fc delays-fb blocks-fc blocks-fb constraints-fc constraints-fb; do
     echo "table" | "$tool" splice "$list.md" "$b" 2>/dev/null || absent="$absent $b"
 done
 if [ -z "$absent" ]; then
-    echo "ok 3 - docs/measurements.md has the blocks make docs-delays and docs-constraints write"
+    echo "ok 3 - docs/measurements.md has the blocks make docs-delays, docs-blocks and docs-constraints write"
 else
     echo "not ok 3 - docs/measurements.md has no generated block:$absent"
 fi

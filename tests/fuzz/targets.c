@@ -71,10 +71,10 @@ int fuzz_expconfig(const uint8_t *data, size_t size)
     int rc = exp_config_parse(body, exp_limits(), &cfg, errors);
     if (rc == 0) {
         /* what creation does next: build the engine and serialise */
-        char err[256];
+        struct policy_error err;
         cfg.engine.n_arms = cfg.n_arms;
         cfg.engine.control_arm = cfg.control_arm;
-        struct engine *e = engine_create(&cfg.engine, err, sizeof err);
+        struct engine *e = engine_create(&cfg.engine, &err);
         if (e != NULL) {
             struct engine_pull p;
             engine_assign(e, -1, &p);
@@ -152,8 +152,8 @@ int fuzz_patch(const uint8_t *data, size_t size)
     if (body == NULL)
         return 0;
     struct api_errors e;
-    enum exp_state st;
-    api_parse_patch(body, &st, api_errors_init(&e));
+    struct api_patch_req req;
+    api_parse_patch(body, &g_cfg, &req, api_errors_init(&e));
     api_errors_free(&e);
     json_decref(body);
     return 0;

@@ -27,8 +27,8 @@
 
 static const char *const g_cols[] = {"kind",   "seq",    "assignment_id", "time",
                                      "unit",   "bandit", "arm",           "exploit",
-                                     "reward", "status", "reward_time"};
-#define NCOL 11
+                                     "reward", "status", "reward_time",   "note"};
+#define NCOL 12
 #define BIG_BATCHES 25 /* of 1000 observations, ~200 bytes of NDJSON each */
 
 /* NDJSON body → array of objects (new). */

@@ -141,7 +141,7 @@ def check_export(d):
     for row in rows:
         errs += validate(schema, row)
     kinds = sorted({r["kind"] for r in rows})
-    report(not errs and kinds == ["assignment", "observation", "state"],
+    report(not errs and kinds == ["assignment", "correction", "edit", "observation", "state", "unit"],
            "export rows match ExportRow (%d rows: %s)" % (len(rows), ", ".join(kinds)),
            "; ".join(errs[:3]))
     status, ctype, body = d.raw("/v1/experiments/full/export?format=csv")
@@ -195,6 +195,11 @@ def main():
     check_request("contract create body", contract, ex, "POST")
     check_request("create body with every optional field", optional, ex, "POST")
     check_request("shorthand arms", {"arms": ["a", "b"]}, ex, "POST")
+    check_request("single release", {"assignment_id": "x"}, sub("assignments/release"), "POST")
+    check_request("release batch", {"releases": [{"assignment_id": "x"}]},
+                  sub("assignments/release"), "POST")
+    check_request("served", {"served": [{"assignment_id": "x", "unit": "u"}]},
+                  sub("assignments/served"), "POST")
     check_request("single reward", {"assignment_id": "x", "reward": 1}, sub("rewards"), "POST")
     check_request("reward batch", {"rewards": [{"assignment_id": "x", "reward": 0.5}]},
                   sub("rewards"), "POST")
@@ -237,11 +242,43 @@ def main():
                {"assignment_id": "zz-1", "reward": 0}, 404)
         d.call("POST", "/v1/experiments/full/rewards", sub("rewards"),
                {"assignment_id": ids[2], "reward": 7}, 400)
+        # a leased block's leftovers, given back (one released, one already
+        # rewarded, one unknown; then all unknown)
+        b = d.call("POST", "/v1/experiments/full/assignments", sub("assignments"), {"count": 2}, 201)
+        d.call("POST", "/v1/experiments/full/assignments/release", sub("assignments/release"),
+               {"releases": [{"assignment_id": b["assignments"][0]["id"]},
+                             {"assignment_id": ids[0]}, {"assignment_id": "zz"}]}, 200)
+        d.call("POST", "/v1/experiments/full/assignments/release", sub("assignments/release"),
+               {"assignment_id": "zz-1"}, 404)
+        d.call("POST", "/v1/experiments/full/assignments/release", sub("assignments/release"),
+               {"releases": []}, 400)
+        d.call("POST", "/v1/experiments/full/assignments/served", sub("assignments/served"),
+               {"served": [{"assignment_id": b["assignments"][1]["id"], "unit": "u9"},
+                           {"assignment_id": "zz", "unit": "u9"}]}, 200)
+        d.call("POST", "/v1/experiments/full/assignments/served", sub("assignments/served"),
+               {"assignment_id": "zz-1", "unit": "u9"}, 404)
         d.call("POST", "/v1/experiments/full/observations", sub("observations"),
                {"observations": [{"arm": "red", "reward": 1}, {"arm": "blue", "reward": 0}]},
                200)
         d.call("GET", "/v1/experiments/full/status", sub("status"), None, 200)
         d.call("GET", "/v1/experiments/full/history", sub("history"), None, 200)
+        d.call("POST", "/v1/plan", "/v1/plan",
+               {"experiment": {"arms": ["a", "b", "c"], "policy": {"name": "sr"},
+                               "goal": {"budget": 300}}, "means": [0.5, 0.4, 0.3], "runs": 3},
+               200)
+        d.call("POST", "/v1/plan", "/v1/plan",
+               {"experiment": {"arms": ["a", "b"], "goal": {"m": 1}}, "means": [0.5, 0.5],
+                "runs": 1}, 200)
+        d.call("POST", "/v1/plan", "/v1/plan", {"experiment": {"arms": ["a", "b"]}}, 400)
+        d.call("POST", "/v1/experiments/full/corrections", sub("corrections"),
+               {"assignment_id": ids[1], "reward": 1, "reason": "late conversion"}, 201)
+        d.call("POST", "/v1/experiments/full/corrections", sub("corrections"),
+               {"assignment_id": ids[1], "reward": 0, "reason": "again"}, 409)
+        d.call("POST", "/v1/experiments/full/corrections", sub("corrections"),
+               {"assignment_id": ids[1], "reward": 0}, 400)
+        d.call("PATCH", "/v1/experiments/full", one,
+               {"name": "Full", "assignment_ttl_s": 600, "reason": "longer sessions"}, 200)
+        d.call("PATCH", "/v1/experiments/full", one, {"seed": 1}, 400)
         d.call("PATCH", "/v1/experiments/full", one, {"state": "paused"}, 200)
         d.call("PATCH", "/v1/experiments/full", one, {"state": "stopped"}, 200)
         d.call("PATCH", "/v1/experiments/full", one, {"state": "running"}, 409)

@@ -12,6 +12,8 @@
  *   goal.m (m ≥ K; m > 1 for a best-arm policy), policy.params.X (unknown,
  *   below its minimum, above its maximum, not an integer, not a choice),
  *   stop_rule ("policy" without a rule of its own);
+ * - every stop rule of the list is accepted or refused alike by the daemon
+ *   and by bandit-sim;
  * plus the constraint combinations and the Beta prior of the create body.
  * A policy merged later is covered without touching this file.
  */
@@ -25,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/support/harness.h"
 
@@ -292,6 +296,101 @@ static void invalid_params(const char *name, const char *fields, json_t *q)
 #undef BAD
 }
 
+/* The exit status of `bandit-sim ARGS` (its stderr into err, up to len − 1
+ * bytes), or −1 if it could not be run. */
+static int run_sim(const char *args, char *err, size_t len)
+{
+    const char *bin = getenv("BANDIT_SIM_BIN");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", bin != NULL ? bin : "build/bandit-sim",
+             args);
+    FILE *f = popen(cmd, "r");
+    if (f == NULL)
+        return -1;
+    size_t n = fread(err, 1, len - 1, f);
+    err[n] = '\0';
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Every stop rule GET /v1/policies lists, with every policy: the daemon
+ * (stop_rule) and the simulator (--stop) accept the same pairs, and refuse
+ * the others naming the rule's field ("policy" for a policy without a rule
+ * of its own). The two once gave "policy" two meanings. */
+static void test_stop_rules_agree(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/banditd-stoprules-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[sizeof dir + 16];
+    snprintf(path, sizeof path, "%s/p.json", dir);
+    size_t i, j;
+    json_t *p, *rule;
+    int refused = 0, accepted = 0;
+    json_array_foreach(json_object_get(g_list, "policies"), i, p)
+    {
+        const char *name = tjson_str(p, "name");
+        char fields[256];
+        valid_fields(p, fields, sizeof fields, 60);
+        /* The same problem for the simulator: the goal's members at top
+         * level, arms 0.2, 0.5, 0.8, the target arm by index. */
+        char *wrapped = NULL;
+        assert_true(asprintf(&wrapped, "{%s}", fields) >= 0);
+        json_t *body_j = json_loads(wrapped, 0, NULL);
+        assert_non_null(body_j);
+        json_t *prob = json_deep_copy(json_object_get(body_j, "goal"));
+        json_object_set_new(prob, "arms", json_pack("[f, f, f]", 0.2, 0.5, 0.8));
+        if (json_object_get(body_j, "target_arm") != NULL)
+            json_object_set_new(prob, "target_arm", json_integer(2));
+        char *problem = json_dumps(prob, 0);
+        assert_non_null(problem);
+        json_decref(prob);
+        json_decref(body_j);
+        free(wrapped);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        assert_true(fputs(problem, f) >= 0);
+        assert_int_equal(fclose(f), 0);
+        json_array_foreach(json_object_get(g_list, "stop_rules"), j, rule)
+        {
+            const char *rname = tjson_str(rule, "name");
+            assert_non_null(tjson_str(rule, "proof"));
+            assert_non_null(tjson_str(rule, "summary"));
+            char *body = NULL;
+            assert_true(asprintf(&body,
+                                 "{\"arms\":[\"lo\",\"mid\",\"hi\"],\"policy\":{\"name\":"
+                                 "\"%s\"},\"stop_rule\":\"%s\",%s}",
+                                 name, rname, fields) >= 0);
+            struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments", body, NULL);
+            char args[512], err[1024];
+            snprintf(args, sizeof args,
+                     "--problem %s --policy %s --stop %s --runs 1 --max-pulls 300 --threads 1 "
+                     "--no-progress",
+                     path, name, rname);
+            int rc = run_sim(args, err, sizeof err);
+            if (r->status == 201 && rc == 0) {
+                accepted++;
+            } else if (r->status == 400 && tproblem_has_field(r, "stop_rule") && rc == 1 &&
+                       strstr(err, "--stop") != NULL) {
+                refused++;
+                /* Only "policy" depends on the policy. */
+                assert_string_equal(rname, "policy");
+                assert_false(has_flag(p, "own_stop"));
+            } else {
+                fail_msg("%s with stop rule %s: the daemon answers %ld %s, the simulator exits "
+                         "%d: %s",
+                         name, rname, r->status, r->body ? r->body : "", rc, err);
+            }
+            tresp_free(r);
+            free(body);
+        }
+        free(problem);
+    }
+    assert_true(accepted > 0 && refused > 0);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* Every invalid combination a policy's flags imply. */
 static void test_invalid_combinations(void **state)
 {
@@ -430,6 +529,7 @@ int main(void)
         cmocka_unit_test(test_list_matches_simulator),
         cmocka_unit_test(test_every_policy_serves),
         cmocka_unit_test(test_invalid_combinations),
+        cmocka_unit_test(test_stop_rules_agree),
         cmocka_unit_test(test_invalid_constraints_and_prior),
         cmocka_unit_test(test_prior),
     };

@@ -243,8 +243,7 @@ static void test_kill9_resumes_exactly(void **state)
 }
 
 /* A fixed-budget phase policy (SAR) killed in the middle of a phase, with
- * pulls outstanding, resumes the same run and spends exactly its budget.
- * Needs policy "sar" (another branch): skips itself until it is there. */
+ * pulls outstanding, resumes the same run and spends exactly its budget. */
 static void test_kill9_mid_phase_resumes_to_budget(void **state)
 {
     (void)state;
@@ -259,14 +258,6 @@ static void test_kill9_mid_phase_resumes_to_budget(void **state)
                  "\"policy\":{\"name\":\"sar\"},\"goal\":{\"budget\":400},\"seed\":13}",
                  ids[i]);
         struct tresp *r = treq(d, "POST", "/v1/experiments", body, NULL);
-        if (r->status == 400 && tproblem_has_field(r, "policy.name")) {
-            /* TO ENABLE: runs by itself once policy "sar" is registered. */
-            printf("# policy sar is not registered in this build: skipped\n");
-            tresp_free(r);
-            assert_int_equal(tdaemon_stop(d), 0);
-            tdaemon_free(d);
-            skip();
-        }
         assert_status(r, 201);
         tresp_free(r);
     }

@@ -6,8 +6,7 @@
  * reward that refers to no assignment, a gap in seq, a reward outside the
  * reward range, an unknown state); the daemon starts again.
  *
- * What must happen (the behaviour proposed to the lead; exp/replay.c and
- * api/ implement it):
+ * What must happen (exp/replay.c and api/ implement it):
  *   - the daemon starts and serves the intact experiment exactly as before;
  *   - it refuses to serve each damaged one: every request on it (GET,
  *     status, assignments, rewards, PATCH) answers 500 problem+json with
@@ -19,11 +18,8 @@
  *     "experiment ID: event log corrupt at seq N (WHAT); not served";
  *   - the gauge banditd_experiments_corrupt counts them (0 when none).
  *
- * Today replay skips or accepts every one of these rows and serves the
- * experiment: the test FAILS on today's main. Until the fix lands it is
- * reported as a KNOWN BUG (skipped; BANDITD_STRICT=1 makes it fail): once
- * exp/replay.c refuses corrupt logs, replace the tknown_bug call at the
- * end by a fail_msg.
+ * Replay used to skip or accept every one of these rows and serve the
+ * experiment; this test fails if it does again.
  */
 #include <setjmp.h>
 #include <stdarg.h>

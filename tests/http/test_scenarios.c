@@ -10,9 +10,7 @@
  *   the policy (uniform here) chooses; a done bandit named explicitly gets
  *   its recommendation as exploitation, and the others carry on;
  * - greedy confidence pursuit over three bandits finishes the easy bandit
- *   first. It needs the `gcp` policy (another branch): the test skips
- *   itself, saying so, while the daemon does not know that policy, and runs
- *   as soon as it lands.
+ *   first.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -71,7 +69,7 @@ static void run_delayed(uint64_t seed, long long *pulls_out)
         }
     }
     json_t *st = texp_status(tgroup_d, id);
-    assert_string_equal(tjson_str(st, "stop_reason"), "confidence");
+    assert_string_equal(tjson_str(st, "stop_reason"), "delta_c");
     assert_string_equal(tjson_str(st, "bandits[0].recommended[0]"), "p80");
     assert_int_equal(tjson_int(st, "pending"), (long long)json_array_size(queue));
     assert_true(json_array_size(queue) <= DELAY);
@@ -101,7 +99,7 @@ static void run_delayed(uint64_t seed, long long *pulls_out)
     assert_int_equal(tjson_int(st, "pending"), 0);
     assert_int_equal(tjson_int(st, "pulls"), handed);
     assert_string_equal(tjson_str(st, "state"), "stopped");
-    assert_string_equal(tjson_str(st, "stop_reason"), "confidence");
+    assert_string_equal(tjson_str(st, "stop_reason"), "delta_c");
     assert_string_equal(tjson_str(st, "bandits[0].recommended[0]"), "p80");
     json_decref(st);
     json_t *a = texp_assign(tgroup_d, id, "{\"count\":5}");
@@ -340,12 +338,6 @@ static void test_gcp_easy_bandit_first(void **state)
                            "\"policy\":{\"name\":\"gcp\"},\"goal\":{\"delta\":0.05},"
                            "\"tau\":0.95,\"seed\":21}",
                            NULL);
-    if (r->status == 400 && tproblem_has_field(r, "policy.name")) {
-        /* TO ENABLE: runs by itself once policy "gcp" is registered. */
-        printf("# policy gcp is not registered in this build: skipped\n");
-        tresp_free(r);
-        skip();
-    }
     assert_status(r, 201);
     tresp_free(r);
     static const double p[3][2] = {{0.1, 0.9}, {0.35, 0.65}, {0.45, 0.55}};

@@ -76,10 +76,12 @@ static void stop_is_final(uint64_t seed)
     assert_true(stopped);
     json_t *s = texp_status(tgroup_d, id);
     assert_true(json_is_true(json_object_get(s, "stopped")));
-    assert_string_equal(tjson_str(s, "stop_reason"), "confidence");
+    assert_string_equal(tjson_str(s, "stop_reason"), "delta_c");
     assert_string_equal(tjson_str(s, "state"), "stopped");
     assert_int_equal(tjson_int(s, "pending"), WINDOW);
     assert_true(tjson_num(s, "bandits[0].delta_c") <= 0.05);
+    double fired_at = tjson_num(s, "bandits[0].stop.evidence");
+    assert_true(json_is_true(tjson_get(s, "bandits[0].stop.fired")));
     assert_true(json_is_true(tjson_get(s, "bandits[0].done")));
     assert_string_equal(tjson_str(s, "bandits[0].recommended[0]"), "p90");
     long long pulls = tjson_int(s, "pulls");
@@ -98,9 +100,14 @@ static void stop_is_final(uint64_t seed)
         fail_msg("seed %llu: the adverse late rewards left delta_c at %g: the test shows nothing",
                  (unsigned long long)seed, dc);
     assert_true(json_is_true(json_object_get(s, "stopped")));
-    assert_string_equal(tjson_str(s, "stop_reason"), "confidence");
+    assert_string_equal(tjson_str(s, "stop_reason"), "delta_c");
     assert_string_equal(tjson_str(s, "state"), "stopped");
     assert_true(json_is_true(tjson_get(s, "bandits[0].done")));
+    /* The stop shows what it rested on: the rule's figures when it fired,
+     * not the δᶜ the late rewards moved. */
+    assert_true(tjson_num(s, "bandits[0].stop.evidence") == fired_at);
+    assert_true(tjson_num(s, "bandits[0].stop.error_bound") <= 0.05);
+    assert_true(json_is_true(tjson_get(s, "bandits[0].stop.proven")));
     const char *rec = tjson_str(s, "bandits[0].recommended[0]");
     assert_non_null(rec);
     /* Still exploiting: assignments serve the recommendation, count nowhere. */
@@ -259,36 +266,60 @@ static json_t *rule_run(const char *policy, const char *rule, const char *goal, 
     return s;
 }
 
+/* stop_reason names the rule that fired, and the bandit's stop object
+ * shows that rule, whether it has a proof, and (proven) an error bound
+ * within δ = 0.05 from the figures of the moment it fired. */
+static void assert_stop(const json_t *s, const char *rule, int proven)
+{
+    assert_string_equal(tjson_str(s, "stop_reason"), rule);
+    assert_string_equal(tjson_str(s, "bandits[0].stop.rule"), rule);
+    assert_true(json_is_true(tjson_get(s, "bandits[0].stop.fired")));
+    assert_int_equal(json_is_true(tjson_get(s, "bandits[0].stop.proven")), proven);
+    json_t *bound = tjson_get(s, "bandits[0].stop.error_bound");
+    if (proven)
+        assert_true(json_real_value(bound) <= 0.05);
+    else
+        assert_true(json_is_null(bound));
+}
+
 static void test_stop_rules(void **state)
 {
     (void)state;
     for (uint64_t seed = 1; seed <= 2; seed++) {
         json_t *s = rule_run("adapt", "delta_c", NULL, "", seed);
-        assert_string_equal(tjson_str(s, "stop_reason"), "confidence");
+        assert_stop(s, "delta_c", 1);
         assert_true(tjson_num(s, "bandits[0].delta_c") <= 0.05);
         json_decref(s);
 
         s = rule_run("uniform", "glr", NULL, "", seed);
-        assert_string_equal(tjson_str(s, "stop_reason"), "confidence");
+        assert_stop(s, "glr", 1);
         json_decref(s);
 
         s = rule_run("adapt", "glr", NULL, "", seed);
-        assert_string_equal(tjson_str(s, "stop_reason"), "confidence");
+        assert_stop(s, "glr", 1);
         json_decref(s);
 
-        /* ρ̄ ≥ τ, τ given. */
+        /* ρ̄ ≥ τ, τ given: opt-in, no proof. */
         s = rule_run("gcp", "rho", NULL, ",\"tau\":0.99", seed);
-        assert_string_equal(tjson_str(s, "stop_reason"), "confidence");
+        assert_stop(s, "rho", 0);
         assert_true(tjson_num(s, "bandits[0].rho") >= 0.99);
         json_decref(s);
 
-        /* gcp's own rule (its default and explicitly): reason "policy". */
+        /* gcp's own rule (ρ̄) has no proof: its default is the proven GLR
+         * rule, ρ̄ only when asked for ("policy"). */
         s = rule_run("gcp", NULL, NULL, "", seed);
-        assert_string_equal(tjson_str(s, "stop_reason"), "policy");
-        assert_true(tjson_num(s, "bandits[0].rho") >= 0.95); /* τ = 1 − δ */
+        assert_stop(s, "glr", 1);
         json_decref(s);
         s = rule_run("gcp", "policy", NULL, "", seed);
-        assert_string_equal(tjson_str(s, "stop_reason"), "policy");
+        assert_stop(s, "policy", 0);
+        assert_true(tjson_num(s, "bandits[0].rho") >= 0.95); /* τ = 1 − δ */
+        json_decref(s);
+
+        /* track-and-stop's own rule is the proven GLR: its figures show. */
+        s = rule_run("track-and-stop", NULL, NULL, "", seed);
+        assert_stop(s, "policy", 1);
+        assert_true(tjson_num(s, "bandits[0].stop.evidence") >
+                    tjson_num(s, "bandits[0].stop.threshold"));
         json_decref(s);
 
         /* SAR's phases: with synchronous rewards its plan (25 + 25 + 25,

@@ -512,7 +512,7 @@ static void test_stop_signed(void **state)
     assert_string_equal(tjson_str(p, "experiment.id"), "sig");
     assert_string_equal(tjson_str(p, "experiment.name"), "Signed");
     assert_string_equal(tjson_str(p, "experiment.state"), "stopped");
-    assert_string_equal(tjson_str(p, "data.stop_reason"), "confidence");
+    assert_string_equal(tjson_str(p, "data.stop_reason"), "delta_c");
     assert_string_equal(tjson_str(p, "data.bandits[0].recommended[0]"), "a");
     assert_true(json_is_true(tjson_get(p, "data.bandits[0].done")));
     assert_true(tjson_num(p, "data.bandits[0].delta_c") <= 0.05);

@@ -38,6 +38,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "policies/engine.h"
+#include "tests/support/drive.h"
 
 #define MB 16
 #define MK 16
@@ -154,10 +155,7 @@ static void simulate(const struct inst *in, const struct policy_choice *pc, unsi
                                             err, sizeof err),
                          0);
     }
-    char err[256] = "";
-    struct engine *e = engine_create(&c, err, sizeof err);
-    if (e == NULL)
-        fail_msg("engine_create: %s", err);
+    struct engine *e = tengine_create(&c);
 
     static uint64_t count[MB][MK];
     memset(count, 0, sizeof count);

@@ -124,15 +124,19 @@ struct engine *tdrive_engine(const char *policy, size_t k, unsigned m, double ep
         }
         c.params.values[j] = values[i];
     }
-    return engine_create(&c, err, errlen);
+    struct policy_error perr;
+    struct engine *e = engine_create(&c, &perr);
+    if (e == NULL)
+        policy_error_text(&perr, err, errlen);
+    return e;
 }
 
 struct engine *tengine_create(const struct engine_config *c)
 {
-    char err[256] = "";
-    struct engine *e = engine_create(c, err, sizeof err);
+    struct policy_error perr;
+    struct engine *e = engine_create(c, &perr);
     if (e == NULL)
-        fail_msg("engine_create: %s", err);
+        fail_msg("engine_create: %s: %s", perr.field, perr.message);
     return e;
 }
 

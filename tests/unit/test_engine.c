@@ -113,23 +113,22 @@ static struct engine_config cfg_of(const struct policy_ops *p, size_t nb, const 
     return c;
 }
 
-/* c must be refused by engine_validate and engine_create, with a message that
- * starts with `field` followed by ':' (the API maps it to the JSON field). */
+/* c must be refused by engine_validate and engine_create, naming `field`
+ * (the API puts it in the problem+json as is). */
 static void expect_invalid(const struct engine_config *c, const char *field, int line)
 {
-    char err[256] = "";
-    if (engine_validate(c, err, sizeof err) == 0)
+    struct policy_error err = {0}, err2 = {0};
+    if (engine_validate(c, &err) == 0)
         fail_msg("line %d: accepted, want an error on %s", line, field);
-    size_t n = strlen(field);
-    if (strncmp(err, field, n) != 0 || err[n] != ':')
-        fail_msg("line %d: message \"%s\" does not name %s", line, err, field);
-    char err2[256] = "";
-    struct engine *e = engine_create(c, err2, sizeof err2);
+    if (err.code != POLICY_ERR_INVALID || strcmp(err.field, field) != 0)
+        fail_msg("line %d: error on \"%s\" (%s), want %s", line, err.field, err.message, field);
+    struct engine *e = engine_create(c, &err2);
     if (e != NULL) {
         engine_free(e);
         fail_msg("line %d: engine_create accepted what engine_validate refused", line);
     }
-    assert_string_equal(err, err2);
+    assert_string_equal(err.field, err2.field);
+    assert_string_equal(err.message, err2.message);
 }
 #define INVALID(c, field) expect_invalid(&(c), (field), __LINE__)
 
@@ -189,8 +188,8 @@ static void test_validate_fields(void **state)
     (void)state;
     size_t k3[] = {3}, k33[] = {3, 3}, k25[] = {2, 5};
     struct engine_config c = cfg_of(pol("uniform"), 1, k3);
-    char err[256];
-    assert_int_equal(engine_validate(&c, err, sizeof err), 0);
+    struct policy_error err;
+    assert_int_equal(engine_validate(&c, &err), 0);
 
     c.m = 3; /* m ≥ K */
     INVALID(c, "goal.m");
@@ -205,12 +204,12 @@ static void test_validate_fields(void **state)
     c.budget = 2; /* fewer pulls than arms */
     INVALID(c, "goal.budget");
     c.budget = 30;
-    assert_int_equal(engine_validate(&c, err, sizeof err), 0);
+    assert_int_equal(engine_validate(&c, &err), 0);
 
     c = cfg_of(&needs_eps, 1, k3);
     INVALID(c, "goal.epsilon");
     c.epsilon = 0.1;
-    assert_int_equal(engine_validate(&c, err, sizeof err), 0);
+    assert_int_equal(engine_validate(&c, &err), 0);
     c.epsilon = 1.5;
     INVALID(c, "goal.epsilon");
 
@@ -225,7 +224,7 @@ static void test_validate_fields(void **state)
     c.target_arm = 3;
     INVALID(c, "target_arm");
     c.target_arm = 2;
-    assert_int_equal(engine_validate(&c, err, sizeof err), 0);
+    assert_int_equal(engine_validate(&c, &err), 0);
     c = cfg_of(pol("gcp-targeted"), 2, k25);
     c.target_arm = 3; /* exists in bandit 1 only */
     INVALID(c, "target_arm");
@@ -242,13 +241,13 @@ static void test_validate_fields(void **state)
     c.control_share = 1.0;
     INVALID(c, "constraints.control.share");
     c.control_share = 0.2;
-    assert_int_equal(engine_validate(&c, err, sizeof err), 0);
+    assert_int_equal(engine_validate(&c, &err), 0);
 
     c = cfg_of(pol("uniform"), 2, k25);
     c.min_prob = 0.2; /* 0.2 · 5 = 1 */
     INVALID(c, "constraints.min_prob");
     c.min_prob = 0.19;
-    assert_int_equal(engine_validate(&c, err, sizeof err), 0);
+    assert_int_equal(engine_validate(&c, &err), 0);
     c.min_prob = -0.1;
     INVALID(c, "constraints.min_prob");
 
@@ -257,13 +256,13 @@ static void test_validate_fields(void **state)
     INVALID(c, "stop_rule");
     c = cfg_of(pol("gcp"), 1, k3);
     c.stop_rule = ENGINE_RULE_POLICY;
-    assert_int_equal(engine_validate(&c, err, sizeof err), 0);
+    assert_int_equal(engine_validate(&c, &err), 0);
 
     c = cfg_of(pol("gcp"), 1, k3);
     c.tau = 1.0;
     INVALID(c, "tau");
     c.tau = 0.9;
-    assert_int_equal(engine_validate(&c, err, sizeof err), 0);
+    assert_int_equal(engine_validate(&c, &err), 0);
 
     size_t k1[] = {1};
     c = cfg_of(pol("uniform"), 1, k1);
@@ -285,8 +284,8 @@ static void test_validate_constraints_and_prior(void **state)
     c.min_prob = 0.125; /* 0.5 + 4 · 0.125 = 1: nothing left for the policy */
     INVALID(c, "constraints.min_prob");
     c.min_prob = 0.1;
-    char err[256];
-    assert_int_equal(engine_validate(&c, err, sizeof err), 0);
+    struct policy_error err;
+    assert_int_equal(engine_validate(&c, &err), 0);
 
     c = cfg_of(pol("gcp"), 1, k4);
     c.prior_alpha = NAN;
@@ -297,7 +296,7 @@ static void test_validate_constraints_and_prior(void **state)
     INVALID(c, "prior");
     c.prior_alpha = 0.5;
     c.prior_beta = 2;
-    assert_int_equal(engine_validate(&c, err, sizeof err), 0);
+    assert_int_equal(engine_validate(&c, &err), 0);
     struct engine *e = tengine_create(&c);
     assert_true(engine_arms(e, 0)[2].alpha == 0.5 && engine_arms(e, 0)[2].beta == 2);
     engine_free(e);
@@ -313,11 +312,36 @@ static void test_validate_split_budget(void **state)
     c.budget = 12;                                       /* 6 + 6: bandit 1 has 10 arms */
     INVALID(c, "goal.budget");
     c.budget = 20;
-    char err[256];
-    assert_int_equal(engine_validate(&c, err, sizeof err), 0);
+    struct policy_error err;
+    assert_int_equal(engine_validate(&c, &err), 0);
     c = cfg_of(pol("uniform"), 2, k); /* one instance for all: 12 ≥ 12 arms */
     c.budget = 12;
-    assert_int_equal(engine_validate(&c, err, sizeof err), 0);
+    assert_int_equal(engine_validate(&c, &err), 0);
+}
+
+/* A policy's own refusal (its init) reaches the caller as a field and a
+ * message: ADAPT's cap needs ε > 0; engine_validate cannot see it. */
+static void test_policy_init_error(void **state)
+{
+    (void)state;
+    size_t k[] = {3};
+    struct engine_config c = cfg_of(pol("adapt"), 1, k);
+    int i = policy_param_index(c.policy, "cap");
+    assert_true(i >= 0);
+    c.params.values[i] = 1;
+    struct policy_error err = {0};
+    assert_int_equal(engine_validate(&c, &err), 0);
+    assert_null(engine_create(&c, &err));
+    assert_int_equal(err.code, POLICY_ERR_INVALID);
+    assert_string_equal(err.field, "policy.params.cap");
+    assert_non_null(strstr(err.message, "epsilon"));
+    assert_null(strchr(err.message, ':'));
+    /* Text without a field stays a message; "out of memory" is ours. */
+    policy_error_from_text(&err, "phases ended: no arm left");
+    assert_string_equal(err.field, "");
+    assert_string_equal(err.message, "phases ended: no arm left");
+    policy_error_from_text(&err, "out of memory");
+    assert_int_equal(err.code, POLICY_ERR_NOMEM);
 }
 
 /* ---- budget ----------------------------------------------------------------- */
@@ -488,9 +512,10 @@ static int rule_holds(const struct engine *e, enum engine_stop_rule rule, size_t
         return st.glr > stats_glr_threshold(STATS_GLR_HEURISTIC, (double)t, engine_n_arms(e, b),
                                             c->m, c->delta);
     case ENGINE_RULE_RHO:
-    case ENGINE_RULE_POLICY:  /* only used with gcp: ρ̄ ≥ τ */
-    case ENGINE_RULE_DEFAULT: /* likewise (gcp's default is its own rule) */
+    case ENGINE_RULE_POLICY: /* only used with gcp: ρ̄ ≥ τ */
         return st.rho >= c->tau;
+    case ENGINE_RULE_DEFAULT: /* the rule the engine resolved it to */
+        return rule_holds(e, engine_rule(e), b);
     default:
         return 0;
     }
@@ -521,6 +546,17 @@ static void run_rule(const char *policy, enum engine_stop_rule rule, enum engine
     assert_true(engine_stopped(e));
     assert_int_equal(engine_stop_reason(e), want);
     assert_true(engine_bandit_done(e, 0));
+    /* The stop shows the rule that fired, its figures of that moment, and
+     * for a proven rule an error bound within δ. */
+    struct engine_stop_eval se, later;
+    engine_bandit_stop(e, 0, &se);
+    assert_true(se.fired);
+    assert_int_equal(se.rule, engine_rule(e));
+    assert_int_equal(se.proven, engine_rule_proven(engine_config(e), se.rule));
+    if (se.proven)
+        assert_true(se.error_bound <= c.delta);
+    else
+        assert_true(isnan(se.error_bound));
     /* Adverse outcomes until the statistic no longer holds: still stopped. */
     int flipped = 0;
     for (int i = 0; i < 200000 && !flipped; i++) {
@@ -531,6 +567,10 @@ static void run_rule(const char *policy, enum engine_stop_rule rule, enum engine
     assert_true(flipped);
     assert_true(engine_stopped(e));
     assert_int_equal(engine_stop_reason(e), want);
+    engine_bandit_stop(e, 0, &later);
+    assert_true(later.fired);
+    assert_memory_equal(&later.evidence, &se.evidence, sizeof se.evidence);
+    assert_memory_equal(&later.threshold, &se.threshold, sizeof se.threshold);
     assert_true(engine_bandit_done(e, 0));
     assert_true(drain(e, -1, 10) == 0);
     gsl_rng_free(env);
@@ -560,7 +600,8 @@ static void test_stop_policy(void **state)
 {
     (void)state;
     run_rule("gcp", ENGINE_RULE_POLICY, ENGINE_STOPPED_POLICY);
-    run_rule("gcp", ENGINE_RULE_DEFAULT, ENGINE_STOPPED_POLICY); /* gcp's default */
+    /* gcp's own rule (ρ̄) has no proof: its default is the proven GLR rule */
+    run_rule("gcp", ENGINE_RULE_DEFAULT, ENGINE_STOPPED_CONFIDENCE);
 }
 
 static void test_stop_none(void **state)
@@ -942,12 +983,10 @@ static void test_determinism(void **state)
         determinism_case(names[i], 3, k3, 0, 1);
         determinism_case(names[i], 3, k3, 900, 0);
     }
-    /* Fixed-budget policies (phases, gap indices), where registered. */
+    /* Fixed-budget policies (phases, gap indices). */
     const char *const fb[] = {"sr",   "sar",    "seq-halving", "ucb-e",
                               "gape", "gape-v", "a-gape",      "a-gape-v"};
     for (size_t i = 0; i < LEN(fb); i++) {
-        if (policy_find(fb[i]) == NULL)
-            continue;
         determinism_case(fb[i], 1, k1, 900, 0);
         determinism_case(fb[i], 3, k3, 900, 1);
     }
@@ -1069,6 +1108,7 @@ int main(void)
         cmocka_unit_test(test_validate_fields),
         cmocka_unit_test(test_validate_constraints_and_prior),
         cmocka_unit_test(test_validate_split_budget),
+        cmocka_unit_test(test_policy_init_error),
         cmocka_unit_test(test_budget_exact),
         cmocka_unit_test(test_budget_pending_and_release),
         cmocka_unit_test(test_budget_split),

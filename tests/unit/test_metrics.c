@@ -251,8 +251,8 @@ static void test_store_figures(void **state)
     /* Two writes through the writer: two more commits at least one each. */
     assert_int_equal(
         store_key_insert(g_st, "m", "read",
-                         "1111111111111111111111111111111111111111111111111111111111111111", 1,
-                         &id),
+                         "1111111111111111111111111111111111111111111111111111111111111111", NULL,
+                         1, &id),
         STORE_OK);
     assert_int_equal(store_key_revoke(g_st, id), STORE_OK);
     scrape(&b);

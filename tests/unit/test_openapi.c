@@ -26,6 +26,7 @@
 #include "api/openapi.h"
 #include "api/api.h"
 #include "http/http.h"
+#include "policies/stop_rule.h"
 
 static json_t *g_doc;
 
@@ -309,6 +310,23 @@ static void test_contract_schemas(void **state)
     }
 }
 
+/* stop_rule's enum is the stop rule table (policies/stop_rule.h), in order. */
+static void test_stop_rule_enum(void **state)
+{
+    (void)state;
+    assert_non_null(g_doc);
+    json_t *schemas = json_object_get(json_object_get(g_doc, "components"), "schemas");
+    json_t *e = json_object_get(
+        json_object_get(json_object_get(json_object_get(schemas, "ExperimentFields"), "properties"),
+                        "stop_rule"),
+        "enum");
+    size_t n;
+    const struct stop_rule_info *all = stop_rule_all(&n);
+    assert_int_equal(json_array_size(e), n);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(json_string_value(json_array_get(e, i)), all[i].name);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_refs_resolve),
         cmocka_unit_test(test_path_params_and_ids),
         cmocka_unit_test(test_contract_schemas),
+        cmocka_unit_test(test_stop_rule_enum),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     json_decref(g_doc);

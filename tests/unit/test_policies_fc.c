@@ -30,6 +30,7 @@
 #include "policies/fc.h"
 #include "policies/policy.h"
 #include "policies/tas.h"
+#include "policies/order.h"
 #include "tests/support/drive.h"
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -672,19 +673,65 @@ static void test_fc_phases_carry(void **state)
     gsl_rng_free(r);
 }
 
+/* order.c's one Fisher–Yates: the index shuffle and the rank draw consume
+ * the generator alike (same seed, same permutation), and order_by_mean is
+ * that shuffle then a descending sort by mean (ties in shuffled order). */
+static void test_order_one_shuffle(void **state)
+{
+    (void)state;
+    gsl_rng *r1 = gsl_rng_alloc(gsl_rng_taus2), *r2 = gsl_rng_alloc(gsl_rng_taus2);
+    for (size_t k = 1; k <= 200; k += 13) {
+        size_t idx[200];
+        uint32_t rank[200];
+        gsl_rng_set(r1, k);
+        gsl_rng_set(r2, k);
+        for (size_t i = 0; i < k; i++)
+            idx[i] = i;
+        order_shuffle(r1, idx, k);
+        order_rank_draw(r2, rank, k);
+        for (size_t i = 0; i < k; i++)
+            assert_int_equal(idx[i], rank[i]);
+        /* Means with many ties (multiples of 1/4). */
+        struct stats_arm arms[200];
+        double val[200];
+        for (size_t i = 0; i < k; i++) {
+            stats_arm_init(&arms[i], 1, 1);
+            arms[i].mean = (double)((i * 7) % 5) / 4.0;
+            val[i] = arms[i].mean;
+        }
+        size_t got[200];
+        gsl_rng_set(r1, 99 + k);
+        gsl_rng_set(r2, 99 + k);
+        order_by_mean(r1, arms, k, got);
+        for (size_t i = 0; i < k; i++)
+            idx[i] = i;
+        order_shuffle(r2, idx, k);
+        for (size_t i = 0; i + 1 < k; i++)
+            assert_true(val[got[i]] >= val[got[i + 1]]);
+        /* Beyond 64 arms both sort with every gap: the same order. */
+        if (k > 64) {
+            order_sort_desc(idx, k, val, NULL);
+            for (size_t i = 0; i < k; i++)
+                assert_int_equal(got[i], idx[i]);
+        }
+    }
+    gsl_rng_free(r1);
+    gsl_rng_free(r2);
+}
+
 static void test_fc_sort_ranks(void **state)
 {
     (void)state;
     const double v[] = {0.5, 0.7, 0.5, NAN, 0.9, 0.5};
     const uint32_t rank[] = {2, 0, 0, 3, 1, 1};
     size_t idx[6] = {0, 1, 2, 3, 4, 5};
-    fc_sort_desc(idx, 6, v, rank);
+    order_sort_desc(idx, 6, v, rank);
     const size_t want[] = {4, 1, 2, 5, 0, 3};
     for (size_t i = 0; i < 6; i++)
         assert_int_equal(idx[i], want[i]);
     unsigned char high[6] = {0};
     size_t scratch[6];
-    assert_int_equal(fc_mark_top(v, NULL, 6, 3, rank, scratch, high), 3);
+    assert_int_equal(order_mark_top(v, NULL, 6, 3, rank, scratch, high), 3);
     assert_true(high[4] && high[1] && high[2] && !high[5] && !high[0] && !high[3]);
     /* Random ties: shuffled input, each tied arm first about 1/3 of the time. */
     gsl_rng *r = gsl_rng_alloc(gsl_rng_taus2);
@@ -693,8 +740,8 @@ static void test_fc_sort_ranks(void **state)
     for (int t = 0; t < 3000; t++) {
         for (size_t i = 0; i < 6; i++)
             idx[i] = i;
-        fc_shuffle(r, idx, 6);
-        fc_sort_desc(idx, 6, w, NULL);
+        order_shuffle(r, idx, 6);
+        order_sort_desc(idx, 6, w, NULL);
         first[idx[0]]++;
     }
     /* Binomial(3000, 1/3): sd 25.8; ±5 sd. */
@@ -836,7 +883,7 @@ static void test_tas_glr(void **state)
     (void)state;
     struct stats_arm a[3] = {arm_with(100, 0.6), arm_with(80, 0.5), arm_with(50, 0.3)};
     unsigned char high[3] = {1, 0, 0};
-    double z0 = tas_glr(a, 3, 0, 0);
+    double z0 = stats_glr_best(a, 3, 0, 0);
     assert_true(fabs(z0 - stats_glr(a, 3, high)) < 1e-12);
     /* By hand: pair (0, 1), μ̂ = (100·.6 + 80·.5)/180 = .5555…;
      * 100 kl(.6, .5556) + 80 kl(.5, .5556) = .40013… + .49865… */
@@ -847,13 +894,13 @@ static void test_tas_glr(void **state)
      * challenger is ε above. */
     double prev = z0;
     for (int i = 1; i < 10; i++) { /* ε = 0.01 … 0.09 */
-        double z = tas_glr(a, 3, 0, i / 100.0);
+        double z = stats_glr_best(a, 3, 0, i / 100.0);
         assert_true(z > prev);
         prev = z;
     }
-    assert_true(tas_glr(a, 3, 1, 0) == 0);    /* arm 1 is not the best */
-    assert_true(tas_glr(a, 3, 1, 0.05) == 0); /* 0.6 ≥ 0.5 + 0.05 */
-    assert_true(tas_glr(a, 3, 1, 0.2) > 0);   /* within ε: evidence */
+    assert_true(stats_glr_best(a, 3, 1, 0) == 0);    /* arm 1 is not the best */
+    assert_true(stats_glr_best(a, 3, 1, 0.05) == 0); /* 0.6 ≥ 0.5 + 0.05 */
+    assert_true(stats_glr_best(a, 3, 1, 0.2) > 0);   /* within ε: evidence */
     /* The ε-GLR is a constrained minimum: check it against a grid. */
     double best = INFINITY;
     /* Arm 1 as 'best' with ε = 0.15: pair (1, 0) binds, inf over
@@ -864,12 +911,12 @@ static void test_tas_glr(void **state)
         if (v < best)
             best = v;
     }
-    double z1 = tas_glr(a, 3, 1, 0.15);
+    double z1 = stats_glr_best(a, 3, 1, 0.15);
     /* The third arm's pair is larger here; the grid bounds the minimum. */
     assert_true(z1 <= best + 1e-9 && z1 > best - 1e-6);
     /* No data: 0. */
     a[2].n = 0;
-    assert_true(tas_glr(a, 3, 0, 0) == 0);
+    assert_true(stats_glr_best(a, 3, 0, 0) == 0);
 }
 
 int main(void)
@@ -891,6 +938,7 @@ int main(void)
         cmocka_unit_test(test_tas_weights_optimal),
         cmocka_unit_test(test_tas_ties_and_edges),
         cmocka_unit_test(test_tas_glr),
+        cmocka_unit_test(test_order_one_shuffle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * test_sim.c — unit tests for the simulator library (sim/sim.c).
+ * test_sim.c — unit tests for the simulator library (sim/).
  *
  * Problem files (the contract's example, defaults and shorthands, and every
  * error path, each naming its field), exact means of clipped distributions
@@ -24,6 +24,9 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
+#include "base/jsonv.h"
+#include "exp/config.h"
+#include "policies/describe.h"
 #include "sim/sim.h"
 #include "tests/support/stattest.h"
 
@@ -525,6 +528,56 @@ static void test_delay_fifo(void **state)
     sim_problem_free(&p);
 }
 
+/* Assignment blocks (--block B): the policy leases B pulls at once, every
+ * one of them is served (the last block whole, past the stop), so a run
+ * that stops on its rule hands out a multiple of B, all rewarded; a block
+ * of 1 is no block at all (the same runs, pull for pull); a fixed budget is
+ * still spent exactly (the last lease is cut at it). */
+static void test_blocks(void **state)
+{
+    (void)state;
+    struct sim_problem p;
+    stattest_problem(small_problem, &p);
+    const uint64_t blocks[] = {2, 10, 100};
+    for (size_t k = 0; k < sizeof blocks / sizeof blocks[0]; k++) {
+        struct sim_options o = opts("adapt", 6, 3, 1);
+        o.block = blocks[k];
+        for (uint64_t i = 0; i < o.runs; i++) {
+            struct sim_run_result rr;
+            char err[256];
+            assert_int_equal(sim_run_one(&p, &o, i, &rr, err, sizeof err), 0);
+            assert_true(rr.stopped);
+            assert_int_equal(rr.pulls % blocks[k], 0);
+            assert_int_equal(rr.rewarded, rr.pulls);
+        }
+    }
+    for (uint64_t i = 0; i < 6; i++) {
+        struct sim_options o = opts("adapt", 6, 3, 1);
+        struct sim_run_result a, b;
+        char err[256];
+        assert_int_equal(sim_run_one(&p, &o, i, &a, err, sizeof err), 0);
+        o.block = 1;
+        assert_int_equal(sim_run_one(&p, &o, i, &b, err, sizeof err), 0);
+        assert_int_equal(a.pulls, b.pulls);
+        assert_int_equal(a.error, b.error);
+        assert_int_equal(a.rewarded, b.rewarded);
+    }
+    struct sim_options o = opts("uniform", 3, 3, 1);
+    o.budget = 30;
+    o.block = 7;
+    struct sim_run_result rr;
+    char err[256];
+    assert_int_equal(sim_run_one(&p, &o, 0, &rr, err, sizeof err), 0);
+    assert_int_equal(rr.pulls, 30);
+    assert_int_equal(rr.rewarded, 30);
+    o = opts("adapt", 2, 1, 1);
+    o.block = SIM_MAX_BLOCK + 1;
+    struct sim_result r;
+    assert_int_equal(sim_run(&p, &o, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "block"));
+    sim_problem_free(&p);
+}
+
 /* A fixed-budget run hands out exactly its budget (the problem's, or the
  * option's, which wins); for a fixed-confidence policy the budget is a cap
  * and a run that reaches it is not "stopped". */
@@ -702,7 +755,7 @@ static void test_result_json(void **state)
     assert_int_equal(json_integer_value(json_object_get(params, "cap")), 0);
     CLOSE(json_real_value(json_object_get(j, "mean_pulls")), r.mean_pulls, 0);
     assert_int_equal(json_integer_value(json_object_get(j, "delay")), 3);
-    assert_string_equal(json_string_value(json_object_get(j, "stop")), "policy");
+    assert_string_equal(json_string_value(json_object_get(j, "stop")), "default");
     assert_string_equal(json_string_value(json_object_get(j, "bound")), "anytime");
     assert_true(json_is_null(json_object_get(j, "budget")));
     json_t *ci = json_object_get(j, "error_rate_ci");
@@ -717,7 +770,7 @@ static void test_result_json(void **state)
 static void test_policies_json(void **state)
 {
     (void)state;
-    json_t *j = sim_policies_json();
+    json_t *j = describe_policies();
     json_t *list = json_object_get(j, "policies");
     size_t n = 0;
     for (const struct policy_ops *const *pp = policy_all(); *pp != NULL; pp++)
@@ -751,21 +804,113 @@ static void test_policies_json(void **state)
         }
     }
     assert_true(seen_adapt);
-    assert_true(json_array_size(json_object_get(j, "stop_rules")) >= 4);
+    json_t *stops = json_object_get(j, "stop_rules");
+    assert_true(json_array_size(stops) >= 6);
+    /* every rule says whether it has a proof: ρ̄ and the heuristic GLR do not */
+    size_t ri;
+    json_t *r;
+    int seen = 0;
+    json_array_foreach(stops, ri, r)
+    {
+        const char *rn = json_string_value(json_object_get(r, "name"));
+        json_t *proven = json_object_get(r, "proven");
+        if (strcmp(rn, "rho") == 0 || strcmp(rn, "glr-heuristic") == 0) {
+            assert_true(json_is_false(proven));
+            seen++;
+        } else if (strcmp(rn, "glr") == 0 || strcmp(rn, "delta_c") == 0) {
+            assert_true(json_is_true(proven));
+            seen++;
+        }
+    }
+    assert_int_equal(seen, 4);
     json_decref(j);
 }
 
+/* The one table of stop rules: each name finds its entry and each rule its
+ * name; "default" and "policy" are two rules; --list-policies lists them all. */
 static void test_stop_rule_names(void **state)
 {
     (void)state;
-    const char *names[] = {"policy", "delta_c", "glr", "glr-heuristic", "rho", "none"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        enum engine_stop_rule r;
-        assert_int_equal(sim_stop_rule_parse(names[i], &r), 0);
-        assert_string_equal(sim_stop_rule_name(r), names[i]);
+    size_t n;
+    const struct stop_rule_info *all = stop_rule_all(&n);
+    assert_int_equal(n, 7);
+    for (size_t i = 0; i < n; i++) {
+        assert_ptr_equal(stop_rule_find(all[i].name), &all[i]);
+        assert_string_equal(stop_rule_name(all[i].rule), all[i].name);
+        assert_string_not_equal(stop_rule_proof_name(all[i].proof), "unknown");
     }
-    enum engine_stop_rule r;
-    assert_int_equal(sim_stop_rule_parse("deltac", &r), -1);
+    assert_int_equal(stop_rule_find("default")->rule, ENGINE_RULE_DEFAULT);
+    assert_int_equal(stop_rule_find("policy")->rule, ENGINE_RULE_POLICY);
+    assert_null(stop_rule_find("deltac"));
+    assert_null(stop_rule_find(NULL));
+    char names[256];
+    stop_rule_names(names, sizeof names);
+    assert_string_equal(names, "default, policy, delta_c, glr, glr-heuristic, rho or none");
+    json_t *j = describe_policies();
+    json_t *stops = json_object_get(j, "stop_rules");
+    assert_int_equal(json_array_size(stops), n);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(stops, i), "name")),
+                            all[i].name);
+    json_decref(j);
+}
+
+/* One goal rule (policies/goal.h) for the daemon's create body and the
+ * simulator's problem file: the same members refused with the same message
+ * (the field is goal.X in one, X in the other), the same accepted. */
+static void test_goal_same_rules(void **state)
+{
+    (void)state;
+    static const char *const goals[] = {
+        "\"m\": 0", "\"m\": 1.5", "\"m\": \"1\"", "\"m\": 5000", "\"epsilon\": -0.1",
+        "\"epsilon\": 1", "\"epsilon\": null", "\"delta\": 0", "\"delta\": 1",
+        "\"delta\": \"0.05\"", "\"budget\": 0", "\"budget\": 10.5", "\"budget\": -5",
+        "\"budget\": 9007199254740993",
+        /* accepted by both */
+        "\"m\": 1.0", "\"budget\": 1e3", "\"budget\": null", "\"epsilon\": 0.5", "\"delta\": 0.2"};
+    struct exp_limits lim = {.max_experiments = 1,
+                             .max_bandits = 4,
+                             .max_arms = 8,
+                             .max_batch = 1,
+                             .max_count = 1,
+                             .max_pending = 1,
+                             .history_points = 1};
+    for (size_t i = 0; i < sizeof goals / sizeof goals[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"arms\": [\"a\", \"b\", \"c\"], \"policy\": {\"name\": \"uniform\"}, "
+                 "\"goal\": {%s}}",
+                 goals[i]);
+        json_t *body = json_loads(text, 0, NULL);
+        assert_non_null(body);
+        json_t *errors = json_array();
+        struct exp_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        int rc = exp_config_parse(body, &lim, &cfg, errors);
+        exp_config_free(&cfg);
+        char api[256] = "";
+        if (rc != 0)
+            jv_first_error(errors, NULL, api, sizeof api);
+        json_decref(errors);
+        json_decref(body);
+
+        snprintf(text, sizeof text, "{\"arms\": [0.1, 0.2, 0.3], %s}", goals[i]);
+        json_t *prob = json_loads(text, 0, NULL);
+        assert_non_null(prob);
+        struct sim_problem p;
+        char sim[256] = "";
+        int src = sim_problem_parse(prob, &p, sim, sizeof sim);
+        if (src == 0)
+            sim_problem_free(&p);
+        json_decref(prob);
+
+        if ((rc == 0) != (src == 0))
+            fail_msg("goal {%s}: the daemon says \"%s\", the simulator \"%s\"", goals[i], api, sim);
+        if (rc != 0) {
+            assert_int_equal(strncmp(api, "goal.", 5), 0);
+            assert_string_equal(api + 5, sim);
+        }
+    }
 }
 
 /* Wilson intervals against values computed by hand (z = 1.96):
@@ -810,12 +955,14 @@ int main(void)
         cmocka_unit_test(test_parse_contract_example),
         cmocka_unit_test(test_parse_defaults_and_shorthands),
         cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_goal_same_rules),
         cmocka_unit_test(test_problem_load),
         cmocka_unit_test(test_clipped_means_hand),
         cmocka_unit_test(test_clipped_means_draws),
         cmocka_unit_test(test_evaluate_sets),
         cmocka_unit_test(test_deterministic_and_thread_independent),
         cmocka_unit_test(test_delay_fifo),
+        cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_safety_cap),
         cmocka_unit_test(test_rescaling),

@@ -1,5 +1,5 @@
 /*
- * test_stats.c — unit tests for policies/stats.c.
+ * test_stats.c — unit tests for policies/stats_*.c (stats.h).
  *
  * Three kinds of check: values worked out by hand (the arithmetic is in the
  * comments; ζ(1.4) = 3.1055472779775... by Euler–Maclaurin), properties that
@@ -24,6 +24,7 @@
 #include <gsl/gsl_sf_zeta.h>
 
 #include "policies/stats.h"
+#include "policies/order.h"
 
 /* |got − want| <= tol · max(1, |want|), with the numbers on failure. */
 #define CLOSE(got, want, tol) check_close((got), (want), (tol), #got, __LINE__)
@@ -153,7 +154,7 @@ static void test_stitched_hand(void **state)
      * u = k1 sqrt(ℓ) = 2.91690000 */
     CLOSE(stats_stitched_boundary(0.3, 1, 0, 0.05), 2.9168999970127727, 1e-10);
     CLOSE(stats_stitched_boundary(1.0, 1, 0, 0.05), 2.9168999970127727, 1e-10);
-    /* stats.c hard-codes ζ(1.4); the same boundary from gsl_sf_zeta: */
+    /* stats_impl.h hard-codes ζ(1.4); the same boundary from gsl_sf_zeta: */
     double k1 = (pow(2, 0.25) + pow(2, -0.25)) / sqrt(2), k2 = (sqrt(2) + 1) / 2;
     double ell = 1.4 * log(log(2 * 10.0)) + log(gsl_sf_zeta(1.4) / pow(log(2), 1.4)) + log(20);
     CLOSE(stats_stitched_boundary(10, 1, 1, 0.05),
@@ -163,7 +164,7 @@ static void test_stitched_hand(void **state)
     CLOSE(stats_stitched_conf(25, 1, 0, 20), 0.014868395054546759, 1e-9);
 }
 
-/* The one-sided normal mixture of stats.c with ρ recomputed from its
+/* The one-sided normal mixture of stats_impl.h with ρ recomputed from its
  * definition (confseq's best_rho, one-sided: v_opt = 125, α_opt = .025) and
  * Φ from GSL: M(u) = 2 sqrt(ρ/(V+ρ)) exp(u²/(2(V+ρ))) Φ(u/sqrt(V+ρ)). */
 static double mix_m(double u, double v)
@@ -520,7 +521,7 @@ static void test_delta_c_optimal(void **state)
             arms[i] = sampled_arm(r, n, gsl_rng_uniform(r));
             arms[i].pending = gsl_rng_uniform_int(r, 10);
         }
-        stats_top_m(arms, k, m, NULL, high);
+        order_top_m(arms, k, m, NULL, high);
         struct stats_dc_opts o = {
             trial % 2 ? STATS_BOUND_FIXED : STATS_BOUND_ANYTIME,
             (trial % 3) * 0.02,
@@ -896,7 +897,7 @@ static void test_pair_mixture(void **state)
                         double got = stats_pair_mixture(ni, mi, nj, mj, eps);
                         /* the result a lower bound, within 1e-6 of the grid's
                          * minimum (c steps down to 8e-8: with curvature
-                         * 4n ≤ 4e5, the grid misses by 3e-10 at most; stats.c's
+                         * 4n ≤ 4e5, the grid misses by 3e-10 at most; stats_glr.c's
                          * Gordon bound, beyond z = −30, is up to 2/z⁴ =
                          * 2.5e-6 low per arm) */
                         double best = pair_grid(ni, mi, nj, mj, eps, 100);
@@ -980,10 +981,10 @@ static void test_glr_stop(void **state)
             t += (double)n;
         }
         unsigned char high[6];
-        stats_top_m(arms, k, m, NULL, high);
+        order_top_m(arms, k, m, NULL, high);
         double delta = trial % 2 ? 0.1 : 0.01;
         double z = stats_glr(arms, k, high);
-        assert_int_equal(stats_glr_stop(arms, k, high, STATS_GLR_HEURISTIC, m, delta),
+        assert_int_equal(stats_glr_stop(arms, k, high, STATS_GLR_HEURISTIC, m, 0.0, delta),
                          z > stats_glr_threshold(STATS_GLR_HEURISTIC, t, k, m, delta));
         /* proven: every pair over its own threshold */
         int want = 1;
@@ -1004,7 +1005,7 @@ static void test_glr_stop(void **state)
                 if (!(ev > base) || arms[i].mean < arms[j].mean)
                     want = 0;
             }
-        int got = stats_glr_stop(arms, k, high, STATS_GLR_PROVEN, m, delta);
+        int got = stats_glr_stop(arms, k, high, STATS_GLR_PROVEN, m, 0.0, delta);
         assert_int_equal(got, want);
         proven_stops += got;
         if (m == 1) {
@@ -1025,7 +1026,7 @@ static void test_glr_stop(void **state)
     /* No pair to tell apart: stop (as stats_glr's +∞ says). */
     struct stats_arm one[2] = {mk_arm(5, 0.5, 0.1), mk_arm(5, 0.2, 0.1)};
     unsigned char all[2] = {1, 1};
-    assert_true(stats_glr_stop(one, 2, all, STATS_GLR_PROVEN, 2, 0.1));
+    assert_true(stats_glr_stop(one, 2, all, STATS_GLR_PROVEN, 2, 0.0, 0.1));
     gsl_rng_free(r);
 }
 
@@ -1055,19 +1056,19 @@ static void test_top_m(void **state)
     const uint32_t rank[5] = {4, 3, 2, 1, 0};
     unsigned char h[5];
     /* m = 1: the two .7 arms tie; rank 1 (arm 3) beats rank 3 (arm 1). */
-    stats_top_m(arms, 5, 1, rank, h);
+    order_top_m(arms, 5, 1, rank, h);
     assert_memory_equal(h, ((unsigned char[]){0, 0, 0, 1, 0}), 5);
     /* m = 3 (the drop-the-worst path): both .7, then the .5 of rank 2. */
-    stats_top_m(arms, 5, 3, rank, h);
+    order_top_m(arms, 5, 3, rank, h);
     assert_memory_equal(h, ((unsigned char[]){0, 1, 1, 1, 0}), 5);
     /* No rank: ties by index. */
-    stats_top_m(arms, 5, 1, NULL, h);
+    order_top_m(arms, 5, 1, NULL, h);
     assert_memory_equal(h, ((unsigned char[]){0, 1, 0, 0, 0}), 5);
-    stats_top_m(arms, 5, 3, NULL, h);
+    order_top_m(arms, 5, 3, NULL, h);
     assert_memory_equal(h, ((unsigned char[]){1, 1, 0, 1, 0}), 5);
-    stats_top_m(arms, 5, 0, rank, h);
+    order_top_m(arms, 5, 0, rank, h);
     assert_memory_equal(h, ((unsigned char[]){0, 0, 0, 0, 0}), 5);
-    stats_top_m(arms, 5, 9, rank, h);
+    order_top_m(arms, 5, 9, rank, h);
     assert_memory_equal(h, ((unsigned char[]){1, 1, 1, 1, 1}), 5);
     /* Against a full sort, with many ties, every m. */
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
@@ -1096,7 +1097,7 @@ static void test_top_m(void **state)
             memset(want, 0, sizeof want);
             for (unsigned i = 0; i < m; i++)
                 want[idx[i]] = 1;
-            stats_top_m(many, K, m, ref.rank, got);
+            order_top_m(many, K, m, ref.rank, got);
             assert_memory_equal(got, want, K);
         }
     }

@@ -207,7 +207,7 @@ static void test_open_migrate_reopen(void **state)
 
     snprintf(sql, sizeof sql, "PRAGMA user_version");
     assert_int_equal(count_rows(f->path, sql), store_schema_version());
-    assert_int_equal(store_schema_version(), 5);
+    assert_int_equal(store_schema_version(), 6);
     assert_int_equal(count_rows(f->path, "SELECT count(*) FROM sqlite_master WHERE name IN "
                                          "('experiments','events','api_keys','events_ref',"
                                          "'events_unit','purges','sqlite_sequence','outbox',"
@@ -1292,7 +1292,7 @@ static void test_real_disk_full(void **state)
 struct keylist {
     int n;
     int64_t rowid[4];
-    char name[4][16], scopes[4][32], hash[4][70];
+    char name[4][16], scopes[4][32], hash[4][70], experiments[4][64];
     int revoked[4];
     int64_t created[4];
 };
@@ -1305,6 +1305,7 @@ static int collect_key(void *arg, const struct store_key_row *row)
     snprintf(l->name[l->n], 16, "%s", row->name ? row->name : "(null)");
     snprintf(l->scopes[l->n], 32, "%s", row->scopes);
     snprintf(l->hash[l->n], 70, "%s", row->hash);
+    snprintf(l->experiments[l->n], 64, "%s", row->experiments ? row->experiments : "(null)");
     l->revoked[l->n] = row->revoked;
     l->created[l->n] = row->created_ms;
     l->n++;
@@ -1319,10 +1320,12 @@ static void test_keys(void **state)
     const char *h1 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
     const char *h2 = "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752";
 
-    assert_int_equal(store_key_insert(f->s, "ops", "admin", h1, 111, &k1), STORE_OK);
-    assert_int_equal(store_key_insert(f->s, NULL, "assign,report", h2, 222, &k2), STORE_OK);
+    assert_int_equal(store_key_insert(f->s, "ops", "admin", h1, NULL, 111, &k1), STORE_OK);
+    assert_int_equal(store_key_insert(f->s, NULL, "assign,report", h2, "checkout,promo", 222, &k2),
+                     STORE_OK);
     assert_true(k1 > 0 && k2 > k1);
-    assert_int_equal(store_key_insert(f->s, "again", "read", h1, 333, NULL), STORE_ERR_EXISTS);
+    assert_int_equal(store_key_insert(f->s, "again", "read", h1, NULL, 333, NULL),
+                     STORE_ERR_EXISTS);
     assert_int_equal(store_key_revoke(f->s, k1), STORE_OK);
     assert_int_equal(store_key_revoke(f->s, k2 + 100), STORE_ERR_NOTFOUND);
     assert_int_equal(store_load_keys(f->s, collect_key, &l), 0);
@@ -1335,6 +1338,8 @@ static void test_keys(void **state)
     assert_int_equal(l.created[0], 111);
     assert_string_equal(l.name[1], "(null)");
     assert_string_equal(l.scopes[1], "assign,report");
+    assert_string_equal(l.experiments[0], "(null)");
+    assert_string_equal(l.experiments[1], "checkout,promo");
     assert_int_equal(l.revoked[1], 0);
 }
 
@@ -1354,7 +1359,7 @@ static void test_backup(void **state)
     op[1].ev.ref = 1;
     op[1].ev.value = 1;
     assert_int_equal(store_write_sync(f->s, op, 2), STORE_OK);
-    assert_int_equal(store_key_insert(f->s, "k", "read", "abc", 1, NULL), STORE_OK);
+    assert_int_equal(store_key_insert(f->s, "k", "read", "abc", NULL, 1, NULL), STORE_OK);
 
     snprintf(bpath, sizeof bpath, "%s/backup.db", f->dir);
     err[0] = '\0';

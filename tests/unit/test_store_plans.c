@@ -123,7 +123,7 @@ static const struct expect expects[] = {
      1, "E"},
     {"purge_done", "SEARCH purges USING INTEGER PRIMARY KEY (rowid=?)", 0, "E"},
     {"event_insert", "", 0, "EN1111111111"},
-    {"key_insert", "", 0, "sss1"},
+    {"key_insert", "", 0, "sss1s"},
     {"key_revoke", "SEARCH api_keys USING INTEGER PRIMARY KEY (rowid=?)", 0, "1"},
     {"experiments", "SCAN experiments", 0, ""},
     {"experiment_by_id", "SEARCH experiments USING INDEX sqlite_autoindex_experiments_1 (id=?)", 0,
@@ -179,7 +179,7 @@ static int setup(void **state)
     assert_int_equal(store_write_sync(l->f->s, c, 2), STORE_OK);
     fill(l->f->s, l->small, SMALL_ROUNDS);
     fill(l->f->s, l->big, BIG_ROUNDS);
-    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", 1, NULL), STORE_OK);
+    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", NULL, 1, NULL), STORE_OK);
     store_close(l->f->s);
     l->f->s = NULL;
     assert_int_equal(sqlite3_open(l->f->path, &l->db), SQLITE_OK);
@@ -440,7 +440,7 @@ static const struct pg_expect pg_expects[] = {
     {"purge_done", NULL, 0, "E"},
     {"event_insert", NULL, 0, "EN1111111111"},
     {"event_insert_many", NULL, 0, NULL}, /* arrays: an insert, no search */
-    {"key_insert", NULL, 0, "sss1"},
+    {"key_insert", NULL, 0, "sss1s"},
     {"key_revoke", NULL, 0, "1"},
     {"outbox_insert", NULL, 0, "Essssss11"},
     {"outbox_update", NULL, 0, "111111s"},
@@ -484,7 +484,7 @@ static int pg_setup(void **state)
     assert_int_equal(store_write_sync(l->f->s, c, 2), STORE_OK);
     fill(l->f->s, l->small, SMALL_ROUNDS);
     fill(l->f->s, l->big, BIG_ROUNDS);
-    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", 1, NULL), STORE_OK);
+    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", NULL, 1, NULL), STORE_OK);
     store_close(l->f->s);
     l->f->s = NULL;
     l->c = PQconnectdb(l->f->path);

@@ -193,11 +193,24 @@ function formatChecks() {
   const base = { state: 'stopped', stopped: true, pulls: 1204, pending: 0, budget: null, policy: 'adapt', m: 1, delta: 0.05, epsilon: 0, bandits_done: 1 };
   const bandit = (over) => ({ id: 'default', recommended: ['green'], delta_c: 0.031, rho: 0.99, done: true, arms: [], ...over });
   const say = (over, b = [bandit()]) => decision({ ...base, ...over, bandits: b }).headline;
-  ok(say({ stop_reason: 'confidence' }) === 'Stopped: green is the best arm with δᶜ = 0.031 ≤ 0.05 after 1,204 pulls.',
-    'words: confidence stop, the issue\'s sentence', say({ stop_reason: 'confidence' }));
-  ok(say({ stop_reason: 'confidence', m: 2 }, [bandit({ recommended: ['green', 'blue'] })]) === 'Stopped: green and blue are the best 2 arms with δᶜ = 0.031 ≤ 0.05 after 1,204 pulls.',
+  const dcStop = { rule: 'delta_c', proven: true, fires_when: 'evidence <= threshold', evidence: 0.031, threshold: 0.05, error_bound: 0.031, fired: true };
+  ok(say({ stop_reason: 'delta_c' }, [bandit({ stop: dcStop })]) === 'Stopped by the δᶜ rule after 1,204 pulls: green is the best arm with δᶜ = 0.031 ≤ 0.05.',
+    'words: δᶜ stop, the rule named', say({ stop_reason: 'delta_c' }, [bandit({ stop: dcStop })]));
+  ok(say({ stop_reason: 'delta_c', m: 2 }, [bandit({ recommended: ['green', 'blue'], stop: dcStop })]) === 'Stopped by the δᶜ rule after 1,204 pulls: green and blue are the best 2 arms with δᶜ = 0.031 ≤ 0.05.',
     'words: top-m stop names every recommended arm');
-  ok(/within ε = 0\.02/.test(say({ stop_reason: 'confidence', epsilon: 0.02 })), 'words: ε is stated when the goal has one');
+  ok(/within ε = 0\.02/.test(say({ stop_reason: 'delta_c', epsilon: 0.02 }, [bandit({ stop: dcStop })])), 'words: ε is stated when the goal has one');
+  // Issue 12: a stopped track-and-stop whose δᶜ is 0.77 says what its own rule (the proven GLR) showed, not δᶜ.
+  const tas = { stop_reason: 'policy', policy: 'track-and-stop', pulls: 87 };
+  const tasStop = { rule: 'policy', proven: true, fires_when: 'evidence > threshold', evidence: 3.8, threshold: 3.689, error_bound: 0.045, fired: true };
+  const tasSay = decision({ ...base, ...tas, bandits: [bandit({ delta_c: 0.77, stop: tasStop })] });
+  ok(tasSay.headline === "Stopped by the track-and-stop policy's rule after 87 pulls: green is the best arm with an error bound of 0.045 ≤ 0.05 (GLR = 3.8 > 3.69)." &&
+      tasSay.tone === 'stopped' && !/0\.77/.test(tasSay.headline),
+    'words: a track-and-stop stop shows its own rule\'s evidence and bound, not δᶜ', tasSay);
+  // A stop by ρ̄ (no proof) is not called conclusive when δᶜ is not.
+  const rhoStop = { rule: 'rho', proven: false, fires_when: 'evidence >= threshold', evidence: 0.957, threshold: 0.95, error_bound: null, fired: true };
+  const rhoSay = decision({ ...base, stop_reason: 'rho', policy: 'gcp', bandits: [bandit({ delta_c: 0.83, stop: rhoStop })] });
+  ok(rhoSay.headline === 'Stopped by ρ̄ ≥ τ, a rule without proof, after 1,204 pulls (ρ̄ = 0.957 ≥ τ = 0.95): green leads with δᶜ = 0.83 > 0.05: not proven at δ = 0.05.' &&
+      rhoSay.tone === 'inconclusive', 'words: a ρ̄ stop says it has no proof and is not conclusive', rhoSay);
   ok(say({ stop_reason: 'budget', budget: 700, pulls: 700 }, [bandit({ delta_c: 0.21, done: false })]) ===
       'Stopped: the budget of 700 pulls is spent; green leads with δᶜ = 0.21 > 0.05: the best guess, not conclusive at δ = 0.05.',
     'words: budget stop short of δ says it is not conclusive');
@@ -205,23 +218,25 @@ function formatChecks() {
     'words: budget stop that reached δ says so');
   ok(say({ stop_reason: 'manual', pulls: 312 }, [bandit({ delta_c: 0.31, done: false })]) === 'Stopped by hand after 312 pulls: green leads with δᶜ = 0.31 > 0.05: not conclusive yet.',
     'words: manual stop');
-  ok(/^Stopped by the adapt policy's rule after 1,204 pulls: green is the best arm/.test(say({ stop_reason: 'policy' })), 'words: the policy\'s own rule');
+  ok(/^Stopped by the lucb1 policy's rule after 1,204 pulls: green is the best arm with an error bound of 0.05 ≤ 0.05\.$/.test(say({ stop_reason: 'policy', policy: 'lucb1' },
+    [bandit({ stop: { rule: 'policy', proven: true, fires_when: null, evidence: null, threshold: null, error_bound: 0.05, fired: true } })])), 'words: the policy\'s own rule');
   ok(/^Paused after 1,204 pulls: no new assignments are handed out\. Green leads with δᶜ = 0\.31; it stops at δᶜ ≤ 0\.05\.$/.test(
     say({ state: 'paused', stopped: false, stop_reason: null }, [bandit({ delta_c: 0.31, done: false })])), 'words: paused',
   say({ state: 'paused', stopped: false, stop_reason: null }, [bandit({ delta_c: 0.31, done: false })]));
-  ok(say({ state: 'running', stopped: false, stop_reason: null, budget: 2000 }, [bandit({ delta_c: 0.31, done: false })]) ===
+  const noRule = { rule: 'none', proven: false, fires_when: null, evidence: null, threshold: null, error_bound: null, fired: false };
+  ok(say({ state: 'running', stopped: false, stop_reason: null, budget: 2000 }, [bandit({ delta_c: 0.31, done: false, stop: noRule })]) ===
       'Running: green leads with δᶜ = 0.31 after 1,204 pulls; it stops after 2,000 pulls (796 to go).', 'words: running with a budget');
+  ok(say({ state: 'running', stopped: false, stop_reason: null, budget: 2000 }, [bandit({ delta_c: 0.31, done: false })]) ===
+      'Running: green leads with δᶜ = 0.31 after 1,204 pulls; it stops after 2,000 pulls (796 to go), or earlier by the δᶜ rule.',
+    'words: running with a budget as a cap on a confidence rule');
   const multi = decision({ ...base, stop_reason: 'budget', budget: 300, pulls: 300, bandits_done: 1,
     bandits: [bandit({ id: 'a' }), bandit({ id: 'b', recommended: ['x'], delta_c: 0.4, done: false })] });
-  ok(multi.headline === 'Stopped: the budget of 300 pulls is spent; 1 of 2 bandits reached δᶜ ≤ 0.05.' && multi.details.length === 2 &&
+  ok(multi.headline === 'Stopped: the budget of 300 pulls is spent; 1 of 2 bandits proven at δ = 0.05.' && multi.details.length === 2 &&
       multi.details[0] === 'a: done, green is the best arm (δᶜ = 0.031 ≤ 0.05).' &&
       multi.details[1] === 'b: still sampling, x leads (δᶜ = 0.4 > 0.05).', 'words: multi-bandit budget stop, one line per bandit', multi);
   const spent = decision({ ...base, stop_reason: 'budget', budget: 300, pulls: 300, bandits_done: 2,
     bandits: [bandit({ id: 'a' }), bandit({ id: 'b', recommended: ['x'], delta_c: 0.4, done: true })] });
   ok(spent.details[1] === 'b: done, x leads (δᶜ = 0.4 > 0.05: not conclusive).', 'words: a bandit done without reaching δ is not called decided', spent);
-  ok(say({ stop_reason: 'confidence' }, [bandit({ delta_c: 0.08 })]) ===
-      'Stopped at the confidence target: green is the best arm. After 1,204 pulls, late rewards included, δᶜ = 0.08 > 0.05.',
-    'words: a confidence stop whose δᶜ is now above δ (GLR rule, late rewards) does not claim δᶜ ≤ δ');
   ok(fmtProb(0.0503, 0.05) === '0.0503' && fmtProb(0.0499, 0.05) === '0.0499' && fmtProb(0.05, 0.05) === '0.05' && fmtProb(0.0334, 0.05) === '0.033',
     'fmtProb: digits enough to read the comparison with δ right', [fmtProb(0.0503, 0.05), fmtProb(0.0499, 0.05), fmtProb(0.05, 0.05)]);
   ok(fmtInt(1204) === '1,204' && fmtProb(3.2e-6) === '3.2×10⁻⁶', 'fmtInt groups thousands; tiny δᶜ as a power of ten');
@@ -345,17 +360,16 @@ async function browserChecks(browser, ids) {
   await page.waitForFunction(() => document.querySelector('#decision')?.textContent.startsWith('Stopped'), null, { timeout: 10000 }).catch(() => {});
   const sentence = (await page.textContent('#decision')) || '';
   await check('stopped experiment: the stop decision in words, with the API\'s numbers', () => {
-    // Rewards of assignments made before the stop may arrive after it and
-    // move δᶜ above δ; the sentence must then say so rather than claim ≤.
-    const below = st.bandits[0].delta_c <= 0.05;
-    const m = below
-      ? sentence.match(/^Stopped: (\S+) is the best arm with δᶜ = ([0-9.]+) ≤ 0\.05 after ([0-9,]+) pulls\.$/)
-      : sentence.match(/^Stopped at the confidence target: (\S+) is the best arm\. After ([0-9,]+) pulls, late rewards included, δᶜ = ([0-9.]+) > 0\.05\.$/);
-    if (!m) return `${sentence} (δᶜ ${st.bandits[0].delta_c})`;
-    const [arm, dc, pulls] = below ? [m[1], Number(m[2]), m[3]] : [m[1], Number(m[3]), m[2]];
+    // The sentence names the rule that fired and the figure it stopped on
+    // (frozen at the stop: later rewards of earlier assignments do not
+    // change it), from the API's stop object.
+    const stop = st.bandits[0].stop;
+    const m = sentence.match(/^Stopped by the δᶜ rule after ([0-9,]+) pulls: (\S+) is the best arm with δᶜ = ([0-9.]+) ≤ 0\.05\.$/);
+    if (stop.rule !== 'delta_c' || !m) return `${sentence} (${JSON.stringify(stop)})`;
+    const [pulls, arm, dc] = [m[1], m[2], Number(m[3])];
     return (arm === st.bandits[0].recommended[0] && pulls === st.pulls.toLocaleString('en-US') &&
-      Math.abs(dc - st.bandits[0].delta_c) <= 0.006 * st.bandits[0].delta_c + 5e-4) ||
-      `${sentence} vs ${JSON.stringify({ rec: st.bandits[0].recommended, dc: st.bandits[0].delta_c, pulls: st.pulls })}`;
+      Math.abs(dc - stop.error_bound) <= 0.006 * stop.error_bound + 5e-4) ||
+      `${sentence} vs ${JSON.stringify({ rec: st.bandits[0].recommended, stop, pulls: st.pulls })}`;
   });
   await check('stopped experiment: state badge, pulls, pending, no admin buttons after a stop', async () => {
     const badge = await page.textContent('.title-row .badge');
@@ -487,7 +501,7 @@ async function browserChecks(browser, ids) {
     const badges = await page.$$eval('table.overview tbody .badge', (b) => b.map((e) => e.textContent));
     const want = ms.bandits.map((b) => (b.done ? 'done' : 'sampling'));
     const sure = ms.bandits.filter((b) => b.delta_c <= ms.delta).length;
-    return (head === `Stopped: the budget of ${fmtInt(ms.budget)} pulls is spent; ${sure} of 2 bandits reached δᶜ ≤ 0.05.` &&
+    return (head === `Stopped: the budget of ${fmtInt(ms.budget)} pulls is spent; ${sure} of 2 bandits proven at δ = 0.05.` &&
       lines.length === 2 && lines[0].startsWith('segment-a: ') && JSON.stringify(badges) === JSON.stringify(want) &&
       (await page.$$('section.bandit')).length === 2) || { head, lines, badges, want };
   });
@@ -596,7 +610,7 @@ async function browserChecks(browser, ids) {
     const rows = await page.$$eval('table.list tbody tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
     const row = rows.find((r) => r[0].startsWith(ids.stopped));
     return (rows.length === 4 && row && row[1] === 'stopped' && row[2] === 'adapt' && row[3] === fmtInt(st.pulls) &&
-      row[5] === fmtProb(st.bandits[0].delta_c) && row[7] === 'confidence reached' && /ago|just now/.test(row[8])) || rows;
+      row[5] === fmtProb(st.bandits[0].delta_c) && row[7] === 'δᶜ ≤ δ' && /ago|just now/.test(row[8])) || rows;
   });
   await check('the list shows no stop in red', async () => {
     const cs = await page.$$eval('table.list tbody .badge', (bs) => bs.map((b) => [b.textContent, getComputedStyle(b).color, getComputedStyle(b).backgroundColor]));
@@ -693,7 +707,8 @@ try {
   const ids = { stopped: 'checkout-button', multi: 'segments', many: 'many', live: 'live' };
   await call('POST', '/v1/experiments', { id: ids.stopped, name: ids.stopped, arms: ['red', 'green', 'blue'], seed: 42 });
   const stopped = await drive(ids.stopped, { red: 0.2, green: 0.6, blue: 0.4 }, 1, 20000);
-  ok(stopped.stopped && stopped.stop_reason === 'confidence', `API: driven to a confidence stop after ${stopped.pulls} pulls`, stopped);
+  ok(stopped.stopped && stopped.stop_reason === stopped.bandits[0].stop.rule && stopped.bandits[0].stop.fired && stopped.bandits[0].stop.proven,
+    `API: driven to a stop by a proven rule (${stopped.stop_reason}) after ${stopped.pulls} pulls`, stopped);
   await call('POST', '/v1/experiments', {
     // uniform: spends the whole budget (sar, the default with a budget, may
     // end earlier by its own rule).

@@ -35,10 +35,11 @@ function setText(el, text) {
   if (el.textContent !== text) el.textContent = text;
 }
 
-// A stop is an outcome, not an error: a stop by the confidence rule or the
-// policy's own rule is green (decided), one at the budget or by hand is
-// neutral. Red is kept for failures (none of the states is one).
-const STOP_TONE = { confidence: 'decided', policy: 'decided', budget: 'neutral', manual: 'neutral' };
+// A stop is an outcome, not an error: a stop by a proven rule or the
+// policy's own rule is green (decided); one by a rule without proof (ρ̄, the
+// heuristic GLR), at the budget or by hand is neutral. Red is kept for
+// failures (none of the states is one).
+const STOP_TONE = { delta_c: 'decided', glr: 'decided', policy: 'decided', 'glr-heuristic': 'neutral', rho: 'neutral', budget: 'neutral', manual: 'neutral' };
 
 function badgeClass(state, reason) {
   return state === 'stopped' ? `badge badge-stopped badge-${STOP_TONE[reason] || 'neutral'}` : `badge badge-${state}`;
@@ -196,7 +197,10 @@ const clock = () => new Date().toLocaleTimeString('en-GB', { hour12: false });
 // --- "/": the list -------------------------------------------------------------
 
 const NUM_COLS = ['Pulls', 'Pending', 'δᶜ'];
-const STOP_WORDS = { confidence: 'confidence reached', budget: 'budget spent', manual: 'stopped by hand', policy: "policy's rule" };
+const STOP_WORDS = {
+  delta_c: 'δᶜ ≤ δ', glr: 'GLR rule', 'glr-heuristic': 'heuristic GLR (no proof)', rho: 'ρ̄ ≥ τ (no proof)',
+  budget: 'budget spent', manual: 'stopped by hand', policy: "policy's rule",
+};
 
 function listView() {
   document.title = 'Experiments · banditd';

@@ -109,15 +109,75 @@ function leadPhrase(b) {
   return `${listWords(rec)} ${rec.length === 1 ? 'leads' : 'lead'}`;
 }
 
-function dcVsDelta(b, delta) {
-  const rel = b.delta_c <= delta ? '≤' : '>';
-  return `δᶜ = ${fmtProb(b.delta_c, delta)} ${rel} ${fmtParam(delta)}`;
+// A bandit's stop rule (status bandits[].stop); a status without one is
+// read as the δᶜ rule.
+function stopOf(b) {
+  return b.stop || { rule: 'delta_c', proven: true, evidence: b.delta_c, threshold: null, error_bound: b.delta_c, fired: false };
+}
+
+const RULE_WORDS = { delta_c: 'the δᶜ rule', glr: 'the GLR rule', 'glr-heuristic': 'the heuristic GLR rule', rho: 'ρ̄ ≥ τ', none: 'no confidence rule' };
+
+function ruleName(s, policy) {
+  return s.rule === 'policy' ? `the ${policy} policy's rule` : RULE_WORDS[s.rule] || s.rule;
+}
+
+// The proven bound on the chance that the bandit's answer is wrong: its
+// rule's own when the rule has a proof, else δᶜ (also anytime-valid).
+// Both are valid at any moment, a stop by another rule included.
+function provenBound(b) {
+  const s = stopOf(b);
+  if (s.proven && s.error_bound !== null && s.error_bound !== undefined) return { v: s.error_bound, dc: s.rule === 'delta_c' };
+  return { v: b.delta_c, dc: true };
+}
+
+function conclusiveAt(b, delta) {
+  return provenBound(b).v <= delta;
+}
+
+// "δᶜ = 0.031 ≤ 0.05" or "an error bound of 0.045 ≤ 0.05".
+function boundVsDelta(b, delta) {
+  const p = provenBound(b);
+  const rel = p.v <= delta ? '≤' : '>';
+  return p.dc ? `δᶜ = ${fmtProb(p.v, delta)} ${rel} ${fmtParam(delta)}` : `an error bound of ${fmtProb(p.v, delta)} ${rel} ${fmtParam(delta)}`;
+}
+
+// An unproven rule's own comparison: "ρ̄ = 0.957 ≥ τ = 0.95".
+function ruleFigures(s) {
+  if (s.evidence === null || s.evidence === undefined || s.threshold === null || s.threshold === undefined) return '';
+  if (s.rule === 'rho' || (s.rule === 'policy' && s.fires_when === 'evidence >= threshold'))
+    return `ρ̄ = ${fmtNum(s.evidence)} ${s.evidence >= s.threshold ? '≥' : '<'} τ = ${fmtParam(s.threshold)}`;
+  return `GLR = ${fmtNum(s.evidence)} ${s.evidence > s.threshold ? '>' : '≤'} ${fmtNum(s.threshold)}`;
+}
+
+// When the rule will stop the bandit, in words.
+function goalWords(b, st) {
+  const s = stopOf(b);
+  const d = fmtParam(st.delta);
+  if (st.budget && (s.rule === 'none' || !s.rule)) return `it stops after ${fmtInt(st.budget)} pulls (${fmtInt(Math.max(0, st.budget - st.pulls))} to go)`;
+  if (st.budget) return `it stops after ${fmtInt(st.budget)} pulls (${fmtInt(Math.max(0, st.budget - st.pulls))} to go), or earlier by ${ruleName(s, st.policy)}`;
+  switch (s.rule) {
+    case 'delta_c': return `it stops at δᶜ ≤ ${d}`;
+    case 'glr': return `it stops when the GLR rule's error bound is ≤ ${d}`;
+    case 'none': return 'it stops by hand';
+    default: return `it stops by ${ruleName(s, st.policy)}${s.proven ? '' : ' (no proof)'}`;
+  }
 }
 
 // The decision of status (GET .../status) in words:
-// { tone: 'stopped'|'paused'|'running', headline, details: [sentences] }.
-// details has one line per bandit for multi-bandit experiments.
+// { tone: 'stopped'|'inconclusive'|'paused'|'running', headline, details: [sentences] };
+// 'inconclusive' is a stop whose answer no proven bound puts within δ (a
+// budget or manual stop short of it, a stop by a rule without proof).
+// details has one line per bandit for multi-bandit experiments. A stop
+// names the rule that fired (stop_reason), and says it is conclusive only
+// from a proven bound ≤ δ: the rule's own figures frozen at the stop when
+// it has a proof, δᶜ otherwise.
 export function decision(st) {
+  const d = decisionWords(st);
+  if (d.tone === 'stopped' && !(st.bandits || []).every((b) => conclusiveAt(b, st.delta))) d.tone = 'inconclusive';
+  return d;
+}
+
+function decisionWords(st) {
   const delta = st.delta;
   const m = st.m || 1;
   const eps = st.epsilon || 0;
@@ -126,100 +186,87 @@ export function decision(st) {
   const pullsWord = st.pulls === 1 ? 'pull' : 'pulls';
   const nb = bandits.length;
   const done = st.bandits_done ?? bandits.filter((b) => b.done).length;
-  const confident = bandits.every((b) => b.delta_c <= delta);
   const budget = st.budget ? `the budget of ${fmtInt(st.budget)} pulls is spent` : 'the budget is spent';
+  const byRule = st.stop_reason && st.stop_reason !== 'budget' && st.stop_reason !== 'manual';
 
   if (nb === 1) {
     const b = bandits[0];
+    const s = stopOf(b);
     const best = bestPhrase(b, m, eps);
     const lead = leadPhrase(b);
-    const dc = dcVsDelta(b, delta);
-    const verdict = b.delta_c <= delta ? `${best} with ${dc}` : `${lead} with ${dc}: not conclusive yet`;
+    const bd = boundVsDelta(b, delta);
+    const sure = conclusiveAt(b, delta);
+    const verdict = sure ? `${best} with ${bd}` : `${lead} with ${bd}: not conclusive yet`;
     if (st.stopped || st.state === 'stopped') {
-      switch (st.stop_reason) {
-        case 'confidence':
-          // δᶜ can be above δ after such a stop: the rule was another (GLR),
-          // or rewards of assignments made before the stop came in since.
-          return {
-            tone: 'stopped',
-            headline:
-              b.delta_c <= delta
-                ? `Stopped: ${best} with ${dc} after ${n} ${pullsWord}.`
-                : `Stopped at the confidence target: ${best}. After ${n} ${pullsWord}, late rewards included, ${dc}.`,
-            details: [],
-          };
-        case 'budget':
-          return {
-            tone: 'stopped',
-            headline:
-              b.delta_c <= delta
-                ? `Stopped: ${budget}; ${best} with ${dc}.`
-                : `Stopped: ${budget}; ${lead} with ${dc}: the best guess, not conclusive at δ = ${fmtParam(delta)}.`,
-            details: [],
-          };
-        case 'policy':
-          return {
-            tone: 'stopped',
-            headline: `Stopped by the ${st.policy} policy's rule after ${n} ${pullsWord}: ${b.delta_c <= delta ? `${best} with ${dc}` : `${best} (${dc})`}.`,
-            details: [],
-          };
-        case 'manual':
-          return { tone: 'stopped', headline: `Stopped by hand after ${n} ${pullsWord}: ${verdict}.`, details: [] };
-        default:
-          return { tone: 'stopped', headline: `Stopped after ${n} ${pullsWord}: ${verdict}.`, details: [] };
+      if (byRule) {
+        const rule = ruleName(s, st.policy);
+        if (s.proven) {
+          const figs = s.rule === 'delta_c' ? '' : ruleFigures(s);
+          return { tone: 'stopped', headline: `Stopped by ${rule} after ${n} ${pullsWord}: ${best} with ${bd}${figs ? ` (${figs})` : ''}.`, details: [] };
+        }
+        const figs = ruleFigures(s);
+        return {
+          tone: 'stopped',
+          headline: `Stopped by ${rule}, a rule without proof, after ${n} ${pullsWord}${figs ? ` (${figs})` : ''}: ${sure ? `${best} with ${bd}` : `${lead} with ${bd}: not proven at δ = ${fmtParam(delta)}`}.`,
+          details: [],
+        };
       }
+      if (st.stop_reason === 'budget') {
+        return {
+          tone: 'stopped',
+          headline: sure ? `Stopped: ${budget}; ${best} with ${bd}.` : `Stopped: ${budget}; ${lead} with ${bd}: the best guess, not conclusive at δ = ${fmtParam(delta)}.`,
+          details: [],
+        };
+      }
+      if (st.stop_reason === 'manual') return { tone: 'stopped', headline: `Stopped by hand after ${n} ${pullsWord}: ${verdict}.`, details: [] };
+      return { tone: 'stopped', headline: `Stopped after ${n} ${pullsWord}: ${verdict}.`, details: [] };
     }
     if (st.pulls === 0) {
       const what = st.state === 'paused' ? 'Paused' : 'Running';
       return { tone: st.state, headline: `${what}: no rewards yet.`, details: [] };
     }
-    const goal = st.budget
-      ? `it stops after ${fmtInt(st.budget)} pulls (${fmtInt(Math.max(0, st.budget - st.pulls))} to go)`
-      : `it stops at δᶜ ≤ ${fmtParam(delta)}`;
+    const goal = goalWords(b, st);
     if (st.state === 'paused') {
       return {
         tone: 'paused',
-        headline: `Paused after ${n} ${pullsWord}: no new assignments are handed out. ${capitalise(lead)} with δᶜ = ${fmtProb(b.delta_c, delta)}; ${goal}.`,
+        headline: `Paused after ${n} ${pullsWord}: no new assignments are handed out. ${capitalise(lead)} with ${bd.replace(/ [≤>] [^ ]+$/, '')}; ${goal}.`,
         details: [],
       };
     }
     return {
       tone: 'running',
-      headline: `Running: ${lead} with δᶜ = ${fmtProb(b.delta_c, delta)} after ${n} ${pullsWord}; ${goal}.`,
+      headline: `Running: ${lead} with ${bd.replace(/ [≤>] [^ ]+$/, '')} after ${n} ${pullsWord}; ${goal}.`,
       details: [],
     };
   }
 
   // Several bandits: a headline for the experiment, a line per bandit. A
-  // bandit is "done" when it gets no more pulls (confident, out of budget,
-  // or stopped); whether its answer is conclusive is δᶜ against δ.
+  // bandit is "done" when it gets no more pulls (its rule fired, out of
+  // budget, or stopped); whether its answer is conclusive is its proven
+  // bound against δ.
   const details = bandits.map((b) => {
     const state = b.done ? 'done' : 'still sampling';
-    if (b.delta_c <= delta) return `${b.id}: ${state}, ${bestPhrase(b, m, eps)} (${dcVsDelta(b, delta)}).`;
-    return `${b.id}: ${state}, ${leadPhrase(b)} (${dcVsDelta(b, delta)}${b.done ? ': not conclusive' : ''}).`;
+    if (conclusiveAt(b, delta)) return `${b.id}: ${state}, ${bestPhrase(b, m, eps)} (${boundVsDelta(b, delta)}).`;
+    return `${b.id}: ${state}, ${leadPhrase(b)} (${boundVsDelta(b, delta)}${b.done ? ': not conclusive' : ''}).`;
   });
-  const sure = bandits.filter((b) => b.delta_c <= delta).length;
-  const conclusive = `${sure} of ${nb} bandits reached δᶜ ≤ ${fmtParam(delta)}`;
+  const sure = bandits.filter((b) => conclusiveAt(b, delta)).length;
+  const conclusive = `${sure} of ${nb} bandits proven at δ = ${fmtParam(delta)}`;
   const doneWords = `${done} of ${nb} bandits done`;
   if (st.stopped || st.state === 'stopped') {
-    switch (st.stop_reason) {
-      case 'confidence':
-        return {
-          tone: 'stopped',
-          headline: confident
-            ? `Stopped: all ${nb} bandits are decided with δᶜ ≤ ${fmtParam(delta)} after ${n} ${pullsWord}.`
-            : `Stopped: all ${nb} bandits met the stopping rule after ${n} ${pullsWord}; ${conclusive}.`,
-          details,
-        };
-      case 'budget':
-        return { tone: 'stopped', headline: `Stopped: ${budget}; ${conclusive}.`, details };
-      case 'policy':
-        return { tone: 'stopped', headline: `Stopped by the ${st.policy} policy's rule after ${n} ${pullsWord}: ${conclusive}.`, details };
-      case 'manual':
-        return { tone: 'stopped', headline: `Stopped by hand after ${n} ${pullsWord}: ${conclusive}.`, details };
-      default:
-        return { tone: 'stopped', headline: `Stopped after ${n} ${pullsWord}: ${conclusive}.`, details };
+    if (byRule) {
+      const s = stopOf(bandits[0] || {});
+      const rule = `${ruleName(s, st.policy)}${s.proven ? '' : ', a rule without proof'}`;
+      return {
+        tone: 'stopped',
+        headline: sure === nb
+          ? `Stopped by ${rule}: all ${nb} bandits are decided at δ = ${fmtParam(delta)} after ${n} ${pullsWord}.`
+          : `Stopped by ${rule}: all ${nb} bandits met it after ${n} ${pullsWord}; ${conclusive}.`,
+        details,
+      };
     }
+    if (st.stop_reason === 'budget') return { tone: 'stopped', headline: `Stopped: ${budget}; ${conclusive}.`, details };
+    if (st.stop_reason === 'manual') return { tone: 'stopped', headline: `Stopped by hand after ${n} ${pullsWord}: ${conclusive}.`, details };
+    return { tone: 'stopped', headline: `Stopped after ${n} ${pullsWord}: ${conclusive}.`, details };
   }
   if (st.pulls === 0) {
     const what = st.state === 'paused' ? 'Paused' : 'Running';

@@ -1,0 +1,129 @@
+/*
+ * goal.c — what a valid goal is (goal.h).
+ */
+#include "policies/goal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/jsonv.h"
+
+void goal_defaults(struct goal *g)
+{
+    g->m = 1;
+    g->epsilon = 0;
+    g->delta = 0.05;
+    g->budget = 0;
+}
+
+/* Each member's rule, as the message that refuses it (NULL: valid). The
+ * message is the same whether the value is out of range or of the wrong
+ * JSON type, so each is written once. buf: room for a formatted one. */
+static const char *m_error(int ok, uint64_t m, char *buf, size_t len)
+{
+    if (!ok || m < 1)
+        return "must be an integer >= 1";
+    if (m > GOAL_MAX_M) {
+        snprintf(buf, len, "must be at most %d", GOAL_MAX_M);
+        return buf;
+    }
+    return NULL;
+}
+
+static const char *epsilon_error(int ok, double eps, double range, char *buf, size_t len)
+{
+    if (isnan(range)) {
+        if (!ok || !(eps >= 0))
+            return "must be a finite number >= 0";
+        return NULL;
+    }
+    if (!ok || !(eps >= 0 && eps < range)) {
+        snprintf(buf, len, "must be in [0, reward range (%g))", range);
+        return buf;
+    }
+    return NULL;
+}
+
+static const char *delta_error(int ok, double delta)
+{
+    return ok && delta > 0 && delta < 1 ? NULL : "must be in (0, 1)";
+}
+
+static const char *budget_error(int ok, uint64_t budget)
+{
+    return ok && budget >= 1 && budget <= GOAL_MAX_BUDGET
+               ? NULL
+               : "must be null or a positive integer (at most 2^53)";
+}
+
+int goal_check(const struct goal *g, double range, const char *prefix, struct policy_error *err)
+{
+    char buf[96];
+    const char *member = NULL, *why = NULL;
+    if ((why = m_error(1, g->m, buf, sizeof buf)) != NULL)
+        member = "m";
+    else if ((why = epsilon_error(isfinite(g->epsilon), g->epsilon, range, buf, sizeof buf)) !=
+             NULL)
+        member = "epsilon";
+    else if ((why = delta_error(isfinite(g->delta), g->delta)) != NULL)
+        member = "delta";
+    else if (g->budget > 0 && (why = budget_error(1, g->budget)) != NULL)
+        member = "budget";
+    if (member == NULL)
+        return 0;
+    char field[64];
+    snprintf(field, sizeof field, "%s%s", prefix, member);
+    policy_error_set(err, field, "%s", why);
+    return -1;
+}
+
+/* Append {"field": prefix + member, "message": why} to errors. */
+static int refuse(json_t *errors, const char *prefix, const char *member, const char *why)
+{
+    char field[64];
+    snprintf(field, sizeof field, "%s%s", prefix, member);
+    jv_error(errors, field, "%s", why);
+    return 1;
+}
+
+int goal_parse(json_t *obj, double range, const char *prefix, struct goal *g, json_t *errors)
+{
+    int bad = 0;
+    char buf[96];
+    const char *why;
+    json_t *v;
+    if ((v = json_object_get(obj, "m")) != NULL) {
+        uint64_t m = 0;
+        int ok = jv_count(v, UINT64_MAX, &m);
+        if ((why = m_error(ok, m, buf, sizeof buf)) != NULL)
+            bad += refuse(errors, prefix, "m", why);
+        else
+            g->m = (unsigned)m;
+    }
+    if ((v = json_object_get(obj, "epsilon")) != NULL) {
+        double eps = 0;
+        int ok = jv_number(v, &eps);
+        if ((why = epsilon_error(ok, eps, range, buf, sizeof buf)) != NULL)
+            bad += refuse(errors, prefix, "epsilon", why);
+        else
+            g->epsilon = eps;
+    }
+    if ((v = json_object_get(obj, "delta")) != NULL) {
+        double delta = 0;
+        int ok = jv_number(v, &delta);
+        if ((why = delta_error(ok, delta)) != NULL)
+            bad += refuse(errors, prefix, "delta", why);
+        else
+            g->delta = delta;
+    }
+    if ((v = json_object_get(obj, "budget")) != NULL && !json_is_null(v)) {
+        uint64_t budget = 0;
+        int ok = jv_count(v, UINT64_MAX, &budget);
+        if ((why = budget_error(ok, budget)) != NULL)
+            bad += refuse(errors, prefix, "budget", why);
+        else
+            g->budget = budget;
+    }
+    return bad;
+}

@@ -1,0 +1,50 @@
+/*
+ * goal.h — what an experiment asks for: the m best arms, within ε, with
+ * confidence 1 − δ, optionally within a budget of pulls. One definition of
+ * a valid goal, read by the daemon's create body ("goal": {...}), by the
+ * simulator's problem files (the same members at top level) and its
+ * options, and checked again by the engine (engine_validate), so that the
+ * three cannot disagree on what they accept.
+ *
+ * What a goal needs of a policy (m > 1 needs a top-m policy, ε > 0 some
+ * policies, a budget the fixed-budget ones) and of the arms (m below their
+ * number) is the engine's to check: it knows both.
+ */
+#ifndef BANDITD_POLICIES_GOAL_H
+#define BANDITD_POLICIES_GOAL_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "policies/engine.h"
+#include "policies/error.h"
+
+#define GOAL_MAX_M ENGINE_MAX_ARMS
+#define GOAL_MAX_BUDGET (UINT64_C(1) << 53) /* exact in a JSON number (a double) */
+
+struct goal {
+    unsigned m;      /* arms to find: 1 to GOAL_MAX_M */
+    double epsilon;  /* slack in reward units: 0 ≤ ε < reward range */
+    double delta;    /* error probability: 0 < δ < 1 */
+    uint64_t budget; /* pulls: 1 to GOAL_MAX_BUDGET; 0: none (fixed confidence) */
+};
+
+/* m 1, ε 0, δ 0.05, no budget: what a missing member means. */
+void goal_defaults(struct goal *g);
+
+/* Check g's values. range is the reward range ε is measured in (1 for the
+ * engine's [0, 1] units); fields are named prefix + member ("goal." gives
+ * goal.m, "" gives m). 0, or −1 with err filled on the first wrong one. */
+int goal_check(const struct goal *g, double range, const char *prefix, struct policy_error *err);
+
+/* Read obj's members m, epsilon, delta and budget (each optional; budget
+ * may be null; m and budget integers, 1e6 written as a real too) over g,
+ * which holds the defaults, and check each as goal_check does. range NaN:
+ * unknown (the reward range is itself wrong), ε is then checked for ≥ 0
+ * only. Every wrong member is appended to errors (borrowed array, jv_error)
+ * as {"field": prefix + member, "message"}. Other members of obj are the
+ * caller's (unknown-key checks included). Returns the number of errors. */
+int goal_parse(json_t *obj, double range, const char *prefix, struct goal *g, json_t *errors);
+
+#endif

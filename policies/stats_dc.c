@@ -1,0 +1,251 @@
+/*
+ * stats_dc.c — δᶜ, Kalyanakrishnan & Stone's (2010, §4) aggregate error
+ * probability of a returned set at an optimised cutoff (stats.h, "δᶜ"):
+ * the paper's cutoff ĉ, δᶜ at a given cutoff, and the cutoff search, with a
+ * per-arm cache of the anytime bounds' constants for hot callers.
+ *
+ * No allocation (the cache is the caller's workspace), no state.
+ */
+#include "policies/stats.h"
+
+#include <math.h>
+
+#include "policies/stats_impl.h"
+
+static double arm_dc(const struct stats_arm *a, int is_high, const struct stats_dc_opts *o,
+                     double c)
+{
+    double w = is_high ? a->mean + o->epsilon - c : c - a->mean;
+    uint64_t extra = o->count_pending ? a->pending : 0;
+    if (!(w > 0.0))
+        return 1.0;
+    return o->hoeffding_only ? stats_conf_hoeffding(o->bound, a, extra, w)
+                             : stats_conf(o->bound, a, extra, w);
+}
+
+/* 1 − Π(1 − δᶜ_i) as −expm1(Σ log1p(−δᶜ_i)): with many arms and tiny δᶜ_i
+ * the product form would round to exactly 0. */
+double stats_delta_c_at(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                        const struct stats_dc_opts *o, double c, double *per_arm)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < k; i++) {
+        double d = arm_dc(&arms[i], high[i] != 0, o, c);
+        if (per_arm)
+            per_arm[i] = d;
+        s += log1p(-d); /* d = 1 gives −inf, and the result 1 */
+    }
+    return -expm1(s);
+}
+
+/* Finds (m), the lowest-mean High arm, and (m+1), the highest-mean Low arm.
+ * Returns 0 when either set is empty. */
+static int boundary_arms(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                         size_t *im, size_t *im1)
+{
+    int got_h = 0, got_l = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (high[i]) {
+            if (!got_h || arms[i].mean < arms[*im].mean)
+                *im = i;
+            got_h = 1;
+        } else {
+            if (!got_l || arms[i].mean > arms[*im1].mean)
+                *im1 = i;
+            got_l = 1;
+        }
+    }
+    return got_h && got_l;
+}
+
+static double std_err(const struct stats_arm *a)
+{
+    return a->n == 0 ? INFINITY : sqrt(stats_arm_var(a) / (double)a->n);
+}
+
+/* With an empty High or Low set there is no boundary: 1/2, the centre of
+ * the reward range, stands in (stats_delta_c reports 0 there anyway). */
+double stats_cutoff_hat(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                        double epsilon)
+{
+    size_t im = 0, im1 = 0;
+    if (k < 2 || !boundary_arms(arms, k, high, &im, &im1))
+        return 0.5;
+    double lo = arms[im1].mean, hi = arms[im].mean + epsilon;
+    double se_m = std_err(&arms[im]), se_m1 = std_err(&arms[im1]);
+    double frac;
+    if ((se_m == 0.0 && se_m1 == 0.0) || (isinf(se_m) && isinf(se_m1)))
+        frac = 0.5;
+    else if (isinf(se_m1))
+        frac = 1.0;
+    else if (isinf(se_m))
+        frac = 0.0;
+    else
+        frac = se_m1 / (se_m + se_m1);
+    return lo + (hi - lo) * frac;
+}
+
+#define DC_GRID 16       /* coarse scan intervals before golden section */
+#define DC_GOLDEN_MAX 48 /* 0.618^48 < 1e-9 on an interval of length 1 */
+#define DC_TOL 1e-9
+
+/* The part of an arm's anytime δᶜ_i(c) that does not depend on c, hoisted
+ * out of the cutoff search (stats_delta_c_ws): the effective n and, for the
+ * Hoeffding normal mixture and the Bernstein stitched bound, the constants
+ * of their exponents (logs that were most of the search's time). */
+struct dc_arm {
+    double ne;            /* n + counted pending; 0: no data (δᶜ_i = 1) */
+    double hvr, hsq, hc0; /* Hoeffding mixture: V + ρ, its sqrt, c0 */
+    double bv, bl0;       /* Bernstein: max(ebv, v_min), ℓ₀ there; bv < 0: not usable */
+};
+
+size_t stats_dc_ws_size(size_t k)
+{
+    return k * sizeof(struct dc_arm);
+}
+
+static void dc_cache_fill(const struct stats_arm *arms, size_t k, const struct stats_dc_opts *o,
+                          struct dc_arm *ws)
+{
+    for (size_t i = 0; i < k; i++) {
+        const struct stats_arm *a = &arms[i];
+        struct dc_arm *x = &ws[i];
+        x->ne = 0.0;
+        x->bv = -1.0;
+        if (a->n == 0)
+            continue;
+        double ne = eff_n(a, o->count_pending ? a->pending : 0);
+        x->ne = ne;
+        x->hvr = ne / 4.0 + MIX_RHO;
+        x->hsq = sqrt(x->hvr);
+        x->hc0 = mix_c0(x->hvr);
+        if (o->hoeffding_only || !(ne >= 2.0))
+            continue;
+        double v = eff_ebv(a, ne);
+        if (isnan(v))
+            continue;
+        x->bv = v > ANYTIME_V_MIN ? v : ANYTIME_V_MIN;
+        x->bl0 = stitch_ell0(x->bv, ANYTIME_V_MIN);
+    }
+}
+
+/* arm_dc() for the anytime family from the cached constants: the same
+ * operations as stats_anytime_hoeffding_conf and stats_stitched_conf, in the
+ * same order, so the value is the same bit for bit; min(exp(−x_H), exp(−x_B))
+ * is taken as exp(−max(x_H, x_B)) (one exp instead of two, equal because exp
+ * is monotone). */
+static double arm_dc_cached(const struct stats_arm *a, const struct dc_arm *x, int is_high,
+                            const struct stats_dc_opts *o, double c)
+{
+    double w = is_high ? a->mean + o->epsilon - c : c - a->mean;
+    if (!(w > 0.0) || x->ne == 0.0)
+        return 1.0;
+    double u = w * x->ne;
+    double k1 = stitch_k1();
+    double xh = mix_logm(u, x->hvr, x->hsq, x->hc0);
+    if (o->hoeffding_only)
+        return clamp_conf(exp(-xh));
+    double xm = xh;
+    if (x->bv >= 0.0) {
+        double xb = u * u / (k1 * k1 * x->bv + 2.0 * u * stitch_k2() * 1.0) - x->bl0;
+        xm = fmax(xh, xb);
+    }
+    return clamp_conf(2.0 * clamp_conf(exp(-xm)));
+}
+
+static double dc_at_cached(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                           const struct stats_dc_opts *o, const struct dc_arm *ws, double c,
+                           double *per_arm)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < k; i++) {
+        double d = arm_dc_cached(&arms[i], &ws[i], high[i] != 0, o, c);
+        if (per_arm)
+            per_arm[i] = d;
+        s += log1p(-d);
+    }
+    return -expm1(s);
+}
+
+struct dc_search {
+    const struct stats_arm *arms;
+    size_t k;
+    const unsigned char *high;
+    const struct stats_dc_opts *o;
+    double best_c, best_f;
+    const struct dc_arm *ws; /* NULL: no cache */
+};
+
+/* δᶜ at c, remembering the least value seen (golden_section's f). */
+static double dc_eval(void *ctx, double c)
+{
+    struct dc_search *s = ctx;
+    double f = s->ws != NULL ? dc_at_cached(s->arms, s->k, s->high, s->o, s->ws, c, NULL)
+                             : stats_delta_c_at(s->arms, s->k, s->high, s->o, c, NULL);
+    if (f < s->best_f) {
+        s->best_f = f;
+        s->best_c = c;
+    }
+    return f;
+}
+
+/* c* = argmin δᶜ(c) over I. δᶜ is exactly 1 near both ends of I (some arm's
+ * width there is too small for its bound), so golden section alone, started
+ * on flat ground, cannot tell which way to go: a coarse scan brackets the
+ * minimum first. ĉ is evaluated too and the best point seen is kept, so the
+ * answer is never worse than the paper's cutoff. O(K · (DC_GRID + 48)). */
+double stats_delta_c(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                     const struct stats_dc_opts *o, double *c_out, double *per_arm)
+{
+    return stats_delta_c_ws(arms, k, high, o, c_out, per_arm, NULL);
+}
+
+double stats_delta_c_ws(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                        const struct stats_dc_opts *o, double *c_out, double *per_arm, void *ws)
+{
+    size_t im = 0, im1 = 0;
+    if (k < 2 || !boundary_arms(arms, k, high, &im, &im1)) {
+        if (c_out)
+            *c_out = 0.5;
+        if (per_arm)
+            for (size_t i = 0; i < k; i++)
+                per_arm[i] = 0.0;
+        return 0.0;
+    }
+    double lo = arms[im1].mean, hi = arms[im].mean + o->epsilon;
+    if (lo > hi) { /* High is not the empirical top: search the reversed I */
+        double t = lo;
+        lo = hi;
+        hi = t;
+    }
+    struct dc_search s = {arms, k, high, o, 0.0, INFINITY, NULL};
+    if (ws != NULL && o->bound == STATS_BOUND_ANYTIME) {
+        dc_cache_fill(arms, k, o, ws);
+        s.ws = ws;
+    }
+    dc_eval(&s, stats_cutoff_hat(arms, k, high, o->epsilon));
+
+    /* Coarse scan; remember the first grid point with the least value. */
+    int jbest = 0;
+    double fbest = INFINITY;
+    for (int j = 0; j <= DC_GRID; j++) {
+        double f = dc_eval(&s, lo + (hi - lo) * j / DC_GRID);
+        if (f < fbest) {
+            fbest = f;
+            jbest = j;
+        }
+    }
+    double a = lo + (hi - lo) * (jbest > 0 ? jbest - 1 : 0) / DC_GRID;
+    double b = lo + (hi - lo) * (jbest < DC_GRID ? jbest + 1 : DC_GRID) / DC_GRID;
+
+    golden_section(dc_eval, &s, &a, &b, DC_GOLDEN_MAX, DC_TOL);
+    if (c_out)
+        *c_out = s.best_c;
+    if (per_arm) {
+        if (s.ws != NULL)
+            dc_at_cached(arms, k, high, o, s.ws, s.best_c, per_arm);
+        else
+            stats_delta_c_at(arms, k, high, o, s.best_c, per_arm);
+    }
+    return s.best_f;
+}

@@ -1,0 +1,473 @@
+/*
+ * stats_glr.c — the GLR (Chernoff) statistic and stop rule (stats.h,
+ * "GLR"): the pair statistic Z_ij (ε = 0: the pooled Bernoulli KL; ε > 0: its
+ * ε-version for "i is ε-better than j"), the minimum over the pairs of a
+ * returned set, the heuristic and the proven thresholds, each pair's
+ * evidence (the KT mixture's e-value and the normal mixtures' e-value,
+ * averaged) and the stop loop over pairs. One implementation serves both
+ * kinds of returned set: a top-m set given as a mask (the engine's stop
+ * rules, the status endpoint) and one certified arm with ε (ttts and
+ * track-and-stop).
+ *
+ * No allocation, no state.
+ */
+#include "policies/stats.h"
+
+#include <math.h>
+
+#include "policies/stats_impl.h"
+
+/* The pairs a GLR statistic weighs: (i ∈ High, j ∉ High) for the claim
+ * "μ_i ≥ μ_j + ε" (ε = 0: the usual order). High is the mask `high`, or the
+ * single arm `best` when high is NULL. */
+struct glr_set {
+    const unsigned char *high;
+    size_t best;
+    double eps;
+};
+
+static int glr_in_high(const struct glr_set *s, size_t i)
+{
+    return s->high != NULL ? s->high[i] != 0 : i == s->best;
+}
+
+/* What the statistic and the stop check before weighing pairs: −1 when there
+ * is nothing to distinguish (k < 2, empty High or Low), 0 when there is no
+ * evidence yet (an arm without data, or a Low arm above a High arm's mean
+ * + ε), 1 when every pair can be weighed. */
+static int glr_ready(const struct stats_arm *arms, size_t k, const struct glr_set *s)
+{
+    int got_h = 0, got_l = 0, empty = 0;
+    double lo_high = 0.0, hi_low = 0.0;
+    for (size_t i = 0; i < k; i++) {
+        double m = arms[i].mean;
+        if (arms[i].n == 0)
+            empty = 1;
+        if (glr_in_high(s, i)) {
+            if (!got_h || m < lo_high)
+                lo_high = m;
+            got_h = 1;
+        } else {
+            if (!got_l || m > hi_low)
+                hi_low = m;
+            got_l = 1;
+        }
+    }
+    if (!got_h || !got_l)
+        return -1;
+    if (empty || hi_low > lo_high + s->eps)
+        return 0;
+    return 1;
+}
+
+/* inf over x of nb d(mb, x) + nj d(mj, x + ε): convex in x, so bisect on the
+ * sign of the derivative nb (x − mb)/V(x) + nj (x + ε − mj)/V(x + ε) over
+ * [max(mj − ε, 0), min(mb, 1 − ε)], where it goes from ≤ 0 to ≥ 0. The
+ * derivative reads the means through the coarser clamp STATS_KL_MU_CLAMP. */
+static double pair_eps(double nb, double mb, double nj, double mj, double eps)
+{
+    double lo = mj - eps > 0 ? mj - eps : 0.0;
+    double hi = mb < 1.0 - eps ? mb : 1.0 - eps;
+    for (int it = 0; it < 64 && hi - lo > 1e-15; it++) {
+        double x = 0.5 * (lo + hi);
+        double u = stats_kl_clamp(x, STATS_KL_MU_CLAMP);
+        double v = stats_kl_clamp(x + eps, STATS_KL_MU_CLAMP);
+        double h = nb * (u - mb) / (u * (1 - u)) + nj * (v - mj) / (v * (1 - v));
+        if (h > 0)
+            hi = x;
+        else
+            lo = x;
+    }
+    double x = 0.5 * (lo + hi);
+    return nb * stats_kl_bern(mb, x) + nj * stats_kl_bern(mj, x + eps);
+}
+
+/* Z_ij of one pair (both arms with data). ε = 0: n_i kl(μ̂_i, μ̂_ij) +
+ * n_j kl(μ̂_j, μ̂_ij), μ̂_ij the pooled mean; ε > 0: the infimum over
+ * λ_j ≥ λ_i + ε (pair_eps). Bernoulli KL: for rewards in [0, 1] the Bernoulli
+ * log-MGF dominates every distribution with the same mean (convexity of
+ * e^{λx}), so the Bernoulli GLR and its thresholds are valid for any [0, 1]
+ * rewards. */
+double stats_glr_pair_z(const struct stats_arm *ai, const struct stats_arm *aj, double eps)
+{
+    double ni = (double)ai->n, mi = ai->mean;
+    double nj = (double)aj->n, mj = aj->mean;
+    if (eps > 0)
+        return pair_eps(ni, mi, nj, mj, eps);
+    double mij = (ni * mi + nj * mj) / (ni + nj);
+    return ni * stats_kl_bern(mi, mij) + nj * stats_kl_bern(mj, mij);
+}
+
+/* Pinsker (d(p, q) ≥ 2(p − q)²) bounds a pair's statistic from below by the
+ * quadratic problem's value 2 (n_i n_j/(n_i + n_j)) (μ̂_i + ε − μ̂_j)². */
+static double glr_pair_pinsker(const struct stats_arm *ai, const struct stats_arm *aj, double eps)
+{
+    double ni = (double)ai->n, nj = (double)aj->n;
+    double g = ai->mean + eps - aj->mean;
+    return 2.0 * ni * nj / (ni + nj) * g * g;
+}
+
+/* The minimum of Z_ij over the set's pairs. Pairs whose Pinsker bound
+ * already reaches the smallest exact value so far are skipped, the pair of
+ * least bound being computed first: only the minimum's value matters, so
+ * skipping is exact. At K = 1000 this leaves a handful of logarithms instead
+ * of 4000. Cost O(|High| · |Low|) bounds. */
+static double glr_min(const struct stats_arm *arms, size_t k, const struct glr_set *s)
+{
+    int ready = glr_ready(arms, k, s);
+    if (ready <= 0)
+        return ready < 0 ? INFINITY : 0.0;
+    size_t si = k, sj = k;
+    double seed_lb = INFINITY;
+    for (size_t i = 0; i < k; i++) {
+        if (!glr_in_high(s, i))
+            continue;
+        for (size_t j = 0; j < k; j++) {
+            if (glr_in_high(s, j))
+                continue;
+            double lb = glr_pair_pinsker(&arms[i], &arms[j], s->eps);
+            if (lb < seed_lb) {
+                seed_lb = lb;
+                si = i;
+                sj = j;
+            }
+        }
+    }
+    double z = si < k ? stats_glr_pair_z(&arms[si], &arms[sj], s->eps) : INFINITY;
+    for (size_t i = 0; i < k; i++) {
+        if (!glr_in_high(s, i))
+            continue;
+        for (size_t j = 0; j < k; j++) {
+            if (glr_in_high(s, j) || (i == si && j == sj))
+                continue;
+            if (glr_pair_pinsker(&arms[i], &arms[j], s->eps) >= z)
+                continue;
+            double zij = stats_glr_pair_z(&arms[i], &arms[j], s->eps);
+            if (zij < z)
+                z = zij;
+        }
+    }
+    return z;
+}
+
+double stats_glr(const struct stats_arm *arms, size_t k, const unsigned char *high)
+{
+    struct glr_set s = {high, 0, 0.0};
+    return glr_min(arms, k, &s);
+}
+
+double stats_glr_best(const struct stats_arm *arms, size_t k, size_t best, double eps)
+{
+    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0};
+    return glr_min(arms, k, &s);
+}
+
+/* --- the proven threshold: Jeffreys (Krichevsky–Trofimov) mixtures --------
+ *
+ * For one arm with N rewards summing to S, write L(θ) = θ^S (1 − θ)^(N−S)
+ * and KT = ∫ L(θ) Beta(1/2, 1/2)(dθ) = B(S + 1/2, N − S + 1/2) / π.
+ * (a) Under the arm's true mean μ, KT/L(μ) is a nonnegative supermartingale
+ *     with initial value 1: each reward x ∈ [0, 1] multiplies L(θ)/L(μ) by
+ *     (θ/μ)^x ((1−θ)/(1−μ))^(1−x), a convex function of x, whose mean is at
+ *     most its Bernoulli(μ) mean, 1 (so Bernoulli KL applies to any [0, 1]
+ *     rewards); a fixed mixture over θ keeps the property, and pulls chosen
+ *     on the past (or rewards returned late) do not break it.
+ * (b) ln L(μ̂) − ln L(λ) = N kl(μ̂, λ) exactly, for every λ.
+ * So N kl(μ̂, μ) = ln(KT/L(μ)) + r with r = ln L(μ̂) − ln KT ≥ 0, the
+ * mixture's regret, computable from (N, S) alone.
+ * If a returned set is wrong, some pair (i ∈ High, j ∈ Low) is truly ordered
+ * the other way (μ_i ≤ μ_j; with ε > 0 too, see stats_glr_best), the truth is in the
+ * set Z_ij minimises over, and
+ *   Z_ij ≤ N_i kl(μ̂_i, μ_i) + N_j kl(μ̂_j, μ_j) = ln(M_i M_j) + r_i + r_j,
+ * M_a = KT_a/L_a(μ_a). The product of independent arms' supermartingales is
+ * one (only one arm moves per reward), so by Ville's inequality
+ * P(∃t: M_i M_j ≥ P/δ) ≤ δ/P; a union over the P = m(K − m) pairs (truly
+ * Low, truly High) that can be wrong gives: stopping when every pair has
+ *   Z_ij > ln(P/δ) + r_i + r_j
+ * errs with probability at most δ, for any sampling rule.
+ * This is the proof of Garivier & Kaufmann (2016, COLT, §3, Chernoff's
+ * stopping rule: for Bernoulli bandits β(t, δ) = ln(2t(K − 1)/δ) is δ-PAC,
+ * by the KT mixture and its regret bound r ≤ ½ ln N + ln 2) with the
+ * regret computed exactly instead of bounded: since r_i + r_j ≤
+ * ½ ln(N_i N_j) + 2 ln 2 ≤ ln(2(N_i + N_j)), this is never above their
+ * threshold (m = 1), and about 0.47 nats per arm below it in the interior
+ * (r → ½ ln(πN/2)). Kaufmann & Koolen (2021)'s 2𝒯(ln(P/δ)/2) +
+ * 6 ln(1 + ln(t/2)), the threshold before, is 2.5–3 times larger at the
+ * sample sizes we serve: its ln ln N terms only win beyond N ≈ 10¹⁶ per
+ * arm, so a minimum of the two (each at δ/2) would never pay.
+ *
+ * The proven rule (stats_glr_stop, stats_glr_stop_best) then averages this e-value,
+ * E_KT = e^{Z_ij − r_i − r_j}, with a second one for the same pair, the
+ * product of the two arms' one-sided normal mixtures at the worst cutoff
+ * (stats_pair_mixture, below): the mean of two e-processes is an e-process
+ * (Vovk & Wang 2021, "E-values: calibration, combination and
+ * applications"), so stopping when ln((E_KT + E_N)/2) > ln(P/δ) for every
+ * pair keeps P(error) ≤ δ. The mixture's regret is ½ ln(1 + V/ρ) per arm
+ * instead of ½ ln(πN/2) (its prior sits on the null instead of spreading
+ * over [0, 1]), which on means near 1/2 needs about 40% fewer samples;
+ * far from 1/2 the KT term carries the evidence at a cost of ln 2. */
+
+/* ln Γ(x + 1/2) − (x ln x − x + ½ ln 2π), x ≥ 0: Stirling's remainder,
+ * by its asymptotic series beyond x = 100 (the next term is below 1e-13
+ * there) because the difference of two numbers near x ln x loses every
+ * digit at large x. */
+static double stirling_half(double x)
+{
+    if (x < 100.0)
+        return lgamma(x + 0.5) - (x > 0.0 ? x * log(x) : 0.0) + x - 0.5 * log(2.0 * M_PI);
+    double x2 = x * x;
+    return -1.0 / (24.0 * x) + 7.0 / (2880.0 * x * x2);
+}
+
+/* ln Γ(N + 1) − (N ln N − N + ½ ln 2πN), N ≥ 1, likewise. */
+static double stirling_one(double n)
+{
+    if (n < 100.0)
+        return lgamma(n + 1.0) - n * log(n) + n - 0.5 * log(2.0 * M_PI * n);
+    double n2 = n * n;
+    return 1.0 / (12.0 * n) - 1.0 / (360.0 * n * n2);
+}
+
+/* r = S ln μ̂ + F ln(1 − μ̂) − ln B(S + ½, F + ½) + ln π with F = N − S,
+ * μ̂ = S/N; Stirling's formula cancels the large terms exactly:
+ * r = ½ ln(πN/2) − ρ(S) − ρ(F) + ρ₁(N), ρ and ρ₁ the remainders above. */
+double stats_kt_regret(double n, double mean)
+{
+    if (!(n > 0.0))
+        return 0.0;
+    if (!(mean > 0.0))
+        mean = 0.0;
+    else if (mean > 1.0)
+        mean = 1.0;
+    double s = n * mean, f = n - s;
+    if (f < 0.0)
+        f = 0.0;
+    return 0.5 * log(M_PI * n / 2.0) - stirling_half(s) - stirling_half(f) + stirling_one(n);
+}
+
+/* --- the second e-value of the proven rule: per-arm normal mixtures --------
+ * The pair's null (recommending i over j is wrong) is μ_j ≥ μ_i + ε, ε ≥ 0.
+ * For a cutoff c ∈ [0, 1 − ε], arm i's one-sided normal mixture M_i(c)
+ * (λ ≥ 0 on the deviation S = Σ(x − c), as in stats_anytime_hoeffding_conf)
+ * is a nonnegative supermartingale whenever μ_i ≤ c (by Hoeffding's lemma
+ * each λ-factor has conditional mean e^{λ(μ_i − c)} ≤ 1), and arm j's
+ * lower mixture M_j(c + ε) (λ ≥ 0 on Σ(c + ε − x)) whenever μ_j ≥ c + ε.
+ * Under the null c* = μ_i lies in [0, 1 − ε] (μ_i + ε ≤ μ_j ≤ 1) and both
+ * hold, so
+ *   inf_{c ∈ [0, 1−ε]} M_i(c) M_j(c + ε) ≤ M_i(c*) M_j(c* + ε),
+ * and the right side is a test supermartingale on the filtration of all
+ * rewards: each reward moves one factor only, its arm chosen on the past
+ * (with delays, the reward is independent of what arrived in between), and
+ * mixing the two λ's over a product prior keeps the property (Fubini).
+ * The KT e-value is bounded by a test martingale on the same filtration
+ * (stats_kt_regret's mixture over the likelihood at the true means), so
+ * their mean is one too (Vovk & Wang 2021), and Ville's inequality applies
+ * to it. (Robbins 1970; Howard et al. 2021 §3.2 for the mixture; the
+ * infimum over the null as in Kaufmann & Koolen 2021's GLR with mixtures.)
+ *
+ * The infimum: ln M is convex and increasing in the deviation (a log of a
+ * mixture of exponentials of it, λ ≥ 0), so A(c) = ln M_i(c) falls,
+ * B(c) = ln M_j(c + ε) rises, and A + B is convex in c. Golden section
+ * keeps the minimiser in its bracket [a, b] (in exact arithmetic), and on
+ * [a, b] A ≥ A(b), B ≥ B(a): A(b) + B(a) is a lower bound on the infimum,
+ * the bracket's width only making it lower. Rounding can misorder two
+ * points only when their values agree to rounding, and convexity bounds
+ * what such a misstep can hide (1.62 times that difference: the slope
+ * beyond the points is at least their secant's), so a margin of 1e-11
+ * relative (against errors of 1e-13 at most) makes the value a lower bound
+ * whatever rounding did. Sub-Gaussian (variance 1/4): as sharp as Bernoulli
+ * KL near p = 1/2, loose far from it, where the KT part of the evidence
+ * carries it. */
+
+/* ln M(u), any sign of u, from below: exact (log_phi) down to z = −30 (Φ is
+ * 1e-198 there, far from underflow, and u²/(2vr) + ln Φ(z) loses under
+ * 1e-13 to cancellation); beyond, Gordon's inequality
+ * Φ(z) ≥ φ(z)|z|/(z² + 1) (0.1% low at most), in which u²/(2vr) = z²/2
+ * cancels exactly. With n = 0 (vr = ρ, u = 0) it is exactly 0: M = 1. */
+static double mix_logm_lower(double u, double vr, double sq, double c0)
+{
+    double z = u / sq;
+    if (z >= -30.0)
+        return mix_logm(u, vr, sq, c0);
+    return c0 + log(-z / (z * z + 1.0)) - 0.5 * log(2.0 * M_PI);
+}
+
+/* One pair's mixture problem: A(c) + B(c) above. */
+struct pair_mix {
+    double ni, mi, vi, si, ci;
+    double nj, mj, vj, sj, cj;
+    double eps;
+};
+
+static void pair_mix_init(struct pair_mix *p, double ni, double mi, double nj, double mj,
+                          double eps)
+{
+    p->ni = ni > 0.0 ? ni : 0.0;
+    p->nj = nj > 0.0 ? nj : 0.0;
+    p->mi = mi;
+    p->mj = mj;
+    p->eps = eps > 0.0 ? eps : 0.0;
+    p->vi = p->ni / 4.0 + MIX_RHO;
+    p->si = sqrt(p->vi);
+    p->ci = mix_c0(p->vi);
+    p->vj = p->nj / 4.0 + MIX_RHO;
+    p->sj = sqrt(p->vj);
+    p->cj = mix_c0(p->vj);
+}
+
+static double pair_a(const struct pair_mix *p, double c)
+{
+    return mix_logm_lower(p->ni * (p->mi - c), p->vi, p->si, p->ci);
+}
+
+static double pair_b(const struct pair_mix *p, double c)
+{
+    return mix_logm_lower(p->nj * (c + p->eps - p->mj), p->vj, p->sj, p->cj);
+}
+
+/* An upper bound on the infimum, from one cutoff: where the Gaussian
+ * approximation of A + B (2n_i(μ̂_i − c)² + 2n_j(c + ε − μ̂_j)²) is least. */
+static double pair_mix_upper(const struct pair_mix *p)
+{
+    double hi = 1.0 - p->eps > 0.0 ? 1.0 - p->eps : 0.0;
+    double n = p->ni + p->nj;
+    double c = n > 0.0 ? (p->ni * p->mi + p->nj * (p->mj - p->eps)) / n : 0.0;
+    c = c < 0.0 ? 0.0 : c > hi ? hi : c;
+    return pair_a(p, c) + pair_b(p, c);
+}
+
+#define PAIR_GOLDEN 64 /* 0.618^64 < 1e-13 on [0, 1] */
+
+static double pair_mix_sum(void *ctx, double c)
+{
+    const struct pair_mix *p = ctx;
+    return pair_a(p, c) + pair_b(p, c);
+}
+
+static double pair_mix_lower(struct pair_mix *p)
+{
+    double a = 0.0, b = 1.0 - p->eps;
+    if (!(b > a)) /* ε ≥ 1: at most the point c = 0 is in the null */
+        return pair_a(p, 0.0) + pair_b(p, 0.0);
+    golden_section(pair_mix_sum, p, &a, &b, PAIR_GOLDEN, -1.0);
+    double v = pair_a(p, b) + pair_b(p, a);
+    return v - 1e-11 * (1.0 + fabs(v));
+}
+
+double stats_pair_mixture(double ni, double mi, double nj, double mj, double eps)
+{
+    struct pair_mix p;
+    pair_mix_init(&p, ni, mi, nj, mj, eps);
+    return pair_mix_lower(&p);
+}
+
+/* ln((e^x + e^y)/2) without overflow. */
+static double log_mean_exp(double x, double y)
+{
+    double hi = x > y ? x : y, lo = x > y ? y : x;
+    if (hi == -INFINITY)
+        return -INFINITY;
+    return hi - M_LN2 + log1p(exp(lo - hi));
+}
+
+/* ln of the mean of the two e-values, e^{z − r_i − r_j} (KT) and the pair
+ * mixture: the mean of two e-processes is one (Vovk & Wang 2021), and it is
+ * never below the better of the two less ln 2. */
+double stats_glr_pair_evidence(enum stats_glr_threshold kind, const struct stats_arm *ai,
+                               const struct stats_arm *aj, double z, double eps)
+{
+    if (kind != STATS_GLR_PROVEN)
+        return z;
+    double ni = (double)ai->n, nj = (double)aj->n;
+    double kt = z - stats_kt_regret(ni, ai->mean) - stats_kt_regret(nj, aj->mean);
+    return log_mean_exp(kt, stats_pair_mixture(ni, ai->mean, nj, aj->mean, eps));
+}
+
+/* Two shortcuts decide most calls without the 130 evaluations of the
+ * search: the KT part alone clearing beta + ln 2, and the mixture at one
+ * cutoff (an upper bound on its infimum) failing to lift the mean above
+ * beta. Both are implied by the exact comparison, so the answer is that of
+ * stats_glr_pair_evidence(...) > beta. */
+int stats_glr_pair_passes(enum stats_glr_threshold kind, const struct stats_arm *ai,
+                          const struct stats_arm *aj, double z, double eps, double beta)
+{
+    if (kind != STATS_GLR_PROVEN)
+        return z > beta;
+    double ni = (double)ai->n, nj = (double)aj->n;
+    double kt = z - stats_kt_regret(ni, ai->mean) - stats_kt_regret(nj, aj->mean);
+    if (kt - M_LN2 > beta)
+        return 1;
+    struct pair_mix p;
+    pair_mix_init(&p, ni, ai->mean, nj, aj->mean, eps);
+    if (!(log_mean_exp(kt, pair_mix_upper(&p)) > beta))
+        return 0;
+    return log_mean_exp(kt, pair_mix_lower(&p)) > beta;
+}
+
+/* HEURISTIC: Garivier & Kaufmann's experiments (and tensorzero's
+ * Track-and-Stop) use ln((ln t + 1)/δ); it has no proof.
+ * PROVEN: the part of the pair threshold shared by all pairs, ln(P/δ),
+ * P = m(K − m) (K − 1 when m = 1); see the proof above. */
+double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, unsigned m,
+                           double delta)
+{
+    if (!(delta > 0.0))
+        return INFINITY;
+    if (kind == STATS_GLR_HEURISTIC) {
+        double lt = t > 1.0 ? log(t) : 0.0;
+        return log((lt + 1.0) / delta);
+    }
+    double pairs = 1.0;
+    if (m > 0 && (size_t)m < k)
+        pairs = (double)m * (double)(k - m);
+    return log(pairs / delta);
+}
+
+/* The stop loop. The heuristic compares the minimum itself, so its stops are
+ * exactly glr_min > beta; the proven rule weighs each pair, in index order,
+ * the first that fails ending the check (most checks, before the stop). A
+ * pair whose KT part alone, from the Pinsker bound on Z_ij, clears
+ * beta + ln 2 passes without its exact statistic or the mixture's search:
+ * far challengers cost two regrets; the rest go to stats_glr_pair_passes. */
+static int glr_stop_pairs(const struct stats_arm *arms, size_t k, const struct glr_set *s,
+                          enum stats_glr_threshold kind, double beta)
+{
+    if (kind != STATS_GLR_PROVEN)
+        return glr_min(arms, k, s) > beta;
+    int ready = glr_ready(arms, k, s);
+    if (ready <= 0) /* nothing to distinguish: stop as the minimum's +∞ would */
+        return ready < 0 ? beta < INFINITY : 0;
+    for (size_t i = 0; i < k; i++) {
+        if (!glr_in_high(s, i))
+            continue;
+        double ri = stats_kt_regret((double)arms[i].n, arms[i].mean);
+        for (size_t j = 0; j < k; j++) {
+            if (glr_in_high(s, j))
+                continue;
+            double rj = stats_kt_regret((double)arms[j].n, arms[j].mean);
+            if (glr_pair_pinsker(&arms[i], &arms[j], s->eps) - ri - rj - M_LN2 > beta)
+                continue;
+            double z = stats_glr_pair_z(&arms[i], &arms[j], s->eps);
+            if (!stats_glr_pair_passes(kind, &arms[i], &arms[j], z, s->eps, beta))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                   enum stats_glr_threshold kind, unsigned m, double eps, double delta)
+{
+    double t = 0.0;
+    for (size_t i = 0; i < k; i++)
+        t += (double)arms[i].n;
+    struct glr_set s = {high, 0, eps > 0 ? eps : 0.0};
+    return glr_stop_pairs(arms, k, &s, kind, stats_glr_threshold(kind, t, k, m, delta));
+}
+
+int stats_glr_stop_best(const struct stats_arm *arms, size_t k, size_t best, double eps,
+                        enum stats_glr_threshold kind, double beta)
+{
+    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0};
+    return glr_stop_pairs(arms, k, &s, kind, beta);
+}

@@ -1,0 +1,167 @@
+/*
+ * stop.c — the stop rules' evidence and error bounds (see stop.h).
+ *
+ * The proofs are in docs/stop-rules.md; the comments here say what each
+ * computation must keep for them to apply.
+ */
+#include "policies/stop.h"
+
+#include <math.h>
+
+/* The lowest-mean High arm's and highest-mean Low arm's positions of the
+ * separation: lo = max_Low μ̂, hi = min_High μ̂ + ε. 0 when either set is
+ * empty. */
+static int gap_interval(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                        double eps, double *lo, double *hi)
+{
+    int got_h = 0, got_l = 0;
+    *lo = -INFINITY;
+    *hi = INFINITY;
+    for (size_t i = 0; i < k; i++) {
+        if (high[i]) {
+            got_h = 1;
+            *hi = fmin(*hi, arms[i].mean + eps);
+        } else {
+            got_l = 1;
+            *lo = fmax(*lo, arms[i].mean);
+        }
+    }
+    return got_h && got_l;
+}
+
+static int any_empty(const struct stats_arm *arms, size_t k)
+{
+    for (size_t i = 0; i < k; i++)
+        if (arms[i].n == 0)
+            return 1;
+    return 0;
+}
+
+/* max over High of δᶜ_h(c) (nondecreasing in c) and over Low of δᶜ_l(c)
+ * (nonincreasing): the cutoff that minimises the larger is where they
+ * cross. */
+static void side_max(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                     enum stats_bound bound, double eps, double c, double *fh, double *fl)
+{
+    *fh = 0.0;
+    *fl = 0.0;
+    for (size_t i = 0; i < k; i++) {
+        double w = high[i] ? arms[i].mean + eps - c : c - arms[i].mean;
+        double d = stats_conf(bound, &arms[i], 0, w);
+        if (high[i])
+            *fh = fmax(*fh, d);
+        else
+            *fl = fmax(*fl, d);
+    }
+}
+
+#define DC_BISECT 60 /* 2^-60 of an interval of length ≤ 1 */
+
+/* Bisection on c for the crossing of the two monotone sides; the value
+ * returned is max(fh, fl) at a point evaluated, so never below the
+ * minimum: rounding in the search can only make the bound larger. */
+double stop_delta_c(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                    enum stats_bound bound, double eps, double *c_out)
+{
+    double lo, hi;
+    if (k < 2 || !gap_interval(arms, k, high, eps, &lo, &hi)) {
+        if (c_out)
+            *c_out = 0.5;
+        return 0.0;
+    }
+    if (c_out)
+        *c_out = 0.5 * (lo + hi);
+    if (any_empty(arms, k) || !(lo < hi))
+        return 1.0; /* some arm's distance to every cutoff is ≤ 0 */
+    double best = 1.0, best_c = 0.5 * (lo + hi);
+    for (int it = 0; it < DC_BISECT && hi - lo > 1e-15; it++) {
+        double c = 0.5 * (lo + hi), fh, fl;
+        side_max(arms, k, high, bound, eps, c, &fh, &fl);
+        double f = fmax(fh, fl);
+        if (f < best) {
+            best = f;
+            best_c = c;
+        }
+        if (fh < fl)
+            lo = c; /* the Low side is the worse: move the cutoff up */
+        else
+            hi = c;
+    }
+    if (c_out)
+        *c_out = best_c;
+    double b = (double)k * best;
+    return b < 1.0 ? b : 1.0;
+}
+
+int stop_delta_c_met(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                     enum stats_bound bound, double eps, double delta)
+{
+    double lo, hi;
+    if (k < 2 || !gap_interval(arms, k, high, eps, &lo, &hi))
+        return delta > 0.0;
+    if (any_empty(arms, k) || !(lo < hi))
+        return 0;
+    double d = delta / (double)k;
+    /* High arms first, then the Low arm of highest mean: it is the likeliest
+     * to cross, which ends the check after K_High + 1 widths on most
+     * rewards (a width is a Newton solve); the rest run only near a stop. */
+    double c_max = INFINITY;
+    size_t top = k;
+    for (size_t i = 0; i < k; i++) {
+        if (!high[i]) {
+            if (top == k || arms[i].mean > arms[top].mean)
+                top = i;
+            continue;
+        }
+        double w = stats_width(bound, &arms[i], 0, d);
+        if (!(w < INFINITY))
+            return 0;
+        c_max = fmin(c_max, arms[i].mean + eps - w);
+    }
+    for (size_t j = 0; j <= k; j++) {
+        size_t i = j == 0 ? top : j - 1;
+        if (high[i] || (j > 0 && i == top))
+            continue;
+        double w = stats_width(bound, &arms[i], 0, d);
+        if (!(w < INFINITY) || arms[i].mean + w > c_max)
+            return 0;
+    }
+    return 1;
+}
+
+double stop_glr_evidence(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                         enum stats_glr_threshold kind, double eps)
+{
+    double lo, hi;
+    if (k < 2 || !gap_interval(arms, k, high, eps, &lo, &hi))
+        return INFINITY;
+    if (any_empty(arms, k))
+        return 0.0;
+    double ev = INFINITY;
+    for (size_t i = 0; i < k; i++) {
+        if (!high[i])
+            continue;
+        for (size_t j = 0; j < k; j++) {
+            if (high[j])
+                continue;
+            /* A pair whose Low arm is ahead has statistic 0; its evidence
+             * (the e-values' regrets, the mixture) is still defined. */
+            int ahead =
+                eps > 0.0 ? arms[j].mean >= arms[i].mean + eps : arms[j].mean >= arms[i].mean;
+            double z = ahead ? 0.0 : stats_glr_pair_z(&arms[i], &arms[j], eps);
+            double e = stats_glr_pair_evidence(kind, &arms[i], &arms[j], z, eps);
+            if (e < ev)
+                ev = e;
+        }
+    }
+    return ev;
+}
+
+double stop_glr_error_bound(double evidence, size_t k, unsigned m)
+{
+    double pairs = 1.0;
+    if (m > 0 && (size_t)m < k)
+        pairs = (double)m * (double)(k - m);
+    double b = pairs * exp(-evidence);
+    return b < 1.0 ? b : 1.0;
+}
