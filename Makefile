@@ -235,6 +235,7 @@ test-build:
 test: test-deps
 	@$(MAKE) --no-print-directory test-build
 	@BANDITD_BIN=$(CURDIR)/build/asan/banditd BANDIT_SIM_BIN=$(CURDIR)/build/bandit-sim \
+		BANDITD_PLAIN_BIN=$(CURDIR)/build/banditd \
 		./tests/run.sh $(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS) $(HTTP_TESTS)) \
 		$(SCRIPT_TESTS) $(STAT_TESTS)
 
@@ -252,7 +253,8 @@ test: test-deps
 #   test_powerloss     POWERLOSS_CUTS    power cuts, --sync full and normal (2)
 #   test_iofaults      IOFAULTS_ALL=1    every request kind × EIO/ENOSPC × every N,
 #                                        a power cut after each fault (a sample)
-#   test_allocfaults   ALLOCFAULTS_ALL=1 every request kind × every N (a sample)
+#   test_allocfaults   ALLOCFAULTS_ALL=1 every request kind × every N (a sample),
+#                                        against the ASan and the plain daemon
 #   test_interleave    INTERLEAVE_ROUNDS scripted interleavings, each run again
 #   test_rawfuzz       RAWFUZZ_N         malformed requests over a socket (300)
 
@@ -270,9 +272,11 @@ CRASH_SUITES := build/asan/tests/http/test_crash build/asan/tests/http/test_powe
                 build/asan/tests/http/test_iofaults build/asan/tests/http/test_allocfaults \
                 build/asan/tests/unit/test_interleave build/asan/tests/http/test_rawfuzz
 test-crash: test-deps
+	@$(MAKE) --no-print-directory build/banditd
 	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 build/asan/banditd $(CRASH_SUITES) \
 		$(patsubst $(BUILD)/%,build/asan/%,$(SHIMS))
-	@$(SLOW_FAULTS) BANDITD_BIN=$(CURDIR)/build/asan/banditd ./tests/run.sh $(CRASH_SUITES)
+	@$(SLOW_FAULTS) BANDITD_BIN=$(CURDIR)/build/asan/banditd \
+		BANDITD_PLAIN_BIN=$(CURDIR)/build/banditd ./tests/run.sh $(CRASH_SUITES)
 
 # --- end of fault injection ---------------------------------------------------------
 

@@ -21,7 +21,16 @@ int api_experiments_create(struct http_req *r)
     if (errors == NULL)
         return http_reply_oom(r);
     struct exp_config cfg;
+    /* The configuration is stored as built: built while jansson failed an
+     * allocation it may miss members (normalise ignores set_new's
+     * failures), and the experiment would not load after a restart. */
+    unsigned long jfail = jv_alloc_failures();
     int rc = exp_config_parse(body, exp_limits(), &cfg, errors);
+    if (jv_alloc_failures() != jfail) {
+        exp_config_free(&cfg);
+        json_decref(errors);
+        return http_reply_oom(r);
+    }
     /* Where a webhook may point is the delivery's policy (notify.h): a
      * literal address it would refuse is refused now, not at the stop. */
     for (size_t i = 0; rc == 0 && i < cfg.n_webhooks; i++) {

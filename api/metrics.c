@@ -109,22 +109,9 @@ void metrics_observations(size_t n)
 
 /* --- exposition ------------------------------------------------------------------ */
 
-__attribute__((format(printf, 2, 3))) static void put(struct buf *b, const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof line)
-        b->failed = 1;
-    else
-        buf_put(b, line, (size_t)n);
-}
-
 static void header(struct buf *b, const char *name, const char *type, const char *help)
 {
-    put(b, "# HELP banditd_%s %s\n# TYPE banditd_%s %s\n", name, help, name, type);
+    buf_printf(b, "# HELP banditd_%s %s\n# TYPE banditd_%s %s\n", name, help, name, type);
 }
 
 static void route_labels(size_t row, const char **name, const char **method)
@@ -193,7 +180,8 @@ static void render_requests(struct buf *b)
                 if (same_labels(rows[i], rows[k]))
                     v += get(&g_requests[rows[k]][s]);
             if (v > 0)
-                put(b,
+                buf_printf(
+                    b,
                     "banditd_http_requests_total{route=\"%s\",method=\"%s\",code=\"%zu\"} %llu\n",
                     name, method, s + STATUS_MIN, (unsigned long long)v);
         }
@@ -220,56 +208,60 @@ static void render_requests(struct buf *b)
         uint64_t cum = 0;
         for (size_t q = 0; q < N_BUCKETS; q++) {
             cum += counts[q];
-            put(b,
-                "banditd_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\","
-                "le=\"%g\"} %llu\n",
-                name, method, bucket_le[q], (unsigned long long)cum);
+            buf_printf(b,
+                       "banditd_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\","
+                       "le=\"%g\"} %llu\n",
+                       name, method, bucket_le[q], (unsigned long long)cum);
         }
-        put(b,
+        buf_printf(
+            b,
             "banditd_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"+Inf\"} "
             "%llu\n",
             name, method, (unsigned long long)total);
-        put(b, "banditd_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\"} %.9f\n", name,
-            method, (double)ns / 1e9);
-        put(b, "banditd_http_request_duration_seconds_count{route=\"%s\",method=\"%s\"} %llu\n",
-            name, method, (unsigned long long)total);
+        buf_printf(b,
+                   "banditd_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\"} %.9f\n",
+                   name, method, (double)ns / 1e9);
+        buf_printf(b,
+                   "banditd_http_request_duration_seconds_count{route=\"%s\",method=\"%s\"} %llu\n",
+                   name, method, (unsigned long long)total);
     }
     header(b, "http_requests_in_flight", "gauge", "Requests being served now.");
-    put(b, "banditd_http_requests_in_flight %u\n", http_in_flight());
+    buf_printf(b, "banditd_http_requests_in_flight %u\n", http_in_flight());
 }
 
 static void render_domain(struct buf *b)
 {
     header(b, "assignments_total", "counter",
            "Assignments handed out; kind=exploit after an experiment stopped (not pulls).");
-    put(b, "banditd_assignments_total{kind=\"explore\"} %llu\n",
-        (unsigned long long)get(&g_assign[0]));
-    put(b, "banditd_assignments_total{kind=\"exploit\"} %llu\n",
-        (unsigned long long)get(&g_assign[1]));
+    buf_printf(b, "banditd_assignments_total{kind=\"explore\"} %llu\n",
+               (unsigned long long)get(&g_assign[0]));
+    buf_printf(b, "banditd_assignments_total{kind=\"exploit\"} %llu\n",
+               (unsigned long long)get(&g_assign[1]));
     header(b, "assignments_expired_total", "counter",
            "Assignments that expired unanswered (default_reward recorded when configured).");
-    put(b, "banditd_assignments_expired_total %llu\n", (unsigned long long)exp_expired_total());
+    buf_printf(b, "banditd_assignments_expired_total %llu\n",
+               (unsigned long long)exp_expired_total());
     header(b, "rewards_total", "counter",
            "Reward reports by result (expired: the reward came after its assignment expired).");
     for (int s = EXP_R_ACCEPTED; s <= EXP_R_ERROR; s++)
-        put(b, "banditd_rewards_total{result=\"%s\"} %llu\n",
-            s == EXP_R_ERROR ? "error" : exp_reward_status_name((enum exp_reward_status)s),
-            (unsigned long long)get(&g_rewards[s]));
+        buf_printf(b, "banditd_rewards_total{result=\"%s\"} %llu\n",
+                   s == EXP_R_ERROR ? "error" : exp_reward_status_name((enum exp_reward_status)s),
+                   (unsigned long long)get(&g_rewards[s]));
     header(b, "observations_total", "counter", "Observations recorded.");
-    put(b, "banditd_observations_total %llu\n", (unsigned long long)get(&g_observations));
+    buf_printf(b, "banditd_observations_total %llu\n", (unsigned long long)get(&g_observations));
     header(b, "pending_assignments", "gauge",
            "Assignments handed out and neither rewarded nor expired, all experiments.");
-    put(b, "banditd_pending_assignments %llu\n", (unsigned long long)exp_pending_total());
+    buf_printf(b, "banditd_pending_assignments %llu\n", (unsigned long long)exp_pending_total());
     header(b, "memory_resident_bytes", "gauge",
            "Resident memory at the last measurement (each second), with pending assignments "
            "counted since.");
-    put(b, "banditd_memory_resident_bytes %zu\n", exp_memory_used());
+    buf_printf(b, "banditd_memory_resident_bytes %zu\n", exp_memory_used());
     header(b, "memory_cap_bytes", "gauge",
            "--max-memory: past it new experiments and assignments are refused (0: no cap).");
-    put(b, "banditd_memory_cap_bytes %zu\n", exp_limits()->max_memory);
+    buf_printf(b, "banditd_memory_cap_bytes %zu\n", exp_limits()->max_memory);
     header(b, "experiments_corrupt", "gauge",
            "Experiments refused because their event log is corrupt (see the log).");
-    put(b, "banditd_experiments_corrupt %zu\n", exp_corrupt_count());
+    buf_printf(b, "banditd_experiments_corrupt %zu\n", exp_corrupt_count());
 }
 
 /* --- experiments ---------------------------------------------------------------- */
@@ -376,7 +368,8 @@ static void per_exp(struct buf *b, const struct shown *sh, size_t n, const char 
     header(b, name, type, help);
     for (size_t i = 0; i < n; i++)
         if (present == NULL || present(&sh[i]))
-            put(b, "banditd_%s{experiment=\"%s\"} %.15g\n", name, exp_id(sh[i].x), value(&sh[i]));
+            buf_printf(b, "banditd_%s{experiment=\"%s\"} %.15g\n", name, exp_id(sh[i].x),
+                       value(&sh[i]));
 }
 
 static double v_pulls(const struct shown *s)
@@ -426,20 +419,21 @@ static void render_shown(struct buf *b, const struct shown *sh, size_t n)
            "1 for each experiment shown (at most --metrics-experiments, the most recently "
            "active): its policy and mode.");
     for (size_t i = 0; i < n; i++)
-        put(b, "banditd_experiment_info{experiment=\"%s\",policy=\"%s\",mode=\"%s\"} 1\n",
-            exp_id(sh[i].x), exp_cfg(sh[i].x)->policy->name,
-            sh[i].s.budget > 0 ? "fixed_budget" : "fixed_confidence");
+        buf_printf(b, "banditd_experiment_info{experiment=\"%s\",policy=\"%s\",mode=\"%s\"} 1\n",
+                   exp_id(sh[i].x), exp_cfg(sh[i].x)->policy->name,
+                   sh[i].s.budget > 0 ? "fixed_budget" : "fixed_confidence");
     header(b, "experiment_state", "gauge", "1 for the experiment's state, 0 for the others.");
     for (size_t i = 0; i < n; i++)
         for (int st = 0; st < EXP_N_STATES; st++)
-            put(b, "banditd_experiment_state{experiment=\"%s\",state=\"%s\"} %d\n", exp_id(sh[i].x),
-                exp_state_name((enum exp_state)st), (int)sh[i].s.state == st);
+            buf_printf(b, "banditd_experiment_state{experiment=\"%s\",state=\"%s\"} %d\n",
+                       exp_id(sh[i].x), exp_state_name((enum exp_state)st),
+                       (int)sh[i].s.state == st);
     header(b, "experiment_stop_reason", "gauge",
            "1 for a stopped experiment's reason: confidence, budget, manual or policy.");
     for (size_t i = 0; i < n; i++)
         if (sh[i].s.stop_reason != NULL)
-            put(b, "banditd_experiment_stop_reason{experiment=\"%s\",reason=\"%s\"} 1\n",
-                exp_id(sh[i].x), sh[i].s.stop_reason);
+            buf_printf(b, "banditd_experiment_stop_reason{experiment=\"%s\",reason=\"%s\"} 1\n",
+                       exp_id(sh[i].x), sh[i].s.stop_reason);
     per_exp(b, sh, n, "experiment_pulls_total", "counter", "Rewarded pulls of the experiment.",
             v_pulls, NULL);
     per_exp(b, sh, n, "experiment_handed_out_total", "counter",
@@ -499,17 +493,17 @@ static void render_experiments(struct buf *b)
     }
     header(b, "experiments", "gauge", "Experiments by state.");
     for (int st = 0; st < EXP_N_STATES; st++)
-        put(b, "banditd_experiments{state=\"%s\"} %zu\n", exp_state_name((enum exp_state)st),
-            states[st]);
+        buf_printf(b, "banditd_experiments{state=\"%s\"} %zu\n", exp_state_name((enum exp_state)st),
+                   states[st]);
     header(b, "metrics_experiments_max", "gauge",
            "--metrics-experiments: experiments shown with series of their own.");
-    put(b, "banditd_metrics_experiments_max %zu\n", want);
+    buf_printf(b, "banditd_metrics_experiments_max %zu\n", want);
     header(b, "experiments_omitted", "gauge",
            "Experiments past --metrics-experiments (the least recently active): no series of "
            "their own, counted here by state.");
     for (int st = 0; st < EXP_N_STATES; st++)
-        put(b, "banditd_experiments_omitted{state=\"%s\"} %zu\n",
-            exp_state_name((enum exp_state)st), omitted[st]);
+        buf_printf(b, "banditd_experiments_omitted{state=\"%s\"} %zu\n",
+                   exp_state_name((enum exp_state)st), omitted[st]);
     qsort(sh, nsh, sizeof *sh, by_id); /* a stable order from scrape to scrape */
     render_shown(b, sh, nsh);
 out:
@@ -527,20 +521,22 @@ static void render_store(struct buf *b, struct store *st)
         return;
     store_get_stats(st, &s);
     header(b, "store_commits_total", "counter", "Group commits (transactions) of the writer.");
-    put(b, "banditd_store_commits_total %llu\n", (unsigned long long)s.commits);
+    buf_printf(b, "banditd_store_commits_total %llu\n", (unsigned long long)s.commits);
     header(b, "store_writes_total", "counter", "Submissions (one request's writes) committed.");
-    put(b, "banditd_store_writes_total %llu\n", (unsigned long long)s.writes);
+    buf_printf(b, "banditd_store_writes_total %llu\n", (unsigned long long)s.writes);
     header(b, "store_commit_failures_total", "counter",
            "Commits that failed (full or read-only disk, I/O error); their requests got 503.");
-    put(b, "banditd_store_commit_failures_total %llu\n", (unsigned long long)s.failed_commits);
+    buf_printf(b, "banditd_store_commit_failures_total %llu\n",
+               (unsigned long long)s.failed_commits);
     /* The store sums the time of every commit attempt, failed ones too. */
     header(b, "store_commit_duration_seconds", "summary",
            "Time the writer spends per commit attempt (successful or failed).");
-    put(b, "banditd_store_commit_duration_seconds_sum %.6f\n", (double)s.commit_us_total / 1e6);
-    put(b, "banditd_store_commit_duration_seconds_count %llu\n",
-        (unsigned long long)s.commits + s.failed_commits);
+    buf_printf(b, "banditd_store_commit_duration_seconds_sum %.6f\n",
+               (double)s.commit_us_total / 1e6);
+    buf_printf(b, "banditd_store_commit_duration_seconds_count %llu\n",
+               (unsigned long long)s.commits + s.failed_commits);
     header(b, "store_queue_depth", "gauge", "Submissions waiting for the writer.");
-    put(b, "banditd_store_queue_depth %llu\n", (unsigned long long)s.queue_depth);
+    buf_printf(b, "banditd_store_queue_depth %llu\n", (unsigned long long)s.queue_depth);
 }
 
 /* Webhooks (notify.h): the delivery thread's counters and the outbox. */
@@ -550,25 +546,25 @@ static void render_webhooks(struct buf *b)
     notify_get_stats(&s);
     header(b, "webhook_deliveries_total", "counter",
            "Webhook deliveries finished: delivered (a 2xx), or failed after their last attempt.");
-    put(b, "banditd_webhook_deliveries_total{result=\"delivered\"} %llu\n",
-        (unsigned long long)s.delivered);
-    put(b, "banditd_webhook_deliveries_total{result=\"failed\"} %llu\n",
-        (unsigned long long)s.failed);
+    buf_printf(b, "banditd_webhook_deliveries_total{result=\"delivered\"} %llu\n",
+               (unsigned long long)s.delivered);
+    buf_printf(b, "banditd_webhook_deliveries_total{result=\"failed\"} %llu\n",
+               (unsigned long long)s.failed);
     header(b, "webhook_attempts_total", "counter", "Webhook HTTP attempts made.");
-    put(b, "banditd_webhook_attempts_total %llu\n", (unsigned long long)s.attempts);
+    buf_printf(b, "banditd_webhook_attempts_total %llu\n", (unsigned long long)s.attempts);
     header(b, "webhook_retries_total", "counter",
            "Webhook attempts that failed and were scheduled again (with backoff).");
-    put(b, "banditd_webhook_retries_total %llu\n", (unsigned long long)s.retried);
+    buf_printf(b, "banditd_webhook_retries_total %llu\n", (unsigned long long)s.retried);
     header(b, "webhook_refused_total", "counter",
            "Webhook attempts refused before connecting: the target resolved to a forbidden "
            "address (loopback without --webhook-allow-loopback, link-local, ...).");
-    put(b, "banditd_webhook_refused_total %llu\n", (unsigned long long)s.refused);
+    buf_printf(b, "banditd_webhook_refused_total %llu\n", (unsigned long long)s.refused);
     header(b, "webhook_attempts_in_flight", "gauge", "Webhook attempts running now.");
-    put(b, "banditd_webhook_attempts_in_flight %llu\n", (unsigned long long)s.in_flight);
+    buf_printf(b, "banditd_webhook_attempts_in_flight %llu\n", (unsigned long long)s.in_flight);
     if (s.depth >= 0) {
         header(b, "webhook_outbox_pending", "gauge",
                "Webhook deliveries waiting in the outbox (not yet delivered nor failed).");
-        put(b, "banditd_webhook_outbox_pending %lld\n", (long long)s.depth);
+        buf_printf(b, "banditd_webhook_outbox_pending %lld\n", (long long)s.depth);
     }
 }
 
@@ -582,15 +578,15 @@ int metrics_render(struct store *st, char **out, size_t *len)
     render_store(&b, st);
     render_webhooks(&b);
     header(&b, "api_keys", "gauge", "Usable (unrevoked) API keys loaded.");
-    put(&b, "banditd_api_keys %zu\n", auth_active_keys());
+    buf_printf(&b, "banditd_api_keys %zu\n", auth_active_keys());
     header(&b, "auth_enabled", "gauge", "1 when requests need an API key.");
-    put(&b, "banditd_auth_enabled %d\n", auth_enabled() ? 1 : 0);
+    buf_printf(&b, "banditd_auth_enabled %d\n", auth_enabled() ? 1 : 0);
     header(&b, "ready", "gauge", "1 when the daemon serves (experiments loaded, not stopping).");
-    put(&b, "banditd_ready %d\n", http_ready() ? 1 : 0);
+    buf_printf(&b, "banditd_ready %d\n", http_ready() ? 1 : 0);
     int64_t start = (int64_t)atomic_load(&g_start_s);
     if (start > 0) {
         header(&b, "start_time_seconds", "gauge", "Unix time the daemon started serving.");
-        put(&b, "banditd_start_time_seconds %lld\n", (long long)start);
+        buf_printf(&b, "banditd_start_time_seconds %lld\n", (long long)start);
     }
     *out = buf_detach(&b, len);
     return *out != NULL ? 0 : -1;

@@ -5,11 +5,13 @@
  */
 #include "api/parse.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/jsonv.h"
+#include "policies/goal.h"
 
 static int add(json_t *errors, const char *field, const char *message)
 {
@@ -453,12 +455,16 @@ int api_parse_patch(json_t *body, const struct exp_config *cfg, struct api_patch
             snprintf(e->detail, API_DETAIL_MAX, "unknown fields");
             return 1;
         }
-        json_t *bj = json_object_get(v, "budget");
-        if (bj != NULL) {
-            if (!json_is_null(bj) && !(json_is_integer(bj) && json_integer_value(bj) >= 1))
-                return invalid(e, "goal.budget", "must be a positive integer or null");
+        if (json_object_get(v, "budget") != NULL) {
+            /* The create body's rule (policies/goal.h); null: no budget. */
+            struct goal g;
+            goal_defaults(&g);
+            if (goal_parse(v, NAN, "goal.", &g, e->list) > 0) {
+                jv_first_error(e->list, NULL, e->detail, API_DETAIL_MAX);
+                return 1;
+            }
             out->edit.set_budget = 1;
-            out->edit.budget = json_is_null(bj) ? 0 : (uint64_t)json_integer_value(bj);
+            out->edit.budget = g.budget;
         }
     }
     if ((v = json_object_get(body, "assignment_ttl_s")) != NULL) {

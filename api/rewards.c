@@ -48,6 +48,9 @@ struct outcome_kind {
     const char *(*name)(int status);
     const char *(*aid)(const void *items, size_t i);
     int done, duplicate, unknown; /* status codes */
+    /* counts each item's status in /metrics, an id that names no
+     * assignment included; NULL: not counted */
+    void (*count)(int status);
 };
 
 /* Apply each of n items, then answer {"<counted>":N,"duplicates":N,
@@ -75,6 +78,8 @@ static int apply_items(struct http_req *r, struct exp *x, struct api_write *wr,
             unknown++;
             jv_error(unknowns, field, "unknown");
         }
+        if (k->count != NULL)
+            k->count(st);
         done += st == k->done;
         duplicates += st == k->duplicate;
         if (i > 0)
@@ -190,8 +195,12 @@ static int reward_one(struct exp *x, struct exp_batch *b, const struct exp_aid *
 {
     enum exp_reward_status st =
         exp_ev_reward_id(x, b, id, ((const struct api_reward_item *)items)[i].value, now);
-    metrics_reward(st);
     return (int)st;
+}
+
+static void reward_count(int st)
+{
+    metrics_reward((enum exp_reward_status)st);
 }
 
 static const char *reward_name(int st)
@@ -219,7 +228,8 @@ int api_rewards_create(struct http_req *r)
 {
     static const struct outcome_kind kind = {parse_rewards,  "rewards",       "accepted",
                                              reward_one,     reward_name,     reward_aid,
-                                             EXP_R_ACCEPTED, EXP_R_DUPLICATE, EXP_R_UNKNOWN};
+                                             EXP_R_ACCEPTED, EXP_R_DUPLICATE, EXP_R_UNKNOWN,
+                                             reward_count};
     return outcome_items(r, &kind);
 }
 
@@ -227,7 +237,8 @@ int api_releases_create(struct http_req *r)
 {
     static const struct outcome_kind kind = {parse_releases, "releases",      "released",
                                              release_one,    release_name,    release_aid,
-                                             EXP_L_RELEASED, EXP_L_DUPLICATE, EXP_L_UNKNOWN};
+                                             EXP_L_RELEASED, EXP_L_DUPLICATE, EXP_L_UNKNOWN,
+                                             NULL};
     return outcome_items(r, &kind);
 }
 
@@ -235,7 +246,8 @@ int api_served_create(struct http_req *r)
 {
     static const struct outcome_kind kind = {parse_served, "served",        "bound",
                                              serve_one,    serve_name,      serve_aid,
-                                             EXP_B_BOUND,  EXP_B_DUPLICATE, EXP_B_UNKNOWN};
+                                             EXP_B_BOUND,  EXP_B_DUPLICATE, EXP_B_UNKNOWN,
+                                             NULL};
     return outcome_items(r, &kind);
 }
 

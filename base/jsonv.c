@@ -77,6 +77,19 @@ int jv_unknown_keys(json_t *obj, const char *const *allowed, const char *prefix,
     return unknown;
 }
 
+int jv_object(json_t *v, const char *const *allowed, const char *field, json_t *errors)
+{
+    if (json_is_object(v))
+        return jv_unknown_keys(v, allowed, field, errors);
+    char shape[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; allowed[i] != NULL && len < sizeof shape; i++)
+        len += (size_t)snprintf(shape + len, sizeof shape - len, "%s\"%s\"", i ? ", " : "",
+                                allowed[i]);
+    jv_error(errors, field, "must be an object {%s}", shape);
+    return -1;
+}
+
 int jv_number(const json_t *v, double *out)
 {
     if (json_is_integer(v)) {
@@ -109,6 +122,22 @@ int jv_count(const json_t *v, uint64_t max, uint64_t *out)
         return 0;
     *out = (uint64_t)x;
     return 1;
+}
+
+char *jv_dumps(const json_t *j, size_t flags)
+{
+    unsigned long before = t_failed;
+    char *text = json_dumps(j, flags);
+    if (text != NULL && t_failed != before) {
+        free(text);
+        text = NULL;
+    }
+    return text;
+}
+
+unsigned long jv_alloc_failures(void)
+{
+    return t_failed;
 }
 
 void jv_first_error(const json_t *errors, const char *suffix, char *buf, size_t len)

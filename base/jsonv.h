@@ -27,6 +27,19 @@
  * Safe from any thread: the count of failed allocations is per thread. */
 json_t *jv_loadb(const char *buf, size_t len, size_t flags, json_error_t *err, int *oom);
 
+/* json_dumps(j, flags), or NULL when any allocation of the dump failed:
+ * jansson 2.14 then drops an object key (dump.c does not check
+ * dump_string's result for keys) and goes on, so the text is not JSON
+ * (a stored configuration read back as "':' expected near 'bandits'").
+ * New, free it. */
+char *jv_dumps(const json_t *j, size_t flags);
+
+/* Allocations jansson could not get on this thread so far. Building a
+ * document ignores some of jansson's failures (json_object_set_new's,
+ * json_array_append_new's: the member is silently missing); compare the
+ * count before and after building one that must be whole. */
+unsigned long jv_alloc_failures(void);
+
 /* Append {"field": field, "message": printf(fmt, ...)} to errors (a JSON
  * array, borrowed). Returns 0, or −1 on out of memory. */
 int jv_error(json_t *errors, const char *field, const char *fmt, ...)
@@ -36,6 +49,12 @@ int jv_error(json_t *errors, const char *field, const char *fmt, ...)
  * empty prefix) for every key of obj not in allowed (NULL-terminated).
  * Returns the number of unknown keys. */
 int jv_unknown_keys(json_t *obj, const char *const *allowed, const char *prefix, json_t *errors);
+
+/* v must be an object whose keys are all in allowed (NULL-terminated).
+ * Returns −1 when it is no object (appending {"field": field, "message":
+ * "must be an object {\"k1\", \"k2\"...}"}), else the number of unknown
+ * keys, each reported as jv_unknown_keys does (field as the prefix). */
+int jv_object(json_t *v, const char *const *allowed, const char *field, json_t *errors);
 
 /* A finite number (integer or real): 1 and *out, or 0. */
 int jv_number(const json_t *v, double *out);

@@ -91,13 +91,11 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
         } else {
             snprintf(field, sizeof field, "bandits[%zu]", b);
             static const char *const keys[] = {"id", "arms", NULL};
-            if (!json_is_object(bj)) {
-                jv_error(errors, field, "must be an object {\"id\", \"arms\"}");
+            int unknown = jv_object(bj, keys, field, errors);
+            if (unknown != 0)
                 bad = 1;
+            if (unknown < 0)
                 continue;
-            }
-            if (jv_unknown_keys(bj, keys, field, errors))
-                bad = 1;
             json_t *idj = json_object_get(bj, "id");
             snprintf(defid, sizeof defid, "b%zu", b);
             bid = idj == NULL ? (nb == 1 ? "default" : defid) : json_string_value(idj);
@@ -111,11 +109,10 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
             arms = json_object_get(bj, "arms");
             snprintf(field + strlen(field), sizeof field - strlen(field), ".arms");
         }
-        for (size_t j = 0; j < b; j++)
-            if (c->bandit_ids[j] != NULL && strcmp(c->bandit_ids[j], bid) == 0) {
-                jv_error(errors, field, "bandit id \"%s\" is used twice", bid);
-                bad = 1;
-            }
+        if (exp_cfg_bandit(c, bid) >= 0) { /* the ids so far; the others are NULL */
+            jv_error(errors, field, "bandit id \"%s\" is used twice", bid);
+            bad = 1;
+        }
         c->bandit_ids[b] = strdup(bid);
         if (c->bandit_ids[b] == NULL)
             return -1;
@@ -138,13 +135,12 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
                 bad = 1;
                 continue;
             }
-            for (size_t j = 0; j < i; j++)
-                if (c->arm_names[b][j] != NULL && strcmp(c->arm_names[b][j], name) == 0) {
-                    char f[96];
-                    snprintf(f, sizeof f, "%s[%zu]", field, i);
-                    jv_error(errors, f, "arm \"%s\" is listed twice", name);
-                    bad = 1;
-                }
+            if (exp_cfg_arm(c, b, name) >= 0) { /* the names so far; the others are NULL */
+                char f[96];
+                snprintf(f, sizeof f, "%s[%zu]", field, i);
+                jv_error(errors, f, "arm \"%s\" is listed twice", name);
+                bad = 1;
+            }
             c->arm_names[b][i] = strdup(name);
             if (c->arm_names[b][i] == NULL)
                 return -1;
@@ -159,11 +155,7 @@ static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_
     json_t *params = NULL;
     if (pol != NULL) {
         static const char *const keys[] = {"name", "params", NULL};
-        if (!json_is_object(pol)) {
-            jv_error(errors, "policy", "must be an object {\"name\", \"params\"}");
-            return 1;
-        }
-        if (jv_unknown_keys(pol, keys, "policy", errors))
+        if (jv_object(pol, keys, "policy", errors) != 0)
             return 1;
         json_t *nj = json_object_get(pol, "name");
         if (nj != NULL) {
@@ -257,11 +249,7 @@ static int parse_units(struct exp_config *c, json_t *units, json_t *errors)
     if (units == NULL || json_is_null(units))
         return 0;
     static const char *const keys[] = {"after_stop", "after_expiry", NULL};
-    if (!json_is_object(units)) {
-        jv_error(errors, "units", "must be an object {\"after_stop\", \"after_expiry\"}");
-        return 1;
-    }
-    if (jv_unknown_keys(units, keys, "units", errors))
+    if (jv_object(units, keys, "units", errors) != 0)
         return 1;
     json_t *v = json_object_get(units, "after_stop");
     int i = v != NULL ? name_index(after_stop_names, json_string_value(v)) : 0;
@@ -409,12 +397,10 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     if (reward != NULL) {
         static const char *const rkeys[] = {"min", "max", NULL};
         int ok1 = 1, ok2 = 1;
-        if (!json_is_object(reward)) {
-            jv_error(errors, "reward", "must be an object {\"min\", \"max\"}");
+        int unknown = jv_object(reward, rkeys, "reward", errors);
+        if (unknown != 0)
             reward_bad = 1;
-        } else {
-            if (jv_unknown_keys(reward, rkeys, "reward", errors))
-                reward_bad = 1;
+        if (unknown >= 0) {
             if ((v = json_object_get(reward, "min")) != NULL)
                 c->reward_min = num(v, &ok1);
             if ((v = json_object_get(reward, "max")) != NULL)
@@ -427,14 +413,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
                 jv_error(errors, "reward.max", "must be a finite number");
                 reward_bad = 1;
             }
-            if (ok1 && ok2 && !(c->reward_max > c->reward_min)) {
-                jv_error(errors, "reward.max", "must be greater than reward.min");
-                reward_bad = 1;
-            } else if (ok1 && ok2 && !isfinite(c->reward_max - c->reward_min)) {
-                /* Every statistic divides by the width: an infinite one
-                 * made the engine's arithmetic fail later, as if out of
-                 * memory (a 503 that clients retry forever). */
-                jv_error(errors, "reward.max", "reward.max − reward.min must be a finite number");
+            if (ok1 && ok2 && !goal_range_valid(c->reward_min, c->reward_max)) {
+                jv_error(errors, "reward.max", GOAL_RANGE_RULE);
                 reward_bad = 1;
             }
         }
@@ -453,15 +433,11 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     json_t *goal = json_object_get(body, "goal");
     if (goal != NULL) {
         static const char *const gkeys[] = {"m", "epsilon", "delta", "budget", NULL};
-        if (!json_is_object(goal)) {
-            jv_error(errors, "goal", "must be an object");
+        int unknown = jv_object(goal, gkeys, "goal", errors);
+        if (unknown != 0)
             bad = 1;
-        } else {
-            if (jv_unknown_keys(goal, gkeys, "goal", errors))
-                bad = 1;
-            if (goal_parse(goal, range, "goal.", &g, errors) != 0)
-                bad = 1;
-        }
+        if (unknown >= 0 && goal_parse(goal, range, "goal.", &g, errors) != 0)
+            bad = 1;
     }
     e->m = g.m;
     e->delta = g.delta;
@@ -545,22 +521,18 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
             e->stop_rule = rule->rule;
         }
     }
-    const char *bound = "anytime";
-    if ((v = json_object_get(body, "bound")) != NULL) {
-        bound = json_string_value(v);
-        if (bound == NULL || (strcmp(bound, "anytime") != 0 && strcmp(bound, "fixed") != 0)) {
-            jv_error(errors, "bound", "must be \"anytime\" or \"fixed\"");
-            bad = 1;
-            bound = "anytime";
-        }
+    e->bound = STATS_BOUND_ANYTIME;
+    if ((v = json_object_get(body, "bound")) != NULL &&
+        stop_rule_bound_find(json_string_value(v), &e->bound) != 0) {
+        jv_error(errors, "bound", "must be " STOP_RULE_BOUNDS);
+        bad = 1;
     }
-    e->bound = strcmp(bound, "fixed") == 0 ? STATS_BOUND_FIXED : STATS_BOUND_ANYTIME;
     double tau = NAN;
     if ((v = json_object_get(body, "tau")) != NULL && !json_is_null(v)) {
         int ok;
         tau = num(v, &ok);
-        if (!ok || !(tau > 0 && tau < 1)) {
-            jv_error(errors, "tau", "must be a number in (0, 1)");
+        if (!ok || !goal_tau_valid(tau)) {
+            jv_error(errors, "tau", GOAL_TAU_RULE);
             bad = 1;
             tau = NAN;
         }
@@ -586,12 +558,10 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     json_t *prior = json_object_get(body, "prior");
     if (prior != NULL && !json_is_null(prior)) {
         static const char *const pkeys[] = {"alpha", "beta", NULL};
-        if (!json_is_object(prior)) {
-            jv_error(errors, "prior", "must be an object {\"alpha\", \"beta\"}");
+        int unknown = jv_object(prior, pkeys, "prior", errors);
+        if (unknown != 0)
             bad = 1;
-        } else {
-            if (jv_unknown_keys(prior, pkeys, "prior", errors))
-                bad = 1;
+        if (unknown >= 0) {
             static const char *const pf[] = {"prior.alpha", "prior.beta"};
             double *dst[] = {&e->prior_alpha, &e->prior_beta};
             for (int i = 0; i < 2; i++) {
@@ -649,11 +619,7 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     json_t *constraints = json_object_get(body, "constraints");
     if (constraints != NULL && !json_is_null(constraints)) {
         static const char *const ckeys[] = {"burn_in", "min_prob", "control", NULL};
-        if (!json_is_object(constraints)) {
-            jv_error(errors, "constraints", "must be an object");
-            return 1;
-        }
-        if (jv_unknown_keys(constraints, ckeys, "constraints", errors))
+        if (jv_object(constraints, ckeys, "constraints", errors) != 0)
             return 1;
         int ok;
         if ((v = json_object_get(constraints, "burn_in")) != NULL) {
@@ -674,13 +640,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
         json_t *ctl = json_object_get(constraints, "control");
         if (ctl != NULL && !json_is_null(ctl)) {
             static const char *const tkeys[] = {"arm", "share", NULL};
-            if (!json_is_object(ctl) ||
-                jv_unknown_keys(ctl, tkeys, "constraints.control", errors)) {
-                if (!json_is_object(ctl))
-                    jv_error(errors, "constraints.control",
-                             "must be an object {\"arm\", \"share\"}");
+            if (jv_object(ctl, tkeys, "constraints.control", errors) != 0)
                 return 1;
-            }
             const char *arm = json_string_value(json_object_get(ctl, "arm"));
             if (arm == NULL) {
                 jv_error(errors, "constraints.control.arm", "must name an arm");
@@ -726,7 +687,7 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     if (parse_units(c, json_object_get(body, "units"), errors) != 0 ||
         parse_fallback(c, json_object_get(body, "fallback"), errors) != 0)
         return 1;
-    if (normalise(c, stop_rule, bound, tau, target, constraints) != 0 ||
+    if (normalise(c, stop_rule, stop_rule_bound_name(e->bound), tau, target, constraints) != 0 ||
         exp_webhooks_normalise(c) != 0)
         return -1;
     return 0;

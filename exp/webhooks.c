@@ -142,13 +142,11 @@ int exp_webhooks_parse(struct exp_config *c, json_t *v, json_t *errors)
         char f[64];
         json_t *h = json_array_get(v, i);
         snprintf(f, sizeof f, "webhooks[%zu]", i);
-        if (!json_is_object(h)) {
-            jv_error(errors, f, "must be an object {\"url\", \"events\", \"secret\"}");
+        int unknown = jv_object(h, keys, f, errors);
+        if (unknown != 0)
             bad = 1;
+        if (unknown < 0)
             continue;
-        }
-        if (jv_unknown_keys(h, keys, f, errors))
-            bad = 1;
         const char *url = json_string_value(json_object_get(h, "url"));
         const char *why = url == NULL ? "required: an http:// or https:// URL" : url_problem(url);
         snprintf(f, sizeof f, "webhooks[%zu].url", i);
@@ -245,12 +243,12 @@ int exp_webhooks_normalise(struct exp_config *c)
 char *exp_config_stored_text(const struct exp_config *c)
 {
     if (c->n_webhooks == 0)
-        return json_dumps(c->json, JSON_COMPACT | JSON_SORT_KEYS);
+        return jv_dumps(c->json, JSON_COMPACT | JSON_SORT_KEYS);
     char *text = NULL;
     json_t *j = json_copy(c->json); /* shallow: only "webhooks" is replaced */
     json_t *a = webhooks_json(c, 1);
     if (j != NULL && a != NULL && json_object_set(j, "webhooks", a) == 0)
-        text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        text = jv_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(a);
     json_decref(j);
     return text;
@@ -403,7 +401,7 @@ static int announce(struct exp *x, struct exp_batch *b, unsigned bit, long bandi
         json_pack("{s:s,s:s,s:s,s:I,s:o,s:o}", "id", id, "type", type, "created_at", ts, "seq",
                   (json_int_t)d->seq, "experiment", experiment_json(x, d), "data", data);
     /* data is stolen by json_pack, even when it fails */
-    char *body = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+    char *body = j != NULL ? jv_dumps(j, JSON_COMPACT) : NULL;
     char *eid = strdup(id);
     json_decref(j);
     if (body == NULL || eid == NULL || batch_own(b, body) != 0) {

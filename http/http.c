@@ -67,12 +67,14 @@ struct http_req {
     json_t *json;
     int64_t now_ms;
     uint64_t start_ns;
-    int64_t key_id; /* the key the caller used (its id), 0 when none */
+    int64_t key_id;      /* the key the caller used (its id), 0 when none */
+    unsigned long jfail; /* jv_alloc_failures() when the request began (http_reply_json) */
     struct {
         char *name, *value;
     } hdrs[MAX_HEADERS];
     size_t nhdrs;
     int replied;
+    int hdr_lost;   /* a header could not be kept or added: the reply is the prebuilt 503 */
     int dispatched; /* the whole request is in: counted in g_in_flight */
     unsigned status;
     /* waiting for a completion */
@@ -91,7 +93,6 @@ struct http_server {
     struct MHD_Daemon *d;
     struct http_config cfg;
     struct http_addr bound;
-    uint16_t port;
 };
 
 static size_t g_max_body = 1 << 20;
@@ -207,8 +208,15 @@ void http_reply_header(struct http_req *r, const char *name, const char *value)
 {
     if (r->nhdrs == MAX_HEADERS)
         return;
-    r->hdrs[r->nhdrs].name = strdup(name);
-    r->hdrs[r->nhdrs].value = strdup(value);
+    char *n = strdup(name), *v = strdup(value);
+    if (n == NULL || v == NULL) {
+        free(n);
+        free(v);
+        r->hdr_lost = 1;
+        return;
+    }
+    r->hdrs[r->nhdrs].name = n;
+    r->hdrs[r->nhdrs].value = v;
     r->nhdrs++;
 }
 
@@ -241,7 +249,7 @@ static void log_request(struct http_req *r)
         json_object_set_new(j, "experiment", json_string(r->id));
     if (r->key_id > 0)
         json_object_set_new(j, "key", json_integer((json_int_t)r->key_id));
-    char *line = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(12));
+    char *line = jv_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(12));
     if (line != NULL)
         log_line(line);
     free(line);
@@ -272,6 +280,16 @@ static struct MHD_Response *oom_response(void)
     return resp;
 }
 
+/* Add a header to resp. One that cannot be added (out of memory) is
+ * remembered: a reply without its Location or Content-Type is not sent,
+ * queue sends the prebuilt 503 instead. */
+static void add_header(struct http_req *r, struct MHD_Response *resp, const char *name,
+                       const char *value)
+{
+    if (MHD_add_response_header(resp, name, value) != MHD_YES)
+        r->hdr_lost = 1;
+}
+
 /* The CORS headers of every answer (cors.h). */
 static void add_cors(struct http_req *r, struct MHD_Response *resp)
 {
@@ -281,22 +299,35 @@ static void add_cors(struct http_req *r, struct MHD_Response *resp)
     if (!cors_any()) {
         const char *vary = MHD_get_response_header(resp, "Vary");
         if (vary == NULL) {
-            MHD_add_response_header(resp, "Vary", "Origin");
+            add_header(r, resp, "Vary", "Origin");
         } else {
             char both[256];
             snprintf(both, sizeof both, "%s, Origin", vary);
             MHD_del_response_header(resp, "Vary", vary);
-            MHD_add_response_header(resp, "Vary", both);
+            add_header(r, resp, "Vary", both);
         }
     }
     if (!cors_allowed(origin))
         return;
-    MHD_add_response_header(resp, "Access-Control-Allow-Origin", cors_any() ? "*" : origin);
-    MHD_add_response_header(resp, "Access-Control-Expose-Headers", CORS_EXPOSE);
+    add_header(r, resp, "Access-Control-Allow-Origin", cors_any() ? "*" : origin);
+    add_header(r, resp, "Access-Control-Expose-Headers", CORS_EXPOSE);
 }
 
 static int queue(struct http_req *r, unsigned status, struct MHD_Response *resp)
 {
+    if (resp != NULL) {
+        for (size_t i = 0; i < r->nhdrs; i++)
+            add_header(r, resp, r->hdrs[i].name, r->hdrs[i].value);
+        add_cors(r, resp);
+        if (MHD_get_response_header(resp, "Cache-Control") == NULL) /* the dashboard's own */
+            add_header(r, resp, "Cache-Control", "no-store");
+        if (atomic_load(&g_stopping))
+            add_header(r, resp, "Connection", "close");
+        if (r->hdr_lost) {
+            MHD_destroy_response(resp);
+            resp = NULL;
+        }
+    }
     if (resp == NULL && g_oom_resp == NULL) {
         log_error("cannot build a response");
         return HTTP_DONE;
@@ -306,13 +337,6 @@ static int queue(struct http_req *r, unsigned status, struct MHD_Response *resp)
         if (mhderr_queue(r->conn, status, g_oom_resp) != MHD_YES)
             log_warn("queueing a %u response failed", status);
     } else {
-        for (size_t i = 0; i < r->nhdrs; i++)
-            MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
-        add_cors(r, resp);
-        if (MHD_get_response_header(resp, "Cache-Control") == NULL) /* the dashboard's own */
-            MHD_add_response_header(resp, "Cache-Control", "no-store");
-        if (atomic_load(&g_stopping))
-            MHD_add_response_header(resp, "Connection", "close");
         if (mhderr_queue(r->conn, status, resp) != MHD_YES)
             log_warn("queueing a %u response failed", status);
         MHD_destroy_response(resp);
@@ -333,7 +357,7 @@ int http_reply_raw(struct http_req *r, unsigned status, const char *content_type
         return http_reply_oom(r);
     }
     if (content_type != NULL)
-        MHD_add_response_header(resp, "Content-Type", content_type);
+        add_header(r, resp, "Content-Type", content_type);
     return queue(r, status, resp);
 }
 
@@ -344,7 +368,7 @@ int http_reply_static(struct http_req *r, unsigned status, const char *content_t
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(len, (void *)(uintptr_t)body, MHD_RESPMEM_PERSISTENT);
     if (resp != NULL && content_type != NULL)
-        MHD_add_response_header(resp, "Content-Type", content_type);
+        add_header(r, resp, "Content-Type", content_type);
     return queue(r, status, resp);
 }
 
@@ -355,7 +379,14 @@ int http_reply_empty(struct http_req *r, unsigned status)
 
 int http_reply_json(struct http_req *r, unsigned status, json_t *body)
 {
-    char *text = body != NULL ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+    /* A document built while jansson failed an allocation on this thread
+     * may miss members (json_object_set_new's failures go unchecked):
+     * never sent for whole. */
+    if (jv_alloc_failures() != r->jfail) {
+        json_decref(body);
+        return http_reply_oom(r);
+    }
+    char *text = body != NULL ? jv_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
     const char *ctype = json_object_get(body, "type") != NULL &&
                                 json_object_get(body, "title") != NULL && status >= 400
                             ? "application/problem+json"
@@ -410,14 +441,14 @@ int http_reply_stream(struct http_req *r, unsigned status, const char *content_t
         stream_free(s);
         return http_reply_oom(r);
     }
-    MHD_add_response_header(resp, "Content-Type", content_type);
+    add_header(r, resp, "Content-Type", content_type);
     /* libmicrohttpd 0.9.75 sends the chunked terminator "0\r\n\r\n" after
      * the headers of a HEAD answer with unknown size: on a kept-alive
      * connection the client would read it as the start of the next
      * response. Closing the connection after a HEAD of a stream keeps
      * those bytes from being misread. */
     if (strcmp(r->method, "HEAD") == 0)
-        MHD_add_response_header(resp, "Connection", "close");
+        add_header(r, resp, "Connection", "close");
     return queue(r, status, resp);
 }
 
@@ -670,6 +701,7 @@ static void *uri_logged(void *cls, const char *uri, struct MHD_Connection *conn)
     atomic_init(&r->refs, 1);
     pthread_mutex_init(&r->mu, NULL);
     r->start_ns = clock_mono_ns();
+    r->jfail = jv_alloc_failures();
     r->bad_target = target_control(uri);
     return r;
 }
@@ -1094,8 +1126,6 @@ struct http_server *http_start(const struct http_config *c, char *err, size_t er
     socklen_t len = sizeof s->bound.ss;
     if (getsockname(fd, (struct sockaddr *)&s->bound.ss, &len) == 0)
         s->bound.len = len;
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info != NULL ? info->port : 0;
     close(fd);
     return s;
 fail:
@@ -1106,11 +1136,6 @@ fail:
     g_oom_resp = NULL;
     free(s);
     return NULL;
-}
-
-uint16_t http_port(const struct http_server *s)
-{
-    return s->port;
 }
 
 void http_bound(const struct http_server *s, char *buf, size_t len)

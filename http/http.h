@@ -130,8 +130,6 @@ struct http_server;
 
 /* Start serving. Returns NULL with a message in err. */
 struct http_server *http_start(const struct http_config *c, char *err, size_t errlen);
-/* The port actually bound. */
-uint16_t http_port(const struct http_server *s);
 /* The address actually bound (the port filled in), as http_addr_format
  * writes it. */
 void http_bound(const struct http_server *s, char *buf, size_t len);

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "base/clock.h"
+#include "base/jsonv.h"
 #include "base/log.h"
 #include "http/http.h"
 
@@ -184,7 +185,7 @@ enum MHD_Result MHD_queue_response(struct MHD_Connection *connection, unsigned i
     if (observe != NULL)
         observe(status_code);
     json_t *p = http_problem(status_code, detail_of(status_code), NULL);
-    char *text = p != NULL ? json_dumps(p, JSON_COMPACT) : NULL;
+    char *text = p != NULL ? jv_dumps(p, JSON_COMPACT) : NULL;
     json_decref(p);
     if (text == NULL) /* out of memory: its own answer, better than none */
         return g_real(connection, status_code, response);

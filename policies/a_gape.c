@@ -16,63 +16,70 @@
  */
 #include "policies/gapidx.h"
 
-extern const struct policy_ops policy_a_gape;
-extern const struct policy_ops policy_a_gape_v;
+/* The names, for the vtables and gapidx_new's messages. */
+#define A_GAPE_NAME "a-gape"
+#define A_GAPE_V_NAME "a-gape-v"
+
+/* Parameter indices: each one the position of its spec in the tables
+ * below, so a misspelt parameter is a compile error (policy_param). */
+enum { A_GAPE_ETA, A_GAPE_NPARAMS };
 
 static const struct policy_param_spec a_gape_params[] = {
-    {.name = "eta",
-     .type = POLICY_PARAM_NUM,
-     .def = 0.5,
-     .min = 1e-6,
-     .max = 1e6,
-     .doc = "a = η N / Ĥ(t) (Gabillon et al. 2011 §3.3–4; 1/2 from their Fig. 2 left)"},
-    {.name = NULL},
+    [A_GAPE_ETA] = {.name = "eta",
+                    .type = POLICY_PARAM_NUM,
+                    .def = 0.5,
+                    .min = 1e-6,
+                    .max = 1e6,
+                    .doc =
+                        "a = η N / Ĥ(t) (Gabillon et al. 2011 §3.3–4; 1/2 from their Fig. 2 left)"},
+    [A_GAPE_NPARAMS] = {.name = NULL},
 };
 
 static const struct policy_param_spec a_gape_v_params[] = {
-    {.name = "eta",
-     .type = POLICY_PARAM_NUM,
-     .def = 1,
-     .min = 1e-6,
-     .max = 1e6,
-     .doc = "a = η N / Ĥσ(t) (Gabillon et al. 2011 §3.3–4; 1 from their Fig. 2 right)"},
-    {.name = NULL},
+    [A_GAPE_ETA] = {.name = "eta",
+                    .type = POLICY_PARAM_NUM,
+                    .def = 1,
+                    .min = 1e-6,
+                    .max = 1e6,
+                    .doc =
+                        "a = η N / Ĥσ(t) (Gabillon et al. 2011 §3.3–4; 1 from their Fig. 2 right)"},
+    [A_GAPE_NPARAMS] = {.name = NULL},
 };
 
 /* a = η N / Ĥ(t): no fixed a, no known complexity. */
-static int a_gape_new(void **state, const struct policy_ctx *ctx, const struct policy_ops *ops,
-                      int bernstein, char *err, size_t errlen)
+static int a_gape_new(void **state, const struct policy_ctx *ctx, const char *name, int bernstein,
+                      char *err, size_t errlen)
 {
-    double scale = policy_param(ctx, ops, "eta") * (double)ctx->budget;
-    return policy_gapidx_new(state, ctx, ops->name, bernstein, scale, 0, 0, err, errlen);
+    double scale = policy_param(ctx, A_GAPE_ETA) * (double)ctx->budget;
+    return gapidx_new(state, ctx, name, bernstein, scale, 0, 0, err, errlen);
 }
 
 static int a_gape_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
-    return a_gape_new(state, ctx, &policy_a_gape, 0, err, errlen);
+    return a_gape_new(state, ctx, A_GAPE_NAME, 0, err, errlen);
 }
 
 static int a_gape_v_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
-    return a_gape_new(state, ctx, &policy_a_gape_v, 1, err, errlen);
+    return a_gape_new(state, ctx, A_GAPE_V_NAME, 1, err, errlen);
 }
 
 const struct policy_ops policy_a_gape = {
-    .name = "a-gape",
+    .name = A_GAPE_NAME,
     .summary = "Adaptive GapE (Gabillon et al. 2011 §3.3): GapE with H estimated online",
     .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI,
     .params = a_gape_params,
     .init = a_gape_init,
-    .fini = policy_gapidx_free,
-    .select = policy_gapidx_select,
+    .fini = gapidx_free,
+    .select = gapidx_select,
 };
 
 const struct policy_ops policy_a_gape_v = {
-    .name = "a-gape-v",
+    .name = A_GAPE_V_NAME,
     .summary = "Adaptive GapE-V (Gabillon et al. 2011 §3.3): GapE-V with Hσ estimated online",
     .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI,
     .params = a_gape_v_params,
     .init = a_gape_v_init,
-    .fini = policy_gapidx_free,
-    .select = policy_gapidx_select,
+    .fini = gapidx_free,
+    .select = gapidx_select,
 };

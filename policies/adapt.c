@@ -28,19 +28,24 @@ enum { V_UNIFORM = 0, V_COLLIDE = 1, V_DELTAC = 2, V_ADAPT = 3 };
 
 static const char *const variants[] = {"uniform", "collide", "deltac", "adapt", NULL};
 
+/* Parameter indices: each one the position of its spec in the table
+ * below, so a misspelt parameter is a compile error (policy_param). */
+enum { ADAPT_VARIANT, ADAPT_CAP, ADAPT_NPARAMS };
+
 static const struct policy_param_spec adapt_params[] = {
-    {.name = "variant",
-     .type = POLICY_PARAM_ENUM,
-     .def = V_ADAPT,
-     .choices = variants,
-     .doc = "π1 uniform, π2 collide, π3 deltac, π4 adapt (K&S 2010 §4)"},
-    {.name = "cap",
-     .type = POLICY_PARAM_INT,
-     .def = 0,
-     .min = 0,
-     .max = 1,
-     .doc = "1: never pull an arm more than DIRECT's ⌈(2/ε²) ln(K/δ)⌉ (K&S §4; needs ε > 0)"},
-    {.name = NULL},
+    [ADAPT_VARIANT] = {.name = "variant",
+                       .type = POLICY_PARAM_ENUM,
+                       .def = V_ADAPT,
+                       .choices = variants,
+                       .doc = "π1 uniform, π2 collide, π3 deltac, π4 adapt (K&S 2010 §4)"},
+    [ADAPT_CAP] =
+        {.name = "cap",
+         .type = POLICY_PARAM_INT,
+         .def = 0,
+         .min = 0,
+         .max = 1,
+         .doc = "1: never pull an arm more than DIRECT's ⌈(2/ε²) ln(K/δ)⌉ (K&S §4; needs ε > 0)"},
+    [ADAPT_NPARAMS] = {.name = NULL},
 };
 
 struct adapt {
@@ -52,8 +57,6 @@ struct adapt {
     double *w;
     void *dc_ws; /* stats_delta_c_ws workspace */
 };
-
-extern const struct policy_ops policy_adapt;
 
 static void adapt_fini(void *state)
 {
@@ -72,9 +75,9 @@ static int adapt_init(void **state, const struct policy_ctx *ctx, char *err, siz
     struct adapt *s = calloc(1, sizeof *s);
     if (s == NULL)
         goto nomem;
-    s->variant = (int)policy_param(ctx, &policy_adapt, "variant");
+    s->variant = (int)policy_param(ctx, ADAPT_VARIANT);
     s->k = ctx->n_arms[0];
-    if (policy_param(ctx, &policy_adapt, "cap") != 0) {
+    if (policy_param(ctx, ADAPT_CAP) != 0) {
         if (ctx->epsilon <= 0) {
             snprintf(err, errlen, "policy.params.cap: needs goal.epsilon > 0");
             adapt_fini(s);

@@ -30,6 +30,7 @@
  */
 #include "policies/fc.h"
 #include "policies/policy.h"
+#include "policies/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -132,7 +133,7 @@ static void atopk_classify(struct atopk *s, const struct policy_ctx *ctx)
             while (nbot < hi - lo && val[idx[hi - 1 - nbot]] == val[idx[hi - 1]])
                 nbot++;
         /* With equal means at both ends every gap is 0: not reached. */
-        size_t u = policy_rand_index(ctx->rng, ntop + nbot);
+        size_t u = rng_index(ctx->rng, ntop + nbot);
         size_t x;
         if (u < ntop) {
             /* Move the chosen top arm to the head, then drop it. */

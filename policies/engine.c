@@ -116,12 +116,6 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
             policy_error_set(err, field, "need 2 to %d arms", ENGINE_MAX_ARMS);
             return -1;
         }
-        if (c->m >= c->n_arms[b]) {
-            policy_error_set(err, "goal.m",
-                             "must be less than the number of arms (%zu in bandit %zu)",
-                             c->n_arms[b], b);
-            return -1;
-        }
         if (c->control_arm != NULL && c->control_arm[b] >= (int)c->n_arms[b]) {
             policy_error_set(err, "constraints.control.arm", "no such arm in bandit %zu", b);
             return -1;
@@ -135,6 +129,8 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
     /* The goal on its own (in [0, 1] units: ε against a range of 1). */
     struct goal g = {.m = c->m, .epsilon = c->epsilon, .delta = c->delta, .budget = c->budget};
     if (goal_check(&g, 1.0, "goal.", err) != 0)
+        return -1;
+    if (goal_check_arms(c->m, c->n_arms, c->n_bandits, "goal.", err) != 0)
         return -1;
     if (c->m > 1 && !(p->flags & POLICY_F_TOPM)) {
         policy_error_set(err, "goal.m", "policy %s finds the best arm only (m = 1)", p->name);
@@ -189,8 +185,8 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
                 return -1;
             }
     }
-    if (!(isnan(c->tau) || c->tau == 0 || (c->tau > 0 && c->tau < 1))) {
-        policy_error_set(err, "tau", "must be in (0, 1)");
+    if (!(c->tau == 0 || goal_tau_valid(c->tau))) { /* 0: 1 − δ too */
+        policy_error_set(err, "tau", GOAL_TAU_RULE);
         return -1;
     }
     if (c->stop_rule == ENGINE_RULE_POLICY && !(p->flags & POLICY_F_OWN_STOP)) {
@@ -516,7 +512,7 @@ static size_t unretired(const struct engine *e, size_t b, size_t arm)
 
 static void exploit(struct engine *e, int bandit, struct engine_pull *out)
 {
-    size_t b = bandit >= 0 ? (size_t)bandit : policy_rand_index(e->rng, e->nb);
+    size_t b = bandit >= 0 ? (size_t)bandit : rng_index(e->rng, e->nb);
     unsigned char *high = e->scratch_high;
     recommend(e, b, high);
     /* A retired arm is served only when every recommended arm is retired. */
@@ -530,7 +526,7 @@ static void exploit(struct engine *e, int bandit, struct engine_pull *out)
     size_t count = 0;
     for (size_t i = 0; i < e->k[b]; i++)
         count += high[i] != 0;
-    size_t pick = policy_rand_index(e->rng, count ? count : e->k[b]);
+    size_t pick = rng_index(e->rng, count ? count : e->k[b]);
     size_t arm = 0;
     for (size_t i = 0; i < e->k[b]; i++) {
         if (count && !high[i])
@@ -628,7 +624,7 @@ static int constrained_pick(struct engine *e, int b, struct policy_pick *pick)
     if (u < share)
         pick->arm = (size_t)e->control[bb];
     else if (u < share + floor_all)
-        pick->arm = policy_rand_index(e->rng, e->k[bb]);
+        pick->arm = rng_index(e->rng, e->k[bb]);
     else
         return 0;
     pick->bandit = (size_t)bb;

@@ -271,12 +271,12 @@ void fc_elim_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
 
 /* --- the GLR stop of best-arm sampling rules --------------------------------- */
 
-int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, const struct policy_ops *ops)
+int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, int threshold)
 {
     size_t k = ctx->n_arms[0];
     memset(g, 0, sizeof *g);
     g->k = k;
-    g->thr = policy_param(ctx, ops, "threshold") == 0 ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
+    g->thr = policy_param(ctx, threshold) == 0 ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
     g->rank = order_rank_new(ctx->rng, k);
     g->idx = calloc(k, sizeof *g->idx);
     g->val = calloc(k, sizeof *g->val);

@@ -172,9 +172,10 @@ struct fc_glr {
 };
 
 /* Allocate for ctx's bandit 0, take the threshold from the policy's enum
- * parameter "threshold" (0 = proven, else heuristic) and draw the ranks
- * from ctx->rng. 0, or −1 (out of memory; g is then safe to fc_glr_fini). */
-int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, const struct policy_ops *ops);
+ * parameter of index `threshold` (its "threshold": choice 0 = proven, else
+ * heuristic) and draw the ranks from ctx->rng. 0, or −1 (out of memory; g
+ * is then safe to fc_glr_fini). */
+int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, int threshold);
 void fc_glr_fini(struct fc_glr *g);
 
 /* The stop test on bandit 0 of ctx (ops->done): 1 once stopped (final). */

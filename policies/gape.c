@@ -32,75 +32,83 @@
  */
 #include "policies/gapidx.h"
 
-extern const struct policy_ops policy_gape;
-extern const struct policy_ops policy_gape_v;
+/* The names, for the vtables and gapidx_new's messages. */
+#define GAPE_NAME "gape"
+#define GAPE_V_NAME "gape-v"
+
+/* Parameter indices: each one the position of its spec in the tables
+ * below, so a misspelt parameter is a compile error (policy_param). */
+enum { GAPE_ETA, GAPE_A, GAPE_H, GAPE_NPARAMS };
 
 static const struct policy_param_spec gape_params[] = {
-    {.name = "eta",
-     .type = POLICY_PARAM_NUM,
-     .def = 0,
-     .min = 0,
-     .max = 1e6,
-     .doc = "a = η N / H (Gabillon et al. 2011 §4); 0: 4 with a known H, 1/2 with the online "
-            "estimate (their Fig. 2)"},
-    POLICY_GAPIDX_PARAM_A("exploration parameter a itself; 0: from eta and H"),
-    POLICY_GAPIDX_PARAM_H("complexity H = Σ 1/Δ² over all bandits and arms if known; 0: the "
-                          "online estimate Ĥ(t) of a-gape (Gabillon et al. 2011 §3.3)"),
-    {.name = NULL},
+    [GAPE_ETA] =
+        {.name = "eta",
+         .type = POLICY_PARAM_NUM,
+         .def = 0,
+         .min = 0,
+         .max = 1e6,
+         .doc = "a = η N / H (Gabillon et al. 2011 §4); 0: 4 with a known H, 1/2 with the online "
+                "estimate (their Fig. 2)"},
+    [GAPE_A] = GAPIDX_PARAM_A("exploration parameter a itself; 0: from eta and H"),
+    [GAPE_H] = GAPIDX_PARAM_H("complexity H = Σ 1/Δ² over all bandits and arms if known; 0: the "
+                              "online estimate Ĥ(t) of a-gape (Gabillon et al. 2011 §3.3)"),
+    [GAPE_NPARAMS] = {.name = NULL},
 };
 
 static const struct policy_param_spec gape_v_params[] = {
-    {.name = "eta",
-     .type = POLICY_PARAM_NUM,
-     .def = 0,
-     .min = 0,
-     .max = 1e6,
-     .doc = "a = η N / Hσ (Gabillon et al. 2011 §4); 0: 4 with a known Hσ, 1 with the online "
-            "estimate (their Fig. 2)"},
-    POLICY_GAPIDX_PARAM_A("exploration parameter a itself; 0: from eta and Hσ"),
-    POLICY_GAPIDX_PARAM_H("complexity Hσ = Σ (σ + sqrt(σ² + 16Δ/3))²/Δ² if known; 0: the online "
-                          "estimate Ĥσ(t) of a-gape-v (Gabillon et al. 2011 §3.3)"),
-    {.name = NULL},
+    [GAPE_ETA] =
+        {.name = "eta",
+         .type = POLICY_PARAM_NUM,
+         .def = 0,
+         .min = 0,
+         .max = 1e6,
+         .doc = "a = η N / Hσ (Gabillon et al. 2011 §4); 0: 4 with a known Hσ, 1 with the online "
+                "estimate (their Fig. 2)"},
+    [GAPE_A] = GAPIDX_PARAM_A("exploration parameter a itself; 0: from eta and Hσ"),
+    [GAPE_H] =
+        GAPIDX_PARAM_H("complexity Hσ = Σ (σ + sqrt(σ² + 16Δ/3))²/Δ² if known; 0: the online "
+                       "estimate Ĥσ(t) of a-gape-v (Gabillon et al. 2011 §3.3)"),
+    [GAPE_NPARAMS] = {.name = NULL},
 };
 
 /* a = η N / H; η = 0 picks 4 with a known H, eta_online without one. */
-static int gape_new(void **state, const struct policy_ctx *ctx, const struct policy_ops *ops,
-                    int bernstein, double eta_online, char *err, size_t errlen)
+static int gape_new(void **state, const struct policy_ctx *ctx, const char *name, int bernstein,
+                    double eta_online, char *err, size_t errlen)
 {
-    double h = policy_param(ctx, ops, "h");
-    double eta = policy_param(ctx, ops, "eta");
+    double h = policy_param(ctx, GAPE_H);
+    double eta = policy_param(ctx, GAPE_ETA);
     if (eta == 0)
         eta = h > 0 ? 4.0 : eta_online;
-    return policy_gapidx_new(state, ctx, ops->name, bernstein, eta * (double)ctx->budget,
-                             policy_param(ctx, ops, "a"), h, err, errlen);
+    return gapidx_new(state, ctx, name, bernstein, eta * (double)ctx->budget,
+                      policy_param(ctx, GAPE_A), h, err, errlen);
 }
 
 static int gape_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
-    return gape_new(state, ctx, &policy_gape, 0, 0.5, err, errlen);
+    return gape_new(state, ctx, GAPE_NAME, 0, 0.5, err, errlen);
 }
 
 static int gape_v_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
-    return gape_new(state, ctx, &policy_gape_v, 1, 1.0, err, errlen);
+    return gape_new(state, ctx, GAPE_V_NAME, 1, 1.0, err, errlen);
 }
 
 const struct policy_ops policy_gape = {
-    .name = "gape",
+    .name = GAPE_NAME,
     .summary = "GapE (Gabillon et al. 2011): argmax over bandits and arms of −Δ̂ + sqrt(a/T)",
     .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI,
     .params = gape_params,
     .init = gape_init,
-    .fini = policy_gapidx_free,
-    .select = policy_gapidx_select,
+    .fini = gapidx_free,
+    .select = gapidx_select,
 };
 
 const struct policy_ops policy_gape_v = {
-    .name = "gape-v",
+    .name = GAPE_V_NAME,
     .summary = "GapE-V (Gabillon et al. 2011): GapE with an empirical-Bernstein index",
     .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM | POLICY_F_MULTI,
     .params = gape_v_params,
     .init = gape_v_init,
-    .fini = policy_gapidx_free,
-    .select = policy_gapidx_select,
+    .fini = gapidx_free,
+    .select = gapidx_select,
 };

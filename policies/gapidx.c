@@ -5,14 +5,15 @@
  */
 #include "policies/gapidx.h"
 #include "policies/order.h"
+#include "policies/rng.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int gapidx_init(struct policy_gapidx *g, const struct policy_ctx *ctx, int bernstein,
-                       double scale, double a_fixed, double h_fixed, char *err, size_t errlen)
+static int gapidx_init(struct gapidx *g, const struct policy_ctx *ctx, int bernstein, double scale,
+                       double a_fixed, double h_fixed, char *err, size_t errlen)
 {
     g->bernstein = bernstein;
     g->scale = scale;
@@ -47,9 +48,9 @@ static int gapidx_init(struct policy_gapidx *g, const struct policy_ctx *ctx, in
     return 0;
 }
 
-void policy_gapidx_free(void *state)
+void gapidx_free(void *state)
 {
-    struct policy_gapidx *g = state;
+    struct gapidx *g = state;
     if (g == NULL)
         return;
     free(g->off);
@@ -64,8 +65,8 @@ void policy_gapidx_free(void *state)
     free(g);
 }
 
-int policy_gapidx_new(void **state, const struct policy_ctx *ctx, const char *name, int bernstein,
-                      double scale, double a_fixed, double h_fixed, char *err, size_t errlen)
+int gapidx_new(void **state, const struct policy_ctx *ctx, const char *name, int bernstein,
+               double scale, double a_fixed, double h_fixed, char *err, size_t errlen)
 {
     size_t arms = 0;
     for (size_t b = 0; b < ctx->n_bandits; b++)
@@ -76,13 +77,13 @@ int policy_gapidx_new(void **state, const struct policy_ctx *ctx, const char *na
                  2 * arms, arms);
         return -1;
     }
-    struct policy_gapidx *g = calloc(1, sizeof *g);
+    struct gapidx *g = calloc(1, sizeof *g);
     if (g == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     if (gapidx_init(g, ctx, bernstein, scale, a_fixed, h_fixed, err, errlen) != 0) {
-        policy_gapidx_free(g);
+        gapidx_free(g);
         return -1;
     }
     *state = g;
@@ -125,8 +126,8 @@ static double select_desc(double *v, size_t n, size_t kth)
     }
 }
 
-void policy_gapidx_order_stats(const struct stats_arm *arms, size_t k, unsigned m, double *scratch,
-                               double *mu_m, double *mu_m1)
+void gapidx_order_stats(const struct stats_arm *arms, size_t k, unsigned m, double *scratch,
+                        double *mu_m, double *mu_m1)
 {
     if (m == 1) {
         double first = -INFINITY, second = -INFINITY;
@@ -158,12 +159,12 @@ void policy_gapidx_order_stats(const struct stats_arm *arms, size_t k, unsigned 
  * pieces every later formula reuses, so each select takes one sqrt and one
  * division per arm (two more for the Bernstein index): rt = 1/sqrt(T) and,
  * for the Bernstein index, σ̂. */
-static void bandit_gaps(struct policy_gapidx *g, const struct policy_ctx *ctx, size_t b)
+static void bandit_gaps(struct gapidx *g, const struct policy_ctx *ctx, size_t b)
 {
     const struct stats_arm *a = ctx->arms[b];
     size_t k = ctx->n_arms[b];
     double mu_m, mu_m1;
-    policy_gapidx_order_stats(a, k, ctx->m, g->sel, &mu_m, &mu_m1);
+    gapidx_order_stats(a, k, ctx->m, g->sel, &mu_m, &mu_m1);
     size_t o = g->off[b];
     for (size_t i = 0; i < k; i++) {
         g->gap[o + i] = a[i].mean > mu_m1 ? a[i].mean - mu_m1 : mu_m - a[i].mean;
@@ -173,12 +174,12 @@ static void bandit_gaps(struct policy_gapidx *g, const struct policy_ctx *ctx, s
     }
 }
 
-static unsigned initial_samples(const struct policy_gapidx *g)
+static unsigned initial_samples(const struct gapidx *g)
 {
     return g->bernstein ? 2 : 1;
 }
 
-static int bandit_ready(const struct policy_gapidx *g, const struct policy_ctx *ctx, size_t b)
+static int bandit_ready(const struct gapidx *g, const struct policy_ctx *ctx, size_t b)
 {
     const struct stats_arm *a = ctx->arms[b];
     for (size_t i = 0; i < ctx->n_arms[b]; i++)
@@ -189,7 +190,7 @@ static int bandit_ready(const struct policy_gapidx *g, const struct policy_ctx *
 
 /* Gabillon et al.'s lower-confidence complexity estimate over ready bandits
  * (gaps must be computed for them). */
-static double h_hat(const struct policy_gapidx *g, const struct policy_ctx *ctx)
+static double h_hat(const struct gapidx *g, const struct policy_ctx *ctx)
 {
     double h = 0;
     for (size_t b = 0; b < g->nb; b++) {
@@ -217,7 +218,7 @@ static double h_hat(const struct policy_gapidx *g, const struct policy_ctx *ctx)
  * bandit not done) and compute their gaps; the estimate Ĥ needs all of
  * them, a known H only the scope. Returns the exploration parameter a, or
  * NaN when it cannot be formed yet. */
-static double prepare(struct policy_gapidx *g, const struct policy_ctx *ctx, int bandit)
+static double prepare(struct gapidx *g, const struct policy_ctx *ctx, int bandit)
 {
     int adaptive = !(g->a_fixed > 0) && !(g->h_fixed > 0);
     for (size_t b = 0; b < g->nb; b++) {
@@ -232,20 +233,20 @@ static double prepare(struct policy_gapidx *g, const struct policy_ctx *ctx, int
     return h > 0 ? g->scale / h : NAN;
 }
 
-double policy_gapidx_a(struct policy_gapidx *g, const struct policy_ctx *ctx)
+double gapidx_a(struct gapidx *g, const struct policy_ctx *ctx)
 {
     return prepare(g, ctx, -1);
 }
 
 /* Least n + pending among the arms in scope, ties uniformly at random (one
  * draw). Returns 0 if the scope is empty. */
-static int least_served(const struct policy_gapidx *g, const struct policy_ctx *ctx, int bandit,
+static int least_served(const struct gapidx *g, const struct policy_ctx *ctx, int bandit,
                         struct policy_pick *pick)
 {
     uint64_t least = UINT64_MAX;
     size_t ties = 0;
     for (int pass = 0; pass < 2; pass++) {
-        size_t j = pass ? policy_rand_index(ctx->rng, ties) : 0;
+        size_t j = pass ? rng_index(ctx->rng, ties) : 0;
         for (size_t b = 0; b < g->nb; b++) {
             if (bandit >= 0 ? b != (size_t)bandit : ctx->bandit_done[b] != 0)
                 continue;
@@ -272,10 +273,9 @@ static int least_served(const struct policy_gapidx *g, const struct policy_ctx *
     return 0; /* unreachable */
 }
 
-int policy_gapidx_select(void *state, const struct policy_ctx *ctx, int bandit,
-                         struct policy_pick *pick)
+int gapidx_select(void *state, const struct policy_ctx *ctx, int bandit, struct policy_pick *pick)
 {
-    struct policy_gapidx *g = state;
+    struct gapidx *g = state;
     /* Initial samples first (and round-robin while they come back). */
     int open = 0;
     for (size_t b = 0; b < g->nb; b++) {

@@ -36,7 +36,7 @@
 
 #include "policy.h"
 
-struct policy_gapidx {
+struct gapidx {
     int bernstein;  /* the -V index (needs 2 samples per arm) */
     double scale;   /* a = scale / H */
     double a_fixed; /* > 0: a itself */
@@ -56,35 +56,34 @@ struct policy_gapidx {
 /* The parameters "a" (the exploration parameter itself) and "h" (the known
  * complexity) of ucb-e and the GapE family: one entry each of a
  * policy_param_spec table, with the policy's own doc string. */
-#define POLICY_GAPIDX_PARAM_A(DOC)                                                                 \
+#define GAPIDX_PARAM_A(DOC)                                                                        \
     {                                                                                              \
         .name = "a", .type = POLICY_PARAM_NUM, .def = 0, .min = 0, .max = 1e12, .doc = (DOC)       \
     }
-#define POLICY_GAPIDX_PARAM_H(DOC)                                                                 \
+#define GAPIDX_PARAM_H(DOC)                                                                        \
     {                                                                                              \
         .name = "h", .type = POLICY_PARAM_NUM, .def = 0, .min = 0, .max = 1e15, .doc = (DOC)       \
     }
 
 /* Build the state of an index policy over ctx's bandits in *state (new;
- * free with policy_gapidx_free). The Bernstein index needs two samples per
+ * free with gapidx_free). The Bernstein index needs two samples per
  * arm, so it refuses a budget below 2 P (P arms in scope), naming
  * goal.budget and `name` in err. Returns 0, or −1 with a message. */
-int policy_gapidx_new(void **state, const struct policy_ctx *ctx, const char *name, int bernstein,
-                      double scale, double a_fixed, double h_fixed, char *err, size_t errlen);
-void policy_gapidx_free(void *state);
+int gapidx_new(void **state, const struct policy_ctx *ctx, const char *name, int bernstein,
+               double scale, double a_fixed, double h_fixed, char *err, size_t errlen);
+void gapidx_free(void *state);
 
 /* The vtable's select (state is the struct). Must not allocate. */
-int policy_gapidx_select(void *state, const struct policy_ctx *ctx, int bandit,
-                         struct policy_pick *pick);
+int gapidx_select(void *state, const struct policy_ctx *ctx, int bandit, struct policy_pick *pick);
 
 /* The exploration parameter a the index would use now (NaN while no bandit
  * in scope has its initial samples). For tests and the status endpoint;
  * draws nothing. */
-double policy_gapidx_a(struct policy_gapidx *g, const struct policy_ctx *ctx);
+double gapidx_a(struct gapidx *g, const struct policy_ctx *ctx);
 
 /* The m-th and (m+1)-th largest of k means (1 ≤ m < k); scratch holds k
  * doubles. Expected O(k). Exposed for tests. */
-void policy_gapidx_order_stats(const struct stats_arm *arms, size_t k, unsigned m, double *scratch,
-                               double *mu_m, double *mu_m1);
+void gapidx_order_stats(const struct stats_arm *arms, size_t k, unsigned m, double *scratch,
+                        double *mu_m, double *mu_m1);
 
 #endif

@@ -39,18 +39,21 @@
 
 static const char *const bandit_modes[] = {"cost", "uniform", NULL};
 
-static const struct policy_param_spec gcp_params[] = {
-    {.name = "bandits",
-     .type = POLICY_PARAM_ENUM,
-     .def = GCP_BANDITS_COST,
-     .choices = bandit_modes,
-     .doc = "bandit choice when the request names none: cost = Alg. 3, argmin of a posterior "
-            "sample of the completion cost (eq. 12) over unfinished bandits; uniform = the "
-            "Uni-* baseline of Bachman & Precup 2013 §6 (fewest pulls first)"},
-    {.name = NULL},
-};
+/* Parameter indices: each one the position of its spec in the table
+ * below, so a misspelt parameter is a compile error (policy_param). */
+enum { GCP_BANDITS, GCP_NPARAMS };
 
-extern const struct policy_ops policy_gcp;
+static const struct policy_param_spec gcp_params[] = {
+    [GCP_BANDITS] =
+        {.name = "bandits",
+         .type = POLICY_PARAM_ENUM,
+         .def = GCP_BANDITS_COST,
+         .choices = bandit_modes,
+         .doc = "bandit choice when the request names none: cost = Alg. 3, argmin of a posterior "
+                "sample of the completion cost (eq. 12) over unfinished bandits; uniform = the "
+                "Uni-* baseline of Bachman & Precup 2013 §6 (fewest pulls first)"},
+    [GCP_NPARAMS] = {.name = NULL},
+};
 
 /* --- state ------------------------------------------------------------------ */
 
@@ -286,7 +289,7 @@ static size_t pick_bandit_uniform(struct gcp *s, const struct policy_ctx *ctx)
 
 static int gcp_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
-    int mode = (int)policy_param(ctx, &policy_gcp, "bandits");
+    int mode = (int)policy_param(ctx, GCP_BANDITS);
     struct gcp *s = NULL;
     if (gcp_new(&s, ctx, mode, 0, err, errlen) != 0)
         return -1;

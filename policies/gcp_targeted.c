@@ -26,18 +26,21 @@
 
 #include <gsl/gsl_randist.h>
 
-static const struct policy_param_spec targeted_params[] = {
-    {.name = "resample",
-     .type = POLICY_PARAM_INT,
-     .def = 32,
-     .min = 1,
-     .max = 1000,
-     .doc = "posterior resamples until some bandit's sample has the target arm best (Bachman & "
-            "Precup 2013 Alg. 4, lines 02-09); then Alg. 3 decides"},
-    {.name = NULL},
-};
+/* Parameter indices: each one the position of its spec in the table
+ * below, so a misspelt parameter is a compile error (policy_param). */
+enum { GCP_TARGETED_RESAMPLE, GCP_TARGETED_NPARAMS };
 
-extern const struct policy_ops policy_gcp_targeted;
+static const struct policy_param_spec targeted_params[] = {
+    [GCP_TARGETED_RESAMPLE] =
+        {.name = "resample",
+         .type = POLICY_PARAM_INT,
+         .def = 32,
+         .min = 1,
+         .max = 1000,
+         .doc = "posterior resamples until some bandit's sample has the target arm best (Bachman & "
+                "Precup 2013 Alg. 4, lines 02-09); then Alg. 3 decides"},
+    [GCP_TARGETED_NPARAMS] = {.name = NULL},
+};
 
 static int targeted_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
@@ -51,7 +54,7 @@ static int targeted_init(void **state, const struct policy_ctx *ctx, char *err, 
             snprintf(err, errlen, "target_arm: no such arm in bandit %zu", b);
             return -1;
         }
-    unsigned tries = (unsigned)policy_param(ctx, &policy_gcp_targeted, "resample");
+    unsigned tries = (unsigned)policy_param(ctx, GCP_TARGETED_RESAMPLE);
     struct gcp *s = NULL;
     if (gcp_new(&s, ctx, GCP_BANDITS_COST, tries, err, errlen) != 0)
         return -1;

@@ -78,6 +78,21 @@ int goal_check(const struct goal *g, double range, const char *prefix, struct po
     return -1;
 }
 
+int goal_check_arms(unsigned m, const size_t *n_arms, size_t n_bandits, const char *prefix,
+                    struct policy_error *err)
+{
+    for (size_t b = 0; b < n_bandits; b++)
+        if (m >= n_arms[b]) {
+            char field[64];
+            snprintf(field, sizeof field, "%sm", prefix);
+            policy_error_set(err, field,
+                             "must be less than the number of arms (%zu in bandits[%zu])",
+                             n_arms[b], b);
+            return -1;
+        }
+    return 0;
+}
+
 /* Append {"field": prefix + member, "message": why} to errors. */
 static int refuse(json_t *errors, const char *prefix, const char *member, const char *why)
 {

@@ -13,6 +13,8 @@
 #ifndef BANDITD_POLICIES_GOAL_H
 #define BANDITD_POLICIES_GOAL_H
 
+#include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -30,6 +32,25 @@ struct goal {
     uint64_t budget; /* pulls: 1 to GOAL_MAX_BUDGET; 0: none (fixed confidence) */
 };
 
+/* Two settings beside the goal that the same three places read: the reward
+ * range [min, max] (finite, max > min by a finite range: ε and every reward
+ * are rescaled by it) and tau, ρ̄'s target (docs/stop-rules.md, rho; NaN:
+ * none given, 1 − δ). Each rule with the message that refuses it. An
+ * infinite width (±1e308) made the engine's arithmetic fail later, as if
+ * out of memory: a 503 that clients retry forever. */
+#define GOAL_RANGE_RULE "must be greater than reward.min (by a finite range)"
+#define GOAL_TAU_RULE "must be null or in (0, 1)"
+
+static inline int goal_range_valid(double min, double max)
+{
+    return max > min && isfinite(max - min);
+}
+
+static inline int goal_tau_valid(double tau)
+{
+    return isnan(tau) || (tau > 0 && tau < 1);
+}
+
 /* m 1, ε 0, δ 0.05, no budget: what a missing member means. */
 void goal_defaults(struct goal *g);
 
@@ -37,6 +58,11 @@ void goal_defaults(struct goal *g);
  * engine's [0, 1] units); fields are named prefix + member ("goal." gives
  * goal.m, "" gives m). 0, or −1 with err filled on the first wrong one. */
 int goal_check(const struct goal *g, double range, const char *prefix, struct policy_error *err);
+
+/* m against the arms: below the number of arms of every bandit (n_arms[b],
+ * b < n_bandits). 0, or −1 with err on prefix + "m". */
+int goal_check_arms(unsigned m, const size_t *n_arms, size_t n_bandits, const char *prefix,
+                    struct policy_error *err);
 
 /* Read obj's members m, epsilon, delta and budget (each optional; budget
  * may be null; m and budget integers, 1e6 written as a real too) over g,

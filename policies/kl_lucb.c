@@ -26,31 +26,37 @@
 enum { RATE_THEORY = 0, RATE_HEURISTIC = 1 };
 static const char *const rates[] = {"theory", "heuristic", NULL};
 
-static const struct policy_param_spec kl_lucb_params[] = {
-    {.name = "rate",
-     .type = POLICY_PARAM_ENUM,
-     .def = RATE_THEORY,
-     .choices = rates,
-     .doc = "exploration rate β(t,δ): theory = ln(k1 K t^α/δ) + ln ln(k1 K t^α/δ) (Kaufmann & "
-            "Kalyanakrishnan 2013, Theorem 3); heuristic = ln((ln t + 1)/δ) (Garivier & "
-            "Kaufmann 2016 experiments, no proof)"},
-    {.name = "alpha",
-     .type = POLICY_PARAM_NUM,
-     .def = 1.1,
-     .min = 1,
-     .max = 4,
-     .doc = "α > 1, the power of t in the theory rate (Kaufmann & Kalyanakrishnan 2013, Thm 3)"},
-    {.name = "k1",
-     .type = POLICY_PARAM_NUM,
-     .def = 405.5,
-     .min = 1,
-     .max = 1e9,
-     .doc = "k1 in the theory rate; 405.5 is their constant for α = 1.1 (the proof needs k1 > "
-            "2e + 1 + e/(α−1) + (e+1)/(α−1)²)"},
-    {.name = NULL},
-};
+/* Parameter indices: each one the position of its spec in the table
+ * below, so a misspelt parameter is a compile error (policy_param). */
+enum { KL_LUCB_RATE, KL_LUCB_ALPHA, KL_LUCB_K1, KL_LUCB_NPARAMS };
 
-extern const struct policy_ops policy_kl_lucb;
+static const struct policy_param_spec kl_lucb_params[] = {
+    [KL_LUCB_RATE] =
+        {.name = "rate",
+         .type = POLICY_PARAM_ENUM,
+         .def = RATE_THEORY,
+         .choices = rates,
+         .doc = "exploration rate β(t,δ): theory = ln(k1 K t^α/δ) + ln ln(k1 K t^α/δ) (Kaufmann & "
+                "Kalyanakrishnan 2013, Theorem 3); heuristic = ln((ln t + 1)/δ) (Garivier & "
+                "Kaufmann 2016 experiments, no proof)"},
+    [KL_LUCB_ALPHA] =
+        {.name = "alpha",
+         .type = POLICY_PARAM_NUM,
+         .def = 1.1,
+         .min = 1,
+         .max = 4,
+         .doc =
+             "α > 1, the power of t in the theory rate (Kaufmann & Kalyanakrishnan 2013, Thm 3)"},
+    [KL_LUCB_K1] =
+        {.name = "k1",
+         .type = POLICY_PARAM_NUM,
+         .def = 405.5,
+         .min = 1,
+         .max = 1e9,
+         .doc = "k1 in the theory rate; 405.5 is their constant for α = 1.1 (the proof needs k1 > "
+                "2e + 1 + e/(α−1) + (e+1)/(α−1)²)"},
+    [KL_LUCB_NPARAMS] = {.name = NULL},
+};
 
 /* β(t, δ); c1 = k1, c2 = α, or c2 < 0 for the heuristic rate. */
 static double kl_beta(const struct lucb *l, double t)
@@ -82,9 +88,9 @@ static const struct lucb_bounds kl_bounds = {
 
 static int kl_lucb_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
-    int rate = (int)policy_param(ctx, &policy_kl_lucb, "rate");
-    double alpha = policy_param(ctx, &policy_kl_lucb, "alpha");
-    double k1 = policy_param(ctx, &policy_kl_lucb, "k1");
+    int rate = (int)policy_param(ctx, KL_LUCB_RATE);
+    double alpha = policy_param(ctx, KL_LUCB_ALPHA);
+    double k1 = policy_param(ctx, KL_LUCB_K1);
     if (rate == RATE_THEORY && !(alpha > 1)) {
         snprintf(err, errlen,
                  "policy.params.alpha: must be > 1 (Kaufmann & Kalyanakrishnan "
@@ -98,7 +104,7 @@ static int kl_lucb_init(void **state, const struct policy_ctx *ctx, char *err, s
 /* Proven with the theory rate; the heuristic one has no proof. */
 static int kl_lucb_stop_proven(const struct policy_params *p)
 {
-    return p->values[policy_param_index(&policy_kl_lucb, "rate")] == RATE_THEORY;
+    return p->values[KL_LUCB_RATE] == RATE_THEORY;
 }
 
 const struct policy_ops policy_kl_lucb = {

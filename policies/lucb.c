@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "policies/fc.h"
+#include "policies/rng.h"
 
 int lucb_init(void **state, const struct lucb_bounds *b, double c1, double c2,
               const struct policy_ctx *ctx, char *err, size_t errlen)
@@ -116,7 +117,7 @@ static size_t extreme(struct lucb *l, const struct policy_ctx *ctx, int want_hig
             best = i;
             bv = v;
             ties = 1;
-        } else if (v == bv && policy_rand_index(ctx->rng, ++ties) == 0) {
+        } else if (v == bv && rng_index(ctx->rng, ++ties) == 0) {
             best = i;
         }
     }
@@ -141,7 +142,7 @@ static void split(struct lucb *l, const struct policy_ctx *ctx)
                 if (best == (size_t)-1 || a[i].mean > a[best].mean) {
                     best = i;
                     ties = 1;
-                } else if (a[i].mean == a[best].mean && policy_rand_index(ctx->rng, ++ties) == 0) {
+                } else if (a[i].mean == a[best].mean && rng_index(ctx->rng, ++ties) == 0) {
                     best = i;
                 }
             }
@@ -171,7 +172,7 @@ int lucb_select(void *state, const struct policy_ctx *ctx, int bandit, struct po
     for (size_t i = 0; i < l->n; i++) {
         double u = count_of(&a[i], 1);
         t += u;
-        if (u == 0 && policy_rand_index(ctx->rng, ++ties) == 0)
+        if (u == 0 && rng_index(ctx->rng, ++ties) == 0)
             fresh = i;
     }
     if (fresh != (size_t)-1) {

@@ -15,25 +15,29 @@
 #include <math.h>
 #include <stdio.h>
 
-static const struct policy_param_spec lucb1_params[] = {
-    {.name = "k1",
-     .type = POLICY_PARAM_NUM,
-     .def = 1.25,
-     .min = 1e-6,
-     .max = 1e6,
-     .doc = "k1 in β(u,t) = sqrt(ln(k1 K t^p/δ)/(2u)); 5/4 in Kalyanakrishnan et al. 2012, "
-            "LUCB1 (eq. 10 of Bachman & Precup); the proof needs k1 ≥ ζ(p−1)"},
-    {.name = "power",
-     .type = POLICY_PARAM_NUM,
-     .def = 4,
-     .min = 1,
-     .max = 16,
-     .doc = "p, the power of t in β(u,t); 4 in Kalyanakrishnan et al. 2012 (LUCB1); the "
-            "proof needs p > 2"},
-    {.name = NULL},
-};
+/* Parameter indices: each one the position of its spec in the table
+ * below, so a misspelt parameter is a compile error (policy_param). */
+enum { LUCB1_K1, LUCB1_POWER, LUCB1_NPARAMS };
 
-extern const struct policy_ops policy_lucb1;
+static const struct policy_param_spec lucb1_params[] = {
+    [LUCB1_K1] =
+        {.name = "k1",
+         .type = POLICY_PARAM_NUM,
+         .def = 1.25,
+         .min = 1e-6,
+         .max = 1e6,
+         .doc = "k1 in β(u,t) = sqrt(ln(k1 K t^p/δ)/(2u)); 5/4 in Kalyanakrishnan et al. 2012, "
+                "LUCB1 (eq. 10 of Bachman & Precup); the proof needs k1 ≥ ζ(p−1)"},
+    [LUCB1_POWER] =
+        {.name = "power",
+         .type = POLICY_PARAM_NUM,
+         .def = 4,
+         .min = 1,
+         .max = 16,
+         .doc = "p, the power of t in β(u,t); 4 in Kalyanakrishnan et al. 2012 (LUCB1); the "
+                "proof needs p > 2"},
+    [LUCB1_NPARAMS] = {.name = NULL},
+};
 
 /* The level ln(k1 K t^p / δ) (c1 = k1, c2 = p); β(u, t) = sqrt(level/(2u)). */
 static double lucb1_level(const struct lucb *l, double t)
@@ -62,8 +66,8 @@ static const struct lucb_bounds lucb1_bounds = {
 
 static int lucb1_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
-    return lucb_init(state, &lucb1_bounds, policy_param(ctx, &policy_lucb1, "k1"),
-                     policy_param(ctx, &policy_lucb1, "power"), ctx, err, errlen);
+    return lucb_init(state, &lucb1_bounds, policy_param(ctx, LUCB1_K1),
+                     policy_param(ctx, LUCB1_POWER), ctx, err, errlen);
 }
 
 const struct policy_ops policy_lucb1 = {

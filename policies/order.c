@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "policies/policy.h"
+#include "policies/rng.h"
 
 /* Fisher–Yates over elements of `size` bytes (size_t indices or uint32_t
  * ranks): one loop, so both kinds of permutation consume the generator
@@ -16,7 +16,7 @@ static void fisher_yates(gsl_rng *rng, void *base, size_t n, size_t size)
 {
     unsigned char *p = base;
     for (size_t i = n; i > 1; i--) {
-        size_t j = policy_rand_index(rng, i);
+        size_t j = rng_index(rng, i);
         unsigned char *a = p + (i - 1) * size, *b = p + j * size;
         for (size_t c = 0; c < size; c++) {
             unsigned char t = a[c];
@@ -46,36 +46,49 @@ uint32_t *order_rank_new(gsl_rng *rng, size_t k)
     return rank;
 }
 
+/* What the sort compares: a key array with tie ranks, or the arms' means. */
+struct sort_key {
+    const double *val;
+    const uint32_t *rank;
+    const struct stats_arm *arms;
+};
+
 /* a before b? Larger value first, NaN last, then smaller rank. */
-static int val_before(const double *val, const uint32_t *rank, size_t a, size_t b)
+static int val_before(const struct sort_key *k, size_t a, size_t b)
 {
-    double va = val[a], vb = val[b];
+    double va = k->val[a], vb = k->val[b];
     if (isnan(va) || isnan(vb)) {
         if (isnan(va) != isnan(vb))
             return !isnan(va);
     } else if (va != vb) {
         return va > vb;
     }
-    return rank != NULL && rank[a] < rank[b];
+    return k->rank != NULL && k->rank[a] < k->rank[b];
+}
+
+/* a before b? Larger mean first (means are never NaN); ties keep their
+ * places. */
+static int mean_before(const struct sort_key *k, size_t a, size_t b)
+{
+    return k->arms[a].mean > k->arms[b].mean;
 }
 
 /* Ciura's gaps; the last pass (gap 1) is an insertion sort. */
 static const size_t shell_gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};
 #define SHELL_NGAPS (sizeof shell_gaps / sizeof shell_gaps[0])
 
-/* The one Shell sort, on a key array or on the arms' means (mean != NULL:
- * key[i] = mean[i].mean, no NaN there); `first` is the first gap used
- * (SHELL_NGAPS − 1: insertion sort only). */
-static void shell_sort(size_t *idx, size_t n, const double *val, const struct stats_arm *mean,
-                       const uint32_t *rank, size_t first)
+/* The one Shell sort; `first` is the first gap used (SHELL_NGAPS − 1:
+ * insertion sort only). */
+static void shell_sort(size_t *idx, size_t n,
+                       int (*before)(const struct sort_key *, size_t, size_t),
+                       const struct sort_key *key, size_t first)
 {
     for (size_t g = first; g < SHELL_NGAPS; g++) {
         size_t gap = shell_gaps[g];
         for (size_t i = gap; i < n; i++) {
             size_t t = idx[i];
             size_t j = i;
-            while (j >= gap && (mean != NULL ? mean[t].mean > mean[idx[j - gap]].mean
-                                             : val_before(val, rank, t, idx[j - gap]))) {
+            while (j >= gap && before(key, t, idx[j - gap])) {
                 idx[j] = idx[j - gap];
                 j -= gap;
             }
@@ -86,7 +99,8 @@ static void shell_sort(size_t *idx, size_t n, const double *val, const struct st
 
 void order_sort_desc(size_t *idx, size_t n, const double *val, const uint32_t *rank)
 {
-    shell_sort(idx, n, val, NULL, rank, 0);
+    struct sort_key key = {val, rank, NULL};
+    shell_sort(idx, n, val_before, &key, 0);
 }
 
 /* Shuffle, then sort by mean with a deterministic comparison sort: since the
@@ -97,7 +111,8 @@ void order_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t 
     for (size_t i = 0; i < k; i++)
         idx[i] = i;
     order_shuffle(rng, idx, k);
-    shell_sort(idx, k, NULL, arms, NULL, k > 64 ? 0 : SHELL_NGAPS - 1);
+    struct sort_key key = {NULL, NULL, arms};
+    shell_sort(idx, k, mean_before, &key, k > 64 ? 0 : SHELL_NGAPS - 1);
 }
 
 /* Reservoir-style tie breaking: the j-th tie replaces the current choice
@@ -113,8 +128,8 @@ static size_t arg_extreme(gsl_rng *rng, const double *v, const unsigned char *ma
         if (mask != NULL && !mask[i])
             continue;
         double x = v[i];
-        int better = best == (size_t)-1 || (want_max ? x > bv : x < bv);
-        if (better) {
+        int wins = best == (size_t)-1 || (want_max ? x > bv : x < bv);
+        if (wins) {
             best = i;
             bv = x;
             ties = 1;
@@ -152,7 +167,7 @@ size_t order_mark_top(const double *val, const unsigned char *mask, size_t k, si
 }
 
 /* Total order: larger mean first, then smaller rank (index without rank). */
-static int better(const struct stats_arm *arms, const uint32_t *rank, size_t i, size_t j)
+static int top_before(const struct stats_arm *arms, const uint32_t *rank, size_t i, size_t j)
 {
     if (arms[i].mean != arms[j].mean)
         return arms[i].mean > arms[j].mean;
@@ -176,7 +191,8 @@ void order_top_m(const struct stats_arm *arms, size_t k, unsigned m, const uint3
         for (size_t i = 0; i < k; i++) {
             if (high[i] != (pick_best ? 0 : 1))
                 continue;
-            if (sel == k || (pick_best ? better(arms, rank, i, sel) : better(arms, rank, sel, i)))
+            if (sel == k ||
+                (pick_best ? top_before(arms, rank, i, sel) : top_before(arms, rank, sel, i)))
                 sel = i;
         }
         high[sel] = pick_best ? 1 : 0;

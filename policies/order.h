@@ -19,7 +19,7 @@
 #include "policies/stats.h"
 
 /* Uniform random permutation of idx[0..n) in place (Fisher–Yates: n − 1
- * draws of policy_rand_index, for i = n … 2). */
+ * draws of rng_index, for i = n … 2). */
 void order_shuffle(gsl_rng *rng, size_t *idx, size_t n);
 
 /* A uniformly random permutation of 0..k−1 into rank[0..k) (the identity,

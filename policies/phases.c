@@ -5,13 +5,14 @@
  */
 #include "policies/phases.h"
 #include "policies/order.h"
+#include "policies/rng.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int policy_phases_init(struct policy_phases *ph, const struct policy_ctx *ctx, size_t nphases,
-                       policy_phases_decide_fn *decide, char *err, size_t errlen)
+int phases_init(struct phases *ph, const struct policy_ctx *ctx, size_t nphases,
+                phases_decide_fn *decide, char *err, size_t errlen)
 {
     memset(ph, 0, sizeof *ph);
     ph->nb = ctx->n_bandits;
@@ -52,7 +53,7 @@ int policy_phases_init(struct policy_phases *ph, const struct policy_ctx *ctx, s
     return 0;
 }
 
-void policy_phases_fini(struct policy_phases *ph)
+void phases_fini(struct phases *ph)
 {
     if (ph == NULL)
         return;
@@ -71,7 +72,7 @@ void policy_phases_fini(struct policy_phases *ph)
     memset(ph, 0, sizeof *ph);
 }
 
-int policy_phases_finished(const struct policy_phases *ph)
+int phases_finished(const struct phases *ph)
 {
     return ph->n_settled == ph->nb;
 }
@@ -79,7 +80,7 @@ int policy_phases_finished(const struct policy_phases *ph)
 /* Settle bandit b when its top set is decided: with nothing left to accept
  * the remaining active arms are rejected, with as many to accept as are
  * active they are all accepted (SAR's edge cases, Bubeck et al. Fig. 1). */
-static void settle(struct policy_phases *ph, size_t b)
+static void settle(struct phases *ph, size_t b)
 {
     if (ph->settled[b])
         return;
@@ -95,7 +96,7 @@ static void settle(struct policy_phases *ph, size_t b)
     ph->n_settled++;
 }
 
-void policy_phases_accept(struct policy_phases *ph, size_t flat)
+void phases_accept(struct phases *ph, size_t flat)
 {
     size_t b = ph->bandit_of[flat];
     if (ph->status[flat] != PHASES_ACTIVE || ph->need[b] == 0)
@@ -106,7 +107,7 @@ void policy_phases_accept(struct policy_phases *ph, size_t flat)
     settle(ph, b);
 }
 
-void policy_phases_reject(struct policy_phases *ph, size_t flat)
+void phases_reject(struct phases *ph, size_t flat)
 {
     size_t b = ph->bandit_of[flat];
     if (ph->status[flat] != PHASES_ACTIVE)
@@ -116,7 +117,7 @@ void policy_phases_reject(struct policy_phases *ph, size_t flat)
     settle(ph, b);
 }
 
-uint64_t policy_phases_plan_total(const uint64_t *target, const size_t *active, size_t nphases)
+uint64_t phases_plan_total(const uint64_t *target, const size_t *active, size_t nphases)
 {
     uint64_t total = 0, prev = 0;
     for (size_t k = 0; k < nphases; k++) {
@@ -126,7 +127,7 @@ uint64_t policy_phases_plan_total(const uint64_t *target, const size_t *active, 
     return total;
 }
 
-size_t policy_phases_order_active(struct policy_phases *ph, const struct policy_ctx *ctx, size_t b)
+size_t phases_order_active(struct phases *ph, const struct policy_ctx *ctx, size_t b)
 {
     size_t k = ctx->n_arms[b];
     order_by_mean(ctx->rng, ctx->arms[b], k, ph->order);
@@ -140,7 +141,7 @@ size_t policy_phases_order_active(struct policy_phases *ph, const struct policy_
 /* Has the current phase ended? Every active arm of an unsettled bandit has
  * its target of rewarded samples, or can get no more pulls (its bandit is
  * done in the engine) and has none pending. */
-static int phase_complete(const struct policy_phases *ph, const struct policy_ctx *ctx)
+static int phase_complete(const struct phases *ph, const struct policy_ctx *ctx)
 {
     uint64_t t = ph->target[ph->phase];
     for (size_t b = 0; b < ph->nb; b++) {
@@ -160,7 +161,7 @@ static int phase_complete(const struct policy_phases *ph, const struct policy_ct
 
 /* The active arm of bandit b (not marked in skip, NULL = none) of largest
  * mean, ties by rank; (size_t)-1 when there is none. Never draws. */
-static size_t best_active(const struct policy_phases *ph, const struct policy_ctx *ctx, size_t b,
+static size_t best_active(const struct phases *ph, const struct policy_ctx *ctx, size_t b,
                           const unsigned char *skip)
 {
     const size_t o = ph->off[b];
@@ -178,21 +179,21 @@ static size_t best_active(const struct policy_phases *ph, const struct policy_ct
 
 /* After the last phase every bandit should be settled; if a plan ever left
  * one open, accept its best active arms (ties by rank) rather than stall. */
-static void settle_leftovers(struct policy_phases *ph, const struct policy_ctx *ctx)
+static void settle_leftovers(struct phases *ph, const struct policy_ctx *ctx)
 {
     for (size_t b = 0; b < ph->nb; b++)
         while (!ph->settled[b])
-            policy_phases_accept(ph, ph->off[b] + best_active(ph, ctx, b, NULL));
+            phases_accept(ph, ph->off[b] + best_active(ph, ctx, b, NULL));
 }
 
 /* End every phase whose samples are in. */
-static void advance(struct policy_phases *ph, const struct policy_ctx *ctx)
+static void advance(struct phases *ph, const struct policy_ctx *ctx)
 {
-    while (!policy_phases_finished(ph) && ph->phase < ph->nphases && phase_complete(ph, ctx)) {
+    while (!phases_finished(ph) && ph->phase < ph->nphases && phase_complete(ph, ctx)) {
         ph->decide(ph, ctx, ph->phase);
         ph->phase++;
     }
-    if (ph->phase >= ph->nphases && !policy_phases_finished(ph))
+    if (ph->phase >= ph->nphases && !phases_finished(ph))
         settle_leftovers(ph, ctx);
 }
 
@@ -201,7 +202,7 @@ static void advance(struct policy_phases *ph, const struct policy_ctx *ctx)
  * least n + pending into *least, returning how many arms share it. With
  * pick: the arm number j (0-based) among those at *least into pick,
  * returning 1 (0 when there is none). */
-static size_t scan(const struct policy_phases *ph, const struct policy_ctx *ctx, int bandit,
+static size_t scan(const struct phases *ph, const struct policy_ctx *ctx, int bandit,
                    uint64_t *least, size_t j, struct policy_pick *pick)
 {
     size_t ties = 0;
@@ -232,10 +233,9 @@ static size_t scan(const struct policy_phases *ph, const struct policy_ctx *ctx,
     return ties;
 }
 
-int policy_phases_select(void *state, const struct policy_ctx *ctx, int bandit,
-                         struct policy_pick *pick)
+int phases_select(void *state, const struct policy_ctx *ctx, int bandit, struct policy_pick *pick)
 {
-    struct policy_phases *ph = state;
+    struct phases *ph = state;
     advance(ph, ctx);
     /* The active arm of least n + pending in scope, ties uniformly at random:
      * first pass finds the least value and counts its ties, one draw picks
@@ -244,14 +244,14 @@ int policy_phases_select(void *state, const struct policy_ctx *ctx, int bandit,
     size_t ties = scan(ph, ctx, bandit, &least, 0, NULL);
     if (ties == 0)
         return POLICY_DONE;
-    size_t j = policy_rand_index(ctx->rng, ties);
+    size_t j = rng_index(ctx->rng, ties);
     if (scan(ph, ctx, bandit, &least, j, pick) != 1)
         abort(); /* unreachable: the tie counted above */
     return POLICY_OK;
 }
 
-void policy_phases_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
-                          enum policy_event ev, double reward)
+void phases_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
+                   enum policy_event ev, double reward)
 {
     (void)bandit;
     (void)arm;
@@ -260,17 +260,16 @@ void policy_phases_update(void *state, const struct policy_ctx *ctx, size_t band
     advance(state, ctx);
 }
 
-int policy_phases_done(void *state, const struct policy_ctx *ctx, size_t bandit)
+int phases_done(void *state, const struct policy_ctx *ctx, size_t bandit)
 {
     (void)ctx;
-    const struct policy_phases *ph = state;
+    const struct phases *ph = state;
     return ph->settled[bandit];
 }
 
-void policy_phases_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
-                             unsigned char *high)
+void phases_recommend(void *state, const struct policy_ctx *ctx, size_t bandit, unsigned char *high)
 {
-    const struct policy_phases *ph = state;
+    const struct phases *ph = state;
     size_t k = ctx->n_arms[bandit];
     for (size_t i = 0; i < k; i++)
         high[i] = ph->status[ph->off[bandit] + i] == PHASES_ACCEPTED;

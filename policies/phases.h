@@ -35,7 +35,7 @@
  * POLICY_DONE and recommend() returns the accepted arms. ops->done reports a
  * settled bandit, so the engine stops it at once (stop_reason "policy").
  *
- * The state of a phase policy is a `struct policy_phases` (the policy's state
+ * The state of a phase policy is a `struct phases` (the policy's state
  * pointer points to it), so tests can inspect it.
  *
  * fc.h's fc_phases serves the same hand-out rule (quota once, round-robin
@@ -59,15 +59,14 @@
 
 enum { PHASES_ACTIVE = 0, PHASES_ACCEPTED = 1, PHASES_REJECTED = 2 };
 
-struct policy_phases;
+struct phases;
 
-/* End-of-phase rule: deactivate arms with policy_phases_accept/_reject.
+/* End-of-phase rule: deactivate arms with phases_accept/_reject.
  * `phase` is the index of the phase that just ended (0-based). Must not
  * allocate. */
-typedef void policy_phases_decide_fn(struct policy_phases *ph, const struct policy_ctx *ctx,
-                                     size_t phase);
+typedef void phases_decide_fn(struct phases *ph, const struct policy_ctx *ctx, size_t phase);
 
-struct policy_phases {
+struct phases {
     size_t nb;              /* bandits in the instance's scope */
     size_t total;           /* arms over all bandits */
     size_t *off;            /* off[b] = flat index of bandit b's first arm; off[nb] = total */
@@ -81,7 +80,7 @@ struct policy_phases {
     size_t nphases;
     size_t phase;   /* current phase; == nphases once every phase ended */
     uint32_t *rank; /* flat: random tie-break rank for recommend() */
-    policy_phases_decide_fn *decide;
+    phases_decide_fn *decide;
     /* scratch for decide(), sized at init (select must not allocate) */
     size_t *order;       /* max arms per bandit */
     double *gap;         /* total */
@@ -93,35 +92,34 @@ struct policy_phases {
  * zero for the caller to fill) and every arm active with need = ctx->m.
  * Draws the recommend() tie ranks from ctx->rng. Returns 0, or −1 with
  * "out of memory" in err. On failure the struct is left freeable. */
-int policy_phases_init(struct policy_phases *ph, const struct policy_ctx *ctx, size_t nphases,
-                       policy_phases_decide_fn *decide, char *err, size_t errlen);
-void policy_phases_fini(struct policy_phases *ph);
+int phases_init(struct phases *ph, const struct policy_ctx *ctx, size_t nphases,
+                phases_decide_fn *decide, char *err, size_t errlen);
+void phases_fini(struct phases *ph);
 
 /* The vtable entries a phase policy uses as they are (state is the struct). */
-int policy_phases_select(void *state, const struct policy_ctx *ctx, int bandit,
-                         struct policy_pick *pick);
-void policy_phases_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
-                          enum policy_event ev, double reward);
-int policy_phases_done(void *state, const struct policy_ctx *ctx, size_t bandit);
-void policy_phases_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
-                             unsigned char *high);
+int phases_select(void *state, const struct policy_ctx *ctx, int bandit, struct policy_pick *pick);
+void phases_update(void *state, const struct policy_ctx *ctx, size_t bandit, size_t arm,
+                   enum policy_event ev, double reward);
+int phases_done(void *state, const struct policy_ctx *ctx, size_t bandit);
+void phases_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
+                      unsigned char *high);
 
 /* For decide functions: deactivate one arm (flat index), then settle its
  * bandit if its top set is now decided. */
-void policy_phases_accept(struct policy_phases *ph, size_t flat);
-void policy_phases_reject(struct policy_phases *ph, size_t flat);
+void phases_accept(struct phases *ph, size_t flat);
+void phases_reject(struct phases *ph, size_t flat);
 
 /* Every bandit settled: nothing left to explore. */
-int policy_phases_finished(const struct policy_phases *ph);
+int phases_finished(const struct phases *ph);
 
 /* Sum over phases of (active arms during the phase) × (phase length) for a
  * plan in which phase k runs on active[k] arms: what the phases hand out when
  * rewards are synchronous. Used by init functions to check a plan against the
  * budget. */
-uint64_t policy_phases_plan_total(const uint64_t *target, const size_t *active, size_t nphases);
+uint64_t phases_plan_total(const uint64_t *target, const size_t *active, size_t nphases);
 
 /* Active arms of bandit b ordered by mean, descending, ties at random;
  * writes them to ph->order and returns how many. */
-size_t policy_phases_order_active(struct policy_phases *ph, const struct policy_ctx *ctx, size_t b);
+size_t phases_order_active(struct phases *ph, const struct policy_ctx *ctx, size_t b);
 
 #endif

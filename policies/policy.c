@@ -1,9 +1,9 @@
 /*
- * policy.c — parameter validation and the uniform draw every policy shares
- * (orderings and random tie-breaks are order.c). The registry itself is
- * registry.c: adding a policy is one line there.
+ * policy.c — parameter validation for the interface of policy.h. The
+ * registry itself is registry.c: adding a policy is one line there.
  */
 #include "policies/policy.h"
+#include "policies/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -98,19 +98,9 @@ int policy_param_parse(const struct policy_param_spec *spec, const char *text, d
     return 0;
 }
 
-double policy_param(const struct policy_ctx *ctx, const struct policy_ops *ops, const char *name)
+double policy_param(const struct policy_ctx *ctx, int i)
 {
-    int i = policy_param_index(ops, name);
-    if (i < 0)
-        abort(); /* a policy asking for a parameter it did not declare */
     return ctx->params->values[i];
-}
-
-size_t policy_rand_index(gsl_rng *rng, size_t n)
-{
-    if (n <= 1)
-        return 0;
-    return (size_t)gsl_rng_uniform_int(rng, (unsigned long)n);
 }
 
 size_t policy_first_pulls(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t arm)
@@ -122,7 +112,7 @@ size_t policy_first_pulls(gsl_rng *rng, const struct stats_arm *arms, size_t k, 
         fresh += arms[i].n == 0 && arms[i].pending == 0;
     if (fresh == 0)
         return arm;
-    size_t pick = policy_rand_index(rng, fresh);
+    size_t pick = rng_index(rng, fresh);
     for (size_t i = 0; i < k; i++)
         if (arms[i].n == 0 && arms[i].pending == 0 && pick-- == 0)
             return i;

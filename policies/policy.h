@@ -22,6 +22,17 @@
  * hand out each phase's quota once and, while a phase waits for its last
  * rewards, keep answering from the active arms round-robin, counting those
  * extra samples in the next phase.
+ *
+ * Naming rule for policies/: a public name starts with the name of the file
+ * that defines it, and the header of that name declares it — policy_ for this
+ * interface (policy.c, registry.c), order_ (order.c), rng_ (rng.c), stats_
+ * (the stats_*.c family, one header), and a family toolkit's own name:
+ * fc_ (fc.c, fixed-confidence phases, elimination and the GLR stop),
+ * phases_ (phases.c, fixed-budget phases), gapidx_ (gapidx.c), lucb_, gcp_,
+ * tas_, engine_. A policy file exports nothing but its vtable, named
+ * policy_<file> (lucb1.c: policy_lucb1), listed in list.h, and names its
+ * parameters' indices <FILE>_<PARAM> (LUCB1_K1: see policy_param).
+ * Everything else is static.
  */
 #ifndef BANDITD_POLICIES_POLICY_H
 #define BANDITD_POLICIES_POLICY_H
@@ -175,14 +186,18 @@ int policy_param_index(const struct policy_ops *ops, const char *name);
 void policy_params_defaults(const struct policy_ops *ops, struct policy_params *p);
 /* ops->stop_proven(p), or 1 without it; 0 for a policy without an own rule. */
 int policy_own_stop_proven(const struct policy_ops *ops, const struct policy_params *p);
-/* Value of parameter `name` (must exist: programming error otherwise). */
-double policy_param(const struct policy_ctx *ctx, const struct policy_ops *ops, const char *name);
+/* Value of the policy's own parameter number i, the position of its spec in
+ * ops->params. A policy names its positions with an enum beside its table
+ * and fills the table with designated initializers ([LUCB1_K1] = {...}), so
+ * a misspelt parameter is a compile error and a reordered table cannot
+ * misread one. (Names from users go through policy_param_index.) */
+double policy_param(const struct policy_ctx *ctx, int i);
 
-/* --- helpers shared by policies ----------------------------------------- */
+/* Helpers shared by policies live in their own modules (see the naming
+ * rule above): orderings and random tie-breaks in order.h, uniform draws in
+ * rng.h, statistics in stats.h, the families' toolkits in fc.h, phases.h,
+ * gapidx.h, lucb.h, gcp.h and tas.h. */
 
-/* Uniform integer in [0, n). */
-size_t policy_rand_index(gsl_rng *rng, size_t n);
-/* Orderings and random tie-breaks (argmax, shuffles, sorts): order.h. */
 /* The first pulls of a block: a sampling policy (adapt, ttts, thompson)
  * that picked `arm` while arm has no reward yet and a pull of it pending
  * learns nothing from a second one that another arm with nothing handed

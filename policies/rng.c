@@ -7,6 +7,13 @@ struct xoshiro {
     uint64_t s[4];
 };
 
+size_t rng_index(gsl_rng *rng, size_t n)
+{
+    if (n <= 1)
+        return 0;
+    return (size_t)gsl_rng_uniform_int(rng, (unsigned long)n);
+}
+
 uint64_t rng_mix64(uint64_t z)
 {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

@@ -9,6 +9,7 @@
 #ifndef BANDITD_POLICIES_RNG_H
 #define BANDITD_POLICIES_RNG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <gsl/gsl_rng.h>
@@ -19,6 +20,10 @@ extern const gsl_rng_type *const rng_xoshiro256ss;
 
 /* Seed r (allocated with rng_xoshiro256ss) from a 64-bit key. */
 void rng_seed64(gsl_rng *r, uint64_t key);
+
+/* Uniform integer in [0, n) (0 when n <= 1, without a draw): every random
+ * index and Fisher–Yates step of the policies. */
+size_t rng_index(gsl_rng *rng, size_t n);
 
 /* splitmix64's finaliser: a bijection of 64-bit words that mixes well. */
 uint64_t rng_mix64(uint64_t z);

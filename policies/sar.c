@@ -46,16 +46,16 @@
  * settled bandit answers POLICY_DONE and the engine serves its accepted set.
  */
 #include "policies/phases.h"
+#include "policies/rng.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-extern const struct policy_ops policy_sar;
 
-static void sar_replan(struct policy_phases *ph, const struct policy_ctx *ctx, size_t next);
+static void sar_replan(struct phases *ph, const struct policy_ctx *ctx, size_t next);
 
-static void sar_decide(struct policy_phases *ph, const struct policy_ctx *ctx, size_t phase)
+static void sar_decide(struct phases *ph, const struct policy_ctx *ctx, size_t phase)
 {
     /* Gaps of every active arm in unsettled bandits; the largest gap wins,
      * Low arms (rejections) before High (acceptances). */
@@ -65,7 +65,7 @@ static void sar_decide(struct policy_phases *ph, const struct policy_ctx *ctx, s
     for (size_t b = 0; b < ph->nb; b++) {
         if (ph->settled[b])
             continue;
-        size_t na = policy_phases_order_active(ph, ctx, b);
+        size_t na = phases_order_active(ph, ctx, b);
         unsigned mb = ph->need[b];
         const struct stats_arm *a = ctx->arms[b];
         double mu_m = a[ph->order[mb - 1]].mean, mu_m1 = a[ph->order[mb]].mean;
@@ -88,16 +88,16 @@ static void sar_decide(struct policy_phases *ph, const struct policy_ctx *ctx, s
     }
     if (ncand == 0)
         return; /* every bandit settled */
-    size_t f = ph->cand[policy_rand_index(ctx->rng, ncand)];
+    size_t f = ph->cand[rng_index(ctx->rng, ncand)];
     if (best_low)
-        policy_phases_reject(ph, f);
+        phases_reject(ph, f);
     else
-        policy_phases_accept(ph, f);
+        phases_accept(ph, f);
     sar_replan(ph, ctx, phase + 1);
 }
 
 /* Active arms of the unsettled bandits. */
-static size_t active_arms(const struct policy_phases *ph)
+static size_t active_arms(const struct phases *ph)
 {
     size_t a = 0;
     for (size_t b = 0; b < ph->nb; b++)
@@ -108,7 +108,7 @@ static size_t active_arms(const struct policy_phases *ph)
 
 /* Phases `next`.. planned again when the pool holds fewer arms than the
  * schedule planned for them (see the top of the file). */
-static void sar_replan(struct policy_phases *ph, const struct policy_ctx *ctx, size_t next)
+static void sar_replan(struct phases *ph, const struct policy_ctx *ctx, size_t next)
 {
     size_t a = active_arms(ph);
     if (next == 0 || next >= ph->nphases || a < 2 || a >= ph->total - next)
@@ -139,7 +139,7 @@ static void sar_replan(struct policy_phases *ph, const struct policy_ctx *ctx, s
 }
 
 /* The phases' cumulative per-arm targets for budget N over the pool. */
-static void sar_plan(struct policy_phases *ph, uint64_t budget, size_t pool)
+static void sar_plan(struct phases *ph, uint64_t budget, size_t pool)
 {
     double lbar = 0.5;
     for (size_t i = 2; i <= pool; i++)
@@ -152,7 +152,7 @@ static void sar_plan(struct policy_phases *ph, uint64_t budget, size_t pool)
 
 static void sar_fini(void *state)
 {
-    policy_phases_fini(state);
+    phases_fini(state);
     free(state);
 }
 
@@ -165,12 +165,12 @@ static int sar_init(void **state, const struct policy_ctx *ctx, char *err, size_
         snprintf(err, errlen, "goal.budget: sar needs more than one pull per arm (%zu arms)", pool);
         return -1;
     }
-    struct policy_phases *ph = calloc(1, sizeof *ph);
+    struct phases *ph = calloc(1, sizeof *ph);
     if (ph == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (policy_phases_init(ph, ctx, pool - 1, sar_decide, err, errlen) != 0) {
+    if (phases_init(ph, ctx, pool - 1, sar_decide, err, errlen) != 0) {
         sar_fini(ph);
         return -1;
     }
@@ -183,7 +183,7 @@ static int sar_init(void **state, const struct policy_ctx *ctx, char *err, size_
 static int sar_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
                         size_t errlen)
 {
-    struct policy_phases *ph = state;
+    struct phases *ph = state;
     if (ctx->budget <= ph->total) {
         snprintf(err, errlen, "goal.budget: sar needs more than one pull per arm (%zu arms)",
                  ph->total);
@@ -203,9 +203,9 @@ const struct policy_ops policy_sar = {
     .params = NULL,
     .init = sar_init,
     .fini = sar_fini,
-    .select = policy_phases_select,
-    .update = policy_phases_update,
-    .done = policy_phases_done,
-    .recommend = policy_phases_recommend,
+    .select = phases_select,
+    .update = phases_update,
+    .done = phases_done,
+    .recommend = phases_recommend,
     .rebudget = sar_rebudget,
 };

@@ -22,20 +22,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-extern const struct policy_ops policy_seq_halving;
 
 struct sh {
-    struct policy_phases ph; /* first: phases.h reads the state as this */
+    struct phases ph; /* first: phases.h reads the state as this */
     size_t *keep;            /* survivors after each round */
 };
 
 /* Keep the |S_{r+1}| best active arms, reject the others. */
-static void sh_decide(struct policy_phases *ph, const struct policy_ctx *ctx, size_t phase)
+static void sh_decide(struct phases *ph, const struct policy_ctx *ctx, size_t phase)
 {
     const struct sh *s = (const struct sh *)ph;
-    size_t na = policy_phases_order_active(ph, ctx, 0);
+    size_t na = phases_order_active(ph, ctx, 0);
     for (size_t r = s->keep[phase]; r < na; r++)
-        policy_phases_reject(ph, ph->order[r]);
+        phases_reject(ph, ph->order[r]);
 }
 
 /* Survivor sizes; returns R. keep may be NULL (count only). */
@@ -59,7 +58,7 @@ static void sh_fini(void *state)
     struct sh *s = state;
     if (s == NULL)
         return;
-    policy_phases_fini(&s->ph);
+    phases_fini(&s->ph);
     free(s->keep);
     free(s);
 }
@@ -99,7 +98,7 @@ static int sh_init(void **state, const struct policy_ctx *ctx, char *err, size_t
         sh_fini(s);
         return -1;
     }
-    if (policy_phases_init(&s->ph, ctx, rounds, sh_decide, err, errlen) != 0) {
+    if (phases_init(&s->ph, ctx, rounds, sh_decide, err, errlen) != 0) {
         sh_fini(s);
         return -1;
     }
@@ -133,9 +132,9 @@ const struct policy_ops policy_seq_halving = {
     .params = NULL,
     .init = sh_init,
     .fini = sh_fini,
-    .select = policy_phases_select,
-    .update = policy_phases_update,
-    .done = policy_phases_done,
-    .recommend = policy_phases_recommend,
+    .select = phases_select,
+    .update = phases_update,
+    .done = phases_done,
+    .recommend = phases_recommend,
     .rebudget = sh_rebudget,
 };

@@ -30,10 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-extern const struct policy_ops policy_sr;
 
 /* Reject the empirical worst active arm, ties at random. */
-static void sr_decide(struct policy_phases *ph, const struct policy_ctx *ctx, size_t phase)
+static void sr_decide(struct phases *ph, const struct policy_ctx *ctx, size_t phase)
 {
     (void)phase;
     size_t k = ctx->n_arms[0];
@@ -41,7 +40,7 @@ static void sr_decide(struct policy_phases *ph, const struct policy_ctx *ctx, si
         ph->gap[i] = ctx->arms[0][i].mean;
         ph->mask[i] = ph->status[i] == PHASES_ACTIVE;
     }
-    policy_phases_reject(ph, order_argmin(ctx->rng, ph->gap, ph->mask, k));
+    phases_reject(ph, order_argmin(ctx->rng, ph->gap, ph->mask, k));
 }
 
 /* SR's (rescaled for m > 1) schedule; returns the number of phases. */
@@ -61,7 +60,7 @@ static size_t sr_plan(uint64_t budget, size_t k, unsigned m, uint64_t *target)
 
 static void sr_fini(void *state)
 {
-    policy_phases_fini(state);
+    phases_fini(state);
     free(state);
 }
 
@@ -73,12 +72,12 @@ static int sr_init(void **state, const struct policy_ctx *ctx, char *err, size_t
                  ctx->n_bandits == 1 ? "" : " in each bandit's share");
         return -1;
     }
-    struct policy_phases *ph = calloc(1, sizeof *ph);
+    struct phases *ph = calloc(1, sizeof *ph);
     if (ph == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (policy_phases_init(ph, ctx, k - ctx->m, sr_decide, err, errlen) != 0) {
+    if (phases_init(ph, ctx, k - ctx->m, sr_decide, err, errlen) != 0) {
         sr_fini(ph);
         return -1;
     }
@@ -99,7 +98,7 @@ static int sr_rebudget(void *state, const struct policy_ctx *ctx, int check, cha
         return -1;
     }
     if (!check)
-        sr_plan(ctx->budget, k, ctx->m, ((struct policy_phases *)state)->target);
+        sr_plan(ctx->budget, k, ctx->m, ((struct phases *)state)->target);
     return 0;
 }
 
@@ -110,9 +109,9 @@ const struct policy_ops policy_sr = {
     .params = NULL,
     .init = sr_init,
     .fini = sr_fini,
-    .select = policy_phases_select,
-    .update = policy_phases_update,
-    .done = policy_phases_done,
-    .recommend = policy_phases_recommend,
+    .select = phases_select,
+    .update = phases_update,
+    .done = phases_done,
+    .recommend = phases_recommend,
     .rebudget = sr_rebudget,
 };

@@ -78,3 +78,23 @@ void stop_rule_names(char *buf, size_t len)
         used += (size_t)w;
     }
 }
+
+static const char *const bound_names[] = {
+    [STATS_BOUND_ANYTIME] = "anytime",
+    [STATS_BOUND_FIXED] = "fixed",
+};
+
+const char *stop_rule_bound_name(enum stats_bound b)
+{
+    return (size_t)b < sizeof bound_names / sizeof bound_names[0] ? bound_names[b] : "unknown";
+}
+
+int stop_rule_bound_find(const char *name, enum stats_bound *out)
+{
+    for (size_t i = 0; name != NULL && i < sizeof bound_names / sizeof bound_names[0]; i++)
+        if (strcmp(bound_names[i], name) == 0) {
+            *out = (enum stats_bound)i;
+            return 0;
+        }
+    return -1;
+}

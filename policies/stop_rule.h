@@ -42,4 +42,11 @@ const char *stop_rule_proof_name(enum stop_rule_proof p);
  * (truncated to len − 1 bytes). For error messages. */
 void stop_rule_names(char *buf, size_t len);
 
+/* The bound family δᶜ's intervals use ("bound": docs/stop-rules.md,
+ * "Time-uniform bounds"): its name, and the name's value (0, or −1 for an
+ * unknown or NULL name). STOP_RULE_BOUNDS lists the names for messages. */
+#define STOP_RULE_BOUNDS "\"anytime\" or \"fixed\""
+const char *stop_rule_bound_name(enum stats_bound b);
+int stop_rule_bound_find(const char *name, enum stats_bound *out);
+
 #endif

@@ -37,6 +37,7 @@
 #include "policies/policy.h"
 #include "policies/tas.h"
 #include "policies/order.h"
+#include "policies/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,34 +47,44 @@ enum { TRACK_D = 0, TRACK_C = 1 };
 static const char *const trackings[] = {"d", "c", NULL};
 static const char *const thresholds[] = {"proven", "heuristic", NULL};
 
-static const struct policy_param_spec tas_params[] = {
-    {.name = "tracking",
-     .type = POLICY_PARAM_ENUM,
-     .def = TRACK_D,
-     .choices = trackings,
-     .doc = "d: D-tracking with forced exploration when min N_a < √t − K/2 (Garivier & "
-            "Kaufmann 2016, eq. 13); c: C-tracking of the ε_t-projected weights (§3.1)"},
-    {.name = "threshold",
-     .type = POLICY_PARAM_ENUM,
-     .def = 0,
-     .choices = thresholds,
-     .doc = "GLR stop threshold: proven = per pair, the mean of two e-values exceeds (K−1)/δ: "
-            "e^(Z − r_i − r_j), r the Jeffreys mixture's regret (Garivier & Kaufmann 2016's "
-            "proof), and the arms' one-sided normal mixtures at the worst cutoff "
-            "(stats_glr_pair_evidence); "
-            "heuristic = ln((ln t + 1)/δ), Garivier & Kaufmann 2016's experiments, no proof"},
-    {.name = "refresh",
-     .type = POLICY_PARAM_INT,
-     .def = 0,
-     .min = 0,
-     .max = 1000000,
-     .doc = "rewards between two computations of w*(μ̂); 1 = at every change of the means "
-            "(Garivier & Kaufmann 2016); 0 = automatic, 1 up to K = 16 arms, then ⌈K/16⌉ "
-            "(w* costs O(K) root solves; the tracking's limit is unchanged)"},
-    {.name = NULL},
+/* Parameter indices: each one the position of its spec in the table
+ * below, so a misspelt parameter is a compile error (policy_param). */
+enum {
+    TRACK_AND_STOP_TRACKING,
+    TRACK_AND_STOP_THRESHOLD,
+    TRACK_AND_STOP_REFRESH,
+    TRACK_AND_STOP_NPARAMS
 };
 
-extern const struct policy_ops policy_track_and_stop;
+static const struct policy_param_spec tas_params[] = {
+    [TRACK_AND_STOP_TRACKING] =
+        {.name = "tracking",
+         .type = POLICY_PARAM_ENUM,
+         .def = TRACK_D,
+         .choices = trackings,
+         .doc = "d: D-tracking with forced exploration when min N_a < √t − K/2 (Garivier & "
+                "Kaufmann 2016, eq. 13); c: C-tracking of the ε_t-projected weights (§3.1)"},
+    [TRACK_AND_STOP_THRESHOLD] =
+        {.name = "threshold",
+         .type = POLICY_PARAM_ENUM,
+         .def = 0,
+         .choices = thresholds,
+         .doc = "GLR stop threshold: proven = per pair, the mean of two e-values exceeds (K−1)/δ: "
+                "e^(Z − r_i − r_j), r the Jeffreys mixture's regret (Garivier & Kaufmann 2016's "
+                "proof), and the arms' one-sided normal mixtures at the worst cutoff "
+                "(stats_glr_pair_evidence); "
+                "heuristic = ln((ln t + 1)/δ), Garivier & Kaufmann 2016's experiments, no proof"},
+    [TRACK_AND_STOP_REFRESH] =
+        {.name = "refresh",
+         .type = POLICY_PARAM_INT,
+         .def = 0,
+         .min = 0,
+         .max = 1000000,
+         .doc = "rewards between two computations of w*(μ̂); 1 = at every change of the means "
+                "(Garivier & Kaufmann 2016); 0 = automatic, 1 up to K = 16 arms, then ⌈K/16⌉ "
+                "(w* costs O(K) root solves; the tracking's limit is unchanged)"},
+    [TRACK_AND_STOP_NPARAMS] = {.name = NULL},
+};
 
 struct tas {
     size_t k;
@@ -108,8 +119,8 @@ static int tas_init(void **state, const struct policy_ctx *ctx, char *err, size_
     if (s == NULL)
         goto nomem;
     s->k = ctx->n_arms[0];
-    s->tracking = (int)policy_param(ctx, &policy_track_and_stop, "tracking");
-    s->refresh = (uint64_t)policy_param(ctx, &policy_track_and_stop, "refresh");
+    s->tracking = (int)policy_param(ctx, TRACK_AND_STOP_TRACKING);
+    s->refresh = (uint64_t)policy_param(ctx, TRACK_AND_STOP_REFRESH);
     if (s->refresh == 0)
         s->refresh = s->k <= 16 ? 1 : (s->k + 15) / 16;
     s->w = calloc(s->k, sizeof *s->w);
@@ -120,7 +131,7 @@ static int tas_init(void **state, const struct policy_ctx *ctx, char *err, size_
      * half the passes of the solver. */
     s->warm.tol = 1e-6;
     if (!s->w || !s->mu || !s->csum || !s->warm.x ||
-        fc_glr_init(&s->glr, ctx, &policy_track_and_stop) != 0)
+        fc_glr_init(&s->glr, ctx, TRACK_AND_STOP_THRESHOLD) != 0)
         goto nomem;
     *state = s;
     return 0;
@@ -142,7 +153,7 @@ static size_t least_sampled(const struct policy_ctx *ctx, size_t k)
             best = i;
             bv = c;
             ties = 1;
-        } else if (c == bv && policy_rand_index(ctx->rng, ++ties) == 0) {
+        } else if (c == bv && rng_index(ctx->rng, ++ties) == 0) {
             best = i;
         }
     }
@@ -249,7 +260,7 @@ static void tas_recommend(void *state, const struct policy_ctx *ctx, size_t band
 /* Proven with the proven GLR threshold; the heuristic one has no proof. */
 static int tas_stop_proven(const struct policy_params *p)
 {
-    return p->values[policy_param_index(&policy_track_and_stop, "threshold")] == 0;
+    return p->values[TRACK_AND_STOP_THRESHOLD] == 0;
 }
 
 const struct policy_ops policy_track_and_stop = {

@@ -34,34 +34,39 @@
 
 static const char *const thresholds[] = {"proven", "heuristic", NULL};
 
-static const struct policy_param_spec ttts_params[] = {
-    {.name = "beta",
-     .type = POLICY_PARAM_NUM,
-     .def = 0.5,
-     .min = 0,
-     .max = 1,
-     .doc = "probability of pulling the leader; 1/2 is Russo 2016's default (TTTS is "
-            "β-optimal; β = 1/2 is within a factor 2 of optimal)"},
-    {.name = "max_tries",
-     .type = POLICY_PARAM_INT,
-     .def = 10,
-     .min = 1,
-     .max = 100000,
-     .doc = "redraws to find a challenger J ≠ I (Russo 2016) before drawing J ∝ e^(−W_J), "
-            "the large-deviation approximation of the same law; each redraw costs K Beta draws"},
-    {.name = "threshold",
-     .type = POLICY_PARAM_ENUM,
-     .def = 0,
-     .choices = thresholds,
-     .doc = "GLR stop threshold: proven = per pair, the mean of two e-values exceeds (K−1)/δ: "
-            "e^(Z − r_i − r_j), r the Jeffreys mixture's regret (Garivier & Kaufmann 2016's "
-            "proof), and the arms' one-sided normal mixtures at the worst cutoff "
-            "(stats_glr_pair_evidence); "
-            "heuristic = ln((ln t + 1)/δ) (Garivier & Kaufmann 2016 experiments, no proof)"},
-    {.name = NULL},
-};
+/* Parameter indices: each one the position of its spec in the table
+ * below, so a misspelt parameter is a compile error (policy_param). */
+enum { TTTS_BETA, TTTS_MAX_TRIES, TTTS_THRESHOLD, TTTS_NPARAMS };
 
-extern const struct policy_ops policy_ttts;
+static const struct policy_param_spec ttts_params[] = {
+    [TTTS_BETA] = {.name = "beta",
+                   .type = POLICY_PARAM_NUM,
+                   .def = 0.5,
+                   .min = 0,
+                   .max = 1,
+                   .doc = "probability of pulling the leader; 1/2 is Russo 2016's default (TTTS is "
+                          "β-optimal; β = 1/2 is within a factor 2 of optimal)"},
+    [TTTS_MAX_TRIES] =
+        {.name = "max_tries",
+         .type = POLICY_PARAM_INT,
+         .def = 10,
+         .min = 1,
+         .max = 100000,
+         .doc =
+             "redraws to find a challenger J ≠ I (Russo 2016) before drawing J ∝ e^(−W_J), "
+             "the large-deviation approximation of the same law; each redraw costs K Beta draws"},
+    [TTTS_THRESHOLD] =
+        {.name = "threshold",
+         .type = POLICY_PARAM_ENUM,
+         .def = 0,
+         .choices = thresholds,
+         .doc = "GLR stop threshold: proven = per pair, the mean of two e-values exceeds (K−1)/δ: "
+                "e^(Z − r_i − r_j), r the Jeffreys mixture's regret (Garivier & Kaufmann 2016's "
+                "proof), and the arms' one-sided normal mixtures at the worst cutoff "
+                "(stats_glr_pair_evidence); "
+                "heuristic = ln((ln t + 1)/δ) (Garivier & Kaufmann 2016 experiments, no proof)"},
+    [TTTS_NPARAMS] = {.name = NULL},
+};
 
 struct ttts {
     size_t k;
@@ -87,10 +92,10 @@ static int ttts_init(void **state, const struct policy_ctx *ctx, char *err, size
     if (s == NULL)
         goto nomem;
     s->k = ctx->n_arms[0];
-    s->beta = policy_param(ctx, &policy_ttts, "beta");
-    s->max_tries = (unsigned long)policy_param(ctx, &policy_ttts, "max_tries");
+    s->beta = policy_param(ctx, TTTS_BETA);
+    s->max_tries = (unsigned long)policy_param(ctx, TTTS_MAX_TRIES);
     s->theta = calloc(s->k, sizeof *s->theta);
-    if (s->theta == NULL || fc_glr_init(&s->glr, ctx, &policy_ttts) != 0)
+    if (s->theta == NULL || fc_glr_init(&s->glr, ctx, TTTS_THRESHOLD) != 0)
         goto nomem;
     *state = s;
     return 0;
@@ -192,7 +197,7 @@ static void ttts_recommend(void *state, const struct policy_ctx *ctx, size_t ban
 /* Proven with the proven GLR threshold; the heuristic one has no proof. */
 static int ttts_stop_proven(const struct policy_params *p)
 {
-    return p->values[policy_param_index(&policy_ttts, "threshold")] == 0;
+    return p->values[TTTS_THRESHOLD] == 0;
 }
 
 const struct policy_ops policy_ttts = {

@@ -17,27 +17,31 @@
  */
 #include "policies/gapidx.h"
 
-extern const struct policy_ops policy_ucb_e;
+/* Parameter indices: each one the position of its spec in the table
+ * below, so a misspelt parameter is a compile error (policy_param). */
+enum { UCB_E_C, UCB_E_A, UCB_E_H, UCB_E_NPARAMS };
 
 static const struct policy_param_spec ucb_e_params[] = {
-    {.name = "c",
-     .type = POLICY_PARAM_NUM,
-     .def = 1,
-     .min = 1e-6,
-     .max = 1e6,
-     .doc = "a = c (N − K) / H (Bubeck et al. 2013 Fig. 3; Audibert et al. 2010 Thm 1: c ≤ 25/36)"},
-    POLICY_GAPIDX_PARAM_A("exploration parameter a itself; 0: from c and H"),
-    POLICY_GAPIDX_PARAM_H("complexity H = Σ 1/Δ_i² (top-m gaps) if known; 0: online estimate Ĥ "
-                          "(Gabillon et al. 2011 §3.3)"),
-    {.name = NULL},
+    [UCB_E_C] = {.name = "c",
+                 .type = POLICY_PARAM_NUM,
+                 .def = 1,
+                 .min = 1e-6,
+                 .max = 1e6,
+                 .doc = "a = c (N − K) / H (Bubeck et al. 2013 Fig. 3; Audibert et al. 2010 Thm 1: "
+                        "c ≤ 25/36)"},
+    [UCB_E_A] = GAPIDX_PARAM_A("exploration parameter a itself; 0: from c and H"),
+    [UCB_E_H] =
+        GAPIDX_PARAM_H("complexity H = Σ 1/Δ_i² (top-m gaps) if known; 0: online estimate Ĥ "
+                       "(Gabillon et al. 2011 §3.3)"),
+    [UCB_E_NPARAMS] = {.name = NULL},
 };
 
 static int ucb_e_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     double k = (double)ctx->n_arms[0];
-    double scale = policy_param(ctx, &policy_ucb_e, "c") * ((double)ctx->budget - k);
-    return policy_gapidx_new(state, ctx, "ucb-e", 0, scale, policy_param(ctx, &policy_ucb_e, "a"),
-                             policy_param(ctx, &policy_ucb_e, "h"), err, errlen);
+    double scale = policy_param(ctx, UCB_E_C) * ((double)ctx->budget - k);
+    return gapidx_new(state, ctx, "ucb-e", 0, scale, policy_param(ctx, UCB_E_A),
+                      policy_param(ctx, UCB_E_H), err, errlen);
 }
 
 const struct policy_ops policy_ucb_e = {
@@ -46,6 +50,6 @@ const struct policy_ops policy_ucb_e = {
     .flags = POLICY_F_FIXED_BUDGET | POLICY_F_TOPM,
     .params = ucb_e_params,
     .init = ucb_e_init,
-    .fini = policy_gapidx_free,
-    .select = policy_gapidx_select,
+    .fini = gapidx_free,
+    .select = gapidx_select,
 };

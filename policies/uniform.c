@@ -5,6 +5,7 @@
  * so no arm is favoured by its position in the list.
  */
 #include "policies/policy.h"
+#include "policies/rng.h"
 
 #include <stdlib.h>
 
@@ -35,7 +36,7 @@ static int uniform_select(void *state, const struct policy_ctx *ctx, int bandit,
                 ties = 1;
                 pick->bandit = b;
                 pick->arm = i;
-            } else if (h == best && policy_rand_index(ctx->rng, ++ties) == 0) {
+            } else if (h == best && rng_index(ctx->rng, ++ties) == 0) {
                 pick->bandit = b;
                 pick->arm = i;
             }

@@ -226,7 +226,9 @@ int main(int argc, char **argv)
     o.seed = 1;
     o.progress = 1;
     o.stop = ENGINE_RULE_DEFAULT;
-    const char *bound = NULL, *delta = NULL, *epsilon = NULL, *m = NULL;
+    enum stats_bound bound = STATS_BOUND_ANYTIME;
+    int has_bound = 0;
+    const char *delta = NULL, *epsilon = NULL, *m = NULL;
     int pretty = 0, list = 0, has_control = 0;
 
     int c;
@@ -273,9 +275,9 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_BOUND:
-            if (strcmp(optarg, "anytime") != 0 && strcmp(optarg, "fixed") != 0)
-                die(2, "--bound: must be anytime or fixed (got \"%s\")", optarg);
-            bound = optarg;
+            if (stop_rule_bound_find(optarg, &bound) != 0)
+                die(2, "--bound: must be " STOP_RULE_BOUNDS " (got \"%s\")", optarg);
+            has_bound = 1;
             break;
         case OPT_DELTA:
             delta = optarg;
@@ -347,8 +349,8 @@ int main(int argc, char **argv)
     char err[512];
     if (sim_problem_load(problem_path, &p, err, sizeof err) != 0)
         die(2, "%s", err);
-    if (bound != NULL)
-        p.bound = strcmp(bound, "fixed") == 0 ? STATS_BOUND_FIXED : STATS_BOUND_ANYTIME;
+    if (has_bound)
+        p.bound = bound;
     /* The overrides are checked as the problem file's goal is (goal.h):
      * each on its own, so that an error names its option. */
     struct goal g = {.m = p.m, .epsilon = p.epsilon, .delta = p.delta, .budget = p.budget};
@@ -365,10 +367,8 @@ int main(int argc, char **argv)
     }
     if (m != NULL) {
         p.m = (unsigned)parse_u64("--m", m, 1, GOAL_MAX_M);
-        for (size_t b = 0; b < p.n_bandits; b++)
-            if (p.m >= p.n_arms[b])
-                die(2, "--m: must be less than the number of arms (%zu in bandits[%zu])",
-                    p.n_arms[b], b);
+        if (goal_check_arms(p.m, p.n_arms, p.n_bandits, "--", &gerr) != 0)
+            die(2, "%s: %s", gerr.field, gerr.message);
     }
 
     struct sim_result r;

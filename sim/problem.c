@@ -12,53 +12,18 @@
 #include "base/jsonv.h"
 #include "policies/goal.h"
 
-/* A finite number (integer or real). */
-static int get_num(json_t *v, double *out)
-{
-    if (!json_is_number(v))
-        return -1;
-    double x = json_number_value(v);
-    if (!isfinite(x))
-        return -1;
-    *out = x;
-    return 0;
-}
-
-/* A non-negative integer, given as an integer or an integral real (1e6). */
-static int get_count(json_t *v, uint64_t max, uint64_t *out)
-{
-    if (json_is_integer(v)) {
-        json_int_t x = json_integer_value(v);
-        if (x < 0 || (uint64_t)x > max)
-            return -1;
-        *out = (uint64_t)x;
-        return 0;
-    }
-    double x;
-    if (get_num(v, &x) != 0 || x < 0 || x != floor(x) || x > (double)max)
-        return -1;
-    *out = (uint64_t)x;
-    return 0;
-}
-
-/* Reject any key of obj outside allowed (NULL-terminated). */
+/* jsonv.h's unknown-key rule with this file's one-error convention: the
+ * first key of obj outside allowed as "where.key: unknown field" in err and
+ * −1, or 0. */
 static int check_keys(json_t *obj, const char *const *allowed, const char *where, char *err,
                       size_t errlen)
 {
-    const char *key;
-    json_t *val;
-    json_object_foreach(obj, key, val)
-    {
-        (void)val;
-        size_t i = 0;
-        while (allowed[i] != NULL && strcmp(allowed[i], key) != 0)
-            i++;
-        if (allowed[i] == NULL) {
-            snprintf(err, errlen, "%s%s%s: unknown field", where, *where ? "." : "", key);
-            return -1;
-        }
-    }
-    return 0;
+    json_t *errors = json_array();
+    int unknown = jv_unknown_keys(obj, allowed, where, errors);
+    if (unknown > 0)
+        jv_first_error(errors, NULL, err, errlen);
+    json_decref(errors);
+    return unknown > 0 ? -1 : 0;
 }
 
 struct dist_spec {
@@ -81,7 +46,7 @@ static int parse_arm(json_t *j, const char *where, struct sim_arm *a, char *err,
 {
     memset(a, 0, sizeof *a);
     if (json_is_number(j)) { /* shorthand: Bernoulli(p) */
-        if (get_num(j, &a->p1) != 0 || a->p1 < 0.0 || a->p1 > 1.0) {
+        if (!jv_number(j, &a->p1) || a->p1 < 0.0 || a->p1 > 1.0) {
             snprintf(err, errlen, "%s: a bare number is a Bernoulli p and must be in [0, 1]",
                      where);
             return -1;
@@ -123,7 +88,7 @@ static int parse_arm(json_t *j, const char *where, struct sim_arm *a, char *err,
     double *vals[2] = {&a->p1, &a->p2};
     for (int k = 0; k < 2 && keys[k] != NULL; k++) {
         json_t *v = json_object_get(j, keys[k]);
-        if (v == NULL || get_num(v, vals[k]) != 0) {
+        if (v == NULL || !jv_number(v, vals[k])) {
             snprintf(err, errlen, "%s.%s: required, a finite number", where, keys[k]);
             return -1;
         }
@@ -223,16 +188,16 @@ int sim_problem_parse(json_t *j, struct sim_problem *p, char *err, size_t errlen
         if (check_keys(v, reward_keys, "reward", err, errlen) != 0)
             goto fail;
         json_t *mn = json_object_get(v, "min"), *mx = json_object_get(v, "max");
-        if (mn == NULL || get_num(mn, &p->reward_min) != 0) {
+        if (mn == NULL || !jv_number(mn, &p->reward_min)) {
             snprintf(err, errlen, "reward.min: required, a finite number");
             goto fail;
         }
-        if (mx == NULL || get_num(mx, &p->reward_max) != 0) {
+        if (mx == NULL || !jv_number(mx, &p->reward_max)) {
             snprintf(err, errlen, "reward.max: required, a finite number");
             goto fail;
         }
-        if (!(p->reward_max > p->reward_min) || !isfinite(p->reward_max - p->reward_min)) {
-            snprintf(err, errlen, "reward.max: must be greater than reward.min");
+        if (!goal_range_valid(p->reward_min, p->reward_max)) {
+            snprintf(err, errlen, "reward.max: " GOAL_RANGE_RULE);
             goto fail;
         }
     }
@@ -256,25 +221,19 @@ int sim_problem_parse(json_t *j, struct sim_problem *p, char *err, size_t errlen
     p->delta = g.delta;
     p->budget = g.budget;
     if ((v = json_object_get(j, "tau")) != NULL && !json_is_null(v)) {
-        if (get_num(v, &p->tau) != 0 || !(p->tau > 0.0 && p->tau < 1.0)) {
-            snprintf(err, errlen, "tau: must be null or in (0, 1)");
+        if (!jv_number(v, &p->tau) || !goal_tau_valid(p->tau)) {
+            snprintf(err, errlen, "tau: " GOAL_TAU_RULE);
             goto fail;
         }
     }
-    if ((v = json_object_get(j, "bound")) != NULL) {
-        const char *s = json_string_value(v);
-        if (s != NULL && strcmp(s, "anytime") == 0) {
-            p->bound = STATS_BOUND_ANYTIME;
-        } else if (s != NULL && strcmp(s, "fixed") == 0) {
-            p->bound = STATS_BOUND_FIXED;
-        } else {
-            snprintf(err, errlen, "bound: must be \"anytime\" or \"fixed\"");
-            goto fail;
-        }
+    if ((v = json_object_get(j, "bound")) != NULL &&
+        stop_rule_bound_find(json_string_value(v), &p->bound) != 0) {
+        snprintf(err, errlen, "bound: must be " STOP_RULE_BOUNDS);
+        goto fail;
     }
     if ((v = json_object_get(j, "target_arm")) != NULL && !json_is_null(v)) {
         uint64_t t;
-        if (get_count(v, ENGINE_MAX_ARMS, &t) != 0) {
+        if (!jv_count(v, ENGINE_MAX_ARMS, &t)) {
             snprintf(err, errlen, "target_arm: must be null or an arm index >= 0");
             goto fail;
         }
@@ -342,12 +301,12 @@ int sim_problem_parse(json_t *j, struct sim_problem *p, char *err, size_t errlen
     }
 
     /* Cross-field checks, with the problem file's field names. */
+    struct policy_error gerr;
+    if (goal_check_arms(p->m, p->n_arms, p->n_bandits, "", &gerr) != 0) {
+        policy_error_text(&gerr, err, errlen);
+        goto fail;
+    }
     for (size_t b = 0; b < p->n_bandits; b++) {
-        if (p->m >= p->n_arms[b]) {
-            snprintf(err, errlen, "m: must be less than the number of arms (%zu in bandits[%zu])",
-                     p->n_arms[b], b);
-            goto fail;
-        }
         if (p->target_arm >= 0 && (size_t)p->target_arm >= p->n_arms[b]) {
             snprintf(err, errlen, "target_arm: no arm %d in bandits[%zu] (%zu arms)", p->target_arm,
                      b, p->n_arms[b]);

@@ -99,8 +99,7 @@ json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o
     if (o->block > 1)
         json_object_set_new(j, "block", json_integer((json_int_t)o->block));
     json_object_set_new(j, "stop", json_string(stop_rule_name(o->stop)));
-    json_object_set_new(j, "bound",
-                        json_string(p->bound == STATS_BOUND_FIXED ? "fixed" : "anytime"));
+    json_object_set_new(j, "bound", json_string(stop_rule_bound_name(p->bound)));
     json_object_set_new(j, "budget", budget > 0 ? json_integer((json_int_t)budget) : json_null());
     json_object_set_new(j, "m", json_integer((json_int_t)p->m));
     json_object_set_new(j, "epsilon", json_real(p->epsilon));

@@ -42,7 +42,7 @@ static struct got assign(struct tdaemon *d, const char *exp, const char *unit, c
                  bandit ? "," : "");
     if (bandit != NULL)
         snprintf(body + strlen(body), sizeof body - strlen(body), "\"bandit\":\"%s\"", bandit);
-    strcat(body, "}");
+    snprintf(body + strlen(body), sizeof body - strlen(body), "}");
     struct tresp *r = treq(d, "POST", path, body, NULL);
     struct got g = {.status = r->status};
     if (r->status == 200 || r->status == 201) {

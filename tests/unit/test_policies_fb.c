@@ -7,7 +7,7 @@
  * Every run goes through a wrapper policy that checks each answer of
  * select(): inside the bandit asked for, never a bandit the engine marked
  * done, and for the phase policies never an arm already accepted or rejected
- * nor a settled bandit (their state is a struct policy_phases, phases.h).
+ * nor a settled bandit (their state is a struct phases, phases.h).
  * The phase quotas are checked against the papers' formulas, computed here
  * independently (and by hand for SR with K = 5, N = 1000).
  */
@@ -42,7 +42,7 @@ static int is_phase_policy(const char *name)
 
 static const struct policy_ops *wrapped;
 static int wrapped_phases;
-static struct policy_phases *last_phases; /* state of the last instance built */
+static struct phases *last_phases; /* state of the last instance built */
 static unsigned long checked_picks;
 
 static int wrap_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
@@ -65,7 +65,7 @@ static int wrap_select(void *state, const struct policy_ctx *ctx, int bandit,
         assert_int_equal(pick->bandit, (size_t)bandit);
     assert_false(ctx->bandit_done[pick->bandit]);
     if (wrapped_phases) {
-        const struct policy_phases *ph = state;
+        const struct phases *ph = state;
         assert_false(ph->settled[pick->bandit]);
         assert_int_equal(ph->status[ph->off[pick->bandit] + pick->arm], PHASES_ACTIVE);
     }
@@ -79,7 +79,7 @@ static void wrap_update(void *state, const struct policy_ctx *ctx, size_t bandit
                         enum policy_event ev, double reward)
 {
     static unsigned char before[64];
-    const struct policy_phases *ph = state;
+    const struct phases *ph = state;
     size_t phase = 0;
     if (wrapped_phases) {
         assert_true(ph->total <= sizeof before);
@@ -360,7 +360,7 @@ static void test_sr_quotas_k5_n1000(void **unused)
             assert_int_equal(n[i], want[i]);
         assert_int_equal(engine_handed_out(e), 996);
         assert_int_equal(engine_stop_reason(e), ENGINE_STOPPED_POLICY);
-        assert_true(policy_phases_finished(last_phases));
+        assert_true(phases_finished(last_phases));
         assert_m_per_bandit(e, 1);
         engine_free(e);
     }
@@ -464,7 +464,7 @@ static void test_phase_budget_with_delay(void **unused)
             assert_int_equal(engine_handed_out(e), p.budget);
             assert_int_equal(engine_pending(e), 0);
             assert_int_equal(rewarded(e), p.budget);
-            assert_true(policy_phases_finished(last_phases));
+            assert_true(phases_finished(last_phases));
             assert_int_equal(last_phases->n_settled, 1);
             assert_m_per_bandit(e, 1);
             engine_free(e);
@@ -495,7 +495,7 @@ static void test_phase_policies_late_and_released(void **unused)
                     assert_true(checked_picks > 0);
                     assert_true(rewarded(e) <= p.budget);
                     assert_int_equal(engine_pending(e), 0);
-                    assert_true(policy_phases_finished(last_phases));
+                    assert_true(phases_finished(last_phases));
                     assert_m_per_bandit(e, m);
                     engine_free(e);
                 }
@@ -547,7 +547,7 @@ static void test_multi_bandit_different_k(void **unused)
                             assert_true(engine_arms(e, b)[a].n >= 1);
                     assert_m_per_bandit(e, m);
                     if (is_phase_policy(MULTI_POLICIES[i])) {
-                        assert_true(policy_phases_finished(last_phases));
+                        assert_true(phases_finished(last_phases));
                     } else {
                         assert_int_equal(engine_handed_out(e), p.budget);
                         assert_int_equal(engine_stop_reason(e), ENGINE_STOPPED_BUDGET);
@@ -628,7 +628,7 @@ static void sar_decide_once(const double *mu, size_t k, unsigned m, unsigned cha
     void *state = NULL;
     char err[128];
     assert_int_equal(ops->init(&state, &ctx, err, sizeof err), 0);
-    struct policy_phases *ph = state;
+    struct phases *ph = state;
     /* One decision only: stop the cascade by making the next phase wait. */
     ph->target[1] = 2000;
     ops->update(state, &ctx, 0, 0, POLICY_EV_OBSERVATION, 0);
@@ -764,7 +764,7 @@ static void test_order_stats(void **unused)
         qsort(sorted, k, sizeof sorted[0], cmp_desc);
         unsigned m = 1 + (unsigned)gsl_rng_uniform_int(r, k - 1);
         double mu_m, mu_m1;
-        policy_gapidx_order_stats(arms, k, m, scratch, &mu_m, &mu_m1);
+        gapidx_order_stats(arms, k, m, scratch, &mu_m, &mu_m1);
         assert_true(mu_m == sorted[m - 1]);
         assert_true(mu_m1 == sorted[m]);
     }
@@ -884,17 +884,17 @@ static void test_exploration_parameter(void **unused)
     char err[128];
     pp.values[policy_param_index(g, "h")] = 925;
     assert_int_equal(g->init(&s, &ctx, err, sizeof err), 0);
-    assert_true(fabs(policy_gapidx_a(s, &ctx) - 4.0 * 700 / 925) < 1e-12); /* η = 4 with H */
+    assert_true(fabs(gapidx_a(s, &ctx) - 4.0 * 700 / 925) < 1e-12); /* η = 4 with H */
     g->fini(s);
     pp.values[policy_param_index(g, "a")] = 3.5;
     assert_int_equal(g->init(&s, &ctx, err, sizeof err), 0);
-    assert_true(policy_gapidx_a(s, &ctx) == 3.5);
+    assert_true(gapidx_a(s, &ctx) == 3.5);
     g->fini(s);
     const struct policy_ops *ag = policy_find("a-gape");
     policy_params_defaults(ag, &pp);
     pp.values[policy_param_index(ag, "eta")] = 4;
     assert_int_equal(ag->init(&s, &ctx, err, sizeof err), 0);
-    double a_hat = policy_gapidx_a(s, &ctx);
+    double a_hat = gapidx_a(s, &ctx);
     assert_true(a_hat > 4.0 * 700 / 925);
     /* Ĥ = Σ 1/UCB_Δ², UCB_Δ = Δ̂ + sqrt(1/(2T)), T = 100 samples. */
     double w = sqrt(1.0 / 200);
@@ -906,7 +906,7 @@ static void test_exploration_parameter(void **unused)
         arms[i].pending = 100;
     w = sqrt(1.0 / 400);
     double h2 = 2 / pow(0.05 + w, 2) + 1 / pow(0.1 + w, 2) + 1 / pow(0.2 + w, 2);
-    assert_true(fabs(policy_gapidx_a(s, &ctx) - 4.0 * 700 / h2) < 1e-9 * a_hat);
+    assert_true(fabs(gapidx_a(s, &ctx) - 4.0 * 700 / h2) < 1e-9 * a_hat);
     ag->fini(s);
     gsl_rng_free(rng);
 }

@@ -857,7 +857,8 @@ static void test_stop_rule_names(void **state)
 
 /* One goal rule (policies/goal.h) for the daemon's create body and the
  * simulator's problem file: the same members refused with the same message
- * (the field is goal.X in one, X in the other), the same accepted. */
+ * (the field is goal.X in one, X in the other), the same accepted; the
+ * reward range and tau likewise. */
 static void test_goal_same_rules(void **state)
 {
     (void)state;
@@ -910,6 +911,43 @@ static void test_goal_same_rules(void **state)
             assert_int_equal(strncmp(api, "goal.", 5), 0);
             assert_string_equal(api + 5, sim);
         }
+    }
+    /* The reward range and tau: the same member at top level in both. */
+    static const char *const others[] = {
+        "\"tau\": 1.5",
+        "\"tau\": 0",
+        "\"tau\": \"x\"",
+        "\"reward\": {\"min\": 1, \"max\": 1}",
+        "\"reward\": {\"min\": -1e308, \"max\": 1e308}", /* a range of infinity */
+        "\"tau\": 0.9",
+        "\"tau\": null",
+        "\"reward\": {\"min\": -2, \"max\": 3}"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"arms\": [\"a\", \"b\", \"c\"], \"policy\": {\"name\": \"uniform\"}, %s}",
+                 others[i]);
+        json_t *body = json_loads(text, 0, NULL);
+        json_t *errors = json_array();
+        struct exp_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        int rc = exp_config_parse(body, &lim, &cfg, errors);
+        exp_config_free(&cfg);
+        char api[256] = "";
+        if (rc != 0)
+            jv_first_error(errors, NULL, api, sizeof api);
+        json_decref(errors);
+        json_decref(body);
+        snprintf(text, sizeof text, "{\"arms\": [0.1, 0.2, 0.3], %s}", others[i]);
+        json_t *prob = json_loads(text, 0, NULL);
+        struct sim_problem p;
+        char sim[256] = "";
+        int src = sim_problem_parse(prob, &p, sim, sizeof sim);
+        if (src == 0)
+            sim_problem_free(&p);
+        json_decref(prob);
+        if ((rc == 0) != (src == 0) || strcmp(api, sim) != 0)
+            fail_msg("{%s}: the daemon says \"%s\", the simulator \"%s\"", others[i], api, sim);
     }
 }
 
