@@ -76,6 +76,8 @@ struct store_backend_ops {
     const char *(*errmsg)(struct store_backend *b);
     /* The database as it may be logged (no password); store_describe. */
     const char *(*describe)(struct store_backend *b);
+    /* store_serve_exclusive; NULL: several daemons may serve it. */
+    int (*serve_exclusive)(struct store_backend *b, char *err, size_t errlen);
     /* The database file, for watchers of it; NULL (or no function): none. */
     const char *(*file)(struct store_backend *b);
     /* After a group commit failed with err (not injected); may be NULL. */

@@ -952,9 +952,14 @@ static int writer_claim(struct store_backend *b, const struct store_op *op, int 
             break;
         int holder = PQntuples(r) == 1 ? (int)col_i64(r, 0, 0) : 0;
         int64_t age = PQntuples(r) == 1 ? col_i64(r, 0, 2) : -1;
-        if (PQntuples(r) == 1 && op->owner_out != NULL && op->owner_len > 0)
+        if (PQntuples(r) == 1 && op->owner_out != NULL && op->owner_len > 0) {
             snprintf(op->owner_out, op->owner_len, "%s",
                      PQgetisnull(r, 0, 1) ? "" : PQgetvalue(r, 0, 1));
+            /* it goes into a response header: nothing but printable ASCII */
+            for (char *c = op->owner_out; *c; c++)
+                if (*c < 0x21 || *c > 0x7e)
+                    *c = '?';
+        }
         PQclear(r);
         r = NULL;
         if ((age >= 0 && age < STORE_LEASE_MS) || tries >= PG_TAKEOVER_TRIES) {
