@@ -147,16 +147,3 @@ void jv_first_error(const json_t *errors, const char *suffix, char *buf, size_t 
     const char *msg = json_string_value(json_object_get(first, "message"));
     snprintf(buf, len, "%s: %s%s", field ? field : "", msg ? msg : "invalid", suffix ? suffix : "");
 }
-
-char *jv_dumps(const json_t *j, size_t flags)
-{
-    char *text = json_dumps(j, flags);
-    json_t *back = text != NULL ? json_loads(text, 0, NULL) : NULL;
-    int same = back != NULL && json_equal(back, j);
-    json_decref(back);
-    if (!same) {
-        free(text);
-        return NULL;
-    }
-    return text;
-}

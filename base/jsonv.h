@@ -72,10 +72,5 @@ int jv_count(const json_t *v, uint64_t max, uint64_t *out);
  * one-line detail), with `suffix` appended (may be NULL). */
 void jv_first_error(const json_t *errors, const char *suffix, char *buf, size_t len);
 
-/* json_dumps(j, flags) for text that will be stored: jansson 2.14 returns
- * malformed text, without an error, when an allocation fails while it
- * writes a key (a key's characters are dropped: {":3644,...}), so the text
- * is read back and compared. New string (free), or NULL (out of memory). */
-char *jv_dumps(const json_t *j, size_t flags);
 
 #endif
