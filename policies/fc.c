@@ -271,6 +271,8 @@ void fc_elim_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
 
 /* --- the GLR stop of best-arm sampling rules --------------------------------- */
 
+const char *const fc_glr_thresholds[] = {"proven", "heuristic", NULL};
+
 int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, int threshold)
 {
     size_t k = ctx->n_arms[0];
