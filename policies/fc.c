@@ -1,6 +1,7 @@
 /*
- * fc.c — phase bookkeeping and orderings shared by the fixed-confidence
- * policies (see fc.h for the asynchrony rules they implement).
+ * fc.c — phase bookkeeping, the GLR stop and the interim recommendation
+ * shared by the fixed-confidence policies (see fc.h for the asynchrony rules
+ * they implement).
  */
 #include "policies/fc.h"
 #include "policies/tas.h"

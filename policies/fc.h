@@ -1,9 +1,10 @@
 /*
  * fc.h — helpers shared by the fixed-confidence policies (direct,
  * incremental, halving, adaptive-topk, lucb1, kl-lucb, ttts,
- * track-and-stop): phase bookkeeping for the elimination policies, orderings
- * with random or ranked tie-breaking, and the tie-break rank a policy draws
- * once for its recommend() (which may not touch the random generator).
+ * track-and-stop): phase bookkeeping for the elimination policies, the GLR
+ * stop of the best-arm sampling rules, and the interim recommendation a
+ * policy gives before it has finished. Orderings and tie-break ranks are
+ * order.h's.
  *
  * Phases under asynchrony (POLICIES.md, "Serving policies over HTTP"). A
  * phase asks every active arm for `quota` fresh rewarded samples. Each arm
