@@ -47,7 +47,7 @@
  * two also break ties differently (a draw per pull here, a per-phase random
  * order there, drawing nothing in select); one mechanism for both would
  * change every seeded decision sequence of one family. What they share is
- * in policy.h (order_rank_draw).
+ * in order.h (order_rank_draw, order_by_mean).
  */
 #ifndef BANDITD_POLICIES_PHASES_H
 #define BANDITD_POLICIES_PHASES_H
