@@ -6,7 +6,7 @@
  * policy gives before it has finished. Orderings and tie-break ranks are
  * order.h's.
  *
- * Phases under asynchrony (POLICIES.md, "Serving policies over HTTP"). A
+ * Phases under asynchrony (docs/policy-formulas.md, "Serving policies over HTTP"). A
  * phase asks every active arm for `quota` fresh rewarded samples. Each arm
  * keeps two accumulators: the current phase's samples and a carry. A reward
  * for an active arm goes to the phase until the arm has its quota, then to

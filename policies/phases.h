@@ -4,7 +4,7 @@
  * a cumulative per-arm target of samples; at the end of a phase a policy-
  * specific rule accepts or rejects arms. Internal to policies/.
  *
- * Serving under asynchrony (POLICIES.md, "Serving policies over HTTP"):
+ * Serving under asynchrony (docs/policy-formulas.md, "Serving policies over HTTP"):
  *   - select() always answers the active arm of least n + pending (ties at
  *     random) in the scope asked for. While some active arm is below the
  *     phase's target this hands out the phase's quota exactly once (round-
