@@ -652,7 +652,7 @@ static int w_exec(struct store_backend *b, enum pq q, const struct params *p, PG
 /* Rows a writer statement changed. */
 static int changed(PGresult *r)
 {
-    return atoi(PQcmdTuples(r));
+    return (int)strtol(PQcmdTuples(r), NULL, 10); /* "" for no count: 0 */
 }
 
 /* --- writer ------------------------------------------------------------------ */
@@ -726,6 +726,7 @@ static int writer_event(struct store_backend *b, const struct store_event *ev, i
 {
     if (fence(b, ev->exp, own) != STORE_OK)
         return STORE_ERR_NOTOWNER;
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): sizeof *p for an array of pointers
     if (buf_grow((void **)&b->pend, &b->cappend, b->npend + 1, sizeof *b->pend, 64) != 0)
         return STORE_ERR_NOMEM;
     b->pend[b->npend++] = ev;
@@ -1111,7 +1112,6 @@ static void reader_thread_exit(void *arg)
 static int reader_get(struct store_backend *b, struct reader **out)
 {
     struct reader *r = pthread_getspecific(b->rkey);
-    char err[256];
 
     if (r == NULL) {
         r = calloc(1, sizeof *r);
@@ -1130,6 +1130,7 @@ static int reader_get(struct store_backend *b, struct reader **out)
         }
     }
     if (r->c == NULL || (r->depth == 0 && PQstatus(r->c) != CONNECTION_OK)) {
+        char err[256];
         PQfinish(r->c);
         memset(r->prepared, 0, sizeof r->prepared);
         r->c = pg_connect(b, err, sizeof err);
