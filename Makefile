@@ -327,7 +327,8 @@ coverage:
 # build/fuzz/artifacts/ and fails the run (copy it to tests/fuzz/regress/ to
 # make it a regression test of make test). Report: build/fuzz/report.md.
 FUZZ_TIME ?= 60
-FUZZ_TARGETS := expconfig assignment rewards observations patch simproblem replay etag
+FUZZ_TARGETS := expconfig assignment rewards corrections observations patch simproblem replay \
+                etag
 fuzz:
 	@$(MAKE) --no-print-directory BUILD=build/fuzz FUZZ=1 CC=clang \
 		$(addprefix build/fuzz/fuzz/fuzz_,$(FUZZ_TARGETS))
@@ -513,7 +514,7 @@ $(DOCS_TOOL): scripts/docs_tool.c
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(shell pkg-config --cflags jansson) -o $@ $< \
 		$(shell pkg-config --libs jansson) -lm
 
-.PHONY: docs-policies docs-delays docs-blocks docs-constraints
+.PHONY: docs-policies docs-delays docs-blocks docs-constraints docs-defaults
 docs-policies: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	$(BUILD)/bandit-sim --list-policies | $(DOCS_TOOL) params $(DOCS_POLICIES)
 
@@ -524,6 +525,12 @@ docs-delays: $(BUILD)/bandit-sim $(DOCS_TOOL)
 docs-blocks: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_delays.sh \
 		$(DOCS_MEASUREMENTS) block
+
+# The proven stop rules with their sampling rules against T*(μ)·kl(δ, 1 − δ):
+# what the default policy and stop were chosen from (scripts/docs_defaults.py).
+docs-defaults: $(BUILD)/bandit-sim $(BUILD)/scripts/tstar $(DOCS_TOOL)
+	BANDIT_SIM=$(BUILD)/bandit-sim TSTAR=$(BUILD)/scripts/tstar DOCS_TOOL=$(DOCS_TOOL) \
+		./scripts/docs_defaults.py $(DOCS_MEASUREMENTS)
 
 docs-constraints: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_constraints.sh \

@@ -199,7 +199,7 @@ int api_experiments_patch(struct http_req *r)
             r, 409, "the experiment has stopped; a stop is final",
             json_pack("[{s:s,s:s}]", "field", "state", "message", "cannot leave \"stopped\""));
     }
-    struct exp_refusal why;
+    struct exp_refusal why = {{0}, {0}};
     int rc = exp_ev_edit(x, &wr->batch, &req.edit, http_req_now_ms(r), &why);
     if (rc != EXP_OK) {
         api_exp_unlock(x);

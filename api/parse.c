@@ -351,33 +351,33 @@ static int parse_reason(json_t *v, const char **out, struct api_errors *e)
     return 0;
 }
 
-int api_parse_correction(json_t *body, const struct exp_config *cfg, struct api_correction_req *out,
-                         struct api_errors *e)
+static void correction_item(json_t *o, const struct exp_config *cfg, int batch, size_t i,
+                            void *item, json_t *errors)
 {
-    if (e->list == NULL)
-        return -1;
+    struct api_correction_item *it = item;
+    char field[64];
+    it->assignment_id = json_string_value(json_object_get(o, "assignment_id"));
+    if (it->assignment_id == NULL) {
+        item_field(field, sizeof field, batch, "corrections", i, "assignment_id");
+        add(errors, field, "required: the id of a rewarded assignment");
+    }
+    check_reward(cfg, json_object_get(o, "reward"), batch, "corrections", i, errors, &it->value);
+    json_t *r = json_object_get(o, "reason");
+    it->reason = json_string_value(r);
+    if (it->reason == NULL || json_string_length(r) == 0 ||
+        json_string_length(r) > API_REASON_MAX) {
+        item_field(field, sizeof field, batch, "corrections", i, "reason");
+        add(errors, field, "required: why the reported value was wrong (at most 1024 bytes)");
+    }
+}
+
+int api_parse_corrections(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                          struct api_correction_item **items, size_t *n, int *batch,
+                          struct api_errors *e)
+{
     static const char *const keys[] = {"assignment_id", "reward", "reason", NULL};
-    memset(out, 0, sizeof *out);
-    if (!json_is_object(body))
-        return invalid(e, "", "the body must be a JSON object");
-    if (jv_unknown_keys(body, keys, "", e->list) > 0) {
-        snprintf(e->detail, API_DETAIL_MAX, "unknown fields");
-        return 1;
-    }
-    out->assignment_id = json_string_value(json_object_get(body, "assignment_id"));
-    if (out->assignment_id == NULL)
-        return invalid(e, "assignment_id", "required: the id of a rewarded assignment");
-    if (!check_reward(cfg, json_object_get(body, "reward"), 0, "", 0, e->list, &out->value)) {
-        jv_first_error(e->list, NULL, e->detail, API_DETAIL_MAX);
-        return 1;
-    }
-    if (json_object_get(body, "reason") == NULL)
-        return invalid(e, "reason", "required: why the reported value was wrong");
-    if (parse_reason(json_object_get(body, "reason"), &out->reason, e) != 0)
-        return 1;
-    if (out->reason == NULL)
-        return invalid(e, "reason", "required: why the reported value was wrong");
-    return 0;
+    static const struct item_kind kind = {"corrections", keys, sizeof **items, correction_item};
+    return parse_items(body, cfg, max_batch, &kind, (void **)items, n, batch, e);
 }
 
 /* "retire": {"bandit" (optional with one bandit), "arm"}. */

@@ -91,13 +91,15 @@ struct api_patch_req {
 int api_parse_patch(json_t *body, const struct exp_config *cfg, struct api_patch_req *out,
                     struct api_errors *e);
 
-/* POST corrections: {"assignment_id", "reward", "reason"}, all required. */
-struct api_correction_req {
+/* POST corrections: {"assignment_id", "reward", "reason"} (all required)
+ * or {"corrections": [...]}; same contract as api_parse_rewards. */
+struct api_correction_item {
     const char *assignment_id;
     double value; /* user units, within the reward range */
     const char *reason;
 };
-int api_parse_correction(json_t *body, const struct exp_config *cfg, struct api_correction_req *out,
-                         struct api_errors *e);
+int api_parse_corrections(json_t *body, const struct exp_config *cfg, size_t max_batch,
+                          struct api_correction_item **items, size_t *n, int *batch,
+                          struct api_errors *e);
 
 #endif

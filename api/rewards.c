@@ -226,28 +226,25 @@ static int parse_rewards(json_t *body, const struct exp_config *cfg, size_t max_
  * written and reported. */
 int api_rewards_create(struct http_req *r)
 {
-    static const struct outcome_kind kind = {parse_rewards,  "rewards",       "accepted",
-                                             reward_one,     reward_name,     reward_aid,
-                                             EXP_R_ACCEPTED, EXP_R_DUPLICATE, EXP_R_UNKNOWN,
-                                             reward_count};
+    static const struct outcome_kind kind = {
+        parse_rewards, "rewards",      "accepted",      reward_one,    reward_name,
+        reward_aid,    EXP_R_ACCEPTED, EXP_R_DUPLICATE, EXP_R_UNKNOWN, reward_count};
     return outcome_items(r, &kind);
 }
 
 int api_releases_create(struct http_req *r)
 {
-    static const struct outcome_kind kind = {parse_releases, "releases",      "released",
-                                             release_one,    release_name,    release_aid,
-                                             EXP_L_RELEASED, EXP_L_DUPLICATE, EXP_L_UNKNOWN,
-                                             NULL};
+    static const struct outcome_kind kind = {
+        parse_releases, "releases",     "released",      release_one,   release_name,
+        release_aid,    EXP_L_RELEASED, EXP_L_DUPLICATE, EXP_L_UNKNOWN, NULL};
     return outcome_items(r, &kind);
 }
 
 int api_served_create(struct http_req *r)
 {
-    static const struct outcome_kind kind = {parse_served, "served",        "bound",
-                                             serve_one,    serve_name,      serve_aid,
-                                             EXP_B_BOUND,  EXP_B_DUPLICATE, EXP_B_UNKNOWN,
-                                             NULL};
+    static const struct outcome_kind kind = {parse_served,  "served",  "bound",     serve_one,
+                                             serve_name,    serve_aid, EXP_B_BOUND, EXP_B_DUPLICATE,
+                                             EXP_B_UNKNOWN, NULL};
     return outcome_items(r, &kind);
 }
 

@@ -72,4 +72,5 @@ int jv_count(const json_t *v, uint64_t max, uint64_t *out);
  * one-line detail), with `suffix` appended (may be NULL). */
 void jv_first_error(const json_t *errors, const char *suffix, char *buf, size_t len);
 
+
 #endif

@@ -10,7 +10,8 @@
  * The rebuild reads the log from disk, so every write of the experiment
  * must have committed first: the correction waits for them with the
  * experiment marked draining, which holds other requests back
- * (exp_prepare_locked) until the rebuilt data is in place.
+ * (exp_prepare_locked, exp_summary_locked) until the rebuilt data is in
+ * place; the replay itself runs without the lock.
  */
 #include <errno.h>
 #include <math.h>
@@ -39,84 +40,103 @@ static int drain(struct exp *x)
     return atomic_load(&x->stale) ? -1 : 0;
 }
 
-/* The reported value of rewarded pull id, from the log (every write has
- * committed). EXP_OK and *ev_out (the assignment), or an error. */
-static int find_reward(struct exp *x, const struct exp_aid *id, struct store_event *as,
-                       double *value, struct exp_refusal *why)
+/* The reported value of rewarded pull it->id, from the log (every write
+ * has committed): EXP_OK with it->bandit, arm, previous filled, or an
+ * error. */
+static int find_reward(struct exp *x, struct exp_correction_item *it, struct exp_refusal *why)
 {
+    const struct exp_aid *id = &it->id;
+    struct store_event as, o;
     char unit[8];
-    int rc = store_find_assignment(exp_rt.store, x->rowid, id->seq, as, unit, sizeof unit);
+    int rc = store_find_assignment(exp_rt.store, x->rowid, id->seq, &as, unit, sizeof unit);
     if (rc == STORE_ERR_NOTFOUND)
         return EXP_ERR_NOT_FOUND;
     if (rc != STORE_OK)
         return EXP_ERR_STORE;
-    if (as->kind != STORE_EV_ASSIGN ||
-        (id->has_check && exp_assignment_check(as->ts_ms) != id->check))
+    if (as.kind != STORE_EV_ASSIGN ||
+        (id->has_check && exp_assignment_check(as.ts_ms) != id->check))
         return EXP_ERR_NOT_FOUND;
-    if (as->flags & STORE_AF_EXPLOIT)
+    if (as.flags & STORE_AF_EXPLOIT)
         return refused(why, "assignment_id",
                        "an exploitation assignment: its reward is recorded for the audit and "
                        "never counted, so there is nothing to correct");
-    struct store_event o;
     rc = store_find_outcome(exp_rt.store, x->rowid, id->seq, &o);
     if (rc == STORE_ERR_NOTFOUND)
         return refused(why, "assignment_id", "pending: report its reward instead");
     if (rc != STORE_OK)
         return EXP_ERR_STORE;
-    if (o.kind != STORE_EV_REWARD)
+    /* An expiry counts when the experiment records a default reward: that
+     * value can be corrected too (the real outcome came to light). */
+    if (o.kind != STORE_EV_REWARD && !(o.kind == STORE_EV_EXPIRE && !isnan(o.value)))
         return refused(why, "assignment_id",
                        "expired before its reward came: no reward of it is counted");
+    it->previous = o.value;
     rc = store_find_outcome_kind(exp_rt.store, x->rowid, id->seq, STORE_EV_CORRECT, &o);
     if (rc == STORE_OK)
         return refused(why, "assignment_id", "corrected already; a correction is final");
     if (rc != STORE_ERR_NOTFOUND)
         return EXP_ERR_STORE;
-    rc = store_find_outcome_kind(exp_rt.store, x->rowid, id->seq, STORE_EV_REWARD, &o);
-    if (rc != STORE_OK)
-        return EXP_ERR_STORE;
-    *value = o.value;
+    if (it->previous == it->value)
+        return refused(why, "reward", "the value reported already: nothing to correct");
+    it->bandit = as.bandit;
+    it->arm = as.arm;
     return EXP_OK;
 }
 
-/* The rebuild, the checks on it and the swap (draining set, every write
- * committed). */
-static int rebuild(struct exp *x, struct exp_batch *b, const struct exp_aid *id, double v,
-                   const char *reason, int64_t now, struct exp_corrected *out,
-                   struct exp_refusal *why)
+/* Check every item, rebuild, check the rebuilt data and swap it in
+ * (draining set, every write committed). */
+static int rebuild(struct exp *x, struct exp_batch *b, struct exp_correction_item *items, size_t n,
+                   int64_t now, size_t *bad, struct exp_refusal *why)
 {
-    struct store_event as;
-    double previous = NAN;
-    int rc = find_reward(x, id, &as, &previous, why);
+    struct exp_correction *cs = calloc(n, sizeof *cs);
+    const char **texts = calloc(n, sizeof *texts);
+    int rc = cs != NULL && texts != NULL ? EXP_OK : EXP_ERR_NOMEM;
+    size_t reserved = 0;
+    for (size_t i = 0; i < n && rc == EXP_OK; i++) {
+        *bad = i;
+        for (size_t j = 0; j < i && rc == EXP_OK; j++)
+            if (items[j].id.seq == items[i].id.seq)
+                rc = refused(why, "assignment_id", "corrected twice in one request");
+        if (rc == EXP_OK)
+            rc = find_reward(x, &items[i], why);
+        cs[i] = (struct exp_correction){
+            .ref = items[i].id.seq, .seq = x->d->seq + 1 + (int64_t)i, .value = items[i].value};
+        /* What the events need, reserved before the data changes: their
+         * ops (taken back at once; the room stays) and the reasons. */
+        if (rc == EXP_OK && (texts[i] = exp_batch_str(b, items[i].reason)) == NULL)
+            rc = EXP_ERR_NOMEM;
+        if (rc == EXP_OK && exp_batch_op(b) == NULL)
+            rc = EXP_ERR_NOMEM;
+        reserved += rc == EXP_OK;
+    }
+    b->n -= reserved;
     if (rc != EXP_OK)
-        return rc;
-    if (previous == v)
-        return refused(why, "reward", "the value reported already: nothing to correct");
-    /* Reserve what the event needs before the data changes: an op (taken
-     * back at once; its room stays) and the reason's copy. */
-    if (exp_batch_op(b) == NULL)
-        return EXP_ERR_NOMEM;
-    b->n--;
-    const char *text = exp_batch_str(b, reason);
-    if (text == NULL)
-        return EXP_ERR_NOMEM;
-    struct exp_correction c = {.ref = id->seq, .seq = x->d->seq + 1, .value = v};
+        goto out;
     char err[256];
     int is_corrupt = 0;
-    struct exp_data *d = exp_replay_with(x, &c, err, sizeof err, &is_corrupt);
+    /* The replay reads only the disk: the lock is not needed meanwhile, and
+     * draining keeps every request out (exp_prepare_locked waits up to a
+     * second, then answers 503; exp_summary_locked waits), so a long log
+     * holds no server thread for long. */
+    exp_unlock(x);
+    struct exp_data *d = exp_replay_with(x, cs, n, err, sizeof err, &is_corrupt);
+    exp_lock(x);
     if (d == NULL) {
-        log_warn("experiment %s: correction of %lld: rebuild failed: %s", x->id, (long long)id->seq,
-                 err);
-        return EXP_ERR_STORE;
+        log_warn("experiment %s: correction: rebuild failed: %s", x->id, err);
+        rc = EXP_ERR_STORE;
+        goto out;
     }
     for (size_t k = 0; k < x->cfg.n_bandits; k++)
         if (engine_bandit_done(x->d->eng, k) && !engine_bandit_done(d->eng, k)) {
             exp_data_free(d);
             char msg[200];
             snprintf(msg, sizeof msg,
-                     "bandit \"%s\" has concluded; with this value it would not have, and a "
+                     "bandit \"%s\" has concluded; with %s it would not have, and a "
                      "conclusion is never withdrawn",
-                     x->cfg.bandit_ids[k]);
-            return refused(why, "reward", msg);
+                     x->cfg.bandit_ids[k], n == 1 ? "this value" : "these values");
+            *bad = 0;
+            rc = refused(why, "reward", msg);
+            goto out;
         }
     /* What the webhooks announced stays what they announced: a transition
      * the correction causes (a bandit done) goes out with its event. */
@@ -126,32 +146,38 @@ static int rebuild(struct exp *x, struct exp_batch *b, const struct exp_aid *id,
     exp_data_free(x->d);
     x->d = d;
     atomic_fetch_add(&x->gen, 1);
-    struct store_op *op = exp_event_op(x, b, STORE_EV_CORRECT, now);
-    op->ev.ref = id->seq;
-    op->ev.bandit = as.bandit;
-    op->ev.arm = as.arm;
-    op->ev.value = v;
-    op->ev.text = text;
-    out->seq = op->ev.seq;
-    out->bandit = as.bandit;
-    out->arm = as.arm;
-    out->previous = previous;
-    return EXP_OK;
+    for (size_t i = 0; i < n; i++) {
+        struct store_op *op = exp_event_op(x, b, STORE_EV_CORRECT, now);
+        op->ev.ref = items[i].id.seq;
+        op->ev.bandit = items[i].bandit;
+        op->ev.arm = items[i].arm;
+        op->ev.value = items[i].value;
+        op->ev.text = texts[i];
+        exp_mark_add(x->d, &op->ev);
+        items[i].seq = op->ev.seq;
+    }
+out:
+    free(cs);
+    free(texts);
+    return rc;
 }
 
-int exp_ev_correct(struct exp *x, struct exp_batch *b, const struct exp_aid *id, double v,
-                   const char *reason, int64_t now, struct exp_corrected *out,
-                   struct exp_refusal *why)
+int exp_ev_correct(struct exp *x, struct exp_batch *b, struct exp_correction_item *items, size_t n,
+                   int64_t now, size_t *bad, struct exp_refusal *why)
 {
+    *bad = 0;
     if (engine_stopped(x->d->eng))
         return refused(why, "assignment_id",
                        "the experiment has stopped: its result stands (a stop is final)");
-    if (id->seq < 1 || id->seq > x->d->seq)
-        return EXP_ERR_NOT_FOUND;
+    for (size_t i = 0; i < n; i++)
+        if (items[i].id.seq < 1 || items[i].id.seq > x->d->seq) {
+            *bad = i;
+            return EXP_ERR_NOT_FOUND;
+        }
     x->draining = 1;
     int rc = drain(x) != 0               ? EXP_ERR_STORE
              : x->deleted || x->deleting ? EXP_ERR_GONE
-                                         : rebuild(x, b, id, v, reason, now, out, why);
+                                         : rebuild(x, b, items, n, now, bad, why);
     x->draining = 0;
     pthread_cond_broadcast(&x->idle);
     return rc;

@@ -77,6 +77,7 @@ struct exp_history_point {
     int64_t ts_ms;
     float *delta_c;      /* per bandit */
     float *rho;          /* per bandit */
+    float *bound;        /* per bandit: the stop rule's error bound (NaN: none) */
     uint32_t *arm_pulls; /* all arms, bandit after bandit */
 };
 
@@ -227,8 +228,10 @@ struct exp_summary {
     double delta_c; /* the largest δᶜ over the bandits: every bandit's
                      * recommendation must hold */
 };
-/* Fill *out (lock held). δᶜ is computed once per exp_version and cached, so
- * a poller that reads an unchanged experiment again costs no statistics. */
+/* Fill *out (lock held; while a correction rebuilds x it waits, the lock
+ * released, until the rebuild is done). δᶜ is computed once per exp_version
+ * and cached, so a poller that reads an unchanged experiment again costs no
+ * statistics. */
 void exp_summary_locked(struct exp *x, struct exp_summary *out);
 
 /* Rescale a reward in user units to [0, 1]. */
@@ -255,6 +258,19 @@ int exp_parse_assignment_id(const struct exp *x, const char *id, struct exp_aid 
 /* History (bounded, decimated): number of points and the i-th. */
 size_t exp_history_len(const struct exp *x);
 const struct exp_history_point *exp_history_at(const struct exp *x, size_t i);
+
+/* The latest edits and corrections (at most EXP_MARKS, oldest first), for
+ * the history's chart: where in the run the experiment was changed. */
+#define EXP_MARKS 32
+struct exp_mark {
+    int64_t seq, ts_ms;
+    uint64_t pulls; /* rewarded pulls when it happened */
+    int kind;       /* STORE_EV_EDIT or STORE_EV_CORRECT */
+    char *text;     /* owned: the edit's change (JSON), the correction's reason */
+    int64_t ref;    /* a correction's assignment seq; 0 for an edit */
+};
+size_t exp_marks_len(const struct exp *x);
+const struct exp_mark *exp_mark_at(const struct exp *x, size_t i);
 
 /* --- events and writes ------------------------------------------------------------- */
 
@@ -403,31 +419,33 @@ int exp_arm_retired(const struct exp *x, size_t bandit, size_t arm);
 
 /* --- corrections (POST corrections; corrections.c) ---------------------------------- */
 
-/* What a correction replaced. */
-struct exp_corrected {
-    int64_t seq; /* the correction's event */
+/* One correction: what to correct, and (on EXP_OK) what it replaced. */
+struct exp_correction_item {
+    struct exp_aid id;  /* a rewarded pull */
+    double value;       /* user units, validated by the caller */
+    const char *reason; /* required; recorded as the event's text */
+    int64_t seq;        /* out: the correction's event */
     int32_t bandit, arm;
-    double previous; /* the value reported (user units) */
+    double previous; /* out: the value reported */
 };
 
-/* Replace the reward of a rewarded pull (id) by v (user units, validated
- * by the caller), with a reason (required, recorded as the event's text).
- * The statistics become what they would be had v been reported: the
- * experiment's data is rebuilt from its log with v at the reward's place
- * (exp_replay_with), after every queued write committed (meanwhile other
- * requests on x wait). The pulls the policy chose since then stand: they
- * are recorded as handed out, and the policy chooses afresh from the
- * rebuilt state on. Refused (EXP_ERR_REFUSED, why filled, nothing changed)
- * when the experiment has stopped, when the assignment is pending,
- * expired or an exploitation, when it was corrected already, when v is the
- * value reported, or when the rebuilt data would reopen a bandit that had
- * concluded (a conclusion is never withdrawn). Returns EXP_OK (*out
- * filled, the event in b), EXP_ERR_NOT_FOUND (no such assignment),
- * EXP_ERR_REFUSED, EXP_ERR_STORE (the log cannot be read, or the writes
- * did not commit in time: retry), EXP_ERR_GONE, EXP_ERR_NOMEM. */
-int exp_ev_correct(struct exp *x, struct exp_batch *b, const struct exp_aid *id, double v,
-                   const char *reason, int64_t now_ms, struct exp_corrected *out,
-                   struct exp_refusal *why);
+/* Replace the rewards of rewarded pulls (items[0..n), one event each, in
+ * that order). The statistics become what they would be had the values
+ * been reported: the experiment's data is rebuilt from its log with each
+ * value at its reward's place (exp_replay_with), once, after every queued
+ * write committed (meanwhile other requests on x wait). The pulls the
+ * policy chose since then stand: they are recorded as handed out, and the
+ * policy chooses afresh from the rebuilt state on. All or nothing: an item
+ * refused (EXP_ERR_REFUSED, why filled) or unknown (EXP_ERR_NOT_FOUND)
+ * names its index in *bad and nothing changes. Refused: the experiment
+ * has stopped; the assignment is pending, expired or an exploitation; it
+ * was corrected already, or twice in items; the value is the one
+ * reported; the rebuilt data would reopen a bandit that had concluded (a
+ * conclusion is never withdrawn). Also EXP_ERR_STORE (the log cannot be
+ * read, or the writes did not commit in time: retry), EXP_ERR_GONE,
+ * EXP_ERR_NOMEM. */
+int exp_ev_correct(struct exp *x, struct exp_batch *b, struct exp_correction_item *items, size_t n,
+                   int64_t now_ms, size_t *bad, struct exp_refusal *why);
 
 /* Queue the batch's ops (possibly none: the completion then still waits
  * for every write queued before it, so a reply that depends on earlier

@@ -1,9 +1,10 @@
 /*
- * history.c — the decimated history dashboards draw (δᶜ, ρ̄ and pulls per
- * arm against rewarded pulls): at most history_points points per
+ * history.c — the decimated history dashboards draw (δᶜ, ρ̄, the stop
+ * rule's error bound and pulls per arm against rewarded pulls): at most history_points points per
  * experiment, thinned so that they span its whole life.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "exp/internal.h"
 
@@ -11,6 +12,7 @@ static void hist_free(struct exp_history_point *p)
 {
     free(p->delta_c);
     free(p->rho);
+    free(p->bound);
     free(p->arm_pulls);
 }
 
@@ -54,8 +56,9 @@ void exp_history_maybe_record(struct exp *x, int64_t ts)
     p->ts_ms = ts;
     p->delta_c = calloc(c->n_bandits, sizeof *p->delta_c);
     p->rho = calloc(c->n_bandits, sizeof *p->rho);
+    p->bound = calloc(c->n_bandits, sizeof *p->bound);
     p->arm_pulls = calloc(total, sizeof *p->arm_pulls);
-    if (!p->delta_c || !p->rho || !p->arm_pulls) {
+    if (!p->delta_c || !p->rho || !p->bound || !p->arm_pulls) {
         hist_free(p); /* history is best effort */
         return;
     }
@@ -65,6 +68,9 @@ void exp_history_maybe_record(struct exp *x, int64_t ts)
         engine_bandit_status(d->eng, b, d->scratch, &st);
         p->delta_c[b] = (float)st.delta_c;
         p->rho[b] = (float)st.rho;
+        struct engine_stop_eval se;
+        engine_bandit_stop(d->eng, b, &se);
+        p->bound[b] = (float)se.error_bound;
         const struct stats_arm *a = engine_arms(d->eng, b);
         for (size_t i = 0; i < c->n_arms[b]; i++)
             p->arm_pulls[off++] = (uint32_t)(a[i].n > UINT32_MAX ? UINT32_MAX : a[i].n);
@@ -90,4 +96,42 @@ void exp_history_free(struct exp_data *d)
     free(d->hist);
     d->hist = NULL;
     d->hlen = d->hcap = 0;
+    for (size_t i = 0; d->marks != NULL && i < d->mlen; i++)
+        free(d->marks[(d->mhead + i) % EXP_MARKS].text);
+    free(d->marks);
+    d->marks = NULL;
+    d->mhead = d->mlen = 0;
+}
+
+void exp_mark_add(struct exp_data *d, const struct store_event *ev)
+{
+    if (d->marks == NULL && (d->marks = calloc(EXP_MARKS, sizeof *d->marks)) == NULL)
+        return;
+    char *text = ev->text != NULL ? strdup(ev->text) : NULL;
+    if (ev->text != NULL && text == NULL)
+        return;
+    struct exp_mark *m;
+    if (d->mlen == EXP_MARKS) { /* the oldest goes */
+        m = &d->marks[d->mhead];
+        free(m->text);
+        d->mhead = (d->mhead + 1) % EXP_MARKS;
+    } else {
+        m = &d->marks[(d->mhead + d->mlen++) % EXP_MARKS];
+    }
+    m->seq = ev->seq;
+    m->ts_ms = ev->ts_ms;
+    m->pulls = engine_pulls(d->eng);
+    m->kind = ev->kind;
+    m->text = text;
+    m->ref = ev->kind == STORE_EV_CORRECT ? ev->ref : 0;
+}
+
+size_t exp_marks_len(const struct exp *x)
+{
+    return x->d->mlen;
+}
+
+const struct exp_mark *exp_mark_at(const struct exp *x, size_t i)
+{
+    return &x->d->marks[(x->d->mhead + i) % EXP_MARKS];
 }

@@ -60,9 +60,11 @@ struct exp_data {
     struct exp_watch *watch;  /* what webhooks announced (webhooks.c); NULL: none configured */
     /* What edits (edits.c) changed of the configuration: the configuration
      * itself never changes (read without the lock); these are read under it. */
-    char *name;    /* owned; NULL: the configuration's */
-    int64_t ttl_s; /* the assignment TTL now */
-    size_t edits;  /* edits applied */
+    char *name;             /* owned; NULL: the configuration's */
+    int64_t ttl_s;          /* the assignment TTL now */
+    size_t edits;           /* edits applied */
+    struct exp_mark *marks; /* EXP_MARKS entries once the first is made; a ring */
+    size_t mhead, mlen;
 };
 
 struct exp {
@@ -204,10 +206,10 @@ struct exp_correction {
     int64_t ref, seq;
     double value;
 };
-/* The same with the corrections of the log plus extra (NULL: none), the
- * one being made (its seq: the next event's): corrections.c's rebuild. */
-struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *extra, char *err,
-                                 size_t errlen, int *is_corrupt);
+/* The same with the corrections of the log plus extra[0..nextra), the
+ * ones being made (their seqs: the next events'): corrections.c's rebuild. */
+struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *extra, size_t nextra,
+                                 char *err, size_t errlen, int *is_corrupt);
 
 /* --- webhooks.c -------------------------------------------------------------------- */
 
@@ -244,6 +246,10 @@ int exp_replay_edit(struct exp *x, struct exp_data *d, const struct store_event 
                     size_t len);
 
 /* --- history.c --------------------------------------------------------------------- */
+
+/* Remember an edit or a correction (its event ev) for the history: best
+ * effort, like the points. */
+void exp_mark_add(struct exp_data *d, const struct store_event *ev);
 
 /* Record a history point if the pulls reached the next mark. */
 void exp_history_maybe_record(struct exp *x, int64_t ts_ms);

@@ -370,6 +370,10 @@ int64_t exp_last_event_ms(const struct exp *x)
 
 void exp_summary_locked(struct exp *x, struct exp_summary *out)
 {
+    /* A correction rebuilding x from its log (corrections.c) swaps x->d
+     * without the lock: read once it is done. */
+    while (x->draining)
+        pthread_cond_wait(&x->idle, &x->mu);
     struct engine *e = x->d->eng;
     const struct exp_config *c = &x->cfg;
     uint64_t v = exp_version(x);

@@ -90,14 +90,16 @@ static int collect_event(void *arg, const struct store_event *ev)
     return corr_add(arg, &e);
 }
 
-/* Every correction of x's log, plus extra (NULL: none), sorted. */
-static int collect(struct exp *x, const struct exp_correction *extra, struct corrections *c)
+/* Every correction of x's log, plus extra[0..nextra), sorted. */
+static int collect(struct exp *x, const struct exp_correction *extra, size_t nextra,
+                   struct corrections *c)
 {
     int rc = store_load_events(exp_rt.store, x->rowid, 0, collect_event, c);
     if (rc != STORE_OK)
         return rc;
-    if (extra != NULL && corr_add(c, extra) != 0)
-        return -1;
+    for (size_t i = 0; i < nextra; i++)
+        if (corr_add(c, &extra[i]) != 0)
+            return -1;
     qsort(c->v, c->n, sizeof *c->v, corr_cmp);
     return 0;
 }
@@ -204,8 +206,9 @@ static int replay_outcome(struct replay *r, const struct store_event *ev)
         return 0; /* an exploit assignment's reward: audit only */
     }
     double v = ev->value;
+    /* A reward, or the default reward an expiry recorded, as corrected. */
     const struct exp_correction *c =
-        ev->kind == STORE_EV_REWARD && r->corr != NULL ? corr_find(r->corr, ev->ref) : NULL;
+        !isnan(ev->value) && r->corr != NULL ? corr_find(r->corr, ev->ref) : NULL;
     if (c != NULL) {
         v = c->value;
         r->diverged = 1;
@@ -277,7 +280,10 @@ static int replay_event(void *arg, const struct store_event *ev)
         if (!value_ok(x, ev->value))
             return corrupt(r, ev->seq, "a correction outside the experiment's range");
         /* Applied at its reward's place: known before the replay starts. */
-        return r->corr == NULL ? EXP_REPLAY_CORRECTIONS : 0;
+        if (r->corr == NULL)
+            return EXP_REPLAY_CORRECTIONS;
+        exp_mark_add(d, ev);
+        return 0;
     default:
         return corrupt(r, ev->seq, "an event of an unknown kind");
     }
@@ -285,18 +291,18 @@ static int replay_event(void *arg, const struct store_event *ev)
 
 struct exp_data *exp_replay_all(struct exp *x, char *err, size_t errlen, int *is_corrupt)
 {
-    return exp_replay_with(x, NULL, err, errlen, is_corrupt);
+    return exp_replay_with(x, NULL, 0, err, errlen, is_corrupt);
 }
 
-struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *extra, char *err,
-                                 size_t errlen, int *is_corrupt)
+struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *extra, size_t nextra,
+                                 char *err, size_t errlen, int *is_corrupt)
 {
     *is_corrupt = 0;
     struct corrections cs = {0};
     const struct corrections *corr = NULL;
     struct exp_data *res = NULL;
-    if (extra != NULL) {
-        int rc = collect(x, extra, &cs);
+    if (nextra > 0) {
+        int rc = collect(x, extra, nextra, &cs);
         if (rc != 0) {
             snprintf(err, errlen, "reading events: %s",
                      rc < 0 ? "out of memory" : store_strerror(rc));
@@ -316,7 +322,7 @@ struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *ext
         if (rc == EXP_REPLAY_CORRECTIONS) {
             /* The log holds corrections: replay again knowing them. */
             exp_data_free(d);
-            rc = collect(x, NULL, &cs);
+            rc = collect(x, NULL, 0, &cs);
             if (rc != 0) {
                 snprintf(err, errlen, "reading events: %s",
                          rc < 0 ? "out of memory" : store_strerror(rc));

@@ -54,6 +54,21 @@ static int a_gape_new(void **state, const struct policy_ctx *ctx, const char *na
     return gapidx_new(state, ctx, name, bernstein, scale, 0, 0, err, errlen);
 }
 
+/* A budget edit: a = η N / Ĥ(t) with the new N. */
+static int a_gape_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                           size_t errlen)
+{
+    return gapidx_rebudget(state, ctx, A_GAPE_NAME,
+                           policy_param(ctx, A_GAPE_ETA) * (double)ctx->budget, check, err, errlen);
+}
+
+static int a_gape_v_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                             size_t errlen)
+{
+    return gapidx_rebudget(state, ctx, A_GAPE_V_NAME,
+                           policy_param(ctx, A_GAPE_ETA) * (double)ctx->budget, check, err, errlen);
+}
+
 static int a_gape_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     return a_gape_new(state, ctx, A_GAPE_NAME, 0, err, errlen);
@@ -72,6 +87,7 @@ const struct policy_ops policy_a_gape = {
     .init = a_gape_init,
     .fini = gapidx_free,
     .select = gapidx_select,
+    .rebudget = a_gape_rebudget,
 };
 
 const struct policy_ops policy_a_gape_v = {
@@ -82,4 +98,5 @@ const struct policy_ops policy_a_gape_v = {
     .init = a_gape_v_init,
     .fini = gapidx_free,
     .select = gapidx_select,
+    .rebudget = a_gape_v_rebudget,
 };

@@ -77,11 +77,14 @@ enum engine_stop_rule engine_resolve_rule(const struct engine_config *c)
     if (p->flags & POLICY_F_REGRET)
         return ENGINE_RULE_NONE;
     /* A fixed-budget run stops at its budget; a fixed-confidence policy
-     * given a budget treats it as a cap and still stops on δᶜ. */
+     * given a budget treats it as a cap and still stops on its rule. */
     if ((p->flags & POLICY_F_FIXED_BUDGET) &&
         (c->budget > 0 || !(p->flags & POLICY_F_FIXED_CONFIDENCE)))
         return ENGINE_RULE_NONE;
-    return ENGINE_RULE_DELTA_C;
+    /* The proven GLR rule: with every sampling rule measured it stops
+     * sooner than δᶜ (docs/measurements.md, "The default": adapt 3.7× the
+     * lower bound against 6.7× on μ1 at δ = 0.1). */
+    return ENGINE_RULE_GLR;
 }
 
 int engine_rule_proven(const struct engine_config *c, enum engine_stop_rule r)

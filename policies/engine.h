@@ -30,7 +30,7 @@
 
 /* Names, proof status and summaries: policies/stop_rule.h. */
 enum engine_stop_rule {
-    ENGINE_RULE_DEFAULT = 0,   /* the policy's documented default (see resolve_rule) */
+    ENGINE_RULE_DEFAULT = 0,   /* engine_resolve_rule: own rule if proven, else GLR */
     ENGINE_RULE_DELTA_C,       /* δᶜ ≤ δ (K&S §4), bound per config */
     ENGINE_RULE_GLR,           /* Chernoff GLR, proven threshold */
     ENGINE_RULE_GLR_HEURISTIC, /* Chernoff GLR, ln((ln t + 1)/δ) */
@@ -43,8 +43,8 @@ struct engine_config;
 
 /* The rule a configuration stops on: its stop_rule, or without one the
  * policy's own rule when that has a proof with the policy's default
- * parameters, the proven GLR rule when it has none (gcp), none for
- * regret-minimising policies and fixed-budget runs, δᶜ otherwise. Needs
+ * parameters, none for regret-minimising policies and fixed-budget runs,
+ * the proven GLR rule otherwise (gcp's unproven ρ̄ included). Needs
  * c->policy and c->params; never ENGINE_RULE_DEFAULT. */
 enum engine_stop_rule engine_resolve_rule(const struct engine_config *c);
 /* Whether rule r, as c configures it (bound, policy parameters), has a

@@ -72,15 +72,33 @@ static const struct policy_param_spec gape_v_params[] = {
 };
 
 /* a = η N / H; η = 0 picks 4 with a known H, eta_online without one. */
-static int gape_new(void **state, const struct policy_ctx *ctx, const char *name, int bernstein,
-                    double eta_online, char *err, size_t errlen)
+static double gape_scale(const struct policy_ctx *ctx, double eta_online)
 {
     double h = policy_param(ctx, GAPE_H);
     double eta = policy_param(ctx, GAPE_ETA);
     if (eta == 0)
         eta = h > 0 ? 4.0 : eta_online;
-    return gapidx_new(state, ctx, name, bernstein, eta * (double)ctx->budget,
-                      policy_param(ctx, GAPE_A), h, err, errlen);
+    return eta * (double)ctx->budget;
+}
+
+static int gape_new(void **state, const struct policy_ctx *ctx, const char *name, int bernstein,
+                    double eta_online, char *err, size_t errlen)
+{
+    return gapidx_new(state, ctx, name, bernstein, gape_scale(ctx, eta_online),
+                      policy_param(ctx, GAPE_A), policy_param(ctx, GAPE_H), err, errlen);
+}
+
+/* A budget edit: a = η N / H with the new N. */
+static int gape_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                         size_t errlen)
+{
+    return gapidx_rebudget(state, ctx, GAPE_NAME, gape_scale(ctx, 0.5), check, err, errlen);
+}
+
+static int gape_v_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                           size_t errlen)
+{
+    return gapidx_rebudget(state, ctx, GAPE_V_NAME, gape_scale(ctx, 1.0), check, err, errlen);
 }
 
 static int gape_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
@@ -101,6 +119,7 @@ const struct policy_ops policy_gape = {
     .init = gape_init,
     .fini = gapidx_free,
     .select = gapidx_select,
+    .rebudget = gape_rebudget,
 };
 
 const struct policy_ops policy_gape_v = {
@@ -111,4 +130,5 @@ const struct policy_ops policy_gape_v = {
     .init = gape_v_init,
     .fini = gapidx_free,
     .select = gapidx_select,
+    .rebudget = gape_v_rebudget,
 };

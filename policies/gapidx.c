@@ -65,18 +65,37 @@ void gapidx_free(void *state)
     free(g);
 }
 
-int gapidx_new(void **state, const struct policy_ctx *ctx, const char *name, int bernstein,
-               double scale, double a_fixed, double h_fixed, char *err, size_t errlen)
+/* The Bernstein index needs two samples of every arm in scope. */
+static int budget_check(const struct policy_ctx *ctx, const char *name, int bernstein, char *err,
+                        size_t errlen)
 {
     size_t arms = 0;
     for (size_t b = 0; b < ctx->n_bandits; b++)
         arms += ctx->n_arms[b];
-    if (bernstein && ctx->budget < 2 * (uint64_t)arms) {
-        snprintf(err, errlen,
-                 "goal.budget: %s needs at least two pulls per arm (%zu pulls for %zu arms)", name,
-                 2 * arms, arms);
+    if (!bernstein || ctx->budget >= 2 * (uint64_t)arms)
+        return 0;
+    snprintf(err, errlen,
+             "goal.budget: %s needs at least two pulls per arm (%zu pulls for %zu arms)", name,
+             2 * arms, arms);
+    return -1;
+}
+
+int gapidx_rebudget(void *state, const struct policy_ctx *ctx, const char *name, double scale,
+                    int check, char *err, size_t errlen)
+{
+    struct gapidx *g = state;
+    if (budget_check(ctx, name, g->bernstein, err, errlen) != 0)
         return -1;
-    }
+    if (!check)
+        g->scale = scale;
+    return 0;
+}
+
+int gapidx_new(void **state, const struct policy_ctx *ctx, const char *name, int bernstein,
+               double scale, double a_fixed, double h_fixed, char *err, size_t errlen)
+{
+    if (budget_check(ctx, name, bernstein, err, errlen) != 0)
+        return -1;
     struct gapidx *g = calloc(1, sizeof *g);
     if (g == NULL) {
         snprintf(err, errlen, "out of memory");

@@ -72,6 +72,11 @@ struct gapidx {
 int gapidx_new(void **state, const struct policy_ctx *ctx, const char *name, int bernstein,
                double scale, double a_fixed, double h_fixed, char *err, size_t errlen);
 void gapidx_free(void *state);
+/* A budget edit (policy_ops.rebudget): the same check on ctx->budget as
+ * gapidx_new, then (check == 0) `scale`, the policy's formula on the new
+ * budget, in place of the old one. */
+int gapidx_rebudget(void *state, const struct policy_ctx *ctx, const char *name, double scale,
+                    int check, char *err, size_t errlen);
 
 /* The vtable's select (state is the struct). Must not allocate. */
 int gapidx_select(void *state, const struct policy_ctx *ctx, int bandit, struct policy_pick *pick);

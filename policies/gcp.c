@@ -385,5 +385,6 @@ const struct policy_ops policy_gcp = {
     .update = gcp_update,
     .done = gcp_done,
     .recommend = gcp_recommend,
+    .rebudget = policy_rebudget_any, /* the budget is the engine's cap */
     .stop_proven = gcp_stop_proven,
 };

@@ -207,4 +207,9 @@ double policy_param(const struct policy_ctx *ctx, int i);
  * fresh experiment (count = K) covers K distinct arms. */
 size_t policy_first_pulls(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t arm);
 
+/* The rebudget hook of a policy that reads the budget as a cap only (the
+ * engine's), though flagged fixed-budget: any budget will do. */
+int policy_rebudget_any(void *state, const struct policy_ctx *ctx, int check, char *err,
+                        size_t errlen);
+
 #endif

@@ -52,7 +52,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-
 static void sar_replan(struct phases *ph, const struct policy_ctx *ctx, size_t next);
 
 static void sar_decide(struct phases *ph, const struct policy_ctx *ctx, size_t phase)
@@ -156,15 +155,22 @@ static void sar_fini(void *state)
     free(state);
 }
 
+/* The budget must give every arm of the pool more than a pull. */
+static int sar_budget_check(uint64_t budget, size_t pool, char *err, size_t errlen)
+{
+    if (budget > pool)
+        return 0;
+    snprintf(err, errlen, "goal.budget: sar needs more than one pull per arm (%zu arms)", pool);
+    return -1;
+}
+
 static int sar_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     size_t pool = 0;
     for (size_t b = 0; b < ctx->n_bandits; b++)
         pool += ctx->n_arms[b];
-    if (ctx->budget <= pool) {
-        snprintf(err, errlen, "goal.budget: sar needs more than one pull per arm (%zu arms)", pool);
+    if (sar_budget_check(ctx->budget, pool, err, errlen) != 0)
         return -1;
-    }
     struct phases *ph = calloc(1, sizeof *ph);
     if (ph == NULL) {
         snprintf(err, errlen, "out of memory");
@@ -179,18 +185,18 @@ static int sar_init(void **state, const struct policy_ctx *ctx, char *err, size_
     return 0;
 }
 
-/* A budget edit: the schedule again from the new budget. */
+/* A budget edit: the schedule again from the new budget, and again over
+ * the arms left if settlements took some out (sar_replan). */
 static int sar_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
                         size_t errlen)
 {
     struct phases *ph = state;
-    if (ctx->budget <= ph->total) {
-        snprintf(err, errlen, "goal.budget: sar needs more than one pull per arm (%zu arms)",
-                 ph->total);
+    if (sar_budget_check(ctx->budget, ph->total, err, errlen) != 0)
         return -1;
-    }
-    if (!check)
+    if (!check) {
         sar_plan(ph, ctx->budget, ph->total);
+        sar_replan(ph, ctx, ph->phase);
+    }
     return 0;
 }
 

@@ -22,10 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-
 struct sh {
     struct phases ph; /* first: phases.h reads the state as this */
-    size_t *keep;            /* survivors after each round */
+    size_t *keep;     /* survivors after each round */
 };
 
 /* Keep the |S_{r+1}| best active arms, reject the others. */
@@ -63,6 +62,19 @@ static void sh_fini(void *state)
     free(s);
 }
 
+/* The budget (the instance's share) must pull every arm once a round. */
+static int sh_budget_check(const struct policy_ctx *ctx, char *err, size_t errlen)
+{
+    size_t k = ctx->n_arms[0];
+    size_t rounds = sh_rounds(k, ctx->m, NULL);
+    if (ctx->budget >= (uint64_t)k * rounds)
+        return 0;
+    snprintf(err, errlen,
+             "goal.budget: seq-halving needs at least %zu pulls (%zu arms × %zu rounds)%s",
+             k * rounds, k, rounds, ctx->n_bandits == 1 ? "" : " in each bandit's share");
+    return -1;
+}
+
 /* Cumulative per-arm targets of each round from ctx->budget (s->keep set). */
 static void sh_plan(struct sh *s, const struct policy_ctx *ctx)
 {
@@ -81,12 +93,8 @@ static int sh_init(void **state, const struct policy_ctx *ctx, char *err, size_t
 {
     size_t k = ctx->n_arms[0];
     size_t rounds = sh_rounds(k, ctx->m, NULL);
-    if (ctx->budget < (uint64_t)k * rounds) {
-        snprintf(err, errlen,
-                 "goal.budget: seq-halving needs at least %zu pulls (%zu arms × %zu rounds)%s",
-                 k * rounds, k, rounds, ctx->n_bandits == 1 ? "" : " in each bandit's share");
+    if (sh_budget_check(ctx, err, errlen) != 0)
         return -1;
-    }
     struct sh *s = calloc(1, sizeof *s);
     if (s == NULL) {
         snprintf(err, errlen, "out of memory");
@@ -112,14 +120,8 @@ static int sh_init(void **state, const struct policy_ctx *ctx, char *err, size_t
 static int sh_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
                        size_t errlen)
 {
-    size_t k = ctx->n_arms[0];
-    size_t rounds = sh_rounds(k, ctx->m, NULL);
-    if (ctx->budget < (uint64_t)k * rounds) {
-        snprintf(err, errlen,
-                 "goal.budget: seq-halving needs at least %zu pulls (%zu arms × %zu rounds)%s",
-                 k * rounds, k, rounds, ctx->n_bandits == 1 ? "" : " in each bandit's share");
+    if (sh_budget_check(ctx, err, errlen) != 0)
         return -1;
-    }
     if (!check)
         sh_plan(state, ctx);
     return 0;

@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-
 /* Reject the empirical worst active arm, ties at random. */
 static void sr_decide(struct phases *ph, const struct policy_ctx *ctx, size_t phase)
 {
@@ -58,6 +57,17 @@ static size_t sr_plan(uint64_t budget, size_t k, unsigned m, uint64_t *target)
     return phases;
 }
 
+/* The budget (the instance's share) must give every arm more than a pull. */
+static int sr_budget_check(const struct policy_ctx *ctx, char *err, size_t errlen)
+{
+    size_t k = ctx->n_arms[0];
+    if (ctx->budget > k)
+        return 0;
+    snprintf(err, errlen, "goal.budget: sr needs more than one pull per arm (%zu arms)%s", k,
+             ctx->n_bandits == 1 ? "" : " in each bandit's share");
+    return -1;
+}
+
 static void sr_fini(void *state)
 {
     phases_fini(state);
@@ -67,11 +77,8 @@ static void sr_fini(void *state)
 static int sr_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
 {
     size_t k = ctx->n_arms[0];
-    if (ctx->budget <= k) {
-        snprintf(err, errlen, "goal.budget: sr needs more than one pull per arm (%zu arms)%s", k,
-                 ctx->n_bandits == 1 ? "" : " in each bandit's share");
+    if (sr_budget_check(ctx, err, errlen) != 0)
         return -1;
-    }
     struct phases *ph = calloc(1, sizeof *ph);
     if (ph == NULL) {
         snprintf(err, errlen, "out of memory");
@@ -91,14 +98,10 @@ static int sr_init(void **state, const struct policy_ctx *ctx, char *err, size_t
 static int sr_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
                        size_t errlen)
 {
-    size_t k = ctx->n_arms[0];
-    if (ctx->budget <= k) {
-        snprintf(err, errlen, "goal.budget: sr needs more than one pull per arm (%zu arms)%s", k,
-                 ctx->n_bandits == 1 ? "" : " in each bandit's share");
+    if (sr_budget_check(ctx, err, errlen) != 0)
         return -1;
-    }
     if (!check)
-        sr_plan(ctx->budget, k, ctx->m, ((struct phases *)state)->target);
+        sr_plan(ctx->budget, ctx->n_arms[0], ctx->m, ((struct phases *)state)->target);
     return 0;
 }
 

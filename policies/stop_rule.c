@@ -12,8 +12,8 @@
  * They once shared the name "policy" with these two meanings. */
 static const struct stop_rule_info rules[] = {
     {"default", ENGINE_RULE_DEFAULT, STOP_RULE_PER_POLICY,
-     "the policy's documented default: its own rule when that has a proof, the proven glr "
-     "when it has none (gcp), none for a regret policy or a fixed-budget run, else delta_c"},
+     "the policy's documented default: its own rule when that has a proof, none for a regret "
+     "policy or a fixed-budget run, else the proven glr"},
     {"policy", ENGINE_RULE_POLICY, STOP_RULE_PER_POLICY,
      "the policy's own rule from its paper, proven or not as its paper is; refused for a policy "
      "without one"},

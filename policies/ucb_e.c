@@ -36,12 +36,23 @@ static const struct policy_param_spec ucb_e_params[] = {
     [UCB_E_NPARAMS] = {.name = NULL},
 };
 
-static int ucb_e_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
+/* a = c (N − K) / H: the scale c (N − K). */
+static double ucb_e_scale(const struct policy_ctx *ctx)
 {
     double k = (double)ctx->n_arms[0];
-    double scale = policy_param(ctx, UCB_E_C) * ((double)ctx->budget - k);
-    return gapidx_new(state, ctx, "ucb-e", 0, scale, policy_param(ctx, UCB_E_A),
+    return policy_param(ctx, UCB_E_C) * ((double)ctx->budget - k);
+}
+
+static int ucb_e_init(void **state, const struct policy_ctx *ctx, char *err, size_t errlen)
+{
+    return gapidx_new(state, ctx, "ucb-e", 0, ucb_e_scale(ctx), policy_param(ctx, UCB_E_A),
                       policy_param(ctx, UCB_E_H), err, errlen);
+}
+
+static int ucb_e_rebudget(void *state, const struct policy_ctx *ctx, int check, char *err,
+                          size_t errlen)
+{
+    return gapidx_rebudget(state, ctx, "ucb-e", ucb_e_scale(ctx), check, err, errlen);
 }
 
 const struct policy_ops policy_ucb_e = {
@@ -52,4 +63,5 @@ const struct policy_ops policy_ucb_e = {
     .init = ucb_e_init,
     .fini = gapidx_free,
     .select = gapidx_select,
+    .rebudget = ucb_e_rebudget,
 };

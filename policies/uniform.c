@@ -53,4 +53,5 @@ const struct policy_ops policy_uniform = {
     .init = uniform_init,
     .fini = NULL,
     .select = uniform_select,
+    .rebudget = policy_rebudget_any, /* round-robin plans nothing from it */
 };

@@ -88,6 +88,18 @@ export interface ArmStatus {
   lower: number;
   upper: number;
   posterior_mean?: number;
+  retired?: boolean;
+}
+
+/** @schema StopEval */
+export interface StopEval {
+  rule: string;
+  proven: boolean;
+  fires_when: string | null;
+  evidence: number | null;
+  threshold: number | null;
+  error_bound: number | null;
+  fired: boolean;
 }
 
 /** @schema BanditStatus */
@@ -100,6 +112,7 @@ export interface BanditStatus {
   glr?: number;
   done: boolean;
   arms: ArmStatus[];
+  stop: StopEval;
 }
 
 export type State = 'running' | 'paused' | 'stopped';
@@ -109,7 +122,7 @@ export interface Status {
   id: string;
   state: State;
   stopped: boolean;
-  stop_reason: 'confidence' | 'budget' | 'manual' | 'policy' | null;
+  stop_reason: 'delta_c' | 'glr' | 'glr-heuristic' | 'rho' | 'policy' | 'budget' | 'manual' | null;
   pulls: number;
   pending: number;
   handed_out?: number;
@@ -125,7 +138,12 @@ export interface Status {
 
 /** @schema ExperimentPatch */
 export interface ExperimentPatch {
-  state: State;
+  state?: State;
+  name?: string;
+  goal?: { budget?: number | null };
+  assignment_ttl_s?: number;
+  reason?: string;
+  retire?: { bandit?: string; arm: string };
 }
 
 /** @schema FieldError */

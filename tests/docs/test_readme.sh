@@ -77,7 +77,7 @@ for r in duplicate conflict unknown expired error; do
     refused=$((refused + $(metric "banditd_rewards_total{result=\"$r\"}")))
 done
 if [ "$rc" -eq 0 ] && printf '%s' "$last" | grep -q '"stopped":true' &&
-    printf '%s' "$last" | grep -q '"stop_reason":"confidence"' && [ "$refused" -eq 0 ]; then
+    printf '%s' "$last" | grep -q '"stop_reason":"glr"' && [ "$refused" -eq 0 ]; then
     echo "ok 3 - the simulation loop ends with a confidence stop ($accepted rewards, all accepted)"
 elif [ "$rc" -eq 124 ] && [ "$accepted" -ge 10 ] && [ "$refused" -eq 0 ]; then
     echo "ok 3 - the simulation loop's rewards are all accepted ($accepted; cut after ${LOOP_S:-30} s)"

@@ -145,6 +145,27 @@ int fuzz_observations(const uint8_t *data, size_t size)
     return 0;
 }
 
+int fuzz_corrections(const uint8_t *data, size_t size)
+{
+    init_once();
+    json_t *body = load(data, size);
+    if (body == NULL)
+        return 0;
+    struct api_errors e;
+    struct api_correction_item *items = NULL;
+    size_t n = 0;
+    int batch = 0;
+    int rc = api_parse_corrections(body, &g_cfg, 1000, &items, &n, &batch, api_errors_init(&e));
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (items[i].assignment_id == NULL || items[i].reason == NULL ||
+            items[i].reason[0] == '\0' || !(items[i].value >= -1 && items[i].value <= 5))
+            abort(); /* accepted out of contract */
+    free(items);
+    api_errors_free(&e);
+    json_decref(body);
+    return 0;
+}
+
 int fuzz_patch(const uint8_t *data, size_t size)
 {
     init_once();
@@ -153,7 +174,15 @@ int fuzz_patch(const uint8_t *data, size_t size)
         return 0;
     struct api_errors e;
     struct api_patch_req req;
-    api_parse_patch(body, &g_cfg, &req, api_errors_init(&e));
+    int rc = api_parse_patch(body, &g_cfg, &req, api_errors_init(&e));
+    /* What a valid PATCH names exists: a retired arm of the fixture's
+     * bandits, a TTL and a budget in range. */
+    if (rc == 0 &&
+        (req.edit.retire_bandit > 1 || req.edit.retire_arm > 2 ||
+         (req.edit.retire_bandit >= 0) != (req.edit.retire_arm >= 0) || req.edit.ttl_s < 0 ||
+         (req.edit.set_budget && req.edit.budget == 0 &&
+          !json_is_null(json_object_get(json_object_get(body, "goal"), "budget")))))
+        abort();
     api_errors_free(&e);
     json_decref(body);
     return 0;

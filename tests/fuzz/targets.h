@@ -19,6 +19,7 @@
 int fuzz_expconfig(const uint8_t *data, size_t size);
 int fuzz_assignment(const uint8_t *data, size_t size);
 int fuzz_rewards(const uint8_t *data, size_t size);
+int fuzz_corrections(const uint8_t *data, size_t size);
 int fuzz_observations(const uint8_t *data, size_t size);
 int fuzz_patch(const uint8_t *data, size_t size);
 int fuzz_simproblem(const uint8_t *data, size_t size);

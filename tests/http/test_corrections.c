@@ -13,6 +13,8 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,7 @@
 
 static struct tresp *correct(const char *exp, const char *aid, double v, const char *reason)
 {
-    char path[160], body[512];
+    char path[160], body[4096];
     snprintf(path, sizeof path, "/v1/experiments/%s/corrections", exp);
     if (reason != NULL)
         snprintf(body, sizeof body, "{\"assignment_id\":\"%s\",\"reward\":%.17g,\"reason\":\"%s\"}",
@@ -89,6 +91,13 @@ static void test_correction_replaces_value(void **state)
     assert_true(fabs(arm_mean(before, arms[0]) - sum[k] / cnt[k]) < 1e-12);
     assert_int_equal(tjson_int(after, "pulls"), tjson_int(before, "pulls"));
     json_decref(before);
+
+    json_t *h = tcall(tgroup_d, "GET", "/v1/experiments/co1/history", NULL, 200);
+    assert_int_equal(json_array_size(json_object_get(h, "marks")), 1);
+    assert_string_equal(tjson_str(h, "marks[0].kind"), "correction");
+    assert_string_equal(tjson_str(h, "marks[0].note"), "double-counted conversion");
+    assert_int_equal(tjson_int(h, "marks[0].pulls"), 30);
+    json_decref(h);
 
     /* A restart rebuilds the very same state. */
     assert_int_equal(tdaemon_restart(tgroup_d), 0);
@@ -171,6 +180,24 @@ static void test_correction_refused(void **state)
     assert_true(tproblem_has_field(r, "assignment_id"));
     tresp_free(r);
 
+    /* An expiry that recorded the default reward counts: it can be
+     * corrected; one without a default cannot. */
+    json_decref(texp_create(tgroup_d, "{\"id\":\"co2d\",\"arms\":[\"a\",\"b\"],\"seed\":15,"
+                                      "\"assignment_ttl_s\":1,\"default_reward\":0}"));
+    json_t *e = texp_assign(tgroup_d, "co2d", NULL);
+    tsleep_ms(1200);
+    json_t *st = texp_status(tgroup_d, "co2d");
+    assert_int_equal(tjson_int(st, "pulls"), 1); /* expired, counted at 0 */
+    json_decref(st);
+    r = correct("co2d", tjson_str(e, "[0].id"), 1, "converted after the window");
+    assert_status(r, 201);
+    assert_true(tjson_num(r->json, "previous") == 0);
+    tresp_free(r);
+    st = texp_status(tgroup_d, "co2d");
+    assert_true(arm_mean(st, tjson_str(e, "[0].arm")) == 1);
+    json_decref(st);
+    json_decref(e);
+
     /* After a stop the result stands. */
     r = treq(tgroup_d, "PATCH", "/v1/experiments/co2", "{\"state\":\"stopped\"}", NULL);
     assert_status(r, 200);
@@ -178,7 +205,7 @@ static void test_correction_refused(void **state)
     r = correct("co2", done, 0, "too late");
     assert_problem(r, 409);
     tresp_free(r);
-    json_t *st = texp_status(tgroup_d, "co2");
+    st = texp_status(tgroup_d, "co2");
     assert_int_equal(tjson_int(st, "pulls"), 1);
     assert_true(arm_mean(st, tjson_str(b, "[0].arm")) == 1);
     json_decref(st);
@@ -186,11 +213,145 @@ static void test_correction_refused(void **state)
     json_decref(b);
 }
 
+/* A list of corrections: one rebuild, one event each, all or nothing. */
+static void test_correction_batch(void **state)
+{
+    (void)state;
+    json_decref(texp_create(tgroup_d, "{\"id\":\"co4\",\"arms\":[\"a\",\"b\"],\"seed\":14}"));
+    char ids[10][64], arms[10][16];
+    double sum[2] = {0};
+    int cnt[2] = {0};
+    pulls("co4", 10, ids, arms, sum, cnt);
+    json_t *before = texp_status(tgroup_d, "co4");
+    char body[1024];
+    /* ids[1] was rewarded 0 and corrected to 0: refused, and the others
+     * with it. */
+    snprintf(body, sizeof body,
+             "{\"corrections\":[{\"assignment_id\":\"%s\",\"reward\":0,\"reason\":\"r\"},"
+             "{\"assignment_id\":\"%s\",\"reward\":0,\"reason\":\"r\"}]}",
+             ids[0], ids[1]);
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments/co4/corrections", body, NULL);
+    assert_problem(r, 409);
+    assert_true(tproblem_has_field(r, "corrections[1].reward"));
+    tresp_free(r);
+    json_t *same = texp_status(tgroup_d, "co4");
+    tjson_must_equal(before, same, "status after a refused list of corrections");
+    json_decref(same);
+    snprintf(body, sizeof body,
+             "{\"corrections\":[{\"assignment_id\":\"%s\",\"reward\":0,\"reason\":\"a\"},"
+             "{\"assignment_id\":\"%s\",\"reward\":1,\"reason\":\"b\"},"
+             "{\"assignment_id\":\"%s\",\"reward\":0.5,\"reason\":\"c\"}]}",
+             ids[0], ids[1], ids[2]);
+    r = treq(tgroup_d, "POST", "/v1/experiments/co4/corrections", body, NULL);
+    assert_status(r, 201);
+    assert_int_equal(json_array_size(json_object_get(r->json, "corrections")), 3);
+    long long s0 = tjson_int(r->json, "corrections[0].seq");
+    assert_int_equal(tjson_int(r->json, "corrections[2].seq"), s0 + 2);
+    assert_true(tjson_num(r->json, "corrections[2].previous") == 1);
+    tresp_free(r);
+    /* The means: every arm's sum moved by what its corrections changed. */
+    double delta[2] = {0};
+    delta[arms[0][0] - 'a'] += 0 - 1;
+    delta[arms[1][0] - 'a'] += 1 - 0;
+    delta[arms[2][0] - 'a'] += 0.5 - 1;
+    json_t *after = texp_status(tgroup_d, "co4");
+    for (int k = 0; k < 2; k++) {
+        const char *arm = k == 0 ? "a" : "b";
+        if (cnt[k] > 0)
+            assert_true(fabs(arm_mean(after, arm) - (sum[k] + delta[k]) / cnt[k]) < 1e-12);
+    }
+    /* The same assignment twice in one list is refused. */
+    snprintf(body, sizeof body,
+             "{\"corrections\":[{\"assignment_id\":\"%s\",\"reward\":1,\"reason\":\"a\"},"
+             "{\"assignment_id\":\"%s\",\"reward\":0.5,\"reason\":\"b\"}]}",
+             ids[3], ids[3]); /* ids[3] was rewarded 0 */
+    r = treq(tgroup_d, "POST", "/v1/experiments/co4/corrections", body, NULL);
+    assert_problem(r, 409);
+    assert_true(tproblem_has_field(r, "corrections[1].assignment_id"));
+    tresp_free(r);
+    assert_int_equal(tdaemon_restart(tgroup_d), 0);
+    json_t *again = texp_status(tgroup_d, "co4");
+    tjson_must_equal(after, again, "status after a list of corrections, after a restart");
+    json_decref(again);
+    json_decref(after);
+    json_decref(before);
+}
+
+/* Traffic on another connection while corrections rebuild the experiment:
+ * every request is answered (the rebuild holds them back, never drops
+ * them), and a restart ends in the state the daemon had. */
+struct traffic {
+    struct tclient *c;
+    atomic_int stop;
+    int sent, failed;
+};
+
+static void *traffic_run(void *arg)
+{
+    struct traffic *t = arg;
+    while (!atomic_load(&t->stop)) {
+        struct tresp *r = tclient_req(t->c, "POST", "/v1/experiments/co3/assignments", "{}", NULL);
+        const char *id = r->status == 201 ? tjson_str(r->json, "assignments[0].id") : NULL;
+        if (id == NULL) {
+            t->failed++;
+            tresp_free(r);
+            continue;
+        }
+        char body[160];
+        snprintf(body, sizeof body, "{\"assignment_id\":\"%s\",\"reward\":%d}", id,
+                 t->sent % 3 == 0);
+        tresp_free(r);
+        r = tclient_req(t->c, "POST", "/v1/experiments/co3/rewards", body, NULL);
+        t->failed += r->status != 200;
+        t->sent++;
+        tresp_free(r);
+    }
+    return NULL;
+}
+
+static void test_correction_under_traffic(void **state)
+{
+    (void)state;
+    json_decref(texp_create(tgroup_d, "{\"id\":\"co3\",\"arms\":[\"a\",\"b\",\"c\"],\"seed\":13}"));
+    char ids[40][64], arms[40][16];
+    double sum[3] = {0};
+    int cnt[3] = {0};
+    pulls("co3", 40, ids, arms, sum, cnt);
+    struct traffic t = {.c = tclient_new(tgroup_d)};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, traffic_run, &t), 0);
+    int corrected = 0;
+    for (int i = 0; i < 40; i += 2) { /* ids[i] were rewarded 1 */
+        struct tresp *r = correct("co3", ids[i], 0, "bot traffic");
+        assert_status(r, 201);
+        corrected++;
+        tresp_free(r);
+    }
+    atomic_store(&t.stop, 1);
+    pthread_join(th, NULL);
+    tclient_free(t.c);
+    assert_int_equal(t.failed, 0);
+    assert_true(t.sent > 0);
+    json_t *st = texp_status(tgroup_d, "co3");
+    assert_int_equal(tjson_int(st, "pulls"), 40 + t.sent);
+    assert_int_equal(tdaemon_restart(tgroup_d), 0);
+    json_t *again = texp_status(tgroup_d, "co3");
+    tjson_must_equal(st, again, "status after corrections under traffic, after a restart");
+    json_decref(st);
+    json_decref(again);
+    char *log = tdaemon_stderr(tgroup_d);
+    assert_null(strstr(log, "no longer reproduces"));
+    free(log);
+    printf("# %d corrections while %d assignments and rewards went through\n", corrected, t.sent);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_correction_replaces_value),
         cmocka_unit_test(test_correction_refused),
+        cmocka_unit_test(test_correction_batch),
+        cmocka_unit_test(test_correction_under_traffic),
     };
     return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
 }

@@ -110,7 +110,18 @@ static void test_edit_and_replay(void **state)
     json_decref(note);
     json_decref(rows);
 
+    /* The history marks where the run was changed. */
+    json_t *h = tcall(tgroup_d, "GET", "/v1/experiments/ed1/history", NULL, 200);
+    assert_int_equal(json_array_size(json_object_get(h, "marks")), 2);
+    assert_string_equal(tjson_str(h, "marks[0].kind"), "edit");
+    assert_non_null(strstr(tjson_str(h, "marks[1].note"), "\"budget\":50"));
+
     assert_int_equal(tdaemon_restart(tgroup_d), 0);
+    json_t *h2 = tcall(tgroup_d, "GET", "/v1/experiments/ed1/history", NULL, 200);
+    tjson_must_equal(json_object_get(h, "marks"), json_object_get(h2, "marks"),
+                     "history marks after a restart");
+    json_decref(h);
+    json_decref(h2);
     json_t *x = get_exp("ed1");
     assert_string_equal(tjson_str(x, "name"), "second");
     assert_int_equal(tjson_int(x, "assignment_ttl_s"), 60);
@@ -218,6 +229,22 @@ static void test_refused_fields(void **state)
     assert_problem(r, 409);
     assert_true(tproblem_has_field(r, "goal.budget"));
     tresp_free(r);
+    /* An index policy takes the new budget into its exploration parameter;
+     * one that reads it as a cap takes it as it is. */
+    static const char *const others[] = {"ucb-e", "gape-v", "a-gape", "uniform", "gcp"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        char id[32], path[64];
+        snprintf(id, sizeof id, "ed3-%s", others[i]);
+        json_decref(texp_create(tgroup_d,
+                                "{\"id\":\"%s\",\"policy\":{\"name\":\"%s\"},\"arms\":[\"a\","
+                                "\"b\"],\"goal\":{\"budget\":40},\"seed\":5}",
+                                id, others[i]));
+        json_decref(texp_assign(tgroup_d, id, "{\"count\":4}"));
+        snprintf(path, sizeof path, "/v1/experiments/%s", id);
+        json_t *x = tcall(tgroup_d, "PATCH", path, "{\"goal\":{\"budget\":80}}", 200);
+        assert_int_equal(tjson_int(x, "goal.budget"), 80);
+        json_decref(x);
+    }
     r = patch("ed3", "{\"goal\":{\"budget\":500}}");
     assert_status(r, 200);
     assert_int_equal(tjson_int(r->json, "goal.budget"), 500);

@@ -75,13 +75,17 @@ static void check_stopped_right(const char *id, long long pulls)
     json_t *st = texp_status(tgroup_d, id);
     assert_true(json_is_true(json_object_get(st, "stopped")));
     assert_string_equal(tjson_str(st, "state"), "stopped");
-    assert_string_equal(tjson_str(st, "stop_reason"), "confidence");
+    assert_string_equal(tjson_str(st, "stop_reason"), "glr");
     assert_int_equal(json_array_size(tjson_get(st, "bandits[0].recommended")), 1);
     assert_string_equal(tjson_str(st, "bandits[0].recommended[0]"), "p80");
     assert_true(json_is_true(tjson_get(st, "bandits[0].done")));
-    /* It stopped because δᶜ reached δ. */
-    double dc = tjson_num(st, "bandits[0].delta_c");
-    assert_true(dc <= 0.05);
+    /* It stopped because its rule (adapt's default, the proven GLR) held:
+     * the rule's error bound, frozen at the stop, is within δ. */
+    assert_string_equal(tjson_str(st, "bandits[0].stop.rule"), "glr");
+    assert_true(json_is_true(tjson_get(st, "bandits[0].stop.fired")));
+    assert_true(tjson_num(st, "bandits[0].stop.error_bound") <= 0.05);
+    assert_true(tjson_num(st, "bandits[0].stop.evidence") >
+                tjson_num(st, "bandits[0].stop.threshold"));
     /* The best arm's interval is above the others'. */
     assert_true(tjson_num(st, "bandits[0].arms[2].lower") >
                 tjson_num(st, "bandits[0].arms[0].lower"));
@@ -106,7 +110,7 @@ static void check_stopped_right(const char *id, long long pulls)
     assert_int_equal(tjson_int(st, "pulls"), pulls);
     assert_int_equal(tjson_int(st, "pending"), 0);
     assert_int_equal(tjson_int(st, "handed_out"), pulls);
-    assert_string_equal(tjson_str(st, "stop_reason"), "confidence");
+    assert_string_equal(tjson_str(st, "stop_reason"), "glr");
     assert_string_equal(tjson_str(st, "bandits[0].recommended[0]"), "p80");
     json_decref(st);
 }
@@ -167,7 +171,7 @@ static void test_views_agree_after_stop(void **state)
     struct tresp *r = treq(tgroup_d, "GET", "/v1/experiments/flow-1", NULL, NULL);
     assert_status(r, 200);
     assert_string_equal(tjson_str(r->json, "state"), "stopped");
-    assert_string_equal(tjson_str(r->json, "stop_reason"), "confidence");
+    assert_string_equal(tjson_str(r->json, "stop_reason"), "glr");
     assert_true(json_is_true(json_object_get(r->json, "stopped")));
     assert_string_equal(tjson_str(r->json, "policy.name"), "adapt");
     assert_int_equal(tjson_int(r->json, "seed"), 1);
@@ -176,7 +180,7 @@ static void test_views_agree_after_stop(void **state)
     assert_status(r, 200);
     assert_int_equal(json_array_size(json_object_get(r->json, "experiments")), 2);
     assert_string_equal(tjson_str(r->json, "experiments[0].id"), "flow-1");
-    assert_string_equal(tjson_str(r->json, "experiments[0].stop_reason"), "confidence");
+    assert_string_equal(tjson_str(r->json, "experiments[0].stop_reason"), "glr");
     assert_string_equal(tjson_str(r->json, "next"), tjson_str(r->json, "experiments[1].id"));
     tresp_free(r);
     /* The last page: ids sort as strings. */

@@ -275,6 +275,8 @@ def main():
         d.call("POST", "/v1/experiments/full/corrections", sub("corrections"),
                {"assignment_id": ids[1], "reward": 0, "reason": "again"}, 409)
         d.call("POST", "/v1/experiments/full/corrections", sub("corrections"),
+               {"corrections": [{"assignment_id": ids[1], "reward": 0, "reason": "x"}]}, 409)
+        d.call("POST", "/v1/experiments/full/corrections", sub("corrections"),
                {"assignment_id": ids[1], "reward": 0}, 400)
         d.call("PATCH", "/v1/experiments/full", one,
                {"name": "Full", "assignment_ttl_s": 600, "reason": "longer sessions"}, 200)

@@ -69,7 +69,7 @@ static void run_delayed(uint64_t seed, long long *pulls_out)
         }
     }
     json_t *st = texp_status(tgroup_d, id);
-    assert_string_equal(tjson_str(st, "stop_reason"), "delta_c");
+    assert_string_equal(tjson_str(st, "stop_reason"), "glr");
     assert_string_equal(tjson_str(st, "bandits[0].recommended[0]"), "p80");
     assert_int_equal(tjson_int(st, "pending"), (long long)json_array_size(queue));
     assert_true(json_array_size(queue) <= DELAY);
@@ -99,7 +99,7 @@ static void run_delayed(uint64_t seed, long long *pulls_out)
     assert_int_equal(tjson_int(st, "pending"), 0);
     assert_int_equal(tjson_int(st, "pulls"), handed);
     assert_string_equal(tjson_str(st, "state"), "stopped");
-    assert_string_equal(tjson_str(st, "stop_reason"), "delta_c");
+    assert_string_equal(tjson_str(st, "stop_reason"), "glr");
     assert_string_equal(tjson_str(st, "bandits[0].recommended[0]"), "p80");
     json_decref(st);
     json_t *a = texp_assign(tgroup_d, id, "{\"count\":5}");
@@ -299,8 +299,12 @@ static void test_multi_bandit_uniform(void **state)
     assert_false(json_is_true(json_object_get(st, "stopped")));
     assert_string_equal(tjson_str(st, "bandits[0].id"), "s1");
     assert_string_equal(tjson_str(st, "bandits[0].recommended[0]"), "hi");
-    assert_true(tjson_num(st, "bandits[0].delta_c") <= 0.05);
-    assert_true(tjson_num(st, "bandits[1].delta_c") > 0.05);
+    /* s1 stopped on its rule (the proven GLR, uniform's default) with its
+     * error bound within δ; s2 has not reached it. */
+    assert_true(json_is_true(tjson_get(st, "bandits[0].stop.fired")));
+    assert_true(tjson_num(st, "bandits[0].stop.error_bound") <= 0.05);
+    assert_false(json_is_true(tjson_get(st, "bandits[1].stop.fired")));
+    assert_true(tjson_num(st, "bandits[1].stop.error_bound") > 0.05);
     long long handed = tjson_int(st, "handed_out");
     json_decref(st);
     printf("# multi-bandit uniform: s1 done after %d of its pulls (%d in s2)\n", seen[0], seen[1]);

@@ -512,12 +512,13 @@ static void test_stop_signed(void **state)
     assert_string_equal(tjson_str(p, "experiment.id"), "sig");
     assert_string_equal(tjson_str(p, "experiment.name"), "Signed");
     assert_string_equal(tjson_str(p, "experiment.state"), "stopped");
-    assert_string_equal(tjson_str(p, "data.stop_reason"), "delta_c");
+    assert_string_equal(tjson_str(p, "data.stop_reason"), "glr");
     assert_string_equal(tjson_str(p, "data.bandits[0].recommended[0]"), "a");
     assert_true(json_is_true(tjson_get(p, "data.bandits[0].done")));
-    assert_true(tjson_num(p, "data.bandits[0].delta_c") <= 0.05);
     assert_true(tjson_int(p, "data.bandits[0].arms[0].pulls") > 0);
     json_t *s = texp_status(d, "sig");
+    /* the stop the event announces: adapt's default, the proven GLR */
+    assert_true(tjson_num(s, "bandits[0].stop.error_bound") <= 0.05);
     assert_int_equal(tjson_int(p, "experiment.pulls"), tjson_int(s, "pulls"));
     json_decref(s);
     /* the event id names the log position: "<id>/<token>-<seq>-<check>/<type>" */

@@ -237,10 +237,11 @@ static double paired_z(const struct paired *p)
 
 /* ---- §4: top-m selection ---------------------------------------------------------- */
 
-/* Mean trials to ρ̄ ≥ τ, gcp against uniform (stopped by the same ρ̄ rule). */
+/* Mean trials to ρ̄ ≥ τ, gcp against uniform (stopped by the same ρ̄ rule:
+ * the paper's, gcp's own, opt-in since its default is the proven GLR). */
 static void topm_case(size_t k, unsigned m, uint64_t delay, int runs)
 {
-    const struct policy_choice gcp = {"gcp", NULL, ENGINE_RULE_DEFAULT, -1};
+    const struct policy_choice gcp = {"gcp", NULL, ENGINE_RULE_POLICY, -1};
     const struct policy_choice uni = {"uniform", NULL, ENGINE_RULE_RHO, -1};
     const uint64_t cap = 400000;
     gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
@@ -296,8 +297,8 @@ static void test_multi_easy_among_hard(void **state)
     const size_t nb = 8, k = 5;
     const uint64_t budget = 5000;
     const int runs = 60;
-    const struct policy_choice gcp = {"gcp", "cost", ENGINE_RULE_DEFAULT, -1};
-    const struct policy_choice uni_sel = {"gcp", "uniform", ENGINE_RULE_DEFAULT, -1};
+    const struct policy_choice gcp = {"gcp", "cost", ENGINE_RULE_POLICY, -1};
+    const struct policy_choice uni_sel = {"gcp", "uniform", ENGINE_RULE_POLICY, -1};
     const struct policy_choice uni = {"uniform", NULL, ENGINE_RULE_RHO, -1};
     gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(g, 4242);
@@ -339,8 +340,8 @@ static void test_targeted(void **state)
     const size_t nb = 8, k = 5, n_target = 2;
     const uint64_t budget = 3000;
     const int runs = 40;
-    const struct policy_choice tgt = {"gcp-targeted", NULL, ENGINE_RULE_DEFAULT, 0};
-    const struct policy_choice gcp = {"gcp", "cost", ENGINE_RULE_DEFAULT, -1};
+    const struct policy_choice tgt = {"gcp-targeted", NULL, ENGINE_RULE_POLICY, 0};
+    const struct policy_choice gcp = {"gcp", "cost", ENGINE_RULE_POLICY, -1};
     gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(g, 777);
     struct paired done = {0}, share = {0}, all = {0};

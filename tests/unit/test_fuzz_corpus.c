@@ -89,6 +89,11 @@ static void test_rewards(void **s)
     (void)s;
     replay("rewards", fuzz_rewards, 1);
 }
+static void test_corrections(void **s)
+{
+    (void)s;
+    replay("corrections", fuzz_corrections, 1);
+}
 static void test_replay(void **s)
 {
     (void)s;
@@ -245,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_expconfig),
         cmocka_unit_test(test_assignment),
         cmocka_unit_test(test_rewards),
+        cmocka_unit_test(test_corrections),
         cmocka_unit_test(test_observations),
         cmocka_unit_test(test_patch),
         cmocka_unit_test(test_simproblem),

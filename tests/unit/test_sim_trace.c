@@ -137,6 +137,7 @@ static void test_stops_carry_and_threads(void **state)
     struct sim_problem p;
     stattest_problem("{\"delta\": 0.1, \"arms\": [0.2, 0.5, 0.8]}", &p);
     struct sim_options o1 = opts("adapt", 40, 5, 1, 10), o3 = opts("adapt", 40, 5, 3, 10);
+    o1.stop = o3.stop = ENGINE_RULE_DELTA_C; /* the trace's δᶜ is then the rule's figure */
     o1.delay = o3.delay = 7;
     struct sim_result r1, r3;
     run_ok(&p, &o1, &r1);

@@ -33,7 +33,7 @@ const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const OUT = resolve(root, process.env.TEST_OUT || 'tests/out');
 mkdirSync(OUT, { recursive: true });
 
-const { decision, fmtInt, fmtProb, logAxisFloor } = await import(join(root, 'web/src/format.js'));
+const { decision, fmtInt, fmtProb, logAxisFloor, planSentence } = await import(join(root, 'web/src/format.js'));
 const { armColours } = await import(join(root, 'web/src/colours.js'));
 const { sourcesHash } = await import(join(root, 'web/sources.mjs'));
 
@@ -364,8 +364,8 @@ async function browserChecks(browser, ids) {
     // (frozen at the stop: later rewards of earlier assignments do not
     // change it), from the API's stop object.
     const stop = st.bandits[0].stop;
-    const m = sentence.match(/^Stopped by the δᶜ rule after ([0-9,]+) pulls: (\S+) is the best arm with δᶜ = ([0-9.]+) ≤ 0\.05\.$/);
-    if (stop.rule !== 'delta_c' || !m) return `${sentence} (${JSON.stringify(stop)})`;
+    const m = sentence.match(/^Stopped by the GLR rule after ([0-9,]+) pulls: (\S+) is the best arm with an error bound of ([0-9.]+) ≤ 0\.05 \(GLR = [0-9.]+ > [0-9.]+\)\.$/);
+    if (stop.rule !== 'glr' || !m) return `${sentence} (${JSON.stringify(stop)})`;
     const [pulls, arm, dc] = [m[1], m[2], Number(m[3])];
     return (arm === st.bandits[0].recommended[0] && pulls === st.pulls.toLocaleString('en-US') &&
       Math.abs(dc - stop.error_bound) <= 0.006 * stop.error_bound + 5e-4) ||
@@ -544,7 +544,7 @@ async function browserChecks(browser, ids) {
   await page.waitForFunction(() => document.querySelector('#decision')?.textContent.startsWith('Running'), null, { timeout: 10000 }).catch(() => {});
   await check('running experiment: the sentence says who leads and the goal', async () => {
     const t = await page.textContent('#decision');
-    return /^Running: \S+ leads with δᶜ = [0-9.]+ after [0-9,]+ pulls; it stops at δᶜ ≤ 0\.05\.$/.test(t) || t;
+    return /^Running: \S+ leads with an error bound of [0-9.×⁻⁰-⁹]+ after [0-9,]+ pulls; it stops when the GLR rule's error bound is ≤ 0\.05\.$/.test(t) || t;
   });
   await check('polls with If-None-Match and gets 304 while nothing changes', async () => {
     await page.waitForTimeout(4500);
@@ -610,7 +610,7 @@ async function browserChecks(browser, ids) {
     const rows = await page.$$eval('table.list tbody tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
     const row = rows.find((r) => r[0].startsWith(ids.stopped));
     return (rows.length === 4 && row && row[1] === 'stopped' && row[2] === 'adapt' && row[3] === fmtInt(st.pulls) &&
-      row[5] === fmtProb(st.bandits[0].delta_c) && row[7] === 'δᶜ ≤ δ' && /ago|just now/.test(row[8])) || rows;
+      row[5] === fmtProb(st.bandits[0].delta_c) && row[7] === 'GLR rule' && /ago|just now/.test(row[8])) || rows;
   });
   await check('the list shows no stop in red', async () => {
     const cs = await page.$$eval('table.list tbody .badge', (bs) => bs.map((b) => [b.textContent, getComputedStyle(b).color, getComputedStyle(b).backgroundColor]));
@@ -641,6 +641,19 @@ async function browserChecks(browser, ids) {
     // The browser logs the 400 it was told to expect; it is not a fault.
     consoleProblems.splice(before);
     return /arms|bandits/i.test(t) || t;
+  });
+  await check('the form plans: the lower bound and a simulation on the guessed means (POST /v1/plan)', async () => {
+    await page.goto(`${U}/`);
+    await page.click('details.create summary');
+    await page.fill('#f-arms', 'a, b, c, d');
+    await page.fill('#f-policy', 'track-and-stop');
+    await page.fill('#f-means', '0.5, 0.45, 0.43, 0.4');
+    await page.click('#plan-button');
+    await page.waitForFunction(() => /simulated run/.test(document.querySelector('#create-form .form-msg')?.textContent || ''), null, { timeout: 15000 });
+    const t = await page.textContent('#create-form .form-msg');
+    const want = (await call('POST', '/v1/plan', { experiment: { arms: ['a', 'b', 'c', 'd'], policy: { name: 'track-and-stop', params: {} }, goal: { m: 1, epsilon: 0, delta: 0.05, budget: null } }, means: [0.5, 0.45, 0.43, 0.4], runs: 1 })).json;
+    return (t.startsWith('Any δ-correct policy needs about 2,623 pulls') && t.includes('track-and-stop') &&
+      planSentence(want).startsWith('Any δ-correct policy needs about 2,623 pulls')) || t;
   });
   await check('an API key typed once is kept for the session and sent as Bearer', async () => {
     await page.click('#key-button');

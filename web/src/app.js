@@ -8,7 +8,7 @@
 import { api, ApiError, download, expPath, getKey, setKey } from './api.js';
 import { ConfidenceChart, PullsChart, drawIntervals, drawPullsHistogram, plotOf, ranked } from './charts.js';
 import { armColours } from './colours.js';
-import { bandit_series, decision, fmtAge, fmtInt, fmtNum, fmtParam, fmtProb } from './format.js';
+import { bandit_series, decision, fmtAge, fmtInt, fmtNum, fmtParam, fmtProb, planSentence } from './format.js';
 
 const POLL_LIVE_MS = 2000; // running or paused: things change
 const POLL_IDLE_MS = 10000; // stopped: only late rewards of pending assignments
@@ -280,15 +280,16 @@ function createForm(policies) {
     field('f-arms', 'Arms', inp('f-arms', { type: 'text', required: true, placeholder: 'red, green, blue' }), 'Two or more, separated by commas.'),
     field('f-policy', 'Policy', inp('f-policy', { type: 'text', list: 'policy-names', placeholder: 'adapt' }), 'Empty: the daemon\'s default (adapt; sar with a budget).'),
     field('f-m', 'Best arms wanted (m)', inp('f-m', { type: 'number', min: 1, step: 1, value: 1, required: true }), 'Top-m identification; 1 for the single best arm.'),
-    field('f-delta', 'Error probability (δ)', inp('f-delta', { type: 'number', min: 0.0001, max: 0.5, step: 'any', value: 0.05, required: true }), 'Stops when δᶜ ≤ δ.'),
+    field('f-delta', 'Error probability (δ)', inp('f-delta', { type: 'number', min: 0.0001, max: 0.5, step: 'any', value: 0.05, required: true }), 'The chance of a wrong answer it may stop with (a proven bound).'),
     field('f-budget', 'Budget (pulls)', inp('f-budget', { type: 'number', min: 1, step: 1 }), 'Empty: fixed confidence. Set: a fixed budget.'),
+    field('f-means', 'Guessed means (for a plan)', inp('f-means', { type: 'text', placeholder: '0.10, 0.12, 0.11' }), 'One per arm, in [0, 1]: "Plan" estimates the pulls to stop.'),
     datalist,
-    h('div', { class: 'buttons' }, h('button', { type: 'submit', class: 'primary' }, 'Create experiment')),
+    h('div', { class: 'buttons' }, h('button', { type: 'submit', class: 'primary' }, 'Create experiment'),
+      h('button', { type: 'button', id: 'plan-button' }, 'Plan')),
     msg);
-  form.addEventListener('focusin', () => datalist.replaceChildren(...[...policies].sort().map((p) => h('option', { value: p }))));
-  form.addEventListener('submit', async (ev) => {
-    ev.preventDefault();
-    const v = (id) => $(`#${id}`, form).value.trim();
+  const v = (id) => $(`#${id}`, form).value.trim();
+  // The create body of the form's fields (the plan sends the same).
+  const formBody = () => {
     const arms = v('f-arms').split(',').map((a) => a.trim()).filter(Boolean);
     const body = {
       goal: { m: Number(v('f-m')), epsilon: 0, delta: Number(v('f-delta')), budget: v('f-budget') ? Number(v('f-budget')) : null },
@@ -297,23 +298,44 @@ function createForm(policies) {
     if (v('f-policy')) body.policy = { name: v('f-policy'), params: {} };
     if (v('f-name')) body.name = v('f-name');
     if (v('f-id')) body.id = v('f-id');
+    return body;
+  };
+  const showProblem = (err, what, needKey) => {
+    msg.className = 'form-msg error';
+    if (err instanceof ApiError) {
+      if (err.status === 403) ui.refusedKey = getKey();
+      const errs = err.problem?.errors || [];
+      msg.replaceChildren(h('strong', {}, err.status === 403 ? `This key cannot ${what} (admin scope needed).` : err.message),
+        errs.length ? h('ul', {}, errs.map((e) => h('li', {}, `${e.field || 'body'}: ${e.message}`))) : null);
+      if (err.status === 401) openKeyDialog(needKey);
+    } else {
+      setText(msg, 'Cannot reach the daemon.');
+    }
+  };
+  // POST /v1/plan: the lower bound T*(μ)·kl(δ, 1 − δ) and a quick
+  // simulation of the same engine, on the guessed means.
+  $('#plan-button', form).addEventListener('click', async () => {
+    const means = v('f-means').split(',').map((x) => Number(x.trim())).filter((x) => !Number.isNaN(x));
+    setText(msg, 'Planning…');
+    msg.className = 'form-msg';
+    try {
+      const r = await api('/v1/plan', { method: 'POST', body: { experiment: formBody(), means, runs: 50 } });
+      setText(msg, planSentence(r.body));
+    } catch (err) {
+      showProblem(err, 'plan experiments', 'Planning an experiment needs an admin API key.');
+    }
+  });
+  form.addEventListener('focusin', () => datalist.replaceChildren(...[...policies].sort().map((p) => h('option', { value: p }))));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
     setText(msg, 'Creating…');
     msg.className = 'form-msg';
     try {
-      const r = await api('/v1/experiments', { method: 'POST', body });
+      const r = await api('/v1/experiments', { method: 'POST', body: formBody() });
       setText(msg, `Created ${r.body.id}.`);
       location.assign(`/experiments/${encodeURIComponent(r.body.id)}`);
     } catch (err) {
-      msg.className = 'form-msg error';
-      if (err instanceof ApiError) {
-        if (err.status === 403) ui.refusedKey = getKey();
-        const errs = err.problem?.errors || [];
-        msg.replaceChildren(h('strong', {}, err.status === 403 ? 'This key cannot create experiments (admin scope needed).' : err.message),
-          errs.length ? h('ul', {}, errs.map((e) => h('li', {}, `${e.field || 'body'}: ${e.message}`))) : null);
-        if (err.status === 401) openKeyDialog('Creating an experiment needs an admin API key.');
-      } else {
-        setText(msg, 'Cannot reach the daemon.');
-      }
+      showProblem(err, 'create experiments', 'Creating an experiment needs an admin API key.');
     }
   });
   return h('details', { class: 'create', hidden: true },
@@ -396,7 +418,7 @@ class BanditView {
     this.armsHost = h('div', { class: 'table-wrap' });
     const grid = h('div', { class: 'grid' },
         figure('conf', CONF_CAPTION, this.confHost, this.histFallback,
-          'δᶜ bounds the chance that the recommendation is wrong; it stops at δᶜ ≤ δ. ρ̄ is the Bayesian confidence, drawn as 1 − ρ̄.'),
+          'δᶜ bounds the chance that the recommendation is wrong, at any time (proven); the δᶜ rule stops at δᶜ ≤ δ, the GLR rule (the default) on its own error bound, the dotted line, named in the decision above. ρ̄ is the Bayesian confidence (no proof), drawn as 1 − ρ̄.'),
         figure('ci', 'Means and confidence intervals against the cutoff c* (Kalyanakrishnan & Stone, Fig. 1)', this.ciHost, null,
           'Solid: recommended arms, which should sit above c*; pale with a hollow dot: the others, below it. Dots are means; bars span the intervals; each arm in its colour.'),
         figure('hist', 'Pulls per arm, best mean first (Kalyanakrishnan & Stone, Fig. 2c)', this.histHost, null,

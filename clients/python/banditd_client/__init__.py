@@ -49,6 +49,7 @@ __all__ = [
     "Status",
     "BanditStatus",
     "ArmStatus",
+    "StopEval",
     "Problem",
     "FieldError",
     "ExperimentPatch",
@@ -144,6 +145,17 @@ class _ArmStatus(TypedDict):
 
 class ArmStatus(_ArmStatus, total=False):
     posterior_mean: float
+    retired: bool
+
+
+class StopEval(TypedDict):
+    rule: str
+    proven: bool
+    fires_when: Optional[str]
+    evidence: Optional[float]
+    threshold: Optional[float]
+    error_bound: Optional[float]
+    fired: bool
 
 
 class _BanditStatus(TypedDict):
@@ -153,6 +165,7 @@ class _BanditStatus(TypedDict):
     rho: float
     done: bool
     arms: List[ArmStatus]
+    stop: StopEval
 
 
 class BanditStatus(_BanditStatus, total=False):
@@ -184,8 +197,13 @@ class Status(_Status, total=False):
     bandits_total: int
 
 
-class ExperimentPatch(TypedDict):
+class ExperimentPatch(TypedDict, total=False):
     state: State
+    name: str
+    goal: Dict[str, Any]
+    assignment_ttl_s: int
+    reason: str
+    retire: Dict[str, str]
 
 
 class FieldError(TypedDict):
@@ -219,6 +237,7 @@ SCHEMAS: Dict[str, type] = {
         ServedResult,
         ServedResponse,
         ArmStatus,
+        StopEval,
         BanditStatus,
         Status,
         ExperimentPatch,
