@@ -21,6 +21,13 @@
 
 #include "store/store.h"
 
+/* The columns every backend reads rows by, in this order (both schemas
+ * have them: schema.c, postgres.c). */
+#define EVENT_COLS "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text"
+#define OUTBOX_COLS                                                                                \
+    "id, exp, exp_id, event_id, type, url, secret, body, created_ms, state, attempts, next_ms,"    \
+    " last_ms, last_status, last_error"
+
 /* A backend's state; each backend defines it. */
 struct store_backend;
 

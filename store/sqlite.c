@@ -36,6 +36,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "store/readers.h"
 #include "store/schema.h"
 #include "store/store_test.h"
 
@@ -96,11 +97,7 @@ enum q {
     Q_COUNT
 };
 
-#define EVENT_COLS "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text"
 #define PURGE_CHUNK "256" /* events removed per purge transaction */
-#define OUTBOX_COLS                                                                                \
-    "id, exp, exp_id, event_id, type, url, secret, body, created_ms, state, attempts, next_ms,"    \
-    " last_ms, last_status, last_error"
 
 static const struct store_sql queries[Q_COUNT] = {
     [Q_BEGIN] = {"begin", STORE_SQL_WRITE, "BEGIN IMMEDIATE"},
@@ -193,11 +190,10 @@ const struct store_sql *store_test_sql(size_t i)
 
 /* One thread's read-only connection. */
 struct reader {
-    struct store_backend *s;
+    struct store_reader link; /* first: readers.h */
     sqlite3 *db;
     sqlite3_stmt *st[Q_COUNT];   /* prepared on first use (STORE_SQL_READ) */
     unsigned char busy[Q_COUNT]; /* st[q] is in an unfinished read */
-    struct reader *prev, *next;  /* s->readers, under s->rmu */
 };
 
 struct store_backend {
@@ -220,12 +216,9 @@ struct store_backend {
     int closing;     /* under mu */
     uint64_t checkpoints;
 
-    /* readers */
-    pthread_mutex_t rmu;
-    struct reader *readers;
-    pthread_key_t rkey;
+    struct store_readers readers;
 
-    int have_mu, have_ckpt_cv, have_rmu, have_rkey;
+    int have_mu, have_ckpt_cv;
     int lock_fd; /* PATH.lock, flock'ed while a daemon serves the file; −1: none */
 };
 
@@ -756,36 +749,20 @@ static void *ckpt_main(void *arg)
 }
 
 /* Finalize and close one reader (already unlinked). */
-static void reader_free(struct reader *r)
+static void reader_free(struct store_reader *link)
 {
+    struct reader *r = (struct reader *)link;
     for (int q = 0; q < Q_COUNT; q++)
         sqlite3_finalize(r->st[q]);
     sqlite3_close_v2(r->db);
     free(r);
 }
 
-/* pthread key destructor: the thread is exiting. */
-static void reader_thread_exit(void *p)
-{
-    struct reader *r = p;
-    struct store_backend *s = r->s;
-
-    pthread_mutex_lock(&s->rmu);
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        s->readers = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    pthread_mutex_unlock(&s->rmu);
-    reader_free(r);
-}
-
 /* This thread's reader, opened on first use. The result is borrowed: the
  * store owns it until the thread exits or the store closes. */
 static int reader_get(struct store_backend *s, struct reader **out)
 {
-    struct reader *r = pthread_getspecific(s->rkey);
+    struct reader *r = (struct reader *)store_readers_mine(&s->readers);
     int rc;
 
     if (r) {
@@ -795,7 +772,6 @@ static int reader_get(struct store_backend *s, struct reader **out)
     r = calloc(1, sizeof *r);
     if (r == NULL)
         return STORE_ERR_NOMEM;
-    r->s = s;
     rc = sqlite3_open_v2(s->path, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK)
         rc = conn_setup(r->db);
@@ -804,16 +780,8 @@ static int reader_get(struct store_backend *s, struct reader **out)
         free(r);
         return batch_err_from_sqlite(rc); /* never STORE_OK */
     }
-    pthread_mutex_lock(&s->rmu);
-    r->next = s->readers;
-    if (r->next)
-        r->next->prev = r;
-    s->readers = r;
-    pthread_mutex_unlock(&s->rmu);
-    if (pthread_setspecific(s->rkey, r) != 0) {
-        reader_thread_exit(r); /* unlinks and frees */
-        return STORE_ERR_NOMEM;
-    }
+    if (store_readers_adopt(&s->readers, &r->link) != STORE_OK)
+        return STORE_ERR_NOMEM; /* r freed */
     *out = r;
     return STORE_OK;
 }
@@ -1294,19 +1262,7 @@ static void sq_close(struct store_backend *s)
 /* Free whatever of s exists. The checkpointer must not be running. */
 static void sq_free(struct store_backend *s)
 {
-    struct reader *r;
-
-    if (s->have_rkey)
-        pthread_key_delete(s->rkey); /* no destructor runs after this */
-    if (s->have_rmu) {
-        pthread_mutex_lock(&s->rmu);
-        while ((r = s->readers) != NULL) {
-            s->readers = r->next;
-            reader_free(r);
-        }
-        pthread_mutex_unlock(&s->rmu);
-        pthread_mutex_destroy(&s->rmu);
-    }
+    store_readers_destroy(&s->readers);
     for (int q = 0; q < Q_COUNT; q++)
         sqlite3_finalize(s->wst[q]);
     sqlite3_close_v2(s->cdb);
@@ -1419,12 +1375,8 @@ static struct store_backend *sq_open(const char *path, enum store_sync sync, int
     if ((prc = pthread_cond_init(&s->ckpt_cv, NULL)) != 0)
         goto fail_sys;
     s->have_ckpt_cv = 1;
-    if ((prc = pthread_mutex_init(&s->rmu, NULL)) != 0)
+    if ((prc = store_readers_init(&s->readers, reader_free)) != 0)
         goto fail_sys;
-    s->have_rmu = 1;
-    if ((prc = pthread_key_create(&s->rkey, reader_thread_exit)) != 0)
-        goto fail_sys;
-    s->have_rkey = 1;
 
     if (create_private(path, 0) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "open %s: %s", path, strerror(errno));
