@@ -1055,7 +1055,7 @@ static void test_glr_best_is_glr(void **state)
         for (int c = 0; c < 2; c++) {
             enum stats_glr_threshold kind = c ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
             double beta = stats_glr_threshold(kind, t, k, 1, 0.05);
-            int a = stats_glr_stop(arms, k, high, kind, 1, 0.05);
+            int a = stats_glr_stop(arms, k, high, kind, 1, 0.0, 0.05);
             assert_int_equal(a, stats_glr_stop_best(arms, k, best, 0, kind, beta));
             stops += a;
         }
