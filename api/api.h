@@ -52,6 +52,7 @@ int api_releases_create(struct http_req *r);
 int api_served_create(struct http_req *r);
 int api_observations_create(struct http_req *r);
 int api_corrections_create(struct http_req *r);
+int api_amendments_create(struct http_req *r);
 int api_status_get(struct http_req *r);
 int api_history_get(struct http_req *r);
 int api_export_get(struct http_req *r);

@@ -30,8 +30,6 @@
  */
 #include "api/auth.h"
 
-#include <gnutls/crypto.h>
-#include <gnutls/gnutls.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <fcntl.h>
@@ -47,11 +45,12 @@
 
 #include "api/api.h"
 #include "base/buf.h"
+#include "base/digest.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "exp/config.h"
 
-#define DIGEST_LEN 32
+#define DIGEST_LEN DIGEST_SHA256_LEN
 
 struct slot {
     uint8_t digest[DIGEST_LEN];
@@ -97,7 +96,7 @@ static int ct_equal(const uint8_t *a, const uint8_t *b, size_t n)
 
 static int digest(const char *key, size_t len, uint8_t out[DIGEST_LEN])
 {
-    return gnutls_hash_fast(GNUTLS_DIG_SHA256, key, len, out) == 0 ? 0 : -1;
+    return digest_sha256(key, len, out);
 }
 
 static int hexval(char c)

@@ -106,6 +106,8 @@ json_t *api_experiment_json(struct exp *x)
         json_object_set_new(goal, "budget",
                             exp_budget(x) ? json_integer((json_int_t)exp_budget(x)) : json_null());
     json_object_set_new(j, "edits", json_integer((json_int_t)exp_edits(x)));
+    json_object_set_new(j, "design_hash", json_string(exp_design_hash(x)));
+    json_object_set_new(j, "design", exp_design_json(x));
     json_object_set_new(j, "state", json_string(exp_state_name(exp_get_state(x))));
     json_object_set_new(j, "stopped", json_boolean(engine_stopped(e)));
     json_object_set_new(j, "stop_reason", reason ? json_string(reason) : json_null());

@@ -16,7 +16,9 @@
  *   unit         a unit a client served an assignment of its block to
  *                (POST .../assignments/served): status = served.
  *   state        a PATCH of the state: status = running|paused|stopped.
- *   edit         a PATCH of name, budget or TTL: note = the change (JSON).
+ *   edit         a PATCH of name, budget or TTL: note = the change (JSON),
+ *                with the design's hash before and after (exp/design.c).
+ *   amendment    the same made by POST amendments (a reason required).
  *   correction   a reward replaced (POST corrections): reward = the new
  *                value, status "corrected", note = the reason.
  * Columns (CSV header; NDJSON keys, null when empty): kind, seq,
@@ -334,7 +336,9 @@ static int on_event(void *arg, const struct store_event *ev)
         v[9] = ev->text;
         break;
     case STORE_EV_EDIT:
-        v[0] = "edit"; /* note: the change (exp/edits.c) */
+        /* note: the change (exp/edits.c), with its design hashes */
+        v[0] = ev->text != NULL && strstr(ev->text, "\"amendment\":true") != NULL ? "amendment"
+                                                                                  : "edit";
         v[11] = ev->text;
         break;
     default:
@@ -456,6 +460,9 @@ int api_export_get(struct http_req *r)
     if (x == NULL)
         return HTTP_DONE;
     int64_t rowid = exp_rowid(x);
+    char design[80], design0[80];
+    snprintf(design, sizeof design, "%s", exp_design_hash(x));
+    snprintf(design0, sizeof design0, "%s", exp_design_hash_initial(x));
     exp_unlock(x); /* the reference stays: the stream holds it */
     struct export *e = calloc(1, sizeof *e);
     int64_t last = 0;
@@ -504,6 +511,10 @@ int api_export_get(struct http_req *r)
     http_reply_header(r, "Content-Disposition", disp);
     snprintf(next, sizeof next, "%" PRId64, last);
     http_reply_header(r, "Banditd-Next-After", next);
+    /* The design in force and at creation (docs/contract.md, Clinical
+     * trials); its changes are the edit and amendment rows. */
+    http_reply_header(r, "Banditd-Design-Hash", design);
+    http_reply_header(r, "Banditd-Design-Initial-Hash", design0);
     return http_reply_stream(
         r, 200, fmt == FMT_CSV ? "text/csv; charset=utf-8; header=present" : "application/x-ndjson",
         export_read, e, export_free);

@@ -364,7 +364,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
         "id",      "name",  "policy",           "goal",           "reward",
         "bandits", "arms",  "assignment_ttl_s", "seed",           "stop_rule",
         "bound",   "tau",   "target_arm",       "default_reward", "constraints",
-        "prior",   "units", "fallback",         "webhooks",       NULL};
+        "prior",   "units", "fallback",         "webhooks",       "design",
+        NULL};
     if (jv_unknown_keys(body, keys, "", errors))
         bad = 1;
 
@@ -583,6 +584,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
             return -1;
         bad = 1;
     }
+    if (exp_design_parse(c, json_object_get(body, "design"), errors) != 0)
+        bad = 1;
     if (bad)
         return 1;
 
@@ -688,7 +691,7 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
         parse_fallback(c, json_object_get(body, "fallback"), errors) != 0)
         return 1;
     if (normalise(c, stop_rule, stop_rule_bound_name(e->bound), tau, target, constraints) != 0 ||
-        exp_webhooks_normalise(c) != 0)
+        exp_webhooks_normalise(c) != 0 || exp_design_normalise(c) != 0)
         return -1;
     return 0;
 }

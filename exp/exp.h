@@ -385,6 +385,8 @@ struct exp_edit {
     int retire_bandit; /* −1: no arm retired; else the bandit and arm to retire */
     int retire_arm;
     const char *reason; /* NULL: none; recorded with the edit either way */
+    int amendment;      /* an amendment (design.c): required once a frozen design
+                         * has its first assignment */
 };
 /* Why an edit was refused: the field it names and the message. */
 struct exp_refusal {
@@ -411,6 +413,15 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
 const char *exp_name(const struct exp *x);
 int64_t exp_ttl_s(const struct exp *x);
 uint64_t exp_budget(const struct exp *x);
+/* The design (design.c, docs/contract.md Clinical trials), lock held: its
+ * hash now and at creation (64 hex digits; borrowed, valid while locked),
+ * whether it is frozen now (created frozen, and assigned to), and all of
+ * it as JSON {"hash", "initial_hash", "frozen", "locked", "changes",
+ * "amendments": the latest changes} (new reference). */
+const char *exp_design_hash(struct exp *x);
+const char *exp_design_hash_initial(struct exp *x);
+int exp_design_frozen(const struct exp *x);
+json_t *exp_design_json(struct exp *x);
 /* Edits applied so far. */
 size_t exp_edits(const struct exp *x);
 /* 1 if the arm was retired by an edit. */

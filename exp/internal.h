@@ -65,6 +65,8 @@ struct exp_data {
     size_t edits;           /* edits applied */
     struct exp_mark *marks; /* EXP_MARKS entries once the first is made; a ring */
     size_t mhead, mlen;
+    struct exp_design_log *design; /* design.c: the hash in force and the latest
+                                    * changes; NULL until the first edit */
 };
 
 struct exp {
@@ -89,6 +91,7 @@ struct exp {
     atomic_int owned;
     char owner[128]; /* (mu) the owner's address, from the last refused claim */
     struct exp_config cfg;
+    char design0[65];  /* the design's hash at creation; "" until computed (mu) */
     char *config_text; /* cfg.json serialised, as stored */
     struct exp_data *d;
     char corrupt[256]; /* why its log cannot be served; "" when it can (mu) */
@@ -244,6 +247,25 @@ int exp_watch_emit(struct exp *x, struct exp_batch *b);
  * (the replay calls the log corrupt); −1 out of memory. */
 int exp_replay_edit(struct exp *x, struct exp_data *d, const struct store_event *ev, char *why,
                     size_t len);
+
+/* --- design.c --------------------------------------------------------------------- */
+
+struct exp_design_log;
+/* Parse the create body's "design" (v may be NULL) into c: 0, or 1 after
+ * appending {"field", "message"} to errors. */
+int exp_design_parse(struct exp_config *c, json_t *v, json_t *errors);
+/* Add "design" to c->json. 0 or −1. */
+int exp_design_normalise(struct exp_config *c);
+/* Before an EDIT's change (an object, modified) is logged: add
+ * "amendment": true when it is one, "previous_hash" (the design's now) and
+ * "design_hash" (the design's after it). 0, or −1 out of memory. */
+int exp_design_seal(struct exp *x, json_t *change, int amendment);
+/* An EDIT event ev was applied to d (live or replayed): check its hashes
+ * and step d's design hash. 0; 1 with a message in why when its hashes do
+ * not match (the replay calls the log corrupt); −1 out of memory. */
+int exp_design_note(struct exp *x, struct exp_data *d, const struct store_event *ev, char *why,
+                    size_t len);
+void exp_design_free(struct exp_design_log *l);
 
 /* --- history.c --------------------------------------------------------------------- */
 

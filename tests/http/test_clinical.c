@@ -1,0 +1,239 @@
+/*
+ * test_clinical.c — what a clinical trial needs of banditd (docs/contract.md,
+ * Clinical trials), against the real daemon: a design hash at creation that
+ * every change steps and a restart rebuilds; a frozen design refuses a PATCH
+ * after its first assignment (409 naming the field and the amendments
+ * endpoint) and takes amendments with a reason, listed in status and in the
+ * export; what was randomised cannot be amended.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/support/harness.h"
+
+static struct tresp *amend(const char *id, const char *body)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/experiments/%s/amendments", id);
+    return treq(tgroup_d, "POST", path, body, NULL);
+}
+
+static struct tresp *patch(const char *id, const char *body)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/experiments/%s", id);
+    return treq(tgroup_d, "PATCH", path, body, NULL);
+}
+
+static int is_hex64(const char *s)
+{
+    if (s == NULL || strlen(s) != 64)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return 0;
+    return 1;
+}
+
+/* The export's rows (NDJSON) as a new array. */
+static json_t *export_all(const char *id, char *design, size_t len)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/v1/experiments/%s/export?format=ndjson", id);
+    struct tresp *r = treq(tgroup_d, "GET", path, NULL, NULL);
+    assert_status(r, 200);
+    if (design != NULL) {
+        const char *h = tresp_header(r, "Banditd-Design-Hash");
+        assert_non_null(h);
+        snprintf(design, len, "%s", h);
+    }
+    json_t *rows = json_array();
+    for (const char *p = r->body; *p;) {
+        const char *nl = strchr(p, '\n');
+        assert_non_null(nl);
+        json_t *row = json_loadb(p, (size_t)(nl - p), 0, NULL);
+        assert_non_null(row);
+        json_array_append_new(rows, row);
+        p = nl + 1;
+    }
+    tresp_free(r);
+    return rows;
+}
+
+/* The same configuration hashes the same; any difference, another hash;
+ * GET, status and the export agree. */
+static void test_design_hash(void **state)
+{
+    (void)state;
+    json_t *a = texp_create(tgroup_d, "{\"id\":\"dh1\",\"arms\":[\"a\",\"b\"],\"seed\":4}");
+    json_t *b = texp_create(tgroup_d, "{\"id\":\"dh2\",\"arms\":[\"a\",\"b\"],\"seed\":5}");
+    const char *ha = tjson_str(a, "design_hash");
+    assert_true(is_hex64(ha));
+    assert_string_not_equal(ha, tjson_str(b, "design_hash"));
+    assert_string_equal(ha, tjson_str(a, "design.initial_hash"));
+    assert_false(json_is_true(tjson_get(a, "design.frozen")));
+    json_t *st = texp_status(tgroup_d, "dh1");
+    assert_string_equal(tjson_str(st, "design_hash"), ha);
+    char exported[80];
+    json_decref(export_all("dh1", exported, sizeof exported));
+    assert_string_equal(exported, ha);
+    /* Deleted and created again from the same body: the same design. */
+    char copy[80];
+    snprintf(copy, sizeof copy, "%s", ha);
+    struct tresp *r = treq(tgroup_d, "DELETE", "/v1/experiments/dh1", NULL, NULL);
+    assert_status(r, 204);
+    tresp_free(r);
+    json_t *c = texp_create(tgroup_d, "{\"id\":\"dh1\",\"arms\":[\"a\",\"b\"],\"seed\":4}");
+    assert_string_equal(tjson_str(c, "design_hash"), copy);
+    json_decref(st);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+}
+
+/* A frozen design: PATCH works before the first assignment, is refused
+ * after it (409 naming the field and the endpoint); an amendment with a
+ * reason changes the hash, is listed in status and is an amendment row of
+ * the export; the hashes come back the same after a restart. */
+static void test_frozen_amendments(void **state)
+{
+    (void)state;
+    json_t *j = texp_create(tgroup_d, "{\"id\":\"fz\",\"name\":\"trial\",\"arms\":[\"ctl\",\"a\","
+                                      "\"b\"],\"goal\":{\"budget\":300},\"seed\":7,"
+                                      "\"design\":{\"frozen\":true}}");
+    assert_true(json_is_true(tjson_get(j, "design.frozen")));
+    char h0[80];
+    snprintf(h0, sizeof h0, "%s", tjson_str(j, "design_hash"));
+    json_decref(j);
+    /* Before the first patient the design may still be edited: a new hash. */
+    struct tresp *r = patch("fz", "{\"name\":\"trial 1\"}");
+    assert_status(r, 200);
+    char h1[80];
+    snprintf(h1, sizeof h1, "%s", tjson_str(r->json, "design_hash"));
+    assert_string_not_equal(h0, h1);
+    assert_string_equal(tjson_str(r->json, "design.amendments[0].previous_hash"), h0);
+    assert_string_equal(tjson_str(r->json, "design.amendments[0].via"), "patch");
+    tresp_free(r);
+
+    json_decref(texp_assign(tgroup_d, "fz", NULL));
+    r = patch("fz", "{\"goal\":{\"budget\":400}}");
+    assert_problem(r, 409);
+    assert_true(tproblem_has_field(r, "goal.budget"));
+    assert_non_null(strstr(tjson_str(r->json, "detail"), "/v1/experiments/fz/amendments"));
+    tresp_free(r);
+    /* A state change is not a design change. */
+    r = patch("fz", "{\"state\":\"paused\"}");
+    assert_status(r, 200);
+    tresp_free(r);
+    r = patch("fz", "{\"state\":\"running\"}");
+    assert_status(r, 200);
+    tresp_free(r);
+
+    /* Amendments: a reason is required; what was randomised is not theirs. */
+    r = amend("fz", "{\"change\":{\"goal\":{\"budget\":400}}}");
+    assert_invalid(r, "reason");
+    tresp_free(r);
+    r = amend("fz", "{\"change\":{\"goal\":{\"delta\":0.1}},\"reason\":\"x\"}");
+    assert_invalid(r, "change.goal.delta");
+    tresp_free(r);
+    r = amend("fz", "{\"change\":{\"arms\":[\"a\"]},\"reason\":\"x\"}");
+    assert_invalid(r, "change.arms");
+    tresp_free(r);
+    r = amend("fz", "{\"change\":{\"state\":\"stopped\"},\"reason\":\"x\"}");
+    assert_invalid(r, "change.state");
+    tresp_free(r);
+    r = amend("fz", "{\"change\":{\"goal\":{\"budget\":300}},\"reason\":\"same\"}");
+    assert_problem(r, 409);
+    assert_true(tproblem_has_field(r, "change"));
+    tresp_free(r);
+    r = amend("fz", "{\"change\":{\"goal\":{\"budget\":400}},\"reason\":\"DMC: slower accrual\"}");
+    assert_status(r, 201);
+    assert_string_equal(tjson_str(r->json, "previous_hash"), h1);
+    char h2[80];
+    snprintf(h2, sizeof h2, "%s", tjson_str(r->json, "design_hash"));
+    assert_true(is_hex64(h2));
+    assert_string_not_equal(h1, h2);
+    tresp_free(r);
+    r = amend("fz", "{\"change\":{\"assignment_ttl_s\":3600},\"reason\":\"visits weekly\"}");
+    assert_status(r, 201);
+    char h3[80];
+    snprintf(h3, sizeof h3, "%s", tjson_str(r->json, "design_hash"));
+    tresp_free(r);
+
+    json_t *st = texp_status(tgroup_d, "fz");
+    assert_string_equal(tjson_str(st, "design_hash"), h3);
+    assert_int_equal(tjson_int(st, "budget"), 400);
+    assert_int_equal(tjson_int(st, "design.changes"), 3);
+    assert_true(json_is_true(tjson_get(st, "design.locked")));
+    assert_string_equal(tjson_str(st, "design.amendments[1].reason"), "DMC: slower accrual");
+    assert_string_equal(tjson_str(st, "design.amendments[1].via"), "amendment");
+    assert_string_equal(tjson_str(st, "design.amendments[1].previous_hash"), h1);
+    assert_string_equal(tjson_str(st, "design.amendments[1].design_hash"), h2);
+    assert_string_equal(tjson_str(st, "design.amendments[2].design_hash"), h3);
+    json_t *before = json_deep_copy(json_object_get(st, "design"));
+    json_decref(st);
+
+    char exported[80];
+    json_t *rows = export_all("fz", exported, sizeof exported);
+    assert_string_equal(exported, h3);
+    size_t n_amend = 0, i;
+    json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        if (strcmp(tjson_str(row, "kind"), "amendment") != 0)
+            continue;
+        json_t *note = json_loads(tjson_str(row, "note"), 0, NULL);
+        assert_non_null(note);
+        assert_string_equal(tjson_str(note, "design_hash"), n_amend == 0 ? h2 : h3);
+        assert_string_equal(tjson_str(note, "previous_hash"), n_amend == 0 ? h1 : h2);
+        json_decref(note);
+        n_amend++;
+    }
+    assert_int_equal(n_amend, 2);
+    json_decref(rows);
+
+    /* The log rebuilds the same design and hashes. */
+    assert_int_equal(tdaemon_restart(tgroup_d), 0);
+    st = texp_status(tgroup_d, "fz");
+    tjson_must_equal(before, json_object_get(st, "design"), "design after a restart");
+    json_decref(st);
+    json_decref(before);
+}
+
+/* A design that is not frozen keeps taking PATCH edits after assignments,
+ * each a new hash; "design" is checked like every field. */
+static void test_unfrozen_and_invalid(void **state)
+{
+    (void)state;
+    json_decref(texp_create(tgroup_d, "{\"id\":\"uf\",\"arms\":[\"a\",\"b\"]}"));
+    json_decref(texp_assign(tgroup_d, "uf", NULL));
+    struct tresp *r = patch("uf", "{\"assignment_ttl_s\":60}");
+    assert_status(r, 200);
+    assert_int_equal(tjson_int(r->json, "design.changes"), 1);
+    tresp_free(r);
+    r = treq(tgroup_d, "POST", "/v1/experiments",
+             "{\"id\":\"bad\",\"arms\":[\"a\",\"b\"],\"design\":{\"frozen\":1}}", NULL);
+    assert_invalid(r, "design.frozen");
+    tresp_free(r);
+    r = treq(tgroup_d, "POST", "/v1/experiments",
+             "{\"id\":\"bad\",\"arms\":[\"a\",\"b\"],\"design\":{\"locked\":true}}", NULL);
+    assert_invalid(r, "design.locked");
+    tresp_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_design_hash),
+        cmocka_unit_test(test_frozen_amendments),
+        cmocka_unit_test(test_unfrozen_and_invalid),
+    };
+    return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
+}
