@@ -6,6 +6,7 @@
  */
 #include "api/api.h"
 
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,6 +167,15 @@ struct api_write *api_write_begin(struct http_req *r)
         return NULL;
     }
     exp_batch_init(&w->batch);
+    /* The audit trail: who asked, and which request (exp/audit.c). */
+    char actor[32];
+    int64_t key = http_req_caller(r);
+    snprintf(actor, sizeof actor, "key:%" PRId64, key);
+    if (exp_batch_caller(&w->batch, key > 0 ? actor : NULL, http_req_request_id(r)) != 0) {
+        free(w);
+        http_reply_oom(r);
+        return NULL;
+    }
     w->req = http_req_hold(r);
     return w;
 }

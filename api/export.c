@@ -23,7 +23,10 @@
  *                value, status "corrected", note = the reason.
  * Columns (CSV header; NDJSON keys, null when empty): kind, seq,
  * assignment_id, time, unit, bandit, arm, exploit, reward, status,
- * reward_time, note. Times are RFC 3339 UTC; rewards are in the experiment's
+ * reward_time, note, actor, request_id, chain (the audit trail: the key
+ * that asked, "key:<id>"; the request's id; the hash chain after the row's
+ * event, exp/audit.c — an assignment row's are its assignment event's).
+ * Times are RFC 3339 UTC; rewards are in the experiment's
  * units, printed so they read back to the same double.
  *
  * Incremental export, ?after=N: the rows of the events with seq in (N, E],
@@ -85,9 +88,9 @@ struct export
     size_t off;     /* sent of it */
 };
 
-static const char *const columns[] = {"kind",   "seq",    "assignment_id", "time",
-                                      "unit",   "bandit", "arm",           "exploit",
-                                      "reward", "status", "reward_time",   "note"};
+static const char *const columns[] = {
+    "kind",   "seq",    "assignment_id", "time", "unit",  "bandit",     "arm",  "exploit",
+    "reward", "status", "reward_time",   "note", "actor", "request_id", "chain"};
 enum { NCOL = sizeof columns / sizeof columns[0] };
 
 /* --- output buffer ----------------------------------------------------------- */
@@ -181,6 +184,15 @@ static int put_row(struct export *e, const char *const values[NCOL], const int i
 
 /* --- rows from events ------------------------------------------------------------- */
 
+/* The audit trail's columns of the row of event ev (exp/audit.c): who
+ * asked, the request, the hash chain after the event. */
+static void audit_cols(const char **v, const struct store_event *ev)
+{
+    v[12] = ev->actor;
+    v[13] = ev->request_id;
+    v[14] = ev->chain;
+}
+
 static const char *bandit_name(const struct exp_config *c, int32_t b)
 {
     return b >= 0 && (size_t)b < c->n_bandits ? c->bandit_ids[b] : NULL;
@@ -193,7 +205,7 @@ static const char *arm_name(const struct exp_config *c, int32_t b, int32_t a)
     return c->arm_names[b][a];
 }
 
-static const int str[NCOL] = {1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1};
+static const int str[NCOL] = {1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1};
 
 /* The row of assignment event ev, joined with its outcome as of the
  * snapshot. 0, or −1 (e->failed set) on a read or memory error. */
@@ -214,6 +226,7 @@ static int assignment_row(struct export *e, const struct store_event *ev)
     v[5] = bandit_name(c, ev->bandit);
     v[6] = arm_name(c, ev->bandit, ev->arm);
     v[7] = exploit ? "true" : "false";
+    audit_cols(v, ev);
     v[9] = exploit ? "unrewarded" : "pending";
     struct store_event out;
     int rc = store_find_outcome(exp_store(), e->rowid, ev->seq, &out);
@@ -244,7 +257,7 @@ static int assignment_row(struct export *e, const struct store_event *ev)
 static int updated_row(struct export *e, int64_t ref)
 {
     struct store_event a;
-    char unit[EXP_MAX_UNIT + 1];
+    char unit[EXP_MAX_UNIT + 256]; /* and the audit trail's strings */
     int rc = store_find_assignment(exp_store(), e->rowid, ref, &a, unit, sizeof unit);
     if (rc == STORE_ERR_NOTFOUND)
         return 0; /* an outcome of no assignment: replay refuses such a log */
@@ -270,6 +283,7 @@ static int on_event(void *arg, const struct store_event *ev)
     clock_format_rfc3339(ev->ts_ms, ts, sizeof ts);
     v[1] = seq;
     v[3] = ts;
+    audit_cols(v, ev);
     switch (ev->kind) {
     case STORE_EV_ASSIGN:
         if (assignment_row(e, ev) != 0)

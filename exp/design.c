@@ -79,11 +79,16 @@ static int hash_json(const char *prefix, const json_t *j, char out[DIGEST_SHA256
     return rc;
 }
 
+int exp_design_hash_of(const struct exp_config *c, char out[DIGEST_SHA256_HEX + 1])
+{
+    return hash_json("", c->json, out);
+}
+
 const char *exp_design_hash_initial(struct exp *x)
 {
     /* Computed once, under the lock (every caller holds it): the
      * configuration never changes. */
-    if (x->design0[0] == '\0' && hash_json("", x->cfg.json, x->design0) != 0)
+    if (x->design0[0] == '\0' && exp_design_hash_of(&x->cfg, x->design0) != 0)
         x->design0[0] = '\0';
     return x->design0;
 }

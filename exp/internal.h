@@ -67,6 +67,7 @@ struct exp_data {
     size_t mhead, mlen;
     struct exp_design_log *design; /* design.c: the hash in force and the latest
                                     * changes; NULL until the first edit */
+    char chain[65]; /* audit.c: the hash chain after the last event; "" before any */
 };
 
 struct exp {
@@ -266,6 +267,17 @@ int exp_design_seal(struct exp *x, json_t *change, int amendment);
 int exp_design_note(struct exp *x, struct exp_data *d, const struct store_event *ev, char *why,
                     size_t len);
 void exp_design_free(struct exp_design_log *l);
+
+/* --- audit.c ---------------------------------------------------------------------- */
+
+/* The chain after event ev, from prev (64 hex digits): into out. 0 or −1. */
+int exp_audit_next(const char *prev, const struct store_event *ev, char out[65]);
+/* Replay: step d's chain over ev (as read from the log). 0 or −1. */
+int exp_audit_step(struct exp *x, struct exp_data *d, const struct store_event *ev);
+/* Before b is queued: stamp its events with b's caller and their chain
+ * values (copies owned by b), stepping x's chain. 0, or −1 out of memory
+ * (x must then be reloaded: its chain may have moved). */
+int exp_audit_seal(struct exp *x, struct exp_batch *b);
 
 /* --- history.c --------------------------------------------------------------------- */
 

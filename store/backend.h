@@ -114,6 +114,11 @@ struct store_backend_ops {
     int (*backup)(struct store_backend *b, const char *path, char *err, size_t errlen);
 };
 
+/* Copy ev's unit (truncated), then actor, request_id and chain (each
+ * whole or NULL) into buf, pointing ev at the copies; text becomes NULL
+ * (store_find_assignment's contract). buf NULL: all NULL. */
+void store_event_copy_strings(struct store_event *ev, char *buf, size_t buflen);
+
 /* The backends, tried in this order by store_open (sqlite.c claims
  * everything the others do not). */
 extern const struct store_backend_ops store_postgres_ops; /* postgresql://… */

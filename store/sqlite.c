@@ -95,7 +95,9 @@ enum q {
     Q_COUNT
 };
 
-#define EVENT_COLS "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text"
+#define EVENT_COLS                                                                                 \
+    "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text, actor,"        \
+    " request_id, chain"
 #define PURGE_CHUNK "256" /* events removed per purge transaction */
 #define OUTBOX_COLS                                                                                \
     "id, exp, exp_id, event_id, type, url, secret, body, created_ms, state, attempts, next_ms,"    \
@@ -122,7 +124,8 @@ static const struct store_sql queries[Q_COUNT] = {
     [Q_PURGE_DONE] = {"purge_done", STORE_SQL_WRITE, "DELETE FROM purges WHERE exp = ?1"},
     [Q_EVENT_INSERT] = {"event_insert", STORE_SQL_WRITE,
                         "INSERT INTO events(" EVENT_COLS ")"
-                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"},
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+                        " ?15)"},
     [Q_KEY_INSERT] = {"key_insert", STORE_SQL_WRITE,
                       "INSERT INTO api_keys(name, scopes, hash, created_ms, experiments)"
                       " VALUES (?1, ?2, ?3, ?4, ?5)"},
@@ -334,6 +337,9 @@ static void event_from_row(sqlite3_stmt *st, struct store_event *ev)
     ev->expires_ms = sqlite3_column_int64(st, 9);
     ev->unit = (const char *)sqlite3_column_text(st, 10);
     ev->text = (const char *)sqlite3_column_text(st, 11);
+    ev->actor = (const char *)sqlite3_column_text(st, 12);
+    ev->request_id = (const char *)sqlite3_column_text(st, 13);
+    ev->chain = (const char *)sqlite3_column_text(st, 14);
 }
 
 /* --- writer ------------------------------------------------------------------ */
@@ -376,6 +382,12 @@ static int writer_event(struct store_backend *s, const struct store_event *ev)
         rc = bind_opt_text(st, 11, ev->unit);
     if (rc == SQLITE_OK)
         rc = bind_opt_text(st, 12, ev->text);
+    if (rc == SQLITE_OK)
+        rc = bind_opt_text(st, 13, ev->actor);
+    if (rc == SQLITE_OK)
+        rc = bind_opt_text(st, 14, ev->request_id);
+    if (rc == SQLITE_OK)
+        rc = bind_opt_text(st, 15, ev->chain);
     if (rc != SQLITE_OK) {
         sqlite3_clear_bindings(st);
         return rc;
@@ -969,14 +981,8 @@ static int sq_find_assignment(struct store_backend *s, int64_t exp, int64_t seq,
         err = read_event_row(st, out);
     if (err != STORE_OK)
         goto out;
-    /* the row's strings die with the reset: copy the unit out */
-    if (out->unit && buf && buflen > 0) {
-        snprintf(buf, buflen, "%s", out->unit);
-        out->unit = buf;
-    } else {
-        out->unit = NULL;
-    }
-    out->text = NULL;
+    /* the row's strings die with the reset: copy them out */
+    store_event_copy_strings(out, buf, buflen);
 out:
     if (r)
         reader_put(r, Q_ASSIGNMENT, st);
@@ -1008,6 +1014,7 @@ static int sq_find_outcome_kind(struct store_backend *s, int64_t exp, int64_t re
             snprintf(buf, buflen, "%s", out->unit != NULL ? out->unit : "");
         out->unit = buf;
         out->text = NULL;
+        out->actor = out->request_id = out->chain = NULL;
     }
 out:
     if (r)
@@ -1036,6 +1043,7 @@ static int sq_find_unit_in(struct store_backend *s, int64_t exp, const char *uni
     if (err == STORE_OK) {
         out->unit = unit; /* the caller's string, equal to the stored one */
         out->text = NULL;
+        out->actor = out->request_id = out->chain = NULL;
     }
 out:
     if (r)

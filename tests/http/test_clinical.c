@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sqlite3.h>
+
 #include "tests/support/harness.h"
 
 static struct tresp *amend(const char *id, const char *body)
@@ -228,12 +230,105 @@ static void test_unfrozen_and_invalid(void **state)
     tresp_free(r);
 }
 
+/* `banditd audit verify` on the database file: the exit status, its
+ * output into out. */
+static int audit_verify(const char *id, char *out, size_t len)
+{
+    const char *args[] = {"audit", "verify", "--db", tdaemon_db_path(tgroup_d), id, NULL};
+    return tdaemon_cli(tgroup_d, args, NULL, out, len, NULL, 0);
+}
+
+/* Each event row carries its caller's request id and the chain value;
+ * audit verify recomputes the chain from the database alone; a row changed
+ * behind the daemon's back is named by its seq; new events after a
+ * restart chain on. */
+static void test_audit_chain(void **state)
+{
+    (void)state;
+    json_decref(texp_create(tgroup_d, "{\"id\":\"au\",\"arms\":[\"a\",\"b\"],\"seed\":2}"));
+    const char *h[] = {"X-Request-Id: site-7.visit:42", NULL};
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments/au/assignments", "{}", h);
+    assert_status(r, 201);
+    char aid[128];
+    snprintf(aid, sizeof aid, "%s", tjson_str(r->json, "assignments[0].id"));
+    tresp_free(r);
+    texp_reward(tgroup_d, "au", aid, 1.0);
+    for (int i = 0; i < 4; i++) {
+        json_t *a = texp_assign(tgroup_d, "au", NULL);
+        texp_reward(tgroup_d, "au", tjson_str(a, "[0].id"), 0.25 * i);
+        json_decref(a);
+    }
+    json_t *rows = export_all("au", NULL, 0);
+    assert_true(json_array_size(rows) >= 5);
+    assert_string_equal(tjson_str(rows, "[0].request_id"), "site-7.visit:42");
+    assert_true(json_is_null(tjson_get(rows, "[0].actor"))); /* an open API: no key */
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        assert_true(is_hex64(tjson_str(row, "chain")));
+        assert_non_null(tjson_str(row, "request_id"));
+    }
+    assert_string_not_equal(tjson_str(rows, "[0].chain"), tjson_str(rows, "[1].chain"));
+    json_decref(rows);
+
+    char out[4096];
+    assert_int_equal(audit_verify("au", out, sizeof out), 0);
+    assert_non_null(strstr(out, "au: ok, 10 events, 10 chained"));
+
+    /* A reward changed in the file: the chain names its record. */
+    assert_int_equal(tdaemon_stop(tgroup_d), 0);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(tdaemon_db_path(tgroup_d), &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "UPDATE events SET value = 0.5 WHERE seq = 4 AND exp = (SELECT "
+                                  "rowid FROM experiments WHERE id = 'au')",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_changes(db), 1);
+    assert_int_equal(audit_verify("au", out, sizeof out), 1);
+    assert_non_null(strstr(out, "au: BROKEN at seq 4"));
+    /* Put back: whole again. A row removed is named too. */
+    assert_int_equal(sqlite3_exec(db,
+                                  "UPDATE events SET value = 0 WHERE seq = 4 AND exp = (SELECT "
+                                  "rowid FROM experiments WHERE id = 'au')",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(audit_verify(NULL, out, sizeof out), 0);
+    assert_int_equal(sqlite3_exec(db,
+                                  "UPDATE events SET chain = NULL WHERE seq = 6 AND exp = (SELECT "
+                                  "rowid FROM experiments WHERE id = 'au')",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(audit_verify("au", out, sizeof out), 1);
+    assert_non_null(strstr(out, "au: BROKEN at seq 6"));
+    assert_int_equal(
+        sqlite3_exec(db,
+                     "UPDATE events SET chain = (SELECT chain FROM events e2 WHERE "
+                     "e2.exp = events.exp AND e2.seq = 5) WHERE seq = 6 AND exp = (SELECT "
+                     "rowid FROM experiments WHERE id = 'au')",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    assert_int_equal(audit_verify("au", out, sizeof out), 1);
+    sqlite3_close(db);
+
+    /* After a restart the daemon chains on from the log as it is. */
+    assert_int_equal(tdaemon_launch(tgroup_d, NULL, 0), 0);
+    json_decref(texp_create(tgroup_d, "{\"id\":\"au2\",\"arms\":[\"a\",\"b\"]}"));
+    assert_int_equal(tdaemon_restart(tgroup_d), 0);
+    json_decref(texp_assign(tgroup_d, "au2", NULL));
+    assert_int_equal(audit_verify("au2", out, sizeof out), 0);
+    assert_non_null(strstr(out, "au2: ok, 1 events, 1 chained"));
+    assert_int_equal(audit_verify("nosuch", out, sizeof out), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_design_hash),
         cmocka_unit_test(test_frozen_amendments),
         cmocka_unit_test(test_unfrozen_and_invalid),
+        cmocka_unit_test(test_audit_chain),
     };
     return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
 }
