@@ -625,14 +625,9 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
         if (jv_object(constraints, ckeys, "constraints", errors) != 0)
             return 1;
         int ok;
-        if ((v = json_object_get(constraints, "burn_in")) != NULL) {
-            if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-                json_integer_value(v) > 1000000) {
-                jv_error(errors, "constraints.burn_in", "must be an integer from 0 to 1000000");
-                return 1;
-            }
-            e->burn_in = (uint32_t)json_integer_value(v);
-        }
+        if ((v = json_object_get(constraints, "burn_in")) != NULL &&
+            exp_design_burn_in(e, v, errors) != 0)
+            return 1;
         if ((v = json_object_get(constraints, "min_prob")) != NULL) {
             e->min_prob = num(v, &ok);
             if (!ok || e->min_prob < 0 || e->min_prob >= 1) {

@@ -214,3 +214,45 @@ json_t *exp_design_json(struct exp *x)
                      exp_design_frozen(x), "changes", (json_int_t)(l != NULL ? l->total : 0),
                      "amendments", list);
 }
+
+int exp_design_burn_in(struct engine_config *e, json_t *v, json_t *errors)
+{
+    json_t *pulls = v, *blocks = NULL;
+    if (json_is_object(v)) {
+        static const char *const keys[] = {"pulls", "blocks", NULL};
+        if (jv_object(v, keys, "constraints.burn_in", errors) != 0)
+            return 1;
+        pulls = json_object_get(v, "pulls");
+        blocks = json_object_get(v, "blocks");
+    }
+    if (!json_is_integer(pulls) || json_integer_value(pulls) < 0 ||
+        json_integer_value(pulls) > 1000000) {
+        jv_error(errors, json_is_object(v) ? "constraints.burn_in.pulls" : "constraints.burn_in",
+                 "must be an integer from 0 to 1000000");
+        return 1;
+    }
+    e->burn_in = (uint32_t)json_integer_value(pulls);
+    e->n_burn_in_blocks = 0;
+    if (blocks == NULL || json_is_null(blocks))
+        return 0;
+    size_t n = json_array_size(blocks);
+    if (!json_is_array(blocks) || n < 1 || n > ENGINE_MAX_BLOCKS || e->burn_in == 0) {
+        jv_error(errors, "constraints.burn_in.blocks",
+                 e->burn_in == 0 ? "needs pulls > 0"
+                                 : "must be a list of 1 to 8 block sizes (pulls per arm)");
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *m = json_array_get(blocks, i);
+        if (!json_is_integer(m) || json_integer_value(m) < 1 ||
+            json_integer_value(m) > ENGINE_MAX_BLOCK_MULT) {
+            jv_error(errors, "constraints.burn_in.blocks",
+                     "each block size is an integer from 1 to 64 (pulls per arm: a block is "
+                     "m·K assignments)");
+            return 1;
+        }
+        e->burn_in_blocks[i] = (uint8_t)json_integer_value(m);
+    }
+    e->n_burn_in_blocks = n;
+    return 0;
+}

@@ -267,6 +267,10 @@ int exp_design_seal(struct exp *x, json_t *change, int amendment);
 int exp_design_note(struct exp *x, struct exp_data *d, const struct store_event *ev, char *why,
                     size_t len);
 void exp_design_free(struct exp_design_log *l);
+/* constraints.burn_in (v): an integer N (pulls per arm, least served
+ * first) or {"pulls": N, "blocks": [m, …]} (permuted blocks of m pulls per
+ * arm, m drawn from the list) into e. 0, or 1 after appending to errors. */
+int exp_design_burn_in(struct engine_config *e, json_t *v, json_t *errors);
 
 /* --- audit.c ---------------------------------------------------------------------- */
 

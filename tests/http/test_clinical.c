@@ -322,13 +322,76 @@ static void test_audit_chain(void **state)
     assert_int_equal(audit_verify("nosuch", out, sizeof out), 2);
 }
 
+/* Whether arms[0..n) splits into blocks of m·k assignments, m in {1, 2},
+ * each holding every one of the k arms m times. */
+static int balanced_blocks(const int *arms, size_t n, size_t k)
+{
+    unsigned char ok[200] = {1};
+    assert_true(n < sizeof ok);
+    for (size_t end = 1; end <= n; end++)
+        for (size_t m = 1; m <= 2 && !ok[end]; m++) {
+            size_t len = m * k;
+            if (len > end || !ok[end - len])
+                continue;
+            size_t count[8] = {0};
+            for (size_t i = end - len; i < end; i++)
+                count[arms[i]]++;
+            int even = 1;
+            for (size_t a = 0; a < k; a++)
+                even &= count[a] == m;
+            ok[end] = (unsigned char)even;
+        }
+    return ok[n];
+}
+
+/* Burn-in by permuted blocks of random sizes: the first N·K assignments
+ * give every arm N pulls, in blocks that are each balanced, without the
+ * fixed rhythm of the least-served order (whose every aligned triple is a
+ * permutation); a restart replays the same order. */
+static void test_permuted_blocks(void **state)
+{
+    (void)state;
+    json_decref(texp_create(tgroup_d, "{\"id\":\"pb\",\"arms\":[\"ctl\",\"a\",\"b\"],\"seed\":11,"
+                                      "\"constraints\":{\"burn_in\":{\"pulls\":12,"
+                                      "\"blocks\":[1,2]}}}"));
+    int arms[36];
+    size_t count[3] = {0};
+    for (size_t i = 0; i < 36; i++) {
+        json_t *a = texp_assign(tgroup_d, "pb", NULL);
+        arms[i] = (int)tjson_int(a, "[0].arm_index");
+        count[arms[i]]++;
+        json_decref(a);
+    }
+    for (size_t a = 0; a < 3; a++)
+        assert_int_equal(count[a], 12);
+    assert_true(balanced_blocks(arms, 36, 3));
+    int aligned = 1;
+    for (size_t i = 0; i < 36; i += 3)
+        aligned &= arms[i] != arms[i + 1] && arms[i] != arms[i + 2] && arms[i + 1] != arms[i + 2];
+    assert_false(aligned);
+    /* The configuration keeps the form given. */
+    json_t *st = tcall(tgroup_d, "GET", "/v1/experiments/pb", NULL, 200);
+    assert_int_equal(tjson_int(st, "constraints.burn_in.pulls"), 12);
+    json_decref(st);
+
+    struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments",
+                           "{\"arms\":[\"a\",\"b\"],\"constraints\":{\"burn_in\":{\"pulls\":4,"
+                           "\"blocks\":[0]}}}",
+                           NULL);
+    assert_invalid(r, "constraints.burn_in.blocks");
+    tresp_free(r);
+    r = treq(tgroup_d, "POST", "/v1/experiments",
+             "{\"arms\":[\"a\",\"b\"],\"constraints\":{\"burn_in\":{\"blocks\":[2]}}}", NULL);
+    assert_invalid(r, "constraints.burn_in.pulls");
+    tresp_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_design_hash),
-        cmocka_unit_test(test_frozen_amendments),
-        cmocka_unit_test(test_unfrozen_and_invalid),
-        cmocka_unit_test(test_audit_chain),
+        cmocka_unit_test(test_design_hash),          cmocka_unit_test(test_frozen_amendments),
+        cmocka_unit_test(test_unfrozen_and_invalid), cmocka_unit_test(test_audit_chain),
+        cmocka_unit_test(test_permuted_blocks),
     };
     return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
 }
