@@ -78,9 +78,9 @@ static struct table g_table; /* under g_lock */
 static atomic_int g_enabled;
 static atomic_size_t g_active;
 
-static const char *const scope_names[] = {"admin", "assign", "report", "read"};
+static const char *const scope_names[] = {"admin", "assign", "report", "read", "unblinded"};
 static const unsigned scope_bits[] = {API_SCOPE_ADMIN, API_SCOPE_ASSIGN, API_SCOPE_REPORT,
-                                      API_SCOPE_READ};
+                                      API_SCOPE_READ, API_SCOPE_UNBLINDED};
 #define N_SCOPES (sizeof scope_names / sizeof scope_names[0])
 
 /* --- helpers ----------------------------------------------------------------- */
@@ -751,7 +751,10 @@ int auth_admit(struct http_req *r, const struct http_route *route)
     if (query != NULL || bearer(hdr, &tok, &toklen) == 0)
         g = lookup(tok, toklen, http_req_id(r));
     unsigned scopes = g.scopes;
+    if (scopes & API_SCOPE_UNBLINDED) /* reads in full: reads */
+        scopes |= API_SCOPE_READ;
     http_req_set_caller(r, g.id);
+    http_req_set_grant(r, scopes);
     /* Challenges as RFC 6750 section 3 words them. */
     if (scopes == 0 || (query != NULL && !g.limited)) {
         int none = hdr == NULL && query == NULL;

@@ -473,6 +473,10 @@ int api_export_get(struct http_req *r)
     struct exp *x = api_exp_lock(r);
     if (x == NULL)
         return HTTP_DONE;
+    if (api_blinded(r, x)) { /* every row names an arm */
+        api_exp_unlock(x);
+        return api_reply_blinded(r);
+    }
     int64_t rowid = exp_rowid(x);
     char design[80], design0[80];
     snprintf(design, sizeof design, "%s", exp_design_hash(x));

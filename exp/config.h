@@ -93,6 +93,8 @@ struct exp_config {
     size_t n_webhooks;
     int design_frozen; /* "design": {"frozen": true}: changes after the first assignment
                         * only by amendment (exp/design.c) */
+    int design_blinded; /* "design": {"blinded": true}: per-arm figures only for keys
+                         * with scope unblinded (api/blind.c) */
     json_t *json;      /* owned: the normalised configuration as returned; what is stored
                         * is exp_config_stored_text (the same with the webhooks' secrets) */
 };

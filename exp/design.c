@@ -46,15 +46,20 @@ int exp_design_parse(struct exp_config *c, json_t *v, json_t *errors)
 {
     if (v == NULL || json_is_null(v))
         return 0;
-    static const char *const keys[] = {"frozen", NULL};
+    static const char *const keys[] = {"frozen", "blinded", NULL};
     if (jv_object(v, keys, "design", errors) != 0)
         return 1;
-    json_t *f = json_object_get(v, "frozen");
+    json_t *f = json_object_get(v, "frozen"), *b = json_object_get(v, "blinded");
     if (f != NULL && !json_is_boolean(f)) {
         jv_error(errors, "design.frozen", "must be a boolean");
         return 1;
     }
+    if (b != NULL && !json_is_boolean(b)) {
+        jv_error(errors, "design.blinded", "must be a boolean");
+        return 1;
+    }
     c->design_frozen = json_is_true(f);
+    c->design_blinded = json_is_true(b);
     return 0;
 }
 
@@ -209,10 +214,10 @@ json_t *exp_design_json(struct exp *x)
                                         ch->reason != NULL ? json_string(ch->reason) : json_null(),
                                         "previous_hash", ch->previous, "design_hash", ch->hash));
     }
-    return json_pack("{s:s,s:s,s:b,s:b,s:I,s:o}", "hash", exp_design_hash(x), "initial_hash",
-                     exp_design_hash_initial(x), "frozen", x->cfg.design_frozen, "locked",
-                     exp_design_frozen(x), "changes", (json_int_t)(l != NULL ? l->total : 0),
-                     "amendments", list);
+    return json_pack("{s:s,s:s,s:b,s:b,s:b,s:I,s:o}", "hash", exp_design_hash(x), "initial_hash",
+                     exp_design_hash_initial(x), "frozen", x->cfg.design_frozen, "blinded",
+                     x->cfg.design_blinded, "locked", exp_design_frozen(x), "changes",
+                     (json_int_t)(l != NULL ? l->total : 0), "amendments", list);
 }
 
 int exp_design_burn_in(struct engine_config *e, json_t *v, json_t *errors)

@@ -70,6 +70,7 @@ struct http_req {
     uint64_t start_ns;
     int64_t key_id;      /* the key the caller used (its id), 0 when none */
     char request_id[72]; /* http_req_request_id; "" until asked */
+    unsigned grant;      /* http_req_set_grant */
     unsigned long jfail; /* jv_alloc_failures() when the request began (http_reply_json) */
     struct {
         char *name, *value;
@@ -179,6 +180,16 @@ void http_req_set_caller(struct http_req *r, int64_t key_id)
 int64_t http_req_caller(const struct http_req *r)
 {
     return r->key_id;
+}
+
+void http_req_set_grant(struct http_req *r, unsigned bits)
+{
+    r->grant = bits;
+}
+
+unsigned http_req_grant(const struct http_req *r)
+{
+    return r->grant;
 }
 
 static int request_id_ok(const char *s)

@@ -386,12 +386,99 @@ static void test_permuted_blocks(void **state)
     tresp_free(r);
 }
 
+/* Blinding by role, over the read routes and every scope: a blinded
+ * experiment shows per-arm figures to unblinded and admin keys only; a read
+ * key gets totals (status and history without arms) and is refused the
+ * export and the webhook deliveries; sites read nothing. An experiment not
+ * blinded is as before. The audit trail names the key of each event. */
+static void test_blinding(void **state)
+{
+    struct tdaemon *d = *state;
+    assert_int_equal(tdaemon_launch(d, NULL, 0), 0);
+    enum { ADMIN, UNBLINDED, READ, ASSIGN, REPORT, NKEYS };
+    static const char *const scopes[NKEYS] = {"admin", "unblinded", "read", "assign", "report"};
+    char keys[NKEYS][128];
+    for (int k = 0; k < NKEYS; k++)
+        assert_int_equal(tdaemon_create_key(d, scopes[k], keys[k], sizeof keys[k]), 0);
+    struct tresp *r =
+        treq_key(d, "POST", "/v1/experiments", keys[ADMIN],
+                 "{\"id\":\"bl\",\"arms\":[\"ctl\",\"a\"],\"design\":{\"blinded\":true}}");
+    assert_status(r, 201);
+    tresp_free(r);
+    r = treq_key(d, "POST", "/v1/experiments", keys[ADMIN],
+                 "{\"id\":\"open\",\"arms\":[\"x\",\"y\"]}");
+    assert_status(r, 201);
+    tresp_free(r);
+    for (int i = 0; i < 4; i++) {
+        r = treq_key(d, "POST", "/v1/experiments/bl/assignments", keys[ASSIGN], "{}");
+        assert_status(r, 201);
+        char body[200];
+        snprintf(body, sizeof body, "{\"assignment_id\":\"%s\",\"reward\":1}",
+                 tjson_str(r->json, "assignments[0].id"));
+        tresp_free(r);
+        r = treq_key(d, "POST", "/v1/experiments/bl/rewards", keys[REPORT], body);
+        assert_status(r, 200);
+        tresp_free(r);
+    }
+    static const struct {
+        const char *path;
+        const char *arm_field; /* present in the full view only; NULL: not JSON */
+    } routes[] = {
+        {"/v1/experiments/bl/status", "bandits[0].arms"},
+        {"/v1/experiments/bl/history", "bandits[0].arm_pulls"},
+        {"/v1/experiments/bl/export", NULL},
+        {"/v1/experiments/bl/webhooks", NULL},
+        {"/v1/experiments/bl", NULL},
+    };
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        for (int k = 0; k < NKEYS; k++) {
+            r = treq_key(d, "GET", routes[i].path, keys[k], NULL);
+            long want = 200;
+            int full = k == ADMIN || k == UNBLINDED;
+            if (k == ASSIGN || k == REPORT)
+                want = 403;
+            else if (k == READ && routes[i].arm_field == NULL &&
+                     strcmp(routes[i].path, "/v1/experiments/bl") != 0)
+                want = 403;
+            if (r->status != want)
+                fail_msg("GET %s with a %s key: %ld, expected %ld", routes[i].path, scopes[k],
+                         r->status, want);
+            if (want == 200 && routes[i].arm_field != NULL) {
+                int has = tjson_get(r->json, routes[i].arm_field) != NULL;
+                if (has != full)
+                    fail_msg("GET %s with a %s key: %s %s", routes[i].path, scopes[k],
+                             routes[i].arm_field, has ? "shown" : "hidden");
+                if (!full)
+                    assert_true(json_is_true(tjson_get(r->json, "blinded")));
+                assert_int_equal(tjson_int(r->json, "pulls") > 0 ||
+                                     json_is_array(tjson_get(r->json, "pulls")),
+                                 1);
+            }
+            tresp_free(r);
+        }
+    /* Not blinded: a read key sees the arms. */
+    r = treq_key(d, "GET", "/v1/experiments/open/status", keys[READ], NULL);
+    assert_status(r, 200);
+    assert_non_null(tjson_get(r->json, "bandits[0].arms"));
+    tresp_free(r);
+    /* Every event names its key. */
+    r = treq_key(d, "GET", "/v1/experiments/bl/export", keys[UNBLINDED], NULL);
+    assert_status(r, 200);
+    assert_non_null(strstr(r->body, "\"actor\":\"key:"));
+    assert_null(strstr(r->body, "\"actor\":null"));
+    tresp_free(r);
+    assert_int_equal(tdaemon_stop(d), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_design_hash),          cmocka_unit_test(test_frozen_amendments),
-        cmocka_unit_test(test_unfrozen_and_invalid), cmocka_unit_test(test_audit_chain),
+        cmocka_unit_test(test_design_hash),
+        cmocka_unit_test(test_frozen_amendments),
+        cmocka_unit_test(test_unfrozen_and_invalid),
+        cmocka_unit_test(test_audit_chain),
         cmocka_unit_test(test_permuted_blocks),
+        cmocka_unit_test_setup_teardown(test_blinding, tfresh_setup, tfresh_teardown),
     };
     return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
 }
