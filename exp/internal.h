@@ -276,7 +276,8 @@ int exp_design_burn_in(struct engine_config *e, json_t *v, json_t *errors);
 
 /* The chain after event ev, from prev (64 hex digits): into out. 0 or −1. */
 int exp_audit_next(const char *prev, const struct store_event *ev, char out[65]);
-/* Replay: step d's chain over ev (as read from the log). 0 or −1. */
+/* Replay: step d's chain over ev (as read from the log: its stored value
+ * when it has one). 0 or −1. */
 int exp_audit_step(struct exp *x, struct exp_data *d, const struct store_event *ev);
 /* Before b is queued: stamp its events with b's caller and their chain
  * values (copies owned by b), stepping x's chain. 0, or −1 out of memory
