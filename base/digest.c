@@ -22,7 +22,7 @@ int digest_sha256_hex(const void *const *p, const size_t *len, size_t np,
      * leak what it allocated when its setup fails part way (an allocation
      * failure, test_allocfaults). Most inputs fit the stack. */
     int rc = -1;
-    char stack[2048] = "", *buf = stack;
+    char stack[2048], *buf = stack;
     uint8_t d[DIGEST_SHA256_LEN];
     size_t total = 0;
     hex[0] = '\0';
@@ -36,10 +36,14 @@ int digest_sha256_hex(const void *const *p, const size_t *len, size_t np,
             memcpy(buf + off, p[i], len[i]);
         off += len[i];
     }
-    if (digest_sha256(buf, total, d) != 0)
+    if (digest_sha256(total > 0 ? buf : "", total, d) != 0)
         goto out;
-    for (size_t i = 0; i < DIGEST_SHA256_LEN; i++)
-        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < DIGEST_SHA256_LEN; i++) {
+        hex[2 * i] = digits[d[i] >> 4];
+        hex[2 * i + 1] = digits[d[i] & 15];
+    }
+    hex[DIGEST_SHA256_HEX] = '\0';
     rc = 0;
 out:
     if (buf != stack)
