@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "tests/support/harness.h"
+#include "tests/support/tpg.h"
 
 static struct tresp *amend(const char *id, const char *body)
 {
@@ -470,6 +471,38 @@ static void test_blinding(void **state)
     assert_int_equal(tdaemon_stop(d), 0);
 }
 
+/* The same chain on PostgreSQL: rows written one by one and in a group
+ * (one INSERT of arrays) verify; a changed row is named. */
+static void test_audit_chain_postgres(void **state)
+{
+    (void)state;
+    char err[512], uri[256], out[2048];
+    if (tpg_start(err, sizeof err) != 0) {
+        printf("# PostgreSQL not available: %s\n", err);
+        skip();
+    }
+    tpg_new_db(uri, sizeof uri);
+    const char *extra[] = {"--db", uri, NULL};
+    struct tdaemon *d = tdaemon_start(extra);
+    assert_non_null(d);
+    json_decref(texp_create(d, "{\"id\":\"pg\",\"arms\":[\"a\",\"b\"],\"seed\":5}"));
+    json_decref(texp_assign(d, "pg", NULL));
+    struct tresp *r = treq(d, "POST", "/v1/experiments/pg/observations",
+                           "{\"observations\":[{\"arm\":\"a\",\"reward\":1},{\"arm\":\"b\","
+                           "\"reward\":0},{\"arm\":\"a\",\"reward\":0.5}]}",
+                           NULL);
+    assert_true(r->status >= 200 && r->status < 300);
+    tresp_free(r);
+    const char *args[] = {"audit", "verify", "--db", uri, "pg", NULL};
+    assert_int_equal(tdaemon_cli(d, args, NULL, out, sizeof out, NULL, 0), 0);
+    assert_non_null(strstr(out, "pg: ok, 4 events, 4 chained"));
+    assert_int_equal(tpg_exec(uri, "UPDATE events SET value = 0.25 WHERE seq = 3"), 0);
+    assert_int_equal(tdaemon_cli(d, args, NULL, out, sizeof out, NULL, 0), 1);
+    assert_non_null(strstr(out, "pg: BROKEN at seq 3"));
+    assert_int_equal(tdaemon_stop(d), 0);
+    tdaemon_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -479,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_audit_chain),
         cmocka_unit_test(test_permuted_blocks),
         cmocka_unit_test_setup_teardown(test_blinding, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test(test_audit_chain_postgres),
     };
     return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);
 }
