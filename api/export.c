@@ -65,6 +65,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/version.h"
 #include "base/log.h"
 #include "base/clock.h"
 
@@ -533,6 +534,8 @@ int api_export_get(struct http_req *r)
      * trials); its changes are the edit and amendment rows. */
     http_reply_header(r, "Banditd-Design-Hash", design);
     http_reply_header(r, "Banditd-Design-Initial-Hash", design0);
+    /* with the seed (in the design) what reconstructs every allocation */
+    http_reply_header(r, "Banditd-Version", BANDITD_VERSION);
     return http_reply_stream(
         r, 200, fmt == FMT_CSV ? "text/csv; charset=utf-8; header=present" : "application/x-ndjson",
         export_read, e, export_free);

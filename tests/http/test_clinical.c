@@ -52,6 +52,7 @@ static json_t *export_all(const char *id, char *design, size_t len)
     snprintf(path, sizeof path, "/v1/experiments/%s/export?format=ndjson", id);
     struct tresp *r = treq(tgroup_d, "GET", path, NULL, NULL);
     assert_status(r, 200);
+    assert_non_null(tresp_header(r, "Banditd-Version"));
     if (design != NULL) {
         const char *h = tresp_header(r, "Banditd-Design-Hash");
         assert_non_null(h);
