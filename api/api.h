@@ -34,6 +34,9 @@ enum api_scope {
     API_SCOPE_REPORT = 1u << 2,
     API_SCOPE_ADMIN = 1u << 3,
     API_SCOPE_IF_CONFIGURED = 1u << 4,
+    /* Reads of a blinded experiment in full (docs/contract.md, Clinical
+     * trials: the data monitoring committee); implies read. */
+    API_SCOPE_UNBLINDED = 1u << 5,
 };
 
 /* The routing table (routes.c), terminated by a NULL method. */
@@ -52,6 +55,7 @@ int api_releases_create(struct http_req *r);
 int api_served_create(struct http_req *r);
 int api_observations_create(struct http_req *r);
 int api_corrections_create(struct http_req *r);
+int api_amendments_create(struct http_req *r);
 int api_status_get(struct http_req *r);
 int api_history_get(struct http_req *r);
 int api_export_get(struct http_req *r);
@@ -86,6 +90,18 @@ struct exp *api_exp_find_body(struct http_req *r, int empty_ok, json_t **body);
 json_t *api_body_with_errors(struct http_req *r, json_t **errors, int *done);
 int api_exp_enter(struct http_req *r, struct exp *x);
 void api_exp_unlock(struct exp *x);
+
+/* Whether r must get x's blinded view (blind.c): x was created blinded
+ * ("design": {"blinded": true}), the API is closed and r's key has neither
+ * unblinded nor admin. A caller that may see x in full is logged (the
+ * unblinded reads of a blinded experiment are recorded). */
+int api_blinded(struct http_req *r, struct exp *x);
+/* Refuse r a route a blinded caller may not see (403 naming the scope).
+ * Returns HTTP_DONE. */
+int api_reply_blinded(struct http_req *r);
+/* The blinded view of a list of bandits (status, history): each keeps its
+ * id and whether it is done, nothing per arm. */
+void api_blind_bandits(json_t *bandits);
 
 /* Experiment representation for GET, list and create: new reference.
  * Lock held. */

@@ -30,8 +30,6 @@
  */
 #include "api/auth.h"
 
-#include <gnutls/crypto.h>
-#include <gnutls/gnutls.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
@@ -43,11 +41,12 @@
 
 #include "api/api.h"
 #include "base/buf.h"
+#include "base/digest.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "exp/config.h"
 
-#define DIGEST_LEN 32
+#define DIGEST_LEN DIGEST_SHA256_LEN
 
 struct slot {
     uint8_t digest[DIGEST_LEN];
@@ -75,9 +74,9 @@ static struct table g_table; /* under g_lock */
 static atomic_int g_enabled;
 static atomic_size_t g_active;
 
-static const char *const scope_names[] = {"admin", "assign", "report", "read"};
+static const char *const scope_names[] = {"admin", "assign", "report", "read", "unblinded"};
 static const unsigned scope_bits[] = {API_SCOPE_ADMIN, API_SCOPE_ASSIGN, API_SCOPE_REPORT,
-                                      API_SCOPE_READ};
+                                      API_SCOPE_READ, API_SCOPE_UNBLINDED};
 #define N_SCOPES (sizeof scope_names / sizeof scope_names[0])
 
 /* --- helpers ----------------------------------------------------------------- */
@@ -93,7 +92,7 @@ static int ct_equal(const uint8_t *a, const uint8_t *b, size_t n)
 
 static int digest(const char *key, size_t len, uint8_t out[DIGEST_LEN])
 {
-    return gnutls_hash_fast(GNUTLS_DIG_SHA256, key, len, out) == 0 ? 0 : -1;
+    return digest_sha256(key, len, out);
 }
 
 static int hexval(char c)
@@ -737,7 +736,10 @@ int auth_admit(struct http_req *r, const struct http_route *route)
     if (query != NULL || bearer(hdr, &tok, &toklen) == 0)
         g = lookup(tok, toklen, http_req_id(r));
     unsigned scopes = g.scopes;
+    if (scopes & API_SCOPE_UNBLINDED) /* reads in full: reads */
+        scopes |= API_SCOPE_READ;
     http_req_set_caller(r, g.id);
+    http_req_set_grant(r, scopes);
     /* Challenges as RFC 6750 section 3 words them. */
     if (scopes == 0 || (query != NULL && !g.limited)) {
         int none = hdr == NULL && query == NULL;

@@ -6,6 +6,7 @@
  */
 #include "api/api.h"
 
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,8 @@ json_t *api_experiment_json(struct exp *x)
         json_object_set_new(goal, "budget",
                             exp_budget(x) ? json_integer((json_int_t)exp_budget(x)) : json_null());
     json_object_set_new(j, "edits", json_integer((json_int_t)exp_edits(x)));
+    json_object_set_new(j, "design_hash", json_string(exp_design_hash(x)));
+    json_object_set_new(j, "design", exp_design_json(x));
     json_object_set_new(j, "state", json_string(exp_state_name(exp_get_state(x))));
     json_object_set_new(j, "stopped", json_boolean(engine_stopped(e)));
     json_object_set_new(j, "stop_reason", reason ? json_string(reason) : json_null());
@@ -179,6 +182,15 @@ struct api_write *api_write_begin(struct http_req *r)
         return NULL;
     }
     exp_batch_init(&w->batch);
+    /* The audit trail: who asked, and which request (exp/audit.c). */
+    char actor[32];
+    int64_t key = http_req_caller(r);
+    snprintf(actor, sizeof actor, "key:%" PRId64, key);
+    if (exp_batch_caller(&w->batch, key > 0 ? actor : NULL, http_req_request_id(r)) != 0) {
+        free(w);
+        http_reply_oom(r);
+        return NULL;
+    }
     w->req = http_req_hold(r);
     return w;
 }

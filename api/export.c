@@ -16,12 +16,17 @@
  *   unit         a unit a client served an assignment of its block to
  *                (POST .../assignments/served): status = served.
  *   state        a PATCH of the state: status = running|paused|stopped.
- *   edit         a PATCH of name, budget or TTL: note = the change (JSON).
+ *   edit         a PATCH of name, budget or TTL: note = the change (JSON),
+ *                with the design's hash before and after (exp/design.c).
+ *   amendment    the same made by POST amendments (a reason required).
  *   correction   a reward replaced (POST corrections): reward = the new
  *                value, status "corrected", note = the reason.
  * Columns (CSV header; NDJSON keys, null when empty): kind, seq,
  * assignment_id, time, unit, bandit, arm, exploit, reward, status,
- * reward_time, note. Times are RFC 3339 UTC; rewards are in the experiment's
+ * reward_time, note, actor, request_id, chain (the audit trail: the key
+ * that asked, "key:<id>"; the request's id; the hash chain after the row's
+ * event, exp/audit.c — an assignment row's are its assignment event's).
+ * Times are RFC 3339 UTC; rewards are in the experiment's
  * units, printed so they read back to the same double.
  *
  * Incremental export, ?after=N: the rows of the events with seq in (N, E],
@@ -60,6 +65,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/version.h"
 #include "base/log.h"
 #include "base/clock.h"
 
@@ -83,9 +89,9 @@ struct export
     size_t off;     /* sent of it */
 };
 
-static const char *const columns[] = {"kind",   "seq",    "assignment_id", "time",
-                                      "unit",   "bandit", "arm",           "exploit",
-                                      "reward", "status", "reward_time",   "note"};
+static const char *const columns[] = {
+    "kind",   "seq",    "assignment_id", "time", "unit",  "bandit",     "arm",  "exploit",
+    "reward", "status", "reward_time",   "note", "actor", "request_id", "chain"};
 enum { NCOL = sizeof columns / sizeof columns[0] };
 
 /* --- output buffer ----------------------------------------------------------- */
@@ -179,6 +185,15 @@ static int put_row(struct export *e, const char *const values[NCOL], const int i
 
 /* --- rows from events ------------------------------------------------------------- */
 
+/* The audit trail's columns of the row of event ev (exp/audit.c): who
+ * asked, the request, the hash chain after the event. */
+static void audit_cols(const char **v, const struct store_event *ev)
+{
+    v[12] = ev->actor;
+    v[13] = ev->request_id;
+    v[14] = ev->chain;
+}
+
 static const char *bandit_name(const struct exp_config *c, int32_t b)
 {
     return b >= 0 && (size_t)b < c->n_bandits ? c->bandit_ids[b] : NULL;
@@ -191,7 +206,7 @@ static const char *arm_name(const struct exp_config *c, int32_t b, int32_t a)
     return c->arm_names[b][a];
 }
 
-static const int str[NCOL] = {1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1};
+static const int str[NCOL] = {1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1};
 
 /* The row of assignment event ev, joined with its outcome as of the
  * snapshot. 0, or −1 (e->failed set) on a read or memory error. */
@@ -212,6 +227,7 @@ static int assignment_row(struct export *e, const struct store_event *ev)
     v[5] = bandit_name(c, ev->bandit);
     v[6] = arm_name(c, ev->bandit, ev->arm);
     v[7] = exploit ? "true" : "false";
+    audit_cols(v, ev);
     v[9] = exploit ? "unrewarded" : "pending";
     struct store_event out;
     int rc = store_find_outcome(exp_store(), e->rowid, ev->seq, &out);
@@ -242,7 +258,7 @@ static int assignment_row(struct export *e, const struct store_event *ev)
 static int updated_row(struct export *e, int64_t ref)
 {
     struct store_event a;
-    char unit[EXP_MAX_UNIT + 1];
+    char unit[EXP_MAX_UNIT + 256]; /* and the audit trail's strings */
     int rc = store_find_assignment(exp_store(), e->rowid, ref, &a, unit, sizeof unit);
     if (rc == STORE_ERR_NOTFOUND)
         return 0; /* an outcome of no assignment: replay refuses such a log */
@@ -282,6 +298,7 @@ static int on_event(void *arg, const struct store_event *ev)
     clock_format_rfc3339(ev->ts_ms, ts, sizeof ts);
     v[1] = seq;
     v[3] = ts;
+    audit_cols(v, ev);
     switch (ev->kind) {
     case STORE_EV_ASSIGN:
         if (assignment_row(e, ev) != 0)
@@ -334,7 +351,9 @@ static int on_event(void *arg, const struct store_event *ev)
         v[9] = ev->text;
         break;
     case STORE_EV_EDIT:
-        v[0] = "edit"; /* note: the change (exp/edits.c) */
+        /* note: the change (exp/edits.c), with its design hashes */
+        v[0] = ev->text != NULL && strstr(ev->text, "\"amendment\":true") != NULL ? "amendment"
+                                                                                  : "edit";
         v[11] = ev->text;
         break;
     default:
@@ -455,7 +474,14 @@ int api_export_get(struct http_req *r)
     struct exp *x = api_exp_lock(r);
     if (x == NULL)
         return HTTP_DONE;
+    if (api_blinded(r, x)) { /* every row names an arm */
+        api_exp_unlock(x);
+        return api_reply_blinded(r);
+    }
     int64_t rowid = exp_rowid(x);
+    char design[80], design0[80];
+    snprintf(design, sizeof design, "%s", exp_design_hash(x));
+    snprintf(design0, sizeof design0, "%s", exp_design_hash_initial(x));
     exp_unlock(x); /* the reference stays: the stream holds it */
     struct export *e = calloc(1, sizeof *e);
     int64_t last = 0;
@@ -504,6 +530,12 @@ int api_export_get(struct http_req *r)
     http_reply_header(r, "Content-Disposition", disp);
     snprintf(next, sizeof next, "%" PRId64, last);
     http_reply_header(r, "Banditd-Next-After", next);
+    /* The design in force and at creation (docs/contract.md, Clinical
+     * trials); its changes are the edit and amendment rows. */
+    http_reply_header(r, "Banditd-Design-Hash", design);
+    http_reply_header(r, "Banditd-Design-Initial-Hash", design0);
+    /* with the seed (in the design) what reconstructs every allocation */
+    http_reply_header(r, "Banditd-Version", BANDITD_VERSION);
     return http_reply_stream(
         r, 200, fmt == FMT_CSV ? "text/csv; charset=utf-8; header=present" : "application/x-ndjson",
         export_read, e, export_free);

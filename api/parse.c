@@ -485,3 +485,55 @@ int api_parse_patch(json_t *body, const struct exp_config *cfg, struct api_patch
                        "assignment_ttl_s or retire");
     return 0;
 }
+
+int api_parse_amendment(json_t *body, const struct exp_config *cfg, struct api_patch_req *out,
+                        struct api_errors *e)
+{
+    if (e->list == NULL)
+        return -1;
+    static const char *const keys[] = {"change", "reason", NULL};
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(body))
+        return invalid(e, "", "the body must be a JSON object");
+    if (jv_unknown_keys(body, keys, "", e->list) > 0) {
+        snprintf(e->detail, API_DETAIL_MAX, "unknown fields");
+        return 1;
+    }
+    const char *reason;
+    if (parse_reason(json_object_get(body, "reason"), &reason, e) != 0)
+        return 1;
+    if (reason == NULL)
+        return invalid(e, "reason", "required: why the design changes");
+    json_t *change = json_object_get(body, "change");
+    if (!json_is_object(change))
+        return invalid(e, "change", "required: an object of what PATCH may change");
+    /* A state change or a reason inside is not part of the design. */
+    if (json_object_get(change, "state") != NULL)
+        return invalid(e, "change.state",
+                       "a state change is not an amendment: PATCH /v1/experiments/{id}");
+    if (json_object_get(change, "reason") != NULL)
+        return invalid(e, "change.reason", "give the reason beside the change, not in it");
+    int rc = api_parse_patch(change, cfg, out, e);
+    if (rc > 0) {
+        /* The fields as the body names them. */
+        size_t i;
+        json_t *it;
+        json_array_foreach(e->list, i, it)
+        {
+            const char *f = json_string_value(json_object_get(it, "field"));
+            char field[96];
+            snprintf(field, sizeof field, "change%s%s", f != NULL && *f ? "." : "",
+                     f != NULL ? f : "");
+            json_object_set_new(it, "field", json_string(field));
+        }
+        char detail[API_DETAIL_MAX + 8];
+        snprintf(detail, sizeof detail, "change.%s", e->detail);
+        snprintf(e->detail, API_DETAIL_MAX, "%.*s", API_DETAIL_MAX - 1, detail);
+        return 1;
+    }
+    if (rc == 0) {
+        out->edit.reason = reason;
+        out->edit.amendment = 1;
+    }
+    return rc;
+}

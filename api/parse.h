@@ -91,6 +91,12 @@ struct api_patch_req {
 int api_parse_patch(json_t *body, const struct exp_config *cfg, struct api_patch_req *out,
                     struct api_errors *e);
 
+/* POST amendments: {"change": {what PATCH may change but the state},
+ * "reason": string (required)}. out->edit is the change, its reason and
+ * amendment set; errors name the change's fields as "change.<field>". */
+int api_parse_amendment(json_t *body, const struct exp_config *cfg, struct api_patch_req *out,
+                        struct api_errors *e);
+
 /* POST corrections: {"assignment_id", "reward", "reason"} (all required)
  * or {"corrections": [...]}; same contract as api_parse_rewards. */
 struct api_correction_item {

@@ -29,6 +29,8 @@ const struct http_route api_routes[] = {
      "observations", 0},
     {"POST", "/v1/experiments/{id}/corrections", api_corrections_create, API_SCOPE_ADMIN,
      "corrections", 0},
+    {"POST", "/v1/experiments/{id}/amendments", api_amendments_create, API_SCOPE_ADMIN,
+     "amendments", 0},
     {"GET", "/v1/experiments/{id}/status", api_status_get, API_SCOPE_READ, "status", 0},
     {"GET", "/v1/experiments/{id}/history", api_history_get, API_SCOPE_READ, "history", 0},
     {"GET", "/v1/experiments/{id}/export", api_export_get, API_SCOPE_READ, "export", 0},

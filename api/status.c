@@ -122,6 +122,12 @@ int api_status_get(struct http_req *r)
         c->policy->name, "m", (json_int_t)c->engine.m, "delta", c->engine.delta, "epsilon",
         c->engine.epsilon * exp_range(x), "bandits_done", (json_int_t)engine_bandits_done(e),
         "bandits_total", (json_int_t)c->n_bandits, "bandits", bandits);
+    json_object_set_new(j, "design_hash", json_string(exp_design_hash(x)));
+    json_object_set_new(j, "design", exp_design_json(x));
+    if (api_blinded(r, x)) {
+        api_blind_bandits(bandits);
+        json_object_set_new(j, "blinded", json_true());
+    }
     return api_read_finish(r, x, 200, j);
 }
 
@@ -176,5 +182,9 @@ int api_history_get(struct http_req *r)
     }
     json_t *j = json_pack("{s:s,s:f,s:o,s:o,s:o,s:o}", "id", exp_id(x), "delta", c->engine.delta,
                           "pulls", pulls, "time", times, "bandits", bandits, "marks", marks);
+    if (api_blinded(r, x)) {
+        api_blind_bandits(bandits);
+        json_object_set_new(j, "blinded", json_true());
+    }
     return api_read_finish(r, x, 200, j);
 }

@@ -83,6 +83,10 @@ int api_webhooks_list(struct http_req *r)
     struct exp *x = api_exp_find(r);
     if (x == NULL)
         return HTTP_DONE;
+    if (api_blinded(r, x)) { /* the payloads hold per-arm means */
+        exp_put(x);
+        return api_reply_blinded(r);
+    }
     /* the rowid never changes: no lock needed. The outbox holds committed
      * rows only, so nothing shown here can be taken back by a crash. */
     int64_t rowid = exp_rowid(x);

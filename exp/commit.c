@@ -102,7 +102,7 @@ int exp_submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, stor
     /* Webhooks: the outbox rows of what this batch's events caused go in
      * the same submission, so in the same transaction (webhooks.c). */
     struct sub *s = calloc(1, sizeof *s);
-    if (s == NULL || (!is_delete && exp_watch_emit(x, b) != 0)) {
+    if (s == NULL || (!is_delete && (exp_watch_emit(x, b) != 0 || exp_audit_seal(x, b) != 0))) {
         free(s);
         atomic_store(&x->stale, 1);
         return STORE_ERR_NOMEM;

@@ -364,7 +364,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
         "id",      "name",  "policy",           "goal",           "reward",
         "bandits", "arms",  "assignment_ttl_s", "seed",           "stop_rule",
         "bound",   "tau",   "target_arm",       "default_reward", "constraints",
-        "prior",   "units", "fallback",         "webhooks",       NULL};
+        "prior",   "units", "fallback",         "webhooks",       "design",
+        NULL};
     if (jv_unknown_keys(body, keys, "", errors))
         bad = 1;
 
@@ -583,6 +584,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
             return -1;
         bad = 1;
     }
+    if (exp_design_parse(c, json_object_get(body, "design"), errors) != 0)
+        bad = 1;
     if (bad)
         return 1;
 
@@ -622,14 +625,9 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
         if (jv_object(constraints, ckeys, "constraints", errors) != 0)
             return 1;
         int ok;
-        if ((v = json_object_get(constraints, "burn_in")) != NULL) {
-            if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-                json_integer_value(v) > 1000000) {
-                jv_error(errors, "constraints.burn_in", "must be an integer from 0 to 1000000");
-                return 1;
-            }
-            e->burn_in = (uint32_t)json_integer_value(v);
-        }
+        if ((v = json_object_get(constraints, "burn_in")) != NULL &&
+            exp_design_burn_in(e, v, errors) != 0)
+            return 1;
         if ((v = json_object_get(constraints, "min_prob")) != NULL) {
             e->min_prob = num(v, &ok);
             if (!ok || e->min_prob < 0 || e->min_prob >= 1) {
@@ -688,7 +686,7 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
         parse_fallback(c, json_object_get(body, "fallback"), errors) != 0)
         return 1;
     if (normalise(c, stop_rule, stop_rule_bound_name(e->bound), tau, target, constraints) != 0 ||
-        exp_webhooks_normalise(c) != 0)
+        exp_webhooks_normalise(c) != 0 || exp_design_normalise(c) != 0)
         return -1;
     return 0;
 }

@@ -122,6 +122,20 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
                  : -1;
     if (name == NULL && !set_budget && ttl_s == 0 && rb < 0)
         return EXP_OK;
+    /* A frozen design changes after its first assignment only by an
+     * amendment (design.c); the refusal names the first field changed. */
+    if (!ed->amendment && exp_design_frozen(x)) {
+        snprintf(why->field, sizeof why->field, "%s",
+                 name != NULL ? "name"
+                 : set_budget ? "goal.budget"
+                 : ttl_s > 0  ? "assignment_ttl_s"
+                              : "retire");
+        snprintf(why->message, sizeof why->message,
+                 "the design is frozen since the first assignment: change it with POST "
+                 "/v1/experiments/%s/amendments and a reason",
+                 x->id);
+        return EXP_ERR_REFUSED;
+    }
     json_t *change = json_object(), *prev = json_object();
     if (change == NULL || prev == NULL) {
         json_decref(change);
@@ -150,7 +164,7 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
     if (ed->reason != NULL)
         bad |= json_object_set_new(change, "reason", json_string(ed->reason));
     bad |= json_object_set_new(change, "previous", prev);
-    if (bad) {
+    if (bad || exp_design_seal(x, change, ed->amendment) != 0) {
         json_decref(change);
         return EXP_ERR_NOMEM;
     }
@@ -173,6 +187,11 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
     }
     op->ev.text = owned;
     exp_mark_add(d, &op->ev);
+    /* Its own seal cannot mismatch. Out of memory would leave the design's
+     * hash behind the engine: the reload (stale) recomputes it from the log. */
+    char dwhy[8];
+    if (exp_design_note(x, d, &op->ev, dwhy, sizeof dwhy) != 0)
+        atomic_store(&x->stale, 1);
     return EXP_OK;
 }
 
@@ -221,7 +240,9 @@ int exp_replay_edit(struct exp *x, struct exp_data *d, const struct store_event 
     if (rc > 0)
         snprintf(why, len, "an edit the experiment cannot take (%s: %s)", bad ? "" : r.field,
                  bad ? "malformed" : r.message);
-    if (rc == 0)
+    if (rc == 0) {
         exp_mark_add(d, ev);
+        rc = exp_design_note(x, d, ev, why, len);
+    }
     return rc;
 }

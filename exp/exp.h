@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "exp/config.h"
 #include "policies/engine.h"
@@ -287,9 +288,16 @@ struct exp_batch {
     size_t nassign, capassign;
     int64_t *outcome_seqs; /* assignments finalised by this batch */
     size_t noutcome, capoutcome;
+    /* Who asked and the request's id, recorded on each of its events (the
+     * audit trail, audit.c); NULL: the daemon itself. Set with
+     * exp_batch_caller; owned by the batch. */
+    const char *actor, *request_id;
 };
 
 void exp_batch_init(struct exp_batch *b);
+/* Record actor and request id (either may be NULL; copied) on b's events.
+ * 0, or −1 out of memory (b unchanged). */
+int exp_batch_caller(struct exp_batch *b, const char *actor, const char *request_id);
 void exp_batch_free(struct exp_batch *b);
 
 /* Hand out an assignment. bandit < 0: the policy chooses. unit may be NULL.
@@ -386,6 +394,8 @@ struct exp_edit {
     int retire_bandit; /* −1: no arm retired; else the bandit and arm to retire */
     int retire_arm;
     const char *reason; /* NULL: none; recorded with the edit either way */
+    int amendment;      /* an amendment (design.c): required once a frozen design
+                         * has its first assignment */
 };
 /* Why an edit was refused: the field it names and the message. */
 struct exp_refusal {
@@ -412,6 +422,23 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
 const char *exp_name(const struct exp *x);
 int64_t exp_ttl_s(const struct exp *x);
 uint64_t exp_budget(const struct exp *x);
+/* The design (design.c, docs/contract.md Clinical trials), lock held: its
+ * hash now and at creation (64 hex digits; borrowed, valid while locked),
+ * whether it is frozen now (created frozen, and assigned to), and all of
+ * it as JSON {"hash", "initial_hash", "frozen", "locked", "changes",
+ * "amendments": the latest changes} (new reference). */
+const char *exp_design_hash(struct exp *x);
+const char *exp_design_hash_initial(struct exp *x);
+/* The hash of configuration c as created, into out (65 bytes). 0 or −1. */
+int exp_design_hash_of(const struct exp_config *c, char out[65]);
+int exp_design_frozen(const struct exp *x);
+json_t *exp_design_json(struct exp *x);
+/* banditd audit verify (audit.c): recompute the hash chain of each
+ * experiment's log (id NULL: every one) from the database alone, printing
+ * one line per experiment to out ("ID: ok, …" or "ID: BROKEN at seq N
+ * (why)"). 0: all verify; 1: a chain is broken; 2: an experiment or its
+ * log cannot be read (or id names none). Needs no registry. */
+int exp_audit_verify(struct store *st, const char *id, FILE *out);
 /* Edits applied so far. */
 size_t exp_edits(const struct exp *x);
 /* 1 if the arm was retired by an edit. */

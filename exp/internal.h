@@ -65,6 +65,9 @@ struct exp_data {
     size_t edits;           /* edits applied */
     struct exp_mark *marks; /* EXP_MARKS entries once the first is made; a ring */
     size_t mhead, mlen;
+    struct exp_design_log *design; /* design.c: the hash in force and the latest
+                                    * changes; NULL until the first edit */
+    char chain[65]; /* audit.c: the hash chain after the last event; "" before any */
 };
 
 struct exp {
@@ -89,6 +92,7 @@ struct exp {
     atomic_int owned;
     char owner[128]; /* (mu) the owner's address, from the last refused claim */
     struct exp_config cfg;
+    char design0[65];  /* the design's hash at creation; "" until computed (mu) */
     char *config_text; /* cfg.json serialised, as stored */
     struct exp_data *d;
     char corrupt[256]; /* why its log cannot be served; "" when it can (mu) */
@@ -244,6 +248,41 @@ int exp_watch_emit(struct exp *x, struct exp_batch *b);
  * (the replay calls the log corrupt); −1 out of memory. */
 int exp_replay_edit(struct exp *x, struct exp_data *d, const struct store_event *ev, char *why,
                     size_t len);
+
+/* --- design.c --------------------------------------------------------------------- */
+
+struct exp_design_log;
+/* Parse the create body's "design" (v may be NULL) into c: 0, or 1 after
+ * appending {"field", "message"} to errors. */
+int exp_design_parse(struct exp_config *c, json_t *v, json_t *errors);
+/* Add "design" to c->json. 0 or −1. */
+int exp_design_normalise(struct exp_config *c);
+/* Before an EDIT's change (an object, modified) is logged: add
+ * "amendment": true when it is one, "previous_hash" (the design's now) and
+ * "design_hash" (the design's after it). 0, or −1 out of memory. */
+int exp_design_seal(struct exp *x, json_t *change, int amendment);
+/* An EDIT event ev was applied to d (live or replayed): check its hashes
+ * and step d's design hash. 0; 1 with a message in why when its hashes do
+ * not match (the replay calls the log corrupt); −1 out of memory. */
+int exp_design_note(struct exp *x, struct exp_data *d, const struct store_event *ev, char *why,
+                    size_t len);
+void exp_design_free(struct exp_design_log *l);
+/* constraints.burn_in (v): an integer N (pulls per arm, least served
+ * first) or {"pulls": N, "blocks": [m, …]} (permuted blocks of m pulls per
+ * arm, m drawn from the list) into e. 0, or 1 after appending to errors. */
+int exp_design_burn_in(struct engine_config *e, json_t *v, json_t *errors);
+
+/* --- audit.c ---------------------------------------------------------------------- */
+
+/* The chain after event ev, from prev (64 hex digits): into out. 0 or −1. */
+int exp_audit_next(const char *prev, const struct store_event *ev, char out[65]);
+/* Replay: step d's chain over ev (as read from the log: its stored value
+ * when it has one). 0 or −1. */
+int exp_audit_step(struct exp *x, struct exp_data *d, const struct store_event *ev);
+/* Before b is queued: stamp its events with b's caller and their chain
+ * values (copies owned by b), stepping x's chain. 0, or −1 out of memory
+ * (x must then be reloaded: its chain may have moved). */
+int exp_audit_seal(struct exp *x, struct exp_batch *b);
 
 /* --- history.c --------------------------------------------------------------------- */
 

@@ -236,6 +236,8 @@ static int replay_event(void *arg, const struct store_event *ev)
                                          : "events missing before this one");
     d->seq = ev->seq;
     exp_touch(x, ev->ts_ms);
+    if (exp_audit_step(x, d, ev) != 0)
+        return -1;
     switch (ev->kind) {
     case STORE_EV_ASSIGN:
         return replay_assign(r, ev);

@@ -214,6 +214,7 @@ void exp_data_free(struct exp_data *d)
     free(d->concluded);
     exp_watch_free(d->watch);
     free(d->name);
+    exp_design_free(d->design);
     atomic_fetch_sub(&exp_rt.pending_total, d->pending);
     free(d);
 }

@@ -23,6 +23,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <gnutls/gnutls.h>
 #include <math.h>
 #include <microhttpd.h>
@@ -68,6 +69,8 @@ struct http_req {
     int64_t now_ms;
     uint64_t start_ns;
     int64_t key_id;      /* the key the caller used (its id), 0 when none */
+    char request_id[72]; /* http_req_request_id; "" until asked */
+    unsigned grant;      /* http_req_set_grant */
     unsigned long jfail; /* jv_alloc_failures() when the request began (http_reply_json) */
     struct {
         char *name, *value;
@@ -172,6 +175,53 @@ int64_t http_req_now_ms(const struct http_req *r)
 void http_req_set_caller(struct http_req *r, int64_t key_id)
 {
     r->key_id = key_id;
+}
+
+int64_t http_req_caller(const struct http_req *r)
+{
+    return r->key_id;
+}
+
+void http_req_set_grant(struct http_req *r, unsigned bits)
+{
+    r->grant = bits;
+}
+
+unsigned http_req_grant(const struct http_req *r)
+{
+    return r->grant;
+}
+
+static int request_id_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > 64)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+const char *http_req_request_id(struct http_req *r)
+{
+    static atomic_uint_fast64_t counter;
+    static atomic_int_fast64_t started_ms;
+    if (r->request_id[0] != '\0')
+        return r->request_id;
+    const char *h = http_req_header(r, "X-Request-Id");
+    if (h != NULL && request_id_ok(h)) {
+        snprintf(r->request_id, sizeof r->request_id, "%s", h);
+    } else {
+        int_fast64_t none = 0;
+        atomic_compare_exchange_strong(&started_ms, &none, (int_fast64_t)clock_wall_ms());
+        snprintf(r->request_id, sizeof r->request_id, "%" PRIx64 "-%" PRIu64,
+                 (uint64_t)atomic_load(&started_ms), (uint64_t)atomic_fetch_add(&counter, 1) + 1);
+    }
+    return r->request_id;
 }
 
 json_t *http_req_json(struct http_req *r, int empty_ok)

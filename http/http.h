@@ -163,6 +163,16 @@ json_t *http_req_json(struct http_req *r, int empty_ok);
 /* What the admit hook learnt of the caller: the id of the key it used (0:
  * none), for the request log. */
 void http_req_set_caller(struct http_req *r, int64_t key_id);
+/* The id of the key the caller used (0: none), for the audit trail. */
+int64_t http_req_caller(const struct http_req *r);
+/* What the admit hook granted the caller (its scope bits, opaque here;
+ * 0 until set). */
+void http_req_set_grant(struct http_req *r, unsigned bits);
+unsigned http_req_grant(const struct http_req *r);
+/* The request's id for the audit trail: the client's X-Request-Id when it
+ * is 1 to 64 characters of [A-Za-z0-9._:-], else one made by the daemon
+ * (unique in its run: its start time and a counter). Borrowed from r. */
+const char *http_req_request_id(struct http_req *r);
 
 /* --- replies ----------------------------------------------------------------------- */
 

@@ -46,6 +46,7 @@ struct engine {
     struct policy_ctx *ctx;
     void **pstate;
     uint64_t *inst_budget;
+    uint32_t *block_left;           /* all arms: pulls left in the current permuted block */
     unsigned char *scratch_high;    /* kmax entries, stop checks */
     struct engine_stop_eval *fired; /* per bandit: the rule's figures when it fired */
     unsigned char *retired;         /* all arms, bandit after bandit (engine_retire_arm) */
@@ -200,6 +201,17 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
         policy_error_set(err, "constraints.min_prob", "must be in [0, 1)");
         return -1;
     }
+    if (c->n_burn_in_blocks > ENGINE_MAX_BLOCKS || (c->n_burn_in_blocks > 0 && c->burn_in == 0)) {
+        policy_error_set(err, "constraints.burn_in.blocks", "at most %d sizes, with pulls > 0",
+                         ENGINE_MAX_BLOCKS);
+        return -1;
+    }
+    for (size_t i = 0; i < c->n_burn_in_blocks; i++)
+        if (c->burn_in_blocks[i] < 1 || c->burn_in_blocks[i] > ENGINE_MAX_BLOCK_MULT) {
+            policy_error_set(err, "constraints.burn_in.blocks", "sizes from 1 to %d",
+                             ENGINE_MAX_BLOCK_MULT);
+            return -1;
+        }
     if (!(c->control_share >= 0 && c->control_share < 1)) {
         policy_error_set(err, "constraints.control.share", "must be in [0, 1)");
         return -1;
@@ -246,6 +258,7 @@ void engine_free(struct engine *e)
     free(e->scratch_high);
     free(e->fired);
     free(e->retired);
+    free(e->block_left);
     free(e->k);
     free(e->store);
     free(e->arms);
@@ -298,7 +311,9 @@ struct engine *engine_create(const struct engine_config *cfg, struct policy_erro
     e->scratch_high = calloc(e->kmax, 1);
     e->fired = calloc(e->nb, sizeof *e->fired);
     e->retired = calloc(total, 1);
-    if (!e->store || !e->rank_store || !e->scratch_high || !e->fired || !e->retired)
+    e->block_left = calloc(total, sizeof *e->block_left);
+    if (!e->store || !e->rank_store || !e->scratch_high || !e->fired || !e->retired ||
+        !e->block_left)
         goto nomem;
     e->rng = gsl_rng_alloc(rng_xoshiro256ss);
     if (e->rng == NULL)
@@ -603,6 +618,49 @@ static int burn_in_pick(struct engine *e, int b, struct policy_pick *pick)
     return ties > 0;
 }
 
+/* Arm i of bandit b still in its burn-in (and not retired)? */
+static int in_burn_in(const struct engine *e, size_t b, size_t i)
+{
+    return e->arms[b][i].n + e->arms[b][i].pending < e->cfg.burn_in &&
+           !e->retired[e->arms[b] - e->store + i];
+}
+
+/* Burn-in by permuted blocks, in the bandit burn_in_pick chose: the arm is
+ * drawn from what is left of the current block (each left pull equally
+ * likely: a uniformly random order of the block), a new block started
+ * when it is spent — m pulls of every arm still in its burn-in, m drawn
+ * from the configured sizes, cut to what each arm still needs. Unlike the
+ * least-served order, a site that saw the last allocations cannot tell
+ * the next one: block ends are not at fixed places. */
+static void block_pick(struct engine *e, struct policy_pick *pick)
+{
+    size_t b = pick->bandit;
+    uint32_t *left = e->block_left + (e->arms[b] - e->store);
+    uint64_t total = 0;
+    for (size_t i = 0; i < e->k[b]; i++)
+        total += in_burn_in(e, b, i) ? left[i] : 0;
+    if (total == 0) {
+        const struct engine_config *c = &e->cfg;
+        uint32_t m = c->burn_in_blocks[rng_index(e->rng, c->n_burn_in_blocks)];
+        for (size_t i = 0; i < e->k[b]; i++) {
+            uint64_t h = e->arms[b][i].n + e->arms[b][i].pending;
+            left[i] = in_burn_in(e, b, i) ? (uint32_t)(h + m > c->burn_in ? c->burn_in - h : m) : 0;
+            total += left[i];
+        }
+    }
+    /* burn_in_pick found an arm of b in its burn-in: total > 0 */
+    uint64_t u = rng_index(e->rng, (size_t)total);
+    for (size_t i = 0; i < e->k[b]; i++) {
+        uint64_t l = in_burn_in(e, b, i) ? left[i] : 0;
+        if (u < l) {
+            pick->arm = i;
+            left[i]--;
+            return;
+        }
+        u -= l;
+    }
+}
+
 /* Clinical constraints, applied before the policy: burn-in first; then, in
  * the bandit bb the pull goes to, one coin: with probability s_b the control
  * arm (s_b = the control share, 0 in a bandit without a control arm), with
@@ -614,8 +672,11 @@ static int burn_in_pick(struct engine *e, int b, struct policy_pick *pick)
 static int constrained_pick(struct engine *e, int b, struct policy_pick *pick)
 {
     const struct engine_config *c = &e->cfg;
-    if (c->burn_in > 0 && burn_in_pick(e, b, pick))
+    if (c->burn_in > 0 && burn_in_pick(e, b, pick)) {
+        if (c->n_burn_in_blocks > 0)
+            block_pick(e, pick);
         return 1;
+    }
     if (c->control_share <= 0 && c->min_prob <= 0)
         return 0;
     int bb = b >= 0 ? b : least_served_bandit(e);
@@ -694,6 +755,10 @@ int engine_assign(struct engine *e, int bandit, struct engine_pull *out)
 
 void engine_record_pull(struct engine *e, size_t bandit, size_t arm)
 {
+    /* a pull recorded (not chosen) still fills its place in the block */
+    uint32_t *left = &e->block_left[e->arms[bandit] - e->store + arm];
+    if (*left > 0)
+        (*left)--;
     record_pull(e, bandit, arm);
     if (budget_spent(e, bandit))
         stop_on_budget(e, bandit);

@@ -59,6 +59,9 @@ enum engine_stop_reason {
     ENGINE_STOPPED_POLICY,     /* the policy's own rule / its phases ended */
 };
 
+#define ENGINE_MAX_BLOCKS 8   /* block sizes to draw from */
+#define ENGINE_MAX_BLOCK_MULT 64 /* the largest block, in pulls per arm */
+
 struct engine_config {
     size_t n_bandits;
     const size_t *n_arms; /* per bandit, copied */
@@ -76,6 +79,12 @@ struct engine_config {
     struct policy_params params; /* validated values, defaults filled */
     /* clinical-trial constraints */
     uint32_t burn_in;       /* pulls per arm before the policy takes over */
+    /* Burn-in by permuted blocks (docs/constraints.md): each block gives
+     * every arm still in its burn-in m pulls in a random order, m drawn at
+     * random from burn_in_blocks[0..n_burn_in_blocks) at each block (cut to
+     * what the burn-in still needs). 0 blocks: least served first. */
+    uint8_t burn_in_blocks[ENGINE_MAX_BLOCKS];
+    size_t n_burn_in_blocks;
     double min_prob;        /* additive floor f: p_i = f + (1 − K f) q_i; with a control
                              * share s: p_i = s·[i = control] + f + (1 − s − K f) q_i */
     const int *control_arm; /* per bandit, copied; NULL: none (−1 in a bandit: none there) */

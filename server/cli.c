@@ -1,5 +1,6 @@
 /*
- * cli.c — `banditd keys create|list|revoke` and `banditd backup`: the
+ * cli.c — `banditd keys create|list|revoke`, `banditd backup` and
+ * `banditd audit verify`: the
  * operator's tools that work on the database file directly, alongside a
  * running daemon or without one. See cli.h.
  */
@@ -39,6 +40,7 @@ static void usage(void)
                     "       banditd keys list --db PATH [--json]\n"
                     "       banditd keys revoke ID --db PATH\n"
                     "       banditd backup --db PATH --to FILE\n"
+                    "       banditd audit verify --db PATH [ID]\n"
                     "  (--config FILE may replace --db: its `db` setting is used)\n"
                     "  scopes: admin (everything), assign, report, read\n"
                     "  --experiments: the key works only for these experiments (a key for a\n"
@@ -49,7 +51,8 @@ static void usage(void)
 
 int cli_is_command(const char *arg)
 {
-    return arg != NULL && (strcmp(arg, "keys") == 0 || strcmp(arg, "backup") == 0);
+    return arg != NULL &&
+           (strcmp(arg, "keys") == 0 || strcmp(arg, "backup") == 0 || strcmp(arg, "audit") == 0);
 }
 
 /* Parse the options after the subcommand words; positional → a->id. */
@@ -372,6 +375,19 @@ static int backup(const struct cli_args *a)
     return 0;
 }
 
+/* Recompute the hash chain of each experiment's log (exp/audit.c): exit
+ * 0 when every one verifies, 1 when one is broken (its first broken record
+ * named), 2 when one cannot be read. */
+static int audit_verify(const struct cli_args *a)
+{
+    struct store *st = open_db(a->db, 1);
+    if (st == NULL)
+        return 2;
+    int rc = exp_audit_verify(st, a->id, stdout);
+    store_close(st);
+    return rc;
+}
+
 int cli_main(int argc, char **argv)
 {
     struct cli_args a;
@@ -385,6 +401,13 @@ int cli_main(int argc, char **argv)
             return 2;
         }
         return backup(&a);
+    }
+    if (strcmp(argv[0], "audit") == 0) {
+        if (argc < 2 || strcmp(argv[1], "verify") != 0 || parse(&a, argc - 2, argv + 2) != 0) {
+            usage();
+            return 2;
+        }
+        return audit_verify(&a);
     }
     if (argc < 2) {
         usage();

@@ -5,6 +5,7 @@
  *   banditd keys list --db PATH [--json]
  *   banditd keys revoke ID --db PATH
  *   banditd backup --db PATH --to FILE
+ *   banditd audit verify --db PATH [ID]   (exp/audit.c: exit 0, 1 broken, 2 unreadable)
  *
  * Each also takes --config FILE (its `db` setting). They open the database
  * next to a running daemon (SQLite WAL: one writer at a time, the busy

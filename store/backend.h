@@ -23,7 +23,10 @@
 
 /* The columns every backend reads rows by, in this order (both schemas
  * have them: schema.c, postgres.c). */
-#define EVENT_COLS "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text"
+#define EVENT_COLS                                                                                 \
+    "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text, actor,"        \
+    " request_id, chain"
+#define EVENT_NCOLS 15 /* the columns of EVENT_COLS */
 #define OUTBOX_COLS                                                                                \
     "id, exp, exp_id, event_id, type, url, secret, body, created_ms, state, attempts, next_ms,"    \
     " last_ms, last_status, last_error"
@@ -122,6 +125,11 @@ struct store_backend_ops {
                      void *arg);
     int (*backup)(struct store_backend *b, const char *path, char *err, size_t errlen);
 };
+
+/* Copy ev's unit (truncated), then actor, request_id and chain (each
+ * whole or NULL) into buf, pointing ev at the copies; text becomes NULL
+ * (store_find_assignment's contract). buf NULL: all NULL. */
+void store_event_copy_strings(struct store_event *ev, char *buf, size_t buflen);
 
 /* The backends, tried in this order by store_open (sqlite.c claims
  * everything the others do not). */

@@ -126,7 +126,8 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
     [PQ_PURGE_DONE] = {"purge_done", STORE_SQL_WRITE, "DELETE FROM purges WHERE exp = $1"},
     [PQ_EVENT_INSERT] = {"event_insert", STORE_SQL_WRITE,
                          "INSERT INTO events(" EVENT_COLS ")"
-                         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"},
+                         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+                         " $15)"},
     /* a group's events in one statement (pg_flush): one round trip and
      * one plan instead of one per event */
     [PQ_EVENT_INSERT_MANY] = {"event_insert_many", STORE_SQL_WRITE,
@@ -134,7 +135,7 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
                               "$1::bigint[], $2::bigint[], $3::integer[], $4::integer[],"
                               " $5::integer[], $6::bigint[], $7::double precision[],"
                               " $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],"
-                              " $12::text[])"},
+                              " $12::text[], $13::text[], $14::text[], $15::text[])"},
     [PQ_KEY_INSERT] = {"key_insert", STORE_SQL_WRITE,
                        "INSERT INTO api_keys(name, scopes, hash, created_ms, experiments)"
                        " VALUES ($1, $2, $3, $4, $5) RETURNING rowid"},
@@ -280,6 +281,10 @@ static const struct {
         " beat_ms bigint NOT NULL);"},
     /* schema.c's version 6: a key limited to named experiments */
     {6, "ALTER TABLE api_keys ADD COLUMN experiments text;"},
+    /* schema.c's version 7: the audit trail's columns */
+    {7, "ALTER TABLE events ADD COLUMN actor text;"
+        "ALTER TABLE events ADD COLUMN request_id text;"
+        "ALTER TABLE events ADD COLUMN chain text;"},
 };
 
 #define N_PG_MIGRATIONS (sizeof pg_migrations / sizeof pg_migrations[0])
@@ -422,6 +427,9 @@ static void event_from_row(const PGresult *r, int i, struct store_event *ev)
     ev->expires_ms = col_i64(r, i, 9);
     ev->unit = col_text(r, i, 10);
     ev->text = col_text(r, i, 11);
+    ev->actor = col_text(r, i, 12);
+    ev->request_id = col_text(r, i, 13);
+    ev->chain = col_text(r, i, 14);
 }
 
 static void delivery_from_row(const PGresult *r, int i, struct store_delivery *d)
@@ -741,6 +749,9 @@ static int insert_event(struct store_backend *b, const struct store_event *ev, i
     p_opt_i64(&p, ev->expires_ms);
     p_text(&p, ev->unit);
     p_text(&p, ev->text);
+    p_text(&p, ev->actor);
+    p_text(&p, ev->request_id);
+    p_text(&p, ev->chain);
     return w_exec(b, PQ_EVENT_INSERT, &p, NULL, own);
 }
 
@@ -764,7 +775,7 @@ static void array_text(struct buf *a, const char *v)
  * FROM unnest(arrays). */
 static int pg_flush(struct store_backend *b, int *own)
 {
-    struct buf col[12];
+    struct buf col[EVENT_NCOLS];
     struct params p = {.n = 0};
     int err = STORE_OK;
 
@@ -776,7 +787,7 @@ static int pg_flush(struct store_backend *b, int *own)
         b->npend = 0;
         return err;
     }
-    for (int c = 0; c < 12; c++) {
+    for (int c = 0; c < EVENT_NCOLS; c++) {
         buf_init(&col[c], 0);
         buf_put(&col[c], "{", 1);
     }
@@ -806,8 +817,14 @@ static int pg_flush(struct store_backend *b, int *own)
         array_text(&col[10], ev->unit);
         buf_puts(&col[11], sep);
         array_text(&col[11], ev->text);
+        buf_puts(&col[12], sep);
+        array_text(&col[12], ev->actor);
+        buf_puts(&col[13], sep);
+        array_text(&col[13], ev->request_id);
+        buf_puts(&col[14], sep);
+        array_text(&col[14], ev->chain);
     }
-    for (int c = 0; c < 12; c++) {
+    for (int c = 0; c < EVENT_NCOLS; c++) {
         buf_put(&col[c], "}", 1);
         if (col[c].failed)
             err = STORE_ERR_NOMEM;
@@ -815,7 +832,7 @@ static int pg_flush(struct store_backend *b, int *own)
     }
     if (err == STORE_OK)
         err = w_exec(b, PQ_EVENT_INSERT_MANY, &p, NULL, own);
-    for (int c = 0; c < 12; c++)
+    for (int c = 0; c < EVENT_NCOLS; c++)
         buf_free(&col[c]);
     b->npend = 0;
     return err;
@@ -1278,14 +1295,8 @@ static int pg_find_assignment(struct store_backend *b, int64_t exp, int64_t seq,
     p_i64(&p, seq);
     int err = read_event(b, PQ_ASSIGNMENT, &p, out, &res);
     if (err == STORE_OK) {
-        /* the row's strings die with the result: copy the unit out */
-        if (out->unit && buf && buflen > 0) {
-            snprintf(buf, buflen, "%s", out->unit);
-            out->unit = buf;
-        } else {
-            out->unit = NULL;
-        }
-        out->text = NULL;
+        /* the row's strings die with the result: copy them out */
+        store_event_copy_strings(out, buf, buflen);
     }
     PQclear(res);
     return err;
@@ -1307,6 +1318,7 @@ static int pg_find_outcome_kind(struct store_backend *b, int64_t exp, int64_t re
             snprintf(buf, buflen, "%s", out->unit != NULL ? out->unit : "");
         out->unit = buf;
         out->text = NULL;
+        out->actor = out->request_id = out->chain = NULL;
     }
     PQclear(res);
     return err;
@@ -1324,6 +1336,7 @@ static int pg_find_unit_in(struct store_backend *b, int64_t exp, const char *uni
     if (err == STORE_OK) {
         out->unit = unit; /* the caller's string, equal to the stored one */
         out->text = NULL;
+        out->actor = out->request_id = out->chain = NULL;
     }
     PQclear(res);
     return err;

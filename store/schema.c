@@ -119,6 +119,12 @@ static const struct migration migrations[] = {
       * build older than this refuses the database (newer schema) rather
       * than read such a key as one for every experiment. */
      "ALTER TABLE api_keys ADD COLUMN experiments TEXT;"},
+    {7,
+     /* The audit trail (exp/audit.c): each event's caller and request id,
+      * and the hash chain over the log (NULL on older rows). */
+     "ALTER TABLE events ADD COLUMN actor TEXT;"
+     "ALTER TABLE events ADD COLUMN request_id TEXT;"
+     "ALTER TABLE events ADD COLUMN chain TEXT;"},
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])

@@ -120,7 +120,8 @@ static const struct store_sql queries[Q_COUNT] = {
     [Q_PURGE_DONE] = {"purge_done", STORE_SQL_WRITE, "DELETE FROM purges WHERE exp = ?1"},
     [Q_EVENT_INSERT] = {"event_insert", STORE_SQL_WRITE,
                         "INSERT INTO events(" EVENT_COLS ")"
-                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"},
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+                        " ?15)"},
     [Q_KEY_INSERT] = {"key_insert", STORE_SQL_WRITE,
                       "INSERT INTO api_keys(name, scopes, hash, created_ms, experiments)"
                       " VALUES (?1, ?2, ?3, ?4, ?5)"},
@@ -387,6 +388,9 @@ static void event_from_row(sqlite3_stmt *st, struct store_event *ev)
     ev->expires_ms = sqlite3_column_int64(st, 9);
     ev->unit = (const char *)sqlite3_column_text(st, 10);
     ev->text = (const char *)sqlite3_column_text(st, 11);
+    ev->actor = (const char *)sqlite3_column_text(st, 12);
+    ev->request_id = (const char *)sqlite3_column_text(st, 13);
+    ev->chain = (const char *)sqlite3_column_text(st, 14);
 }
 
 /* --- writer ------------------------------------------------------------------ */
@@ -421,7 +425,9 @@ static int writer_event(struct store_backend *s, const struct store_event *ev)
                                 arg_int(ev->arm),    arg_int((int64_t)ev->flags),
                                 arg_real(ev->value), arg_opt_int(ev->ref),
                                 arg_int(ev->ts_ms),  arg_opt_int(ev->expires_ms),
-                                arg_text(ev->unit),  arg_text(ev->text)};
+                                arg_text(ev->unit),  arg_text(ev->text),
+                                arg_text(ev->actor), arg_text(ev->request_id),
+                                arg_text(ev->chain)};
     return wrun(s, Q_EVENT_INSERT, a, NARGS(a));
 }
 
@@ -934,25 +940,36 @@ static int rd_each(struct store_backend *s, enum q q, const struct sql_arg *a, s
     return ret;
 }
 
-/* Read the one event row of q (a[0..n) bound) into out. Its strings die
- * with the read: the unit is copied into buf (given, buflen > 0) when the
- * row has one, or as "" when empty_ok, and out->unit points there; else
- * it is NULL; out->text is NULL. STORE_ERR_NOTFOUND when there is no row. */
+/* What rd_event keeps of a row's strings, which die with the read. */
+enum rd_strings {
+    RD_UNIT,       /* the unit, copied into buf when the row has one */
+    RD_UNIT_EMPTY, /* the same, "" when it has none */
+    RD_ALL,        /* unit, actor, request_id and chain (store_event_copy_strings) */
+};
+
+/* Read the one event row of q (a[0..n) bound) into out, its strings kept
+ * in buf as `keep` says (out->text NULL, what is not kept NULL).
+ * STORE_ERR_NOTFOUND when there is no row. */
 static int rd_event(struct store_backend *s, enum q q, const struct sql_arg *a, size_t n,
-                    struct store_event *out, char *buf, size_t buflen, int empty_ok)
+                    struct store_event *out, char *buf, size_t buflen, enum rd_strings keep)
 {
     struct rd rd;
     int err = rd_begin(s, &rd, q, a, n);
     int rc = err == STORE_OK ? step_retry(rd.st) : SQLITE_OK;
     if (err == STORE_OK && rc == SQLITE_ROW) {
         event_from_row(rd.st, out);
-        const char *unit = out->unit;
-        out->unit = NULL;
-        if (buf != NULL && buflen > 0 && (unit != NULL || empty_ok)) {
-            snprintf(buf, buflen, "%s", unit != NULL ? unit : "");
-            out->unit = buf;
+        if (keep == RD_ALL) {
+            store_event_copy_strings(out, buf, buflen);
+        } else {
+            const char *unit = out->unit;
+            out->unit = NULL;
+            if (buf != NULL && buflen > 0 && (unit != NULL || keep == RD_UNIT_EMPTY)) {
+                snprintf(buf, buflen, "%s", unit != NULL ? unit : "");
+                out->unit = buf;
+            }
+            out->text = NULL;
+            out->actor = out->request_id = out->chain = NULL;
         }
-        out->text = NULL;
     } else if (err == STORE_OK) {
         err = rc == SQLITE_DONE ? STORE_ERR_NOTFOUND : store_err_from_sqlite(rc);
     }
@@ -1007,7 +1024,7 @@ static int sq_find_assignment(struct store_backend *s, int64_t exp, int64_t seq,
                               struct store_event *out, char *buf, size_t buflen)
 {
     const struct sql_arg a[] = {arg_int(exp), arg_int(seq)};
-    return rd_event(s, Q_ASSIGNMENT, a, NARGS(a), out, buf, buflen, 0);
+    return rd_event(s, Q_ASSIGNMENT, a, NARGS(a), out, buf, buflen, RD_ALL);
 }
 
 static int sq_find_outcome_kind(struct store_backend *s, int64_t exp, int64_t ref, int kind,
@@ -1015,14 +1032,14 @@ static int sq_find_outcome_kind(struct store_backend *s, int64_t exp, int64_t re
 {
     /* a UNIT event's unit, copied out; "" for the others */
     const struct sql_arg a[] = {arg_int(exp), arg_int(ref), arg_int(kind)};
-    return rd_event(s, Q_OUTCOME, a, NARGS(a), out, buf, buflen, 1);
+    return rd_event(s, Q_OUTCOME, a, NARGS(a), out, buf, buflen, RD_UNIT_EMPTY);
 }
 
 static int sq_find_unit_in(struct store_backend *s, int64_t exp, const char *unit, int bandit,
                            struct store_event *out)
 {
     const struct sql_arg a[] = {arg_int(exp), arg_text(unit), arg_int(bandit)};
-    int err = rd_event(s, Q_UNIT, a, NARGS(a), out, NULL, 0, 0);
+    int err = rd_event(s, Q_UNIT, a, NARGS(a), out, NULL, 0, RD_UNIT);
     if (err == STORE_OK)
         out->unit = unit; /* the caller's string, equal to the stored one */
     return err;

@@ -816,3 +816,26 @@ void store_close(struct store *s)
         pthread_join(s->writer, NULL);
     store_free(s);
 }
+
+void store_event_copy_strings(struct store_event *ev, char *buf, size_t buflen)
+{
+    const char *src[4] = {ev->unit, ev->actor, ev->request_id, ev->chain};
+    const char **dst[4] = {&ev->unit, &ev->actor, &ev->request_id, &ev->chain};
+    size_t used = 0;
+    ev->text = NULL;
+    for (int i = 0; i < 4; i++) {
+        *dst[i] = NULL;
+        if (src[i] == NULL || buf == NULL || used >= buflen)
+            continue;
+        size_t n = strlen(src[i]);
+        if (i == 0 && n >= buflen) /* the unit: truncated, as always */
+            n = buflen - 1;
+        if (used + n + 1 > buflen)
+            continue;
+        /* the sources are the row's own memory, never buf */
+        memcpy(buf + used, src[i], n);
+        buf[used + n] = '\0';
+        *dst[i] = buf + used;
+        used += n + 1;
+    }
+}

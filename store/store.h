@@ -138,6 +138,13 @@ struct store_event {
     int64_t expires_ms; /* ASSIGN: expiry time; 0 if none */
     const char *unit;   /* ASSIGN: sticky unit or NULL; borrowed */
     const char *text;   /* STATE: new state; EDIT: the change; CORRECT: the reason; borrowed */
+    /* The audit trail (exp/audit.c): who made the request that caused the
+     * event ("key:<id>"; NULL: the daemon itself, or an open API) and its
+     * request id (NULL: none), and the hash chain's value after this event
+     * (64 hex digits; NULL on rows older than the chain). Borrowed. */
+    const char *actor;
+    const char *request_id;
+    const char *chain;
 };
 
 /* --- writes --------------------------------------------------------------- */
@@ -249,7 +256,9 @@ int store_load_events(struct store *s, int64_t exp, int64_t after_seq,
                       int (*cb)(void *arg, const struct store_event *ev), void *arg);
 
 /* The ASSIGN event of exp with sequence number seq. STORE_ERR_NOTFOUND if
- * none. Strings are copied into buf (unit), truncated to buflen. */
+ * none. Strings are copied into buf (unit, truncated to buflen; then
+ * actor, request_id and chain, each NULL when it does not fit whole);
+ * text is NULL. */
 int store_find_assignment(struct store *s, int64_t exp, int64_t seq, struct store_event *out,
                           char *buf, size_t buflen);
 

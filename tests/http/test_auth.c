@@ -227,6 +227,11 @@ static const char *route_body(const struct http_route *rt, int n)
                  g_assignment);
         return buf;
     }
+    if (strstr(rt->pattern, "/amendments")) { /* a new name each time: a change */
+        static char buf[128];
+        snprintf(buf, sizeof buf, "{\"change\":{\"name\":\"amended-%d\"},\"reason\":\"test\"}", n);
+        return buf;
+    }
     if (strcmp(rt->pattern, "/v1/plan") == 0)
         return "{\"experiment\":{\"arms\":[\"a\",\"b\"]},\"means\":[0.5,0.4],\"runs\":1}";
     if (strcmp(rt->method, "PATCH") == 0)

@@ -25,10 +25,10 @@
 
 #include "tests/support/harness.h"
 
-static const char *const g_cols[] = {"kind",   "seq",    "assignment_id", "time",
-                                     "unit",   "bandit", "arm",           "exploit",
-                                     "reward", "status", "reward_time",   "note"};
-#define NCOL 12
+static const char *const g_cols[] = {"kind",        "seq",  "assignment_id", "time",       "unit",
+                                     "bandit",      "arm",  "exploit",       "reward",     "status",
+                                     "reward_time", "note", "actor",         "request_id", "chain"};
+#define NCOL 15
 #define BIG_BATCHES 25 /* of 1000 observations, ~200 bytes of NDJSON each */
 
 /* NDJSON body → array of objects (new). */

@@ -152,6 +152,9 @@ static json_t *anonymous(json_t *status)
 {
     json_t *c = json_deep_copy(status);
     json_object_del(c, "id");
+    /* the design is its configuration, id included */
+    json_object_del(c, "design_hash");
+    json_object_del(c, "design");
     return c;
 }
 

@@ -122,7 +122,7 @@ static const struct expect expects[] = {
      "SEARCH events USING PRIMARY KEY (exp=?)",
      1, "E"},
     {"purge_done", "SEARCH purges USING INTEGER PRIMARY KEY (rowid=?)", 0, "E"},
-    {"event_insert", "", 0, "EN1111111111"},
+    {"event_insert", "", 0, "EN1111111111sss"},
     {"key_insert", "", 0, "sss1s"},
     {"key_revoke", "SEARCH api_keys USING INTEGER PRIMARY KEY (rowid=?)", 0, "1"},
     {"experiments", "SCAN experiments", 0, ""},
@@ -438,7 +438,7 @@ static const struct pg_expect pg_expects[] = {
     {"purge_next", NULL, 0, ""},
     {"purge_chunk", "events_pkey", 0, "E"},
     {"purge_done", NULL, 0, "E"},
-    {"event_insert", NULL, 0, "EN1111111111"},
+    {"event_insert", NULL, 0, "EN1111111111sss"},
     {"event_insert_many", NULL, 0, NULL}, /* arrays: an insert, no search */
     {"key_insert", NULL, 0, "sss1s"},
     {"key_revoke", NULL, 0, "1"},
