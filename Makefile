@@ -250,6 +250,7 @@ test: test-deps
 # environment: `make test` runs them small, `make test-crash` runs the slow
 # variants below (SLOW_FAULTS), every suite with its own knob:
 #   test_crash         CRASH_KILLS       kill -9 under load (3 in make test)
+#   test_cluster       CLUSTER_KILLS     kill -9 of the active daemon behind HAProxy (2)
 #   test_powerloss     POWERLOSS_CUTS    power cuts, --sync full and normal (2)
 #   test_iofaults      IOFAULTS_ALL=1    every request kind × EIO/ENOSPC × every N,
 #                                        a power cut after each fault (a sample)
@@ -266,9 +267,10 @@ $(BUILD)/tests/shim/%.so: tests/shim/%.c tests/shim/faultctl.h
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -shared $(WARN) -I. -o $@ $< -ldl
 
 CRASH_KILLS ?= 25
-SLOW_FAULTS := CRASH_KILLS=$(CRASH_KILLS) POWERLOSS_CUTS=20 IOFAULTS_ALL=1 ALLOCFAULTS_ALL=1 \
+SLOW_FAULTS := CRASH_KILLS=$(CRASH_KILLS) CLUSTER_KILLS=50 POWERLOSS_CUTS=20 IOFAULTS_ALL=1 ALLOCFAULTS_ALL=1 \
                INTERLEAVE_ROUNDS=50 RAWFUZZ_N=5000
-CRASH_SUITES := build/asan/tests/http/test_crash build/asan/tests/http/test_powerloss \
+CRASH_SUITES := build/asan/tests/http/test_crash build/asan/tests/http/test_cluster \
+                build/asan/tests/http/test_powerloss \
                 build/asan/tests/http/test_iofaults build/asan/tests/http/test_allocfaults \
                 build/asan/tests/unit/test_interleave build/asan/tests/http/test_rawfuzz
 test-crash: test-deps

@@ -83,6 +83,11 @@ struct exp *api_exp_find(struct http_req *r);
 /* The body as JSON (http_req_json; borrowed) in *body, then api_exp_find:
  * NULL after replying 400 or 404. */
 struct exp *api_exp_find_body(struct http_req *r, int empty_ok, json_t **body);
+/* The body as JSON (borrowed) and a new, empty list for its errors (*errors,
+ * the caller's), for a handler that validates a body naming no experiment;
+ * NULL when the request is already answered (400, or 503 out of memory),
+ * with *done the handler's return value. */
+json_t *api_body_with_errors(struct http_req *r, json_t **errors, int *done);
 int api_exp_enter(struct http_req *r, struct exp *x);
 void api_exp_unlock(struct exp *x);
 

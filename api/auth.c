@@ -17,7 +17,7 @@
  * the key table itself (its row count, revoked count and highest id: one
  * scan of a small table), reloading the table in memory when those differ.
  * "Anything committed" is read from the WAL-index header, the first 96
- * bytes of the database's -shm file, mapped read-only: two copies of a
+ * bytes of the database's -shm file, as SQLite itself maps it: two copies of a
  * header that every commit rewrites (frame count, salts, checksums), the
  * second first, so that equal copies are a consistent read. That costs two
  * loads of 48 bytes. Its layout is part of SQLite's file format
@@ -32,10 +32,6 @@
 
 #include <pthread.h>
 #include <sqlite3.h>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -403,21 +399,18 @@ int auth_init(struct store *st)
 
 /* --- the watch: revocations for the next request ------------------------------- */
 
-#define WAL_HDR ((size_t)48) /* one copy of the WAL-index header */
-#define SHM_MAPPED (2 * WAL_HDR)
+#define WAL_HDR ((size_t)48)   /* one copy of the WAL-index header */
+#define WAL_INDEX_REGION 32768 /* the size of SQLite's -shm regions (WALINDEX_PGSZ) */
 
 struct watch {
     sqlite3 *db; /* read-only, this thread's */
     sqlite3_stmt *version, *stamp;
-    sqlite3_int64 seen;        /* data_version when the table was last found current */
-    uint32_t hdr[WAL_HDR / 4]; /* the WAL-index header then, when have_hdr */
+    const volatile uint32_t *shm; /* the -shm file's first page, as db maps it; NULL: not yet */
+    sqlite3_int64 seen;           /* data_version when the table was last found current */
+    uint32_t hdr[WAL_HDR / 4];    /* the WAL-index header then, when have_hdr */
     int have_hdr;
     int broken; /* could not open or read: no watch on this thread */
 };
-
-/* The -shm file's first page, mapped read-only (NULL until mapped). */
-static const uint32_t *_Atomic g_shm;
-static pthread_mutex_t g_shm_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static char *g_watch_path; /* NULL: no watch */
 static pthread_key_t g_watch_key;
@@ -450,40 +443,33 @@ int auth_watch(const char *db_path)
     return STORE_OK;
 }
 
-/* Map the -shm file (once; later calls retry until it worked). */
-static const uint32_t *shm_map(void)
+/* The -shm file's first page through SQLite's own mapping of it (the VFS's
+ * xShmMap on w's connection, the region size SQLite's WAL uses), once w's
+ * connection has read (its WAL, and so the -shm, is open). Never through
+ * a descriptor of ours: closing any descriptor of a file drops every
+ * POSIX lock the process holds on it, SQLite's included ("How To Corrupt
+ * An SQLite Database File", 2.2). The -shm's lost shared lock let another
+ * process (`banditd keys revoke`, a backup, the sqlite3 shell) take the
+ * database for unused, truncate and rebuild the WAL index under the
+ * running daemon: SIGBUS in its checkpoint (test_auth
+ * test_shm_lock_kept). */
+static void watch_map(struct watch *w)
 {
-    const uint32_t *m = atomic_load(&g_shm);
-    if (m != NULL)
-        return m;
-    pthread_mutex_lock(&g_shm_mu);
-    m = atomic_load(&g_shm);
-    char path[4096];
-    int n = snprintf(path, sizeof path, "%s-shm", g_watch_path);
-    int fd = m == NULL && n > 0 && (size_t)n < sizeof path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-    struct stat st;
-    /* Only a file that already holds both copies: SQLite never shrinks it
-     * while the daemon's own connections are open, so no read can fall
-     * past its end (SIGBUS). */
-    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= (off_t)SHM_MAPPED) {
-        void *p = mmap(NULL, SHM_MAPPED, PROT_READ, MAP_SHARED, fd, 0);
-        if (p != MAP_FAILED) {
-            m = p;
-            atomic_store(&g_shm, m);
-        }
-    }
-    if (fd >= 0)
-        close(fd);
-    pthread_mutex_unlock(&g_shm_mu);
-    return m;
+    sqlite3_file *f = NULL;
+    void volatile *p = NULL;
+    if (sqlite3_file_control(w->db, "main", SQLITE_FCNTL_FILE_POINTER, &f) == SQLITE_OK &&
+        f != NULL && f->pMethods != NULL && f->pMethods->iVersion >= 2 &&
+        f->pMethods->xShmMap != NULL &&
+        f->pMethods->xShmMap(f, 0, WAL_INDEX_REGION, 0, &p) == SQLITE_OK)
+        w->shm = p;
 }
 
 /* A consistent read of the WAL-index header into out: copy 1, then copy 2
  * (SQLite writes copy 2 first); −1 when they differ (a commit is writing
  * it) or there is no mapping. */
-static int shm_header(uint32_t out[WAL_HDR / 4])
+static int shm_header(const struct watch *w, uint32_t out[WAL_HDR / 4])
 {
-    const uint32_t *m = shm_map();
+    const volatile uint32_t *m = w->shm;
     if (m == NULL)
         return -1;
     uint32_t second[WAL_HDR / 4];
@@ -543,7 +529,7 @@ static void watch_check(void)
     /* read before the key table, so that a commit in between is seen
      * next time rather than missed */
     uint32_t hdr[WAL_HDR / 4];
-    int have_hdr = shm_header(hdr) == 0;
+    int have_hdr = shm_header(w, hdr) == 0;
     if (have_hdr && w->have_hdr && memcmp(hdr, w->hdr, WAL_HDR) == 0)
         return; /* nothing committed since the table was found current */
     sqlite3_int64 version = -1;
@@ -559,6 +545,8 @@ static void watch_check(void)
     int64_t rows = sqlite3_column_int64(w->stamp, 0), revoked = sqlite3_column_int64(w->stamp, 1),
             max_id = sqlite3_column_int64(w->stamp, 2);
     sqlite3_reset(w->stamp);
+    if (w->shm == NULL)
+        watch_map(w); /* it has read: its -shm is open */
     pthread_rwlock_rdlock(&g_lock);
     int current = (int64_t)g_table.rows == rows && g_table.revoked == revoked &&
                   g_table.max_id == max_id && g_table.slots != NULL;
@@ -587,9 +575,6 @@ void auth_free(void)
     g_store = NULL;
     free(g_watch_path);
     g_watch_path = NULL;
-    const uint32_t *m = atomic_exchange(&g_shm, NULL);
-    if (m != NULL)
-        munmap((void *)(uintptr_t)m, SHM_MAPPED);
 }
 
 int auth_enabled(void)

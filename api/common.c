@@ -26,6 +26,21 @@ struct exp *api_exp_find(struct http_req *r)
     return x;
 }
 
+json_t *api_body_with_errors(struct http_req *r, json_t **errors, int *done)
+{
+    json_t *body = http_req_json(r, 0);
+    if (body == NULL) {
+        *done = HTTP_DONE;
+        return NULL;
+    }
+    *errors = json_array();
+    if (*errors == NULL) {
+        *done = http_reply_oom(r);
+        return NULL;
+    }
+    return body;
+}
+
 struct exp *api_exp_find_body(struct http_req *r, int empty_ok, json_t **body)
 {
     *body = http_req_json(r, empty_ok);

@@ -14,12 +14,11 @@
 
 int api_experiments_create(struct http_req *r)
 {
-    json_t *body = http_req_json(r, 0);
+    json_t *errors = NULL;
+    int done;
+    json_t *body = api_body_with_errors(r, &errors, &done);
     if (body == NULL)
-        return HTTP_DONE;
-    json_t *errors = json_array();
-    if (errors == NULL)
-        return http_reply_oom(r);
+        return done;
     struct exp_config cfg;
     /* The configuration is stored as built: built while jansson failed an
      * allocation it may miss members (normalise ignores set_new's

@@ -269,6 +269,20 @@ static int updated_row(struct export *e, int64_t ref)
     return assignment_row(e, &a);
 }
 
+/* The id of assignment ref into aid: it needs the assignment's creation
+ * time, read from the log (rare rows). 0, or −1 (e->failed set). */
+static int ref_id(struct export *e, int64_t ref, char *aid, size_t len)
+{
+    struct store_event as;
+    char unit[8];
+    if (store_find_assignment(exp_store(), e->rowid, ref, &as, unit, sizeof unit) != STORE_OK) {
+        e->failed = 1;
+        return -1;
+    }
+    exp_assignment_id(e->x, ref, as.ts_ms, aid, len);
+    return 0;
+}
+
 static int on_event(void *arg, const struct store_event *ev)
 {
     struct export *e = arg;
@@ -308,15 +322,8 @@ static int on_event(void *arg, const struct store_event *ev)
                : ev->kind == STORE_EV_LATE  ? "late_reward"
                                             : "correction";
         if (ev->kind != STORE_EV_OBSERVE) {
-            /* its assignment's id needs its creation time (rare rows) */
-            struct store_event as;
-            char unit[8];
-            int rc = store_find_assignment(exp_store(), e->rowid, ev->ref, &as, unit, sizeof unit);
-            if (rc != STORE_OK) {
-                e->failed = 1;
+            if (ref_id(e, ev->ref, aid, sizeof aid) != 0)
                 return 1;
-            }
-            exp_assignment_id(e->x, ev->ref, as.ts_ms, aid, sizeof aid);
             v[2] = aid;
         }
         v[5] = bandit_name(c, ev->bandit);
@@ -328,16 +335,10 @@ static int on_event(void *arg, const struct store_event *ev)
                                             : "corrected";
         v[11] = ev->kind == STORE_EV_CORRECT ? ev->text : NULL;
         break;
-    case STORE_EV_UNIT: {
+    case STORE_EV_UNIT:
         /* a unit served an assignment of a block (its row has no unit) */
-        struct store_event as;
-        char none[8];
-        int rc = store_find_assignment(exp_store(), e->rowid, ev->ref, &as, none, sizeof none);
-        if (rc != STORE_OK) {
-            e->failed = 1;
+        if (ref_id(e, ev->ref, aid, sizeof aid) != 0)
             return 1;
-        }
-        exp_assignment_id(e->x, ev->ref, as.ts_ms, aid, sizeof aid);
         v[0] = "unit";
         v[2] = aid;
         v[4] = ev->unit;
@@ -345,7 +346,6 @@ static int on_event(void *arg, const struct store_event *ev)
         v[6] = arm_name(c, ev->bandit, ev->arm);
         v[9] = "served";
         break;
-    }
     case STORE_EV_STATE:
         v[0] = "state";
         v[9] = ev->text;

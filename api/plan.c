@@ -56,12 +56,11 @@ static int parse_means(json_t *v, const struct exp_config *c, double *vals, doub
 
 int api_plan_create(struct http_req *r)
 {
-    json_t *body = http_req_json(r, 0);
+    json_t *errors = NULL;
+    int done;
+    json_t *body = api_body_with_errors(r, &errors, &done);
     if (body == NULL)
-        return HTTP_DONE;
-    json_t *errors = json_array();
-    if (errors == NULL)
-        return http_reply_oom(r);
+        return done;
     static const char *const keys[] = {"experiment", "means", "runs", NULL};
     struct exp_config cfg;
     memset(&cfg, 0, sizeof cfg);

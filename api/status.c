@@ -149,11 +149,13 @@ int api_history_get(struct http_req *r)
     }
     size_t off = 0;
     for (size_t b = 0; b < c->n_bandits; b++) {
-        json_t *dc = json_array(), *rho = json_array(), *arms = json_object();
+        json_t *dc = json_array(), *rho = json_array(), *bound = json_array();
+        json_t *arms = json_object();
         for (size_t i = 0; i < n; i++) {
             const struct exp_history_point *p = exp_history_at(x, i);
             json_array_append_new(dc, json_real(p->delta_c[b]));
             json_array_append_new(rho, json_real(p->rho[b]));
+            json_array_append_new(bound, num_or_null(p->bound[b]));
         }
         for (size_t a = 0; a < c->n_arms[b]; a++) {
             json_t *col = json_array();
@@ -162,8 +164,9 @@ int api_history_get(struct http_req *r)
             json_object_set_new(arms, c->arm_names[b][a], col);
         }
         off += c->n_arms[b];
-        json_array_append_new(bandits, json_pack("{s:s,s:o,s:o,s:o}", "id", c->bandit_ids[b],
-                                                 "delta_c", dc, "rho", rho, "arm_pulls", arms));
+        json_array_append_new(bandits,
+                              json_pack("{s:s,s:o,s:o,s:o,s:o}", "id", c->bandit_ids[b], "delta_c",
+                                        dc, "rho", rho, "error_bound", bound, "arm_pulls", arms));
     }
     /* Where the run was changed: edits and corrections (the latest
      * EXP_MARKS), at the rewarded pulls they came at. */

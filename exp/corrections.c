@@ -65,7 +65,9 @@ static int find_reward(struct exp *x, struct exp_correction_item *it, struct exp
         return refused(why, "assignment_id", "pending: report its reward instead");
     if (rc != STORE_OK)
         return EXP_ERR_STORE;
-    if (o.kind != STORE_EV_REWARD)
+    /* An expiry counts when the experiment records a default reward: that
+     * value can be corrected too (the real outcome came to light). */
+    if (o.kind != STORE_EV_REWARD && !(o.kind == STORE_EV_EXPIRE && !isnan(o.value)))
         return refused(why, "assignment_id",
                        "expired before its reward came: no reward of it is counted");
     it->previous = o.value;

@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "base/jsonv.h"
 #include "exp/internal.h"
 
 const char *exp_name(const struct exp *x)
@@ -141,30 +142,33 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
         json_decref(prev);
         return EXP_ERR_NOMEM;
     }
+    /* The log must hold every part of the change memory takes: a part
+     * that cannot be built (out of memory) fails the whole edit. */
+    int bad = 0;
     if (name != NULL) {
-        json_object_set_new(change, "name", json_string(name));
-        json_object_set_new(prev, "name", json_string(exp_name(x)));
+        bad |= json_object_set_new(change, "name", json_string(name));
+        bad |= json_object_set_new(prev, "name", json_string(exp_name(x)));
     }
     if (set_budget) {
-        json_object_set_new(change, "budget", budget_json(ed->budget));
-        json_object_set_new(prev, "budget", budget_json(engine_budget(d->eng)));
+        bad |= json_object_set_new(change, "budget", budget_json(ed->budget));
+        bad |= json_object_set_new(prev, "budget", budget_json(engine_budget(d->eng)));
     }
     if (ttl_s > 0) {
-        json_object_set_new(change, "assignment_ttl_s", json_integer((json_int_t)ttl_s));
-        json_object_set_new(prev, "assignment_ttl_s", json_integer((json_int_t)d->ttl_s));
+        bad |= json_object_set_new(change, "assignment_ttl_s", json_integer((json_int_t)ttl_s));
+        bad |= json_object_set_new(prev, "assignment_ttl_s", json_integer((json_int_t)d->ttl_s));
     }
     if (rb >= 0)
-        json_object_set_new(change, "retire",
-                            json_pack("{s:s,s:s}", "bandit", x->cfg.bandit_ids[rb], "arm",
-                                      x->cfg.arm_names[rb][ed->retire_arm]));
+        bad |= json_object_set_new(change, "retire",
+                                   json_pack("{s:s,s:s}", "bandit", x->cfg.bandit_ids[rb], "arm",
+                                             x->cfg.arm_names[rb][ed->retire_arm]));
     if (ed->reason != NULL)
-        json_object_set_new(change, "reason", json_string(ed->reason));
-    json_object_set_new(change, "previous", prev);
-    if (exp_design_seal(x, change, ed->amendment) != 0) {
+        bad |= json_object_set_new(change, "reason", json_string(ed->reason));
+    bad |= json_object_set_new(change, "previous", prev);
+    if (bad || exp_design_seal(x, change, ed->amendment) != 0) {
         json_decref(change);
         return EXP_ERR_NOMEM;
     }
-    char *text = json_dumps(change, JSON_COMPACT | JSON_SORT_KEYS);
+    char *text = jv_dumps(change, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(change);
     const char *owned = text != NULL ? exp_batch_str(b, text) : NULL;
     free(text);
@@ -194,7 +198,12 @@ int exp_ev_edit(struct exp *x, struct exp_batch *b, const struct exp_edit *ed, i
 int exp_replay_edit(struct exp *x, struct exp_data *d, const struct store_event *ev, char *why,
                     size_t len)
 {
-    json_t *c = ev->text != NULL ? json_loads(ev->text, 0, NULL) : NULL;
+    json_error_t jerr;
+    json_t *c = ev->text != NULL ? json_loads(ev->text, 0, &jerr) : NULL;
+    /* Out of memory is ours, not the log's: never call the log corrupt
+     * for it (the replay fails and is tried again). */
+    if (c == NULL && ev->text != NULL && json_error_code(&jerr) == json_error_out_of_memory)
+        return -1;
     if (!json_is_object(c)) {
         json_decref(c);
         snprintf(why, len, "an edit that is not a JSON object");

@@ -78,6 +78,7 @@ struct exp_history_point {
     int64_t ts_ms;
     float *delta_c;      /* per bandit */
     float *rho;          /* per bandit */
+    float *bound;        /* per bandit: the stop rule's error bound (NaN: none) */
     uint32_t *arm_pulls; /* all arms, bandit after bandit */
 };
 

@@ -1,6 +1,6 @@
 /*
- * history.c — the decimated history dashboards draw (δᶜ, ρ̄ and pulls per
- * arm against rewarded pulls): at most history_points points per
+ * history.c — the decimated history dashboards draw (δᶜ, ρ̄, the stop
+ * rule's error bound and pulls per arm against rewarded pulls): at most history_points points per
  * experiment, thinned so that they span its whole life.
  */
 #include <stdlib.h>
@@ -12,6 +12,7 @@ static void hist_free(struct exp_history_point *p)
 {
     free(p->delta_c);
     free(p->rho);
+    free(p->bound);
     free(p->arm_pulls);
 }
 
@@ -55,8 +56,9 @@ void exp_history_maybe_record(struct exp *x, int64_t ts)
     p->ts_ms = ts;
     p->delta_c = calloc(c->n_bandits, sizeof *p->delta_c);
     p->rho = calloc(c->n_bandits, sizeof *p->rho);
+    p->bound = calloc(c->n_bandits, sizeof *p->bound);
     p->arm_pulls = calloc(total, sizeof *p->arm_pulls);
-    if (!p->delta_c || !p->rho || !p->arm_pulls) {
+    if (!p->delta_c || !p->rho || !p->bound || !p->arm_pulls) {
         hist_free(p); /* history is best effort */
         return;
     }
@@ -66,6 +68,9 @@ void exp_history_maybe_record(struct exp *x, int64_t ts)
         engine_bandit_status(d->eng, b, d->scratch, &st);
         p->delta_c[b] = (float)st.delta_c;
         p->rho[b] = (float)st.rho;
+        struct engine_stop_eval se;
+        engine_bandit_stop(d->eng, b, &se);
+        p->bound[b] = (float)se.error_bound;
         const struct stats_arm *a = engine_arms(d->eng, b);
         for (size_t i = 0; i < c->n_arms[b]; i++)
             p->arm_pulls[off++] = (uint32_t)(a[i].n > UINT32_MAX ? UINT32_MAX : a[i].n);

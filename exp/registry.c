@@ -547,7 +547,6 @@ static int load_one(void *arg, const struct store_experiment_row *row)
 {
     struct load_ctx *lc = arg;
     json_error_t jerr;
-    int owned = 1;
     int oom;
     json_t *j = jv_loadb(row->config_json, strlen(row->config_json), 0, &jerr, &oom);
     if (oom) { /* never load a configuration jansson may have cut short */
@@ -587,8 +586,7 @@ static int load_one(void *arg, const struct store_experiment_row *row)
             exp_put(x);
             return crc == STORE_ERR_NOTFOUND ? 0 : -1; /* deleted meanwhile: skip */
         }
-        owned = crc == STORE_OK;
-        atomic_store(&x->owned, owned);
+        atomic_store(&x->owned, crc == STORE_OK);
     }
     if (lc->remote) {
         /* its state is read when needed (exp_refresh_locked, a claim) */

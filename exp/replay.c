@@ -206,8 +206,9 @@ static int replay_outcome(struct replay *r, const struct store_event *ev)
         return 0; /* an exploit assignment's reward: audit only */
     }
     double v = ev->value;
+    /* A reward, or the default reward an expiry recorded, as corrected. */
     const struct exp_correction *c =
-        ev->kind == STORE_EV_REWARD && r->corr != NULL ? corr_find(r->corr, ev->ref) : NULL;
+        !isnan(ev->value) && r->corr != NULL ? corr_find(r->corr, ev->ref) : NULL;
     if (c != NULL) {
         v = c->value;
         r->diverged = 1;

@@ -1,6 +1,7 @@
 /*
- * fc.c — phase bookkeeping and orderings shared by the fixed-confidence
- * policies (see fc.h for the asynchrony rules they implement).
+ * fc.c — phase bookkeeping, the GLR stop and the interim recommendation
+ * shared by the fixed-confidence policies (see fc.h for the asynchrony rules
+ * they implement).
  */
 #include "policies/fc.h"
 #include "policies/tas.h"
@@ -270,6 +271,8 @@ void fc_elim_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
 }
 
 /* --- the GLR stop of best-arm sampling rules --------------------------------- */
+
+const char *const fc_glr_thresholds[] = {"proven", "heuristic", NULL};
 
 int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, int threshold)
 {

@@ -1,11 +1,12 @@
 /*
  * fc.h — helpers shared by the fixed-confidence policies (direct,
  * incremental, halving, adaptive-topk, lucb1, kl-lucb, ttts,
- * track-and-stop): phase bookkeeping for the elimination policies, orderings
- * with random or ranked tie-breaking, and the tie-break rank a policy draws
- * once for its recommend() (which may not touch the random generator).
+ * track-and-stop): phase bookkeeping for the elimination policies, the GLR
+ * stop of the best-arm sampling rules, and the interim recommendation a
+ * policy gives before it has finished. Orderings and tie-break ranks are
+ * order.h's.
  *
- * Phases under asynchrony (POLICIES.md, "Serving policies over HTTP"). A
+ * Phases under asynchrony (docs/policy-formulas.md, "Serving policies over HTTP"). A
  * phase asks every active arm for `quota` fresh rewarded samples. Each arm
  * keeps two accumulators: the current phase's samples and a carry. A reward
  * for an active arm goes to the phase until the arm has its quota, then to
@@ -170,6 +171,20 @@ struct fc_glr {
     size_t *idx;
     double *val;
 };
+
+/* The "threshold" parameter of the policies fc_glr stops (ttts,
+ * track-and-stop): one entry of their policy_param_spec tables, choice 0
+ * proven, 1 heuristic, as fc_glr_init reads it. */
+extern const char *const fc_glr_thresholds[];
+#define FC_GLR_PARAM_THRESHOLD                                                                        \
+    {                                                                                                 \
+        .name = "threshold", .type = POLICY_PARAM_ENUM, .def = 0, .choices = fc_glr_thresholds,       \
+        .doc = "GLR stop threshold: proven = per pair, the mean of two e-values exceeds (K−1)/δ: " \
+               "e^(Z − r_i − r_j), r the Jeffreys mixture's regret (Garivier & Kaufmann 2016's "  \
+               "proof), and the arms' one-sided normal mixtures at the worst cutoff "                 \
+               "(stats_glr_pair_evidence); heuristic = ln((ln t + 1)/δ) (Garivier & Kaufmann "       \
+               "2016 experiments, no proof)"                                                          \
+    }
 
 /* Allocate for ctx's bandit 0, take the threshold from the policy's enum
  * parameter of index `threshold` (its "threshold": choice 0 = proven, else

@@ -3,7 +3,7 @@
  * and the GapE family (Gabillon et al. 2011: gape, gape-v, a-gape, a-gape-v).
  * Internal to policies/.
  *
- * Over every (bandit, arm) pair in scope, with top-m gaps Δ̂ (POLICIES.md;
+ * Over every (bandit, arm) pair in scope, with top-m gaps Δ̂ (docs/policy-formulas.md;
  * m = 1 is Gabillon's |max_{j≠k} μ̂_j − μ̂_k|) computed within each bandit and
  * T = n + pending (a pending pull counts as returned at the arm's mean):
  *   Hoeffding (ucb-e, gape):   B = −Δ̂ + sqrt(a / T)
@@ -11,7 +11,7 @@
  * and the pull goes to argmax B, ties uniformly at random. The exploration
  * parameter is a = a_fixed when given, else scale / H with H the known
  * complexity when given (H, or Hσ for the -V index), else the adaptive
- * lower-confidence estimate of Gabillon et al. §3.3 (POLICIES.md):
+ * lower-confidence estimate of Gabillon et al. §3.3 (docs/policy-formulas.md):
  *   Ĥ  = Σ 1 / UCB_Δ²,
  *   Ĥσ = Σ (LCB_σ + sqrt(LCB_σ² + (16/3) UCB_Δ))² / UCB_Δ²,
  *   UCB_Δ = Δ̂ + sqrt(1 / (2T)),  LCB_σ = max(0, σ̂ − sqrt(2 / (T − 1))),

@@ -15,7 +15,7 @@
  * - Alg. 2 inside the bandit Alg. 3 chose draws a fresh sample, as the
  *   paper's "à la carte" composition of the two stages reads.
  * - Pending pulls count in T_j (see gcp.h for why this is the posterior-
- *   sample treatment of POLICIES.md, not an approximation of it).
+ *   sample treatment of docs/policy-formulas.md, not an approximation of it).
  * - ρ̄_i is cached per bandit and refreshed on every reward or observation
  *   (it is O(m K) and changes only then), so select() costs Σ_i K_i Beta
  *   draws plus O(K) per bandit, and done() is O(1).

@@ -11,7 +11,7 @@
  * engine owns the prior and applies the Bernoulli trick to rewards in (0, 1)).
  * Every draw comes from ctx->rng; nothing here allocates after gcp_new().
  *
- * Pending pulls (POLICIES.md: GCP treats a pending pull "as a posterior
+ * Pending pulls (docs/policy-formulas.md: GCP treats a pending pull "as a posterior
  * sample"). Fantasising each pending outcome from the posterior predictive
  * and then sampling θ̂ from the fantasised posterior gives θ̂ exactly the law
  * of the current posterior Beta(α, β) (draw θ, then outcomes given θ: the

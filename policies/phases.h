@@ -4,7 +4,7 @@
  * a cumulative per-arm target of samples; at the end of a phase a policy-
  * specific rule accepts or rejects arms. Internal to policies/.
  *
- * Serving under asynchrony (POLICIES.md, "Serving policies over HTTP"):
+ * Serving under asynchrony (docs/policy-formulas.md, "Serving policies over HTTP"):
  *   - select() always answers the active arm of least n + pending (ties at
  *     random) in the scope asked for. While some active arm is below the
  *     phase's target this hands out the phase's quota exactly once (round-
@@ -47,7 +47,7 @@
  * two also break ties differently (a draw per pull here, a per-phase random
  * order there, drawing nothing in select); one mechanism for both would
  * change every seeded decision sequence of one family. What they share is
- * in policy.h (order_rank_draw).
+ * in order.h (order_rank_draw, order_by_mean).
  */
 #ifndef BANDITD_POLICIES_PHASES_H
 #define BANDITD_POLICIES_PHASES_H

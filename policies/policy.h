@@ -14,7 +14,7 @@
  * persists that sequence (assignments, rewards, releases) and replays it on
  * restart, so a policy that reads the clock or a global is a bug.
  *
- * Asynchrony contract (POLICIES.md, "Serving policies over HTTP"): select()
+ * Asynchrony contract (docs/policy-formulas.md, "Serving policies over HTTP"): select()
  * is called while earlier pulls are still pending (arm->pending > 0); it must
  * always answer (never wait), and rewards may arrive for arms the policy did
  * not pick (burn-in, control share, observations). Index policies count

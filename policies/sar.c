@@ -17,7 +17,7 @@
  *
  * One bandit: this is exactly Fig. 1 (the largest High gap is σ(1)'s, the
  * largest Low gap σ(K+1−k)'s). M bandits, m = 1: exactly Fig. 2 as
- * POLICIES.md states it — the best arm's gap (best − second) never exceeds
+ * docs/policy-formulas.md states it — the best arm's gap (best − second) never exceeds
  * its bandit's worst arm's gap (best − worst), so ties-to-rejection means a
  * bandit's empirical best is never deactivated, and a bandit whose last
  * rival is rejected accepts its survivor. M bandits with m > 1 (our

@@ -1,6 +1,6 @@
 /*
  * seq_halving.c — Sequential Halving (Karnin, Koren & Somekh 2013, Alg. 1;
- * POLICIES.md), with top m.
+ * docs/policy-formulas.md), with top m.
  *
  * Rounds r = 0..R−1 on survivor sets S_0 = all K arms,
  * |S_{r+1}| = max(m, ⌈|S_r|/2⌉), until m arms remain (R = ⌈log₂ K⌉ for m = 1).

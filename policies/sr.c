@@ -1,5 +1,5 @@
 /*
- * sr.c — Successive Rejects (Audibert, Bubeck & Munos 2010; POLICIES.md).
+ * sr.c — Successive Rejects (Audibert, Bubeck & Munos 2010; docs/policy-formulas.md).
  *
  * K − 1 phases; with loḡ(K) = 1/2 + Σ_{i=2..K} 1/i and n_0 = 0,
  *   n_k = ⌈(N − K) / (loḡ(K) (K + 1 − k))⌉,

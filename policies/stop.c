@@ -129,6 +129,37 @@ int stop_delta_c_met(const struct stats_arm *arms, size_t k, const unsigned char
     return 1;
 }
 
+/* A pair's evidence, exactly. A pair whose Low arm is ahead has statistic
+ * 0; its evidence (the e-values' regrets, the mixture) is still defined. */
+static double pair_evidence(enum stats_glr_threshold kind, const struct stats_arm *ai,
+                            const struct stats_arm *aj, double eps)
+{
+    int ahead = eps > 0.0 ? aj->mean >= ai->mean + eps : aj->mean >= ai->mean;
+    double z = ahead ? 0.0 : stats_glr_pair_z(ai, aj, eps);
+    return stats_glr_pair_evidence(kind, ai, aj, z, eps);
+}
+
+/* A lower bound on pair_evidence without the exact statistic or the
+ * mixture's search: Pinsker bounds Z from below by 2 n_i n_j/(n_i + n_j)
+ * (μ̂_i + ε − μ̂_j)², and the mean of two e-values is at least half the KT
+ * one, e^{Z − r_i − r_j}/2. −∞ for a pair whose Low arm is ahead. */
+static double pair_evidence_lower(enum stats_glr_threshold kind, const struct stats_arm *ai,
+                                  const struct stats_arm *aj, double eps)
+{
+    double g = ai->mean + eps - aj->mean;
+    if (!(g > 0.0))
+        return -INFINITY;
+    double ni = (double)ai->n, nj = (double)aj->n;
+    double pinsker = 2.0 * ni * nj / (ni + nj) * g * g;
+    if (kind != STATS_GLR_PROVEN)
+        return pinsker;
+    return pinsker - stats_kt_regret(ni, ai->mean) - stats_kt_regret(nj, aj->mean) - M_LN2;
+}
+
+/* The pair of least lower bound first, then only the pairs whose lower
+ * bound is below the least exact evidence so far: the minimum is exact,
+ * and at large K a handful of pairs pay for the mixture's search (the
+ * status and the history compute this for every bandit). */
 double stop_glr_evidence(const struct stats_arm *arms, size_t k, const unsigned char *high,
                          enum stats_glr_threshold kind, double eps)
 {
@@ -137,19 +168,32 @@ double stop_glr_evidence(const struct stats_arm *arms, size_t k, const unsigned 
         return INFINITY;
     if (any_empty(arms, k))
         return 0.0;
-    double ev = INFINITY;
+    size_t si = k, sj = k;
+    double least = INFINITY;
     for (size_t i = 0; i < k; i++) {
         if (!high[i])
             continue;
         for (size_t j = 0; j < k; j++) {
             if (high[j])
                 continue;
-            /* A pair whose Low arm is ahead has statistic 0; its evidence
-             * (the e-values' regrets, the mixture) is still defined. */
-            int ahead =
-                eps > 0.0 ? arms[j].mean >= arms[i].mean + eps : arms[j].mean >= arms[i].mean;
-            double z = ahead ? 0.0 : stats_glr_pair_z(&arms[i], &arms[j], eps);
-            double e = stats_glr_pair_evidence(kind, &arms[i], &arms[j], z, eps);
+            double lb = pair_evidence_lower(kind, &arms[i], &arms[j], eps);
+            if (si == k || lb < least) {
+                least = lb;
+                si = i;
+                sj = j;
+            }
+        }
+    }
+    double ev = pair_evidence(kind, &arms[si], &arms[sj], eps);
+    for (size_t i = 0; i < k; i++) {
+        if (!high[i])
+            continue;
+        for (size_t j = 0; j < k; j++) {
+            if (high[j] || (i == si && j == sj))
+                continue;
+            if (pair_evidence_lower(kind, &arms[i], &arms[j], eps) >= ev)
+                continue;
+            double e = pair_evidence(kind, &arms[i], &arms[j], eps);
             if (e < ev)
                 ev = e;
         }

@@ -45,7 +45,6 @@
 
 enum { TRACK_D = 0, TRACK_C = 1 };
 static const char *const trackings[] = {"d", "c", NULL};
-static const char *const thresholds[] = {"proven", "heuristic", NULL};
 
 /* Parameter indices: each one the position of its spec in the table
  * below, so a misspelt parameter is a compile error (policy_param). */
@@ -64,16 +63,7 @@ static const struct policy_param_spec tas_params[] = {
          .choices = trackings,
          .doc = "d: D-tracking with forced exploration when min N_a < √t − K/2 (Garivier & "
                 "Kaufmann 2016, eq. 13); c: C-tracking of the ε_t-projected weights (§3.1)"},
-    [TRACK_AND_STOP_THRESHOLD] =
-        {.name = "threshold",
-         .type = POLICY_PARAM_ENUM,
-         .def = 0,
-         .choices = thresholds,
-         .doc = "GLR stop threshold: proven = per pair, the mean of two e-values exceeds (K−1)/δ: "
-                "e^(Z − r_i − r_j), r the Jeffreys mixture's regret (Garivier & Kaufmann 2016's "
-                "proof), and the arms' one-sided normal mixtures at the worst cutoff "
-                "(stats_glr_pair_evidence); "
-                "heuristic = ln((ln t + 1)/δ), Garivier & Kaufmann 2016's experiments, no proof"},
+    [TRACK_AND_STOP_THRESHOLD] = FC_GLR_PARAM_THRESHOLD,
     [TRACK_AND_STOP_REFRESH] =
         {.name = "refresh",
          .type = POLICY_PARAM_INT,

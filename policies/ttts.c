@@ -32,8 +32,6 @@
 
 #include <gsl/gsl_randist.h>
 
-static const char *const thresholds[] = {"proven", "heuristic", NULL};
-
 /* Parameter indices: each one the position of its spec in the table
  * below, so a misspelt parameter is a compile error (policy_param). */
 enum { TTTS_BETA, TTTS_MAX_TRIES, TTTS_THRESHOLD, TTTS_NPARAMS };
@@ -55,16 +53,7 @@ static const struct policy_param_spec ttts_params[] = {
          .doc =
              "redraws to find a challenger J ≠ I (Russo 2016) before drawing J ∝ e^(−W_J), "
              "the large-deviation approximation of the same law; each redraw costs K Beta draws"},
-    [TTTS_THRESHOLD] =
-        {.name = "threshold",
-         .type = POLICY_PARAM_ENUM,
-         .def = 0,
-         .choices = thresholds,
-         .doc = "GLR stop threshold: proven = per pair, the mean of two e-values exceeds (K−1)/δ: "
-                "e^(Z − r_i − r_j), r the Jeffreys mixture's regret (Garivier & Kaufmann 2016's "
-                "proof), and the arms' one-sided normal mixtures at the worst cutoff "
-                "(stats_glr_pair_evidence); "
-                "heuristic = ln((ln t + 1)/δ) (Garivier & Kaufmann 2016 experiments, no proof)"},
+    [TTTS_THRESHOLD] = FC_GLR_PARAM_THRESHOLD,
     [TTTS_NPARAMS] = {.name = NULL},
 };
 

@@ -8,7 +8,7 @@
  * c ≤ 25/36, and their experiments run c of order 1, our default. Three ways
  * to set it: `a` directly; `h` = H when the user knows it; neither (the
  * service's usual case): H is replaced at every pull by Gabillon et al.'s
- * lower-confidence estimate Ĥ(t) = Σ 1/UCB_Δ² (POLICIES.md), which makes it
+ * lower-confidence estimate Ĥ(t) = Σ 1/UCB_Δ² (docs/policy-formulas.md), which makes it
  * an adaptive UCB-E (a plain online plug-in, not Audibert et al.'s phased
  * AdUCB-E).
  *

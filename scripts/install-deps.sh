@@ -9,10 +9,11 @@ set -eu
 # python3-jsonschema: tests/http/test_openapi_responses.py;
 # libpq-dev: the PostgreSQL store (store/postgres.c); postgresql: the tests
 # start a real server of their own (tests/support/tpg.c; the package's
-# system service is not used).
+# system service is not used); haproxy: the cluster test runs
+# deploy/haproxy.cfg in front of three daemons (tests/http/test_cluster.c).
 PKGS="libmicrohttpd-dev libgnutls28-dev libjansson-dev libsqlite3-dev libpq-dev libgsl-dev libcmocka-dev \
 libcurl4-openssl-dev pkg-config gcc make curl"
-[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox openssl python3-jsonschema python3 postgresql"
+[ "${1:-}" = "--test" ] && PKGS="$PKGS gnuplot-nox openssl python3-jsonschema python3 postgresql haproxy"
 # make bench: wrk drives the HTTP benchmarks (bench/load.c)
 [ "${1:-}" = "--bench" ] && PKGS="$PKGS wrk"
 # make reproduce: the driver (Python 3, standard library) and its plots.

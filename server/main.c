@@ -150,7 +150,7 @@ int main(int argc, char **argv)
     if (store_target_is_file(cfg.db))
         ensure_parent_dir(cfg.db);
     struct store *st = store_open(cfg.db, cfg.sync, err, sizeof err);
-    if (st == NULL)
+    if (st == NULL || store_serve_exclusive(st, err, sizeof err) != STORE_OK)
         goto fail;
     if (auth_init(st) != 0 || auth_watch(store_file(st)) != 0) {
         snprintf(err, sizeof err, "cannot read API keys");

@@ -156,14 +156,8 @@ static int check_options(const struct sim_problem *p, const struct sim_options *
         snprintf(err, errlen, "runs: must be in [1, %llu]", (unsigned long long)SIM_MAX_RUNS);
         return -1;
     }
-    if (o->delay > SIM_MAX_DELAY) {
-        snprintf(err, errlen, "delay: at most %llu", (unsigned long long)SIM_MAX_DELAY);
+    if (sim_check_run_sizes(o, err, errlen) != 0)
         return -1;
-    }
-    if (o->block > SIM_MAX_BLOCK) {
-        snprintf(err, errlen, "block: at most %llu", (unsigned long long)SIM_MAX_BLOCK);
-        return -1;
-    }
     if (o->threads > SIM_MAX_THREADS) {
         snprintf(err, errlen, "threads: at most %d", SIM_MAX_THREADS);
         return -1;

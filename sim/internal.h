@@ -97,6 +97,9 @@ void sim_scratch_free(struct sim_scratch *s);
 int sim_scratch_init(struct sim_scratch *s, const struct sim_problem *p, uint64_t delay,
                      uint64_t block, const uint64_t *pts, size_t npts);
 uint64_t sim_effective_budget(const struct sim_problem *p, const struct sim_options *o);
+/* The per-thread sizes a run allocates (delay FIFO, leased block) within
+ * their caps: 0, or −1 with the option named in err. */
+int sim_check_run_sizes(const struct sim_options *o, char *err, size_t errlen);
 /* ctl: room for ENGINE_MAX_BANDITS control arm indexes (the engine copies
  * them). */
 void sim_engine_cfg(const struct sim_problem *p, const struct sim_options *o, uint64_t seed,

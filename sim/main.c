@@ -1,5 +1,5 @@
 /*
- * main.c — bandit-sim, the offline simulator's command line (CONTRACT.md,
+ * main.c — bandit-sim, the offline simulator's command line (docs/contract.md,
  * "bandit-sim"): reads a problem file, runs a policy on it many times with
  * the daemon's engine and prints one JSON object on stdout.
  *
@@ -24,7 +24,8 @@ static const char usage_text[] =
     "usage: bandit-sim --problem FILE.json --policy NAME [options]\n"
     "       bandit-sim --list-policies\n"
     "\n"
-    "  --problem FILE      problem file (CONTRACT.md, \"Simulator problem file\"); - for stdin\n"
+    "  --problem FILE      problem file (docs/contract.md, \"Simulator problem file\"); - for "
+    "stdin\n"
     "  --policy NAME       a policy of --list-policies\n"
     "  --param KEY=VALUE   a policy parameter (repeatable)\n"
     "  --runs N            independent runs (default 1000)\n"

@@ -312,11 +312,8 @@ int sim_run_in(const struct sim_problem *p, const struct sim_options *o, const s
     return 0;
 }
 
-int sim_run_one(const struct sim_problem *p, const struct sim_options *o, uint64_t i,
-                struct sim_run_result *out, char *err, size_t errlen)
+int sim_check_run_sizes(const struct sim_options *o, char *err, size_t errlen)
 {
-    struct sim_truth t;
-    struct sim_scratch s;
     if (o->delay > SIM_MAX_DELAY) {
         snprintf(err, errlen, "delay: at most %llu", (unsigned long long)SIM_MAX_DELAY);
         return -1;
@@ -325,6 +322,16 @@ int sim_run_one(const struct sim_problem *p, const struct sim_options *o, uint64
         snprintf(err, errlen, "block: at most %llu", (unsigned long long)SIM_MAX_BLOCK);
         return -1;
     }
+    return 0;
+}
+
+int sim_run_one(const struct sim_problem *p, const struct sim_options *o, uint64_t i,
+                struct sim_run_result *out, char *err, size_t errlen)
+{
+    struct sim_truth t;
+    struct sim_scratch s;
+    if (sim_check_run_sizes(o, err, errlen) != 0)
+        return -1;
     if (sim_truth_build(p, &t) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -1,6 +1,6 @@
 /*
  * sim.h — the offline simulator behind bandit-sim and the statistical
- * tests: problem files (CONTRACT.md, "Simulator problem file"), arms with
+ * tests: problem files (docs/contract.md, "Simulator problem file"), arms with
  * known reward distributions, and runs of the very engine the daemon serves
  * (policies/engine.h), with optional feedback delay.
  *
@@ -14,7 +14,7 @@
  * means. Rewards are clipped to the problem's range and rescaled to [0, 1]
  * for the engine; ε likewise (ε / (max − min)).
  *
- * Problem files: the fields of CONTRACT.md, plus two conveniences — a bare
+ * Problem files: the fields of docs/contract.md, plus two conveniences — a bare
  * number p in an arms list is {"dist": "bernoulli", "p": p}; `"arms": [...]`
  * at top level is one bandit (as in the create body) — and an optional "id"
  * string on bandits and arms (ignored). Unknown fields are errors. Defaults:

@@ -21,6 +21,15 @@
 
 #include "store/store.h"
 
+/* The columns every backend reads rows by, in this order (both schemas
+ * have them: schema.c, postgres.c). */
+#define EVENT_COLS                                                                                 \
+    "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text, actor,"        \
+    " request_id, chain"
+#define OUTBOX_COLS                                                                                \
+    "id, exp, exp_id, event_id, type, url, secret, body, created_ms, state, attempts, next_ms,"    \
+    " last_ms, last_status, last_error"
+
 /* A backend's state; each backend defines it. */
 struct store_backend;
 
@@ -76,6 +85,8 @@ struct store_backend_ops {
     const char *(*errmsg)(struct store_backend *b);
     /* The database as it may be logged (no password); store_describe. */
     const char *(*describe)(struct store_backend *b);
+    /* store_serve_exclusive; NULL: several daemons may serve it. */
+    int (*serve_exclusive)(struct store_backend *b, char *err, size_t errlen);
     /* The database file, for watchers of it; NULL (or no function): none. */
     const char *(*file)(struct store_backend *b);
     /* After a group commit failed with err (not injected); may be NULL. */

@@ -44,6 +44,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "store/readers.h"
 #include "store/store_test.h"
 
 #define PG_FETCH "1024"          /* rows per FETCH of a streaming read */
@@ -99,13 +100,6 @@ enum pq {
     PQ_OUTBOX_DEPTH,
     PQ_COUNT
 };
-
-#define EVENT_COLS                                                                                 \
-    "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text, actor,"        \
-    " request_id, chain"
-#define OUTBOX_COLS                                                                                \
-    "id, exp, exp_id, event_id, type, url, secret, body, created_ms, state, attempts, next_ms,"    \
-    " last_ms, last_status, last_error"
 
 static const struct store_sql pg_queries[PQ_COUNT] = {
     [PQ_BEGIN] = {"begin", STORE_SQL_WRITE, "BEGIN"},
@@ -299,11 +293,10 @@ static const struct {
 
 /* One thread's connection for reads. */
 struct reader {
-    struct store_backend *b;
+    struct store_reader link; /* first: readers.h */
     PGconn *c;
     unsigned char prepared[PQ_COUNT];
-    int depth;                  /* streaming reads open (their transaction) */
-    struct reader *prev, *next; /* b->readers, under b->rmu */
+    int depth; /* streaming reads open (their transaction) */
 };
 
 struct store_backend {
@@ -325,10 +318,7 @@ struct store_backend {
     int in_tx;
     char errbuf[512]; /* the last failure, for the log */
 
-    pthread_mutex_t rmu;
-    struct reader *readers;
-    pthread_key_t rkey;
-    int have_rmu, have_rkey;
+    struct store_readers readers;
 
     /* the heartbeat: its own thread and connection */
     char node[40];       /* this daemon's id in nodes: random, per open */
@@ -662,7 +652,7 @@ static int w_exec(struct store_backend *b, enum pq q, const struct params *p, PG
 /* Rows a writer statement changed. */
 static int changed(PGresult *r)
 {
-    return atoi(PQcmdTuples(r));
+    return (int)strtol(PQcmdTuples(r), NULL, 10); /* "" for no count: 0 */
 }
 
 /* --- writer ------------------------------------------------------------------ */
@@ -738,6 +728,7 @@ static int writer_event(struct store_backend *b, const struct store_event *ev, i
 {
     if (fence(b, ev->exp, own) != STORE_OK)
         return STORE_ERR_NOTOWNER;
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): sizeof *p for an array of pointers
     if (buf_grow((void **)&b->pend, &b->cappend, b->npend + 1, sizeof *b->pend, 64) != 0)
         return STORE_ERR_NOMEM;
     b->pend[b->npend++] = ev;
@@ -973,9 +964,14 @@ static int writer_claim(struct store_backend *b, const struct store_op *op, int 
             break;
         int holder = PQntuples(r) == 1 ? (int)col_i64(r, 0, 0) : 0;
         int64_t age = PQntuples(r) == 1 ? col_i64(r, 0, 2) : -1;
-        if (PQntuples(r) == 1 && op->owner_out != NULL && op->owner_len > 0)
+        if (PQntuples(r) == 1 && op->owner_out != NULL && op->owner_len > 0) {
             snprintf(op->owner_out, op->owner_len, "%s",
                      PQgetisnull(r, 0, 1) ? "" : PQgetvalue(r, 0, 1));
+            /* it goes into a response header: nothing but printable ASCII */
+            for (char *c = op->owner_out; *c; c++)
+                if (*c < 0x21 || *c > 0x7e)
+                    *c = '?';
+        }
         PQclear(r);
         r = NULL;
         if ((age >= 0 && age < STORE_LEASE_MS) || tries >= PG_TAKEOVER_TRIES) {
@@ -1099,53 +1095,28 @@ static const char *pg_describe(struct store_backend *b)
 
 /* --- readers ----------------------------------------------------------------- */
 
-static void reader_free(struct reader *r)
+static void reader_free(struct store_reader *link)
 {
+    struct reader *r = (struct reader *)link;
     PQfinish(r->c);
     free(r);
-}
-
-/* pthread key destructor: the thread is exiting. */
-static void reader_thread_exit(void *arg)
-{
-    struct reader *r = arg;
-    struct store_backend *b = r->b;
-
-    pthread_mutex_lock(&b->rmu);
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        b->readers = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    pthread_mutex_unlock(&b->rmu);
-    reader_free(r);
 }
 
 /* This thread's reader, connected (again, if its connection broke outside
  * a streaming read). The result is borrowed. */
 static int reader_get(struct store_backend *b, struct reader **out)
 {
-    struct reader *r = pthread_getspecific(b->rkey);
-    char err[256];
+    struct reader *r = (struct reader *)store_readers_mine(&b->readers);
 
     if (r == NULL) {
         r = calloc(1, sizeof *r);
         if (r == NULL)
             return STORE_ERR_NOMEM;
-        r->b = b;
-        pthread_mutex_lock(&b->rmu);
-        r->next = b->readers;
-        if (r->next)
-            r->next->prev = r;
-        b->readers = r;
-        pthread_mutex_unlock(&b->rmu);
-        if (pthread_setspecific(b->rkey, r) != 0) {
-            reader_thread_exit(r);
-            return STORE_ERR_NOMEM;
-        }
+        if (store_readers_adopt(&b->readers, &r->link) != STORE_OK)
+            return STORE_ERR_NOMEM; /* r freed */
     }
     if (r->c == NULL || (r->depth == 0 && PQstatus(r->c) != CONNECTION_OK)) {
+        char err[256];
         PQfinish(r->c);
         memset(r->prepared, 0, sizeof r->prepared);
         r->c = pg_connect(b, err, sizeof err);
@@ -1582,8 +1553,6 @@ fail:
 
 static void pg_close(struct store_backend *b)
 {
-    struct reader *r;
-
     if (b == NULL)
         return;
     if (b->hb_started) {
@@ -1599,17 +1568,7 @@ static void pg_close(struct store_backend *b)
         pthread_mutex_destroy(&b->hmu);
     free(b->owned);
     free(b->pend);
-    if (b->have_rkey)
-        pthread_key_delete(b->rkey);
-    if (b->have_rmu) {
-        pthread_mutex_lock(&b->rmu);
-        while ((r = b->readers) != NULL) {
-            b->readers = r->next;
-            reader_free(r);
-        }
-        pthread_mutex_unlock(&b->rmu);
-        pthread_mutex_destroy(&b->rmu);
-    }
+    store_readers_destroy(&b->readers);
     PQfinish(b->w);
     free(b->target);
     free(b);
@@ -1628,16 +1587,10 @@ static struct store_backend *pg_open(const char *target, enum store_sync sync, i
         goto fail;
     }
     redact(target, b->shown, sizeof b->shown);
-    if ((prc = pthread_mutex_init(&b->rmu, NULL)) != 0) {
+    if ((prc = store_readers_init(&b->readers, reader_free)) != 0) {
         snprintf(err, errlen, "%s: %s", b->shown, strerror(prc));
         goto fail;
     }
-    b->have_rmu = 1;
-    if ((prc = pthread_key_create(&b->rkey, reader_thread_exit)) != 0) {
-        snprintf(err, errlen, "%s: %s", b->shown, strerror(prc));
-        goto fail;
-    }
-    b->have_rkey = 1;
     if ((prc = pthread_mutex_init(&b->hmu, NULL)) != 0 ||
         (b->have_hmu = 1, prc = pthread_cond_init(&b->hcv, NULL)) != 0) {
         snprintf(err, errlen, "%s: %s", b->shown, strerror(prc));

@@ -29,12 +29,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "store/readers.h"
 #include "store/schema.h"
 #include "store/store_test.h"
 
@@ -95,13 +97,7 @@ enum q {
     Q_COUNT
 };
 
-#define EVENT_COLS                                                                                 \
-    "exp, seq, kind, bandit, arm, flags, value, ref, ts_ms, expires_ms, unit, text, actor,"        \
-    " request_id, chain"
 #define PURGE_CHUNK "256" /* events removed per purge transaction */
-#define OUTBOX_COLS                                                                                \
-    "id, exp, exp_id, event_id, type, url, secret, body, created_ms, state, attempts, next_ms,"    \
-    " last_ms, last_status, last_error"
 
 static const struct store_sql queries[Q_COUNT] = {
     [Q_BEGIN] = {"begin", STORE_SQL_WRITE, "BEGIN IMMEDIATE"},
@@ -195,11 +191,10 @@ const struct store_sql *store_test_sql(size_t i)
 
 /* One thread's read-only connection. */
 struct reader {
-    struct store_backend *s;
+    struct store_reader link; /* first: readers.h */
     sqlite3 *db;
     sqlite3_stmt *st[Q_COUNT];   /* prepared on first use (STORE_SQL_READ) */
     unsigned char busy[Q_COUNT]; /* st[q] is in an unfinished read */
-    struct reader *prev, *next;  /* s->readers, under s->rmu */
 };
 
 struct store_backend {
@@ -222,12 +217,10 @@ struct store_backend {
     int closing;     /* under mu */
     uint64_t checkpoints;
 
-    /* readers */
-    pthread_mutex_t rmu;
-    struct reader *readers;
-    pthread_key_t rkey;
+    struct store_readers readers;
 
-    int have_mu, have_ckpt_cv, have_rmu, have_rkey;
+    int have_mu, have_ckpt_cv;
+    int lock_fd; /* PATH.lock, flock'ed while a daemon serves the file; −1: none */
 };
 
 /* --- errors ------------------------------------------------------------------ */
@@ -311,15 +304,73 @@ static int conn_setup(sqlite3 *db)
     return sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
 }
 
-static int bind_opt_int64(sqlite3_stmt *st, int i, int64_t v)
+/* A statement parameter, for binding a whole list at once (bind_args):
+ * reads and writes list theirs in ?1, ?2… order. */
+struct sql_arg {
+    enum { ARG_NULL, ARG_INT, ARG_REAL, ARG_TEXT } t;
+    int64_t i;
+    double d;
+    const char *text; /* borrowed until the statement is reset */
+};
+
+static const struct sql_arg arg_null = {.t = ARG_NULL};
+
+static struct sql_arg arg_int(int64_t v)
 {
-    return v == 0 ? sqlite3_bind_null(st, i) : sqlite3_bind_int64(st, i, v);
+    struct sql_arg a = {.t = ARG_INT, .i = v};
+    return a;
 }
 
-static int bind_opt_text(sqlite3_stmt *st, int i, const char *v)
+/* 0 is stored as NULL (no reference, no expiry…) */
+static struct sql_arg arg_opt_int(int64_t v)
 {
-    return v == NULL ? sqlite3_bind_null(st, i) : sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+    if (v == 0)
+        return arg_null;
+    return arg_int(v);
 }
+
+/* NaN is stored as NULL (no value) */
+static struct sql_arg arg_real(double v)
+{
+    struct sql_arg a = {.t = ARG_REAL, .d = v};
+    if (isnan(v))
+        return arg_null;
+    return a;
+}
+
+static struct sql_arg arg_text(const char *v)
+{
+    struct sql_arg a = {.t = ARG_TEXT, .text = v};
+    if (v == NULL)
+        return arg_null;
+    return a;
+}
+
+/* Bind a[0..n) to ?1..?n of st: an SQLite code. */
+static int bind_args(sqlite3_stmt *st, const struct sql_arg *a, size_t n)
+{
+    int rc = SQLITE_OK;
+    for (size_t k = 0; k < n && rc == SQLITE_OK; k++) {
+        int i = (int)k + 1;
+        switch (a[k].t) {
+        case ARG_INT:
+            rc = sqlite3_bind_int64(st, i, a[k].i);
+            break;
+        case ARG_REAL:
+            rc = sqlite3_bind_double(st, i, a[k].d);
+            break;
+        case ARG_TEXT:
+            rc = sqlite3_bind_text(st, i, a[k].text, -1, SQLITE_STATIC);
+            break;
+        default:
+            rc = sqlite3_bind_null(st, i);
+            break;
+        }
+    }
+    return rc;
+}
+
+#define NARGS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Fill ev from a row of EVENT_COLS. Strings are borrowed from st until its
  * next step or reset. */
@@ -356,58 +407,35 @@ static int wexec(struct store_backend *s, enum q q)
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static int writer_event(struct store_backend *s, const struct store_event *ev)
+/* Bind a[0..n) to writer statement q and run it: an SQLite code. */
+static int wrun(struct store_backend *s, enum q q, const struct sql_arg *a, size_t n)
 {
-    sqlite3_stmt *st = s->wst[Q_EVENT_INSERT];
-    int rc = sqlite3_bind_int64(st, 1, ev->exp);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 2, ev->seq);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 3, ev->kind);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 4, ev->bandit);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 5, ev->arm);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 6, (int64_t)ev->flags);
-    if (rc == SQLITE_OK)
-        rc = isnan(ev->value) ? sqlite3_bind_null(st, 7) : sqlite3_bind_double(st, 7, ev->value);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_int64(st, 8, ev->ref);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 9, ev->ts_ms);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_int64(st, 10, ev->expires_ms);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_text(st, 11, ev->unit);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_text(st, 12, ev->text);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_text(st, 13, ev->actor);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_text(st, 14, ev->request_id);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_text(st, 15, ev->chain);
+    int rc = bind_args(s->wst[q], a, n);
     if (rc != SQLITE_OK) {
-        sqlite3_clear_bindings(st);
+        sqlite3_clear_bindings(s->wst[q]);
         return rc;
     }
-    return wexec(s, Q_EVENT_INSERT);
+    return wexec(s, q);
+}
+
+static int writer_event(struct store_backend *s, const struct store_event *ev)
+{
+    const struct sql_arg a[] = {arg_int(ev->exp),    arg_int(ev->seq),
+                                arg_int(ev->kind),   arg_int(ev->bandit),
+                                arg_int(ev->arm),    arg_int((int64_t)ev->flags),
+                                arg_real(ev->value), arg_opt_int(ev->ref),
+                                arg_int(ev->ts_ms),  arg_opt_int(ev->expires_ms),
+                                arg_text(ev->unit),  arg_text(ev->text),
+                                arg_text(ev->actor), arg_text(ev->request_id),
+                                arg_text(ev->chain)};
+    return wrun(s, Q_EVENT_INSERT, a, NARGS(a));
 }
 
 static int writer_exp_create(struct store_backend *s, const struct store_op *op)
 {
-    sqlite3_stmt *st = s->wst[Q_EXP_INSERT];
-    int rc = bind_opt_text(st, 1, op->id);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_text(st, 2, op->config_json);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 3, op->created_ms);
-    if (rc != SQLITE_OK) {
-        sqlite3_clear_bindings(st);
-        return rc;
-    }
-    rc = wexec(s, Q_EXP_INSERT);
+    const struct sql_arg a[] = {arg_text(op->id), arg_text(op->config_json),
+                                arg_int(op->created_ms)};
+    int rc = wrun(s, Q_EXP_INSERT, a, NARGS(a));
     if (rc == SQLITE_OK && op->rowid_out)
         *op->rowid_out = sqlite3_last_insert_rowid(s->wdb);
     return rc;
@@ -417,15 +445,12 @@ static int writer_exp_create(struct store_backend *s, const struct store_op *op)
  * (writer_purge_step), which the front starts after the commit. */
 static int writer_exp_delete(struct store_backend *s, int64_t exp)
 {
-    int rc = sqlite3_bind_int64(s->wst[Q_EXP_DELETE], 1, exp);
-    if (rc == SQLITE_OK)
-        rc = wexec(s, Q_EXP_DELETE);
+    const struct sql_arg a[] = {arg_int(exp)};
+    int rc = wrun(s, Q_EXP_DELETE, a, 1);
     if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
         rc = SQLITE_NOTFOUND;
     if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(s->wst[Q_PURGE_ADD], 1, exp);
-    if (rc == SQLITE_OK)
-        rc = wexec(s, Q_PURGE_ADD);
+        rc = wrun(s, Q_PURGE_ADD, a, 1);
     return rc;
 }
 
@@ -454,14 +479,10 @@ static int writer_purge_step(struct store_backend *s)
         sqlite3_reset(st);
     }
     if (rc == SQLITE_OK && exp != 0) {
-        rc = sqlite3_bind_int64(s->wst[Q_PURGE_CHUNK], 1, exp);
-        if (rc == SQLITE_OK)
-            rc = wexec(s, Q_PURGE_CHUNK);
-        if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0) {
-            rc = sqlite3_bind_int64(s->wst[Q_PURGE_DONE], 1, exp);
-            if (rc == SQLITE_OK)
-                rc = wexec(s, Q_PURGE_DONE);
-        }
+        const struct sql_arg a[] = {arg_int(exp)};
+        rc = wrun(s, Q_PURGE_CHUNK, a, 1);
+        if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
+            rc = wrun(s, Q_PURGE_DONE, a, 1);
     }
     if (rc == SQLITE_OK)
         rc = wexec(s, Q_COMMIT);
@@ -472,32 +493,18 @@ static int writer_purge_step(struct store_backend *s)
 
 static int writer_key(struct store_backend *s, const struct store_key_op *k)
 {
-    sqlite3_stmt *st;
     int rc;
 
     if (k->kind == STORE_KEY_OP_REVOKE) {
-        rc = sqlite3_bind_int64(s->wst[Q_KEY_REVOKE], 1, k->rowid);
-        if (rc == SQLITE_OK)
-            rc = wexec(s, Q_KEY_REVOKE);
+        const struct sql_arg a[] = {arg_int(k->rowid)};
+        rc = wrun(s, Q_KEY_REVOKE, a, 1);
         if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
             rc = SQLITE_NOTFOUND;
         return rc;
     }
-    st = s->wst[Q_KEY_INSERT];
-    rc = bind_opt_text(st, 1, k->name);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_text(st, 2, k->scopes);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_text(st, 3, k->hash);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 4, k->created_ms);
-    if (rc == SQLITE_OK)
-        rc = bind_opt_text(st, 5, k->experiments);
-    if (rc != SQLITE_OK) {
-        sqlite3_clear_bindings(st);
-        return rc;
-    }
-    rc = wexec(s, Q_KEY_INSERT);
+    const struct sql_arg a[] = {arg_text(k->name), arg_text(k->scopes), arg_text(k->hash),
+                                arg_int(k->created_ms), arg_text(k->experiments)};
+    rc = wrun(s, Q_KEY_INSERT, a, NARGS(a));
     if (rc == SQLITE_OK && k->rowid_out)
         *k->rowid_out = sqlite3_last_insert_rowid(s->wdb);
     return rc;
@@ -506,62 +513,29 @@ static int writer_key(struct store_backend *s, const struct store_key_op *k)
 static int writer_outbox(struct store_backend *s, const struct store_op *op)
 {
     const struct store_delivery *d = op->dl;
-    sqlite3_stmt *st;
-    int rc = SQLITE_OK;
 
     if (d == NULL)
         return SQLITE_MISUSE;
     switch (op->kind) {
-    case STORE_OP_OUTBOX:
-        st = s->wst[Q_OUTBOX_INSERT];
-        rc = sqlite3_bind_int64(st, 1, d->exp);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_text(st, 2, d->exp_id);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_text(st, 3, d->event_id);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_text(st, 4, d->type);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_text(st, 5, d->url);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_text(st, 6, d->secret);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_text(st, 7, d->body);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int64(st, 8, d->created_ms);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int64(st, 9, d->next_ms);
-        if (rc != SQLITE_OK) {
-            sqlite3_clear_bindings(st);
-            return rc;
-        }
-        rc = wexec(s, Q_OUTBOX_INSERT);
-        return rc;
-    case STORE_OP_OUTBOX_UPDATE:
-        st = s->wst[Q_OUTBOX_UPDATE];
-        rc = sqlite3_bind_int64(st, 1, d->id);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int(st, 2, d->state);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int(st, 3, d->attempts);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int64(st, 4, d->next_ms);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_int64(st, 5, d->last_ms);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_int64(st, 6, d->last_status);
-        if (rc == SQLITE_OK)
-            rc = bind_opt_text(st, 7, d->last_error);
-        if (rc != SQLITE_OK) {
-            sqlite3_clear_bindings(st);
-            return rc;
-        }
-        rc = wexec(s, Q_OUTBOX_UPDATE);
+    case STORE_OP_OUTBOX: {
+        const struct sql_arg a[] = {
+            arg_int(d->exp),   arg_text(d->exp_id),    arg_text(d->event_id),
+            arg_text(d->type), arg_text(d->url),       arg_text(d->secret),
+            arg_text(d->body), arg_int(d->created_ms), arg_int(d->next_ms)};
+        return wrun(s, Q_OUTBOX_INSERT, a, NARGS(a));
+    }
+    case STORE_OP_OUTBOX_UPDATE: {
+        const struct sql_arg a[] = {arg_int(d->id),          arg_int(d->state),
+                                    arg_int(d->attempts),    arg_int(d->next_ms),
+                                    arg_opt_int(d->last_ms), arg_opt_int(d->last_status),
+                                    arg_text(d->last_error)};
         /* a row pruned meanwhile is no error: there is nothing left to record */
-        return rc;
-    case STORE_OP_OUTBOX_PRUNE:
-        rc = sqlite3_bind_int64(s->wst[Q_OUTBOX_PRUNE], 1, d->last_ms);
-        return rc == SQLITE_OK ? wexec(s, Q_OUTBOX_PRUNE) : rc;
+        return wrun(s, Q_OUTBOX_UPDATE, a, NARGS(a));
+    }
+    case STORE_OP_OUTBOX_PRUNE: {
+        const struct sql_arg a[] = {arg_int(d->last_ms)};
+        return wrun(s, Q_OUTBOX_PRUNE, a, 1);
+    }
     default:
         return SQLITE_MISUSE;
     }
@@ -571,13 +545,10 @@ static int writer_outbox(struct store_backend *s, const struct store_op *op)
  * other (the purge list's row 0, never an experiment's: rowids start at 1). */
 static int writer_probe(struct store_backend *s)
 {
-    int rc = sqlite3_bind_int64(s->wst[Q_PURGE_ADD], 1, 0);
+    const struct sql_arg a[] = {arg_int(0)};
+    int rc = wrun(s, Q_PURGE_ADD, a, 1);
     if (rc == SQLITE_OK)
-        rc = wexec(s, Q_PURGE_ADD);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(s->wst[Q_PURGE_DONE], 1, 0);
-    if (rc == SQLITE_OK)
-        rc = wexec(s, Q_PURGE_DONE);
+        rc = wrun(s, Q_PURGE_DONE, a, 1);
     return rc;
 }
 
@@ -766,36 +737,20 @@ static void *ckpt_main(void *arg)
 }
 
 /* Finalize and close one reader (already unlinked). */
-static void reader_free(struct reader *r)
+static void reader_free(struct store_reader *link)
 {
+    struct reader *r = (struct reader *)link;
     for (int q = 0; q < Q_COUNT; q++)
         sqlite3_finalize(r->st[q]);
     sqlite3_close_v2(r->db);
     free(r);
 }
 
-/* pthread key destructor: the thread is exiting. */
-static void reader_thread_exit(void *p)
-{
-    struct reader *r = p;
-    struct store_backend *s = r->s;
-
-    pthread_mutex_lock(&s->rmu);
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        s->readers = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    pthread_mutex_unlock(&s->rmu);
-    reader_free(r);
-}
-
 /* This thread's reader, opened on first use. The result is borrowed: the
  * store owns it until the thread exits or the store closes. */
 static int reader_get(struct store_backend *s, struct reader **out)
 {
-    struct reader *r = pthread_getspecific(s->rkey);
+    struct reader *r = (struct reader *)store_readers_mine(&s->readers);
     int rc;
 
     if (r) {
@@ -805,7 +760,6 @@ static int reader_get(struct store_backend *s, struct reader **out)
     r = calloc(1, sizeof *r);
     if (r == NULL)
         return STORE_ERR_NOMEM;
-    r->s = s;
     rc = sqlite3_open_v2(s->path, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK)
         rc = conn_setup(r->db);
@@ -814,16 +768,8 @@ static int reader_get(struct store_backend *s, struct reader **out)
         free(r);
         return batch_err_from_sqlite(rc); /* never STORE_OK */
     }
-    pthread_mutex_lock(&s->rmu);
-    r->next = s->readers;
-    if (r->next)
-        r->next->prev = r;
-    s->readers = r;
-    pthread_mutex_unlock(&s->rmu);
-    if (pthread_setspecific(s->rkey, r) != 0) {
-        reader_thread_exit(r); /* unlinks and frees */
-        return STORE_ERR_NOMEM;
-    }
+    if (store_readers_adopt(&s->readers, &r->link) != STORE_OK)
+        return STORE_ERR_NOMEM; /* r freed */
     *out = r;
     return STORE_OK;
 }
@@ -860,222 +806,43 @@ static void reader_put(struct reader *r, enum q q, sqlite3_stmt *st)
     }
 }
 
-/* Begin a read of query q: *st is ready to bind. */
-static int read_begin(struct store_backend *s, enum q q, struct reader **r, sqlite3_stmt **st)
+/* One read: this thread's reader and query q's statement, bound. */
+struct rd {
+    struct reader *r; /* NULL until begun */
+    sqlite3_stmt *st;
+    enum q q;
+};
+
+/* Begin a read of q with a[0..n) bound to ?1..?n. STORE_OK or the error;
+ * rd_end in either case. */
+static int rd_begin(struct store_backend *s, struct rd *rd, enum q q, const struct sql_arg *a,
+                    size_t n)
 {
-    int err = reader_get(s, r);
+    rd->r = NULL;
+    rd->st = NULL;
+    rd->q = q;
+    int err = reader_get(s, &rd->r);
     if (err != STORE_OK)
         return err;
-    return store_err_from_sqlite(reader_stmt(*r, q, st));
-}
-
-/* The experiments' rows of query q (bound to id when not NULL) to cb. */
-static int experiment_rows(struct store_backend *s, enum q q, const char *id,
-                           int (*cb)(void *arg, const struct store_experiment_row *row), void *arg)
-{
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    struct store_experiment_row row;
-    int ret, rc, found = 0;
-
-    ret = read_begin(s, q, &r, &st);
-    if (ret != STORE_OK)
-        goto out;
-    if (id != NULL && (rc = sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC)) != SQLITE_OK) {
-        ret = store_err_from_sqlite(rc);
-        goto out;
-    }
-    for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
-        row.rowid = sqlite3_column_int64(st, 0);
-        row.id = (const char *)sqlite3_column_text(st, 1);
-        row.config_json = (const char *)sqlite3_column_text(st, 2);
-        row.created_ms = sqlite3_column_int64(st, 3);
-        found = 1;
-        ret = cb != NULL ? cb(arg, &row) : 0;
-        if (ret != 0)
-            goto out;
-    }
-    ret = store_err_from_sqlite(rc);
-    if (ret == STORE_OK && id != NULL && !found)
-        ret = STORE_ERR_NOTFOUND;
-out:
-    if (r)
-        reader_put(r, q, st);
-    return ret;
-}
-
-static int sq_load_experiments(struct store_backend *s,
-                               int (*cb)(void *arg, const struct store_experiment_row *row),
-                               void *arg)
-{
-    return experiment_rows(s, Q_EXPERIMENTS, NULL, cb, arg);
-}
-
-static int sq_find_experiment(struct store_backend *s, const char *id,
-                              int (*cb)(void *arg, const struct store_experiment_row *row),
-                              void *arg)
-{
-    return experiment_rows(s, Q_EXPERIMENT_BY_ID, id, cb, arg);
-}
-
-static int sq_load_events(struct store_backend *s, int64_t exp, int64_t after_seq,
-                          int (*cb)(void *arg, const struct store_event *ev), void *arg)
-{
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    struct store_event ev;
-    int ret, rc;
-
-    ret = read_begin(s, Q_EVENTS, &r, &st);
-    if (ret != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, exp);
+    int rc = reader_stmt(rd->r, q, &rd->st);
     if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 2, after_seq);
-    if (rc != SQLITE_OK) {
-        ret = store_err_from_sqlite(rc);
-        goto out;
-    }
-    for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
-        event_from_row(st, &ev);
-        ret = cb(arg, &ev);
-        if (ret != 0)
-            goto out;
-    }
-    ret = store_err_from_sqlite(rc);
-out:
-    if (r)
-        reader_put(r, Q_EVENTS, st);
-    return ret;
-}
-
-/* Run a single-row event query (bound by the caller) into out, leaving the
- * strings borrowed from st. */
-static int read_event_row(sqlite3_stmt *st, struct store_event *out)
-{
-    int rc = step_retry(st);
-    if (rc == SQLITE_ROW) {
-        event_from_row(st, out);
-        return STORE_OK;
-    }
-    if (rc == SQLITE_DONE)
-        return STORE_ERR_NOTFOUND;
+        rc = bind_args(rd->st, a, n);
     return store_err_from_sqlite(rc);
 }
 
-static int sq_find_assignment(struct store_backend *s, int64_t exp, int64_t seq,
-                              struct store_event *out, char *buf, size_t buflen)
+static void rd_end(struct rd *rd)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    int err, rc;
-
-    err = read_begin(s, Q_ASSIGNMENT, &r, &st);
-    if (err != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, exp);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 2, seq);
-    err = store_err_from_sqlite(rc);
-    if (err == STORE_OK)
-        err = read_event_row(st, out);
-    if (err != STORE_OK)
-        goto out;
-    /* the row's strings die with the reset: copy them out */
-    store_event_copy_strings(out, buf, buflen);
-out:
-    if (r)
-        reader_put(r, Q_ASSIGNMENT, st);
-    return err;
+    if (rd->r != NULL)
+        reader_put(rd->r, rd->q, rd->st);
 }
 
-static int sq_find_outcome_kind(struct store_backend *s, int64_t exp, int64_t ref, int kind,
-                                struct store_event *out, char *buf, size_t buflen)
+static void experiment_from_row(sqlite3_stmt *st, struct store_experiment_row *row)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    int err, rc;
-
-    err = read_begin(s, Q_OUTCOME, &r, &st);
-    if (err != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, exp);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 2, ref);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 3, kind);
-    err = store_err_from_sqlite(rc);
-    if (err == STORE_OK)
-        err = read_event_row(st, out);
-    if (err == STORE_OK) {
-        /* the row's strings die with the reset: the unit copied out (a
-         * UNIT event's), or dropped */
-        if (buf != NULL)
-            snprintf(buf, buflen, "%s", out->unit != NULL ? out->unit : "");
-        out->unit = buf;
-        out->text = NULL;
-        out->actor = out->request_id = out->chain = NULL;
-    }
-out:
-    if (r)
-        reader_put(r, Q_OUTCOME, st);
-    return err;
+    row->rowid = sqlite3_column_int64(st, 0);
+    row->id = (const char *)sqlite3_column_text(st, 1);
+    row->config_json = (const char *)sqlite3_column_text(st, 2);
+    row->created_ms = sqlite3_column_int64(st, 3);
 }
-
-static int sq_find_unit_in(struct store_backend *s, int64_t exp, const char *unit, int bandit,
-                           struct store_event *out)
-{
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    int err, rc;
-
-    err = read_begin(s, Q_UNIT, &r, &st);
-    if (err != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, exp);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(st, 2, unit, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 3, bandit);
-    err = store_err_from_sqlite(rc);
-    if (err == STORE_OK)
-        err = read_event_row(st, out);
-    if (err == STORE_OK) {
-        out->unit = unit; /* the caller's string, equal to the stored one */
-        out->text = NULL;
-        out->actor = out->request_id = out->chain = NULL;
-    }
-out:
-    if (r)
-        reader_put(r, Q_UNIT, st);
-    return err;
-}
-
-static int sq_last_seq(struct store_backend *s, int64_t exp, int64_t *out)
-{
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    int err, rc;
-
-    err = read_begin(s, Q_LAST_SEQ, &r, &st);
-    if (err != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, exp);
-    if (rc == SQLITE_OK)
-        rc = step_retry(st);
-    if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-        *out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0; /* no event: 0 */
-        err = STORE_OK;
-    } else {
-        err = store_err_from_sqlite(rc);
-    }
-out:
-    if (r)
-        reader_put(r, Q_LAST_SEQ, st);
-    return err;
-}
-
-/* --- outbox ------------------------------------------------------------------ */
 
 static const char *col_text(sqlite3_stmt *st, int i)
 {
@@ -1101,114 +868,216 @@ static void delivery_from_row(sqlite3_stmt *st, struct store_delivery *d)
     d->last_error = col_text(st, 14);
 }
 
-/* Run an outbox read bound by the caller, calling cb per row. */
-static int outbox_rows(sqlite3_stmt *st, int (*cb)(void *arg, const struct store_delivery *d),
-                       void *arg)
+static void key_from_row(sqlite3_stmt *st, struct store_key_row *row)
 {
-    struct store_delivery d;
-    int rc;
-    for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
-        delivery_from_row(st, &d);
-        int ret = cb(arg, &d);
-        if (ret != 0)
-            return ret;
-    }
-    return store_err_from_sqlite(rc);
+    row->rowid = sqlite3_column_int64(st, 0);
+    row->name = col_text(st, 1);
+    row->scopes = col_text(st, 2);
+    row->hash = col_text(st, 3);
+    row->created_ms = sqlite3_column_int64(st, 4);
+    row->revoked = sqlite3_column_int(st, 5);
+    row->experiments = col_text(st, 6);
 }
+
+/* What a read of many rows hands each row to: the caller's callback of
+ * the row's type (an experiments' callback may be NULL: rows only
+ * counted). */
+struct rd_each {
+    enum { EACH_EXPERIMENT, EACH_EVENT, EACH_DELIVERY, EACH_KEY } kind;
+    union {
+        int (*experiment)(void *arg, const struct store_experiment_row *row);
+        int (*event)(void *arg, const struct store_event *ev);
+        int (*delivery)(void *arg, const struct store_delivery *d);
+        int (*key)(void *arg, const struct store_key_row *row);
+    } cb;
+    void *arg;
+};
+
+/* Read q (a[0..n) bound) row by row into e's callback, until it returns
+ * non-zero (returned as is) or the rows end (STORE_OK; STORE_ERR_NOTFOUND
+ * when there was none and none_is_error). The row's strings live until
+ * the callback returns. */
+static int rd_each(struct store_backend *s, enum q q, const struct sql_arg *a, size_t n,
+                   const struct rd_each *e, int none_is_error)
+{
+    struct rd rd;
+    int ret = rd_begin(s, &rd, q, a, n);
+    int rc = SQLITE_DONE, found = 0;
+    if (ret == STORE_OK)
+        rc = step_retry(rd.st);
+    for (; ret == STORE_OK && rc == SQLITE_ROW; rc = sqlite3_step(rd.st)) {
+        union {
+            struct store_experiment_row x;
+            struct store_event ev;
+            struct store_delivery d;
+            struct store_key_row k;
+        } row;
+        found = 1;
+        switch (e->kind) {
+        case EACH_EXPERIMENT:
+            experiment_from_row(rd.st, &row.x);
+            ret = e->cb.experiment != NULL ? e->cb.experiment(e->arg, &row.x) : 0;
+            break;
+        case EACH_EVENT:
+            event_from_row(rd.st, &row.ev);
+            ret = e->cb.event(e->arg, &row.ev);
+            break;
+        case EACH_DELIVERY:
+            delivery_from_row(rd.st, &row.d);
+            ret = e->cb.delivery(e->arg, &row.d);
+            break;
+        case EACH_KEY:
+            key_from_row(rd.st, &row.k);
+            ret = e->cb.key(e->arg, &row.k);
+            break;
+        }
+    }
+    if (ret == STORE_OK)
+        ret = store_err_from_sqlite(rc);
+    if (ret == STORE_OK && none_is_error && !found)
+        ret = STORE_ERR_NOTFOUND;
+    rd_end(&rd);
+    return ret;
+}
+
+/* Read the one event row of q (a[0..n) bound) into out. Its strings die
+ * with the read: the unit is copied into buf (given, buflen > 0) when the
+ * row has one, or as "" when empty_ok, and out->unit points there; else
+ * it is NULL; out->text is NULL. Without empty_ok the audit trail's
+ * strings follow the unit in buf as room allows (store_event_copy_strings);
+ * with it they are NULL. STORE_ERR_NOTFOUND when there is no row. */
+static int rd_event(struct store_backend *s, enum q q, const struct sql_arg *a, size_t n,
+                    struct store_event *out, char *buf, size_t buflen, int empty_ok)
+{
+    struct rd rd;
+    int err = rd_begin(s, &rd, q, a, n);
+    int rc = err == STORE_OK ? step_retry(rd.st) : SQLITE_OK;
+    if (err == STORE_OK && rc == SQLITE_ROW) {
+        event_from_row(rd.st, out);
+        if (!empty_ok) {
+            /* the unit, then the audit trail's strings (store.h) */
+            store_event_copy_strings(out, buf, buflen);
+        } else {
+            const char *unit = out->unit;
+            out->unit = NULL;
+            if (buf != NULL && buflen > 0) {
+                snprintf(buf, buflen, "%s", unit != NULL ? unit : "");
+                out->unit = buf;
+            }
+            out->text = NULL;
+            out->actor = out->request_id = out->chain = NULL;
+        }
+    } else if (err == STORE_OK) {
+        err = rc == SQLITE_DONE ? STORE_ERR_NOTFOUND : store_err_from_sqlite(rc);
+    }
+    rd_end(&rd);
+    return err;
+}
+
+/* Read the integer in the first column of q's one row (a[0..n) bound) into
+ * *out; no row reads as 0 when none_ok, else fails (I/O). */
+static int rd_int(struct store_backend *s, enum q q, const struct sql_arg *a, size_t n, int none_ok,
+                  int64_t *out)
+{
+    struct rd rd;
+    int err = rd_begin(s, &rd, q, a, n);
+    int rc = err == STORE_OK ? step_retry(rd.st) : SQLITE_OK;
+    if (err == STORE_OK && rc == SQLITE_ROW)
+        *out = sqlite3_column_int64(rd.st, 0);
+    else if (err == STORE_OK && rc == SQLITE_DONE && none_ok)
+        *out = 0;
+    else if (err == STORE_OK)
+        err = rc == SQLITE_DONE ? STORE_ERR_IO : store_err_from_sqlite(rc);
+    rd_end(&rd);
+    return err;
+}
+
+static int sq_load_experiments(struct store_backend *s,
+                               int (*cb)(void *arg, const struct store_experiment_row *row),
+                               void *arg)
+{
+    const struct rd_each e = {.kind = EACH_EXPERIMENT, .cb.experiment = cb, .arg = arg};
+    return rd_each(s, Q_EXPERIMENTS, NULL, 0, &e, 0);
+}
+
+static int sq_find_experiment(struct store_backend *s, const char *id,
+                              int (*cb)(void *arg, const struct store_experiment_row *row),
+                              void *arg)
+{
+    const struct sql_arg a[] = {arg_text(id)};
+    const struct rd_each e = {.kind = EACH_EXPERIMENT, .cb.experiment = cb, .arg = arg};
+    return rd_each(s, Q_EXPERIMENT_BY_ID, a, 1, &e, 1);
+}
+
+static int sq_load_events(struct store_backend *s, int64_t exp, int64_t after_seq,
+                          int (*cb)(void *arg, const struct store_event *ev), void *arg)
+{
+    const struct sql_arg a[] = {arg_int(exp), arg_int(after_seq)};
+    const struct rd_each e = {.kind = EACH_EVENT, .cb.event = cb, .arg = arg};
+    return rd_each(s, Q_EVENTS, a, NARGS(a), &e, 0);
+}
+
+static int sq_find_assignment(struct store_backend *s, int64_t exp, int64_t seq,
+                              struct store_event *out, char *buf, size_t buflen)
+{
+    const struct sql_arg a[] = {arg_int(exp), arg_int(seq)};
+    return rd_event(s, Q_ASSIGNMENT, a, NARGS(a), out, buf, buflen, 0);
+}
+
+static int sq_find_outcome_kind(struct store_backend *s, int64_t exp, int64_t ref, int kind,
+                                struct store_event *out, char *buf, size_t buflen)
+{
+    /* a UNIT event's unit, copied out; "" for the others */
+    const struct sql_arg a[] = {arg_int(exp), arg_int(ref), arg_int(kind)};
+    return rd_event(s, Q_OUTCOME, a, NARGS(a), out, buf, buflen, 1);
+}
+
+static int sq_find_unit_in(struct store_backend *s, int64_t exp, const char *unit, int bandit,
+                           struct store_event *out)
+{
+    const struct sql_arg a[] = {arg_int(exp), arg_text(unit), arg_int(bandit)};
+    int err = rd_event(s, Q_UNIT, a, NARGS(a), out, NULL, 0, 0);
+    if (err == STORE_OK)
+        out->unit = unit; /* the caller's string, equal to the stored one */
+    return err;
+}
+
+static int sq_last_seq(struct store_backend *s, int64_t exp, int64_t *out)
+{
+    const struct sql_arg a[] = {arg_int(exp)};
+    return rd_int(s, Q_LAST_SEQ, a, 1, 1, out); /* no event: 0 */
+}
+
+/* --- outbox ------------------------------------------------------------------ */
 
 static int sq_outbox_pending(struct store_backend *s, int64_t after_id, int limit,
                              int (*cb)(void *arg, const struct store_delivery *d), void *arg)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    int ret, rc;
-
-    ret = read_begin(s, Q_OUTBOX_PENDING, &r, &st);
-    if (ret != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, after_id);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 2, limit);
-    ret = rc == SQLITE_OK ? outbox_rows(st, cb, arg) : store_err_from_sqlite(rc);
-out:
-    if (r)
-        reader_put(r, Q_OUTBOX_PENDING, st);
-    return ret;
+    const struct sql_arg a[] = {arg_int(after_id), arg_int(limit)};
+    const struct rd_each e = {.kind = EACH_DELIVERY, .cb.delivery = cb, .arg = arg};
+    return rd_each(s, Q_OUTBOX_PENDING, a, NARGS(a), &e, 0);
 }
 
 static int sq_outbox_list(struct store_backend *s, int64_t exp, int64_t before_id, int limit,
                           int (*cb)(void *arg, const struct store_delivery *d), void *arg)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    int ret, rc;
-
-    ret = read_begin(s, Q_OUTBOX_LIST, &r, &st);
-    if (ret != STORE_OK)
-        goto out;
-    rc = sqlite3_bind_int64(st, 1, exp);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 2, before_id);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 3, limit);
-    ret = rc == SQLITE_OK ? outbox_rows(st, cb, arg) : store_err_from_sqlite(rc);
-out:
-    if (r)
-        reader_put(r, Q_OUTBOX_LIST, st);
-    return ret;
+    const struct sql_arg a[] = {arg_int(exp), arg_int(before_id), arg_int(limit)};
+    const struct rd_each e = {.kind = EACH_DELIVERY, .cb.delivery = cb, .arg = arg};
+    return rd_each(s, Q_OUTBOX_LIST, a, NARGS(a), &e, 0);
 }
 
 static int sq_outbox_depth(struct store_backend *s, int64_t *out)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    int err, rc;
-
-    err = read_begin(s, Q_OUTBOX_DEPTH, &r, &st);
-    if (err != STORE_OK)
-        goto out;
-    rc = step_retry(st);
-    if (rc == SQLITE_ROW) {
-        *out = sqlite3_column_int64(st, 0);
-        err = STORE_OK;
-    } else {
-        err = rc == SQLITE_DONE ? STORE_ERR_IO : store_err_from_sqlite(rc);
-    }
-out:
-    if (r)
-        reader_put(r, Q_OUTBOX_DEPTH, st);
-    return err;
+    return rd_int(s, Q_OUTBOX_DEPTH, NULL, 0, 0, out); /* count(*): always a row */
 }
 
 /* --- keys -------------------------------------------------------------------- */
+
 static int sq_load_keys(struct store_backend *s,
                         int (*cb)(void *arg, const struct store_key_row *row), void *arg)
 {
-    struct reader *r = NULL;
-    sqlite3_stmt *st = NULL;
-    struct store_key_row row;
-    int ret, rc;
-
-    ret = read_begin(s, Q_KEYS, &r, &st);
-    if (ret != STORE_OK)
-        goto out;
-    for (rc = step_retry(st); rc == SQLITE_ROW; rc = sqlite3_step(st)) {
-        row.rowid = sqlite3_column_int64(st, 0);
-        row.name = (const char *)sqlite3_column_text(st, 1);
-        row.scopes = (const char *)sqlite3_column_text(st, 2);
-        row.hash = (const char *)sqlite3_column_text(st, 3);
-        row.created_ms = sqlite3_column_int64(st, 4);
-        row.revoked = sqlite3_column_int(st, 5);
-        row.experiments = (const char *)sqlite3_column_text(st, 6);
-        ret = cb(arg, &row);
-        if (ret != 0)
-            goto out;
-    }
-    ret = store_err_from_sqlite(rc);
-out:
-    if (r)
-        reader_put(r, Q_KEYS, st);
-    return ret;
+    const struct rd_each e = {.kind = EACH_KEY, .cb.key = cb, .arg = arg};
+    return rd_each(s, Q_KEYS, NULL, 0, &e, 0);
 }
 
 /* --- backup ------------------------------------------------------------------ */
@@ -1280,8 +1149,6 @@ out:
 
 static void sq_free(struct store_backend *s);
 
-static void sq_free(struct store_backend *s);
-
 /* Stop the checkpointer and free everything. */
 static void sq_close(struct store_backend *s)
 {
@@ -1302,19 +1169,7 @@ static void sq_close(struct store_backend *s)
 /* Free whatever of s exists. The checkpointer must not be running. */
 static void sq_free(struct store_backend *s)
 {
-    struct reader *r;
-
-    if (s->have_rkey)
-        pthread_key_delete(s->rkey); /* no destructor runs after this */
-    if (s->have_rmu) {
-        pthread_mutex_lock(&s->rmu);
-        while ((r = s->readers) != NULL) {
-            s->readers = r->next;
-            reader_free(r);
-        }
-        pthread_mutex_unlock(&s->rmu);
-        pthread_mutex_destroy(&s->rmu);
-    }
+    store_readers_destroy(&s->readers);
     for (int q = 0; q < Q_COUNT; q++)
         sqlite3_finalize(s->wst[q]);
     sqlite3_close_v2(s->cdb);
@@ -1322,6 +1177,8 @@ static void sq_free(struct store_backend *s)
         pthread_cond_destroy(&s->ckpt_cv);
     /* last connection: checkpoints and removes the WAL */
     sqlite3_close_v2(s->wdb);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd); /* the daemon's claim on the file ends last */
     if (s->have_mu)
         pthread_mutex_destroy(&s->mu);
     free(s->path);
@@ -1350,6 +1207,50 @@ out:
     return rc;
 }
 
+/* One daemon per file: an exclusive flock(2) on PATH.lock (a file of its
+ * own: a second descriptor of the database would drop SQLite's POSIX
+ * locks when closed), held until the store closes, with the holder's pid
+ * written in it for the message. Two daemons on one file would each keep
+ * its experiments in memory and append to their logs under the same seqs.
+ * The CLI (keys, backup) does not ask, and runs beside the daemon. */
+static int sq_serve_exclusive(struct store_backend *s, char *err, size_t errlen)
+{
+    char lock[PATH_MAX], pid[32] = "";
+    int n = snprintf(lock, sizeof lock, "%s.lock", s->path);
+    if (n < 0 || (size_t)n >= sizeof lock) {
+        snprintf(err, errlen, "%s: path too long", s->path);
+        return STORE_ERR_IO;
+    }
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", lock, strerror(errno));
+        return errno == ENOSPC || errno == EROFS ? STORE_ERR_FULL : STORE_ERR_IO;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        ssize_t got = read(fd, pid, sizeof pid - 1);
+        pid[got > 0 ? got : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        close(fd);
+        if (e != EWOULDBLOCK) {
+            snprintf(err, errlen, "%s: %s", lock, strerror(e));
+            return STORE_ERR_IO;
+        }
+        snprintf(err, errlen,
+                 "%s is served by another banditd (pid %s, %s): two daemons on one SQLite file "
+                 "would overwrite each other's experiments; stop it first (several daemons need "
+                 "PostgreSQL: --db postgresql://...)",
+                 s->path, pid[0] ? pid : "?", lock);
+        return STORE_ERR_EXISTS;
+    }
+    snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, strlen(pid), 0) < 0) {
+        /* the lock holds all the same; only the message would lack the pid */
+    }
+    s->lock_fd = fd;
+    return STORE_OK;
+}
+
 /* Whatever is not a postgresql:// URI is an SQLite file. */
 static int sq_claims(const char *target)
 {
@@ -1374,18 +1275,15 @@ static struct store_backend *sq_open(const char *path, enum store_sync sync, int
         goto fail;
     }
     s->sync = sync;
+    s->lock_fd = -1;
     if ((prc = pthread_mutex_init(&s->mu, NULL)) != 0)
         goto fail_sys;
     s->have_mu = 1;
     if ((prc = pthread_cond_init(&s->ckpt_cv, NULL)) != 0)
         goto fail_sys;
     s->have_ckpt_cv = 1;
-    if ((prc = pthread_mutex_init(&s->rmu, NULL)) != 0)
+    if ((prc = store_readers_init(&s->readers, reader_free)) != 0)
         goto fail_sys;
-    s->have_rmu = 1;
-    if ((prc = pthread_key_create(&s->rkey, reader_thread_exit)) != 0)
-        goto fail_sys;
-    s->have_rkey = 1;
 
     if (create_private(path, 0) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "open %s: %s", path, strerror(errno));
@@ -1494,6 +1392,7 @@ const struct store_backend_ops store_sqlite_ops = {
     .purge_step = sq_purge_step,
     .errmsg = sq_errmsg,
     .describe = sq_describe,
+    .serve_exclusive = sq_serve_exclusive,
     .file = sq_describe,
     .commit_failed = sq_commit_failed,
     .stats = sq_stats,

@@ -713,6 +713,11 @@ const char *store_describe(const struct store *s)
     return s->ops->describe(s->be);
 }
 
+int store_serve_exclusive(struct store *s, char *err, size_t errlen)
+{
+    return s->ops->serve_exclusive != NULL ? s->ops->serve_exclusive(s->be, err, errlen) : STORE_OK;
+}
+
 const char *store_file(const struct store *s)
 {
     return s->ops->file != NULL ? s->ops->file(s->be) : NULL;

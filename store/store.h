@@ -86,6 +86,13 @@ const char *store_describe(const struct store *s);
  * for what watches it (API keys: auth_watch); NULL otherwise. Borrowed. */
 const char *store_file(const struct store *s);
 
+/* This process serves the database as a daemon: refuse (STORE_ERR_EXISTS,
+ * with who in err) when another daemon already does and the engine allows
+ * one only (SQLite: a lock on PATH.lock, held until store_close); several
+ * daemons may share a PostgreSQL database (ownership, below). The tools
+ * (keys, backup) do not call it and run beside the daemon. */
+int store_serve_exclusive(struct store *s, char *err, size_t errlen);
+
 /* Schema version this build writes (PRAGMA user_version). */
 int store_schema_version(void);
 

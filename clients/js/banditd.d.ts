@@ -93,9 +93,9 @@ export interface ArmStatus {
 
 /** @schema StopEval */
 export interface StopEval {
-  rule: 'delta_c' | 'glr' | 'glr-heuristic' | 'rho' | 'policy' | 'none';
+  rule: string;
   proven: boolean;
-  fires_when: 'evidence <= threshold' | 'evidence > threshold' | 'evidence >= threshold' | null;
+  fires_when: string | null;
   evidence: number | null;
   threshold: number | null;
   error_bound: number | null;
@@ -136,17 +136,14 @@ export interface Status {
   bandits: BanditStatus[];
 }
 
-export type GoalPatch = { budget: number | null };
-export type RetireArm = { arm: string; bandit?: string };
-
 /** @schema ExperimentPatch */
 export interface ExperimentPatch {
   state?: State;
   name?: string;
-  goal?: GoalPatch;
+  goal?: { budget?: number | null };
   assignment_ttl_s?: number;
   reason?: string;
-  retire?: RetireArm;
+  retire?: { bandit?: string; arm: string };
 }
 
 /** @schema FieldError */

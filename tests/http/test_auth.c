@@ -220,9 +220,10 @@ static const char *route_body(const struct http_route *rt, int n)
         snprintf(buf, sizeof buf, "{\"assignment_id\":\"%s\",\"unit\":\"u1\"}", g_leased);
         return buf;
     }
-    if (strstr(rt->pattern, "/corrections")) { /* rewarded by then: the report key's turn */
-        static char buf[192];
-        snprintf(buf, sizeof buf, "{\"assignment_id\":\"%s\",\"reward\":0,\"reason\":\"typo\"}",
+    if (strstr(rt->pattern, "/corrections")) { /* admin only: once, after the reward */
+        static char buf[200];
+        snprintf(buf, sizeof buf,
+                 "{\"assignment_id\":\"%s\",\"reward\":0,\"reason\":\"scope matrix\"}",
                  g_assignment);
         return buf;
     }
@@ -232,7 +233,7 @@ static const char *route_body(const struct http_route *rt, int n)
         return buf;
     }
     if (strcmp(rt->pattern, "/v1/plan") == 0)
-        return "{\"experiment\":{\"arms\":[\"a\",\"b\"]},\"means\":[[0.6,0.4]],\"runs\":2}";
+        return "{\"experiment\":{\"arms\":[\"a\",\"b\"]},\"means\":[0.5,0.4],\"runs\":1}";
     if (strcmp(rt->method, "PATCH") == 0)
         return "{\"state\":\"running\"}";
     if (strcmp(rt->method, "POST") == 0)

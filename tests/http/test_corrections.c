@@ -180,6 +180,24 @@ static void test_correction_refused(void **state)
     assert_true(tproblem_has_field(r, "assignment_id"));
     tresp_free(r);
 
+    /* An expiry that recorded the default reward counts: it can be
+     * corrected; one without a default cannot. */
+    json_decref(texp_create(tgroup_d, "{\"id\":\"co2d\",\"arms\":[\"a\",\"b\"],\"seed\":15,"
+                                      "\"assignment_ttl_s\":1,\"default_reward\":0}"));
+    json_t *e = texp_assign(tgroup_d, "co2d", NULL);
+    tsleep_ms(1200);
+    json_t *st = texp_status(tgroup_d, "co2d");
+    assert_int_equal(tjson_int(st, "pulls"), 1); /* expired, counted at 0 */
+    json_decref(st);
+    r = correct("co2d", tjson_str(e, "[0].id"), 1, "converted after the window");
+    assert_status(r, 201);
+    assert_true(tjson_num(r->json, "previous") == 0);
+    tresp_free(r);
+    st = texp_status(tgroup_d, "co2d");
+    assert_true(arm_mean(st, tjson_str(e, "[0].arm")) == 1);
+    json_decref(st);
+    json_decref(e);
+
     /* After a stop the result stands. */
     r = treq(tgroup_d, "PATCH", "/v1/experiments/co2", "{\"state\":\"stopped\"}", NULL);
     assert_status(r, 200);
@@ -187,7 +205,7 @@ static void test_correction_refused(void **state)
     r = correct("co2", done, 0, "too late");
     assert_problem(r, 409);
     tresp_free(r);
-    json_t *st = texp_status(tgroup_d, "co2");
+    st = texp_status(tgroup_d, "co2");
     assert_int_equal(tjson_int(st, "pulls"), 1);
     assert_true(arm_mean(st, tjson_str(b, "[0].arm")) == 1);
     json_decref(st);

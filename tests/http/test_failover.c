@@ -17,7 +17,10 @@
  *   - a frozen owner: a daemon C owns an experiment and is stopped with
  *     SIGSTOP past the lease; B takes it over (C's session is ended) and
  *     serves it; C, continued (SIGCONT), commits nothing more for it and
- *     answers 503 naming B.
+ *     answers 503 naming B;
+ *   - a database that cannot be reached, or does not exist, stops the
+ *     daemon at start with exit status 1 and libpq's reason, the password
+ *     not shown.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -242,11 +245,41 @@ static void test_frozen_owner_commits_nothing(void **state)
     assert_int_equal(tdaemon_stop(f->b), 0);
 }
 
+static void test_unreachable_database_refused(void **state)
+{
+    struct fixture *f = *state;
+    char uri[300], missing[300];
+
+    tpg_new_db(f->uri, sizeof f->uri);
+    f->a = tdaemon_new();
+    assert_non_null(f->a);
+    snprintf(uri, sizeof uri, "postgresql://banditd:sesame@/postgres?host=%s/nowhere",
+             tdaemon_dir(f->a));
+    const char *extra[] = {"--db", uri, NULL};
+    assert_int_equal(tdaemon_launch(f->a, extra, 0), 1000 + 1);
+    char *err = tdaemon_stderr(f->a);
+    assert_non_null(err);
+    if (strstr(err, "postgresql://banditd:***@") == NULL || strstr(err, "sesame") != NULL)
+        fail_msg("start on an unreachable database: %s", err);
+    free(err);
+    /* a database that does not exist on a server that does */
+    size_t q = strcspn(f->uri, "?");
+    snprintf(missing, sizeof missing, "%.*s_gone%s", (int)q, f->uri, f->uri + q);
+    const char *extra2[] = {"--db", missing, NULL};
+    assert_int_equal(tdaemon_launch(f->a, extra2, 0), 1000 + 1);
+    err = tdaemon_stderr(f->a);
+    assert_non_null(err);
+    if (strstr(err, "does not exist") == NULL)
+        fail_msg("start on a missing database: %s", err);
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_non_owner_and_failover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_frozen_owner_commits_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unreachable_database_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

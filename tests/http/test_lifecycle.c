@@ -289,6 +289,14 @@ static void test_history_bounded(void **state)
     assert_int_equal(json_array_size(json_object_get(h, "time")), n);
     assert_int_equal(json_array_size(tjson_get(h, "bandits[0].delta_c")), n);
     assert_int_equal(json_array_size(tjson_get(h, "bandits[0].rho")), n);
+    /* the stop rule's error bound beside δᶜ: a number in [0, 1] (the
+     * default rule, the proven GLR, has one at every point) */
+    json_t *eb = tjson_get(h, "bandits[0].error_bound");
+    assert_int_equal(json_array_size(eb), n);
+    for (size_t i = 0; i < n; i++) {
+        double v = json_number_value(json_array_get(eb, i));
+        assert_true(json_is_number(json_array_get(eb, i)) && v >= 0 && v <= 1);
+    }
     assert_int_equal(json_array_size(tjson_get(h, "bandits[0].arm_pulls.a")), n);
     assert_int_equal(json_array_size(tjson_get(h, "bandits[0].arm_pulls.b")), n);
     /* Increasing pulls, from the start to near the end, arms adding up. */

@@ -69,8 +69,7 @@ static void check_cases(const char *name, const char *arms, double eps, const st
         assert_true(engine_rule_proven(&c, cs[i].want));
         struct sim_result r;
         snprintf(label, sizeof label, "%s: %s %s (%s) d=%g", name, cs[i].policy,
-                 stop_rule_name(cs[i].stop),
-                 stop_rule_name(cs[i].want), DELTA);
+                 stop_rule_name(cs[i].stop), stop_rule_name(cs[i].want), DELTA);
         stattest_run(label, &p, &o, &r);
         stattest_assert_rate_at_most(label, r.errors, r.runs, DELTA, ALPHA);
         assert_int_equal(r.capped, 0);

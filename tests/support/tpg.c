@@ -153,7 +153,10 @@ static int start_locked(char *err, size_t errlen)
             "max_connections = 300\nshared_buffers = 32MB\nfsync = on\n"
             "synchronous_commit = on\n",
             g_dir);
-    fclose(f);
+    if (fclose(f) != 0) {
+        snprintf(err, errlen, "%s: %s", conf, strerror(errno));
+        return -1;
+    }
     /* the watchdog first: from here on the server never outlives us */
     if (pipe2(pfd, O_CLOEXEC) != 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));

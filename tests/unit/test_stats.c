@@ -1030,6 +1030,40 @@ static void test_glr_stop(void **state)
     gsl_rng_free(r);
 }
 
+/* One GLR for both kinds of returned set: a mask holding one arm and that
+ * arm given as `best` (ε = 0) give the same statistic, bit for bit, and the
+ * same stop under both thresholds. */
+static void test_glr_best_is_glr(void **state)
+{
+    (void)state;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 78);
+    int stops = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        size_t k = 2 + gsl_rng_uniform_int(r, 5);
+        struct stats_arm arms[6];
+        double t = 0;
+        for (size_t i = 0; i < k; i++) {
+            uint64_t n = (trial % 7 == 0 && i == 1) ? 0 : 1 + gsl_rng_uniform_int(r, 5000);
+            arms[i] = mk_arm(n, gsl_rng_uniform(r), 0.1);
+            t += (double)n;
+        }
+        size_t best = gsl_rng_uniform_int(r, k); /* often not the empirical best */
+        unsigned char high[6] = {0};
+        high[best] = 1;
+        assert_true(stats_glr(arms, k, high) == stats_glr_best(arms, k, best, 0));
+        for (int c = 0; c < 2; c++) {
+            enum stats_glr_threshold kind = c ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
+            double beta = stats_glr_threshold(kind, t, k, 1, 0.05);
+            int a = stats_glr_stop(arms, k, high, kind, 1, 0.0, 0.05);
+            assert_int_equal(a, stats_glr_stop_best(arms, k, best, 0, kind, beta));
+            stops += a;
+        }
+    }
+    assert_true(stops > 100 && stops < 5900); /* the comparison saw both outcomes */
+    gsl_rng_free(r);
+}
+
 /* ---- ordering -------------------------------------------------------------- */
 
 struct ref_ctx {
@@ -1196,6 +1230,7 @@ int main(void)
         cmocka_unit_test(test_glr),
         cmocka_unit_test(test_glr_threshold),
         cmocka_unit_test(test_glr_stop),
+        cmocka_unit_test(test_glr_best_is_glr),
         cmocka_unit_test(test_pair_mixture),
         cmocka_unit_test(test_top_m),
         cmocka_unit_test(test_normal_sf),

@@ -15,6 +15,7 @@
 
 #include <gsl/gsl_rng.h>
 
+#include "policies/order.h"
 #include "policies/stop.h"
 
 static struct stats_arm sampled_arm(gsl_rng *r, uint64_t n, double p)
@@ -174,6 +175,44 @@ static void test_glr_epsilon(void **state)
     gsl_rng_free(r);
 }
 
+/* The evidence's pruned search gives the minimum over all pairs exactly:
+ * against the brute force over every pair, at K up to 40 and top m. */
+static void test_glr_evidence_exact(void **state)
+{
+    (void)state;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 17);
+    for (int it = 0; it < 60; it++) {
+        size_t k = 2 + (size_t)gsl_rng_uniform_int(r, 39);
+        unsigned m = 1 + (unsigned)gsl_rng_uniform_int(r, k > 4 ? 3 : 1);
+        struct stats_arm arms[41];
+        for (size_t i = 0; i < k; i++)
+            arms[i] = sampled_arm(r, 5 + gsl_rng_uniform_int(r, 4000), gsl_rng_uniform(r));
+        unsigned char high[41] = {0};
+        order_top_m(arms, k, m, NULL, high);
+        double eps = it % 2 ? 0.03 : 0.0;
+        for (int kind = 0; kind < 2; kind++) {
+            enum stats_glr_threshold kd = kind ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
+            double brute = INFINITY;
+            for (size_t i = 0; i < k; i++)
+                for (size_t j = 0; j < k; j++) {
+                    if (!high[i] || high[j])
+                        continue;
+                    int ahead =
+                        eps > 0 ? arms[j].mean >= arms[i].mean + eps : arms[j].mean >= arms[i].mean;
+                    double z = ahead ? 0.0 : stats_glr_pair_z(&arms[i], &arms[j], eps);
+                    double e = stats_glr_pair_evidence(kd, &arms[i], &arms[j], z, eps);
+                    brute = e < brute ? e : brute;
+                }
+            double got = stop_glr_evidence(arms, k, high, kd, eps);
+            if (got != brute)
+                fail_msg("k %zu m %u eps %g kind %d: %.17g, brute force %.17g", k, m, eps, kind,
+                         got, brute);
+        }
+    }
+    gsl_rng_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -181,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_rule_matches_bound),
         cmocka_unit_test(test_edges),
         cmocka_unit_test(test_glr_epsilon),
+        cmocka_unit_test(test_glr_evidence_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

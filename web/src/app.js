@@ -418,7 +418,7 @@ class BanditView {
     this.armsHost = h('div', { class: 'table-wrap' });
     const grid = h('div', { class: 'grid' },
         figure('conf', CONF_CAPTION, this.confHost, this.histFallback,
-          'δᶜ bounds the chance that the recommendation is wrong, at any time (proven); the δᶜ rule stops at δᶜ ≤ δ, the GLR rule (the default) on its own bound, named in the decision above. ρ̄ is the Bayesian confidence (no proof), drawn as 1 − ρ̄.'),
+          'δᶜ bounds the chance that the recommendation is wrong, at any time (proven); the δᶜ rule stops at δᶜ ≤ δ, the GLR rule (the default) on its own error bound, the dotted line, named in the decision above. ρ̄ is the Bayesian confidence (no proof), drawn as 1 − ρ̄.'),
         figure('ci', 'Means and confidence intervals against the cutoff c* (Kalyanakrishnan & Stone, Fig. 1)', this.ciHost, null,
           'Solid: recommended arms, which should sit above c*; pale with a hollow dot: the others, below it. Dots are means; bars span the intervals; each arm in its colour.'),
         figure('hist', 'Pulls per arm, best mean first (Kalyanakrishnan & Stone, Fig. 2c)', this.histHost, null,

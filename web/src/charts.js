@@ -16,6 +16,7 @@ const GRID = 'rgba(0,0,0,0.08)';
 const CUTOFF = '#D55E00';
 const DELTA_C = '#0072B2';
 const ONE_MINUS_RHO = '#009E73';
+const STOP_BOUND = '#CC79A7'; // the stop rule's own error bound, when it is not δᶜ
 
 const SVGNS = 'http://www.w3.org/2000/svg';
 function s(tag, attrs = {}, text) {
@@ -109,19 +110,24 @@ export class ConfidenceChart {
   update(series, delta, target = true) {
     const n = series.x.length;
     const oneMinusRho = series.rho.map((r) => Math.max(0, 1 - r));
-    const { floor, clipped } = logAxisFloor(delta, series.dc, oneMinusRho);
+    const eb = series.eb;
+    const { floor, clipped } = logAxisFloor(delta, series.dc, oneMinusRho, ...(eb ? [eb] : []));
     const decades = [];
     for (let e = Math.round(Math.log10(floor)); e <= 0; e++) decades.push(10 ** e);
     const pin = (v) => (v === null || v === undefined ? null : Math.max(v, floor));
     const data = [series.x, series.dc.map(pin), oneMinusRho.map(pin), new Array(n).fill(delta)];
     this.raw = [series.x, series.dc, oneMinusRho, data[3]];
+    if (eb) {
+      data.push(eb.map(pin));
+      this.raw.push(eb);
+    }
     this.floor = floor;
     this.clipped = clipped;
     const raw = () => this.raw;
     const prob = (v, ref) => (v < floor ? `${fmtProb(v, ref)}, below the axis` : fmtProb(v, ref));
     const deltaLabel = target ? `target δ = ${fmtParam(delta)}` : `δ = ${fmtParam(delta)}`;
     this.plot.update(
-      `conf-${floor}-${clipped}-${deltaLabel}`,
+      `conf-${floor}-${clipped}-${deltaLabel}-${series.ebLabel}`,
       () => ({
         scales: { x: { time: false }, y: { distr: 3, range: () => [floor, 1] } },
         axes: [
@@ -138,16 +144,18 @@ export class ConfidenceChart {
           { label: 'δᶜ', stroke: DELTA_C, width: 2, value: legendValue(raw, (v) => prob(v, delta)) },
           { label: '1 − ρ̄', stroke: ONE_MINUS_RHO, width: 1.5, dash: [5, 3], value: legendValue(raw, (v) => prob(v)) },
           { label: deltaLabel, stroke: CUTOFF, width: 1.5, dash: [8, 5], points: { show: false }, value: () => fmtParam(delta) },
+          ...(eb ? [{ label: series.ebLabel, stroke: STOP_BOUND, width: 2, dash: [2, 3], value: legendValue(raw, (v) => prob(v, delta)) }] : []),
         ],
         cursor: { drag: { x: false, y: false } },
       }),
       data,
     );
     const last = n - 1;
+    const ebWords = eb && eb[last] !== null && eb[last] !== undefined ? ` The ${series.ebLabel} is now ${fmtProb(eb[last], delta)}.` : '';
     return n === 0
       ? 'No pulls yet: δᶜ starts at 1.'
       : `δᶜ went from ${fmtProb(series.dc[0], delta)} to ${fmtProb(series.dc[last], delta)} over ${fmtInt(series.x[last])} pulls; ` +
-          `${target ? 'the target δ' : 'δ'} is ${fmtParam(delta)}; ρ̄ is now ${fmtProb(series.rho[last])}.`;
+          `${target ? 'the target δ' : 'δ'} is ${fmtParam(delta)}; ρ̄ is now ${fmtProb(series.rho[last])}.${ebWords}`;
   }
 
   // The y axis's label of tick t: the floor says "≤" when values sit on it.

@@ -286,15 +286,23 @@ export function bandit_series(hist, st, bi) {
   const sb = st.bandits[bi];
   const dc = (hb?.delta_c || []).slice();
   const rho = (hb?.rho || []).slice();
+  const eb = (hb?.error_bound || dc.map(() => null)).slice();
   const arms = {};
   for (const a of sb.arms) arms[a.id] = (hb?.arm_pulls?.[a.id] || []).slice();
   if (st.pulls > 0 && (x.length === 0 || st.pulls > x[x.length - 1])) {
     x.push(st.pulls);
     dc.push(sb.delta_c);
     rho.push(sb.rho);
+    eb.push(sb.stop ? sb.stop.error_bound : null);
     for (const a of sb.arms) arms[a.id].push(a.pulls);
   }
-  return { x, dc, rho, arms };
+  // The stop rule's own bound gets a line of its own when it is not δᶜ
+  // (the GLR rule, a policy's GLR): what the decision's sentence quotes.
+  const rule = sb.stop?.rule;
+  const ebLabel = rule && rule !== 'delta_c' && eb.some((v) => v !== null && v !== undefined)
+    ? `error bound (${rule === 'policy' ? `${st.policy}'s rule` : RULE_WORDS[rule]?.replace(/^the /, '') || rule})`
+    : null;
+  return { x, dc, rho, arms, eb: ebLabel ? eb : null, ebLabel };
 }
 
 // The answer of POST /v1/plan in words: the lower bound no δ-correct

@@ -12,13 +12,24 @@ import { OPERATIONS } from '../banditd.js';
 const doc = JSON.parse(readFileSync(join(ROOT, 'docs/openapi.json'), 'utf8'));
 const dts = readFileSync(new URL('../banditd.d.ts', import.meta.url), 'utf8');
 
-/** The interfaces tagged @schema: name -> { schema, fields: {name: optional} }. */
+/** The interfaces tagged @schema: name -> { schema, fields: {name: optional} }.
+ * Fields are the members at the interface's own level (inline object
+ * types nest braces: their members are not the interface's). */
 function tagged() {
   const out = new Map();
-  const re = /\/\*\*\s*@schema\s+(\w+)\s*\*\/\s*export interface (\w+)\s*\{([^}]*)\}/g;
+  const re = /\/\*\*\s*@schema\s+(\w+)\s*\*\/\s*export interface (\w+)\s*\{/g;
   for (const m of dts.matchAll(re)) {
+    let depth = 1;
+    let i = m.index + m[0].length;
+    let top = '';
+    for (; i < dts.length && depth > 0; i++) {
+      const c = dts[i];
+      if (c === '{') depth++;
+      else if (c === '}') depth--;
+      else if (depth === 1) top += c;
+    }
+    const body = top.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
     const fields = {};
-    const body = m[3].replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
     for (const f of body.matchAll(/^\s*(\w+)(\?)?\s*:/gm)) fields[f[1]] = f[2] === '?';
     out.set(m[2], { schema: m[1], fields });
   }

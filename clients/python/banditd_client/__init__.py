@@ -49,6 +49,7 @@ __all__ = [
     "Status",
     "BanditStatus",
     "ArmStatus",
+    "StopEval",
     "Problem",
     "FieldError",
     "ExperimentPatch",
@@ -148,8 +149,6 @@ class ArmStatus(_ArmStatus, total=False):
 
 
 class StopEval(TypedDict):
-    """A bandit's stop rule against its own threshold (docs/stop-rules.md)."""
-
     rule: str
     proven: bool
     fires_when: Optional[str]
@@ -198,27 +197,13 @@ class Status(_Status, total=False):
     bandits_total: int
 
 
-class GoalPatch(TypedDict):
-    budget: Optional[int]
-
-
-class _RetireArm(TypedDict):
-    arm: str
-
-
-class RetireArm(_RetireArm, total=False):
-    bandit: str
-
-
 class ExperimentPatch(TypedDict, total=False):
-    """What PATCH /v1/experiments/{id} may change (every field optional)."""
-
     state: State
     name: str
-    goal: GoalPatch
+    goal: Dict[str, Any]
     assignment_ttl_s: int
     reason: str
-    retire: RetireArm
+    retire: Dict[str, str]
 
 
 class FieldError(TypedDict):

@@ -271,7 +271,7 @@ def section(ctx):
                                  f"TaS + heuristic GLR ≈ {tas_ref}×",
                                  f"{bp[0]:.2f}× [{lo:.2f}, {hi:.2f}] ({row_label(bp)})"))
         if ba and ba is not bp:
-            ctx.headline.append(("lower bound", f"lowest of all rules, δ = {d}", f"TaS + heuristic GLR ≈ {tas_ref}×",
+            ctx.headline.append(("lower bound", f"lowest of all rules, unproven ones included, δ = {d}", f"TaS + heuristic GLR ≈ {tas_ref}×",
                                  f"{ba[0]:.2f}× ({row_label(ba)}; guarantee: {ba[5]})"))
         x = next((x for x in ratios if x[2] == "Track-and-Stop" and x[3] == "glr" and x[1] == d), None)
         if x:
