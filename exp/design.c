@@ -91,8 +91,9 @@ int exp_design_hash_of(const struct exp_config *c, char out[DIGEST_SHA256_HEX + 
 
 const char *exp_design_hash_initial(struct exp *x)
 {
-    /* Computed once, under the lock (every caller holds it): the
-     * configuration never changes. */
+    /* Computed once, when x is made (registry.c, before anyone else sees
+     * it): the configuration never changes. Computed again here only if
+     * that failed (out of memory), under the lock. */
     if (x->design0[0] == '\0' && exp_design_hash_of(&x->cfg, x->design0) != 0)
         x->design0[0] = '\0';
     return x->design0;

@@ -67,7 +67,7 @@ struct exp_data {
     size_t mhead, mlen;
     struct exp_design_log *design; /* design.c: the hash in force and the latest
                                     * changes; NULL until the first edit */
-    char chain[65]; /* audit.c: the hash chain after the last event; "" before any */
+    char chain[65];                /* audit.c: the hash chain after the last event; "" before any */
 };
 
 struct exp {
@@ -92,7 +92,7 @@ struct exp {
     atomic_int owned;
     char owner[128]; /* (mu) the owner's address, from the last refused claim */
     struct exp_config cfg;
-    char design0[65];  /* the design's hash at creation; "" until computed (mu) */
+    char design0[65];  /* the design's hash at creation, computed when x is made */
     char *config_text; /* cfg.json serialised, as stored */
     struct exp_data *d;
     char corrupt[256]; /* why its log cannot be served; "" when it can (mu) */

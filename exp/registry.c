@@ -449,6 +449,9 @@ static struct exp *exp_new(struct exp_config *cfg, int64_t created_ms, char *err
     x->token = exp_make_token(x->id, created_ms);
     atomic_init(&x->owned, 1); /* what it creates, a daemon owns */
     x->config_text = exp_config_stored_text(&x->cfg);
+    /* before x is visible: read without the lock from then on (a
+     * correction's rebuild replays with it released) */
+    exp_design_hash_initial(x);
     x->d = exp_data_new(&x->cfg, err, errlen);
     if (x->config_text == NULL || x->d == NULL) {
         if (x->config_text == NULL)

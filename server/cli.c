@@ -42,7 +42,8 @@ static void usage(void)
                     "       banditd backup --db PATH --to FILE\n"
                     "       banditd audit verify --db PATH [ID]\n"
                     "  (--config FILE may replace --db: its `db` setting is used)\n"
-                    "  scopes: admin (everything), assign, report, read\n"
+                    "  scopes: admin (everything), assign, report, read, unblinded (read, and\n"
+                    "  blinded experiments in full)\n"
                     "  --experiments: the key works only for these experiments (a key for a\n"
                     "  web page: e.g. --scope assign,report --experiments checkout-button)\n"
                     "  --stdin: store the key read from standard input (made by an earlier\n"
@@ -170,7 +171,8 @@ static int keys_create(const struct cli_args *a)
         return 2;
     }
     if (auth_parse_scopes(a->scope, &scopes, bad, sizeof bad) != 0) {
-        fprintf(stderr, "banditd: --scope: unknown scope \"%s\" (admin, assign, report, read)\n",
+        fprintf(stderr,
+                "banditd: --scope: unknown scope \"%s\" (admin, assign, report, read, unblinded)\n",
                 bad);
         return 2;
     }
