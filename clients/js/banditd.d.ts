@@ -134,6 +134,10 @@ export interface Status {
   bandits_done?: number;
   bandits_total?: number;
   bandits: BanditStatus[];
+  design_hash?: string;
+  /** the Design schema of docs/openapi.json: frozen, blinded, amendments */
+  design?: Record<string, unknown>;
+  blinded?: boolean;
 }
 
 /** @schema ExperimentPatch */

@@ -195,6 +195,9 @@ class Status(_Status, total=False):
     epsilon: float
     bandits_done: int
     bandits_total: int
+    design_hash: str
+    design: Dict[str, Any]  # the Design schema: frozen, blinded, amendments
+    blinded: bool
 
 
 class ExperimentPatch(TypedDict, total=False):
