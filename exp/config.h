@@ -91,12 +91,12 @@ struct exp_config {
     struct engine_config engine;  /* n_arms and control_arm point into this struct */
     struct exp_webhook *webhooks; /* owned; n_webhooks of them */
     size_t n_webhooks;
-    int design_frozen; /* "design": {"frozen": true}: changes after the first assignment
-                        * only by amendment (exp/design.c) */
+    int design_frozen;  /* "design": {"frozen": true}: changes after the first assignment
+                         * only by amendment (exp/design.c) */
     int design_blinded; /* "design": {"blinded": true}: per-arm figures only for keys
                          * with scope unblinded (api/blind.c) */
-    json_t *json;      /* owned: the normalised configuration as returned; what is stored
-                        * is exp_config_stored_text (the same with the webhooks' secrets) */
+    json_t *json;       /* owned: the normalised configuration as returned; what is stored
+                         * is exp_config_stored_text (the same with the webhooks' secrets) */
 };
 
 /* Parse and validate a create body against lim. On success returns 0 and

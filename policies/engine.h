@@ -59,7 +59,7 @@ enum engine_stop_reason {
     ENGINE_STOPPED_POLICY,     /* the policy's own rule / its phases ended */
 };
 
-#define ENGINE_MAX_BLOCKS 8   /* block sizes to draw from */
+#define ENGINE_MAX_BLOCKS 8      /* block sizes to draw from */
 #define ENGINE_MAX_BLOCK_MULT 64 /* the largest block, in pulls per arm */
 
 struct engine_config {
@@ -78,7 +78,7 @@ struct engine_config {
     const struct policy_ops *policy;
     struct policy_params params; /* validated values, defaults filled */
     /* clinical-trial constraints */
-    uint32_t burn_in;       /* pulls per arm before the policy takes over */
+    uint32_t burn_in; /* pulls per arm before the policy takes over */
     /* Burn-in by permuted blocks (docs/constraints.md): each block gives
      * every arm still in its burn-in m pulls in a random order, m drawn at
      * random from burn_in_blocks[0..n_burn_in_blocks) at each block (cut to
