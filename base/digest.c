@@ -22,13 +22,14 @@ int digest_sha256_hex(const void *const *p, const size_t *len, size_t np,
      * leak what it allocated when its setup fails part way (an allocation
      * failure, test_allocfaults). Most inputs fit the stack. */
     int rc = -1;
-    char stack[2048], *buf = stack;
+    char stack[2048];
     uint8_t d[DIGEST_SHA256_LEN];
     size_t total = 0;
     hex[0] = '\0';
     for (size_t i = 0; i < np; i++)
         total += len[i];
-    if (total > sizeof stack && (buf = malloc(total)) == NULL)
+    char *buf = total > sizeof stack ? malloc(total) : stack;
+    if (buf == NULL)
         return -1;
     size_t off = 0;
     for (size_t i = 0; i < np; i++) {

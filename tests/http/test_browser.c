@@ -61,9 +61,9 @@ static void create(struct tdaemon *d, const char *key, const char *id)
 {
     char body[128], auth[200];
     snprintf(body, sizeof body, "{\"id\":\"%s\",\"arms\":[\"red\",\"green\"]}", id);
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", key);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", key != NULL ? key : "");
     const char *h[] = {auth, NULL};
-    struct tresp *r = treq(d, "POST", "/v1/experiments", body, key ? h : NULL);
+    struct tresp *r = treq(d, "POST", "/v1/experiments", body, key != NULL ? h : NULL);
     assert_status(r, 201);
     tresp_free(r);
 }
