@@ -65,6 +65,8 @@ PARAMS = {
     "kl-lucb": [["rate=heuristic"], ["alpha=1.5", "k1=1000"]],
     "ttts": [["beta=0.3", "max_tries=2", "threshold=heuristic"]],
     "track-and-stop": [["tracking=c", "refresh=3"], ["threshold=heuristic"]],
+    "eb-tc": [["beta=0.3", "slack=0.05", "challenger=tc", "threshold=heuristic"]],
+    "t3c": [["beta=0.3", "threshold=heuristic"]],
     "ucb-e": [["c=0.5"], ["a=40", "h=100"]],
     "gape": [["eta=2"], ["a=30", "h=80"]],
     "gape-v": [["eta=2"], ["a=30", "h=80"]],
