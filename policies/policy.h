@@ -29,10 +29,10 @@
  * (the stats_*.c family, one header), and a family toolkit's own name:
  * fc_ (fc.c, fixed-confidence phases, elimination and the GLR stop),
  * phases_ (phases.c, fixed-budget phases), gapidx_ (gapidx.c), lucb_, gcp_,
- * tas_, engine_. A policy file exports nothing but its vtable, named
- * policy_<file> (lucb1.c: policy_lucb1), listed in list.h, and names its
- * parameters' indices <FILE>_<PARAM> (LUCB1_K1: see policy_param).
- * Everything else is static.
+ * tas_, toptwo_ (the top-two samplers' first pulls and challenger), engine_.
+ * A policy file exports nothing but its vtable, named policy_<file> (lucb1.c:
+ * policy_lucb1), listed in list.h, and names its parameters' indices
+ * <FILE>_<PARAM> (LUCB1_K1: see policy_param). Everything else is static.
  */
 #ifndef BANDITD_POLICIES_POLICY_H
 #define BANDITD_POLICIES_POLICY_H

@@ -65,6 +65,8 @@ PARAMS = {
     "kl-lucb": [["rate=heuristic"], ["alpha=1.5", "k1=1000"]],
     "ttts": [["beta=0.3", "max_tries=2", "threshold=heuristic"]],
     "track-and-stop": [["tracking=c", "refresh=3"], ["threshold=heuristic"]],
+    "eb-tc": [["beta=0.3", "slack=0.05", "challenger=tc", "threshold=heuristic"]],
+    "t3c": [["beta=0.3", "threshold=heuristic"]],
     "ucb-e": [["c=0.5"], ["a=40", "h=100"]],
     "gape": [["eta=2"], ["a=30", "h=80"]],
     "gape-v": [["eta=2"], ["a=30", "h=80"]],
@@ -111,13 +113,15 @@ def main():
         # (label, problem, policy, stop, extra options)
         cases = [("%s/%s/%s" % (pn, pol["name"], stop), pn, pol["name"], stop, [])
                  for pn in PROBLEMS for pol in policies for stop in STOPS]
+        flags = {pol["name"]: pol.get("flags", []) for pol in policies}
         for pol, variants in PARAMS.items():
+            if pol not in flags:
+                continue  # an older binary, from before the policy: compare what both have
             for v in variants:
                 for pn in ("mu1", "topm-multi"):
                     extra = [x for kv in v for x in ("--param", kv)]
                     cases.append(("%s/%s[%s]/policy" % (pn, pol, ",".join(v)), pn, pol, "policy",
                                   extra))
-        flags = {pol["name"]: pol.get("flags", []) for pol in policies}
         with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
             futs = [ex.submit(run_case, a.sim, files[pn], pol, flags[pol], stop,
                               PROBLEMS[pn][1] + extra) for _, pn, pol, stop, extra in cases]

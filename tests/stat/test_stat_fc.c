@@ -1,11 +1,11 @@
 /*
  * test_stat_fc.c — the fixed-confidence policies of docs/policy-formulas.md (direct,
  * incremental, halving, adaptive-topk, lucb1, kl-lucb, ttts,
- * track-and-stop) keep their promise, measured by simulation (sim/sim.h):
+ * track-and-stop, eb-tc, t3c) keep their promise, measured by simulation (sim/sim.h):
  * on Bernoulli instances, with rewards back at once and 100 pulls late, the
  * error rate is not significantly above δ. "Error" is what each paper
  * promises against: a returned arm not (ε, m)-optimal (K&S, LUCB, and the
- * exact best arm for ttts and track-and-stop at ε = 0), aggregate regret
+ * exact best arm for the GLR-stopped samplers at ε = 0), aggregate regret
  * above ε for adaptive-topk (Chen et al. 2017).
  *
  * Each case is a one-sided exact binomial test of "error rate ≤ δ" at level
@@ -80,6 +80,8 @@ static const struct fc_case CASES[] = {
      "{\"m\": 2, \"epsilon\": 0.05, \"delta\": 0.2, \"arms\": " TOP5 "}", PAC, 312},
     {"ttts", "gap4 d=.1", "{\"delta\": 0.1, \"arms\": " GAP4 "}", PAC, 313},
     {"track-and-stop", "gap4 d=.1", "{\"delta\": 0.1, \"arms\": " GAP4 "}", PAC, 314},
+    {"eb-tc", "gap4 d=.1", "{\"delta\": 0.1, \"arms\": " GAP4 "}", PAC, 315},
+    {"t3c", "gap4 d=.1", "{\"delta\": 0.1, \"arms\": " GAP4 "}", PAC, 316},
 };
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -130,6 +132,8 @@ int main(void)
         cmocka_unit_test_prestate(test_policy, (void *)"kl-lucb"),
         cmocka_unit_test_prestate(test_policy, (void *)"ttts"),
         cmocka_unit_test_prestate(test_policy, (void *)"track-and-stop"),
+        cmocka_unit_test_prestate(test_policy, (void *)"eb-tc"),
+        cmocka_unit_test_prestate(test_policy, (void *)"t3c"),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

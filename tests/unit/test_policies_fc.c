@@ -1,7 +1,8 @@
 /*
  * test_policies_fc.c — unit tests for the fixed-confidence policies
  * (direct, incremental, halving, lucb1, kl-lucb, adaptive-topk, ttts,
- * track-and-stop) and their helpers (fc.h, lucb.h, tas.h).
+ * track-and-stop, eb-tc, t3c) and their helpers (fc.h, lucb.h, tas.h,
+ * toptwo.h).
  *
  * Most tests drive a policy through the real engine with a deterministic
  * environment (each reward is the arm's mean, all means distinct), in which
@@ -36,12 +37,20 @@
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define KMAX 16
 
-static const char *const ALL[] = {"direct",  "incremental",   "halving", "lucb1",
-                                  "kl-lucb", "adaptive-topk", "ttts",    "track-and-stop"};
+static const char *const ALL[] = {
+    "direct",        "incremental", "halving",        "lucb1", "kl-lucb",
+    "adaptive-topk", "ttts",        "track-and-stop", "eb-tc", "t3c"};
+
+/* The best-arm samplers stopped by the GLR rule (fc.h's fc_glr). */
+static int is_glr_sampler(const char *name)
+{
+    return strcmp(name, "ttts") == 0 || strcmp(name, "track-and-stop") == 0 ||
+           strcmp(name, "eb-tc") == 0 || strcmp(name, "t3c") == 0;
+}
 
 static int is_topm(const char *name)
 {
-    return strcmp(name, "ttts") != 0 && strcmp(name, "track-and-stop") != 0;
+    return !is_glr_sampler(name);
 }
 
 static struct engine *mk(const char *policy, size_t k, unsigned m, double eps, double delta,
@@ -467,6 +476,45 @@ static void expect_refused(const char *policy, unsigned m, double eps, const cha
         fail_msg("%s: error \"%s\" does not name %s", policy, err, want);
 }
 
+/* ---- top-two samplers under asynchrony ------------------------------------- */
+
+/* eb-tc and t3c (toptwo.h): a block of K assignments on a fresh experiment
+ * covers the K arms; once each arm has a reward, a block of 20 pending
+ * pulls spreads over the challengers (pending pulls count in the
+ * transportation cost) instead of repeating one, and EB-TC's tracking gives
+ * the leader (the empirical best, arm 0) β·20 pulls up to one. */
+static void test_toptwo_blocks(void **state)
+{
+    (void)state;
+    static const double mu[] = {0.5, 0.45, 0.43, 0.4, 0.3};
+    const size_t k = LEN(mu);
+    const char *const names[] = {"eb-tc", "t3c"};
+    for (size_t p = 0; p < LEN(names); p++) {
+        struct engine *e = mk(names[p], k, 1, 0.0, 0.1, 3);
+        unsigned char seen[LEN(mu)] = {0};
+        struct engine_pull pull;
+        for (size_t i = 0; i < k; i++) {
+            assert_int_equal(engine_assign(e, 0, &pull), 0);
+            assert_false(pull.exploit);
+            assert_false(seen[pull.arm]);
+            seen[pull.arm] = 1;
+        }
+        for (size_t i = 0; i < k; i++)
+            engine_reward(e, 0, i, mu[i]);
+        size_t got[LEN(mu)] = {0}, distinct = 0;
+        for (int i = 0; i < 20; i++) {
+            assert_int_equal(engine_assign(e, 0, &pull), 0);
+            assert_false(pull.exploit);
+            distinct += got[pull.arm]++ == 0;
+        }
+        if (distinct < 3)
+            fail_msg("%s: a block of 20 covers %zu arms", names[p], distinct);
+        if (p == 0 && (got[0] < 10 || got[0] > 11))
+            fail_msg("eb-tc: the leader got %zu of 20 pulls at beta = 1/2", got[0]);
+        engine_free(e);
+    }
+}
+
 static void test_params_refused(void **state)
 {
     (void)state;
@@ -485,6 +533,13 @@ static void test_params_refused(void **state)
     expect_refused("ttts", 1, 0.0, "beta", 1.5, "beta");
     expect_refused("ttts", 1, 0.0, "max_tries", 0, "max_tries");
     expect_refused("ttts", 1, 0.0, "max_tries", 2.5, "max_tries");
+    expect_refused("eb-tc", 2, 0.0, NULL, 0, "goal.m");
+    expect_refused("eb-tc", 1, 0.0, "beta", 1.5, "beta");
+    expect_refused("eb-tc", 1, 0.0, "slack", -0.1, "slack");
+    expect_refused("eb-tc", 1, 0.0, "threshold", 2, "threshold");
+    expect_refused("eb-tc", 1, 0.0, "challenger", 2, "challenger");
+    expect_refused("t3c", 2, 0.0, NULL, 0, "goal.m");
+    expect_refused("t3c", 1, 0.0, "beta", -1, "beta");
     expect_refused("lucb1", 1, 0.0, "k1", 0, "k1");
     expect_refused("lucb1", 1, 0.0, "nonsense", 1, "nonsense");
     expect_refused("track-and-stop", 1, 0.0, "tracking", 7, "tracking");
@@ -930,6 +985,7 @@ int main(void)
         cmocka_unit_test(test_atopk_schedule),
         cmocka_unit_test(test_all_policies_run),
         cmocka_unit_test(test_params_refused),
+        cmocka_unit_test(test_toptwo_blocks),
         cmocka_unit_test(test_ops_done_is_final),
         cmocka_unit_test(test_release_reopens_quota),
         cmocka_unit_test(test_fc_phases_carry),
