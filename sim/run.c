@@ -80,6 +80,7 @@ static void fifo_push(struct sim_scratch *s, size_t b, size_t arm, double r)
 static void fifo_deliver(struct sim_scratch *s, struct engine *e)
 {
     struct sim_pending x = s->fifo[s->head];
+    // NOLINTNEXTLINE(clang-analyzer-core.DivideZero): cap = delay + 1 >= 1 (sim_scratch_init)
     s->head = (s->head + 1) % s->cap;
     s->len--;
     engine_reward(e, x.bandit, x.arm, x.r);

@@ -28,6 +28,8 @@ void sim_truth_free(struct sim_truth *t)
 
 int sim_truth_build(const struct sim_problem *p, struct sim_truth *t)
 {
+    if (p->n_bandits == 0)
+        return -1; /* no problem file has none (problem.c): nothing to judge */
     size_t kmax = 0;
     for (size_t b = 0; b < p->n_bandits; b++)
         kmax = p->n_arms[b] > kmax ? p->n_arms[b] : kmax;

@@ -304,7 +304,7 @@ static int until_limited(struct tdaemon *d, const char *key, int n, double *elap
             assert_string_equal(tjson_str(r->json, "type"), "urn:banditd:problem:rate-limited");
             const char *ra = tresp_header(r, "Retry-After");
             assert_non_null(ra);
-            assert_true(atoi(ra) >= 1);
+            assert_true(strtol(ra, NULL, 10) >= 1);
             tresp_free(r);
             break;
         }

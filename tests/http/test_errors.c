@@ -218,7 +218,7 @@ static void test_stop_rule_lists_every_name(void **state)
     json_array_foreach(rules, i, e)
     {
         const char *name = tjson_str(e, "name");
-        if (strstr(msg, name) == NULL)
+        if (strstr(msg != NULL ? msg : "", name) == NULL)
             fail_msg("stop_rule message \"%s\" does not name %s", msg, name);
         /* ... and each is accepted by a policy with a rule of its own. */
         struct tresp *c =

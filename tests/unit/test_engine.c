@@ -474,6 +474,7 @@ static void test_budget_split(void **state)
 /* ---- stop rules ------------------------------------------------------------- */
 
 /* Does bandit b meet `rule` now, recomputed from the status figures? */
+// NOLINTNEXTLINE(misc-no-recursion): one level, for DEFAULT: engine_rule() is never DEFAULT
 static int rule_holds(const struct engine *e, enum engine_stop_rule rule, size_t b)
 {
     unsigned char high[8];
@@ -514,7 +515,7 @@ static int rule_holds(const struct engine *e, enum engine_stop_rule rule, size_t
     case ENGINE_RULE_RHO:
     case ENGINE_RULE_POLICY: /* only used with gcp: ρ̄ ≥ τ */
         return st.rho >= c->tau;
-    case ENGINE_RULE_DEFAULT: /* the rule the engine resolved it to */
+    case ENGINE_RULE_DEFAULT: /* the rule the engine resolved it to (never DEFAULT) */
         return rule_holds(e, engine_rule(e), b);
     default:
         return 0;
