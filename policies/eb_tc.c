@@ -76,14 +76,14 @@ static const struct policy_param_spec eb_tc_params[] = {
 };
 
 struct eb_tc {
+    struct fc_glr glr; /* first: fc_glr_state_done/recommend read the state as this */
     size_t k;
     double beta;
     double eps0;
-    int tci;           /* the challenger's cost has the ln N_j penalty */
-    uint64_t *led;     /* L_i: steps arm i was the leader */
-    uint64_t *pulled;  /* N_i: pulls of arm i while it was the leader */
-    double *val;       /* scratch: means, then the W_j */
-    struct fc_glr glr; /* the stop rule and the recommendation */
+    int tci;          /* the challenger's cost has the ln N_j penalty */
+    uint64_t *led;    /* L_i: steps arm i was the leader */
+    uint64_t *pulled; /* N_i: pulls of arm i while it was the leader */
+    double *val;      /* scratch: means, then the W_j */
 };
 
 static void eb_tc_fini(void *state)
@@ -147,19 +147,6 @@ static int eb_tc_select(void *state, const struct policy_ctx *ctx, int bandit,
     return POLICY_OK;
 }
 
-static int eb_tc_done(void *state, const struct policy_ctx *ctx, size_t bandit)
-{
-    (void)bandit;
-    return fc_glr_done(&((struct eb_tc *)state)->glr, ctx);
-}
-
-static void eb_tc_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
-                            unsigned char *high)
-{
-    (void)bandit;
-    fc_glr_recommend(&((struct eb_tc *)state)->glr, ctx, high);
-}
-
 /* Proven with the proven GLR threshold; the heuristic one has no proof. */
 static int eb_tc_stop_proven(const struct policy_params *p)
 {
@@ -176,7 +163,7 @@ const struct policy_ops policy_eb_tc = {
     .fini = eb_tc_fini,
     .select = eb_tc_select,
     .update = NULL,
-    .done = eb_tc_done,
-    .recommend = eb_tc_recommend,
+    .done = fc_glr_state_done,
+    .recommend = fc_glr_state_recommend,
     .stop_proven = eb_tc_stop_proven,
 };

@@ -354,3 +354,16 @@ uint64_t fc_count(double x)
     double c = ceil(x);
     return c < 1 ? 1 : (uint64_t)c;
 }
+
+int fc_glr_state_done(void *state, const struct policy_ctx *ctx, size_t bandit)
+{
+    (void)bandit;
+    return fc_glr_done(state, ctx);
+}
+
+void fc_glr_state_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
+                            unsigned char *high)
+{
+    (void)bandit;
+    fc_glr_recommend(state, ctx, high);
+}

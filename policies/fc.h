@@ -199,6 +199,12 @@ int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx);
 /* The certified arm once stopped, else the interim best (ops->recommend). */
 void fc_glr_recommend(struct fc_glr *g, const struct policy_ctx *ctx, unsigned char *high);
 
+/* ops->done and ops->recommend themselves, for a policy whose state starts
+ * with its struct fc_glr (they read the state as one; bandit unused). */
+int fc_glr_state_done(void *state, const struct policy_ctx *ctx, size_t bandit);
+void fc_glr_state_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
+                            unsigned char *high);
+
 /* --- recommendations and counts ------------------------------------------- */
 
 /* A recommendation before a policy has finished (status calls mid-run):

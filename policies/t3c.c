@@ -48,10 +48,10 @@ static const struct policy_param_spec t3c_params[] = {
 };
 
 struct t3c {
+    struct fc_glr glr; /* first: fc_glr_state_done/recommend read the state as this */
     size_t k;
     double beta;
-    double *val;       /* scratch: the draw θ, then the W_j */
-    struct fc_glr glr; /* the stop rule and the recommendation */
+    double *val; /* scratch: the draw θ, then the W_j */
 };
 
 static void t3c_fini(void *state)
@@ -105,19 +105,6 @@ static int t3c_select(void *state, const struct policy_ctx *ctx, int bandit,
     return POLICY_OK;
 }
 
-static int t3c_done(void *state, const struct policy_ctx *ctx, size_t bandit)
-{
-    (void)bandit;
-    return fc_glr_done(&((struct t3c *)state)->glr, ctx);
-}
-
-static void t3c_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
-                          unsigned char *high)
-{
-    (void)bandit;
-    fc_glr_recommend(&((struct t3c *)state)->glr, ctx, high);
-}
-
 /* Proven with the proven GLR threshold; the heuristic one has no proof. */
 static int t3c_stop_proven(const struct policy_params *p)
 {
@@ -134,7 +121,7 @@ const struct policy_ops policy_t3c = {
     .fini = t3c_fini,
     .select = t3c_select,
     .update = NULL,
-    .done = t3c_done,
-    .recommend = t3c_recommend,
+    .done = fc_glr_state_done,
+    .recommend = fc_glr_state_recommend,
     .stop_proven = t3c_stop_proven,
 };

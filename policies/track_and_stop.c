@@ -77,6 +77,8 @@ static const struct policy_param_spec tas_params[] = {
 };
 
 struct tas {
+    struct fc_glr glr; /* first: fc_glr_state_done/recommend read the state as this;
+                          its val is select()'s scratch too */
     size_t k;
     int tracking;
     double *w;    /* w*(μ̂), or its projection (C-tracking) */
@@ -86,8 +88,6 @@ struct tas {
     uint64_t data, wdata; /* rewards seen; rewards when w was computed */
     uint64_t refresh;     /* recompute w once data − wdata reaches this */
     int have_w;
-    struct fc_glr glr; /* the stop rule and the recommendation; its val is
-                          select()'s scratch too */
 };
 
 static void tas_fini(void *state)
@@ -234,19 +234,6 @@ static void tas_update(void *state, const struct policy_ctx *ctx, size_t bandit,
         s->data++;
 }
 
-static int tas_done(void *state, const struct policy_ctx *ctx, size_t bandit)
-{
-    (void)bandit;
-    return fc_glr_done(&((struct tas *)state)->glr, ctx);
-}
-
-static void tas_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
-                          unsigned char *high)
-{
-    (void)bandit;
-    fc_glr_recommend(&((struct tas *)state)->glr, ctx, high);
-}
-
 /* Proven with the proven GLR threshold; the heuristic one has no proof. */
 static int tas_stop_proven(const struct policy_params *p)
 {
@@ -262,7 +249,7 @@ const struct policy_ops policy_track_and_stop = {
     .fini = tas_fini,
     .select = tas_select,
     .update = tas_update,
-    .done = tas_done,
-    .recommend = tas_recommend,
+    .done = fc_glr_state_done,
+    .recommend = fc_glr_state_recommend,
     .stop_proven = tas_stop_proven,
 };

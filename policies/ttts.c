@@ -58,11 +58,11 @@ static const struct policy_param_spec ttts_params[] = {
 };
 
 struct ttts {
+    struct fc_glr glr; /* first: fc_glr_state_done/recommend read the state as this */
     size_t k;
     double beta;
     unsigned long max_tries;
     double *theta;
-    struct fc_glr glr; /* the stop rule and the recommendation */
 };
 
 static void ttts_fini(void *state)
@@ -170,19 +170,6 @@ static int ttts_select(void *state, const struct policy_ctx *ctx, int bandit,
     return POLICY_OK;
 }
 
-static int ttts_done(void *state, const struct policy_ctx *ctx, size_t bandit)
-{
-    (void)bandit;
-    return fc_glr_done(&((struct ttts *)state)->glr, ctx);
-}
-
-static void ttts_recommend(void *state, const struct policy_ctx *ctx, size_t bandit,
-                           unsigned char *high)
-{
-    (void)bandit;
-    fc_glr_recommend(&((struct ttts *)state)->glr, ctx, high);
-}
-
 /* Proven with the proven GLR threshold; the heuristic one has no proof. */
 static int ttts_stop_proven(const struct policy_params *p)
 {
@@ -198,7 +185,7 @@ const struct policy_ops policy_ttts = {
     .fini = ttts_fini,
     .select = ttts_select,
     .update = NULL,
-    .done = ttts_done,
-    .recommend = ttts_recommend,
+    .done = fc_glr_state_done,
+    .recommend = fc_glr_state_recommend,
     .stop_proven = ttts_stop_proven,
 };
