@@ -398,15 +398,7 @@ static void test_kill_the_active_daemon(void **state)
     PQfinish(db);
     json_t *st = NULL;
     assert_int_equal(call(h, c->front, "GET", "/v1/experiments/cl/status", NULL, &st), 200);
-    for (int a = 0; a < 2; a++) {
-        char path[64];
-        snprintf(path, sizeof path, "bandits[0].arms[%d].pulls", a);
-        assert_int_equal(tjson_int(st, path), pulls[a]);
-        if (pulls[a] > 0) {
-            snprintf(path, sizeof path, "bandits[0].arms[%d].mean", a);
-            assert_true(fabs(tjson_num(st, path) - (double)sum[a] / (double)pulls[a]) < 1e-9);
-        }
-    }
+    texp_assert_acknowledged(st, 2, pulls, sum);
     json_decref(st);
     curl_easy_cleanup(h);
     proxy_stop(c);

@@ -111,7 +111,7 @@ static struct tresp *assign_until_served(struct tdaemon *d, const char *exp, con
 static void test_non_owner_and_failover(void **state)
 {
     struct fixture *f = *state;
-    char a_url[64], path[160], body[160], unit_ids[UNITS][48];
+    char a_url[64], body[160], unit_ids[UNITS][48];
     long pulls[2] = {0, 0}, sum[2] = {0, 0};
     int unit_values[UNITS];
     struct trng rng;
@@ -173,14 +173,7 @@ static void test_non_owner_and_failover(void **state)
 
     /* every acknowledged reward, exactly as acknowledged */
     json_t *st = texp_status(f->b, "fo");
-    for (int a = 0; a < 2; a++) {
-        snprintf(path, sizeof path, "bandits[0].arms[%d].pulls", a);
-        assert_int_equal(tjson_int(st, path), pulls[a]);
-        if (pulls[a] > 0) {
-            snprintf(path, sizeof path, "bandits[0].arms[%d].mean", a);
-            assert_true(fabs(tjson_num(st, path) - (double)sum[a] / (double)pulls[a]) < 1e-9);
-        }
-    }
+    texp_assert_acknowledged(st, 2, pulls, sum);
     json_decref(st);
     assert_int_equal(tpg_count(f->uri, "SELECT count(*) FROM events WHERE kind = 2"), ROUNDS);
     assert_int_equal(tpg_count(f->uri, "SELECT count(*) FROM (SELECT ref FROM events WHERE"

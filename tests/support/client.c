@@ -485,3 +485,21 @@ json_t *texp_status(struct tdaemon *d, const char *exp)
     tresp_free(r);
     return j;
 }
+
+void texp_assert_acknowledged(const json_t *st, int k, const long *pulls, const long *sum)
+{
+    for (int a = 0; a < k; a++) {
+        char path[64];
+        snprintf(path, sizeof path, "bandits[0].arms[%d].pulls", a);
+        long got = (long)tjson_int(st, path);
+        if (got != pulls[a])
+            fail_msg("arm %d: status says %ld pulls, %ld rewards were acknowledged", a, got,
+                     pulls[a]);
+        if (pulls[a] > 0) {
+            snprintf(path, sizeof path, "bandits[0].arms[%d].mean", a);
+            double mean = tjson_num(st, path), want = (double)sum[a] / (double)pulls[a];
+            if (fabs(mean - want) > 1e-9)
+                fail_msg("arm %d: mean %.12f, acknowledged %.12f", a, mean, want);
+        }
+    }
+}

@@ -303,6 +303,11 @@ const char *texp_reward(struct tdaemon *d, const char *exp, const char *assignme
                         double reward);
 /* GET status; asserts 200; new reference. */
 json_t *texp_status(struct tdaemon *d, const char *exp);
+/* Bandit 0 of status st shows exactly what was acknowledged: for each of
+ * k arms, pulls[a] rewards summing to sum[a] (its mean within 1e-9); fails
+ * naming the arm otherwise. The crash, failover and cluster suites' check
+ * that every acknowledged reward counts once. */
+void texp_assert_acknowledged(const json_t *st, int k, const long *pulls, const long *sum);
 /* One series of GET /metrics (name{labels}, labels NULL for none), 0 when
  * absent: the decision counters move when a request is applied, before its
  * commit, so they show that a request reached the daemon while reads of
