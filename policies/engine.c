@@ -197,8 +197,6 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
                      .margin = c->margin};
     if (goal_check(&g, 1.0, "goal.", err) != 0)
         return -1;
-    if (validate_control(c, err) != 0)
-        return -1;
     if (goal_check_arms(c->m, c->n_arms, c->n_bandits, "goal.", err) != 0)
         return -1;
     if (c->m > 1 && !(p->flags & POLICY_F_TOPM)) {
@@ -304,7 +302,8 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
         policy_error_set(err, "prior", "must be a finite positive number");
         return -1;
     }
-    return 0;
+    /* Last: a field wrong on its own is named before the goal's pairing. */
+    return validate_control(c, err);
 }
 
 void engine_free(struct engine *e)
