@@ -56,6 +56,22 @@ static json_t *stop_json(const struct engine *e, size_t b)
                      num_or_null(s.error_bound), "fired", s.fired);
 }
 
+/* Goal control: arm i's comparison with the control arm (engine.h,
+ * engine_vs_control) in reward units, or NULL for the control arm itself
+ * and for another goal. New reference. */
+static json_t *vs_control_json(const struct engine *e, size_t b, size_t i, double range)
+{
+    static const char *const decisions[] = {
+        [POLICY_OPEN] = "open", [POLICY_SUPERIOR] = "superior", [POLICY_FUTILE] = "futile"};
+    struct engine_vs_control v;
+    if (engine_vs_control(e, b, i, &v) != 0)
+        return NULL;
+    return json_pack("{s:o,s:f,s:f,s:s,s:o}", "difference",
+                     isnan(v.diff) ? json_null() : json_real(v.diff * range), "lower",
+                     v.lower * range, "upper", v.upper * range, "decision", decisions[v.verdict],
+                     "decided_at", v.at > 0 ? json_integer((json_int_t)v.at) : json_null());
+}
+
 static json_t *bandit_json(struct exp *x, size_t b)
 {
     const struct exp_config *c = exp_cfg(x);
@@ -94,6 +110,11 @@ static json_t *bandit_json(struct exp *x, size_t b)
                             json_real(arms[i].alpha / (arms[i].alpha + arms[i].beta)));
         if (exp_arm_retired(x, b, i)) /* PATCH retire: no more pulls */
             json_object_set_new(a, "retired", json_true());
+        if (c->engine.goal == ENGINE_GOAL_CONTROL) {
+            json_t *vs = vs_control_json(e, b, i, range);
+            json_object_set_new(a, vs != NULL ? "vs_control" : "control",
+                                vs != NULL ? vs : json_true());
+        }
         json_array_append_new(arr, a);
     }
     return json_pack("{s:s,s:o,s:f,s:f,s:f,s:f,s:b,s:o,s:o}", "id", c->bandit_ids[b], "recommended",

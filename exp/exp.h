@@ -203,7 +203,8 @@ int64_t exp_rowid(const struct exp *x);
 struct engine *exp_engine(struct exp *x);
 enum exp_state exp_get_state(const struct exp *x);
 /* The rule that stopped it ("delta_c" | "glr" | "glr-heuristic" | "rho" |
- * "policy"), or "budget" | "manual"; NULL while running. */
+ * "policy"; goal control: "superiority" | "futility"), or "budget" |
+ * "manual"; NULL while running. */
 const char *exp_stop_reason(const struct exp *x);
 int64_t exp_last_seq(const struct exp *x); /* events applied so far */
 uint64_t exp_version(const struct exp *x); /* changes whenever status may change */

@@ -102,6 +102,10 @@ const char *exp_stop_reason(const struct exp *x)
         return "manual";
     case ENGINE_STOPPED_POLICY:
         return "policy";
+    case ENGINE_STOPPED_SUPERIORITY:
+        return "superiority";
+    case ENGINE_STOPPED_FUTILITY:
+        return "futility";
     default:
         return NULL;
     }
