@@ -92,6 +92,8 @@ $(BUILD)/lib%.a:
 #                         → policies/ → base/
 #                  → notify/ → store/
 #   sim/ → policies/
+#   bandit-sim (sim/main.c, sim/cli_oc.c) → exp/ (the create body's parser
+#                                         and the design hash), sim/
 #
 # Libraries are linked top layer first, so a call from a lower layer up into
 # a higher one is an undefined reference: the linker refuses a back edge.
@@ -117,7 +119,7 @@ $(LIB_NOTIFY): $(call objs,$(wildcard notify/*.c))
 $(LIB_HTTP): $(call objs,$(wildcard http/*.c))
 $(LIB_API): $(call objs,$(wildcard api/*.c)) $(OBJ)/gen/openapi.o $(OBJ)/gen/web_assets.o
 $(LIB_SERVER): $(call objs,$(filter-out server/main.c,$(wildcard server/*.c)))
-$(LIB_SIM): $(call objs,$(filter-out sim/main.c,$(wildcard sim/*.c)))
+$(LIB_SIM): $(call objs,$(filter-out sim/main.c sim/cli_oc.c,$(wildcard sim/*.c)))
 $(LIB_TESTS): $(call objs,$(wildcard tests/support/*.c))
 
 # What the daemon links, in layer order; the simulator its own two. The
@@ -126,6 +128,10 @@ $(LIB_TESTS): $(call objs,$(wildcard tests/support/*.c))
 LIBS_DAEMON := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_NOTIFY) $(LIB_STORE) \
                $(LIB_SIM) $(LIB_POLICIES) $(LIB_BASE)
 LIBS_SIM := $(LIB_SIM) $(LIB_POLICIES) $(LIB_BASE)
+# bandit-sim oc reads a design with the daemon's own parser and hashes it
+# with the daemon's own function: the program links exp/ (and what exp's
+# objects call in store/), the simulator library does not.
+LIBS_SIM_PROGRAM := $(LIB_EXP) $(LIB_STORE) $(LIBS_SIM)
 
 # --- generated sources ----------------------------------------------------------
 #
@@ -170,7 +176,7 @@ $(BUILD)/banditd: $(OBJ)/server/main.o $(LIBS_DAEMON)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/bandit-sim: $(OBJ)/sim/main.o $(LIBS_SIM)
+$(BUILD)/bandit-sim: $(OBJ)/sim/main.o $(OBJ)/sim/cli_oc.o $(LIBS_SIM_PROGRAM)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
