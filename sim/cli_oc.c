@@ -85,8 +85,8 @@ static int u64_arg(const char *opt, const char *s, uint64_t min, uint64_t max, u
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
     if (*s == '\0' || *s == '-' || *s == '+' || *end != '\0' || errno != 0 || v < min || v > max) {
-        fprintf(stderr, "bandit-sim oc: %s: must be an integer in [%llu, %llu] (got \"%s\")\n",
-                opt, (unsigned long long)min, (unsigned long long)max, s);
+        fprintf(stderr, "bandit-sim oc: %s: must be an integer in [%llu, %llu] (got \"%s\")\n", opt,
+                (unsigned long long)min, (unsigned long long)max, s);
         return -1;
     }
     *out = v;

@@ -205,8 +205,8 @@ static int parse_one(json_t *j, const struct sim_oc_design *d, const char *where
     return 0;
 }
 
-int sim_oc_scenarios_parse(json_t *j, const struct sim_oc_design *d,
-                           struct sim_oc_scenarios **out, char *err, size_t errlen)
+int sim_oc_scenarios_parse(json_t *j, const struct sim_oc_design *d, struct sim_oc_scenarios **out,
+                           char *err, size_t errlen)
 {
     *out = NULL;
     json_t *list = json_is_object(j) ? json_object_get(j, "scenarios") : j;
@@ -439,8 +439,8 @@ static json_t *arms_json(const struct sim_oc_design *d, const struct oc_acc *a, 
                     ss += (x - truth - bias) * (x - truth - bias);
             }
             double sd = m > 1 ? sqrt(ss / (double)(m - 1)) : NAN;
-            json_t *o = json_pack("{s:s,s:s,s:f}", "bandit", d->bandit_ids[b], "arm",
-                                  d->arms[b][k], "true_mean", truth);
+            json_t *o = json_pack("{s:s,s:s,s:f}", "bandit", d->bandit_ids[b], "arm", d->arms[b][k],
+                                  "true_mean", truth);
             int ctl = d->engine->control_arm != NULL && d->engine->control_arm[b] == (int)k;
             if (ctl)
                 json_object_set_new(o, "control", json_true());
@@ -450,10 +450,10 @@ static json_t *arms_json(const struct sim_oc_design *d, const struct oc_acc *a, 
             json_object_set_new(o, "bias", m > 0 ? json_real(bias) : json_null());
             json_object_set_new(o, "bias_mc_se",
                                 m > 1 ? json_real(sd / sqrt((double)m)) : json_null());
-            json_object_set_new(o, "rmse",
-                                m > 1 ? json_real(sqrt(bias * bias + sd * sd * (double)(m - 1) /
-                                                                        (double)m))
-                                      : json_null());
+            json_object_set_new(
+                o, "rmse",
+                m > 1 ? json_real(sqrt(bias * bias + sd * sd * (double)(m - 1) / (double)m))
+                      : json_null());
             json_object_set_new(o, "coverage", prop_json(cov, n));
             json_array_append_new(list, o);
         }
@@ -483,8 +483,8 @@ static uint64_t cap_of(const struct engine_config *c, const struct sim_oc_option
  * caller frees with acc_free): *done runs, all o->runs unless the time
  * bound cut them. 0, or −1 with err. */
 static int run_scenario(const struct engine_config *c, const struct sim_oc_design *d,
-                        const struct oc_scenario *sc, const struct sim_oc_options *o,
-                        uint64_t t0, struct oc_acc *a, uint64_t *done, char *err, size_t errlen)
+                        const struct oc_scenario *sc, const struct sim_oc_options *o, uint64_t t0,
+                        struct oc_acc *a, uint64_t *done, char *err, size_t errlen)
 {
     memset(a, 0, sizeof *a);
     const struct sim_problem *p = &sc->p;
@@ -592,13 +592,13 @@ static json_t *design_json(const struct sim_oc_design *d, uint64_t cap)
         json_array_append_new(bandits, bj);
     }
     double range = d->reward_max - d->reward_min;
-    json_t *j = json_pack(
-        "{s:s,s:I,s:f,s:f,s:o,s:s,s:s,s:{s:f,s:f},s:o,s:I}", "policy", c->policy->name, "m",
-        (json_int_t)c->m, "delta", c->delta, "epsilon", c->epsilon * range, "budget",
-        c->budget > 0 ? json_integer((json_int_t)c->budget) : json_null(), "stop_rule",
-        stop_rule_name(engine_resolve_rule(c)), "bound", stop_rule_bound_name(c->bound), "reward",
-        "min", d->reward_min, "max", d->reward_max, "bandits", bandits, "max_pulls",
-        (json_int_t)cap);
+    json_t *j =
+        json_pack("{s:s,s:I,s:f,s:f,s:o,s:s,s:s,s:{s:f,s:f},s:o,s:I}", "policy", c->policy->name,
+                  "m", (json_int_t)c->m, "delta", c->delta, "epsilon", c->epsilon * range, "budget",
+                  c->budget > 0 ? json_integer((json_int_t)c->budget) : json_null(), "stop_rule",
+                  stop_rule_name(engine_resolve_rule(c)), "bound", stop_rule_bound_name(c->bound),
+                  "reward", "min", d->reward_min, "max", d->reward_max, "bandits", bandits,
+                  "max_pulls", (json_int_t)cap);
     if (c->burn_in > 0)
         json_object_set_new(j, "burn_in", json_integer((json_int_t)c->burn_in));
     if (c->min_prob > 0)
@@ -620,8 +620,8 @@ static int check_options(const struct sim_oc_options *o, char *err, size_t errle
 
 /* The report for engine configuration c (d's, or a calibrated copy). */
 static json_t *run_all(const struct engine_config *c, const struct sim_oc_design *d,
-                       const struct sim_oc_scenarios *s, const struct sim_oc_options *o,
-                       char *err, size_t errlen)
+                       const struct sim_oc_scenarios *s, const struct sim_oc_options *o, char *err,
+                       size_t errlen)
 {
     if (check_options(o, err, errlen) != 0)
         return NULL;
@@ -660,9 +660,9 @@ static json_t *run_all(const struct engine_config *c, const struct sim_oc_design
         "operating_characteristics", "software", "name", "banditd", "version", BANDITD_VERSION,
         "design_hash", d->hash != NULL ? json_string(d->hash) : json_null(), "experiment",
         d->experiment != NULL ? json_string(d->experiment) : json_null(), "seed",
-        (json_int_t)o->seed, "runs", (json_int_t)least, "runs_asked", (json_int_t)o->runs,
-        "design", design_json(&dc, cap_of(c, o)), "goal", "name", g->name, "claim", g->claim,
-        "type_i_error", g->type_i, "power", g->power, "scenarios", list);
+        (json_int_t)o->seed, "runs", (json_int_t)least, "runs_asked", (json_int_t)o->runs, "design",
+        design_json(&dc, cap_of(c, o)), "goal", "name", g->name, "claim", g->claim, "type_i_error",
+        g->type_i, "power", g->power, "scenarios", list);
     if (j == NULL)
         snprintf(err, errlen, "out of memory");
     return j;
@@ -756,14 +756,14 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
     }
     *delta = lo;
     double p = (double)k / n;
-    *out = json_pack("{s:s,s:f,s:f,s:f,s:f,s:I,s:I,s:s,s:o}", "scenario", sc->name, "target",
-                     target, "delta", lo, "type_i_error", p, "type_i_error_mc_se",
-                     sqrt(p * (1 - p) / n), "runs", (json_int_t)o->runs, "seed",
-                     (json_int_t)o->seed, "method",
-                     "bisection over log delta, common random numbers (run i seeded by (seed, i) "
-                     "at every delta): the largest delta tried whose type I error is at most the "
-                     "target",
-                     "steps", steps);
+    *out =
+        json_pack("{s:s,s:f,s:f,s:f,s:f,s:I,s:I,s:s,s:o}", "scenario", sc->name, "target", target,
+                  "delta", lo, "type_i_error", p, "type_i_error_mc_se", sqrt(p * (1 - p) / n),
+                  "runs", (json_int_t)o->runs, "seed", (json_int_t)o->seed, "method",
+                  "bisection over log delta, common random numbers (run i seeded by (seed, i) "
+                  "at every delta): the largest delta tried whose type I error is at most the "
+                  "target",
+                  "steps", steps);
     if (*out == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -32,17 +32,17 @@
 
 #define SIM_OC_MAX_SCENARIOS 32
 #define SIM_OC_MAX_RUNS 1000000ULL
-#define SIM_OC_MAX_CELLS 50000000ULL        /* runs × arms kept for one scenario */
+#define SIM_OC_MAX_CELLS 50000000ULL      /* runs × arms kept for one scenario */
 #define SIM_OC_DEFAULT_MAX_PULLS 10000ULL /* a run's cap without a budget */
 
 /* The design as an experiment has it. Everything borrowed. */
 struct sim_oc_design {
     const struct engine_config *engine; /* exp_config's engine (n_arms, control arms inside) */
     double reward_min, reward_max;
-    const char *const *bandit_ids;    /* n_bandits names */
-    const char *const *const *arms;   /* arms[b][i]: the arms' names */
-    const char *hash;                 /* the design's SHA-256 (exp/design.c); NULL: none */
-    const char *experiment;           /* the stored experiment's id; NULL: a design file */
+    const char *const *bandit_ids;  /* n_bandits names */
+    const char *const *const *arms; /* arms[b][i]: the arms' names */
+    const char *hash;               /* the design's SHA-256 (exp/design.c); NULL: none */
+    const char *experiment;         /* the stored experiment's id; NULL: a design file */
 };
 
 struct sim_oc_options {
@@ -65,8 +65,8 @@ struct sim_oc_scenarios;
  * number is a Bernoulli p; distributions in reward units). 0 and *out
  * (free with sim_oc_scenarios_free), or −1 with a message naming the field
  * ("scenarios[1].arms[2].sd: must be positive"). j borrowed. */
-int sim_oc_scenarios_parse(json_t *j, const struct sim_oc_design *d,
-                           struct sim_oc_scenarios **out, char *err, size_t errlen);
+int sim_oc_scenarios_parse(json_t *j, const struct sim_oc_design *d, struct sim_oc_scenarios **out,
+                           char *err, size_t errlen);
 void sim_oc_scenarios_free(struct sim_oc_scenarios *s);
 size_t sim_oc_scenarios_count(const struct sim_oc_scenarios *s);
 /* The index of the first null scenario (as the design's goal defines a

@@ -40,7 +40,8 @@ static void means(struct buf *b, const json_t *tm)
     json_array_foreach(tm, i, arms)
     {
         buf_puts(b, i > 0 ? "; " : "");
-        json_array_foreach(arms, k, x) buf_printf(b, "%s%g", k > 0 ? ", " : "", json_number_value(x));
+        json_array_foreach(arms, k, x)
+            buf_printf(b, "%s%g", k > 0 ? ", " : "", json_number_value(x));
     }
 }
 
@@ -62,8 +63,8 @@ static void provenance(struct buf *b, const json_t *r)
 
     buf_puts(b, "## Design\n\n");
     buf_printf(b, "Policy `%s`, stop rule `%s` (bound `%s`), m = %.0f, δ = %g, ε = %g, ",
-               str(d, "policy"), str(d, "stop_rule"), str(d, "bound"), num(d, "m"),
-               num(d, "delta"), num(d, "epsilon"));
+               str(d, "policy"), str(d, "stop_rule"), str(d, "bound"), num(d, "m"), num(d, "delta"),
+               num(d, "epsilon"));
     if (json_is_integer(json_object_get(d, "budget")))
         buf_printf(b, "budget %.0f", num(d, "budget"));
     else
