@@ -197,8 +197,7 @@ static void test_calibration(void **state)
     double delta;
     json_t *cal;
     char err[256];
-    if (sim_oc_calibrate(&d.d, s, 0, &o, target, 1e-4, 0.9, 12, &delta, &cal, err, sizeof err) !=
-        0)
+    if (sim_oc_calibrate(&d.d, s, 0, &o, target, 1e-4, 0.9, 12, &delta, &cal, err, sizeof err) != 0)
         fail_msg("%s", err);
     double achieved = field(cal, "type_i_error");
     assert_true(achieved <= target);
@@ -252,7 +251,8 @@ static void test_scenario_errors(void **state)
         {"[]", "scenarios: must be an array of 1 to 32"},
         {"{\"scenarios\": [], \"x\": 1}", "nothing else"},
         {"[{\"arms\": [0.1, 0.2]}]", "scenarios[0].name: required"},
-        {"[{\"name\": \"a\", \"arms\": [0.1, 0.2, 0.3]}]", "scenarios[0]: bandit default has 2 arms"},
+        {"[{\"name\": \"a\", \"arms\": [0.1, 0.2, 0.3]}]",
+         "scenarios[0]: bandit default has 2 arms"},
         {"[{\"name\": \"a\", \"arms\": [0.1, 2]}]", "scenarios[0].arms[1]: a bare number"},
         {"[{\"name\": \"a\", \"arms\": [0.1, 0.2], \"means\": 1}]", "scenarios[0].means: unknown"},
         {"[{\"name\": \"a\", \"arms\": [0.1, {\"dist\": \"gaussian\", \"mean\": 0.2, \"sd\": 0}]}]",
