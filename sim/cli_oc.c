@@ -300,8 +300,9 @@ int cli_oc_main(int argc, char **argv)
         if (write_text(NULL, md) != 0)
             goto out;
     } else {
-        size_t flags = JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10) |
-                       (pretty ? JSON_INDENT(2) : JSON_COMPACT);
+        /* Full precision: the figures read back are the endpoint's, bit
+         * for bit. */
+        size_t flags = JSON_PRESERVE_ORDER | (pretty ? JSON_INDENT(2) : JSON_COMPACT);
         if (json_dumpf(report, stdout, flags) != 0 || fputc('\n', stdout) == EOF ||
             fflush(stdout) != 0)
             goto out;
