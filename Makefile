@@ -520,7 +520,7 @@ $(DOCS_TOOL): scripts/docs_tool.c
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(shell pkg-config --cflags jansson) -o $@ $< \
 		$(shell pkg-config --libs jansson) -lm
 
-.PHONY: docs-policies docs-delays docs-blocks docs-constraints docs-defaults
+.PHONY: docs-policies docs-delays docs-blocks docs-constraints docs-defaults docs-oc
 docs-policies: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	$(BUILD)/bandit-sim --list-policies | $(DOCS_TOOL) params $(DOCS_POLICIES)
 
@@ -537,6 +537,13 @@ docs-blocks: $(BUILD)/bandit-sim $(DOCS_TOOL)
 docs-defaults: $(BUILD)/bandit-sim $(BUILD)/scripts/tstar $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim TSTAR=$(BUILD)/scripts/tstar DOCS_TOOL=$(DOCS_TOOL) \
 		./scripts/docs_defaults.py $(DOCS_MEASUREMENTS)
+
+# An operating-characteristics report of a three-arm trial with a control
+# (docs/oc-example.md and its JSON; bandit-sim oc, about 15 s).
+docs-oc: $(BUILD)/bandit-sim
+	$(BUILD)/bandit-sim oc --design docs/oc/trial3-design.json \
+		--scenarios docs/oc/trial3-scenarios.json --runs 2000 --seed 1 --calibrate 0.05 \
+		--no-progress --pretty --markdown docs/oc-example.md > docs/oc/trial3-report.json
 
 docs-constraints: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_constraints.sh \

@@ -35,8 +35,7 @@ static int int_member(json_t *body, const char *key, json_int_t lo, json_int_t h
     if (v == NULL)
         return 0;
     if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-        jv_error(errors, key, "must be an integer from %lld to %lld", (long long)lo,
-                 (long long)hi);
+        jv_error(errors, key, "must be an integer from %lld to %lld", (long long)lo, (long long)hi);
         return 1;
     }
     *out = (uint64_t)json_integer_value(v);
@@ -59,9 +58,10 @@ int api_oc_create(struct http_req *r)
         .bandit_ids = (const char *const *)c->bandit_ids,
         .arms = (const char *const *const *)c->arm_names,
         .experiment = exp_id(x),
+        .name = c->name,
     };
-    struct sim_oc_options o = {.runs = OC_RUNS_DEFAULT, .seed = 1, .threads = 1,
-                               .seconds = OC_SECONDS};
+    struct sim_oc_options o = {
+        .runs = OC_RUNS_DEFAULT, .seed = 1, .threads = 1, .seconds = OC_SECONDS};
     struct sim_oc_scenarios *sc = NULL;
     json_t *errors = json_array();
     int rc = errors == NULL ? -1 : 0, markdown = 0;
@@ -84,8 +84,9 @@ int api_oc_create(struct http_req *r)
     }
     markdown = json_is_true(md);
     if (rc == 0 && json_object_get(body, "scenarios") == NULL) {
-        jv_error(errors, "scenarios", "required: the true mean (or distribution) of every arm, "
-                                      "per scenario");
+        jv_error(errors, "scenarios",
+                 "required: the true mean (or distribution) of every arm, "
+                 "per scenario");
         rc = 1;
     }
     if (rc == 0 &&

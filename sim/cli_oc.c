@@ -133,6 +133,7 @@ static void design_view(const struct exp_config *cfg, const char *hash, struct s
     d->bandit_ids = (const char *const *)cfg->bandit_ids;
     d->arms = (const char *const *const *)cfg->arm_names;
     d->hash = hash;
+    d->name = cfg->name;
 }
 
 static int write_text(const char *path, const char *text)
@@ -287,6 +288,13 @@ int cli_oc_main(int argc, char **argv)
         json_object_set_new(report, "calibration", calib);
         calib = NULL;
     }
+    /* The command that made it, for a protocol's appendix. */
+    char cmd[2048] = "bandit-sim";
+    for (int i = 0; i < argc; i++) {
+        size_t len = strlen(cmd);
+        snprintf(cmd + len, sizeof cmd - len, " %s", argv[i]);
+    }
+    json_object_set_new(report, "command", json_string(cmd));
     md = sim_oc_markdown(report);
     if (md == NULL) {
         fprintf(stderr, "bandit-sim oc: out of memory\n");

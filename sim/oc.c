@@ -67,14 +67,18 @@ static int best_is_null(const struct sim_problem *p, const struct engine_config 
 
 /* A claim: the run ended on its decision, a confidence rule or the
  * policy's own (its phases), or the budget of a design that decides at its
- * budget (fixed budget: no confidence rule). A budget that only caps a
- * fixed-confidence design, the manual stop and the cap make no claim. */
+ * budget (a fixed-budget policy, or no confidence rule). A budget that only
+ * caps a fixed-confidence design, the manual stop and the cap make no
+ * claim. */
 static void best_judge(const struct sim_problem *p, int null, const struct engine *e, int capped,
                        struct oc_rec *rec)
 {
     enum engine_stop_reason why = engine_stop_reason(e);
+    const struct engine_config *c = engine_config(e);
+    int at_budget =
+        engine_rule(e) == ENGINE_RULE_NONE || (c->policy->flags & POLICY_F_FIXED_BUDGET);
     int claim = !capped && (why == ENGINE_STOPPED_CONFIDENCE || why == ENGINE_STOPPED_POLICY ||
-                            (why == ENGINE_STOPPED_BUDGET && engine_rule(e) == ENGINE_RULE_NONE));
+                            (why == ENGINE_STOPPED_BUDGET && at_budget));
     int wrong = 0;
     unsigned char high[ENGINE_MAX_ARMS];
     for (size_t b = 0; b < p->n_bandits; b++) {
@@ -599,6 +603,8 @@ static json_t *design_json(const struct sim_oc_design *d, uint64_t cap)
                   stop_rule_name(engine_resolve_rule(c)), "bound", stop_rule_bound_name(c->bound),
                   "reward", "min", d->reward_min, "max", d->reward_max, "bandits", bandits,
                   "max_pulls", (json_int_t)cap);
+    if (d->name != NULL)
+        json_object_set_new(j, "name", json_string(d->name));
     if (c->burn_in > 0)
         json_object_set_new(j, "burn_in", json_integer((json_int_t)c->burn_in));
     if (c->min_prob > 0)

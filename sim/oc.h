@@ -43,6 +43,7 @@ struct sim_oc_design {
     const char *const *const *arms; /* arms[b][i]: the arms' names */
     const char *hash;               /* the design's SHA-256 (exp/design.c); NULL: none */
     const char *experiment;         /* the stored experiment's id; NULL: a design file */
+    const char *name;               /* the experiment's name; NULL: none */
 };
 
 struct sim_oc_options {

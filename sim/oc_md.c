@@ -59,7 +59,10 @@ static void provenance(struct buf *b, const json_t *r)
     buf_printf(b, "| Seed | %.0f |\n| Runs per scenario | %.0f", num(r, "seed"), num(r, "runs"));
     if (num(r, "runs") != num(r, "runs_asked"))
         buf_printf(b, " (of %.0f asked: the time bound)", num(r, "runs_asked"));
-    buf_printf(b, " |\n| Cap on pulls per run | %.0f |\n\n", num(d, "max_pulls"));
+    buf_printf(b, " |\n| Cap on pulls per run | %.0f |\n", num(d, "max_pulls"));
+    if (json_is_string(json_object_get(r, "command")))
+        buf_printf(b, "| Made by | `%s` |\n", str(r, "command"));
+    buf_puts(b, "\n");
 
     buf_puts(b, "## Design\n\n");
     buf_printf(b, "Policy `%s`, stop rule `%s` (bound `%s`), m = %.0f, δ = %g, ε = %g, ",
@@ -148,11 +151,12 @@ static void calibration(struct buf *b, const json_t *c)
         return;
     buf_printf(b,
                "## Calibration\n\nδ = %.6g holds the type I error at %.4f ± %.4f (target %g) "
-               "under scenario `%s` (%.0f runs, seed %.0f; %s). The figures above are those of "
-               "the design with this δ.\n\n| δ tried | type I error |\n| --- | --- |\n",
+               "under scenario `%s` (%.0f runs, seed %.0f; %s). The figures below are those of "
+               "the design with this δ (its hash above; the design as given had `%s`).\n\n"
+               "| δ tried | type I error |\n| --- | --- |\n",
                num(c, "delta"), num(c, "type_i_error"), num(c, "type_i_error_mc_se"),
                num(c, "target"), str(c, "scenario"), num(c, "runs"), num(c, "seed"),
-               str(c, "method"));
+               str(c, "method"), str(c, "original_design_hash"));
     size_t i;
     json_t *st;
     json_array_foreach(json_object_get(c, "steps"), i, st)
@@ -242,12 +246,15 @@ char *sim_oc_markdown(const json_t *report)
     struct buf b;
     buf_init(&b, 0);
     const char *exp = json_string_value(json_object_get(report, "experiment"));
-    buf_printf(&b, "# Operating characteristics%s%s%s\n\n", exp ? " of `" : "", exp ? exp : "",
-               exp ? "`" : "");
+    const char *name =
+        json_string_value(json_object_get(json_object_get(report, "design"), "name"));
+    buf_printf(&b, "# Operating characteristics%s%s%s%s%s\n\n", exp ? " of `" : "", exp ? exp : "",
+               exp ? "`" : "", name && (!exp || strcmp(name, exp) != 0) ? ": " : "",
+               name && (!exp || strcmp(name, exp) != 0) ? name : "");
     provenance(&b, report);
     definitions(&b, report);
-    headline(&b, report);
     calibration(&b, json_object_get(report, "calibration"));
+    headline(&b, report);
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(report, "scenarios"), i, s) scenario(&b, s);
