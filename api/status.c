@@ -83,14 +83,11 @@ static json_t *bandit_json(struct exp *x, size_t b)
     size_t k = c->n_arms[b];
     const struct stats_arm *arms = engine_arms(e, b);
     json_t *rec = json_array(), *arr = json_array();
-    /* Per-arm intervals: each side at δ/(2K), so all K intervals hold
-     * together with probability ≥ 1 − δ (time-uniformly for "anytime"). */
-    double d = c->engine.delta / (2.0 * (double)k);
     for (size_t i = 0; i < k; i++) {
         if (high[i])
             json_array_append_new(rec, json_string(c->arm_names[b][i]));
         double l, h;
-        engine_arm_interval(e, b, i, d, &l, &h);
+        engine_arm_status_interval(e, b, i, &l, &h); /* all K together at 1 − δ */
         double var = stats_arm_var(&arms[i]);
         json_t *a = json_pack("{s:s,s:I,s:I}", "id", c->arm_names[b][i], "pulls",
                               (json_int_t)arms[i].n, "pending", (json_int_t)arms[i].pending);

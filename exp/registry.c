@@ -14,7 +14,6 @@
 
 #include "base/clock.h"
 #include "base/jsonv.h"
-#include "policies/stop_rule.h"
 #include "base/log.h"
 #include "exp/internal.h"
 
@@ -93,22 +92,7 @@ int exp_memory_full(void)
 
 const char *exp_stop_reason(const struct exp *x)
 {
-    switch (engine_stop_reason(x->d->eng)) {
-    case ENGINE_STOPPED_CONFIDENCE:
-        return stop_rule_name(engine_rule(x->d->eng)); /* the rule that fired */
-    case ENGINE_STOPPED_BUDGET:
-        return "budget";
-    case ENGINE_STOPPED_MANUAL:
-        return "manual";
-    case ENGINE_STOPPED_POLICY:
-        return "policy";
-    case ENGINE_STOPPED_SUPERIORITY:
-        return "superiority";
-    case ENGINE_STOPPED_FUTILITY:
-        return "futility";
-    default:
-        return NULL;
-    }
+    return engine_stop_reason_name(x->d->eng);
 }
 
 static struct shard *shard_of(const char *id, size_t *bucket)

@@ -15,6 +15,7 @@
 #include "policies/goal.h"
 #include "policies/rng.h"
 #include "policies/stop.h"
+#include "policies/stop_rule.h"
 
 #include <float.h>
 #include <math.h>
@@ -1213,6 +1214,32 @@ int engine_vs_control(const struct engine *e, size_t b, size_t arm, struct engin
 int engine_control_arm(const struct engine *e, size_t b)
 {
     return e->control[b];
+}
+
+void engine_arm_status_interval(const struct engine *e, size_t bandit, size_t arm, double *lo,
+                                double *hi)
+{
+    engine_arm_interval(e, bandit, arm, e->cfg.delta / (2.0 * (double)e->k[bandit]), lo, hi);
+}
+
+const char *engine_stop_reason_name(const struct engine *e)
+{
+    switch (e->reason) {
+    case ENGINE_STOPPED_CONFIDENCE:
+        return stop_rule_name(e->rule); /* the rule that fired */
+    case ENGINE_STOPPED_BUDGET:
+        return "budget";
+    case ENGINE_STOPPED_MANUAL:
+        return "manual";
+    case ENGINE_STOPPED_POLICY:
+        return "policy";
+    case ENGINE_STOPPED_SUPERIORITY:
+        return "superiority";
+    case ENGINE_STOPPED_FUTILITY:
+        return "futility";
+    default:
+        return NULL;
+    }
 }
 
 const struct engine_config *engine_config(const struct engine *e)

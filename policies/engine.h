@@ -219,6 +219,17 @@ int engine_control_arm(const struct engine *e, size_t bandit);
 void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, double d, double *lo,
                          double *hi);
 
+/* The per-arm interval status shows (and the operating characteristics
+ * judge): each side at δ/(2K), so that all K intervals of a bandit hold
+ * together with probability ≥ 1 − δ (time-uniformly for "anytime"). */
+void engine_arm_status_interval(const struct engine *e, size_t bandit, size_t arm, double *lo,
+                                double *hi);
+
+/* Why the engine stopped, as status and the event log name it: the rule
+ * that fired (stop_rule_name: "glr", "delta_c"...), "budget", "manual",
+ * "policy"; NULL while it runs. Static string. */
+const char *engine_stop_reason_name(const struct engine *e);
+
 const struct engine_config *engine_config(const struct engine *e);
 /* The rule the engine stops on (engine_resolve_rule of its config). */
 enum engine_stop_rule engine_rule(const struct engine *e);

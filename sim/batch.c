@@ -82,7 +82,7 @@ static void *worker(void *arg)
         if (i >= j->o->runs)
             break;
         struct sim_run_result r;
-        if (sim_run_in(j->p, j->o, j->t, &s, i, &r, err, sizeof err) != 0) {
+        if (sim_run_in(j->p, j->o, j->t, &s, j->o->first_run + i, &r, err, sizeof err) != 0) {
             failed = 1;
             break;
         }
@@ -189,7 +189,7 @@ void sim_pull_quantiles(uint64_t *pulls, uint64_t n, double *median, double *p90
 static int check_options(const struct sim_problem *p, const struct sim_options *o, char *err,
                          size_t errlen)
 {
-    if (o->policy == NULL) {
+    if (o->policy == NULL && o->design == NULL) {
         snprintf(err, errlen, "policy: required");
         return -1;
     }

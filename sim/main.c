@@ -16,6 +16,7 @@
 
 #include "policies/describe.h"
 #include "policies/goal.h"
+#include "sim/cli_oc.h"
 #include "sim/sim.h"
 
 #define MAX_PARAM_ARGS 64
@@ -23,6 +24,7 @@
 static const char usage_text[] =
     "usage: bandit-sim --problem FILE.json --policy NAME [options]\n"
     "       bandit-sim --list-policies\n"
+    "       bandit-sim oc --design FILE --scenarios FILE [options]   (oc --help)\n"
     "\n"
     "  --problem FILE      problem file (docs/contract.md, \"Simulator problem file\"); - for "
     "stdin\n"
@@ -270,6 +272,8 @@ static void write_runs(const char *path, const struct sim_problem *p, const stru
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "oc") == 0)
+        return cli_oc_main(argc - 1, argv + 1);
     const char *problem_path = NULL, *policy_name = NULL, *margin = NULL, *per_run = NULL;
     char *param_args[MAX_PARAM_ARGS];
     size_t n_params = 0;

@@ -135,6 +135,13 @@ uint64_t sim_effective_budget(const struct sim_problem *p, const struct sim_opti
 void sim_engine_cfg(const struct sim_problem *p, const struct sim_options *o, uint64_t seed,
                     struct engine_config *c, int *ctl)
 {
+    if (o->design != NULL) {
+        *c = *o->design;
+        c->seed = seed;
+        if (o->budget > 0)
+            c->budget = o->budget;
+        return;
+    }
     memset(c, 0, sizeof *c);
     c->n_bandits = p->n_bandits;
     c->n_arms = p->n_arms;
@@ -357,6 +364,8 @@ int sim_run_in(const struct sim_problem *p, const struct sim_options *o, const s
         judge_vs_control(p, e, s, out);
     out->bandit_error = (double)out->wrong / (double)p->n_bandits;
     out->rewarded = engine_pulls(e);
+    if (o->on_end != NULL)
+        o->on_end(o->on_end_arg, i, e, out);
     engine_free(e);
     return 0;
 }

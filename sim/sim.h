@@ -74,6 +74,8 @@ int sim_problem_parse(json_t *j, struct sim_problem *p, char *err, size_t errlen
 int sim_problem_load(const char *path, struct sim_problem *p, char *err, size_t errlen);
 void sim_problem_free(struct sim_problem *p);
 
+struct sim_run_result;
+
 struct sim_options {
     const struct policy_ops *policy;
     struct policy_params params; /* validated, defaults filled */
@@ -103,6 +105,20 @@ struct sim_options {
                                 * most SIM_TRACE_MAX_PER_DECADE), see struct sim_trace */
     int keep_runs;             /* goal control: keep each run's verdicts and stop reason
                                 * (sim_result.run_*: bandit-sim --per-run) */
+    /* An experiment's engine configuration as its design made it
+     * (exp_config_parse; borrowed): when set, every run's engine is a copy
+     * of it with the run's own seed (and budget when the field above is
+     * set), and the fields above that configure an engine (policy, params,
+     * stop, the constraints) are not read; the problem gives the arms, the
+     * truth and the goal the answer is judged by. */
+    const struct engine_config *design;
+    uint64_t first_run; /* the runs are indexes first_run .. first_run + runs − 1 */
+    /* Called at the end of every run, in the thread that made it, with the
+     * engine as the run left it (every reward delivered): what sim_oc reads
+     * the final estimates from. Runs of different indexes may be reported
+     * concurrently. NULL: none. */
+    void (*on_end)(void *arg, uint64_t run, const struct engine *e, const struct sim_run_result *r);
+    void *on_end_arg;
 };
 
 /* The state of the runs at log-spaced pull counts, averaged over runs: what
