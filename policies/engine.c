@@ -512,20 +512,16 @@ static int any_unpulled(const struct engine *e, size_t b)
     return 0;
 }
 
-/* The one level of every comparison with control: each arm's bound at
- * δ/(2K) per side, so that the 2K one-sided bounds of a bandit (both sides
- * of each arm, the control's included) hold together with probability
- * ≥ 1 − δ (docs/stop-rules.md, `control`). */
-static double vs_control_level(const struct engine *e, size_t b)
-{
-    return e->cfg.delta / (2.0 * (double)e->k[b]);
-}
-
+/* Arm i's interval on its difference with the control, from the two
+ * arms' status intervals: each side at δ/(2K), so that the 2K one-sided
+ * bounds of a bandit (both sides of each arm, the control's included) hold
+ * together with probability ≥ 1 − δ (docs/stop-rules.md, `control`). The
+ * status's per-arm intervals are thus exactly those the decisions rest on. */
 static void vs_control_interval(const struct engine *e, size_t b, size_t i, double *lo, double *hi)
 {
-    double d = vs_control_level(e, b), li, hi_i, lc, hc;
-    engine_arm_interval(e, b, i, d, &li, &hi_i);
-    engine_arm_interval(e, b, (size_t)e->control[b], d, &lc, &hc);
+    double li, hi_i, lc, hc;
+    engine_arm_status_interval(e, b, i, &li, &hi_i);
+    engine_arm_status_interval(e, b, (size_t)e->control[b], &lc, &hc);
     *lo = li - hc;
     *hi = hi_i - lc;
 }
