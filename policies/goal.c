@@ -86,13 +86,15 @@ int goal_check(const struct goal *g, double range, const char *prefix, struct po
     /* Δ is a superiority margin: how much better than control an arm must
      * be proven to be. Below 0 it would be non-inferiority, which the rule
      * does not claim (docs/stop-rules.md, `control`). */
-    else if (g->type == ENGINE_GOAL_CONTROL &&
-             (why = in_range_error(isfinite(g->margin), g->margin, range, buf, sizeof buf)) != NULL)
-        member = "margin";
-    else if (g->type == ENGINE_GOAL_CONTROL && g->m != 1 && (why = CONTROL_M) != NULL)
-        member = "m";
-    else if (g->type == ENGINE_GOAL_CONTROL && g->epsilon != 0 && (why = CONTROL_EPSILON) != NULL)
-        member = "epsilon";
+    if (member == NULL && g->type == ENGINE_GOAL_CONTROL) {
+        if ((why = in_range_error(isfinite(g->margin), g->margin, range, buf, sizeof buf)) != NULL)
+            member = "margin";
+        else if (g->m != 1)
+            member = "m";
+        else if (g->epsilon != 0)
+            member = "epsilon";
+        why = why != NULL ? why : g->m != 1 ? CONTROL_M : CONTROL_EPSILON;
+    }
     if (member == NULL)
         return 0;
     char field[64];
