@@ -149,8 +149,11 @@ enum exp_err {
  * experiment stays invisible to exp_get until its configuration is
  * committed; done(arg, store_err) runs on the writer thread after that
  * commit (or failure, which unregisters it). On EXP_OK, *out is a new
- * reference and done will be called once; otherwise done is not called. */
-int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp **out);
+ * reference and done will be called once; otherwise done is not called.
+ * actor and request_id (NULL: none; borrowed until done) name who asked,
+ * in the audit log's record of the creation (store.h). */
+int exp_create(struct exp_config *cfg, const char *actor, const char *request_id,
+               store_done_fn done, void *arg, struct exp **out);
 
 /* --- under the experiment's lock ---------------------------------------------------- */
 

@@ -482,7 +482,8 @@ static void on_created(void *arg, int err)
     free(c);
 }
 
-int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp **out)
+int exp_create(struct exp_config *cfg, const char *actor, const char *request_id,
+               store_done_fn done, void *arg, struct exp **out)
 {
     char err[256];
     if (exp_count() >= exp_rt.lim.max_experiments) {
@@ -518,6 +519,8 @@ int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp
     c->op.config_json = x->config_text;
     c->op.created_ms = x->created_ms;
     c->op.rowid_out = &x->rowid;
+    c->op.ev.actor = actor; /* the audit log's record of the creation */
+    c->op.ev.request_id = request_id;
     if (store_submit(exp_rt.store, &c->op, 1, on_created, c) != STORE_OK) {
         exp_registry_remove(x);
         /* The two references taken above. The analyzer does not follow the
