@@ -13,7 +13,6 @@
 
 #include "base/clock.h"
 #include "base/jsonv.h"
-#include "policies/stop_rule.h"
 
 /* Lock {id} unless the client has its current version (If-None-Match):
  * NULL after answering (404, 503, or 304). Either way the ETag is set:
@@ -39,21 +38,6 @@ static struct exp *lock_if_modified(struct http_req *r)
 static json_t *num_or_null(double v)
 {
     return isnan(v) ? json_null() : json_real(v);
-}
-
-/* The bandit's stop rule against its own threshold (engine_bandit_stop):
- * what the dashboard's sentence is made of. New reference. */
-static json_t *stop_json(const struct engine *e, size_t b)
-{
-    struct engine_stop_eval s;
-    engine_bandit_stop(e, b, &s);
-    static const char *const when_names[] = {NULL, "evidence <= threshold", "evidence > threshold",
-                                             "evidence >= threshold"};
-    const char *when = isnan(s.evidence) ? NULL : when_names[s.fires];
-    return json_pack("{s:s,s:b,s:o,s:o,s:o,s:o,s:b}", "rule", stop_rule_name(s.rule), "proven",
-                     s.proven, "fires_when", when ? json_string(when) : json_null(), "evidence",
-                     num_or_null(s.evidence), "threshold", num_or_null(s.threshold), "error_bound",
-                     num_or_null(s.error_bound), "fired", s.fired);
 }
 
 static json_t *bandit_json(struct exp *x, size_t b)
@@ -99,7 +83,7 @@ static json_t *bandit_json(struct exp *x, size_t b)
     return json_pack("{s:s,s:o,s:f,s:f,s:f,s:f,s:b,s:o,s:o}", "id", c->bandit_ids[b], "recommended",
                      rec, "delta_c", st.delta_c, "rho", st.rho, "cutoff", lo + st.cutoff * range,
                      "glr", isfinite(st.glr) ? st.glr : 1e308, "done", st.done, "stop",
-                     stop_json(e, b), "arms", arr);
+                     exp_stop_json(e, b), "arms", arr);
 }
 
 int api_status_get(struct http_req *r)

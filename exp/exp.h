@@ -208,6 +208,11 @@ enum exp_state exp_get_state(const struct exp *x);
 /* The rule that stopped it ("delta_c" | "glr" | "glr-heuristic" | "rho" |
  * "policy"), or "budget" | "manual"; NULL while running. */
 const char *exp_stop_reason(const struct exp *x);
+/* Bandit b's stop rule against its own threshold (engine_bandit_stop):
+ * {rule, proven, fires_when, evidence, threshold, error_bound, fired}, the
+ * "stop" object of GET .../status and of the webhook payloads (one
+ * definition for both). New reference, or NULL. */
+json_t *exp_stop_json(const struct engine *e, size_t b);
 int64_t exp_last_seq(const struct exp *x); /* events applied so far */
 uint64_t exp_version(const struct exp *x); /* changes whenever status may change */
 size_t exp_pending_count(const struct exp *x);

@@ -91,6 +91,19 @@ int exp_memory_full(void)
     return exp_rt.lim.max_memory != 0 && exp_memory_used() >= exp_rt.lim.max_memory;
 }
 
+json_t *exp_stop_json(const struct engine *e, size_t b)
+{
+    struct engine_stop_eval s;
+    engine_bandit_stop(e, b, &s);
+    static const char *const when_names[] = {NULL, "evidence <= threshold", "evidence > threshold",
+                                             "evidence >= threshold"};
+    const char *when = isnan(s.evidence) ? NULL : when_names[s.fires];
+    return json_pack("{s:s,s:b,s:o,s:o,s:o,s:o,s:b}", "rule", stop_rule_name(s.rule), "proven",
+                     s.proven, "fires_when", when ? json_string(when) : json_null(), "evidence",
+                     jv_real(s.evidence), "threshold", jv_real(s.threshold), "error_bound",
+                     jv_real(s.error_bound), "fired", s.fired);
+}
+
 const char *exp_stop_reason(const struct exp *x)
 {
     switch (engine_stop_reason(x->d->eng)) {
