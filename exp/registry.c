@@ -16,6 +16,7 @@
 #include "base/jsonv.h"
 #include "base/log.h"
 #include "exp/internal.h"
+#include "policies/stop_rule.h"
 
 #define NSHARDS 64
 #define SHARD_BUCKETS 1024
