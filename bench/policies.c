@@ -2,10 +2,10 @@
  * policies.c — cost of the allocation decision, for every registered
  * policy (policy_all(): whatever policies/list.h holds when it is built).
  *
- *   policies [--out FILE] [--ms MS]
+ *   policies [--out FILE] [--ms MS] [--only NAME,...] [--k K,...] [--checks-only]
  *
- * For K = 10, 100 and 1000 arms (one bandit, m = 1, Bernoulli arms with
- * means spread evenly over [0.45, 0.55], so that no policy stops quickly):
+ * For K = 10, 100 and 1000 arms (--k: others; --only: those policies) (one bandit, m = 1, Bernoulli
+ * arms with means spread evenly over [0.45, 0.55], so that no policy stops quickly):
  *
  *   - ns per select(): the time of engine_assign (the policy's select()
  *     plus the engine's bookkeeping around it), measured on a warm engine
@@ -22,6 +22,12 @@
  * Fixed-budget policies get a budget of 10^12 (never reached); policies
  * that need ε get 0.1, those that need a target arm get arm 0. Each
  * figure is the median of 5 timings of MS milliseconds (default 200).
+ *
+ * Then the cost of the stop checks per reward (--checks-only: that table
+ * alone): uniform sampling run to the stop of the proven GLR (and of the
+ * heuristic GLR and δᶜ) at δ = 0.1, on issue 11's K = 10 instance and a
+ * K = 100 one; ns per reward = (engine_reward's time under the rule − its
+ * time under "none" for the same pulls and rewards) / pulls.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -57,6 +63,108 @@ static double median(double *v, size_t n)
 {
     qsort(v, n, sizeof *v, cmp_double);
     return v[n / 2];
+}
+
+static void config_for(const struct policy_ops *p, const size_t *k, struct engine_config *c);
+
+/* --- the stop checks' cost per reward ------------------------------------ */
+
+#define CHECK_CAP 2000000 /* pulls: a run that has not stopped by then counts as it is */
+
+/* One run of uniform sampling under `rule`, to its stop (at most `cap`
+ * pulls): seconds spent in engine_reward; *pulls the pulls made. */
+static double timed_run(size_t k, const double *mu, enum engine_stop_rule rule, uint64_t seed,
+                        uint64_t cap, uint64_t *pulls)
+{
+    const struct policy_ops *p = policy_find("uniform");
+    struct engine_config c;
+    size_t kk = k;
+    config_for(p, &kk, &c);
+    c.delta = 0.1;
+    c.stop_rule = rule;
+    c.seed = seed;
+    struct policy_error err;
+    struct engine *e = engine_create(&c, &err);
+    if (e == NULL) {
+        fprintf(stderr, "policies: checks: %s: %s\n", err.field, err.message);
+        return NAN;
+    }
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, (unsigned long)seed);
+    double spent = 0;
+    uint64_t n = 0;
+    for (; n < cap; n++) {
+        struct engine_pull pl;
+        engine_assign(e, -1, &pl);
+        if (pl.exploit)
+            break;
+        double r = gsl_rng_uniform(rng) < mu[pl.arm] ? 1.0 : 0.0;
+        double t0 = now_s();
+        engine_reward(e, pl.bandit, pl.arm, r);
+        spent += now_s() - t0;
+    }
+    gsl_rng_free(rng);
+    engine_free(e);
+    *pulls = n;
+    return spent;
+}
+
+/* ns per reward that `rule`'s check adds, over `runs` runs (the median of
+ * the runs' figures); *pulls_out the mean pulls to the stop. */
+static double check_ns(size_t k, const double *mu, enum engine_stop_rule rule, int runs,
+                       double *pulls_out)
+{
+    double v[16];
+    double total = 0;
+    if (runs > 16)
+        runs = 16;
+    for (int r = 0; r < runs; r++) {
+        uint64_t n = 0, n0 = 0;
+        double t = timed_run(k, mu, rule, 1000 + (uint64_t)r, CHECK_CAP, &n);
+        double t0 = timed_run(k, mu, ENGINE_RULE_NONE, 1000 + (uint64_t)r, n, &n0);
+        v[r] = n > 0 ? (t - t0) * 1e9 / (double)n : NAN;
+        total += (double)n;
+    }
+    *pulls_out = total / runs;
+    return median(v, (size_t)runs);
+}
+
+static void emit(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void checks_table(FILE *f)
+{
+    static const struct {
+        const char *name;
+        enum engine_stop_rule rule;
+    } rules[] = {{"glr (proven)", ENGINE_RULE_GLR},
+                 {"glr-heuristic", ENGINE_RULE_GLR_HEURISTIC},
+                 {"delta_c", ENGINE_RULE_DELTA_C}};
+    double mu10[10], mu100[100];
+    for (size_t i = 0; i < 10; i++)
+        mu10[i] = 0.6 - 0.05 * (double)i;
+    mu100[0] = 0.7;
+    for (size_t i = 1; i < 100; i++)
+        mu100[i] = 0.6 - 0.4 * (double)(i - 1) / 98.0;
+    double load[3] = {0};
+    if (getloadavg(load, 3) < 0)
+        load[0] = load[1] = load[2] = -1;
+    emit(f, "## Stop checks per reward (bench/policies)\n\n");
+    emit(f,
+         "Uniform sampling run to the rule's stop at δ = 0.1 (5 runs at K = 10, 3 at K = 100, "
+         "the median run's figure); K = 10: μ = 0.6, 0.55, …, 0.15 (issue 11); K = 100: μ = 0.7, "
+         "then 99 arms evenly in [0.2, 0.6]; load average %.2f, %.2f, %.2f. ns per reward: "
+         "engine_reward's time under the rule less its time under \"none\" for the same pulls "
+         "and rewards, per pull.\n\n",
+         load[0], load[1], load[2]);
+    emit(f, "| rule | ns/reward K=10 | pulls K=10 | ns/reward K=100 | pulls K=100 |\n");
+    emit(f, "| --- | ---: | ---: | ---: | ---: |\n");
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+        double p10, p100;
+        double ns10 = check_ns(10, mu10, rules[r].rule, 5, &p10);
+        double ns100 = check_ns(100, mu100, rules[r].rule, 3, &p100);
+        emit(f, "| %s | %.0f | %.0f | %.0f | %.0f |\n", rules[r].name, ns10, p10, ns100, p100);
+    }
+    emit(f, "\n");
 }
 
 static void config_for(const struct policy_ops *p, const size_t *k, struct engine_config *c)
@@ -226,7 +334,6 @@ static double sim_pulls_s(const struct policy_ops *p, size_t k, const double *mu
     return out;
 }
 
-static void emit(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void emit(FILE *f, const char *fmt, ...)
 {
     va_list ap;
@@ -241,26 +348,65 @@ static void emit(FILE *f, const char *fmt, ...)
     (void)fflush(stdout);
 }
 
+/* Is name in the comma-separated list (NULL: every name is)? */
+static int listed(const char *list, const char *name)
+{
+    if (list == NULL)
+        return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; *p != '\0';) {
+        const char *end = strchr(p, ',');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p += len + (end != NULL);
+    }
+    return 0;
+}
+
+#define MAX_KS 8
+
 int main(int argc, char **argv)
 {
-    const char *out = NULL;
+    const char *out = NULL, *only = NULL;
     double ms = 200;
+    int checks_only = 0;
+    size_t ks[MAX_KS] = {10, 100, 1000}, nk = 3;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
             out = argv[++i];
         else if (strcmp(argv[i], "--ms") == 0 && i + 1 < argc)
             ms = atof(argv[++i]);
-        else {
-            fprintf(stderr, "usage: policies [--out FILE] [--ms MS]\n");
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else if (strcmp(argv[i], "--checks-only") == 0)
+            checks_only = 1;
+        else if (strcmp(argv[i], "--k") == 0 && i + 1 < argc) {
+            char *p = argv[++i];
+            for (nk = 0; nk < MAX_KS && *p != '\0'; nk++) {
+                char *end;
+                unsigned long v = strtoul(p, &end, 10);
+                if (end == p || v < 2 || v > 100000) {
+                    fprintf(stderr, "policies: --k: a list of arm counts ≥ 2\n");
+                    return 2;
+                }
+                ks[nk] = (size_t)v;
+                p = *end == ',' ? end + 1 : end;
+            }
+        } else {
+            fprintf(stderr, "usage: policies [--out FILE] [--ms MS] [--only NAME,...] [--k K,...] "
+                            "[--checks-only]\n");
             return 2;
         }
     }
-    static const size_t ks[] = {10, 100, 1000};
     FILE *f = NULL;
     if (out != NULL && (f = fopen(out, "w")) == NULL) {
         perror(out);
         return 1;
     }
+    gsl_rng_env_setup();
+    if (checks_only)
+        goto checks;
     double load[3] = {0};
     if (getloadavg(load, 3) < 0)
         load[0] = load[1] = load[2] = -1;
@@ -272,16 +418,25 @@ int main(int argc, char **argv)
          load[0], load[1], load[2]);
     emit(f, "; sim pulls/s: sim_run, budget 20·K (less for slow policies), all threads");
     emit(f, ". Median of %d timings of %.0f ms.\n\n", REPEATS, ms);
-    emit(f, "| policy | ns/select K=10 | K=100 | K=1000 | pulls/s K=10 | K=100 | K=1000 |");
-    emit(f, " sim pulls/s K=10 | K=100 | K=1000 |");
-    emit(f, "\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
-    emit(f, " ---: | ---: | ---: |");
+    emit(f, "| policy |");
+    for (int part = 0; part < 3; part++)
+        for (size_t ki = 0; ki < nk; ki++)
+            emit(f, " %s%s%zu |",
+                 ki > 0      ? ""
+                 : part == 0 ? "ns/select "
+                 : part == 1 ? "pulls/s "
+                             : "sim pulls/s ",
+                 "K=", ks[ki]);
+    emit(f, "\n| --- |");
+    for (size_t j = 0; j < 3 * nk; j++)
+        emit(f, " ---: |");
     emit(f, "\n");
-    gsl_rng_env_setup();
     for (const struct policy_ops *const *pp = policy_all(); *pp != NULL; pp++) {
         const struct policy_ops *p = *pp;
-        double ns[3], pps[3], sps[3];
-        for (size_t ki = 0; ki < 3; ki++) {
+        if (!listed(only, p->name))
+            continue;
+        double ns[MAX_KS], pps[MAX_KS], sps[MAX_KS];
+        for (size_t ki = 0; ki < nk; ki++) {
             size_t k = ks[ki];
             struct arms a = {
                 .k = k, .mu = calloc(k, sizeof(double)), .rng = gsl_rng_alloc(gsl_rng_mt19937)};
@@ -302,12 +457,19 @@ int main(int argc, char **argv)
             free(a.mu);
             gsl_rng_free(a.rng);
         }
-        emit(f, "| %s | %.0f | %.0f | %.0f | %.3g | %.3g | %.3g |", p->name, ns[0], ns[1], ns[2],
-             pps[0], pps[1], pps[2]);
-        emit(f, " %.3g | %.3g | %.3g |", sps[0], sps[1], sps[2]);
+        emit(f, "| %s |", p->name);
+        for (size_t ki = 0; ki < nk; ki++)
+            emit(f, " %.0f |", ns[ki]);
+        for (size_t ki = 0; ki < nk; ki++)
+            emit(f, " %.3g |", pps[ki]);
+        for (size_t ki = 0; ki < nk; ki++)
+            emit(f, " %.3g |", sps[ki]);
         emit(f, "\n");
     }
     emit(f, "\n");
+checks:
+    if (only == NULL || checks_only)
+        checks_table(f);
     if (f != NULL && fclose(f) != 0) { /* a short results file must not pass */
         perror(out);
         return 1;
