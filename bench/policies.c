@@ -146,6 +146,7 @@ static void checks_table(FILE *f)
     } rules[] = {{"glr (proven)", ENGINE_RULE_GLR},
                  {"glr-heuristic", ENGINE_RULE_GLR_HEURISTIC},
                  {"delta_c", ENGINE_RULE_DELTA_C}};
+    static const double mu1[4] = {0.5, 0.45, 0.43, 0.4};
     double mu10[10], mu100[100];
     for (size_t i = 0; i < 10; i++)
         mu10[i] = 0.6 - 0.05 * (double)i;
@@ -157,19 +158,23 @@ static void checks_table(FILE *f)
         load[0] = load[1] = load[2] = -1;
     emit(f, "## Stop checks per reward (bench/policies)\n\n");
     emit(f,
-         "Uniform sampling run to the rule's stop at δ = 0.1 (5 runs at K = 10, 3 at K = 100, "
-         "the median run's figure); K = 10: μ = 0.6, 0.55, …, 0.15 (issue 11); K = 100: μ = 0.7, "
+         "Uniform sampling run to the rule's stop at δ = 0.1 (5 runs at K = 4 and 10, 3 at "
+         "K = 100, the median run's figure); K = 4: μ1 = (0.5, 0.45, 0.43, 0.4); K = 10: μ = 0.6, "
+         "0.55, …, 0.15 (issue 11); K = 100: μ = 0.7, "
          "then 99 arms evenly in [0.2, 0.6]; load average %.2f, %.2f, %.2f. ns per reward: "
          "the run's CPU time (this thread's) under the rule less its CPU time under \"none\" "
          "for the same pulls and rewards, per pull.\n\n",
          load[0], load[1], load[2]);
-    emit(f, "| rule | ns/reward K=10 | pulls K=10 | ns/reward K=100 | pulls K=100 |\n");
-    emit(f, "| --- | ---: | ---: | ---: | ---: |\n");
+    emit(f, "| rule | ns/reward μ1 | pulls μ1 | ns/reward K=10 | pulls K=10 | ns/reward K=100 "
+            "| pulls K=100 |\n");
+    emit(f, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
-        double p10, p100;
+        double p4, p10, p100;
+        double ns4 = check_ns(4, mu1, rules[r].rule, 5, &p4);
         double ns10 = check_ns(10, mu10, rules[r].rule, 5, &p10);
         double ns100 = check_ns(100, mu100, rules[r].rule, 3, &p100);
-        emit(f, "| %s | %.0f | %.0f | %.0f | %.0f |\n", rules[r].name, ns10, p10, ns100, p100);
+        emit(f, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", rules[r].name, ns4, p4, ns10,
+             p10, ns100, p100);
     }
     emit(f, "\n");
 }
