@@ -142,6 +142,50 @@ static double check_ns(size_t k, const double *mu, enum engine_stop_rule rule, i
     return median(v, (size_t)runs);
 }
 
+/* ns per engine_assign of `policy` over `runs` runs to its default stop
+ * at δ = 0.1 (the mean over all pulls: a warm engine's select() is not that
+ * of an engine near its stop), each call timed in this thread's CPU time
+ * less the clock's own cost; *pulls_out the mean pulls per run. */
+static double run_select_ns(const char *policy, size_t k, const double *mu, int runs,
+                            double *pulls_out)
+{
+    const struct policy_ops *p = policy_find(policy);
+    double clock_cost = 0;
+    for (int i = 0; i < 1000; i++) {
+        double t0 = cpu_s();
+        clock_cost += cpu_s() - t0;
+    }
+    clock_cost /= 1000;
+    double spent = 0, pulls = 0;
+    for (int r = 0; r < runs; r++) {
+        struct engine_config c;
+        size_t kk = k;
+        config_for(p, &kk, &c);
+        c.delta = 0.1;
+        c.seed = 2000 + (uint64_t)r;
+        struct policy_error err;
+        struct engine *e = engine_create(&c, &err);
+        if (e == NULL)
+            return NAN;
+        gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+        gsl_rng_set(rng, 2000 + (unsigned long)r);
+        for (uint64_t n = 0; n < CHECK_CAP; n++) {
+            struct engine_pull pl;
+            double t0 = cpu_s();
+            engine_assign(e, -1, &pl);
+            spent += cpu_s() - t0 - clock_cost;
+            if (pl.exploit)
+                break;
+            pulls++;
+            engine_reward(e, pl.bandit, pl.arm, gsl_rng_uniform(rng) < mu[pl.arm] ? 1.0 : 0.0);
+        }
+        gsl_rng_free(rng);
+        engine_free(e);
+    }
+    *pulls_out = pulls / runs;
+    return pulls > 0 ? spent * 1e9 / pulls : NAN;
+}
+
 static void emit(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void checks_table(FILE *f)
@@ -181,6 +225,23 @@ static void checks_table(FILE *f)
         double ns100 = check_ns(100, mu100, rules[r].rule, 3, &p100);
         emit(f, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", rules[r].name, ns4, p4, ns10,
              p10, ns100, p100);
+    }
+    emit(f, "\n");
+    emit(f, "## select() over whole runs (bench/policies)\n\n");
+    emit(f, "The same instances, each policy with its default stop at δ = 0.1 (3 runs at K = 4 "
+            "and 10, 1 at K = 100): ns per engine_assign averaged over every pull of the runs, "
+            "each call in this thread's CPU time less the clock's cost.\n\n");
+    emit(f, "| policy | ns/select μ1 | pulls μ1 | ns/select K=10 | pulls K=10 | ns/select K=100 "
+            "| pulls K=100 |\n");
+    emit(f, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    static const char *const run_policies[] = {"adapt"};
+    for (size_t r = 0; r < sizeof run_policies / sizeof run_policies[0]; r++) {
+        double p4, p10, p100;
+        double ns4 = run_select_ns(run_policies[r], 4, mu1, 3, &p4);
+        double ns10 = run_select_ns(run_policies[r], 10, mu10, 3, &p10);
+        double ns100 = run_select_ns(run_policies[r], 100, mu100, 1, &p100);
+        emit(f, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", run_policies[r], ns4, p4,
+             ns10, p10, ns100, p100);
     }
     emit(f, "\n");
 }
