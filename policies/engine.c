@@ -58,6 +58,10 @@ struct engine {
     unsigned char **verdict;
     uint64_t *verdict_at;
     uint64_t *rewarded; /* per bandit: rewarded pulls (verdict_at's clock) */
+    /* The proven GLR rule's memo per bandit (stats_glr_stop_memo), over
+     * glr_memo_arm (all arms, bandit after bandit); NULL for other rules. */
+    struct stats_glr_memo *glr_memo;
+    struct stats_glr_memo_arm *glr_memo_arm;
 };
 
 static int is_multi(const struct engine *e)
@@ -323,6 +327,8 @@ void engine_free(struct engine *e)
     free(e->scratch_high);
     free(e->fired);
     free(e->retired);
+    free(e->glr_memo);
+    free(e->glr_memo_arm);
     free(e->block_left);
     free(e->verdict_store);
     free(e->verdict);
@@ -413,6 +419,15 @@ struct engine *engine_create(const struct engine_config *cfg, struct policy_erro
             goto nomem;
         for (size_t b = 0; b < e->nb; b++)
             e->verdict[b] = e->verdict_store + (e->arms[b] - e->store);
+    }
+    if (e->rule == ENGINE_RULE_GLR) {
+        e->glr_memo = calloc(e->nb, sizeof *e->glr_memo);
+        e->glr_memo_arm = calloc(total, sizeof *e->glr_memo_arm);
+        if (!e->glr_memo || !e->glr_memo_arm)
+            goto nomem;
+        for (size_t b = 0; b < e->nb; b++)
+            stats_glr_memo_init(&e->glr_memo[b], e->glr_memo_arm + (e->arms[b] - e->store),
+                                e->k[b]);
     }
 
     e->ninst = is_multi(e) ? 1 : e->nb;
@@ -596,8 +611,8 @@ static int rule_met(struct engine *e, size_t b)
     case ENGINE_RULE_GLR_HEURISTIC: {
         enum stats_glr_threshold kind =
             e->rule == ENGINE_RULE_GLR ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
-        return stats_glr_stop(e->arms[b], e->k[b], high, kind, e->cfg.m, e->cfg.epsilon,
-                              e->cfg.delta);
+        return stats_glr_stop_memo(e->arms[b], e->k[b], high, kind, e->cfg.m, e->cfg.epsilon,
+                                   e->cfg.delta, e->glr_memo != NULL ? &e->glr_memo[b] : NULL);
     }
     case ENGINE_RULE_RHO:
         return stats_rho(e->arms[b], e->k[b], e->cfg.m) >= e->cfg.tau;
