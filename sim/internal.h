@@ -9,6 +9,7 @@
  *   run.c      one run of the engine with delayed feedback, its trace
  *   batch.c    many runs over threads, summed order-independently (sim_run)
  *   report.c   the result as JSON (sim_result_json, Wilson intervals)
+ *   oc.c, oc_md.c   operating characteristics (oc.h)
  */
 #ifndef BANDITD_SIM_INTERNAL_H
 #define BANDITD_SIM_INTERNAL_H
@@ -24,6 +25,9 @@ static inline double sim_clip(double x, double lo, double hi)
 {
     return x < lo ? lo : x > hi ? hi : x;
 }
+
+/* The normal quantile of a two-sided 95% interval. */
+#define SIM_Z95 1.959963984540054
 
 /* --- arms.c ------------------------------------------------------------- */
 
@@ -54,6 +58,15 @@ void sim_truth_free(struct sim_truth *t);
  * verdicts (Chen et al. 2017: (1/m)(Σ top m − Σ chosen) ≤ ε). */
 void sim_judge(const struct sim_problem *p, const struct sim_truth *t, size_t b,
                const unsigned char *high, int *wrong, int *pac_wrong, int *regret_wrong);
+
+/* --- batch.c ------------------------------------------------------------ */
+
+/* qsort's order of uint64_t. */
+int sim_cmp_u64(const void *a, const void *b);
+/* Quantile q of sorted x[0..n), n ≥ 1, with linear interpolation between
+ * order statistics (Hyndman & Fan type 7, numpy's default): the median of
+ * an even count is the mean of the two middle values. */
+double sim_quantile(const uint64_t *x, uint64_t n, double q);
 
 /* --- run.c -------------------------------------------------------------- */
 

@@ -6,6 +6,8 @@
  */
 #include "sim/oc.h"
 
+#include "sim/internal.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,22 +96,24 @@ static void best_judge(const struct sim_problem *p, int null, const struct engin
     rec->correct = (unsigned char)(claim && !null && !wrong);
 }
 
+#define OC_CLAIM_DECISION                                                                          \
+    "the run ends on its decision: a confidence rule, the policy's own rule, or the budget of a "  \
+    "design that decides at its budget (a fixed-budget policy, or no confidence rule); not the "   \
+    "cap, nor a budget that only caps a fixed-confidence design"
+
 static const struct oc_goal goal_best = {
     .name = "best-arm",
-    .claim = "the run ends on its decision: a confidence rule, the policy's own rule, or the "
-             "budget of a fixed-budget design (not the cap, not a budget that only caps a "
-             "fixed-confidence design)",
+    .claim = OC_CLAIM_DECISION,
     .type_i = "P(a claim | null): a best arm declared when every arm has the same mean",
     .power = "P(a claim naming the true best arm in every bandit | alternative)",
     .is_null = best_is_null,
     .judge = best_judge,
 };
 
+/* Top m: the same verdicts on sets (sim_evaluate_set judges sets). */
 static const struct oc_goal goal_top_m = {
     .name = "top-m",
-    .claim = "the run ends on its decision: a confidence rule, the policy's own rule, or the "
-             "budget of a fixed-budget design (not the cap, not a budget that only caps a "
-             "fixed-confidence design)",
+    .claim = OC_CLAIM_DECISION,
     .type_i = "P(a claim | null): a top-m set declared when every arm has the same mean",
     .power = "P(a claim naming the true top m in every bandit | alternative)",
     .is_null = best_is_null,
@@ -309,26 +313,10 @@ static void on_end(void *arg, uint64_t run, const struct engine *e, const struct
 static json_t *prop_json(uint64_t k, uint64_t n)
 {
     double p = n > 0 ? (double)k / (double)n : 0.0, lo, hi;
-    sim_wilson(k, n, 1.959963984540054, &lo, &hi);
+    sim_wilson(k, n, SIM_Z95, &lo, &hi);
     return json_pack("{s:f,s:f,s:I,s:I,s:[f,f]}", "estimate", p, "mc_se",
                      n > 0 ? sqrt(p * (1.0 - p) / (double)n) : 0.0, "count", (json_int_t)k, "runs",
                      (json_int_t)n, "ci95", lo, hi);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Type 7 quantile of sorted x[0..n). */
-static double quantile(const uint64_t *x, uint64_t n, double q)
-{
-    double h = (double)(n - 1) * q;
-    uint64_t i = (uint64_t)floor(h);
-    if (i + 1 >= n)
-        return (double)x[n - 1];
-    return (double)x[i] + (h - (double)i) * ((double)x[i + 1] - (double)x[i]);
 }
 
 /* MC SE of the q-quantile of sorted x[0..n): half the distance between the
@@ -356,11 +344,11 @@ static json_t *sample_json(uint64_t *x, uint64_t n)
     for (uint64_t i = 0; i < n; i++)
         ss += ((double)x[i] - mean) * ((double)x[i] - mean);
     double sd = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
-    qsort(x, n, sizeof *x, cmp_u64);
+    qsort(x, n, sizeof *x, sim_cmp_u64);
     json_t *qs = json_array();
     for (size_t k = 0; k < sizeof quantile_levels / sizeof quantile_levels[0]; k++)
         json_array_append_new(qs, json_pack("{s:f,s:f,s:f}", "level", quantile_levels[k], "value",
-                                            quantile(x, n, quantile_levels[k]), "mc_se",
+                                            sim_quantile(x, n, quantile_levels[k]), "mc_se",
                                             quantile_se(x, n, quantile_levels[k])));
     /* Equal-width bins from the least to the most pulls, the last closed;
      * one bin when every run took the same. */
