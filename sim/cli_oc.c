@@ -122,13 +122,16 @@ static void design_view(const struct exp_config *cfg, const char *hash, struct s
     d->name = cfg->name;
 }
 
+/* text into the file path, or on stdout when path is NULL: 0 or −1. */
 static int write_text(const char *path, const char *text)
 {
-    FILE *f = path != NULL ? fopen(path, "w") : stdout;
+    if (path == NULL)
+        return fputs(text, stdout) == EOF || fflush(stdout) != 0 ? -1 : 0;
+    FILE *f = fopen(path, "w");
     if (f == NULL)
         return -1;
     int bad = fputs(text, f) == EOF;
-    bad |= path != NULL ? fclose(f) != 0 : fflush(f) != 0;
+    bad |= fclose(f) != 0;
     return bad ? -1 : 0;
 }
 
@@ -169,11 +172,17 @@ int cli_oc_main(int argc, char **argv)
         case O_NULL:
             null_name = optarg;
             break;
-        case O_RANGE:
-            if (sscanf(optarg, "%lf,%lf", &dlo, &dhi) != 2 || !(dlo > 0 && dlo < dhi && dhi < 1))
-                cli_die(2, "--delta-range: must be LO,HI with 0 < LO < HI < 1 (got \"%s\")",
-                        optarg);
+        case O_RANGE: {
+            char *comma = strchr(optarg, ',');
+            if (comma == NULL)
+                cli_die(2, "--delta-range: must be LO,HI (got \"%s\")", optarg);
+            *comma = '\0';
+            dlo = cli_double("--delta-range", optarg);
+            dhi = cli_double("--delta-range", comma + 1);
+            if (!(dlo > 0 && dlo < dhi && dhi < 1))
+                cli_die(2, "--delta-range: must be LO,HI with 0 < LO < HI < 1");
             break;
+        }
         case O_ITER:
             iterations = cli_u64("--iterations", optarg, 1, 60);
             break;

@@ -712,19 +712,21 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
     if (steps == NULL || rejects_at(d, sc, o, lo, &klo, err, errlen) != 0 ||
         rejects_at(d, sc, o, hi, &khi, err, errlen) != 0)
         goto fail;
-    json_array_append_new(steps, json_pack("{s:f,s:f}", "delta", lo, "type_i_error", klo / n));
-    json_array_append_new(steps, json_pack("{s:f,s:f}", "delta", hi, "type_i_error", khi / n));
+    json_array_append_new(steps,
+                          json_pack("{s:f,s:f}", "delta", lo, "type_i_error", (double)klo / n));
+    json_array_append_new(steps,
+                          json_pack("{s:f,s:f}", "delta", hi, "type_i_error", (double)khi / n));
     if ((double)klo > target * n) {
         if (klo == khi)
             snprintf(err, errlen,
                      "calibrate: the type I error is %.4g at every delta from %g to %g: it does "
                      "not depend on delta (a fixed-budget design decides at its budget)",
-                     klo / n, lo, hi);
+                     (double)klo / n, lo, hi);
         else
             snprintf(err, errlen,
                      "calibrate: the type I error is %.4g > %.4g even at delta = %g (raise "
                      "max_pulls or change the design)",
-                     klo / n, target, lo);
+                     (double)klo / n, target, lo);
         goto fail;
     }
     /* Invariant: type I(lo) ≤ target < type I(hi) (or hi itself holds). */
@@ -738,8 +740,8 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
             uint64_t km;
             if (rejects_at(d, sc, o, mid, &km, err, errlen) != 0)
                 goto fail;
-            json_array_append_new(steps,
-                                  json_pack("{s:f,s:f}", "delta", mid, "type_i_error", km / n));
+            json_array_append_new(
+                steps, json_pack("{s:f,s:f}", "delta", mid, "type_i_error", (double)km / n));
             if ((double)km <= target * n) {
                 lo = mid;
                 k = km;

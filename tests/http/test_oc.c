@@ -113,6 +113,7 @@ static void write_file(const char *path, const char *text)
 
 /* a and b alike, numbers to 1e-12 relative: the daemon prints reals
  * with 15 significant digits, bandit-sim oc with 17. */
+// NOLINTNEXTLINE(misc-no-recursion): walks two reports, as deep as they are (four levels)
 static int near_equal(json_t *a, json_t *b)
 {
     if (json_is_number(a) && json_is_number(b)) {
