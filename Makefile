@@ -264,6 +264,7 @@ test: test-deps
 #                                        against the ASan and the plain daemon
 #   test_interleave    INTERLEAVE_ROUNDS scripted interleavings, each run again
 #   test_rawfuzz       RAWFUZZ_N         malformed requests over a socket (300)
+# and then every HTTP suite again against the plain (non-ASan) daemon.
 
 SHIMS = $(BUILD)/tests/shim/faultfs.so $(BUILD)/tests/shim/faultmem.so
 
@@ -280,11 +281,19 @@ CRASH_SUITES := build/asan/tests/http/test_crash build/asan/tests/http/test_clus
                 build/asan/tests/http/test_iofaults build/asan/tests/http/test_allocfaults \
                 build/asan/tests/unit/test_interleave build/asan/tests/http/test_rawfuzz
 test-crash: test-deps
-	@$(MAKE) --no-print-directory build/banditd
+	@$(MAKE) --no-print-directory build/banditd build/bandit-sim
 	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 build/asan/banditd $(CRASH_SUITES) \
 		$(patsubst $(BUILD)/%,build/asan/%,$(SHIMS))
 	@$(SLOW_FAULTS) BANDITD_BIN=$(CURDIR)/build/asan/banditd \
 		BANDITD_PLAIN_BIN=$(CURDIR)/build/banditd ./tests/run.sh $(CRASH_SUITES)
+	@# Every HTTP suite once more against the optimised daemon without ASan:
+	@# make test runs them against the ASan build only, which hid a crash and
+	@# a lost lock that only the production build showed.
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 \
+		$(patsubst $(BUILD)/%,build/asan/%,$(HTTP_TESTS))
+	@BANDITD_BIN=$(CURDIR)/build/banditd BANDITD_PLAIN_BIN=$(CURDIR)/build/banditd \
+		BANDIT_SIM_BIN=$(CURDIR)/build/bandit-sim \
+		./tests/run.sh $(patsubst $(BUILD)/%,build/asan/%,$(HTTP_TESTS))
 
 # --- end of fault injection ---------------------------------------------------------
 
