@@ -6,6 +6,7 @@
  * Bad input ends with one line on stderr, "bandit-sim: <what>", and exit
  * status 2 (usage) or 1 (the simulation itself failed).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -204,7 +205,7 @@ static void write_runs(const char *path, const struct sim_problem *p, const stru
     };
     FILE *f = fopen(path, "w");
     if (f == NULL)
-        die(1, "--per-run: cannot open %s: %s", path, strerror(errno));
+        cli_die(1, "--per-run: cannot open %s: %s", path, strerror(errno));
     for (uint64_t i = 0; i < r->runs; i++) {
         const unsigned char *v = r->run_verdicts + i * r->n_verdicts;
         json_t *sup = json_array(), *fut = json_array();
@@ -225,11 +226,11 @@ static void write_runs(const char *path, const struct sim_problem *p, const stru
                       (json_int_t)r->run_pulls[i], "stop_reason",
                       why != NULL ? json_string(why) : json_null(), "superior", sup, "futile", fut);
         if (j == NULL || json_dumpf(j, f, JSON_PRESERVE_ORDER) != 0 || fputc('\n', f) == EOF)
-            die(1, "--per-run: cannot write %s", path);
+            cli_die(1, "--per-run: cannot write %s", path);
         json_decref(j);
     }
     if (fclose(f) != 0)
-        die(1, "--per-run: cannot write %s", path);
+        cli_die(1, "--per-run: cannot write %s", path);
 }
 
 int main(int argc, char **argv)
@@ -402,15 +403,15 @@ int main(int argc, char **argv)
 
     if (margin != NULL) {
         if (p.goal != ENGINE_GOAL_CONTROL)
-            die(2, "--margin: only for a problem of type \"control\"");
-        p.margin = g.margin = parse_double("--margin", margin);
+            cli_die(2, "--margin: only for a problem of type \"control\"");
+        p.margin = g.margin = cli_double("--margin", margin);
         if (goal_check(&g, p.reward_max - p.reward_min, "--", &gerr) != 0)
-            die(2, "%s: %s (got \"%s\")", gerr.field, gerr.message, margin);
+            cli_die(2, "%s: %s (got \"%s\")", gerr.field, gerr.message, margin);
     }
     if (p.goal == ENGINE_GOAL_CONTROL && has_control && (int)o.control_arm != p.control)
-        die(2, "--control: must be the problem's control arm (%d)", p.control);
+        cli_die(2, "--control: must be the problem's control arm (%d)", p.control);
     if (per_run != NULL && p.goal != ENGINE_GOAL_CONTROL)
-        die(2, "--per-run: only for a problem of type \"control\"");
+        cli_die(2, "--per-run: only for a problem of type \"control\"");
     o.keep_runs = per_run != NULL;
 
     struct sim_result r;
