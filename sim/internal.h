@@ -70,6 +70,12 @@ double sim_quantile(const uint64_t *x, uint64_t n, double q);
 
 /* --- run.c -------------------------------------------------------------- */
 
+/* Goal control: arm i of bandit b against the control by the margin, from
+ * the true means: 1 superior (μ_i − μ_c > Δ), −1 futile (< Δ), 0 at Δ. A
+ * difference within 1e-12 of Δ counts as Δ: a boundary case written
+ * 0.6 − 0.5 is exactly at Δ = 0.1. */
+int sim_vs_control_truth(const struct sim_problem *p, size_t b, size_t i);
+
 struct sim_pending {
     uint32_t bandit, arm;
     double r; /* rescaled to [0, 1] */
