@@ -92,7 +92,7 @@ $(BUILD)/lib%.a:
 #                         → policies/ → base/
 #                  → notify/ → store/
 #   sim/ → policies/
-#   bandit-sim (sim/main.c, sim/cli_oc.c) → exp/ (the create body's parser
+#   bandit-sim (sim/main.c, cli.c, cli_oc.c) → exp/ (the create body's parser
 #                                         and the design hash), sim/
 #
 # Libraries are linked top layer first, so a call from a lower layer up into
@@ -119,7 +119,7 @@ $(LIB_NOTIFY): $(call objs,$(wildcard notify/*.c))
 $(LIB_HTTP): $(call objs,$(wildcard http/*.c))
 $(LIB_API): $(call objs,$(wildcard api/*.c)) $(OBJ)/gen/openapi.o $(OBJ)/gen/web_assets.o
 $(LIB_SERVER): $(call objs,$(filter-out server/main.c,$(wildcard server/*.c)))
-$(LIB_SIM): $(call objs,$(filter-out sim/main.c sim/cli_oc.c,$(wildcard sim/*.c)))
+$(LIB_SIM): $(call objs,$(filter-out sim/main.c sim/cli.c sim/cli_oc.c,$(wildcard sim/*.c)))
 $(LIB_TESTS): $(call objs,$(wildcard tests/support/*.c))
 
 # What the daemon links, in layer order; the simulator its own two. The
@@ -176,7 +176,7 @@ $(BUILD)/banditd: $(OBJ)/server/main.o $(LIBS_DAEMON)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/bandit-sim: $(OBJ)/sim/main.o $(OBJ)/sim/cli_oc.o $(LIBS_SIM_PROGRAM)
+$(BUILD)/bandit-sim: $(OBJ)/sim/main.o $(OBJ)/sim/cli.o $(OBJ)/sim/cli_oc.o $(LIBS_SIM_PROGRAM)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
