@@ -96,6 +96,9 @@ void api_exp_unlock(struct exp *x);
  * unblinded nor admin. A caller that may see x in full is logged (the
  * unblinded reads of a blinded experiment are recorded). */
 int api_blinded(struct http_req *r, struct exp *x);
+/* Whether r may see blinded experiments in full (an open API, or a key
+ * with unblinded or admin); logs nothing. */
+int api_sees_blinded(const struct http_req *r);
 /* Refuse r a route a blinded caller may not see (403 naming the scope).
  * Returns HTTP_DONE. */
 int api_reply_blinded(struct http_req *r);

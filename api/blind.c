@@ -5,9 +5,14 @@
  * only to keys with scope unblinded or admin; a plain read key gets the
  * blinded view (totals, pending counts, whether and why it stopped), and
  * the routes that are per-arm through and through (export, webhook
- * deliveries) refuse it. Sites (assign, report) read nothing anyway. Each
- * unblinded read of a blinded experiment is logged with the key and the
- * request id. An open API (no key) has no roles to blind by.
+ * deliveries) refuse it; the list and /metrics drop its δᶜ (the strength
+ * of the evidence so far is an interim result too). Sites (assign,
+ * report) read nothing anyway. Each unblinded read of a blinded
+ * experiment's per-arm figures (status, history, export, webhook
+ * deliveries) is logged with the key and the request id; the list's and
+ * the metrics' one figure is not (polled every few seconds by dashboards
+ * and scrapers, it would drown the log). An open API (no key) has no roles
+ * to blind by.
  */
 #include "api/api.h"
 
@@ -16,11 +21,16 @@
 #include "api/auth.h"
 #include "base/log.h"
 
+int api_sees_blinded(const struct http_req *r)
+{
+    return !auth_enabled() || (http_req_grant(r) & (API_SCOPE_ADMIN | API_SCOPE_UNBLINDED)) != 0;
+}
+
 int api_blinded(struct http_req *r, struct exp *x)
 {
     if (!exp_cfg(x)->design_blinded || !auth_enabled())
         return 0;
-    if (!(http_req_grant(r) & (API_SCOPE_ADMIN | API_SCOPE_UNBLINDED)))
+    if (!api_sees_blinded(r))
         return 1;
     char actor[32 + HTTP_CALLER_NAME_MAX];
     api_actor(r, actor, sizeof actor);
