@@ -1077,6 +1077,14 @@ static int pg_write_op(struct store_backend *b, const struct store_op *op, int *
         return writer_probe(b, own);
     case STORE_OP_CLAIM:
         return writer_claim(b, op, own);
+    case STORE_OP_AUDIT: {
+        if (op->audit == NULL) {
+            *own = 1;
+            return STORE_ERR_IO;
+        }
+        struct store_audit_row row = *op->audit;
+        return writer_audit(b, &row, own);
+    }
     case STORE_OP_OUTBOX:
     case STORE_OP_OUTBOX_UPDATE:
     case STORE_OP_OUTBOX_PRUNE:

@@ -619,6 +619,12 @@ static int writer_op(struct store_backend *s, const struct store_op *op)
         return writer_probe(s);
     case STORE_OP_CLAIM:
         return SQLITE_OK; /* one daemon per file: it owns everything */
+    case STORE_OP_AUDIT: {
+        if (op->audit == NULL)
+            return SQLITE_MISUSE;
+        struct store_audit_row row = *op->audit;
+        return writer_audit(s, &row);
+    }
     case STORE_OP_OUTBOX:
     case STORE_OP_OUTBOX_UPDATE:
     case STORE_OP_OUTBOX_PRUNE:

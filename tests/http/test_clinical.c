@@ -675,7 +675,8 @@ static void test_audit_log(void **state)
     snprintf(auth, sizeof auth, "Authorization: Bearer %s", admin);
     const char *hh[] = {h[0], auth, NULL};
     struct tresp *r =
-        treq(d, "POST", "/v1/experiments", "{\"id\":\"al\",\"arms\":[\"a\",\"b\"]}", hh);
+        treq(d, "POST", "/v1/experiments",
+             "{\"id\":\"al\",\"arms\":[\"a\",\"b\"],\"design\":{\"blinded\":true}}", hh);
     assert_status(r, 201);
     tresp_free(r);
     r = treq_key(d, "POST", "/v1/experiments/al/assignments", site, "{}");
@@ -683,27 +684,36 @@ static void test_audit_log(void **state)
     tresp_free(r);
     const char *revoke[] = {"keys", "revoke", "2", "--db", tdaemon_db_path(d), NULL};
     assert_int_equal(tdaemon_cli(d, revoke, NULL, NULL, 0, NULL, 0), 0);
+    /* an unblinded read and an export are recorded before they answer */
+    const char *hs[] = {"X-Request-Id: dmc-look-1", auth, NULL};
+    r = treq(d, "GET", "/v1/experiments/al/status", NULL, hs);
+    assert_status(r, 200);
+    assert_non_null(tjson_get(r->json, "bandits[0].arms"));
+    tresp_free(r);
     r = treq_key(d, "GET", "/v1/experiments/al/export", admin, NULL);
     assert_status(r, 200);
     assert_non_null(strstr(r->body, "\"actor\":\"key:2:site-7\""));
     tresp_free(r);
 
-    /* four records: two keys, the creation, the revocation */
+    /* six records: two keys, the creation, the revocation, the read, the
+     * export */
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     assert_int_equal(sqlite3_open(tdaemon_db_path(d), &db), SQLITE_OK);
     assert_int_equal(sqlite3_prepare_v2(db,
-                                        "SELECT kind, subject, actor, request_id, length(chain)"
-                                        " FROM audit_log ORDER BY seq",
+                                        "SELECT kind, subject, actor, request_id, length(chain),"
+                                        " detail FROM audit_log ORDER BY seq",
                                         -1, &st, NULL),
                      SQLITE_OK);
     static const struct {
         int kind;
-        const char *subject, *actor_prefix, *request_id;
-    } want[] = {{1, "key:1", "cli:", NULL},
-                {1, "key:2", "cli:", NULL},
-                {3, "al", "key:1:dmc office", "create-7"},
-                {2, "key:2", "cli:", NULL}};
+        const char *subject, *actor_prefix, *request_id, *detail;
+    } want[] = {{1, "key:1", "cli:", "cli-", NULL},
+                {1, "key:2", "cli:", "cli-", NULL},
+                {3, "al", "key:1:dmc office", "create-7", "config sha256:"},
+                {2, "key:2", "cli:", "cli-", NULL},
+                {5, "al", "key:1:dmc office", "dmc-look-1", "status"},
+                {4, "al", "key:1:dmc office", "", "ndjson after 0"}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         assert_int_equal(sqlite3_step(st), SQLITE_ROW);
         assert_int_equal(sqlite3_column_int(st, 0), want[i].kind);
@@ -713,17 +723,18 @@ static void test_audit_log(void **state)
         assert_non_null(actor);
         assert_non_null(rid);
         assert_true(strncmp(actor, want[i].actor_prefix, strlen(want[i].actor_prefix)) == 0);
-        if (want[i].request_id != NULL)
-            assert_string_equal(rid, want[i].request_id);
-        else
-            assert_true(strncmp(rid, "cli-", 4) == 0);
+        assert_true(strncmp(rid, want[i].request_id, strlen(want[i].request_id)) == 0);
+        const char *detail = (const char *)sqlite3_column_text(st, 5);
+        if (want[i].detail != NULL)
+            assert_true(detail != NULL &&
+                        strncmp(detail, want[i].detail, strlen(want[i].detail)) == 0);
         assert_int_equal(sqlite3_column_int(st, 4), 64);
     }
     assert_int_equal(sqlite3_step(st), SQLITE_DONE);
     sqlite3_finalize(st);
     sqlite3_close(db);
     assert_int_equal(verify_all(d, out, sizeof out), 0);
-    assert_non_null(strstr(out, "audit log: ok, 4 records, keys as recorded (0 older"));
+    assert_non_null(strstr(out, "audit log: ok, 6 records, keys as recorded (0 older"));
 
     /* tampered: the daemon is stopped, the file edited */
     assert_int_equal(tdaemon_stop(d), 0);
@@ -741,8 +752,10 @@ static void test_audit_log(void **state)
         {"UPDATE audit_log SET actor = 'cli:someone' WHERE seq = 3",
          "UPDATE audit_log SET actor = 'key:1:dmc office' WHERE seq = 3",
          "audit log: BROKEN at seq 3 (chain value does not match the record)"},
-        {"DELETE FROM audit_log WHERE seq = 4", NULL,
-         "audit log: BROKEN: key 2 is revoked without a record"},
+        {"UPDATE api_keys SET revoked = 1 WHERE rowid = 1",
+         "UPDATE api_keys SET revoked = 0 WHERE rowid = 1",
+         "audit log: BROKEN: key 1 is revoked without a record"},
+        {"DELETE FROM audit_log WHERE seq = 4", NULL, "audit log: BROKEN at seq 4 (missing)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         db_change(d, cases[i].change);
