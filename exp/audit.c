@@ -350,23 +350,29 @@ static int verify_record(void *arg, const struct store_audit_row *row)
         return VERIFY_STOP;
     }
     memcpy(v->chain, next, sizeof next);
-    int64_t id;
-    if ((row->kind == STORE_AUDIT_KEY_CREATE || row->kind == STORE_AUDIT_KEY_REVOKE) &&
-        row->subject != NULL && sscanf(row->subject, "key:%" SCNd64, &id) == 1) {
+    int64_t id = 0;
+    char *end = NULL;
+    if (row->subject != NULL && strncmp(row->subject, "key:", 4) == 0)
+        id = strtoll(row->subject + 4, &end, 10);
+    if ((row->kind == STORE_AUDIT_KEY_CREATE || row->kind == STORE_AUDIT_KEY_REVOKE) && id > 0 &&
+        end != NULL && *end == '\0') {
         struct key_record *k = key_record(v, id, 1);
-        char *d = NULL;
-        if (k == NULL || (row->kind == STORE_AUDIT_KEY_CREATE &&
-                          (d = strdup(row->detail ? row->detail : "")) == NULL)) {
+        if (k == NULL) {
             v->nomem = 1;
             return -1;
         }
-        if (row->kind == STORE_AUDIT_KEY_CREATE) {
-            free(k->detail);
-            k->detail = d;
-            k->create_seq = row->seq;
-        } else {
+        if (row->kind == STORE_AUDIT_KEY_REVOKE) {
             k->revoke_seq = row->seq;
+            return 0;
         }
+        char *d = strdup(row->detail ? row->detail : "");
+        if (d == NULL) {
+            v->nomem = 1;
+            return -1;
+        }
+        free(k->detail);
+        k->detail = d; /* moved to the record */
+        k->create_seq = row->seq;
     }
     return 0;
 }
@@ -403,10 +409,8 @@ static int verify_key(void *arg, const struct store_key_row *row)
     }
     if (row->revoked != (k->revoke_seq != 0)) {
         vk->bad_key = row->rowid;
-        snprintf(vk->why, sizeof vk->why,
-                 row->revoked ? "key %" PRId64 " is revoked without a record"
-                              : "key %" PRId64 " is not revoked, but recorded so",
-                 row->rowid);
+        snprintf(vk->why, sizeof vk->why, "key %" PRId64 " %s", row->rowid,
+                 row->revoked ? "is revoked without a record" : "is not revoked, but recorded so");
         return VERIFY_STOP;
     }
     k->create_seq = -k->create_seq; /* seen: a record of a key no row holds is named below */

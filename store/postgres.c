@@ -917,11 +917,12 @@ static int writer_exp_create(struct store_backend *b, const struct store_op *op,
         if (err == STORE_OK && owned_add(b, rowid) != 0)
             err = STORE_ERR_NOMEM;
     }
-    char buf[STORE_AUDIT_BUF];
-    struct store_audit_row row;
-    if (err == STORE_OK)
+    if (err == STORE_OK) {
+        char buf[STORE_AUDIT_BUF];
+        struct store_audit_row row;
         err = store_audit_of_create(op, &row, buf, sizeof buf) == 0 ? writer_audit(b, &row, own)
                                                                     : STORE_ERR_IO;
+    }
     return err;
 }
 
@@ -1124,11 +1125,12 @@ static int pg_write_key(struct store_backend *b, const struct store_key_op *k, i
             *k->rowid_out = id;
     }
     PQclear(r);
-    char buf[STORE_AUDIT_BUF];
-    struct store_audit_row row;
-    if (err == STORE_OK)
+    if (err == STORE_OK) {
+        char buf[STORE_AUDIT_BUF];
+        struct store_audit_row row;
         err = store_audit_of_key(k, id, &row, buf, sizeof buf) == 0 ? writer_audit(b, &row, own)
                                                                     : STORE_ERR_IO;
+    }
     return err;
 }
 
