@@ -62,6 +62,7 @@ int api_export_get(struct http_req *r);
 int api_webhooks_list(struct http_req *r);
 int api_policies_list(struct http_req *r);
 int api_plan_create(struct http_req *r);
+int api_oc_create(struct http_req *r);
 int api_healthz(struct http_req *r);
 int api_readyz(struct http_req *r);
 int api_metrics_get(struct http_req *r);

@@ -206,7 +206,8 @@ int64_t exp_rowid(const struct exp *x);
 struct engine *exp_engine(struct exp *x);
 enum exp_state exp_get_state(const struct exp *x);
 /* The rule that stopped it ("delta_c" | "glr" | "glr-heuristic" | "rho" |
- * "policy"), or "budget" | "manual"; NULL while running. */
+ * "policy"; goal control: "superiority" | "futility"), or "budget" |
+ * "manual"; NULL while running. */
 const char *exp_stop_reason(const struct exp *x);
 /* Bandit b's stop rule against its own threshold (engine_bandit_stop):
  * {rule, proven, fires_when, evidence, threshold, error_bound, fired}, the

@@ -14,9 +14,9 @@
 
 #include "base/clock.h"
 #include "base/jsonv.h"
-#include "policies/stop_rule.h"
 #include "base/log.h"
 #include "exp/internal.h"
+#include "policies/stop_rule.h"
 
 #define NSHARDS 64
 #define SHARD_BUCKETS 1024
@@ -106,18 +106,7 @@ json_t *exp_stop_json(const struct engine *e, size_t b)
 
 const char *exp_stop_reason(const struct exp *x)
 {
-    switch (engine_stop_reason(x->d->eng)) {
-    case ENGINE_STOPPED_CONFIDENCE:
-        return stop_rule_name(engine_rule(x->d->eng)); /* the rule that fired */
-    case ENGINE_STOPPED_BUDGET:
-        return "budget";
-    case ENGINE_STOPPED_MANUAL:
-        return "manual";
-    case ENGINE_STOPPED_POLICY:
-        return "policy";
-    default:
-        return NULL;
-    }
+    return engine_stop_reason_name(x->d->eng);
 }
 
 static struct shard *shard_of(const char *id, size_t *bucket)

@@ -232,6 +232,9 @@ static const char *route_body(const struct http_route *rt, int n)
         snprintf(buf, sizeof buf, "{\"change\":{\"name\":\"amended-%d\"},\"reason\":\"test\"}", n);
         return buf;
     }
+    if (strstr(rt->pattern, "/oc"))
+        return "{\"scenarios\":[{\"name\":\"null\",\"arms\":[0.5,0.5]}],\"runs\":1,"
+               "\"max_pulls\":50}";
     if (strcmp(rt->pattern, "/v1/plan") == 0)
         return "{\"experiment\":{\"arms\":[\"a\",\"b\"]},\"means\":[0.5,0.4],\"runs\":1}";
     if (strcmp(rt->method, "PATCH") == 0)
