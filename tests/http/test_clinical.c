@@ -434,6 +434,9 @@ static const struct route_row route_rows[] = {
     {"GET", "/v1/experiments/{id}/webhooks", "/v1/experiments/bl/webhooks", NULL,
      BIT(K_ADMIN) | BIT(K_UNBLINDED), B_NONE},
     {"GET", "/v1/policies", "/v1/policies", NULL, READERS, B_NONE},
+    /* a function of the design and the caller's scenarios, not of the data */
+    {"POST", "/v1/experiments/{id}/oc", "/v1/experiments/bl/oc",
+     "{\"scenarios\":[{\"name\":\"null\",\"arms\":[0.3,0.3]}],\"runs\":2}", READERS, B_NONE},
     {"GET", "/metrics", "/metrics", NULL, EVERYONE, B_METRICS}, /* open: no --metrics-need-key */
     {"GET", "/healthz", "/healthz", NULL, EVERYONE, B_NONE},
     {"GET", "/readyz", "/readyz", NULL, EVERYONE, B_NONE},
