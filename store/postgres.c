@@ -917,11 +917,12 @@ static int writer_exp_create(struct store_backend *b, const struct store_op *op,
         if (err == STORE_OK && owned_add(b, rowid) != 0)
             err = STORE_ERR_NOMEM;
     }
-    char buf[STORE_AUDIT_BUF];
-    struct store_audit_row row;
-    if (err == STORE_OK)
+    if (err == STORE_OK) {
+        char buf[STORE_AUDIT_BUF];
+        struct store_audit_row row;
         err = store_audit_of_create(op, &row, buf, sizeof buf) == 0 ? writer_audit(b, &row, own)
                                                                     : STORE_ERR_IO;
+    }
     return err;
 }
 
@@ -1077,6 +1078,14 @@ static int pg_write_op(struct store_backend *b, const struct store_op *op, int *
         return writer_probe(b, own);
     case STORE_OP_CLAIM:
         return writer_claim(b, op, own);
+    case STORE_OP_AUDIT: {
+        if (op->audit == NULL) {
+            *own = 1;
+            return STORE_ERR_IO;
+        }
+        struct store_audit_row row = *op->audit;
+        return writer_audit(b, &row, own);
+    }
     case STORE_OP_OUTBOX:
     case STORE_OP_OUTBOX_UPDATE:
     case STORE_OP_OUTBOX_PRUNE:
@@ -1116,11 +1125,12 @@ static int pg_write_key(struct store_backend *b, const struct store_key_op *k, i
             *k->rowid_out = id;
     }
     PQclear(r);
-    char buf[STORE_AUDIT_BUF];
-    struct store_audit_row row;
-    if (err == STORE_OK)
+    if (err == STORE_OK) {
+        char buf[STORE_AUDIT_BUF];
+        struct store_audit_row row;
         err = store_audit_of_key(k, id, &row, buf, sizeof buf) == 0 ? writer_audit(b, &row, own)
                                                                     : STORE_ERR_IO;
+    }
     return err;
 }
 

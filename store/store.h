@@ -166,6 +166,8 @@ enum store_op_kind {
     STORE_OP_OUTBOX_PRUNE = 7,  /* dl->last_ms: finished deliveries whose last attempt
                                  * is older go */
     STORE_OP_CLAIM = 8,         /* exp: make this daemon its owner (store_claim) */
+    STORE_OP_AUDIT = 9,         /* audit: a record of the audit log (below); its seq and
+                                 * chain are the backend's */
 };
 
 struct store_delivery;
@@ -186,6 +188,9 @@ struct store_op {
     /* CLAIM: the owner's address when another daemon owns exp */
     char *owner_out;
     size_t owner_len;
+    /* AUDIT: kind, ts_ms, subject, detail, actor, request_id (borrowed until
+     * the callback) */
+    const struct store_audit_row *audit;
 };
 
 /* Completion: err is STORE_OK or a store_err; called once, on the writer
@@ -421,6 +426,9 @@ enum store_audit_kind {
     STORE_AUDIT_KEY_REVOKE = 2, /* subject "key:<id>"; detail NULL */
     STORE_AUDIT_EXP_CREATE = 3, /* subject the experiment's id; detail "config sha256:<hex>"
                                  * of its stored configuration */
+    STORE_AUDIT_EXPORT = 4,     /* subject the experiment's id; detail "<format> after <seq>" */
+    STORE_AUDIT_UNBLINDED = 5,  /* a blinded experiment read in full: subject its id,
+                                 * detail what ("status", "history", "webhooks") */
 };
 
 struct store_audit_row {
