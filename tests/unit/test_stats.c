@@ -510,6 +510,11 @@ static void test_delta_c_optimal(void **state)
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(r, 2024);
     enum { KMAX = 12 };
+    /* One workspace for every trial: an earlier trial's constants (other
+     * arms, other options) must never be taken for this one's. */
+    void *ws = malloc(stats_dc_ws_size(KMAX));
+    assert_non_null(ws);
+    stats_dc_ws_init(ws, KMAX);
     for (int trial = 0; trial < 60; trial++) {
         struct stats_arm arms[KMAX];
         unsigned char high[KMAX];
@@ -541,13 +546,14 @@ static void test_delta_c_optimal(void **state)
             if (trial % 7 == 0)
                 wide[k - 1].n = 0; /* no data */
             double c1, c2, p1[KMAX], p2[KMAX];
-            void *ws = malloc(stats_dc_ws_size(k));
-            assert_non_null(ws);
             double d1 = stats_delta_c(wide, k, high, &o, &c1, p1);
             double d2 = stats_delta_c_ws(wide, k, high, &o, &c2, p2, ws);
-            free(ws);
             assert_memory_equal(&d1, &d2, sizeof d1);
             assert_memory_equal(&c1, &c2, sizeof c1);
+            assert_memory_equal(p1, p2, k * sizeof p1[0]);
+            /* again: every arm's constants now come from the workspace */
+            d2 = stats_delta_c_ws(wide, k, high, &o, &c2, p2, ws);
+            assert_memory_equal(&d1, &d2, sizeof d1);
             assert_memory_equal(p1, p2, k * sizeof p1[0]);
         }
         /* per_arm and c_out describe the same point. */
@@ -570,6 +576,7 @@ static void test_delta_c_optimal(void **state)
                 fail_msg("trial %d: δᶜ(c*=%g) = %.12g > δᶜ(%g) = %.12g", trial, c_star, dc, c, f);
         }
     }
+    free(ws);
     gsl_rng_free(r);
 }
 
