@@ -281,6 +281,10 @@ double stats_glr_pair_z(const struct stats_arm *ai, const struct stats_arm *aj, 
  * Both stops run one loop (stats_glr.c). */
 int stats_glr_stop_best(const struct stats_arm *arms, size_t k, size_t best, double eps,
                         enum stats_glr_threshold kind, double beta);
+/* stats_glr_stop_best with a memo, as stats_glr_stop_memo: the same answer. */
+int stats_glr_stop_best_memo(const struct stats_arm *arms, size_t k, size_t best, double eps,
+                             enum stats_glr_threshold kind, double beta,
+                             struct stats_glr_memo *memo);
 
 /* --- the normal tail (stats_bounds.c) -------------------------------------- */
 

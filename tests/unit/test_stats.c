@@ -1092,9 +1092,10 @@ static void test_glr_stop_memo(void **state)
             mu[i] = 0.2 + 0.6 * gsl_rng_uniform(r);
             stats_arm_init(&arms[i], 1.0, 1.0);
         }
-        struct stats_glr_memo_arm cache[8];
-        struct stats_glr_memo memo;
+        struct stats_glr_memo_arm cache[8], cache_b[8];
+        struct stats_glr_memo memo, memo_b;
         stats_glr_memo_init(&memo, cache, k);
+        stats_glr_memo_init(&memo_b, cache_b, k);
         unsigned char high[8];
         for (int t = 0; t < 3000; t++) {
             size_t i = t < (int)k ? (size_t)t : gsl_rng_uniform_int(r, k);
@@ -1108,6 +1109,18 @@ static void test_glr_stop_memo(void **state)
             assert_int_equal(stats_glr_stop_memo(arms, k, high, kind, m, eps, delta, &memo), want);
             stops += want;
             checks++;
+            /* the certified-arm form (ttts, track-and-stop): best often
+             * not the empirical best, the witness then a stale pair */
+            size_t best = t % 5 == 0 ? gsl_rng_uniform_int(r, k) : 0;
+            for (size_t j = 0; t % 5 != 0 && j < k; j++)
+                if (arms[j].mean > arms[best].mean)
+                    best = j;
+            double tn = 0;
+            for (size_t j = 0; j < k; j++)
+                tn += (double)arms[j].n;
+            double beta = stats_glr_threshold(kind, tn, k, 1, delta);
+            assert_int_equal(stats_glr_stop_best_memo(arms, k, best, eps, kind, beta, &memo_b),
+                             stats_glr_stop_best(arms, k, best, eps, kind, beta));
         }
     }
     assert_true(stops > checks / 20 && stops < checks - checks / 20); /* both outcomes, often */
