@@ -264,6 +264,12 @@ static void config_for(const struct policy_ops *p, const size_t *k, struct engin
     c->seed = 12345;
     c->policy = p;
     policy_params_defaults(p, &c->params);
+    if (p->flags & POLICY_F_CONTROL) { /* the sampler of goal control: arm 0 the control */
+        static const int control[] = {0};
+        c->goal = ENGINE_GOAL_CONTROL;
+        c->control_arm = control;
+        c->margin = 0.05;
+    }
 }
 
 struct arms {
@@ -397,6 +403,12 @@ static double sim_pulls_s(const struct policy_ops *p, size_t k, const double *mu
     prob.target_arm = (p->flags & POLICY_F_NEEDS_TARGET) ? 0 : -1;
     prob.tau = NAN;
     prob.bound = STATS_BOUND_ANYTIME;
+    prob.control = -1;
+    if (p->flags & POLICY_F_CONTROL) {
+        prob.goal = ENGINE_GOAL_CONTROL;
+        prob.control = 0;
+        prob.margin = 0.05;
+    }
     struct sim_options o;
     memset(&o, 0, sizeof o);
     o.policy = p;
