@@ -315,7 +315,8 @@ struct store_backend {
      * submissions (valid until the callbacks, after the commit) */
     const struct store_event **pend;
     size_t npend, cappend;
-    int in_tx;
+    int in_tx;        /* a transaction is open (pg_begin) */
+    int begun;        /* and its BEGIN was sent: it goes with the first statement */
     char errbuf[512]; /* the last failure, for the log */
 
     struct store_readers readers;
@@ -629,6 +630,12 @@ static int w_ready(struct store_backend *b)
 static int w_exec(struct store_backend *b, enum pq q, const struct params *p, PGresult **res,
                   int *own)
 {
+    if (b->in_tx && !b->begun && q != PQ_BEGIN) {
+        b->begun = 1;
+        int err = w_exec(b, PQ_BEGIN, NULL, NULL, own);
+        if (err != STORE_OK)
+            return err;
+    }
     PGresult *r =
         PQexecPrepared(b->w, pg_queries[q].name, p ? p->n : 0, p ? p->v : NULL, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
@@ -657,20 +664,19 @@ static int changed(PGresult *r)
 
 /* --- writer ------------------------------------------------------------------ */
 
-/* A connection that broke while idle (a server restart, a failover) is
- * found by the BEGIN, which changes nothing: connect again and retry once,
- * so that the first group after a restart is not refused. */
+/* The BEGIN waits for the transaction's first statement (w_exec), or goes
+ * with the rows and the COMMIT in one pipeline (pg_flush_commit): a group
+ * of events is one round trip. A connection that broke while idle (a
+ * server restart, a failover) has the server's goodbye waiting in its
+ * socket: read now, without a round trip, it is found and made again, so
+ * that the first group after a restart is not refused. */
 static int pg_begin(struct store_backend *b)
 {
-    int err = STORE_OK;
+    int err = w_ready(b);
     b->npend = 0;
-    for (int attempt = 0; attempt < 2; attempt++) {
+    b->begun = 0;
+    if (err == STORE_OK && (!PQconsumeInput(b->w) || PQstatus(b->w) != CONNECTION_OK))
         err = w_ready(b);
-        if (err == STORE_OK)
-            err = w_exec(b, PQ_BEGIN, NULL, NULL, NULL);
-        if (err == STORE_OK || PQstatus(b->w) == CONNECTION_OK)
-            break;
-    }
     b->in_tx = err == STORE_OK;
     return err;
 }
@@ -687,6 +693,10 @@ static int pg_commit(struct store_backend *b)
         b->in_tx = 0;
         return err;
     }
+    if (!b->begun) { /* nothing was sent: nothing to commit */
+        b->in_tx = 0;
+        return STORE_OK;
+    }
     err = w_exec(b, PQ_COMMIT, NULL, &r, NULL);
     if (err == STORE_OK && strcmp(PQcmdStatus(r), "COMMIT") != 0) {
         snprintf(b->errbuf, sizeof b->errbuf, "COMMIT answered %s", PQcmdStatus(r));
@@ -700,9 +710,10 @@ static int pg_commit(struct store_backend *b)
 static void pg_rollback(struct store_backend *b)
 {
     b->npend = 0;
-    if (b->in_tx && PQstatus(b->w) == CONNECTION_OK && PQtransactionStatus(b->w) != PQTRANS_IDLE)
+    if (b->in_tx && b->begun && PQstatus(b->w) == CONNECTION_OK &&
+        PQtransactionStatus(b->w) != PQTRANS_IDLE)
         (void)w_exec(b, PQ_ROLLBACK, NULL, NULL, NULL);
-    b->in_tx = 0;
+    b->in_tx = b->begun = 0;
 }
 
 static int pg_savepoint(struct store_backend *b)
@@ -733,26 +744,24 @@ static int writer_event(struct store_backend *b, const struct store_event *ev, i
     return STORE_OK;
 }
 
-/* One event now. */
-static int insert_event(struct store_backend *b, const struct store_event *ev, int *own)
+/* One event's parameters (PQ_EVENT_INSERT). */
+static void event_params(struct params *p, const struct store_event *ev)
 {
-    struct params p = {.n = 0};
-    p_i64(&p, ev->exp);
-    p_i64(&p, ev->seq);
-    p_i64(&p, ev->kind);
-    p_i64(&p, ev->bandit);
-    p_i64(&p, ev->arm);
-    p_i64(&p, (int64_t)ev->flags);
-    p_dbl(&p, ev->value);
-    p_opt_i64(&p, ev->ref);
-    p_i64(&p, ev->ts_ms);
-    p_opt_i64(&p, ev->expires_ms);
-    p_text(&p, ev->unit);
-    p_text(&p, ev->text);
-    p_text(&p, ev->actor);
-    p_text(&p, ev->request_id);
-    p_text(&p, ev->chain);
-    return w_exec(b, PQ_EVENT_INSERT, &p, NULL, own);
+    p_i64(p, ev->exp);
+    p_i64(p, ev->seq);
+    p_i64(p, ev->kind);
+    p_i64(p, ev->bandit);
+    p_i64(p, ev->arm);
+    p_i64(p, (int64_t)ev->flags);
+    p_dbl(p, ev->value);
+    p_opt_i64(p, ev->ref);
+    p_i64(p, ev->ts_ms);
+    p_opt_i64(p, ev->expires_ms);
+    p_text(p, ev->unit);
+    p_text(p, ev->text);
+    p_text(p, ev->actor);
+    p_text(p, ev->request_id);
+    p_text(p, ev->chain);
 }
 
 /* An element of a text array literal: NULL, or the string quoted. */
@@ -771,22 +780,20 @@ static void array_text(struct buf *a, const char *v)
     buf_put(a, "\"", 1);
 }
 
-/* Send the deferred events: one as it is, several as one INSERT … SELECT
- * FROM unnest(arrays). */
-static int pg_flush(struct store_backend *b, int *own)
+/* The deferred events (npend > 0) as one statement: *q and p, one event's
+ * row as it is, several as one INSERT … SELECT FROM unnest(arrays) whose
+ * array literals are built in col (buf_free each when npend > 1). */
+static int pend_statement(const struct store_backend *b, enum pq *q, struct params *p,
+                          struct buf col[EVENT_NCOLS])
 {
-    struct buf col[EVENT_NCOLS];
-    struct params p = {.n = 0};
     int err = STORE_OK;
 
-    *own = 0;
-    if (b->npend == 0)
-        return STORE_OK;
     if (b->npend == 1) {
-        err = insert_event(b, b->pend[0], own);
-        b->npend = 0;
-        return err;
+        *q = PQ_EVENT_INSERT;
+        event_params(p, b->pend[0]);
+        return STORE_OK;
     }
+    *q = PQ_EVENT_INSERT_MANY;
     for (int c = 0; c < EVENT_NCOLS; c++) {
         buf_init(&col[c], 0);
         buf_put(&col[c], "{", 1);
@@ -828,13 +835,122 @@ static int pg_flush(struct store_backend *b, int *own)
         buf_put(&col[c], "}", 1);
         if (col[c].failed)
             err = STORE_ERR_NOMEM;
-        p.v[p.n++] = col[c].p;
+        p->v[p->n++] = col[c].p;
+    }
+    return err;
+}
+
+static void pend_done(struct store_backend *b, enum pq q, struct buf col[EVENT_NCOLS])
+{
+    if (q == PQ_EVENT_INSERT_MANY)
+        for (int c = 0; c < EVENT_NCOLS; c++)
+            buf_free(&col[c]);
+    b->npend = 0;
+}
+
+/* Send the deferred events now. */
+static int pg_flush(struct store_backend *b, int *own)
+{
+    struct buf col[EVENT_NCOLS];
+    struct params p = {.n = 0};
+    enum pq q = PQ_EVENT_INSERT;
+    int err;
+
+    *own = 0;
+    if (b->npend == 0)
+        return STORE_OK;
+    err = pend_statement(b, &q, &p, col);
+    if (err == STORE_OK)
+        err = w_exec(b, q, &p, NULL, own);
+    pend_done(b, q, col);
+    return err;
+}
+
+/* The writer's connection after a pipeline that did not end as it should:
+ * dropped, so that the next transaction starts on a new session (which
+ * owns nothing until it claims again: fencing as after any lost
+ * connection). */
+static void w_drop(struct store_backend *b)
+{
+    PQfinish(b->w);
+    b->w = NULL;
+    b->w_prepared = 0;
+    owned_clear(b);
+}
+
+/* The deferred events and the COMMIT (with the BEGIN, when no statement
+ * sent it yet) in one pipeline: one round trip for the whole group. The
+ * results are read up to the pipeline's sync: the first failure decides
+ * (*own: the rows' data, as pg_flush's), the rest answer "aborted"; the
+ * commit counts only when the last statement answered COMMIT (a failed
+ * transaction answers ROLLBACK). A connection lost meanwhile is a failure
+ * whose outcome is unknown, like a lost COMMIT's (commit_failed reloads). */
+static int pg_flush_commit(struct store_backend *b, int *own)
+{
+    struct buf col[EVENT_NCOLS];
+    struct params p = {.n = 0};
+    enum pq q = PQ_EVENT_INSERT;
+    int err, committed = 0, synced = 0;
+
+    *own = 0;
+    if (b->npend == 0)
+        return pg_commit(b);
+    err = pend_statement(b, &q, &p, col);
+    if (err != STORE_OK) {
+        pend_done(b, q, col);
+        return err;
+    }
+    if (!PQenterPipelineMode(b->w)) {
+        snprintf(b->errbuf, sizeof b->errbuf, "pipeline: %s", PQerrorMessage(b->w));
+        pend_done(b, q, col);
+        return STORE_ERR_FULL;
+    }
+    int sent = (b->begun ||
+                PQsendQueryPrepared(b->w, pg_queries[PQ_BEGIN].name, 0, NULL, NULL, NULL, 0)) &&
+               PQsendQueryPrepared(b->w, pg_queries[q].name, p.n, p.v, NULL, NULL, 0) &&
+               PQsendQueryPrepared(b->w, pg_queries[PQ_COMMIT].name, 0, NULL, NULL, NULL, 0) &&
+               PQpipelineSync(b->w);
+    b->begun = 1;
+    pend_done(b, q, col);
+    if (!sent) {
+        err = STORE_ERR_FULL;
+        snprintf(b->errbuf, sizeof b->errbuf, "%s", PQerrorMessage(b->w));
+    }
+    /* each statement's results end with a NULL; the sync's is the last */
+    while (sent && !synced) {
+        PGresult *r = PQgetResult(b->w);
+        if (r == NULL) {
+            if (PQstatus(b->w) != CONNECTION_OK)
+                break;
+            continue;
+        }
+        ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_PIPELINE_SYNC) {
+            synced = 1;
+        } else if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+            committed = strcmp(PQcmdStatus(r), "COMMIT") == 0;
+        } else if (st != PGRES_PIPELINE_ABORTED && err == STORE_OK) {
+            err = store_err_from_pg(b->w, r, own);
+            snprintf(b->errbuf, sizeof b->errbuf, "%s", PQresultErrorMessage(r));
+            b->errbuf[strcspn(b->errbuf, "\n")] = '\0';
+        }
+        PQclear(r);
+    }
+    if (!synced || !PQexitPipelineMode(b->w)) {
+        if (err == STORE_OK)
+            snprintf(b->errbuf, sizeof b->errbuf, "pipeline: %s", PQerrorMessage(b->w));
+        err = err == STORE_OK ? STORE_ERR_FULL : err;
+        *own = 0;
+        w_drop(b);
+        b->in_tx = 0;
+        return err;
+    }
+    if (err == STORE_OK && !committed) {
+        snprintf(b->errbuf, sizeof b->errbuf, "COMMIT did not commit");
+        err = STORE_ERR_IO;
     }
     if (err == STORE_OK)
-        err = w_exec(b, PQ_EVENT_INSERT_MANY, &p, NULL, own);
-    for (int c = 0; c < EVENT_NCOLS; c++)
-        buf_free(&col[c]);
-    b->npend = 0;
+        b->in_tx = 0;
     return err;
 }
 
@@ -1651,6 +1767,8 @@ const struct store_backend_ops store_postgres_ops = {
     .write_op = pg_write_op,
     .write_key = pg_write_key,
     .flush = pg_flush,
+    .flush_commit = pg_flush_commit,
+    .group_wait_share = 4,
     .purge_step = pg_purge_step,
     .errmsg = pg_errmsg,
     .describe = pg_describe,
