@@ -20,7 +20,9 @@
  *     answers 503 naming B;
  *   - a database that cannot be reached, or does not exist, stops the
  *     daemon at start with exit status 1 and libpq's reason, the password
- *     not shown.
+ *     not shown; so does a wrong password (a role that must give its
+ *     password, scram-sha-256 over TCP, which the right one passes), and a
+ *     database whose schema is newer than the daemon's.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -35,6 +37,7 @@
 #include <cmocka.h>
 
 #include "tests/support/harness.h"
+#include "tests/support/pgserver.h"
 #include "tests/support/tpg.h"
 
 #define ROUNDS 120            /* assignments rewarded through A */
@@ -267,12 +270,56 @@ static void test_unreachable_database_refused(void **state)
     free(err);
 }
 
+/* The daemon's start on uri: exit status 1 with want in its stderr, and
+ * no "sesame" (the password) there. */
+static void refused_with(struct tdaemon *d, const char *uri, const char *want)
+{
+    const char *extra[] = {"--db", uri, NULL};
+    assert_int_equal(tdaemon_launch(d, extra, 0), 1000 + 1);
+    char *err = tdaemon_stderr(d);
+    assert_non_null(err);
+    if (strstr(err, want) == NULL || strstr(err, "sesame") != NULL)
+        fail_msg("start on %s: wanted \"%s\" (and no password): %s", uri, want, err);
+    free(err);
+}
+
+static void test_bad_password_and_newer_schema_refused(void **state)
+{
+    struct fixture *f = *state;
+    char uri[300];
+
+    tpg_new_db(f->uri, sizeof f->uri);
+    assert_int_equal(pgserver_password_role(f->uri, "sesame-right"), 0);
+    /* the database's name: postgresql://banditd@/NAME?host=… */
+    const char *name = strstr(f->uri, "@/") + 2;
+    int nlen = (int)strcspn(name, "?");
+    f->a = tdaemon_new();
+    assert_non_null(f->a);
+    snprintf(uri, sizeof uri, "postgresql://" PGSERVER_PW_ROLE ":sesame-wrong@127.0.0.1:%u/%.*s",
+             pgserver_tcp_port(), nlen, name);
+    refused_with(f->a, uri, "password authentication failed");
+    refused_with(f->a, uri, PGSERVER_PW_ROLE ":***@127.0.0.1");
+    /* the right password passes (the role, the TCP port and the rule are
+     * as the refusal above assumed) */
+    snprintf(uri, sizeof uri, "postgresql://" PGSERVER_PW_ROLE ":sesame-right@127.0.0.1:%u/%.*s",
+             pgserver_tcp_port(), nlen, name);
+    const char *extra[] = {"--db", uri, NULL};
+    assert_int_equal(tdaemon_launch(f->a, extra, 0), 0);
+    assert_int_equal(tdaemon_stop(f->a), 0);
+    /* a schema from a newer banditd: refused, untouched */
+    assert_int_equal(tpg_exec(f->uri, "UPDATE banditd_schema SET version = 999"), 0);
+    refused_with(f->a, f->uri, "newer than this build");
+    assert_int_equal(tpg_count(f->uri, "SELECT max(version) FROM banditd_schema"), 999);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_non_owner_and_failover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_frozen_owner_commits_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreachable_database_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_password_and_newer_schema_refused, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
