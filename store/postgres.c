@@ -146,7 +146,13 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
                           " created_ms, next_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"},
     [PQ_OUTBOX_UPDATE] = {"outbox_update", STORE_SQL_WRITE,
                           "UPDATE outbox SET state = $2, attempts = $3, next_ms = $4,"
-                          " last_ms = $5, last_status = $6, last_error = $7 WHERE id = $1"},
+                          " last_ms = $5, last_status = $6, last_error = $7 WHERE id = $1"
+                          /* not over the attempts of a daemon that took the
+                           * experiment over meanwhile ($8: PG_LOCK_CLASS) */
+                          " AND NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'"
+                          " AND objsubid = 2 AND granted AND pid <> pg_backend_pid()"
+                          " AND classid::bigint = $8 + (outbox.exp >> 31)"
+                          " AND objid::bigint = (outbox.exp & 2147483647))"},
     [PQ_OUTBOX_PRUNE] = {"outbox_prune", STORE_SQL_WRITE,
                          "DELETE FROM outbox WHERE state <> 0 AND last_ms < $1"},
 
@@ -199,8 +205,19 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
     [PQ_KEYS] = {"keys", STORE_SQL_READ,
                  "SELECT rowid, name, scopes, hash, created_ms, revoked, experiments"
                  " FROM api_keys ORDER BY rowid"},
+    /* the deliveries this daemon makes (one daemon per delivery, not
+     * each): those of the experiments its writer's session owns ($3: that
+     * session's server process, $4: PG_LOCK_CLASS), and those of
+     * experiments nobody owns (orphaned, or deleted since) when it is the
+     * live daemon with the smallest node id ($5, $6: STORE_LEASE_MS) */
     [PQ_OUTBOX_PENDING] = {"outbox_pending", STORE_SQL_READ,
-                           "SELECT " OUTBOX_COLS " FROM outbox WHERE state = 0 AND id > $1"
+                           "SELECT " OUTBOX_COLS " FROM outbox LEFT JOIN (SELECT"
+                           " ((classid::bigint - $4) << 31) | objid::bigint AS lexp, pid"
+                           " FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2"
+                           " AND granted AND classid::bigint >= $4) l ON l.lexp = exp"
+                           " WHERE state = 0 AND id > $1 AND (l.pid = $3 OR (l.pid IS NULL"
+                           " AND $5 = (SELECT min(node) FROM nodes WHERE beat_ms >"
+                           " (extract(epoch FROM clock_timestamp()) * 1000)::bigint - $6)))"
                            " ORDER BY id LIMIT $2"},
     [PQ_OUTBOX_LIST] = {"outbox_list", STORE_SQL_READ,
                         "SELECT " OUTBOX_COLS " FROM outbox WHERE exp = $1 AND id < $2"
@@ -1038,7 +1055,9 @@ static int writer_outbox(struct store_backend *b, const struct store_op *op, int
         p_opt_i64(&p, d->last_ms);
         p_opt_i64(&p, d->last_status);
         p_text(&p, d->last_error);
-        /* a row pruned meanwhile is no error: nothing left to record */
+        p_i64(&p, PG_LOCK_CLASS);
+        /* a row pruned meanwhile is no error: nothing left to record; nor
+         * one whose experiment another daemon took over meanwhile */
         return w_exec(b, PQ_OUTBOX_UPDATE, &p, NULL, own);
     default: /* STORE_OP_OUTBOX_PRUNE */
         p_i64(&p, d->last_ms);
@@ -1491,6 +1510,10 @@ static int pg_outbox_pending(struct store_backend *b, int64_t after_id, int limi
     struct params p = {.n = 0};
     p_i64(&p, after_id);
     p_i64(&p, limit);
+    p_i64(&p, atomic_load(&b->w_pid));
+    p_i64(&p, PG_LOCK_CLASS);
+    p_text(&p, b->node);
+    p_i64(&p, STORE_LEASE_MS);
     return outbox_rows(b, PQ_OUTBOX_PENDING, &p, cb, arg);
 }
 
@@ -1739,6 +1762,22 @@ static struct store_backend *pg_open(const char *target, enum store_sync sync, i
     *purging = PQntuples(r) > 0;
     PQclear(r);
     atomic_store(&b->w_pid, PQbackendPID(b->w));
+    /* live from the start: the first heartbeat before any read that asks
+     * which daemons live (store_outbox_pending) */
+    {
+        char pid[16];
+        snprintf(pid, sizeof pid, "%d", PQbackendPID(b->w));
+        const char *v[] = {b->node, "", pid};
+        r = PQexecParams(b->w, pg_queries[PQ_BEAT].sql, 3, NULL, v, NULL, NULL, 0);
+        int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        r = NULL;
+        if (!ok) {
+            snprintf(err, errlen, "%s: heartbeat: %s", b->shown, PQerrorMessage(b->w));
+            err[strcspn(err, "\n")] = '\0';
+            goto fail;
+        }
+    }
     if ((prc = pthread_create(&b->hb, NULL, heartbeat_main, b)) != 0) {
         snprintf(err, errlen, "%s: %s", b->shown, strerror(prc));
         goto fail;

@@ -306,7 +306,8 @@ finish:
         } else if (sub->err == STORE_OK) {
             committed++;
             deleted |= sub_has(sub, STORE_OP_EXP_DELETE);
-            outbox |= sub_has(sub, STORE_OP_OUTBOX);
+            /* new rows to deliver, or (a claim) others' become ours */
+            outbox |= sub_has(sub, STORE_OP_OUTBOX) || sub_has(sub, STORE_OP_CLAIM);
         }
     }
     if (fatal != STORE_OK && !inject_fault && s->ops->commit_failed != NULL)

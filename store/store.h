@@ -359,14 +359,19 @@ struct store_delivery {
 };
 
 /* Writer hook: fn(arg) runs on the writer thread after each commit that
- * inserted outbox rows, under the store's queue lock: it must only signal
+ * inserted outbox rows, or claimed an experiment (its pending rows may be
+ * this daemon's to deliver now), under the store's queue lock: it must only signal
  * (the delivery thread reads the rows itself). fn NULL removes it; once
  * this returns, the old hook is never called again. */
 void store_set_outbox_hook(struct store *s, void (*fn)(void *arg), void *arg);
 
 /* Pending deliveries with id > after_id, by id, at most limit. The row's
  * strings are borrowed for the callback's duration; cb returns non-zero to
- * stop (that value is returned). */
+ * stop (that value is returned). On a shared database only the ones this
+ * daemon is to make, so that each is made by one daemon: those of the
+ * experiments it owns, and those of experiments nobody owns (orphaned, or
+ * deleted) on the live daemon with the smallest id; an attempt recorded by
+ * a daemon after another took the experiment over changes nothing. */
 int store_outbox_pending(struct store *s, int64_t after_id, int limit,
                          int (*cb)(void *arg, const struct store_delivery *d), void *arg);
 /* Deliveries of experiment exp with id < before_id (INT64_MAX: from the
