@@ -111,6 +111,8 @@ struct store_backend_ops {
     void (*set_advertise)(struct store_backend *b, const char *url);
     /* store_test_pause_heartbeat; may be NULL. */
     void (*pause_heartbeat)(struct store_backend *b, int paused);
+    /* store_keys_epoch; may be NULL (always 0). Any thread. */
+    uint64_t (*keys_epoch)(struct store_backend *b);
 
     /* --- reads: any thread, committed data only (store.h) ---------------- */
     int (*load_experiments)(struct store_backend *b,

@@ -37,6 +37,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
 #include <sys/random.h>
 
 #include <libpq-fe.h>
@@ -52,9 +56,10 @@
 #define PG_CONNECT_TIMEOUT "5"   /* seconds; the target may say otherwise */
 #define PG_MIGRATION_LOCK "7019" /* advisory lock key of the migrations */
 #define PG_MAX_PARAMS 16
-#define PG_LOCK_CLASS 0x42440000 /* "BD": the experiments' advisory locks */
-#define PG_BEAT_MS 1000          /* heartbeat period (store.h, STORE_LEASE_MS) */
-#define PG_TAKEOVER_TRIES 40     /* 50 ms apart: a terminated session lets go */
+#define PG_LOCK_CLASS 0x42440000       /* "BD": the experiments' advisory locks */
+#define PG_BEAT_MS 1000                /* heartbeat period (store.h, STORE_LEASE_MS) */
+#define PG_TAKEOVER_TRIES 40           /* 50 ms apart: a terminated session lets go */
+#define PG_KEYS_CHANNEL "banditd_keys" /* NOTIFY at every key write (store_keys_epoch) */
 
 /* --- statements -------------------------------------------------------------- */
 
@@ -77,6 +82,7 @@ enum pq {
     PQ_EVENT_INSERT_MANY,
     PQ_KEY_INSERT,
     PQ_KEY_REVOKE,
+    PQ_KEY_NOTIFY,
     PQ_OUTBOX_INSERT,
     PQ_OUTBOX_UPDATE,
     PQ_OUTBOX_PRUNE,
@@ -141,6 +147,9 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
                        " VALUES ($1, $2, $3, $4, $5) RETURNING rowid"},
     [PQ_KEY_REVOKE] = {"key_revoke", STORE_SQL_WRITE,
                        "UPDATE api_keys SET revoked = 1 WHERE rowid = $1"},
+    /* every daemon listening hears it when the transaction commits */
+    [PQ_KEY_NOTIFY] = {"key_notify", STORE_SQL_WRITE,
+                       "SELECT pg_notify('" PG_KEYS_CHANNEL "', '')"},
     [PQ_OUTBOX_INSERT] = {"outbox_insert", STORE_SQL_WRITE,
                           "INSERT INTO outbox(exp, exp_id, event_id, type, url, secret, body,"
                           " created_ms, next_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"},
@@ -343,12 +352,16 @@ struct store_backend {
     char url[256];       /* under hmu: store_set_advertise */
     atomic_int w_pid;    /* the writer session's server process */
     pthread_mutex_t hmu; /* url, hstop */
-    pthread_cond_t hcv;
+    int hwake[2];        /* a byte written here wakes the heartbeat (hnow, hstop) */
     int hstop;
     int hpaused; /* store_test_pause_heartbeat */
     int hnow;    /* beat now: the address changed */
     pthread_t hb;
-    int have_hmu, have_hcv, hb_started;
+    int have_hmu, have_hwake, hb_started;
+    /* API keys written elsewhere: bumped by each notification on
+     * PG_KEYS_CHANNEL, and when the listening connection was made again
+     * (what it may have missed meanwhile): store_keys_epoch */
+    atomic_uint_fast64_t keys_epoch;
 };
 
 /* --- errors and parameters --------------------------------------------------- */
@@ -1164,6 +1177,8 @@ static int pg_write_key(struct store_backend *b, const struct store_key_op *k, i
     PGresult *r = NULL;
     int err = pg_flush(b, own);
 
+    if (err == STORE_OK)
+        err = w_exec(b, PQ_KEY_NOTIFY, NULL, NULL, own);
     if (err != STORE_OK)
         return err;
     if (k->kind == STORE_KEY_OP_REVOKE) {
@@ -1570,13 +1585,81 @@ static int pg_backup(struct store_backend *b, const char *path, char *err, size_
 
 /* --- the heartbeat --------------------------------------------------------------- */
 
+/* Wake the heartbeat out of its wait (hnow or hstop just set). */
+static void heartbeat_wake(struct store_backend *b)
+{
+    char c = 1;
+    if (write(b->hwake[1], &c, 1) < 0 && errno != EAGAIN)
+        log_warn("store: waking the heartbeat: %s", strerror(errno));
+}
+
 static void pg_set_advertise(struct store_backend *b, const char *url)
 {
     pthread_mutex_lock(&b->hmu);
     snprintf(b->url, sizeof b->url, "%s", url);
     b->hnow = 1; /* others may name it at once */
-    pthread_cond_broadcast(&b->hcv);
     pthread_mutex_unlock(&b->hmu);
+    heartbeat_wake(b);
+}
+
+static uint64_t pg_keys_epoch(struct store_backend *b)
+{
+    return atomic_load(&b->keys_epoch);
+}
+
+/* The heartbeat's connection, made again if it broke, listening on
+ * PG_KEYS_CHANNEL; NULL when the server cannot be reached. */
+static PGconn *listener(struct store_backend *b, PGconn *c)
+{
+    char err[256];
+    if (c != NULL && PQstatus(c) == CONNECTION_OK)
+        return c;
+    PQfinish(c);
+    c = pg_connect(b, err, sizeof err);
+    if (c != NULL && run(c, "LISTEN " PG_KEYS_CHANNEL, NULL) != STORE_OK) {
+        PQfinish(c);
+        c = NULL;
+    }
+    /* a key written while nobody listened is heard of this way */
+    atomic_fetch_add(&b->keys_epoch, 1);
+    return c;
+}
+
+/* Count the notifications c received. */
+static void heard(struct store_backend *b, PGconn *c)
+{
+    PGnotify *n;
+    while ((n = PQnotifies(c)) != NULL) {
+        atomic_fetch_add(&b->keys_epoch, 1);
+        PQfreemem(n);
+    }
+}
+
+/* Until deadline (CLOCK_MONOTONIC ms), a wake (hnow, hstop) or a broken
+ * connection, whichever first, counting the notifications that arrive. */
+static void heartbeat_wait(struct store_backend *b, PGconn *c, uint64_t deadline_ms)
+{
+    for (;;) {
+        uint64_t now = clock_mono_ns() / 1000000u;
+        if (now >= deadline_ms)
+            return;
+        struct pollfd fds[2] = {{.fd = b->hwake[0], .events = POLLIN},
+                                {.fd = c != NULL ? PQsocket(c) : -1, .events = POLLIN}};
+        int n = poll(fds, 2, (int)(deadline_ms - now));
+        if (n < 0 && errno != EINTR)
+            return;
+        if (n > 0 && (fds[0].revents & POLLIN)) {
+            char buf[64];
+            while (read(b->hwake[0], buf, sizeof buf) > 0)
+                ;
+            return; /* the caller looks at hnow and hstop */
+        }
+        if (n > 0 && fds[1].revents != 0) {
+            if (!PQconsumeInput(c))
+                return; /* broken: made again by the caller */
+            heard(b, c);
+        }
+    }
 }
 
 static void pg_pause_heartbeat(struct store_backend *b, int paused)
@@ -1595,28 +1678,28 @@ static void *heartbeat_main(void *arg)
 {
     struct store_backend *b = arg;
     PGconn *c = NULL;
-    char err[256], url[256], pid[16];
+    char url[256], pid[16];
+    uint64_t next_ms = 0; /* the next beat (CLOCK_MONOTONIC) */
 
     pthread_mutex_lock(&b->hmu);
     while (!b->hstop) {
-        int paused = b->hpaused;
+        int paused = b->hpaused, now = b->hnow;
+        b->hnow = 0;
         snprintf(url, sizeof url, "%s", b->url);
         pthread_mutex_unlock(&b->hmu);
-        if (c == NULL || PQstatus(c) != CONNECTION_OK) {
-            PQfinish(c);
-            c = pg_connect(b, err, sizeof err);
-        }
-        if (c != NULL && !paused) {
+        c = listener(b, c);
+        if (c != NULL && !paused && (now || clock_mono_ns() / 1000000u >= next_ms)) {
             snprintf(pid, sizeof pid, "%d", atomic_load(&b->w_pid));
             const char *v[] = {b->node, url, pid};
             PGresult *r = PQexecParams(c, pg_queries[PQ_BEAT].sql, 3, NULL, v, NULL, NULL, 0);
             PQclear(r);
+            next_ms = clock_mono_ns() / 1000000u + PG_BEAT_MS;
         }
+        if (c != NULL)
+            heard(b, c);
+        /* no server: try again in a beat's time */
+        heartbeat_wait(b, c, c != NULL ? next_ms : clock_mono_ns() / 1000000u + PG_BEAT_MS);
         pthread_mutex_lock(&b->hmu);
-        struct timespec dl = clock_deadline(CLOCK_REALTIME, PG_BEAT_MS);
-        while (!b->hstop && !b->hnow && pthread_cond_timedwait(&b->hcv, &b->hmu, &dl) != ETIMEDOUT)
-            ;
-        b->hnow = 0;
     }
     pthread_mutex_unlock(&b->hmu);
     if (c != NULL && PQstatus(c) == CONNECTION_OK) {
@@ -1695,12 +1778,14 @@ static void pg_close(struct store_backend *b)
     if (b->hb_started) {
         pthread_mutex_lock(&b->hmu);
         b->hstop = 1;
-        pthread_cond_broadcast(&b->hcv);
         pthread_mutex_unlock(&b->hmu);
+        heartbeat_wake(b);
         pthread_join(b->hb, NULL);
     }
-    if (b->have_hcv)
-        pthread_cond_destroy(&b->hcv);
+    if (b->have_hwake) {
+        close(b->hwake[0]);
+        close(b->hwake[1]);
+    }
     if (b->have_hmu)
         pthread_mutex_destroy(&b->hmu);
     free(b->owned);
@@ -1728,12 +1813,16 @@ static struct store_backend *pg_open(const char *target, enum store_sync sync, i
         snprintf(err, errlen, "%s: %s", b->shown, strerror(prc));
         goto fail;
     }
-    if ((prc = pthread_mutex_init(&b->hmu, NULL)) != 0 ||
-        (b->have_hmu = 1, prc = pthread_cond_init(&b->hcv, NULL)) != 0) {
+    if ((prc = pthread_mutex_init(&b->hmu, NULL)) != 0) {
         snprintf(err, errlen, "%s: %s", b->shown, strerror(prc));
         goto fail;
     }
-    b->have_hcv = 1;
+    b->have_hmu = 1;
+    if (pipe2(b->hwake, O_CLOEXEC | O_NONBLOCK) != 0) {
+        snprintf(err, errlen, "%s: pipe: %s", b->shown, strerror(errno));
+        goto fail;
+    }
+    b->have_hwake = 1;
     {
         unsigned char raw[8];
         if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
@@ -1794,6 +1883,7 @@ const struct store_backend_ops store_postgres_ops = {
     .shared = 1,
     .set_advertise = pg_set_advertise,
     .pause_heartbeat = pg_pause_heartbeat,
+    .keys_epoch = pg_keys_epoch,
     .claims = pg_claims,
     .open = pg_open,
     .close = pg_close,

@@ -721,6 +721,11 @@ void store_set_advertise(struct store *s, const char *url)
         s->ops->set_advertise(s->be, url);
 }
 
+uint64_t store_keys_epoch(struct store *s)
+{
+    return s->ops->keys_epoch != NULL ? s->ops->keys_epoch(s->be) : 0;
+}
+
 int store_claim(struct store *s, int64_t exp, char *owner, size_t ownerlen)
 {
     struct store_op op = {.kind = STORE_OP_CLAIM, .exp = exp};

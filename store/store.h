@@ -405,6 +405,13 @@ int store_key_insert(struct store *s, const char *name, const char *scopes, cons
 int store_key_revoke(struct store *s, int64_t rowid);
 int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key_row *row),
                     void *arg);
+/* A number that changes, soon after the commit, whenever the API keys may
+ * have changed in the database through any connection (another daemon,
+ * `banditd keys`): PostgreSQL notifies every daemon (LISTEN/NOTIFY, one
+ * notification per key write, and a change too whenever the listening
+ * connection had to be made again). Always 0 where the backend has no such
+ * signal (SQLite: watch the file instead, store_file). Any thread, no I/O. */
+uint64_t store_keys_epoch(struct store *s);
 
 /* Online backup to path (VACUUM INTO on a fresh read-only connection: a
  * consistent snapshot while the writer runs), fsynced. path must not exist

@@ -22,7 +22,11 @@
  *     daemon at start with exit status 1 and libpq's reason, the password
  *     not shown; so does a wrong password (a role that must give its
  *     password, scram-sha-256 over TCP, which the right one passes), and a
- *     database whose schema is newer than the daemon's.
+ *     database whose schema is newer than the daemon's;
+ *   - API keys written through one daemon's database connection (`banditd
+ *     keys`) reach the others through PostgreSQL's notifications: with
+ *     --key-refresh 0 (no periodic re-read) a new key is accepted and a
+ *     revoked one refused by both daemons within seconds.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -312,6 +316,54 @@ static void test_bad_password_and_newer_schema_refused(void **state)
     assert_int_equal(tpg_count(f->uri, "SELECT max(version) FROM banditd_schema"), 999);
 }
 
+/* Poll GET /v1/experiments with key on d until it answers want (10 s at
+ * most: with --key-refresh 0 only a notification can change the answer). */
+static int answers(struct tdaemon *d, const char *key, int want)
+{
+    int got = 0;
+    for (int i = 0; i < 1000 && got != want; i++) {
+        struct tresp *r = treq_key(d, "GET", "/v1/experiments", key, NULL);
+        got = r->status;
+        tresp_free(r);
+        if (got != want)
+            tsleep_ms(10);
+    }
+    return got;
+}
+
+static void test_keys_reach_every_daemon(void **state)
+{
+    struct fixture *f = *state;
+    char key[128], admin[128], err[1024], id[32];
+    const char *flags[] = {"--db", f->uri, "--key-refresh", "0", NULL};
+
+    tpg_new_db(f->uri, sizeof f->uri);
+    f->a = tdaemon_start(flags);
+    f->b = tdaemon_start(flags);
+    assert_non_null(f->a);
+    assert_non_null(f->b);
+    const char *mk_admin[] = {"keys", "create", "--db", f->uri, "--scope", "admin", NULL};
+    const char *mk_read[] = {"keys", "create", "--db", f->uri, "--scope", "read", NULL};
+    assert_int_equal(tdaemon_cli(f->a, mk_admin, NULL, admin, sizeof admin, NULL, 0), 0);
+    assert_int_equal(tdaemon_cli(f->a, mk_read, NULL, key, sizeof key, err, sizeof err), 0);
+    admin[strcspn(admin, "\n")] = key[strcspn(key, "\n")] = '\0';
+    long long kid = 0;
+    assert_int_equal(sscanf(err, "created key %lld", &kid), 1);
+    /* the API closed and the key works on both, with no re-read */
+    assert_int_equal(answers(f->a, NULL, 401), 401);
+    assert_int_equal(answers(f->b, NULL, 401), 401);
+    assert_int_equal(answers(f->a, key, 200), 200);
+    assert_int_equal(answers(f->b, key, 200), 200);
+    snprintf(id, sizeof id, "%lld", kid);
+    const char *revoke[] = {"keys", "revoke", id, "--db", f->uri, NULL};
+    assert_int_equal(tdaemon_cli(f->a, revoke, NULL, NULL, 0, NULL, 0), 0);
+    assert_int_equal(answers(f->b, key, 401), 401);
+    assert_int_equal(answers(f->a, key, 401), 401);
+    assert_int_equal(answers(f->b, admin, 200), 200);
+    assert_int_equal(tdaemon_stop(f->a), 0);
+    assert_int_equal(tdaemon_stop(f->b), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -320,6 +372,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unreachable_database_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_password_and_newer_schema_refused, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_keys_reach_every_daemon, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -442,6 +442,7 @@ static const struct pg_expect pg_expects[] = {
     {"event_insert_many", NULL, 0, NULL}, /* arrays: an insert, no search */
     {"key_insert", NULL, 0, "sss1s"},
     {"key_revoke", NULL, 0, "1"},
+    {"key_notify", NULL, 0, ""}, /* no table */
     {"outbox_insert", NULL, 0, "Essssss11"},
     {"outbox_update", NULL, 0, "111111s1"},
     {"outbox_prune", NULL, 0, "1"},
