@@ -365,14 +365,19 @@ struct store_delivery {
 };
 
 /* Writer hook: fn(arg) runs on the writer thread after each commit that
- * inserted outbox rows, under the store's queue lock: it must only signal
+ * inserted outbox rows, or claimed an experiment (its pending rows may be
+ * this daemon's to deliver now), under the store's queue lock: it must only signal
  * (the delivery thread reads the rows itself). fn NULL removes it; once
  * this returns, the old hook is never called again. */
 void store_set_outbox_hook(struct store *s, void (*fn)(void *arg), void *arg);
 
 /* Pending deliveries with id > after_id, by id, at most limit. The row's
  * strings are borrowed for the callback's duration; cb returns non-zero to
- * stop (that value is returned). */
+ * stop (that value is returned). On a shared database only the ones this
+ * daemon is to make, so that each is made by one daemon: those of the
+ * experiments it owns, and those of experiments nobody owns (orphaned, or
+ * deleted) on the live daemon with the smallest id; an attempt recorded by
+ * a daemon after another took the experiment over changes nothing. */
 int store_outbox_pending(struct store *s, int64_t after_id, int limit,
                          int (*cb)(void *arg, const struct store_delivery *d), void *arg);
 /* Deliveries of experiment exp with id < before_id (INT64_MAX: from the
@@ -409,6 +414,13 @@ int store_key_insert(struct store *s, const char *name, const char *scopes, cons
 int store_key_revoke(struct store *s, int64_t rowid, const char *actor, const char *request_id);
 int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key_row *row),
                     void *arg);
+/* A number that changes, soon after the commit, whenever the API keys may
+ * have changed in the database through any connection (another daemon,
+ * `banditd keys`): PostgreSQL notifies every daemon (LISTEN/NOTIFY, one
+ * notification per key write, and a change too whenever the listening
+ * connection had to be made again). Always 0 where the backend has no such
+ * signal (SQLite: watch the file instead, store_file). Any thread, no I/O. */
+uint64_t store_keys_epoch(struct store *s);
 
 /* --- the audit log (docs/contract.md, "Audit trail") --------------------- */
 /* The actions no experiment's log holds, in one hash chain of their own:
