@@ -227,4 +227,25 @@ int engine_retire_arm(struct engine *e, size_t bandit, size_t arm, struct policy
 void engine_retire_undo(struct engine *e, size_t bandit, size_t arm);
 int engine_arm_retired(const struct engine *e, size_t bandit, size_t arm);
 
+/* --- snapshots (exp/snapshot.c: loading a long log from a checkpoint) ----- */
+
+struct ser; /* base/ser.h */
+
+/* The layout of engine_snap, with every policy's ops->snap: bump it when
+ * either changes (a snapshot of another format is never loaded: the log is
+ * replayed in full instead). */
+#define ENGINE_SNAPSHOT_FORMAT 1
+
+/* Save (s a writer) or load (s a reader) e's whole state: statistics,
+ * pending and budget counts, the random generator, stop state and the
+ * figures frozen when a rule fired, retirements, burn-in blocks, the
+ * budget as edited, and each policy instance's own state (ops->snap).
+ * To load, e must come straight from engine_create with the configuration
+ * of the engine saved (before any edit: the edits' effects are in the
+ * state). A shape that differs (bandits, arms, policy, instances), bytes
+ * that end early or a value out of range fail s (ser_ok 0): e is then in an
+ * unspecified state and must be freed. After a load e continues exactly as
+ * the saved engine would have (engine.h, determinism). */
+void engine_snap(struct engine *e, struct ser *s);
+
 #endif
