@@ -125,6 +125,21 @@ static const struct migration migrations[] = {
      "ALTER TABLE events ADD COLUMN actor TEXT;"
      "ALTER TABLE events ADD COLUMN request_id TEXT;"
      "ALTER TABLE events ADD COLUMN chain TEXT;"},
+    {8,
+     /* Snapshots (store.h): an experiment's serialized state as of event
+      * seq, so that a load replays only the events after it. A few rows
+      * per experiment (the writer keeps the latest two), large ones: a
+      * rowid table, keyed (exp, seq). */
+     "CREATE TABLE snapshots ("
+     " exp INTEGER NOT NULL,"
+     " seq INTEGER NOT NULL,"
+     " format INTEGER NOT NULL,"
+     " software TEXT NOT NULL,"
+     " design TEXT NOT NULL,"
+     " checksum TEXT NOT NULL,"
+     " created_ms INTEGER NOT NULL,"
+     " state BLOB NOT NULL,"
+     " PRIMARY KEY (exp, seq));"},
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
