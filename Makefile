@@ -401,11 +401,15 @@ reproduce:
 # BENCH_LOG_EVENTS events) under a minute, the metrics run (a scrape of
 # /metrics with 10⁴ experiments) about ten seconds, the blocks run (one
 # client serving visitors from assignment blocks of 1, 10 and 100) five
-# times BENCH_DURATION.
+# times BENCH_DURATION, the snapshot run (one experiment of
+# BENCH_SNAP_EVENTS events written, then loaded whole and from a snapshot)
+# about four minutes at 10⁷ events.
 
 BENCH_DURATION ?= 3
 BENCH_LOG_EVENTS ?= 1000000
-BENCH_BINS := $(BUILD)/banditd $(BUILD)/bench/load $(BUILD)/bench/bare $(BUILD)/bench/policies
+BENCH_SNAP_EVENTS ?= 10000000
+BENCH_BINS := $(BUILD)/banditd $(BUILD)/bench/load $(BUILD)/bench/bare $(BUILD)/bench/policies \
+              $(BUILD)/bench/snapload
 
 $(BUILD)/bench/%: $(OBJ)/bench/%.o $(LIBS_ALL)
 	@mkdir -p $(dir $@)
@@ -426,9 +430,11 @@ bench: bench-deps
 	./$(BUILD)/bench/load metrics --daemon $(BUILD)/banditd --out $(BUILD)/bench/metrics.md
 	./$(BUILD)/bench/load blocks --daemon $(BUILD)/banditd --duration $(BENCH_DURATION) \
 		--out $(BUILD)/bench/blocks.md
+	./$(BUILD)/bench/snapload --events $(BENCH_SNAP_EVENTS) --out $(BUILD)/bench/snapload.md
 	@{ echo "# Benchmark results"; echo; echo "Written by \`make bench\` on $$(uname -n)."; echo; \
 	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md $(BUILD)/bench/log.md \
-	  $(BUILD)/bench/metrics.md $(BUILD)/bench/blocks.md $(BUILD)/bench/policies.md; } \
+	  $(BUILD)/bench/metrics.md $(BUILD)/bench/blocks.md $(BUILD)/bench/snapload.md \
+	  $(BUILD)/bench/policies.md; } \
 	  > bench/results.md
 	@echo "written bench/results.md"
 

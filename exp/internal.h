@@ -72,6 +72,8 @@ struct exp_data {
     char chain[65];                /* audit.c: the hash chain after the last event; "" before any */
     int64_t snap_seq;              /* snapshot.c: the seq of the latest snapshot written or
                                     * loaded (0: none) */
+    int64_t loaded_from;           /* replay.c: the seq of the snapshot this data was loaded
+                                    * from (0: the whole log), for the logs */
 };
 
 struct exp {

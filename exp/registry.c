@@ -688,6 +688,8 @@ int exp_registry_init(struct store *st, const struct exp_limits *lim)
         memset(g_shards[i].buckets, 0, sizeof g_shards[i].buckets);
     }
     atomic_store(&g_count, 0);
+    atomic_store(&exp_rt.snapshot_loads, 0);
+    atomic_store(&exp_rt.events_replayed, 0);
     return 0;
 }
 

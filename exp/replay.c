@@ -350,6 +350,7 @@ static struct exp_data *replay_from_snapshot(struct exp *x)
         exp_data_free(d);
         return NULL;
     }
+    d->loaded_from = from;
     atomic_fetch_add(&exp_rt.snapshot_loads, 1);
     atomic_fetch_add(&exp_rt.events_replayed, r.events);
     return d;

@@ -11,6 +11,9 @@
  * flag, each reward's outcome — and every status document must be the same
  * on both, before and after each restart and at the end; a clean stop
  * leaves a snapshot of the last event, so the next start replays nothing.
+ * On PostgreSQL (a server the test starts, tests/support/tpg.h): the owner
+ * is killed and another daemon takes the experiment over from the latest
+ * snapshot (its log line says so), answering as the witness on SQLite does.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,9 +28,12 @@
 #include <sqlite3.h>
 
 #include "tests/support/harness.h"
+#include "tests/support/tpg.h"
 
 #define STEPS 360
 #define DELAY 6
+#define CREATE                                                                                     \
+    "{\"id\":\"x\",\"arms\":[\"a\",\"b\",\"c\",\"d\"],\"policy\":{\"name\":\"ttts\"},\"seed\":7}"
 
 struct side {
     struct tdaemon *d;
@@ -95,12 +101,50 @@ static void restart(struct side *s)
         assert_int_equal(tdaemon_restart(s[k].d), 0);
 }
 
+/* Step t on both sides: the same request, the same answer; the rewards
+ * come back DELAY assignments late, each accepted (or a duplicate) on both. */
+static void step(struct side *s, int t, struct trng *g)
+{
+    static const double mu[4] = {0.3, 0.45, 0.5, 0.7};
+    char body[64] = "{}", what[2][128];
+    if (t % 5 == 0) /* a sticky unit, some of them returning */
+        snprintf(body, sizeof body, "{\"unit\":\"u%d\"}", t % 35);
+    json_t *ans[2];
+    for (int k = 0; k < 2; k++) {
+        ans[k] = texp_assign(s[k].d, "x", body);
+        describe(json_array_get(ans[k], 0), what[k], sizeof what[k]);
+    }
+    if (strcmp(what[0], what[1]) != 0)
+        fail_msg("step %d: the daemon with snapshots answered %s, the witness %s", t, what[0],
+                 what[1]);
+    json_t *one = json_array_get(ans[0], 0);
+    if (!json_is_true(json_object_get(one, "exploit"))) {
+        int r = trng_bernoulli(g, mu[tjson_int(one, "arm_index")]);
+        for (int k = 0; k < 2; k++) {
+            snprintf(s[k].ids[s[k].tail], 64, "%s", tjson_str(json_array_get(ans[k], 0), "id"));
+            s[k].reward[s[k].tail++] = r;
+        }
+    }
+    json_decref(ans[0]);
+    json_decref(ans[1]);
+    if (s[0].tail - s[0].head > DELAY) {
+        /* a unit's second visit got its first assignment back: its reward
+         * is then a duplicate, on both */
+        char first[32];
+        snprintf(first, sizeof first, "%s",
+                 texp_reward(s[0].d, "x", s[0].ids[s[0].head], s[0].reward[s[0].head]));
+        assert_string_equal(first,
+                            texp_reward(s[1].d, "x", s[1].ids[s[1].head], s[1].reward[s[1].head]));
+        s[0].head++;
+        s[1].head++;
+    }
+}
+
 static void test_restart_from_snapshot(void **state)
 {
     (void)state;
     static const char *const snap_flags[] = {"--snapshot-every", "25", NULL};
     static const char *const witness_flags[] = {"--no-snapshots", NULL};
-    static const double mu[4] = {0.3, 0.45, 0.5, 0.7};
     struct side *s = calloc(2, sizeof *s);
     assert_non_null(s);
     s[0].d = tdaemon_start(snap_flags);
@@ -108,43 +152,11 @@ static void test_restart_from_snapshot(void **state)
     assert_non_null(s[0].d);
     assert_non_null(s[1].d);
     for (int k = 0; k < 2; k++)
-        json_decref(texp_create(s[k].d, "{\"id\":\"x\",\"arms\":[\"a\",\"b\",\"c\",\"d\"],"
-                                        "\"policy\":{\"name\":\"ttts\"},\"seed\":7}"));
+        json_decref(texp_create(s[k].d, CREATE));
     struct trng g;
     trng_seed(&g, 14);
     for (int t = 0; t < STEPS; t++) {
-        char body[64] = "{}", what[2][128];
-        if (t % 5 == 0) /* a sticky unit, some of them returning */
-            snprintf(body, sizeof body, "{\"unit\":\"u%d\"}", t % 35);
-        json_t *ans[2];
-        for (int k = 0; k < 2; k++) {
-            ans[k] = texp_assign(s[k].d, "x", body);
-            describe(json_array_get(ans[k], 0), what[k], sizeof what[k]);
-        }
-        if (strcmp(what[0], what[1]) != 0)
-            fail_msg("step %d: the daemon with snapshots answered %s, the witness %s", t, what[0],
-                     what[1]);
-        json_t *one = json_array_get(ans[0], 0);
-        if (!json_is_true(json_object_get(one, "exploit"))) {
-            int r = trng_bernoulli(&g, mu[tjson_int(one, "arm_index")]);
-            for (int k = 0; k < 2; k++) {
-                snprintf(s[k].ids[s[k].tail], 64, "%s", tjson_str(json_array_get(ans[k], 0), "id"));
-                s[k].reward[s[k].tail++] = r;
-            }
-        }
-        json_decref(ans[0]);
-        json_decref(ans[1]);
-        if (s[0].tail - s[0].head > DELAY) {
-            /* a unit's second visit got its first assignment back: its
-             * reward is then a duplicate, on both */
-            char first[32];
-            snprintf(first, sizeof first, "%s",
-                     texp_reward(s[0].d, "x", s[0].ids[s[0].head], s[0].reward[s[0].head]));
-            assert_string_equal(
-                first, texp_reward(s[1].d, "x", s[1].ids[s[1].head], s[1].reward[s[1].head]));
-            s[0].head++;
-            s[1].head++;
-        }
+        step(s, t, &g);
         if (t == 150 || t == 280) {
             json_t *before = texp_status(s[0].d, "x");
             assert_true(tjson_int(before, "pending") > 0);
@@ -178,10 +190,74 @@ static void test_restart_from_snapshot(void **state)
     free(s);
 }
 
+/* On PostgreSQL: the owner writes snapshots; killed with SIGKILL, its
+ * experiment is taken over by another daemon, which loads it from the
+ * latest snapshot and the tail, and answers as a witness on SQLite that
+ * replays its whole log at every start. */
+static void test_takeover_from_snapshot(void **state)
+{
+    (void)state;
+    char uri[256];
+    tpg_new_db(uri, sizeof uri);
+    const char *const pg_flags[] = {"--db", uri, "--snapshot-every", "25", NULL};
+    static const char *const witness_flags[] = {"--no-snapshots", NULL};
+    struct side *s = calloc(2, sizeof *s);
+    assert_non_null(s);
+    struct tdaemon *owner = tdaemon_start(pg_flags), *other = tdaemon_start(pg_flags);
+    s[0].d = owner;
+    s[1].d = tdaemon_start(witness_flags);
+    assert_non_null(owner);
+    assert_non_null(other);
+    assert_non_null(s[1].d);
+    for (int k = 0; k < 2; k++)
+        json_decref(texp_create(s[k].d, CREATE));
+    struct trng g;
+    trng_seed(&g, 15);
+    int t = 0;
+    for (; t < 140; t++)
+        step(s, t, &g);
+    assert_true(tpg_count(uri, "SELECT count(*) FROM snapshots") >= 1);
+    json_t *before = texp_status(owner, "x");
+    assert_int_equal(tdaemon_kill(owner), 0);
+    /* the other daemon takes it over at its first request */
+    struct tresp *r = NULL;
+    for (int i = 0; i < 500; i++) {
+        r = treq(other, "GET", "/v1/experiments/x/status", NULL, NULL);
+        if (r->status == 200)
+            break;
+        assert_int_equal(r->status, 503);
+        tresp_free(r);
+        r = NULL;
+        tsleep_ms(20);
+    }
+    assert_non_null(r);
+    tresp_free(r);
+    json_t *after = texp_status(other, "x");
+    assert_true(json_equal(before, after));
+    json_decref(before);
+    json_decref(after);
+    char *log = tdaemon_stderr(other);
+    if (strstr(log, "experiment x reloaded from disk after a failed write or a takeover") == NULL ||
+        strstr(log, "from the snapshot at seq") == NULL)
+        fail_msg("the takeover did not start from a snapshot:\n%s", log);
+    free(log);
+    s[0].d = other;
+    for (; t < 220; t++)
+        step(s, t, &g);
+    same_status(s, "after the takeover");
+    assert_int_equal(tdaemon_stop(other), 0);
+    assert_int_equal(tdaemon_stop(s[1].d), 0);
+    tdaemon_free(owner);
+    tdaemon_free(other);
+    tdaemon_free(s[1].d);
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_restart_from_snapshot),
+        cmocka_unit_test(test_takeover_from_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
