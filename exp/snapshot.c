@@ -223,7 +223,9 @@ void exp_snapshot_attach(struct exp *x, struct exp_batch *b, int force)
     if (sn == NULL) {
         /* a shortcut only: the log has everything; try again later */
         d->snap_seq = d->seq;
-        log_warn("experiment %s: no snapshot at seq %" PRId64 " (out of memory)", x->id, d->seq);
+        log_warn("experiment %s: no snapshot at seq %" PRId64 " (out of memory, or a state that "
+                 "does not serialize); the next in --snapshot-every events",
+                 x->id, d->seq);
         return;
     }
     struct store_op *op = exp_batch_op(b);
@@ -264,7 +266,9 @@ struct exp_data *exp_snapshot_load(struct exp *x, const struct store_snapshot *s
     int64_t last_ms = 0;
     snap_data(&s, x, d, &last_ms);
     if (!ser_end(&s) || d->seq != sn->seq) {
-        snprintf(why, len, "state does not parse as this experiment's");
+        snprintf(why, len,
+                 "state does not parse as this experiment's (another configuration, policy "
+                 "layout or --history-points)");
         exp_data_free(d); /* its pending count goes with it */
         return NULL;
     }
