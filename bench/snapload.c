@@ -212,7 +212,7 @@ int main(int argc, char **argv)
         return 1;
     int created = 0;
     struct exp *x = NULL;
-    if (exp_create(&cfg, done_flag, &created, &x) != EXP_OK)
+    if (exp_create(&cfg, NULL, NULL, done_flag, &created, &x) != EXP_OK)
         return 1;
     while (created == 0)
         usleep(1000);

@@ -5,7 +5,6 @@
  * so no arm is favoured by its position in the list.
  */
 #include "policies/policy.h"
-#include "base/ser.h"
 #include "policies/rng.h"
 
 #include <stdlib.h>
@@ -46,14 +45,6 @@ static int uniform_select(void *state, const struct policy_ctx *ctx, int bandit,
     return ties > 0 ? POLICY_OK : POLICY_DONE;
 }
 
-/* No state: nothing to save. */
-static void uniform_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
-{
-    (void)state;
-    (void)ctx;
-    (void)s;
-}
-
 const struct policy_ops policy_uniform = {
     .name = "uniform",
     .summary = "Uniform allocation (round-robin over arms and bandits): the A/B baseline",
@@ -63,5 +54,5 @@ const struct policy_ops policy_uniform = {
     .fini = NULL,
     .select = uniform_select,
     .rebudget = policy_rebudget_any, /* round-robin plans nothing from it */
-    .snap = uniform_snap,
+    .snap = policy_snap_stateless,
 };

@@ -171,6 +171,10 @@ static void snapshot_case(const struct engine_config *c, uint64_t seed, size_t a
     other.budget = 0;
     other.epsilon = 0;
     other.target_arm = -1;
+    other.goal = ENGINE_GOAL_TOP;
+    other.control_arm = NULL;
+    other.control_share = 0;
+    other.margin = 0;
     policy_params_defaults(other.policy, &other.params);
     assert_null(load(&other, snap.p, snap.len));
     buf_free(&snap);
@@ -223,6 +227,12 @@ static struct engine_config config_for(const struct policy_ops *p, size_t nb, co
         c.epsilon = 0.2;
     if ((p->flags & POLICY_F_FIXED_BUDGET) && !(p->flags & POLICY_F_FIXED_CONFIDENCE))
         c.budget = 600;
+    if (p->flags & POLICY_F_CONTROL) { /* arm 0 the control of every bandit */
+        static const int control[3] = {0, 0, 0};
+        c.goal = ENGINE_GOAL_CONTROL;
+        c.control_arm = control;
+        c.margin = 0.05;
+    }
     policy_params_defaults(p, &c.params);
     return c;
 }
@@ -243,7 +253,7 @@ static void test_every_policy(void **state)
         struct engine_config cs[3];
         size_t nc = 0;
         cs[nc++] = config_for(p, 1, k1, 1);
-        if (p->flags & POLICY_F_TOPM)
+        if ((p->flags & POLICY_F_TOPM) && !(p->flags & POLICY_F_CONTROL))
             cs[nc++] = config_for(p, 1, k1, 2);
         cs[nc++] = config_for(p, 3, k3, 1);
         for (size_t i = 0; i < nc; i++) {

@@ -62,6 +62,9 @@ static void create(const struct policy_ops *p, int i)
         snprintf(goal, sizeof goal, ",\"goal\":{\"budget\":%d}", 300 + 40 * i);
     else if (p->flags & POLICY_F_NEEDS_EPSILON)
         snprintf(goal, sizeof goal, ",\"goal\":{\"epsilon\":0.2}");
+    else if (p->flags & POLICY_F_CONTROL)
+        snprintf(goal, sizeof goal,
+                 ",\"goal\":{\"type\":\"control\",\"control\":\"a\",\"margin\":0.05}");
     snprintf(body, sizeof body,
              "{\"id\":\"%s\",\"bandits\":[{\"id\":\"p\",\"arms\":[\"a\",\"b\",\"c\",\"d\"]},"
              "{\"id\":\"q\",\"arms\":[\"a\",\"b\",\"c\"]}],\"policy\":{\"name\":\"%s\"},"
@@ -80,7 +83,7 @@ static void create(const struct policy_ops *p, int i)
     struct twait w;
     twait_init(&w);
     struct exp *x = NULL;
-    assert_int_equal(exp_create(&cfg, twait_done, &w, &x), EXP_OK);
+    assert_int_equal(exp_create(&cfg, NULL, NULL, twait_done, &w, &x), EXP_OK);
     assert_int_equal(twait_wait(&w), STORE_OK);
     exp_put(x);
 }
