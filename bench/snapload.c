@@ -238,7 +238,8 @@ int main(int argc, char **argv)
     double first = load(db, &lim); /* full again, then a snapshot of event N − T */
 
     st = store_open(db, STORE_SYNC_NORMAL, err, sizeof err);
-    if (st == NULL || fill(st, &g, tail) != 0)
+    /* PostgreSQL: a new session owns nothing until it claims (store.h) */
+    if (st == NULL || store_claim(st, g.rowid, NULL, 0) != STORE_OK || fill(st, &g, tail) != 0)
         return 1;
     store_close(st);
     double snap = load(db, &lim);
