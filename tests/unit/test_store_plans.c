@@ -146,6 +146,15 @@ static const struct expect expects[] = {
     {"outbox_pending", "SEARCH outbox USING INDEX outbox_pending (id>?)", 0, "11"},
     {"outbox_list", "SEARCH outbox USING INDEX outbox_exp (exp=? AND id<?)", 0, "E11"},
     {"outbox_depth", "SCAN outbox USING INDEX outbox_pending", 0, ""},
+    /* snapshots: a few rows per experiment, found by their key */
+    {"snap_insert", "", 0, "E11sss1s"},
+    {"snap_prune",
+     "SEARCH snapshots USING INDEX sqlite_autoindex_snapshots_1 (exp=? AND seq<?); "
+     "SCALAR SUBQUERY 1; SEARCH snapshots USING COVERING INDEX sqlite_autoindex_snapshots_1 "
+     "(exp=?)",
+     0, "E"},
+    {"snap_delete", "SEARCH snapshots USING INDEX sqlite_autoindex_snapshots_1 (exp=?)", 0, "E"},
+    {"snapshots", "SEARCH snapshots USING INDEX sqlite_autoindex_snapshots_1 (exp=?)", 0, "E"},
     {"wal", "", 0, NULL},
     {"sync_full", "", 0, NULL},
     {"sync_normal", "", 0, NULL},
