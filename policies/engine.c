@@ -17,6 +17,8 @@
 #include "policies/stop.h"
 #include "policies/stop_rule.h"
 
+#include "base/ser.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -1392,4 +1394,93 @@ int engine_retire_arm(struct engine *e, size_t b, size_t arm, struct policy_erro
 void engine_retire_undo(struct engine *e, size_t b, size_t arm)
 {
     retired_of(e, b)[arm] = 0;
+}
+
+/* --- snapshots ------------------------------------------------------------ */
+
+static void snap_arm(struct ser *s, struct stats_arm *a)
+{
+    ser_u64(s, &a->n);
+    ser_u64(s, &a->pending);
+    ser_f64(s, &a->mean);
+    ser_f64(s, &a->m2);
+    ser_f64(s, &a->ebv);
+    ser_f64(s, &a->alpha);
+    ser_f64(s, &a->beta);
+}
+
+static void snap_eval(struct ser *s, struct engine_stop_eval *f)
+{
+    int rule = (int)f->rule, fires = (int)f->fires;
+    ser_enum(s, &rule, ENGINE_RULE_LAST);
+    ser_int(s, &f->proven);
+    ser_enum(s, &fires, ENGINE_FIRES_LAST);
+    ser_f64(s, &f->evidence);
+    ser_f64(s, &f->threshold);
+    ser_f64(s, &f->error_bound);
+    ser_int(s, &f->fired);
+    f->rule = (enum engine_stop_rule)rule;
+    f->fires = (enum engine_fires)fires;
+}
+
+void engine_snap(struct engine *e, struct ser *s)
+{
+    const struct policy_ops *p = e->cfg.policy;
+    if (p->snap == NULL) {
+        ser_fail(s);
+        return;
+    }
+    /* The shape: a reader fails on any other experiment's state. */
+    ser_expect(s, ENGINE_SNAPSHOT_FORMAT);
+    char own[64];
+    snprintf(own, sizeof own, "%s", p->name);
+    char *name = own;
+    ser_str(s, &name, sizeof own);
+    if (s->reading && ser_ok(s)) {
+        if (name == NULL || strcmp(name, own) != 0)
+            ser_fail(s);
+        free(name);
+    }
+    ser_expect(s, e->nb);
+    ser_expect(s, e->ninst);
+    size_t total = 0;
+    for (size_t b = 0; b < e->nb; b++) {
+        ser_expect(s, e->k[b]);
+        total += e->k[b];
+    }
+    for (size_t i = 0; i < total && ser_ok(s); i++)
+        snap_arm(s, &e->store[i]);
+    ser_u32s(s, e->rank_store, total);
+    ser_bytes(s, e->done, e->nb);
+    ser_u64s(s, e->used, e->nb);
+    ser_u64s(s, e->handed, e->nb);
+    ser_u64(s, &e->pulls);
+    ser_u64(s, &e->pending);
+    ser_u64(s, &e->handed_total);
+    ser_u64(s, &e->used_total);
+    int reason = (int)e->reason;
+    ser_enum(s, &reason, ENGINE_STOPPED_LAST);
+    e->reason = (enum engine_stop_reason)reason;
+    ser_int(s, &e->paused);
+    rng_snap(e->rng, s);
+    ser_u64(s, &e->cfg.budget);
+    ser_u64s(s, e->inst_budget, e->ninst);
+    ser_u32s(s, e->block_left, total);
+    for (size_t b = 0; b < e->nb && ser_ok(s); b++)
+        snap_eval(s, &e->fired[b]);
+    ser_bytes(s, e->retired, total);
+    /* goal control: the verdicts and when they fell; the GLR memo is a
+     * cache of answers that do not depend on it (stats.h): a loaded engine
+     * starts it empty */
+    ser_u64s(s, e->rewarded, e->nb);
+    ser_expect(s, e->verdict_store != NULL);
+    if (e->verdict_store != NULL) {
+        ser_bytes(s, e->verdict_store, total);
+        ser_u64s(s, e->verdict_at, total);
+    }
+    for (size_t i = 0; i < e->ninst && ser_ok(s); i++) {
+        ser_u64(s, &e->ctx[i].budget);
+        ser_u64(s, &e->ctx[i].handed_out);
+        p->snap(e->pstate[i], &e->ctx[i], s);
+    }
 }
