@@ -616,6 +616,25 @@ static void test_scope_matrix(void **state)
         }
     }
 
+    /* The blinded view has an ETag of its own: no 304 of it for a full one. */
+    r = treq_key(d, "GET", "/v1/experiments/bl/status", key[K_READ], NULL);
+    char etag[200], inm[240];
+    snprintf(etag, sizeof etag, "%s", tresp_header(r, "ETag"));
+    tresp_free(r);
+    snprintf(inm, sizeof inm, "If-None-Match: %s", etag);
+    char auth[200];
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", key[K_UNBLINDED]);
+    const char *hu[] = {inm, auth, NULL};
+    r = treq(d, "GET", "/v1/experiments/bl/status", NULL, hu);
+    assert_status(r, 200);
+    assert_non_null(tjson_get(r->json, "bandits[0].arms"));
+    assert_string_not_equal(tresp_header(r, "ETag"), etag);
+    tresp_free(r);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", key[K_READ]);
+    r = treq(d, "GET", "/v1/experiments/bl/status", NULL, hu);
+    assert_status(r, 304);
+    tresp_free(r);
+
     /* Not blinded: a read key sees the arms and δᶜ. */
     r = treq_key(d, "GET", "/v1/experiments/open/status", key[K_READ], NULL);
     assert_status(r, 200);
