@@ -344,6 +344,9 @@ static void table_free_slots(struct slot *slots, size_t cap)
     free(slots);
 }
 
+/* The store_keys_epoch the table was last loaded at (epoch_check). */
+static atomic_uint_fast64_t g_epoch_seen;
+
 /* One reload at a time: the signal loop's and the watch's. */
 static pthread_mutex_t g_reload_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -402,6 +405,7 @@ static int reload_locked(void)
 int auth_init(struct store *st)
 {
     g_store = st;
+    atomic_store(&g_epoch_seen, store_keys_epoch(st));
     int rc = auth_reload();
     if (rc < 0) {
         /* Closed until a reload succeeds. */
@@ -576,6 +580,28 @@ static void watch_check(void)
     w->seen = version;
     memcpy(w->hdr, hdr, WAL_HDR);
     w->have_hdr = have_hdr;
+}
+
+/* A key written through another daemon (store_keys_epoch: PostgreSQL's
+ * notifications) reloads the table before the next request that needs a
+ * key, without waiting for --key-refresh (epoch_check). */
+
+static void epoch_check(void)
+{
+    struct store *st = g_store;
+    if (st == NULL)
+        return;
+    /* read before the key table: a change in between is seen next time */
+    uint64_t e = store_keys_epoch(st);
+    if (e == atomic_load(&g_epoch_seen))
+        return;
+    int rc = auth_reload();
+    if (rc < 0)
+        return; /* the previous table stays; try again next request */
+    atomic_store(&g_epoch_seen, e);
+    if (rc == 1)
+        log_info("API keys changed: %zu usable, API %s", auth_active_keys(),
+                 auth_enabled() ? "closed (keys required)" : "open");
 }
 
 void auth_free(void)
@@ -757,6 +783,7 @@ int auth_admit(struct http_req *r, const struct http_route *route)
     /* before auth_enabled: the first key created closes an open API for
      * the next request too */
     watch_check();
+    epoch_check();
     if (!auth_enabled())
         return 0;
     /* A key limited to experiments may come as ?access_token= (RFC 6750

@@ -92,6 +92,11 @@ int exp_registry_init(struct store *st, const struct exp_limits *lim);
 /* Load every stored experiment, replay its log, and start the expiry
  * sweeper. Returns 0 or −1 with a message in err. */
 int exp_registry_load(char *err, size_t errlen);
+/* At a clean shutdown, after the HTTP server stopped and before
+ * exp_registry_free: queue a snapshot of every experiment that had events
+ * since its latest one (exp/snapshot.c), so that the next start replays
+ * nothing. The store's close commits them. */
+void exp_registry_checkpoint(void);
 /* Drop every experiment (shutdown, after the HTTP server stopped). */
 void exp_registry_free(void);
 /* The limits the registry was initialised with. */
@@ -301,6 +306,8 @@ struct exp_batch {
      * audit trail, audit.c); NULL: the daemon itself. Set with
      * exp_batch_caller; owned by the batch. */
     const char *actor, *request_id;
+    /* A snapshot riding the batch (exp/snapshot.c), owned; NULL: none. */
+    struct exp_snapshot *snap;
 };
 
 void exp_batch_init(struct exp_batch *b);
