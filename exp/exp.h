@@ -442,13 +442,17 @@ uint64_t exp_budget(const struct exp *x);
  * hash now and at creation (64 hex digits; borrowed, valid while locked),
  * whether it is frozen now (created frozen, and assigned to), and all of
  * it as JSON {"hash", "initial_hash", "frozen", "locked", "changes",
- * "amendments": the latest changes} (new reference). */
+ * "amendments": the latest changes} (new reference). blinded: the view of
+ * a blinded reader (docs/contract.md, Clinical trials): each change keeps
+ * its seq, time, kind and hashes but not its reason, which is free text
+ * and may name the arm an amendment retired; the change itself is never
+ * shown here (only the export, to unblinded readers, has it). */
 const char *exp_design_hash(struct exp *x);
 const char *exp_design_hash_initial(struct exp *x);
 /* The hash of configuration c as created, into out (65 bytes). 0 or −1. */
 int exp_design_hash_of(const struct exp_config *c, char out[65]);
 int exp_design_frozen(const struct exp *x);
-json_t *exp_design_json(struct exp *x);
+json_t *exp_design_json(struct exp *x, int blinded);
 /* Append a record of kind (enum store_audit_kind: an export, an unblinded
  * read) to the audit log through the writer (audit.c): the strings are
  * copied, the time is now. done(arg, store_err) runs once after its

@@ -185,7 +185,8 @@ export interface DesignChange {
   at: string;
   via: 'patch' | 'amendment';
   amendment: boolean;
-  reason: string | null;
+  /** absent from the blinded view */
+  reason?: string | null;
   previous_hash: string;
   design_hash: string;
 }

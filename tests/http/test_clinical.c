@@ -539,7 +539,7 @@ static void test_scope_matrix(void **state)
         key[k] = k == K_NONE ? NULL : keys[k];
     struct tresp *r =
         treq_key(d, "POST", "/v1/experiments", key[K_ADMIN],
-                 "{\"id\":\"bl\",\"arms\":[\"a\",\"b\"],\"design\":{\"blinded\":true}}");
+                 "{\"id\":\"bl\",\"arms\":[\"a\",\"b\",\"c\"],\"design\":{\"blinded\":true}}");
     assert_status(r, 201);
     tresp_free(r);
     r = treq_key(d, "POST", "/v1/experiments", key[K_ADMIN],
@@ -634,6 +634,55 @@ static void test_scope_matrix(void **state)
     r = treq(d, "GET", "/v1/experiments/bl/status", NULL, hu);
     assert_status(r, 304);
     tresp_free(r);
+
+    /* A blinded reader sees each change of the design (when, its kind, its
+     * hashes: the chain from initial_hash to hash) but not its reason,
+     * which may name the arm it retired; nor does anything else it reads
+     * (docs/contract.md, Clinical trials). */
+    r = treq_key(d, "POST", "/v1/experiments/bl/amendments", key[K_ADMIN],
+                 "{\"change\":{\"retire\":{\"arm\":\"b\"}},\"reason\":\"DMC: arm b harms\"}");
+    assert_status(r, 201);
+    tresp_free(r);
+    static const char *const reads[] = {"/v1/experiments/bl", "/v1/experiments/bl/status",
+                                        "/v1/experiments/bl/history", "/v1/experiments"};
+    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
+        for (int k = K_ADMIN; k <= K_READ; k++) {
+            int blind = k == K_READ;
+            r = treq_key(d, "GET", reads[i], key[k], NULL);
+            assert_status(r, 200);
+            json_t *ds = tjson_get(r->json, "design");
+            json_t *marks = tjson_get(r->json, "marks");
+            /* the reason is nowhere in what a blinded reader reads; the
+             * others see it where the design or the history's marks are */
+            if ((strstr(r->body, "arm b harms") != NULL) != (!blind && (ds != NULL || marks)))
+                fail_msg("GET %s with %s: the amendment's reason %s: %s", reads[i], scope_names[k],
+                         blind ? "shown" : "hidden", r->body);
+            json_t *list = json_object_get(ds, "amendments");
+            size_t n = json_array_size(list);
+            /* the PATCH, the row's amendment, the retirement */
+            assert_true(ds == NULL || n >= 3);
+            const char *prev = ds != NULL ? tjson_str(ds, "initial_hash") : NULL;
+            for (size_t c = 0; c < n; c++) {
+                json_t *ch = json_array_get(list, c);
+                assert_string_equal(tjson_str(ch, "previous_hash"), prev);
+                prev = tjson_str(ch, "design_hash");
+                assert_true(is_hex64(prev));
+                assert_non_null(tjson_str(ch, "at"));
+                assert_true(json_object_get(ch, "reason") == NULL ? blind : !blind);
+            }
+            /* the history's marks: when and what kind stay, the note is
+             * the change itself (the arm retired) */
+            for (size_t m = 0; m < json_array_size(marks); m++)
+                assert_true(json_is_null(json_object_get(json_array_get(marks, m), "note")) ==
+                            blind);
+            assert_true(marks == NULL || json_array_size(marks) >= 3);
+            if (ds != NULL) {
+                assert_string_equal(prev, tjson_str(ds, "hash"));
+                assert_string_equal(tjson_str(json_array_get(list, n - 1), "via"), "amendment");
+            }
+            tresp_free(r);
+        }
+    }
 
     /* Not blinded: a read key sees the arms and δᶜ. */
     r = treq_key(d, "GET", "/v1/experiments/open/status", key[K_READ], NULL);

@@ -199,14 +199,17 @@ class BlindedBandit(_BlindedBandit, total=False):
     done: bool
 
 
-class DesignChange(TypedDict):
+class _DesignChange(TypedDict):
     seq: int
     at: str
     via: Literal["patch", "amendment"]
     amendment: bool
-    reason: Optional[str]
     previous_hash: str
     design_hash: str
+
+
+class DesignChange(_DesignChange, total=False):
+    reason: Optional[str]  # absent from the blinded view
 
 
 class Design(TypedDict):
