@@ -232,7 +232,7 @@ int api_experiments_delete(struct http_req *r)
     struct api_write *wr = x != NULL ? api_write_enter_delete(r, x) : NULL;
     if (wr == NULL)
         return HTTP_DONE;
-    int rc = exp_delete_locked(x, &wr->batch, api_write_done, wr);
+    int rc = exp_delete_locked(x, &wr->batch, http_req_now_ms(r), api_write_done, wr);
     api_exp_unlock(x);
     if (rc != STORE_OK) {
         api_write_abandon(wr);

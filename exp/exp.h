@@ -516,8 +516,12 @@ int exp_submit_locked(struct exp *x, struct exp_batch *b, store_done_fn done, vo
 /* Mark for deletion (under lock) and queue the delete; later requests get
  * EXP_ERR_GONE. The registry forgets the id once the delete is committed
  * (before done runs); if it fails, the experiment is back as the disk has
- * it. Same return contract as exp_submit_locked. */
-int exp_delete_locked(struct exp *x, struct exp_batch *b, store_done_fn done, void *arg);
+ * it. Same return contract as exp_submit_locked. The delete's transaction
+ * appends its record to the audit log: b's caller (exp_batch_caller), now,
+ * the design in force ("none" for a corrupt log, whose replay stopped
+ * short of it) and the log's last seq and chain value as on disk. */
+int exp_delete_locked(struct exp *x, struct exp_batch *b, int64_t now_ms, store_done_fn done,
+                      void *arg);
 
 /* 1 once a delete of x is queued or committed (takes x's lock: call
  * without it). A reader of the store that finds this 0 after its read knows
