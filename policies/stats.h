@@ -220,8 +220,9 @@ double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, un
 double stats_kt_regret(double n, double mean);
 /* A lower bound on inf over c ∈ [0, 1 − ε] of ln M_i(c) + ln M_j(c + ε),
  * M_i(c) arm i's one-sided normal mixture for "μ_i ≤ c" (deviation
- * n_i(μ̂_i − c), V = n_i/4, ρ of the anytime bound) and M_j(y) arm j's for
- * "μ_j ≥ y": the log e-value of the pair's null μ_j ≥ μ_i + ε. Within
+ * n_i(μ̂_i − c), V = n_i/4, ρ four times the anytime bound's: i is the
+ * returned arm, the leader) and M_j(y) arm j's for "μ_j ≥ y" (the anytime
+ * bound's ρ): the log e-value of the pair's null μ_j ≥ μ_i + ε. Within
  * 1e-11 relative plus the bracket's 1e-13 in c of the infimum, never above
  * it. An arm with n <= 0 contributes M = 1 (ln 0): both empty give 0. */
 double stats_pair_mixture(double ni, double mi, double nj, double mj, double eps);

@@ -819,6 +819,20 @@ static double mix_rho(void)
     return 125.0 / (2 * l + log1p(2 * l));
 }
 
+/* The same at a given ρ: the pair mixture's High arm uses confseq's
+ * best_rho at v_opt = 500, four times mix_rho(). */
+static double mix_lnm_rho(double u, double v, double rho)
+{
+    double vr = v + rho;
+    return 0.5 * log(rho / vr) + u * u / (2 * vr) + gsl_sf_log_erfc(-u / sqrt(vr) / M_SQRT2);
+}
+
+static double mix_rho_high(void)
+{
+    double l = log(1.0 / (2 * 0.025));
+    return 500.0 / (2 * l + log1p(2 * l));
+}
+
 static double mix_lnm(double u, double v)
 {
     double rho = mix_rho(), vr = v + rho;
@@ -863,7 +877,8 @@ static double pair_grid(double ni, double mi, double nj, double mj, double eps, 
             double c = g < 0 ? 0 : g > pts ? 1 - eps : lo + step * g;
             if (c < 0 || c > 1 - eps)
                 continue;
-            double f = mix_lnm(ni * (mi - c), ni / 4) + mix_lnm(nj * (c + eps - mj), nj / 4);
+            double f = mix_lnm_rho(ni * (mi - c), ni / 4, mix_rho_high()) +
+                       mix_lnm(nj * (c + eps - mj), nj / 4);
             if (f < best) {
                 best = f;
                 bc = c;
@@ -916,7 +931,7 @@ static void test_pair_mixture(void **state)
     CLOSE(got, fine, 1e-6 * fabs(fine));
     /* ε ≥ 1: the null holds at most at c = 0. */
     CLOSE(stats_pair_mixture(10, 0.9, 10, 0.2, 1.0),
-          mix_lnm(10 * 0.9, 2.5) + mix_lnm(10 * (1.0 - 0.2), 2.5), 1e-9);
+          mix_lnm_rho(10 * 0.9, 2.5, mix_rho_high()) + mix_lnm(10 * (1.0 - 0.2), 2.5), 1e-9);
     /* No data on a side: that side's M is 1, the other at its worst cutoff
      * (arm j at y = ε, the least deviation). */
     CLOSE(stats_pair_mixture(0, 0.5, 10, 0.2, 0), mix_lnm(-2, 2.5), 1e-9);
