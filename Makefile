@@ -181,6 +181,13 @@ $(BUILD)/scripts/tstar: $(OBJ)/scripts/tstar.o $(LIB_POLICIES) $(LIB_BASE)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Each GLR threshold's samples to stop on one pair (docs/stop-rules.md,
+# "Literature thresholds"): no simulation, a second.
+$(BUILD)/scripts/thresholds: $(OBJ)/scripts/thresholds.o $(LIB_POLICIES) $(LIB_BASE)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # --- the README's two commands ----------------------------------------------------
 
 deps:
@@ -514,7 +521,7 @@ $(DOCS_TOOL): scripts/docs_tool.c
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(shell pkg-config --cflags jansson) -o $@ $< \
 		$(shell pkg-config --libs jansson) -lm
 
-.PHONY: docs-policies docs-delays docs-blocks docs-constraints docs-defaults
+.PHONY: docs-policies docs-delays docs-blocks docs-constraints docs-defaults docs-thresholds
 docs-policies: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	$(BUILD)/bandit-sim --list-policies | $(DOCS_TOOL) params $(DOCS_POLICIES)
 
@@ -531,6 +538,9 @@ docs-blocks: $(BUILD)/bandit-sim $(DOCS_TOOL)
 docs-defaults: $(BUILD)/bandit-sim $(BUILD)/scripts/tstar $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim TSTAR=$(BUILD)/scripts/tstar DOCS_TOOL=$(DOCS_TOOL) \
 		./scripts/docs_defaults.py $(DOCS_MEASUREMENTS)
+
+docs-thresholds: $(BUILD)/scripts/thresholds $(DOCS_TOOL)
+	$(BUILD)/scripts/thresholds | $(DOCS_TOOL) splice docs/stop-rules.md thresholds
 
 docs-constraints: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_constraints.sh \

@@ -890,6 +890,42 @@ static double pair_grid(double ni, double mi, double nj, double mj, double eps, 
     return best;
 }
 
+/* Kaufmann & Koolen's 𝒞_exp and the Lambert W_{−1} it needs, against values
+ * computed with mpmath at 30 digits (mpmath.lambertw(x, -1); 𝒞_exp from its
+ * definition with h⁻¹(y) = −W_{−1}(−e^{−y})). */
+static void test_kk_threshold(void **state)
+{
+    (void)state;
+    const double w[][2] = {{-0.3, -1.7813370234216276963},
+                           {-0.1, -3.5771520639572971414},
+                           {-1e-5, -14.163600815810182921},
+                           {-1e-300, -697.32277629546016097}};
+    for (size_t i = 0; i < LEN(w); i++)
+        CLOSE(stats_lambert_wm1(w[i][0]), w[i][1], 1e-14 * fabs(w[i][1]));
+    /* the branch point, and w e^w = x along the branch */
+    CLOSE(stats_lambert_wm1(-exp(-1.0)), -1.0, 1e-7);
+    for (int i = 1; i <= 60; i++) {
+        double x = -exp(-1.0 - 0.5 * i); /* from near −1/e to 1e-13 */
+        double v = stats_lambert_wm1(x);
+        assert_true(v <= -1.0);
+        CLOSE(v * exp(v), x, 1e-14 * fabs(x));
+    }
+    assert_true(isnan(stats_lambert_wm1(0.0)));
+    assert_true(isnan(stats_lambert_wm1(-0.5)));
+    const double c[][2] = {{0.5, 8.0309476026185245205},   {1.7, 10.666216913422995917},
+                           {2.85, 12.844669860333967208},  {5, 15.191398743095775095},
+                           {10, 21.446819418406929943},    {50, 65.133544034453425328},
+                           {300, 320.0612576099964707},    {698.5, 721.02281549564187355},
+                           {699.5, 722.02702024384204179}, {1500, 1524.7812036205750979}};
+    /* (698.5 and 699.5 either side of h⁻¹'s switch to Newton at y = 700) */
+    for (size_t i = 0; i < LEN(c); i++)
+        CLOSE(stats_kk_cexp(c[i][0]), c[i][1], 1e-12 * c[i][1]);
+    /* the pair threshold: δ = 0.1, K = 4 (P = 3), N = 3000 and 500 */
+    CLOSE(stats_kk_pair_threshold(3000, 500, 4, 1, 0.1),
+          2 * stats_kk_cexp(log(30.0) / 2) + 3 * log1p(log(3000.0)) + 3 * log1p(log(500.0)), 1e-12);
+    assert_true(isinf(stats_kk_pair_threshold(10, 10, 2, 1, 0.0)));
+}
+
 /* The pair mixture against quadrature and a brute-force scan of c, and its
  * evidence. */
 static void test_pair_mixture(void **state)
@@ -1247,6 +1283,7 @@ int main(void)
         cmocka_unit_test(test_glr_stop),
         cmocka_unit_test(test_glr_best_is_glr),
         cmocka_unit_test(test_pair_mixture),
+        cmocka_unit_test(test_kk_threshold),
         cmocka_unit_test(test_top_m),
         cmocka_unit_test(test_normal_sf),
         cmocka_unit_test(test_mc_anytime_vs_fixed),
