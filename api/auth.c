@@ -52,6 +52,7 @@ struct slot {
     uint8_t digest[DIGEST_LEN];
     unsigned scopes; /* 0: empty slot */
     int64_t id;      /* the key's rowid (request logs name it) */
+    char *name;      /* its name (the audit trail's actor), owned; NULL: none */
     /* the experiments the key is limited to, comma-separated ids (owned
      * by the table); NULL: every experiment */
     char *experiments;
@@ -228,6 +229,7 @@ struct loading {
     unsigned *scopes;               /* owned */
     int64_t *ids;                   /* owned */
     char **experiments;             /* owned, each NULL or owned */
+    char **names;                   /* owned, each NULL or owned */
     size_t n, cap;
     int failed;
 };
@@ -276,14 +278,17 @@ static int load_row(void *arg, const struct store_key_row *row)
                  (long long)row->rowid);
         return 0;
     }
-    /* four parallel arrays, grown in step */
-    size_t cd = l->cap, cs = cd, ci = cs, ce = cs;
-    char *exps = NULL;
+    /* five parallel arrays, grown in step */
+    size_t cd = l->cap, cs = cd, ci = cs, ce = cs, cn = cs;
+    char *exps = NULL, *name = NULL;
     if (buf_grow((void **)&l->digests, &cd, l->n + 1, sizeof *l->digests, 16) != 0 ||
         buf_grow((void **)&l->scopes, &cs, l->n + 1, sizeof *l->scopes, 16) != 0 ||
         buf_grow((void **)&l->ids, &ci, l->n + 1, sizeof *l->ids, 16) != 0 ||
         buf_grow((void **)&l->experiments, &ce, l->n + 1, sizeof *l->experiments, 16) != 0 ||
-        (row->experiments != NULL && (exps = strdup(row->experiments)) == NULL)) {
+        buf_grow((void **)&l->names, &cn, l->n + 1, sizeof *l->names, 16) != 0 ||
+        (row->experiments != NULL && (exps = strdup(row->experiments)) == NULL) ||
+        (row->name != NULL && (name = strdup(row->name)) == NULL)) {
+        free(exps);
         l->failed = 1;
         return STORE_ERR_NOMEM;
     }
@@ -292,6 +297,7 @@ static int load_row(void *arg, const struct store_key_row *row)
     l->scopes[l->n] = scopes;
     l->ids[l->n] = row->rowid;
     l->experiments[l->n] = exps; /* moved to the loading */
+    l->names[l->n] = name;       /* same */
     l->n++;
     return 0;
 }
@@ -321,6 +327,9 @@ static int build(struct loading *l)
         free(l->t.slots[s].experiments);
         l->t.slots[s].experiments = l->experiments[i]; /* moved to the table */
         l->experiments[i] = NULL;
+        free(l->t.slots[s].name);
+        l->t.slots[s].name = l->names[i]; /* same */
+        l->names[i] = NULL;
     }
     return STORE_OK;
 }
@@ -328,10 +337,15 @@ static int build(struct loading *l)
 /* Free a table's slots with what they own. */
 static void table_free_slots(struct slot *slots, size_t cap)
 {
-    for (size_t i = 0; slots != NULL && i < cap; i++)
+    for (size_t i = 0; slots != NULL && i < cap; i++) {
         free(slots[i].experiments);
+        free(slots[i].name);
+    }
     free(slots);
 }
+
+/* The store_keys_epoch the table was last loaded at (epoch_check). */
+static atomic_uint_fast64_t g_epoch_seen;
 
 /* One reload at a time: the signal loop's and the watch's. */
 static pthread_mutex_t g_reload_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -360,9 +374,12 @@ static int reload_locked(void)
     free(l.digests);
     free(l.scopes);
     free(l.ids);
-    for (size_t i = 0; i < l.n; i++)
+    for (size_t i = 0; i < l.n; i++) {
         free(l.experiments[i]);
+        free(l.names[i]);
+    }
     free(l.experiments);
+    free(l.names);
     if (rc != STORE_OK) {
         table_free_slots(l.t.slots, l.t.cap);
         return -rc;
@@ -388,6 +405,7 @@ static int reload_locked(void)
 int auth_init(struct store *st)
 {
     g_store = st;
+    atomic_store(&g_epoch_seen, store_keys_epoch(st));
     int rc = auth_reload();
     if (rc < 0) {
         /* Closed until a reload succeeds. */
@@ -564,6 +582,28 @@ static void watch_check(void)
     w->have_hdr = have_hdr;
 }
 
+/* A key written through another daemon (store_keys_epoch: PostgreSQL's
+ * notifications) reloads the table before the next request that needs a
+ * key, without waiting for --key-refresh (epoch_check). */
+
+static void epoch_check(void)
+{
+    struct store *st = g_store;
+    if (st == NULL)
+        return;
+    /* read before the key table: a change in between is seen next time */
+    uint64_t e = store_keys_epoch(st);
+    if (e == atomic_load(&g_epoch_seen))
+        return;
+    int rc = auth_reload();
+    if (rc < 0)
+        return; /* the previous table stays; try again next request */
+    atomic_store(&g_epoch_seen, e);
+    if (rc == 1)
+        log_info("API keys changed: %zu usable, API %s", auth_active_keys(),
+                 auth_enabled() ? "closed (keys required)" : "open");
+}
+
 void auth_free(void)
 {
     pthread_rwlock_wrlock(&g_lock);
@@ -591,8 +631,9 @@ size_t auth_active_keys(void)
 struct grant {
     unsigned scopes; /* 0: unknown or revoked */
     int64_t id;
-    int limited; /* limited to named experiments */
-    int allowed; /* limited: the experiment asked about is one of them */
+    char name[HTTP_CALLER_NAME_MAX + 1]; /* "" when none */
+    int limited;                         /* limited to named experiments */
+    int allowed;                         /* limited: the experiment asked about is one of them */
 };
 
 /* The key named by the token bytes p[0..len), checked against experiment
@@ -612,6 +653,7 @@ static struct grant lookup(const char *p, size_t len, const char *exp_id)
             if (ct_equal(sl->digest, d, DIGEST_LEN)) {
                 g.scopes = sl->scopes;
                 g.id = sl->id;
+                snprintf(g.name, sizeof g.name, "%s", sl->name != NULL ? sl->name : "");
                 g.limited = sl->experiments != NULL;
                 g.allowed = g.limited && exp_id != NULL && auth_list_has(sl->experiments, exp_id);
                 break;
@@ -714,14 +756,34 @@ static const char *scope_name(unsigned bit)
 int auth_admit(struct http_req *r, const struct http_route *route)
 {
     unsigned need = route != NULL ? route->need : API_SCOPE_NONE;
-    if ((need & API_SCOPE_IF_CONFIGURED) && !atomic_load(&g_metrics_need_key))
+    int optional = 0;
+    if ((need & API_SCOPE_IF_CONFIGURED) && !atomic_load(&g_metrics_need_key)) {
         need = API_SCOPE_NONE;
+        optional = 1;
+    }
     need &= ~(unsigned)API_SCOPE_IF_CONFIGURED;
-    if (need == API_SCOPE_NONE)
+    if (need == API_SCOPE_NONE) {
+        /* Open here (/metrics without --metrics-need-key), but a key sent
+         * still counts: it may see blinded experiments in full (blind.c).
+         * An unknown one is no one, not refused. */
+        const char *tok;
+        size_t toklen;
+        if (optional)
+            watch_check();
+        if (optional && auth_enabled() &&
+            bearer(http_req_header(r, "Authorization"), &tok, &toklen) == 0) {
+            struct grant g = lookup(tok, toklen, NULL);
+            if (!g.limited) {
+                http_req_set_caller(r, g.id, g.name);
+                http_req_set_grant(r, g.scopes);
+            }
+        }
         return 0;
+    }
     /* before auth_enabled: the first key created closes an open API for
      * the next request too */
     watch_check();
+    epoch_check();
     if (!auth_enabled())
         return 0;
     /* A key limited to experiments may come as ?access_token= (RFC 6750
@@ -738,7 +800,7 @@ int auth_admit(struct http_req *r, const struct http_route *route)
     unsigned scopes = g.scopes;
     if (scopes & API_SCOPE_UNBLINDED) /* reads in full: reads */
         scopes |= API_SCOPE_READ;
-    http_req_set_caller(r, g.id);
+    http_req_set_caller(r, g.id, g.name);
     http_req_set_grant(r, scopes);
     /* Challenges as RFC 6750 section 3 words them. */
     if (scopes == 0 || (query != NULL && !g.limited)) {

@@ -174,6 +174,14 @@ int api_reply_store_error(struct http_req *r, int store_err)
 
 /* --- writes that answer once committed ------------------------------------------------ */
 
+const char *api_actor(struct http_req *r, char buf[API_ACTOR_LEN])
+{
+    if (http_req_caller(r) <= 0)
+        return NULL;
+    snprintf(buf, API_ACTOR_LEN, "key:%" PRId64 ":%s", http_req_caller(r), http_req_caller_name(r));
+    return buf;
+}
+
 struct api_write *api_write_begin(struct http_req *r)
 {
     struct api_write *w = malloc(sizeof *w);
@@ -183,10 +191,8 @@ struct api_write *api_write_begin(struct http_req *r)
     }
     exp_batch_init(&w->batch);
     /* The audit trail: who asked, and which request (exp/audit.c). */
-    char actor[32];
-    int64_t key = http_req_caller(r);
-    snprintf(actor, sizeof actor, "key:%" PRId64, key);
-    if (exp_batch_caller(&w->batch, key > 0 ? actor : NULL, http_req_request_id(r)) != 0) {
+    char actor[API_ACTOR_LEN];
+    if (exp_batch_caller(&w->batch, api_actor(r, actor), http_req_request_id(r)) != 0) {
         free(w);
         http_reply_oom(r);
         return NULL;
@@ -287,6 +293,18 @@ void api_join_add(struct api_join *j, struct exp *x)
     if (rc != STORE_OK) {
         /* not queued: counts as failed; the count does not reach 0 here
          * (the reference taken by api_join_begin is held until finish) */
+        atomic_store(&j->err, rc);
+        atomic_fetch_sub(&j->left, 1);
+    }
+}
+
+void api_join_record(struct api_join *j, int kind, const char *subject, const char *detail)
+{
+    char actor[API_ACTOR_LEN];
+    atomic_fetch_add(&j->left, 1);
+    int rc = exp_audit_record(kind, subject, detail, api_actor(j->req, actor),
+                              http_req_request_id(j->req), join_done, j);
+    if (rc != STORE_OK) { /* as api_join_add's */
         atomic_store(&j->err, rc);
         atomic_fetch_sub(&j->left, 1);
     }

@@ -24,7 +24,7 @@
  * Columns (CSV header; NDJSON keys, null when empty): kind, seq,
  * assignment_id, time, unit, bandit, arm, exploit, reward, status,
  * reward_time, note, actor, request_id, chain (the audit trail: the key
- * that asked, "key:<id>"; the request's id; the hash chain after the row's
+ * that asked, "key:<id>:<name>"; the request's id; the hash chain after the row's
  * event, exp/audit.c — an assignment row's are its assignment event's).
  * Times are RFC 3339 UTC; rewards are in the experiment's
  * units, printed so they read back to the same double.
@@ -519,6 +519,17 @@ int api_export_get(struct http_req *r)
         if (gone)
             return http_reply_problem(r, 404, "the experiment was deleted", NULL);
         return http_reply_problem(r, 503, "storage read failed; retry later", NULL);
+    }
+    /* The audit log's record of the export (docs/contract.md, Audit
+     * trail), on disk before the first byte goes out: no lock is held
+     * here, the wait is one group commit. */
+    char detail[64], actor[API_ACTOR_LEN];
+    snprintf(detail, sizeof detail, "%s after %" PRId64, fmt == FMT_CSV ? "csv" : "ndjson", after);
+    if (exp_audit_record_sync(STORE_AUDIT_EXPORT, e->id, detail, api_actor(r, actor),
+                              http_req_request_id(r)) != STORE_OK) {
+        export_free(e);
+        return http_reply_problem(r, 503, "cannot record the export in the audit log; retry later",
+                                  NULL);
     }
     char disp[EXP_ID_MAX + 64], next[24];
     if (after > 0)

@@ -14,9 +14,9 @@
 
 #include "base/clock.h"
 #include "base/jsonv.h"
-#include "policies/stop_rule.h"
 #include "base/log.h"
 #include "exp/internal.h"
+#include "policies/stop_rule.h"
 
 #define NSHARDS 64
 #define SHARD_BUCKETS 1024
@@ -91,20 +91,22 @@ int exp_memory_full(void)
     return exp_rt.lim.max_memory != 0 && exp_memory_used() >= exp_rt.lim.max_memory;
 }
 
+json_t *exp_stop_json(const struct engine *e, size_t b)
+{
+    struct engine_stop_eval s;
+    engine_bandit_stop(e, b, &s);
+    static const char *const when_names[] = {NULL, "evidence <= threshold", "evidence > threshold",
+                                             "evidence >= threshold"};
+    const char *when = isnan(s.evidence) ? NULL : when_names[s.fires];
+    return json_pack("{s:s,s:b,s:o,s:o,s:o,s:o,s:b}", "rule", stop_rule_name(s.rule), "proven",
+                     s.proven, "fires_when", when ? json_string(when) : json_null(), "evidence",
+                     jv_real(s.evidence), "threshold", jv_real(s.threshold), "error_bound",
+                     jv_real(s.error_bound), "fired", s.fired);
+}
+
 const char *exp_stop_reason(const struct exp *x)
 {
-    switch (engine_stop_reason(x->d->eng)) {
-    case ENGINE_STOPPED_CONFIDENCE:
-        return stop_rule_name(engine_rule(x->d->eng)); /* the rule that fired */
-    case ENGINE_STOPPED_BUDGET:
-        return "budget";
-    case ENGINE_STOPPED_MANUAL:
-        return "manual";
-    case ENGINE_STOPPED_POLICY:
-        return "policy";
-    default:
-        return NULL;
-    }
+    return engine_stop_reason_name(x->d->eng);
 }
 
 static struct shard *shard_of(const char *id, size_t *bucket)
@@ -482,7 +484,8 @@ static void on_created(void *arg, int err)
     free(c);
 }
 
-int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp **out)
+int exp_create(struct exp_config *cfg, const char *actor, const char *request_id,
+               store_done_fn done, void *arg, struct exp **out)
 {
     char err[256];
     if (exp_count() >= exp_rt.lim.max_experiments) {
@@ -518,6 +521,8 @@ int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp
     c->op.config_json = x->config_text;
     c->op.created_ms = x->created_ms;
     c->op.rowid_out = &x->rowid;
+    c->op.ev.actor = actor; /* the audit log's record of the creation */
+    c->op.ev.request_id = request_id;
     if (store_submit(exp_rt.store, &c->op, 1, on_created, c) != STORE_OK) {
         exp_registry_remove(x);
         /* The two references taken above. The analyzer does not follow the
@@ -688,6 +693,8 @@ int exp_registry_init(struct store *st, const struct exp_limits *lim)
         memset(g_shards[i].buckets, 0, sizeof g_shards[i].buckets);
     }
     atomic_store(&g_count, 0);
+    atomic_store(&exp_rt.snapshot_loads, 0);
+    atomic_store(&exp_rt.events_replayed, 0);
     return 0;
 }
 
@@ -700,12 +707,55 @@ int exp_registry_load(char *err, size_t errlen)
             snprintf(err, errlen, "loading experiments: %s", store_strerror(rc));
         return -1;
     }
-    log_info("loaded %zu experiments", lc.loaded);
+    log_info("loaded %zu experiments (%" PRIuFAST64 " from a snapshot), %" PRIuFAST64
+             " events replayed",
+             lc.loaded, atomic_load(&exp_rt.snapshot_loads), atomic_load(&exp_rt.events_replayed));
     exp_memory_measure();
     g_sweeper_stop = 0;
     if (pthread_create(&g_sweeper, NULL, sweeper_main, NULL) == 0)
         g_sweeper_running = 1;
     return 0;
+}
+
+void exp_registry_checkpoint(void)
+{
+    if (exp_rt.lim.no_snapshots || exp_rt.lim.snapshot_every == 0)
+        return;
+    size_t n = 0, queued = 0;
+    for (size_t s = 0; s < NSHARDS; s++) {
+        pthread_mutex_lock(&g_shards[s].mu);
+        for (size_t b = 0; b < SHARD_BUCKETS; b++)
+            for (struct exp *x = g_shards[s].buckets[b]; x != NULL; x = x->next)
+                n++;
+        pthread_mutex_unlock(&g_shards[s].mu);
+    }
+    struct exp **all = calloc(n ? n : 1, sizeof *all);
+    if (all == NULL)
+        return;
+    n = exp_all(all, n);
+    for (size_t i = 0; i < n; i++) {
+        struct exp *x = all[i];
+        exp_lock(x);
+        struct exp_batch *b = calloc(1, sizeof *b);
+        if (b != NULL && x->d != NULL && atomic_load(&x->owned) && !atomic_load(&x->stale) &&
+            !x->deleting && !x->deleted) {
+            exp_batch_init(b);
+            exp_snapshot_attach(x, b, 1);
+            if (b->snap != NULL && exp_submit(x, b, 1, 0, NULL, NULL) == STORE_OK) {
+                b = NULL; /* the runtime's now */
+                queued++;
+            }
+        }
+        if (b != NULL) {
+            exp_batch_free(b);
+            free(b);
+        }
+        exp_unlock(x);
+        exp_put(x);
+    }
+    free(all);
+    if (queued > 0)
+        log_info("%zu snapshots queued for the shutdown", queued);
 }
 
 void exp_registry_free(void)

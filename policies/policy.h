@@ -44,6 +44,8 @@
 
 #include "stats.h"
 
+struct ser; /* base/ser.h */
+
 /* What a policy is and needs (ops->flags). */
 enum {
     POLICY_F_FIXED_CONFIDENCE = 1u << 0, /* stops on a confidence rule */
@@ -61,6 +63,17 @@ enum {
     POLICY_F_PHASES = 1u << 11,          /* a phase ends when every active arm has its
                                           * samples: no arm may stop getting pulls
                                           * (engine_retire_arm refuses) */
+    POLICY_F_CONTROL = 1u << 12,         /* samples for comparisons with a control arm:
+                                          * runs the goal "control" and only it */
+};
+
+/* A comparison with the control arm (goal "control", docs/stop-rules.md,
+ * `control`): still open, or decided for good. The engine decides; a
+ * policy reads ctx->verdict to stop sampling what is decided. */
+enum policy_verdict {
+    POLICY_OPEN = 0,
+    POLICY_SUPERIOR = 1, /* μ_i − μ_control > Δ, proven */
+    POLICY_FUTILE = 2,   /* μ_i − μ_control < Δ, proven */
 };
 
 /* One declared parameter: validated generically before init() runs. */
@@ -98,6 +111,12 @@ struct policy_ctx {
     int target_arm;         /* gcp-targeted; −1 when unset */
     const struct policy_params *params;
     gsl_rng *rng; /* the experiment's generator: the only randomness allowed */
+    /* Goal "control" (NULL and 0 otherwise): per bandit of the scope, the
+     * control arm (−1: none) and each arm's enum policy_verdict (the
+     * control's own stays POLICY_OPEN); margin Δ in [0, 1] units. */
+    const int *control;
+    const unsigned char *const *verdict;
+    double margin;
 };
 
 /* select() result. */
@@ -165,6 +184,16 @@ struct policy_ops {
      * POLICY_F_FIXED_BUDGET cannot change its budget; any other policy
      * reads the budget as a cap only and needs no hook. */
     int (*rebudget)(void *state, const struct policy_ctx *ctx, int check, char *err, size_t errlen);
+    /* Snapshots (engine_snapshot_save/load): save the state's every field
+     * that a call may change into s, or (s->reading) load them from s, one
+     * function for both directions (base/ser.h). On load the state was just
+     * made by init with the same context: fields that init derives from
+     * the configuration alone need not be saved, arrays are checked against
+     * their sizes (a mismatch fails s, and the engine is discarded). The
+     * layout is the policy's own; change it and bump ENGINE_SNAPSHOT_FORMAT.
+     * Required: every policy of the registry has one (a test checks that
+     * snapshot + tail replays to the full replay's state, bit for bit). */
+    void (*snap)(void *state, const struct policy_ctx *ctx, struct ser *s);
 };
 
 /* --- registry ------------------------------------------------------------ */
@@ -206,6 +235,10 @@ double policy_param(const struct policy_ctx *ctx, int i);
  * select) it never changes a pick or draws: a block of assignments on a
  * fresh experiment (count = K) covers K distinct arms. */
 size_t policy_first_pulls(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t arm);
+
+/* The snap hook of a policy without state of its own (init sets *state to
+ * NULL): nothing to save or load. */
+void policy_snap_stateless(void *state, const struct policy_ctx *ctx, struct ser *s);
 
 /* The rebudget hook of a policy that reads the budget as a cap only (the
  * engine's), though flagged fixed-budget: any budget will do. */

@@ -42,8 +42,9 @@ struct store_key_op {
     const char *name, *scopes, *hash; /* INSERT; borrowed */
     const char *experiments;          /* INSERT: comma-separated ids, or NULL; borrowed */
     int64_t created_ms;
-    int64_t rowid;      /* REVOKE */
-    int64_t *rowid_out; /* INSERT: receives the new rowid */
+    int64_t rowid;                  /* REVOKE */
+    int64_t *rowid_out;             /* INSERT: receives the new rowid */
+    const char *actor, *request_id; /* for the audit log's record; borrowed, NULL: none */
 };
 
 struct store_backend_ops {
@@ -79,6 +80,19 @@ struct store_backend_ops {
      * a group run without; the backend flushes before anything else it
      * runs. May be NULL: nothing is deferred. */
     int (*flush)(struct store_backend *b, int *own);
+    /* Flush and commit in one exchange with the database (a remote one:
+     * one round trip instead of one per statement), instead of flush then
+     * commit at the end of a group run without savepoints. Errors as
+     * flush's: *own says the rows' data failed (the front rolls back and
+     * runs the group again with savepoints); any failure leaves the
+     * transaction for rollback. May be NULL. */
+    int (*flush_commit)(struct store_backend *b, int *own);
+    /* Under load, the writer may wait for a group as large as the last
+     * one, up to this share (1/n) of the last commit's time (store.c,
+     * group_wait); 0: never waits. For an engine whose commit costs about
+     * the same whatever the group's size (a round trip and the server's
+     * WAL flush). */
+    unsigned group_wait_share;
     /* One purge step in its own transaction (store.c, purge_due): 1 more
      * may remain, 0 done, -1 failed (rolled back; retried later). */
     int (*purge_step)(struct store_backend *b);
@@ -98,6 +112,8 @@ struct store_backend_ops {
     void (*set_advertise)(struct store_backend *b, const char *url);
     /* store_test_pause_heartbeat; may be NULL. */
     void (*pause_heartbeat)(struct store_backend *b, int paused);
+    /* store_keys_epoch; may be NULL (always 0). Any thread. */
+    uint64_t (*keys_epoch)(struct store_backend *b);
 
     /* --- reads: any thread, committed data only (store.h) ---------------- */
     int (*load_experiments)(struct store_backend *b,
@@ -123,13 +139,25 @@ struct store_backend_ops {
     int (*outbox_depth)(struct store_backend *b, int64_t *out);
     int (*load_keys)(struct store_backend *b, int (*cb)(void *arg, const struct store_key_row *row),
                      void *arg);
+    int (*load_audit)(struct store_backend *b,
+                      int (*cb)(void *arg, const struct store_audit_row *row), void *arg);
     int (*backup)(struct store_backend *b, const char *path, char *err, size_t errlen);
+    int (*load_snapshots)(struct store_backend *b, int64_t exp,
+                          int (*cb)(void *arg, const struct store_snapshot *sn), void *arg);
 };
 
 /* Copy ev's unit (truncated), then actor, request_id and chain (each
  * whole or NULL) into buf, pointing ev at the copies; text becomes NULL
  * (store_find_assignment's contract). buf NULL: all NULL. */
 void store_event_copy_strings(struct store_event *ev, char *buf, size_t buflen);
+
+/* The audit log record (store.h) of a key op or an experiment's creation,
+ * all but its seq: its subject and detail written into buf. 0, or −1 when
+ * buf is too small. */
+int store_audit_of_key(const struct store_key_op *k, int64_t key_id, struct store_audit_row *row,
+                       char *buf, size_t len);
+int store_audit_of_create(const struct store_op *op, struct store_audit_row *row, char *buf,
+                          size_t len);
 
 /* The backends, tried in this order by store_open (sqlite.c claims
  * everything the others do not). */

@@ -125,6 +125,34 @@ static const struct migration migrations[] = {
      "ALTER TABLE events ADD COLUMN actor TEXT;"
      "ALTER TABLE events ADD COLUMN request_id TEXT;"
      "ALTER TABLE events ADD COLUMN chain TEXT;"},
+    {8,
+     /* The audit log of what no experiment's log holds (store.h): keys
+      * created and revoked, experiments created; chained like the events.
+      * Keys made before it have no record (audit verify says so). */
+     "CREATE TABLE audit_log ("
+     " seq INTEGER PRIMARY KEY,"
+     " ts_ms INTEGER NOT NULL,"
+     " kind INTEGER NOT NULL,"
+     " subject TEXT NOT NULL,"
+     " detail TEXT,"
+     " actor TEXT,"
+     " request_id TEXT,"
+     " chain TEXT NOT NULL);"},
+    {9,
+     /* Snapshots (store.h): an experiment's serialized state as of event
+      * seq, so that a load replays only the events after it. A few rows
+      * per experiment (the writer keeps the latest two), large ones: a
+      * rowid table, keyed (exp, seq). */
+     "CREATE TABLE snapshots ("
+     " exp INTEGER NOT NULL,"
+     " seq INTEGER NOT NULL,"
+     " format INTEGER NOT NULL,"
+     " software TEXT NOT NULL,"
+     " design TEXT NOT NULL,"
+     " checksum TEXT NOT NULL,"
+     " created_ms INTEGER NOT NULL,"
+     " state BLOB NOT NULL,"
+     " PRIMARY KEY (exp, seq));"},
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])

@@ -125,6 +125,9 @@ static const struct expect expects[] = {
     {"event_insert", "", 0, "EN1111111111sss"},
     {"key_insert", "", 0, "sss1s"},
     {"key_revoke", "SEARCH api_keys USING INTEGER PRIMARY KEY (rowid=?)", 0, "1"},
+    /* the audit log's last record: the rowid's other end, one step */
+    {"audit_last", "SCAN audit_log", 0, ""},
+    {"audit_insert", "", 0, "N11sssss"},
     {"experiments", "SCAN experiments", 0, ""},
     {"experiment_by_id", "SEARCH experiments USING INDEX sqlite_autoindex_experiments_1 (id=?)", 0,
      "s"},
@@ -134,6 +137,7 @@ static const struct expect expects[] = {
     {"unit", "SEARCH events USING INDEX events_unit (exp=? AND unit=?)", 0, "EUM"},
     {"last_seq", "SEARCH events USING PRIMARY KEY (exp=?)", 1, "E"},
     {"keys", "SCAN api_keys", 0, ""},
+    {"audit", "SCAN audit_log", 0, ""},
     /* the webhook outbox: its partial indexes bound each read by what is
      * pending (or one experiment's rows), never by the rows kept */
     {"outbox_insert", "", 0, "Essssss11"},
@@ -142,6 +146,15 @@ static const struct expect expects[] = {
     {"outbox_pending", "SEARCH outbox USING INDEX outbox_pending (id>?)", 0, "11"},
     {"outbox_list", "SEARCH outbox USING INDEX outbox_exp (exp=? AND id<?)", 0, "E11"},
     {"outbox_depth", "SCAN outbox USING INDEX outbox_pending", 0, ""},
+    /* snapshots: a few rows per experiment, found by their key */
+    {"snap_insert", "", 0, "E11sss1s"},
+    {"snap_prune",
+     "SEARCH snapshots USING INDEX sqlite_autoindex_snapshots_1 (exp=? AND seq<?); "
+     "SCALAR SUBQUERY 1; SEARCH snapshots USING COVERING INDEX sqlite_autoindex_snapshots_1 "
+     "(exp=?)",
+     0, "E"},
+    {"snap_delete", "SEARCH snapshots USING INDEX sqlite_autoindex_snapshots_1 (exp=?)", 0, "E"},
+    {"snapshots", "SEARCH snapshots USING INDEX sqlite_autoindex_snapshots_1 (exp=?)", 0, "E"},
     {"wal", "", 0, NULL},
     {"sync_full", "", 0, NULL},
     {"sync_normal", "", 0, NULL},
@@ -179,7 +192,8 @@ static int setup(void **state)
     assert_int_equal(store_write_sync(l->f->s, c, 2), STORE_OK);
     fill(l->f->s, l->small, SMALL_ROUNDS);
     fill(l->f->s, l->big, BIG_ROUNDS);
-    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", NULL, 1, NULL), STORE_OK);
+    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", NULL, 1, NULL, NULL, NULL),
+                     STORE_OK);
     store_close(l->f->s);
     l->f->s = NULL;
     assert_int_equal(sqlite3_open(l->f->path, &l->db), SQLITE_OK);
@@ -442,8 +456,12 @@ static const struct pg_expect pg_expects[] = {
     {"event_insert_many", NULL, 0, NULL}, /* arrays: an insert, no search */
     {"key_insert", NULL, 0, "sss1s"},
     {"key_revoke", NULL, 0, "1"},
+    {"audit_lock", NULL, 0, NULL}, /* a lock: no plan */
+    {"audit_last", NULL, 0, ""},   /* keys and creations: a few rows */
+    {"audit_insert", NULL, 0, "N11sssss"},
+    {"key_notify", NULL, 0, ""}, /* no table */
     {"outbox_insert", NULL, 0, "Essssss11"},
-    {"outbox_update", NULL, 0, "111111s"},
+    {"outbox_update", NULL, 0, "111111s1"},
     {"outbox_prune", NULL, 0, "1"},
     {"exists", NULL, 0, "E"},
     {"lock_try", NULL, 0, NULL}, /* locks: no table */
@@ -460,7 +478,8 @@ static const struct pg_expect pg_expects[] = {
     {"unit", "events_unit", 1, "EUM"},
     {"last_seq", "events_pkey", 1, "E"},
     {"keys", NULL, 0, ""},
-    {"outbox_pending", NULL, 0, "11"},
+    {"audit", NULL, 0, ""},
+    {"outbox_pending", NULL, 0, "1111s1"}, /* with pg_locks and nodes: a few rows */
     {"outbox_list", NULL, 0, "E11"},
     {"outbox_depth", NULL, 0, ""},
 };
@@ -484,7 +503,8 @@ static int pg_setup(void **state)
     assert_int_equal(store_write_sync(l->f->s, c, 2), STORE_OK);
     fill(l->f->s, l->small, SMALL_ROUNDS);
     fill(l->f->s, l->big, BIG_ROUNDS);
-    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", NULL, 1, NULL), STORE_OK);
+    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", NULL, 1, NULL, NULL, NULL),
+                     STORE_OK);
     store_close(l->f->s);
     l->f->s = NULL;
     l->c = PQconnectdb(l->f->path);

@@ -11,14 +11,16 @@
 // stop badge in red, the goal's card — target δ or the budget's use —,
 // the export buttons), live refresh with ETags, polling paused in a hidden
 // tab, pause/resume/stop, create-from-form, the API key in sessionStorage,
-// a phone-sized viewport, and that the console stayed clean. Screenshots: $TEST_OUT/dashboard.png
+// a phone-sized viewport, a blinded trial through a read key (totals, no
+// arm, no δᶜ) and an unblinded one (arms; its reads recorded), and that the
+// console stayed clean. Screenshots: $TEST_OUT/dashboard.png
 // (the stopped experiment), dashboard-multi.png, dashboard-list.png and
 // dashboard-phone.png.
 //
 // Env: BANDITD_BIN (default build/banditd), CHROMIUM (default
 // /usr/bin/chromium), TEST_OUT (default tests/out).
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -237,6 +239,19 @@ function formatChecks() {
   const spent = decision({ ...base, stop_reason: 'budget', budget: 300, pulls: 300, bandits_done: 2,
     bandits: [bandit({ id: 'a' }), bandit({ id: 'b', recommended: ['x'], delta_c: 0.4, done: true })] });
   ok(spent.details[1] === 'b: done, x leads (δᶜ = 0.4 > 0.05: not conclusive).', 'words: a bandit done without reaching δ is not called decided', spent);
+  // Goal type control: the decisions against the control, not a best arm.
+  const ctlStop = { rule: 'control', proven: true, fires_when: 'evidence <= threshold', evidence: 0, threshold: 0, error_bound: 0.05, fired: true };
+  const vsArm = (id, decision, lower, upper) => ({ id, vs_control: { difference: (lower + upper) / 2, lower, upper, decision, decided_at: 900 } });
+  const ctlArms = [{ id: 'placebo', control: true }, vsArm('a', 'superior', 0.12, 0.3), vsArm('b', 'futile', -0.2, 0.04)];
+  const sup = decision({ ...base, stop_reason: 'superiority', policy: 'vs-control', bandits: [bandit({ recommended: ['a'], stop: ctlStop, arms: ctlArms })] });
+  ok(sup.headline === 'Stopped for superiority after 1,204 pulls: a beats placebo by more than the margin; b does not.' && sup.tone === 'stopped' &&
+      sup.details[0] === 'a − placebo = 0.21, anytime interval 0.12 to 0.3: superior.', 'words: a superiority stop names the arms against the control', sup);
+  const fut = decision({ ...base, stop_reason: 'futility', policy: 'vs-control',
+    bandits: [bandit({ recommended: ['placebo'], stop: ctlStop, arms: [ctlArms[0], vsArm('a', 'futile', -0.1, 0.05), ctlArms[2]] })] });
+  ok(fut.headline === 'Stopped for futility after 1,204 pulls: no arm beats the control by the margin.' && fut.tone === 'stopped', 'words: a futility stop', fut);
+  const openCtl = decision({ ...base, state: 'running', stopped: false, stop_reason: null, policy: 'vs-control',
+    bandits: [bandit({ done: false, stop: { ...ctlStop, evidence: 1, error_bound: null, fired: false }, arms: [ctlArms[0], ctlArms[2], vsArm('a', 'open', -0.1, 0.4)] })] });
+  ok(openCtl.headline === 'Running: 1 of 2 comparisons with the control decided after 1,204 pulls (b does not; a still open).', 'words: a running comparison with control', openCtl);
   ok(fmtProb(0.0503, 0.05) === '0.0503' && fmtProb(0.0499, 0.05) === '0.0499' && fmtProb(0.05, 0.05) === '0.05' && fmtProb(0.0334, 0.05) === '0.033',
     'fmtProb: digits enough to read the comparison with δ right', [fmtProb(0.0503, 0.05), fmtProb(0.0499, 0.05), fmtProb(0.05, 0.05)]);
   ok(fmtInt(1204) === '1,204' && fmtProb(3.2e-6) === '3.2×10⁻⁶', 'fmtInt groups thousands; tiny δᶜ as a power of ten');
@@ -704,6 +719,100 @@ async function browserChecks(browser, ids) {
   await phone.close();
 }
 
+// --- blinding -------------------------------------------------------------------------
+
+// A key made by the CLI beside the running daemon (the first one closes
+// the open API: run last).
+function makeKey(scope) {
+  const r = spawnSync(BIN, ['keys', 'create', '--db', join(work, 't.db'), '--scope', scope, '--name', `web-${scope}`], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`keys create --scope ${scope}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+// A blinded trial (docs/contract.md, Clinical trials) seen through a read
+// key: totals, pending, why it stopped and a "blinded" label, no arm named
+// anywhere on the page and no per-arm request; through an unblinded key:
+// the arms. Both without a console error (the final check).
+async function blindedChecks(browser) {
+  const keys = { admin: makeKey('admin'), read: makeKey('read'), unblinded: makeKey('unblinded') };
+  const as = (k) => ({ Authorization: `Bearer ${keys[k]}` });
+  const id = 'trial';
+  const arms = ['placebo-arm', 'verum-arm'];
+  await call('POST', '/v1/experiments', { id, arms, seed: 4, design: { blinded: true } }, as('admin'));
+  const a = (await call('POST', `/v1/experiments/${id}/assignments`, { count: 12 }, as('admin'))).json.assignments;
+  await call('POST', `/v1/experiments/${id}/rewards`, { rewards: a.slice(0, 10).map((x, j) => ({ assignment_id: x.id, reward: j % 3 ? 1 : 0 })) }, as('admin'));
+  await call('PATCH', `/v1/experiments/${id}`, { state: 'stopped' }, as('admin'));
+  const st = (await call('GET', `/v1/experiments/${id}/status`, undefined, as('read'))).json;
+  ok(st.blinded === true && st.pulls === 10 && st.pending === 2 && st.bandits.every((b) => b.arms === undefined), 'API: a read key gets the blinded status', st);
+
+  const open = async (key) => {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await ctx.addInitScript((k) => sessionStorage.setItem('banditd.key', k), key);
+    const page = await ctx.newPage();
+    watch(page, `blinded(${key === keys.read ? 'read' : 'unblinded'})`);
+    const asked = [];
+    page.on('request', (q) => asked.push(new URL(q.url()).pathname));
+    await page.goto(`${U}/experiments/${id}`);
+    await page.waitForFunction(() => document.querySelector('#decision')?.textContent.startsWith('Stopped'), null, { timeout: 10000 }).catch(() => {});
+    return { ctx, page, asked };
+  };
+
+  const r = await open(keys.read);
+  await r.page.waitForTimeout(300);
+  await check('blinded: a read key sees the totals, the pending count, why it stopped and the "blinded" label', async () => {
+    const got = await r.page.evaluate(() => ({
+      decision: document.querySelector('#decision').textContent,
+      label: !document.querySelector('#blinded-label').hidden && document.querySelector('#blinded-label').textContent,
+      pulls: document.querySelector('#s-pulls').textContent,
+      pending: document.querySelector('#s-pending').textContent,
+    }));
+    return (got.decision === 'Stopped (stopped by hand) after 10 pulls, 2 pending.' && got.label === 'blinded' && got.pulls === '10' && got.pending === '2') || got;
+  });
+  await check('blinded: no per-arm data on the page (no arm named, no arms table, chart or export), none asked for', async () => {
+    const got = await r.page.evaluate((names) => ({
+      named: names.filter((n) => document.body.innerText.includes(n)),
+      tables: document.querySelectorAll('table.arms, table.overview, .bandit, canvas, svg.ci').length,
+      exportShown: !document.querySelector('.export').hidden,
+    }), arms);
+    const perArm = r.asked.filter((p) => p.endsWith('/history') || p.endsWith('/export'));
+    return (got.named.length === 0 && got.tables === 0 && !got.exportShown && perArm.length === 0) || { ...got, perArm };
+  });
+  await r.page.screenshot({ path: join(OUT, 'dashboard-blinded.png'), fullPage: true });
+  await r.page.goto(`${U}/`);
+  await r.page.waitForSelector(`table.list tr[data-id="${id}"]`, { timeout: 10000 }).catch(() => {});
+  await check('blinded: the list shows the trial\'s totals and no δᶜ to a read key', async () => {
+    const got = await r.page.evaluate((tid) => {
+      const row = document.querySelector(`table.list tr[data-id="${tid}"]`);
+      const cell = (label) => row?.querySelector(`[data-label="${label}"]`)?.textContent;
+      return { pulls: cell('Pulls'), dc: cell('δᶜ'), reason: cell('Stop reason') };
+    }, id);
+    return (got.pulls === '10' && got.dc === '–' && got.reason === 'stopped by hand') || got;
+  });
+  await r.ctx.close();
+
+  const u = await open(keys.unblinded);
+  await u.page.waitForSelector('table.arms tbody tr', { timeout: 10000 }).catch(() => {});
+  await check('unblinded: the same trial with an unblinded key shows its arms and no "blinded" label', async () => {
+    const got = await u.page.evaluate(() => ({
+      arms: [...document.querySelectorAll('table.arms tbody th')].map((t) => t.textContent).sort(),
+      label: !document.querySelector('#blinded-label').hidden,
+      exportShown: !document.querySelector('.export').hidden,
+    }));
+    return (JSON.stringify(got.arms) === JSON.stringify(arms) && !got.label && got.exportShown) || got;
+  });
+  await u.ctx.close();
+  await check('unblinded: the page\'s reads are recorded (audit log records and log lines, named by the key), the read key\'s are not', async () => {
+    const lines = daemonErr.split('\n').filter((l) => l.includes(`unblinded read of ${id} `));
+    const v = spawnSync(BIN, ['audit', 'verify', '--db', join(work, 't.db')], { encoding: 'utf8' });
+    const m = v.stdout.match(/audit log: ok, (\d+) records/);
+    // keys 3, experiments 5 + the trial, the API's status read above is
+    // the read key's (not recorded); the page: a status and a history
+    const reads = lines.filter((l) => l.includes('by key:') && l.includes(':web-unblinded'));
+    const kinds = new Set(reads.map((l) => (l.match(/\((status|history)\)/) || [])[1]));
+    return (v.status === 0 && m && reads.length === lines.length && kinds.has('status') && kinds.has('history')) || { lines, verify: v.stdout.slice(-400) };
+  });
+}
+
 // --- run --------------------------------------------------------------------------------
 
 let browser = null;
@@ -758,6 +867,7 @@ try {
       '--disable-component-update', '--disable-sync'],
   });
   await browserChecks(browser, ids);
+  await blindedChecks(browser);
   ok(consoleProblems.length === 0, 'no console errors or warnings, no failed requests, no 4xx/5xx', consoleProblems.join('\n'));
 } catch (e) {
   ok(false, 'the test ran to its end', e && e.stack ? e.stack : String(e));

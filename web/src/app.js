@@ -8,7 +8,7 @@
 import { api, ApiError, download, expPath, getKey, setKey } from './api.js';
 import { ConfidenceChart, PullsChart, drawIntervals, drawPullsHistogram, plotOf, ranked } from './charts.js';
 import { armColours } from './colours.js';
-import { bandit_series, decision, fmtAge, fmtInt, fmtNum, fmtParam, fmtProb, planSentence } from './format.js';
+import { STOP_WORDS, bandit_series, blindedDecision, decision, fmtAge, fmtInt, fmtNum, fmtParam, fmtProb, planSentence } from './format.js';
 
 const POLL_LIVE_MS = 2000; // running or paused: things change
 const POLL_IDLE_MS = 10000; // stopped: only late rewards of pending assignments
@@ -39,7 +39,7 @@ function setText(el, text) {
 // policy's own rule is green (decided); one by a rule without proof (ρ̄, the
 // heuristic GLR), at the budget or by hand is neutral. Red is kept for
 // failures (none of the states is one).
-const STOP_TONE = { delta_c: 'decided', glr: 'decided', policy: 'decided', 'glr-heuristic': 'neutral', rho: 'neutral', budget: 'neutral', manual: 'neutral' };
+const STOP_TONE = { delta_c: 'decided', glr: 'decided', policy: 'decided', superiority: 'decided', futility: 'decided', 'glr-heuristic': 'neutral', rho: 'neutral', budget: 'neutral', manual: 'neutral' };
 
 function badgeClass(state, reason) {
   return state === 'stopped' ? `badge badge-stopped badge-${STOP_TONE[reason] || 'neutral'}` : `badge badge-${state}`;
@@ -197,10 +197,6 @@ const clock = () => new Date().toLocaleTimeString('en-GB', { hour12: false });
 // --- "/": the list -------------------------------------------------------------
 
 const NUM_COLS = ['Pulls', 'Pending', 'δᶜ'];
-const STOP_WORDS = {
-  delta_c: 'δᶜ ≤ δ', glr: 'GLR rule', 'glr-heuristic': 'heuristic GLR (no proof)', rho: 'ρ̄ ≥ τ (no proof)',
-  budget: 'budget spent', manual: 'stopped by hand', policy: "policy's rule",
-};
 
 function listView() {
   document.title = 'Experiments · banditd';
@@ -358,12 +354,21 @@ function swatch(colour) {
   return el;
 }
 
+// Goal type control: an arm's comparison with the control, in a cell.
+function vsControlCell(a) {
+  if (a.control) return 'control';
+  const v = a.vs_control;
+  return v ? `${fmtNum(v.lower)} – ${fmtNum(v.upper)}: ${v.decision}` : '–';
+}
+
 function armsTable(bandit, status) {
   const arms = ranked(bandit);
   const colours = armColours(bandit.arms.map((a) => a.id));
+  const vs = bandit.arms.some((a) => a.vs_control);
+  const heads = ['Arm', 'Pulls', 'Pending', 'Mean', 'Interval', ...(vs ? ['Difference with the control'] : []), status.m > 1 ? `In top ${status.m}` : 'Best'];
   return h('table', { class: 'arms' },
     h('caption', {}, 'Arms, best mean first'),
-    h('thead', {}, h('tr', {}, ['Arm', 'Pulls', 'Pending', 'Mean', 'Interval', status.m > 1 ? `In top ${status.m}` : 'Best'].map((t, i) =>
+    h('thead', {}, h('tr', {}, heads.map((t, i) =>
       h('th', { scope: 'col', class: i >= 1 && i <= 4 ? 'num' : null }, t)))),
     h('tbody', {}, arms.map((a) => h('tr', {},
       h('th', { scope: 'row' }, swatch(colours[a.index]), a.id),
@@ -371,6 +376,7 @@ function armsTable(bandit, status) {
       h('td', { class: 'num' }, fmtInt(a.pending)),
       h('td', { class: 'num' }, fmtNum(a.mean)),
       h('td', { class: 'num' }, `${fmtNum(a.lower)} – ${fmtNum(a.upper)}`),
+      ...(vs ? [h('td', {}, vsControlCell(a))] : []),
       h('td', {}, a.high ? '✓ yes' : 'no')))));
 }
 
@@ -478,6 +484,8 @@ function experimentView(id) {
   document.title = `${id} · banditd`;
   const title = h('h1', {}, id);
   const stateBadge = h('span', { class: 'badge' });
+  // A blinded view (status.blinded): no per-arm figure reaches this page.
+  const blindBadge = h('span', { class: 'badge badge-blinded', id: 'blinded-label', hidden: true, title: 'Per-arm figures are hidden from this API key (it lacks the unblinded scope)' }, 'blinded');
   const meta = h('p', { class: 'meta muted' });
   const headline = h('p', { class: 'headline', id: 'decision' });
   const details = h('ul', { class: 'decision-details' });
@@ -514,7 +522,7 @@ function experimentView(id) {
   });
   ui.main.replaceChildren(
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '/' }, 'Experiments'), ' / ', h('span', {}, id)),
-    h('div', { class: 'title-row' }, title, stateBadge),
+    h('div', { class: 'title-row' }, title, stateBadge, blindBadge),
     meta, decisionBox, controls, ctlMsg, stats, overview, banditsHost, exportBox, confirmDlg);
 
   let status = null;
@@ -601,7 +609,9 @@ function experimentView(id) {
     const bound = config?.bound ? ` · ${config.bound} bound` : '';
     const created = config?.created_at ? ` · created ${fmtAge(config.created_at)}` : '';
     setText(meta, `${name !== id ? `${id} · ` : ''}policy ${status.policy} · m = ${status.m} · δ = ${fmtParam(status.delta)} · ε = ${fmtParam(status.epsilon)}${bound}${created}`);
-    const d = decision(status);
+    const blinded = !!status.blinded;
+    blindBadge.hidden = !blinded;
+    const d = blinded ? blindedDecision(status) : decision(status);
     decisionBox.className = `decision tone-${d.tone}`;
     setText(headline, d.headline);
     details.replaceChildren(...d.details.map((t) => h('li', {}, t)));
@@ -616,6 +626,17 @@ function experimentView(id) {
     setText($('#s-done', stats), `${fmtInt(status.bandits_done)} of ${fmtInt(status.bandits.length)}`);
     setText($('#s-delta', stats), fmtParam(status.delta));
     renderControls();
+    // Blinded: the totals above are all there is; the charts, the arms and
+    // the export (refused to this key) are not drawn.
+    exportBox.hidden = blinded;
+    if (blinded) {
+      overview.hidden = true;
+      overview.replaceChildren();
+      views.forEach((v) => v.destroy());
+      views = [];
+      banditsHost.replaceChildren();
+      return;
+    }
     renderOverview();
     if (views.length !== status.bandits.length) {
       views.forEach((v) => v.destroy());
@@ -636,8 +657,9 @@ function experimentView(id) {
         status = s.body;
         statusTag = s.etag;
         if (state0 && state0 !== status.state) config = (await api(expPath(id))).body;
-        const hr = await api(`${expPath(id)}/history`, { etag: histTag });
-        if (hr.status !== 304) {
+        // A blinded history holds nothing the page draws.
+        const hr = status.blinded ? null : await api(`${expPath(id)}/history`, { etag: histTag });
+        if (hr && hr.status !== 304) {
           hist = hr.body;
           histTag = hr.etag;
         }
@@ -656,7 +678,8 @@ function experimentView(id) {
   }
   const poll = poller(load, () => (status && status.state === 'stopped' ? POLL_IDLE_MS : POLL_LIVE_MS));
   ui.onKeyChange = () => {
-    statusTag = null; // a new key may see more: fetch afresh
+    statusTag = null; // a new key may see more (or less: blinded): fetch afresh
+    histTag = null;
     config = null;
     poll.now();
   };
