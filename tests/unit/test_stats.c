@@ -931,6 +931,29 @@ static void test_kk_threshold(void **state)
     CLOSE(stats_kk_pair_threshold(3000, 500, 4, 1, 0.1),
           2 * stats_kk_cexp(log(30.0) / 2) + 3 * log1p(log(3000.0)) + 3 * log1p(log(500.0)), 1e-12);
     assert_true(isinf(stats_kk_pair_threshold(10, 10, 2, 1, 0.0)));
+    /* docs/stop-rules.md's claim that it would be no faster rule: wherever a
+     * pair clears Kaufmann & Koolen's threshold, it clears the proven rule's
+     * (counts 10 to 10^6, both orders of size, means near 0, 1/2 and 1). */
+    const double ns[] = {10, 100, 1000, 1e4, 1e5, 1e6};
+    const double pm[][2] = {{0.5, 0.45}, {0.5, 0.3}, {0.06, 0.03}, {0.95, 0.9}, {0.9, 0.2}};
+    int checked = 0;
+    for (size_t a = 0; a < LEN(ns); a++)
+        for (size_t b = 0; b < LEN(ns); b++)
+            for (size_t r = 0; r < LEN(pm); r++)
+                for (int kd = 0; kd < 2; kd++) {
+                    size_t k = kd ? 10 : 2;
+                    double delta = kd ? 0.01 : 0.1;
+                    struct stats_arm x = mk_arm((uint64_t)ns[a], pm[r][0], 0.25);
+                    struct stats_arm y = mk_arm((uint64_t)ns[b], pm[r][1], 0.25);
+                    double z = stats_glr_pair_z(&x, &y, 0);
+                    if (!(z > stats_kk_pair_threshold(ns[a], ns[b], k, 1, delta)))
+                        continue;
+                    checked++;
+                    assert_true(stats_glr_pair_passes(
+                        STATS_GLR_PROVEN, &x, &y, z, 0,
+                        stats_glr_threshold(STATS_GLR_PROVEN, ns[a] + ns[b], k, 1, delta)));
+                }
+    assert_true(checked > 100); /* the grid reaches K&K's region */
 }
 
 /* The pair mixture against quadrature and a brute-force scan of c, and its
