@@ -64,9 +64,10 @@ int api_oc_create(struct http_req *r)
         .runs = OC_RUNS_DEFAULT, .seed = 1, .threads = 1, .seconds = OC_SECONDS};
     struct sim_oc_scenarios *sc = NULL;
     json_t *errors = json_array();
-    int rc = errors == NULL ? -1 : 0, markdown = 0;
+    int rc = errors == NULL ? -1 : 0, markdown;
     char err[320];
-    static const char *const keys[] = {"scenarios", "runs", "seed", "max_pulls", "markdown", NULL};
+    static const char *const keys[] = {"scenarios", "runs", "seed", "max_pulls",
+                                       "markdown",  "svg",  NULL};
     if (rc == 0 && !json_is_object(body)) {
         jv_error(errors, "", "the body must be a JSON object");
         rc = 1;
@@ -83,6 +84,12 @@ int api_oc_create(struct http_req *r)
         rc = 1;
     }
     markdown = json_is_true(md);
+    json_t *sv = json_object_get(body, "svg");
+    if (rc == 0 && sv != NULL && !json_is_boolean(sv)) {
+        jv_error(errors, "svg", "must be a boolean");
+        rc = 1;
+    }
+    int svg = json_is_true(sv);
     if (rc == 0 && json_object_get(body, "scenarios") == NULL) {
         jv_error(errors, "scenarios",
                  "required: the true mean (or distribution) of every arm, "
@@ -121,6 +128,15 @@ int api_oc_create(struct http_req *r)
     if (report != NULL && markdown) {
         char *text = sim_oc_markdown(report);
         if (text == NULL || json_object_set_new(report, "markdown", json_string(text)) != 0) {
+            json_decref(report);
+            report = NULL;
+            snprintf(err, sizeof err, "out of memory");
+        }
+        free(text);
+    }
+    if (report != NULL && svg) {
+        char *text = sim_oc_svg(report);
+        if (text == NULL || json_object_set_new(report, "svg", json_string(text)) != 0) {
             json_decref(report);
             report = NULL;
             snprintf(err, sizeof err, "out of memory");

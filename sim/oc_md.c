@@ -290,6 +290,8 @@ char *sim_oc_markdown(const json_t *report)
     definitions(&b, report);
     calibration(&b, json_object_get(report, "calibration"));
     headline(&b, report);
+    if (json_is_string(json_object_get(report, "figure")))
+        buf_printf(&b, "![The sample size N of every scenario](%s)\n\n", str(report, "figure"));
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(report, "scenarios"), i, s) scenario(&b, s);
