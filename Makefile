@@ -416,13 +416,23 @@ reproduce:
 # BENCH_LOG_EVENTS events) under a minute, the metrics run (a scrape of
 # /metrics with 10⁴ experiments) about ten seconds, the blocks run (one
 # client serving visitors from assignment blocks of 1, 10 and 100) five
-# times BENCH_DURATION.
+# times BENCH_DURATION, the PostgreSQL runs (load pg: PostgreSQL against
+# SQLite; load cluster: 1, 2 and 3 daemons on one PostgreSQL, each starting
+# its own server as the tests do) about three minutes, the snapshot run (one
+# experiment of BENCH_SNAP_EVENTS events written, then loaded whole and from a
+# snapshot) about four minutes at 10⁷ events.
 
 BENCH_DURATION ?= 3
 BENCH_LOG_EVENTS ?= 1000000
-BENCH_BINS := $(BUILD)/banditd $(BUILD)/bench/load $(BUILD)/bench/bare $(BUILD)/bench/policies
+BENCH_SNAP_EVENTS ?= 10000000
+BENCH_BINS := $(BUILD)/banditd $(BUILD)/bench/load $(BUILD)/bench/bare $(BUILD)/bench/policies \
+              $(BUILD)/bench/snapload
 
 $(BUILD)/bench/%: $(OBJ)/bench/%.o $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# bench/load starts its own PostgreSQL (load pg, load cluster) as the tests do
+$(BUILD)/bench/load: $(OBJ)/bench/load.o $(OBJ)/tests/support/pgserver.o $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -441,9 +451,15 @@ bench: bench-deps
 	./$(BUILD)/bench/load metrics --daemon $(BUILD)/banditd --out $(BUILD)/bench/metrics.md
 	./$(BUILD)/bench/load blocks --daemon $(BUILD)/banditd --duration $(BENCH_DURATION) \
 		--out $(BUILD)/bench/blocks.md
+	./$(BUILD)/bench/load pg --daemon $(BUILD)/banditd --conns 64 --pairs 5 \
+		--duration $(BENCH_DURATION) --out $(BUILD)/bench/pg.md
+	./$(BUILD)/bench/load cluster --daemon $(BUILD)/banditd --conns 64 \
+		--duration $(BENCH_DURATION) --out $(BUILD)/bench/cluster.md
+	./$(BUILD)/bench/snapload --events $(BENCH_SNAP_EVENTS) --out $(BUILD)/bench/snapload.md
 	@{ echo "# Benchmark results"; echo; echo "Written by \`make bench\` on $$(uname -n)."; echo; \
 	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md $(BUILD)/bench/log.md \
-	  $(BUILD)/bench/metrics.md $(BUILD)/bench/blocks.md $(BUILD)/bench/policies.md; } \
+	  $(BUILD)/bench/metrics.md $(BUILD)/bench/blocks.md $(BUILD)/bench/pg.md \
+	  $(BUILD)/bench/cluster.md $(BUILD)/bench/snapload.md $(BUILD)/bench/policies.md; } \
 	  > bench/results.md
 	@echo "written bench/results.md"
 
