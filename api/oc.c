@@ -90,6 +90,15 @@ int api_oc_create(struct http_req *r)
         rc = 1;
     }
     int svg = json_is_true(sv);
+    size_t arms = 0;
+    for (size_t b = 0; b < c->n_bandits; b++)
+        arms += c->n_arms[b];
+    if (rc == 0 && arms > 0 && (double)o.runs * (double)arms > (double)SIM_OC_MAX_CELLS) {
+        jv_error(errors, "runs", "at most %llu runs for %zu arms (runs × arms ≤ %llu)",
+                 (unsigned long long)(SIM_OC_MAX_CELLS / arms), arms,
+                 (unsigned long long)SIM_OC_MAX_CELLS);
+        rc = 1;
+    }
     if (rc == 0 && json_object_get(body, "scenarios") == NULL) {
         jv_error(errors, "scenarios",
                  "required: the true mean (or distribution) of every arm, "

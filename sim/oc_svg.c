@@ -55,8 +55,8 @@ static double quantile_at(const json_t *n, double q)
 {
     size_t i;
     json_t *x;
-    json_array_foreach(json_object_get(n, "quantiles"), i, x) if (fabs(num(x, "level") - q) < 1e-9)
-        return num(x, "value");
+    json_array_foreach(json_object_get(n, "quantiles"), i,
+                       x) if (fabs(num(x, "level") - q) < 1e-9) return num(x, "value");
     return NAN;
 }
 
@@ -91,8 +91,7 @@ char *sim_oc_svg(const json_t *report)
         buf_printf(&b, "<text x=\"%.0f\" y=\"%.1f\">", SVG_LEFT, top + 12);
         text(&b, json_string_value(json_object_get(s, "name")));
         buf_printf(&b, " — E[N] = %.1f</text>\n", num(n, "mean"));
-        buf_printf(&b,
-                   "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n",
+        buf_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n",
                    SVG_LEFT, base, SVG_LEFT + w, base);
         json_array_foreach(counts, k, c)
         {
