@@ -862,7 +862,8 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
     }
     /* Invariant: type I(lo) ≤ target < type I(hi) (or hi itself holds). */
     uint64_t k = klo;
-    if ((double)khi <= target * n) {
+    int bracketed = (double)khi > target * n;
+    if (!bracketed) {
         lo = hi;
         k = khi;
     } else {
@@ -891,6 +892,10 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
                   "at every delta): the largest delta tried whose type I error is at most the "
                   "target",
                   "steps", steps);
+    /* false: even the top of the range keeps the type I error under the
+     * target; the δ found is that top, not a root. */
+    if (*out != NULL)
+        json_object_set_new(*out, "bracketed", json_boolean(bracketed));
     if (*out == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
