@@ -135,8 +135,8 @@ static void same_status(struct engine *a, struct engine *b)
         size_t k = engine_n_arms(a, bd);
         assert_memory_equal(engine_arms(a, bd), engine_arms(b, bd), k * sizeof(struct stats_arm));
         unsigned char ha[64], hb[64];
-        /* compared as bytes: the padding after `done` must be the same too */
         struct engine_bandit_status sa, sb;
+        /* compared as bytes: the padding after `done` must match too */
         memset(&sa, 0, sizeof sa);
         memset(&sb, 0, sizeof sb);
         engine_bandit_status(a, bd, ha, &sa);

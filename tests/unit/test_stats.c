@@ -1086,7 +1086,7 @@ static void test_glr_stop_memo(void **state)
         unsigned m = 1 + (unsigned)gsl_rng_uniform_int(r, k - 1);
         double eps = run % 3 == 0 ? 0.05 : 0.0, delta = run % 2 ? 0.1 : 0.01;
         enum stats_glr_threshold kind = run % 5 == 4 ? STATS_GLR_HEURISTIC : STATS_GLR_PROVEN;
-        double mu[8];
+        double mu[8] = {0};
         struct stats_arm arms[8];
         for (size_t i = 0; i < k; i++) {
             mu[i] = 0.2 + 0.6 * gsl_rng_uniform(r);
@@ -1102,7 +1102,7 @@ static void test_glr_stop_memo(void **state)
             stats_arm_add(&arms[i], gsl_rng_uniform(r) < mu[i]);
             if (t % 97 == 0) { /* a witness that is no pair, or out of range */
                 memo.wi = t % 2 ? k + 3 : 0;
-                memo.wj = t % 2 ? 0 : 0;
+                memo.wj = 0;
             }
             order_top_m(arms, k, m, NULL, high);
             int want = stats_glr_stop(arms, k, high, kind, m, eps, delta);
