@@ -1522,11 +1522,10 @@ static int pg_load_snapshots(struct store_backend *b, int64_t exp,
 {
     struct params p = {.n = 0};
     PGresult *res = NULL;
-    int err = STORE_OK;
     p_i64(&p, exp);
     for (int attempt = 0;; attempt++) {
         struct reader *r;
-        err = reader_get(b, &r);
+        int err = reader_get(b, &r);
         if (err != STORE_OK)
             return err;
         res = PQexecParams(r->c, PG_SNAPSHOTS, p.n, NULL, p.v, NULL, NULL, 0);
