@@ -344,6 +344,9 @@ static void table_free_slots(struct slot *slots, size_t cap)
     free(slots);
 }
 
+/* The store_keys_epoch the table was last loaded at (epoch_check). */
+static atomic_uint_fast64_t g_epoch_seen;
+
 /* One reload at a time: the signal loop's and the watch's. */
 static pthread_mutex_t g_reload_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -402,6 +405,7 @@ static int reload_locked(void)
 int auth_init(struct store *st)
 {
     g_store = st;
+    atomic_store(&g_epoch_seen, store_keys_epoch(st));
     int rc = auth_reload();
     if (rc < 0) {
         /* Closed until a reload succeeds. */
@@ -578,6 +582,28 @@ static void watch_check(void)
     w->have_hdr = have_hdr;
 }
 
+/* A key written through another daemon (store_keys_epoch: PostgreSQL's
+ * notifications) reloads the table before the next request that needs a
+ * key, without waiting for --key-refresh (epoch_check). */
+
+static void epoch_check(void)
+{
+    struct store *st = g_store;
+    if (st == NULL)
+        return;
+    /* read before the key table: a change in between is seen next time */
+    uint64_t e = store_keys_epoch(st);
+    if (e == atomic_load(&g_epoch_seen))
+        return;
+    int rc = auth_reload();
+    if (rc < 0)
+        return; /* the previous table stays; try again next request */
+    atomic_store(&g_epoch_seen, e);
+    if (rc == 1)
+        log_info("API keys changed: %zu usable, API %s", auth_active_keys(),
+                 auth_enabled() ? "closed (keys required)" : "open");
+}
+
 void auth_free(void)
 {
     pthread_rwlock_wrlock(&g_lock);
@@ -730,14 +756,34 @@ static const char *scope_name(unsigned bit)
 int auth_admit(struct http_req *r, const struct http_route *route)
 {
     unsigned need = route != NULL ? route->need : API_SCOPE_NONE;
-    if ((need & API_SCOPE_IF_CONFIGURED) && !atomic_load(&g_metrics_need_key))
+    int optional = 0;
+    if ((need & API_SCOPE_IF_CONFIGURED) && !atomic_load(&g_metrics_need_key)) {
         need = API_SCOPE_NONE;
+        optional = 1;
+    }
     need &= ~(unsigned)API_SCOPE_IF_CONFIGURED;
-    if (need == API_SCOPE_NONE)
+    if (need == API_SCOPE_NONE) {
+        /* Open here (/metrics without --metrics-need-key), but a key sent
+         * still counts: it may see blinded experiments in full (blind.c).
+         * An unknown one is no one, not refused. */
+        const char *tok;
+        size_t toklen;
+        if (optional)
+            watch_check();
+        if (optional && auth_enabled() &&
+            bearer(http_req_header(r, "Authorization"), &tok, &toklen) == 0) {
+            struct grant g = lookup(tok, toklen, NULL);
+            if (!g.limited) {
+                http_req_set_caller(r, g.id, g.name);
+                http_req_set_grant(r, g.scopes);
+            }
+        }
         return 0;
+    }
     /* before auth_enabled: the first key created closes an open API for
      * the next request too */
     watch_check();
+    epoch_check();
     if (!auth_enabled())
         return 0;
     /* A key limited to experiments may come as ?access_token= (RFC 6750

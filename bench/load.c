@@ -9,6 +9,8 @@
  *   load metrics [options]      a scrape of /metrics with 10⁴ experiments
  *   load blocks [options]       visitors one client serves per second with
  *                               assignment blocks of 1, 10 and 100
+ *   load pg [options]           PostgreSQL against SQLite in the same run
+ *   load cluster [options]      1, 2 and 3 daemons on one PostgreSQL
  *
  * throughput: starts the bare libmicrohttpd + jansson server (bench/bare.c,
  * the stack's ceiling) and banditd on a fresh database, both on free ports
@@ -58,6 +60,21 @@
  * assign.lua at 2 connections, wrk's least, and at 64, the same duration). Arms of equal
  * means (rewards alternate 0 and 1), so no experiment stops meanwhile.
  *
+ * pg: issue 14's ratio. Starts a PostgreSQL server of its own
+ * (tests/support/pgserver.c, as the tests do) and two daemons at once, one
+ * on a fresh SQLite file (--sync full), one on a fresh database of that
+ * server; for each connection count, assignments and rewards (each for a
+ * fresh assignment) in pairs of wrk runs, SQLite first in even pairs and
+ * PostgreSQL first in odd ones, so that a neighbour's load falls on both
+ * alike. Per row: req/s and p99 of each, each writer's writes per commit
+ * and ms per commit over the run (from /metrics), and the medians of the
+ * per-pair ratios PostgreSQL ÷ SQLite (target ≥ 0.5).
+ *
+ * cluster: 1, 2 and 3 daemons on one fresh database of such a server, each
+ * owning the experiments it created; the first --conns count split evenly
+ * over them, one wrk per daemon, all at once; the sum of their req/s and
+ * the largest p99 (assignments, then rewards), medians over --pairs runs.
+ *
  * Options: --daemon PATH (build/banditd) --bare PATH (build/bench/bare)
  * --scripts DIR (bench) --out FILE --duration S (3, per run) --pairs P (3)
  * --conns 16,64,256
@@ -86,6 +103,8 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <sqlite3.h>
+
+#include "tests/support/pgserver.h"
 
 #define MAX_CONNS 8
 #define WRK_THREADS 2
@@ -1665,6 +1684,346 @@ out:
     return rc;
 }
 
+/* --- pg: PostgreSQL against SQLite, and daemons sharing one PostgreSQL ---------------- */
+
+/* The writer's figures from /metrics (store.h's store_stats). */
+struct storefig {
+    double commits, writes, commit_s;
+};
+
+static int store_figures(CURL *c, unsigned port, struct storefig *out)
+{
+    char *t = get_text(c, port, "/metrics");
+    memset(out, 0, sizeof *out);
+    if (t == NULL)
+        return -1;
+    for (char *l = t; l != NULL && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        (void)(sscanf(l, "banditd_store_commits_total %lf", &out->commits) == 1 ||
+               sscanf(l, "banditd_store_writes_total %lf", &out->writes) == 1 ||
+               sscanf(l, "banditd_store_commit_duration_seconds_sum %lf", &out->commit_s) == 1);
+    }
+    free(t);
+    return 0;
+}
+
+/* A daemon on db (an SQLite file or a postgresql:// URI) with the
+ * throughput run's settings; 0 or −1. */
+static int pg_daemon(const struct opts *o, struct proc *p, const char *db, const char *log)
+{
+    char thr[16];
+    snprintf(thr, sizeof thr, "%u", o->threads);
+    char *argv[] = {mut(o->daemon),
+                    mut("--listen"),
+                    mut("127.0.0.1:0"),
+                    mut("--db"),
+                    mut(db),
+                    mut("--threads"),
+                    thr,
+                    mut("--sync"),
+                    mut("full"),
+                    mut("--max-pending"),
+                    mut("100000000"),
+                    mut("--max-connections-per-ip"),
+                    mut("0"),
+                    NULL};
+    return proc_start(p, argv, log);
+}
+
+/* One engine's side of a pg row: its daemon, its scenario, its runs. */
+struct side {
+    struct proc *d;
+    struct scenario sc;
+    struct result r[MAX_PAIRS];
+    double per_commit[MAX_PAIRS], ms_commit[MAX_PAIRS];
+};
+
+/* One wrk run of side e's scenario (pair i), with the writer's figures
+ * over it. */
+static int side_run(const struct opts *o, CURL *c, unsigned conns, struct side *e, unsigned i)
+{
+    char args[128];
+    struct storefig a, b;
+    if (e->sc.reward)
+        snprintf(args, sizeof args, "%s %zu %zu %d", e->sc.token, (size_t)i * e->sc.n_per_run,
+                 e->sc.n_per_run / WRK_THREADS, WRK_THREADS);
+    if (store_figures(c, e->d->port, &a) != 0)
+        return -1;
+    e->r[i] = run_wrk(o, conns, e->sc.script, e->d->port, e->sc.path, e->sc.reward ? args : NULL);
+    if (!e->r[i].ok || store_figures(c, e->d->port, &b) != 0)
+        return -1;
+    double n = b.commits - a.commits;
+    e->per_commit[i] = n > 0 ? (b.writes - a.writes) / n : 0;
+    e->ms_commit[i] = n > 0 ? 1000 * (b.commit_s - a.commit_s) / n : 0;
+    return 0;
+}
+
+static int pg_mode(const struct opts *o)
+{
+    char dir[] = "/tmp/banditd-bench.XXXXXX", sq[256], uri[512], err[1024], log1[256], log2[256];
+    char load0[64], load1[64];
+    struct proc ds = {0}, dp = {0};
+    int rc = 1;
+    CURL *c = curl_easy_init();
+    FILE *f = NULL;
+
+    if (c == NULL || mkdtemp(dir) == NULL) {
+        fprintf(stderr, "load: setup failed\n");
+        return 1;
+    }
+    if (pgserver_new_db(uri, sizeof uri, err, sizeof err) != 0) {
+        fprintf(stderr, "load: PostgreSQL: %s\n", err);
+        goto out;
+    }
+    snprintf(sq, sizeof sq, "%s/sqlite.db", dir);
+    snprintf(log1, sizeof log1, "%s/sqlite.log", dir);
+    snprintf(log2, sizeof log2, "%s/postgres.log", dir);
+    loadavg(load0, sizeof load0);
+    if (pg_daemon(o, &ds, sq, log1) != 0 || pg_daemon(o, &dp, uri, log2) != 0)
+        goto out;
+    if (o->out != NULL && (f = fopen(o->out, "w")) == NULL) {
+        perror(o->out);
+        goto out;
+    }
+    emit(f, "## PostgreSQL against SQLite (bench/load pg)\n\n");
+    emit(f,
+         "Two daemons at once, each with %u HTTP threads: one on a fresh SQLite file (--sync "
+         "full: fsync at every commit), one on a fresh database of a PostgreSQL server the "
+         "benchmark starts on this machine (initdb defaults, fsync on, synchronous_commit on, "
+         "a Unix socket). wrk -t%d, %u pairs of %u s runs per row, SQLite first in even pairs "
+         "and PostgreSQL first in odd ones; figures are medians over the pairs, ratios the "
+         "medians of the per-pair ratios PostgreSQL ÷ SQLite. Writes per commit and ms per "
+         "commit come from each daemon's /metrics over the run (banditd_store_*). Rewards: "
+         "each for a fresh assignment created beforehand. Load average before %s.\n\n",
+         o->threads, WRK_THREADS, o->pairs, o->duration, load0);
+    emit(f, "| endpoint | conns | SQLite req/s | p99 ms | writes/commit | ms/commit | "
+            "PostgreSQL req/s | p99 ms | writes/commit | ms/commit | req/s ratio | p99 ratio |\n");
+    emit(f, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+            "|\n");
+    for (size_t ci = 0; ci < o->nconns; ci++) {
+        unsigned n = o->conns[ci];
+        struct result probe = run_wrk(o, n, "assign.lua", ds.port, "/", NULL); /* warm-up */
+        if (!probe.ok)
+            goto out;
+        size_t per_run = (size_t)(probe.rps * o->duration * 3) + 1000;
+        for (int k = 0; k < 2; k++) {
+            struct side e[2] = {{.d = &ds}, {.d = &dp}};
+            for (int j = 0; j < 2; j++) {
+                char id[64];
+                if (k == 0) {
+                    e[j].sc = (struct scenario){.what = "assignments", .script = "assign.lua"};
+                    snprintf(id, sizeof id, "assign-%u", n);
+                    snprintf(e[j].sc.path, sizeof e[j].sc.path, "/v1/experiments/%s/assignments",
+                             id);
+                    if (create_experiment(c, e[j].d->port, id) != 0)
+                        goto out;
+                } else {
+                    e[j].sc =
+                        (struct scenario){.what = "rewards", .script = "reward.lua", .reward = 1};
+                    snprintf(id, sizeof id, "reward-%u-", n);
+                    if (prepare_rewards(c, e[j].d->port, id, per_run, o->pairs, &e[j].sc) != 0)
+                        goto out;
+                }
+            }
+            for (unsigned i = 0; i < o->pairs; i++)
+                for (int j = 0; j < 2; j++)
+                    if (side_run(o, c, n, &e[(j + i) % 2], i) != 0)
+                        goto out;
+            double v[10][MAX_PAIRS];
+            for (unsigned i = 0; i < o->pairs; i++) {
+                for (int j = 0; j < 2; j++) {
+                    v[4 * j][i] = e[j].r[i].rps;
+                    v[4 * j + 1][i] = e[j].r[i].p99_ms;
+                    v[4 * j + 2][i] = e[j].per_commit[i];
+                    v[4 * j + 3][i] = e[j].ms_commit[i];
+                }
+                v[8][i] = e[0].r[i].rps > 0 ? e[1].r[i].rps / e[0].r[i].rps : 0;
+                v[9][i] = e[1].r[i].p99_ms > 0 ? e[0].r[i].p99_ms / e[1].r[i].p99_ms : 0;
+            }
+            long errors = 0;
+            for (unsigned i = 0; i < o->pairs; i++)
+                errors += e[0].r[i].non2xx + e[0].r[i].sock_errors + e[1].r[i].non2xx +
+                          e[1].r[i].sock_errors;
+            emit(f,
+                 "| %s | %u | %.0f | %.2f | %.1f | %.2f | %.0f | %.2f | %.1f | %.2f | %.2f | "
+                 "%.2f |\n",
+                 e[0].sc.what, n, med(v[0], o->pairs), med(v[1], o->pairs), med(v[2], o->pairs),
+                 med(v[3], o->pairs), med(v[4], o->pairs), med(v[5], o->pairs), med(v[6], o->pairs),
+                 med(v[7], o->pairs), med(v[8], o->pairs), med(v[9], o->pairs));
+            if (errors != 0)
+                emit(f, "\n(%ld non-2xx or socket errors in that row)\n\n", errors);
+            if (n == 64)
+                fprintf(stderr, "load pg: %s at 64: PostgreSQL ÷ SQLite %.2f (target ≥ 0.5)\n",
+                        e[0].sc.what, med(v[8], o->pairs));
+        }
+    }
+    loadavg(load1, sizeof load1);
+    emit(f,
+         "\nLoad average after %s. p99 ratio: SQLite's p99 ÷ PostgreSQL's (1 = as fast). "
+         "Target (issue 14): PostgreSQL's req/s ≥ 0.5 of SQLite's.\n\n",
+         load1);
+    rc = 0;
+out:
+    if (f != NULL && fclose(f) != 0) {
+        perror(o->out);
+        rc = 1;
+    }
+    if (ds.pid > 0 && proc_stop(&ds) != 0) {
+        fprintf(stderr, "load: the SQLite daemon did not stop cleanly (see %s)\n", log1);
+        rc = 1;
+    }
+    if (dp.pid > 0 && proc_stop(&dp) != 0) {
+        fprintf(stderr, "load: the PostgreSQL daemon did not stop cleanly (see %s)\n", log2);
+        rc = 1;
+    }
+    curl_easy_cleanup(c);
+    if (rc == 0)
+        remove_dir(dir);
+    else
+        fprintf(stderr, "load: failed; logs kept in %s\n", dir);
+    return rc;
+}
+
+/* One wrk run on its own thread (the cluster's daemons are loaded at once). */
+struct wrk_job {
+    const struct opts *o;
+    unsigned conns, port;
+    const struct scenario *sc;
+    unsigned pair;
+    struct result r;
+};
+
+static void *wrk_main(void *arg)
+{
+    struct wrk_job *w = arg;
+    char args[128];
+    if (w->sc->reward)
+        snprintf(args, sizeof args, "%s %zu %zu %d", w->sc->token,
+                 (size_t)w->pair * w->sc->n_per_run, w->sc->n_per_run / WRK_THREADS, WRK_THREADS);
+    w->r =
+        run_wrk(w->o, w->conns, w->sc->script, w->port, w->sc->path, w->sc->reward ? args : NULL);
+    return NULL;
+}
+
+#define CLUSTER_MAX 3
+
+static int cluster_mode(const struct opts *o)
+{
+    char dir[] = "/tmp/banditd-bench.XXXXXX", uri[512], err[1024], log[CLUSTER_MAX][256];
+    char load0[64], load1[64];
+    struct proc d[CLUSTER_MAX];
+    unsigned total = o->conns[0];
+    int rc = 1;
+    CURL *c = curl_easy_init();
+    FILE *f = NULL;
+
+    memset(d, 0, sizeof d);
+    if (c == NULL || mkdtemp(dir) == NULL) {
+        fprintf(stderr, "load: setup failed\n");
+        return 1;
+    }
+    if (pgserver_start(err, sizeof err) != 0) {
+        fprintf(stderr, "load: PostgreSQL: %s\n", err);
+        goto out;
+    }
+    if (o->out != NULL && (f = fopen(o->out, "w")) == NULL) {
+        perror(o->out);
+        goto out;
+    }
+    loadavg(load0, sizeof load0);
+    emit(f, "## Daemons sharing one PostgreSQL (bench/load cluster)\n\n");
+    emit(f,
+         "1, 2 and 3 daemons (%u HTTP threads each) on one fresh database of a PostgreSQL "
+         "server the benchmark starts on this machine (as in the table above), each owning "
+         "the experiments it created; %u connections in all, split evenly over the daemons "
+         "(one wrk -t%d per daemon, all at once, on that daemon's own experiment). Figures: "
+         "the sum of the daemons' req/s and the largest p99, medians over %u runs of %u s. "
+         "Load average before %s.\n\n",
+         o->threads, total, WRK_THREADS, o->pairs, o->duration, load0);
+    emit(f, "| daemons | assignments/s | p99 ms | rewards/s | p99 ms |\n");
+    emit(f, "| ---: | ---: | ---: | ---: | ---: |\n");
+    for (int nd = 1; nd <= CLUSTER_MAX; nd++) {
+        struct scenario sc[CLUSTER_MAX][2];
+        double v[4][MAX_PAIRS];
+        unsigned conns = total / (unsigned)nd;
+        if (pgserver_new_db(uri, sizeof uri, err, sizeof err) != 0) {
+            fprintf(stderr, "load: PostgreSQL: %s\n", err);
+            goto out;
+        }
+        for (int i = 0; i < nd; i++) {
+            snprintf(log[i], sizeof log[i], "%s/daemon%d-%d.log", dir, nd, i);
+            if (pg_daemon(o, &d[i], uri, log[i]) != 0)
+                goto out;
+        }
+        /* rewards to spare: 20,000/s per daemon is more than one reaches here */
+        size_t per_run = (size_t)20000 * o->duration + 1000;
+        for (int i = 0; i < nd; i++) {
+            char id[64];
+            sc[i][0] = (struct scenario){.what = "assignments", .script = "assign.lua"};
+            snprintf(id, sizeof id, "assign-%d", i);
+            snprintf(sc[i][0].path, sizeof sc[i][0].path, "/v1/experiments/%s/assignments", id);
+            sc[i][1] = (struct scenario){.what = "rewards", .script = "reward.lua", .reward = 1};
+            if (create_experiment(c, d[i].port, id) != 0)
+                goto out;
+            snprintf(id, sizeof id, "reward-%d-", i);
+            if (prepare_rewards(c, d[i].port, id, per_run, o->pairs, &sc[i][1]) != 0)
+                goto out;
+        }
+        for (int k = 0; k < 2; k++) {
+            for (unsigned p = 0; p < o->pairs; p++) {
+                struct wrk_job w[CLUSTER_MAX];
+                pthread_t t[CLUSTER_MAX];
+                int started = 0, failed = 0;
+                for (; started < nd; started++) {
+                    w[started] = (struct wrk_job){.o = o,
+                                                  .conns = conns,
+                                                  .port = d[started].port,
+                                                  .sc = &sc[started][k],
+                                                  .pair = p};
+                    if (pthread_create(&t[started], NULL, wrk_main, &w[started]) != 0)
+                        break;
+                }
+                double sum = 0, p99 = 0;
+                for (int i = 0; i < started; i++) {
+                    pthread_join(t[i], NULL);
+                    failed |= !w[i].r.ok || w[i].r.non2xx != 0;
+                    sum += w[i].r.rps;
+                    p99 = w[i].r.p99_ms > p99 ? w[i].r.p99_ms : p99;
+                }
+                if (failed || started < nd) {
+                    fprintf(stderr, "load: a cluster run failed (%d daemons)\n", nd);
+                    goto out;
+                }
+                v[2 * k][p] = sum;
+                v[2 * k + 1][p] = p99;
+            }
+        }
+        emit(f, "| %d | %.0f | %.2f | %.0f | %.2f |\n", nd, med(v[0], o->pairs),
+             med(v[1], o->pairs), med(v[2], o->pairs), med(v[3], o->pairs));
+        for (int i = 0; i < nd; i++)
+            if (proc_stop(&d[i]) != 0) {
+                fprintf(stderr, "load: a daemon did not stop cleanly (see %s)\n", log[i]);
+                goto out;
+            }
+    }
+    loadavg(load1, sizeof load1);
+    emit(f, "\nLoad average after %s.\n\n", load1);
+    rc = 0;
+out:
+    if (f != NULL && fclose(f) != 0) {
+        perror(o->out);
+        rc = 1;
+    }
+    for (int i = 0; i < CLUSTER_MAX; i++)
+        if (d[i].pid > 0)
+            proc_stop(&d[i]);
+    curl_easy_cleanup(c);
+    if (rc == 0)
+        remove_dir(dir);
+    else
+        fprintf(stderr, "load: failed; logs kept in %s\n", dir);
+    return rc;
+}
+
 static int parse_conns(struct opts *o, const char *v)
 {
     o->nconns = 0;
@@ -1702,9 +2061,10 @@ int main(int argc, char **argv)
     o.threads = cores > 0 ? (unsigned)cores : 2;
     if (argc < 2 || (strcmp(argv[1], "throughput") != 0 && strcmp(argv[1], "memory") != 0 &&
                      strcmp(argv[1], "log") != 0 && strcmp(argv[1], "metrics") != 0 &&
-                     strcmp(argv[1], "blocks") != 0)) {
-        fprintf(stderr,
-                "usage: load throughput|memory|log|metrics|blocks [options] (see bench/load.c)\n");
+                     strcmp(argv[1], "blocks") != 0 && strcmp(argv[1], "pg") != 0 &&
+                     strcmp(argv[1], "cluster") != 0)) {
+        fprintf(stderr, "usage: load throughput|memory|log|metrics|blocks|pg|cluster [options] "
+                        "(see bench/load.c)\n");
         return 2;
     }
     for (int i = 2; i < argc; i++) {
@@ -1776,6 +2136,8 @@ int main(int argc, char **argv)
              : strcmp(argv[1], "memory") == 0   ? memory(&o)
              : strcmp(argv[1], "metrics") == 0  ? metrics_mode(&o)
              : strcmp(argv[1], "blocks") == 0   ? blocks_mode(&o)
+             : strcmp(argv[1], "pg") == 0       ? pg_mode(&o)
+             : strcmp(argv[1], "cluster") == 0  ? cluster_mode(&o)
                                                 : log_mode(&o);
     curl_global_cleanup();
     return rc;

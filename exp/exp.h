@@ -449,6 +449,17 @@ const char *exp_design_hash_initial(struct exp *x);
 int exp_design_hash_of(const struct exp_config *c, char out[65]);
 int exp_design_frozen(const struct exp *x);
 json_t *exp_design_json(struct exp *x);
+/* Append a record of kind (enum store_audit_kind: an export, an unblinded
+ * read) to the audit log through the writer (audit.c): the strings are
+ * copied, the time is now. done(arg, store_err) runs once after its
+ * commit (may be NULL); on a refusal (returned) it is not called. */
+int exp_audit_record(int kind, const char *subject, const char *detail, const char *actor,
+                     const char *request_id, store_done_fn done, void *arg);
+/* The same, waiting for the commit (a store error, or STORE_OK): for a
+ * handler holding no lock whose answer cannot wait asynchronously (a
+ * stream). */
+int exp_audit_record_sync(int kind, const char *subject, const char *detail, const char *actor,
+                          const char *request_id);
 /* banditd audit verify (audit.c): recompute the hash chain of each
  * experiment's log (id NULL: every one) from the database alone, printing
  * one line per experiment to out ("ID: ok, …" or "ID: BROKEN at seq N

@@ -8,6 +8,16 @@
  * waited for). The store's outbox hook, called by the writer after a
  * commit that inserted outbox rows, sets a flag and wakes the thread out of
  * curl_multi_poll: request threads and the writer never wait for it.
+ *
+ * Several daemons on one database (store_shared): each delivers the rows
+ * the store gives it (store_outbox_pending: its own experiments', and
+ * the orphaned ones' on one daemon only), so that a delivery is made by
+ * one daemon, not by each. Which rows those are changes with ownership,
+ * so every load then reads the pending rows from the first (skipping those
+ * queued, and those finished in the last RECENT_MS whose record may not be
+ * committed yet), at a wake, after a claim (the hook again) and every
+ * RESCAN_MS; a queued delivery the store no longer gives (its experiment
+ * went to another daemon) is dropped unless its attempt runs.
  */
 #include "notify/notify.h"
 
@@ -37,6 +47,9 @@
 #define KEEP_MS (7LL * 24 * 3600 * 1000) /* finished rows are kept this long */
 #define PRUNE_EVERY_MS (3600LL * 1000)   /* and pruned this often */
 #define USER_AGENT "banditd-webhooks/1"
+#define RESCAN_MS 2000  /* shared store: the pending rows read again this often */
+#define RECENT_MAX 1024 /* finished deliveries remembered (shared store) */
+#define RECENT_MS 60000 /* and for how long at most */
 
 /* One pending delivery, a copy of its row plus what its attempt needs. */
 struct delivery {
@@ -47,6 +60,7 @@ struct delivery {
     int attempts;
     int64_t next_ms;
     /* while an attempt runs */
+    int seen; /* given by the store's last read (load) */
     CURL *easy;
     struct curl_slist *headers;
     char refused[128];            /* set when the target's address was refused */
@@ -80,6 +94,13 @@ static struct {
     size_t n, cap;
     int64_t last_id; /* the highest id loaded */
     int more;        /* rows may wait on disk beyond those loaded */
+    int shared;      /* several daemons share the store: every load from the first row */
+    int returned;    /* rows the last read gave (load) */
+    int64_t next_scan_ms;
+    struct recent {
+        int64_t id, ms;
+    } recent[RECENT_MAX]; /* finished here lately (shared), a ring */
+    size_t nrecent;
     size_t in_flight;
     uint64_t rng;
     int64_t next_prune_ms;
@@ -281,10 +302,38 @@ static void delivery_free(struct delivery *d)
     free(d);
 }
 
+/* Remember a delivery finished here (shared store). */
+static void recent_add(int64_t id, int64_t now)
+{
+    if (g.shared) {
+        g.recent[g.nrecent % RECENT_MAX] = (struct recent){id, now};
+        g.nrecent++;
+    }
+}
+
+/* Whether a row read now is one queued here, or finished here lately (its
+ * record may not be committed yet): not a new delivery. Marks a queued
+ * one as still given by the store. */
+static int known(int64_t id, int64_t now)
+{
+    for (size_t i = 0; i < g.n; i++)
+        if (g.q[i]->id == id) {
+            g.q[i]->seen = 1;
+            return 1;
+        }
+    for (size_t i = 0; i < RECENT_MAX && i < g.nrecent; i++)
+        if (g.recent[i].id == id && now - g.recent[i].ms < RECENT_MS)
+            return 1;
+    return 0;
+}
+
 /* Loader callback: a copy of the row joins the queue. */
 static int load_row(void *arg, const struct store_delivery *row)
 {
     int *loaded = arg;
+    g.returned++;
+    if (g.shared && known(row->id, clock_wall_ms()))
+        return 0;
     struct delivery *d = calloc(1, sizeof *d);
     if (d == NULL)
         return STORE_ERR_NOMEM;
@@ -305,34 +354,50 @@ static int load_row(void *arg, const struct store_delivery *row)
         return STORE_ERR_NOMEM;
     }
     d->body_len = strlen(d->body);
+    d->seen = 1;
     g.q[g.n++] = d;
     g.last_id = row->id;
     (*loaded)++;
     return 0;
 }
 
-/* Load rows past the last one loaded, as many as there is room for. */
+/* Remove q[i] (order is not kept: due times decide). */
+static void queue_remove(size_t i)
+{
+    g.q[i] = g.q[--g.n];
+}
+
+/* Load rows past the last one loaded (shared store: from the first, the
+ * queued ones skipped), as many as there is room for. */
 static void load(void)
 {
     if (g.n >= QUEUE_MAX) {
         g.more = 1; /* rows wait on disk: loaded as deliveries finish */
         return;
     }
-    int room = (int)(QUEUE_MAX - g.n), loaded = 0;
-    int rc = store_outbox_pending(g.st, g.last_id, room, load_row, &loaded);
+    int room = (int)(QUEUE_MAX - g.n), loaded = 0, limit = room + (g.shared ? (int)g.n : 0);
+    size_t queued = g.n;
+    for (size_t i = 0; i < g.n; i++)
+        g.q[i]->seen = 0;
+    g.next_scan_ms = clock_wall_ms() + RESCAN_MS;
+    g.returned = 0;
+    int rc = store_outbox_pending(g.st, g.shared ? 0 : g.last_id, limit, load_row, &loaded);
     if (rc != STORE_OK) {
         log_warn("webhooks: cannot read the outbox (%s); trying again",
                  rc == STORE_ERR_NOMEM ? "out of memory" : store_strerror(rc));
         g.more = 1;
         return;
     }
-    g.more = loaded == room; /* a full page: there may be more */
-}
-
-/* Remove q[i] (order is not kept: due times decide). */
-static void queue_remove(size_t i)
-{
-    g.q[i] = g.q[--g.n];
+    /* a full page: there may be more */
+    g.more = g.shared ? g.returned == limit && loaded > 0 : loaded == room;
+    /* every pending row of ours was read: a queued one not among them is
+     * another daemon's now (or finished there) */
+    for (size_t i = queued; g.shared && !g.more && i-- > 0;)
+        if (!g.q[i]->seen && g.q[i]->easy == NULL) {
+            struct delivery *d = g.q[i];
+            queue_remove(i);
+            delivery_free(d);
+        }
 }
 
 /* --- attempts ----------------------------------------------------------------------- */
@@ -508,6 +573,8 @@ static void finish(size_t i, CURLcode rc)
     abandon(d);
     d->attempts++;
     int64_t now = clock_wall_ms();
+    if (ok || (unsigned)d->attempts >= g.cfg.attempts)
+        recent_add(d->id, now);
     if (ok) {
         count(&g.delivered, 1);
         record(d, STORE_OUTBOX_DELIVERED, now, status, NULL);
@@ -536,10 +603,11 @@ static void *notify_main(void *arg)
 {
     (void)arg;
     while (!atomic_load(&g.stop)) {
-        if (atomic_exchange(&g.wake, 0) || g.more)
+        if (atomic_exchange(&g.wake, 0) || g.more ||
+            (g.shared && clock_wall_ms() >= g.next_scan_ms))
             load();
         int64_t now = clock_wall_ms();
-        int64_t wait = POLL_MAX_MS;
+        int64_t wait = g.shared ? RESCAN_MS : POLL_MAX_MS;
         for (size_t i = 0; i < g.n; i++) {
             struct delivery *d = g.q[i];
             if (d->easy != NULL)
@@ -627,6 +695,8 @@ int notify_start(struct store *st, const struct notify_config *c, char *err, siz
     g.last_id = 0;
     g.more = 0;
     g.next_prune_ms = 0;
+    g.shared = store_shared(st);
+    g.nrecent = 0;
     store_set_outbox_hook(st, on_outbox, NULL);
     g.running = 1; /* before the thread reads it (allow_loopback) */
     int prc = pthread_create(&g.thread, NULL, notify_main, NULL);

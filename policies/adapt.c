@@ -94,6 +94,7 @@ static int adapt_init(void **state, const struct policy_ctx *ctx, char *err, siz
     s->dc_ws = malloc(stats_dc_ws_size(s->k));
     if (!s->order || !s->high || !s->w || !s->dc_ws)
         goto nomem;
+    stats_dc_ws_init(s->dc_ws, s->k);
     *state = s;
     return 0;
 nomem:

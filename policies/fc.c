@@ -319,7 +319,11 @@ int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, int threshold)
     g->rank = order_rank_new(ctx->rng, k);
     g->idx = calloc(k, sizeof *g->idx);
     g->val = calloc(k, sizeof *g->val);
-    return g->rank && g->idx && g->val ? 0 : -1;
+    g->memo_arm = calloc(k, sizeof *g->memo_arm);
+    if (!g->rank || !g->idx || !g->val || !g->memo_arm)
+        return -1;
+    stats_glr_memo_init(&g->memo, g->memo_arm, k);
+    return 0;
 }
 
 void fc_glr_fini(struct fc_glr *g)
@@ -327,6 +331,7 @@ void fc_glr_fini(struct fc_glr *g)
     free(g->rank);
     free(g->idx);
     free(g->val);
+    free(g->memo_arm);
 }
 
 void fc_glr_snap(struct fc_glr *g, struct ser *s)
@@ -356,7 +361,7 @@ int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx)
     }
     size_t best = order_argmax(ctx->rng, g->val, NULL, g->k);
     double beta = stats_glr_threshold(g->thr, t, g->k, 1, ctx->delta);
-    if (!stats_glr_stop_best(a, g->k, best, ctx->epsilon, g->thr, beta))
+    if (!stats_glr_stop_best_memo(a, g->k, best, ctx->epsilon, g->thr, beta, &g->memo))
         return 0;
     g->stopped = 1;
     g->certified = best;

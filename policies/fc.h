@@ -174,6 +174,8 @@ struct fc_glr {
     uint32_t *rank;
     size_t *idx;
     double *val;
+    struct stats_glr_memo memo; /* the proven check's, over memo_arm */
+    struct stats_glr_memo_arm *memo_arm;
 };
 
 /* The "threshold" parameter of the policies fc_glr stops (ttts,

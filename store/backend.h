@@ -80,6 +80,19 @@ struct store_backend_ops {
      * a group run without; the backend flushes before anything else it
      * runs. May be NULL: nothing is deferred. */
     int (*flush)(struct store_backend *b, int *own);
+    /* Flush and commit in one exchange with the database (a remote one:
+     * one round trip instead of one per statement), instead of flush then
+     * commit at the end of a group run without savepoints. Errors as
+     * flush's: *own says the rows' data failed (the front rolls back and
+     * runs the group again with savepoints); any failure leaves the
+     * transaction for rollback. May be NULL. */
+    int (*flush_commit)(struct store_backend *b, int *own);
+    /* Under load, the writer may wait for a group as large as the last
+     * one, up to this share (1/n) of the last commit's time (store.c,
+     * group_wait); 0: never waits. For an engine whose commit costs about
+     * the same whatever the group's size (a round trip and the server's
+     * WAL flush). */
+    unsigned group_wait_share;
     /* One purge step in its own transaction (store.c, purge_due): 1 more
      * may remain, 0 done, -1 failed (rolled back; retried later). */
     int (*purge_step)(struct store_backend *b);
@@ -99,6 +112,8 @@ struct store_backend_ops {
     void (*set_advertise)(struct store_backend *b, const char *url);
     /* store_test_pause_heartbeat; may be NULL. */
     void (*pause_heartbeat)(struct store_backend *b, int paused);
+    /* store_keys_epoch; may be NULL (always 0). Any thread. */
+    uint64_t (*keys_epoch)(struct store_backend *b);
 
     /* --- reads: any thread, committed data only (store.h) ---------------- */
     int (*load_experiments)(struct store_backend *b,

@@ -38,6 +38,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
 #include <sys/random.h>
 
 #include <libpq-fe.h>
@@ -54,9 +58,10 @@
 #define PG_CONNECT_TIMEOUT "5"   /* seconds; the target may say otherwise */
 #define PG_MIGRATION_LOCK "7019" /* advisory lock key of the migrations */
 #define PG_MAX_PARAMS 16
-#define PG_LOCK_CLASS 0x42440000 /* "BD": the experiments' advisory locks */
-#define PG_BEAT_MS 1000          /* heartbeat period (store.h, STORE_LEASE_MS) */
-#define PG_TAKEOVER_TRIES 40     /* 50 ms apart: a terminated session lets go */
+#define PG_LOCK_CLASS 0x42440000       /* "BD": the experiments' advisory locks */
+#define PG_BEAT_MS 1000                /* heartbeat period (store.h, STORE_LEASE_MS) */
+#define PG_TAKEOVER_TRIES 40           /* 50 ms apart: a terminated session lets go */
+#define PG_KEYS_CHANNEL "banditd_keys" /* NOTIFY at every key write (store_keys_epoch) */
 
 /* --- statements -------------------------------------------------------------- */
 
@@ -82,6 +87,7 @@ enum pq {
     PQ_AUDIT_LOCK,
     PQ_AUDIT_LAST,
     PQ_AUDIT_INSERT,
+    PQ_KEY_NOTIFY,
     PQ_OUTBOX_INSERT,
     PQ_OUTBOX_UPDATE,
     PQ_OUTBOX_PRUNE,
@@ -155,12 +161,21 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
     [PQ_AUDIT_INSERT] = {"audit_insert", STORE_SQL_WRITE,
                          "INSERT INTO audit_log(seq, ts_ms, kind, subject, detail, actor,"
                          " request_id, chain) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"},
+    /* every daemon listening hears it when the transaction commits */
+    [PQ_KEY_NOTIFY] = {"key_notify", STORE_SQL_WRITE,
+                       "SELECT pg_notify('" PG_KEYS_CHANNEL "', '')"},
     [PQ_OUTBOX_INSERT] = {"outbox_insert", STORE_SQL_WRITE,
                           "INSERT INTO outbox(exp, exp_id, event_id, type, url, secret, body,"
                           " created_ms, next_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"},
     [PQ_OUTBOX_UPDATE] = {"outbox_update", STORE_SQL_WRITE,
                           "UPDATE outbox SET state = $2, attempts = $3, next_ms = $4,"
-                          " last_ms = $5, last_status = $6, last_error = $7 WHERE id = $1"},
+                          " last_ms = $5, last_status = $6, last_error = $7 WHERE id = $1"
+                          /* not over the attempts of a daemon that took the
+                           * experiment over meanwhile ($8: PG_LOCK_CLASS) */
+                          " AND NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'"
+                          " AND objsubid = 2 AND granted AND pid <> pg_backend_pid()"
+                          " AND classid::bigint = $8 + (outbox.exp >> 31)"
+                          " AND objid::bigint = (outbox.exp & 2147483647))"},
     [PQ_OUTBOX_PRUNE] = {"outbox_prune", STORE_SQL_WRITE,
                          "DELETE FROM outbox WHERE state <> 0 AND last_ms < $1"},
 
@@ -216,8 +231,19 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
     [PQ_AUDIT] = {"audit", STORE_SQL_READ,
                   "SELECT seq, ts_ms, kind, subject, detail, actor, request_id, chain"
                   " FROM audit_log ORDER BY seq"},
+    /* the deliveries this daemon makes (one daemon per delivery, not
+     * each): those of the experiments its writer's session owns ($3: that
+     * session's server process, $4: PG_LOCK_CLASS), and those of
+     * experiments nobody owns (orphaned, or deleted since) when it is the
+     * live daemon with the smallest node id ($5, $6: STORE_LEASE_MS) */
     [PQ_OUTBOX_PENDING] = {"outbox_pending", STORE_SQL_READ,
-                           "SELECT " OUTBOX_COLS " FROM outbox WHERE state = 0 AND id > $1"
+                           "SELECT " OUTBOX_COLS " FROM outbox LEFT JOIN (SELECT"
+                           " ((classid::bigint - $4) << 31) | objid::bigint AS lexp, pid"
+                           " FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2"
+                           " AND granted AND classid::bigint >= $4) l ON l.lexp = exp"
+                           " WHERE state = 0 AND id > $1 AND (l.pid = $3 OR (l.pid IS NULL"
+                           " AND $5 = (SELECT min(node) FROM nodes WHERE beat_ms >"
+                           " (extract(epoch FROM clock_timestamp()) * 1000)::bigint - $6)))"
                            " ORDER BY id LIMIT $2"},
     [PQ_OUTBOX_LIST] = {"outbox_list", STORE_SQL_READ,
                         "SELECT " OUTBOX_COLS " FROM outbox WHERE exp = $1 AND id < $2"
@@ -353,7 +379,8 @@ struct store_backend {
      * submissions (valid until the callbacks, after the commit) */
     const struct store_event **pend;
     size_t npend, cappend;
-    int in_tx;
+    int in_tx;        /* a transaction is open (pg_begin) */
+    int begun;        /* and its BEGIN was sent: it goes with the first statement */
     char errbuf[512]; /* the last failure, for the log */
 
     struct store_readers readers;
@@ -363,12 +390,16 @@ struct store_backend {
     char url[256];       /* under hmu: store_set_advertise */
     atomic_int w_pid;    /* the writer session's server process */
     pthread_mutex_t hmu; /* url, hstop */
-    pthread_cond_t hcv;
+    int hwake[2];        /* a byte written here wakes the heartbeat (hnow, hstop) */
     int hstop;
     int hpaused; /* store_test_pause_heartbeat */
     int hnow;    /* beat now: the address changed */
     pthread_t hb;
-    int have_hmu, have_hcv, hb_started;
+    int have_hmu, have_hwake, hb_started;
+    /* API keys written elsewhere: bumped by each notification on
+     * PG_KEYS_CHANNEL, and when the listening connection was made again
+     * (what it may have missed meanwhile): store_keys_epoch */
+    atomic_uint_fast64_t keys_epoch;
 };
 
 /* --- errors and parameters --------------------------------------------------- */
@@ -667,6 +698,12 @@ static int w_ready(struct store_backend *b)
 static int w_exec(struct store_backend *b, enum pq q, const struct params *p, PGresult **res,
                   int *own)
 {
+    if (b->in_tx && !b->begun && q != PQ_BEGIN) {
+        b->begun = 1;
+        int err = w_exec(b, PQ_BEGIN, NULL, NULL, own);
+        if (err != STORE_OK)
+            return err;
+    }
     PGresult *r =
         PQexecPrepared(b->w, pg_queries[q].name, p ? p->n : 0, p ? p->v : NULL, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
@@ -695,20 +732,19 @@ static int changed(PGresult *r)
 
 /* --- writer ------------------------------------------------------------------ */
 
-/* A connection that broke while idle (a server restart, a failover) is
- * found by the BEGIN, which changes nothing: connect again and retry once,
- * so that the first group after a restart is not refused. */
+/* The BEGIN waits for the transaction's first statement (w_exec), or goes
+ * with the rows and the COMMIT in one pipeline (pg_flush_commit): a group
+ * of events is one round trip. A connection that broke while idle (a
+ * server restart, a failover) has the server's goodbye waiting in its
+ * socket: read now, without a round trip, it is found and made again, so
+ * that the first group after a restart is not refused. */
 static int pg_begin(struct store_backend *b)
 {
-    int err = STORE_OK;
+    int err = w_ready(b);
     b->npend = 0;
-    for (int attempt = 0; attempt < 2; attempt++) {
+    b->begun = 0;
+    if (err == STORE_OK && (!PQconsumeInput(b->w) || PQstatus(b->w) != CONNECTION_OK))
         err = w_ready(b);
-        if (err == STORE_OK)
-            err = w_exec(b, PQ_BEGIN, NULL, NULL, NULL);
-        if (err == STORE_OK || PQstatus(b->w) == CONNECTION_OK)
-            break;
-    }
     b->in_tx = err == STORE_OK;
     return err;
 }
@@ -725,6 +761,10 @@ static int pg_commit(struct store_backend *b)
         b->in_tx = 0;
         return err;
     }
+    if (!b->begun) { /* nothing was sent: nothing to commit */
+        b->in_tx = 0;
+        return STORE_OK;
+    }
     err = w_exec(b, PQ_COMMIT, NULL, &r, NULL);
     if (err == STORE_OK && strcmp(PQcmdStatus(r), "COMMIT") != 0) {
         snprintf(b->errbuf, sizeof b->errbuf, "COMMIT answered %s", PQcmdStatus(r));
@@ -738,9 +778,10 @@ static int pg_commit(struct store_backend *b)
 static void pg_rollback(struct store_backend *b)
 {
     b->npend = 0;
-    if (b->in_tx && PQstatus(b->w) == CONNECTION_OK && PQtransactionStatus(b->w) != PQTRANS_IDLE)
+    if (b->in_tx && b->begun && PQstatus(b->w) == CONNECTION_OK &&
+        PQtransactionStatus(b->w) != PQTRANS_IDLE)
         (void)w_exec(b, PQ_ROLLBACK, NULL, NULL, NULL);
-    b->in_tx = 0;
+    b->in_tx = b->begun = 0;
 }
 
 static int pg_savepoint(struct store_backend *b)
@@ -771,26 +812,24 @@ static int writer_event(struct store_backend *b, const struct store_event *ev, i
     return STORE_OK;
 }
 
-/* One event now. */
-static int insert_event(struct store_backend *b, const struct store_event *ev, int *own)
+/* One event's parameters (PQ_EVENT_INSERT). */
+static void event_params(struct params *p, const struct store_event *ev)
 {
-    struct params p = {.n = 0};
-    p_i64(&p, ev->exp);
-    p_i64(&p, ev->seq);
-    p_i64(&p, ev->kind);
-    p_i64(&p, ev->bandit);
-    p_i64(&p, ev->arm);
-    p_i64(&p, (int64_t)ev->flags);
-    p_dbl(&p, ev->value);
-    p_opt_i64(&p, ev->ref);
-    p_i64(&p, ev->ts_ms);
-    p_opt_i64(&p, ev->expires_ms);
-    p_text(&p, ev->unit);
-    p_text(&p, ev->text);
-    p_text(&p, ev->actor);
-    p_text(&p, ev->request_id);
-    p_text(&p, ev->chain);
-    return w_exec(b, PQ_EVENT_INSERT, &p, NULL, own);
+    p_i64(p, ev->exp);
+    p_i64(p, ev->seq);
+    p_i64(p, ev->kind);
+    p_i64(p, ev->bandit);
+    p_i64(p, ev->arm);
+    p_i64(p, (int64_t)ev->flags);
+    p_dbl(p, ev->value);
+    p_opt_i64(p, ev->ref);
+    p_i64(p, ev->ts_ms);
+    p_opt_i64(p, ev->expires_ms);
+    p_text(p, ev->unit);
+    p_text(p, ev->text);
+    p_text(p, ev->actor);
+    p_text(p, ev->request_id);
+    p_text(p, ev->chain);
 }
 
 /* An element of a text array literal: NULL, or the string quoted. */
@@ -809,22 +848,20 @@ static void array_text(struct buf *a, const char *v)
     buf_put(a, "\"", 1);
 }
 
-/* Send the deferred events: one as it is, several as one INSERT … SELECT
- * FROM unnest(arrays). */
-static int pg_flush(struct store_backend *b, int *own)
+/* The deferred events (npend > 0) as one statement: *q and p, one event's
+ * row as it is, several as one INSERT … SELECT FROM unnest(arrays) whose
+ * array literals are built in col (buf_free each when npend > 1). */
+static int pend_statement(const struct store_backend *b, enum pq *q, struct params *p,
+                          struct buf col[EVENT_NCOLS])
 {
-    struct buf col[EVENT_NCOLS];
-    struct params p = {.n = 0};
     int err = STORE_OK;
 
-    *own = 0;
-    if (b->npend == 0)
-        return STORE_OK;
     if (b->npend == 1) {
-        err = insert_event(b, b->pend[0], own);
-        b->npend = 0;
-        return err;
+        *q = PQ_EVENT_INSERT;
+        event_params(p, b->pend[0]);
+        return STORE_OK;
     }
+    *q = PQ_EVENT_INSERT_MANY;
     for (int c = 0; c < EVENT_NCOLS; c++) {
         buf_init(&col[c], 0);
         buf_put(&col[c], "{", 1);
@@ -866,13 +903,122 @@ static int pg_flush(struct store_backend *b, int *own)
         buf_put(&col[c], "}", 1);
         if (col[c].failed)
             err = STORE_ERR_NOMEM;
-        p.v[p.n++] = col[c].p;
+        p->v[p->n++] = col[c].p;
+    }
+    return err;
+}
+
+static void pend_done(struct store_backend *b, enum pq q, struct buf col[EVENT_NCOLS])
+{
+    if (q == PQ_EVENT_INSERT_MANY)
+        for (int c = 0; c < EVENT_NCOLS; c++)
+            buf_free(&col[c]);
+    b->npend = 0;
+}
+
+/* Send the deferred events now. */
+static int pg_flush(struct store_backend *b, int *own)
+{
+    struct buf col[EVENT_NCOLS];
+    struct params p = {.n = 0};
+    enum pq q = PQ_EVENT_INSERT;
+    int err;
+
+    *own = 0;
+    if (b->npend == 0)
+        return STORE_OK;
+    err = pend_statement(b, &q, &p, col);
+    if (err == STORE_OK)
+        err = w_exec(b, q, &p, NULL, own);
+    pend_done(b, q, col);
+    return err;
+}
+
+/* The writer's connection after a pipeline that did not end as it should:
+ * dropped, so that the next transaction starts on a new session (which
+ * owns nothing until it claims again: fencing as after any lost
+ * connection). */
+static void w_drop(struct store_backend *b)
+{
+    PQfinish(b->w);
+    b->w = NULL;
+    b->w_prepared = 0;
+    owned_clear(b);
+}
+
+/* The deferred events and the COMMIT (with the BEGIN, when no statement
+ * sent it yet) in one pipeline: one round trip for the whole group. The
+ * results are read up to the pipeline's sync: the first failure decides
+ * (*own: the rows' data, as pg_flush's), the rest answer "aborted"; the
+ * commit counts only when the last statement answered COMMIT (a failed
+ * transaction answers ROLLBACK). A connection lost meanwhile is a failure
+ * whose outcome is unknown, like a lost COMMIT's (commit_failed reloads). */
+static int pg_flush_commit(struct store_backend *b, int *own)
+{
+    struct buf col[EVENT_NCOLS];
+    struct params p = {.n = 0};
+    enum pq q = PQ_EVENT_INSERT;
+    int err, committed = 0, synced = 0;
+
+    *own = 0;
+    if (b->npend == 0)
+        return pg_commit(b);
+    err = pend_statement(b, &q, &p, col);
+    if (err != STORE_OK) {
+        pend_done(b, q, col);
+        return err;
+    }
+    if (!PQenterPipelineMode(b->w)) {
+        snprintf(b->errbuf, sizeof b->errbuf, "pipeline: %s", PQerrorMessage(b->w));
+        pend_done(b, q, col);
+        return STORE_ERR_FULL;
+    }
+    int sent = (b->begun ||
+                PQsendQueryPrepared(b->w, pg_queries[PQ_BEGIN].name, 0, NULL, NULL, NULL, 0)) &&
+               PQsendQueryPrepared(b->w, pg_queries[q].name, p.n, p.v, NULL, NULL, 0) &&
+               PQsendQueryPrepared(b->w, pg_queries[PQ_COMMIT].name, 0, NULL, NULL, NULL, 0) &&
+               PQpipelineSync(b->w);
+    b->begun = 1;
+    pend_done(b, q, col);
+    if (!sent) {
+        err = STORE_ERR_FULL;
+        snprintf(b->errbuf, sizeof b->errbuf, "%s", PQerrorMessage(b->w));
+    }
+    /* each statement's results end with a NULL; the sync's is the last */
+    while (sent && !synced) {
+        PGresult *r = PQgetResult(b->w);
+        if (r == NULL) {
+            if (PQstatus(b->w) != CONNECTION_OK)
+                break;
+            continue;
+        }
+        ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_PIPELINE_SYNC) {
+            synced = 1;
+        } else if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+            committed = strcmp(PQcmdStatus(r), "COMMIT") == 0;
+        } else if (st != PGRES_PIPELINE_ABORTED && err == STORE_OK) {
+            err = store_err_from_pg(b->w, r, own);
+            snprintf(b->errbuf, sizeof b->errbuf, "%s", PQresultErrorMessage(r));
+            b->errbuf[strcspn(b->errbuf, "\n")] = '\0';
+        }
+        PQclear(r);
+    }
+    if (!synced || !PQexitPipelineMode(b->w)) {
+        if (err == STORE_OK)
+            snprintf(b->errbuf, sizeof b->errbuf, "pipeline: %s", PQerrorMessage(b->w));
+        err = err == STORE_OK ? STORE_ERR_FULL : err;
+        *own = 0;
+        w_drop(b);
+        b->in_tx = 0;
+        return err;
+    }
+    if (err == STORE_OK && !committed) {
+        snprintf(b->errbuf, sizeof b->errbuf, "COMMIT did not commit");
+        err = STORE_ERR_IO;
     }
     if (err == STORE_OK)
-        err = w_exec(b, PQ_EVENT_INSERT_MANY, &p, NULL, own);
-    for (int c = 0; c < EVENT_NCOLS; c++)
-        buf_free(&col[c]);
-    b->npend = 0;
+        b->in_tx = 0;
     return err;
 }
 
@@ -929,11 +1075,12 @@ static int writer_exp_create(struct store_backend *b, const struct store_op *op,
         if (err == STORE_OK && owned_add(b, rowid) != 0)
             err = STORE_ERR_NOMEM;
     }
-    char buf[STORE_AUDIT_BUF];
-    struct store_audit_row row;
-    if (err == STORE_OK)
+    if (err == STORE_OK) {
+        char buf[STORE_AUDIT_BUF];
+        struct store_audit_row row;
         err = store_audit_of_create(op, &row, buf, sizeof buf) == 0 ? writer_audit(b, &row, own)
                                                                     : STORE_ERR_IO;
+    }
     return err;
 }
 
@@ -1073,7 +1220,9 @@ static int writer_outbox(struct store_backend *b, const struct store_op *op, int
         p_opt_i64(&p, d->last_ms);
         p_opt_i64(&p, d->last_status);
         p_text(&p, d->last_error);
-        /* a row pruned meanwhile is no error: nothing left to record */
+        p_i64(&p, PG_LOCK_CLASS);
+        /* a row pruned meanwhile is no error: nothing left to record; nor
+         * one whose experiment another daemon took over meanwhile */
         return w_exec(b, PQ_OUTBOX_UPDATE, &p, NULL, own);
     default: /* STORE_OP_OUTBOX_PRUNE */
         p_i64(&p, d->last_ms);
@@ -1164,6 +1313,14 @@ static int pg_write_op(struct store_backend *b, const struct store_op *op, int *
         return writer_probe(b, own);
     case STORE_OP_CLAIM:
         return writer_claim(b, op, own);
+    case STORE_OP_AUDIT: {
+        if (op->audit == NULL) {
+            *own = 1;
+            return STORE_ERR_IO;
+        }
+        struct store_audit_row row = *op->audit;
+        return writer_audit(b, &row, own);
+    }
     case STORE_OP_SNAPSHOT:
         return writer_snapshot(b, op->snap, own);
     case STORE_OP_OUTBOX:
@@ -1183,6 +1340,8 @@ static int pg_write_key(struct store_backend *b, const struct store_key_op *k, i
     int64_t id = k->rowid;
     int err = pg_flush(b, own);
 
+    if (err == STORE_OK)
+        err = w_exec(b, PQ_KEY_NOTIFY, NULL, NULL, own);
     if (err != STORE_OK)
         return err;
     if (k->kind == STORE_KEY_OP_REVOKE) {
@@ -1205,11 +1364,12 @@ static int pg_write_key(struct store_backend *b, const struct store_key_op *k, i
             *k->rowid_out = id;
     }
     PQclear(r);
-    char buf[STORE_AUDIT_BUF];
-    struct store_audit_row row;
-    if (err == STORE_OK)
+    if (err == STORE_OK) {
+        char buf[STORE_AUDIT_BUF];
+        struct store_audit_row row;
         err = store_audit_of_key(k, id, &row, buf, sizeof buf) == 0 ? writer_audit(b, &row, own)
                                                                     : STORE_ERR_IO;
+    }
     return err;
 }
 
@@ -1582,6 +1742,10 @@ static int pg_outbox_pending(struct store_backend *b, int64_t after_id, int limi
     struct params p = {.n = 0};
     p_i64(&p, after_id);
     p_i64(&p, limit);
+    p_i64(&p, atomic_load(&b->w_pid));
+    p_i64(&p, PG_LOCK_CLASS);
+    p_text(&p, b->node);
+    p_i64(&p, STORE_LEASE_MS);
     return outbox_rows(b, PQ_OUTBOX_PENDING, &p, cb, arg);
 }
 
@@ -1658,13 +1822,81 @@ static int pg_backup(struct store_backend *b, const char *path, char *err, size_
 
 /* --- the heartbeat --------------------------------------------------------------- */
 
+/* Wake the heartbeat out of its wait (hnow or hstop just set). */
+static void heartbeat_wake(struct store_backend *b)
+{
+    char c = 1;
+    if (write(b->hwake[1], &c, 1) < 0 && errno != EAGAIN)
+        log_warn("store: waking the heartbeat: %s", strerror(errno));
+}
+
 static void pg_set_advertise(struct store_backend *b, const char *url)
 {
     pthread_mutex_lock(&b->hmu);
     snprintf(b->url, sizeof b->url, "%s", url);
     b->hnow = 1; /* others may name it at once */
-    pthread_cond_broadcast(&b->hcv);
     pthread_mutex_unlock(&b->hmu);
+    heartbeat_wake(b);
+}
+
+static uint64_t pg_keys_epoch(struct store_backend *b)
+{
+    return atomic_load(&b->keys_epoch);
+}
+
+/* The heartbeat's connection, made again if it broke, listening on
+ * PG_KEYS_CHANNEL; NULL when the server cannot be reached. */
+static PGconn *listener(struct store_backend *b, PGconn *c)
+{
+    char err[256];
+    if (c != NULL && PQstatus(c) == CONNECTION_OK)
+        return c;
+    PQfinish(c);
+    c = pg_connect(b, err, sizeof err);
+    if (c != NULL && run(c, "LISTEN " PG_KEYS_CHANNEL, NULL) != STORE_OK) {
+        PQfinish(c);
+        c = NULL;
+    }
+    /* a key written while nobody listened is heard of this way */
+    atomic_fetch_add(&b->keys_epoch, 1);
+    return c;
+}
+
+/* Count the notifications c received. */
+static void heard(struct store_backend *b, PGconn *c)
+{
+    PGnotify *n;
+    while ((n = PQnotifies(c)) != NULL) {
+        atomic_fetch_add(&b->keys_epoch, 1);
+        PQfreemem(n);
+    }
+}
+
+/* Until deadline (CLOCK_MONOTONIC ms), a wake (hnow, hstop) or a broken
+ * connection, whichever first, counting the notifications that arrive. */
+static void heartbeat_wait(struct store_backend *b, PGconn *c, uint64_t deadline_ms)
+{
+    for (;;) {
+        uint64_t now = clock_mono_ns() / 1000000u;
+        if (now >= deadline_ms)
+            return;
+        struct pollfd fds[2] = {{.fd = b->hwake[0], .events = POLLIN},
+                                {.fd = c != NULL ? PQsocket(c) : -1, .events = POLLIN}};
+        int n = poll(fds, 2, (int)(deadline_ms - now));
+        if (n < 0 && errno != EINTR)
+            return;
+        if (n > 0 && (fds[0].revents & POLLIN)) {
+            char buf[64];
+            while (read(b->hwake[0], buf, sizeof buf) > 0)
+                ;
+            return; /* the caller looks at hnow and hstop */
+        }
+        if (n > 0 && fds[1].revents != 0) {
+            if (!PQconsumeInput(c))
+                return; /* broken: made again by the caller */
+            heard(b, c);
+        }
+    }
 }
 
 static void pg_pause_heartbeat(struct store_backend *b, int paused)
@@ -1683,28 +1915,28 @@ static void *heartbeat_main(void *arg)
 {
     struct store_backend *b = arg;
     PGconn *c = NULL;
-    char err[256], url[256], pid[16];
+    char url[256], pid[16];
+    uint64_t next_ms = 0; /* the next beat (CLOCK_MONOTONIC) */
 
     pthread_mutex_lock(&b->hmu);
     while (!b->hstop) {
-        int paused = b->hpaused;
+        int paused = b->hpaused, now = b->hnow;
+        b->hnow = 0;
         snprintf(url, sizeof url, "%s", b->url);
         pthread_mutex_unlock(&b->hmu);
-        if (c == NULL || PQstatus(c) != CONNECTION_OK) {
-            PQfinish(c);
-            c = pg_connect(b, err, sizeof err);
-        }
-        if (c != NULL && !paused) {
+        c = listener(b, c);
+        if (c != NULL && !paused && (now || clock_mono_ns() / 1000000u >= next_ms)) {
             snprintf(pid, sizeof pid, "%d", atomic_load(&b->w_pid));
             const char *v[] = {b->node, url, pid};
             PGresult *r = PQexecParams(c, pg_queries[PQ_BEAT].sql, 3, NULL, v, NULL, NULL, 0);
             PQclear(r);
+            next_ms = clock_mono_ns() / 1000000u + PG_BEAT_MS;
         }
+        if (c != NULL)
+            heard(b, c);
+        /* no server: try again in a beat's time */
+        heartbeat_wait(b, c, c != NULL ? next_ms : clock_mono_ns() / 1000000u + PG_BEAT_MS);
         pthread_mutex_lock(&b->hmu);
-        struct timespec dl = clock_deadline(CLOCK_REALTIME, PG_BEAT_MS);
-        while (!b->hstop && !b->hnow && pthread_cond_timedwait(&b->hcv, &b->hmu, &dl) != ETIMEDOUT)
-            ;
-        b->hnow = 0;
     }
     pthread_mutex_unlock(&b->hmu);
     if (c != NULL && PQstatus(c) == CONNECTION_OK) {
@@ -1783,12 +2015,14 @@ static void pg_close(struct store_backend *b)
     if (b->hb_started) {
         pthread_mutex_lock(&b->hmu);
         b->hstop = 1;
-        pthread_cond_broadcast(&b->hcv);
         pthread_mutex_unlock(&b->hmu);
+        heartbeat_wake(b);
         pthread_join(b->hb, NULL);
     }
-    if (b->have_hcv)
-        pthread_cond_destroy(&b->hcv);
+    if (b->have_hwake) {
+        close(b->hwake[0]);
+        close(b->hwake[1]);
+    }
     if (b->have_hmu)
         pthread_mutex_destroy(&b->hmu);
     free(b->owned);
@@ -1816,12 +2050,16 @@ static struct store_backend *pg_open(const char *target, enum store_sync sync, i
         snprintf(err, errlen, "%s: %s", b->shown, strerror(prc));
         goto fail;
     }
-    if ((prc = pthread_mutex_init(&b->hmu, NULL)) != 0 ||
-        (b->have_hmu = 1, prc = pthread_cond_init(&b->hcv, NULL)) != 0) {
+    if ((prc = pthread_mutex_init(&b->hmu, NULL)) != 0) {
         snprintf(err, errlen, "%s: %s", b->shown, strerror(prc));
         goto fail;
     }
-    b->have_hcv = 1;
+    b->have_hmu = 1;
+    if (pipe2(b->hwake, O_CLOEXEC | O_NONBLOCK) != 0) {
+        snprintf(err, errlen, "%s: pipe: %s", b->shown, strerror(errno));
+        goto fail;
+    }
+    b->have_hwake = 1;
     {
         unsigned char raw[8];
         if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
@@ -1850,6 +2088,22 @@ static struct store_backend *pg_open(const char *target, enum store_sync sync, i
     *purging = PQntuples(r) > 0;
     PQclear(r);
     atomic_store(&b->w_pid, PQbackendPID(b->w));
+    /* live from the start: the first heartbeat before any read that asks
+     * which daemons live (store_outbox_pending) */
+    {
+        char pid[16];
+        snprintf(pid, sizeof pid, "%d", PQbackendPID(b->w));
+        const char *v[] = {b->node, "", pid};
+        r = PQexecParams(b->w, pg_queries[PQ_BEAT].sql, 3, NULL, v, NULL, NULL, 0);
+        int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        r = NULL;
+        if (!ok) {
+            snprintf(err, errlen, "%s: heartbeat: %s", b->shown, PQerrorMessage(b->w));
+            err[strcspn(err, "\n")] = '\0';
+            goto fail;
+        }
+    }
     if ((prc = pthread_create(&b->hb, NULL, heartbeat_main, b)) != 0) {
         snprintf(err, errlen, "%s: %s", b->shown, strerror(prc));
         goto fail;
@@ -1866,6 +2120,7 @@ const struct store_backend_ops store_postgres_ops = {
     .shared = 1,
     .set_advertise = pg_set_advertise,
     .pause_heartbeat = pg_pause_heartbeat,
+    .keys_epoch = pg_keys_epoch,
     .claims = pg_claims,
     .open = pg_open,
     .close = pg_close,
@@ -1878,6 +2133,8 @@ const struct store_backend_ops store_postgres_ops = {
     .write_op = pg_write_op,
     .write_key = pg_write_key,
     .flush = pg_flush,
+    .flush_commit = pg_flush_commit,
+    .group_wait_share = 4,
     .purge_step = pg_purge_step,
     .errmsg = pg_errmsg,
     .describe = pg_describe,

@@ -498,14 +498,15 @@ static int writer_exp_create(struct store_backend *s, const struct store_op *op)
 {
     const struct sql_arg a[] = {arg_text(op->id), arg_text(op->config_json),
                                 arg_int(op->created_ms)};
-    char buf[STORE_AUDIT_BUF];
-    struct store_audit_row row;
     int rc = wrun(s, Q_EXP_INSERT, a, NARGS(a));
     if (rc == SQLITE_OK && op->rowid_out)
         *op->rowid_out = sqlite3_last_insert_rowid(s->wdb);
-    if (rc == SQLITE_OK)
+    if (rc == SQLITE_OK) {
+        char buf[STORE_AUDIT_BUF];
+        struct store_audit_row row;
         rc = store_audit_of_create(op, &row, buf, sizeof buf) == 0 ? writer_audit(s, &row)
                                                                    : SQLITE_TOOBIG;
+    }
     return rc;
 }
 
@@ -595,11 +596,12 @@ static int writer_key(struct store_backend *s, const struct store_key_op *k)
         if (rc == SQLITE_OK && k->rowid_out)
             *k->rowid_out = id;
     }
-    char buf[STORE_AUDIT_BUF];
-    struct store_audit_row row;
-    if (rc == SQLITE_OK)
+    if (rc == SQLITE_OK) {
+        char buf[STORE_AUDIT_BUF];
+        struct store_audit_row row;
         rc = store_audit_of_key(k, id, &row, buf, sizeof buf) == 0 ? writer_audit(s, &row)
                                                                    : SQLITE_TOOBIG;
+    }
     return rc;
 }
 
@@ -662,6 +664,12 @@ static int writer_op(struct store_backend *s, const struct store_op *op)
         return writer_snapshot(s, op->snap);
     case STORE_OP_CLAIM:
         return SQLITE_OK; /* one daemon per file: it owns everything */
+    case STORE_OP_AUDIT: {
+        if (op->audit == NULL)
+            return SQLITE_MISUSE;
+        struct store_audit_row row = *op->audit;
+        return writer_audit(s, &row);
+    }
     case STORE_OP_OUTBOX:
     case STORE_OP_OUTBOX_UPDATE:
     case STORE_OP_OUTBOX_PRUNE:

@@ -166,7 +166,9 @@ enum store_op_kind {
     STORE_OP_OUTBOX_PRUNE = 7,  /* dl->last_ms: finished deliveries whose last attempt
                                  * is older go */
     STORE_OP_CLAIM = 8,         /* exp: make this daemon its owner (store_claim) */
-    STORE_OP_SNAPSHOT = 9,      /* snap: a checkpoint of exp's state (below); the older
+    STORE_OP_AUDIT = 9,         /* audit: a record of the audit log (below); its seq and
+                                 * chain are the backend's */
+    STORE_OP_SNAPSHOT = 10,     /* snap: a checkpoint of exp's state (below); the older
                                  * ones but the latest STORE_SNAPSHOTS_KEEP go */
 };
 
@@ -190,6 +192,9 @@ struct store_op {
     /* CLAIM: the owner's address when another daemon owns exp */
     char *owner_out;
     size_t owner_len;
+    /* AUDIT: kind, ts_ms, subject, detail, actor, request_id (borrowed until
+     * the callback) */
+    const struct store_audit_row *audit;
     /* SNAPSHOT: borrowed until the callback */
     const struct store_snapshot *snap;
 };
@@ -399,14 +404,19 @@ struct store_delivery {
 };
 
 /* Writer hook: fn(arg) runs on the writer thread after each commit that
- * inserted outbox rows, under the store's queue lock: it must only signal
+ * inserted outbox rows, or claimed an experiment (its pending rows may be
+ * this daemon's to deliver now), under the store's queue lock: it must only signal
  * (the delivery thread reads the rows itself). fn NULL removes it; once
  * this returns, the old hook is never called again. */
 void store_set_outbox_hook(struct store *s, void (*fn)(void *arg), void *arg);
 
 /* Pending deliveries with id > after_id, by id, at most limit. The row's
  * strings are borrowed for the callback's duration; cb returns non-zero to
- * stop (that value is returned). */
+ * stop (that value is returned). On a shared database only the ones this
+ * daemon is to make, so that each is made by one daemon: those of the
+ * experiments it owns, and those of experiments nobody owns (orphaned, or
+ * deleted) on the live daemon with the smallest id; an attempt recorded by
+ * a daemon after another took the experiment over changes nothing. */
 int store_outbox_pending(struct store *s, int64_t after_id, int limit,
                          int (*cb)(void *arg, const struct store_delivery *d), void *arg);
 /* Deliveries of experiment exp with id < before_id (INT64_MAX: from the
@@ -443,6 +453,13 @@ int store_key_insert(struct store *s, const char *name, const char *scopes, cons
 int store_key_revoke(struct store *s, int64_t rowid, const char *actor, const char *request_id);
 int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key_row *row),
                     void *arg);
+/* A number that changes, soon after the commit, whenever the API keys may
+ * have changed in the database through any connection (another daemon,
+ * `banditd keys`): PostgreSQL notifies every daemon (LISTEN/NOTIFY, one
+ * notification per key write, and a change too whenever the listening
+ * connection had to be made again). Always 0 where the backend has no such
+ * signal (SQLite: watch the file instead, store_file). Any thread, no I/O. */
+uint64_t store_keys_epoch(struct store *s);
 
 /* --- the audit log (docs/contract.md, "Audit trail") --------------------- */
 /* The actions no experiment's log holds, in one hash chain of their own:
@@ -460,6 +477,9 @@ enum store_audit_kind {
     STORE_AUDIT_KEY_REVOKE = 2, /* subject "key:<id>"; detail NULL */
     STORE_AUDIT_EXP_CREATE = 3, /* subject the experiment's id; detail "config sha256:<hex>"
                                  * of its stored configuration */
+    STORE_AUDIT_EXPORT = 4,     /* subject the experiment's id; detail "<format> after <seq>" */
+    STORE_AUDIT_UNBLINDED = 5,  /* a blinded experiment read in full: subject its id,
+                                 * detail what ("status", "history", "webhooks") */
 };
 
 struct store_audit_row {

@@ -20,7 +20,13 @@
  *     answers 503 naming B;
  *   - a database that cannot be reached, or does not exist, stops the
  *     daemon at start with exit status 1 and libpq's reason, the password
- *     not shown.
+ *     not shown; so does a wrong password (a role that must give its
+ *     password, scram-sha-256 over TCP, which the right one passes), and a
+ *     database whose schema is newer than the daemon's;
+ *   - API keys written through one daemon's database connection (`banditd
+ *     keys`) reach the others through PostgreSQL's notifications: with
+ *     --key-refresh 0 (no periodic re-read) a new key is accepted and a
+ *     revoked one refused by both daemons within seconds.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -35,6 +41,7 @@
 #include <cmocka.h>
 
 #include "tests/support/harness.h"
+#include "tests/support/pgserver.h"
 #include "tests/support/tpg.h"
 
 #define ROUNDS 120            /* assignments rewarded through A */
@@ -267,12 +274,105 @@ static void test_unreachable_database_refused(void **state)
     free(err);
 }
 
+/* The daemon's start on uri: exit status 1 with want in its stderr, and
+ * no "sesame" (the password) there. */
+static void refused_with(struct tdaemon *d, const char *uri, const char *want)
+{
+    const char *extra[] = {"--db", uri, NULL};
+    assert_int_equal(tdaemon_launch(d, extra, 0), 1000 + 1);
+    char *err = tdaemon_stderr(d);
+    assert_non_null(err);
+    if (strstr(err, want) == NULL || strstr(err, "sesame") != NULL)
+        fail_msg("start on %s: wanted \"%s\" (and no password): %s", uri, want, err);
+    free(err);
+}
+
+static void test_bad_password_and_newer_schema_refused(void **state)
+{
+    struct fixture *f = *state;
+    char uri[300];
+
+    tpg_new_db(f->uri, sizeof f->uri);
+    assert_int_equal(pgserver_password_role(f->uri, "sesame-right"), 0);
+    /* the database's name: postgresql://banditd@/NAME?host=… */
+    const char *name = strstr(f->uri, "@/") + 2;
+    int nlen = (int)strcspn(name, "?");
+    f->a = tdaemon_new();
+    assert_non_null(f->a);
+    snprintf(uri, sizeof uri, "postgresql://" PGSERVER_PW_ROLE ":sesame-wrong@127.0.0.1:%u/%.*s",
+             pgserver_tcp_port(), nlen, name);
+    refused_with(f->a, uri, "password authentication failed");
+    refused_with(f->a, uri, PGSERVER_PW_ROLE ":***@127.0.0.1");
+    /* the right password passes (the role, the TCP port and the rule are
+     * as the refusal above assumed) */
+    snprintf(uri, sizeof uri, "postgresql://" PGSERVER_PW_ROLE ":sesame-right@127.0.0.1:%u/%.*s",
+             pgserver_tcp_port(), nlen, name);
+    const char *extra[] = {"--db", uri, NULL};
+    assert_int_equal(tdaemon_launch(f->a, extra, 0), 0);
+    assert_int_equal(tdaemon_stop(f->a), 0);
+    /* a schema from a newer banditd: refused, untouched */
+    assert_int_equal(tpg_exec(f->uri, "UPDATE banditd_schema SET version = 999"), 0);
+    refused_with(f->a, f->uri, "newer than this build");
+    assert_int_equal(tpg_count(f->uri, "SELECT max(version) FROM banditd_schema"), 999);
+}
+
+/* Poll GET /v1/experiments with key on d until it answers want (10 s at
+ * most: with --key-refresh 0 only a notification can change the answer). */
+static int answers(struct tdaemon *d, const char *key, int want)
+{
+    int got = 0;
+    for (int i = 0; i < 1000 && got != want; i++) {
+        struct tresp *r = treq_key(d, "GET", "/v1/experiments", key, NULL);
+        got = r->status;
+        tresp_free(r);
+        if (got != want)
+            tsleep_ms(10);
+    }
+    return got;
+}
+
+static void test_keys_reach_every_daemon(void **state)
+{
+    struct fixture *f = *state;
+    char key[128], admin[128], err[1024], id[32];
+    const char *flags[] = {"--db", f->uri, "--key-refresh", "0", NULL};
+
+    tpg_new_db(f->uri, sizeof f->uri);
+    f->a = tdaemon_start(flags);
+    f->b = tdaemon_start(flags);
+    assert_non_null(f->a);
+    assert_non_null(f->b);
+    const char *mk_admin[] = {"keys", "create", "--db", f->uri, "--scope", "admin", NULL};
+    const char *mk_read[] = {"keys", "create", "--db", f->uri, "--scope", "read", NULL};
+    assert_int_equal(tdaemon_cli(f->a, mk_admin, NULL, admin, sizeof admin, NULL, 0), 0);
+    assert_int_equal(tdaemon_cli(f->a, mk_read, NULL, key, sizeof key, err, sizeof err), 0);
+    admin[strcspn(admin, "\n")] = key[strcspn(key, "\n")] = '\0';
+    long long kid = 0;
+    assert_int_equal(sscanf(err, "created key %lld", &kid), 1);
+    /* the API closed and the key works on both, with no re-read */
+    assert_int_equal(answers(f->a, NULL, 401), 401);
+    assert_int_equal(answers(f->b, NULL, 401), 401);
+    assert_int_equal(answers(f->a, key, 200), 200);
+    assert_int_equal(answers(f->b, key, 200), 200);
+    snprintf(id, sizeof id, "%lld", kid);
+    const char *revoke[] = {"keys", "revoke", id, "--db", f->uri, NULL};
+    assert_int_equal(tdaemon_cli(f->a, revoke, NULL, NULL, 0, NULL, 0), 0);
+    assert_int_equal(answers(f->b, key, 401), 401);
+    assert_int_equal(answers(f->a, key, 401), 401);
+    assert_int_equal(answers(f->b, admin, 200), 200);
+    assert_int_equal(tdaemon_stop(f->a), 0);
+    assert_int_equal(tdaemon_stop(f->b), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_non_owner_and_failover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_frozen_owner_commits_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreachable_database_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_password_and_newer_schema_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_keys_reach_every_daemon, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

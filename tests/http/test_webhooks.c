@@ -18,7 +18,11 @@
  * - pause and resume across a clean restart: announced once each;
  * - a receiver that never answers holds its attempts, not the requests:
  *   hundreds of assignments are served while every attempt hangs, and the
- *   daemon still stops cleanly.
+ *   daemon still stops cleanly;
+ * - two daemons on one PostgreSQL (issue 14): each event is delivered
+ *   once, by the experiment's owner, not by both (the second daemon starts
+ *   while the deliveries are pending and failing); once the owner is
+ *   killed, the other delivers what it left pending, once.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -46,6 +50,7 @@
 
 #include "base/clock.h"
 #include "tests/support/harness.h"
+#include "tests/support/tpg.h"
 
 #define SECRET "whsec-test-0123456789abcdef"
 
@@ -884,6 +889,82 @@ static void test_backlog_beyond_memory(void **state)
     receiver_stop(rc);
 }
 
+/* --- several daemons on one PostgreSQL ---------------------------------------------- */
+
+/* Each of the n distinct event ids answered 2xx exactly once, nothing else
+ * answered 2xx. */
+static void assert_once_each(struct receiver *r, int n)
+{
+    int ok = 0, distinct = 0;
+    pthread_mutex_lock(&r->mu);
+    for (int i = 0; i < r->n; i++) {
+        if (r->req[i].status != 200)
+            continue;
+        ok++;
+        int first = 1;
+        for (int j = 0; j < i; j++)
+            if (r->req[j].status == 200 && strcmp(r->req[j].event_id, r->req[i].event_id) == 0)
+                first = 0;
+        distinct += first;
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (ok != n || distinct != n)
+        fail_msg("%d deliveries answered 2xx for %d distinct events (want %d of each)", ok,
+                 distinct, n);
+}
+
+static void test_two_daemons_deliver_once(void **state)
+{
+    (void)state;
+    char uri[256], hook[512];
+    struct receiver *rc = receiver_start(1000000, 0); /* 500 for now */
+    tpg_new_db(uri, sizeof uri);
+    const char *flags[] = {"--webhook-allow-loopback",
+                           "--webhook-backoff",
+                           "200",
+                           "--webhook-backoff-max",
+                           "400",
+                           "--webhook-attempts",
+                           "100",
+                           "--db",
+                           uri,
+                           NULL};
+    struct tdaemon *a = start(flags);
+    hook_json(hook, sizeof hook, rc, NULL);
+    json_decref(texp_create(
+        a,
+        "{\"id\":\"tw\",\"arms\":[\"a\",\"b\"],\"fallback\":\"recommendation\",\"webhooks\":[%s]}",
+        hook));
+    for (int i = 0; i < 2; i++) {
+        patch_state(a, "tw", "{\"state\":\"paused\"}");
+        patch_state(a, "tw", "{\"state\":\"running\"}");
+    }
+    assert_int_equal(receiver_wait(rc, 4) >= 4, 1); /* attempted, refused */
+    /* B starts while they are pending: they are A's to deliver, not B's */
+    struct tdaemon *b = start(flags);
+    receiver_set_fail(rc, 0);
+    assert_int_equal(receiver_wait_ok(rc, 4), 4);
+    tsleep_ms(2500); /* B read the pending rows again meanwhile (every 2 s) */
+    assert_once_each(rc, 4);
+
+    /* A leaves two pending and dies: B delivers them, once */
+    receiver_set_fail(rc, 1000000);
+    int before = receiver_count(rc);
+    patch_state(a, "tw", "{\"state\":\"paused\"}");
+    patch_state(a, "tw", "{\"state\":\"running\"}");
+    assert_int_equal(receiver_wait(rc, before + 2) >= before + 2, 1);
+    assert_int_equal(tdaemon_kill(a), 0);
+    receiver_set_fail(rc, 0);
+    assert_int_equal(receiver_wait_ok(rc, 6), 6);
+    tsleep_ms(2500);
+    assert_once_each(rc, 6);
+    assert_int_equal(tpg_count(uri, "SELECT count(*) FROM outbox WHERE state = 1"), 6);
+    assert_int_equal(tdaemon_stop(b), 0);
+    tdaemon_free(b);
+    tdaemon_free(a);
+    receiver_stop(rc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -896,6 +977,7 @@ int main(void)
         cmocka_unit_test(test_pause_resume_across_restart),
         cmocka_unit_test(test_dead_receiver_blocks_nothing),
         cmocka_unit_test(test_backlog_beyond_memory),
+        cmocka_unit_test(test_two_daemons_deliver_once),
     };
     return cmocka_run_group_tests_name("webhooks", tests, NULL, NULL);
 }

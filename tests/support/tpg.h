@@ -1,17 +1,7 @@
 /*
  * tpg.h — a real PostgreSQL server for the tests, started by the test
- * itself: initdb and pg_ctl (Debian's postgresql package, found under
- * /usr/lib/postgresql/<version>/bin) in a fresh directory
- * $TMPDIR/banditd-pg.XXXXXX, listening on a Unix socket in that directory
- * only (no TCP port to collide with anything), trust authentication for
- * the superuser "banditd". As root the server runs as the `postgres` user
- * (initdb refuses root), through runuser.
- *
- * One server per test process, started on first use. It stops, and its
- * directory goes, when the test process ends however it ends (even by
- * SIGKILL): a watchdog process waits for the end of a pipe only the test
- * process holds, then runs pg_ctl stop -m immediate and removes the
- * directory.
+ * itself (pgserver.h says how: a temporary directory, a Unix socket and a
+ * TCP port of 127.0.0.1, gone when the test process ends however it ends).
  *
  *   char uri[256];
  *   tpg_new_db(uri, sizeof uri);   // a fresh, empty database: postgresql://…

@@ -459,8 +459,9 @@ static const struct pg_expect pg_expects[] = {
     {"audit_lock", NULL, 0, NULL}, /* a lock: no plan */
     {"audit_last", NULL, 0, ""},   /* keys and creations: a few rows */
     {"audit_insert", NULL, 0, "N11sssss"},
+    {"key_notify", NULL, 0, ""}, /* no table */
     {"outbox_insert", NULL, 0, "Essssss11"},
-    {"outbox_update", NULL, 0, "111111s"},
+    {"outbox_update", NULL, 0, "111111s1"},
     {"outbox_prune", NULL, 0, "1"},
     {"exists", NULL, 0, "E"},
     {"lock_try", NULL, 0, NULL}, /* locks: no table */
@@ -478,7 +479,7 @@ static const struct pg_expect pg_expects[] = {
     {"last_seq", "events_pkey", 1, "E"},
     {"keys", NULL, 0, ""},
     {"audit", NULL, 0, ""},
-    {"outbox_pending", NULL, 0, "11"},
+    {"outbox_pending", NULL, 0, "1111s1"}, /* with pg_locks and nodes: a few rows */
     {"outbox_list", NULL, 0, "E11"},
     {"outbox_depth", NULL, 0, ""},
 };

@@ -763,6 +763,16 @@ async function blindedChecks(browser) {
     return (got.named.length === 0 && got.tables === 0 && !got.exportShown && perArm.length === 0) || { ...got, perArm };
   });
   await r.page.screenshot({ path: join(OUT, 'dashboard-blinded.png'), fullPage: true });
+  await r.page.goto(`${U}/`);
+  await r.page.waitForSelector(`table.list tr[data-id="${id}"]`, { timeout: 10000 }).catch(() => {});
+  await check('blinded: the list shows the trial\'s totals and no δᶜ to a read key', async () => {
+    const got = await r.page.evaluate((tid) => {
+      const row = document.querySelector(`table.list tr[data-id="${tid}"]`);
+      const cell = (label) => row?.querySelector(`[data-label="${label}"]`)?.textContent;
+      return { pulls: cell('Pulls'), dc: cell('δᶜ'), reason: cell('Stop reason') };
+    }, id);
+    return (got.pulls === '10' && got.dc === '–' && got.reason === 'stopped by hand') || got;
+  });
   await r.ctx.close();
 
   const u = await open(keys.unblinded);

@@ -39,7 +39,7 @@ function setText(el, text) {
 // policy's own rule is green (decided); one by a rule without proof (ρ̄, the
 // heuristic GLR), at the budget or by hand is neutral. Red is kept for
 // failures (none of the states is one).
-const STOP_TONE = { delta_c: 'decided', glr: 'decided', policy: 'decided', 'glr-heuristic': 'neutral', rho: 'neutral', budget: 'neutral', manual: 'neutral' };
+const STOP_TONE = { delta_c: 'decided', glr: 'decided', policy: 'decided', superiority: 'decided', futility: 'decided', 'glr-heuristic': 'neutral', rho: 'neutral', budget: 'neutral', manual: 'neutral' };
 
 function badgeClass(state, reason) {
   return state === 'stopped' ? `badge badge-stopped badge-${STOP_TONE[reason] || 'neutral'}` : `badge badge-${state}`;

@@ -168,6 +168,7 @@ function goalWords(b, st) {
 export const STOP_WORDS = {
   delta_c: 'δᶜ ≤ δ', glr: 'GLR rule', 'glr-heuristic': 'heuristic GLR (no proof)', rho: 'ρ̄ ≥ τ (no proof)',
   budget: 'budget spent', manual: 'stopped by hand', policy: "policy's rule",
+  superiority: 'an arm beats control by Δ', futility: 'no arm beats control by Δ',
 };
 
 // The decision of a blinded status (a key without the unblinded scope on
