@@ -92,6 +92,8 @@ $(BUILD)/lib%.a:
 #                         → policies/ → base/
 #                  → notify/ → store/
 #   sim/ → policies/
+#   bandit-sim (sim/main.c, sim/cli_oc.c) → exp/ (the create body's parser
+#                                         and the design hash), sim/
 #
 # Libraries are linked top layer first, so a call from a lower layer up into
 # a higher one is an undefined reference: the linker refuses a back edge.
@@ -117,7 +119,7 @@ $(LIB_NOTIFY): $(call objs,$(wildcard notify/*.c))
 $(LIB_HTTP): $(call objs,$(wildcard http/*.c))
 $(LIB_API): $(call objs,$(wildcard api/*.c)) $(OBJ)/gen/openapi.o $(OBJ)/gen/web_assets.o
 $(LIB_SERVER): $(call objs,$(filter-out server/main.c,$(wildcard server/*.c)))
-$(LIB_SIM): $(call objs,$(filter-out sim/main.c,$(wildcard sim/*.c)))
+$(LIB_SIM): $(call objs,$(filter-out sim/main.c sim/cli_oc.c,$(wildcard sim/*.c)))
 $(LIB_TESTS): $(call objs,$(wildcard tests/support/*.c))
 
 # What the daemon links, in layer order; the simulator its own two. The
@@ -126,6 +128,10 @@ $(LIB_TESTS): $(call objs,$(wildcard tests/support/*.c))
 LIBS_DAEMON := $(LIB_SERVER) $(LIB_API) $(LIB_HTTP) $(LIB_EXP) $(LIB_NOTIFY) $(LIB_STORE) \
                $(LIB_SIM) $(LIB_POLICIES) $(LIB_BASE)
 LIBS_SIM := $(LIB_SIM) $(LIB_POLICIES) $(LIB_BASE)
+# bandit-sim oc reads a design with the daemon's own parser and hashes it
+# with the daemon's own function: the program links exp/ (and what exp's
+# objects call in store/), the simulator library does not.
+LIBS_SIM_PROGRAM := $(LIB_EXP) $(LIB_STORE) $(LIBS_SIM)
 
 # --- generated sources ----------------------------------------------------------
 #
@@ -170,7 +176,7 @@ $(BUILD)/banditd: $(OBJ)/server/main.o $(LIBS_DAEMON)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/bandit-sim: $(OBJ)/sim/main.o $(LIBS_SIM)
+$(BUILD)/bandit-sim: $(OBJ)/sim/main.o $(OBJ)/sim/cli_oc.o $(LIBS_SIM_PROGRAM)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -258,6 +264,7 @@ test: test-deps
 #                                        against the ASan and the plain daemon
 #   test_interleave    INTERLEAVE_ROUNDS scripted interleavings, each run again
 #   test_rawfuzz       RAWFUZZ_N         malformed requests over a socket (300)
+# and then every HTTP suite again against the plain (non-ASan) daemon.
 
 SHIMS = $(BUILD)/tests/shim/faultfs.so $(BUILD)/tests/shim/faultmem.so
 
@@ -274,11 +281,19 @@ CRASH_SUITES := build/asan/tests/http/test_crash build/asan/tests/http/test_clus
                 build/asan/tests/http/test_iofaults build/asan/tests/http/test_allocfaults \
                 build/asan/tests/unit/test_interleave build/asan/tests/http/test_rawfuzz
 test-crash: test-deps
-	@$(MAKE) --no-print-directory build/banditd
+	@$(MAKE) --no-print-directory build/banditd build/bandit-sim
 	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 build/asan/banditd $(CRASH_SUITES) \
 		$(patsubst $(BUILD)/%,build/asan/%,$(SHIMS))
 	@$(SLOW_FAULTS) BANDITD_BIN=$(CURDIR)/build/asan/banditd \
 		BANDITD_PLAIN_BIN=$(CURDIR)/build/banditd ./tests/run.sh $(CRASH_SUITES)
+	@# Every HTTP suite once more against the optimised daemon without ASan:
+	@# make test runs them against the ASan build only, which hid a crash and
+	@# a lost lock that only the production build showed.
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 \
+		$(patsubst $(BUILD)/%,build/asan/%,$(HTTP_TESTS))
+	@BANDITD_BIN=$(CURDIR)/build/banditd BANDITD_PLAIN_BIN=$(CURDIR)/build/banditd \
+		BANDIT_SIM_BIN=$(CURDIR)/build/bandit-sim \
+		./tests/run.sh $(patsubst $(BUILD)/%,build/asan/%,$(HTTP_TESTS))
 
 # --- end of fault injection ---------------------------------------------------------
 
@@ -525,7 +540,7 @@ $(DOCS_TOOL): scripts/docs_tool.c
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(shell pkg-config --cflags jansson) -o $@ $< \
 		$(shell pkg-config --libs jansson) -lm
 
-.PHONY: docs-policies docs-delays docs-blocks docs-constraints docs-defaults
+.PHONY: docs-policies docs-delays docs-blocks docs-constraints docs-defaults docs-oc
 docs-policies: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	$(BUILD)/bandit-sim --list-policies | $(DOCS_TOOL) params $(DOCS_POLICIES)
 
@@ -542,6 +557,13 @@ docs-blocks: $(BUILD)/bandit-sim $(DOCS_TOOL)
 docs-defaults: $(BUILD)/bandit-sim $(BUILD)/scripts/tstar $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim TSTAR=$(BUILD)/scripts/tstar DOCS_TOOL=$(DOCS_TOOL) \
 		./scripts/docs_defaults.py $(DOCS_MEASUREMENTS)
+
+# An operating-characteristics report of a three-arm trial with a control
+# (docs/oc-example.md and its JSON; bandit-sim oc, about 15 s).
+docs-oc: $(BUILD)/bandit-sim
+	$(BUILD)/bandit-sim oc --design docs/oc/trial3-design.json \
+		--scenarios docs/oc/trial3-scenarios.json --runs 2000 --seed 1 --calibrate 0.05 \
+		--no-progress --pretty --markdown docs/oc-example.md > docs/oc/trial3-report.json
 
 docs-constraints: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_constraints.sh \

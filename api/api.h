@@ -62,6 +62,7 @@ int api_export_get(struct http_req *r);
 int api_webhooks_list(struct http_req *r);
 int api_policies_list(struct http_req *r);
 int api_plan_create(struct http_req *r);
+int api_oc_create(struct http_req *r);
 int api_healthz(struct http_req *r);
 int api_readyz(struct http_req *r);
 int api_metrics_get(struct http_req *r);
@@ -124,6 +125,9 @@ struct api_write {
     struct exp_batch batch;
     struct http_req *req; /* held until the commit */
 };
+/* The audit trail's name of r's caller: "key:<id>:<name>" (the name may
+ * be empty; ids are digits, so the first ':' after them ends the id). */
+void api_actor(struct http_req *r, char *buf, size_t len);
 /* A new write for r (a hold on r taken), or NULL after replying 503. */
 struct api_write *api_write_begin(struct http_req *r);
 /* Lock and prepare x (api_exp_enter) and begin a write: NULL after

@@ -52,6 +52,7 @@ struct slot {
     uint8_t digest[DIGEST_LEN];
     unsigned scopes; /* 0: empty slot */
     int64_t id;      /* the key's rowid (request logs name it) */
+    char *name;      /* its name (the audit trail's actor), owned; NULL: none */
     /* the experiments the key is limited to, comma-separated ids (owned
      * by the table); NULL: every experiment */
     char *experiments;
@@ -228,6 +229,7 @@ struct loading {
     unsigned *scopes;               /* owned */
     int64_t *ids;                   /* owned */
     char **experiments;             /* owned, each NULL or owned */
+    char **names;                   /* owned, each NULL or owned */
     size_t n, cap;
     int failed;
 };
@@ -276,14 +278,17 @@ static int load_row(void *arg, const struct store_key_row *row)
                  (long long)row->rowid);
         return 0;
     }
-    /* four parallel arrays, grown in step */
-    size_t cd = l->cap, cs = cd, ci = cs, ce = cs;
-    char *exps = NULL;
+    /* five parallel arrays, grown in step */
+    size_t cd = l->cap, cs = cd, ci = cs, ce = cs, cn = cs;
+    char *exps = NULL, *name = NULL;
     if (buf_grow((void **)&l->digests, &cd, l->n + 1, sizeof *l->digests, 16) != 0 ||
         buf_grow((void **)&l->scopes, &cs, l->n + 1, sizeof *l->scopes, 16) != 0 ||
         buf_grow((void **)&l->ids, &ci, l->n + 1, sizeof *l->ids, 16) != 0 ||
         buf_grow((void **)&l->experiments, &ce, l->n + 1, sizeof *l->experiments, 16) != 0 ||
-        (row->experiments != NULL && (exps = strdup(row->experiments)) == NULL)) {
+        buf_grow((void **)&l->names, &cn, l->n + 1, sizeof *l->names, 16) != 0 ||
+        (row->experiments != NULL && (exps = strdup(row->experiments)) == NULL) ||
+        (row->name != NULL && (name = strdup(row->name)) == NULL)) {
+        free(exps);
         l->failed = 1;
         return STORE_ERR_NOMEM;
     }
@@ -292,6 +297,7 @@ static int load_row(void *arg, const struct store_key_row *row)
     l->scopes[l->n] = scopes;
     l->ids[l->n] = row->rowid;
     l->experiments[l->n] = exps; /* moved to the loading */
+    l->names[l->n] = name;       /* same */
     l->n++;
     return 0;
 }
@@ -321,6 +327,9 @@ static int build(struct loading *l)
         free(l->t.slots[s].experiments);
         l->t.slots[s].experiments = l->experiments[i]; /* moved to the table */
         l->experiments[i] = NULL;
+        free(l->t.slots[s].name);
+        l->t.slots[s].name = l->names[i]; /* same */
+        l->names[i] = NULL;
     }
     return STORE_OK;
 }
@@ -328,8 +337,10 @@ static int build(struct loading *l)
 /* Free a table's slots with what they own. */
 static void table_free_slots(struct slot *slots, size_t cap)
 {
-    for (size_t i = 0; slots != NULL && i < cap; i++)
+    for (size_t i = 0; slots != NULL && i < cap; i++) {
         free(slots[i].experiments);
+        free(slots[i].name);
+    }
     free(slots);
 }
 
@@ -363,9 +374,12 @@ static int reload_locked(void)
     free(l.digests);
     free(l.scopes);
     free(l.ids);
-    for (size_t i = 0; i < l.n; i++)
+    for (size_t i = 0; i < l.n; i++) {
         free(l.experiments[i]);
+        free(l.names[i]);
+    }
     free(l.experiments);
+    free(l.names);
     if (rc != STORE_OK) {
         table_free_slots(l.t.slots, l.t.cap);
         return -rc;
@@ -617,8 +631,9 @@ size_t auth_active_keys(void)
 struct grant {
     unsigned scopes; /* 0: unknown or revoked */
     int64_t id;
-    int limited; /* limited to named experiments */
-    int allowed; /* limited: the experiment asked about is one of them */
+    char name[HTTP_CALLER_NAME_MAX + 1]; /* "" when none */
+    int limited;                         /* limited to named experiments */
+    int allowed;                         /* limited: the experiment asked about is one of them */
 };
 
 /* The key named by the token bytes p[0..len), checked against experiment
@@ -638,6 +653,7 @@ static struct grant lookup(const char *p, size_t len, const char *exp_id)
             if (ct_equal(sl->digest, d, DIGEST_LEN)) {
                 g.scopes = sl->scopes;
                 g.id = sl->id;
+                snprintf(g.name, sizeof g.name, "%s", sl->name != NULL ? sl->name : "");
                 g.limited = sl->experiments != NULL;
                 g.allowed = g.limited && exp_id != NULL && auth_list_has(sl->experiments, exp_id);
                 break;
@@ -765,7 +781,7 @@ int auth_admit(struct http_req *r, const struct http_route *route)
     unsigned scopes = g.scopes;
     if (scopes & API_SCOPE_UNBLINDED) /* reads in full: reads */
         scopes |= API_SCOPE_READ;
-    http_req_set_caller(r, g.id);
+    http_req_set_caller(r, g.id, g.name);
     http_req_set_grant(r, scopes);
     /* Challenges as RFC 6750 section 3 words them. */
     if (scopes == 0 || (query != NULL && !g.limited)) {

@@ -11,7 +11,6 @@
  */
 #include "api/api.h"
 
-#include <inttypes.h>
 #include <string.h>
 
 #include "api/auth.h"
@@ -23,8 +22,9 @@ int api_blinded(struct http_req *r, struct exp *x)
         return 0;
     if (!(http_req_grant(r) & (API_SCOPE_ADMIN | API_SCOPE_UNBLINDED)))
         return 1;
-    log_info("unblinded read of %s by key %" PRId64 " (request %s)", exp_id(x), http_req_caller(r),
-             http_req_request_id(r));
+    char actor[32 + HTTP_CALLER_NAME_MAX];
+    api_actor(r, actor, sizeof actor);
+    log_info("unblinded read of %s by %s (request %s)", exp_id(x), actor, http_req_request_id(r));
     return 0;
 }
 

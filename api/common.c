@@ -174,6 +174,11 @@ int api_reply_store_error(struct http_req *r, int store_err)
 
 /* --- writes that answer once committed ------------------------------------------------ */
 
+void api_actor(struct http_req *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "key:%" PRId64 ":%s", http_req_caller(r), http_req_caller_name(r));
+}
+
 struct api_write *api_write_begin(struct http_req *r)
 {
     struct api_write *w = malloc(sizeof *w);
@@ -183,9 +188,9 @@ struct api_write *api_write_begin(struct http_req *r)
     }
     exp_batch_init(&w->batch);
     /* The audit trail: who asked, and which request (exp/audit.c). */
-    char actor[32];
+    char actor[32 + HTTP_CALLER_NAME_MAX];
+    api_actor(r, actor, sizeof actor);
     int64_t key = http_req_caller(r);
-    snprintf(actor, sizeof actor, "key:%" PRId64, key);
     if (exp_batch_caller(&w->batch, key > 0 ? actor : NULL, http_req_request_id(r)) != 0) {
         free(w);
         http_reply_oom(r);

@@ -57,7 +57,7 @@ int api_experiments_create(struct http_req *r)
         return HTTP_DONE;
     }
     struct exp *x = NULL;
-    rc = exp_create(&cfg, api_write_done, wr, &x);
+    rc = exp_create(&cfg, wr->batch.actor, wr->batch.request_id, api_write_done, wr, &x);
     if (rc != EXP_OK)
         api_write_abandon(wr);
     switch (rc) {

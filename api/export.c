@@ -24,7 +24,7 @@
  * Columns (CSV header; NDJSON keys, null when empty): kind, seq,
  * assignment_id, time, unit, bandit, arm, exploit, reward, status,
  * reward_time, note, actor, request_id, chain (the audit trail: the key
- * that asked, "key:<id>"; the request's id; the hash chain after the row's
+ * that asked, "key:<id>:<name>"; the request's id; the hash chain after the row's
  * event, exp/audit.c — an assignment row's are its assignment event's).
  * Times are RFC 3339 UTC; rewards are in the experiment's
  * units, printed so they read back to the same double.

@@ -32,6 +32,7 @@ const struct http_route api_routes[] = {
     {"POST", "/v1/experiments/{id}/amendments", api_amendments_create, API_SCOPE_ADMIN,
      "amendments", 0},
     {"GET", "/v1/experiments/{id}/status", api_status_get, API_SCOPE_READ, "status", 0},
+    {"POST", "/v1/experiments/{id}/oc", api_oc_create, API_SCOPE_READ, "oc", 0},
     {"GET", "/v1/experiments/{id}/history", api_history_get, API_SCOPE_READ, "history", 0},
     {"GET", "/v1/experiments/{id}/export", api_export_get, API_SCOPE_READ, "export", 0},
     {"GET", "/v1/experiments/{id}/webhooks", api_webhooks_list, API_SCOPE_READ, "webhooks", 0},

@@ -13,7 +13,6 @@
 
 #include "base/clock.h"
 #include "base/jsonv.h"
-#include "policies/stop_rule.h"
 
 /* Lock {id} unless the client has its current version (If-None-Match):
  * NULL after answering (404, 503, or 304). Either way the ETag is set:
@@ -36,24 +35,20 @@ static struct exp *lock_if_modified(struct http_req *r)
     return x;
 }
 
-static json_t *num_or_null(double v)
+/* Goal control: arm i's comparison with the control arm (engine.h,
+ * engine_vs_control) in reward units, or NULL for the control arm itself
+ * and for another goal. New reference. */
+static json_t *vs_control_json(const struct engine *e, size_t b, size_t i, double range)
 {
-    return isnan(v) ? json_null() : json_real(v);
-}
-
-/* The bandit's stop rule against its own threshold (engine_bandit_stop):
- * what the dashboard's sentence is made of. New reference. */
-static json_t *stop_json(const struct engine *e, size_t b)
-{
-    struct engine_stop_eval s;
-    engine_bandit_stop(e, b, &s);
-    static const char *const when_names[] = {NULL, "evidence <= threshold", "evidence > threshold",
-                                             "evidence >= threshold"};
-    const char *when = isnan(s.evidence) ? NULL : when_names[s.fires];
-    return json_pack("{s:s,s:b,s:o,s:o,s:o,s:o,s:b}", "rule", stop_rule_name(s.rule), "proven",
-                     s.proven, "fires_when", when ? json_string(when) : json_null(), "evidence",
-                     num_or_null(s.evidence), "threshold", num_or_null(s.threshold), "error_bound",
-                     num_or_null(s.error_bound), "fired", s.fired);
+    static const char *const decisions[] = {
+        [POLICY_OPEN] = "open", [POLICY_SUPERIOR] = "superior", [POLICY_FUTILE] = "futile"};
+    struct engine_vs_control v;
+    if (engine_vs_control(e, b, i, &v) != 0)
+        return NULL;
+    return json_pack("{s:o,s:o,s:o,s:s,s:o}", "difference", jv_real(v.diff * range), "lower",
+                     jv_real(v.lower * range), "upper", jv_real(v.upper * range), "decision",
+                     decisions[v.verdict], "decided_at",
+                     v.at > 0 ? json_integer((json_int_t)v.at) : json_null());
 }
 
 static json_t *bandit_json(struct exp *x, size_t b)
@@ -67,14 +62,11 @@ static json_t *bandit_json(struct exp *x, size_t b)
     size_t k = c->n_arms[b];
     const struct stats_arm *arms = engine_arms(e, b);
     json_t *rec = json_array(), *arr = json_array();
-    /* Per-arm intervals: each side at δ/(2K), so all K intervals hold
-     * together with probability ≥ 1 − δ (time-uniformly for "anytime"). */
-    double d = c->engine.delta / (2.0 * (double)k);
     for (size_t i = 0; i < k; i++) {
         if (high[i])
             json_array_append_new(rec, json_string(c->arm_names[b][i]));
         double l, h;
-        engine_arm_interval(e, b, i, d, &l, &h);
+        engine_arm_status_interval(e, b, i, &l, &h); /* all K together at 1 − δ */
         double var = stats_arm_var(&arms[i]);
         json_t *a = json_pack("{s:s,s:I,s:I}", "id", c->arm_names[b][i], "pulls",
                               (json_int_t)arms[i].n, "pending", (json_int_t)arms[i].pending);
@@ -94,12 +86,17 @@ static json_t *bandit_json(struct exp *x, size_t b)
                             json_real(arms[i].alpha / (arms[i].alpha + arms[i].beta)));
         if (exp_arm_retired(x, b, i)) /* PATCH retire: no more pulls */
             json_object_set_new(a, "retired", json_true());
+        if (c->engine.goal == ENGINE_GOAL_CONTROL) {
+            json_t *vs = vs_control_json(e, b, i, range);
+            json_object_set_new(a, vs != NULL ? "vs_control" : "control",
+                                vs != NULL ? vs : json_true());
+        }
         json_array_append_new(arr, a);
     }
     return json_pack("{s:s,s:o,s:f,s:f,s:f,s:f,s:b,s:o,s:o}", "id", c->bandit_ids[b], "recommended",
                      rec, "delta_c", st.delta_c, "rho", st.rho, "cutoff", lo + st.cutoff * range,
                      "glr", isfinite(st.glr) ? st.glr : 1e308, "done", st.done, "stop",
-                     stop_json(e, b), "arms", arr);
+                     exp_stop_json(e, b), "arms", arr);
 }
 
 int api_status_get(struct http_req *r)
@@ -155,7 +152,7 @@ int api_history_get(struct http_req *r)
             const struct exp_history_point *p = exp_history_at(x, i);
             json_array_append_new(dc, json_real(p->delta_c[b]));
             json_array_append_new(rho, json_real(p->rho[b]));
-            json_array_append_new(bound, num_or_null(p->bound[b]));
+            json_array_append_new(bound, jv_real(p->bound[b]));
         }
         for (size_t a = 0; a < c->n_arms[b]; a++) {
             json_t *col = json_array();

@@ -2,10 +2,10 @@
  * policies.c — cost of the allocation decision, for every registered
  * policy (policy_all(): whatever policies/list.h holds when it is built).
  *
- *   policies [--out FILE] [--ms MS]
+ *   policies [--out FILE] [--ms MS] [--only NAME,...] [--k K,...] [--checks-only] [--cpu]
  *
- * For K = 10, 100 and 1000 arms (one bandit, m = 1, Bernoulli arms with
- * means spread evenly over [0.45, 0.55], so that no policy stops quickly):
+ * For K = 10, 100 and 1000 arms (--k: others; --only: those policies) (one bandit, m = 1, Bernoulli
+ * arms with means spread evenly over [0.45, 0.55], so that no policy stops quickly):
  *
  *   - ns per select(): the time of engine_assign (the policy's select()
  *     plus the engine's bookkeeping around it), measured on a warm engine
@@ -22,6 +22,12 @@
  * Fixed-budget policies get a budget of 10^12 (never reached); policies
  * that need ε get 0.1, those that need a target arm get arm 0. Each
  * figure is the median of 5 timings of MS milliseconds (default 200).
+ *
+ * Then the cost of the stop checks per reward (--checks-only: that table
+ * alone): uniform sampling run to the stop of the proven GLR (and of the
+ * heuristic GLR and δᶜ) at δ = 0.1, on issue 11's K = 10 instance and a
+ * K = 100 one; ns per reward = (the run's CPU time under the rule − its
+ * CPU time under "none" for the same pulls and rewards) / pulls.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -39,6 +45,12 @@
 
 #define REPEATS 5
 #define BURST 16
+
+/* --cpu: select() timed in this thread's CPU time (a shared machine's
+ * other processes then do not count; the clock costs a system call, about
+ * 20 ns per select over a burst). */
+static int use_cpu_clock;
+static double cpu_s(void);
 
 static double now_s(void)
 {
@@ -59,6 +71,181 @@ static double median(double *v, size_t n)
     return v[n / 2];
 }
 
+static void config_for(const struct policy_ops *p, const size_t *k, struct engine_config *c);
+
+/* --- the stop checks' cost per reward ------------------------------------ */
+
+#define CHECK_CAP 2000000 /* pulls: a run that has not stopped by then counts as it is */
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* One run of uniform sampling under `rule`, to its stop (at most `cap`
+ * pulls): this thread's CPU seconds for the whole run (assignments,
+ * rewards and their draws: under "none" the same work less the checks;
+ * CPU time, because the machine is shared); *pulls the pulls made. */
+static double timed_run(size_t k, const double *mu, enum engine_stop_rule rule, uint64_t seed,
+                        uint64_t cap, uint64_t *pulls)
+{
+    const struct policy_ops *p = policy_find("uniform");
+    struct engine_config c;
+    size_t kk = k;
+    config_for(p, &kk, &c);
+    c.delta = 0.1;
+    c.stop_rule = rule;
+    c.seed = seed;
+    struct policy_error err;
+    struct engine *e = engine_create(&c, &err);
+    if (e == NULL) {
+        fprintf(stderr, "policies: checks: %s: %s\n", err.field, err.message);
+        return NAN;
+    }
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, (unsigned long)seed);
+    uint64_t n = 0;
+    double t0 = cpu_s();
+    for (; n < cap; n++) {
+        struct engine_pull pl;
+        engine_assign(e, -1, &pl);
+        if (pl.exploit)
+            break;
+        engine_reward(e, pl.bandit, pl.arm, gsl_rng_uniform(rng) < mu[pl.arm] ? 1.0 : 0.0);
+    }
+    double spent = cpu_s() - t0;
+    gsl_rng_free(rng);
+    engine_free(e);
+    *pulls = n;
+    return spent;
+}
+
+/* ns per reward that `rule`'s check adds, over `runs` runs (the median of
+ * the runs' figures); *pulls_out the mean pulls to the stop. */
+static double check_ns(size_t k, const double *mu, enum engine_stop_rule rule, int runs,
+                       double *pulls_out)
+{
+    double v[16];
+    double total = 0;
+    if (runs > 16)
+        runs = 16;
+    for (int r = 0; r < runs; r++) {
+        uint64_t n = 0, n0 = 0;
+        double t = timed_run(k, mu, rule, 1000 + (uint64_t)r, CHECK_CAP, &n);
+        double t0 = timed_run(k, mu, ENGINE_RULE_NONE, 1000 + (uint64_t)r, n, &n0);
+        v[r] = n > 0 ? (t - t0) * 1e9 / (double)n : NAN;
+        total += (double)n;
+    }
+    *pulls_out = total / runs;
+    return median(v, (size_t)runs);
+}
+
+/* ns per engine_assign of `policy` over `runs` runs to its default stop
+ * at δ = 0.1 (the mean over all pulls: a warm engine's select() is not that
+ * of an engine near its stop), each call timed in this thread's CPU time
+ * less the clock's own cost; *pulls_out the mean pulls per run. */
+static double run_select_ns(const char *policy, size_t k, const double *mu, int runs,
+                            double *pulls_out)
+{
+    const struct policy_ops *p = policy_find(policy);
+    double clock_cost = 0;
+    for (int i = 0; i < 1000; i++) {
+        double t0 = cpu_s();
+        clock_cost += cpu_s() - t0;
+    }
+    clock_cost /= 1000;
+    double spent = 0, pulls = 0;
+    for (int r = 0; r < runs; r++) {
+        struct engine_config c;
+        size_t kk = k;
+        config_for(p, &kk, &c);
+        c.delta = 0.1;
+        c.seed = 2000 + (uint64_t)r;
+        struct policy_error err;
+        struct engine *e = engine_create(&c, &err);
+        if (e == NULL)
+            return NAN;
+        gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+        gsl_rng_set(rng, 2000 + (unsigned long)r);
+        for (uint64_t n = 0; n < CHECK_CAP; n++) {
+            struct engine_pull pl;
+            double t0 = cpu_s();
+            engine_assign(e, -1, &pl);
+            spent += cpu_s() - t0 - clock_cost;
+            if (pl.exploit)
+                break;
+            pulls++;
+            engine_reward(e, pl.bandit, pl.arm, gsl_rng_uniform(rng) < mu[pl.arm] ? 1.0 : 0.0);
+        }
+        gsl_rng_free(rng);
+        engine_free(e);
+    }
+    *pulls_out = pulls / runs;
+    return pulls > 0 ? spent * 1e9 / pulls : NAN;
+}
+
+static void emit(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void checks_table(FILE *f)
+{
+    static const struct {
+        const char *name;
+        enum engine_stop_rule rule;
+    } rules[] = {{"glr (proven)", ENGINE_RULE_GLR},
+                 {"glr-heuristic", ENGINE_RULE_GLR_HEURISTIC},
+                 {"delta_c", ENGINE_RULE_DELTA_C}};
+    static const double mu1[4] = {0.5, 0.45, 0.43, 0.4};
+    double mu10[10], mu100[100];
+    for (size_t i = 0; i < 10; i++)
+        mu10[i] = 0.6 - 0.05 * (double)i;
+    mu100[0] = 0.7;
+    for (size_t i = 1; i < 100; i++)
+        mu100[i] = 0.6 - 0.4 * (double)(i - 1) / 98.0;
+    double load[3] = {0};
+    if (getloadavg(load, 3) < 0)
+        load[0] = load[1] = load[2] = -1;
+    emit(f, "## Stop checks per reward (bench/policies)\n\n");
+    emit(f,
+         "Uniform sampling run to the rule's stop at δ = 0.1 (5 runs at K = 4 and 10, 3 at "
+         "K = 100, the median run's figure); K = 4: μ1 = (0.5, 0.45, 0.43, 0.4); K = 10: μ = 0.6, "
+         "0.55, …, 0.15 (issue 11); K = 100: μ = 0.7, "
+         "then 99 arms evenly in [0.2, 0.6]; load average %.2f, %.2f, %.2f. ns per reward: "
+         "the run's CPU time (this thread's) under the rule less its CPU time under \"none\" "
+         "for the same pulls and rewards, per pull.\n\n",
+         load[0], load[1], load[2]);
+    emit(f, "| rule | ns/reward μ1 | pulls μ1 | ns/reward K=10 | pulls K=10 | ns/reward K=100 "
+            "| pulls K=100 |\n");
+    emit(f, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+        double p4, p10, p100;
+        double ns4 = check_ns(4, mu1, rules[r].rule, 5, &p4);
+        double ns10 = check_ns(10, mu10, rules[r].rule, 5, &p10);
+        double ns100 = check_ns(100, mu100, rules[r].rule, 3, &p100);
+        emit(f, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", rules[r].name, ns4, p4, ns10,
+             p10, ns100, p100);
+    }
+    emit(f, "\n");
+    emit(f, "## select() over whole runs (bench/policies)\n\n");
+    emit(f, "The same instances, each policy with its default stop at δ = 0.1 (3 runs at K = 4 "
+            "and 10, 1 at K = 100): ns per engine_assign averaged over every pull of the runs, "
+            "each call in this thread's CPU time less the clock's cost.\n\n");
+    emit(f, "| policy | ns/select μ1 | pulls μ1 | ns/select K=10 | pulls K=10 | ns/select K=100 "
+            "| pulls K=100 |\n");
+    emit(f, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    static const char *const run_policies[] = {"adapt"};
+    for (size_t r = 0; r < sizeof run_policies / sizeof run_policies[0]; r++) {
+        double p4, p10, p100;
+        double ns4 = run_select_ns(run_policies[r], 4, mu1, 3, &p4);
+        double ns10 = run_select_ns(run_policies[r], 10, mu10, 3, &p10);
+        double ns100 = run_select_ns(run_policies[r], 100, mu100, 1, &p100);
+        emit(f, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", run_policies[r], ns4, p4,
+             ns10, p10, ns100, p100);
+    }
+    emit(f, "\n");
+}
+
 static void config_for(const struct policy_ops *p, const size_t *k, struct engine_config *c)
 {
     memset(c, 0, sizeof *c);
@@ -75,6 +262,12 @@ static void config_for(const struct policy_ops *p, const size_t *k, struct engin
     c->seed = 12345;
     c->policy = p;
     policy_params_defaults(p, &c->params);
+    if (p->flags & POLICY_F_CONTROL) { /* the sampler of goal control: arm 0 the control */
+        static const int control[] = {0};
+        c->goal = ENGINE_GOAL_CONTROL;
+        c->control_arm = control;
+        c->margin = 0.05;
+    }
 }
 
 struct arms {
@@ -125,13 +318,13 @@ static int measure(const struct engine_config *c, struct arms *a, double ms, dou
         unsigned long n = 0;
         while (now_s() < t_end) {
             size_t got = 0;
-            double t0 = now_s();
+            double t0 = use_cpu_clock ? cpu_s() : now_s();
             for (; got < BURST; got++) {
                 engine_assign(e, -1, &burst[got]);
                 if (burst[got].exploit)
                     break;
             }
-            spent += now_s() - t0;
+            spent += (use_cpu_clock ? cpu_s() : now_s()) - t0;
             n += got;
             for (size_t i = 0; i < got; i++)
                 engine_reward(e, burst[i].bandit, burst[i].arm, draw(a, burst[i].arm));
@@ -208,6 +401,12 @@ static double sim_pulls_s(const struct policy_ops *p, size_t k, const double *mu
     prob.target_arm = (p->flags & POLICY_F_NEEDS_TARGET) ? 0 : -1;
     prob.tau = NAN;
     prob.bound = STATS_BOUND_ANYTIME;
+    prob.control = -1;
+    if (p->flags & POLICY_F_CONTROL) {
+        prob.goal = ENGINE_GOAL_CONTROL;
+        prob.control = 0;
+        prob.margin = 0.05;
+    }
     struct sim_options o;
     memset(&o, 0, sizeof o);
     o.policy = p;
@@ -226,7 +425,6 @@ static double sim_pulls_s(const struct policy_ops *p, size_t k, const double *mu
     return out;
 }
 
-static void emit(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void emit(FILE *f, const char *fmt, ...)
 {
     va_list ap;
@@ -241,26 +439,67 @@ static void emit(FILE *f, const char *fmt, ...)
     (void)fflush(stdout);
 }
 
+/* Is name in the comma-separated list (NULL: every name is)? */
+static int listed(const char *list, const char *name)
+{
+    if (list == NULL)
+        return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; *p != '\0';) {
+        const char *end = strchr(p, ',');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p += len + (end != NULL);
+    }
+    return 0;
+}
+
+#define MAX_KS 8
+
 int main(int argc, char **argv)
 {
-    const char *out = NULL;
+    const char *out = NULL, *only = NULL;
     double ms = 200;
+    int checks_only = 0;
+    size_t ks[MAX_KS] = {10, 100, 1000}, nk = 3;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
             out = argv[++i];
         else if (strcmp(argv[i], "--ms") == 0 && i + 1 < argc)
             ms = atof(argv[++i]);
-        else {
-            fprintf(stderr, "usage: policies [--out FILE] [--ms MS]\n");
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else if (strcmp(argv[i], "--checks-only") == 0)
+            checks_only = 1;
+        else if (strcmp(argv[i], "--cpu") == 0)
+            use_cpu_clock = 1;
+        else if (strcmp(argv[i], "--k") == 0 && i + 1 < argc) {
+            char *p = argv[++i];
+            for (nk = 0; nk < MAX_KS && *p != '\0'; nk++) {
+                char *end;
+                unsigned long v = strtoul(p, &end, 10);
+                if (end == p || v < 2 || v > 100000) {
+                    fprintf(stderr, "policies: --k: a list of arm counts ≥ 2\n");
+                    return 2;
+                }
+                ks[nk] = (size_t)v;
+                p = *end == ',' ? end + 1 : end;
+            }
+        } else {
+            fprintf(stderr, "usage: policies [--out FILE] [--ms MS] [--only NAME,...] [--k K,...] "
+                            "[--checks-only] [--cpu]\n");
             return 2;
         }
     }
-    static const size_t ks[] = {10, 100, 1000};
     FILE *f = NULL;
     if (out != NULL && (f = fopen(out, "w")) == NULL) {
         perror(out);
         return 1;
     }
+    gsl_rng_env_setup();
+    if (checks_only)
+        goto checks;
     double load[3] = {0};
     if (getloadavg(load, 3) < 0)
         load[0] = load[1] = load[2] = -1;
@@ -268,20 +507,29 @@ int main(int argc, char **argv)
     emit(f,
          "One bandit, m = 1, K Bernoulli arms with means evenly in [0.45, 0.55]; "
          "load average %.2f, %.2f, %.2f. ns per select(): engine_assign on a warm engine "
-         "(bursts of 16, rewards untimed); pulls/s: assign + reward on one thread",
-         load[0], load[1], load[2]);
+         "(bursts of 16, rewards untimed%s); pulls/s: assign + reward on one thread",
+         load[0], load[1], load[2], use_cpu_clock ? "; this thread's CPU time" : "");
     emit(f, "; sim pulls/s: sim_run, budget 20·K (less for slow policies), all threads");
     emit(f, ". Median of %d timings of %.0f ms.\n\n", REPEATS, ms);
-    emit(f, "| policy | ns/select K=10 | K=100 | K=1000 | pulls/s K=10 | K=100 | K=1000 |");
-    emit(f, " sim pulls/s K=10 | K=100 | K=1000 |");
-    emit(f, "\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
-    emit(f, " ---: | ---: | ---: |");
+    emit(f, "| policy |");
+    for (int part = 0; part < 3; part++)
+        for (size_t ki = 0; ki < nk; ki++)
+            emit(f, " %s%s%zu |",
+                 ki > 0      ? ""
+                 : part == 0 ? "ns/select "
+                 : part == 1 ? "pulls/s "
+                             : "sim pulls/s ",
+                 "K=", ks[ki]);
+    emit(f, "\n| --- |");
+    for (size_t j = 0; j < 3 * nk; j++)
+        emit(f, " ---: |");
     emit(f, "\n");
-    gsl_rng_env_setup();
     for (const struct policy_ops *const *pp = policy_all(); *pp != NULL; pp++) {
         const struct policy_ops *p = *pp;
-        double ns[3], pps[3], sps[3];
-        for (size_t ki = 0; ki < 3; ki++) {
+        if (!listed(only, p->name))
+            continue;
+        double ns[MAX_KS], pps[MAX_KS], sps[MAX_KS];
+        for (size_t ki = 0; ki < nk; ki++) {
             size_t k = ks[ki];
             struct arms a = {
                 .k = k, .mu = calloc(k, sizeof(double)), .rng = gsl_rng_alloc(gsl_rng_mt19937)};
@@ -302,12 +550,19 @@ int main(int argc, char **argv)
             free(a.mu);
             gsl_rng_free(a.rng);
         }
-        emit(f, "| %s | %.0f | %.0f | %.0f | %.3g | %.3g | %.3g |", p->name, ns[0], ns[1], ns[2],
-             pps[0], pps[1], pps[2]);
-        emit(f, " %.3g | %.3g | %.3g |", sps[0], sps[1], sps[2]);
+        emit(f, "| %s |", p->name);
+        for (size_t ki = 0; ki < nk; ki++)
+            emit(f, " %.0f |", ns[ki]);
+        for (size_t ki = 0; ki < nk; ki++)
+            emit(f, " %.3g |", pps[ki]);
+        for (size_t ki = 0; ki < nk; ki++)
+            emit(f, " %.3g |", sps[ki]);
         emit(f, "\n");
     }
     emit(f, "\n");
+checks:
+    if (only == NULL || checks_only)
+        checks_table(f);
     if (f != NULL && fclose(f) != 0) { /* a short results file must not pass */
         perror(out);
         return 1;

@@ -19,6 +19,15 @@
  * computes it for rows older than the chain), so memory never chains onto
  * an event the disk lost. The writer stores it.
  * exp_audit_verify recomputes it from the database alone.
+ *
+ * It also verifies the audit log (store.h): the chain of the records of
+ * what no experiment's log holds (keys created and revoked, experiments
+ * created), and that the API keys are as recorded: each key made since
+ * the log began has its creation record with the same name, scopes,
+ * experiments and hash, and each revoked key its revocation — a key row
+ * changed (a scope added), added or un-revoked behind the CLI's back is
+ * named. Keys older than the log (schema 8) have no record and are only
+ * counted.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -202,6 +211,180 @@ static int verify_one(void *arg, const struct store_experiment_row *row)
     return 0;
 }
 
+/* --- the audit log: its chain, and the keys against their records ------------------ */
+
+/* What the key check keeps of a key's records. */
+struct key_record {
+    int64_t key;        /* the key's id */
+    int64_t create_seq; /* its creation record; 0: none */
+    int64_t revoke_seq; /* its revocation record; 0: none */
+    char *detail;       /* the creation record's detail; owned */
+};
+
+struct verify_log {
+    char chain[65];
+    int64_t expect_seq, broken_seq;
+    char why[200];
+    struct key_record *keys; /* owned; one per key named by a record */
+    size_t n, cap;
+    int nomem;
+};
+
+/* The record of key id in v (added when add), or NULL. */
+static struct key_record *key_record(struct verify_log *v, int64_t id, int add)
+{
+    for (size_t i = 0; i < v->n; i++)
+        if (v->keys[i].key == id)
+            return &v->keys[i];
+    if (!add)
+        return NULL;
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 16;
+        struct key_record *k = realloc(v->keys, cap * sizeof *k);
+        if (k == NULL)
+            return NULL;
+        v->keys = k;
+        v->cap = cap;
+    }
+    v->keys[v->n] = (struct key_record){.key = id};
+    return &v->keys[v->n++];
+}
+
+static int verify_record(void *arg, const struct store_audit_row *row)
+{
+    struct verify_log *v = arg;
+    if (row->seq != v->expect_seq) {
+        v->broken_seq = v->expect_seq;
+        snprintf(v->why, sizeof v->why, "%s", row->seq > v->expect_seq ? "missing" : "repeated");
+        return VERIFY_STOP;
+    }
+    v->expect_seq++;
+    char next[65];
+    if (store_audit_next(v->chain, row, next) != 0)
+        return -1;
+    if (row->chain == NULL || strcmp(row->chain, next) != 0) {
+        v->broken_seq = row->seq;
+        snprintf(v->why, sizeof v->why, "chain value does not match the record");
+        return VERIFY_STOP;
+    }
+    memcpy(v->chain, next, sizeof next);
+    int64_t id;
+    if ((row->kind == STORE_AUDIT_KEY_CREATE || row->kind == STORE_AUDIT_KEY_REVOKE) &&
+        row->subject != NULL && sscanf(row->subject, "key:%" SCNd64, &id) == 1) {
+        struct key_record *k = key_record(v, id, 1);
+        char *d = NULL;
+        if (k == NULL || (row->kind == STORE_AUDIT_KEY_CREATE &&
+                          (d = strdup(row->detail ? row->detail : "")) == NULL)) {
+            v->nomem = 1;
+            return -1;
+        }
+        if (row->kind == STORE_AUDIT_KEY_CREATE) {
+            free(k->detail);
+            k->detail = d;
+            k->create_seq = row->seq;
+        } else {
+            k->revoke_seq = row->seq;
+        }
+    }
+    return 0;
+}
+
+struct verify_keys {
+    struct verify_log *v;
+    int64_t first_recorded; /* the lowest key id with a creation record; 0: none */
+    int64_t older;          /* keys older than the log */
+    int64_t bad_key;        /* the first key that is not as recorded; 0: none */
+    char why[200];
+};
+
+static int verify_key(void *arg, const struct store_key_row *row)
+{
+    struct verify_keys *vk = arg;
+    struct key_record *k = key_record(vk->v, row->rowid, 0);
+    if (k == NULL || k->create_seq == 0) {
+        if (vk->first_recorded == 0 || row->rowid < vk->first_recorded) {
+            vk->older++; /* made before the log began */
+            return 0;
+        }
+        vk->bad_key = row->rowid;
+        snprintf(vk->why, sizeof vk->why, "key %" PRId64 " has no creation record", row->rowid);
+        return VERIFY_STOP;
+    }
+    char d[STORE_AUDIT_BUF];
+    int n = store_key_detail(row->name, row->scopes, row->experiments, row->hash, d, sizeof d);
+    if (n < 0 || (size_t)n >= sizeof d || strcmp(d, k->detail) != 0) {
+        vk->bad_key = row->rowid;
+        snprintf(vk->why, sizeof vk->why,
+                 "key %" PRId64 " differs from its creation record (seq %" PRId64 ")", row->rowid,
+                 k->create_seq);
+        return VERIFY_STOP;
+    }
+    if (row->revoked != (k->revoke_seq != 0)) {
+        vk->bad_key = row->rowid;
+        snprintf(vk->why, sizeof vk->why,
+                 row->revoked ? "key %" PRId64 " is revoked without a record"
+                              : "key %" PRId64 " is not revoked, but recorded so",
+                 row->rowid);
+        return VERIFY_STOP;
+    }
+    k->create_seq = -k->create_seq; /* seen: a record of a key no row holds is named below */
+    return 0;
+}
+
+/* Verify the audit log and the keys against it, one line to out: 0 ok,
+ * 1 broken, 2 unreadable. */
+static int verify_log(struct store *st, FILE *out)
+{
+    struct verify_log v = {.chain = STORE_AUDIT_GENESIS, .expect_seq = 1};
+    struct verify_keys vk = {.v = &v};
+    int ret = 0;
+    int rc = store_load_audit(st, verify_record, &v);
+    if (v.broken_seq != 0) {
+        fprintf(out, "audit log: BROKEN at seq %" PRId64 " (%s)\n", v.broken_seq, v.why);
+        ret = 1;
+        goto out;
+    }
+    if (rc != STORE_OK) {
+        fprintf(out, "audit log: FAILED: cannot read it (%s)\n",
+                rc < 0 || v.nomem ? "out of memory" : store_strerror(rc));
+        ret = 2;
+        goto out;
+    }
+    for (size_t i = 0; i < v.n; i++)
+        if (v.keys[i].create_seq != 0 &&
+            (vk.first_recorded == 0 || v.keys[i].key < vk.first_recorded))
+            vk.first_recorded = v.keys[i].key;
+    rc = store_load_keys(st, verify_key, &vk);
+    if (vk.bad_key == 0 && rc == STORE_OK) {
+        for (size_t i = 0; i < v.n; i++)
+            if (v.keys[i].create_seq > 0) { /* recorded, but no row holds it */
+                vk.bad_key = v.keys[i].key;
+                snprintf(vk.why, sizeof vk.why,
+                         "key %" PRId64 " is recorded (seq %" PRId64 ") but gone", v.keys[i].key,
+                         v.keys[i].create_seq);
+                break;
+            }
+    }
+    if (vk.bad_key != 0) {
+        fprintf(out, "audit log: BROKEN: %s\n", vk.why);
+        ret = 1;
+    } else if (rc != STORE_OK) {
+        fprintf(out, "audit log: FAILED: cannot read the keys (%s)\n",
+                rc < 0 ? "out of memory" : store_strerror(rc));
+        ret = 2;
+    } else {
+        fprintf(out,
+                "audit log: ok, %" PRId64 " records, keys as recorded (%" PRId64
+                " older than the log), head %s\n",
+                v.expect_seq - 1, vk.older, v.chain);
+    }
+out:
+    for (size_t i = 0; i < v.n; i++)
+        free(v.keys[i].detail);
+    free(v.keys);
+    return ret;
+}
+
 int exp_audit_verify(struct store *st, const char *id, FILE *out)
 {
     struct verify_all va = {.st = st, .only = id, .out = out};
@@ -214,5 +397,6 @@ int exp_audit_verify(struct store *st, const char *id, FILE *out)
         fprintf(out, "%s: no such experiment\n", id);
         return 2;
     }
-    return va.broken > 0 ? 1 : va.failed > 0 ? 2 : 0;
+    int log = verify_log(st, out);
+    return va.broken > 0 || log == 1 ? 1 : va.failed > 0 || log == 2 ? 2 : 0;
 }

@@ -149,9 +149,10 @@ static int parse_bandits(struct exp_config *c, json_t *bandits, int shorthand, j
     return bad;
 }
 
-static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, json_t *errors)
+static int parse_policy(struct exp_config *c, json_t *pol, int has_budget, int vs_control,
+                        json_t *errors)
 {
-    const char *name = has_budget ? "sar" : "adapt";
+    const char *name = vs_control ? "vs-control" : has_budget ? "sar" : "adapt";
     json_t *params = NULL;
     if (pol != NULL) {
         static const char *const keys[] = {"name", "params", NULL};
@@ -306,8 +307,14 @@ static int normalise(struct exp_config *c, json_t *stop_rule, const char *bound,
     }
     const struct engine_config *e = &c->engine;
     double range = c->reward_max - c->reward_min;
-    json_t *goal = json_pack("{s:i,s:f,s:f}", "m", (json_int_t)e->m, "epsilon", e->epsilon * range,
-                             "delta", e->delta);
+    json_t *goal;
+    if (e->goal == ENGINE_GOAL_CONTROL) /* an experiment of type top keeps its hash */
+        goal = json_pack("{s:s,s:s,s:f,s:f}", "type", goal_type_name(e->goal), "control",
+                         c->arm_names[0][e->control_arm[0]], "margin", e->margin * range, "delta",
+                         e->delta);
+    else
+        goal = json_pack("{s:i,s:f,s:f}", "m", (json_int_t)e->m, "epsilon", e->epsilon * range,
+                         "delta", e->delta);
     json_object_set_new(goal, "budget",
                         e->budget ? json_integer((json_int_t)e->budget) : json_null());
     c->json = json_pack("{s:s,s:s,s:{s:s,s:O},s:o,s:{s:f,s:f},s:o,s:I,s:I,s:s}", "id", c->id,
@@ -338,6 +345,52 @@ static int normalise(struct exp_config *c, json_t *stop_rule, const char *bound,
 
 static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *c, json_t *errors,
                  int stored);
+
+/* goal.control (goal type control): an arm's name, found in every bandit at
+ * the same place, or its index. It is the experiment's control arm, the one
+ * constraints.control names too if given (they must agree). 0, 1 with
+ * errors, −1 out of memory. */
+static int parse_goal_control(struct exp_config *c, json_t *v, json_t *errors)
+{
+    int idx = -1;
+    if (json_is_string(v)) {
+        const char *name = json_string_value(v);
+        for (size_t b = 0; b < c->n_bandits; b++) {
+            int i = exp_cfg_arm(c, b, name);
+            if (i < 0 || (b > 0 && i != idx)) {
+                jv_error(errors, "goal.control",
+                         i < 0 ? "no arm \"%s\" in bandit %s"
+                               : "arm \"%s\" must be at the same place in every bandit (not in %s)",
+                         name, c->bandit_ids[b]);
+                return 1;
+            }
+            idx = i;
+        }
+    } else {
+        idx = (int)json_integer_value(v); /* goal_parse checked a count */
+        if (json_is_real(v))
+            idx = (int)json_real_value(v);
+        for (size_t b = 0; b < c->n_bandits; b++)
+            if ((size_t)idx >= c->n_arms[b]) {
+                jv_error(errors, "goal.control", "no arm %d in bandit %s", idx, c->bandit_ids[b]);
+                return 1;
+            }
+    }
+    if (c->control_arm != NULL) {
+        for (size_t b = 0; b < c->n_bandits; b++)
+            if (c->control_arm[b] != idx) {
+                jv_error(errors, "goal.control", "must be the arm of constraints.control.arm");
+                return 1;
+            }
+        return 0;
+    }
+    c->control_arm = calloc(c->n_bandits, sizeof *c->control_arm);
+    if (c->control_arm == NULL)
+        return -1;
+    for (size_t b = 0; b < c->n_bandits; b++)
+        c->control_arm[b] = idx;
+    return 0;
+}
 
 int exp_config_parse(json_t *body, const struct exp_limits *lim, struct exp_config *c,
                      json_t *errors)
@@ -433,7 +486,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     goal_defaults(&g);
     json_t *goal = json_object_get(body, "goal");
     if (goal != NULL) {
-        static const char *const gkeys[] = {"m", "epsilon", "delta", "budget", NULL};
+        static const char *const gkeys[] = {"type",   "m",       "epsilon", "delta",
+                                            "budget", "control", "margin",  NULL};
         int unknown = jv_object(goal, gkeys, "goal", errors);
         if (unknown != 0)
             bad = 1;
@@ -443,8 +497,12 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     e->m = g.m;
     e->delta = g.delta;
     e->budget = g.budget;
-    if (!reward_bad)
+    e->goal = g.type;
+    json_t *goal_control = g.control; /* resolved once the arms are parsed */
+    if (!reward_bad) {
         e->epsilon = g.epsilon / range; /* the engine's [0, 1] units */
+        e->margin = g.margin / range;
+    }
 
     /* bandits */
     json_t *bandits = json_object_get(body, "bandits");
@@ -476,7 +534,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     }
 
     /* policy */
-    if ((rc = parse_policy(c, json_object_get(body, "policy"), e->budget > 0, errors)) != 0) {
+    if ((rc = parse_policy(c, json_object_get(body, "policy"), e->budget > 0,
+                           e->goal == ENGINE_GOAL_CONTROL, errors)) != 0) {
         if (rc < 0)
             return -1;
         bad = 1;
@@ -665,6 +724,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     } else {
         constraints = NULL;
     }
+    if (goal_control != NULL && (rc = parse_goal_control(c, goal_control, errors)) != 0)
+        return rc;
 
     e->n_bandits = c->n_bandits;
     e->n_arms = c->n_arms;

@@ -63,12 +63,18 @@ int exp_design_parse(struct exp_config *c, json_t *v, json_t *errors)
     return 0;
 }
 
+/* "blinded" is part of what is stored: without it a restart read a blinded
+ * experiment back unblinded and showed a read key every arm. Written only
+ * when true, so that the design (and hash) of every other experiment is
+ * what it was. */
 int exp_design_normalise(struct exp_config *c)
 {
-    return json_object_set_new(c->json, "design", json_pack("{s:b}", "frozen", c->design_frozen)) ==
-                   0
-               ? 0
-               : -1;
+    json_t *d = json_pack("{s:b}", "frozen", c->design_frozen);
+    if (d == NULL || (c->design_blinded && json_object_set_new(d, "blinded", json_true()) != 0)) {
+        json_decref(d);
+        return -1;
+    }
+    return json_object_set_new(c->json, "design", d) == 0 ? 0 : -1;
 }
 
 /* SHA-256 hex of prefix || j in canonical form (compact, sorted keys). */

@@ -149,8 +149,11 @@ enum exp_err {
  * experiment stays invisible to exp_get until its configuration is
  * committed; done(arg, store_err) runs on the writer thread after that
  * commit (or failure, which unregisters it). On EXP_OK, *out is a new
- * reference and done will be called once; otherwise done is not called. */
-int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp **out);
+ * reference and done will be called once; otherwise done is not called.
+ * actor and request_id (NULL: none; borrowed until done) name who asked,
+ * in the audit log's record of the creation (store.h). */
+int exp_create(struct exp_config *cfg, const char *actor, const char *request_id,
+               store_done_fn done, void *arg, struct exp **out);
 
 /* --- under the experiment's lock ---------------------------------------------------- */
 
@@ -203,8 +206,14 @@ int64_t exp_rowid(const struct exp *x);
 struct engine *exp_engine(struct exp *x);
 enum exp_state exp_get_state(const struct exp *x);
 /* The rule that stopped it ("delta_c" | "glr" | "glr-heuristic" | "rho" |
- * "policy"), or "budget" | "manual"; NULL while running. */
+ * "policy"; goal control: "superiority" | "futility"), or "budget" |
+ * "manual"; NULL while running. */
 const char *exp_stop_reason(const struct exp *x);
+/* Bandit b's stop rule against its own threshold (engine_bandit_stop):
+ * {rule, proven, fires_when, evidence, threshold, error_bound, fired}, the
+ * "stop" object of GET .../status and of the webhook payloads (one
+ * definition for both). New reference, or NULL. */
+json_t *exp_stop_json(const struct engine *e, size_t b);
 int64_t exp_last_seq(const struct exp *x); /* events applied so far */
 uint64_t exp_version(const struct exp *x); /* changes whenever status may change */
 size_t exp_pending_count(const struct exp *x);

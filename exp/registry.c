@@ -14,9 +14,9 @@
 
 #include "base/clock.h"
 #include "base/jsonv.h"
-#include "policies/stop_rule.h"
 #include "base/log.h"
 #include "exp/internal.h"
+#include "policies/stop_rule.h"
 
 #define NSHARDS 64
 #define SHARD_BUCKETS 1024
@@ -91,20 +91,22 @@ int exp_memory_full(void)
     return exp_rt.lim.max_memory != 0 && exp_memory_used() >= exp_rt.lim.max_memory;
 }
 
+json_t *exp_stop_json(const struct engine *e, size_t b)
+{
+    struct engine_stop_eval s;
+    engine_bandit_stop(e, b, &s);
+    static const char *const when_names[] = {NULL, "evidence <= threshold", "evidence > threshold",
+                                             "evidence >= threshold"};
+    const char *when = isnan(s.evidence) ? NULL : when_names[s.fires];
+    return json_pack("{s:s,s:b,s:o,s:o,s:o,s:o,s:b}", "rule", stop_rule_name(s.rule), "proven",
+                     s.proven, "fires_when", when ? json_string(when) : json_null(), "evidence",
+                     jv_real(s.evidence), "threshold", jv_real(s.threshold), "error_bound",
+                     jv_real(s.error_bound), "fired", s.fired);
+}
+
 const char *exp_stop_reason(const struct exp *x)
 {
-    switch (engine_stop_reason(x->d->eng)) {
-    case ENGINE_STOPPED_CONFIDENCE:
-        return stop_rule_name(engine_rule(x->d->eng)); /* the rule that fired */
-    case ENGINE_STOPPED_BUDGET:
-        return "budget";
-    case ENGINE_STOPPED_MANUAL:
-        return "manual";
-    case ENGINE_STOPPED_POLICY:
-        return "policy";
-    default:
-        return NULL;
-    }
+    return engine_stop_reason_name(x->d->eng);
 }
 
 static struct shard *shard_of(const char *id, size_t *bucket)
@@ -482,7 +484,8 @@ static void on_created(void *arg, int err)
     free(c);
 }
 
-int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp **out)
+int exp_create(struct exp_config *cfg, const char *actor, const char *request_id,
+               store_done_fn done, void *arg, struct exp **out)
 {
     char err[256];
     if (exp_count() >= exp_rt.lim.max_experiments) {
@@ -518,6 +521,8 @@ int exp_create(struct exp_config *cfg, store_done_fn done, void *arg, struct exp
     c->op.config_json = x->config_text;
     c->op.created_ms = x->created_ms;
     c->op.rowid_out = &x->rowid;
+    c->op.ev.actor = actor; /* the audit log's record of the creation */
+    c->op.ev.request_id = request_id;
     if (store_submit(exp_rt.store, &c->op, 1, on_created, c) != STORE_OK) {
         exp_registry_remove(x);
         /* The two references taken above. The analyzer does not follow the

@@ -344,9 +344,10 @@ static json_t *bandit_json(const struct exp *x, const struct exp_data *d, size_t
                           arms[i].n > 0 ? jv_real(lo + arms[i].mean * range) : json_null()));
     }
     json_t *j =
-        json_pack("{s:s,s:b,s:o,s:o,s:o,s:o,s:o,s:o}", "id", c->bandit_ids[b], "done", st.done,
+        json_pack("{s:s,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", c->bandit_ids[b], "done", st.done,
                   "recommended", rec, "delta_c", jv_real(st.delta_c), "rho", jv_real(st.rho), "glr",
-                  jv_real(st.glr), "cutoff", jv_real(lo + st.cutoff * range), "arms", list);
+                  jv_real(st.glr), "cutoff", jv_real(lo + st.cutoff * range), "stop",
+                  exp_stop_json(d->eng, b), "arms", list);
     if (j != NULL && k > HOOK_MAX_ARMS)
         json_object_set_new(j, "arms_truncated", json_true());
     return j;

@@ -68,9 +68,10 @@ struct http_req {
     json_t *json;
     int64_t now_ms;
     uint64_t start_ns;
-    int64_t key_id;      /* the key the caller used (its id), 0 when none */
-    char request_id[72]; /* http_req_request_id; "" until asked */
-    unsigned grant;      /* http_req_set_grant */
+    int64_t key_id;                          /* the key the caller used (its id), 0 when none */
+    char key_name[HTTP_CALLER_NAME_MAX + 1]; /* its name, "" when none */
+    char request_id[72];                     /* http_req_request_id; "" until asked */
+    unsigned grant;                          /* http_req_set_grant */
     unsigned long jfail; /* jv_alloc_failures() when the request began (http_reply_json) */
     struct {
         char *name, *value;
@@ -172,9 +173,15 @@ int64_t http_req_now_ms(const struct http_req *r)
     return r->now_ms;
 }
 
-void http_req_set_caller(struct http_req *r, int64_t key_id)
+void http_req_set_caller(struct http_req *r, int64_t key_id, const char *name)
 {
     r->key_id = key_id;
+    snprintf(r->key_name, sizeof r->key_name, "%s", name != NULL ? name : "");
+}
+
+const char *http_req_caller_name(const struct http_req *r)
+{
+    return r->key_name;
 }
 
 int64_t http_req_caller(const struct http_req *r)

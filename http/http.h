@@ -160,11 +160,16 @@ int64_t http_req_now_ms(const struct http_req *r);
  * returns NULL (the handler returns HTTP_DONE). */
 json_t *http_req_json(struct http_req *r, int empty_ok);
 
+/* Longest key name http_req_set_caller keeps (longer: truncated). */
+#define HTTP_CALLER_NAME_MAX 128
 /* What the admit hook learnt of the caller: the id of the key it used (0:
- * none), for the request log. */
-void http_req_set_caller(struct http_req *r, int64_t key_id);
+ * none) and its name (NULL: none; copied), for the request log and the
+ * audit trail. */
+void http_req_set_caller(struct http_req *r, int64_t key_id, const char *name);
 /* The id of the key the caller used (0: none), for the audit trail. */
 int64_t http_req_caller(const struct http_req *r);
+/* Its name ("" when none). Borrowed from r. */
+const char *http_req_caller_name(const struct http_req *r);
 /* What the admit hook granted the caller (its scope bits, opaque here;
  * 0 until set). */
 void http_req_set_grant(struct http_req *r, unsigned bits);

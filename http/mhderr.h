@@ -42,6 +42,8 @@ void mhderr_disarm(void);
  * every malformed request), so under attack the rest are counted, and the
  * count said once the 10 s are over. */
 #define MHDERR_LOG_BURST 20
-void mhderr_log(void *cls, const char *fmt, va_list ap);
+/* fmt is libmicrohttpd's own format string: the attribute tells the compiler
+ * so (clang's -Wformat-nonliteral otherwise refuses the vsnprintf). */
+void mhderr_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 #endif

@@ -132,9 +132,7 @@ static int adapt_select(void *state, const struct policy_ctx *ctx, int bandit,
     pick->bandit = 0;
 
     /* The empirical High set, ties at random. */
-    order_by_mean(ctx->rng, a, k, s->order);
-    for (size_t r = 0; r < k; r++)
-        s->high[s->order[r]] = r < ctx->m;
+    order_top_by_mean(ctx->rng, a, k, ctx->m, s->order, s->high);
 
     double d = ctx->delta / (double)k;
     switch (s->variant) {

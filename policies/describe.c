@@ -37,6 +37,7 @@ static const struct {
     {POLICY_F_REGRET, "regret"},
     {POLICY_F_GLR_STOP, "glr_stop"},
     {POLICY_F_RHO_STOP, "rho_stop"},
+    {POLICY_F_CONTROL, "control"},
 };
 
 static json_t *param_spec_json(const struct policy_param_spec *s)

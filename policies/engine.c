@@ -15,6 +15,7 @@
 #include "policies/goal.h"
 #include "policies/rng.h"
 #include "policies/stop.h"
+#include "policies/stop_rule.h"
 
 #include <float.h>
 #include <math.h>
@@ -50,6 +51,17 @@ struct engine {
     unsigned char *scratch_high;    /* kmax entries, stop checks */
     struct engine_stop_eval *fired; /* per bandit: the rule's figures when it fired */
     unsigned char *retired;         /* all arms, bandit after bandit (engine_retire_arm) */
+    /* goal control: each arm's enum policy_verdict and the bandit's
+     * rewarded pulls when it was decided, bandit after bandit; verdict[b]
+     * points into verdict_store (NULL for another goal) */
+    unsigned char *verdict_store;
+    unsigned char **verdict;
+    uint64_t *verdict_at;
+    uint64_t *rewarded; /* per bandit: rewarded pulls (verdict_at's clock) */
+    /* The proven GLR rule's memo per bandit (stats_glr_stop_memo), over
+     * glr_memo_arm (all arms, bandit after bandit); NULL for other rules. */
+    struct stats_glr_memo *glr_memo;
+    struct stats_glr_memo_arm *glr_memo_arm;
 };
 
 static int is_multi(const struct engine *e)
@@ -67,6 +79,10 @@ enum engine_stop_rule engine_resolve_rule(const struct engine_config *c)
     const struct policy_ops *p = c->policy;
     if (c->stop_rule != ENGINE_RULE_DEFAULT)
         return c->stop_rule;
+    /* A comparison with control is decided arm by arm (engine_validate
+     * keeps the goal and the sampler together). */
+    if (c->goal == ENGINE_GOAL_CONTROL || (p->flags & POLICY_F_CONTROL))
+        return ENGINE_RULE_CONTROL;
     if (p->flags & POLICY_F_OWN_STOP) {
         /* An own rule without a proof under the policy's defaults (gcp's
          * ρ̄) is opt-in: the default is a proven rule. A parameter the user
@@ -92,6 +108,7 @@ int engine_rule_proven(const struct engine_config *c, enum engine_stop_rule r)
 {
     switch (r) {
     case ENGINE_RULE_DELTA_C:
+    case ENGINE_RULE_CONTROL:
         return c->bound == STATS_BOUND_ANYTIME;
     case ENGINE_RULE_GLR:
         return 1;
@@ -100,6 +117,52 @@ int engine_rule_proven(const struct engine_config *c, enum engine_stop_rule r)
     default:
         return 0;
     }
+}
+
+/* The goal "control" and what goes with it: a control arm in every bandit,
+ * a sampler made for it (and it only for that goal), its own stop rule, and
+ * the anytime bound its proof rests on. */
+static int validate_control(const struct engine_config *c, struct policy_error *err)
+{
+    const struct policy_ops *p = c->policy;
+    if (c->goal != ENGINE_GOAL_CONTROL) {
+        if (p->flags & POLICY_F_CONTROL) {
+            policy_error_set(err, "policy.name",
+                             "policy %s compares arms with a control: it needs goal.type "
+                             "\"control\"",
+                             p->name);
+            return -1;
+        }
+        if (c->stop_rule == ENGINE_RULE_CONTROL) {
+            policy_error_set(err, "stop_rule", "\"control\" needs goal.type \"control\"");
+            return -1;
+        }
+        return 0;
+    }
+    for (size_t b = 0; b < c->n_bandits; b++)
+        if (c->control_arm == NULL || c->control_arm[b] < 0) {
+            policy_error_set(err, "goal.control", "must name an arm of every bandit (bandit %zu)",
+                             b);
+            return -1;
+        }
+    if (!(p->flags & POLICY_F_CONTROL)) {
+        policy_error_set(err, "policy.name",
+                         "goal.type \"control\" needs a policy made for comparisons with "
+                         "control (vs-control); %s looks for the best arm",
+                         p->name);
+        return -1;
+    }
+    if (c->stop_rule != ENGINE_RULE_DEFAULT && c->stop_rule != ENGINE_RULE_CONTROL) {
+        policy_error_set(err, "stop_rule",
+                         "goal.type \"control\" stops on the rule \"control\" (or give none)");
+        return -1;
+    }
+    if (c->bound != STATS_BOUND_ANYTIME) {
+        policy_error_set(err, "bound",
+                         "goal.type \"control\" needs the anytime bound: its proof rests on it");
+        return -1;
+    }
+    return 0;
 }
 
 int engine_validate(const struct engine_config *c, struct policy_error *err)
@@ -130,9 +193,16 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
             return -1;
         }
     }
-    /* The goal on its own (in [0, 1] units: ε against a range of 1). */
-    struct goal g = {.m = c->m, .epsilon = c->epsilon, .delta = c->delta, .budget = c->budget};
+    /* The goal on its own (in [0, 1] units: ε and Δ against a range of 1). */
+    struct goal g = {.type = c->goal,
+                     .m = c->m,
+                     .epsilon = c->epsilon,
+                     .delta = c->delta,
+                     .budget = c->budget,
+                     .margin = c->margin};
     if (goal_check(&g, 1.0, "goal.", err) != 0)
+        return -1;
+    if (validate_control(c, err) != 0)
         return -1;
     if (goal_check_arms(c->m, c->n_arms, c->n_bandits, "goal.", err) != 0)
         return -1;
@@ -258,7 +328,13 @@ void engine_free(struct engine *e)
     free(e->scratch_high);
     free(e->fired);
     free(e->retired);
+    free(e->glr_memo);
+    free(e->glr_memo_arm);
     free(e->block_left);
+    free(e->verdict_store);
+    free(e->verdict);
+    free(e->verdict_at);
+    free(e->rewarded);
     free(e->k);
     free(e->store);
     free(e->arms);
@@ -332,6 +408,28 @@ struct engine *engine_create(const struct engine_config *cfg, struct policy_erro
         off += e->k[b];
     }
     e->rule = engine_resolve_rule(&e->cfg);
+    e->rewarded = calloc(e->nb, sizeof *e->rewarded);
+    if (e->rewarded == NULL)
+        goto nomem;
+    if (e->cfg.goal == ENGINE_GOAL_CONTROL) {
+        e->verdict_store = calloc(total, 1);
+        e->verdict_at = calloc(total, sizeof *e->verdict_at);
+        // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, one per bandit
+        e->verdict = calloc(e->nb, sizeof *e->verdict);
+        if (!e->verdict_store || !e->verdict_at || !e->verdict)
+            goto nomem;
+        for (size_t b = 0; b < e->nb; b++)
+            e->verdict[b] = e->verdict_store + (e->arms[b] - e->store);
+    }
+    if (e->rule == ENGINE_RULE_GLR) {
+        e->glr_memo = calloc(e->nb, sizeof *e->glr_memo);
+        e->glr_memo_arm = calloc(total, sizeof *e->glr_memo_arm);
+        if (!e->glr_memo || !e->glr_memo_arm)
+            goto nomem;
+        for (size_t b = 0; b < e->nb; b++)
+            stats_glr_memo_init(&e->glr_memo[b], e->glr_memo_arm + (e->arms[b] - e->store),
+                                e->k[b]);
+    }
 
     e->ninst = is_multi(e) ? 1 : e->nb;
     e->ctx = calloc(e->ninst, sizeof *e->ctx);
@@ -361,6 +459,11 @@ struct engine *engine_create(const struct engine_config *cfg, struct policy_erro
         c->target_arm = e->cfg.target_arm;
         c->params = &e->cfg.params;
         c->rng = e->rng;
+        if (e->verdict != NULL) {
+            c->control = &e->control[b0];
+            c->verdict = (const unsigned char *const *)&e->verdict[b0];
+            c->margin = e->cfg.margin;
+        }
         char text[sizeof err->field + sizeof err->message] = "";
         if (e->cfg.policy->init(&e->pstate[i], c, text, sizeof text) != 0) {
             policy_error_from_text(err, text);
@@ -378,9 +481,29 @@ nomem:
 
 /* --- stopping ------------------------------------------------------------- */
 
+/* Goal control: the superior arm of highest mean, else the control arm
+ * (what a trial serves once it stops: no arm beat control). */
+static void recommend_vs_control(const struct engine *e, size_t b, unsigned char *high)
+{
+    size_t best = (size_t)e->control[b];
+    int found = 0;
+    memset(high, 0, e->k[b]);
+    for (size_t i = 0; i < e->k[b]; i++)
+        if (e->verdict[b][i] == POLICY_SUPERIOR &&
+            (!found || e->arms[b][i].mean > e->arms[b][best].mean)) {
+            best = i;
+            found = 1;
+        }
+    high[best] = 1;
+}
+
 static void recommend(const struct engine *e, size_t b, unsigned char *high)
 {
     const struct policy_ops *p = e->cfg.policy;
+    if (e->verdict != NULL) {
+        recommend_vs_control(e, b, high);
+        return;
+    }
     if (p->recommend != NULL) {
         size_t i = inst_of(e, b);
         memset(high, 0, e->k[b]);
@@ -405,11 +528,74 @@ static int any_unpulled(const struct engine *e, size_t b)
     return 0;
 }
 
+/* The one level of every comparison with control: each arm's bound at
+ * δ/(2K) per side, so that the 2K one-sided bounds of a bandit (both sides
+ * of each arm, the control's included) hold together with probability
+ * ≥ 1 − δ (docs/stop-rules.md, `control`). */
+static double vs_control_level(const struct engine *e, size_t b)
+{
+    return e->cfg.delta / (2.0 * (double)e->k[b]);
+}
+
+static void vs_control_interval(const struct engine *e, size_t b, size_t i, double *lo, double *hi)
+{
+    double d = vs_control_level(e, b), li, hi_i, lc, hc;
+    engine_arm_interval(e, b, i, d, &li, &hi_i);
+    engine_arm_interval(e, b, (size_t)e->control[b], d, &lc, &hc);
+    *lo = li - hc;
+    *hi = hi_i - lc;
+}
+
+/* Decide what the interval now proves of arm i (open only): superior when
+ * its lower end is above Δ, futile when its upper end is below. A verdict
+ * is kept: the intervals hold at every time at once, so the first time one
+ * clears Δ is as good as any. */
+static void vs_control_decide_arm(struct engine *e, size_t b, size_t i)
+{
+    if (e->verdict[b][i] != POLICY_OPEN || (int)i == e->control[b])
+        return;
+    double lo, hi;
+    vs_control_interval(e, b, i, &lo, &hi);
+    size_t at = (size_t)(e->arms[b] - e->store) + i;
+    if (lo > e->cfg.margin)
+        e->verdict[b][i] = POLICY_SUPERIOR;
+    else if (hi < e->cfg.margin)
+        e->verdict[b][i] = POLICY_FUTILE;
+    else
+        return;
+    e->verdict_at[at] = e->rewarded[b];
+}
+
+/* A reward of arm moved its interval, and the control's moves every
+ * comparison. */
+static void vs_control_decide(struct engine *e, size_t b, size_t arm)
+{
+    if (e->verdict == NULL || e->reason != ENGINE_RUNNING || e->done[b])
+        return;
+    if ((int)arm != e->control[b]) {
+        vs_control_decide_arm(e, b, arm);
+        return;
+    }
+    for (size_t i = 0; i < e->k[b]; i++)
+        vs_control_decide_arm(e, b, i);
+}
+
+/* Comparisons of bandit b still open. */
+static size_t vs_control_open(const struct engine *e, size_t b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < e->k[b]; i++)
+        n += (int)i != e->control[b] && e->verdict[b][i] == POLICY_OPEN;
+    return n;
+}
+
 /* Does bandit b meet the experiment's confidence rule now? */
 static int rule_met(struct engine *e, size_t b)
 {
     if (e->rule == ENGINE_RULE_NONE)
         return 0;
+    if (e->rule == ENGINE_RULE_CONTROL)
+        return e->verdict != NULL && vs_control_open(e, b) == 0;
     if (e->rule == ENGINE_RULE_POLICY) {
         size_t i = inst_of(e, b);
         const struct policy_ops *p = e->cfg.policy;
@@ -427,8 +613,8 @@ static int rule_met(struct engine *e, size_t b)
     case ENGINE_RULE_GLR_HEURISTIC: {
         enum stats_glr_threshold kind =
             e->rule == ENGINE_RULE_GLR ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
-        return stats_glr_stop(e->arms[b], e->k[b], high, kind, e->cfg.m, e->cfg.epsilon,
-                              e->cfg.delta);
+        return stats_glr_stop_memo(e->arms[b], e->k[b], high, kind, e->cfg.m, e->cfg.epsilon,
+                                   e->cfg.delta, e->glr_memo != NULL ? &e->glr_memo[b] : NULL);
     }
     case ENGINE_RULE_RHO:
         return stats_rho(e->arms[b], e->k[b], e->cfg.m) >= e->cfg.tau;
@@ -454,8 +640,17 @@ static void mark_done(struct engine *e, size_t b, enum engine_stop_reason why)
     finish_if_all_done(e, why);
 }
 
+/* Goal control: superiority when some arm of some bandit was proven
+ * superior, futility when every comparison ended futile. */
 static enum engine_stop_reason rule_reason(const struct engine *e)
 {
+    if (e->rule == ENGINE_RULE_CONTROL && e->verdict != NULL) {
+        for (size_t b = 0; b < e->nb; b++)
+            for (size_t i = 0; i < e->k[b]; i++)
+                if (e->verdict[b][i] == POLICY_SUPERIOR)
+                    return ENGINE_STOPPED_SUPERIORITY;
+        return ENGINE_STOPPED_FUTILITY;
+    }
     return e->rule == ENGINE_RULE_POLICY ? ENGINE_STOPPED_POLICY : ENGINE_STOPPED_CONFIDENCE;
 }
 
@@ -475,7 +670,8 @@ static void check_stop(struct engine *e, size_t b)
         f->fired = 1;
         /* A paper's own rule shows no figures; its proof bounds the error
          * of the stop by δ. */
-        if (f->rule == ENGINE_RULE_POLICY && f->proven && isnan(f->error_bound))
+        if ((f->rule == ENGINE_RULE_POLICY || f->rule == ENGINE_RULE_CONTROL) && f->proven &&
+            isnan(f->error_bound))
             f->error_bound = e->cfg.delta;
         mark_done(e, b, rule_reason(e));
     }
@@ -799,6 +995,7 @@ static void learn(struct engine *e, size_t b, size_t arm, double r, enum policy_
         int s = r >= 1 ? 1 : r <= 0 ? 0 : gsl_rng_uniform(e->rng) < r;
         stats_arm_add_bayes(a, s);
         e->pulls++;
+        e->rewarded[b]++;
         if (was_pending) {
             /* A rewarded pull keeps its place in the budget; observations
              * were never handed out and take none. */
@@ -810,8 +1007,10 @@ static void learn(struct engine *e, size_t b, size_t arm, double r, enum policy_
     size_t i = inst_of(e, b);
     if (p->update != NULL)
         p->update(e->pstate[i], &e->ctx[i], e->ninst == 1 ? b : 0, arm, ev, r);
-    if (ev != POLICY_EV_RELEASE)
+    if (ev != POLICY_EV_RELEASE) {
+        vs_control_decide(e, b, arm);
         check_stop(e, b);
+    }
     /* A multi-bandit policy's own rule can settle other bandits too (pooled
      * SAR accepts arms across bandits): ask about each. */
     if (e->rule == ENGINE_RULE_POLICY && e->ninst == 1)
@@ -968,6 +1167,12 @@ static void stop_eval(const struct engine *e, size_t b, unsigned char *high,
     case ENGINE_RULE_RHO:
         rho_eval(e, b, out);
         break;
+    case ENGINE_RULE_CONTROL:
+        /* the comparisons still open, against none */
+        out->fires = ENGINE_FIRES_AT_MOST;
+        out->evidence = e->verdict != NULL ? (double)vs_control_open(e, b) : NAN;
+        out->threshold = 0;
+        break;
     case ENGINE_RULE_POLICY:
         if (p->flags & POLICY_F_GLR_STOP)
             glr_eval(e, b, high, out->proven ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC, 1, out);
@@ -1008,6 +1213,49 @@ void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, doub
     }
     *lo = a->mean - w < 0 ? 0 : a->mean - w;
     *hi = a->mean + w > 1 ? 1 : a->mean + w;
+}
+
+int engine_vs_control(const struct engine *e, size_t b, size_t arm, struct engine_vs_control *out)
+{
+    if (e->verdict == NULL || (int)arm == e->control[b])
+        return -1;
+    const struct stats_arm *a = &e->arms[b][arm], *c = &e->arms[b][e->control[b]];
+    out->diff = a->n > 0 && c->n > 0 ? a->mean - c->mean : NAN;
+    vs_control_interval(e, b, arm, &out->lower, &out->upper);
+    out->verdict = (enum policy_verdict)e->verdict[b][arm];
+    out->at = e->verdict_at[(size_t)(e->arms[b] - e->store) + arm];
+    return 0;
+}
+
+int engine_control_arm(const struct engine *e, size_t b)
+{
+    return e->control[b];
+}
+
+void engine_arm_status_interval(const struct engine *e, size_t bandit, size_t arm, double *lo,
+                                double *hi)
+{
+    engine_arm_interval(e, bandit, arm, e->cfg.delta / (2.0 * (double)e->k[bandit]), lo, hi);
+}
+
+const char *engine_stop_reason_name(const struct engine *e)
+{
+    switch (e->reason) {
+    case ENGINE_STOPPED_CONFIDENCE:
+        return stop_rule_name(e->rule); /* the rule that fired */
+    case ENGINE_STOPPED_BUDGET:
+        return "budget";
+    case ENGINE_STOPPED_MANUAL:
+        return "manual";
+    case ENGINE_STOPPED_POLICY:
+        return "policy";
+    case ENGINE_STOPPED_SUPERIORITY:
+        return "superiority";
+    case ENGINE_STOPPED_FUTILITY:
+        return "futility";
+    default:
+        return NULL;
+    }
 }
 
 const struct engine_config *engine_config(const struct engine *e)
@@ -1123,6 +1371,10 @@ int engine_retire_arm(struct engine *e, size_t b, size_t arm, struct policy_erro
     }
     if (e->control[b] == (int)arm && e->cfg.control_share > 0) {
         policy_error_set(err, "retire", "the control arm keeps its share of pulls (constraints)");
+        return -1;
+    }
+    if (e->control[b] == (int)arm && e->verdict != NULL) {
+        policy_error_set(err, "retire", "every comparison needs the control arm (goal.control)");
         return -1;
     }
     size_t left = 0;

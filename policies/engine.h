@@ -37,6 +37,14 @@ enum engine_stop_rule {
     ENGINE_RULE_POLICY,        /* the policy's own rule (error if it has none) */
     ENGINE_RULE_RHO,           /* ρ̄ ≥ τ (Bachman & Precup) */
     ENGINE_RULE_NONE,          /* never stop on confidence (budget only) */
+    ENGINE_RULE_CONTROL,       /* goal "control": every arm superior or futile */
+};
+
+/* What an experiment asks for (goal.h): the m best arms, or each arm
+ * against a control arm (control_arm) by a margin. */
+enum engine_goal {
+    ENGINE_GOAL_TOP = 0,
+    ENGINE_GOAL_CONTROL = 1,
 };
 
 struct engine_config;
@@ -53,10 +61,12 @@ int engine_rule_proven(const struct engine_config *c, enum engine_stop_rule r);
 
 enum engine_stop_reason {
     ENGINE_RUNNING = 0,
-    ENGINE_STOPPED_CONFIDENCE, /* a confidence rule fired in every bandit */
-    ENGINE_STOPPED_BUDGET,     /* the budget is handed out */
-    ENGINE_STOPPED_MANUAL,     /* engine_stop() */
-    ENGINE_STOPPED_POLICY,     /* the policy's own rule / its phases ended */
+    ENGINE_STOPPED_CONFIDENCE,  /* a confidence rule fired in every bandit */
+    ENGINE_STOPPED_BUDGET,      /* the budget is handed out */
+    ENGINE_STOPPED_MANUAL,      /* engine_stop() */
+    ENGINE_STOPPED_POLICY,      /* the policy's own rule / its phases ended */
+    ENGINE_STOPPED_SUPERIORITY, /* goal control: every arm decided, some superior */
+    ENGINE_STOPPED_FUTILITY,    /* goal control: every arm decided, none superior */
 };
 
 #define ENGINE_MAX_BLOCKS 8      /* block sizes to draw from */
@@ -89,6 +99,11 @@ struct engine_config {
                              * share s: p_i = s·[i = control] + f + (1 − s − K f) q_i */
     const int *control_arm; /* per bandit, copied; NULL: none (−1 in a bandit: none there) */
     double control_share;   /* fixed share of pulls for the control arm */
+    /* Goal "control" (docs/stop-rules.md, `control`): each arm against
+     * control_arm (needed in every bandit), superior when μ_i − μ_control
+     * > margin is proven, futile when μ_i − μ_control < margin is. */
+    enum engine_goal goal;
+    double margin; /* Δ in [0, 1) units (caller rescales) */
 };
 
 struct engine;
@@ -182,10 +197,38 @@ void engine_bandit_stop(const struct engine *e, size_t bandit, struct engine_sto
 void engine_bandit_status(const struct engine *e, size_t bandit, unsigned char *high,
                           struct engine_bandit_status *st);
 
+/* Goal "control": arm's comparison with its bandit's control arm, in [0, 1]
+ * units. The interval holds, with every other arm's of the bandit, at all
+ * times at once with probability ≥ 1 − δ (docs/stop-rules.md, `control`):
+ * each arm's anytime bound at δ/(2K) per side, difference = [lo_i − hi_c,
+ * hi_i − lo_c]. verdict is decided once (at the rewarded pulls `at` of the
+ * bandit) and kept; the interval moves on with later rewards. −1 (out
+ * untouched) when the goal is not control or arm is the control arm. */
+struct engine_vs_control {
+    double diff, lower, upper; /* μ̂_i − μ̂_c (NaN while either has no reward) and the bounds */
+    enum policy_verdict verdict; /* POLICY_OPEN until decided */
+    uint64_t at;                 /* the bandit's rewarded pulls when decided; 0 while open */
+};
+int engine_vs_control(const struct engine *e, size_t bandit, size_t arm,
+                      struct engine_vs_control *out);
+/* The control arm of bandit (goal control or a control share), or −1. */
+int engine_control_arm(const struct engine *e, size_t bandit);
+
 /* Per-arm confidence interval at level 1 − d (the experiment's bound family),
  * in [0, 1] units, clipped to [0, 1]. */
 void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, double d, double *lo,
                          double *hi);
+
+/* The per-arm interval status shows (and the operating characteristics
+ * judge): each side at δ/(2K), so that all K intervals of a bandit hold
+ * together with probability ≥ 1 − δ (time-uniformly for "anytime"). */
+void engine_arm_status_interval(const struct engine *e, size_t bandit, size_t arm, double *lo,
+                                double *hi);
+
+/* Why the engine stopped, as status and the event log name it: the rule
+ * that fired (stop_rule_name: "glr", "delta_c"...), "budget", "manual",
+ * "policy"; NULL while it runs. Static string. */
+const char *engine_stop_reason_name(const struct engine *e);
 
 const struct engine_config *engine_config(const struct engine *e);
 /* The rule the engine stops on (engine_resolve_rule of its config). */

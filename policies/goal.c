@@ -9,8 +9,16 @@
 
 #include "base/jsonv.h"
 
+const char *goal_type_name(enum engine_goal t)
+{
+    return t == ENGINE_GOAL_CONTROL ? "control" : "top";
+}
+
 void goal_defaults(struct goal *g)
 {
+    g->type = ENGINE_GOAL_TOP;
+    g->margin = 0;
+    g->control = NULL;
     g->m = 1;
     g->epsilon = 0;
     g->delta = 0.05;
@@ -50,11 +58,32 @@ static const char *delta_error(int ok, double delta)
     return ok && delta > 0 && delta < 1 ? NULL : "must be in (0, 1)";
 }
 
+#define CONTROL_M "must be 1 with type \"control\" (each arm is compared with the control)"
+#define CONTROL_EPSILON "must be 0 with type \"control\" (the margin is its slack)"
+#define TOP_ONLY "only with type \"control\""
+
 static const char *budget_error(int ok, uint64_t budget)
 {
     return ok && budget >= 1 && budget <= GOAL_MAX_BUDGET
                ? NULL
                : "must be null or a positive integer (at most 2^53)";
+}
+
+/* Δ is a superiority margin: how much better than control an arm must be
+ * proven to be. Below 0 it would be non-inferiority, which the rule does
+ * not claim (docs/stop-rules.md, `control`). */
+static const char *margin_error(int ok, double margin, double range, char *buf, size_t len)
+{
+    if (isnan(range)) {
+        if (!ok || !(margin >= 0))
+            return "must be a finite number >= 0";
+        return NULL;
+    }
+    if (!ok || !(margin >= 0 && margin < range)) {
+        snprintf(buf, len, "must be in [0, reward range (%g))", range);
+        return buf;
+    }
+    return NULL;
 }
 
 int goal_check(const struct goal *g, double range, const char *prefix, struct policy_error *err)
@@ -70,6 +99,13 @@ int goal_check(const struct goal *g, double range, const char *prefix, struct po
         member = "delta";
     else if (g->budget > 0 && (why = budget_error(1, g->budget)) != NULL)
         member = "budget";
+    else if (g->type == ENGINE_GOAL_CONTROL &&
+             (why = margin_error(isfinite(g->margin), g->margin, range, buf, sizeof buf)) != NULL)
+        member = "margin";
+    else if (g->type == ENGINE_GOAL_CONTROL && g->m != 1 && (why = CONTROL_M) != NULL)
+        member = "m";
+    else if (g->type == ENGINE_GOAL_CONTROL && g->epsilon != 0 && (why = CONTROL_EPSILON) != NULL)
+        member = "epsilon";
     if (member == NULL)
         return 0;
     char field[64];
@@ -108,6 +144,15 @@ int goal_parse(json_t *obj, double range, const char *prefix, struct goal *g, js
     char buf[96];
     const char *why;
     json_t *v;
+    if ((v = json_object_get(obj, "type")) != NULL) {
+        const char *t = json_string_value(v);
+        if (t != NULL && strcmp(t, "top") == 0)
+            g->type = ENGINE_GOAL_TOP;
+        else if (t != NULL && strcmp(t, "control") == 0)
+            g->type = ENGINE_GOAL_CONTROL;
+        else
+            bad += refuse(errors, prefix, "type", "must be " GOAL_TYPES);
+    }
     if ((v = json_object_get(obj, "m")) != NULL) {
         uint64_t m = 0;
         int ok = jv_count(v, UINT64_MAX, &m);
@@ -140,5 +185,32 @@ int goal_parse(json_t *obj, double range, const char *prefix, struct goal *g, js
         else
             g->budget = budget;
     }
+    int control = g->type == ENGINE_GOAL_CONTROL;
+    if ((v = json_object_get(obj, "margin")) != NULL) {
+        double margin = 0;
+        int ok = jv_number(v, &margin);
+        if (!control)
+            bad += refuse(errors, prefix, "margin", TOP_ONLY);
+        else if ((why = margin_error(ok, margin, range, buf, sizeof buf)) != NULL)
+            bad += refuse(errors, prefix, "margin", why);
+        else
+            g->margin = margin;
+    }
+    if ((v = json_object_get(obj, "control")) != NULL) {
+        uint64_t idx;
+        if (!control)
+            bad += refuse(errors, prefix, "control", TOP_ONLY);
+        else if (!(json_is_string(v) && json_string_length(v) > 0) &&
+                 !jv_count(v, GOAL_MAX_M, &idx))
+            bad += refuse(errors, prefix, "control", "must name an arm (or give its index)");
+        else
+            g->control = v;
+    } else if (control) {
+        bad += refuse(errors, prefix, "control", "required with type \"control\": the control arm");
+    }
+    if (control && g->m != 1)
+        bad += refuse(errors, prefix, "m", CONTROL_M);
+    if (control && g->epsilon != 0)
+        bad += refuse(errors, prefix, "epsilon", CONTROL_EPSILON);
     return bad;
 }

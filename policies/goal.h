@@ -1,6 +1,8 @@
 /*
  * goal.h — what an experiment asks for: the m best arms, within ε, with
- * confidence 1 − δ, optionally within a budget of pulls. One definition of
+ * confidence 1 − δ, optionally within a budget of pulls; or (type
+ * "control") each arm against a control arm by a margin Δ, every decision
+ * right with probability 1 − δ (docs/stop-rules.md, `control`). One definition of
  * a valid goal, read by the daemon's create body ("goal": {...}), by the
  * simulator's problem files (the same members at top level) and its
  * options, and checked again by the engine (engine_validate), so that the
@@ -25,11 +27,22 @@
 #define GOAL_MAX_M ENGINE_MAX_ARMS
 #define GOAL_MAX_BUDGET (UINT64_C(1) << 53) /* exact in a JSON number (a double) */
 
+/* The goal's types, as the create body spells them ("type"). */
+#define GOAL_TYPES "\"top\" or \"control\""
+const char *goal_type_name(enum engine_goal t);
+
 struct goal {
-    unsigned m;      /* arms to find: 1 to GOAL_MAX_M */
-    double epsilon;  /* slack in reward units: 0 ≤ ε < reward range */
-    double delta;    /* error probability: 0 < δ < 1 */
-    uint64_t budget; /* pulls: 1 to GOAL_MAX_BUDGET; 0: none (fixed confidence) */
+    enum engine_goal type; /* ENGINE_GOAL_TOP ("top", the default) or ENGINE_GOAL_CONTROL */
+    unsigned m;            /* arms to find: 1 to GOAL_MAX_M */
+    double epsilon;        /* slack in reward units: 0 ≤ ε < reward range */
+    double delta;          /* error probability: 0 < δ < 1 */
+    uint64_t budget;       /* pulls: 1 to GOAL_MAX_BUDGET; 0: none (fixed confidence) */
+    /* type control only: the superiority margin Δ (reward units, 0 ≤ Δ <
+     * range; 0 by default) and the control arm as given (borrowed from the
+     * parsed object: a name, or an index; the caller resolves it against its
+     * arms). With type control, m is 1 and ε 0. */
+    double margin;
+    json_t *control;
 };
 
 /* Two settings beside the goal that the same three places read: the reward
@@ -51,7 +64,7 @@ static inline int goal_tau_valid(double tau)
     return isnan(tau) || (tau > 0 && tau < 1);
 }
 
-/* m 1, ε 0, δ 0.05, no budget: what a missing member means. */
+/* type top, m 1, ε 0, δ 0.05, no budget, Δ 0, no control: what a missing member means. */
 void goal_defaults(struct goal *g);
 
 /* Check g's values. range is the reward range ε is measured in (1 for the
@@ -64,8 +77,10 @@ int goal_check(const struct goal *g, double range, const char *prefix, struct po
 int goal_check_arms(unsigned m, const size_t *n_arms, size_t n_bandits, const char *prefix,
                     struct policy_error *err);
 
-/* Read obj's members m, epsilon, delta and budget (each optional; budget
- * may be null; m and budget integers, 1e6 written as a real too) over g,
+/* Read obj's members type, m, epsilon, delta, budget, margin and control
+ * (each optional but control with type control, which also refuses m ≠ 1
+ * and ε ≠ 0; margin and control are refused with another type; budget may
+ * be null; m and budget integers, 1e6 written as a real too) over g,
  * which holds the defaults, and check each as goal_check does. range NaN:
  * unknown (the reward range is itself wrong), ε is then checked for ≥ 0
  * only. Every wrong member is appended to errors (borrowed array, jv_error)

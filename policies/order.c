@@ -115,6 +115,41 @@ void order_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t 
     shell_sort(idx, k, mean_before, &key, k > 64 ? 0 : SHELL_NGAPS - 1);
 }
 
+/* The sort decides only ties across the boundary: when the m-th and
+ * (m+1)-th largest means differ, the first m of any descending order are
+ * the arms above it. The m + 1 largest values are kept sorted in top[]. */
+#define TOP_FAST_MAX 8
+
+void order_top_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t m, size_t *idx,
+                       unsigned char *high)
+{
+    for (size_t i = 0; i < k; i++)
+        idx[i] = i;
+    order_shuffle(rng, idx, k);
+    if (m >= 1 && m < k && m <= TOP_FAST_MAX) {
+        double top[TOP_FAST_MAX + 1];
+        size_t nt = 0;
+        for (size_t i = 0; i < k; i++) {
+            double v = arms[i].mean;
+            if (nt == m + 1 && !(v > top[m]))
+                continue;
+            size_t j = nt < m + 1 ? nt++ : m;
+            for (; j > 0 && top[j - 1] < v; j--)
+                top[j] = top[j - 1];
+            top[j] = v;
+        }
+        if (top[m - 1] > top[m]) {
+            for (size_t i = 0; i < k; i++)
+                high[i] = arms[i].mean >= top[m - 1];
+            return;
+        }
+    }
+    struct sort_key key = {NULL, NULL, arms};
+    shell_sort(idx, k, mean_before, &key, k > 64 ? 0 : SHELL_NGAPS - 1);
+    for (size_t r = 0; r < k; r++)
+        high[idx[r]] = r < m;
+}
+
 /* Reservoir-style tie breaking: the j-th tie replaces the current choice
  * with probability 1/j, so each tied index wins with probability 1/ties
  * without a second pass or scratch memory. */

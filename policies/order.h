@@ -42,6 +42,14 @@ void order_sort_desc(size_t *idx, size_t n, const double *val, const uint32_t *r
  * alone up to 64 arms: stable, so the shuffle alone orders ties). */
 void order_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t *idx);
 
+/* high[i] = 1 for the first m arms of order_by_mean's order, 0 for the
+ * others, with the same draws; idx is scratch of k entries (left in no
+ * particular order). O(mK) without the sort when the m-th and (m+1)-th
+ * largest means differ (m ≤ 8), where the set does not depend on the order
+ * of ties. */
+void order_top_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t m, size_t *idx,
+                       unsigned char *high);
+
 /* Index of the max / min of v[0..n) over mask (NULL = all), ties broken
  * uniformly at random (a draw per tie met); (size_t)-1 when the mask is
  * empty. */

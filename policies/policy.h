@@ -61,6 +61,17 @@ enum {
     POLICY_F_PHASES = 1u << 11,          /* a phase ends when every active arm has its
                                           * samples: no arm may stop getting pulls
                                           * (engine_retire_arm refuses) */
+    POLICY_F_CONTROL = 1u << 12,         /* samples for comparisons with a control arm:
+                                          * runs the goal "control" and only it */
+};
+
+/* A comparison with the control arm (goal "control", docs/stop-rules.md,
+ * `control`): still open, or decided for good. The engine decides; a
+ * policy reads ctx->verdict to stop sampling what is decided. */
+enum policy_verdict {
+    POLICY_OPEN = 0,
+    POLICY_SUPERIOR = 1, /* μ_i − μ_control > Δ, proven */
+    POLICY_FUTILE = 2,   /* μ_i − μ_control < Δ, proven */
 };
 
 /* One declared parameter: validated generically before init() runs. */
@@ -98,6 +109,12 @@ struct policy_ctx {
     int target_arm;         /* gcp-targeted; −1 when unset */
     const struct policy_params *params;
     gsl_rng *rng; /* the experiment's generator: the only randomness allowed */
+    /* Goal "control" (NULL and 0 otherwise): per bandit of the scope, the
+     * control arm (−1: none) and each arm's enum policy_verdict (the
+     * control's own stays POLICY_OPEN); margin Δ in [0, 1] units. */
+    const int *control;
+    const unsigned char *const *verdict;
+    double margin;
 };
 
 /* select() result. */

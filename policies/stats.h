@@ -243,6 +243,29 @@ int stats_glr_pair_passes(enum stats_glr_threshold kind, const struct stats_arm 
  * arm l with μ_l > μ_h + ε, so the pairs' union covers it at every m. */
 int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *high,
                    enum stats_glr_threshold kind, unsigned m, double eps, double delta);
+/* What stats_glr_stop_memo keeps between checks of one bandit's arms: the
+ * pair that failed last and each arm's KT regret with the (n, μ̂) it was
+ * computed for. The caller owns both; the arm array holds k entries. */
+struct stats_glr_memo_arm {
+    uint64_t n;
+    double mean, regret;
+};
+struct stats_glr_memo {
+    size_t k;
+    size_t wi, wj; /* the last failing pair; wi == wj: none */
+    struct stats_glr_memo_arm *arm;
+};
+/* An empty memo for k arms over arm[0..k) (borrowed, must outlive it). */
+void stats_glr_memo_init(struct stats_glr_memo *memo, struct stats_glr_memo_arm *arm, size_t k);
+/* stats_glr_stop, the same answer bit for bit, for a caller that checks the
+ * same arms again and again (the engine, at every reward): the proven rule
+ * tries the pair that failed last first and reuses the regrets of arms
+ * that did not change, about O(1) per check away from a stop instead of a
+ * regret per arm (stats_glr.c, "the memo"). memo == NULL, another k or the
+ * heuristic: stats_glr_stop itself. */
+int stats_glr_stop_memo(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                        enum stats_glr_threshold kind, unsigned m, double eps, double delta,
+                        struct stats_glr_memo *memo);
 /* One pair's statistic Z_ij for "μ_i ≥ μ_j + ε" (both arms with data,
  * μ̂_j ≤ μ̂_i + ε): the pooled Bernoulli KL form at ε = 0, the infimum over
  * λ_j ≥ λ_i + ε for ε > 0. */

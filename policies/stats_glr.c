@@ -9,7 +9,7 @@
  * rules, the status endpoint) and one certified arm with ε (ttts and
  * track-and-stop).
  *
- * No allocation, no state.
+ * No allocation; no state but the caller's memo (stats_glr_stop_memo).
  */
 #include "policies/stats.h"
 
@@ -388,13 +388,25 @@ double stats_glr_pair_evidence(enum stats_glr_threshold kind, const struct stats
  * cutoff (an upper bound on its infimum) failing to lift the mean above
  * beta. Both are implied by the exact comparison, so the answer is that of
  * stats_glr_pair_evidence(...) > beta. */
+static int pair_passes_r(const struct stats_arm *ai, const struct stats_arm *aj, double z,
+                         double eps, double beta, double ri, double rj);
+
 int stats_glr_pair_passes(enum stats_glr_threshold kind, const struct stats_arm *ai,
                           const struct stats_arm *aj, double z, double eps, double beta)
 {
     if (kind != STATS_GLR_PROVEN)
         return z > beta;
+    return pair_passes_r(ai, aj, z, eps, beta, stats_kt_regret((double)ai->n, ai->mean),
+                         stats_kt_regret((double)aj->n, aj->mean));
+}
+
+/* The proven rule's pair test with the regrets r_i, r_j given (the stop
+ * loops compute them once per arm, or keep them in a memo). */
+static int pair_passes_r(const struct stats_arm *ai, const struct stats_arm *aj, double z,
+                         double eps, double beta, double ri, double rj)
+{
     double ni = (double)ai->n, nj = (double)aj->n;
-    double kt = z - stats_kt_regret(ni, ai->mean) - stats_kt_regret(nj, aj->mean);
+    double kt = z - ri - rj;
     if (kt - M_LN2 > beta)
         return 1;
     struct pair_mix p;
@@ -423,6 +435,18 @@ double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, un
     return log(pairs / delta);
 }
 
+/* Does pair (i, j) fail the proven rule? r_i, r_j its arms' KT regrets. A
+ * pair whose KT part alone, from the Pinsker bound on Z_ij, clears
+ * beta + ln 2 passes without its exact statistic or the mixture's search. */
+static int pair_fails(const struct stats_arm *ai, const struct stats_arm *aj, double eps,
+                      double beta, double ri, double rj)
+{
+    if (glr_pair_pinsker(ai, aj, eps) - ri - rj - M_LN2 > beta)
+        return 0;
+    double z = stats_glr_pair_z(ai, aj, eps);
+    return !pair_passes_r(ai, aj, z, eps, beta, ri, rj);
+}
+
 /* The stop loop. The heuristic compares the minimum itself, so its stops are
  * exactly glr_min > beta; the proven rule weighs each pair, in index order,
  * the first that fails ending the check (most checks, before the stop). A
@@ -445,11 +469,103 @@ static int glr_stop_pairs(const struct stats_arm *arms, size_t k, const struct g
             if (glr_in_high(s, j))
                 continue;
             double rj = stats_kt_regret((double)arms[j].n, arms[j].mean);
-            if (glr_pair_pinsker(&arms[i], &arms[j], s->eps) - ri - rj - M_LN2 > beta)
-                continue;
-            double z = stats_glr_pair_z(&arms[i], &arms[j], s->eps);
-            if (!stats_glr_pair_passes(kind, &arms[i], &arms[j], z, s->eps, beta))
+            if (pair_fails(&arms[i], &arms[j], s->eps, beta, ri, rj))
                 return 0;
+        }
+    }
+    return 1;
+}
+
+/* --- the memo: the same stop, checked cheaply at every reward --------------
+ * The stop is "every pair passes", so its answer does not depend on the
+ * order in which pairs are tried, and one failing pair settles a 0. Between
+ * two rewards one arm changes: the pair that failed last time (the
+ * witness) almost always fails again, and its test costs a few logarithms
+ * where the loop costs a regret (lgamma) per arm and a Pinsker bound per
+ * pair. Each pair is tested by pair_fails, the loop's own test, on regrets
+ * that are the same function of the same (n, μ̂) (a memo per arm), so every
+ * answer is the loop's, bit for bit: the stop happens at the same reward.
+ * When the witness passes, the pair of least lower bound is tried next
+ * (the likeliest to fail, a good next witness), then the loop's order. */
+
+void stats_glr_memo_init(struct stats_glr_memo *memo, struct stats_glr_memo_arm *arm, size_t k)
+{
+    memo->k = k;
+    memo->wi = memo->wj = 0; /* i == j: no witness */
+    memo->arm = arm;
+    for (size_t i = 0; i < k; i++) {
+        arm[i].n = UINT64_MAX; /* never an arm's count: the first use computes */
+        arm[i].mean = 0.0;
+        arm[i].regret = 0.0;
+    }
+}
+
+/* stats_kt_regret of arm i, from the memo when its (n, μ̂) are unchanged. */
+static double memo_regret(struct stats_glr_memo *memo, const struct stats_arm *arms, size_t i)
+{
+    struct stats_glr_memo_arm *x = &memo->arm[i];
+    if (x->n != arms[i].n || x->mean != arms[i].mean) {
+        x->n = arms[i].n;
+        x->mean = arms[i].mean;
+        x->regret = stats_kt_regret((double)arms[i].n, arms[i].mean);
+    }
+    return x->regret;
+}
+
+static int memo_fails(struct stats_glr_memo *memo, const struct stats_arm *arms,
+                      const struct glr_set *s, size_t i, size_t j, double beta)
+{
+    return pair_fails(&arms[i], &arms[j], s->eps, beta, memo_regret(memo, arms, i),
+                      memo_regret(memo, arms, j));
+}
+
+static int glr_stop_memo(const struct stats_arm *arms, size_t k, const struct glr_set *s,
+                         double beta, struct stats_glr_memo *memo)
+{
+    /* The witness first. A valid pair (i ∈ High, j ∉ High) means both sets
+     * are non-empty; if some arm lacks data the loop answers 0 as well. */
+    size_t wi = memo->wi, wj = memo->wj;
+    if (wi != wj && wi < k && wj < k && glr_in_high(s, wi) && !glr_in_high(s, wj) &&
+        memo_fails(memo, arms, s, wi, wj, beta))
+        return 0;
+    int ready = glr_ready(arms, k, s);
+    if (ready <= 0)
+        return ready < 0 ? beta < INFINITY : 0;
+    /* The pair of least lower bound on its KT evidence. */
+    size_t si = k, sj = k;
+    double least = INFINITY;
+    for (size_t i = 0; i < k; i++) {
+        if (!glr_in_high(s, i))
+            continue;
+        double ri = memo_regret(memo, arms, i);
+        for (size_t j = 0; j < k; j++) {
+            if (glr_in_high(s, j))
+                continue;
+            double lb =
+                glr_pair_pinsker(&arms[i], &arms[j], s->eps) - ri - memo_regret(memo, arms, j);
+            if (si == k || lb < least) {
+                least = lb;
+                si = i;
+                sj = j;
+            }
+        }
+    }
+    if (si < k && memo_fails(memo, arms, s, si, sj, beta)) {
+        memo->wi = si;
+        memo->wj = sj;
+        return 0;
+    }
+    for (size_t i = 0; i < k; i++) {
+        if (!glr_in_high(s, i))
+            continue;
+        for (size_t j = 0; j < k; j++) {
+            if (glr_in_high(s, j) || (i == si && j == sj))
+                continue;
+            if (memo_fails(memo, arms, s, i, j, beta)) {
+                memo->wi = i;
+                memo->wj = j;
+                return 0;
+            }
         }
     }
     return 1;
@@ -463,6 +579,19 @@ int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *
         t += (double)arms[i].n;
     struct glr_set s = {high, 0, eps > 0 ? eps : 0.0};
     return glr_stop_pairs(arms, k, &s, kind, stats_glr_threshold(kind, t, k, m, delta));
+}
+
+int stats_glr_stop_memo(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                        enum stats_glr_threshold kind, unsigned m, double eps, double delta,
+                        struct stats_glr_memo *memo)
+{
+    if (memo == NULL || memo->k != k || kind != STATS_GLR_PROVEN)
+        return stats_glr_stop(arms, k, high, kind, m, eps, delta);
+    double t = 0.0;
+    for (size_t i = 0; i < k; i++)
+        t += (double)arms[i].n;
+    struct glr_set s = {high, 0, eps > 0 ? eps : 0.0};
+    return glr_stop_memo(arms, k, &s, stats_glr_threshold(kind, t, k, m, delta), memo);
 }
 
 int stats_glr_stop_best(const struct stats_arm *arms, size_t k, size_t best, double eps,

@@ -25,6 +25,9 @@ static const struct stop_rule_info rules[] = {
     {"glr-heuristic", ENGINE_RULE_GLR_HEURISTIC, STOP_RULE_UNPROVEN,
      "GLR > ln((ln t + 1)/δ): no proof"},
     {"rho", ENGINE_RULE_RHO, STOP_RULE_UNPROVEN, "ρ̄ ≥ τ (Bachman & Precup): no proof"},
+    {"control", ENGINE_RULE_CONTROL, STOP_RULE_PROVEN,
+     "goal control: every arm's anytime interval on its difference with the control arm, at "
+     "δ/(2K) per arm and side, lies above the margin (superior) or below it (futile)"},
     {"none", ENGINE_RULE_NONE, STOP_RULE_NO_CLAIM,
      "never on confidence: the budget or a manual stop ends the run"},
 };

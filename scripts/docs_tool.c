@@ -203,6 +203,7 @@ static const struct {
     {"bayesian", "Bayesian (reads the Beta posteriors: `prior`)"},
     {"needs_target_arm", "needs `target_arm`"},
     {"regret", "regret-minimising (no stop of its own)"},
+    {"control", "comparisons with control (`goal.type: \"control\"`, and only that goal)"},
 };
 
 /* A number as a person writes it: integers without a point, 1e-06 as such. */

@@ -9,11 +9,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "api/auth.h"
@@ -161,6 +163,19 @@ static int read_key(char *key, size_t len)
     return 0;
 }
 
+/* Who runs a keys command, for the audit log (store.h): the actor
+ * "cli:<user>" (the effective user; "cli:uid <n>" without a name) and a
+ * request id of its own, "cli-<pid>-<ms>", as the daemon's requests have. */
+static void cli_caller(char *actor, size_t alen, char *rid, size_t rlen)
+{
+    const struct passwd *pw = getpwuid(geteuid());
+    if (pw != NULL && pw->pw_name != NULL)
+        snprintf(actor, alen, "cli:%s", pw->pw_name);
+    else
+        snprintf(actor, alen, "cli:uid %ld", (long)geteuid());
+    snprintf(rid, rlen, "cli-%ld-%" PRId64, (long)getpid(), clock_wall_ms());
+}
+
 static int keys_create(const struct cli_args *a)
 {
     unsigned scopes = 0;
@@ -220,7 +235,10 @@ static int keys_create(const struct cli_args *a)
     struct store *st = open_db(a->db, 0);
     if (st == NULL)
         return 1;
-    int rc = store_key_insert(st, a->name, canon, hex, a->experiments, clock_wall_ms(), &id);
+    char actor[160], rid[64];
+    cli_caller(actor, sizeof actor, rid, sizeof rid);
+    int rc =
+        store_key_insert(st, a->name, canon, hex, a->experiments, clock_wall_ms(), actor, rid, &id);
     store_close(st);
     if (rc == STORE_ERR_EXISTS) {
         fprintf(stderr, "banditd: this key is already stored in %s\n", a->db);
@@ -338,7 +356,9 @@ static int keys_revoke(const struct cli_args *a)
     struct store *st = open_db(a->db, 1);
     if (st == NULL)
         return 1;
-    int rc = store_key_revoke(st, id);
+    char actor[160], rid[64];
+    cli_caller(actor, sizeof actor, rid, sizeof rid);
+    int rc = store_key_revoke(st, id, actor, rid);
     store_close(st);
     if (rc == STORE_ERR_NOTFOUND) {
         fprintf(stderr, "banditd: no key %lld\n", id);

@@ -21,6 +21,7 @@
  * threads add them, which is what makes the output thread-count independent. */
 struct tally {
     uint64_t errors, pac, regret, stopped, capped, wrong, completed, pulls;
+    uint64_t any_sup, false_sup, false_fut, sup_stops, fut_stops; /* goal control */
 };
 
 struct job {
@@ -36,9 +37,34 @@ struct job {
     pthread_cond_t cond;
     unsigned finished; /* threads that have returned */
     struct tally sum;
-    struct sim_trace_acc tr; /* the threads' trace sums, added up (fx, ct owned by sim_run) */
+    struct sim_trace_acc tr;     /* the threads' trace sums, added up (fx, ct owned by sim_run) */
+    size_t nv;                   /* goal control: arms in all bandits (0: another goal) */
+    uint64_t *arm_sup, *arm_fut; /* nv each: the threads' per-arm counts, added up */
+    struct sim_result *keep;     /* options.keep_runs: the per-run arrays to fill */
     char err[256];
 };
+
+/* Goal control: run i's decisions into the thread's tallies (and, kept,
+ * into the result's per-run arrays: each run writes its own slots). */
+static void tally_vs_control(struct job *j, const struct sim_scratch *s, uint64_t i,
+                             const struct sim_run_result *r, struct tally *mine, uint64_t *sup,
+                             uint64_t *fut)
+{
+    mine->any_sup += r->superior > 0;
+    mine->false_sup += (uint64_t)r->false_superior;
+    mine->false_fut += (uint64_t)r->false_futile;
+    mine->sup_stops += r->reason == ENGINE_STOPPED_SUPERIORITY;
+    mine->fut_stops += r->reason == ENGINE_STOPPED_FUTILITY;
+    for (size_t a = 0; a < j->nv; a++) {
+        sup[a] += s->verdicts[a] == POLICY_SUPERIOR;
+        fut[a] += s->verdicts[a] == POLICY_FUTILE;
+    }
+    if (j->keep != NULL) {
+        j->keep->run_pulls[i] = r->pulls;
+        j->keep->run_reason[i] = (unsigned char)r->reason;
+        memcpy(j->keep->run_verdicts + i * j->nv, s->verdicts, j->nv);
+    }
+}
 
 static void *worker(void *arg)
 {
@@ -47,6 +73,8 @@ static void *worker(void *arg)
     struct sim_scratch s;
     char err[256] = "";
     int failed = sim_scratch_init(&s, j->p, j->o->delay, j->o->block, j->pts, j->npts) != 0;
+    uint64_t *sup = calloc(j->nv + 1, sizeof *sup), *fut = calloc(j->nv + 1, sizeof *fut);
+    failed |= sup == NULL || fut == NULL;
     if (failed)
         snprintf(err, sizeof err, "out of memory");
     while (!failed && !atomic_load(&j->failed)) {
@@ -54,7 +82,7 @@ static void *worker(void *arg)
         if (i >= j->o->runs)
             break;
         struct sim_run_result r;
-        if (sim_run_in(j->p, j->o, j->t, &s, i, &r, err, sizeof err) != 0) {
+        if (sim_run_in(j->p, j->o, j->t, &s, j->o->first_run + i, &r, err, sizeof err) != 0) {
             failed = 1;
             break;
         }
@@ -67,6 +95,8 @@ static void *worker(void *arg)
         mine.wrong += r.wrong;
         mine.completed += r.completed;
         mine.pulls += r.pulls;
+        if (j->nv > 0)
+            tally_vs_control(j, &s, i, &r, &mine, sup, fut);
         atomic_fetch_add(&j->done, 1);
     }
     pthread_mutex_lock(&j->lock);
@@ -82,6 +112,15 @@ static void *worker(void *arg)
     j->sum.wrong += mine.wrong;
     j->sum.completed += mine.completed;
     j->sum.pulls += mine.pulls;
+    j->sum.any_sup += mine.any_sup;
+    j->sum.false_sup += mine.false_sup;
+    j->sum.false_fut += mine.false_fut;
+    j->sum.sup_stops += mine.sup_stops;
+    j->sum.fut_stops += mine.fut_stops;
+    for (size_t a = 0; !failed && a < j->nv; a++) {
+        j->arm_sup[a] += sup[a];
+        j->arm_fut[a] += fut[a];
+    }
     /* s.tr.n == j->tr.n (both npts); bounded by the worker's own so that
      * npts = 0 (no trace arrays) visibly reads nothing */
     for (size_t k = 0; !failed && k < TRF_N * s.tr.n; k++)
@@ -94,6 +133,8 @@ static void *worker(void *arg)
     pthread_cond_signal(&j->cond);
     pthread_mutex_unlock(&j->lock);
     sim_scratch_free(&s);
+    free(sup);
+    free(fut);
     return NULL;
 }
 
@@ -148,7 +189,7 @@ void sim_pull_quantiles(uint64_t *pulls, uint64_t n, double *median, double *p90
 static int check_options(const struct sim_problem *p, const struct sim_options *o, char *err,
                          size_t errlen)
 {
-    if (o->policy == NULL) {
+    if (o->policy == NULL && o->design == NULL) {
         snprintf(err, errlen, "policy: required");
         return -1;
     }
@@ -273,6 +314,25 @@ int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim
     }
 
     struct job j = {.p = p, .o = o, .t = &t, .pulls = pulls, .pts = pts, .npts = tr.n, .tr = tr};
+    if (p->goal == ENGINE_GOAL_CONTROL) {
+        for (size_t b = 0; b < p->n_bandits; b++)
+            j.nv += p->n_arms[b];
+        out->n_verdicts = j.nv;
+        out->arm_superior = j.arm_sup = calloc(j.nv, sizeof *j.arm_sup);
+        out->arm_futile = j.arm_fut = calloc(j.nv, sizeof *j.arm_fut);
+        int bad = j.arm_sup == NULL || j.arm_fut == NULL;
+        if (o->keep_runs) {
+            out->run_pulls = calloc(o->runs, sizeof *out->run_pulls);
+            out->run_reason = calloc(o->runs, 1);
+            out->run_verdicts = calloc(o->runs, j.nv);
+            bad |= !out->run_pulls || !out->run_reason || !out->run_verdicts;
+            j.keep = out;
+        }
+        if (bad) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+    }
     atomic_init(&j.next, 0);
     atomic_init(&j.done, 0);
     atomic_init(&j.failed, 0);
@@ -335,6 +395,11 @@ int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim
     out->mean_bandit_error_rate = (double)j.sum.wrong / ((double)p->n_bandits * n);
     out->mean_completed = (double)j.sum.completed / n;
     out->mean_pulls = (double)j.sum.pulls / n;
+    out->any_superior = j.sum.any_sup;
+    out->false_superior = j.sum.false_sup;
+    out->false_futile = j.sum.false_fut;
+    out->superiority_stops = j.sum.sup_stops;
+    out->futility_stops = j.sum.fut_stops;
     double ss = 0.0;
     for (uint64_t i = 0; i < o->runs; i++) {
         double d = (double)pulls[i] - out->mean_pulls;
@@ -351,6 +416,8 @@ int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim
     out->wall_s = now_s() - t0;
     rc = 0;
 out:
+    if (rc != 0)
+        sim_result_free(out);
     free(tid);
     free(pulls);
     free(pts);
@@ -373,5 +440,10 @@ void sim_result_free(struct sim_result *r)
     free(t->completed);
     free(t->completed_target);
     free(t->running);
+    free(r->arm_superior);
+    free(r->arm_futile);
+    free(r->run_pulls);
+    free(r->run_reason);
+    free(r->run_verdicts);
     memset(r, 0, sizeof *r);
 }

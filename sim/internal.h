@@ -89,6 +89,7 @@ struct sim_scratch {
     struct engine_pull *blk; /* the leased block (--block > 1) */
     size_t bcap, bpos, blen;
     unsigned char *high;
+    unsigned char *verdicts; /* goal control: the last run's verdicts (sim_run_result) */
     struct sim_trace_acc tr;
 };
 

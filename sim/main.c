@@ -16,6 +16,7 @@
 
 #include "policies/describe.h"
 #include "policies/goal.h"
+#include "sim/cli_oc.h"
 #include "sim/sim.h"
 
 #define MAX_PARAM_ARGS 64
@@ -23,6 +24,7 @@
 static const char usage_text[] =
     "usage: bandit-sim --problem FILE.json --policy NAME [options]\n"
     "       bandit-sim --list-policies\n"
+    "       bandit-sim oc --design FILE --scenarios FILE [options]   (oc --help)\n"
     "\n"
     "  --problem FILE      problem file (docs/contract.md, \"Simulator problem file\"); - for "
     "stdin\n"
@@ -40,6 +42,9 @@ static const char usage_text[] =
     "                      budget; policy: its own rule only); --list-policies describes each\n"
     "  --bound B           anytime|fixed: overrides the problem's bound\n"
     "  --delta X, --epsilon X, --m N   override the problem's goal (epsilon in reward units)\n"
+    "  --margin X          override a control goal's margin Δ (reward units)\n"
+    "  --per-run FILE      goal control: one JSON line per run (pulls, stop reason, the arms\n"
+    "                      declared superior and futile per bandit) into FILE\n"
     "  --burn-in N         clinical burn-in: pulls per arm before the policy takes over\n"
     "  --min-prob F        clinical floor on each arm's allocation probability\n"
     "  --control I         clinical control arm: its index, the same in every bandit\n"
@@ -119,6 +124,8 @@ enum {
     OPT_CONTROL,
     OPT_CONTROL_SHARE,
     OPT_MAX_PULLS,
+    OPT_MARGIN,
+    OPT_PER_RUN,
     OPT_TRACE,
     OPT_PRETTY,
     OPT_NO_PROGRESS,
@@ -144,6 +151,8 @@ static const struct option long_opts[] = {
     {"burn-in", required_argument, NULL, OPT_BURN_IN},
     {"min-prob", required_argument, NULL, OPT_MIN_PROB},
     {"control", required_argument, NULL, OPT_CONTROL},
+    {"margin", required_argument, NULL, OPT_MARGIN},
+    {"per-run", required_argument, NULL, OPT_PER_RUN},
     {"control-share", required_argument, NULL, OPT_CONTROL_SHARE},
     {"max-pulls", required_argument, NULL, OPT_MAX_PULLS},
     {"trace", required_argument, NULL, OPT_TRACE},
@@ -199,6 +208,8 @@ static const char *cli_field(const char *err, char *buf, size_t len)
         {"goal.epsilon", "epsilon"},
         {"goal.delta", "delta"},
         {"goal.m", "m"},
+        {"goal.margin", "margin"},
+        {"goal.control", "control"},
         {"policy.params.", "--param "},
         {"constraints.min_prob", "--min-prob"},
         {"constraints.control.arm", "--control"},
@@ -216,9 +227,54 @@ static const char *cli_field(const char *err, char *buf, size_t len)
     return err;
 }
 
+/* --per-run: run i as one JSON line {"run", "pulls", "stop_reason",
+ * "superior": [[arms of bandit 0], ...], "futile": [...]}. */
+static void write_runs(const char *path, const struct sim_problem *p, const struct sim_result *r)
+{
+    static const char *const reasons[] = {
+        [ENGINE_RUNNING] = NULL,
+        [ENGINE_STOPPED_CONFIDENCE] = "confidence",
+        [ENGINE_STOPPED_BUDGET] = "budget",
+        [ENGINE_STOPPED_MANUAL] = "manual",
+        [ENGINE_STOPPED_POLICY] = "policy",
+        [ENGINE_STOPPED_SUPERIORITY] = "superiority",
+        [ENGINE_STOPPED_FUTILITY] = "futility",
+    };
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        die(1, "--per-run: cannot open %s: %s", path, strerror(errno));
+    for (uint64_t i = 0; i < r->runs; i++) {
+        const unsigned char *v = r->run_verdicts + i * r->n_verdicts;
+        json_t *sup = json_array(), *fut = json_array();
+        for (size_t b = 0; b < p->n_bandits; b++) {
+            json_t *bs = json_array(), *bf = json_array();
+            for (size_t a = 0; a < p->n_arms[b]; a++, v++) {
+                if (*v == POLICY_SUPERIOR)
+                    json_array_append_new(bs, json_integer((json_int_t)a));
+                else if (*v == POLICY_FUTILE)
+                    json_array_append_new(bf, json_integer((json_int_t)a));
+            }
+            json_array_append_new(sup, bs);
+            json_array_append_new(fut, bf);
+        }
+        const char *why = reasons[r->run_reason[i]];
+        json_t *j =
+            json_pack("{s:I,s:I,s:o,s:o,s:o}", "run", (json_int_t)i, "pulls",
+                      (json_int_t)r->run_pulls[i], "stop_reason",
+                      why != NULL ? json_string(why) : json_null(), "superior", sup, "futile", fut);
+        if (j == NULL || json_dumpf(j, f, JSON_PRESERVE_ORDER) != 0 || fputc('\n', f) == EOF)
+            die(1, "--per-run: cannot write %s", path);
+        json_decref(j);
+    }
+    if (fclose(f) != 0)
+        die(1, "--per-run: cannot write %s", path);
+}
+
 int main(int argc, char **argv)
 {
-    const char *problem_path = NULL, *policy_name = NULL;
+    if (argc > 1 && strcmp(argv[1], "oc") == 0)
+        return cli_oc_main(argc - 1, argv + 1);
+    const char *problem_path = NULL, *policy_name = NULL, *margin = NULL, *per_run = NULL;
     char *param_args[MAX_PARAM_ARGS];
     size_t n_params = 0;
     struct sim_options o;
@@ -306,6 +362,12 @@ int main(int argc, char **argv)
             if (!(o.control_share > 0 && o.control_share < 1))
                 die(2, "--control-share: must be in (0, 1) (got \"%s\")", optarg);
             break;
+        case OPT_MARGIN:
+            margin = optarg;
+            break;
+        case OPT_PER_RUN:
+            per_run = optarg;
+            break;
         case OPT_MAX_PULLS:
             o.max_pulls = parse_u64("--max-pulls", optarg, 1, UINT64_MAX);
             break;
@@ -354,7 +416,12 @@ int main(int argc, char **argv)
         p.bound = bound;
     /* The overrides are checked as the problem file's goal is (goal.h):
      * each on its own, so that an error names its option. */
-    struct goal g = {.m = p.m, .epsilon = p.epsilon, .delta = p.delta, .budget = p.budget};
+    struct goal g = {.type = p.goal,
+                     .m = p.m,
+                     .epsilon = p.epsilon,
+                     .delta = p.delta,
+                     .budget = p.budget,
+                     .margin = p.margin};
     struct policy_error gerr;
     if (delta != NULL) {
         p.delta = g.delta = parse_double("--delta", delta);
@@ -372,12 +439,27 @@ int main(int argc, char **argv)
             die(2, "%s: %s", gerr.field, gerr.message);
     }
 
+    if (margin != NULL) {
+        if (p.goal != ENGINE_GOAL_CONTROL)
+            die(2, "--margin: only for a problem of type \"control\"");
+        p.margin = g.margin = parse_double("--margin", margin);
+        if (goal_check(&g, p.reward_max - p.reward_min, "--", &gerr) != 0)
+            die(2, "%s: %s (got \"%s\")", gerr.field, gerr.message, margin);
+    }
+    if (p.goal == ENGINE_GOAL_CONTROL && has_control && (int)o.control_arm != p.control)
+        die(2, "--control: must be the problem's control arm (%d)", p.control);
+    if (per_run != NULL && p.goal != ENGINE_GOAL_CONTROL)
+        die(2, "--per-run: only for a problem of type \"control\"");
+    o.keep_runs = per_run != NULL;
+
     struct sim_result r;
     if (sim_run(&p, &o, &r, err, sizeof err) != 0) {
         char buf[600];
         sim_problem_free(&p);
         die(1, "%s", cli_field(err, buf, sizeof buf));
     }
+    if (per_run != NULL)
+        write_runs(per_run, &p, &r);
     json_t *j = sim_result_json(&p, &o, &r);
     sim_result_free(&r);
     sim_problem_free(&p);

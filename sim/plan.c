@@ -63,6 +63,9 @@ json_t *sim_plan_json(const struct engine_config *ec, double lo, double hi,
     if (bandits == NULL)
         goto nomem;
     double lb = lower_bound(ec, lo, hi, means, bandits);
+    int vs_control = ec->goal == ENGINE_GOAL_CONTROL;
+    if (vs_control)
+        lb = NAN; /* a best-arm bound: not what a comparison with control needs */
 
     p.m = ec->m;
     p.epsilon = ec->epsilon; /* [0, 1] units, as the problem's range */
@@ -74,6 +77,9 @@ json_t *sim_plan_json(const struct engine_config *ec, double lo, double hi,
     p.target_arm = ec->target_arm;
     p.tau = ec->tau == 0 ? NAN : ec->tau;
     p.bound = ec->bound;
+    p.goal = ec->goal;
+    p.margin = ec->margin; /* [0, 1] units, as the problem's range */
+    p.control = vs_control && ec->control_arm != NULL ? ec->control_arm[0] : -1;
     p.n_arms = calloc(p.n_bandits, sizeof *p.n_arms);
     // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, one per bandit
     p.arms = calloc(p.n_bandits, sizeof *p.arms);
@@ -137,7 +143,10 @@ json_t *sim_plan_json(const struct engine_config *ec, double lo, double hi,
     json_t *bound =
         json_pack("{s:o,s:O,s:s}", "pulls", isfinite(lb) ? json_real(lb) : json_null(), "bandits",
                   bandits, "formula", "T*(mu) kl(delta, 1 - delta), Bernoulli arms, m = 1");
-    if (isnan(lb))
+    if (vs_control)
+        json_object_set_new(bound, "note",
+                            json_string("a best-arm bound: none for comparisons with control"));
+    else if (isnan(lb))
         json_object_set_new(bound, "note", json_string("defined for the best arm (m = 1) only"));
     else if (!isfinite(lb))
         json_object_set_new(bound, "note",

@@ -157,9 +157,48 @@ static int parse_arms(json_t *arms, const char *where, struct sim_problem *p, si
     return 0;
 }
 
-static const char *const problem_keys[] = {"m",       "epsilon", "delta",  "budget",
-                                           "bandits", "arms",    "reward", "target_arm",
-                                           "tau",     "bound",   NULL};
+static const char *const problem_keys[] = {"type",       "m",      "epsilon", "delta", "budget",
+                                           "control",    "margin", "bandits", "arms",  "reward",
+                                           "target_arm", "tau",    "bound",   NULL};
+
+/* The arms list of bandit b as given (top-level "arms" or bandits[b].arms). */
+static json_t *arms_json(json_t *j, size_t b)
+{
+    json_t *bandits = json_object_get(j, "bandits");
+    return bandits != NULL ? json_object_get(json_array_get(bandits, b), "arms")
+                           : json_object_get(j, "arms");
+}
+
+/* goal.control: an index, or the "id" of an arm object, at the same place in
+ * every bandit. 0, or −1 with err. */
+static int resolve_control(json_t *j, const json_t *v, struct sim_problem *p, char *err,
+                           size_t errlen)
+{
+    int idx = -1;
+    for (size_t b = 0; b < p->n_bandits; b++) {
+        int here = -1;
+        if (json_is_string(v)) {
+            json_t *arms = arms_json(j, b);
+            for (size_t i = 0; i < json_array_size(arms) && here < 0; i++) {
+                const char *id = json_string_value(json_object_get(json_array_get(arms, i), "id"));
+                if (id != NULL && strcmp(id, json_string_value(v)) == 0)
+                    here = (int)i;
+            }
+        } else {
+            uint64_t x = 0;
+            jv_count(v, ENGINE_MAX_ARMS, &x); /* goal_parse checked it */
+            here = x < p->n_arms[b] ? (int)x : -1;
+        }
+        if (here < 0 || (b > 0 && here != idx)) {
+            snprintf(err, errlen, "control: %s in bandits[%zu]",
+                     here < 0 ? "no such arm" : "not at the same place as", b);
+            return -1;
+        }
+        idx = here;
+    }
+    p->control = idx;
+    return 0;
+}
 static const char *const reward_keys[] = {"min", "max", NULL};
 static const char *const bandit_keys[] = {"arms", "id", NULL};
 
@@ -169,6 +208,7 @@ int sim_problem_parse(json_t *j, struct sim_problem *p, char *err, size_t errlen
     p->reward_min = 0.0;
     p->reward_max = 1.0;
     p->target_arm = -1;
+    p->control = -1;
     p->tau = NAN;
     p->bound = STATS_BOUND_ANYTIME;
     json_t *v;
@@ -215,7 +255,10 @@ int sim_problem_parse(json_t *j, struct sim_problem *p, char *err, size_t errlen
         json_decref(errors);
         goto fail;
     }
+    json_t *control = g.control; /* borrowed from j; resolved with the arms */
     json_decref(errors);
+    p->goal = g.type;
+    p->margin = g.margin;
     p->m = g.m;
     p->epsilon = g.epsilon;
     p->delta = g.delta;
@@ -300,6 +343,8 @@ int sim_problem_parse(json_t *j, struct sim_problem *p, char *err, size_t errlen
         }
     }
 
+    if (control != NULL && resolve_control(j, control, p, err, errlen) != 0)
+        goto fail;
     /* Cross-field checks, with the problem file's field names. */
     struct policy_error gerr;
     if (goal_check_arms(p->m, p->n_arms, p->n_bandits, "", &gerr) != 0) {

@@ -62,6 +62,38 @@ static json_t *trace_json(const struct sim_trace *t)
     return o;
 }
 
+/* Goal control: the rates of each decision with their Wilson intervals
+ * (type_i_error: some arm declared superior whose true difference is ≤ Δ),
+ * and per arm its true difference and how often it was declared superior
+ * (its power when the difference exceeds Δ) or futile. New reference. */
+static json_t *vs_control_json(const struct sim_problem *p, const struct sim_result *r)
+{
+    double n = r->runs > 0 ? (double)r->runs : 1.0;
+    json_t *arms = json_array();
+    size_t off = 0;
+    for (size_t b = 0; arms != NULL && b < p->n_bandits; b++)
+        for (size_t i = 0; i < p->n_arms[b]; i++, off++) {
+            if ((int)i == p->control || off >= r->n_verdicts)
+                continue;
+            json_array_append_new(
+                arms, json_pack("{s:I,s:I,s:f,s:f,s:o,s:f,s:o}", "bandit", (json_int_t)b, "arm",
+                                (json_int_t)i, "difference",
+                                p->arms[b][i].mean - p->arms[b][p->control].mean, "superior_rate",
+                                (double)r->arm_superior[off] / n, "superior_rate_ci",
+                                ci_json(r->arm_superior[off], r->runs), "futile_rate",
+                                (double)r->arm_futile[off] / n, "futile_rate_ci",
+                                ci_json(r->arm_futile[off], r->runs)));
+        }
+    return json_pack(
+        "{s:I,s:f,s:f,s:o,s:I,s:f,s:o,s:f,s:f,s:f,s:o}", "control", (json_int_t)p->control,
+        "margin", p->margin, "type_i_error", (double)r->false_superior / n, "type_i_error_ci",
+        ci_json(r->false_superior, r->runs), "false_superior_runs", (json_int_t)r->false_superior,
+        "false_futility_rate", (double)r->false_futile / n, "false_futility_rate_ci",
+        ci_json(r->false_futile, r->runs), "any_superior_rate", (double)r->any_superior / n,
+        "superiority_rate", (double)r->superiority_stops / n, "futility_rate",
+        (double)r->futility_stops / n, "arms", arms);
+}
+
 json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o,
                         const struct sim_result *r)
 {
@@ -115,6 +147,8 @@ json_t *sim_result_json(const struct sim_problem *p, const struct sim_options *o
         json_object_set_new(j, "control_arm", json_integer((json_int_t)o->control_arm));
         json_object_set_new(j, "control_share", json_real(o->control_share));
     }
+    if (p->goal == ENGINE_GOAL_CONTROL)
+        json_object_set_new(j, "vs_control", vs_control_json(p, r));
     if (r->trace.n > 0)
         json_object_set_new(j, "trace", trace_json(&r->trace));
     return j;

@@ -30,6 +30,7 @@ void sim_scratch_free(struct sim_scratch *s)
     free(s->fifo);
     free(s->blk);
     free(s->high);
+    free(s->verdicts);
     free(s->tr.fx);
     free(s->tr.ct);
     memset(s, 0, sizeof *s);
@@ -48,6 +49,13 @@ int sim_scratch_init(struct sim_scratch *s, const struct sim_problem *p, uint64_
     s->high = calloc(kmax, 1);
     if (s->rng == NULL || s->fifo == NULL || s->high == NULL)
         goto fail;
+    if (p->goal == ENGINE_GOAL_CONTROL) {
+        size_t total = 0;
+        for (size_t b = 0; b < p->n_bandits; b++)
+            total += p->n_arms[b];
+        if ((s->verdicts = calloc(total, 1)) == NULL)
+            goto fail;
+    }
     if (block > 1) {
         s->bcap = (size_t)block;
         s->blk = calloc(s->bcap, sizeof *s->blk);
@@ -127,6 +135,13 @@ uint64_t sim_effective_budget(const struct sim_problem *p, const struct sim_opti
 void sim_engine_cfg(const struct sim_problem *p, const struct sim_options *o, uint64_t seed,
                     struct engine_config *c, int *ctl)
 {
+    if (o->design != NULL) {
+        *c = *o->design;
+        c->seed = seed;
+        if (o->budget > 0)
+            c->budget = o->budget;
+        return;
+    }
     memset(c, 0, sizeof *c);
     c->n_bandits = p->n_bandits;
     c->n_arms = p->n_arms;
@@ -143,12 +158,48 @@ void sim_engine_cfg(const struct sim_problem *p, const struct sim_options *o, ui
     c->params = o->params;
     c->burn_in = o->burn_in;
     c->min_prob = o->min_prob;
-    if (o->control_share > 0) {
+    /* The goal's control arm is the control of a share too (bandit-sim
+     * refuses --control naming another). */
+    int control = p->goal == ENGINE_GOAL_CONTROL ? p->control
+                  : o->control_share > 0         ? (int)o->control_arm
+                                                 : -1;
+    if (control >= 0) {
         for (size_t b = 0; b < p->n_bandits && b < ENGINE_MAX_BANDITS; b++)
-            ctl[b] = (int)o->control_arm;
+            ctl[b] = control;
         c->control_arm = ctl;
         c->control_share = o->control_share;
     }
+    c->goal = p->goal;
+    c->margin = p->margin / (p->reward_max - p->reward_min);
+}
+
+/* Goal control: each arm's verdict into s->verdicts, counted and judged
+ * against the true means (sim_run_result). A true difference within 1e-12
+ * of Δ counts as Δ: a boundary case written 0.6 − 0.5 is exactly at Δ = 0.1. */
+static void judge_vs_control(const struct sim_problem *p, const struct engine *e,
+                             struct sim_scratch *s, struct sim_run_result *out)
+{
+    size_t off = 0;
+    for (size_t b = 0; b < p->n_bandits; b++) {
+        double mc = p->arms[b][p->control].mean;
+        for (size_t i = 0; i < p->n_arms[b]; i++, off++) {
+            struct engine_vs_control v;
+            s->verdicts[off] = POLICY_OPEN;
+            if (engine_vs_control(e, b, i, &v) != 0)
+                continue;
+            s->verdicts[off] = (unsigned char)v.verdict;
+            double d = p->arms[b][i].mean - mc;
+            if (v.verdict == POLICY_SUPERIOR) {
+                out->superior++;
+                out->false_superior |= d <= p->margin + 1e-12;
+            } else if (v.verdict == POLICY_FUTILE) {
+                out->futile++;
+                out->false_futile |= d >= p->margin - 1e-12;
+            }
+        }
+    }
+    out->error = out->pac_error = out->regret_error = out->false_superior || out->false_futile;
+    out->wrong = (size_t)out->error;
 }
 
 size_t sim_trace_points(unsigned per_decade, uint64_t limit, uint64_t *out, size_t cap)
@@ -293,8 +344,10 @@ int sim_run_in(const struct sim_problem *p, const struct sim_options *o, const s
 
     out->pulls = engine_handed_out(e);
     enum engine_stop_reason why = engine_stop_reason(e);
+    out->reason = why;
     out->stopped =
-        !out->capped && (why == ENGINE_STOPPED_CONFIDENCE || why == ENGINE_STOPPED_POLICY);
+        !out->capped && (why == ENGINE_STOPPED_CONFIDENCE || why == ENGINE_STOPPED_POLICY ||
+                         why == ENGINE_STOPPED_SUPERIORITY || why == ENGINE_STOPPED_FUTILITY);
     const double tau = engine_config(e)->tau; /* resolved: 1 − δ when unset */
     for (size_t b = 0; b < p->n_bandits; b++) {
         struct engine_bandit_status st;
@@ -307,8 +360,12 @@ int sim_run_in(const struct sim_problem *p, const struct sim_options *o, const s
         out->regret_error |= rw;
         out->completed += st.rho >= tau;
     }
+    if (p->goal == ENGINE_GOAL_CONTROL)
+        judge_vs_control(p, e, s, out);
     out->bandit_error = (double)out->wrong / (double)p->n_bandits;
     out->rewarded = engine_pulls(e);
+    if (o->on_end != NULL)
+        o->on_end(o->on_end_arg, i, e, out);
     engine_free(e);
     return 0;
 }

@@ -61,12 +61,20 @@ struct sim_problem {
     double tau;     /* NaN: none */
     enum stats_bound bound;
     int clipped; /* some distribution can leave the reward range (draws are clipped) */
+    /* goal "type": "control" (docs/stop-rules.md, `control`): each arm
+     * against arm `control` (the same index in every bandit; −1: another
+     * goal) by the superiority margin Δ (reward units) */
+    enum engine_goal goal;
+    double margin;
+    int control;
 };
 
 /* Parse a problem (borrowed JSON). 0, or −1 with a message naming the field. */
 int sim_problem_parse(json_t *j, struct sim_problem *p, char *err, size_t errlen);
 int sim_problem_load(const char *path, struct sim_problem *p, char *err, size_t errlen);
 void sim_problem_free(struct sim_problem *p);
+
+struct sim_run_result;
 
 struct sim_options {
     const struct policy_ops *policy;
@@ -95,6 +103,22 @@ struct sim_options {
                                 * sim_result.capped */
     unsigned trace_per_decade; /* 0: no trace; else checkpoints per decade of pulls (at
                                 * most SIM_TRACE_MAX_PER_DECADE), see struct sim_trace */
+    int keep_runs;             /* goal control: keep each run's verdicts and stop reason
+                                * (sim_result.run_*: bandit-sim --per-run) */
+    /* An experiment's engine configuration as its design made it
+     * (exp_config_parse; borrowed): when set, every run's engine is a copy
+     * of it with the run's own seed (and budget when the field above is
+     * set), and the fields above that configure an engine (policy, params,
+     * stop, the constraints) are not read; the problem gives the arms, the
+     * truth and the goal the answer is judged by. */
+    const struct engine_config *design;
+    uint64_t first_run; /* the runs are indexes first_run .. first_run + runs − 1 */
+    /* Called at the end of every run, in the thread that made it, with the
+     * engine as the run left it (every reward delivered): what sim_oc reads
+     * the final estimates from. Runs of different indexes may be reported
+     * concurrently. NULL: none. */
+    void (*on_end)(void *arg, uint64_t run, const struct engine *e, const struct sim_run_result *r);
+    void *on_end_arg;
 };
 
 /* The state of the runs at log-spaced pull counts, averaged over runs: what
@@ -147,6 +171,15 @@ struct sim_run_result {
     int capped;          /* ended by the safety cap (max_pulls), not by the engine */
     uint64_t rewarded;   /* rewards delivered to the engine: all pulls (the delay
                           * FIFO is flushed before the answer is read) */
+    enum engine_stop_reason reason;
+    /* Goal control: arms declared superior and futile (all bandits), and
+     * whether some decision is wrong against the true means: an arm
+     * declared superior with μ_i − μ_c ≤ Δ (a type I error), one declared
+     * futile with μ_i − μ_c ≥ Δ. error, pac_error and regret_error are then
+     * "some decision is wrong". Each arm's verdict (enum policy_verdict,
+     * bandit after bandit) is left in the scratch of sim_run_in. */
+    size_t superior, futile;
+    int false_superior, false_futile;
 };
 
 struct sim_result {
@@ -164,6 +197,18 @@ struct sim_result {
     uint64_t total_pulls;
     double sd_pulls;        /* sample standard deviation of the pulls per run */
     struct sim_trace trace; /* n = 0 and no memory unless options.trace_per_decade > 0 */
+    /* Goal control (zero otherwise): runs with some arm declared superior,
+     * with a false superiority (the type I error: some arm declared superior
+     * whose true difference is ≤ Δ), with a false futility, and stopped for
+     * superiority and for futility; per arm (bandit after bandit, owned,
+     * n_verdicts entries) the runs that declared it superior and futile. */
+    uint64_t any_superior, false_superior, false_futile, superiority_stops, futility_stops;
+    uint64_t *arm_superior, *arm_futile;
+    size_t n_verdicts;
+    /* options.keep_runs (NULL otherwise; owned): run i's pulls, stop reason
+     * and verdicts (n_verdicts entries from run_verdicts[i · n_verdicts]). */
+    uint64_t *run_pulls;
+    unsigned char *run_reason, *run_verdicts;
 };
 
 /* Free what a result owns (its trace); the result is zeroed. Safe on a zeroed

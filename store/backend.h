@@ -42,8 +42,9 @@ struct store_key_op {
     const char *name, *scopes, *hash; /* INSERT; borrowed */
     const char *experiments;          /* INSERT: comma-separated ids, or NULL; borrowed */
     int64_t created_ms;
-    int64_t rowid;      /* REVOKE */
-    int64_t *rowid_out; /* INSERT: receives the new rowid */
+    int64_t rowid;                  /* REVOKE */
+    int64_t *rowid_out;             /* INSERT: receives the new rowid */
+    const char *actor, *request_id; /* for the audit log's record; borrowed, NULL: none */
 };
 
 struct store_backend_ops {
@@ -138,6 +139,8 @@ struct store_backend_ops {
     int (*outbox_depth)(struct store_backend *b, int64_t *out);
     int (*load_keys)(struct store_backend *b, int (*cb)(void *arg, const struct store_key_row *row),
                      void *arg);
+    int (*load_audit)(struct store_backend *b,
+                      int (*cb)(void *arg, const struct store_audit_row *row), void *arg);
     int (*backup)(struct store_backend *b, const char *path, char *err, size_t errlen);
 };
 
@@ -145,6 +148,14 @@ struct store_backend_ops {
  * whole or NULL) into buf, pointing ev at the copies; text becomes NULL
  * (store_find_assignment's contract). buf NULL: all NULL. */
 void store_event_copy_strings(struct store_event *ev, char *buf, size_t buflen);
+
+/* The audit log record (store.h) of a key op or an experiment's creation,
+ * all but its seq: its subject and detail written into buf. 0, or −1 when
+ * buf is too small. */
+int store_audit_of_key(const struct store_key_op *k, int64_t key_id, struct store_audit_row *row,
+                       char *buf, size_t len);
+int store_audit_of_create(const struct store_op *op, struct store_audit_row *row, char *buf,
+                          size_t len);
 
 /* The backends, tried in this order by store_open (sqlite.c claims
  * everything the others do not). */

@@ -47,6 +47,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/digest.h"
 #include "base/log.h"
 #include "store/readers.h"
 #include "store/store_test.h"
@@ -83,6 +84,9 @@ enum pq {
     PQ_KEY_INSERT,
     PQ_KEY_REVOKE,
     PQ_KEY_NOTIFY,
+    PQ_AUDIT_LOCK,
+    PQ_AUDIT_LAST,
+    PQ_AUDIT_INSERT,
     PQ_OUTBOX_INSERT,
     PQ_OUTBOX_UPDATE,
     PQ_OUTBOX_PRUNE,
@@ -101,6 +105,7 @@ enum pq {
     PQ_UNIT,
     PQ_LAST_SEQ,
     PQ_KEYS,
+    PQ_AUDIT,
     PQ_OUTBOX_PENDING,
     PQ_OUTBOX_LIST,
     PQ_OUTBOX_DEPTH,
@@ -150,6 +155,14 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
     /* every daemon listening hears it when the transaction commits */
     [PQ_KEY_NOTIFY] = {"key_notify", STORE_SQL_WRITE,
                        "SELECT pg_notify('" PG_KEYS_CHANNEL "', '')"},
+    /* the audit log's appends, one at a time across daemons and the keys
+     * CLI (store.h): the lock lasts until the transaction ends */
+    [PQ_AUDIT_LOCK] = {"audit_lock", STORE_SQL_WRITE, "LOCK TABLE audit_log IN EXCLUSIVE MODE"},
+    [PQ_AUDIT_LAST] = {"audit_last", STORE_SQL_WRITE,
+                       "SELECT seq, chain FROM audit_log ORDER BY seq DESC LIMIT 1"},
+    [PQ_AUDIT_INSERT] = {"audit_insert", STORE_SQL_WRITE,
+                         "INSERT INTO audit_log(seq, ts_ms, kind, subject, detail, actor,"
+                         " request_id, chain) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"},
     [PQ_OUTBOX_INSERT] = {"outbox_insert", STORE_SQL_WRITE,
                           "INSERT INTO outbox(exp, exp_id, event_id, type, url, secret, body,"
                           " created_ms, next_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"},
@@ -214,6 +227,9 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
     [PQ_KEYS] = {"keys", STORE_SQL_READ,
                  "SELECT rowid, name, scopes, hash, created_ms, revoked, experiments"
                  " FROM api_keys ORDER BY rowid"},
+    [PQ_AUDIT] = {"audit", STORE_SQL_READ,
+                  "SELECT seq, ts_ms, kind, subject, detail, actor, request_id, chain"
+                  " FROM audit_log ORDER BY seq"},
     /* the deliveries this daemon makes (one daemon per delivery, not
      * each): those of the experiments its writer's session owns ($3: that
      * session's server process, $4: PG_LOCK_CLASS), and those of
@@ -311,6 +327,16 @@ static const struct {
     {7, "ALTER TABLE events ADD COLUMN actor text;"
         "ALTER TABLE events ADD COLUMN request_id text;"
         "ALTER TABLE events ADD COLUMN chain text;"},
+    /* schema.c's version 8: the audit log of keys and creations */
+    {8, "CREATE TABLE audit_log ("
+        " seq bigint PRIMARY KEY,"
+        " ts_ms bigint NOT NULL,"
+        " kind integer NOT NULL,"
+        " subject text NOT NULL,"
+        " detail text,"
+        " actor text,"
+        " request_id text,"
+        " chain text NOT NULL);"},
 };
 
 #define N_PG_MIGRATIONS (sizeof pg_migrations / sizeof pg_migrations[0])
@@ -984,6 +1010,39 @@ static int pg_flush_commit(struct store_backend *b, int *own)
     return err;
 }
 
+/* Append row to the audit log (store.h) after its last record, under
+ * the table's lock. */
+static int writer_audit(struct store_backend *b, struct store_audit_row *row, int *own)
+{
+    struct params p = {.n = 0};
+    PGresult *r = NULL;
+    char prev[DIGEST_SHA256_HEX + 1] = STORE_AUDIT_GENESIS, chain[DIGEST_SHA256_HEX + 1];
+    int err = w_exec(b, PQ_AUDIT_LOCK, NULL, NULL, own);
+    if (err == STORE_OK)
+        err = w_exec(b, PQ_AUDIT_LAST, NULL, &r, own);
+    if (err != STORE_OK)
+        return err;
+    row->seq = 1;
+    if (PQntuples(r) == 1) {
+        row->seq = col_i64(r, 0, 0) + 1;
+        snprintf(prev, sizeof prev, "%s", col_text(r, 0, 1) ? col_text(r, 0, 1) : "");
+    }
+    PQclear(r);
+    if (store_audit_next(prev, row, chain) != 0) {
+        *own = 1;
+        return STORE_ERR_IO;
+    }
+    p_i64(&p, row->seq);
+    p_i64(&p, row->ts_ms);
+    p_i64(&p, row->kind);
+    p_text(&p, row->subject);
+    p_text(&p, row->detail);
+    p_text(&p, row->actor);
+    p_text(&p, row->request_id);
+    p_text(&p, chain);
+    return w_exec(b, PQ_AUDIT_INSERT, &p, NULL, own);
+}
+
 static int writer_exp_create(struct store_backend *b, const struct store_op *op, int *own)
 {
     struct params p = {.n = 0};
@@ -1004,6 +1063,11 @@ static int writer_exp_create(struct store_backend *b, const struct store_op *op,
         if (err == STORE_OK && owned_add(b, rowid) != 0)
             err = STORE_ERR_NOMEM;
     }
+    char buf[STORE_AUDIT_BUF];
+    struct store_audit_row row;
+    if (err == STORE_OK)
+        err = store_audit_of_create(op, &row, buf, sizeof buf) == 0 ? writer_audit(b, &row, own)
+                                                                    : STORE_ERR_IO;
     return err;
 }
 
@@ -1175,6 +1239,7 @@ static int pg_write_key(struct store_backend *b, const struct store_key_op *k, i
 {
     struct params p = {.n = 0};
     PGresult *r = NULL;
+    int64_t id = k->rowid;
     int err = pg_flush(b, own);
 
     if (err == STORE_OK)
@@ -1188,18 +1253,24 @@ static int pg_write_key(struct store_backend *b, const struct store_key_op *k, i
             err = STORE_ERR_NOTFOUND;
             *own = 1;
         }
-        PQclear(r);
-        return err;
+    } else {
+        p_text(&p, k->name);
+        p_text(&p, k->scopes);
+        p_text(&p, k->hash);
+        p_i64(&p, k->created_ms);
+        p_text(&p, k->experiments);
+        err = w_exec(b, PQ_KEY_INSERT, &p, &r, own);
+        if (err == STORE_OK && PQntuples(r) == 1)
+            id = col_i64(r, 0, 0);
+        if (err == STORE_OK && k->rowid_out)
+            *k->rowid_out = id;
     }
-    p_text(&p, k->name);
-    p_text(&p, k->scopes);
-    p_text(&p, k->hash);
-    p_i64(&p, k->created_ms);
-    p_text(&p, k->experiments);
-    err = w_exec(b, PQ_KEY_INSERT, &p, &r, own);
-    if (err == STORE_OK && k->rowid_out && PQntuples(r) == 1)
-        *k->rowid_out = col_i64(r, 0, 0);
     PQclear(r);
+    char buf[STORE_AUDIT_BUF];
+    struct store_audit_row row;
+    if (err == STORE_OK)
+        err = store_audit_of_key(k, id, &row, buf, sizeof buf) == 0 ? writer_audit(b, &row, own)
+                                                                    : STORE_ERR_IO;
     return err;
 }
 
@@ -1571,6 +1642,26 @@ static int pg_load_keys(struct store_backend *b,
     return ret;
 }
 
+static int pg_load_audit(struct store_backend *b,
+                         int (*cb)(void *arg, const struct store_audit_row *row), void *arg)
+{
+    PGresult *res = NULL;
+    int ret = r_query(b, PQ_AUDIT, NULL, &res);
+    for (int i = 0; ret == STORE_OK && i < PQntuples(res); i++) {
+        struct store_audit_row row = {.seq = col_i64(res, i, 0),
+                                      .ts_ms = col_i64(res, i, 1),
+                                      .kind = (int)col_i64(res, i, 2),
+                                      .subject = col_text(res, i, 3),
+                                      .detail = col_text(res, i, 4),
+                                      .actor = col_text(res, i, 5),
+                                      .request_id = col_text(res, i, 6),
+                                      .chain = col_text(res, i, 7)};
+        ret = cb(arg, &row);
+    }
+    PQclear(res);
+    return ret;
+}
+
 /* PostgreSQL has its own tools for this (pg_dump, pg_basebackup); a file
  * copy from here would be neither consistent with them nor restorable. */
 static int pg_backup(struct store_backend *b, const char *path, char *err, size_t errlen)
@@ -1912,5 +2003,6 @@ const struct store_backend_ops store_postgres_ops = {
     .outbox_list = pg_outbox_list,
     .outbox_depth = pg_outbox_depth,
     .load_keys = pg_load_keys,
+    .load_audit = pg_load_audit,
     .backup = pg_backup,
 };

@@ -125,6 +125,19 @@ static const struct migration migrations[] = {
      "ALTER TABLE events ADD COLUMN actor TEXT;"
      "ALTER TABLE events ADD COLUMN request_id TEXT;"
      "ALTER TABLE events ADD COLUMN chain TEXT;"},
+    {8,
+     /* The audit log of what no experiment's log holds (store.h): keys
+      * created and revoked, experiments created; chained like the events.
+      * Keys made before it have no record (audit verify says so). */
+     "CREATE TABLE audit_log ("
+     " seq INTEGER PRIMARY KEY,"
+     " ts_ms INTEGER NOT NULL,"
+     " kind INTEGER NOT NULL,"
+     " subject TEXT NOT NULL,"
+     " detail TEXT,"
+     " actor TEXT,"
+     " request_id TEXT,"
+     " chain TEXT NOT NULL);"},
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])

@@ -35,6 +35,7 @@
 #include <sqlite3.h>
 
 #include "base/clock.h"
+#include "base/digest.h"
 #include "base/log.h"
 #include "store/readers.h"
 #include "store/schema.h"
@@ -72,6 +73,8 @@ enum q {
     Q_EVENT_INSERT,
     Q_KEY_INSERT,
     Q_KEY_REVOKE,
+    Q_AUDIT_LAST,
+    Q_AUDIT_INSERT,
     Q_OUTBOX_INSERT,
     Q_OUTBOX_UPDATE,
     Q_OUTBOX_PRUNE,
@@ -86,6 +89,7 @@ enum q {
     Q_UNIT,
     Q_LAST_SEQ,
     Q_KEYS,
+    Q_AUDIT,
     Q_OUTBOX_PENDING,
     Q_OUTBOX_LIST,
     Q_OUTBOX_DEPTH,
@@ -127,6 +131,11 @@ static const struct store_sql queries[Q_COUNT] = {
                       " VALUES (?1, ?2, ?3, ?4, ?5)"},
     [Q_KEY_REVOKE] = {"key_revoke", STORE_SQL_WRITE,
                       "UPDATE api_keys SET revoked = 1 WHERE rowid = ?1"},
+    [Q_AUDIT_LAST] = {"audit_last", STORE_SQL_WRITE,
+                      "SELECT seq, chain FROM audit_log ORDER BY seq DESC LIMIT 1"},
+    [Q_AUDIT_INSERT] = {"audit_insert", STORE_SQL_WRITE,
+                        "INSERT INTO audit_log(seq, ts_ms, kind, subject, detail, actor,"
+                        " request_id, chain) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
     [Q_OUTBOX_INSERT] = {"outbox_insert", STORE_SQL_WRITE,
                          "INSERT INTO outbox(exp, exp_id, event_id, type, url, secret, body,"
                          " created_ms, next_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
@@ -166,6 +175,9 @@ static const struct store_sql queries[Q_COUNT] = {
     [Q_KEYS] = {"keys", STORE_SQL_READ,
                 "SELECT rowid, name, scopes, hash, created_ms, revoked, experiments FROM api_keys"
                 " ORDER BY rowid"},
+    [Q_AUDIT] = {"audit", STORE_SQL_READ,
+                 "SELECT seq, ts_ms, kind, subject, detail, actor, request_id, chain"
+                 " FROM audit_log ORDER BY seq"},
     /* the outbox's reads go through its partial indexes: their cost is in
      * the pending rows (or one experiment's), never in the rows kept */
     [Q_OUTBOX_PENDING] = {"outbox_pending", STORE_SQL_READ,
@@ -431,13 +443,46 @@ static int writer_event(struct store_backend *s, const struct store_event *ev)
     return wrun(s, Q_EVENT_INSERT, a, NARGS(a));
 }
 
+/* Append row to the audit log (store.h), its seq and chain value after
+ * the last record's: the writer's transaction (BEGIN IMMEDIATE) holds the
+ * database's one write lock, so no other process appends between the read
+ * and the insert. */
+static int writer_audit(struct store_backend *s, struct store_audit_row *row)
+{
+    sqlite3_stmt *st = s->wst[Q_AUDIT_LAST];
+    char prev[DIGEST_SHA256_HEX + 1] = STORE_AUDIT_GENESIS, chain[DIGEST_SHA256_HEX + 1];
+    int rc = step_retry(st);
+    row->seq = 1;
+    if (rc == SQLITE_ROW) {
+        const char *c = (const char *)sqlite3_column_text(st, 1);
+        row->seq = sqlite3_column_int64(st, 0) + 1;
+        snprintf(prev, sizeof prev, "%s", c != NULL ? c : "");
+    }
+    rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+    sqlite3_reset(st);
+    if (rc != SQLITE_OK)
+        return rc;
+    if (store_audit_next(prev, row, chain) != 0)
+        return SQLITE_TOOBIG;
+    const struct sql_arg a[] = {arg_int(row->seq),         arg_int(row->ts_ms),
+                                arg_int(row->kind),        arg_text(row->subject),
+                                arg_text(row->detail),     arg_text(row->actor),
+                                arg_text(row->request_id), arg_text(chain)};
+    return wrun(s, Q_AUDIT_INSERT, a, NARGS(a));
+}
+
 static int writer_exp_create(struct store_backend *s, const struct store_op *op)
 {
     const struct sql_arg a[] = {arg_text(op->id), arg_text(op->config_json),
                                 arg_int(op->created_ms)};
+    char buf[STORE_AUDIT_BUF];
+    struct store_audit_row row;
     int rc = wrun(s, Q_EXP_INSERT, a, NARGS(a));
     if (rc == SQLITE_OK && op->rowid_out)
         *op->rowid_out = sqlite3_last_insert_rowid(s->wdb);
+    if (rc == SQLITE_OK)
+        rc = store_audit_of_create(op, &row, buf, sizeof buf) == 0 ? writer_audit(s, &row)
+                                                                   : SQLITE_TOOBIG;
     return rc;
 }
 
@@ -494,19 +539,26 @@ static int writer_purge_step(struct store_backend *s)
 static int writer_key(struct store_backend *s, const struct store_key_op *k)
 {
     int rc;
+    int64_t id = k->rowid;
 
     if (k->kind == STORE_KEY_OP_REVOKE) {
         const struct sql_arg a[] = {arg_int(k->rowid)};
         rc = wrun(s, Q_KEY_REVOKE, a, 1);
         if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
             rc = SQLITE_NOTFOUND;
-        return rc;
+    } else {
+        const struct sql_arg a[] = {arg_text(k->name), arg_text(k->scopes), arg_text(k->hash),
+                                    arg_int(k->created_ms), arg_text(k->experiments)};
+        rc = wrun(s, Q_KEY_INSERT, a, NARGS(a));
+        id = sqlite3_last_insert_rowid(s->wdb);
+        if (rc == SQLITE_OK && k->rowid_out)
+            *k->rowid_out = id;
     }
-    const struct sql_arg a[] = {arg_text(k->name), arg_text(k->scopes), arg_text(k->hash),
-                                arg_int(k->created_ms), arg_text(k->experiments)};
-    rc = wrun(s, Q_KEY_INSERT, a, NARGS(a));
-    if (rc == SQLITE_OK && k->rowid_out)
-        *k->rowid_out = sqlite3_last_insert_rowid(s->wdb);
+    char buf[STORE_AUDIT_BUF];
+    struct store_audit_row row;
+    if (rc == SQLITE_OK)
+        rc = store_audit_of_key(k, id, &row, buf, sizeof buf) == 0 ? writer_audit(s, &row)
+                                                                   : SQLITE_TOOBIG;
     return rc;
 }
 
@@ -883,12 +935,13 @@ static void key_from_row(sqlite3_stmt *st, struct store_key_row *row)
  * the row's type (an experiments' callback may be NULL: rows only
  * counted). */
 struct rd_each {
-    enum { EACH_EXPERIMENT, EACH_EVENT, EACH_DELIVERY, EACH_KEY } kind;
+    enum { EACH_EXPERIMENT, EACH_EVENT, EACH_DELIVERY, EACH_KEY, EACH_AUDIT } kind;
     union {
         int (*experiment)(void *arg, const struct store_experiment_row *row);
         int (*event)(void *arg, const struct store_event *ev);
         int (*delivery)(void *arg, const struct store_delivery *d);
         int (*key)(void *arg, const struct store_key_row *row);
+        int (*audit)(void *arg, const struct store_audit_row *row);
     } cb;
     void *arg;
 };
@@ -911,6 +964,7 @@ static int rd_each(struct store_backend *s, enum q q, const struct sql_arg *a, s
             struct store_event ev;
             struct store_delivery d;
             struct store_key_row k;
+            struct store_audit_row a;
         } row;
         found = 1;
         switch (e->kind) {
@@ -929,6 +983,17 @@ static int rd_each(struct store_backend *s, enum q q, const struct sql_arg *a, s
         case EACH_KEY:
             key_from_row(rd.st, &row.k);
             ret = e->cb.key(e->arg, &row.k);
+            break;
+        case EACH_AUDIT:
+            row.a = (struct store_audit_row){.seq = sqlite3_column_int64(rd.st, 0),
+                                             .ts_ms = sqlite3_column_int64(rd.st, 1),
+                                             .kind = sqlite3_column_int(rd.st, 2),
+                                             .subject = col_text(rd.st, 3),
+                                             .detail = col_text(rd.st, 4),
+                                             .actor = col_text(rd.st, 5),
+                                             .request_id = col_text(rd.st, 6),
+                                             .chain = col_text(rd.st, 7)};
+            ret = e->cb.audit(e->arg, &row.a);
             break;
         }
     }
@@ -1081,6 +1146,13 @@ static int sq_load_keys(struct store_backend *s,
 {
     const struct rd_each e = {.kind = EACH_KEY, .cb.key = cb, .arg = arg};
     return rd_each(s, Q_KEYS, NULL, 0, &e, 0);
+}
+
+static int sq_load_audit(struct store_backend *s,
+                         int (*cb)(void *arg, const struct store_audit_row *row), void *arg)
+{
+    const struct rd_each e = {.kind = EACH_AUDIT, .cb.audit = cb, .arg = arg};
+    return rd_each(s, Q_AUDIT, NULL, 0, &e, 0);
 }
 
 /* --- backup ------------------------------------------------------------------ */
@@ -1410,5 +1482,6 @@ const struct store_backend_ops store_sqlite_ops = {
     .outbox_list = sq_outbox_list,
     .outbox_depth = sq_outbox_depth,
     .load_keys = sq_load_keys,
+    .load_audit = sq_load_audit,
     .backup = sq_backup,
 };

@@ -139,7 +139,7 @@ struct store_event {
     const char *unit;   /* ASSIGN: sticky unit or NULL; borrowed */
     const char *text;   /* STATE: new state; EDIT: the change; CORRECT: the reason; borrowed */
     /* The audit trail (exp/audit.c): who made the request that caused the
-     * event ("key:<id>"; NULL: the daemon itself, or an open API) and its
+     * event ("key:<id>:<name>"; NULL: the daemon itself, or an open API) and its
      * request id (NULL: none), and the hash chain's value after this event
      * (64 hex digits; NULL on rows older than the chain). Borrowed. */
     const char *actor;
@@ -150,7 +150,8 @@ struct store_event {
 /* --- writes --------------------------------------------------------------- */
 
 enum store_op_kind {
-    STORE_OP_EXP_CREATE = 1,    /* id, config_json, created_ms → rowid filled on commit */
+    STORE_OP_EXP_CREATE = 1,    /* id, config_json, created_ms → rowid filled on commit;
+                                 * ev.actor, ev.request_id: who asked (the audit log) */
     STORE_OP_EXP_DELETE = 2,    /* exp: the row; NOTFOUND if none. Its events are
                                  * purged by the writer afterwards, in chunks
                                  * between group commits (no write waits for a
@@ -399,10 +400,13 @@ struct store_key_row {
 };
 
 /* experiments: NULL for a key over every experiment, else comma-separated
- * ids (the caller checked them). */
+ * ids (the caller checked them). actor and request_id (either may be NULL)
+ * name who asked, for the audit log's record of the change (below), which
+ * commits with it. */
 int store_key_insert(struct store *s, const char *name, const char *scopes, const char *hash,
-                     const char *experiments, int64_t created_ms, int64_t *rowid_out);
-int store_key_revoke(struct store *s, int64_t rowid);
+                     const char *experiments, int64_t created_ms, const char *actor,
+                     const char *request_id, int64_t *rowid_out);
+int store_key_revoke(struct store *s, int64_t rowid, const char *actor, const char *request_id);
 int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key_row *row),
                     void *arg);
 /* A number that changes, soon after the commit, whenever the API keys may
@@ -412,6 +416,52 @@ int store_load_keys(struct store *s, int (*cb)(void *arg, const struct store_key
  * connection had to be made again). Always 0 where the backend has no such
  * signal (SQLite: watch the file instead, store_file). Any thread, no I/O. */
 uint64_t store_keys_epoch(struct store *s);
+
+/* --- the audit log (docs/contract.md, "Audit trail") --------------------- */
+/* The actions no experiment's log holds, in one hash chain of their own:
+ * API keys created and revoked (a key is not one experiment's: a key over
+ * every experiment would need a record in every log, and one made before
+ * an experiment in none), and experiments created (with who asked: the
+ * experiment's own log starts at its first event). Each record is written
+ * by the backend in the transaction that makes the change, its seq and
+ * chain value taken under the log's lock (one writer on SQLite; a table
+ * lock on PostgreSQL, which several daemons and the keys CLI share), so
+ * the change and its record commit together or not at all. */
+
+enum store_audit_kind {
+    STORE_AUDIT_KEY_CREATE = 1, /* subject "key:<id>"; detail store_key_detail's */
+    STORE_AUDIT_KEY_REVOKE = 2, /* subject "key:<id>"; detail NULL */
+    STORE_AUDIT_EXP_CREATE = 3, /* subject the experiment's id; detail "config sha256:<hex>"
+                                 * of its stored configuration */
+};
+
+struct store_audit_row {
+    int64_t seq; /* 1, 2, 3… */
+    int64_t ts_ms;
+    int kind; /* enum store_audit_kind */
+    /* Borrowed. actor as on events ("key:<id>:<name>"; NULL: the daemon or
+     * an open API; "cli:<user>" for the keys CLI), chain: 64 hex digits. */
+    const char *subject, *detail, *actor, *request_id, *chain;
+};
+
+/* The first record's previous chain value. */
+#define STORE_AUDIT_GENESIS "banditd audit log"
+
+/* out = SHA-256(prev || "\n" || row in canonical form), in hex: row's
+ * seq, kind and time in decimal, then each string prefixed by its length
+ * (−1: none); row->chain is not part of it. 0, or −1 when too long. */
+int store_audit_next(const char *prev, const struct store_audit_row *row, char out[65]);
+/* A key's record detail: its name, scopes, experiments and hash, each
+ * prefixed by its length (−1: none). The length it needs (snprintf's);
+ * STORE_AUDIT_BUF holds any key's (a name of 128 bytes, 64 experiment
+ * ids). */
+#define STORE_AUDIT_BUF 8192
+int store_key_detail(const char *name, const char *scopes, const char *experiments,
+                     const char *hash, char *buf, size_t len);
+/* Every record in seq order into cb (strings live until it returns);
+ * stops at cb's non-zero, returned. */
+int store_load_audit(struct store *s, int (*cb)(void *arg, const struct store_audit_row *row),
+                     void *arg);
 
 /* Online backup to path (VACUUM INTO on a fresh read-only connection: a
  * consistent snapshot while the writer runs), fsynced. path must not exist

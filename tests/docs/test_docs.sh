@@ -42,7 +42,7 @@ names() { "$tool" names "$@" <"$list"; }
 missing=""
 for tag in delays blocks; do
     fc=$(block $tag-fc)
-    for p in $(names fixed_confidence); do
+    for p in $(names fixed_confidence '!control'); do
         printf '%s\n' "$fc" | grep -q "^| \`$p\` |" || missing="$missing $p ($tag, fixed confidence)"
     done
     fb=$(block $tag-fb)

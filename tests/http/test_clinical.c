@@ -473,6 +473,133 @@ static void test_blinding(void **state)
     assert_int_equal(tdaemon_stop(d), 0);
 }
 
+/* One SQL statement on d's database file, which must change one row. */
+static void db_change(const struct tdaemon *d, const char *sql)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(tdaemon_db_path(d), &db), SQLITE_OK);
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    assert_int_equal(sqlite3_changes(db), 1);
+    sqlite3_close(db);
+}
+
+/* `banditd audit verify` of d's database (every experiment and the audit
+ * log): its exit status, its output into out. */
+static int verify_all(const struct tdaemon *d, char *out, size_t len)
+{
+    const char *args[] = {"audit", "verify", "--db", tdaemon_db_path(d), NULL};
+    return tdaemon_cli(d, args, NULL, out, len, NULL, 0);
+}
+
+/* The audit log (store.h): keys created and revoked by the CLI and
+ * experiments created through the API are recorded with who did it (the
+ * key's id and name, or the CLI's user) and the request id, in a chain
+ * that audit verify checks; events name the key by id and name; a key row
+ * changed behind the CLI's back (a scope added, a revocation undone, a key
+ * slipped in) or a record changed is named. */
+static void test_audit_log(void **state)
+{
+    struct tdaemon *d = *state;
+    assert_int_equal(tdaemon_launch(d, NULL, 0), 0);
+    char admin[128], site[128], out[4096];
+    const char *mk_admin[] = {"keys",    "create", "--db",   tdaemon_db_path(d),
+                              "--scope", "admin",  "--name", "dmc office",
+                              NULL};
+    const char *mk_site[] = {"keys",    "create",        "--db",   tdaemon_db_path(d),
+                             "--scope", "assign,report", "--name", "site-7",
+                             NULL};
+    assert_int_equal(tdaemon_cli(d, mk_admin, NULL, admin, sizeof admin, NULL, 0), 0);
+    assert_int_equal(tdaemon_cli(d, mk_site, NULL, site, sizeof site, NULL, 0), 0);
+    admin[strcspn(admin, "\n")] = '\0';
+    site[strcspn(site, "\n")] = '\0';
+    const char *h[] = {"X-Request-Id: create-7", NULL};
+    char auth[200];
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", admin);
+    const char *hh[] = {h[0], auth, NULL};
+    struct tresp *r =
+        treq(d, "POST", "/v1/experiments", "{\"id\":\"al\",\"arms\":[\"a\",\"b\"]}", hh);
+    assert_status(r, 201);
+    tresp_free(r);
+    r = treq_key(d, "POST", "/v1/experiments/al/assignments", site, "{}");
+    assert_status(r, 201);
+    tresp_free(r);
+    const char *revoke[] = {"keys", "revoke", "2", "--db", tdaemon_db_path(d), NULL};
+    assert_int_equal(tdaemon_cli(d, revoke, NULL, NULL, 0, NULL, 0), 0);
+    r = treq_key(d, "GET", "/v1/experiments/al/export", admin, NULL);
+    assert_status(r, 200);
+    assert_non_null(strstr(r->body, "\"actor\":\"key:2:site-7\""));
+    tresp_free(r);
+
+    /* four records: two keys, the creation, the revocation */
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_open(tdaemon_db_path(d), &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT kind, subject, actor, request_id, length(chain)"
+                                        " FROM audit_log ORDER BY seq",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    static const struct {
+        int kind;
+        const char *subject, *actor_prefix, *request_id;
+    } want[] = {{1, "key:1", "cli:", NULL},
+                {1, "key:2", "cli:", NULL},
+                {3, "al", "key:1:dmc office", "create-7"},
+                {2, "key:2", "cli:", NULL}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_int_equal(sqlite3_column_int(st, 0), want[i].kind);
+        assert_string_equal((const char *)sqlite3_column_text(st, 1), want[i].subject);
+        const char *actor = (const char *)sqlite3_column_text(st, 2);
+        const char *rid = (const char *)sqlite3_column_text(st, 3);
+        assert_non_null(actor);
+        assert_non_null(rid);
+        assert_true(strncmp(actor, want[i].actor_prefix, strlen(want[i].actor_prefix)) == 0);
+        if (want[i].request_id != NULL)
+            assert_string_equal(rid, want[i].request_id);
+        else
+            assert_true(strncmp(rid, "cli-", 4) == 0);
+        assert_int_equal(sqlite3_column_int(st, 4), 64);
+    }
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    assert_int_equal(verify_all(d, out, sizeof out), 0);
+    assert_non_null(strstr(out, "audit log: ok, 4 records, keys as recorded (0 older"));
+
+    /* tampered: the daemon is stopped, the file edited */
+    assert_int_equal(tdaemon_stop(d), 0);
+    static const struct {
+        const char *change, *undo, *named;
+    } cases[] = {
+        {"UPDATE api_keys SET scopes = 'admin' WHERE rowid = 2",
+         "UPDATE api_keys SET scopes = 'assign,report' WHERE rowid = 2",
+         "audit log: BROKEN: key 2 differs from its creation record (seq 2)"},
+        {"UPDATE api_keys SET revoked = 0 WHERE rowid = 2",
+         "UPDATE api_keys SET revoked = 1 WHERE rowid = 2",
+         "audit log: BROKEN: key 2 is not revoked, but recorded so"},
+        {"INSERT INTO api_keys(name, scopes, hash, created_ms) VALUES ('x', 'admin', 'ab', 1)",
+         "DELETE FROM api_keys WHERE rowid = 3", "audit log: BROKEN: key 3 has no creation record"},
+        {"UPDATE audit_log SET actor = 'cli:someone' WHERE seq = 3",
+         "UPDATE audit_log SET actor = 'key:1:dmc office' WHERE seq = 3",
+         "audit log: BROKEN at seq 3 (chain value does not match the record)"},
+        {"DELETE FROM audit_log WHERE seq = 4", NULL,
+         "audit log: BROKEN: key 2 is revoked without a record"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        db_change(d, cases[i].change);
+        assert_int_equal(verify_all(d, out, sizeof out), 1);
+        if (strstr(out, cases[i].named) == NULL)
+            fail_msg("after %s: %s", cases[i].change, out);
+        assert_non_null(strstr(out, "al: ok")); /* the experiment's own log is whole */
+        if (cases[i].undo != NULL) {
+            db_change(d, cases[i].undo);
+            assert_int_equal(verify_all(d, out, sizeof out), 0);
+        }
+    }
+}
+
 /* The same chain on PostgreSQL: rows written one by one and in a group
  * (one INSERT of arrays) verify; a changed row is named. */
 static void test_audit_chain_postgres(void **state)
@@ -498,6 +625,16 @@ static void test_audit_chain_postgres(void **state)
     const char *args[] = {"audit", "verify", "--db", uri, "pg", NULL};
     assert_int_equal(tdaemon_cli(d, args, NULL, out, sizeof out, NULL, 0), 0);
     assert_non_null(strstr(out, "pg: ok, 4 events, 4 chained"));
+    /* the audit log: the creation and a key, then the key's row changed */
+    char key[128];
+    const char *mk[] = {"keys", "create", "--db", uri, "--scope", "read", "--name", "r", NULL};
+    assert_int_equal(tdaemon_cli(d, mk, NULL, key, sizeof key, NULL, 0), 0);
+    assert_int_equal(tdaemon_cli(d, args, NULL, out, sizeof out, NULL, 0), 0);
+    assert_non_null(strstr(out, "audit log: ok, 2 records"));
+    assert_int_equal(tpg_exec(uri, "UPDATE api_keys SET scopes = 'admin'"), 0);
+    assert_int_equal(tdaemon_cli(d, args, NULL, out, sizeof out, NULL, 0), 1);
+    assert_non_null(strstr(out, "audit log: BROKEN: key 1 differs from its creation record"));
+    assert_int_equal(tpg_exec(uri, "UPDATE api_keys SET scopes = 'read'"), 0);
     assert_int_equal(tpg_exec(uri, "UPDATE events SET value = 0.25 WHERE seq = 3"), 0);
     assert_int_equal(tdaemon_cli(d, args, NULL, out, sizeof out, NULL, 0), 1);
     assert_non_null(strstr(out, "pg: BROKEN at seq 3"));
@@ -514,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_audit_chain),
         cmocka_unit_test(test_permuted_blocks),
         cmocka_unit_test_setup_teardown(test_blinding, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_audit_log, tfresh_setup, tfresh_teardown),
         cmocka_unit_test(test_audit_chain_postgres),
     };
     return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);

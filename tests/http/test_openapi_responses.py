@@ -270,6 +270,11 @@ def main():
                {"experiment": {"arms": ["a", "b"], "goal": {"m": 1}}, "means": [0.5, 0.5],
                 "runs": 1}, 200)
         d.call("POST", "/v1/plan", "/v1/plan", {"experiment": {"arms": ["a", "b"]}}, 400)
+        d.call("POST", "/v1/experiments/full/oc", sub("oc"),
+               {"scenarios": [{"name": "null", "arms": [0.3, 0.3, 0.3]},
+                              {"name": "blue", "arms": [0.3, 0.3, 0.6]}],
+                "runs": 3, "max_pulls": 50, "markdown": True}, 200)
+        d.call("POST", "/v1/experiments/full/oc", sub("oc"), {"runs": 3}, 400)
         d.call("POST", "/v1/experiments/full/corrections", sub("corrections"),
                {"assignment_id": ids[1], "reward": 1, "reason": "late conversion"}, 201)
         d.call("POST", "/v1/experiments/full/corrections", sub("corrections"),

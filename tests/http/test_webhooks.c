@@ -36,6 +36,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -522,8 +523,28 @@ static void test_stop_signed(void **state)
     assert_true(json_is_true(tjson_get(p, "data.bandits[0].done")));
     assert_true(tjson_int(p, "data.bandits[0].arms[0].pulls") > 0);
     json_t *s = texp_status(d, "sig");
-    /* the stop the event announces: adapt's default, the proven GLR */
+    /* the stop the event announces: adapt's default, the proven GLR, the
+     * same "stop" object as status's (after the stop, neither changes) */
     assert_true(tjson_num(s, "bandits[0].stop.error_bound") <= 0.05);
+    json_t *stop = tjson_get(p, "data.bandits[0].stop");
+    assert_non_null(stop);
+    assert_string_equal(tjson_str(stop, "rule"), "glr");
+    assert_true(json_is_true(json_object_get(stop, "fired")));
+    assert_true(json_is_true(json_object_get(stop, "proven")));
+    /* status prints its numbers shorter (15 digits): equal to that */
+    const char *k;
+    json_t *v, *sv = tjson_get(s, "bandits[0].stop");
+    assert_int_equal(json_object_size(stop), json_object_size(sv));
+    json_object_foreach(stop, k, v)
+    {
+        json_t *w = json_object_get(sv, k);
+        int same = json_is_number(v) && json_is_number(w)
+                       ? fabs(json_number_value(v) - json_number_value(w)) <=
+                             1e-13 * fabs(json_number_value(w))
+                       : json_equal(v, w);
+        if (!same)
+            fail_msg("stop.%s differs between the webhook and status", k);
+    }
     assert_int_equal(tjson_int(p, "experiment.pulls"), tjson_int(s, "pulls"));
     json_decref(s);
     /* the event id names the log position: "<id>/<token>-<seq>-<check>/<type>" */
@@ -724,6 +745,8 @@ static void test_bandits_and_burn_in(void **state)
     assert_string_equal(tjson_str(p, "type"), "bandit.done");
     assert_string_equal(tjson_str(p, "data.bandit.id"), "x");
     assert_string_equal(tjson_str(p, "data.bandit.recommended[0]"), "a");
+    assert_true(json_is_true(tjson_get(p, "data.bandit.stop.fired")));
+    assert_non_null(tjson_str(p, "data.bandit.stop.rule"));
     assert_int_equal(tjson_int(p, "experiment.bandits_done"), 1);
     char suffix[] = "/bandit.done/x";
     assert_string_equal(rc->req[1].event_id + strlen(rc->req[1].event_id) - strlen(suffix), suffix);

@@ -41,7 +41,7 @@ static int64_t add_key(struct tstore *f, const char *scopes, char *key, size_t l
     int64_t id = 0;
     assert_int_equal(auth_new_key(key, len), 0);
     assert_int_equal(auth_hash_hex(key, strlen(key), hex, sizeof hex), 0);
-    assert_int_equal(store_key_insert(f->s, "t", scopes, hex, NULL, 1, &id), STORE_OK);
+    assert_int_equal(store_key_insert(f->s, "t", scopes, hex, NULL, 1, NULL, NULL, &id), STORE_OK);
     return id;
 }
 
@@ -198,14 +198,14 @@ static void test_reload_and_revoke(void **state)
     assert_int_equal(known, 1);
     assert_int_equal(auth_active_keys(), 2);
 
-    assert_int_equal(store_key_revoke(f->s, id1), STORE_OK);
+    assert_int_equal(store_key_revoke(f->s, id1, NULL, NULL), STORE_OK);
     assert_int_equal(auth_reload(), 1);
     scopes_of(k1, &known);
     assert_int_equal(known, 0);
     assert_int_equal(auth_active_keys(), 1);
 
     /* Every key revoked: still closed, nothing gets in. */
-    assert_int_equal(store_key_revoke(f->s, id2), STORE_OK);
+    assert_int_equal(store_key_revoke(f->s, id2, NULL, NULL), STORE_OK);
     assert_int_equal(auth_reload(), 1);
     assert_int_equal(auth_active_keys(), 0);
     assert_int_equal(auth_enabled(), 1);
@@ -220,11 +220,12 @@ static void test_bad_rows_ignored(void **state)
     char good[64];
     int64_t id;
     int known;
-    assert_int_equal(store_key_insert(f->s, "x", "read", "not-hex", NULL, 1, &id), STORE_OK);
+    assert_int_equal(store_key_insert(f->s, "x", "read", "not-hex", NULL, 1, NULL, NULL, &id),
+                     STORE_OK);
     assert_int_equal(
         store_key_insert(f->s, "y", "superuser",
                          "0000000000000000000000000000000000000000000000000000000000000000", NULL,
-                         1, &id),
+                         1, NULL, NULL, &id),
         STORE_OK);
     add_key(f, "read", good, sizeof good);
     assert_int_equal(auth_init(f->s), STORE_OK);

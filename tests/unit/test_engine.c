@@ -1103,6 +1103,138 @@ static void test_nan_reward(void **state)
     engine_free(e);
 }
 
+/* ---- goal control (docs/stop-rules.md, `control`) --------------------------- */
+
+static struct engine_config control_cfg(const size_t *k, const int *ctl, double margin)
+{
+    struct engine_config c = cfg_of(pol("vs-control"), 1, k);
+    c.goal = ENGINE_GOAL_CONTROL;
+    c.control_arm = ctl;
+    c.margin = margin;
+    return c;
+}
+
+/* What goes with the goal, each refusal naming its field. */
+static void test_control_validate(void **state)
+{
+    (void)state;
+    size_t k[] = {4};
+    int ctl[] = {1}, none[] = {-1};
+    struct engine_config c = control_cfg(k, ctl, 0.1);
+    struct policy_error err;
+    assert_int_equal(engine_validate(&c, &err), 0);
+    assert_int_equal(engine_resolve_rule(&c), ENGINE_RULE_CONTROL);
+    assert_true(engine_rule_proven(&c, ENGINE_RULE_CONTROL));
+    c.control_arm = NULL;
+    INVALID(c, "goal.control");
+    c.control_arm = none;
+    INVALID(c, "goal.control");
+    c = control_cfg(k, ctl, 1.0); /* Δ must be below the range */
+    INVALID(c, "goal.margin");
+    c = control_cfg(k, ctl, -0.1);
+    INVALID(c, "goal.margin");
+    c = control_cfg(k, ctl, 0.1);
+    c.m = 2;
+    INVALID(c, "goal.m");
+    c = control_cfg(k, ctl, 0.1);
+    c.epsilon = 0.05;
+    INVALID(c, "goal.epsilon");
+    c = control_cfg(k, ctl, 0.1);
+    c.policy = pol("uniform"); /* a best-arm sampler */
+    INVALID(c, "policy.name");
+    c = control_cfg(k, ctl, 0.1);
+    c.stop_rule = ENGINE_RULE_GLR;
+    INVALID(c, "stop_rule");
+    c = control_cfg(k, ctl, 0.1);
+    c.bound = STATS_BOUND_FIXED;
+    INVALID(c, "bound");
+    c = cfg_of(pol("vs-control"), 1, k); /* the sampler without its goal */
+    INVALID(c, "policy.name");
+    c = cfg_of(pol("uniform"), 1, k);
+    c.stop_rule = ENGINE_RULE_CONTROL;
+    INVALID(c, "stop_rule");
+}
+
+/* vs-control keeps the control near √k times each open arm's pulls (k = 3
+ * open comparisons: √3), and spreads the rest evenly; a reward of 0.5
+ * everywhere decides nothing while the intervals are wide. Deterministic
+ * counts, so exact bounds. */
+static void test_control_allocation(void **state)
+{
+    (void)state;
+    enum { N = 400 };
+    uint64_t cnt[4];
+    size_t k[] = {4};
+    int ctl[] = {0};
+    struct engine_config c = control_cfg(k, ctl, 0.1);
+    struct engine *e = tengine_create(&c);
+    tally(e, -1, N, cnt, 4);
+    double each = (double)(N - cnt[0]) / 3.0;
+    for (size_t i = 1; i < 4; i++)
+        assert_true(fabs((double)cnt[i] - each) <= 1.0);
+    assert_true(fabs((double)cnt[0] / each - sqrt(3.0)) < 0.02);
+    assert_false(engine_stopped(e));
+    struct engine_vs_control v;
+    assert_int_equal(engine_vs_control(e, 0, 0, &v), -1); /* the control itself */
+    assert_int_equal(engine_vs_control(e, 0, 1, &v), 0);
+    assert_int_equal(v.verdict, POLICY_OPEN);
+    assert_true(v.lower < 0 && v.upper > 0.1 && fabs(v.diff) < 1e-12);
+    engine_free(e);
+    /* equal: the control gets what each arm gets */
+    c.params.values[0] = 1; /* allocation=equal */
+    e = tengine_create(&c);
+    tally(e, -1, N, cnt, 4);
+    for (size_t i = 1; i < 4; i++)
+        assert_true(cnt[i] >= N / 4 - 1 && cnt[i] <= N / 4 + 1);
+    engine_free(e);
+}
+
+/* Rewards by hand: arm 1 always 1, arm 2 always 0, the control 0.5. Arm 1
+ * is declared superior and arm 2 futile once their intervals clear Δ;
+ * decided arms get no more pulls; the stop is "superiority", the
+ * recommendation arm 1, the control cannot be retired, and a verdict once
+ * made stays. */
+static void test_control_decisions(void **state)
+{
+    (void)state;
+    size_t k[] = {3};
+    int ctl[] = {0};
+    struct engine_config c = control_cfg(k, ctl, 0.1);
+    struct engine *e = tengine_create(&c);
+    static const double reward[] = {0.5, 1.0, 0.0};
+    struct policy_error err;
+    assert_int_equal(engine_retire_arm(e, 0, 0, &err), -1);
+    assert_string_equal(err.field, "retire");
+    uint64_t after_decided = 0;
+    for (int n = 0; n < 100000 && !engine_stopped(e); n++) {
+        struct engine_pull p;
+        engine_assign(e, 0, &p);
+        assert_false(p.exploit);
+        struct engine_vs_control v;
+        if (p.arm != 0 && engine_vs_control(e, 0, p.arm, &v) == 0 && v.verdict != POLICY_OPEN)
+            after_decided++;
+        engine_reward(e, 0, p.arm, reward[p.arm]);
+    }
+    assert_true(engine_stopped(e));
+    assert_int_equal(engine_stop_reason(e), ENGINE_STOPPED_SUPERIORITY);
+    assert_int_equal(after_decided, 0);
+    struct engine_vs_control v1, v2;
+    assert_int_equal(engine_vs_control(e, 0, 1, &v1), 0);
+    assert_int_equal(engine_vs_control(e, 0, 2, &v2), 0);
+    assert_int_equal(v1.verdict, POLICY_SUPERIOR);
+    assert_int_equal(v2.verdict, POLICY_FUTILE);
+    assert_true(v1.at > 0 && v2.at > 0 && v1.lower > 0.1 && v2.upper < 0.1);
+    unsigned char high[3];
+    struct engine_bandit_status st;
+    engine_bandit_status(e, 0, high, &st);
+    assert_true(high[1] && !high[0] && !high[2]);
+    struct engine_stop_eval ev;
+    engine_bandit_stop(e, 0, &ev);
+    assert_int_equal(ev.rule, ENGINE_RULE_CONTROL);
+    assert_true(ev.fired && ev.proven && ev.evidence == 0 && ev.error_bound == c.delta);
+    engine_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1128,6 +1260,9 @@ int main(void)
         cmocka_unit_test(test_record_pull),
         cmocka_unit_test(test_status_draws_nothing),
         cmocka_unit_test(test_nan_reward),
+        cmocka_unit_test(test_control_validate),
+        cmocka_unit_test(test_control_allocation),
+        cmocka_unit_test(test_control_decisions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

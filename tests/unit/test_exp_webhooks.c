@@ -116,7 +116,7 @@ static struct exp *create(const char *body)
     struct waiter w;
     waiter_init(&w);
     struct exp *x = NULL;
-    assert_int_equal(exp_create(&cfg, waiter_done, &w, &x), EXP_OK);
+    assert_int_equal(exp_create(&cfg, NULL, NULL, waiter_done, &w, &x), EXP_OK);
     assert_int_equal(waiter_wait(&w), STORE_OK);
     return x;
 }

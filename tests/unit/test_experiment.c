@@ -106,7 +106,7 @@ static struct exp *create(const char *id, int *rc_out)
     struct twait w;
     twait_init(&w);
     struct exp *x = NULL;
-    int rc = exp_create(&cfg, twait_done, &w, &x);
+    int rc = exp_create(&cfg, NULL, NULL, twait_done, &w, &x);
     if (rc != EXP_OK) {
         twait_cancel(&w);
         *rc_out = rc;

@@ -162,7 +162,7 @@ static struct exp *create(const char *id, int narms, int *rc, struct step *pendi
         s = pending;
     step_init(s);
     struct exp *x = NULL;
-    *rc = exp_create(&cfg, step_done, s, &x);
+    *rc = exp_create(&cfg, NULL, NULL, step_done, s, &x);
     if (*rc != EXP_OK) {
         step_abandon(s);
         return NULL;

@@ -252,9 +252,9 @@ static void test_store_figures(void **state)
     assert_int_equal(
         store_key_insert(g_st, "m", "read",
                          "1111111111111111111111111111111111111111111111111111111111111111", NULL,
-                         1, &id),
+                         1, NULL, NULL, &id),
         STORE_OK);
-    assert_int_equal(store_key_revoke(g_st, id), STORE_OK);
+    assert_int_equal(store_key_revoke(g_st, id, NULL, NULL), STORE_OK);
     scrape(&b);
     double commits = prom_must(&b, "banditd_store_commits_total", NULL) -
                      prom_must(&a, "banditd_store_commits_total", NULL);
@@ -287,7 +287,7 @@ static struct exp *create(const char *id, const char *goal)
     struct twait w;
     twait_init(&w);
     struct exp *x = NULL;
-    assert_int_equal(exp_create(&cfg, twait_done, &w, &x), EXP_OK);
+    assert_int_equal(exp_create(&cfg, NULL, NULL, twait_done, &w, &x), EXP_OK);
     assert_int_equal(twait_wait(&w), STORE_OK);
     return x;
 }

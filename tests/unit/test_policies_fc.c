@@ -774,6 +774,55 @@ static void test_order_one_shuffle(void **state)
     gsl_rng_free(r2);
 }
 
+/* order_top_by_mean marks the first m of order_by_mean's order and leaves
+ * the generator where order_by_mean does: with ties across the boundary
+ * (the sort decides) and without (no sort), at K up to 200 (Shell sort's
+ * gaps beyond 64) and m = 1 to 10 (the sort beyond 8). */
+static void test_order_top_by_mean(void **state)
+{
+    (void)state;
+    gsl_rng *r1 = gsl_rng_alloc(gsl_rng_taus2), *r2 = gsl_rng_alloc(gsl_rng_taus2);
+    gsl_rng *g = gsl_rng_alloc(gsl_rng_taus2);
+    gsl_rng_set(g, 5);
+    int fast = 0, tied = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        size_t k = 2 + gsl_rng_uniform_int(g, 199);
+        size_t m = 1 + gsl_rng_uniform_int(g, k - 1 < 10 ? k - 1 : 10);
+        unsigned levels = trial % 2 ? 3 + (unsigned)gsl_rng_uniform_int(g, 5) : 1000000;
+        struct stats_arm arms[200];
+        for (size_t i = 0; i < k; i++) {
+            stats_arm_init(&arms[i], 1, 1);
+            arms[i].mean = (double)gsl_rng_uniform_int(g, levels) / (double)levels;
+        }
+        size_t order[200], scratch[200];
+        unsigned char want[200], got[200];
+        gsl_rng_set(r1, (unsigned long)trial);
+        gsl_rng_set(r2, (unsigned long)trial);
+        order_by_mean(r1, arms, k, order);
+        for (size_t r = 0; r < k; r++)
+            want[order[r]] = r < m;
+        order_top_by_mean(r2, arms, k, m, scratch, got);
+        assert_memory_equal(got, want, k);
+        assert_int_equal(gsl_rng_get(r1), gsl_rng_get(r2));
+        /* count the boundary's ties, to know both paths ran */
+        double lo_high = 2, hi_low = -1;
+        for (size_t i = 0; i < k; i++) {
+            if (want[i] && arms[i].mean < lo_high)
+                lo_high = arms[i].mean;
+            if (!want[i] && arms[i].mean > hi_low)
+                hi_low = arms[i].mean;
+        }
+        if (lo_high == hi_low)
+            tied++;
+        else if (m <= 8)
+            fast++;
+    }
+    assert_true(fast > 500 && tied > 500);
+    gsl_rng_free(r1);
+    gsl_rng_free(r2);
+    gsl_rng_free(g);
+}
+
 static void test_fc_sort_ranks(void **state)
 {
     (void)state;
@@ -995,6 +1044,7 @@ int main(void)
         cmocka_unit_test(test_tas_ties_and_edges),
         cmocka_unit_test(test_tas_glr),
         cmocka_unit_test(test_order_one_shuffle),
+        cmocka_unit_test(test_order_top_by_mean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

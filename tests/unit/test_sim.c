@@ -833,7 +833,7 @@ static void test_stop_rule_names(void **state)
     (void)state;
     size_t n;
     const struct stop_rule_info *all = stop_rule_all(&n);
-    assert_int_equal(n, 7);
+    assert_int_equal(n, 8);
     for (size_t i = 0; i < n; i++) {
         assert_ptr_equal(stop_rule_find(all[i].name), &all[i]);
         assert_string_equal(stop_rule_name(all[i].rule), all[i].name);
@@ -845,7 +845,8 @@ static void test_stop_rule_names(void **state)
     assert_null(stop_rule_find(NULL));
     char names[256];
     stop_rule_names(names, sizeof names);
-    assert_string_equal(names, "default, policy, delta_c, glr, glr-heuristic, rho or none");
+    assert_string_equal(names,
+                        "default, policy, delta_c, glr, glr-heuristic, rho, control or none");
     json_t *j = describe_policies();
     json_t *stops = json_object_get(j, "stop_rules");
     assert_int_equal(json_array_size(stops), n);

@@ -1064,6 +1064,49 @@ static void test_glr_best_is_glr(void **state)
     gsl_rng_free(r);
 }
 
+/* stats_glr_stop_memo answers as stats_glr_stop at every reward of a run,
+ * through witnesses that go stale (the High set changes, arms overtake each
+ * other), a memo whose witness is out of range or no pair, ε > 0 and
+ * top-m; with the heuristic it is stats_glr_stop itself. */
+static void test_glr_stop_memo(void **state)
+{
+    (void)state;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 79);
+    int stops = 0, checks = 0;
+    for (int run = 0; run < 60; run++) {
+        size_t k = 2 + gsl_rng_uniform_int(r, 7);
+        unsigned m = 1 + (unsigned)gsl_rng_uniform_int(r, k - 1);
+        double eps = run % 3 == 0 ? 0.05 : 0.0, delta = run % 2 ? 0.1 : 0.01;
+        enum stats_glr_threshold kind = run % 5 == 4 ? STATS_GLR_HEURISTIC : STATS_GLR_PROVEN;
+        double mu[8];
+        struct stats_arm arms[8];
+        for (size_t i = 0; i < k; i++) {
+            mu[i] = 0.2 + 0.6 * gsl_rng_uniform(r);
+            stats_arm_init(&arms[i], 1.0, 1.0);
+        }
+        struct stats_glr_memo_arm cache[8];
+        struct stats_glr_memo memo;
+        stats_glr_memo_init(&memo, cache, k);
+        unsigned char high[8];
+        for (int t = 0; t < 3000; t++) {
+            size_t i = t < (int)k ? (size_t)t : gsl_rng_uniform_int(r, k);
+            stats_arm_add(&arms[i], gsl_rng_uniform(r) < mu[i]);
+            if (t % 97 == 0) { /* a witness that is no pair, or out of range */
+                memo.wi = t % 2 ? k + 3 : 0;
+                memo.wj = t % 2 ? 0 : 0;
+            }
+            order_top_m(arms, k, m, NULL, high);
+            int want = stats_glr_stop(arms, k, high, kind, m, eps, delta);
+            assert_int_equal(stats_glr_stop_memo(arms, k, high, kind, m, eps, delta, &memo), want);
+            stops += want;
+            checks++;
+        }
+    }
+    assert_true(stops > checks / 20 && stops < checks - checks / 20); /* both outcomes, often */
+    gsl_rng_free(r);
+}
+
 /* ---- ordering -------------------------------------------------------------- */
 
 struct ref_ctx {
@@ -1231,6 +1274,7 @@ int main(void)
         cmocka_unit_test(test_glr_threshold),
         cmocka_unit_test(test_glr_stop),
         cmocka_unit_test(test_glr_best_is_glr),
+        cmocka_unit_test(test_glr_stop_memo),
         cmocka_unit_test(test_pair_mixture),
         cmocka_unit_test(test_top_m),
         cmocka_unit_test(test_normal_sf),

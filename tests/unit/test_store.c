@@ -207,13 +207,13 @@ static void test_open_migrate_reopen(void **state)
 
     snprintf(sql, sizeof sql, "PRAGMA user_version");
     assert_int_equal(count_rows(f->path, sql), store_schema_version());
-    assert_int_equal(store_schema_version(), 7);
+    assert_int_equal(store_schema_version(), 8);
     assert_int_equal(count_rows(f->path, "SELECT count(*) FROM sqlite_master WHERE name IN "
                                          "('experiments','events','api_keys','events_ref',"
                                          "'events_unit','purges','sqlite_sequence','outbox',"
                                          "'outbox_pending','outbox_finished','outbox_exp',"
-                                         "'nodes')"),
-                     12);
+                                         "'nodes','audit_log')"),
+                     13);
     create_exp(f->s, "kept");
     reopen(f);
     assert_int_equal(count_rows(f->path, "PRAGMA user_version"), store_schema_version());
@@ -1320,14 +1320,16 @@ static void test_keys(void **state)
     const char *h1 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
     const char *h2 = "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752";
 
-    assert_int_equal(store_key_insert(f->s, "ops", "admin", h1, NULL, 111, &k1), STORE_OK);
-    assert_int_equal(store_key_insert(f->s, NULL, "assign,report", h2, "checkout,promo", 222, &k2),
+    assert_int_equal(store_key_insert(f->s, "ops", "admin", h1, NULL, 111, NULL, NULL, &k1),
                      STORE_OK);
+    assert_int_equal(
+        store_key_insert(f->s, NULL, "assign,report", h2, "checkout,promo", 222, NULL, NULL, &k2),
+        STORE_OK);
     assert_true(k1 > 0 && k2 > k1);
-    assert_int_equal(store_key_insert(f->s, "again", "read", h1, NULL, 333, NULL),
+    assert_int_equal(store_key_insert(f->s, "again", "read", h1, NULL, 333, NULL, NULL, NULL),
                      STORE_ERR_EXISTS);
-    assert_int_equal(store_key_revoke(f->s, k1), STORE_OK);
-    assert_int_equal(store_key_revoke(f->s, k2 + 100), STORE_ERR_NOTFOUND);
+    assert_int_equal(store_key_revoke(f->s, k1, NULL, NULL), STORE_OK);
+    assert_int_equal(store_key_revoke(f->s, k2 + 100, NULL, NULL), STORE_ERR_NOTFOUND);
     assert_int_equal(store_load_keys(f->s, collect_key, &l), 0);
     assert_int_equal(l.n, 2);
     assert_int_equal(l.rowid[0], k1);
@@ -1359,7 +1361,8 @@ static void test_backup(void **state)
     op[1].ev.ref = 1;
     op[1].ev.value = 1;
     assert_int_equal(store_write_sync(f->s, op, 2), STORE_OK);
-    assert_int_equal(store_key_insert(f->s, "k", "read", "abc", NULL, 1, NULL), STORE_OK);
+    assert_int_equal(store_key_insert(f->s, "k", "read", "abc", NULL, 1, NULL, NULL, NULL),
+                     STORE_OK);
 
     snprintf(bpath, sizeof bpath, "%s/backup.db", f->dir);
     err[0] = '\0';

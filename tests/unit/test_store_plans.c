@@ -125,6 +125,9 @@ static const struct expect expects[] = {
     {"event_insert", "", 0, "EN1111111111sss"},
     {"key_insert", "", 0, "sss1s"},
     {"key_revoke", "SEARCH api_keys USING INTEGER PRIMARY KEY (rowid=?)", 0, "1"},
+    /* the audit log's last record: the rowid's other end, one step */
+    {"audit_last", "SCAN audit_log", 0, ""},
+    {"audit_insert", "", 0, "N11sssss"},
     {"experiments", "SCAN experiments", 0, ""},
     {"experiment_by_id", "SEARCH experiments USING INDEX sqlite_autoindex_experiments_1 (id=?)", 0,
      "s"},
@@ -134,6 +137,7 @@ static const struct expect expects[] = {
     {"unit", "SEARCH events USING INDEX events_unit (exp=? AND unit=?)", 0, "EUM"},
     {"last_seq", "SEARCH events USING PRIMARY KEY (exp=?)", 1, "E"},
     {"keys", "SCAN api_keys", 0, ""},
+    {"audit", "SCAN audit_log", 0, ""},
     /* the webhook outbox: its partial indexes bound each read by what is
      * pending (or one experiment's rows), never by the rows kept */
     {"outbox_insert", "", 0, "Essssss11"},
@@ -179,7 +183,8 @@ static int setup(void **state)
     assert_int_equal(store_write_sync(l->f->s, c, 2), STORE_OK);
     fill(l->f->s, l->small, SMALL_ROUNDS);
     fill(l->f->s, l->big, BIG_ROUNDS);
-    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", NULL, 1, NULL), STORE_OK);
+    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", NULL, 1, NULL, NULL, NULL),
+                     STORE_OK);
     store_close(l->f->s);
     l->f->s = NULL;
     assert_int_equal(sqlite3_open(l->f->path, &l->db), SQLITE_OK);
@@ -443,6 +448,9 @@ static const struct pg_expect pg_expects[] = {
     {"key_insert", NULL, 0, "sss1s"},
     {"key_revoke", NULL, 0, "1"},
     {"key_notify", NULL, 0, ""}, /* no table */
+    {"audit_lock", NULL, 0, NULL}, /* a lock: no plan */
+    {"audit_last", NULL, 0, ""},   /* keys and creations: a few rows */
+    {"audit_insert", NULL, 0, "N11sssss"},
     {"outbox_insert", NULL, 0, "Essssss11"},
     {"outbox_update", NULL, 0, "111111s1"},
     {"outbox_prune", NULL, 0, "1"},
@@ -461,6 +469,7 @@ static const struct pg_expect pg_expects[] = {
     {"unit", "events_unit", 1, "EUM"},
     {"last_seq", "events_pkey", 1, "E"},
     {"keys", NULL, 0, ""},
+    {"audit", NULL, 0, ""},
     {"outbox_pending", NULL, 0, "1111s1"}, /* with pg_locks and nodes: a few rows */
     {"outbox_list", NULL, 0, "E11"},
     {"outbox_depth", NULL, 0, ""},
@@ -485,7 +494,8 @@ static int pg_setup(void **state)
     assert_int_equal(store_write_sync(l->f->s, c, 2), STORE_OK);
     fill(l->f->s, l->small, SMALL_ROUNDS);
     fill(l->f->s, l->big, BIG_ROUNDS);
-    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", NULL, 1, NULL), STORE_OK);
+    assert_int_equal(store_key_insert(l->f->s, "k", "read", "abc", NULL, 1, NULL, NULL, NULL),
+                     STORE_OK);
     store_close(l->f->s);
     l->f->s = NULL;
     l->c = PQconnectdb(l->f->path);

@@ -18,7 +18,7 @@
 // Env: BANDITD_BIN (default build/banditd), CHROMIUM (default
 // /usr/bin/chromium), TEST_OUT (default tests/out).
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -704,6 +704,80 @@ async function browserChecks(browser, ids) {
   await phone.close();
 }
 
+// --- blinding -------------------------------------------------------------------------
+
+// A key made by the CLI beside the running daemon (the first one closes
+// the open API: run last).
+function makeKey(scope) {
+  const r = spawnSync(BIN, ['keys', 'create', '--db', join(work, 't.db'), '--scope', scope, '--name', `web-${scope}`], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`keys create --scope ${scope}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+// A blinded trial (docs/contract.md, Clinical trials) seen through a read
+// key: totals, pending, why it stopped and a "blinded" label, no arm named
+// anywhere on the page and no per-arm request; through an unblinded key:
+// the arms. Both without a console error (the final check).
+async function blindedChecks(browser) {
+  const keys = { admin: makeKey('admin'), read: makeKey('read'), unblinded: makeKey('unblinded') };
+  const as = (k) => ({ Authorization: `Bearer ${keys[k]}` });
+  const id = 'trial';
+  const arms = ['placebo-arm', 'verum-arm'];
+  await call('POST', '/v1/experiments', { id, arms, seed: 4, design: { blinded: true } }, as('admin'));
+  const a = (await call('POST', `/v1/experiments/${id}/assignments`, { count: 12 }, as('admin'))).json.assignments;
+  await call('POST', `/v1/experiments/${id}/rewards`, { rewards: a.slice(0, 10).map((x, j) => ({ assignment_id: x.id, reward: j % 3 ? 1 : 0 })) }, as('admin'));
+  await call('PATCH', `/v1/experiments/${id}`, { state: 'stopped' }, as('admin'));
+  const st = (await call('GET', `/v1/experiments/${id}/status`, undefined, as('read'))).json;
+  ok(st.blinded === true && st.pulls === 10 && st.pending === 2 && st.bandits.every((b) => b.arms === undefined), 'API: a read key gets the blinded status', st);
+
+  const open = async (key) => {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await ctx.addInitScript((k) => sessionStorage.setItem('banditd.key', k), key);
+    const page = await ctx.newPage();
+    watch(page, `blinded(${key === keys.read ? 'read' : 'unblinded'})`);
+    const asked = [];
+    page.on('request', (q) => asked.push(new URL(q.url()).pathname));
+    await page.goto(`${U}/experiments/${id}`);
+    await page.waitForFunction(() => document.querySelector('#decision')?.textContent.startsWith('Stopped'), null, { timeout: 10000 }).catch(() => {});
+    return { ctx, page, asked };
+  };
+
+  const r = await open(keys.read);
+  await r.page.waitForTimeout(300);
+  await check('blinded: a read key sees the totals, the pending count, why it stopped and the "blinded" label', async () => {
+    const got = await r.page.evaluate(() => ({
+      decision: document.querySelector('#decision').textContent,
+      label: !document.querySelector('#blinded-label').hidden && document.querySelector('#blinded-label').textContent,
+      pulls: document.querySelector('#s-pulls').textContent,
+      pending: document.querySelector('#s-pending').textContent,
+    }));
+    return (got.decision === 'Stopped (stopped by hand) after 10 pulls, 2 pending.' && got.label === 'blinded' && got.pulls === '10' && got.pending === '2') || got;
+  });
+  await check('blinded: no per-arm data on the page (no arm named, no arms table, chart or export), none asked for', async () => {
+    const got = await r.page.evaluate((names) => ({
+      named: names.filter((n) => document.body.innerText.includes(n)),
+      tables: document.querySelectorAll('table.arms, table.overview, .bandit, canvas, svg.ci').length,
+      exportShown: !document.querySelector('.export').hidden,
+    }), arms);
+    const perArm = r.asked.filter((p) => p.endsWith('/history') || p.endsWith('/export'));
+    return (got.named.length === 0 && got.tables === 0 && !got.exportShown && perArm.length === 0) || { ...got, perArm };
+  });
+  await r.page.screenshot({ path: join(OUT, 'dashboard-blinded.png'), fullPage: true });
+  await r.ctx.close();
+
+  const u = await open(keys.unblinded);
+  await u.page.waitForSelector('table.arms tbody tr', { timeout: 10000 }).catch(() => {});
+  await check('unblinded: the same trial with an unblinded key shows its arms and no "blinded" label', async () => {
+    const got = await u.page.evaluate(() => ({
+      arms: [...document.querySelectorAll('table.arms tbody th')].map((t) => t.textContent).sort(),
+      label: !document.querySelector('#blinded-label').hidden,
+      exportShown: !document.querySelector('.export').hidden,
+    }));
+    return (JSON.stringify(got.arms) === JSON.stringify(arms) && !got.label && got.exportShown) || got;
+  });
+  await u.ctx.close();
+}
+
 // --- run --------------------------------------------------------------------------------
 
 let browser = null;
@@ -758,6 +832,7 @@ try {
       '--disable-component-update', '--disable-sync'],
   });
   await browserChecks(browser, ids);
+  await blindedChecks(browser);
   ok(consoleProblems.length === 0, 'no console errors or warnings, no failed requests, no 4xx/5xx', consoleProblems.join('\n'));
 } catch (e) {
   ok(false, 'the test ran to its end', e && e.stack ? e.stack : String(e));

@@ -8,7 +8,7 @@
 import { api, ApiError, download, expPath, getKey, setKey } from './api.js';
 import { ConfidenceChart, PullsChart, drawIntervals, drawPullsHistogram, plotOf, ranked } from './charts.js';
 import { armColours } from './colours.js';
-import { bandit_series, decision, fmtAge, fmtInt, fmtNum, fmtParam, fmtProb, planSentence } from './format.js';
+import { STOP_WORDS, bandit_series, blindedDecision, decision, fmtAge, fmtInt, fmtNum, fmtParam, fmtProb, planSentence } from './format.js';
 
 const POLL_LIVE_MS = 2000; // running or paused: things change
 const POLL_IDLE_MS = 10000; // stopped: only late rewards of pending assignments
@@ -197,10 +197,6 @@ const clock = () => new Date().toLocaleTimeString('en-GB', { hour12: false });
 // --- "/": the list -------------------------------------------------------------
 
 const NUM_COLS = ['Pulls', 'Pending', 'δᶜ'];
-const STOP_WORDS = {
-  delta_c: 'δᶜ ≤ δ', glr: 'GLR rule', 'glr-heuristic': 'heuristic GLR (no proof)', rho: 'ρ̄ ≥ τ (no proof)',
-  budget: 'budget spent', manual: 'stopped by hand', policy: "policy's rule",
-};
 
 function listView() {
   document.title = 'Experiments · banditd';
@@ -478,6 +474,8 @@ function experimentView(id) {
   document.title = `${id} · banditd`;
   const title = h('h1', {}, id);
   const stateBadge = h('span', { class: 'badge' });
+  // A blinded view (status.blinded): no per-arm figure reaches this page.
+  const blindBadge = h('span', { class: 'badge badge-blinded', id: 'blinded-label', hidden: true, title: 'Per-arm figures are hidden from this API key (it lacks the unblinded scope)' }, 'blinded');
   const meta = h('p', { class: 'meta muted' });
   const headline = h('p', { class: 'headline', id: 'decision' });
   const details = h('ul', { class: 'decision-details' });
@@ -514,7 +512,7 @@ function experimentView(id) {
   });
   ui.main.replaceChildren(
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '/' }, 'Experiments'), ' / ', h('span', {}, id)),
-    h('div', { class: 'title-row' }, title, stateBadge),
+    h('div', { class: 'title-row' }, title, stateBadge, blindBadge),
     meta, decisionBox, controls, ctlMsg, stats, overview, banditsHost, exportBox, confirmDlg);
 
   let status = null;
@@ -601,7 +599,9 @@ function experimentView(id) {
     const bound = config?.bound ? ` · ${config.bound} bound` : '';
     const created = config?.created_at ? ` · created ${fmtAge(config.created_at)}` : '';
     setText(meta, `${name !== id ? `${id} · ` : ''}policy ${status.policy} · m = ${status.m} · δ = ${fmtParam(status.delta)} · ε = ${fmtParam(status.epsilon)}${bound}${created}`);
-    const d = decision(status);
+    const blinded = !!status.blinded;
+    blindBadge.hidden = !blinded;
+    const d = blinded ? blindedDecision(status) : decision(status);
     decisionBox.className = `decision tone-${d.tone}`;
     setText(headline, d.headline);
     details.replaceChildren(...d.details.map((t) => h('li', {}, t)));
@@ -616,6 +616,17 @@ function experimentView(id) {
     setText($('#s-done', stats), `${fmtInt(status.bandits_done)} of ${fmtInt(status.bandits.length)}`);
     setText($('#s-delta', stats), fmtParam(status.delta));
     renderControls();
+    // Blinded: the totals above are all there is; the charts, the arms and
+    // the export (refused to this key) are not drawn.
+    exportBox.hidden = blinded;
+    if (blinded) {
+      overview.hidden = true;
+      overview.replaceChildren();
+      views.forEach((v) => v.destroy());
+      views = [];
+      banditsHost.replaceChildren();
+      return;
+    }
     renderOverview();
     if (views.length !== status.bandits.length) {
       views.forEach((v) => v.destroy());
@@ -636,8 +647,9 @@ function experimentView(id) {
         status = s.body;
         statusTag = s.etag;
         if (state0 && state0 !== status.state) config = (await api(expPath(id))).body;
-        const hr = await api(`${expPath(id)}/history`, { etag: histTag });
-        if (hr.status !== 304) {
+        // A blinded history holds nothing the page draws.
+        const hr = status.blinded ? null : await api(`${expPath(id)}/history`, { etag: histTag });
+        if (hr && hr.status !== 304) {
           hist = hr.body;
           histTag = hr.etag;
         }
@@ -656,7 +668,8 @@ function experimentView(id) {
   }
   const poll = poller(load, () => (status && status.state === 'stopped' ? POLL_IDLE_MS : POLL_LIVE_MS));
   ui.onKeyChange = () => {
-    statusTag = null; // a new key may see more: fetch afresh
+    statusTag = null; // a new key may see more (or less: blinded): fetch afresh
+    histTag = null;
     config = null;
     poll.now();
   };

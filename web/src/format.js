@@ -163,6 +163,35 @@ function goalWords(b, st) {
   }
 }
 
+// A stop reason in words (the list's column, the badge's title, the
+// blinded decision).
+export const STOP_WORDS = {
+  delta_c: 'δᶜ ≤ δ', glr: 'GLR rule', 'glr-heuristic': 'heuristic GLR (no proof)', rho: 'ρ̄ ≥ τ (no proof)',
+  budget: 'budget spent', manual: 'stopped by hand', policy: "policy's rule",
+};
+
+// The decision of a blinded status (a key without the unblinded scope on
+// an experiment created blinded: docs/contract.md, Clinical trials): the
+// totals, the pending count and whether and why it stopped, nothing that
+// names an arm or measures the evidence. { tone: 'blinded', headline,
+// details }.
+export function blindedDecision(st) {
+  const n = fmtInt(st.pulls);
+  const pullsWord = st.pulls === 1 ? 'pull' : 'pulls';
+  const pending = `${fmtInt(st.pending)} pending`;
+  const details = ['Blinded: this API key sees totals, pending counts and whether and why the experiment stopped. Per-arm figures need a key with the unblinded scope.'];
+  let headline;
+  if (st.stopped || st.state === 'stopped') {
+    const why = st.stop_reason ? ` (${STOP_WORDS[st.stop_reason] || st.stop_reason})` : '';
+    headline = `Stopped${why} after ${n} ${pullsWord}, ${pending}.`;
+  } else if (st.state === 'paused') {
+    headline = `Paused after ${n} ${pullsWord}, ${pending}: no new assignments are handed out.`;
+  } else {
+    headline = `Running: ${n} ${pullsWord}, ${pending}.`;
+  }
+  return { tone: 'blinded', headline, details };
+}
+
 // The decision of status (GET .../status) in words:
 // { tone: 'stopped'|'inconclusive'|'paused'|'running', headline, details: [sentences] };
 // 'inconclusive' is a stop whose answer no proven bound puts within δ (a

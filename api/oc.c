@@ -1,0 +1,134 @@
+/*
+ * oc.c — POST /v1/experiments/{id}/oc: the operating characteristics of a
+ * stored experiment's design (sim/oc.h) on the scenarios of the body,
+ * answered at once and stored nowhere. The design is the one in force: the
+ * configuration as created with the budget its amendments set, hashed as
+ * status shows it (exp_design_hash).
+ *
+ * Scope read: the report is a function of the design (which a read key
+ * sees) and of the scenarios the caller gives, never of the experiment's
+ * data, so a blinded reader may have it. Its cost is bounded as POST
+ * /v1/plan's is: one thread, at most OC_RUNS_MAX runs per scenario, a cap
+ * on pulls per run, and no new batch of runs after OC_SECONDS; the report
+ * says how many runs it holds.
+ */
+#include "api/api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/jsonv.h"
+#include "sim/oc.h"
+
+#define OC_RUNS_DEFAULT 200
+#define OC_RUNS_MAX 1000
+#define OC_MAX_PULLS_MAX 100000
+#define OC_SECONDS 5.0
+
+/* An integer member in [lo, hi] into *out (kept when absent): 0, or 1
+ * after an error naming it. */
+static int int_member(json_t *body, const char *key, json_int_t lo, json_int_t hi, uint64_t *out,
+                      json_t *errors)
+{
+    json_t *v = json_object_get(body, key);
+    if (v == NULL)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+        jv_error(errors, key, "must be an integer from %lld to %lld", (long long)lo, (long long)hi);
+        return 1;
+    }
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+int api_oc_create(struct http_req *r)
+{
+    json_t *body;
+    struct exp *x = api_exp_find_body(r, 0, &body);
+    if (x == NULL)
+        return HTTP_DONE;
+    /* exp_cfg(x) never changes while x is referenced: the scenarios are
+     * parsed against it without the lock. */
+    const struct exp_config *c = exp_cfg(x);
+    struct sim_oc_design d = {
+        .engine = &c->engine,
+        .reward_min = c->reward_min,
+        .reward_max = c->reward_max,
+        .bandit_ids = (const char *const *)c->bandit_ids,
+        .arms = (const char *const *const *)c->arm_names,
+        .experiment = exp_id(x),
+        .name = c->name,
+    };
+    struct sim_oc_options o = {
+        .runs = OC_RUNS_DEFAULT, .seed = 1, .threads = 1, .seconds = OC_SECONDS};
+    struct sim_oc_scenarios *sc = NULL;
+    json_t *errors = json_array();
+    int rc = errors == NULL ? -1 : 0, markdown = 0;
+    char err[320];
+    static const char *const keys[] = {"scenarios", "runs", "seed", "max_pulls", "markdown", NULL};
+    if (rc == 0 && !json_is_object(body)) {
+        jv_error(errors, "", "the body must be a JSON object");
+        rc = 1;
+    } else if (rc == 0 && jv_unknown_keys(body, keys, "", errors) > 0) {
+        rc = 1;
+    }
+    if (rc == 0)
+        rc = int_member(body, "runs", 1, OC_RUNS_MAX, &o.runs, errors) |
+             int_member(body, "seed", 0, INT64_MAX, &o.seed, errors) |
+             int_member(body, "max_pulls", 1, OC_MAX_PULLS_MAX, &o.max_pulls, errors);
+    json_t *md = json_object_get(body, "markdown");
+    if (rc == 0 && md != NULL && !json_is_boolean(md)) {
+        jv_error(errors, "markdown", "must be a boolean");
+        rc = 1;
+    }
+    markdown = json_is_true(md);
+    if (rc == 0 && json_object_get(body, "scenarios") == NULL) {
+        jv_error(errors, "scenarios",
+                 "required: the true mean (or distribution) of every arm, "
+                 "per scenario");
+        rc = 1;
+    }
+    if (rc == 0 &&
+        sim_oc_scenarios_parse(json_object_get(body, "scenarios"), &d, &sc, err, sizeof err) != 0) {
+        jv_error(errors, "scenarios", "%s", err);
+        rc = 1;
+    }
+    if (rc != 0) {
+        char detail[400];
+        if (rc > 0)
+            jv_first_error(errors, NULL, detail, sizeof detail);
+        exp_put(x);
+        return api_reply_parse(r, rc, errors, detail);
+    }
+    json_decref(errors);
+
+    /* The design in force: the budget and the hash amendments change. */
+    if (api_exp_enter(r, x) != 0) {
+        sim_oc_scenarios_free(sc);
+        return HTTP_DONE;
+    }
+    struct engine_config ec = c->engine;
+    ec.budget = engine_budget(exp_engine(x));
+    char hash[80];
+    snprintf(hash, sizeof hash, "%s", exp_design_hash(x));
+    exp_unlock(x);
+    d.engine = &ec;
+    d.hash = hash;
+
+    json_t *report = sim_oc_run(&d, sc, &o, err, sizeof err);
+    sim_oc_scenarios_free(sc);
+    if (report != NULL && markdown) {
+        char *text = sim_oc_markdown(report);
+        if (text == NULL || json_object_set_new(report, "markdown", json_string(text)) != 0) {
+            json_decref(report);
+            report = NULL;
+            snprintf(err, sizeof err, "out of memory");
+        }
+        free(text);
+    }
+    exp_put(x);
+    if (report == NULL)
+        return http_reply_problem(r, 503, err, NULL);
+    return http_reply_json(r, 200, report);
+}

@@ -1,0 +1,781 @@
+/*
+ * oc.c — operating characteristics (oc.h): scenarios parsed into problems,
+ * every run of the design's engine recorded at its end (sim_options.on_end),
+ * the records summed in run order into the figures and their Monte Carlo
+ * standard errors, and the calibration of δ.
+ */
+#include "sim/oc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/version.h"
+#include "policies/stop_rule.h"
+#include "sim/sim.h"
+
+/* Runs per call of sim_run when the computing time is bounded: the time is
+ * checked between batches, so a report holds whole batches. */
+#define SIM_OC_BATCH 32
+
+struct oc_scenario {
+    char *name; /* owned */
+    struct sim_problem p;
+};
+
+struct sim_oc_scenarios {
+    size_t n;
+    struct oc_scenario s[SIM_OC_MAX_SCENARIOS];
+};
+
+/* One run, as its end left it. */
+struct oc_rec {
+    uint64_t pulls;
+    const char *reason; /* static: engine_stop_reason_name, or "cap" */
+    unsigned char claim, reject, correct, wrong;
+};
+
+/* What a goal calls a claim, and when a claim is an error: one row per
+ * goal, the hook a new goal fills in. */
+struct oc_goal {
+    const char *name;
+    const char *claim;  /* what a claim is, for the report */
+    const char *type_i; /* the definition of the type I error */
+    const char *power;  /* the definition of power */
+    /* Is scenario p a null for this goal (no arm better)? */
+    int (*is_null)(const struct sim_problem *p, const struct engine_config *c);
+    /* The run's verdicts into rec (claim, reject, correct, wrong). */
+    void (*judge)(const struct sim_problem *p, int null, const struct engine *e, int capped,
+                  struct oc_rec *rec);
+};
+
+/* --- goal: best arm / top m ------------------------------------------------ */
+
+/* No arm better than another: every arm of every bandit has the same true
+ * mean, so no set is the top m and any confident claim is false. */
+static int best_is_null(const struct sim_problem *p, const struct engine_config *c)
+{
+    (void)c;
+    for (size_t b = 0; b < p->n_bandits; b++)
+        for (size_t i = 1; i < p->n_arms[b]; i++)
+            if (p->arms[b][i].mean != p->arms[b][0].mean)
+                return 0;
+    return 1;
+}
+
+/* A claim: the run ended on its decision, a confidence rule or the
+ * policy's own (its phases), or the budget of a design that decides at its
+ * budget (a fixed-budget policy, or no confidence rule). A budget that only
+ * caps a fixed-confidence design, the manual stop and the cap make no
+ * claim. */
+static void best_judge(const struct sim_problem *p, int null, const struct engine *e, int capped,
+                       struct oc_rec *rec)
+{
+    enum engine_stop_reason why = engine_stop_reason(e);
+    const struct engine_config *c = engine_config(e);
+    int at_budget =
+        engine_rule(e) == ENGINE_RULE_NONE || (c->policy->flags & POLICY_F_FIXED_BUDGET);
+    int claim = !capped && (why == ENGINE_STOPPED_CONFIDENCE || why == ENGINE_STOPPED_POLICY ||
+                            (why == ENGINE_STOPPED_BUDGET && at_budget));
+    int wrong = 0;
+    unsigned char high[ENGINE_MAX_ARMS];
+    for (size_t b = 0; b < p->n_bandits; b++) {
+        struct engine_bandit_status st;
+        engine_bandit_status(e, b, high, &st);
+        int w, pw, rw;
+        sim_evaluate_set(p, b, high, &w, &pw, &rw);
+        wrong |= w;
+    }
+    rec->claim = (unsigned char)claim;
+    rec->reject = (unsigned char)(claim && null);
+    rec->wrong = (unsigned char)(claim && (null || wrong));
+    rec->correct = (unsigned char)(claim && !null && !wrong);
+}
+
+static const struct oc_goal goal_best = {
+    .name = "best-arm",
+    .claim = "the run ends on its decision: a confidence rule, the policy's own rule, or the "
+             "budget of a fixed-budget design (not the cap, not a budget that only caps a "
+             "fixed-confidence design)",
+    .type_i = "P(a claim | null): a best arm declared when every arm has the same mean",
+    .power = "P(a claim naming the true best arm in every bandit | alternative)",
+    .is_null = best_is_null,
+    .judge = best_judge,
+};
+
+static const struct oc_goal goal_top_m = {
+    .name = "top-m",
+    .claim = "the run ends on its decision: a confidence rule, the policy's own rule, or the "
+             "budget of a fixed-budget design (not the cap, not a budget that only caps a "
+             "fixed-confidence design)",
+    .type_i = "P(a claim | null): a top-m set declared when every arm has the same mean",
+    .power = "P(a claim naming the true top m in every bandit | alternative)",
+    .is_null = best_is_null,
+    .judge = best_judge,
+};
+
+static const struct oc_goal *goal_of(const struct engine_config *c)
+{
+    return c->m == 1 ? &goal_best : &goal_top_m;
+}
+
+/* --- scenarios -------------------------------------------------------------- */
+
+void sim_oc_scenarios_free(struct sim_oc_scenarios *s)
+{
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->s[i].name);
+        sim_problem_free(&s->s[i].p);
+    }
+    free(s);
+}
+
+size_t sim_oc_scenarios_count(const struct sim_oc_scenarios *s)
+{
+    return s->n;
+}
+
+int sim_oc_scenarios_null(const struct sim_oc_design *d, const struct sim_oc_scenarios *s)
+{
+    const struct oc_goal *g = goal_of(d->engine);
+    for (size_t i = 0; i < s->n; i++)
+        if (g->is_null(&s->s[i].p, d->engine))
+            return (int)i;
+    return -1;
+}
+
+/* Scenario j (an object) as a problem over the design's goal and range. */
+static int parse_one(json_t *j, const struct sim_oc_design *d, const char *where,
+                     struct oc_scenario *out, char *err, size_t errlen)
+{
+    const struct engine_config *c = d->engine;
+    if (!json_is_object(j)) {
+        snprintf(err, errlen, "%s: must be an object {\"name\": ..., \"arms\": [...]}", where);
+        return -1;
+    }
+    json_t *name = json_object_get(j, "name");
+    if (name == NULL || !json_is_string(name) || json_string_length(name) == 0 ||
+        json_string_length(name) > 128) {
+        snprintf(err, errlen, "%s.name: required, a string of 1 to 128 bytes", where);
+        return -1;
+    }
+    const char *k;
+    json_t *v;
+    json_t *prob = json_pack("{s:{s:f,s:f},s:I,s:f,s:f}", "reward", "min", d->reward_min, "max",
+                             d->reward_max, "m", (json_int_t)c->m, "epsilon",
+                             c->epsilon * (d->reward_max - d->reward_min), "delta", c->delta);
+    if (prob == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    json_object_foreach(j, k, v)
+    {
+        if (strcmp(k, "name") == 0)
+            continue;
+        if (strcmp(k, "arms") != 0 && strcmp(k, "bandits") != 0) {
+            snprintf(err, errlen, "%s.%s: unknown field (name, arms, bandits)", where, k);
+            json_decref(prob);
+            return -1;
+        }
+        json_object_set(prob, k, v);
+    }
+    char perr[256];
+    int rc = sim_problem_parse(prob, &out->p, perr, sizeof perr);
+    json_decref(prob);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s.%s", where, perr);
+        return -1;
+    }
+    if (out->p.n_bandits != c->n_bandits) {
+        snprintf(err, errlen, "%s: the design has %zu bandits (got %zu)", where, c->n_bandits,
+                 out->p.n_bandits);
+        return -1;
+    }
+    for (size_t b = 0; b < c->n_bandits; b++)
+        if (out->p.n_arms[b] != c->n_arms[b]) {
+            snprintf(err, errlen, "%s: bandit %s has %zu arms in the design (got %zu)", where,
+                     d->bandit_ids[b], c->n_arms[b], out->p.n_arms[b]);
+            return -1;
+        }
+    out->name = strdup(json_string_value(name));
+    if (out->name == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int sim_oc_scenarios_parse(json_t *j, const struct sim_oc_design *d, struct sim_oc_scenarios **out,
+                           char *err, size_t errlen)
+{
+    *out = NULL;
+    json_t *list = json_is_object(j) ? json_object_get(j, "scenarios") : j;
+    if (json_is_object(j) && json_object_size(j) != 1 && list != NULL) {
+        snprintf(err, errlen, "scenarios: the file holds {\"scenarios\": [...]} and nothing else");
+        return -1;
+    }
+    size_t n = json_array_size(list);
+    if (!json_is_array(list) || n < 1 || n > SIM_OC_MAX_SCENARIOS) {
+        snprintf(err, errlen, "scenarios: must be an array of 1 to %d scenarios",
+                 SIM_OC_MAX_SCENARIOS);
+        return -1;
+    }
+    struct sim_oc_scenarios *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char where[32];
+        snprintf(where, sizeof where, "scenarios[%zu]", i);
+        if (parse_one(json_array_get(list, i), d, where, &s->s[i], err, errlen) != 0) {
+            s->n = i + 1; /* the failed one's parts too */
+            sim_oc_scenarios_free(s);
+            return -1;
+        }
+        s->n = i + 1;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(s->s[k].name, s->s[i].name) == 0) {
+                snprintf(err, errlen, "%s.name: \"%s\" is taken by scenarios[%zu]", where,
+                         s->s[i].name, k);
+                sim_oc_scenarios_free(s);
+                return -1;
+            }
+    }
+    *out = s;
+    return 0;
+}
+
+/* --- runs --------------------------------------------------------------------- */
+
+/* The records of one scenario's runs, written by the workers at their
+ * runs' ends (each index by one worker) and read after sim_run joined. */
+struct oc_acc {
+    const struct sim_problem *p;
+    const struct oc_goal *g;
+    int null;
+    uint64_t base;    /* the first run's index */
+    size_t ka;        /* arms, all bandits */
+    size_t *off;      /* owned: first arm of each bandit in the per-run arrays */
+    struct oc_rec *r; /* owned, runs */
+    double *est;      /* owned, runs × ka: the final mean (reward units), NaN without data */
+    unsigned char *cover, *rec;
+    double lo, range;
+};
+
+static void acc_free(struct oc_acc *a)
+{
+    free(a->off);
+    free(a->r);
+    free(a->est);
+    free(a->cover);
+    free(a->rec);
+    memset(a, 0, sizeof *a);
+}
+
+static void on_end(void *arg, uint64_t run, const struct engine *e, const struct sim_run_result *r)
+{
+    struct oc_acc *a = arg;
+    const struct sim_problem *p = a->p;
+    uint64_t i = run - a->base;
+    struct oc_rec *rec = &a->r[i];
+    rec->pulls = r->pulls;
+    rec->reason = r->capped ? "cap" : engine_stop_reason_name(e);
+    if (rec->reason == NULL)
+        rec->reason = "running";
+    a->g->judge(p, a->null, e, r->capped, rec);
+    unsigned char high[ENGINE_MAX_ARMS];
+    for (size_t b = 0; b < p->n_bandits; b++) {
+        struct engine_bandit_status st;
+        engine_bandit_status(e, b, high, &st);
+        const struct stats_arm *arms = engine_arms(e, b);
+        for (size_t k = 0; k < p->n_arms[b]; k++) {
+            size_t cell = (size_t)i * a->ka + a->off[b] + k;
+            double l, h, truth = p->arms[b][k].mean;
+            engine_arm_status_interval(e, b, k, &l, &h);
+            a->est[cell] = arms[k].n > 0 ? a->lo + arms[k].mean * a->range : NAN;
+            a->cover[cell] =
+                (unsigned char)(a->lo + l * a->range <= truth && truth <= a->lo + h * a->range);
+            a->rec[cell] = high[k];
+        }
+    }
+}
+
+/* An estimate with its Monte Carlo standard error (new reference). */
+static json_t *prop_json(uint64_t k, uint64_t n)
+{
+    double p = n > 0 ? (double)k / (double)n : 0.0, lo, hi;
+    sim_wilson(k, n, 1.959963984540054, &lo, &hi);
+    return json_pack("{s:f,s:f,s:I,s:I,s:[f,f]}", "estimate", p, "mc_se",
+                     n > 0 ? sqrt(p * (1.0 - p) / (double)n) : 0.0, "count", (json_int_t)k, "runs",
+                     (json_int_t)n, "ci95", lo, hi);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Type 7 quantile of sorted x[0..n). */
+static double quantile(const uint64_t *x, uint64_t n, double q)
+{
+    double h = (double)(n - 1) * q;
+    uint64_t i = (uint64_t)floor(h);
+    if (i + 1 >= n)
+        return (double)x[n - 1];
+    return (double)x[i] + (h - (double)i) * ((double)x[i + 1] - (double)x[i]);
+}
+
+/* MC SE of the q-quantile of sorted x[0..n): half the distance between the
+ * order statistics of ranks nq ∓ √(nq(1 − q)) (the binomial ±1 SE of the
+ * count below the quantile; distribution-free). */
+static double quantile_se(const uint64_t *x, uint64_t n, double q)
+{
+    double c = sqrt((double)n * q * (1.0 - q)), nq = (double)n * q;
+    double lo = floor(nq - c), hi = ceil(nq + c);
+    uint64_t il = lo < 0 ? 0 : (uint64_t)lo, ih = hi > (double)(n - 1) ? n - 1 : (uint64_t)hi;
+    return ((double)x[ih] - (double)x[il]) / 2.0;
+}
+
+static const double quantile_levels[] = {0.05, 0.25, 0.5, 0.75, 0.95};
+#define OC_HIST_BINS 12
+
+/* The sample size: mean, sd, quantiles with their MC SE and a histogram
+ * (new reference); sorts x. */
+static json_t *sample_json(uint64_t *x, uint64_t n)
+{
+    double sum = 0, ss = 0;
+    for (uint64_t i = 0; i < n; i++)
+        sum += (double)x[i];
+    double mean = sum / (double)n;
+    for (uint64_t i = 0; i < n; i++)
+        ss += ((double)x[i] - mean) * ((double)x[i] - mean);
+    double sd = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
+    qsort(x, n, sizeof *x, cmp_u64);
+    json_t *qs = json_array();
+    for (size_t k = 0; k < sizeof quantile_levels / sizeof quantile_levels[0]; k++)
+        json_array_append_new(qs, json_pack("{s:f,s:f,s:f}", "level", quantile_levels[k], "value",
+                                            quantile(x, n, quantile_levels[k]), "mc_se",
+                                            quantile_se(x, n, quantile_levels[k])));
+    /* Equal-width bins from the least to the most pulls, the last closed;
+     * one bin when every run took the same. */
+    double lo = (double)x[0], hi = (double)x[n - 1];
+    size_t nb = hi > lo ? (hi - lo < OC_HIST_BINS ? (size_t)(hi - lo) : OC_HIST_BINS) : 1;
+    double w = hi > lo ? (hi - lo) / (double)nb : 0.0;
+    uint64_t counts[OC_HIST_BINS] = {0};
+    for (uint64_t i = 0; i < n; i++) {
+        size_t bin = w > 0 ? (size_t)(((double)x[i] - lo) / w) : 0;
+        counts[bin < nb ? bin : nb - 1]++;
+    }
+    json_t *edges = json_array(), *cts = json_array();
+    for (size_t k = 0; k <= nb; k++)
+        json_array_append_new(edges, json_real(lo + w * (double)k));
+    for (size_t k = 0; k < nb; k++)
+        json_array_append_new(cts, json_integer((json_int_t)counts[k]));
+    return json_pack("{s:f,s:f,s:f,s:I,s:I,s:o,s:{s:o,s:o}}", "mean", mean, "mean_mc_se",
+                     sd / sqrt((double)n), "sd", sd, "min", (json_int_t)x[0], "max",
+                     (json_int_t)x[n - 1], "quantiles", qs, "histogram", "edges", edges, "counts",
+                     cts);
+}
+
+/* The distinct stop reasons in order of first appearance, with their
+ * probabilities (new reference). */
+static json_t *reasons_json(const struct oc_acc *a, uint64_t n)
+{
+    const char *names[32];
+    uint64_t counts[32] = {0};
+    size_t k = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < k && strcmp(names[j], a->r[i].reason) != 0)
+            j++;
+        if (j == k && k < 32)
+            names[k++] = a->r[i].reason;
+        if (j < k)
+            counts[j]++;
+    }
+    json_t *list = json_array();
+    for (size_t j = 0; j < k; j++) {
+        json_t *pj = prop_json(counts[j], n);
+        json_object_set_new(pj, "reason", json_string(names[j]));
+        json_array_append_new(list, pj);
+    }
+    return list;
+}
+
+/* Per arm: truth, recommendation rate, bias and coverage (new reference). */
+static json_t *arms_json(const struct sim_oc_design *d, const struct oc_acc *a, uint64_t n,
+                         json_t **simultaneous)
+{
+    const struct sim_problem *p = a->p;
+    json_t *list = json_array();
+    uint64_t all = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        int ok = 1;
+        for (size_t c = 0; c < a->ka; c++)
+            ok &= a->cover[i * a->ka + c];
+        all += (uint64_t)ok;
+    }
+    *simultaneous = prop_json(all, n);
+    for (size_t b = 0; b < p->n_bandits; b++)
+        for (size_t k = 0; k < p->n_arms[b]; k++) {
+            size_t c = a->off[b] + k;
+            double truth = p->arms[b][k].mean, sum = 0, ss = 0;
+            uint64_t m = 0, cov = 0, rec = 0;
+            for (uint64_t i = 0; i < n; i++) {
+                double x = a->est[i * a->ka + c];
+                cov += a->cover[i * a->ka + c];
+                rec += a->rec[i * a->ka + c];
+                if (!isnan(x)) {
+                    sum += x - truth;
+                    m++;
+                }
+            }
+            double bias = m > 0 ? sum / (double)m : NAN;
+            for (uint64_t i = 0; m > 1 && i < n; i++) {
+                double x = a->est[i * a->ka + c];
+                if (!isnan(x))
+                    ss += (x - truth - bias) * (x - truth - bias);
+            }
+            double sd = m > 1 ? sqrt(ss / (double)(m - 1)) : NAN;
+            json_t *o = json_pack("{s:s,s:s,s:f}", "bandit", d->bandit_ids[b], "arm", d->arms[b][k],
+                                  "true_mean", truth);
+            int ctl = d->engine->control_arm != NULL && d->engine->control_arm[b] == (int)k;
+            if (ctl)
+                json_object_set_new(o, "control", json_true());
+            json_object_set_new(o, "recommended", prop_json(rec, n));
+            json_object_set_new(o, "runs_with_data", json_integer((json_int_t)m));
+            json_object_set_new(o, "mean_estimate", m > 0 ? json_real(truth + bias) : json_null());
+            json_object_set_new(o, "bias", m > 0 ? json_real(bias) : json_null());
+            json_object_set_new(o, "bias_mc_se",
+                                m > 1 ? json_real(sd / sqrt((double)m)) : json_null());
+            json_object_set_new(
+                o, "rmse",
+                m > 1 ? json_real(sqrt(bias * bias + sd * sd * (double)(m - 1) / (double)m))
+                      : json_null());
+            json_object_set_new(o, "coverage", prop_json(cov, n));
+            json_array_append_new(list, o);
+        }
+    return list;
+}
+
+static json_t *means_json(const struct sim_problem *p)
+{
+    json_t *list = json_array();
+    for (size_t b = 0; b < p->n_bandits; b++) {
+        json_t *arms = json_array();
+        for (size_t k = 0; k < p->n_arms[b]; k++)
+            json_array_append_new(arms, json_real(p->arms[b][k].mean));
+        json_array_append_new(list, arms);
+    }
+    return list;
+}
+
+static uint64_t cap_of(const struct engine_config *c, const struct sim_oc_options *o)
+{
+    if (c->budget > 0)
+        return c->budget;
+    return o->max_pulls > 0 ? o->max_pulls : SIM_OC_DEFAULT_MAX_PULLS;
+}
+
+/* The runs of scenario sc under engine configuration c into a (which the
+ * caller frees with acc_free): *done runs, all o->runs unless the time
+ * bound cut them. 0, or −1 with err. */
+static int run_scenario(const struct engine_config *c, const struct sim_oc_design *d,
+                        const struct oc_scenario *sc, const struct sim_oc_options *o, uint64_t t0,
+                        struct oc_acc *a, uint64_t *done, char *err, size_t errlen)
+{
+    memset(a, 0, sizeof *a);
+    const struct sim_problem *p = &sc->p;
+    a->p = p;
+    a->g = goal_of(c);
+    a->null = a->g->is_null(p, c);
+    a->lo = d->reward_min;
+    a->range = d->reward_max - d->reward_min;
+    a->off = calloc(p->n_bandits, sizeof *a->off);
+    if (a->off == NULL)
+        goto nomem;
+    for (size_t b = 0; b < p->n_bandits; b++) {
+        a->off[b] = a->ka;
+        a->ka += p->n_arms[b];
+    }
+    if ((double)o->runs * (double)a->ka > (double)SIM_OC_MAX_CELLS) {
+        snprintf(err, errlen, "runs: at most %llu runs × arms per scenario",
+                 (unsigned long long)SIM_OC_MAX_CELLS);
+        return -1;
+    }
+    a->r = calloc(o->runs, sizeof *a->r);
+    a->est = calloc(o->runs * a->ka, sizeof *a->est);
+    a->cover = calloc(o->runs * a->ka, 1);
+    a->rec = calloc(o->runs * a->ka, 1);
+    if (a->r == NULL || a->est == NULL || a->cover == NULL || a->rec == NULL)
+        goto nomem;
+    struct sim_options so;
+    memset(&so, 0, sizeof so);
+    so.design = c;
+    so.policy = c->policy;
+    so.params = c->params;
+    so.stop = c->stop_rule;
+    so.seed = o->seed;
+    so.threads = o->threads;
+    so.max_pulls = cap_of(c, o);
+    so.progress = o->progress;
+    so.on_end = on_end;
+    so.on_end_arg = a;
+    uint64_t n = 0;
+    while (n < o->runs) {
+        if (o->seconds > 0 && n > 0 && (double)(clock_mono_ns() - t0) / 1e9 >= o->seconds)
+            break;
+        uint64_t batch = o->seconds > 0 ? SIM_OC_BATCH : o->runs;
+        if (batch > o->runs - n)
+            batch = o->runs - n;
+        so.first_run = n;
+        so.runs = batch;
+        a->base = 0; /* records by absolute index: run i at r[i] */
+        struct sim_result res;
+        if (sim_run(p, &so, &res, err, errlen) != 0)
+            return -1;
+        sim_result_free(&res);
+        n += batch;
+    }
+    *done = n;
+    return 0;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
+/* One scenario's figures (new reference). */
+static json_t *scenario_json(const struct sim_oc_design *d, const struct oc_scenario *sc,
+                             const struct oc_acc *a, uint64_t n)
+{
+    uint64_t claim = 0, reject = 0, correct = 0, wrong = 0;
+    uint64_t *pulls = calloc(n, sizeof *pulls);
+    if (pulls == NULL)
+        return NULL;
+    for (uint64_t i = 0; i < n; i++) {
+        claim += a->r[i].claim;
+        reject += a->r[i].reject;
+        correct += a->r[i].correct;
+        wrong += a->r[i].wrong;
+        pulls[i] = a->r[i].pulls;
+    }
+    json_t *sim = NULL;
+    json_t *arms = arms_json(d, a, n, &sim);
+    json_t *j = json_pack("{s:s,s:b,s:o,s:I}", "name", sc->name, "null", a->null, "true_means",
+                          means_json(&sc->p), "runs", (json_int_t)n);
+    json_object_set_new(j, "type_i_error", a->null ? prop_json(reject, n) : json_null());
+    json_object_set_new(j, "power", a->null ? json_null() : prop_json(correct, n));
+    json_object_set_new(j, "claim", prop_json(claim, n));
+    json_object_set_new(j, "wrong_claim", prop_json(wrong, n));
+    json_object_set_new(j, "sample_size", sample_json(pulls, n));
+    json_object_set_new(j, "stop_reasons", reasons_json(a, n));
+    json_object_set_new(j, "arms", arms);
+    json_object_set_new(j, "simultaneous_coverage", sim);
+    free(pulls);
+    return j;
+}
+
+/* The design's summary for the report (new reference). */
+static json_t *design_json(const struct sim_oc_design *d, uint64_t cap)
+{
+    const struct engine_config *c = d->engine;
+    json_t *bandits = json_array();
+    for (size_t b = 0; b < c->n_bandits; b++) {
+        json_t *arms = json_array();
+        for (size_t k = 0; k < c->n_arms[b]; k++)
+            json_array_append_new(arms, json_string(d->arms[b][k]));
+        json_t *bj = json_pack("{s:s,s:o}", "id", d->bandit_ids[b], "arms", arms);
+        if (c->control_arm != NULL && c->control_arm[b] >= 0)
+            json_object_set_new(bj, "control", json_string(d->arms[b][c->control_arm[b]]));
+        json_array_append_new(bandits, bj);
+    }
+    double range = d->reward_max - d->reward_min;
+    json_t *j =
+        json_pack("{s:s,s:I,s:f,s:f,s:o,s:s,s:s,s:{s:f,s:f},s:o,s:I}", "policy", c->policy->name,
+                  "m", (json_int_t)c->m, "delta", c->delta, "epsilon", c->epsilon * range, "budget",
+                  c->budget > 0 ? json_integer((json_int_t)c->budget) : json_null(), "stop_rule",
+                  stop_rule_name(engine_resolve_rule(c)), "bound", stop_rule_bound_name(c->bound),
+                  "reward", "min", d->reward_min, "max", d->reward_max, "bandits", bandits,
+                  "max_pulls", (json_int_t)cap);
+    if (d->name != NULL)
+        json_object_set_new(j, "name", json_string(d->name));
+    if (c->burn_in > 0)
+        json_object_set_new(j, "burn_in", json_integer((json_int_t)c->burn_in));
+    if (c->min_prob > 0)
+        json_object_set_new(j, "min_prob", json_real(c->min_prob));
+    if (c->control_share > 0)
+        json_object_set_new(j, "control_share", json_real(c->control_share));
+    return j;
+}
+
+static int check_options(const struct sim_oc_options *o, char *err, size_t errlen)
+{
+    if (o->runs < 1 || o->runs > SIM_OC_MAX_RUNS) {
+        snprintf(err, errlen, "runs: must be an integer from 1 to %llu",
+                 (unsigned long long)SIM_OC_MAX_RUNS);
+        return -1;
+    }
+    return 0;
+}
+
+/* The report for engine configuration c (d's, or a calibrated copy). */
+static json_t *run_all(const struct engine_config *c, const struct sim_oc_design *d,
+                       const struct sim_oc_scenarios *s, const struct sim_oc_options *o, char *err,
+                       size_t errlen)
+{
+    if (check_options(o, err, errlen) != 0)
+        return NULL;
+    struct sim_oc_design dc = *d;
+    dc.engine = c;
+    const struct oc_goal *g = goal_of(c);
+    uint64_t t0 = clock_mono_ns();
+    json_t *list = json_array();
+    uint64_t least = o->runs;
+    for (size_t i = 0; list != NULL && i < s->n; i++) {
+        struct oc_acc a;
+        uint64_t n = 0;
+        /* Every scenario gets its share of a bounded time. */
+        struct sim_oc_options so = *o;
+        if (o->seconds > 0)
+            so.seconds = o->seconds * (double)(i + 1) / (double)s->n;
+        if (run_scenario(c, &dc, &s->s[i], &so, t0, &a, &n, err, errlen) != 0) {
+            acc_free(&a);
+            json_decref(list);
+            return NULL;
+        }
+        least = n < least ? n : least;
+        json_t *sj = scenario_json(&dc, &s->s[i], &a, n);
+        acc_free(&a);
+        if (sj == NULL || json_array_append_new(list, sj) != 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    if (list == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    json_t *j = json_pack(
+        "{s:s,s:{s:s,s:s},s:o,s:o,s:I,s:I,s:I,s:o,s:{s:s,s:s,s:s,s:s},s:o}", "kind",
+        "operating_characteristics", "software", "name", "banditd", "version", BANDITD_VERSION,
+        "design_hash", d->hash != NULL ? json_string(d->hash) : json_null(), "experiment",
+        d->experiment != NULL ? json_string(d->experiment) : json_null(), "seed",
+        (json_int_t)o->seed, "runs", (json_int_t)least, "runs_asked", (json_int_t)o->runs, "design",
+        design_json(&dc, cap_of(c, o)), "goal", "name", g->name, "claim", g->claim, "type_i_error",
+        g->type_i, "power", g->power, "scenarios", list);
+    if (j == NULL)
+        snprintf(err, errlen, "out of memory");
+    return j;
+}
+
+json_t *sim_oc_run(const struct sim_oc_design *d, const struct sim_oc_scenarios *s,
+                   const struct sim_oc_options *o, char *err, size_t errlen)
+{
+    return run_all(d->engine, d, s, o, err, errlen);
+}
+
+/* --- calibration ------------------------------------------------------------------ */
+
+/* Type I errors (count) of scenario sc at δ. */
+static int rejects_at(const struct sim_oc_design *d, const struct oc_scenario *sc,
+                      const struct sim_oc_options *o, double delta, uint64_t *k, char *err,
+                      size_t errlen)
+{
+    struct engine_config c = *d->engine;
+    c.delta = delta;
+    struct oc_acc a;
+    uint64_t n = 0;
+    struct sim_oc_options so = *o;
+    so.seconds = 0;
+    int rc = run_scenario(&c, d, sc, &so, clock_mono_ns(), &a, &n, err, errlen);
+    *k = 0;
+    for (uint64_t i = 0; rc == 0 && i < n; i++)
+        *k += a.r[i].reject;
+    acc_free(&a);
+    return rc;
+}
+
+int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenarios *s,
+                     size_t scenario, const struct sim_oc_options *o, double target, double lo,
+                     double hi, unsigned iterations, double *delta, json_t **out, char *err,
+                     size_t errlen)
+{
+    *out = NULL;
+    if (check_options(o, err, errlen) != 0)
+        return -1;
+    if (scenario >= s->n || !goal_of(d->engine)->is_null(&s->s[scenario].p, d->engine)) {
+        snprintf(err, errlen, "calibrate: the scenario must be a null (every arm the same mean)");
+        return -1;
+    }
+    if (!(target > 0 && target < 1) || !(lo > 0 && lo < hi && hi < 1)) {
+        snprintf(err, errlen, "calibrate: needs 0 < target < 1 and 0 < lo < hi < 1");
+        return -1;
+    }
+    const struct oc_scenario *sc = &s->s[scenario];
+    const double n = (double)o->runs;
+    json_t *steps = json_array();
+    uint64_t klo, khi;
+    if (steps == NULL || rejects_at(d, sc, o, lo, &klo, err, errlen) != 0 ||
+        rejects_at(d, sc, o, hi, &khi, err, errlen) != 0)
+        goto fail;
+    json_array_append_new(steps, json_pack("{s:f,s:f}", "delta", lo, "type_i_error", klo / n));
+    json_array_append_new(steps, json_pack("{s:f,s:f}", "delta", hi, "type_i_error", khi / n));
+    if ((double)klo > target * n) {
+        if (klo == khi)
+            snprintf(err, errlen,
+                     "calibrate: the type I error is %.4g at every delta from %g to %g: it does "
+                     "not depend on delta (a fixed-budget design decides at its budget)",
+                     klo / n, lo, hi);
+        else
+            snprintf(err, errlen,
+                     "calibrate: the type I error is %.4g > %.4g even at delta = %g (raise "
+                     "max_pulls or change the design)",
+                     klo / n, target, lo);
+        goto fail;
+    }
+    /* Invariant: type I(lo) ≤ target < type I(hi) (or hi itself holds). */
+    uint64_t k = klo;
+    if ((double)khi <= target * n) {
+        lo = hi;
+        k = khi;
+    } else {
+        for (unsigned it = 0; it < iterations; it++) {
+            double mid = exp(0.5 * (log(lo) + log(hi)));
+            uint64_t km;
+            if (rejects_at(d, sc, o, mid, &km, err, errlen) != 0)
+                goto fail;
+            json_array_append_new(steps,
+                                  json_pack("{s:f,s:f}", "delta", mid, "type_i_error", km / n));
+            if ((double)km <= target * n) {
+                lo = mid;
+                k = km;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+    *delta = lo;
+    double p = (double)k / n;
+    *out =
+        json_pack("{s:s,s:f,s:f,s:f,s:f,s:I,s:I,s:s,s:o}", "scenario", sc->name, "target", target,
+                  "delta", lo, "type_i_error", p, "type_i_error_mc_se", sqrt(p * (1 - p) / n),
+                  "runs", (json_int_t)o->runs, "seed", (json_int_t)o->seed, "method",
+                  "bisection over log delta, common random numbers (run i seeded by (seed, i) "
+                  "at every delta): the largest delta tried whose type I error is at most the "
+                  "target",
+                  "steps", steps);
+    if (*out == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+fail:
+    json_decref(steps);
+    return -1;
+}
