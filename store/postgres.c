@@ -1727,27 +1727,28 @@ static void heard(struct store_backend *b, PGconn *c)
 }
 
 /* Until deadline (CLOCK_MONOTONIC ms), a wake (hnow, hstop) or a broken
- * connection, whichever first, counting the notifications that arrive. */
-static void heartbeat_wait(struct store_backend *b, PGconn *c, uint64_t deadline_ms)
+ * connection, whichever first, counting the notifications that arrive.
+ * Returns 1 when c broke (the caller makes it again). */
+static int heartbeat_wait(struct store_backend *b, PGconn *c, uint64_t deadline_ms)
 {
     for (;;) {
         uint64_t now = clock_mono_ns() / 1000000u;
         if (now >= deadline_ms)
-            return;
+            return 0;
         struct pollfd fds[2] = {{.fd = b->hwake[0], .events = POLLIN},
                                 {.fd = c != NULL ? PQsocket(c) : -1, .events = POLLIN}};
         int n = poll(fds, 2, (int)(deadline_ms - now));
         if (n < 0 && errno != EINTR)
-            return;
+            return 0;
         if (n > 0 && (fds[0].revents & POLLIN)) {
             char buf[64];
             while (read(b->hwake[0], buf, sizeof buf) > 0)
                 ;
-            return; /* the caller looks at hnow and hstop */
+            return 0; /* the caller looks at hnow and hstop */
         }
         if (n > 0 && fds[1].revents != 0) {
             if (!PQconsumeInput(c))
-                return; /* broken: made again by the caller */
+                return 1;
             heard(b, c);
         }
     }
@@ -1789,7 +1790,10 @@ static void *heartbeat_main(void *arg)
         if (c != NULL)
             heard(b, c);
         /* no server: try again in a beat's time */
-        heartbeat_wait(b, c, c != NULL ? next_ms : clock_mono_ns() / 1000000u + PG_BEAT_MS);
+        if (heartbeat_wait(b, c, c != NULL ? next_ms : clock_mono_ns() / 1000000u + PG_BEAT_MS)) {
+            PQfinish(c);
+            c = NULL;
+        }
         pthread_mutex_lock(&b->hmu);
     }
     pthread_mutex_unlock(&b->hmu);
