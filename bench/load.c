@@ -1835,7 +1835,7 @@ static int pg_mode(const struct opts *o)
                         goto out;
             double v[10][MAX_PAIRS];
             for (unsigned i = 0; i < o->pairs; i++) {
-                for (int j = 0; j < 2; j++) {
+                for (size_t j = 0; j < 2; j++) {
                     v[4 * j][i] = e[j].r[i].rps;
                     v[4 * j + 1][i] = e[j].r[i].p99_ms;
                     v[4 * j + 2][i] = e[j].per_commit[i];
@@ -1975,7 +1975,7 @@ static int cluster_mode(const struct opts *o)
             if (prepare_rewards(c, d[i].port, id, per_run, o->pairs, &sc[i][1]) != 0)
                 goto out;
         }
-        for (int k = 0; k < 2; k++) {
+        for (size_t k = 0; k < 2; k++) {
             for (unsigned p = 0; p < o->pairs; p++) {
                 struct wrk_job w[CLUSTER_MAX];
                 pthread_t t[CLUSTER_MAX];

@@ -681,17 +681,11 @@ static int w_ready(struct store_backend *b)
     return STORE_OK;
 }
 
-/* Run a writer statement; *res (when not NULL) receives the result (new:
- * PQclear it) on success. */
-static int w_exec(struct store_backend *b, enum pq q, const struct params *p, PGresult **res,
-                  int *own)
+/* Run a writer statement as it is; *res (when not NULL) receives the
+ * result (new: PQclear it) on success. */
+static int w_run(struct store_backend *b, enum pq q, const struct params *p, PGresult **res,
+                 int *own)
 {
-    if (b->in_tx && !b->begun && q != PQ_BEGIN) {
-        b->begun = 1;
-        int err = w_exec(b, PQ_BEGIN, NULL, NULL, own);
-        if (err != STORE_OK)
-            return err;
-    }
     PGresult *r =
         PQexecPrepared(b->w, pg_queries[q].name, p ? p->n : 0, p ? p->v : NULL, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
@@ -710,6 +704,20 @@ static int w_exec(struct store_backend *b, enum pq q, const struct params *p, PG
     else
         PQclear(r);
     return err;
+}
+
+/* Run a writer statement, after the transaction's BEGIN when it is the
+ * first statement of one (pg_begin); *res as w_run's. */
+static int w_exec(struct store_backend *b, enum pq q, const struct params *p, PGresult **res,
+                  int *own)
+{
+    if (b->in_tx && !b->begun && q != PQ_BEGIN) {
+        b->begun = 1;
+        int err = w_run(b, PQ_BEGIN, NULL, NULL, own);
+        if (err != STORE_OK)
+            return err;
+    }
+    return w_run(b, q, p, res, own);
 }
 
 /* Rows a writer statement changed. */

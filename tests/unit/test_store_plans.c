@@ -447,7 +447,7 @@ static const struct pg_expect pg_expects[] = {
     {"event_insert_many", NULL, 0, NULL}, /* arrays: an insert, no search */
     {"key_insert", NULL, 0, "sss1s"},
     {"key_revoke", NULL, 0, "1"},
-    {"key_notify", NULL, 0, ""}, /* no table */
+    {"key_notify", NULL, 0, ""},   /* no table */
     {"audit_lock", NULL, 0, NULL}, /* a lock: no plan */
     {"audit_last", NULL, 0, ""},   /* keys and creations: a few rows */
     {"audit_insert", NULL, 0, "N11sssss"},
