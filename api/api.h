@@ -94,9 +94,18 @@ void api_exp_unlock(struct exp *x);
 
 /* Whether r must get x's blinded view (blind.c): x was created blinded
  * ("design": {"blinded": true}), the API is closed and r's key has neither
- * unblinded nor admin. A caller that may see x in full is logged (the
- * unblinded reads of a blinded experiment are recorded). */
+ * unblinded nor admin. */
 int api_blinded(struct http_req *r, struct exp *x);
+/* Whether r reads blinded x in full (a read the audit log records). */
+int api_unblinded_read(struct http_req *r, struct exp *x);
+/* api_read_finish, and when what (the route: "status", "history") is not
+ * NULL, the answer waits for the audit log's record of this unblinded
+ * read of x too (503 if it cannot be written). Unlocks x. */
+int api_read_finish_as(struct http_req *r, struct exp *x, unsigned status, json_t *body,
+                       const char *what);
+/* Whether r may see blinded experiments in full (an open API, or a key
+ * with unblinded or admin); logs nothing. */
+int api_sees_blinded(const struct http_req *r);
 /* Refuse r a route a blinded caller may not see (403 naming the scope).
  * Returns HTTP_DONE. */
 int api_reply_blinded(struct http_req *r);
@@ -166,6 +175,12 @@ struct api_join *api_join_begin(struct http_req *r);
 void api_join_add(struct api_join *j, struct exp *x);
 /* Stash the reply (body stolen) until every write waited for completed. */
 int api_join_finish(struct api_join *j, unsigned status, json_t *body);
+/* Make j wait for a record of kind (enum store_audit_kind) about subject
+ * in the audit log too, naming j's request's caller (exp_audit_record). */
+void api_join_record(struct api_join *j, int kind, const char *subject, const char *detail);
+/* api_join_record of an unblinded read of experiment id (what: the route),
+ * and its log line (blind.c). */
+void api_join_record_read(struct api_join *j, struct http_req *r, const char *id, const char *what);
 /* Unlock x and answer with body (stolen) once x's writes are on disk: at
  * once when none is pending. */
 int api_read_finish(struct http_req *r, struct exp *x, unsigned status, json_t *body);

@@ -756,11 +756,30 @@ static const char *scope_name(unsigned bit)
 int auth_admit(struct http_req *r, const struct http_route *route)
 {
     unsigned need = route != NULL ? route->need : API_SCOPE_NONE;
-    if ((need & API_SCOPE_IF_CONFIGURED) && !atomic_load(&g_metrics_need_key))
+    int optional = 0;
+    if ((need & API_SCOPE_IF_CONFIGURED) && !atomic_load(&g_metrics_need_key)) {
         need = API_SCOPE_NONE;
+        optional = 1;
+    }
     need &= ~(unsigned)API_SCOPE_IF_CONFIGURED;
-    if (need == API_SCOPE_NONE)
+    if (need == API_SCOPE_NONE) {
+        /* Open here (/metrics without --metrics-need-key), but a key sent
+         * still counts: it may see blinded experiments in full (blind.c).
+         * An unknown one is no one, not refused. */
+        const char *tok;
+        size_t toklen;
+        if (optional)
+            watch_check();
+        if (optional && auth_enabled() &&
+            bearer(http_req_header(r, "Authorization"), &tok, &toklen) == 0) {
+            struct grant g = lookup(tok, toklen, NULL);
+            if (!g.limited) {
+                http_req_set_caller(r, g.id, g.name);
+                http_req_set_grant(r, g.scopes);
+            }
+        }
         return 0;
+    }
     /* before auth_enabled: the first key created closes an open API for
      * the next request too */
     watch_check();

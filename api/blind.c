@@ -5,9 +5,14 @@
  * only to keys with scope unblinded or admin; a plain read key gets the
  * blinded view (totals, pending counts, whether and why it stopped), and
  * the routes that are per-arm through and through (export, webhook
- * deliveries) refuse it. Sites (assign, report) read nothing anyway. Each
- * unblinded read of a blinded experiment is logged with the key and the
- * request id. An open API (no key) has no roles to blind by.
+ * deliveries) refuse it; the list and /metrics drop its δᶜ (the strength
+ * of the evidence so far is an interim result too). Sites (assign,
+ * report) read nothing anyway. Each unblinded read of a blinded
+ * experiment's per-arm figures (status, history, webhook deliveries) is a
+ * record of the audit log, committed before the answer goes out (a read
+ * the log cannot take is answered 503), and a log line; the list's and the
+ * metrics' one figure is not (polled every few seconds by dashboards and
+ * scrapers). An open API (no key) has no roles to blind by.
  */
 #include "api/api.h"
 
@@ -16,18 +21,47 @@
 #include "api/auth.h"
 #include "base/log.h"
 
-int api_blinded(struct http_req *r, struct exp *x)
+int api_sees_blinded(const struct http_req *r)
 {
-    if (!exp_cfg(x)->design_blinded || !auth_enabled())
-        return 0;
-    if (!(http_req_grant(r) & (API_SCOPE_ADMIN | API_SCOPE_UNBLINDED)))
-        return 1;
-    char actor[32 + HTTP_CALLER_NAME_MAX];
-    api_actor(r, actor, sizeof actor);
-    log_info("unblinded read of %s by %s (request %s)", exp_id(x), actor, http_req_request_id(r));
-    return 0;
+    return !auth_enabled() || (http_req_grant(r) & (API_SCOPE_ADMIN | API_SCOPE_UNBLINDED)) != 0;
 }
 
+int api_blinded(struct http_req *r, struct exp *x)
+{
+    return exp_cfg(x)->design_blinded && !api_sees_blinded(r);
+}
+
+int api_unblinded_read(struct http_req *r, struct exp *x)
+{
+    return exp_cfg(x)->design_blinded && auth_enabled() && api_sees_blinded(r);
+}
+
+void api_join_record_read(struct api_join *j, struct http_req *r, const char *id, const char *what)
+{
+    char actor[32 + HTTP_CALLER_NAME_MAX];
+    api_actor(r, actor, sizeof actor);
+    log_info("unblinded read of %s (%s) by %s (request %s)", id, what, actor,
+             http_req_request_id(r));
+    api_join_record(j, STORE_AUDIT_UNBLINDED, id, what);
+}
+
+int api_read_finish_as(struct http_req *r, struct exp *x, unsigned status, json_t *body,
+                       const char *what)
+{
+    if (what == NULL)
+        return api_read_finish(r, x, status, body);
+    struct api_join *j = api_join_begin(r);
+    if (j != NULL) {
+        api_join_add(j, x);
+        api_join_record_read(j, r, exp_id(x), what);
+    }
+    api_exp_unlock(x);
+    if (j == NULL) {
+        json_decref(body);
+        return HTTP_DONE;
+    }
+    return api_join_finish(j, status, body);
+}
 int api_reply_blinded(struct http_req *r)
 {
     http_reply_header(

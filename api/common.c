@@ -297,6 +297,19 @@ void api_join_add(struct api_join *j, struct exp *x)
     }
 }
 
+void api_join_record(struct api_join *j, int kind, const char *subject, const char *detail)
+{
+    char actor[32 + HTTP_CALLER_NAME_MAX];
+    api_actor(j->req, actor, sizeof actor);
+    atomic_fetch_add(&j->left, 1);
+    int rc = exp_audit_record(kind, subject, detail, http_req_caller(j->req) > 0 ? actor : NULL,
+                              http_req_request_id(j->req), join_done, j);
+    if (rc != STORE_OK) { /* as api_join_add's */
+        atomic_store(&j->err, rc);
+        atomic_fetch_sub(&j->left, 1);
+    }
+}
+
 int api_join_finish(struct api_join *j, unsigned status, json_t *body)
 {
     struct http_req *r = j->req;

@@ -90,19 +90,21 @@ int api_experiments_create(struct http_req *r)
     return http_req_wait(r, 201, j);
 }
 
-static json_t *summary(struct exp *x)
+/* blind: x's δᶜ hidden from this caller (api_sees_blinded). */
+static json_t *summary(struct exp *x, int blind)
 {
     const struct exp_config *c = exp_cfg(x);
     struct exp_summary sm;
     exp_summary_locked(x, &sm);
     char ts[CLOCK_RFC3339_LEN];
     clock_format_rfc3339(exp_created_ms(x), ts, sizeof ts);
-    return json_pack(
-        "{s:s,s:s,s:s,s:s,s:I,s:I,s:f,s:o,s:s,s:I,s:I}", "id", exp_id(x), "name", exp_name(x),
-        "state", exp_state_name(sm.state), "policy", c->policy->name, "pulls", (json_int_t)sm.pulls,
-        "pending", (json_int_t)sm.pending, "delta_c", sm.delta_c, "stop_reason",
-        sm.stop_reason ? json_string(sm.stop_reason) : json_null(), "created_at", ts, "bandits",
-        (json_int_t)sm.bandits, "bandits_done", (json_int_t)sm.bandits_done);
+    return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:o,s:o,s:s,s:I,s:I}", "id", exp_id(x), "name",
+                     exp_name(x), "state", exp_state_name(sm.state), "policy", c->policy->name,
+                     "pulls", (json_int_t)sm.pulls, "pending", (json_int_t)sm.pending, "delta_c",
+                     blind && c->design_blinded ? json_null() : json_real(sm.delta_c),
+                     "stop_reason", sm.stop_reason ? json_string(sm.stop_reason) : json_null(),
+                     "created_at", ts, "bandits", (json_int_t)sm.bandits, "bandits_done",
+                     (json_int_t)sm.bandits_done);
 }
 
 int api_experiments_list(struct http_req *r)
@@ -134,13 +136,14 @@ int api_experiments_list(struct http_req *r)
      * are listed too; one another daemon owns is shown as the database has
      * it (exp_refresh_locked), without taking it over. */
     int unavailable = j != NULL && exp_registry_sync() != 0;
+    int blind = !api_sees_blinded(r);
     size_t n = j != NULL && !unavailable ? exp_list(after, limit + 1, page) : 0;
     for (size_t i = 0; i < n && i < limit && !unavailable; i++) {
         exp_lock(page[i]);
         int rc = exp_owned(page[i]) ? exp_prepare_locked(page[i], http_req_now_ms(r))
                                     : exp_refresh_locked(page[i]);
         if (rc == EXP_OK) {
-            json_array_append_new(arr, summary(page[i]));
+            json_array_append_new(arr, summary(page[i], blind));
             api_join_add(j, page[i]);
         }
         unavailable = rc == EXP_ERR_STORE;

@@ -281,6 +281,7 @@ static void render_domain(struct buf *b)
 struct shown {
     const struct exp *x; /* a reference of the pass's list */
     struct exp_summary s;
+    int blind; /* blinded for this scrape: no δᶜ (api/blind.c) */
 };
 
 struct recent {
@@ -396,6 +397,10 @@ static double v_delta_c(const struct shown *s)
 {
     return s->s.delta_c;
 }
+static int not_blind(const struct shown *s)
+{
+    return !s->blind;
+}
 static double v_delta(const struct shown *s)
 {
     return s->s.delta;
@@ -446,7 +451,7 @@ static void render_shown(struct buf *b, const struct shown *sh, size_t n)
     per_exp(b, sh, n, "experiment_delta_c", "gauge",
             "The largest δᶜ over the experiment's bandits: a bound on the probability that "
             "a recommendation is wrong.",
-            v_delta_c, NULL);
+            v_delta_c, not_blind);
     per_exp(b, sh, n, "experiment_delta", "gauge", "The goal's δ (a confidence stop needs δᶜ ≤ δ).",
             v_delta, NULL);
     per_exp(b, sh, n, "experiment_bandits", "gauge", "Bandits of the experiment.", v_bandits, NULL);
@@ -459,7 +464,7 @@ static void render_shown(struct buf *b, const struct shown *sh, size_t n)
             v_last_event, NULL);
 }
 
-static void render_experiments(struct buf *b)
+static void render_experiments(struct buf *b, int see_blinded)
 {
     size_t want = atomic_load(&g_shown_max);
     size_t cap = exp_count() + 64, n = 0, nsh = 0;
@@ -484,6 +489,7 @@ static void render_experiments(struct buf *b)
             states[st]++;
             if (show[i]) {
                 sh[nsh].x = all[i];
+                sh[nsh].blind = !see_blinded && exp_cfg(all[i])->design_blinded;
                 exp_summary_locked(all[i], &sh[nsh++].s);
             } else {
                 omitted[st]++;
@@ -568,13 +574,13 @@ static void render_webhooks(struct buf *b)
     }
 }
 
-int metrics_render(struct store *st, char **out, size_t *len)
+int metrics_render(struct store *st, int see_blinded, char **out, size_t *len)
 {
     struct buf b;
     buf_init(&b, MAX_TEXT + atomic_load(&g_shown_max) * MAX_TEXT_PER_EXPERIMENT);
     render_requests(&b);
     render_domain(&b);
-    render_experiments(&b);
+    render_experiments(&b, see_blinded);
     render_store(&b, st);
     render_webhooks(&b);
     header(&b, "api_keys", "gauge", "Usable (unrevoked) API keys loaded.");

@@ -46,7 +46,8 @@ void metrics_reward(enum exp_reward_status s);
 void metrics_observations(size_t n);
 
 /* The exposition text: a new malloc'd buffer in *out (length *len), or −1 on
- * allocation failure. Reads the store and the registry (st may be NULL). */
-int metrics_render(struct store *st, char **out, size_t *len);
+ * allocation failure. Reads the store and the registry (st may be NULL).
+ * see_blinded 0: blinded experiments' δᶜ left out (api/blind.c). */
+int metrics_render(struct store *st, int see_blinded, char **out, size_t *len);
 
 #endif

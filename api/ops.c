@@ -63,7 +63,7 @@ int api_metrics_get(struct http_req *r)
 {
     char *text = NULL;
     size_t len = 0;
-    if (metrics_render(exp_store(), &text, &len) != 0)
+    if (metrics_render(exp_store(), api_sees_blinded(r), &text, &len) != 0)
         return http_reply_oom(r);
     return http_reply_raw(r, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
 }

@@ -125,7 +125,7 @@ int api_status_get(struct http_req *r)
         api_blind_bandits(bandits);
         json_object_set_new(j, "blinded", json_true());
     }
-    return api_read_finish(r, x, 200, j);
+    return api_read_finish_as(r, x, 200, j, api_unblinded_read(r, x) ? "status" : NULL);
 }
 
 int api_history_get(struct http_req *r)
@@ -183,5 +183,5 @@ int api_history_get(struct http_req *r)
         api_blind_bandits(bandits);
         json_object_set_new(j, "blinded", json_true());
     }
-    return api_read_finish(r, x, 200, j);
+    return api_read_finish_as(r, x, 200, j, api_unblinded_read(r, x) ? "history" : NULL);
 }

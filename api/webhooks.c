@@ -87,6 +87,9 @@ int api_webhooks_list(struct http_req *r)
         exp_put(x);
         return api_reply_blinded(r);
     }
+    int record = api_unblinded_read(r, x);
+    char id[EXP_ID_MAX + 1];
+    snprintf(id, sizeof id, "%s", exp_id(x));
     /* the rowid never changes: no lock needed. The outbox holds committed
      * rows only, so nothing shown here can be taken back by a crash. */
     int64_t rowid = exp_rowid(x);
@@ -101,5 +104,15 @@ int api_webhooks_list(struct http_req *r)
     }
     json_t *j = json_pack("{s:o,s:o}", "deliveries", p.list, "next_before",
                           p.n == limit ? json_integer((json_int_t)p.last_id) : json_null());
-    return j != NULL ? http_reply_json(r, 200, j) : http_reply_oom(r);
+    if (j == NULL)
+        return http_reply_oom(r);
+    if (!record)
+        return http_reply_json(r, 200, j);
+    struct api_join *jn = api_join_begin(r); /* answered once the read is recorded */
+    if (jn == NULL) {
+        json_decref(j);
+        return HTTP_DONE;
+    }
+    api_join_record_read(jn, r, id, "webhooks");
+    return api_join_finish(jn, 200, j);
 }

@@ -25,7 +25,7 @@
  *
  * Then the cost of the stop checks per reward (--checks-only: that table
  * alone): uniform sampling run to the stop of the proven GLR (and of the
- * heuristic GLR and δᶜ) at δ = 0.1, on issue 11's K = 10 instance and a
+ * heuristic GLR and δᶜ; eb-tc's own proven GLR) at δ = 0.1, on issue 11's K = 10 instance and a
  * K = 100 one; ns per reward = (the run's CPU time under the rule − its
  * CPU time under "none" for the same pulls and rewards) / pulls.
  */
@@ -88,10 +88,10 @@ static double cpu_s(void)
  * pulls): this thread's CPU seconds for the whole run (assignments,
  * rewards and their draws: under "none" the same work less the checks;
  * CPU time, because the machine is shared); *pulls the pulls made. */
-static double timed_run(size_t k, const double *mu, enum engine_stop_rule rule, uint64_t seed,
-                        uint64_t cap, uint64_t *pulls)
+static double timed_run(const char *policy, size_t k, const double *mu, enum engine_stop_rule rule,
+                        uint64_t seed, uint64_t cap, uint64_t *pulls)
 {
-    const struct policy_ops *p = policy_find("uniform");
+    const struct policy_ops *p = policy_find(policy);
     struct engine_config c;
     size_t kk = k;
     config_for(p, &kk, &c);
@@ -124,8 +124,8 @@ static double timed_run(size_t k, const double *mu, enum engine_stop_rule rule, 
 
 /* ns per reward that `rule`'s check adds, over `runs` runs (the median of
  * the runs' figures); *pulls_out the mean pulls to the stop. */
-static double check_ns(size_t k, const double *mu, enum engine_stop_rule rule, int runs,
-                       double *pulls_out)
+static double check_ns(const char *policy, size_t k, const double *mu, enum engine_stop_rule rule,
+                       int runs, double *pulls_out)
 {
     double v[16];
     double total = 0;
@@ -133,8 +133,8 @@ static double check_ns(size_t k, const double *mu, enum engine_stop_rule rule, i
         runs = 16;
     for (int r = 0; r < runs; r++) {
         uint64_t n = 0, n0 = 0;
-        double t = timed_run(k, mu, rule, 1000 + (uint64_t)r, CHECK_CAP, &n);
-        double t0 = timed_run(k, mu, ENGINE_RULE_NONE, 1000 + (uint64_t)r, n, &n0);
+        double t = timed_run(policy, k, mu, rule, 1000 + (uint64_t)r, CHECK_CAP, &n);
+        double t0 = timed_run(policy, k, mu, ENGINE_RULE_NONE, 1000 + (uint64_t)r, n, &n0);
         v[r] = n > 0 ? (t - t0) * 1e9 / (double)n : NAN;
         total += (double)n;
     }
@@ -191,11 +191,12 @@ static void emit(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2,
 static void checks_table(FILE *f)
 {
     static const struct {
-        const char *name;
+        const char *name, *policy;
         enum engine_stop_rule rule;
-    } rules[] = {{"glr (proven)", ENGINE_RULE_GLR},
-                 {"glr-heuristic", ENGINE_RULE_GLR_HEURISTIC},
-                 {"delta_c", ENGINE_RULE_DELTA_C}};
+    } rules[] = {{"glr (proven)", "uniform", ENGINE_RULE_GLR},
+                 {"glr-heuristic", "uniform", ENGINE_RULE_GLR_HEURISTIC},
+                 {"delta_c", "uniform", ENGINE_RULE_DELTA_C},
+                 {"eb-tc's own (proven GLR, certified arm)", "eb-tc", ENGINE_RULE_POLICY}};
     static const double mu1[4] = {0.5, 0.45, 0.43, 0.4};
     double mu10[10], mu100[100];
     for (size_t i = 0; i < 10; i++)
@@ -208,7 +209,8 @@ static void checks_table(FILE *f)
         load[0] = load[1] = load[2] = -1;
     emit(f, "## Stop checks per reward (bench/policies)\n\n");
     emit(f,
-         "Uniform sampling run to the rule's stop at δ = 0.1 (5 runs at K = 4 and 10, 3 at "
+         "Uniform sampling (eb-tc for its own rule) run to the rule's stop at δ = 0.1 (5 runs at K "
+         "= 4 and 10, 3 at "
          "K = 100, the median run's figure); K = 4: μ1 = (0.5, 0.45, 0.43, 0.4); K = 10: μ = 0.6, "
          "0.55, …, 0.15 (issue 11); K = 100: μ = 0.7, "
          "then 99 arms evenly in [0.2, 0.6]; load average %.2f, %.2f, %.2f. ns per reward: "
@@ -220,9 +222,9 @@ static void checks_table(FILE *f)
     emit(f, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
         double p4, p10, p100;
-        double ns4 = check_ns(4, mu1, rules[r].rule, 5, &p4);
-        double ns10 = check_ns(10, mu10, rules[r].rule, 5, &p10);
-        double ns100 = check_ns(100, mu100, rules[r].rule, 3, &p100);
+        double ns4 = check_ns(rules[r].policy, 4, mu1, rules[r].rule, 5, &p4);
+        double ns10 = check_ns(rules[r].policy, 10, mu10, rules[r].rule, 5, &p10);
+        double ns100 = check_ns(rules[r].policy, 100, mu100, rules[r].rule, 3, &p100);
         emit(f, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", rules[r].name, ns4, p4, ns10,
              p10, ns100, p100);
     }

@@ -36,6 +36,7 @@
 
 #include <jansson.h>
 
+#include "base/clock.h"
 #include "base/digest.h"
 #include "exp/internal.h"
 
@@ -112,6 +113,87 @@ int exp_audit_seal(struct exp *x, struct exp_batch *b)
             return -1;
     }
     return 0;
+}
+
+/* --- reads the audit log records ---------------------------------------------------- */
+
+/* A record on its way to the writer: the op, the row and their strings. */
+struct audit_sub {
+    struct store_op op;
+    struct store_audit_row row;
+    store_done_fn done;
+    void *arg;
+    char *subject, *detail, *actor, *request_id; /* owned */
+};
+
+static void audit_sub_free(struct audit_sub *a)
+{
+    free(a->subject);
+    free(a->detail);
+    free(a->actor);
+    free(a->request_id);
+    free(a);
+}
+
+static void on_recorded(void *arg, int err)
+{
+    struct audit_sub *a = arg;
+    if (a->done != NULL)
+        a->done(a->arg, err);
+    audit_sub_free(a);
+}
+
+/* A copy of s (NULL stays NULL); *failed set when out of memory. */
+static char *dup_or_null(const char *s, int *failed)
+{
+    char *d = s != NULL ? strdup(s) : NULL;
+    if (s != NULL && d == NULL)
+        *failed = 1;
+    return d;
+}
+
+int exp_audit_record_sync(int kind, const char *subject, const char *detail, const char *actor,
+                          const char *request_id)
+{
+    struct store_audit_row row = {.ts_ms = clock_wall_ms(),
+                                  .kind = kind,
+                                  .subject = subject,
+                                  .detail = detail,
+                                  .actor = actor,
+                                  .request_id = request_id};
+    struct store_op op = {.kind = STORE_OP_AUDIT, .audit = &row};
+    return store_write_sync(exp_rt.store, &op, 1);
+}
+
+int exp_audit_record(int kind, const char *subject, const char *detail, const char *actor,
+                     const char *request_id, store_done_fn done, void *arg)
+{
+    struct audit_sub *a = calloc(1, sizeof *a);
+    if (a == NULL)
+        return STORE_ERR_NOMEM;
+    int failed = 0;
+    a->subject = dup_or_null(subject, &failed);
+    a->detail = dup_or_null(detail, &failed);
+    a->actor = dup_or_null(actor, &failed);
+    a->request_id = dup_or_null(request_id, &failed);
+    if (failed) {
+        audit_sub_free(a);
+        return STORE_ERR_NOMEM;
+    }
+    a->row = (struct store_audit_row){.ts_ms = clock_wall_ms(),
+                                      .kind = kind,
+                                      .subject = a->subject,
+                                      .detail = a->detail,
+                                      .actor = a->actor,
+                                      .request_id = a->request_id};
+    a->op.kind = STORE_OP_AUDIT;
+    a->op.audit = &a->row;
+    a->done = done;
+    a->arg = arg;
+    int rc = store_submit(exp_rt.store, &a->op, 1, on_recorded, a);
+    if (rc != STORE_OK)
+        audit_sub_free(a); /* not queued: done is not called */
+    return rc;
 }
 
 /* --- verification (banditd audit verify) ---------------------------------------- */
@@ -268,23 +350,29 @@ static int verify_record(void *arg, const struct store_audit_row *row)
         return VERIFY_STOP;
     }
     memcpy(v->chain, next, sizeof next);
-    int64_t id;
-    if ((row->kind == STORE_AUDIT_KEY_CREATE || row->kind == STORE_AUDIT_KEY_REVOKE) &&
-        row->subject != NULL && sscanf(row->subject, "key:%" SCNd64, &id) == 1) {
+    int64_t id = 0;
+    char *end = NULL;
+    if (row->subject != NULL && strncmp(row->subject, "key:", 4) == 0)
+        id = strtoll(row->subject + 4, &end, 10);
+    if ((row->kind == STORE_AUDIT_KEY_CREATE || row->kind == STORE_AUDIT_KEY_REVOKE) && id > 0 &&
+        end != NULL && *end == '\0') {
         struct key_record *k = key_record(v, id, 1);
-        char *d = NULL;
-        if (k == NULL || (row->kind == STORE_AUDIT_KEY_CREATE &&
-                          (d = strdup(row->detail ? row->detail : "")) == NULL)) {
+        if (k == NULL) {
             v->nomem = 1;
             return -1;
         }
-        if (row->kind == STORE_AUDIT_KEY_CREATE) {
-            free(k->detail);
-            k->detail = d;
-            k->create_seq = row->seq;
-        } else {
+        if (row->kind == STORE_AUDIT_KEY_REVOKE) {
             k->revoke_seq = row->seq;
+            return 0;
         }
+        char *d = strdup(row->detail ? row->detail : "");
+        if (d == NULL) {
+            v->nomem = 1;
+            return -1;
+        }
+        free(k->detail);
+        k->detail = d; /* moved to the record */
+        k->create_seq = row->seq;
     }
     return 0;
 }
@@ -321,10 +409,8 @@ static int verify_key(void *arg, const struct store_key_row *row)
     }
     if (row->revoked != (k->revoke_seq != 0)) {
         vk->bad_key = row->rowid;
-        snprintf(vk->why, sizeof vk->why,
-                 row->revoked ? "key %" PRId64 " is revoked without a record"
-                              : "key %" PRId64 " is not revoked, but recorded so",
-                 row->rowid);
+        snprintf(vk->why, sizeof vk->why, "key %" PRId64 " %s", row->rowid,
+                 row->revoked ? "is revoked without a record" : "is not revoked, but recorded so");
         return VERIFY_STOP;
     }
     k->create_seq = -k->create_seq; /* seen: a record of a key no row holds is named below */

@@ -107,6 +107,9 @@ int exp_submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, stor
         atomic_store(&x->stale, 1);
         return STORE_ERR_NOMEM;
     }
+    /* A checkpoint now and then, in the transaction of the events it covers. */
+    if (!is_delete)
+        exp_snapshot_attach(x, b, 0);
     s->x = x;
     s->gen = atomic_load(&x->gen);
     s->batch = b;
@@ -258,8 +261,12 @@ int exp_prepare_locked(struct exp *x, int64_t now)
         d->need_reset = 1;
         atomic_fetch_add(&x->gen, 1);
         atomic_store(&x->stale, 0);
-        log_info("experiment %s reloaded from disk after a failed write (%" PRId64 " events)",
-                 x->id, d->seq);
+        char how[64] = "the whole log replayed";
+        if (d->loaded_from > 0)
+            snprintf(how, sizeof how, "from the snapshot at seq %" PRId64, d->loaded_from);
+        log_info("experiment %s reloaded from disk after a failed write or a takeover (%" PRId64
+                 " events, %s)",
+                 x->id, d->seq, how);
     }
     if (x->d->flen > 0) {
         int64_t head = x->d->fifo[x->d->fhead];

@@ -22,6 +22,7 @@
 #include "base/clock.h"
 #include "base/digest.h"
 #include "base/jsonv.h"
+#include "base/ser.h"
 #include "exp/internal.h"
 
 /* Design changes status and export list (the latest; the log has all). */
@@ -107,7 +108,12 @@ const char *exp_design_hash_initial(struct exp *x)
 
 const char *exp_design_hash(struct exp *x)
 {
-    const struct exp_design_log *l = x->d->design;
+    return exp_design_hash_in(x, x->d);
+}
+
+const char *exp_design_hash_in(struct exp *x, const struct exp_data *d)
+{
+    const struct exp_design_log *l = d->design;
     return l != NULL ? l->hash : exp_design_hash_initial(x);
 }
 
@@ -136,6 +142,45 @@ void exp_design_free(struct exp_design_log *l)
     for (size_t i = 0; i < l->len; i++)
         free(l->ring[(l->head + i) % EXP_DESIGN_KEEP].reason);
     free(l);
+}
+
+/* A hash: 64 hex digits and the NUL. */
+static void snap_hash(struct ser *s, char *h)
+{
+    ser_bytes(s, (unsigned char *)h, DIGEST_SHA256_HEX + 1);
+    if (s->reading && ser_ok(s) && h[DIGEST_SHA256_HEX] != '\0')
+        ser_fail(s);
+}
+
+void exp_design_snap(struct exp_data *d, struct ser *s)
+{
+    int have = d->design != NULL;
+    ser_int(s, &have);
+    if (!ser_ok(s) || !have)
+        return;
+    if (s->reading && (d->design = calloc(1, sizeof *d->design)) == NULL) {
+        ser_fail(s);
+        return;
+    }
+    struct exp_design_log *l = d->design;
+    snap_hash(s, l->hash);
+    ser_size(s, &l->total);
+    size_t n = l->len;
+    ser_size(s, &n);
+    if (s->reading && ser_ok(s) && n > EXP_DESIGN_KEEP)
+        ser_fail(s);
+    /* Oldest first; a load starts the ring at 0. */
+    for (size_t i = 0; i < n && ser_ok(s); i++) {
+        struct exp_design_change *c = &l->ring[s->reading ? i : (l->head + i) % EXP_DESIGN_KEEP];
+        ser_i64(s, &c->seq);
+        ser_i64(s, &c->ts_ms);
+        ser_int(s, &c->amendment);
+        ser_str(s, &c->reason, 1u << 20);
+        snap_hash(s, c->previous);
+        snap_hash(s, c->hash);
+        if (s->reading && ser_ok(s))
+            l->len++;
+    }
 }
 
 int exp_design_note(struct exp *x, struct exp_data *d, const struct store_event *ev, char *why,

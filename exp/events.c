@@ -156,6 +156,7 @@ void exp_batch_free(struct exp_batch *b)
     free(b->ops);
     free(b->assign_seqs);
     free(b->outcome_seqs);
+    exp_snapshot_free(b->snap);
     memset(b, 0, sizeof *b);
 }
 

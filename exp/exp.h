@@ -92,6 +92,11 @@ int exp_registry_init(struct store *st, const struct exp_limits *lim);
 /* Load every stored experiment, replay its log, and start the expiry
  * sweeper. Returns 0 or −1 with a message in err. */
 int exp_registry_load(char *err, size_t errlen);
+/* At a clean shutdown, after the HTTP server stopped and before
+ * exp_registry_free: queue a snapshot of every experiment that had events
+ * since its latest one (exp/snapshot.c), so that the next start replays
+ * nothing. The store's close commits them. */
+void exp_registry_checkpoint(void);
 /* Drop every experiment (shutdown, after the HTTP server stopped). */
 void exp_registry_free(void);
 /* The limits the registry was initialised with. */
@@ -301,6 +306,8 @@ struct exp_batch {
      * audit trail, audit.c); NULL: the daemon itself. Set with
      * exp_batch_caller; owned by the batch. */
     const char *actor, *request_id;
+    /* A snapshot riding the batch (exp/snapshot.c), owned; NULL: none. */
+    struct exp_snapshot *snap;
 };
 
 void exp_batch_init(struct exp_batch *b);
@@ -442,6 +449,17 @@ const char *exp_design_hash_initial(struct exp *x);
 int exp_design_hash_of(const struct exp_config *c, char out[65]);
 int exp_design_frozen(const struct exp *x);
 json_t *exp_design_json(struct exp *x);
+/* Append a record of kind (enum store_audit_kind: an export, an unblinded
+ * read) to the audit log through the writer (audit.c): the strings are
+ * copied, the time is now. done(arg, store_err) runs once after its
+ * commit (may be NULL); on a refusal (returned) it is not called. */
+int exp_audit_record(int kind, const char *subject, const char *detail, const char *actor,
+                     const char *request_id, store_done_fn done, void *arg);
+/* The same, waiting for the commit (a store error, or STORE_OK): for a
+ * handler holding no lock whose answer cannot wait asynchronously (a
+ * stream). */
+int exp_audit_record_sync(int kind, const char *subject, const char *detail, const char *actor,
+                          const char *request_id);
 /* banditd audit verify (audit.c): recompute the hash chain of each
  * experiment's log (id NULL: every one) from the database alone, printing
  * one line per experiment to out ("ID: ok, …" or "ID: BROKEN at seq N

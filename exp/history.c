@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ser.h"
 #include "exp/internal.h"
 
 static void hist_free(struct exp_history_point *p)
@@ -134,4 +135,78 @@ size_t exp_marks_len(const struct exp *x)
 const struct exp_mark *exp_mark_at(const struct exp *x, size_t i)
 {
     return &x->d->marks[(x->d->mhead + i) % EXP_MARKS];
+}
+
+/* Floats by their bits. */
+static void snap_floats(struct ser *s, float *v, size_t n)
+{
+    ser_expect(s, n);
+    for (size_t i = 0; i < n && ser_ok(s); i++) {
+        uint32_t w;
+        memcpy(&w, &v[i], sizeof w);
+        ser_u32(s, &w);
+        memcpy(&v[i], &w, sizeof w);
+    }
+}
+
+void exp_history_snap(const struct exp *x, struct exp_data *d, struct ser *s)
+{
+    const struct exp_config *c = &x->cfg;
+    size_t total = 0;
+    for (size_t b = 0; b < c->n_bandits; b++)
+        total += c->n_arms[b];
+    /* The points thin at history_points: another cap would thin otherwise. */
+    ser_expect(s, exp_rt.lim.history_points);
+    ser_u64(s, &d->hstride);
+    ser_u64(s, &d->hnext);
+    size_t n = d->hlen;
+    ser_size(s, &n);
+    if (s->reading && ser_ok(s)) {
+        if (n > exp_rt.lim.history_points ||
+            (n > 0 && (d->hist = calloc(n, sizeof *d->hist)) == NULL)) {
+            ser_fail(s);
+            return;
+        }
+        d->hcap = n;
+    }
+    for (size_t i = 0; i < n && ser_ok(s); i++) {
+        struct exp_history_point *p = &d->hist[i];
+        if (s->reading) {
+            p->delta_c = calloc(c->n_bandits, sizeof *p->delta_c);
+            p->rho = calloc(c->n_bandits, sizeof *p->rho);
+            p->bound = calloc(c->n_bandits, sizeof *p->bound);
+            p->arm_pulls = calloc(total, sizeof *p->arm_pulls);
+            d->hlen++; /* freed with d whatever follows */
+            if (!p->delta_c || !p->rho || !p->bound || !p->arm_pulls) {
+                ser_fail(s);
+                return;
+            }
+        }
+        ser_u64(s, &p->pulls);
+        ser_i64(s, &p->ts_ms);
+        snap_floats(s, p->delta_c, c->n_bandits);
+        snap_floats(s, p->rho, c->n_bandits);
+        snap_floats(s, p->bound, c->n_bandits);
+        ser_u32s(s, p->arm_pulls, total);
+    }
+    /* The marks, oldest first (a load starts the ring at 0). */
+    size_t m = d->mlen;
+    ser_size(s, &m);
+    if (s->reading && ser_ok(s) && m > 0) {
+        if (m > EXP_MARKS || (d->marks = calloc(EXP_MARKS, sizeof *d->marks)) == NULL) {
+            ser_fail(s);
+            return;
+        }
+    }
+    for (size_t i = 0; i < m && ser_ok(s); i++) {
+        struct exp_mark *k = &d->marks[s->reading ? i : (d->mhead + i) % EXP_MARKS];
+        ser_i64(s, &k->seq);
+        ser_i64(s, &k->ts_ms);
+        ser_u64(s, &k->pulls);
+        ser_int(s, &k->kind);
+        ser_str(s, &k->text, 1u << 20);
+        ser_i64(s, &k->ref);
+        if (s->reading && ser_ok(s))
+            d->mlen++;
+    }
 }

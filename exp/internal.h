@@ -31,6 +31,8 @@
 
 #include "exp/exp.h"
 
+struct ser; /* base/ser.h */
+
 /* A stale experiment waits this long for its queued writes before a reload. */
 #define EXP_RELOAD_WAIT_MS 1000
 
@@ -68,6 +70,10 @@ struct exp_data {
     struct exp_design_log *design; /* design.c: the hash in force and the latest
                                     * changes; NULL until the first edit */
     char chain[65];                /* audit.c: the hash chain after the last event; "" before any */
+    int64_t snap_seq;              /* snapshot.c: the seq of the latest snapshot written or
+                                    * loaded (0: none) */
+    int64_t loaded_from;           /* replay.c: the seq of the snapshot this data was loaded
+                                    * from (0: the whole log), for the logs */
 };
 
 struct exp {
@@ -113,9 +119,11 @@ struct exp_runtime {
     struct exp_limits lim;
     atomic_uint_fast64_t pending_total;
     atomic_uint_fast64_t expired_total;
-    atomic_size_t corrupt;               /* experiments refused for a corrupt log */
-    atomic_size_t rss;                   /* resident bytes at the last measurement */
-    atomic_uint_fast64_t pending_at_rss; /* pending_total then */
+    atomic_size_t corrupt;                /* experiments refused for a corrupt log */
+    atomic_size_t rss;                    /* resident bytes at the last measurement */
+    atomic_uint_fast64_t pending_at_rss;  /* pending_total then */
+    atomic_uint_fast64_t snapshot_loads;  /* loads that started from a snapshot (replay.c) */
+    atomic_uint_fast64_t events_replayed; /* events replayed by loads */
 };
 extern struct exp_runtime exp_rt;
 
@@ -215,6 +223,34 @@ struct exp_correction {
 struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *extra, size_t nextra,
                                  char *err, size_t errlen, int *is_corrupt);
 
+/* --- snapshot.c -------------------------------------------------------------------- */
+
+/* A snapshot of x's data d as of d->seq, ready to write (its row), or NULL
+ * (out of memory, or a state that does not serialize). The result is new:
+ * exp_snapshot_free. */
+struct exp_snapshot *exp_snapshot_make(struct exp *x, struct exp_data *d);
+void exp_snapshot_free(struct exp_snapshot *sn);
+/* Its row for STORE_OP_SNAPSHOT, borrowed from sn. */
+const struct store_snapshot *exp_snapshot_row(const struct exp_snapshot *sn);
+/* Queue sn on its own, keyed by its experiment like its writes (after a
+ * failed write of it, refused until the reload): STORE_OK, and done(sn,
+ * err) runs once it committed or failed (it frees sn); else sn is still the
+ * caller's. For data that is the disk's (a load's), never for live data
+ * (exp_snapshot_attach). */
+int exp_snapshot_submit(struct exp_snapshot *sn, store_done_fn done);
+/* Whether d has gone --snapshot-every events past its latest snapshot. */
+int exp_snapshot_due(const struct exp *x, const struct exp_data *d);
+/* Before b is queued (exp_submit, after its events were sealed): when x is
+ * due (force: when an event came since its latest snapshot), append a snapshot of x's data to b
+ * (owned by b from then on), so it commits with the events it covers, or with nothing. Best effort:
+ * a snapshot that cannot be made is skipped (logged). */
+void exp_snapshot_attach(struct exp *x, struct exp_batch *b, int force);
+/* New data for x from a stored snapshot, or NULL with why (another
+ * format, build, configuration or design, a bad checksum, bytes that do
+ * not parse): the caller replays the log in full. */
+struct exp_data *exp_snapshot_load(struct exp *x, const struct store_snapshot *sn, char *why,
+                                   size_t len);
+
 /* --- webhooks.c -------------------------------------------------------------------- */
 
 /* Parse the create body's "webhooks" (v may be NULL: none) into c. 0, 1
@@ -267,6 +303,10 @@ int exp_design_seal(struct exp *x, json_t *change, int amendment);
 int exp_design_note(struct exp *x, struct exp_data *d, const struct store_event *ev, char *why,
                     size_t len);
 void exp_design_free(struct exp_design_log *l);
+/* The design hash in force in d (exp_design_hash of x's data d). */
+const char *exp_design_hash_in(struct exp *x, const struct exp_data *d);
+/* Save or load (a fresh d's) design log: snapshot.c. */
+void exp_design_snap(struct exp_data *d, struct ser *s);
 /* constraints.burn_in (v): an integer N (pulls per arm, least served
  * first) or {"pulls": N, "blocks": [m, …]} (permuted blocks of m pulls per
  * arm, m drawn from the list) into e. 0, or 1 after appending to errors. */
@@ -293,5 +333,9 @@ void exp_mark_add(struct exp_data *d, const struct store_event *ev);
 /* Record a history point if the pulls reached the next mark. */
 void exp_history_maybe_record(struct exp *x, int64_t ts_ms);
 void exp_history_free(struct exp_data *d);
+/* Save or load (into a fresh d) the history points and the marks:
+ * snapshot.c. A load fails s when the points were kept under another
+ * history_points (the thinning would go otherwise). */
+void exp_history_snap(const struct exp *x, struct exp_data *d, struct ser *s);
 
 #endif

@@ -693,6 +693,8 @@ int exp_registry_init(struct store *st, const struct exp_limits *lim)
         memset(g_shards[i].buckets, 0, sizeof g_shards[i].buckets);
     }
     atomic_store(&g_count, 0);
+    atomic_store(&exp_rt.snapshot_loads, 0);
+    atomic_store(&exp_rt.events_replayed, 0);
     return 0;
 }
 
@@ -705,12 +707,55 @@ int exp_registry_load(char *err, size_t errlen)
             snprintf(err, errlen, "loading experiments: %s", store_strerror(rc));
         return -1;
     }
-    log_info("loaded %zu experiments", lc.loaded);
+    log_info("loaded %zu experiments (%" PRIuFAST64 " from a snapshot), %" PRIuFAST64
+             " events replayed",
+             lc.loaded, atomic_load(&exp_rt.snapshot_loads), atomic_load(&exp_rt.events_replayed));
     exp_memory_measure();
     g_sweeper_stop = 0;
     if (pthread_create(&g_sweeper, NULL, sweeper_main, NULL) == 0)
         g_sweeper_running = 1;
     return 0;
+}
+
+void exp_registry_checkpoint(void)
+{
+    if (exp_rt.lim.no_snapshots || exp_rt.lim.snapshot_every == 0)
+        return;
+    size_t n = 0, queued = 0;
+    for (size_t s = 0; s < NSHARDS; s++) {
+        pthread_mutex_lock(&g_shards[s].mu);
+        for (size_t b = 0; b < SHARD_BUCKETS; b++)
+            for (struct exp *x = g_shards[s].buckets[b]; x != NULL; x = x->next)
+                n++;
+        pthread_mutex_unlock(&g_shards[s].mu);
+    }
+    struct exp **all = calloc(n ? n : 1, sizeof *all);
+    if (all == NULL)
+        return;
+    n = exp_all(all, n);
+    for (size_t i = 0; i < n; i++) {
+        struct exp *x = all[i];
+        exp_lock(x);
+        struct exp_batch *b = calloc(1, sizeof *b);
+        if (b != NULL && x->d != NULL && atomic_load(&x->owned) && !atomic_load(&x->stale) &&
+            !x->deleting && !x->deleted) {
+            exp_batch_init(b);
+            exp_snapshot_attach(x, b, 1);
+            if (b->snap != NULL && exp_submit(x, b, 1, 0, NULL, NULL) == STORE_OK) {
+                b = NULL; /* the runtime's now */
+                queued++;
+            }
+        }
+        if (b != NULL) {
+            exp_batch_free(b);
+            free(b);
+        }
+        exp_unlock(x);
+        exp_put(x);
+    }
+    free(all);
+    if (queued > 0)
+        log_info("%zu snapshots queued for the shutdown", queued);
 }
 
 void exp_registry_free(void)

@@ -13,6 +13,12 @@
  * rebuild at a correction (exp_replay_with) replays the same way with the
  * new correction as the last one, which is why a restart ends in the same
  * state as the running daemon did.
+ *
+ * Snapshots (snapshot.c): a load starts from the latest usable snapshot and
+ * replays only the events after it; any doubt (no usable snapshot, a tail
+ * the policy does not reproduce, a correction in the tail, an error) and
+ * it replays the whole log as above. A load that replayed a long stretch
+ * writes a snapshot of what it rebuilt, so the next load is short.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -39,6 +45,7 @@ struct replay {
     char why[160];                  /* and what is wrong with it */
     const struct corrections *corr; /* NULL: a pass that stops at the first CORRECT */
     int diverged;                   /* a corrected reward was applied */
+    uint64_t events;                /* events replayed */
 };
 
 /* A pass without the corrections met one: replay again with them. */
@@ -235,6 +242,7 @@ static int replay_event(void *arg, const struct store_event *ev)
                        ev->seq <= d->seq ? "an event numbered twice"
                                          : "events missing before this one");
     d->seq = ev->seq;
+    r->events++;
     exp_touch(x, ev->ts_ms);
     if (exp_audit_step(x, d, ev) != 0)
         return -1;
@@ -296,6 +304,84 @@ struct exp_data *exp_replay_all(struct exp *x, char *err, size_t errlen, int *is
     return exp_replay_with(x, NULL, 0, err, errlen, is_corrupt);
 }
 
+/* The latest snapshot that loads (store_load_snapshots' callback). */
+struct snap_try {
+    struct exp *x;
+    struct exp_data *d;
+};
+
+static int try_snapshot(void *arg, const struct store_snapshot *sn)
+{
+    struct snap_try *t = arg;
+    char why[160];
+    t->d = exp_snapshot_load(t->x, sn, why, sizeof why);
+    if (t->d == NULL)
+        log_warn("experiment %s: snapshot at seq %" PRId64 " not used (%s)", t->x->id, sn->seq,
+                 why);
+    return t->d != NULL; /* else the next, older one */
+}
+
+/* x's data from its latest usable snapshot and the events after it, or
+ * NULL: the caller replays the whole log (why logged, but for "none"). */
+static struct exp_data *replay_from_snapshot(struct exp *x)
+{
+    struct snap_try t = {.x = x};
+    int rc = store_load_snapshots(exp_rt.store, x->rowid, try_snapshot, &t);
+    if (t.d == NULL) {
+        if (rc < 0 || (rc != STORE_OK && rc != 1))
+            log_warn("experiment %s: reading snapshots: %s", x->id,
+                     rc < 0 ? "out of memory" : store_strerror(rc));
+        return NULL;
+    }
+    struct exp_data *d = t.d, *saved = x->d;
+    int64_t from = d->seq;
+    x->d = d; /* history_maybe_record reads x->d */
+    struct replay r = {.x = x, .d = d, .exact = 1};
+    rc = store_load_events(exp_rt.store, x->rowid, from, replay_event, &r);
+    x->d = saved;
+    if (rc != STORE_OK) {
+        log_warn("experiment %s: the log after the snapshot at seq %" PRId64 " %s: replaying it "
+                 "whole",
+                 x->id, from,
+                 rc == EXP_REPLAY_CORRECTIONS ? "holds a correction"
+                 : rc == EXP_REPLAY_MISMATCH  ? "is not what the policy chooses"
+                 : rc == EXP_REPLAY_CORRUPT   ? "is corrupt"
+                                              : "cannot be read");
+        exp_data_free(d);
+        return NULL;
+    }
+    d->loaded_from = from;
+    atomic_fetch_add(&exp_rt.snapshot_loads, 1);
+    atomic_fetch_add(&exp_rt.events_replayed, r.events);
+    return d;
+}
+
+static void snapshot_written(void *arg, int err)
+{
+    struct exp_snapshot *sn = arg;
+    if (err != STORE_OK)
+        log_warn("store: a snapshot of experiment rowid %" PRId64 " was not written: %s",
+                 exp_snapshot_row(sn)->exp, store_strerror(err));
+    exp_snapshot_free(sn);
+}
+
+/* After a load that replayed --snapshot-every events or more: a snapshot
+ * of what it rebuilt (the log on disk up to d->seq: it may be written at
+ * once, in no batch), so the next load starts there. Best effort. */
+static void snapshot_after_load(struct exp *x, struct exp_data *d)
+{
+    if (!atomic_load(&x->owned) || !exp_snapshot_due(x, d))
+        return; /* another daemon's: it writes its own */
+    struct exp_snapshot *sn = exp_snapshot_make(x, d);
+    if (sn == NULL)
+        return;
+    if (exp_snapshot_submit(sn, snapshot_written) != STORE_OK) {
+        exp_snapshot_free(sn);
+        return;
+    }
+    d->snap_seq = d->seq;
+}
+
 struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *extra, size_t nextra,
                                  char *err, size_t errlen, int *is_corrupt)
 {
@@ -311,6 +397,14 @@ struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *ext
             goto out;
         }
         corr = &cs;
+    }
+    if (nextra == 0 && !exp_rt.lim.no_snapshots) {
+        struct exp_data *d = replay_from_snapshot(x);
+        if (d != NULL) {
+            exp_watch_sync(x, d);
+            snapshot_after_load(x, d);
+            return d;
+        }
     }
     for (int exact = 1; exact >= 0; exact--) {
         struct exp_data *d = exp_data_new(&x->cfg, err, errlen);
@@ -353,7 +447,11 @@ struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *ext
             exp_data_free(d);
             goto out;
         }
+        atomic_fetch_add(&exp_rt.events_replayed, r.events);
         exp_watch_sync(x, d);
+        /* not with corrections being made: their events are not on disk */
+        if (nextra == 0 && !exp_rt.lim.no_snapshots)
+            snapshot_after_load(x, d);
         res = d;
         goto out;
     }

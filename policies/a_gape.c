@@ -88,6 +88,7 @@ const struct policy_ops policy_a_gape = {
     .fini = gapidx_free,
     .select = gapidx_select,
     .rebudget = a_gape_rebudget,
+    .snap = gapidx_snap,
 };
 
 const struct policy_ops policy_a_gape_v = {
@@ -99,4 +100,5 @@ const struct policy_ops policy_a_gape_v = {
     .fini = gapidx_free,
     .select = gapidx_select,
     .rebudget = a_gape_v_rebudget,
+    .snap = gapidx_snap,
 };

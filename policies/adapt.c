@@ -18,6 +18,7 @@
  * than DIRECT would, ⌈(2/ε²) ln(K/δ)⌉, which bounds the worst case.
  */
 #include "policies/policy.h"
+#include "base/ser.h"
 #include "policies/order.h"
 
 #include <math.h>
@@ -93,6 +94,7 @@ static int adapt_init(void **state, const struct policy_ctx *ctx, char *err, siz
     s->dc_ws = malloc(stats_dc_ws_size(s->k));
     if (!s->order || !s->high || !s->w || !s->dc_ws)
         goto nomem;
+    stats_dc_ws_init(s->dc_ws, s->k);
     *state = s;
     return 0;
 nomem:
@@ -185,6 +187,19 @@ static int adapt_select(void *state, const struct policy_ctx *ctx, int bandit,
     return POLICY_OK;
 }
 
+/* Scratch only (select() rewrites it; dc_ws is refilled by every search),
+ * saved all the same but dc_ws: a loaded state then equals a replayed one. */
+static void adapt_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    struct adapt *a = state;
+    (void)ctx;
+    ser_expect(s, a->k);
+    ser_u64(s, &a->cap);
+    ser_sizes(s, a->order, a->k);
+    ser_bytes(s, a->high, a->k);
+    ser_f64s(s, a->w, a->k);
+}
+
 const struct policy_ops policy_adapt = {
     .name = "adapt",
     .summary = "ADAPT (π4) and π1–π3 of Kalyanakrishnan & Stone (2010, §4): sample ∝ δᶜ_i",
@@ -193,4 +208,5 @@ const struct policy_ops policy_adapt = {
     .init = adapt_init,
     .fini = adapt_fini,
     .select = adapt_select,
+    .snap = adapt_snap,
 };

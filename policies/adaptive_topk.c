@@ -29,6 +29,7 @@
  * POLICY_DONE once its quota is out.
  */
 #include "policies/fc.h"
+#include "base/ser.h"
 #include "policies/policy.h"
 #include "policies/rng.h"
 
@@ -206,6 +207,19 @@ fail:
     return -1;
 }
 
+static void atopk_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    struct atopk *a = state;
+    (void)ctx;
+    fc_elim_snap(&a->e, s);
+    ser_f64(s, &a->eps);
+    ser_f64(s, &a->delta);
+    ser_uint(s, &a->r);
+    ser_uint(s, &a->n_acc);
+    ser_bytes(s, a->acc, a->e.k);
+    ser_bytes(s, a->rej, a->e.k);
+}
+
 const struct policy_ops policy_adaptive_topk = {
     .name = "adaptive-topk",
     .summary = "ADAPTIVETOPK (Chen, Li & Qiao 2017, Alg. 1): ε-top-m in aggregate regret",
@@ -217,4 +231,5 @@ const struct policy_ops policy_adaptive_topk = {
     .update = fc_elim_update,
     .done = fc_elim_done,
     .recommend = fc_elim_recommend,
+    .snap = atopk_snap,
 };

@@ -13,6 +13,7 @@
  * quota): exactly the paper's sample.
  */
 #include "policies/fc.h"
+#include "base/ser.h"
 #include "policies/policy.h"
 
 #include <math.h>
@@ -75,6 +76,13 @@ fail:
     return -1;
 }
 
+static void direct_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    struct direct *d = state;
+    (void)ctx;
+    fc_elim_snap(&d->e, s);
+}
+
 const struct policy_ops policy_direct = {
     .name = "direct",
     .summary = "DIRECT (Kalyanakrishnan & Stone 2010, Alg. 1): every arm ⌈(2/ε²) ln(K/δ)⌉ times",
@@ -87,4 +95,5 @@ const struct policy_ops policy_direct = {
     .update = fc_elim_update,
     .done = fc_elim_done,
     .recommend = fc_elim_recommend,
+    .snap = direct_snap,
 };

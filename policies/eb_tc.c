@@ -34,6 +34,7 @@
  * tracking is of choices, not of data). O(K) per select, no allocation.
  */
 #include "policies/fc.h"
+#include "base/ser.h"
 #include "policies/order.h"
 #include "policies/policy.h"
 #include "policies/toptwo.h"
@@ -153,6 +154,17 @@ static int eb_tc_stop_proven(const struct policy_params *p)
     return p->values[EB_TC_THRESHOLD] == 0;
 }
 
+static void eb_tc_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    struct eb_tc *t = state;
+    (void)ctx;
+    fc_glr_snap(&t->glr, s);
+    ser_expect(s, t->k);
+    ser_u64s(s, t->led, t->k);
+    ser_u64s(s, t->pulled, t->k);
+    ser_f64s(s, t->val, t->k);
+}
+
 const struct policy_ops policy_eb_tc = {
     .name = "eb-tc",
     .summary = "EB-TCI / EB-TCε₀ top two: empirical-best leader, transportation-cost challenger, "
@@ -166,4 +178,5 @@ const struct policy_ops policy_eb_tc = {
     .done = fc_glr_state_done,
     .recommend = fc_glr_state_recommend,
     .stop_proven = eb_tc_stop_proven,
+    .snap = eb_tc_snap,
 };

@@ -17,6 +17,8 @@
 #include "policies/stop.h"
 #include "policies/stop_rule.h"
 
+#include "base/ser.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -202,8 +204,6 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
                      .margin = c->margin};
     if (goal_check(&g, 1.0, "goal.", err) != 0)
         return -1;
-    if (validate_control(c, err) != 0)
-        return -1;
     if (goal_check_arms(c->m, c->n_arms, c->n_bandits, "goal.", err) != 0)
         return -1;
     if (c->m > 1 && !(p->flags & POLICY_F_TOPM)) {
@@ -309,7 +309,8 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
         policy_error_set(err, "prior", "must be a finite positive number");
         return -1;
     }
-    return 0;
+    /* Last: a field wrong on its own is named before the goal's pairing. */
+    return validate_control(c, err);
 }
 
 void engine_free(struct engine *e)
@@ -528,20 +529,17 @@ static int any_unpulled(const struct engine *e, size_t b)
     return 0;
 }
 
-/* The one level of every comparison with control: each arm's bound at
- * δ/(2K) per side, so that the 2K one-sided bounds of a bandit (both sides
- * of each arm, the control's included) hold together with probability
- * ≥ 1 − δ (docs/stop-rules.md, `control`). */
-static double vs_control_level(const struct engine *e, size_t b)
+/* Arm i's interval on its difference with the control, from the two
+ * arms' status intervals ([lc, hc]: the control's): each side at δ/(2K), so
+ * that the 2K one-sided bounds of a bandit (both sides of each arm, the
+ * control's included) hold together with probability ≥ 1 − δ
+ * (docs/stop-rules.md, `control`). The status's per-arm intervals are thus
+ * exactly those the decisions rest on. */
+static void vs_control_interval(const struct engine *e, size_t b, size_t i, double lc, double hc,
+                                double *lo, double *hi)
 {
-    return e->cfg.delta / (2.0 * (double)e->k[b]);
-}
-
-static void vs_control_interval(const struct engine *e, size_t b, size_t i, double *lo, double *hi)
-{
-    double d = vs_control_level(e, b), li, hi_i, lc, hc;
-    engine_arm_interval(e, b, i, d, &li, &hi_i);
-    engine_arm_interval(e, b, (size_t)e->control[b], d, &lc, &hc);
+    double li, hi_i;
+    engine_arm_status_interval(e, b, i, &li, &hi_i);
     *lo = li - hc;
     *hi = hi_i - lc;
 }
@@ -550,12 +548,12 @@ static void vs_control_interval(const struct engine *e, size_t b, size_t i, doub
  * its lower end is above Δ, futile when its upper end is below. A verdict
  * is kept: the intervals hold at every time at once, so the first time one
  * clears Δ is as good as any. */
-static void vs_control_decide_arm(struct engine *e, size_t b, size_t i)
+static void vs_control_decide_arm(struct engine *e, size_t b, size_t i, double lc, double hc)
 {
     if (e->verdict[b][i] != POLICY_OPEN || (int)i == e->control[b])
         return;
     double lo, hi;
-    vs_control_interval(e, b, i, &lo, &hi);
+    vs_control_interval(e, b, i, lc, hc, &lo, &hi);
     size_t at = (size_t)(e->arms[b] - e->store) + i;
     if (lo > e->cfg.margin)
         e->verdict[b][i] = POLICY_SUPERIOR;
@@ -567,17 +565,19 @@ static void vs_control_decide_arm(struct engine *e, size_t b, size_t i)
 }
 
 /* A reward of arm moved its interval, and the control's moves every
- * comparison. */
+ * comparison (its own interval computed once: K + 1 widths, not 2K). */
 static void vs_control_decide(struct engine *e, size_t b, size_t arm)
 {
     if (e->verdict == NULL || e->reason != ENGINE_RUNNING || e->done[b])
         return;
+    double lc, hc;
+    engine_arm_status_interval(e, b, (size_t)e->control[b], &lc, &hc);
     if ((int)arm != e->control[b]) {
-        vs_control_decide_arm(e, b, arm);
+        vs_control_decide_arm(e, b, arm, lc, hc);
         return;
     }
     for (size_t i = 0; i < e->k[b]; i++)
-        vs_control_decide_arm(e, b, i);
+        vs_control_decide_arm(e, b, i, lc, hc);
 }
 
 /* Comparisons of bandit b still open. */
@@ -1221,7 +1221,9 @@ int engine_vs_control(const struct engine *e, size_t b, size_t arm, struct engin
         return -1;
     const struct stats_arm *a = &e->arms[b][arm], *c = &e->arms[b][e->control[b]];
     out->diff = a->n > 0 && c->n > 0 ? a->mean - c->mean : NAN;
-    vs_control_interval(e, b, arm, &out->lower, &out->upper);
+    double lc, hc;
+    engine_arm_status_interval(e, b, (size_t)e->control[b], &lc, &hc);
+    vs_control_interval(e, b, arm, lc, hc, &out->lower, &out->upper);
     out->verdict = (enum policy_verdict)e->verdict[b][arm];
     out->at = e->verdict_at[(size_t)(e->arms[b] - e->store) + arm];
     return 0;
@@ -1392,4 +1394,93 @@ int engine_retire_arm(struct engine *e, size_t b, size_t arm, struct policy_erro
 void engine_retire_undo(struct engine *e, size_t b, size_t arm)
 {
     retired_of(e, b)[arm] = 0;
+}
+
+/* --- snapshots ------------------------------------------------------------ */
+
+static void snap_arm(struct ser *s, struct stats_arm *a)
+{
+    ser_u64(s, &a->n);
+    ser_u64(s, &a->pending);
+    ser_f64(s, &a->mean);
+    ser_f64(s, &a->m2);
+    ser_f64(s, &a->ebv);
+    ser_f64(s, &a->alpha);
+    ser_f64(s, &a->beta);
+}
+
+static void snap_eval(struct ser *s, struct engine_stop_eval *f)
+{
+    int rule = (int)f->rule, fires = (int)f->fires;
+    ser_enum(s, &rule, ENGINE_RULE_LAST);
+    ser_int(s, &f->proven);
+    ser_enum(s, &fires, ENGINE_FIRES_LAST);
+    ser_f64(s, &f->evidence);
+    ser_f64(s, &f->threshold);
+    ser_f64(s, &f->error_bound);
+    ser_int(s, &f->fired);
+    f->rule = (enum engine_stop_rule)rule;
+    f->fires = (enum engine_fires)fires;
+}
+
+void engine_snap(struct engine *e, struct ser *s)
+{
+    const struct policy_ops *p = e->cfg.policy;
+    if (p->snap == NULL) {
+        ser_fail(s);
+        return;
+    }
+    /* The shape: a reader fails on any other experiment's state. */
+    ser_expect(s, ENGINE_SNAPSHOT_FORMAT);
+    char own[64];
+    snprintf(own, sizeof own, "%s", p->name);
+    char *name = own;
+    ser_str(s, &name, sizeof own);
+    if (s->reading && ser_ok(s)) {
+        if (name == NULL || strcmp(name, own) != 0)
+            ser_fail(s);
+        free(name);
+    }
+    ser_expect(s, e->nb);
+    ser_expect(s, e->ninst);
+    size_t total = 0;
+    for (size_t b = 0; b < e->nb; b++) {
+        ser_expect(s, e->k[b]);
+        total += e->k[b];
+    }
+    for (size_t i = 0; i < total && ser_ok(s); i++)
+        snap_arm(s, &e->store[i]);
+    ser_u32s(s, e->rank_store, total);
+    ser_bytes(s, e->done, e->nb);
+    ser_u64s(s, e->used, e->nb);
+    ser_u64s(s, e->handed, e->nb);
+    ser_u64(s, &e->pulls);
+    ser_u64(s, &e->pending);
+    ser_u64(s, &e->handed_total);
+    ser_u64(s, &e->used_total);
+    int reason = (int)e->reason;
+    ser_enum(s, &reason, ENGINE_STOPPED_LAST);
+    e->reason = (enum engine_stop_reason)reason;
+    ser_int(s, &e->paused);
+    rng_snap(e->rng, s);
+    ser_u64(s, &e->cfg.budget);
+    ser_u64s(s, e->inst_budget, e->ninst);
+    ser_u32s(s, e->block_left, total);
+    for (size_t b = 0; b < e->nb && ser_ok(s); b++)
+        snap_eval(s, &e->fired[b]);
+    ser_bytes(s, e->retired, total);
+    /* goal control: the verdicts and when they fell; the GLR memo is a
+     * cache of answers that do not depend on it (stats.h): a loaded engine
+     * starts it empty */
+    ser_u64s(s, e->rewarded, e->nb);
+    ser_expect(s, e->verdict_store != NULL);
+    if (e->verdict_store != NULL) {
+        ser_bytes(s, e->verdict_store, total);
+        ser_u64s(s, e->verdict_at, total);
+    }
+    for (size_t i = 0; i < e->ninst && ser_ok(s); i++) {
+        ser_u64(s, &e->ctx[i].budget);
+        ser_u64(s, &e->ctx[i].handed_out);
+        p->snap(e->pstate[i], &e->ctx[i], s);
+    }
 }

@@ -39,6 +39,9 @@ enum engine_stop_rule {
     ENGINE_RULE_NONE,          /* never stop on confidence (budget only) */
     ENGINE_RULE_CONTROL,       /* goal "control": every arm superior or futile */
 };
+/* The last rule: a new one goes after it and takes this name's place
+ * (engine_snap checks a loaded rule against it). */
+#define ENGINE_RULE_LAST ENGINE_RULE_CONTROL
 
 /* What an experiment asks for (goal.h): the m best arms, or each arm
  * against a control arm (control_arm) by a margin. */
@@ -68,6 +71,8 @@ enum engine_stop_reason {
     ENGINE_STOPPED_SUPERIORITY, /* goal control: every arm decided, some superior */
     ENGINE_STOPPED_FUTILITY,    /* goal control: every arm decided, none superior */
 };
+/* The last reason (as ENGINE_RULE_LAST). */
+#define ENGINE_STOPPED_LAST ENGINE_STOPPED_FUTILITY
 
 #define ENGINE_MAX_BLOCKS 8      /* block sizes to draw from */
 #define ENGINE_MAX_BLOCK_MULT 64 /* the largest block, in pulls per arm */
@@ -179,6 +184,7 @@ enum engine_fires {
     ENGINE_FIRES_ABOVE,    /* evidence > threshold (GLR) */
     ENGINE_FIRES_AT_LEAST, /* evidence ≥ threshold (ρ̄) */
 };
+#define ENGINE_FIRES_LAST ENGINE_FIRES_AT_LEAST /* (as ENGINE_RULE_LAST) */
 /* The figures of a bandit's stop rule (docs/stop-rules.md). error_bound: for a proven rule, the
  * smallest δ at which it would hold now, an anytime-valid bound on the probability that the
  * recommended set is wrong; NaN where no proof gives one, and NaN figures where the rule shows none
@@ -269,5 +275,26 @@ int engine_retire_arm(struct engine *e, size_t bandit, size_t arm, struct policy
  * edit refused after it: exp/edits.c keeps an edit all or nothing). */
 void engine_retire_undo(struct engine *e, size_t bandit, size_t arm);
 int engine_arm_retired(const struct engine *e, size_t bandit, size_t arm);
+
+/* --- snapshots (exp/snapshot.c: loading a long log from a checkpoint) ----- */
+
+struct ser; /* base/ser.h */
+
+/* The layout of engine_snap, with every policy's ops->snap: bump it when
+ * either changes (a snapshot of another format is never loaded: the log is
+ * replayed in full instead). */
+#define ENGINE_SNAPSHOT_FORMAT 1
+
+/* Save (s a writer) or load (s a reader) e's whole state: statistics,
+ * pending and budget counts, the random generator, stop state and the
+ * figures frozen when a rule fired, retirements, burn-in blocks, the
+ * budget as edited, and each policy instance's own state (ops->snap).
+ * To load, e must come straight from engine_create with the configuration
+ * of the engine saved (before any edit: the edits' effects are in the
+ * state). A shape that differs (bandits, arms, policy, instances), bytes
+ * that end early or a value out of range fail s (ser_ok 0): e is then in an
+ * unspecified state and must be freed. After a load e continues exactly as
+ * the saved engine would have (engine.h, determinism). */
+void engine_snap(struct engine *e, struct ser *s);
 
 #endif

@@ -4,6 +4,7 @@
  * they implement).
  */
 #include "policies/fc.h"
+#include "base/ser.h"
 #include "policies/tas.h"
 #include "policies/order.h"
 
@@ -36,6 +37,30 @@ void fc_phases_free(struct fc_phases *p)
     free(p->csum);
     free(p->perm);
     memset(p, 0, sizeof *p);
+}
+
+void fc_phases_snap(struct fc_phases *p, struct ser *s)
+{
+    ser_expect(s, p->k);
+    ser_u64(s, &p->quota);
+    ser_int(s, &p->last);
+    ser_size(s, &p->n_active);
+    ser_size(s, &p->n_full);
+    ser_bytes(s, p->active, p->k);
+    ser_u64s(s, p->cnt, p->k);
+    ser_f64s(s, p->sum, p->k);
+    ser_u64s(s, p->ccnt, p->k);
+    ser_f64s(s, p->csum, p->k);
+    ser_sizes(s, p->perm, p->k);
+    ser_size(s, &p->n_perm);
+    ser_size(s, &p->cursor);
+    ser_u64(s, &p->qlvl);
+    ser_u64(s, &p->xlvl);
+    if (p->n_perm > p->k || p->n_active > p->k)
+        ser_fail(s);
+    for (size_t i = 0; i < p->k && ser_ok(s); i++)
+        if (p->perm[i] >= p->k && i < p->n_perm)
+            ser_fail(s);
 }
 
 void fc_phases_activate(struct fc_phases *p, size_t i)
@@ -191,6 +216,17 @@ nomem:
     return -1;
 }
 
+void fc_elim_snap(struct fc_elim *e, struct ser *s)
+{
+    ser_expect(s, e->k);
+    fc_phases_snap(&e->ph, s);
+    ser_int(s, &e->finished);
+    ser_bytes(s, e->chosen, e->k);
+    ser_u32s(s, e->rank, e->k);
+    ser_sizes(s, e->idx, e->k);
+    ser_f64s(s, e->val, e->k);
+}
+
 void fc_elim_fini(struct fc_elim *e)
 {
     fc_phases_free(&e->ph);
@@ -283,7 +319,11 @@ int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, int threshold)
     g->rank = order_rank_new(ctx->rng, k);
     g->idx = calloc(k, sizeof *g->idx);
     g->val = calloc(k, sizeof *g->val);
-    return g->rank && g->idx && g->val ? 0 : -1;
+    g->memo_arm = calloc(k, sizeof *g->memo_arm);
+    if (!g->rank || !g->idx || !g->val || !g->memo_arm)
+        return -1;
+    stats_glr_memo_init(&g->memo, g->memo_arm, k);
+    return 0;
 }
 
 void fc_glr_fini(struct fc_glr *g)
@@ -291,6 +331,20 @@ void fc_glr_fini(struct fc_glr *g)
     free(g->rank);
     free(g->idx);
     free(g->val);
+    free(g->memo_arm);
+}
+
+void fc_glr_snap(struct fc_glr *g, struct ser *s)
+{
+    ser_expect(s, g->k);
+    ser_expect(s, (uint64_t)g->thr);
+    ser_int(s, &g->stopped);
+    ser_size(s, &g->certified);
+    ser_u32s(s, g->rank, g->k);
+    ser_sizes(s, g->idx, g->k);
+    ser_f64s(s, g->val, g->k);
+    if (g->certified >= g->k)
+        ser_fail(s);
 }
 
 int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx)
@@ -307,7 +361,7 @@ int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx)
     }
     size_t best = order_argmax(ctx->rng, g->val, NULL, g->k);
     double beta = stats_glr_threshold(g->thr, t, g->k, 1, ctx->delta);
-    if (!stats_glr_stop_best(a, g->k, best, ctx->epsilon, g->thr, beta))
+    if (!stats_glr_stop_best_memo(a, g->k, best, ctx->epsilon, g->thr, beta, &g->memo))
         return 0;
     g->stopped = 1;
     g->certified = best;

@@ -70,6 +70,8 @@ struct fc_phases {
  * safe to free). */
 int fc_phases_init(struct fc_phases *p, size_t k);
 void fc_phases_free(struct fc_phases *p);
+/* Save or load p's mutable part (base/ser.h; a snapshot, policy.h's snap). */
+void fc_phases_snap(struct fc_phases *p, struct ser *s);
 
 /* Make arm i active (accumulators empty) or inactive (accumulators dropped). */
 void fc_phases_activate(struct fc_phases *p, size_t i);
@@ -130,6 +132,8 @@ struct fc_elim {
 int fc_elim_init(struct fc_elim *e, const struct policy_ctx *ctx, fc_elim_end_fn *end, char *err,
                  size_t errlen);
 void fc_elim_fini(struct fc_elim *e);
+/* Save or load e, its phases included (policy.h's snap). */
+void fc_elim_snap(struct fc_elim *e, struct ser *s);
 
 /* "goal.epsilon: <name> needs epsilon > 0" in err unless ctx->epsilon > 0:
  * 0 when it is, −1 otherwise. */
@@ -170,6 +174,8 @@ struct fc_glr {
     uint32_t *rank;
     size_t *idx;
     double *val;
+    struct stats_glr_memo memo; /* the proven check's, over memo_arm */
+    struct stats_glr_memo_arm *memo_arm;
 };
 
 /* The "threshold" parameter of the policies fc_glr stops (ttts,
@@ -192,6 +198,8 @@ extern const char *const fc_glr_thresholds[];
  * is then safe to fc_glr_fini). */
 int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, int threshold);
 void fc_glr_fini(struct fc_glr *g);
+/* Save or load g (policy.h's snap). */
+void fc_glr_snap(struct fc_glr *g, struct ser *s);
 
 /* The stop test on bandit 0 of ctx (ops->done): 1 once stopped (final). */
 int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx);

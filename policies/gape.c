@@ -120,6 +120,7 @@ const struct policy_ops policy_gape = {
     .fini = gapidx_free,
     .select = gapidx_select,
     .rebudget = gape_rebudget,
+    .snap = gapidx_snap,
 };
 
 const struct policy_ops policy_gape_v = {
@@ -131,4 +132,5 @@ const struct policy_ops policy_gape_v = {
     .fini = gapidx_free,
     .select = gapidx_select,
     .rebudget = gape_v_rebudget,
+    .snap = gapidx_snap,
 };

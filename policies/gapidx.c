@@ -4,6 +4,7 @@
  * estimates, initial pulls under late rewards, argmax with random ties.
  */
 #include "policies/gapidx.h"
+#include "base/ser.h"
 #include "policies/order.h"
 #include "policies/rng.h"
 
@@ -46,6 +47,23 @@ static int gapidx_init(struct gapidx *g, const struct policy_ctx *ctx, int berns
             g->bandit_of[f] = b;
     }
     return 0;
+}
+
+void gapidx_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    struct gapidx *g = state;
+    (void)ctx;
+    ser_expect(s, g->nb);
+    ser_expect(s, g->total);
+    ser_f64(s, &g->scale);
+    ser_f64(s, &g->a_fixed);
+    ser_f64(s, &g->h_fixed);
+    ser_f64s(s, g->gap, g->total);
+    ser_f64s(s, g->idx, g->total);
+    ser_bytes(s, g->mask, g->total);
+    ser_bytes(s, g->ready, g->nb);
+    ser_f64s(s, g->rt, g->total);
+    ser_f64s(s, g->sd, g->total);
 }
 
 void gapidx_free(void *state)

@@ -72,6 +72,8 @@ struct gapidx {
 int gapidx_new(void **state, const struct policy_ctx *ctx, const char *name, int bernstein,
                double scale, double a_fixed, double h_fixed, char *err, size_t errlen);
 void gapidx_free(void *state);
+/* ops->snap of every index policy (the state is the struct). */
+void gapidx_snap(void *state, const struct policy_ctx *ctx, struct ser *s);
 /* A budget edit (policy_ops.rebudget): the same check on ctx->budget as
  * gapidx_new, then (check == 0) `scale`, the policy's formula on the new
  * budget, in place of the old one. */

@@ -29,6 +29,7 @@
  *   recruitment with Bayesian arm selection.
  */
 #include "policies/gcp.h"
+#include "base/ser.h"
 #include "policies/order.h"
 
 #include <math.h>
@@ -117,6 +118,23 @@ nomem:
     snprintf(err, errlen, "out of memory");
     gcp_fini(s);
     return -1;
+}
+
+void gcp_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    struct gcp *g = state;
+    size_t total = 0;
+    for (size_t b = 0; b < ctx->n_bandits; b++)
+        total += ctx->n_arms[b];
+    ser_expect(s, g->nb);
+    ser_expect(s, g->kmax);
+    ser_f64s(s, g->theta, g->kmax);
+    ser_f64s(s, g->work, g->kmax);
+    ser_f64s(s, g->index, g->kmax);
+    ser_f64s(s, g->cost, g->nb);
+    ser_f64s(s, g->rho, g->nb);
+    ser_bytes(s, g->cand, g->nb);
+    ser_u32s(s, g->rank, total);
 }
 
 /* --- order statistics --------------------------------------------------------- */
@@ -387,4 +405,5 @@ const struct policy_ops policy_gcp = {
     .recommend = gcp_recommend,
     .rebudget = policy_rebudget_any, /* the budget is the engine's cap */
     .stop_proven = gcp_stop_proven,
+    .snap = gcp_snap,
 };

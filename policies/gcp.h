@@ -57,6 +57,8 @@ struct gcp {
 int gcp_new(struct gcp **out, const struct policy_ctx *ctx, int mode, unsigned resample, char *err,
             size_t errlen);
 void gcp_fini(void *state);
+/* ops->snap of gcp and gcp-targeted. */
+void gcp_snap(void *state, const struct policy_ctx *ctx, struct ser *s);
 
 /* The gap location of a sample: (w_(m) + w_(m+1)) / 2, the mean of the m-th
  * and (m+1)-th largest of w[0..k), 1 ≤ m < k. Reorders w (quickselect, O(k),

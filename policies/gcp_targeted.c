@@ -135,4 +135,5 @@ const struct policy_ops policy_gcp_targeted = {
     .recommend = gcp_recommend,
     .rebudget = policy_rebudget_any, /* the budget is the engine's cap */
     .stop_proven = gcp_stop_proven,
+    .snap = gcp_snap,
 };

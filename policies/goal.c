@@ -39,14 +39,15 @@ static const char *m_error(int ok, uint64_t m, char *buf, size_t len)
     return NULL;
 }
 
-static const char *epsilon_error(int ok, double eps, double range, char *buf, size_t len)
+/* ε and the margin Δ: reward units, in [0, range) (range NaN: unknown, ≥ 0). */
+static const char *in_range_error(int ok, double x, double range, char *buf, size_t len)
 {
     if (isnan(range)) {
-        if (!ok || !(eps >= 0))
+        if (!ok || !(x >= 0))
             return "must be a finite number >= 0";
         return NULL;
     }
-    if (!ok || !(eps >= 0 && eps < range)) {
+    if (!ok || !(x >= 0 && x < range)) {
         snprintf(buf, len, "must be in [0, reward range (%g))", range);
         return buf;
     }
@@ -69,43 +70,31 @@ static const char *budget_error(int ok, uint64_t budget)
                : "must be null or a positive integer (at most 2^53)";
 }
 
-/* Δ is a superiority margin: how much better than control an arm must be
- * proven to be. Below 0 it would be non-inferiority, which the rule does
- * not claim (docs/stop-rules.md, `control`). */
-static const char *margin_error(int ok, double margin, double range, char *buf, size_t len)
-{
-    if (isnan(range)) {
-        if (!ok || !(margin >= 0))
-            return "must be a finite number >= 0";
-        return NULL;
-    }
-    if (!ok || !(margin >= 0 && margin < range)) {
-        snprintf(buf, len, "must be in [0, reward range (%g))", range);
-        return buf;
-    }
-    return NULL;
-}
-
 int goal_check(const struct goal *g, double range, const char *prefix, struct policy_error *err)
 {
     char buf[96];
     const char *member = NULL, *why = NULL;
     if ((why = m_error(1, g->m, buf, sizeof buf)) != NULL)
         member = "m";
-    else if ((why = epsilon_error(isfinite(g->epsilon), g->epsilon, range, buf, sizeof buf)) !=
+    else if ((why = in_range_error(isfinite(g->epsilon), g->epsilon, range, buf, sizeof buf)) !=
              NULL)
         member = "epsilon";
     else if ((why = delta_error(isfinite(g->delta), g->delta)) != NULL)
         member = "delta";
     else if (g->budget > 0 && (why = budget_error(1, g->budget)) != NULL)
         member = "budget";
-    else if (g->type == ENGINE_GOAL_CONTROL &&
-             (why = margin_error(isfinite(g->margin), g->margin, range, buf, sizeof buf)) != NULL)
-        member = "margin";
-    else if (g->type == ENGINE_GOAL_CONTROL && g->m != 1 && (why = CONTROL_M) != NULL)
-        member = "m";
-    else if (g->type == ENGINE_GOAL_CONTROL && g->epsilon != 0 && (why = CONTROL_EPSILON) != NULL)
-        member = "epsilon";
+    /* Δ is a superiority margin: how much better than control an arm must
+     * be proven to be. Below 0 it would be non-inferiority, which the rule
+     * does not claim (docs/stop-rules.md, `control`). */
+    if (member == NULL && g->type == ENGINE_GOAL_CONTROL) {
+        if ((why = in_range_error(isfinite(g->margin), g->margin, range, buf, sizeof buf)) != NULL)
+            member = "margin";
+        else if (g->m != 1)
+            member = "m";
+        else if (g->epsilon != 0)
+            member = "epsilon";
+        why = why != NULL ? why : g->m != 1 ? CONTROL_M : CONTROL_EPSILON;
+    }
     if (member == NULL)
         return 0;
     char field[64];
@@ -164,7 +153,7 @@ int goal_parse(json_t *obj, double range, const char *prefix, struct goal *g, js
     if ((v = json_object_get(obj, "epsilon")) != NULL) {
         double eps = 0;
         int ok = jv_number(v, &eps);
-        if ((why = epsilon_error(ok, eps, range, buf, sizeof buf)) != NULL)
+        if ((why = in_range_error(ok, eps, range, buf, sizeof buf)) != NULL)
             bad += refuse(errors, prefix, "epsilon", why);
         else
             g->epsilon = eps;
@@ -191,7 +180,7 @@ int goal_parse(json_t *obj, double range, const char *prefix, struct goal *g, js
         int ok = jv_number(v, &margin);
         if (!control)
             bad += refuse(errors, prefix, "margin", TOP_ONLY);
-        else if ((why = margin_error(ok, margin, range, buf, sizeof buf)) != NULL)
+        else if ((why = in_range_error(ok, margin, range, buf, sizeof buf)) != NULL)
             bad += refuse(errors, prefix, "margin", why);
         else
             g->margin = margin;

@@ -13,6 +13,7 @@
  * next round. The last round answers POLICY_DONE once its quota is out.
  */
 #include "policies/fc.h"
+#include "base/ser.h"
 #include "policies/policy.h"
 
 #include <math.h>
@@ -128,6 +129,17 @@ fail:
     return -1;
 }
 
+static void halving_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    struct halving *h = state;
+    (void)ctx;
+    fc_elim_snap(&h->e, s);
+    ser_uint(s, &h->rounds);
+    ser_uint(s, &h->round);
+    ser_f64(s, &h->eps_l);
+    ser_f64(s, &h->delta_l);
+}
+
 const struct policy_ops policy_halving = {
     .name = "halving",
     .summary = "HALVING (Kalyanakrishnan & Stone 2010, Alg. 3): median elimination for m arms",
@@ -140,4 +152,5 @@ const struct policy_ops policy_halving = {
     .update = fc_elim_update,
     .done = fc_elim_done,
     .recommend = fc_elim_recommend,
+    .snap = halving_snap,
 };

@@ -16,6 +16,7 @@
  * quota is out.
  */
 #include "policies/fc.h"
+#include "base/ser.h"
 #include "policies/policy.h"
 
 #include <math.h>
@@ -145,6 +146,19 @@ fail:
     return -1;
 }
 
+static void incremental_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    struct incremental *c = state;
+    (void)ctx;
+    fc_elim_snap(&c->e, s);
+    ser_f64(s, &c->eps);
+    ser_f64(s, &c->delta_m);
+    ser_f64(s, &c->eps_l);
+    ser_f64(s, &c->delta_l);
+    ser_uint(s, &c->n_selected);
+    ser_bytes(s, c->selected, c->e.k);
+}
+
 const struct policy_ops policy_incremental = {
     .name = "incremental",
     .summary = "INCREMENTAL (Kalyanakrishnan & Stone 2010, Alg. 2): m runs of Median Elimination",
@@ -157,4 +171,5 @@ const struct policy_ops policy_incremental = {
     .update = fc_elim_update,
     .done = fc_elim_done,
     .recommend = fc_elim_recommend,
+    .snap = incremental_snap,
 };

@@ -119,4 +119,5 @@ const struct policy_ops policy_kl_lucb = {
     .done = lucb_done,
     .recommend = lucb_recommend,
     .stop_proven = kl_lucb_stop_proven,
+    .snap = lucb_snap,
 };

@@ -3,6 +3,7 @@
  * stop criterion, the queued second pull and the certified set.
  */
 #include "policies/lucb.h"
+#include "base/ser.h"
 #include "policies/order.h"
 
 #include <math.h>
@@ -61,6 +62,37 @@ void lucb_fini(void *state)
     free(l->cache[0]);
     free(l->cache[1]);
     free(l);
+}
+
+void lucb_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    struct lucb *l = state;
+    (void)ctx;
+    ser_expect(s, l->n);
+    long q = l->queued;
+    int64_t q64 = q;
+    ser_i64(s, &q64);
+    if (s->reading && ser_ok(s)) {
+        if (q64 < -1 || q64 >= (int64_t)l->n)
+            ser_fail(s);
+        else
+            l->queued = (long)q64;
+    }
+    ser_int(s, &l->stopped);
+    ser_bytes(s, l->high, l->n);
+    ser_bytes(s, l->certified, l->n);
+    for (int c = 0; c < 2; c++)
+        for (size_t i = 0; i < l->n; i++) {
+            struct lucb_cache *x = &l->cache[c][i];
+            ser_f64(s, &x->u);
+            ser_f64(s, &x->mean);
+            ser_f64(s, &x->x);
+            ser_f64(s, &x->lo);
+            ser_f64(s, &x->hi);
+        }
+    ser_sizes(s, l->order, l->n);
+    ser_f64s(s, l->val, l->n);
+    ser_u32s(s, l->rank, l->n);
 }
 
 /* Count used for arm i: n (+ pending when choosing pulls). */

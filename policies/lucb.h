@@ -69,6 +69,7 @@ int lucb_init(void **state, const struct lucb_bounds *b, double c1, double c2,
 
 /* The vtable entries of lucb1 and kl-lucb (state is a struct lucb). */
 void lucb_fini(void *state);
+void lucb_snap(void *state, const struct policy_ctx *ctx, struct ser *s);
 int lucb_select(void *state, const struct policy_ctx *ctx, int bandit, struct policy_pick *pick);
 int lucb_done(void *state, const struct policy_ctx *ctx, size_t bandit);
 void lucb_recommend(void *state, const struct policy_ctx *ctx, size_t bandit, unsigned char *high);

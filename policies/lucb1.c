@@ -81,4 +81,5 @@ const struct policy_ops policy_lucb1 = {
     .update = NULL,
     .done = lucb_done,
     .recommend = lucb_recommend,
+    .snap = lucb_snap,
 };

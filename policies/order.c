@@ -127,7 +127,7 @@ void order_top_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, siz
         idx[i] = i;
     order_shuffle(rng, idx, k);
     if (m >= 1 && m < k && m <= TOP_FAST_MAX) {
-        double top[TOP_FAST_MAX + 1];
+        double top[TOP_FAST_MAX + 1] = {0};
         size_t nt = 0;
         for (size_t i = 0; i < k; i++) {
             double v = arms[i].mean;

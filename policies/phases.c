@@ -4,6 +4,7 @@
  * rewarded samples, settling of bandits, and the recommendation.
  */
 #include "policies/phases.h"
+#include "base/ser.h"
 #include "policies/order.h"
 #include "policies/rng.h"
 
@@ -51,6 +52,29 @@ int phases_init(struct phases *ph, const struct policy_ctx *ctx, size_t nphases,
         order_rank_draw(ctx->rng, &ph->rank[ph->off[b]], ctx->n_arms[b]);
     }
     return 0;
+}
+
+void phases_snap(struct phases *ph, struct ser *s)
+{
+    ser_expect(s, ph->nb);
+    ser_expect(s, ph->total);
+    ser_expect(s, ph->nphases);
+    ser_bytes(s, ph->status, ph->total);
+    ser_uints(s, ph->need, ph->nb);
+    ser_sizes(s, ph->n_active, ph->nb);
+    ser_bytes(s, ph->settled, ph->nb);
+    ser_size(s, &ph->n_settled);
+    ser_u64s(s, ph->target, ph->nphases ? ph->nphases : 1);
+    ser_size(s, &ph->phase);
+    ser_u32s(s, ph->rank, ph->total);
+    if (ph->phase > ph->nphases || ph->n_settled > ph->nb)
+        ser_fail(s);
+}
+
+void phases_state_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    (void)ctx;
+    phases_snap(state, s);
 }
 
 void phases_fini(struct phases *ph)

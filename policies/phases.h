@@ -95,6 +95,10 @@ struct phases {
 int phases_init(struct phases *ph, const struct policy_ctx *ctx, size_t nphases,
                 phases_decide_fn *decide, char *err, size_t errlen);
 void phases_fini(struct phases *ph);
+/* Save or load ph's mutable part, targets included (policy.h's snap). */
+void phases_snap(struct phases *ph, struct ser *s);
+/* ops->snap of a policy whose state is a struct phases (sr, sar). */
+void phases_state_snap(void *state, const struct policy_ctx *ctx, struct ser *s);
 
 /* The vtable entries a phase policy uses as they are (state is the struct). */
 int phases_select(void *state, const struct policy_ctx *ctx, int bandit, struct policy_pick *pick);

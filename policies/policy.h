@@ -44,6 +44,8 @@
 
 #include "stats.h"
 
+struct ser; /* base/ser.h */
+
 /* What a policy is and needs (ops->flags). */
 enum {
     POLICY_F_FIXED_CONFIDENCE = 1u << 0, /* stops on a confidence rule */
@@ -182,6 +184,16 @@ struct policy_ops {
      * POLICY_F_FIXED_BUDGET cannot change its budget; any other policy
      * reads the budget as a cap only and needs no hook. */
     int (*rebudget)(void *state, const struct policy_ctx *ctx, int check, char *err, size_t errlen);
+    /* Snapshots (engine_snapshot_save/load): save the state's every field
+     * that a call may change into s, or (s->reading) load them from s, one
+     * function for both directions (base/ser.h). On load the state was just
+     * made by init with the same context: fields that init derives from
+     * the configuration alone need not be saved, arrays are checked against
+     * their sizes (a mismatch fails s, and the engine is discarded). The
+     * layout is the policy's own; change it and bump ENGINE_SNAPSHOT_FORMAT.
+     * Required: every policy of the registry has one (a test checks that
+     * snapshot + tail replays to the full replay's state, bit for bit). */
+    void (*snap)(void *state, const struct policy_ctx *ctx, struct ser *s);
 };
 
 /* --- registry ------------------------------------------------------------ */
@@ -223,6 +235,10 @@ double policy_param(const struct policy_ctx *ctx, int i);
  * select) it never changes a pick or draws: a block of assignments on a
  * fresh experiment (count = K) covers K distinct arms. */
 size_t policy_first_pulls(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t arm);
+
+/* The snap hook of a policy without state of its own (init sets *state to
+ * NULL): nothing to save or load. */
+void policy_snap_stateless(void *state, const struct policy_ctx *ctx, struct ser *s);
 
 /* The rebudget hook of a policy that reads the budget as a cap only (the
  * engine's), though flagged fixed-budget: any budget will do. */

@@ -2,6 +2,7 @@
  * rng.c — xoshiro256** as a GSL generator type (see rng.h).
  */
 #include "policies/rng.h"
+#include "base/ser.h"
 
 struct xoshiro {
     uint64_t s[4];
@@ -82,4 +83,17 @@ const gsl_rng_type *const rng_xoshiro256ss = &xoshiro_type;
 void rng_seed64(gsl_rng *r, uint64_t key)
 {
     seed(gsl_rng_state(r), key);
+}
+
+void rng_snap(gsl_rng *r, struct ser *s)
+{
+    if (r->type != rng_xoshiro256ss) {
+        ser_fail(s);
+        return;
+    }
+    struct xoshiro *x = gsl_rng_state(r);
+    for (int i = 0; i < 4; i++)
+        ser_u64(s, &x->s[i]);
+    if (s->reading && ser_ok(s) && (x->s[0] | x->s[1] | x->s[2] | x->s[3]) == 0)
+        ser_fail(s); /* xoshiro's one forbidden state */
 }

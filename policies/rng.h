@@ -18,6 +18,12 @@
  * helpers read max − min to know how many bits they get); get_double 53. */
 extern const gsl_rng_type *const rng_xoshiro256ss;
 
+struct ser; /* base/ser.h */
+
+/* Save or load r's state (r allocated with rng_xoshiro256ss): a snapshot
+ * (engine_snapshot_save). A loaded generator continues the saved stream. */
+void rng_snap(gsl_rng *r, struct ser *s);
+
 /* Seed r (allocated with rng_xoshiro256ss) from a 64-bit key. */
 void rng_seed64(gsl_rng *r, uint64_t key);
 

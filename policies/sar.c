@@ -214,4 +214,5 @@ const struct policy_ops policy_sar = {
     .done = phases_done,
     .recommend = phases_recommend,
     .rebudget = sar_rebudget,
+    .snap = phases_state_snap,
 };

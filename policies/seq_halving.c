@@ -18,6 +18,7 @@
  * One bandit per instance (the engine splits the budget between bandits).
  */
 #include "policies/phases.h"
+#include "base/ser.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,14 @@ static int sh_rebudget(void *state, const struct policy_ctx *ctx, int check, cha
     return 0;
 }
 
+static void sh_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    struct sh *h = state;
+    (void)ctx;
+    phases_snap(&h->ph, s);
+    ser_sizes(s, h->keep, h->ph.nphases);
+}
+
 const struct policy_ops policy_seq_halving = {
     .name = "seq-halving",
     .summary = "Sequential Halving (Karnin, Koren & Somekh 2013): halve the survivors each round",
@@ -139,4 +148,5 @@ const struct policy_ops policy_seq_halving = {
     .done = phases_done,
     .recommend = phases_recommend,
     .rebudget = sh_rebudget,
+    .snap = sh_snap,
 };

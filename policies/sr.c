@@ -117,4 +117,5 @@ const struct policy_ops policy_sr = {
     .done = phases_done,
     .recommend = phases_recommend,
     .rebudget = sr_rebudget,
+    .snap = phases_state_snap,
 };

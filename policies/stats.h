@@ -149,11 +149,15 @@ double stats_delta_c(const struct stats_arm *arms, size_t k, const unsigned char
                      const struct stats_dc_opts *o, double *c_out, double *per_arm);
 
 /* stats_delta_c with a workspace of stats_dc_ws_size(k) bytes (suitably
- * aligned: from malloc), or NULL: the same result bit for bit, about three
- * times faster with the anytime bounds, whose per-arm logarithms are then
- * computed once per search instead of once per cutoff tried. For callers
- * on a hot path (a policy's select()) that own scratch memory. */
+ * aligned: from malloc) made ready once by stats_dc_ws_init, or NULL: the
+ * same result bit for bit, about three times faster with the anytime
+ * bounds, whose per-arm logarithms are then computed once per search
+ * instead of once per cutoff tried, and kept for the next search while the
+ * arm's n, pending count and ebv stay the same (any arms of k entries may
+ * be passed with the same workspace: the key is the values). For callers on
+ * a hot path (a policy's select()) that own the memory. */
 size_t stats_dc_ws_size(size_t k);
+void stats_dc_ws_init(void *ws, size_t k);
 double stats_delta_c_ws(const struct stats_arm *arms, size_t k, const unsigned char *high,
                         const struct stats_dc_opts *o, double *c_out, double *per_arm, void *ws);
 
@@ -277,6 +281,10 @@ double stats_glr_pair_z(const struct stats_arm *ai, const struct stats_arm *aj, 
  * Both stops run one loop (stats_glr.c). */
 int stats_glr_stop_best(const struct stats_arm *arms, size_t k, size_t best, double eps,
                         enum stats_glr_threshold kind, double beta);
+/* stats_glr_stop_best with a memo, as stats_glr_stop_memo: the same answer. */
+int stats_glr_stop_best_memo(const struct stats_arm *arms, size_t k, size_t best, double eps,
+                             enum stats_glr_threshold kind, double beta,
+                             struct stats_glr_memo *memo);
 
 /* --- the normal tail (stats_bounds.c) -------------------------------------- */
 

@@ -92,8 +92,14 @@ double stats_cutoff_hat(const struct stats_arm *arms, size_t k, const unsigned c
 /* The part of an arm's anytime δᶜ_i(c) that does not depend on c, hoisted
  * out of the cutoff search (stats_delta_c_ws): the effective n and, for the
  * Hoeffding normal mixture and the Bernstein stitched bound, the constants
- * of their exponents (logs that were most of the search's time). */
+ * of their exponents (logs that were most of the search's time). They are
+ * a function of (n, effective n, ebv, Hoeffding only) alone, kept with that
+ * key from one search to the next: between two select() calls one or two
+ * arms change, and the others' logarithms are not recomputed. */
 struct dc_arm {
+    uint64_t kn;          /* key: n (UINT64_MAX: empty), */
+    double kne, kebv;     /* effective n and ebv, */
+    int khoeff;           /* and hoeffding_only */
     double ne;            /* n + counted pending; 0: no data (δᶜ_i = 1) */
     double hvr, hsq, hc0; /* Hoeffding mixture: V + ρ, its sqrt, c0 */
     double bv, bl0;       /* Bernstein: max(ebv, v_min), ℓ₀ there; bv < 0: not usable */
@@ -105,17 +111,30 @@ size_t stats_dc_ws_size(size_t k)
     return k * sizeof(struct dc_arm);
 }
 
+void stats_dc_ws_init(void *ws, size_t k)
+{
+    struct dc_arm *x = ws;
+    for (size_t i = 0; i < k; i++)
+        x[i].kn = UINT64_MAX;
+}
+
 static void dc_cache_fill(const struct stats_arm *arms, size_t k, const struct stats_dc_opts *o,
                           struct dc_arm *ws)
 {
     for (size_t i = 0; i < k; i++) {
         const struct stats_arm *a = &arms[i];
         struct dc_arm *x = &ws[i];
+        double ne = eff_n(a, o->count_pending ? a->pending : 0);
+        if (x->kn == a->n && x->kne == ne && x->kebv == a->ebv && x->khoeff == o->hoeffding_only)
+            continue;
+        x->kn = a->n;
+        x->kne = ne;
+        x->kebv = a->ebv;
+        x->khoeff = o->hoeffding_only;
         x->ne = 0.0;
         x->bv = -1.0;
         if (a->n == 0)
             continue;
-        double ne = eff_n(a, o->count_pending ? a->pending : 0);
         x->ne = ne;
         x->hvr = ne / 4.0 + MIX_RHO;
         x->hsq = sqrt(x->hvr);
@@ -154,20 +173,6 @@ static double arm_dc_cached(const struct stats_arm *a, const struct dc_arm *x, i
     return clamp_conf(2.0 * clamp_conf(exp(-xm)));
 }
 
-static double dc_at_cached(const struct stats_arm *arms, size_t k, const unsigned char *high,
-                           const struct stats_dc_opts *o, const struct dc_arm *ws, double c,
-                           double *per_arm)
-{
-    double s = 0.0;
-    for (size_t i = 0; i < k; i++) {
-        double d = arm_dc_cached(&arms[i], &ws[i], high[i] != 0, o, c);
-        if (per_arm)
-            per_arm[i] = d;
-        s += log1p(-d);
-    }
-    return -expm1(s);
-}
-
 /* δᶜ_i at c, cached or not. */
 static double arm_dc_any(const struct stats_arm *arms, const unsigned char *high,
                          const struct stats_dc_opts *o, const struct dc_arm *ws, size_t i, double c)
@@ -177,12 +182,12 @@ static double arm_dc_any(const struct stats_arm *arms, const unsigned char *high
 }
 
 /* δᶜ(c) for the search, which needs no per-arm values: the sum of
- * log1p(−δᶜ_i) in index order, as dc_at_cached and stats_delta_c_at form
- * it, except where some δᶜ_i is 1. There the sum is −∞ whatever the other
- * terms (each in [−∞, 0], none NaN) and δᶜ exactly 1, so an arm found at 1
- * ends the evaluation; *witness remembers it and is tried first next time,
- * and with the cache every δᶜ_i is computed (into ws) before any logarithm.
- * Most points of a search are there (an arm near c with few rewards has a
+ * log1p(−δᶜ_i) in index order, as stats_delta_c_at forms it, except where
+ * some δᶜ_i is 1. There the sum is −∞ whatever the other terms (each in
+ * [−∞, 0], none NaN) and δᶜ exactly 1, so an arm found at 1 ends the
+ * evaluation; *witness remembers it and is tried first next time, and with
+ * the cache every δᶜ_i is computed (into ws) before any logarithm. Most
+ * points of a search are there (an arm near c with few rewards has a
  * vacuous bound: 60–80% of the points in bandit-sim runs of adapt, all of
  * them early on) and cost one arm instead of K logarithms; the value is the
  * same, bit for bit. */
@@ -292,8 +297,9 @@ double stats_delta_c_ws(const struct stats_arm *arms, size_t k, const unsigned c
     if (c_out)
         *c_out = s.best_c;
     if (per_arm) {
-        if (s.ws != NULL)
-            dc_at_cached(arms, k, high, o, s.ws, s.best_c, per_arm);
+        if (s.ws != NULL) /* the values of stats_delta_c_at's per_arm */
+            for (size_t i = 0; i < k; i++)
+                per_arm[i] = arm_dc_cached(&arms[i], &s.ws[i], high[i] != 0, o, s.best_c);
         else
             stats_delta_c_at(arms, k, high, o, s.best_c, per_arm);
     }

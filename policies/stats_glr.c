@@ -594,6 +594,16 @@ int stats_glr_stop_memo(const struct stats_arm *arms, size_t k, const unsigned c
     return glr_stop_memo(arms, k, &s, stats_glr_threshold(kind, t, k, m, delta), memo);
 }
 
+int stats_glr_stop_best_memo(const struct stats_arm *arms, size_t k, size_t best, double eps,
+                             enum stats_glr_threshold kind, double beta,
+                             struct stats_glr_memo *memo)
+{
+    if (memo == NULL || memo->k != k || kind != STATS_GLR_PROVEN)
+        return stats_glr_stop_best(arms, k, best, eps, kind, beta);
+    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0};
+    return glr_stop_memo(arms, k, &s, beta, memo);
+}
+
 int stats_glr_stop_best(const struct stats_arm *arms, size_t k, size_t best, double eps,
                         enum stats_glr_threshold kind, double beta)
 {

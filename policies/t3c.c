@@ -22,6 +22,7 @@
  * counts them at the arm's mean (toptwo.h) and the draws spread a block.
  */
 #include "policies/fc.h"
+#include "base/ser.h"
 #include "policies/order.h"
 #include "policies/policy.h"
 #include "policies/toptwo.h"
@@ -111,6 +112,15 @@ static int t3c_stop_proven(const struct policy_params *p)
     return p->values[T3C_THRESHOLD] == 0;
 }
 
+static void t3c_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    struct t3c *t = state;
+    (void)ctx;
+    fc_glr_snap(&t->glr, s);
+    ser_expect(s, t->k);
+    ser_f64s(s, t->val, t->k);
+}
+
 const struct policy_ops policy_t3c = {
     .name = "t3c",
     .summary = "T3C top two: Thompson leader, transportation-cost challenger, β coin (Shang et "
@@ -124,4 +134,5 @@ const struct policy_ops policy_t3c = {
     .done = fc_glr_state_done,
     .recommend = fc_glr_state_recommend,
     .stop_proven = t3c_stop_proven,
+    .snap = t3c_snap,
 };

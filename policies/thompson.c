@@ -18,6 +18,7 @@
  * none); ties at random; the prior is the engine's.
  */
 #include "policies/policy.h"
+#include "base/ser.h"
 #include "policies/order.h"
 
 #include <stdio.h>
@@ -68,6 +69,16 @@ static int thompson_select(void *state, const struct policy_ctx *ctx, int bandit
     return POLICY_OK;
 }
 
+static void thompson_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    struct thompson *t = state;
+    size_t kmax = 0;
+    for (size_t b = 0; b < ctx->n_bandits; b++)
+        if (ctx->n_arms[b] > kmax)
+            kmax = ctx->n_arms[b];
+    ser_f64s(s, t->theta, kmax);
+}
+
 const struct policy_ops policy_thompson = {
     .name = "thompson",
     .summary = "Thompson sampling (Beta posteriors): regret-minimising, earns while it learns; "
@@ -77,4 +88,5 @@ const struct policy_ops policy_thompson = {
     .init = thompson_init,
     .fini = thompson_fini,
     .select = thompson_select,
+    .snap = thompson_snap,
 };

@@ -34,6 +34,7 @@
  * correctness) does not depend on the sampling at all.
  */
 #include "policies/fc.h"
+#include "base/ser.h"
 #include "policies/policy.h"
 #include "policies/tas.h"
 #include "policies/order.h"
@@ -240,6 +241,27 @@ static int tas_stop_proven(const struct policy_params *p)
     return p->values[TRACK_AND_STOP_THRESHOLD] == 0;
 }
 
+/* The warm start (the solver's last point) is state too: the next w*
+ * starts from it, so a load without it would solve to other bits. */
+static void tas_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    struct tas *t = state;
+    (void)ctx;
+    fc_glr_snap(&t->glr, s);
+    ser_expect(s, t->k);
+    ser_f64s(s, t->w, t->k);
+    ser_f64s(s, t->mu, t->k);
+    ser_f64s(s, t->csum, t->k);
+    ser_f64(s, &t->warm.y);
+    ser_f64s(s, t->warm.x, t->k);
+    ser_int(s, &t->warm.valid);
+    ser_f64(s, &t->warm.tol);
+    ser_u64(s, &t->data);
+    ser_u64(s, &t->wdata);
+    ser_u64(s, &t->refresh);
+    ser_int(s, &t->have_w);
+}
+
 const struct policy_ops policy_track_and_stop = {
     .name = "track-and-stop",
     .summary = "Track-and-Stop (Garivier & Kaufmann 2016): track w*(μ̂), stop on the GLR rule",
@@ -252,4 +274,5 @@ const struct policy_ops policy_track_and_stop = {
     .done = fc_glr_state_done,
     .recommend = fc_glr_state_recommend,
     .stop_proven = tas_stop_proven,
+    .snap = tas_snap,
 };

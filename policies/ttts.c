@@ -22,6 +22,7 @@
  * in flight, which is how Thompson sampling is served with delays.
  */
 #include "policies/fc.h"
+#include "base/ser.h"
 #include "policies/policy.h"
 #include "policies/tas.h"
 #include "policies/order.h"
@@ -176,6 +177,15 @@ static int ttts_stop_proven(const struct policy_params *p)
     return p->values[TTTS_THRESHOLD] == 0;
 }
 
+static void ttts_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
+{
+    struct ttts *t = state;
+    (void)ctx;
+    fc_glr_snap(&t->glr, s);
+    ser_expect(s, t->k);
+    ser_f64s(s, t->theta, t->k);
+}
+
 const struct policy_ops policy_ttts = {
     .name = "ttts",
     .summary = "Top-Two Thompson Sampling (Russo 2016), stopped by the GLR rule",
@@ -188,4 +198,5 @@ const struct policy_ops policy_ttts = {
     .done = fc_glr_state_done,
     .recommend = fc_glr_state_recommend,
     .stop_proven = ttts_stop_proven,
+    .snap = ttts_snap,
 };

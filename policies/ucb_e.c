@@ -64,4 +64,5 @@ const struct policy_ops policy_ucb_e = {
     .fini = gapidx_free,
     .select = gapidx_select,
     .rebudget = ucb_e_rebudget,
+    .snap = gapidx_snap,
 };

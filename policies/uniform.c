@@ -54,4 +54,5 @@ const struct policy_ops policy_uniform = {
     .fini = NULL,
     .select = uniform_select,
     .rebudget = policy_rebudget_any, /* round-robin plans nothing from it */
+    .snap = policy_snap_stateless,
 };

@@ -98,4 +98,5 @@ const struct policy_ops policy_vs_control = {
     .init = vs_control_init,
     .fini = NULL,
     .select = vs_control_select,
+    .snap = policy_snap_stateless,
 };

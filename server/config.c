@@ -105,6 +105,13 @@ static const struct opt opts[] = {
      "outstanding assignments per experiment (default 1000000)", 1, 1ULL << 32},
     {"history-points", K_SIZE, LIM(history_points), 0,
      "history points kept per experiment (default 256)", 2, 65536},
+    {"snapshot-every", K_SIZE, LIM(snapshot_every), 0,
+     "events between two snapshots of an experiment's state, so that a start or a takeover "
+     "replays only the events after the latest, and one of each at a clean shutdown "
+     "(default 10000; 0: none written)",
+     0, 1ULL << 40},
+    {"no-snapshots", K_FLAG, LIM(no_snapshots), 0,
+     "neither read nor write snapshots: every load replays the whole event log", 0, 0},
     {"max-memory", K_BYTES, LIM(max_memory), 0,
      "resident memory past which new experiments (507) and assignments (503) are refused; "
      "K, M, G suffixes (default 3/4 of the machine's or the cgroup's memory; 0: no cap)",
@@ -173,6 +180,7 @@ void config_defaults(struct config *c)
     c->limits.max_count = 100;
     c->limits.max_pending = 1000000;
     c->limits.history_points = 256;
+    c->limits.snapshot_every = 10000;
     c->limits.max_memory = default_max_memory();
     notify_defaults(&c->webhooks);
 }

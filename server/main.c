@@ -237,6 +237,8 @@ int main(int argc, char **argv)
     log_info("signal %d: finishing in-flight requests", sig);
     http_set_ready(0);
     http_stop(srv, 10000);
+    if (registry)
+        exp_registry_checkpoint();
     status = 0;
     goto out;
 fail:

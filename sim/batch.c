@@ -159,16 +159,13 @@ static void progress_draw(uint64_t done, uint64_t total, double elapsed)
     (void)fflush(stderr); /* a progress bar: nothing to do if it fails */
 }
 
-static int cmp_u64(const void *a, const void *b)
+int sim_cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
 }
 
-/* Quantile q of sorted x[0..n) with linear interpolation between order
- * statistics (Hyndman & Fan type 7, numpy's default): the median of an even
- * count is the mean of the two middle values. */
-static double quantile(const uint64_t *x, uint64_t n, double q)
+double sim_quantile(const uint64_t *x, uint64_t n, double q)
 {
     if (n == 0)
         return 0.0;
@@ -181,9 +178,9 @@ static double quantile(const uint64_t *x, uint64_t n, double q)
 
 void sim_pull_quantiles(uint64_t *pulls, uint64_t n, double *median, double *p90)
 {
-    qsort(pulls, n, sizeof *pulls, cmp_u64);
-    *median = quantile(pulls, n, 0.5);
-    *p90 = quantile(pulls, n, 0.9);
+    qsort(pulls, n, sizeof *pulls, sim_cmp_u64);
+    *median = sim_quantile(pulls, n, 0.5);
+    *p90 = sim_quantile(pulls, n, 0.9);
 }
 
 static int check_options(const struct sim_problem *p, const struct sim_options *o, char *err,
@@ -406,9 +403,9 @@ int sim_run(const struct sim_problem *p, const struct sim_options *o, struct sim
         ss += d * d;
     }
     out->sd_pulls = o->runs > 1 ? sqrt(ss / (n - 1.0)) : 0.0;
-    qsort(pulls, o->runs, sizeof *pulls, cmp_u64);
-    out->median_pulls = quantile(pulls, o->runs, 0.5);
-    out->p90_pulls = quantile(pulls, o->runs, 0.9);
+    qsort(pulls, o->runs, sizeof *pulls, sim_cmp_u64);
+    out->median_pulls = sim_quantile(pulls, o->runs, 0.5);
+    out->p90_pulls = sim_quantile(pulls, o->runs, 0.9);
     if (j.tr.n > 0 && trace_finish(p, o, &j.tr, &out->trace) != 0) {
         snprintf(err, errlen, "out of memory");
         goto out;

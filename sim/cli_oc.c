@@ -5,6 +5,8 @@
  */
 #include "sim/cli_oc.h"
 
+#include "sim/cli.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -73,33 +75,17 @@ static const struct option opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int fail(int code, const char *what)
-{
-    fprintf(stderr, "bandit-sim oc: %s\n", what);
-    return code;
-}
-
-static int u64_arg(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*s == '\0' || *s == '-' || *s == '+' || *end != '\0' || errno != 0 || v < min || v > max) {
-        fprintf(stderr, "bandit-sim oc: %s: must be an integer in [%llu, %llu] (got \"%s\")\n", opt,
-                (unsigned long long)min, (unsigned long long)max, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static json_t *load(const char *what, const char *path)
 {
     json_error_t je;
     json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (j == NULL)
-        fprintf(stderr, "bandit-sim oc: %s %s:%d:%d: %s\n", what, path, je.line, je.column,
+    if (j != NULL)
+        return j;
+    if (je.line > 0)
+        fprintf(stderr, "bandit-sim: oc: %s %s:%d:%d: %s\n", what, path, je.line, je.column,
                 je.text);
+    else
+        fprintf(stderr, "bandit-sim: oc: %s %s\n", what, je.text);
     return j;
 }
 
@@ -113,11 +99,11 @@ static int design_parse(json_t *body, struct exp_config *cfg, char hash[65])
     if (rc > 0) {
         char msg[512];
         jv_first_error(errors, NULL, msg, sizeof msg);
-        fprintf(stderr, "bandit-sim oc: --design: %s\n", msg);
+        fprintf(stderr, "bandit-sim: oc: --design: %s\n", msg);
     } else if (rc < 0) {
-        fprintf(stderr, "bandit-sim oc: out of memory\n");
+        fprintf(stderr, "bandit-sim: oc: out of memory\n");
     } else if (exp_design_hash_of(cfg, hash) != 0) {
-        fprintf(stderr, "bandit-sim oc: out of memory\n");
+        fprintf(stderr, "bandit-sim: oc: out of memory\n");
         rc = -1;
     }
     json_decref(errors);
@@ -136,13 +122,16 @@ static void design_view(const struct exp_config *cfg, const char *hash, struct s
     d->name = cfg->name;
 }
 
+/* text into the file path, or on stdout when path is NULL: 0 or −1. */
 static int write_text(const char *path, const char *text)
 {
-    FILE *f = path != NULL ? fopen(path, "w") : stdout;
+    if (path == NULL)
+        return fputs(text, stdout) == EOF || fflush(stdout) != 0 ? -1 : 0;
+    FILE *f = fopen(path, "w");
     if (f == NULL)
         return -1;
     int bad = fputs(text, f) == EOF;
-    bad |= path != NULL ? fclose(f) != 0 : fflush(f) != 0;
+    bad |= fclose(f) != 0;
     return bad ? -1 : 0;
 }
 
@@ -151,7 +140,7 @@ int cli_oc_main(int argc, char **argv)
     const char *design_path = NULL, *scen_path = NULL, *null_name = NULL, *md_path = NULL;
     struct sim_oc_options o = {.runs = 1000, .seed = 1, .progress = 1};
     double alpha = NAN, dlo = 1e-6, dhi = 0.5;
-    uint64_t iterations = 12, v;
+    uint64_t iterations = 12;
     int pretty = 0, markdown = 0, c;
     optind = 1;
     opterr = 0;
@@ -164,41 +153,42 @@ int cli_oc_main(int argc, char **argv)
             scen_path = optarg;
             break;
         case O_RUNS:
-            if (u64_arg("--runs", optarg, 1, SIM_OC_MAX_RUNS, &o.runs) != 0)
-                return 2;
+            o.runs = cli_u64("--runs", optarg, 1, SIM_OC_MAX_RUNS);
             break;
         case O_SEED:
-            if (u64_arg("--seed", optarg, 0, INT64_MAX, &o.seed) != 0)
-                return 2;
+            o.seed = cli_u64("--seed", optarg, 0, INT64_MAX);
             break;
         case O_THREADS:
-            if (u64_arg("--threads", optarg, 0, 256, &v) != 0)
-                return 2;
-            o.threads = (unsigned)v;
+            o.threads = (unsigned)cli_u64("--threads", optarg, 0, 256);
             break;
         case O_MAX_PULLS:
-            if (u64_arg("--max-pulls", optarg, 1, UINT64_C(1) << 40, &o.max_pulls) != 0)
-                return 2;
+            o.max_pulls = cli_u64("--max-pulls", optarg, 1, UINT64_C(1) << 40);
             break;
         case O_CALIBRATE:
-            alpha = strtod(optarg, NULL);
+            alpha = cli_double("--calibrate", optarg);
             if (!(alpha > 0 && alpha < 1))
-                return fail(2, "--calibrate: must be a type I error in (0, 1)");
+                cli_die(2, "--calibrate: must be a type I error in (0, 1) (got \"%s\")", optarg);
             break;
         case O_NULL:
             null_name = optarg;
             break;
-        case O_RANGE:
-            if (sscanf(optarg, "%lf,%lf", &dlo, &dhi) != 2 || !(dlo > 0 && dlo < dhi && dhi < 1))
-                return fail(2, "--delta-range: must be LO,HI with 0 < LO < HI < 1");
+        case O_RANGE: {
+            char *comma = strchr(optarg, ',');
+            if (comma == NULL)
+                cli_die(2, "--delta-range: must be LO,HI (got \"%s\")", optarg);
+            *comma = '\0';
+            dlo = cli_double("--delta-range", optarg);
+            dhi = cli_double("--delta-range", comma + 1);
+            if (!(dlo > 0 && dlo < dhi && dhi < 1))
+                cli_die(2, "--delta-range: must be LO,HI with 0 < LO < HI < 1");
             break;
+        }
         case O_ITER:
-            if (u64_arg("--iterations", optarg, 1, 60, &iterations) != 0)
-                return 2;
+            iterations = cli_u64("--iterations", optarg, 1, 60);
             break;
         case O_FORMAT:
             if (strcmp(optarg, "json") != 0 && strcmp(optarg, "markdown") != 0)
-                return fail(2, "--format: must be json or markdown");
+                cli_die(2, "--format: must be json or markdown (got \"%s\")", optarg);
             markdown = strcmp(optarg, "markdown") == 0;
             break;
         case O_MARKDOWN:
@@ -214,15 +204,13 @@ int cli_oc_main(int argc, char **argv)
             fputs(usage_text, stdout);
             return 0;
         default:
-            fprintf(stderr, "bandit-sim oc: %s: unknown option or missing value (see --help)\n",
-                    argv[optind - 1]);
-            return 2;
+            cli_die(2, "oc: %s: unknown option or missing value (see oc --help)", argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return fail(2, "unexpected argument (see --help)");
+        cli_die(2, "oc: %s: unexpected argument (see oc --help)", argv[optind]);
     if (design_path == NULL || scen_path == NULL)
-        return fail(2, "--design and --scenarios are required (see --help)");
+        cli_die(2, "oc: --design and --scenarios are required (see oc --help)");
 
     int rc = 2;
     struct exp_config cfg, cal;
@@ -235,12 +223,12 @@ int cli_oc_main(int argc, char **argv)
     if (body == NULL || sj == NULL || design_parse(body, &cfg, hash) != 0)
         goto out;
     if (json_object_get(body, "id") == NULL || json_object_get(body, "seed") == NULL)
-        fprintf(stderr, "bandit-sim oc: warning: the design names no id or no seed: its hash "
+        fprintf(stderr, "bandit-sim: oc: warning: the design names no id or no seed: its hash "
                         "covers the ones drawn here (give both to get the daemon's hash)\n");
     struct sim_oc_design d;
     design_view(&cfg, hash, &d);
     if (sim_oc_scenarios_parse(sj, &d, &sc, err, sizeof err) != 0) {
-        fprintf(stderr, "bandit-sim oc: --scenarios: %s\n", err);
+        fprintf(stderr, "bandit-sim: oc: --scenarios: %s\n", err);
         goto out;
     }
     if (!isnan(alpha)) {
@@ -253,14 +241,14 @@ int cli_oc_main(int argc, char **argv)
                     null = (int)i;
         }
         if (null < 0) {
-            fprintf(stderr, "bandit-sim oc: --calibrate: %s\n",
+            fprintf(stderr, "bandit-sim: oc: --calibrate: %s\n",
                     null_name ? "no scenario of that name" : "no null scenario to calibrate on");
             goto out;
         }
         double delta;
         if (sim_oc_calibrate(&d, sc, (size_t)null, &o, alpha, dlo, dhi, (unsigned)iterations,
                              &delta, &calib, err, sizeof err) != 0) {
-            fprintf(stderr, "bandit-sim oc: %s\n", err);
+            fprintf(stderr, "bandit-sim: oc: %s\n", err);
             rc = 1;
             goto out;
         }
@@ -281,7 +269,7 @@ int cli_oc_main(int argc, char **argv)
     rc = 1;
     report = sim_oc_run(&d, sc, &o, err, sizeof err);
     if (report == NULL) {
-        fprintf(stderr, "bandit-sim oc: %s\n", err);
+        fprintf(stderr, "bandit-sim: oc: %s\n", err);
         goto out;
     }
     if (calib != NULL) {
@@ -297,11 +285,11 @@ int cli_oc_main(int argc, char **argv)
     json_object_set_new(report, "command", json_string(cmd));
     md = sim_oc_markdown(report);
     if (md == NULL) {
-        fprintf(stderr, "bandit-sim oc: out of memory\n");
+        fprintf(stderr, "bandit-sim: oc: out of memory\n");
         goto out;
     }
     if (md_path != NULL && write_text(md_path, md) != 0) {
-        fprintf(stderr, "bandit-sim oc: --markdown %s: %s\n", md_path, strerror(errno));
+        fprintf(stderr, "bandit-sim: oc: --markdown %s: %s\n", md_path, strerror(errno));
         goto out;
     }
     if (markdown) {

@@ -9,6 +9,7 @@
  *   run.c      one run of the engine with delayed feedback, its trace
  *   batch.c    many runs over threads, summed order-independently (sim_run)
  *   report.c   the result as JSON (sim_result_json, Wilson intervals)
+ *   oc.c, oc_md.c   operating characteristics (oc.h)
  */
 #ifndef BANDITD_SIM_INTERNAL_H
 #define BANDITD_SIM_INTERNAL_H
@@ -24,6 +25,9 @@ static inline double sim_clip(double x, double lo, double hi)
 {
     return x < lo ? lo : x > hi ? hi : x;
 }
+
+/* The normal quantile of a two-sided 95% interval. */
+#define SIM_Z95 1.959963984540054
 
 /* --- arms.c ------------------------------------------------------------- */
 
@@ -55,7 +59,22 @@ void sim_truth_free(struct sim_truth *t);
 void sim_judge(const struct sim_problem *p, const struct sim_truth *t, size_t b,
                const unsigned char *high, int *wrong, int *pac_wrong, int *regret_wrong);
 
+/* --- batch.c ------------------------------------------------------------ */
+
+/* qsort's order of uint64_t. */
+int sim_cmp_u64(const void *a, const void *b);
+/* Quantile q of sorted x[0..n), n ≥ 1, with linear interpolation between
+ * order statistics (Hyndman & Fan type 7, numpy's default): the median of
+ * an even count is the mean of the two middle values. */
+double sim_quantile(const uint64_t *x, uint64_t n, double q);
+
 /* --- run.c -------------------------------------------------------------- */
+
+/* Goal control: arm i of bandit b against the control by the margin, from
+ * the true means: 1 superior (μ_i − μ_c > Δ), −1 futile (< Δ), 0 at Δ. A
+ * difference within 1e-12 of Δ counts as Δ: a boundary case written
+ * 0.6 − 0.5 is exactly at Δ = 0.1. */
+int sim_vs_control_truth(const struct sim_problem *p, size_t b, size_t i);
 
 struct sim_pending {
     uint32_t bandit, arm;

@@ -9,13 +9,13 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "policies/describe.h"
 #include "policies/goal.h"
+#include "sim/cli.h"
 #include "sim/cli_oc.h"
 #include "sim/sim.h"
 
@@ -56,51 +56,14 @@ static const char usage_text[] =
     "  --no-progress       no progress bar (it is drawn only on a terminal anyway)\n"
     "  --list-policies     every policy with its flags and parameters, as JSON\n";
 
-static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
-
-static void die(int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("bandit-sim: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(code);
-}
-
-/* A decimal unsigned integer, whole string, within [min, max]. */
-static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
-{
-    char *end = NULL;
-    errno = 0;
-    /* strtoull accepts "-1" (as 2^64 − 1); a count never starts with '-'. */
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*s == '\0' || *s == '-' || *s == '+' || end == s || *end != '\0' || errno != 0 || v < min ||
-        v > max)
-        die(2, "%s: must be an integer in [%llu, %llu] (got \"%s\")", opt, (unsigned long long)min,
-            (unsigned long long)max, s);
-    return v;
-}
-
-static double parse_double(const char *opt, const char *s)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end != '\0' || errno != 0 || !isfinite(v))
-        die(2, "%s: must be a number (got \"%s\")", opt, s);
-    return v;
-}
-
 static int print_json(json_t *j, size_t flags)
 {
     if (j == NULL)
-        die(1, "out of memory");
+        cli_die(1, "out of memory");
     int rc = json_dumpf(j, stdout, flags | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(j);
     if (rc != 0 || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
-        die(1, "cannot write the output");
+        cli_die(1, "cannot write the output");
     return 0;
 }
 
@@ -173,7 +136,7 @@ static void parse_params(const struct policy_ops *ops, char **args, size_t n,
     for (size_t i = 0; i < n; i++) {
         char *eq = strchr(args[i], '=');
         if (eq == NULL || eq == args[i])
-            die(2, "--param %s: must be KEY=VALUE", args[i]);
+            cli_die(2, "--param %s: must be KEY=VALUE", args[i]);
         *eq = '\0';
         const char *key = args[i], *val = eq + 1;
         int idx = policy_param_index(ops, key);
@@ -185,16 +148,16 @@ static void parse_params(const struct policy_ops *ops, char **args, size_t n,
                  k++)
                 len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", k ? ", " : "",
                                         ops->params[k].name);
-            die(2, "--param %s: policy %s has no such parameter (%s%s)", key, ops->name,
-                *names ? "it has: " : "it has none", names);
+            cli_die(2, "--param %s: policy %s has no such parameter (%s%s)", key, ops->name,
+                    *names ? "it has: " : "it has none", names);
         }
         if (seen[idx])
-            die(2, "--param %s: given twice", key);
+            cli_die(2, "--param %s: given twice", key);
         seen[idx] = 1;
         char err[256];
         double v;
         if (policy_param_parse(&ops->params[idx], val, &v, err, sizeof err) != 0)
-            die(2, "--param %s: %s (got \"%s\")", key, err, val);
+            cli_die(2, "--param %s: %s (got \"%s\")", key, err, val);
         out->values[idx] = v;
     }
 }
@@ -242,7 +205,7 @@ static void write_runs(const char *path, const struct sim_problem *p, const stru
     };
     FILE *f = fopen(path, "w");
     if (f == NULL)
-        die(1, "--per-run: cannot open %s: %s", path, strerror(errno));
+        cli_die(1, "--per-run: cannot open %s: %s", path, strerror(errno));
     for (uint64_t i = 0; i < r->runs; i++) {
         const unsigned char *v = r->run_verdicts + i * r->n_verdicts;
         json_t *sup = json_array(), *fut = json_array();
@@ -263,11 +226,11 @@ static void write_runs(const char *path, const struct sim_problem *p, const stru
                       (json_int_t)r->run_pulls[i], "stop_reason",
                       why != NULL ? json_string(why) : json_null(), "superior", sup, "futile", fut);
         if (j == NULL || json_dumpf(j, f, JSON_PRESERVE_ORDER) != 0 || fputc('\n', f) == EOF)
-            die(1, "--per-run: cannot write %s", path);
+            cli_die(1, "--per-run: cannot write %s", path);
         json_decref(j);
     }
     if (fclose(f) != 0)
-        die(1, "--per-run: cannot write %s", path);
+        cli_die(1, "--per-run: cannot write %s", path);
 }
 
 int main(int argc, char **argv)
@@ -300,40 +263,40 @@ int main(int argc, char **argv)
             break;
         case OPT_PARAM:
             if (n_params == MAX_PARAM_ARGS)
-                die(2, "--param: at most %d", MAX_PARAM_ARGS);
+                cli_die(2, "--param: at most %d", MAX_PARAM_ARGS);
             param_args[n_params++] = optarg;
             break;
         case OPT_RUNS:
-            o.runs = parse_u64("--runs", optarg, 1, SIM_MAX_RUNS);
+            o.runs = cli_u64("--runs", optarg, 1, SIM_MAX_RUNS);
             break;
         case OPT_SEED:
-            o.seed = parse_u64("--seed", optarg, 0, INT64_MAX); /* printed as a JSON integer */
+            o.seed = cli_u64("--seed", optarg, 0, INT64_MAX); /* printed as a JSON integer */
             break;
         case OPT_DELAY:
-            o.delay = parse_u64("--delay", optarg, 0, SIM_MAX_DELAY);
+            o.delay = cli_u64("--delay", optarg, 0, SIM_MAX_DELAY);
             break;
         case OPT_BLOCK:
-            o.block = parse_u64("--block", optarg, 1, SIM_MAX_BLOCK);
+            o.block = cli_u64("--block", optarg, 1, SIM_MAX_BLOCK);
             break;
         case OPT_BUDGET:
-            o.budget = parse_u64("--budget", optarg, 1, UINT64_C(1) << 53);
+            o.budget = cli_u64("--budget", optarg, 1, UINT64_C(1) << 53);
             break;
         case OPT_THREADS:
-            o.threads = (unsigned)parse_u64("--threads", optarg, 0, SIM_MAX_THREADS);
+            o.threads = (unsigned)cli_u64("--threads", optarg, 0, SIM_MAX_THREADS);
             break;
         case OPT_STOP: {
             const struct stop_rule_info *rule = stop_rule_find(optarg);
             if (rule == NULL) {
                 char names[256];
                 stop_rule_names(names, sizeof names);
-                die(2, "--stop: must be %s (got \"%s\")", names, optarg);
+                cli_die(2, "--stop: must be %s (got \"%s\")", names, optarg);
             }
             o.stop = rule->rule;
             break;
         }
         case OPT_BOUND:
             if (stop_rule_bound_find(optarg, &bound) != 0)
-                die(2, "--bound: must be " STOP_RULE_BOUNDS " (got \"%s\")", optarg);
+                cli_die(2, "--bound: must be " STOP_RULE_BOUNDS " (got \"%s\")", optarg);
             has_bound = 1;
             break;
         case OPT_DELTA:
@@ -346,21 +309,21 @@ int main(int argc, char **argv)
             m = optarg;
             break;
         case OPT_BURN_IN:
-            o.burn_in = (uint32_t)parse_u64("--burn-in", optarg, 0, UINT32_MAX);
+            o.burn_in = (uint32_t)cli_u64("--burn-in", optarg, 0, UINT32_MAX);
             break;
         case OPT_MIN_PROB:
-            o.min_prob = parse_double("--min-prob", optarg);
+            o.min_prob = cli_double("--min-prob", optarg);
             if (!(o.min_prob >= 0 && o.min_prob < 1))
-                die(2, "--min-prob: must be in [0, 1) (got \"%s\")", optarg);
+                cli_die(2, "--min-prob: must be in [0, 1) (got \"%s\")", optarg);
             break;
         case OPT_CONTROL:
-            o.control_arm = (unsigned)parse_u64("--control", optarg, 0, ENGINE_MAX_ARMS - 1);
+            o.control_arm = (unsigned)cli_u64("--control", optarg, 0, ENGINE_MAX_ARMS - 1);
             has_control = 1;
             break;
         case OPT_CONTROL_SHARE:
-            o.control_share = parse_double("--control-share", optarg);
+            o.control_share = cli_double("--control-share", optarg);
             if (!(o.control_share > 0 && o.control_share < 1))
-                die(2, "--control-share: must be in (0, 1) (got \"%s\")", optarg);
+                cli_die(2, "--control-share: must be in (0, 1) (got \"%s\")", optarg);
             break;
         case OPT_MARGIN:
             margin = optarg;
@@ -369,11 +332,10 @@ int main(int argc, char **argv)
             per_run = optarg;
             break;
         case OPT_MAX_PULLS:
-            o.max_pulls = parse_u64("--max-pulls", optarg, 1, UINT64_MAX);
+            o.max_pulls = cli_u64("--max-pulls", optarg, 1, UINT64_MAX);
             break;
         case OPT_TRACE:
-            o.trace_per_decade =
-                (unsigned)parse_u64("--trace", optarg, 1, SIM_TRACE_MAX_PER_DECADE);
+            o.trace_per_decade = (unsigned)cli_u64("--trace", optarg, 1, SIM_TRACE_MAX_PER_DECADE);
             break;
         case OPT_PRETTY:
             pretty = 1;
@@ -389,29 +351,29 @@ int main(int argc, char **argv)
             return 0;
         default:
             if (optopt != 0)
-                die(2, "%s: needs a value (see --help)", argv[optind - 1]);
-            die(2, "%s: unknown option (see --help)", argv[optind - 1]);
+                cli_die(2, "%s: needs a value (see --help)", argv[optind - 1]);
+            cli_die(2, "%s: unknown option (see --help)", argv[optind - 1]);
         }
     }
     if (optind < argc)
-        die(2, "%s: unexpected argument (see --help)", argv[optind]);
+        cli_die(2, "%s: unexpected argument (see --help)", argv[optind]);
     if (list)
         return print_json(describe_policies(), JSON_INDENT(2));
     if (has_control != (o.control_share > 0))
-        die(2, "--control and --control-share go together");
+        cli_die(2, "--control and --control-share go together");
     if (problem_path == NULL)
-        die(2, "--problem: required (see --help)");
+        cli_die(2, "--problem: required (see --help)");
     if (policy_name == NULL)
-        die(2, "--policy: required (see --list-policies)");
+        cli_die(2, "--policy: required (see --list-policies)");
     o.policy = policy_find(policy_name);
     if (o.policy == NULL)
-        die(2, "--policy: unknown policy \"%s\" (see --list-policies)", policy_name);
+        cli_die(2, "--policy: unknown policy \"%s\" (see --list-policies)", policy_name);
     parse_params(o.policy, param_args, n_params, &o.params);
 
     struct sim_problem p;
     char err[512];
     if (sim_problem_load(problem_path, &p, err, sizeof err) != 0)
-        die(2, "%s", err);
+        cli_die(2, "%s", err);
     if (has_bound)
         p.bound = bound;
     /* The overrides are checked as the problem file's goal is (goal.h):
@@ -424,39 +386,39 @@ int main(int argc, char **argv)
                      .margin = p.margin};
     struct policy_error gerr;
     if (delta != NULL) {
-        p.delta = g.delta = parse_double("--delta", delta);
+        p.delta = g.delta = cli_double("--delta", delta);
         if (goal_check(&g, p.reward_max - p.reward_min, "--", &gerr) != 0)
-            die(2, "%s: %s (got \"%s\")", gerr.field, gerr.message, delta);
+            cli_die(2, "%s: %s (got \"%s\")", gerr.field, gerr.message, delta);
     }
     if (epsilon != NULL) {
-        p.epsilon = g.epsilon = parse_double("--epsilon", epsilon);
+        p.epsilon = g.epsilon = cli_double("--epsilon", epsilon);
         if (goal_check(&g, p.reward_max - p.reward_min, "--", &gerr) != 0)
-            die(2, "%s: %s (got \"%s\")", gerr.field, gerr.message, epsilon);
+            cli_die(2, "%s: %s (got \"%s\")", gerr.field, gerr.message, epsilon);
     }
     if (m != NULL) {
-        p.m = (unsigned)parse_u64("--m", m, 1, GOAL_MAX_M);
+        p.m = (unsigned)cli_u64("--m", m, 1, GOAL_MAX_M);
         if (goal_check_arms(p.m, p.n_arms, p.n_bandits, "--", &gerr) != 0)
-            die(2, "%s: %s", gerr.field, gerr.message);
+            cli_die(2, "%s: %s", gerr.field, gerr.message);
     }
 
     if (margin != NULL) {
         if (p.goal != ENGINE_GOAL_CONTROL)
-            die(2, "--margin: only for a problem of type \"control\"");
-        p.margin = g.margin = parse_double("--margin", margin);
+            cli_die(2, "--margin: only for a problem of type \"control\"");
+        p.margin = g.margin = cli_double("--margin", margin);
         if (goal_check(&g, p.reward_max - p.reward_min, "--", &gerr) != 0)
-            die(2, "%s: %s (got \"%s\")", gerr.field, gerr.message, margin);
+            cli_die(2, "%s: %s (got \"%s\")", gerr.field, gerr.message, margin);
     }
     if (p.goal == ENGINE_GOAL_CONTROL && has_control && (int)o.control_arm != p.control)
-        die(2, "--control: must be the problem's control arm (%d)", p.control);
+        cli_die(2, "--control: must be the problem's control arm (%d)", p.control);
     if (per_run != NULL && p.goal != ENGINE_GOAL_CONTROL)
-        die(2, "--per-run: only for a problem of type \"control\"");
+        cli_die(2, "--per-run: only for a problem of type \"control\"");
     o.keep_runs = per_run != NULL;
 
     struct sim_result r;
     if (sim_run(&p, &o, &r, err, sizeof err) != 0) {
         char buf[600];
         sim_problem_free(&p);
-        die(1, "%s", cli_field(err, buf, sizeof buf));
+        cli_die(1, "%s", cli_field(err, buf, sizeof buf));
     }
     if (per_run != NULL)
         write_runs(per_run, &p, &r);

@@ -6,6 +6,8 @@
  */
 #include "sim/oc.h"
 
+#include "sim/internal.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 
 #include "base/clock.h"
 #include "base/version.h"
+#include "policies/goal.h"
 #include "policies/stop_rule.h"
 #include "sim/sim.h"
 
@@ -45,19 +48,19 @@ struct oc_goal {
     const char *type_i; /* the definition of the type I error */
     const char *power;  /* the definition of power */
     /* Is scenario p a null for this goal (no arm better)? */
-    int (*is_null)(const struct sim_problem *p, const struct engine_config *c);
-    /* The run's verdicts into rec (claim, reject, correct, wrong). */
-    void (*judge)(const struct sim_problem *p, int null, const struct engine *e, int capped,
-                  struct oc_rec *rec);
+    int (*is_null)(const struct sim_problem *p);
+    /* The run's verdicts into rec (claim, reject, correct, wrong), from
+     * the engine as the run left it and sim_run_in's judgement r. */
+    void (*judge)(const struct sim_problem *p, int null, const struct engine *e,
+                  const struct sim_run_result *r, struct oc_rec *rec);
 };
 
 /* --- goal: best arm / top m ------------------------------------------------ */
 
 /* No arm better than another: every arm of every bandit has the same true
  * mean, so no set is the top m and any confident claim is false. */
-static int best_is_null(const struct sim_problem *p, const struct engine_config *c)
+static int best_is_null(const struct sim_problem *p)
 {
-    (void)c;
     for (size_t b = 0; b < p->n_bandits; b++)
         for (size_t i = 1; i < p->n_arms[b]; i++)
             if (p->arms[b][i].mean != p->arms[b][0].mean)
@@ -70,9 +73,10 @@ static int best_is_null(const struct sim_problem *p, const struct engine_config 
  * budget (a fixed-budget policy, or no confidence rule). A budget that only
  * caps a fixed-confidence design, the manual stop and the cap make no
  * claim. */
-static void best_judge(const struct sim_problem *p, int null, const struct engine *e, int capped,
-                       struct oc_rec *rec)
+static void best_judge(const struct sim_problem *p, int null, const struct engine *e,
+                       const struct sim_run_result *r, struct oc_rec *rec)
 {
+    int capped = r->capped;
     enum engine_stop_reason why = engine_stop_reason(e);
     const struct engine_config *c = engine_config(e);
     int at_budget =
@@ -94,30 +98,82 @@ static void best_judge(const struct sim_problem *p, int null, const struct engin
     rec->correct = (unsigned char)(claim && !null && !wrong);
 }
 
+#define OC_CLAIM_DECISION                                                                          \
+    "the run ends on its decision: a confidence rule, the policy's own rule, or the budget of a "  \
+    "design that decides at its budget (a fixed-budget policy, or no confidence rule); not the "   \
+    "cap, nor a budget that only caps a fixed-confidence design"
+
 static const struct oc_goal goal_best = {
     .name = "best-arm",
-    .claim = "the run ends on its decision: a confidence rule, the policy's own rule, or the "
-             "budget of a fixed-budget design (not the cap, not a budget that only caps a "
-             "fixed-confidence design)",
+    .claim = OC_CLAIM_DECISION,
     .type_i = "P(a claim | null): a best arm declared when every arm has the same mean",
     .power = "P(a claim naming the true best arm in every bandit | alternative)",
     .is_null = best_is_null,
     .judge = best_judge,
 };
 
+/* Top m: the same verdicts on sets (sim_evaluate_set judges sets). */
 static const struct oc_goal goal_top_m = {
     .name = "top-m",
-    .claim = "the run ends on its decision: a confidence rule, the policy's own rule, or the "
-             "budget of a fixed-budget design (not the cap, not a budget that only caps a "
-             "fixed-confidence design)",
+    .claim = OC_CLAIM_DECISION,
     .type_i = "P(a claim | null): a top-m set declared when every arm has the same mean",
     .power = "P(a claim naming the true top m in every bandit | alternative)",
     .is_null = best_is_null,
     .judge = best_judge,
 };
 
+/* --- goal: comparisons with control ---------------------------------------- */
+
+/* No arm beats the control by more than Δ (the global null, every arm equal
+ * to the control, among them): any arm declared superior is a type I error. */
+static int control_is_null(const struct sim_problem *p)
+{
+    for (size_t b = 0; b < p->n_bandits; b++)
+        for (size_t i = 0; i < p->n_arms[b]; i++)
+            if ((int)i != p->control && sim_vs_control_truth(p, b, i) > 0)
+                return 0;
+    return 1;
+}
+
+/* A claim: every comparison decided (stop reason superiority or futility).
+ * Reject: some arm declared superior (a decision is final, so one made
+ * before a budget stop counts). Wrong: some decision against the truth
+ * (sim_run_in's judgement). Correct: every truly superior arm declared
+ * superior. */
+static void control_judge(const struct sim_problem *p, int null, const struct engine *e,
+                          const struct sim_run_result *r, struct oc_rec *rec)
+{
+    enum engine_stop_reason why = engine_stop_reason(e);
+    int all = 1;
+    for (size_t b = 0; b < p->n_bandits; b++)
+        for (size_t i = 0; i < p->n_arms[b]; i++) {
+            struct engine_vs_control v;
+            if ((int)i != p->control && sim_vs_control_truth(p, b, i) > 0 &&
+                engine_vs_control(e, b, i, &v) == 0)
+                all &= v.verdict == POLICY_SUPERIOR;
+        }
+    rec->claim = (unsigned char)(!r->capped && (why == ENGINE_STOPPED_SUPERIORITY ||
+                                                why == ENGINE_STOPPED_FUTILITY));
+    rec->reject = (unsigned char)(r->superior > 0);
+    rec->wrong = (unsigned char)(r->false_superior || r->false_futile);
+    rec->correct = (unsigned char)(!null && all);
+}
+
+static const struct oc_goal goal_control = {
+    .name = "control",
+    .claim = "every comparison with the control decided: stop reason superiority or futility",
+    .type_i = "P(some arm declared superior | null): no arm beats the control by more than the "
+              "margin (the global null, every arm equal to the control, among them)",
+    .power = "P(every arm that beats the control by more than the margin is declared superior | "
+             "alternative)",
+    .is_null = control_is_null,
+    .judge = control_judge,
+};
+
 static const struct oc_goal *goal_of(const struct engine_config *c)
 {
+    if (c->goal == ENGINE_GOAL_CONTROL)
+        return &goal_control;
     return c->m == 1 ? &goal_best : &goal_top_m;
 }
 
@@ -143,7 +199,7 @@ int sim_oc_scenarios_null(const struct sim_oc_design *d, const struct sim_oc_sce
 {
     const struct oc_goal *g = goal_of(d->engine);
     for (size_t i = 0; i < s->n; i++)
-        if (g->is_null(&s->s[i].p, d->engine))
+        if (g->is_null(&s->s[i].p))
             return (int)i;
     return -1;
 }
@@ -165,9 +221,28 @@ static int parse_one(json_t *j, const struct sim_oc_design *d, const char *where
     }
     const char *k;
     json_t *v;
-    json_t *prob = json_pack("{s:{s:f,s:f},s:I,s:f,s:f}", "reward", "min", d->reward_min, "max",
-                             d->reward_max, "m", (json_int_t)c->m, "epsilon",
-                             c->epsilon * (d->reward_max - d->reward_min), "delta", c->delta);
+    double range = d->reward_max - d->reward_min;
+    json_t *prob = json_pack("{s:{s:f,s:f},s:f}", "reward", "min", d->reward_min, "max",
+                             d->reward_max, "delta", c->delta);
+    if (prob != NULL && c->goal == ENGINE_GOAL_CONTROL) {
+        /* The problem's goal is the design's: sim_run_in judges each
+         * comparison against the true means. */
+        for (size_t b = 1; b < c->n_bandits; b++)
+            if (c->control_arm[b] != c->control_arm[0]) {
+                snprintf(err, errlen,
+                         "%s: the design's control arm is not at the same place in every "
+                         "bandit (bandit %s): not simulated",
+                         where, d->bandit_ids[b]);
+                json_decref(prob);
+                return -1;
+            }
+        json_object_set_new(prob, "type", json_string("control"));
+        json_object_set_new(prob, "control", json_integer(c->control_arm[0]));
+        json_object_set_new(prob, "margin", json_real(c->margin * range));
+    } else if (prob != NULL) {
+        json_object_set_new(prob, "m", json_integer((json_int_t)c->m));
+        json_object_set_new(prob, "epsilon", json_real(c->epsilon * range));
+    }
     if (prob == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -264,6 +339,11 @@ struct oc_acc {
     struct oc_rec *r; /* owned, runs */
     double *est;      /* owned, runs × ka: the final mean (reward units), NaN without data */
     unsigned char *cover, *rec;
+    /* goal control, per cell (the control's own: none): the verdict, the
+     * final difference with the control (reward units, NaN without data)
+     * and whether its interval holds the true difference */
+    unsigned char *verdict, *dcover;
+    double *dest;
     double lo, range;
 };
 
@@ -274,6 +354,9 @@ static void acc_free(struct oc_acc *a)
     free(a->est);
     free(a->cover);
     free(a->rec);
+    free(a->verdict);
+    free(a->dcover);
+    free(a->dest);
     memset(a, 0, sizeof *a);
 }
 
@@ -287,7 +370,7 @@ static void on_end(void *arg, uint64_t run, const struct engine *e, const struct
     rec->reason = r->capped ? "cap" : engine_stop_reason_name(e);
     if (rec->reason == NULL)
         rec->reason = "running";
-    a->g->judge(p, a->null, e, r->capped, rec);
+    a->g->judge(p, a->null, e, r, rec);
     unsigned char high[ENGINE_MAX_ARMS];
     for (size_t b = 0; b < p->n_bandits; b++) {
         struct engine_bandit_status st;
@@ -301,6 +384,14 @@ static void on_end(void *arg, uint64_t run, const struct engine *e, const struct
             a->cover[cell] =
                 (unsigned char)(a->lo + l * a->range <= truth && truth <= a->lo + h * a->range);
             a->rec[cell] = high[k];
+            struct engine_vs_control v;
+            if (a->verdict != NULL && engine_vs_control(e, b, k, &v) == 0) {
+                double dt = truth - p->arms[b][p->control].mean;
+                a->verdict[cell] = (unsigned char)v.verdict;
+                a->dest[cell] = isnan(v.diff) ? NAN : v.diff * a->range;
+                a->dcover[cell] =
+                    (unsigned char)(v.lower * a->range <= dt && dt <= v.upper * a->range);
+            }
         }
     }
 }
@@ -309,26 +400,10 @@ static void on_end(void *arg, uint64_t run, const struct engine *e, const struct
 static json_t *prop_json(uint64_t k, uint64_t n)
 {
     double p = n > 0 ? (double)k / (double)n : 0.0, lo, hi;
-    sim_wilson(k, n, 1.959963984540054, &lo, &hi);
+    sim_wilson(k, n, SIM_Z95, &lo, &hi);
     return json_pack("{s:f,s:f,s:I,s:I,s:[f,f]}", "estimate", p, "mc_se",
                      n > 0 ? sqrt(p * (1.0 - p) / (double)n) : 0.0, "count", (json_int_t)k, "runs",
                      (json_int_t)n, "ci95", lo, hi);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Type 7 quantile of sorted x[0..n). */
-static double quantile(const uint64_t *x, uint64_t n, double q)
-{
-    double h = (double)(n - 1) * q;
-    uint64_t i = (uint64_t)floor(h);
-    if (i + 1 >= n)
-        return (double)x[n - 1];
-    return (double)x[i] + (h - (double)i) * ((double)x[i + 1] - (double)x[i]);
 }
 
 /* MC SE of the q-quantile of sorted x[0..n): half the distance between the
@@ -356,11 +431,11 @@ static json_t *sample_json(uint64_t *x, uint64_t n)
     for (uint64_t i = 0; i < n; i++)
         ss += ((double)x[i] - mean) * ((double)x[i] - mean);
     double sd = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
-    qsort(x, n, sizeof *x, cmp_u64);
+    qsort(x, n, sizeof *x, sim_cmp_u64);
     json_t *qs = json_array();
     for (size_t k = 0; k < sizeof quantile_levels / sizeof quantile_levels[0]; k++)
         json_array_append_new(qs, json_pack("{s:f,s:f,s:f}", "level", quantile_levels[k], "value",
-                                            quantile(x, n, quantile_levels[k]), "mc_se",
+                                            sim_quantile(x, n, quantile_levels[k]), "mc_se",
                                             quantile_se(x, n, quantile_levels[k])));
     /* Equal-width bins from the least to the most pulls, the last closed;
      * one bin when every run took the same. */
@@ -408,7 +483,66 @@ static json_t *reasons_json(const struct oc_acc *a, uint64_t n)
     return list;
 }
 
-/* Per arm: truth, recommendation rate, bias and coverage (new reference). */
+/* Into o: the runs with an estimate among x[0], x[stride], ... (n of them,
+ * NaN: none) and the estimates' mean, bias against truth with its MC SE,
+ * and RMSE. */
+static void bias_fields(json_t *o, const double *x, size_t stride, uint64_t n, double truth)
+{
+    double sum = 0, ss = 0;
+    uint64_t m = 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (!isnan(x[i * stride])) {
+            sum += x[i * stride] - truth;
+            m++;
+        }
+    double bias = m > 0 ? sum / (double)m : NAN;
+    for (uint64_t i = 0; m > 1 && i < n; i++)
+        if (!isnan(x[i * stride]))
+            ss += (x[i * stride] - truth - bias) * (x[i * stride] - truth - bias);
+    double sd = m > 1 ? sqrt(ss / (double)(m - 1)) : NAN;
+    json_object_set_new(o, "runs_with_data", json_integer((json_int_t)m));
+    json_object_set_new(o, "mean_estimate", m > 0 ? json_real(truth + bias) : json_null());
+    json_object_set_new(o, "bias", m > 0 ? json_real(bias) : json_null());
+    json_object_set_new(o, "bias_mc_se", m > 1 ? json_real(sd / sqrt((double)m)) : json_null());
+    json_object_set_new(o, "rmse",
+                        m > 1 ? json_real(sqrt(bias * bias + sd * sd * (double)(m - 1) / (double)m))
+                              : json_null());
+}
+
+/* Runs i < n whose byte x[i · stride] equals v. */
+static uint64_t count_eq(const unsigned char *x, size_t stride, uint64_t n, unsigned v)
+{
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < n; i++)
+        k += x[i * stride] == v;
+    return k;
+}
+
+/* Goal control, arm k of bandit b (not the control): its comparison (new
+ * reference): the true difference, the decision rates, the bias and the
+ * coverage of the final difference and its interval. */
+static json_t *vs_control_json(const struct oc_acc *a, size_t b, size_t k, uint64_t n)
+{
+    const struct sim_problem *p = a->p;
+    size_t c = a->off[b] + k;
+    double dt = p->arms[b][k].mean - p->arms[b][p->control].mean;
+    int truth = sim_vs_control_truth(p, b, k);
+    json_t *o = json_pack("{s:f,s:s}", "true_difference", dt, "truth",
+                          truth > 0   ? "above the margin"
+                          : truth < 0 ? "below the margin"
+                                      : "at the margin");
+    json_object_set_new(o, "declared_superior",
+                        prop_json(count_eq(a->verdict + c, a->ka, n, POLICY_SUPERIOR), n));
+    json_object_set_new(o, "declared_futile",
+                        prop_json(count_eq(a->verdict + c, a->ka, n, POLICY_FUTILE), n));
+    json_object_set_new(o, "open", prop_json(count_eq(a->verdict + c, a->ka, n, POLICY_OPEN), n));
+    bias_fields(o, a->dest + c, a->ka, n, dt);
+    json_object_set_new(o, "coverage", prop_json(count_eq(a->dcover + c, a->ka, n, 1), n));
+    return o;
+}
+
+/* Per arm: truth, recommendation rate, bias and coverage, and with goal
+ * control the comparison with the control (new reference). */
 static json_t *arms_json(const struct sim_oc_design *d, const struct oc_acc *a, uint64_t n,
                          json_t **simultaneous)
 {
@@ -425,40 +559,17 @@ static json_t *arms_json(const struct sim_oc_design *d, const struct oc_acc *a, 
     for (size_t b = 0; b < p->n_bandits; b++)
         for (size_t k = 0; k < p->n_arms[b]; k++) {
             size_t c = a->off[b] + k;
-            double truth = p->arms[b][k].mean, sum = 0, ss = 0;
-            uint64_t m = 0, cov = 0, rec = 0;
-            for (uint64_t i = 0; i < n; i++) {
-                double x = a->est[i * a->ka + c];
-                cov += a->cover[i * a->ka + c];
-                rec += a->rec[i * a->ka + c];
-                if (!isnan(x)) {
-                    sum += x - truth;
-                    m++;
-                }
-            }
-            double bias = m > 0 ? sum / (double)m : NAN;
-            for (uint64_t i = 0; m > 1 && i < n; i++) {
-                double x = a->est[i * a->ka + c];
-                if (!isnan(x))
-                    ss += (x - truth - bias) * (x - truth - bias);
-            }
-            double sd = m > 1 ? sqrt(ss / (double)(m - 1)) : NAN;
+            double truth = p->arms[b][k].mean;
             json_t *o = json_pack("{s:s,s:s,s:f}", "bandit", d->bandit_ids[b], "arm", d->arms[b][k],
                                   "true_mean", truth);
             int ctl = d->engine->control_arm != NULL && d->engine->control_arm[b] == (int)k;
             if (ctl)
                 json_object_set_new(o, "control", json_true());
-            json_object_set_new(o, "recommended", prop_json(rec, n));
-            json_object_set_new(o, "runs_with_data", json_integer((json_int_t)m));
-            json_object_set_new(o, "mean_estimate", m > 0 ? json_real(truth + bias) : json_null());
-            json_object_set_new(o, "bias", m > 0 ? json_real(bias) : json_null());
-            json_object_set_new(o, "bias_mc_se",
-                                m > 1 ? json_real(sd / sqrt((double)m)) : json_null());
-            json_object_set_new(
-                o, "rmse",
-                m > 1 ? json_real(sqrt(bias * bias + sd * sd * (double)(m - 1) / (double)m))
-                      : json_null());
-            json_object_set_new(o, "coverage", prop_json(cov, n));
+            json_object_set_new(o, "recommended", prop_json(count_eq(a->rec + c, a->ka, n, 1), n));
+            bias_fields(o, a->est + c, a->ka, n, truth);
+            json_object_set_new(o, "coverage", prop_json(count_eq(a->cover + c, a->ka, n, 1), n));
+            if (a->verdict != NULL && !ctl)
+                json_object_set_new(o, "vs_control", vs_control_json(a, b, k, n));
             json_array_append_new(list, o);
         }
     return list;
@@ -494,7 +605,7 @@ static int run_scenario(const struct engine_config *c, const struct sim_oc_desig
     const struct sim_problem *p = &sc->p;
     a->p = p;
     a->g = goal_of(c);
-    a->null = a->g->is_null(p, c);
+    a->null = a->g->is_null(p);
     a->lo = d->reward_min;
     a->range = d->reward_max - d->reward_min;
     a->off = calloc(p->n_bandits, sizeof *a->off);
@@ -515,6 +626,13 @@ static int run_scenario(const struct engine_config *c, const struct sim_oc_desig
     a->rec = calloc(o->runs * a->ka, 1);
     if (a->r == NULL || a->est == NULL || a->cover == NULL || a->rec == NULL)
         goto nomem;
+    if (c->goal == ENGINE_GOAL_CONTROL) {
+        a->verdict = calloc(o->runs * a->ka, 1);
+        a->dcover = calloc(o->runs * a->ka, 1);
+        a->dest = calloc(o->runs * a->ka, sizeof *a->dest);
+        if (a->verdict == NULL || a->dcover == NULL || a->dest == NULL)
+            goto nomem;
+    }
     struct sim_options so;
     memset(&so, 0, sizeof so);
     so.design = c;
@@ -605,6 +723,9 @@ static json_t *design_json(const struct sim_oc_design *d, uint64_t cap)
                   "max_pulls", (json_int_t)cap);
     if (d->name != NULL)
         json_object_set_new(j, "name", json_string(d->name));
+    json_object_set_new(j, "goal", json_string(goal_type_name(c->goal)));
+    if (c->goal == ENGINE_GOAL_CONTROL)
+        json_object_set_new(j, "margin", json_real(c->margin * range));
     if (c->burn_in > 0)
         json_object_set_new(j, "burn_in", json_integer((json_int_t)c->burn_in));
     if (c->min_prob > 0)
@@ -709,7 +830,7 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
     *out = NULL;
     if (check_options(o, err, errlen) != 0)
         return -1;
-    if (scenario >= s->n || !goal_of(d->engine)->is_null(&s->s[scenario].p, d->engine)) {
+    if (scenario >= s->n || !goal_of(d->engine)->is_null(&s->s[scenario].p)) {
         snprintf(err, errlen, "calibrate: the scenario must be a null (every arm the same mean)");
         return -1;
     }
@@ -724,19 +845,21 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
     if (steps == NULL || rejects_at(d, sc, o, lo, &klo, err, errlen) != 0 ||
         rejects_at(d, sc, o, hi, &khi, err, errlen) != 0)
         goto fail;
-    json_array_append_new(steps, json_pack("{s:f,s:f}", "delta", lo, "type_i_error", klo / n));
-    json_array_append_new(steps, json_pack("{s:f,s:f}", "delta", hi, "type_i_error", khi / n));
+    json_array_append_new(steps,
+                          json_pack("{s:f,s:f}", "delta", lo, "type_i_error", (double)klo / n));
+    json_array_append_new(steps,
+                          json_pack("{s:f,s:f}", "delta", hi, "type_i_error", (double)khi / n));
     if ((double)klo > target * n) {
         if (klo == khi)
             snprintf(err, errlen,
                      "calibrate: the type I error is %.4g at every delta from %g to %g: it does "
                      "not depend on delta (a fixed-budget design decides at its budget)",
-                     klo / n, lo, hi);
+                     (double)klo / n, lo, hi);
         else
             snprintf(err, errlen,
                      "calibrate: the type I error is %.4g > %.4g even at delta = %g (raise "
                      "max_pulls or change the design)",
-                     klo / n, target, lo);
+                     (double)klo / n, target, lo);
         goto fail;
     }
     /* Invariant: type I(lo) ≤ target < type I(hi) (or hi itself holds). */
@@ -750,8 +873,8 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
             uint64_t km;
             if (rejects_at(d, sc, o, mid, &km, err, errlen) != 0)
                 goto fail;
-            json_array_append_new(steps,
-                                  json_pack("{s:f,s:f}", "delta", mid, "type_i_error", km / n));
+            json_array_append_new(
+                steps, json_pack("{s:f,s:f}", "delta", mid, "type_i_error", (double)km / n));
             if ((double)km <= target * n) {
                 lo = mid;
                 k = km;

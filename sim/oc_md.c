@@ -65,9 +65,17 @@ static void provenance(struct buf *b, const json_t *r)
     buf_puts(b, "\n");
 
     buf_puts(b, "## Design\n\n");
-    buf_printf(b, "Policy `%s`, stop rule `%s` (bound `%s`), m = %.0f, δ = %g, ε = %g, ",
-               str(d, "policy"), str(d, "stop_rule"), str(d, "bound"), num(d, "m"), num(d, "delta"),
-               num(d, "epsilon"));
+    if (strcmp(str(d, "goal"), "control") == 0)
+        buf_printf(b,
+                   "Goal `control`: each arm against the control, superior when it beats it by "
+                   "more than Δ = %g; policy `%s`, stop rule `%s` (bound `%s`), δ = %g, ",
+                   num(d, "margin"), str(d, "policy"), str(d, "stop_rule"), str(d, "bound"),
+                   num(d, "delta"));
+    else
+        buf_printf(
+            b, "Goal `%s`: policy `%s`, stop rule `%s` (bound `%s`), m = %.0f, δ = %g, ε = %g, ",
+            str(d, "goal"), str(d, "policy"), str(d, "stop_rule"), str(d, "bound"), num(d, "m"),
+            num(d, "delta"), num(d, "epsilon"));
     if (json_is_integer(json_object_get(d, "budget")))
         buf_printf(b, "budget %.0f", num(d, "budget"));
     else
@@ -218,6 +226,33 @@ static void scenario(struct buf *b, const json_t *s)
         else
             buf_puts(b, " | — | — | — | ");
         est(b, json_object_get(x, "coverage"));
+        buf_puts(b, " |\n");
+    }
+    int header = 0;
+    json_array_foreach(json_object_get(s, "arms"), i, x)
+    {
+        const json_t *v = json_object_get(x, "vs_control");
+        if (!json_is_object(v))
+            continue;
+        if (!header)
+            buf_puts(b, "\nComparisons with the control (difference = arm − control):\n\n"
+                        "| Bandit | Arm | True difference | P(declared superior) | "
+                        "P(declared futile) | P(undecided) | Mean difference | Bias | "
+                        "Coverage |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+        header = 1;
+        buf_printf(b, "| %s | %s | %+g (%s) | ", str(x, "bandit"), str(x, "arm"),
+                   num(v, "true_difference"), str(v, "truth"));
+        est(b, json_object_get(v, "declared_superior"));
+        buf_puts(b, " | ");
+        est(b, json_object_get(v, "declared_futile"));
+        buf_puts(b, " | ");
+        est(b, json_object_get(v, "open"));
+        if (json_is_number(json_object_get(v, "bias")))
+            buf_printf(b, " | %+.4f | %+.4f ± %.4f | ", num(v, "mean_estimate"), num(v, "bias"),
+                       num(v, "bias_mc_se"));
+        else
+            buf_puts(b, " | — | — | ");
+        est(b, json_object_get(v, "coverage"));
         buf_puts(b, " |\n");
     }
     buf_puts(b, "\nAll intervals together held the true means in ");

@@ -26,7 +26,7 @@ void sim_wilson(uint64_t k, uint64_t n, double z, double *lo, double *hi)
 static json_t *ci_json(uint64_t k, uint64_t n)
 {
     double lo, hi;
-    sim_wilson(k, n, 1.959963984540054, &lo, &hi);
+    sim_wilson(k, n, SIM_Z95, &lo, &hi);
     return json_pack("[f, f]", lo, hi);
 }
 

@@ -173,28 +173,32 @@ void sim_engine_cfg(const struct sim_problem *p, const struct sim_options *o, ui
     c->margin = p->margin / (p->reward_max - p->reward_min);
 }
 
+int sim_vs_control_truth(const struct sim_problem *p, size_t b, size_t i)
+{
+    double d = p->arms[b][i].mean - p->arms[b][p->control].mean;
+    return d > p->margin + 1e-12 ? 1 : d < p->margin - 1e-12 ? -1 : 0;
+}
+
 /* Goal control: each arm's verdict into s->verdicts, counted and judged
- * against the true means (sim_run_result). A true difference within 1e-12
- * of Δ counts as Δ: a boundary case written 0.6 − 0.5 is exactly at Δ = 0.1. */
+ * against the true means (sim_run_result, sim_vs_control_truth). */
 static void judge_vs_control(const struct sim_problem *p, const struct engine *e,
                              struct sim_scratch *s, struct sim_run_result *out)
 {
     size_t off = 0;
     for (size_t b = 0; b < p->n_bandits; b++) {
-        double mc = p->arms[b][p->control].mean;
         for (size_t i = 0; i < p->n_arms[b]; i++, off++) {
             struct engine_vs_control v;
             s->verdicts[off] = POLICY_OPEN;
             if (engine_vs_control(e, b, i, &v) != 0)
                 continue;
             s->verdicts[off] = (unsigned char)v.verdict;
-            double d = p->arms[b][i].mean - mc;
+            int truth = sim_vs_control_truth(p, b, i);
             if (v.verdict == POLICY_SUPERIOR) {
                 out->superior++;
-                out->false_superior |= d <= p->margin + 1e-12;
+                out->false_superior |= truth <= 0;
             } else if (v.verdict == POLICY_FUTILE) {
                 out->futile++;
-                out->false_futile |= d >= p->margin - 1e-12;
+                out->false_futile |= truth >= 0;
             }
         }
     }

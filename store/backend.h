@@ -142,6 +142,8 @@ struct store_backend_ops {
     int (*load_audit)(struct store_backend *b,
                       int (*cb)(void *arg, const struct store_audit_row *row), void *arg);
     int (*backup)(struct store_backend *b, const char *path, char *err, size_t errlen);
+    int (*load_snapshots)(struct store_backend *b, int64_t exp,
+                          int (*cb)(void *arg, const struct store_snapshot *sn), void *arg);
 };
 
 /* Copy ev's unit (truncated), then actor, request_id and chain (each

@@ -30,6 +30,7 @@
 #include "store/backend.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -83,10 +84,10 @@ enum pq {
     PQ_EVENT_INSERT_MANY,
     PQ_KEY_INSERT,
     PQ_KEY_REVOKE,
-    PQ_KEY_NOTIFY,
     PQ_AUDIT_LOCK,
     PQ_AUDIT_LAST,
     PQ_AUDIT_INSERT,
+    PQ_KEY_NOTIFY,
     PQ_OUTBOX_INSERT,
     PQ_OUTBOX_UPDATE,
     PQ_OUTBOX_PRUNE,
@@ -152,9 +153,6 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
                        " VALUES ($1, $2, $3, $4, $5) RETURNING rowid"},
     [PQ_KEY_REVOKE] = {"key_revoke", STORE_SQL_WRITE,
                        "UPDATE api_keys SET revoked = 1 WHERE rowid = $1"},
-    /* every daemon listening hears it when the transaction commits */
-    [PQ_KEY_NOTIFY] = {"key_notify", STORE_SQL_WRITE,
-                       "SELECT pg_notify('" PG_KEYS_CHANNEL "', '')"},
     /* the audit log's appends, one at a time across daemons and the keys
      * CLI (store.h): the lock lasts until the transaction ends */
     [PQ_AUDIT_LOCK] = {"audit_lock", STORE_SQL_WRITE, "LOCK TABLE audit_log IN EXCLUSIVE MODE"},
@@ -163,6 +161,9 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
     [PQ_AUDIT_INSERT] = {"audit_insert", STORE_SQL_WRITE,
                          "INSERT INTO audit_log(seq, ts_ms, kind, subject, detail, actor,"
                          " request_id, chain) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"},
+    /* every daemon listening hears it when the transaction commits */
+    [PQ_KEY_NOTIFY] = {"key_notify", STORE_SQL_WRITE,
+                       "SELECT pg_notify('" PG_KEYS_CHANNEL "', '')"},
     [PQ_OUTBOX_INSERT] = {"outbox_insert", STORE_SQL_WRITE,
                           "INSERT INTO outbox(exp, exp_id, event_id, type, url, secret, body,"
                           " created_ms, next_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"},
@@ -337,6 +338,17 @@ static const struct {
         " actor text,"
         " request_id text,"
         " chain text NOT NULL);"},
+    /* schema.c's version 9: snapshots (store.h) */
+    {9, "CREATE TABLE snapshots ("
+        " exp bigint NOT NULL,"
+        " seq bigint NOT NULL,"
+        " format integer NOT NULL,"
+        " software text NOT NULL,"
+        " design text NOT NULL,"
+        " checksum text NOT NULL,"
+        " created_ms bigint NOT NULL,"
+        " state bytea NOT NULL,"
+        " PRIMARY KEY (exp, seq));"},
 };
 
 #define N_PG_MIGRATIONS (sizeof pg_migrations / sizeof pg_migrations[0])
@@ -1071,12 +1083,86 @@ static int writer_exp_create(struct store_backend *b, const struct store_op *op,
         if (err == STORE_OK && owned_add(b, rowid) != 0)
             err = STORE_ERR_NOMEM;
     }
-    char buf[STORE_AUDIT_BUF];
-    struct store_audit_row row;
-    if (err == STORE_OK)
+    if (err == STORE_OK) {
+        char buf[STORE_AUDIT_BUF];
+        struct store_audit_row row;
         err = store_audit_of_create(op, &row, buf, sizeof buf) == 0 ? writer_audit(b, &row, own)
                                                                     : STORE_ERR_IO;
+    }
     return err;
+}
+
+/* --- snapshots (store.h) ------------------------------------------------------
+ * Written and read with statements of their own (PQexecParams: a snapshot is
+ * written every many thousand events, read once per load), the state as a
+ * binary bytea parameter. Fenced like events. */
+
+#define PG_SNAP_INSERT                                                                             \
+    "INSERT INTO snapshots(exp, seq, format, software, design, checksum, created_ms, state)"       \
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (exp, seq) DO UPDATE SET"                \
+    " format = excluded.format, software = excluded.software, design = excluded.design,"           \
+    " checksum = excluded.checksum, created_ms = excluded.created_ms, state = excluded.state"
+/* the latest STORE_SNAPSHOTS_KEEP (2: the OFFSET) stay */
+#define PG_SNAP_PRUNE                                                                              \
+    "DELETE FROM snapshots WHERE exp = $1 AND seq < (SELECT seq FROM snapshots WHERE exp = $1"     \
+    " ORDER BY seq DESC LIMIT 1 OFFSET 1)"
+#define PG_SNAP_DELETE "DELETE FROM snapshots WHERE exp = $1"
+#define PG_SNAPSHOTS                                                                               \
+    "SELECT exp, seq, format, software, design, checksum, created_ms, state FROM snapshots"        \
+    " WHERE exp = $1 ORDER BY seq DESC"
+
+/* Run sql with p (lengths and formats: NULL for text parameters) on the
+ * writer's connection. */
+static int w_exec_sql(struct store_backend *b, const char *sql, const struct params *p,
+                      const int *lengths, const int *formats, int *own)
+{
+    PGresult *r = PQexecParams(b->w, sql, p->n, NULL, p->v, lengths, formats, 0);
+    ExecStatusType st = PQresultStatus(r);
+    int err = STORE_OK;
+    if (own)
+        *own = 0;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        err = store_err_from_pg(b->w, r, own);
+        snprintf(b->errbuf, sizeof b->errbuf, "%s", PQerrorMessage(b->w));
+        b->errbuf[strcspn(b->errbuf, "\n")] = '\0';
+    }
+    PQclear(r);
+    return err;
+}
+
+static int snapshots_delete(struct store_backend *b, int64_t exp, int *own)
+{
+    struct params p = {.n = 0};
+    p_i64(&p, exp);
+    return w_exec_sql(b, PG_SNAP_DELETE, &p, NULL, NULL, own);
+}
+
+static int writer_snapshot(struct store_backend *b, const struct store_snapshot *sn, int *own)
+{
+    struct params p = {.n = 0};
+    int lengths[8] = {0}, formats[8] = {0};
+    if (sn == NULL || sn->len > INT_MAX) {
+        *own = 1;
+        return STORE_ERR_IO;
+    }
+    if (fence(b, sn->exp, own) != STORE_OK)
+        return STORE_ERR_NOTOWNER;
+    p_i64(&p, sn->exp);
+    p_i64(&p, sn->seq);
+    p_i64(&p, sn->format);
+    p_text(&p, sn->software);
+    p_text(&p, sn->design);
+    p_text(&p, sn->checksum);
+    p_i64(&p, sn->created_ms);
+    p_text(&p, sn->state); /* binary: the bytes as they are */
+    lengths[7] = (int)sn->len;
+    formats[7] = 1;
+    int err = w_exec_sql(b, PG_SNAP_INSERT, &p, lengths, formats, own);
+    if (err != STORE_OK)
+        return err;
+    struct params e = {.n = 0};
+    p_i64(&e, sn->exp);
+    return w_exec_sql(b, PG_SNAP_PRUNE, &e, NULL, NULL, own);
 }
 
 /* The row goes now; its log is listed for the purge (as in sqlite.c). */
@@ -1095,6 +1181,8 @@ static int writer_exp_delete(struct store_backend *b, int64_t exp, int *own)
     PQclear(r);
     if (err == STORE_OK)
         err = w_exec(b, PQ_PURGE_ADD, &p, NULL, own);
+    if (err == STORE_OK)
+        err = snapshots_delete(b, exp, own);
     return err;
 }
 
@@ -1233,6 +1321,16 @@ static int pg_write_op(struct store_backend *b, const struct store_op *op, int *
         return writer_probe(b, own);
     case STORE_OP_CLAIM:
         return writer_claim(b, op, own);
+    case STORE_OP_AUDIT: {
+        if (op->audit == NULL) {
+            *own = 1;
+            return STORE_ERR_IO;
+        }
+        struct store_audit_row row = *op->audit;
+        return writer_audit(b, &row, own);
+    }
+    case STORE_OP_SNAPSHOT:
+        return writer_snapshot(b, op->snap, own);
     case STORE_OP_OUTBOX:
     case STORE_OP_OUTBOX_UPDATE:
     case STORE_OP_OUTBOX_PRUNE:
@@ -1274,11 +1372,12 @@ static int pg_write_key(struct store_backend *b, const struct store_key_op *k, i
             *k->rowid_out = id;
     }
     PQclear(r);
-    char buf[STORE_AUDIT_BUF];
-    struct store_audit_row row;
-    if (err == STORE_OK)
+    if (err == STORE_OK) {
+        char buf[STORE_AUDIT_BUF];
+        struct store_audit_row row;
         err = store_audit_of_key(k, id, &row, buf, sizeof buf) == 0 ? writer_audit(b, &row, own)
                                                                     : STORE_ERR_IO;
+    }
     return err;
 }
 
@@ -1581,6 +1680,54 @@ static int pg_last_seq(struct store_backend *b, int64_t exp, int64_t *out)
         *out = PQntuples(res) == 1 ? col_i64(res, 0, 0) : 0; /* no event: 0 */
     PQclear(res);
     return err;
+}
+
+/* Snapshots of exp, the latest first (PG_SNAPSHOTS: a few rows), on this
+ * thread's reader connection; a broken connection is made again and the
+ * read retried once, as r_query does. */
+static int pg_load_snapshots(struct store_backend *b, int64_t exp,
+                             int (*cb)(void *arg, const struct store_snapshot *sn), void *arg)
+{
+    struct params p = {.n = 0};
+    PGresult *res = NULL;
+    int err = STORE_OK;
+    p_i64(&p, exp);
+    for (int attempt = 0;; attempt++) {
+        struct reader *r;
+        err = reader_get(b, &r);
+        if (err != STORE_OK)
+            return err;
+        res = PQexecParams(r->c, PG_SNAPSHOTS, p.n, NULL, p.v, NULL, NULL, 0);
+        if (PQresultStatus(res) == PGRES_TUPLES_OK)
+            break;
+        err = store_err_from_pg(r->c, res, NULL);
+        PQclear(res);
+        res = NULL;
+        if (attempt > 0 || r->depth > 0 || PQstatus(r->c) == CONNECTION_OK)
+            return err;
+    }
+    int ret = STORE_OK;
+    for (int i = 0; ret == STORE_OK && i < PQntuples(res); i++) {
+        size_t len = 0;
+        unsigned char *bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(res, i, 7), &len);
+        if (bytes == NULL) {
+            ret = STORE_ERR_NOMEM;
+            break;
+        }
+        struct store_snapshot sn = {.exp = col_i64(res, i, 0),
+                                    .seq = col_i64(res, i, 1),
+                                    .format = (int)col_i64(res, i, 2),
+                                    .software = col_text(res, i, 3),
+                                    .design = col_text(res, i, 4),
+                                    .checksum = col_text(res, i, 5),
+                                    .created_ms = col_i64(res, i, 6),
+                                    .state = bytes,
+                                    .len = len};
+        ret = cb(arg, &sn);
+        PQfreemem(bytes);
+    }
+    PQclear(res);
+    return ret;
 }
 
 /* Deliveries of a bounded read, each to cb. */
@@ -2017,4 +2164,5 @@ const struct store_backend_ops store_postgres_ops = {
     .load_keys = pg_load_keys,
     .load_audit = pg_load_audit,
     .backup = pg_backup,
+    .load_snapshots = pg_load_snapshots,
 };

@@ -138,6 +138,21 @@ static const struct migration migrations[] = {
      " actor TEXT,"
      " request_id TEXT,"
      " chain TEXT NOT NULL);"},
+    {9,
+     /* Snapshots (store.h): an experiment's serialized state as of event
+      * seq, so that a load replays only the events after it. A few rows
+      * per experiment (the writer keeps the latest two), large ones: a
+      * rowid table, keyed (exp, seq). */
+     "CREATE TABLE snapshots ("
+     " exp INTEGER NOT NULL,"
+     " seq INTEGER NOT NULL,"
+     " format INTEGER NOT NULL,"
+     " software TEXT NOT NULL,"
+     " design TEXT NOT NULL,"
+     " checksum TEXT NOT NULL,"
+     " created_ms INTEGER NOT NULL,"
+     " state BLOB NOT NULL,"
+     " PRIMARY KEY (exp, seq));"},
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])

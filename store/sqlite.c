@@ -78,6 +78,9 @@ enum q {
     Q_OUTBOX_INSERT,
     Q_OUTBOX_UPDATE,
     Q_OUTBOX_PRUNE,
+    Q_SNAP_INSERT,
+    Q_SNAP_PRUNE,
+    Q_SNAP_DELETE,
     Q_SYNC_FULL,
     Q_SYNC_NORMAL,
     /* the readers': prepared on first use, per thread */
@@ -93,6 +96,7 @@ enum q {
     Q_OUTBOX_PENDING,
     Q_OUTBOX_LIST,
     Q_OUTBOX_DEPTH,
+    Q_SNAPSHOTS,
     /* run once: connection settings at open, the backup */
     Q_WAL,
     Q_NO_FK,
@@ -145,6 +149,16 @@ static const struct store_sql queries[Q_COUNT] = {
     [Q_OUTBOX_PRUNE] = {"outbox_prune", STORE_SQL_WRITE,
                         "DELETE FROM outbox INDEXED BY outbox_finished"
                         " WHERE state != 0 AND last_ms < ?1"},
+    /* Snapshots (store.h): one replaces another of the same seq; the prune
+     * keeps the latest STORE_SNAPSHOTS_KEEP (2: the OFFSET) of the
+     * experiment (no second-latest: NULL, nothing goes). */
+    [Q_SNAP_INSERT] = {"snap_insert", STORE_SQL_WRITE,
+                       "INSERT OR REPLACE INTO snapshots(exp, seq, format, software, design,"
+                       " checksum, created_ms, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+    [Q_SNAP_PRUNE] = {"snap_prune", STORE_SQL_WRITE,
+                      "DELETE FROM snapshots WHERE exp = ?1 AND seq < (SELECT seq FROM snapshots"
+                      " WHERE exp = ?1 ORDER BY seq DESC LIMIT 1 OFFSET 1)"},
+    [Q_SNAP_DELETE] = {"snap_delete", STORE_SQL_WRITE, "DELETE FROM snapshots WHERE exp = ?1"},
     /* The connections' sync mode, set once at open. Never prepared and
      * stepped again: SQLite applies PRAGMA synchronous when it compiles the
      * statement, not when it runs it (a prepared "=NORMAL" once lowered the
@@ -188,6 +202,10 @@ static const struct store_sql queries[Q_COUNT] = {
                        " WHERE exp = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"},
     [Q_OUTBOX_DEPTH] = {"outbox_depth", STORE_SQL_READ,
                         "SELECT count(*) FROM outbox INDEXED BY outbox_pending WHERE state = 0"},
+
+    [Q_SNAPSHOTS] = {"snapshots", STORE_SQL_READ,
+                     "SELECT exp, seq, format, software, design, checksum, created_ms, state"
+                     " FROM snapshots WHERE exp = ?1 ORDER BY seq DESC"},
 
     [Q_WAL] = {"wal", STORE_SQL_ONCE, "PRAGMA journal_mode=WAL"},
 
@@ -319,10 +337,11 @@ static int conn_setup(sqlite3 *db)
 /* A statement parameter, for binding a whole list at once (bind_args):
  * reads and writes list theirs in ?1, ?2… order. */
 struct sql_arg {
-    enum { ARG_NULL, ARG_INT, ARG_REAL, ARG_TEXT } t;
+    enum { ARG_NULL, ARG_INT, ARG_REAL, ARG_TEXT, ARG_BLOB } t;
     int64_t i;
     double d;
     const char *text; /* borrowed until the statement is reset */
+    const void *blob; /* ARG_BLOB: i bytes, borrowed the same */
 };
 
 static const struct sql_arg arg_null = {.t = ARG_NULL};
@@ -373,6 +392,10 @@ static int bind_args(sqlite3_stmt *st, const struct sql_arg *a, size_t n)
             break;
         case ARG_TEXT:
             rc = sqlite3_bind_text(st, i, a[k].text, -1, SQLITE_STATIC);
+            break;
+        case ARG_BLOB:
+            rc = a[k].i > INT_MAX ? SQLITE_TOOBIG
+                                  : sqlite3_bind_blob(st, i, a[k].blob, (int)a[k].i, SQLITE_STATIC);
             break;
         default:
             rc = sqlite3_bind_null(st, i);
@@ -475,14 +498,15 @@ static int writer_exp_create(struct store_backend *s, const struct store_op *op)
 {
     const struct sql_arg a[] = {arg_text(op->id), arg_text(op->config_json),
                                 arg_int(op->created_ms)};
-    char buf[STORE_AUDIT_BUF];
-    struct store_audit_row row;
     int rc = wrun(s, Q_EXP_INSERT, a, NARGS(a));
     if (rc == SQLITE_OK && op->rowid_out)
         *op->rowid_out = sqlite3_last_insert_rowid(s->wdb);
-    if (rc == SQLITE_OK)
+    if (rc == SQLITE_OK) {
+        char buf[STORE_AUDIT_BUF];
+        struct store_audit_row row;
         rc = store_audit_of_create(op, &row, buf, sizeof buf) == 0 ? writer_audit(s, &row)
                                                                    : SQLITE_TOOBIG;
+    }
     return rc;
 }
 
@@ -496,6 +520,24 @@ static int writer_exp_delete(struct store_backend *s, int64_t exp)
         rc = SQLITE_NOTFOUND;
     if (rc == SQLITE_OK)
         rc = wrun(s, Q_PURGE_ADD, a, 1);
+    if (rc == SQLITE_OK)
+        rc = wrun(s, Q_SNAP_DELETE, a, 1);
+    return rc;
+}
+
+static int writer_snapshot(struct store_backend *s, const struct store_snapshot *sn)
+{
+    if (sn == NULL)
+        return SQLITE_MISUSE;
+    struct sql_arg blob = {.t = ARG_BLOB, .blob = sn->state, .i = (int64_t)sn->len};
+    const struct sql_arg a[] = {arg_int(sn->exp),        arg_int(sn->seq),
+                                arg_int(sn->format),     arg_text(sn->software),
+                                arg_text(sn->design),    arg_text(sn->checksum),
+                                arg_int(sn->created_ms), blob};
+    int rc = wrun(s, Q_SNAP_INSERT, a, NARGS(a));
+    const struct sql_arg e[] = {arg_int(sn->exp)};
+    if (rc == SQLITE_OK)
+        rc = wrun(s, Q_SNAP_PRUNE, e, 1);
     return rc;
 }
 
@@ -554,11 +596,12 @@ static int writer_key(struct store_backend *s, const struct store_key_op *k)
         if (rc == SQLITE_OK && k->rowid_out)
             *k->rowid_out = id;
     }
-    char buf[STORE_AUDIT_BUF];
-    struct store_audit_row row;
-    if (rc == SQLITE_OK)
+    if (rc == SQLITE_OK) {
+        char buf[STORE_AUDIT_BUF];
+        struct store_audit_row row;
         rc = store_audit_of_key(k, id, &row, buf, sizeof buf) == 0 ? writer_audit(s, &row)
                                                                    : SQLITE_TOOBIG;
+    }
     return rc;
 }
 
@@ -617,8 +660,16 @@ static int writer_op(struct store_backend *s, const struct store_op *op)
         return writer_event(s, &op->ev);
     case STORE_OP_PROBE:
         return writer_probe(s);
+    case STORE_OP_SNAPSHOT:
+        return writer_snapshot(s, op->snap);
     case STORE_OP_CLAIM:
         return SQLITE_OK; /* one daemon per file: it owns everything */
+    case STORE_OP_AUDIT: {
+        if (op->audit == NULL)
+            return SQLITE_MISUSE;
+        struct store_audit_row row = *op->audit;
+        return writer_audit(s, &row);
+    }
     case STORE_OP_OUTBOX:
     case STORE_OP_OUTBOX_UPDATE:
     case STORE_OP_OUTBOX_PRUNE:
@@ -934,14 +985,29 @@ static void key_from_row(sqlite3_stmt *st, struct store_key_row *row)
 /* What a read of many rows hands each row to: the caller's callback of
  * the row's type (an experiments' callback may be NULL: rows only
  * counted). */
+/* A snapshot row (Q_SNAPSHOTS' columns); borrowed from st like the others. */
+static void snapshot_from_row(sqlite3_stmt *st, struct store_snapshot *sn)
+{
+    sn->exp = sqlite3_column_int64(st, 0);
+    sn->seq = sqlite3_column_int64(st, 1);
+    sn->format = sqlite3_column_int(st, 2);
+    sn->software = col_text(st, 3);
+    sn->design = col_text(st, 4);
+    sn->checksum = col_text(st, 5);
+    sn->created_ms = sqlite3_column_int64(st, 6);
+    sn->state = sqlite3_column_blob(st, 7);
+    sn->len = (size_t)sqlite3_column_bytes(st, 7);
+}
+
 struct rd_each {
-    enum { EACH_EXPERIMENT, EACH_EVENT, EACH_DELIVERY, EACH_KEY, EACH_AUDIT } kind;
+    enum { EACH_EXPERIMENT, EACH_EVENT, EACH_DELIVERY, EACH_KEY, EACH_AUDIT, EACH_SNAPSHOT } kind;
     union {
         int (*experiment)(void *arg, const struct store_experiment_row *row);
         int (*event)(void *arg, const struct store_event *ev);
         int (*delivery)(void *arg, const struct store_delivery *d);
         int (*key)(void *arg, const struct store_key_row *row);
         int (*audit)(void *arg, const struct store_audit_row *row);
+        int (*snapshot)(void *arg, const struct store_snapshot *sn);
     } cb;
     void *arg;
 };
@@ -965,6 +1031,7 @@ static int rd_each(struct store_backend *s, enum q q, const struct sql_arg *a, s
             struct store_delivery d;
             struct store_key_row k;
             struct store_audit_row a;
+            struct store_snapshot sn;
         } row;
         found = 1;
         switch (e->kind) {
@@ -994,6 +1061,10 @@ static int rd_each(struct store_backend *s, enum q q, const struct sql_arg *a, s
                                              .request_id = col_text(rd.st, 6),
                                              .chain = col_text(rd.st, 7)};
             ret = e->cb.audit(e->arg, &row.a);
+            break;
+        case EACH_SNAPSHOT:
+            snapshot_from_row(rd.st, &row.sn);
+            ret = e->cb.snapshot(e->arg, &row.sn);
             break;
         }
     }
@@ -1058,6 +1129,14 @@ static int rd_int(struct store_backend *s, enum q q, const struct sql_arg *a, si
         err = rc == SQLITE_DONE ? STORE_ERR_IO : store_err_from_sqlite(rc);
     rd_end(&rd);
     return err;
+}
+
+static int sq_load_snapshots(struct store_backend *s, int64_t exp,
+                             int (*cb)(void *arg, const struct store_snapshot *sn), void *arg)
+{
+    const struct sql_arg a[] = {arg_int(exp)};
+    const struct rd_each e = {.kind = EACH_SNAPSHOT, .cb.snapshot = cb, .arg = arg};
+    return rd_each(s, Q_SNAPSHOTS, a, 1, &e, 0);
 }
 
 static int sq_load_experiments(struct store_backend *s,
@@ -1484,4 +1563,5 @@ const struct store_backend_ops store_sqlite_ops = {
     .load_keys = sq_load_keys,
     .load_audit = sq_load_audit,
     .backup = sq_backup,
+    .load_snapshots = sq_load_snapshots,
 };

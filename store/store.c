@@ -771,6 +771,12 @@ int store_last_seq(struct store *s, int64_t exp, int64_t *out)
     return s->ops->last_seq(s->be, exp, out);
 }
 
+int store_load_snapshots(struct store *s, int64_t exp,
+                         int (*cb)(void *arg, const struct store_snapshot *sn), void *arg)
+{
+    return s->ops->load_snapshots(s->be, exp, cb, arg);
+}
+
 int store_outbox_pending(struct store *s, int64_t after_id, int limit,
                          int (*cb)(void *arg, const struct store_delivery *d), void *arg)
 {

@@ -166,7 +166,13 @@ enum store_op_kind {
     STORE_OP_OUTBOX_PRUNE = 7,  /* dl->last_ms: finished deliveries whose last attempt
                                  * is older go */
     STORE_OP_CLAIM = 8,         /* exp: make this daemon its owner (store_claim) */
+    STORE_OP_AUDIT = 9,         /* audit: a record of the audit log (below); its seq and
+                                 * chain are the backend's */
+    STORE_OP_SNAPSHOT = 10,     /* snap: a checkpoint of exp's state (below); the older
+                                 * ones but the latest STORE_SNAPSHOTS_KEEP go */
 };
+
+struct store_snapshot;
 
 struct store_delivery;
 
@@ -186,6 +192,11 @@ struct store_op {
     /* CLAIM: the owner's address when another daemon owns exp */
     char *owner_out;
     size_t owner_len;
+    /* AUDIT: kind, ts_ms, subject, detail, actor, request_id (borrowed until
+     * the callback) */
+    const struct store_audit_row *audit;
+    /* SNAPSHOT: borrowed until the callback */
+    const struct store_snapshot *snap;
 };
 
 /* Completion: err is STORE_OK or a store_err; called once, on the writer
@@ -284,6 +295,39 @@ int store_find_unit_in(struct store *s, int64_t exp, const char *unit, int bandi
 
 /* Highest seq of exp (0 when no event). */
 int store_last_seq(struct store *s, int64_t exp, int64_t *out);
+
+/* --- snapshots: checkpoints of an experiment's state --------------------- */
+/* A snapshot is a serialized state of an experiment as of event seq
+ * (exp/snapshot.c makes and reads it; to the store it is bytes with a few
+ * labels): loading an experiment then reads the latest usable one and
+ * replays only the events after it. The log stays whole and remains the
+ * truth: a snapshot only saves time, and the daemon replays the full log
+ * whenever one does not fit (another format, build or design, a bad
+ * checksum). A snapshot is written like events (STORE_OP_SNAPSHOT, in the
+ * same group commit, fenced like them on PostgreSQL: only the owner's
+ * writer commits one), replacing one of the same seq; the writer keeps the
+ * latest STORE_SNAPSHOTS_KEEP of an experiment, and a delete takes them
+ * all. */
+
+#define STORE_SNAPSHOTS_KEEP 2
+
+struct store_snapshot {
+    int64_t exp;          /* experiment rowid */
+    int64_t seq;          /* the last event the state covers */
+    int format;           /* the state's layout version (the writer's own) */
+    const char *software; /* the build that wrote it; borrowed */
+    const char *design;   /* the experiment's design hash then; borrowed */
+    const char *checksum; /* of the bytes (the writer's choice of hash); borrowed */
+    int64_t created_ms;
+    const void *state; /* the bytes; borrowed */
+    size_t len;
+};
+
+/* Call cb for each snapshot of exp, the latest (highest seq) first; its
+ * fields are borrowed for the callback's duration. cb returns non-zero to
+ * stop (that value is returned). */
+int store_load_snapshots(struct store *s, int64_t exp,
+                         int (*cb)(void *arg, const struct store_snapshot *sn), void *arg);
 
 /* --- ownership: several daemons on one database -------------------------- */
 /* With PostgreSQL any number of daemons may share the database. Each
@@ -433,6 +477,9 @@ enum store_audit_kind {
     STORE_AUDIT_KEY_REVOKE = 2, /* subject "key:<id>"; detail NULL */
     STORE_AUDIT_EXP_CREATE = 3, /* subject the experiment's id; detail "config sha256:<hex>"
                                  * of its stored configuration */
+    STORE_AUDIT_EXPORT = 4,     /* subject the experiment's id; detail "<format> after <seq>" */
+    STORE_AUDIT_UNBLINDED = 5,  /* a blinded experiment read in full: subject its id,
+                                 * detail what ("status", "history", "webhooks") */
 };
 
 struct store_audit_row {

@@ -89,6 +89,19 @@ export interface ArmStatus {
   upper: number;
   posterior_mean?: number;
   retired?: boolean;
+  /** goal type control: this arm is the control */
+  control?: boolean;
+  /** goal type control, every other arm: its comparison with the control */
+  vs_control?: VsControl;
+}
+
+/** @schema VsControl (ArmStatus.vs_control) */
+export interface VsControl {
+  difference: number | null;
+  lower: number;
+  upper: number;
+  decision: 'open' | 'superior' | 'futile';
+  decided_at: number | null;
 }
 
 /** @schema StopEval */
@@ -122,7 +135,7 @@ export interface Status {
   id: string;
   state: State;
   stopped: boolean;
-  stop_reason: 'delta_c' | 'glr' | 'glr-heuristic' | 'rho' | 'policy' | 'budget' | 'manual' | null;
+  stop_reason: 'delta_c' | 'glr' | 'glr-heuristic' | 'rho' | 'policy' | 'superiority' | 'futility' | 'budget' | 'manual' | null;
   pulls: number;
   pending: number;
   handed_out?: number;

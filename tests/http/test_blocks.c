@@ -42,8 +42,9 @@ static void test_fresh_block_distinct(void **state)
             json_decref(texp_create(
                 tgroup_d,
                 "{\"id\":\"%s\",\"policy\":{\"name\":\"%s\"},\"arms\":[\"a\",\"b\",\"c\",\"d\"],"
-                "\"goal\":{\"epsilon\":%s,\"budget\":%s}%s,\"seed\":%d}",
-                id, name, has_flag(pol, "needs_epsilon") ? "0.1" : "0",
+                "\"goal\":{%s\"epsilon\":%s,\"budget\":%s}%s,\"seed\":%d}",
+                id, name, has_flag(pol, "control") ? "\"type\":\"control\",\"control\":\"a\"," : "",
+                has_flag(pol, "needs_epsilon") ? "0.1" : "0",
                 has_flag(pol, "fixed_budget") ? "400" : "null",
                 has_flag(pol, "needs_target_arm") ? ",\"target_arm\":\"a\"" : "", seed));
             json_t *a = texp_assign(tgroup_d, id, "{\"count\":4}");

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <sqlite3.h>
 
@@ -388,84 +389,243 @@ static void test_permuted_blocks(void **state)
     tresp_free(r);
 }
 
-/* Blinding by role, over the read routes and every scope: a blinded
- * experiment shows per-arm figures to unblinded and admin keys only; a read
- * key gets totals (status and history without arms) and is refused the
- * export and the webhook deliveries; sites read nothing. An experiment not
- * blinded is as before. The audit trail names the key of each event. */
-static void test_blinding(void **state)
+/* Every route × every scope, table-driven (docs/contract.md, the scope
+ * matrix of Clinical trials and Access): each caller gets exactly the
+ * status its scopes allow, and of a blinded experiment a read key (and a
+ * caller without a key, where a route is open) sees no per-arm figure nor
+ * δᶜ, while unblinded and admin keys see them. An experiment not blinded
+ * shows a read key everything. The table must name every route of the
+ * OpenAPI document: a route added later without a row fails here. */
+enum { K_ADMIN, K_UNBLINDED, K_READ, K_ASSIGN, K_REPORT, K_NONE, NKEYS };
+static const char *const scope_names[NKEYS] = {"admin",  "unblinded", "read",
+                                               "assign", "report",    "none"};
+
+/* What a 2xx of a blinded experiment must hide from a blinded caller and
+ * show to the others. */
+enum blind_check {
+    B_NONE,    /* nothing per arm in the answer */
+    B_STATUS,  /* status: bandits[0].arms, "blinded" */
+    B_HISTORY, /* history: bandits[0].arm_pulls, "blinded" */
+    B_LIST,    /* list: the item "bl"'s delta_c null */
+    B_METRICS, /* /metrics: no experiment_delta_c{experiment="bl"} */
+};
+
+struct route_row {
+    const char *method, *pattern; /* as in docs/openapi.json */
+    const char *path;             /* @: the key's scope name (fresh ids) */
+    const char *body;             /* NULL: none; @ as in path */
+    /* who may: a bit per K_*; others get 403 (401 without a key) */
+    unsigned allowed;
+    enum blind_check check;
+};
+
+#define BIT(k) (1u << (k))
+#define READERS (BIT(K_ADMIN) | BIT(K_UNBLINDED) | BIT(K_READ))
+#define EVERYONE ((1u << NKEYS) - 1)
+
+static const struct route_row route_rows[] = {
+    /* the reads first: the data they check is not moved by the writes */
+    {"GET", "/v1/experiments", "/v1/experiments", NULL, READERS, B_LIST},
+    {"GET", "/v1/experiments/{id}", "/v1/experiments/bl", NULL, READERS, B_NONE},
+    {"GET", "/v1/experiments/{id}/status", "/v1/experiments/bl/status", NULL, READERS, B_STATUS},
+    {"GET", "/v1/experiments/{id}/history", "/v1/experiments/bl/history", NULL, READERS, B_HISTORY},
+    {"GET", "/v1/experiments/{id}/export", "/v1/experiments/bl/export", NULL,
+     BIT(K_ADMIN) | BIT(K_UNBLINDED), B_NONE},
+    {"GET", "/v1/experiments/{id}/webhooks", "/v1/experiments/bl/webhooks", NULL,
+     BIT(K_ADMIN) | BIT(K_UNBLINDED), B_NONE},
+    {"GET", "/v1/policies", "/v1/policies", NULL, READERS, B_NONE},
+    /* a function of the design and the caller's scenarios, not of the data */
+    {"POST", "/v1/experiments/{id}/oc", "/v1/experiments/bl/oc",
+     "{\"scenarios\":[{\"name\":\"null\",\"arms\":[0.3,0.3]}],\"runs\":2}", READERS, B_NONE},
+    {"GET", "/metrics", "/metrics", NULL, EVERYONE, B_METRICS}, /* open: no --metrics-need-key */
+    {"GET", "/healthz", "/healthz", NULL, EVERYONE, B_NONE},
+    {"GET", "/readyz", "/readyz", NULL, EVERYONE, B_NONE},
+    {"GET", "/openapi.json", "/openapi.json", NULL, EVERYONE, B_NONE},
+    {"GET", "/", "/", NULL, EVERYONE, B_NONE},
+    {"GET", "/experiments/{id}", "/experiments/bl", NULL, EVERYONE, B_NONE},
+    {"GET", "/static/{id}", "/static/nope.js", NULL, EVERYONE, B_NONE}, /* 404, not 401 */
+    /* the writes: only whether the scope is let in (the handlers' answers
+     * are their own suites') */
+    {"POST", "/v1/experiments", "/v1/experiments", "{\"id\":\"new-@\",\"arms\":[\"a\",\"b\"]}",
+     BIT(K_ADMIN), B_NONE},
+    {"PATCH", "/v1/experiments/{id}", "/v1/experiments/bl", "{\"name\":\"renamed\"}", BIT(K_ADMIN),
+     B_NONE},
+    {"DELETE", "/v1/experiments/{id}", "/v1/experiments/del-@", NULL, BIT(K_ADMIN), B_NONE},
+    {"POST", "/v1/experiments/{id}/assignments", "/v1/experiments/bl/assignments", "{}",
+     BIT(K_ADMIN) | BIT(K_ASSIGN), B_NONE},
+    {"POST", "/v1/experiments/{id}/assignments/release", "/v1/experiments/bl/assignments/release",
+     "{\"assignment_id\":\"nope\"}", BIT(K_ADMIN) | BIT(K_ASSIGN), B_NONE},
+    {"POST", "/v1/experiments/{id}/assignments/served", "/v1/experiments/bl/assignments/served",
+     "{\"assignment_id\":\"nope\",\"unit\":\"u\"}", BIT(K_ADMIN) | BIT(K_ASSIGN), B_NONE},
+    {"POST", "/v1/experiments/{id}/rewards", "/v1/experiments/bl/rewards",
+     "{\"assignment_id\":\"nope\",\"reward\":1}", BIT(K_ADMIN) | BIT(K_REPORT), B_NONE},
+    {"POST", "/v1/experiments/{id}/observations", "/v1/experiments/bl/observations",
+     "{\"arm\":\"a\",\"reward\":1}", BIT(K_ADMIN) | BIT(K_REPORT), B_NONE},
+    {"POST", "/v1/experiments/{id}/corrections", "/v1/experiments/bl/corrections",
+     "{\"assignment_id\":\"nope\",\"reward\":0,\"reason\":\"typo\"}", BIT(K_ADMIN), B_NONE},
+    {"POST", "/v1/experiments/{id}/amendments", "/v1/experiments/bl/amendments",
+     "{\"change\":{\"name\":\"amended\"},\"reason\":\"protocol v2\"}", BIT(K_ADMIN), B_NONE},
+    {"POST", "/v1/plan", "/v1/plan",
+     "{\"experiment\":{\"arms\":[\"a\",\"b\"]},\"means\":[0.2,0.8],\"runs\":2}", BIT(K_ADMIN),
+     B_NONE},
+};
+
+/* Whether a blinded caller's answer r hides, and another's shows, what
+ * check names; a failure message into why. */
+static int blind_ok(enum blind_check check, const struct tresp *r, int blind, char *why, size_t len)
+{
+    int shown = 0;
+    switch (check) {
+    case B_NONE:
+        return 1;
+    case B_STATUS:
+    case B_HISTORY:
+        shown = tjson_get(r->json,
+                          check == B_STATUS ? "bandits[0].arms" : "bandits[0].arm_pulls") != NULL;
+        if (blind && !json_is_true(tjson_get(r->json, "blinded"))) {
+            snprintf(why, len, "no \"blinded\": true");
+            return 0;
+        }
+        if (blind && tjson_int(r->json, check == B_STATUS ? "pulls" : "pulls[0]") < 0) {
+            snprintf(why, len, "no totals");
+            return 0;
+        }
+        break;
+    case B_LIST: {
+        size_t i;
+        json_t *e, *found = NULL;
+        json_array_foreach(tjson_get(r->json, "experiments"), i,
+                           e) if (strcmp(tjson_str(e, "id"), "bl") == 0) found = e;
+        if (found == NULL) {
+            snprintf(why, len, "bl not listed");
+            return 0;
+        }
+        shown = json_is_number(json_object_get(found, "delta_c"));
+        break;
+    }
+    case B_METRICS:
+        shown = strstr(r->body, "banditd_experiment_delta_c{experiment=\"bl\"}") != NULL;
+        if (strstr(r->body, "banditd_experiment_pulls_total{experiment=\"bl\"}") == NULL) {
+            snprintf(why, len, "no totals of bl");
+            return 0;
+        }
+        break;
+    }
+    if (shown == blind) {
+        snprintf(why, len, "per-arm figures or δᶜ %s", shown ? "shown" : "hidden");
+        return 0;
+    }
+    return 1;
+}
+
+/* tmpl with its '@' (if any) replaced by word, into out. */
+static void fill(char *out, size_t len, const char *tmpl, const char *word)
+{
+    const char *at = strchr(tmpl, '@');
+    int n = at == NULL ? snprintf(out, len, "%s", tmpl)
+                       : snprintf(out, len, "%.*s%s%s", (int)(at - tmpl), tmpl, word, at + 1);
+    assert_true(n > 0 && (size_t)n < len);
+}
+
+static void test_scope_matrix(void **state)
 {
     struct tdaemon *d = *state;
     assert_int_equal(tdaemon_launch(d, NULL, 0), 0);
-    enum { ADMIN, UNBLINDED, READ, ASSIGN, REPORT, NKEYS };
-    static const char *const scopes[NKEYS] = {"admin", "unblinded", "read", "assign", "report"};
     char keys[NKEYS][128];
+    for (int k = 0; k < K_NONE; k++)
+        assert_int_equal(tdaemon_create_key(d, scope_names[k], keys[k], sizeof keys[k]), 0);
+    const char *key[NKEYS];
     for (int k = 0; k < NKEYS; k++)
-        assert_int_equal(tdaemon_create_key(d, scopes[k], keys[k], sizeof keys[k]), 0);
+        key[k] = k == K_NONE ? NULL : keys[k];
     struct tresp *r =
-        treq_key(d, "POST", "/v1/experiments", keys[ADMIN],
-                 "{\"id\":\"bl\",\"arms\":[\"ctl\",\"a\"],\"design\":{\"blinded\":true}}");
+        treq_key(d, "POST", "/v1/experiments", key[K_ADMIN],
+                 "{\"id\":\"bl\",\"arms\":[\"a\",\"b\"],\"design\":{\"blinded\":true}}");
     assert_status(r, 201);
     tresp_free(r);
-    r = treq_key(d, "POST", "/v1/experiments", keys[ADMIN],
+    r = treq_key(d, "POST", "/v1/experiments", key[K_ADMIN],
                  "{\"id\":\"open\",\"arms\":[\"x\",\"y\"]}");
     assert_status(r, 201);
     tresp_free(r);
+    for (int k = 0; k < NKEYS; k++) {
+        char body[128];
+        snprintf(body, sizeof body, "{\"id\":\"del-%s\",\"arms\":[\"a\",\"b\"]}", scope_names[k]);
+        r = treq_key(d, "POST", "/v1/experiments", key[K_ADMIN], body);
+        assert_status(r, 201);
+        tresp_free(r);
+    }
     for (int i = 0; i < 4; i++) {
-        r = treq_key(d, "POST", "/v1/experiments/bl/assignments", keys[ASSIGN], "{}");
+        r = treq_key(d, "POST", "/v1/experiments/bl/assignments", key[K_ASSIGN], "{}");
         assert_status(r, 201);
         char body[200];
         snprintf(body, sizeof body, "{\"assignment_id\":\"%s\",\"reward\":1}",
                  tjson_str(r->json, "assignments[0].id"));
         tresp_free(r);
-        r = treq_key(d, "POST", "/v1/experiments/bl/rewards", keys[REPORT], body);
+        r = treq_key(d, "POST", "/v1/experiments/bl/rewards", key[K_REPORT], body);
         assert_status(r, 200);
         tresp_free(r);
     }
-    static const struct {
-        const char *path;
-        const char *arm_field; /* present in the full view only; NULL: not JSON */
-    } routes[] = {
-        {"/v1/experiments/bl/status", "bandits[0].arms"},
-        {"/v1/experiments/bl/history", "bandits[0].arm_pulls"},
-        {"/v1/experiments/bl/export", NULL},
-        {"/v1/experiments/bl/webhooks", NULL},
-        {"/v1/experiments/bl", NULL},
-    };
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+
+    /* every route of the OpenAPI document has its row */
+    r = treq(d, "GET", "/openapi.json", NULL, NULL);
+    assert_status(r, 200);
+    const char *pattern;
+    json_t *ops;
+    json_object_foreach(json_object_get(r->json, "paths"), pattern, ops)
+    {
+        const char *m;
+        json_t *op;
+        json_object_foreach(ops, m, op)
+        {
+            if (strcmp(m, "parameters") == 0)
+                continue;
+            int found = 0;
+            for (size_t i = 0; i < sizeof route_rows / sizeof route_rows[0]; i++)
+                found |= strcasecmp(route_rows[i].method, m) == 0 &&
+                         strcmp(route_rows[i].pattern, pattern) == 0;
+            if (!found)
+                fail_msg("%s %s: no row in test_scope_matrix", m, pattern);
+        }
+    }
+    tresp_free(r);
+
+    for (size_t i = 0; i < sizeof route_rows / sizeof route_rows[0]; i++) {
+        const struct route_row *row = &route_rows[i];
         for (int k = 0; k < NKEYS; k++) {
-            r = treq_key(d, "GET", routes[i].path, keys[k], NULL);
-            long want = 200;
-            int full = k == ADMIN || k == UNBLINDED;
-            /* sites never read; a blinded read sees status, history and
-             * the experiment, nothing else */
-            if (k == ASSIGN || k == REPORT ||
-                (k == READ && routes[i].arm_field == NULL &&
-                 strcmp(routes[i].path, "/v1/experiments/bl") != 0))
-                want = 403;
-            if (r->status != want)
-                fail_msg("GET %s with a %s key: %ld, expected %ld", routes[i].path, scopes[k],
-                         r->status, want);
-            if (want == 200 && routes[i].arm_field != NULL) {
-                int has = tjson_get(r->json, routes[i].arm_field) != NULL;
-                if (has != full)
-                    fail_msg("GET %s with a %s key: %s %s", routes[i].path, scopes[k],
-                             routes[i].arm_field, has ? "shown" : "hidden");
-                if (!full)
-                    assert_true(json_is_true(tjson_get(r->json, "blinded")));
-                assert_int_equal(tjson_int(r->json, "pulls") > 0 ||
-                                     json_is_array(tjson_get(r->json, "pulls")),
-                                 1);
+            char path[128], body[256];
+            fill(path, sizeof path, row->path, scope_names[k]);
+            if (row->body != NULL)
+                fill(body, sizeof body, row->body, scope_names[k]);
+            r = treq_key(d, row->method, path, key[k], row->body != NULL ? body : NULL);
+            int allowed = (row->allowed & BIT(k)) != 0;
+            if (!allowed) {
+                long want = k == K_NONE ? 401 : 403;
+                if (r->status != want)
+                    fail_msg("%s %s with %s: %ld, expected %ld", row->method, path, scope_names[k],
+                             r->status, want);
+            } else if (r->status == 401 || r->status == 403 || r->status == 0 ||
+                       (row->check != B_NONE && r->status != 200)) {
+                fail_msg("%s %s with %s: %ld (%s)", row->method, path, scope_names[k], r->status,
+                         r->body);
+            } else {
+                char why[128];
+                int blind = k != K_ADMIN && k != K_UNBLINDED;
+                if (!blind_ok(row->check, r, blind, why, sizeof why))
+                    fail_msg("%s %s with %s: %s", row->method, path, scope_names[k], why);
             }
             tresp_free(r);
         }
-    /* Not blinded: a read key sees the arms. */
-    r = treq_key(d, "GET", "/v1/experiments/open/status", keys[READ], NULL);
+    }
+
+    /* Not blinded: a read key sees the arms and δᶜ. */
+    r = treq_key(d, "GET", "/v1/experiments/open/status", key[K_READ], NULL);
     assert_status(r, 200);
     assert_non_null(tjson_get(r->json, "bandits[0].arms"));
     tresp_free(r);
+    r = treq_key(d, "GET", "/metrics", NULL, NULL);
+    assert_non_null(strstr(r->body, "banditd_experiment_delta_c{experiment=\"open\"}"));
+    tresp_free(r);
     /* Every event names its key. */
-    r = treq_key(d, "GET", "/v1/experiments/bl/export", keys[UNBLINDED], NULL);
+    r = treq_key(d, "GET", "/v1/experiments/bl/export", key[K_UNBLINDED], NULL);
     assert_status(r, 200);
     assert_non_null(strstr(r->body, "\"actor\":\"key:"));
     assert_null(strstr(r->body, "\"actor\":null"));
@@ -518,7 +678,8 @@ static void test_audit_log(void **state)
     snprintf(auth, sizeof auth, "Authorization: Bearer %s", admin);
     const char *hh[] = {h[0], auth, NULL};
     struct tresp *r =
-        treq(d, "POST", "/v1/experiments", "{\"id\":\"al\",\"arms\":[\"a\",\"b\"]}", hh);
+        treq(d, "POST", "/v1/experiments",
+             "{\"id\":\"al\",\"arms\":[\"a\",\"b\"],\"design\":{\"blinded\":true}}", hh);
     assert_status(r, 201);
     tresp_free(r);
     r = treq_key(d, "POST", "/v1/experiments/al/assignments", site, "{}");
@@ -526,27 +687,36 @@ static void test_audit_log(void **state)
     tresp_free(r);
     const char *revoke[] = {"keys", "revoke", "2", "--db", tdaemon_db_path(d), NULL};
     assert_int_equal(tdaemon_cli(d, revoke, NULL, NULL, 0, NULL, 0), 0);
+    /* an unblinded read and an export are recorded before they answer */
+    const char *hs[] = {"X-Request-Id: dmc-look-1", auth, NULL};
+    r = treq(d, "GET", "/v1/experiments/al/status", NULL, hs);
+    assert_status(r, 200);
+    assert_non_null(tjson_get(r->json, "bandits[0].arms"));
+    tresp_free(r);
     r = treq_key(d, "GET", "/v1/experiments/al/export", admin, NULL);
     assert_status(r, 200);
     assert_non_null(strstr(r->body, "\"actor\":\"key:2:site-7\""));
     tresp_free(r);
 
-    /* four records: two keys, the creation, the revocation */
+    /* six records: two keys, the creation, the revocation, the read, the
+     * export */
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     assert_int_equal(sqlite3_open(tdaemon_db_path(d), &db), SQLITE_OK);
     assert_int_equal(sqlite3_prepare_v2(db,
-                                        "SELECT kind, subject, actor, request_id, length(chain)"
-                                        " FROM audit_log ORDER BY seq",
+                                        "SELECT kind, subject, actor, request_id, length(chain),"
+                                        " detail FROM audit_log ORDER BY seq",
                                         -1, &st, NULL),
                      SQLITE_OK);
     static const struct {
         int kind;
-        const char *subject, *actor_prefix, *request_id;
-    } want[] = {{1, "key:1", "cli:", NULL},
-                {1, "key:2", "cli:", NULL},
-                {3, "al", "key:1:dmc office", "create-7"},
-                {2, "key:2", "cli:", NULL}};
+        const char *subject, *actor_prefix, *request_id, *detail;
+    } want[] = {{1, "key:1", "cli:", "cli-", NULL},
+                {1, "key:2", "cli:", "cli-", NULL},
+                {3, "al", "key:1:dmc office", "create-7", "config sha256:"},
+                {2, "key:2", "cli:", "cli-", NULL},
+                {5, "al", "key:1:dmc office", "dmc-look-1", "status"},
+                {4, "al", "key:1:dmc office", "", "ndjson after 0"}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         assert_int_equal(sqlite3_step(st), SQLITE_ROW);
         assert_int_equal(sqlite3_column_int(st, 0), want[i].kind);
@@ -556,17 +726,18 @@ static void test_audit_log(void **state)
         assert_non_null(actor);
         assert_non_null(rid);
         assert_true(strncmp(actor, want[i].actor_prefix, strlen(want[i].actor_prefix)) == 0);
-        if (want[i].request_id != NULL)
-            assert_string_equal(rid, want[i].request_id);
-        else
-            assert_true(strncmp(rid, "cli-", 4) == 0);
+        assert_true(strncmp(rid, want[i].request_id, strlen(want[i].request_id)) == 0);
+        const char *detail = (const char *)sqlite3_column_text(st, 5);
+        if (want[i].detail != NULL)
+            assert_true(detail != NULL &&
+                        strncmp(detail, want[i].detail, strlen(want[i].detail)) == 0);
         assert_int_equal(sqlite3_column_int(st, 4), 64);
     }
     assert_int_equal(sqlite3_step(st), SQLITE_DONE);
     sqlite3_finalize(st);
     sqlite3_close(db);
     assert_int_equal(verify_all(d, out, sizeof out), 0);
-    assert_non_null(strstr(out, "audit log: ok, 4 records, keys as recorded (0 older"));
+    assert_non_null(strstr(out, "audit log: ok, 6 records, keys as recorded (0 older"));
 
     /* tampered: the daemon is stopped, the file edited */
     assert_int_equal(tdaemon_stop(d), 0);
@@ -584,8 +755,10 @@ static void test_audit_log(void **state)
         {"UPDATE audit_log SET actor = 'cli:someone' WHERE seq = 3",
          "UPDATE audit_log SET actor = 'key:1:dmc office' WHERE seq = 3",
          "audit log: BROKEN at seq 3 (chain value does not match the record)"},
-        {"DELETE FROM audit_log WHERE seq = 4", NULL,
-         "audit log: BROKEN: key 2 is revoked without a record"},
+        {"UPDATE api_keys SET revoked = 1 WHERE rowid = 1",
+         "UPDATE api_keys SET revoked = 0 WHERE rowid = 1",
+         "audit log: BROKEN: key 1 is revoked without a record"},
+        {"DELETE FROM audit_log WHERE seq = 4", NULL, "audit log: BROKEN at seq 4 (missing)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         db_change(d, cases[i].change);
@@ -650,7 +823,7 @@ int main(void)
         cmocka_unit_test(test_unfrozen_and_invalid),
         cmocka_unit_test(test_audit_chain),
         cmocka_unit_test(test_permuted_blocks),
-        cmocka_unit_test_setup_teardown(test_blinding, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_scope_matrix, tfresh_setup, tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_audit_log, tfresh_setup, tfresh_teardown),
         cmocka_unit_test(test_audit_chain_postgres),
     };

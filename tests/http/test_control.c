@@ -158,6 +158,22 @@ static void test_futility_and_fields(void **state)
         assert_string_equal(decision(r->json, i), "futile");
     assert_string_equal(tjson_str(r->json, "bandits[0].recommended[0]"), "c");
     tresp_free(r);
+    /* what the guarantee rests on is fixed at creation, as m, δ and ε are */
+    static const char *const fixed[] = {"margin", "control", "type"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        char field[32];
+        snprintf(field, sizeof field, "goal.%s", fixed[i]);
+        r = treqf(d, "PATCH", "/v1/experiments/null", "{\"goal\":{\"%s\":0}}", fixed[i]);
+        assert_status(r, 400);
+        assert_string_equal(tjson_str(r->json, "errors[0].field"), field);
+        tresp_free(r);
+        r = treqf(d, "POST", "/v1/experiments/null/amendments",
+                  "{\"change\":{\"goal\":{\"%s\":0}},\"reason\":\"x\"}", fixed[i]);
+        assert_status(r, 400);
+        snprintf(field, sizeof field, "change.goal.%s", fixed[i]);
+        assert_string_equal(tjson_str(r->json, "errors[0].field"), field);
+        tresp_free(r);
+    }
 
     static const struct {
         const char *goal, *extra, *field;

@@ -220,12 +220,15 @@ static void test_stop_rule_lists_every_name(void **state)
         const char *name = tjson_str(e, "name");
         if (strstr(msg != NULL ? msg : "", name) == NULL)
             fail_msg("stop_rule message \"%s\" does not name %s", msg, name);
-        /* ... and each is accepted by a policy with a rule of its own. */
+        /* ... and each is accepted by a policy with a rule of its own
+         * ("control": by the goal it is the rule of). */
+        int control = strcmp(name, "control") == 0;
         struct tresp *c =
             treqf(tgroup_d, "POST", "/v1/experiments",
                   "{\"id\": \"rule-%zu\", \"arms\": [\"a\", \"b\"], \"policy\": {\"name\": "
-                  "\"lucb1\"}, \"stop_rule\": \"%s\"}",
-                  i, name);
+                  "\"%s\"}, \"stop_rule\": \"%s\"%s}",
+                  i, control ? "vs-control" : "lucb1", name,
+                  control ? ", \"goal\": {\"type\": \"control\", \"control\": \"a\"}" : "");
         assert_status(c, 201);
         assert_string_equal(tjson_str(c->json, "stop_rule"), name);
         tresp_free(c);

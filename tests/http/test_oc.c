@@ -77,6 +77,30 @@ static void test_report(void **state)
     json_decref(r);
 }
 
+/* Goal control: the comparisons with the control, per arm. */
+static void test_control_goal(void **state)
+{
+    (void)state;
+    json_decref(texp_create(tgroup_d, "{\"id\":\"oc4\",\"arms\":[\"ctl\",\"a\",\"b\"],"
+                                      "\"policy\":{\"name\":\"vs-control\"},\"goal\":{\"type\":"
+                                      "\"control\",\"control\":\"ctl\",\"margin\":0.1,"
+                                      "\"budget\":400}}"));
+    json_t *r = tcall(tgroup_d, "POST", "/v1/experiments/oc4/oc",
+                      "{\"scenarios\":[{\"name\":\"null\",\"arms\":[0.3,0.3,0.3]},"
+                      "{\"name\":\"b\",\"arms\":[0.3,0.3,0.9]}],\"runs\":5}",
+                      200);
+    assert_string_equal(tjson_str(r, "goal.name"), "control");
+    assert_string_equal(tjson_str(r, "design.goal"), "control");
+    assert_true(fabs(tjson_num(r, "design.margin") - 0.1) < 1e-12);
+    assert_true(json_is_true(tjson_get(r, "scenarios[0].null")));
+    assert_true(json_is_false(tjson_get(r, "scenarios[1].null")));
+    assert_true(json_is_true(tjson_get(r, "scenarios[1].arms[0].control")));
+    assert_null(tjson_get(r, "scenarios[1].arms[0].vs_control"));
+    assert_string_equal(tjson_str(r, "scenarios[1].arms[2].vs_control.truth"), "above the margin");
+    assert_int_equal(tjson_int(r, "scenarios[1].arms[2].vs_control.declared_superior.runs"), 5);
+    json_decref(r);
+}
+
 static void test_invalid(void **state)
 {
     (void)state;
@@ -113,6 +137,7 @@ static void write_file(const char *path, const char *text)
 
 /* a and b alike, numbers to 1e-12 relative: the daemon prints reals
  * with 15 significant digits, bandit-sim oc with 17. */
+// NOLINTNEXTLINE(misc-no-recursion): walks two reports, as deep as they are (four levels)
 static int near_equal(json_t *a, json_t *b)
 {
     if (json_is_number(a) && json_is_number(b)) {
@@ -187,6 +212,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report),
+        cmocka_unit_test(test_control_goal),
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_cli_same_engine),
     };

@@ -262,6 +262,20 @@ def main():
                200)
         d.call("GET", "/v1/experiments/full/status", sub("status"), None, 200)
         d.call("GET", "/v1/experiments/full/history", sub("history"), None, 200)
+        # a comparison with control, run to its stop: the goal, vs_control
+        # and the stop reason in their schemas
+        d.call("POST", "/v1/experiments", "/v1/experiments",
+               {"id": "vsc", "arms": ["ctl", "new"], "seed": 3,
+                "goal": {"type": "control", "control": "ctl", "margin": 0.1}}, 201)
+        for _ in range(2000):
+            g = d.call("POST", "/v1/experiments/vsc/assignments", sub("assignments"), {}, 201)
+            x = g["assignments"][0]
+            if x["exploit"]:
+                break
+            d.call("POST", "/v1/experiments/vsc/rewards", sub("rewards"),
+                   {"assignment_id": x["id"], "reward": 0.9 if x["arm"] == "new" else 0.2}, 200)
+        st = d.call("GET", "/v1/experiments/vsc/status", sub("status"), None, 200)
+        assert st["stop_reason"] == "superiority", st["stop_reason"]
         d.call("POST", "/v1/plan", "/v1/plan",
                {"experiment": {"arms": ["a", "b", "c"], "policy": {"name": "sr"},
                                "goal": {"budget": 300}}, "means": [0.5, 0.4, 0.3], "runs": 3},

@@ -67,7 +67,10 @@ static void valid_fields(json_t *p, char *buf, size_t len, long long budget)
 {
     int fb = has_flag(p, "fixed_budget") && !has_flag(p, "fixed_confidence");
     int regret = has_flag(p, "regret");
-    snprintf(buf, len, "\"goal\":{\"delta\":0.1,\"epsilon\":%s,\"budget\":%s}%s",
+    /* a sampler for comparisons with control: that goal, arm 0 ("lo") the
+     * control (an index: the simulator's arms have no names) */
+    snprintf(buf, len, "\"goal\":{%s\"delta\":0.1,\"epsilon\":%s,\"budget\":%s}%s",
+             has_flag(p, "control") ? "\"type\":\"control\",\"control\":0,\"margin\":0.1," : "",
              has_flag(p, "needs_epsilon") ? "0.1" : "0",
              fb || regret ? (budget == 60 ? "60" : "120") : "null",
              has_flag(p, "needs_target_arm") ? ",\"target_arm\":\"hi\"" : "");
@@ -373,9 +376,15 @@ static void test_stop_rules_agree(void **state)
             } else if (r->status == 400 && tproblem_has_field(r, "stop_rule") && rc == 1 &&
                        strstr(err, "--stop") != NULL) {
                 refused++;
-                /* Only "policy" depends on the policy. */
-                assert_string_equal(rname, "policy");
-                assert_false(has_flag(p, "own_stop"));
+                /* Only "policy" depends on the policy, and "control" on the
+                 * goal: a comparison with control stops on that rule only. */
+                int control = has_flag(p, "control");
+                if (control)
+                    assert_true(strcmp(rname, "default") != 0 && strcmp(rname, "control") != 0);
+                else if (strcmp(rname, "control") != 0)
+                    assert_string_equal(rname, "policy");
+                if (!control && strcmp(rname, "policy") == 0)
+                    assert_false(has_flag(p, "own_stop"));
             } else {
                 fail_msg("%s with stop rule %s: the daemon answers %ld %s, the simulator exits "
                          "%d: %s",

@@ -13,6 +13,15 @@
  *   200, seed 11); the design at that δ, run again on fresh seeds (400
  *   runs, seed 12), shows a type I error within 3 combined MC SEs (plus the
  *   calibration's step, 2/200) of the target.
+ * - Goal control (vs-control, Δ = 0.1, δ = 0.2, 400 runs): under the
+ *   global null the type I error (some arm declared superior) is at most
+ *   δ, and is the rate at which some arm is declared superior; with one arm
+ *   0.4 above the control, power is exactly that arm's rate of superiority
+ *   and the other arm is never declared superior; every difference
+ *   interval misses its true difference in at most δ of the runs (the
+ *   anytime guarantee); the stop reasons are the goal's; calibration
+ *   finds a δ whose type I error is within the target. One-sided exact
+ *   binomial tests at level 0.01.
  * - Scenario files: every error names its field.
  */
 #include <setjmp.h>
@@ -31,6 +40,7 @@
 #include "base/version.h"
 #include "exp/exp.h"
 #include "sim/oc.h"
+#include "tests/support/stattest.h"
 
 struct design {
     struct exp_config cfg;
@@ -240,6 +250,89 @@ static void test_calibration(void **state)
     exp_config_free(&d.cfg);
 }
 
+static double prob(json_t *o, const char *path)
+{
+    char full[160];
+    snprintf(full, sizeof full, "%s.count", path);
+    return field(o, full);
+}
+
+static void test_control(void **state)
+{
+    (void)state;
+    struct design d;
+    design_load("{\"id\": \"ctl\", \"seed\": 1, \"policy\": {\"name\": \"vs-control\"}, "
+                "\"arms\": [\"c\", \"x\", \"y\"], \"goal\": {\"type\": \"control\", "
+                "\"control\": \"c\", \"margin\": 0.1, \"delta\": 0.2, \"budget\": 3000}}",
+                &d);
+    struct sim_oc_scenarios *s =
+        scenarios(&d, "[{\"name\": \"null\", \"arms\": [0.3, 0.3, 0.3]},"
+                      " {\"name\": \"y works\", \"arms\": [0.3, 0.3, 0.7]}]");
+    const uint64_t runs = 400;
+    struct sim_oc_options o = {.runs = runs, .seed = 21};
+    char err[256];
+    json_t *r = sim_oc_run(&d.d, s, &o, err, sizeof err);
+    if (r == NULL)
+        fail_msg("%s", err);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "goal"), "name")),
+                        "control");
+    json_t *null = scenario(r, 0), *alt = scenario(r, 1);
+    assert_true(json_is_true(json_object_get(null, "null")));
+    assert_true(json_is_false(json_object_get(alt, "null")));
+
+    /* Null: some arm declared superior, at most δ; each arm's rate below it. */
+    uint64_t k = (uint64_t)prob(null, "type_i_error");
+    stattest_assert_rate_at_most("control null: type I error", k, runs, 0.2, 0.01);
+    json_t *arms = json_object_get(null, "arms");
+    for (size_t i = 1; i < 3; i++) {
+        json_t *v = json_object_get(json_array_get(arms, i), "vs_control");
+        assert_true(prob(v, "declared_superior") <= (double)k);
+        stattest_assert_rate_at_most("control null: the difference interval misses",
+                                     runs - (uint64_t)prob(v, "coverage"), runs, 0.2, 0.01);
+    }
+    assert_null(json_object_get(json_array_get(arms, 0), "vs_control")); /* the control */
+
+    /* Alternative: power is y's superiority rate; x is never superior. */
+    arms = json_object_get(alt, "arms");
+    json_t *vx = json_object_get(json_array_get(arms, 1), "vs_control");
+    json_t *vy = json_object_get(json_array_get(arms, 2), "vs_control");
+    assert_string_equal(json_string_value(json_object_get(vy, "truth")), "above the margin");
+    assert_true(prob(alt, "power") == prob(vy, "declared_superior"));
+    assert_true(field(alt, "power.estimate") > 0.5);
+    stattest_assert_rate_at_most("control alternative: x declared superior",
+                                 (uint64_t)prob(vx, "declared_superior"), runs, 0.2, 0.01);
+    stattest_assert_rate_at_most("control alternative: some wrong decision",
+                                 (uint64_t)prob(alt, "wrong_claim"), runs, 0.2, 0.01);
+    /* Stop reasons are the goal's (or the budget). */
+    json_t *x;
+    size_t i;
+    json_array_foreach(json_object_get(alt, "stop_reasons"), i, x)
+    {
+        const char *why = json_string_value(json_object_get(x, "reason"));
+        assert_true(strcmp(why, "superiority") == 0 || strcmp(why, "futility") == 0 ||
+                    strcmp(why, "budget") == 0);
+    }
+    /* Calibration targets the same type I error: the largest δ of the
+     * range whose rate of some arm declared superior under the null is at
+     * most the target. */
+    double delta;
+    json_t *cal = NULL;
+    struct sim_oc_options few = {.runs = 100, .seed = 22};
+    if (sim_oc_calibrate(&d.d, s, 0, &few, 0.05, 1e-3, 0.5, 3, &delta, &cal, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_true(field(cal, "type_i_error") <= 0.05);
+    assert_true(delta >= 1e-3 && delta <= 0.5);
+    json_decref(cal);
+
+    char *md = sim_oc_markdown(r);
+    assert_non_null(md);
+    assert_non_null(strstr(md, "Comparisons with the control"));
+    free(md);
+    json_decref(r);
+    sim_oc_scenarios_free(s);
+    exp_config_free(&d.cfg);
+}
+
 static void test_scenario_errors(void **state)
 {
     (void)state;
@@ -279,6 +372,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_power),
         cmocka_unit_test(test_calibration),
+        cmocka_unit_test(test_control),
         cmocka_unit_test(test_scenario_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

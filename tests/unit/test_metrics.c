@@ -58,7 +58,7 @@ static void scrape(struct prom *p)
 {
     char *text = NULL, err[256];
     size_t len = 0;
-    assert_int_equal(metrics_render(g_st, &text, &len), 0);
+    assert_int_equal(metrics_render(g_st, 1, &text, &len), 0);
     assert_int_equal(strlen(text), len);
     if (prom_parse(text, "banditd_", p, err, sizeof err) != 0)
         fail_msg("exposition does not parse: %s", err);

@@ -1,7 +1,8 @@
 /*
  * test_sim_cli.c — black-box tests of the bandit-sim command (sim/main.c):
  * the JSON it prints, --list-policies, output independent of --threads, and
- * one-line errors with a non-zero exit for every kind of bad input.
+ * one-line errors with a non-zero exit for every kind of bad input; `oc`:
+ * its report in JSON and Markdown, its Markdown file, its errors.
  *
  * The binary is $BANDIT_SIM_BIN (make test sets it), else build/bandit-sim.
  */
@@ -226,6 +227,83 @@ static void test_trace_json(void **state)
     assert_null(strstr(o.out, "\"trace\""));
 }
 
+static void write_text(const char *name, const char *text, char *path, size_t len)
+{
+    snprintf(path, len, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* bandit-sim oc: the report, the same as Markdown, and one-line errors. */
+static void test_oc(void **state)
+{
+    (void)state;
+    char design[256], scen[256], badf[256], md[300], args[1024];
+    write_text("design.json",
+               "{\"id\": \"t\", \"seed\": 1, \"arms\": [\"c\", \"x\"], \"goal\": {\"budget\": 60}}",
+               design, sizeof design);
+    write_text("scen.json",
+               "{\"scenarios\": [{\"name\": \"null\", \"arms\": [0.4, 0.4]},"
+               " {\"name\": \"alt\", \"arms\": [0.4, 0.7]}]}",
+               scen, sizeof scen);
+    write_text("bad.json", "[{\"name\": \"n\", \"arms\": [0.4, 0.4, 0.4]}]", badf, sizeof badf);
+    snprintf(md, sizeof md, "%s/oc.md", dir);
+    snprintf(args, sizeof args, "oc --design '%s' --scenarios '%s' --runs 8 --markdown '%s'",
+             design, scen, md);
+    struct outcome o;
+    run(args, &o);
+    if (o.status != 0)
+        fail_msg("bandit-sim %s: %d: %s", args, o.status, o.err);
+    json_t *j = json_loads(o.out, 0, NULL);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "kind")), "operating_characteristics");
+    assert_int_equal(json_integer_value(json_object_get(j, "runs")), 8);
+    assert_int_equal(json_array_size(json_object_get(j, "scenarios")), 2);
+    const char *hash = json_string_value(json_object_get(j, "design_hash"));
+    assert_true(hash != NULL && strlen(hash) == 64);
+    char text[65536];
+    tread_file(md, text, sizeof text);
+    assert_non_null(strstr(text, hash));
+    assert_non_null(strstr(text, "## Headline"));
+    /* --format markdown prints the same page. */
+    snprintf(args, sizeof args,
+             "oc --design '%s' --scenarios '%s' --runs 8 --markdown '%s' --format markdown", design,
+             scen, md);
+    run(args, &o);
+    assert_int_equal(o.status, 0);
+    /* the same page but the command line that made it */
+    assert_non_null(strstr(o.out, "## Design"));
+    assert_string_equal(strstr(o.out, "## Design"), strstr(text, "## Design"));
+    json_decref(j);
+
+    const struct {
+        const char *design, *scenarios, *more, *want;
+    } errs[] = {
+        {design, NULL, "", "oc: --design and --scenarios are required"},
+        {design, badf, "", "scenarios[0]: bandit default has 2"},
+        {design, scen, "--runs 0", "--runs: must be an integer"},
+        {design, scen, "--calibrate 2", "--calibrate: must be a type I error"},
+        {design, scen, "--calibrate 0.1 --null alt", "must be a null"},
+        {scen, scen, "", "--design: "},
+        {design, scen, "--stop glr", "--stop: unknown option"},
+    };
+    for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
+        char a[1024];
+        snprintf(a, sizeof a, "oc --design '%s'%s%s%s %s", errs[i].design,
+                 errs[i].scenarios ? " --scenarios '" : "",
+                 errs[i].scenarios ? errs[i].scenarios : "", errs[i].scenarios ? "'" : "",
+                 errs[i].more);
+        run(a, &o);
+        if (o.status != 2 && o.status != 1)
+            fail_msg("bandit-sim %s: exit status %d, want 1 or 2", a, o.status);
+        assert_string_equal(o.out, "");
+        if (strncmp(o.err, "bandit-sim: ", 12) != 0 || strstr(o.err, errs[i].want) == NULL)
+            fail_msg("bandit-sim %s: error \"%s\" does not say %s", a, o.err, errs[i].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_run_and_threads),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_trace_json),
+        cmocka_unit_test(test_oc),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

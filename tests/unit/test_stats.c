@@ -510,6 +510,11 @@ static void test_delta_c_optimal(void **state)
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(r, 2024);
     enum { KMAX = 12 };
+    /* One workspace for every trial: an earlier trial's constants (other
+     * arms, other options) must never be taken for this one's. */
+    void *ws = malloc(stats_dc_ws_size(KMAX));
+    assert_non_null(ws);
+    stats_dc_ws_init(ws, KMAX);
     for (int trial = 0; trial < 60; trial++) {
         struct stats_arm arms[KMAX];
         unsigned char high[KMAX];
@@ -541,13 +546,14 @@ static void test_delta_c_optimal(void **state)
             if (trial % 7 == 0)
                 wide[k - 1].n = 0; /* no data */
             double c1, c2, p1[KMAX], p2[KMAX];
-            void *ws = malloc(stats_dc_ws_size(k));
-            assert_non_null(ws);
             double d1 = stats_delta_c(wide, k, high, &o, &c1, p1);
             double d2 = stats_delta_c_ws(wide, k, high, &o, &c2, p2, ws);
-            free(ws);
             assert_memory_equal(&d1, &d2, sizeof d1);
             assert_memory_equal(&c1, &c2, sizeof c1);
+            assert_memory_equal(p1, p2, k * sizeof p1[0]);
+            /* again: every arm's constants now come from the workspace */
+            d2 = stats_delta_c_ws(wide, k, high, &o, &c2, p2, ws);
+            assert_memory_equal(&d1, &d2, sizeof d1);
             assert_memory_equal(p1, p2, k * sizeof p1[0]);
         }
         /* per_arm and c_out describe the same point. */
@@ -570,6 +576,7 @@ static void test_delta_c_optimal(void **state)
                 fail_msg("trial %d: δᶜ(c*=%g) = %.12g > δᶜ(%g) = %.12g", trial, c_star, dc, c, f);
         }
     }
+    free(ws);
     gsl_rng_free(r);
 }
 
@@ -1079,28 +1086,41 @@ static void test_glr_stop_memo(void **state)
         unsigned m = 1 + (unsigned)gsl_rng_uniform_int(r, k - 1);
         double eps = run % 3 == 0 ? 0.05 : 0.0, delta = run % 2 ? 0.1 : 0.01;
         enum stats_glr_threshold kind = run % 5 == 4 ? STATS_GLR_HEURISTIC : STATS_GLR_PROVEN;
-        double mu[8];
+        double mu[8] = {0};
         struct stats_arm arms[8];
         for (size_t i = 0; i < k; i++) {
             mu[i] = 0.2 + 0.6 * gsl_rng_uniform(r);
             stats_arm_init(&arms[i], 1.0, 1.0);
         }
-        struct stats_glr_memo_arm cache[8];
-        struct stats_glr_memo memo;
+        struct stats_glr_memo_arm cache[8], cache_b[8];
+        struct stats_glr_memo memo, memo_b;
         stats_glr_memo_init(&memo, cache, k);
+        stats_glr_memo_init(&memo_b, cache_b, k);
         unsigned char high[8];
         for (int t = 0; t < 3000; t++) {
             size_t i = t < (int)k ? (size_t)t : gsl_rng_uniform_int(r, k);
             stats_arm_add(&arms[i], gsl_rng_uniform(r) < mu[i]);
             if (t % 97 == 0) { /* a witness that is no pair, or out of range */
                 memo.wi = t % 2 ? k + 3 : 0;
-                memo.wj = t % 2 ? 0 : 0;
+                memo.wj = 0;
             }
             order_top_m(arms, k, m, NULL, high);
             int want = stats_glr_stop(arms, k, high, kind, m, eps, delta);
             assert_int_equal(stats_glr_stop_memo(arms, k, high, kind, m, eps, delta, &memo), want);
             stops += want;
             checks++;
+            /* the certified-arm form (ttts, track-and-stop): best often
+             * not the empirical best, the witness then a stale pair */
+            size_t best = t % 5 == 0 ? gsl_rng_uniform_int(r, k) : 0;
+            for (size_t j = 0; t % 5 != 0 && j < k; j++)
+                if (arms[j].mean > arms[best].mean)
+                    best = j;
+            double tn = 0;
+            for (size_t j = 0; j < k; j++)
+                tn += (double)arms[j].n;
+            double beta = stats_glr_threshold(kind, tn, k, 1, delta);
+            assert_int_equal(stats_glr_stop_best_memo(arms, k, best, eps, kind, beta, &memo_b),
+                             stats_glr_stop_best(arms, k, best, eps, kind, beta));
         }
     }
     assert_true(stops > checks / 20 && stops < checks - checks / 20); /* both outcomes, often */

@@ -207,13 +207,13 @@ static void test_open_migrate_reopen(void **state)
 
     snprintf(sql, sizeof sql, "PRAGMA user_version");
     assert_int_equal(count_rows(f->path, sql), store_schema_version());
-    assert_int_equal(store_schema_version(), 8);
+    assert_int_equal(store_schema_version(), 9);
     assert_int_equal(count_rows(f->path, "SELECT count(*) FROM sqlite_master WHERE name IN "
                                          "('experiments','events','api_keys','events_ref',"
                                          "'events_unit','purges','sqlite_sequence','outbox',"
                                          "'outbox_pending','outbox_finished','outbox_exp',"
-                                         "'nodes','audit_log')"),
-                     13);
+                                         "'nodes','audit_log','snapshots')"),
+                     14);
     create_exp(f->s, "kept");
     reopen(f);
     assert_int_equal(count_rows(f->path, "PRAGMA user_version"), store_schema_version());
@@ -1567,6 +1567,112 @@ static void test_pg_connection_lost(void **state)
     assert_int_equal(last, 1);
 }
 
+/* Snapshots: written like events, read latest first with their labels and
+ * bytes exact (NUL bytes and all), the latest two kept, one of the same seq
+ * replaced, all gone with their experiment; on PostgreSQL only the owner
+ * writes one (fencing). */
+struct snaps {
+    int n;
+    int64_t seq[4];
+    size_t len[4];
+    unsigned char first[64];
+    char software[32], design[80], checksum[80];
+    int format;
+};
+
+static int collect_snap(void *arg, const struct store_snapshot *sn)
+{
+    struct snaps *l = arg;
+    if (l->n == 0) {
+        memcpy(l->first, sn->state, sn->len < sizeof l->first ? sn->len : sizeof l->first);
+        snprintf(l->software, sizeof l->software, "%s", sn->software);
+        snprintf(l->design, sizeof l->design, "%s", sn->design);
+        snprintf(l->checksum, sizeof l->checksum, "%s", sn->checksum);
+        l->format = sn->format;
+    }
+    if (l->n < 4) {
+        l->seq[l->n] = sn->seq;
+        l->len[l->n] = sn->len;
+    }
+    l->n++;
+    return 0;
+}
+
+static struct store_op snap_op(struct store_snapshot *sn, int64_t exp, int64_t seq,
+                               const unsigned char *bytes, size_t len)
+{
+    *sn = (struct store_snapshot){.exp = exp,
+                                  .seq = seq,
+                                  .format = 3,
+                                  .software = "1.2.3",
+                                  .design = "d35",
+                                  .checksum = "c0ffee",
+                                  .created_ms = 42,
+                                  .state = bytes,
+                                  .len = len};
+    return (struct store_op){.kind = STORE_OP_SNAPSHOT, .snap = sn};
+}
+
+static void test_snapshots(void **state)
+{
+    struct tstore *f = *state;
+    int64_t exp = create_exp(f->s, "snapped"), other = create_exp(f->s, "other");
+    unsigned char bytes[3000];
+    for (size_t i = 0; i < sizeof bytes; i++)
+        bytes[i] = (unsigned char)(i * 7); /* zeros among them */
+    struct store_snapshot sn[2];
+    struct store_op op[2];
+    struct snaps l = {0};
+
+    assert_int_equal(store_load_snapshots(f->s, exp, collect_snap, &l), STORE_OK);
+    assert_int_equal(l.n, 0);
+    op[0] = ev_op(exp, 1, STORE_EV_OBSERVE);
+    op[1] = snap_op(&sn[0], exp, 1, bytes, sizeof bytes);
+    assert_int_equal(store_write_sync(f->s, op, 2), STORE_OK);
+    op[0] = snap_op(&sn[0], exp, 10, bytes, 100);
+    op[1] = snap_op(&sn[1], other, 5, bytes, 10);
+    assert_int_equal(store_write_sync(f->s, op, 2), STORE_OK);
+    op[0] = snap_op(&sn[0], exp, 20, bytes + 1, 200);
+    assert_int_equal(store_write_sync(f->s, op, 1), STORE_OK);
+    assert_int_equal(store_load_snapshots(f->s, exp, collect_snap, &l), STORE_OK);
+    assert_int_equal(l.n, 2); /* the first went */
+    assert_true(l.seq[0] == 20 && l.seq[1] == 10);
+    assert_true(l.len[0] == 200 && l.len[1] == 100);
+    assert_memory_equal(l.first, bytes + 1, sizeof l.first);
+    assert_string_equal(l.software, "1.2.3");
+    assert_string_equal(l.design, "d35");
+    assert_string_equal(l.checksum, "c0ffee");
+    assert_int_equal(l.format, 3);
+    /* the same seq again: replaced */
+    op[0] = snap_op(&sn[0], exp, 20, bytes, sizeof bytes);
+    assert_int_equal(store_write_sync(f->s, op, 1), STORE_OK);
+    memset(&l, 0, sizeof l);
+    assert_int_equal(store_load_snapshots(f->s, exp, collect_snap, &l), STORE_OK);
+    assert_true(l.n == 2 && l.seq[0] == 20 && l.len[0] == sizeof bytes);
+    assert_memory_equal(l.first, bytes, sizeof l.first);
+    /* a delete takes them */
+    op[0] = (struct store_op){.kind = STORE_OP_EXP_DELETE, .exp = exp};
+    assert_int_equal(store_write_sync(f->s, op, 1), STORE_OK);
+    memset(&l, 0, sizeof l);
+    assert_int_equal(store_load_snapshots(f->s, exp, collect_snap, &l), STORE_OK);
+    assert_int_equal(l.n, 0);
+    assert_int_equal(store_load_snapshots(f->s, other, collect_snap, &l), STORE_OK);
+    assert_int_equal(l.n, 1);
+    if (tstore_is_pg(f)) {
+        /* a daemon that does not own the experiment writes no snapshot */
+        char err[256];
+        struct store *b = store_open(f->path, STORE_SYNC_FULL, err, sizeof err);
+        if (b == NULL)
+            fail_msg("second store: %s", err);
+        op[0] = snap_op(&sn[0], other, 9, bytes, 10);
+        assert_int_equal(store_write_sync(b, op, 1), STORE_ERR_NOTOWNER);
+        store_close(b);
+        memset(&l, 0, sizeof l);
+        assert_int_equal(store_load_snapshots(f->s, other, collect_snap, &l), STORE_OK);
+        assert_true(l.n == 1 && l.seq[0] == 5);
+    }
+}
+
 /* Two daemons' stores on one database: the creator owns an experiment; the
  * other cannot claim it while the owner lives (it is named), nor write its
  * events; once the owner's session ends (a kill -9 closes it) the other
@@ -1657,6 +1763,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_busy_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_real_disk_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_backup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_modes, setup, teardown),
     };
@@ -1683,6 +1790,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_env_fault, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_sync_from_callback_refused, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_keys, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshots, setup_pg, teardown),
     };
     int failed = cmocka_run_group_tests_name("store", tests, NULL, NULL);
     return failed + cmocka_run_group_tests_name("store-postgresql", pg_tests, NULL, NULL);

@@ -146,6 +146,15 @@ static const struct expect expects[] = {
     {"outbox_pending", "SEARCH outbox USING INDEX outbox_pending (id>?)", 0, "11"},
     {"outbox_list", "SEARCH outbox USING INDEX outbox_exp (exp=? AND id<?)", 0, "E11"},
     {"outbox_depth", "SCAN outbox USING INDEX outbox_pending", 0, ""},
+    /* snapshots: a few rows per experiment, found by their key */
+    {"snap_insert", "", 0, "E11sss1s"},
+    {"snap_prune",
+     "SEARCH snapshots USING INDEX sqlite_autoindex_snapshots_1 (exp=? AND seq<?); "
+     "SCALAR SUBQUERY 1; SEARCH snapshots USING COVERING INDEX sqlite_autoindex_snapshots_1 "
+     "(exp=?)",
+     0, "E"},
+    {"snap_delete", "SEARCH snapshots USING INDEX sqlite_autoindex_snapshots_1 (exp=?)", 0, "E"},
+    {"snapshots", "SEARCH snapshots USING INDEX sqlite_autoindex_snapshots_1 (exp=?)", 0, "E"},
     {"wal", "", 0, NULL},
     {"sync_full", "", 0, NULL},
     {"sync_normal", "", 0, NULL},
@@ -447,10 +456,10 @@ static const struct pg_expect pg_expects[] = {
     {"event_insert_many", NULL, 0, NULL}, /* arrays: an insert, no search */
     {"key_insert", NULL, 0, "sss1s"},
     {"key_revoke", NULL, 0, "1"},
-    {"key_notify", NULL, 0, ""},   /* no table */
     {"audit_lock", NULL, 0, NULL}, /* a lock: no plan */
     {"audit_last", NULL, 0, ""},   /* keys and creations: a few rows */
     {"audit_insert", NULL, 0, "N11sssss"},
+    {"key_notify", NULL, 0, ""}, /* no table */
     {"outbox_insert", NULL, 0, "Essssss11"},
     {"outbox_update", NULL, 0, "111111s1"},
     {"outbox_prune", NULL, 0, "1"},

@@ -237,6 +237,19 @@ function formatChecks() {
   const spent = decision({ ...base, stop_reason: 'budget', budget: 300, pulls: 300, bandits_done: 2,
     bandits: [bandit({ id: 'a' }), bandit({ id: 'b', recommended: ['x'], delta_c: 0.4, done: true })] });
   ok(spent.details[1] === 'b: done, x leads (δᶜ = 0.4 > 0.05: not conclusive).', 'words: a bandit done without reaching δ is not called decided', spent);
+  // Goal type control: the decisions against the control, not a best arm.
+  const ctlStop = { rule: 'control', proven: true, fires_when: 'evidence <= threshold', evidence: 0, threshold: 0, error_bound: 0.05, fired: true };
+  const vsArm = (id, decision, lower, upper) => ({ id, vs_control: { difference: (lower + upper) / 2, lower, upper, decision, decided_at: 900 } });
+  const ctlArms = [{ id: 'placebo', control: true }, vsArm('a', 'superior', 0.12, 0.3), vsArm('b', 'futile', -0.2, 0.04)];
+  const sup = decision({ ...base, stop_reason: 'superiority', policy: 'vs-control', bandits: [bandit({ recommended: ['a'], stop: ctlStop, arms: ctlArms })] });
+  ok(sup.headline === 'Stopped for superiority after 1,204 pulls: a beats placebo by more than the margin; b does not.' && sup.tone === 'stopped' &&
+      sup.details[0] === 'a − placebo = 0.21, anytime interval 0.12 to 0.3: superior.', 'words: a superiority stop names the arms against the control', sup);
+  const fut = decision({ ...base, stop_reason: 'futility', policy: 'vs-control',
+    bandits: [bandit({ recommended: ['placebo'], stop: ctlStop, arms: [ctlArms[0], vsArm('a', 'futile', -0.1, 0.05), ctlArms[2]] })] });
+  ok(fut.headline === 'Stopped for futility after 1,204 pulls: no arm beats the control by the margin.' && fut.tone === 'stopped', 'words: a futility stop', fut);
+  const openCtl = decision({ ...base, state: 'running', stopped: false, stop_reason: null, policy: 'vs-control',
+    bandits: [bandit({ done: false, stop: { ...ctlStop, evidence: 1, error_bound: null, fired: false }, arms: [ctlArms[0], ctlArms[2], vsArm('a', 'open', -0.1, 0.4)] })] });
+  ok(openCtl.headline === 'Running: 1 of 2 comparisons with the control decided after 1,204 pulls (b does not; a still open).', 'words: a running comparison with control', openCtl);
   ok(fmtProb(0.0503, 0.05) === '0.0503' && fmtProb(0.0499, 0.05) === '0.0499' && fmtProb(0.05, 0.05) === '0.05' && fmtProb(0.0334, 0.05) === '0.033',
     'fmtProb: digits enough to read the comparison with δ right', [fmtProb(0.0503, 0.05), fmtProb(0.0499, 0.05), fmtProb(0.05, 0.05)]);
   ok(fmtInt(1204) === '1,204' && fmtProb(3.2e-6) === '3.2×10⁻⁶', 'fmtInt groups thousands; tiny δᶜ as a power of ten');
@@ -763,6 +776,16 @@ async function blindedChecks(browser) {
     return (got.named.length === 0 && got.tables === 0 && !got.exportShown && perArm.length === 0) || { ...got, perArm };
   });
   await r.page.screenshot({ path: join(OUT, 'dashboard-blinded.png'), fullPage: true });
+  await r.page.goto(`${U}/`);
+  await r.page.waitForSelector(`table.list tr[data-id="${id}"]`, { timeout: 10000 }).catch(() => {});
+  await check('blinded: the list shows the trial\'s totals and no δᶜ to a read key', async () => {
+    const got = await r.page.evaluate((tid) => {
+      const row = document.querySelector(`table.list tr[data-id="${tid}"]`);
+      const cell = (label) => row?.querySelector(`[data-label="${label}"]`)?.textContent;
+      return { pulls: cell('Pulls'), dc: cell('δᶜ'), reason: cell('Stop reason') };
+    }, id);
+    return (got.pulls === '10' && got.dc === '–' && got.reason === 'stopped by hand') || got;
+  });
   await r.ctx.close();
 
   const u = await open(keys.unblinded);

@@ -143,9 +143,21 @@ class _ArmStatus(TypedDict):
     upper: float
 
 
+class VsControl(TypedDict):
+    """Goal type control: an arm's comparison with the control arm."""
+
+    difference: Optional[float]
+    lower: float
+    upper: float
+    decision: Literal["open", "superior", "futile"]
+    decided_at: Optional[int]
+
+
 class ArmStatus(_ArmStatus, total=False):
     posterior_mean: float
     retired: bool
+    control: bool
+    vs_control: VsControl
 
 
 class StopEval(TypedDict):

@@ -1,0 +1,73 @@
+/*
+ * ser.h — a bounds-checked binary codec for state snapshots (exp/snapshot.c,
+ * policies' ops->snap, the engine's).
+ *
+ * One function per field serves both directions: a `struct ser` is either a
+ * writer (appends to a struct buf) or a reader (consumes a byte string), and
+ * ser_u64(s, &x) writes x or reads into x. A state's layout is therefore
+ * written down once, and saving and loading cannot drift apart. Numbers are
+ * little-endian, doubles by their bits (a load is bit for bit). Arrays carry
+ * their length, which a reader checks against the array it fills: a
+ * snapshot of another shape fails instead of reading past its end.
+ *
+ * Errors are sticky: after a short read, a length mismatch, an out-of-range
+ * value or a failed append, s->failed is set, every later call does nothing
+ * (a reader leaves its targets untouched from then on: the caller discards
+ * what it loaded), and ser_ok() says 0.
+ */
+#ifndef BANDITD_BASE_SER_H
+#define BANDITD_BASE_SER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+
+struct ser {
+    int reading;            /* 1: fill the fields from p; 0: append them to out */
+    struct buf *out;        /* writer: borrowed */
+    const unsigned char *p; /* reader: borrowed */
+    size_t len, pos;        /* reader */
+    int failed;
+};
+
+/* A writer appending to out (borrowed, initialised by the caller). */
+void ser_writer(struct ser *s, struct buf *out);
+/* A reader of p[0..len) (borrowed for s's life). */
+void ser_reader(struct ser *s, const void *p, size_t len);
+/* 1 while nothing failed; a reader must also have consumed every byte
+ * (ser_end) for a load to count. */
+int ser_ok(const struct ser *s);
+/* Reader: fail unless every byte was read. Returns ser_ok(s). */
+int ser_end(struct ser *s);
+/* Mark s failed (a caller's own check). */
+void ser_fail(struct ser *s);
+
+void ser_u64(struct ser *s, uint64_t *v);
+void ser_i64(struct ser *s, int64_t *v);
+void ser_u32(struct ser *s, uint32_t *v);
+void ser_int(struct ser *s, int *v);
+void ser_uint(struct ser *s, unsigned *v);
+void ser_size(struct ser *s, size_t *v);
+void ser_f64(struct ser *s, double *v);
+/* An enum or small code (stored as an int): a reader fails outside [0, max]. */
+void ser_enum(struct ser *s, int *v, int max);
+
+/* A value the reader must find equal to *v (a shape: a count, a version):
+ * written as is; read and compared, failing on a difference. */
+void ser_expect(struct ser *s, uint64_t v);
+
+/* Arrays of n elements (n is written, and checked on read). */
+void ser_bytes(struct ser *s, unsigned char *v, size_t n);
+void ser_u64s(struct ser *s, uint64_t *v, size_t n);
+void ser_u32s(struct ser *s, uint32_t *v, size_t n);
+void ser_sizes(struct ser *s, size_t *v, size_t n);
+void ser_f64s(struct ser *s, double *v, size_t n);
+void ser_uints(struct ser *s, unsigned *v, size_t n);
+
+/* A string: writer from *v (NULL allowed); reader into a new malloc'd
+ * string in *v (NULL when none was written), which the caller owns and
+ * must free, at most max bytes. */
+void ser_str(struct ser *s, char **v, size_t max);
+
+#endif

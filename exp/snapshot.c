@@ -1,0 +1,285 @@
+/*
+ * snapshot.c — checkpoints of an experiment's data (store.h, snapshots),
+ * so that loading an experiment replays only the events after its latest
+ * checkpoint: the cost of a load follows the tail, not the age.
+ *
+ * A snapshot is everything a replay of the log up to event seq rebuilds
+ * (replay.c): the engine (engine_snap: statistics, generator, policy state,
+ * budgets, stop state), the pending assignments in expiry order, the state,
+ * the audit chain, the edits' effects (name, TTL, design log), the history
+ * points and marks, and the time of the last event. It is taken from the
+ * live data when a batch is queued (exp_snapshot_attach: it commits with the
+ * batch, so it never covers an event the disk lost), after a load that
+ * replayed a long tail, and at a clean shutdown.
+ *
+ * A snapshot is only ever a shortcut: the log stays whole, and a load falls
+ * back to the full replay whenever one does not fit — another layout
+ * (EXP_SNAPSHOT_FORMAT with the engine's), another build (a policy may have
+ * changed), another configuration or design, a bad checksum, bytes that do
+ * not parse, or a tail that the policy no longer reproduces or that holds a
+ * correction. Such a state is never used, so never a wrong one.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/digest.h"
+#include "base/log.h"
+#include "base/ser.h"
+#include "base/version.h"
+#include "exp/internal.h"
+
+/* The layout below; the column holds it with the engine's (format()). */
+#define EXP_SNAPSHOT_FORMAT 1
+/* Largest snapshot read back (a million pending assignments are ~40 MB). */
+#define EXP_SNAPSHOT_MAX ((size_t)1 << 30)
+
+struct exp_snapshot {
+    struct store_snapshot row; /* its strings and state point below */
+    struct store_op op;        /* exp_snapshot_submit's: writes row */
+    char design[DIGEST_SHA256_HEX + 1];
+    char checksum[DIGEST_SHA256_HEX + 1];
+    void *bytes; /* owned */
+};
+
+static int format(void)
+{
+    return EXP_SNAPSHOT_FORMAT * 1000 + ENGINE_SNAPSHOT_FORMAT;
+}
+
+/* SHA-256 of n bytes, as hex. 0 or −1. */
+static int checksum(const void *p, size_t n, char out[DIGEST_SHA256_HEX + 1])
+{
+    const void *pieces[1] = {p};
+    size_t lens[1] = {n};
+    return digest_sha256_hex(pieces, lens, 1, out);
+}
+
+/* The configuration as stored: a snapshot of another one is not this
+ * experiment's (its design hash names the design, not every setting). */
+static void snap_config(struct ser *s, const struct exp *x)
+{
+    char h[DIGEST_SHA256_HEX + 1] = "";
+    const char *text = x->config_text != NULL ? x->config_text : "";
+    if (checksum(text, strlen(text), h) != 0)
+        ser_fail(s);
+    char *own = h, *got = NULL;
+    ser_str(s, s->reading ? &got : &own, DIGEST_SHA256_HEX);
+    if (s->reading && ser_ok(s) && (got == NULL || strcmp(got, h) != 0))
+        ser_fail(s);
+    free(got);
+}
+
+/* The pending assignments, in the expiry FIFO's order (a replay pushes every
+ * assignment and skips the answered ones at the head: the same order). */
+static void snap_pending(struct ser *s, struct exp_data *d)
+{
+    size_t n = d->pending;
+    ser_size(s, &n);
+    if (!s->reading) {
+        size_t seen = 0;
+        for (size_t i = 0; i < d->flen && ser_ok(s); i++) {
+            struct exp_assignment *a = exp_tab_find(d, d->fifo[(d->fhead + i) % d->fcap]);
+            if (a == NULL || a->status != EXP_A_PENDING)
+                continue;
+            ser_i64(s, &a->seq);
+            ser_u32(s, (uint32_t *)&a->bandit);
+            ser_u32(s, (uint32_t *)&a->arm);
+            ser_i64(s, &a->created_ms);
+            ser_i64(s, &a->expires_ms);
+            seen++;
+        }
+        if (seen != n)
+            ser_fail(s); /* the FIFO lost one: no snapshot rather than a wrong one */
+        return;
+    }
+    for (size_t i = 0; i < n && ser_ok(s); i++) {
+        struct exp_assignment *a = calloc(1, sizeof *a);
+        if (a == NULL) {
+            ser_fail(s);
+            return;
+        }
+        uint32_t bandit = 0, arm = 0;
+        ser_i64(s, &a->seq);
+        ser_u32(s, &bandit);
+        ser_u32(s, &arm);
+        ser_i64(s, &a->created_ms);
+        ser_i64(s, &a->expires_ms);
+        a->bandit = (int32_t)bandit;
+        a->arm = (int32_t)arm;
+        a->value = NAN;
+        a->late = NAN;
+        a->status = EXP_A_PENDING;
+        a->committed = 1;
+        a->outcome_committed = 1;
+        if (!ser_ok(s) || a->seq < 1 || a->seq > d->seq || exp_tab_find(d, a->seq) != NULL ||
+            exp_tab_insert(d, a) != 0) {
+            free(a);
+            ser_fail(s);
+            return;
+        }
+        if (exp_fifo_push(d, a->seq) != 0) {
+            ser_fail(s);
+            return;
+        }
+        d->pending++;
+        atomic_fetch_add(&exp_rt.pending_total, 1);
+    }
+}
+
+/* The whole of d, both ways (a reader fills a fresh d of x's). */
+static void snap_data(struct ser *s, struct exp *x, struct exp_data *d, int64_t *last_ms)
+{
+    ser_expect(s, EXP_SNAPSHOT_FORMAT);
+    snap_config(s, x);
+    ser_i64(s, &d->seq);
+    int state = (int)d->state;
+    ser_enum(s, &state, EXP_STOPPED);
+    d->state = (enum exp_state)state;
+    ser_i64(s, last_ms);
+    ser_bytes(s, (unsigned char *)d->chain, sizeof d->chain);
+    if (s->reading && ser_ok(s) && d->chain[sizeof d->chain - 1] != '\0')
+        ser_fail(s);
+    engine_snap(d->eng, s);
+    ser_bytes(s, d->concluded, x->cfg.n_bandits);
+    ser_str(s, &d->name, 1u << 16);
+    ser_i64(s, &d->ttl_s);
+    ser_size(s, &d->edits);
+    exp_design_snap(d, s);
+    exp_history_snap(x, d, s);
+    snap_pending(s, d); /* last: it checks seqs against d->seq */
+}
+
+void exp_snapshot_free(struct exp_snapshot *sn)
+{
+    if (sn == NULL)
+        return;
+    free(sn->bytes);
+    free(sn);
+}
+
+struct exp_snapshot *exp_snapshot_make(struct exp *x, struct exp_data *d)
+{
+    struct exp_snapshot *sn = calloc(1, sizeof *sn);
+    struct buf b;
+    buf_init(&b, EXP_SNAPSHOT_MAX);
+    if (sn == NULL)
+        goto fail;
+    struct ser s;
+    ser_writer(&s, &b);
+    int64_t last_ms = atomic_load(&x->last_event_ms);
+    snap_data(&s, x, d, &last_ms);
+    if (!ser_ok(&s))
+        goto fail;
+    size_t len = 0;
+    sn->bytes = buf_detach(&b, &len);
+    if (sn->bytes == NULL || checksum(sn->bytes, len, sn->checksum) != 0)
+        goto fail;
+    snprintf(sn->design, sizeof sn->design, "%s", exp_design_hash_in(x, d));
+    sn->row = (struct store_snapshot){.exp = x->rowid,
+                                      .seq = d->seq,
+                                      .format = format(),
+                                      .software = BANDITD_VERSION,
+                                      .design = sn->design,
+                                      .checksum = sn->checksum,
+                                      .created_ms = clock_wall_ms(),
+                                      .state = sn->bytes,
+                                      .len = len};
+    return sn;
+fail:
+    buf_free(&b);
+    exp_snapshot_free(sn);
+    return NULL;
+}
+
+int exp_snapshot_submit(struct exp_snapshot *sn, store_done_fn done)
+{
+    sn->op = (struct store_op){.kind = STORE_OP_SNAPSHOT, .snap = &sn->row};
+    return store_submit_keyed(exp_rt.store, sn->row.exp, 0, &sn->op, 1, done, sn);
+}
+
+const struct store_snapshot *exp_snapshot_row(const struct exp_snapshot *sn)
+{
+    return &sn->row;
+}
+
+int exp_snapshot_due(const struct exp *x, const struct exp_data *d)
+{
+    size_t every = exp_rt.lim.snapshot_every;
+    return every > 0 && !exp_rt.lim.no_snapshots && d->seq > d->snap_seq &&
+           (uint64_t)(d->seq - d->snap_seq) >= every && x->corrupt[0] == '\0';
+}
+
+void exp_snapshot_attach(struct exp *x, struct exp_batch *b, int force)
+{
+    struct exp_data *d = x->d;
+    if (b->snap != NULL || exp_rt.lim.no_snapshots || x->corrupt[0] != '\0' ||
+        !(force ? d->seq > d->snap_seq : exp_snapshot_due(x, d)))
+        return;
+    struct exp_snapshot *sn = exp_snapshot_make(x, d);
+    if (sn == NULL) {
+        /* a shortcut only: the log has everything; try again later */
+        d->snap_seq = d->seq;
+        log_warn("experiment %s: no snapshot at seq %" PRId64 " (out of memory, or a state that "
+                 "does not serialize); the next in --snapshot-every events",
+                 x->id, d->seq);
+        return;
+    }
+    struct store_op *op = exp_batch_op(b);
+    if (op == NULL) {
+        exp_snapshot_free(sn);
+        return;
+    }
+    op->kind = STORE_OP_SNAPSHOT;
+    op->snap = &sn->row;
+    b->snap = sn;
+    d->snap_seq = d->seq;
+}
+
+/* Load a fresh data of x's from sn: the data, or NULL with why. */
+struct exp_data *exp_snapshot_load(struct exp *x, const struct store_snapshot *sn, char *why,
+                                   size_t len)
+{
+    char sum[DIGEST_SHA256_HEX + 1];
+    if (sn->format != format()) {
+        snprintf(why, len, "format %d, this build reads %d", sn->format, format());
+        return NULL;
+    }
+    if (sn->software == NULL || strcmp(sn->software, BANDITD_VERSION) != 0) {
+        snprintf(why, len, "written by banditd %s, this is %s",
+                 sn->software != NULL ? sn->software : "?", BANDITD_VERSION);
+        return NULL;
+    }
+    if (sn->checksum == NULL || checksum(sn->state, sn->len, sum) != 0 ||
+        strcmp(sum, sn->checksum) != 0) {
+        snprintf(why, len, "checksum mismatch");
+        return NULL;
+    }
+    struct exp_data *d = exp_data_new(&x->cfg, why, len);
+    if (d == NULL)
+        return NULL;
+    struct ser s;
+    ser_reader(&s, sn->state, sn->len);
+    int64_t last_ms = 0;
+    snap_data(&s, x, d, &last_ms);
+    if (!ser_end(&s) || d->seq != sn->seq) {
+        snprintf(why, len,
+                 "state does not parse as this experiment's (another configuration, policy "
+                 "layout or --history-points)");
+        exp_data_free(d); /* its pending count goes with it */
+        return NULL;
+    }
+    /* The design in force then, by the log's edits (their hashes were checked
+     * when they were applied): what the row says it is. */
+    if (sn->design == NULL || strcmp(exp_design_hash_in(x, d), sn->design) != 0) {
+        snprintf(why, len, "another design");
+        exp_data_free(d);
+        return NULL;
+    }
+    exp_touch(x, last_ms);
+    d->snap_seq = d->seq;
+    return d;
+}

@@ -1,0 +1,263 @@
+/*
+ * test_snapshots.c — a restart from a snapshot continues exactly as a full
+ * replay of the log does (issue 14 item 4). Two daemons get the same
+ * requests in the same order: one writes a snapshot every 25 events, the
+ * witness runs with --no-snapshots and rebuilds from its whole log at every
+ * start. Both are killed with SIGKILL mid-run (rewards outstanding, units
+ * bound) and restarted: the first from its latest snapshot and the tail of
+ * its log (its load line says so), then, killed again, from a snapshot made
+ * unreadable on disk (a bad checksum: it falls back to the full log, and
+ * says why). Every answer — each assignment's seq, bandit, arm and exploit
+ * flag, each reward's outcome — and every status document must be the same
+ * on both, before and after each restart and at the end; a clean stop
+ * leaves a snapshot of the last event, so the next start replays nothing.
+ * On PostgreSQL (a server the test starts, tests/support/tpg.h): the owner
+ * is killed and another daemon takes the experiment over from the latest
+ * snapshot (its log line says so), answering as the witness on SQLite does.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "tests/support/harness.h"
+#include "tests/support/tpg.h"
+
+#define STEPS 360
+#define DELAY 6
+#define CREATE                                                                                     \
+    "{\"id\":\"x\",\"arms\":[\"a\",\"b\",\"c\",\"d\"],\"policy\":{\"name\":\"ttts\"},\"seed\":7}"
+
+struct side {
+    struct tdaemon *d;
+    char ids[STEPS][64]; /* assignment ids waiting for their reward, oldest at head */
+    int reward[STEPS];
+    size_t head, tail;
+};
+
+static void describe(json_t *one, char *buf, size_t len)
+{
+    long long seq = (long long)tassignment_seq(tjson_str(one, "id"), NULL, 0);
+    assert_true(seq > 0);
+    snprintf(buf, len, "%lld %s %s %d", seq, tjson_str(one, "bandit"), tjson_str(one, "arm"),
+             json_is_true(json_object_get(one, "exploit")));
+}
+
+static void same_status(struct side *s, const char *when)
+{
+    json_t *a = texp_status(s[0].d, "x"), *b = texp_status(s[1].d, "x");
+    if (!json_equal(a, b)) {
+        char *ta = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS);
+        char *tb = json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
+        fail_msg("status differs %s:\nsnapshots %s\nwitness   %s", when, ta, tb);
+    }
+    json_decref(a);
+    json_decref(b);
+}
+
+/* The last load line of d's log says `want` ("(1 from a snapshot)"). */
+static void last_load_says(struct tdaemon *d, const char *want)
+{
+    char *log = tdaemon_stderr(d);
+    assert_non_null(log);
+    const char *last = NULL;
+    for (const char *p = strstr(log, "info: loaded "); p != NULL;
+         p = strstr(p + 1, "info: loaded "))
+        last = p;
+    assert_non_null(last);
+    const char *eol = strchr(last, '\n');
+    if (strstr(last, want) == NULL || (eol != NULL && strstr(last, want) > eol))
+        fail_msg("want \"%s\" in the load line: %.*s", want,
+                 eol != NULL ? (int)(eol - last) : (int)strlen(last), last);
+    free(log);
+}
+
+static void sql(struct tdaemon *d, const char *stmt)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(tdaemon_db_path(d), &db), SQLITE_OK);
+    char *err = NULL;
+    if (sqlite3_exec(db, stmt, NULL, NULL, &err) != SQLITE_OK)
+        fail_msg("%s: %s", stmt, err);
+    sqlite3_close(db);
+}
+
+static void kill_both(struct side *s)
+{
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(tdaemon_kill(s[k].d), 0);
+}
+
+static void restart(struct side *s)
+{
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(tdaemon_restart(s[k].d), 0);
+}
+
+/* Step t on both sides: the same request, the same answer; the rewards
+ * come back DELAY assignments late, each accepted (or a duplicate) on both. */
+static void step(struct side *s, int t, struct trng *g)
+{
+    static const double mu[4] = {0.3, 0.45, 0.5, 0.7};
+    char body[64] = "{}", what[2][128];
+    if (t % 5 == 0) /* a sticky unit, some of them returning */
+        snprintf(body, sizeof body, "{\"unit\":\"u%d\"}", t % 35);
+    json_t *ans[2];
+    for (int k = 0; k < 2; k++) {
+        ans[k] = texp_assign(s[k].d, "x", body);
+        describe(json_array_get(ans[k], 0), what[k], sizeof what[k]);
+    }
+    if (strcmp(what[0], what[1]) != 0)
+        fail_msg("step %d: the daemon with snapshots answered %s, the witness %s", t, what[0],
+                 what[1]);
+    json_t *one = json_array_get(ans[0], 0);
+    if (!json_is_true(json_object_get(one, "exploit"))) {
+        int r = trng_bernoulli(g, mu[tjson_int(one, "arm_index")]);
+        for (int k = 0; k < 2; k++) {
+            snprintf(s[k].ids[s[k].tail], 64, "%s", tjson_str(json_array_get(ans[k], 0), "id"));
+            s[k].reward[s[k].tail++] = r;
+        }
+    }
+    json_decref(ans[0]);
+    json_decref(ans[1]);
+    if (s[0].tail - s[0].head > DELAY) {
+        /* a unit's second visit got its first assignment back: its reward
+         * is then a duplicate, on both */
+        char first[32];
+        snprintf(first, sizeof first, "%s",
+                 texp_reward(s[0].d, "x", s[0].ids[s[0].head], s[0].reward[s[0].head]));
+        assert_string_equal(first,
+                            texp_reward(s[1].d, "x", s[1].ids[s[1].head], s[1].reward[s[1].head]));
+        s[0].head++;
+        s[1].head++;
+    }
+}
+
+static void test_restart_from_snapshot(void **state)
+{
+    (void)state;
+    static const char *const snap_flags[] = {"--snapshot-every", "25", NULL};
+    static const char *const witness_flags[] = {"--no-snapshots", NULL};
+    struct side *s = calloc(2, sizeof *s);
+    assert_non_null(s);
+    s[0].d = tdaemon_start(snap_flags);
+    s[1].d = tdaemon_start(witness_flags);
+    assert_non_null(s[0].d);
+    assert_non_null(s[1].d);
+    for (int k = 0; k < 2; k++)
+        json_decref(texp_create(s[k].d, CREATE));
+    struct trng g;
+    trng_seed(&g, 14);
+    for (int t = 0; t < STEPS; t++) {
+        step(s, t, &g);
+        if (t == 150 || t == 280) {
+            json_t *before = texp_status(s[0].d, "x");
+            assert_true(tjson_int(before, "pending") > 0);
+            kill_both(s);
+            if (t == 280) /* the snapshots unreadable: the full log is replayed */
+                sql(s[0].d, "UPDATE snapshots SET state = zeroblob(length(state))");
+            restart(s);
+            last_load_says(s[0].d, t == 150 ? "(1 from a snapshot)" : "(0 from a snapshot)");
+            last_load_says(s[1].d, "(0 from a snapshot)");
+            json_t *after = texp_status(s[0].d, "x");
+            assert_true(json_equal(before, after));
+            json_decref(before);
+            json_decref(after);
+            same_status(s, t == 150 ? "after a restart from a snapshot"
+                                    : "after a restart past a bad snapshot");
+        }
+    }
+    char *log = tdaemon_stderr(s[0].d);
+    assert_non_null(strstr(log, "not used (checksum mismatch)"));
+    free(log);
+    same_status(s, "at the end");
+    /* A clean stop snapshots the last event: the next start replays none. */
+    assert_int_equal(tdaemon_stop(s[0].d), 0);
+    assert_int_equal(tdaemon_restart(s[0].d), 0);
+    last_load_says(s[0].d, "(1 from a snapshot), 0 events replayed");
+    same_status(s, "after a clean restart");
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(tdaemon_stop(s[k].d), 0);
+        tdaemon_free(s[k].d);
+    }
+    free(s);
+}
+
+/* On PostgreSQL: the owner writes snapshots; killed with SIGKILL, its
+ * experiment is taken over by another daemon, which loads it from the
+ * latest snapshot and the tail, and answers as a witness on SQLite that
+ * replays its whole log at every start. */
+static void test_takeover_from_snapshot(void **state)
+{
+    (void)state;
+    char uri[256];
+    tpg_new_db(uri, sizeof uri);
+    const char *const pg_flags[] = {"--db", uri, "--snapshot-every", "25", NULL};
+    static const char *const witness_flags[] = {"--no-snapshots", NULL};
+    struct side *s = calloc(2, sizeof *s);
+    assert_non_null(s);
+    struct tdaemon *owner = tdaemon_start(pg_flags), *other = tdaemon_start(pg_flags);
+    s[0].d = owner;
+    s[1].d = tdaemon_start(witness_flags);
+    assert_non_null(owner);
+    assert_non_null(other);
+    assert_non_null(s[1].d);
+    for (int k = 0; k < 2; k++)
+        json_decref(texp_create(s[k].d, CREATE));
+    struct trng g;
+    trng_seed(&g, 15);
+    int t = 0;
+    for (; t < 140; t++)
+        step(s, t, &g);
+    assert_true(tpg_count(uri, "SELECT count(*) FROM snapshots") >= 1);
+    json_t *before = texp_status(owner, "x");
+    assert_int_equal(tdaemon_kill(owner), 0);
+    /* the other daemon takes it over at its first request */
+    struct tresp *r = NULL;
+    for (int i = 0; i < 500; i++) {
+        r = treq(other, "GET", "/v1/experiments/x/status", NULL, NULL);
+        if (r->status == 200)
+            break;
+        assert_int_equal(r->status, 503);
+        tresp_free(r);
+        r = NULL;
+        tsleep_ms(20);
+    }
+    assert_non_null(r);
+    tresp_free(r);
+    json_t *after = texp_status(other, "x");
+    assert_true(json_equal(before, after));
+    json_decref(before);
+    json_decref(after);
+    char *log = tdaemon_stderr(other);
+    if (strstr(log, "experiment x reloaded from disk after a failed write or a takeover") == NULL ||
+        strstr(log, "from the snapshot at seq") == NULL)
+        fail_msg("the takeover did not start from a snapshot:\n%s", log);
+    free(log);
+    s[0].d = other;
+    for (; t < 220; t++)
+        step(s, t, &g);
+    same_status(s, "after the takeover");
+    assert_int_equal(tdaemon_stop(other), 0);
+    assert_int_equal(tdaemon_stop(s[1].d), 0);
+    tdaemon_free(owner);
+    tdaemon_free(other);
+    tdaemon_free(s[1].d);
+    free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_restart_from_snapshot),
+        cmocka_unit_test(test_takeover_from_snapshot),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,312 @@
+/*
+ * test_engine_snapshot.c — engine_snap (policies/engine.h): for every
+ * policy of the registry, an engine saved at a random point of a run and
+ * loaded into a fresh engine continues exactly as the engine that ran the
+ * whole sequence (the daemon's full replay): the same next assignments,
+ * the same statistics and status, and the same serialized state at the end,
+ * bit for bit. A state of another shape, policy or a truncated one is
+ * refused. Every seed is fixed.
+ *
+ * The run mixes what the daemon feeds an engine: assignments (bandit
+ * chosen by the engine or named), rewards returned out of order and late,
+ * releases (expiries), observations, pauses and a budget edit.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "base/buf.h"
+#include "base/ser.h"
+#include "policies/engine.h"
+#include "policies/rng.h"
+
+#define MAX_PENDING 4096
+
+/* What the run's driver keeps besides the engine: its own generator and the
+ * pulls waiting for a reward. Copied at the snapshot so that both engines
+ * see the same tail. */
+struct driver {
+    gsl_rng *rng;
+    struct engine_pull pend[MAX_PENDING];
+    size_t npend;
+    int paused;
+};
+
+static void driver_copy(struct driver *dst, const struct driver *src)
+{
+    *dst = *src;
+    dst->rng = gsl_rng_clone(src->rng);
+    assert_non_null(dst->rng);
+}
+
+/* One step of the run on e. Returns the pull when it assigned one. */
+static void step(struct engine *e, struct driver *d, size_t nb, const size_t *k, uint64_t budget)
+{
+    double u = gsl_rng_uniform(d->rng);
+    if (u < 0.55 || d->npend == 0) {
+        int bandit = gsl_rng_uniform(d->rng) < 0.3 ? (int)rng_index(d->rng, nb) : -1;
+        struct engine_pull p;
+        assert_int_equal(engine_assign(e, bandit, &p), 0);
+        if (!p.exploit && d->npend < MAX_PENDING)
+            d->pend[d->npend++] = p;
+        return;
+    }
+    if (u < 0.90) {
+        /* A reward, mostly of an old pull: out of order. */
+        size_t i = rng_index(d->rng, d->npend < 4 ? d->npend : 4);
+        struct engine_pull p = d->pend[i];
+        d->pend[i] = d->pend[--d->npend];
+        double mu = (double)(p.arm + 1) / (double)(k[p.bandit] + 1);
+        engine_reward(e, p.bandit, p.arm, gsl_rng_uniform(d->rng) < mu ? 1.0 : 0.0);
+        return;
+    }
+    if (u < 0.94) {
+        struct engine_pull p = d->pend[0];
+        d->pend[0] = d->pend[--d->npend];
+        engine_release(e, p.bandit, p.arm);
+        return;
+    }
+    if (u < 0.98) {
+        size_t b = rng_index(d->rng, nb);
+        engine_observe(e, b, rng_index(d->rng, k[b]), gsl_rng_uniform(d->rng));
+        return;
+    }
+    if (u < 0.99) {
+        d->paused = !d->paused;
+        engine_set_paused(e, d->paused);
+        return;
+    }
+    if (budget > 0) {
+        struct policy_error err;
+        (void)engine_set_budget(e, engine_budget(e) + 50, &err); /* refused by some: fine */
+    }
+}
+
+/* e's serialized state (new, in *out). */
+static void save(struct engine *e, struct buf *out)
+{
+    buf_init(out, 0);
+    struct ser s;
+    ser_writer(&s, out);
+    engine_snap(e, &s);
+    assert_true(ser_ok(&s));
+    assert_true(out->len > 0);
+}
+
+static struct engine *make(const struct engine_config *c)
+{
+    struct policy_error err;
+    struct engine *e = engine_create(c, &err);
+    if (e == NULL)
+        fail_msg("%s: %s: %s", c->policy->name, err.field, err.message);
+    return e;
+}
+
+/* Load p[0..len) into a fresh engine of c: the engine, or NULL when refused. */
+static struct engine *load(const struct engine_config *c, const void *p, size_t len)
+{
+    struct engine *e = make(c);
+    struct ser s;
+    ser_reader(&s, p, len);
+    engine_snap(e, &s);
+    if (!ser_end(&s)) {
+        engine_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+static void same_status(struct engine *a, struct engine *b)
+{
+    assert_int_equal(engine_stop_reason(a), engine_stop_reason(b));
+    assert_true(engine_pulls(a) == engine_pulls(b));
+    assert_true(engine_pending(a) == engine_pending(b));
+    assert_true(engine_handed_out(a) == engine_handed_out(b));
+    for (size_t bd = 0; bd < engine_n_bandits(a); bd++) {
+        size_t k = engine_n_arms(a, bd);
+        assert_memory_equal(engine_arms(a, bd), engine_arms(b, bd), k * sizeof(struct stats_arm));
+        unsigned char ha[64], hb[64];
+        struct engine_bandit_status sa, sb;
+        /* compared as bytes: the padding after `done` must match too */
+        memset(&sa, 0, sizeof sa);
+        memset(&sb, 0, sizeof sb);
+        engine_bandit_status(a, bd, ha, &sa);
+        engine_bandit_status(b, bd, hb, &sb);
+        assert_memory_equal(ha, hb, k);
+        assert_memory_equal(&sa, &sb, sizeof sa);
+    }
+}
+
+/* Run `total` steps; save at step `at`, load into a fresh engine, run the
+ * tail on both; compare. */
+static void snapshot_case(const struct engine_config *c, uint64_t seed, size_t at, size_t total)
+{
+    struct engine *full = make(c);
+    struct driver d = {.rng = gsl_rng_alloc(rng_xoshiro256ss)};
+    assert_non_null(d.rng);
+    rng_seed64(d.rng, seed);
+    for (size_t i = 0; i < at; i++)
+        step(full, &d, c->n_bandits, c->n_arms, c->budget);
+    struct buf snap;
+    save(full, &snap);
+    struct engine *part = load(c, snap.p, snap.len);
+    if (part == NULL)
+        fail_msg("%s: its own snapshot refused", c->policy->name);
+    /* Loaded, it saves the very same bytes. */
+    struct buf again;
+    save(part, &again);
+    assert_int_equal(snap.len, again.len);
+    assert_memory_equal(snap.p, again.p, snap.len);
+    buf_free(&again);
+    /* A truncated state, or one of another policy, is refused. */
+    assert_null(load(c, snap.p, snap.len - 1));
+    struct engine_config other = *c;
+    other.policy = policy_find(strcmp(c->policy->name, "uniform") == 0 ? "thompson" : "uniform");
+    other.budget = 0;
+    other.epsilon = 0;
+    other.target_arm = -1;
+    other.goal = ENGINE_GOAL_TOP;
+    other.control_arm = NULL;
+    other.control_share = 0;
+    other.margin = 0;
+    policy_params_defaults(other.policy, &other.params);
+    assert_null(load(&other, snap.p, snap.len));
+    buf_free(&snap);
+
+    struct driver d2;
+    driver_copy(&d2, &d);
+    for (size_t i = at; i < total; i++) {
+        step(full, &d, c->n_bandits, c->n_arms, c->budget);
+        step(part, &d2, c->n_bandits, c->n_arms, c->budget);
+    }
+    same_status(full, part);
+    /* The next assignments, the bandit chosen by the engine and named. */
+    for (int i = 0; i < 40; i++) {
+        struct engine_pull pa, pb;
+        int bandit = i % 3 == 0 ? (int)((size_t)i % c->n_bandits) : -1;
+        assert_int_equal(engine_assign(full, bandit, &pa), 0);
+        assert_int_equal(engine_assign(part, bandit, &pb), 0);
+        if (pa.bandit != pb.bandit || pa.arm != pb.arm || pa.exploit != pb.exploit)
+            fail_msg("%s (seed %llu, at %zu): assignment %d differs: %zu/%zu vs %zu/%zu",
+                     c->policy->name, (unsigned long long)seed, at, i, pa.bandit, pa.arm, pb.bandit,
+                     pb.arm);
+    }
+    struct buf fa, fb;
+    save(full, &fa);
+    save(part, &fb);
+    assert_int_equal(fa.len, fb.len);
+    assert_memory_equal(fa.p, fb.p, fa.len);
+    buf_free(&fa);
+    buf_free(&fb);
+    engine_free(full);
+    engine_free(part);
+    gsl_rng_free(d.rng);
+    gsl_rng_free(d2.rng);
+}
+
+static struct engine_config config_for(const struct policy_ops *p, size_t nb, const size_t *k,
+                                       unsigned m)
+{
+    struct engine_config c;
+    memset(&c, 0, sizeof c);
+    c.n_bandits = nb;
+    c.n_arms = k;
+    c.m = m;
+    c.delta = 0.1;
+    c.tau = NAN;
+    c.target_arm = (p->flags & POLICY_F_NEEDS_TARGET) ? 1 : -1;
+    c.seed = 2026 + nb + m;
+    c.policy = p;
+    if (p->flags & POLICY_F_NEEDS_EPSILON)
+        c.epsilon = 0.2;
+    if ((p->flags & POLICY_F_FIXED_BUDGET) && !(p->flags & POLICY_F_FIXED_CONFIDENCE))
+        c.budget = 600;
+    if (p->flags & POLICY_F_CONTROL) { /* arm 0 the control of every bandit */
+        static const int control[3] = {0, 0, 0};
+        c.goal = ENGINE_GOAL_CONTROL;
+        c.control_arm = control;
+        c.margin = 0.05;
+    }
+    policy_params_defaults(p, &c.params);
+    return c;
+}
+
+/* Every policy of the registry: one bandit (m = 1, and m = 2 where
+ * supported) and three bandits, each at a few split points. */
+static void test_every_policy(void **state)
+{
+    (void)state;
+    size_t k1[] = {5}, k3[] = {3, 4, 5};
+    size_t n = 0;
+    gsl_rng *pick = gsl_rng_alloc(rng_xoshiro256ss);
+    assert_non_null(pick);
+    rng_seed64(pick, 7);
+    for (const struct policy_ops *const *pp = policy_all(); *pp != NULL; pp++, n++) {
+        const struct policy_ops *p = *pp;
+        assert_non_null(p->snap);
+        struct engine_config cs[3];
+        size_t nc = 0;
+        cs[nc++] = config_for(p, 1, k1, 1);
+        if ((p->flags & POLICY_F_TOPM) && !(p->flags & POLICY_F_CONTROL))
+            cs[nc++] = config_for(p, 1, k1, 2);
+        cs[nc++] = config_for(p, 3, k3, 1);
+        for (size_t i = 0; i < nc; i++) {
+            struct policy_error err;
+            if (engine_validate(&cs[i], &err) != 0)
+                fail_msg("%s: %s: %s", p->name, err.field, err.message);
+            snapshot_case(&cs[i], 11 + i, 0, 150);
+            for (int j = 0; j < 3; j++)
+                snapshot_case(&cs[i], 100 * n + (uint64_t)j, 1 + rng_index(pick, 500), 600);
+        }
+    }
+    gsl_rng_free(pick);
+    assert_true(n >= 20);
+}
+
+/* The constraints' state (burn-in blocks, a control share, a floor) and a
+ * retired arm ride the snapshot too. */
+static void test_constraints(void **state)
+{
+    (void)state;
+    size_t k[] = {4, 4};
+    int control[] = {0, 0};
+    struct engine_config c = config_for(policy_find("adapt"), 2, k, 1);
+    c.burn_in = 6;
+    c.burn_in_blocks[0] = 1;
+    c.burn_in_blocks[1] = 2;
+    c.n_burn_in_blocks = 2;
+    c.control_arm = control;
+    c.control_share = 0.2;
+    c.min_prob = 0.05;
+    for (uint64_t seed = 1; seed <= 4; seed++)
+        snapshot_case(&c, seed, 20 * seed, 400);
+    struct engine *e = make(&c);
+    struct policy_error err;
+    assert_int_equal(engine_retire_arm(e, 1, 3, &err), 0);
+    struct buf b;
+    save(e, &b);
+    struct engine *l = load(&c, b.p, b.len);
+    assert_non_null(l);
+    assert_true(engine_arm_retired(l, 1, 3));
+    buf_free(&b);
+    engine_free(e);
+    engine_free(l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_policy),
+        cmocka_unit_test(test_constraints),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
