@@ -574,12 +574,19 @@ docs-defaults: $(BUILD)/bandit-sim $(BUILD)/scripts/tstar $(DOCS_TOOL)
 docs-thresholds: $(BUILD)/scripts/thresholds $(DOCS_TOOL)
 	$(BUILD)/scripts/thresholds | $(DOCS_TOOL) splice docs/stop-rules.md thresholds
 
-# An operating-characteristics report of a three-arm trial with a control
-# (docs/oc-example.md and its JSON; bandit-sim oc, about 15 s).
+# Operating-characteristics reports (bandit-sim oc; about a minute): a
+# three-arm trial with a control (goal control, docs/oc-example.md), and a
+# calibration of δ (a best-arm design with the heuristic GLR stop,
+# docs/oc-calibration-example.md); each with its JSON under docs/oc/.
 docs-oc: $(BUILD)/bandit-sim
 	$(BUILD)/bandit-sim oc --design docs/oc/trial3-design.json \
-		--scenarios docs/oc/trial3-scenarios.json --runs 2000 --seed 1 --calibrate 0.05 \
-		--no-progress --pretty --markdown docs/oc-example.md > docs/oc/trial3-report.json
+		--scenarios docs/oc/trial3-scenarios.json --runs 2000 --seed 1 \
+		--no-progress --pretty --markdown docs/oc-example.md \
+		--svg docs/img/oc-example-sample-size.svg > docs/oc/trial3-report.json
+	$(BUILD)/bandit-sim oc --design docs/oc/calibration-design.json \
+		--scenarios docs/oc/calibration-scenarios.json --runs 2000 --seed 1 --calibrate 0.05 \
+		--no-progress --pretty --markdown docs/oc-calibration-example.md \
+		> docs/oc/calibration-report.json
 
 docs-constraints: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_constraints.sh \
