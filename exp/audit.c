@@ -335,19 +335,32 @@ static struct key_record *key_record(struct verify_log *v, int64_t id, int add)
     return &v->keys[v->n++];
 }
 
+/* Whether the n bytes at p are a SHA-256 in hex or "none". */
+static int hash_or_none(const char *p, size_t n)
+{
+    return (n == 4 && strncmp(p, "none", 4) == 0) ||
+           (n == DIGEST_SHA256_HEX && strspn(p, "0123456789abcdef") >= n);
+}
+
 /* A deletion record's detail (store.h, STORE_AUDIT_EXP_DELETE): "design
  * <hex|none> last <seq> chain <hex|none>". 1 when well formed. */
 static int delete_detail_ok(const char *d)
 {
-    char design[80], chain[80], end;
-    long long last;
-    if (d == NULL ||
-        sscanf(d, "design %79s last %lld chain %79s%c", design, &last, chain, &end) != 3)
+    if (d == NULL || strncmp(d, "design ", 7) != 0)
         return 0;
-    int h1 = strcmp(design, "none") == 0 || strlen(design) == DIGEST_SHA256_HEX;
-    int h2 = strcmp(chain, "none") == 0 || strlen(chain) == DIGEST_SHA256_HEX;
+    const char *h = d + 7;
+    size_t hn = strcspn(h, " ");
+    if (!hash_or_none(h, hn) || strncmp(h + hn, " last ", 6) != 0)
+        return 0;
+    const char *n = h + hn + 6;
+    char *end = NULL;
+    long long last = strtoll(n, &end, 10);
+    if (end == n || *n == '-' || *n == '+' || last < 0 || strncmp(end, " chain ", 7) != 0)
+        return 0;
+    const char *c = end + 7;
+    size_t cn = strlen(c);
     /* no event, no chain; rows older than the chain have none either */
-    return h1 && h2 && last >= 0 && (last != 0 || strcmp(chain, "none") == 0);
+    return hash_or_none(c, cn) && (last != 0 || cn == 4);
 }
 
 static int verify_record(void *arg, const struct store_audit_row *row)
