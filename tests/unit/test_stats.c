@@ -525,7 +525,7 @@ static void test_delta_c_track(void **state)
     for (int trial = 0; trial < 60; trial++) {
         struct stats_arm arms[KMAX];
         unsigned char high[KMAX];
-        double p[KMAX], per[KMAX], per_ref[KMAX];
+        double p[KMAX] = {0}, per[KMAX], per_ref[KMAX];
         size_t k = 2 + gsl_rng_uniform_int(r, KMAX - 1);
         unsigned m = 1 + (unsigned)gsl_rng_uniform_int(r, k - 1);
         for (size_t i = 0; i < k; i++) {
