@@ -22,7 +22,10 @@
  * check runs its table scan once per commit per thread: GETs −12%. The daemon also re-reads
  * the table on SIGHUP and every --key-refresh seconds (default 2; main.c
  * drives both through auth_reload): that catches edits the watch does not
- * compare (a scope changed in place by hand).
+ * compare (a scope changed in place by hand). On PostgreSQL, where there is
+ * no file to watch, the same check before each keyed request compares
+ * store_keys_epoch (a count of the notifications every key write sends)
+ * with the one the table was loaded at.
  *
  * Threads: auth_scopes, auth_enabled, auth_admit and auth_reload may be
  * called from any thread at any time (reloads are serialised); auth_init,

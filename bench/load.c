@@ -477,6 +477,15 @@ static struct row summarise(const char *what, unsigned conns, const struct resul
     return w;
 }
 
+/* The time now, as the results say it ("2026-11-27 05:16 UTC"). */
+static void utc_now(char *date, size_t len)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm) == NULL || strftime(date, len, "%Y-%m-%d %H:%M UTC", &tm) == 0)
+        snprintf(date, len, "(date unknown)");
+}
+
 static void emit(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void emit(FILE *f, const char *fmt, ...)
 {
@@ -698,10 +707,7 @@ static int throughput(const struct opts *o)
         goto out;
     }
     char date[64];
-    time_t now = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&now, &tm) == NULL || strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm) == 0)
-        snprintf(date, sizeof date, "(date unknown)");
+    utc_now(date, sizeof date);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     emit(f, "## Throughput and latency (bench/load)\n\n");
     emit(f,
@@ -1077,10 +1083,7 @@ static void log_report(FILE *f, const struct opts *o, const struct logrun *r, co
                        const char *load1)
 {
     char date[64];
-    time_t now = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&now, &tm) == NULL || strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm) == 0)
-        snprintf(date, sizeof date, "(date unknown)");
+    utc_now(date, sizeof date);
     emit(f, "## Work that grows with the log (bench/load log)\n\n");
     emit(f,
          "%s; load average before %s, after %s. Experiment `big`: %zu events (assignments "
@@ -1784,9 +1787,11 @@ static int pg_mode(const struct opts *o)
         perror(o->out);
         goto out;
     }
+    char date[64];
+    utc_now(date, sizeof date);
     emit(f, "## PostgreSQL against SQLite (bench/load pg)\n\n");
     emit(f,
-         "Two daemons at once, each with %u HTTP threads: one on a fresh SQLite file (--sync "
+         "%s. Two daemons at once, each with %u HTTP threads: one on a fresh SQLite file (--sync "
          "full: fsync at every commit), one on a fresh database of a PostgreSQL server the "
          "benchmark starts on this machine (initdb defaults, fsync on, synchronous_commit on, "
          "a Unix socket). wrk -t%d, %u pairs of %u s runs per row, SQLite first in even pairs "
@@ -1794,7 +1799,7 @@ static int pg_mode(const struct opts *o)
          "medians of the per-pair ratios PostgreSQL ÷ SQLite. Writes per commit and ms per "
          "commit come from each daemon's /metrics over the run (banditd_store_*). Rewards: "
          "each for a fresh assignment created beforehand. Load average before %s.\n\n",
-         o->threads, WRK_THREADS, o->pairs, o->duration, load0);
+         date, o->threads, WRK_THREADS, o->pairs, o->duration, load0);
     emit(f, "| endpoint | conns | SQLite req/s | p99 ms | writes/commit | ms/commit | "
             "PostgreSQL req/s | p99 ms | writes/commit | ms/commit | req/s ratio | p99 ratio |\n");
     emit(f, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
@@ -1830,7 +1835,7 @@ static int pg_mode(const struct opts *o)
                         goto out;
             double v[10][MAX_PAIRS];
             for (unsigned i = 0; i < o->pairs; i++) {
-                for (int j = 0; j < 2; j++) {
+                for (size_t j = 0; j < 2; j++) {
                     v[4 * j][i] = e[j].r[i].rps;
                     v[4 * j + 1][i] = e[j].r[i].p99_ms;
                     v[4 * j + 2][i] = e[j].per_commit[i];
@@ -1930,15 +1935,17 @@ static int cluster_mode(const struct opts *o)
         goto out;
     }
     loadavg(load0, sizeof load0);
+    char date[64];
+    utc_now(date, sizeof date);
     emit(f, "## Daemons sharing one PostgreSQL (bench/load cluster)\n\n");
     emit(f,
-         "1, 2 and 3 daemons (%u HTTP threads each) on one fresh database of a PostgreSQL "
+         "%s. 1, 2 and 3 daemons (%u HTTP threads each) on one fresh database of a PostgreSQL "
          "server the benchmark starts on this machine (as in the table above), each owning "
          "the experiments it created; %u connections in all, split evenly over the daemons "
          "(one wrk -t%d per daemon, all at once, on that daemon's own experiment). Figures: "
          "the sum of the daemons' req/s and the largest p99, medians over %u runs of %u s. "
          "Load average before %s.\n\n",
-         o->threads, total, WRK_THREADS, o->pairs, o->duration, load0);
+         date, o->threads, total, WRK_THREADS, o->pairs, o->duration, load0);
     emit(f, "| daemons | assignments/s | p99 ms | rewards/s | p99 ms |\n");
     emit(f, "| ---: | ---: | ---: | ---: | ---: |\n");
     for (int nd = 1; nd <= CLUSTER_MAX; nd++) {
@@ -1968,7 +1975,7 @@ static int cluster_mode(const struct opts *o)
             if (prepare_rewards(c, d[i].port, id, per_run, o->pairs, &sc[i][1]) != 0)
                 goto out;
         }
-        for (int k = 0; k < 2; k++) {
+        for (size_t k = 0; k < 2; k++) {
             for (unsigned p = 0; p < o->pairs; p++) {
                 struct wrk_job w[CLUSTER_MAX];
                 pthread_t t[CLUSTER_MAX];

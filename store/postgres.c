@@ -693,17 +693,11 @@ static int w_ready(struct store_backend *b)
     return STORE_OK;
 }
 
-/* Run a writer statement; *res (when not NULL) receives the result (new:
- * PQclear it) on success. */
-static int w_exec(struct store_backend *b, enum pq q, const struct params *p, PGresult **res,
-                  int *own)
+/* Run a writer statement as it is; *res (when not NULL) receives the
+ * result (new: PQclear it) on success. */
+static int w_run(struct store_backend *b, enum pq q, const struct params *p, PGresult **res,
+                 int *own)
 {
-    if (b->in_tx && !b->begun && q != PQ_BEGIN) {
-        b->begun = 1;
-        int err = w_exec(b, PQ_BEGIN, NULL, NULL, own);
-        if (err != STORE_OK)
-            return err;
-    }
     PGresult *r =
         PQexecPrepared(b->w, pg_queries[q].name, p ? p->n : 0, p ? p->v : NULL, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
@@ -722,6 +716,20 @@ static int w_exec(struct store_backend *b, enum pq q, const struct params *p, PG
     else
         PQclear(r);
     return err;
+}
+
+/* Run a writer statement, after the transaction's BEGIN when it is the
+ * first statement of one (pg_begin); *res as w_run's. */
+static int w_exec(struct store_backend *b, enum pq q, const struct params *p, PGresult **res,
+                  int *own)
+{
+    if (b->in_tx && !b->begun && q != PQ_BEGIN) {
+        b->begun = 1;
+        int err = w_run(b, PQ_BEGIN, NULL, NULL, own);
+        if (err != STORE_OK)
+            return err;
+    }
+    return w_run(b, q, p, res, own);
 }
 
 /* Rows a writer statement changed. */
@@ -1104,10 +1112,17 @@ static int writer_exp_create(struct store_backend *b, const struct store_op *op,
     " WHERE exp = $1 ORDER BY seq DESC"
 
 /* Run sql with p (lengths and formats: NULL for text parameters) on the
- * writer's connection. */
+ * writer's connection, in the group's transaction (its BEGIN first when no
+ * statement sent it yet, as w_exec does). */
 static int w_exec_sql(struct store_backend *b, const char *sql, const struct params *p,
                       const int *lengths, const int *formats, int *own)
 {
+    if (b->in_tx && !b->begun) {
+        b->begun = 1;
+        int err = w_exec(b, PQ_BEGIN, NULL, NULL, own);
+        if (err != STORE_OK)
+            return err;
+    }
     PGresult *r = PQexecParams(b->w, sql, p->n, NULL, p->v, lengths, formats, 0);
     ExecStatusType st = PQresultStatus(r);
     int err = STORE_OK;
@@ -1682,11 +1697,10 @@ static int pg_load_snapshots(struct store_backend *b, int64_t exp,
 {
     struct params p = {.n = 0};
     PGresult *res = NULL;
-    int err = STORE_OK;
     p_i64(&p, exp);
     for (int attempt = 0;; attempt++) {
         struct reader *r;
-        err = reader_get(b, &r);
+        int err = reader_get(b, &r);
         if (err != STORE_OK)
             return err;
         res = PQexecParams(r->c, PG_SNAPSHOTS, p.n, NULL, p.v, NULL, NULL, 0);
@@ -1874,27 +1888,28 @@ static void heard(struct store_backend *b, PGconn *c)
 }
 
 /* Until deadline (CLOCK_MONOTONIC ms), a wake (hnow, hstop) or a broken
- * connection, whichever first, counting the notifications that arrive. */
-static void heartbeat_wait(struct store_backend *b, PGconn *c, uint64_t deadline_ms)
+ * connection, whichever first, counting the notifications that arrive.
+ * Returns 1 when c broke (the caller makes it again). */
+static int heartbeat_wait(struct store_backend *b, PGconn *c, uint64_t deadline_ms)
 {
     for (;;) {
         uint64_t now = clock_mono_ns() / 1000000u;
         if (now >= deadline_ms)
-            return;
+            return 0;
         struct pollfd fds[2] = {{.fd = b->hwake[0], .events = POLLIN},
                                 {.fd = c != NULL ? PQsocket(c) : -1, .events = POLLIN}};
         int n = poll(fds, 2, (int)(deadline_ms - now));
         if (n < 0 && errno != EINTR)
-            return;
+            return 0;
         if (n > 0 && (fds[0].revents & POLLIN)) {
             char buf[64];
             while (read(b->hwake[0], buf, sizeof buf) > 0)
                 ;
-            return; /* the caller looks at hnow and hstop */
+            return 0; /* the caller looks at hnow and hstop */
         }
         if (n > 0 && fds[1].revents != 0) {
             if (!PQconsumeInput(c))
-                return; /* broken: made again by the caller */
+                return 1;
             heard(b, c);
         }
     }
@@ -1936,7 +1951,10 @@ static void *heartbeat_main(void *arg)
         if (c != NULL)
             heard(b, c);
         /* no server: try again in a beat's time */
-        heartbeat_wait(b, c, c != NULL ? next_ms : clock_mono_ns() / 1000000u + PG_BEAT_MS);
+        if (heartbeat_wait(b, c, c != NULL ? next_ms : clock_mono_ns() / 1000000u + PG_BEAT_MS)) {
+            PQfinish(c);
+            c = NULL;
+        }
         pthread_mutex_lock(&b->hmu);
     }
     pthread_mutex_unlock(&b->hmu);

@@ -107,7 +107,7 @@ static void tail_log(const char *path, char *err, size_t errlen)
         if (fseek(f, -600, SEEK_END) != 0)
             rewind(f);
         n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
+        (void)fclose(f); /* read only */
     }
     buf[n] = '\0';
     snprintf(err + strlen(err), errlen - strlen(err), ": %s", buf);
@@ -134,11 +134,10 @@ static unsigned free_port(void)
 static int conf_add(const char *path, const char *text, int first, char *err, size_t errlen)
 {
     char old[16384] = "";
-    size_t n = 0;
     FILE *f;
     if (first && (f = fopen(path, "r")) != NULL) {
-        n = fread(old, 1, sizeof old - 1, f);
-        fclose(f);
+        size_t n = fread(old, 1, sizeof old - 1, f);
+        (void)fclose(f); /* read only */
         old[n] = '\0';
     }
     f = fopen(path, first ? "w" : "a");

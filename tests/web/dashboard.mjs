@@ -11,7 +11,9 @@
 // stop badge in red, the goal's card — target δ or the budget's use —,
 // the export buttons), live refresh with ETags, polling paused in a hidden
 // tab, pause/resume/stop, create-from-form, the API key in sessionStorage,
-// a phone-sized viewport, and that the console stayed clean. Screenshots: $TEST_OUT/dashboard.png
+// a phone-sized viewport, a blinded trial through a read key (totals, no
+// arm, no δᶜ) and an unblinded one (arms; its reads recorded), and that the
+// console stayed clean. Screenshots: $TEST_OUT/dashboard.png
 // (the stopped experiment), dashboard-multi.png, dashboard-list.png and
 // dashboard-phone.png.
 //
@@ -237,6 +239,19 @@ function formatChecks() {
   const spent = decision({ ...base, stop_reason: 'budget', budget: 300, pulls: 300, bandits_done: 2,
     bandits: [bandit({ id: 'a' }), bandit({ id: 'b', recommended: ['x'], delta_c: 0.4, done: true })] });
   ok(spent.details[1] === 'b: done, x leads (δᶜ = 0.4 > 0.05: not conclusive).', 'words: a bandit done without reaching δ is not called decided', spent);
+  // Goal type control: the decisions against the control, not a best arm.
+  const ctlStop = { rule: 'control', proven: true, fires_when: 'evidence <= threshold', evidence: 0, threshold: 0, error_bound: 0.05, fired: true };
+  const vsArm = (id, decision, lower, upper) => ({ id, vs_control: { difference: (lower + upper) / 2, lower, upper, decision, decided_at: 900 } });
+  const ctlArms = [{ id: 'placebo', control: true }, vsArm('a', 'superior', 0.12, 0.3), vsArm('b', 'futile', -0.2, 0.04)];
+  const sup = decision({ ...base, stop_reason: 'superiority', policy: 'vs-control', bandits: [bandit({ recommended: ['a'], stop: ctlStop, arms: ctlArms })] });
+  ok(sup.headline === 'Stopped for superiority after 1,204 pulls: a beats placebo by more than the margin; b does not.' && sup.tone === 'stopped' &&
+      sup.details[0] === 'a − placebo = 0.21, anytime interval 0.12 to 0.3: superior.', 'words: a superiority stop names the arms against the control', sup);
+  const fut = decision({ ...base, stop_reason: 'futility', policy: 'vs-control',
+    bandits: [bandit({ recommended: ['placebo'], stop: ctlStop, arms: [ctlArms[0], vsArm('a', 'futile', -0.1, 0.05), ctlArms[2]] })] });
+  ok(fut.headline === 'Stopped for futility after 1,204 pulls: no arm beats the control by the margin.' && fut.tone === 'stopped', 'words: a futility stop', fut);
+  const openCtl = decision({ ...base, state: 'running', stopped: false, stop_reason: null, policy: 'vs-control',
+    bandits: [bandit({ done: false, stop: { ...ctlStop, evidence: 1, error_bound: null, fired: false }, arms: [ctlArms[0], ctlArms[2], vsArm('a', 'open', -0.1, 0.4)] })] });
+  ok(openCtl.headline === 'Running: 1 of 2 comparisons with the control decided after 1,204 pulls (b does not; a still open).', 'words: a running comparison with control', openCtl);
   ok(fmtProb(0.0503, 0.05) === '0.0503' && fmtProb(0.0499, 0.05) === '0.0499' && fmtProb(0.05, 0.05) === '0.05' && fmtProb(0.0334, 0.05) === '0.033',
     'fmtProb: digits enough to read the comparison with δ right', [fmtProb(0.0503, 0.05), fmtProb(0.0499, 0.05), fmtProb(0.05, 0.05)]);
   ok(fmtInt(1204) === '1,204' && fmtProb(3.2e-6) === '3.2×10⁻⁶', 'fmtInt groups thousands; tiny δᶜ as a power of ten');
@@ -786,6 +801,16 @@ async function blindedChecks(browser) {
     return (JSON.stringify(got.arms) === JSON.stringify(arms) && !got.label && got.exportShown) || got;
   });
   await u.ctx.close();
+  await check('unblinded: the page\'s reads are recorded (audit log records and log lines, named by the key), the read key\'s are not', async () => {
+    const lines = daemonErr.split('\n').filter((l) => l.includes(`unblinded read of ${id} `));
+    const v = spawnSync(BIN, ['audit', 'verify', '--db', join(work, 't.db')], { encoding: 'utf8' });
+    const m = v.stdout.match(/audit log: ok, (\d+) records/);
+    // keys 3, experiments 5 + the trial, the API's status read above is
+    // the read key's (not recorded); the page: a status and a history
+    const reads = lines.filter((l) => l.includes('by key:') && l.includes(':web-unblinded'));
+    const kinds = new Set(reads.map((l) => (l.match(/\((status|history)\)/) || [])[1]));
+    return (v.status === 0 && m && reads.length === lines.length && kinds.has('status') && kinds.has('history')) || { lines, verify: v.stdout.slice(-400) };
+  });
 }
 
 // --- run --------------------------------------------------------------------------------

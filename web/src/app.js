@@ -354,12 +354,21 @@ function swatch(colour) {
   return el;
 }
 
+// Goal type control: an arm's comparison with the control, in a cell.
+function vsControlCell(a) {
+  if (a.control) return 'control';
+  const v = a.vs_control;
+  return v ? `${fmtNum(v.lower)} – ${fmtNum(v.upper)}: ${v.decision}` : '–';
+}
+
 function armsTable(bandit, status) {
   const arms = ranked(bandit);
   const colours = armColours(bandit.arms.map((a) => a.id));
+  const vs = bandit.arms.some((a) => a.vs_control);
+  const heads = ['Arm', 'Pulls', 'Pending', 'Mean', 'Interval', ...(vs ? ['Difference with the control'] : []), status.m > 1 ? `In top ${status.m}` : 'Best'];
   return h('table', { class: 'arms' },
     h('caption', {}, 'Arms, best mean first'),
-    h('thead', {}, h('tr', {}, ['Arm', 'Pulls', 'Pending', 'Mean', 'Interval', status.m > 1 ? `In top ${status.m}` : 'Best'].map((t, i) =>
+    h('thead', {}, h('tr', {}, heads.map((t, i) =>
       h('th', { scope: 'col', class: i >= 1 && i <= 4 ? 'num' : null }, t)))),
     h('tbody', {}, arms.map((a) => h('tr', {},
       h('th', { scope: 'row' }, swatch(colours[a.index]), a.id),
@@ -367,6 +376,7 @@ function armsTable(bandit, status) {
       h('td', { class: 'num' }, fmtInt(a.pending)),
       h('td', { class: 'num' }, fmtNum(a.mean)),
       h('td', { class: 'num' }, `${fmtNum(a.lower)} – ${fmtNum(a.upper)}`),
+      ...(vs ? [h('td', {}, vsControlCell(a))] : []),
       h('td', {}, a.high ? '✓ yes' : 'no')))));
 }
 

@@ -115,7 +115,7 @@ function stopOf(b) {
   return b.stop || { rule: 'delta_c', proven: true, evidence: b.delta_c, threshold: null, error_bound: b.delta_c, fired: false };
 }
 
-const RULE_WORDS = { delta_c: 'the δᶜ rule', glr: 'the GLR rule', 'glr-heuristic': 'the heuristic GLR rule', rho: 'ρ̄ ≥ τ', none: 'no confidence rule' };
+const RULE_WORDS = { delta_c: 'the δᶜ rule', glr: 'the GLR rule', 'glr-heuristic': 'the heuristic GLR rule', rho: 'ρ̄ ≥ τ', none: 'no confidence rule', control: 'the comparisons with the control' };
 
 function ruleName(s, policy) {
   return s.rule === 'policy' ? `the ${policy} policy's rule` : RULE_WORDS[s.rule] || s.rule;
@@ -207,7 +207,57 @@ export function decision(st) {
   return d;
 }
 
+// Goal type control (docs/contract.md, Comparisons with control): each
+// bandit's decisions against its control arm (arms[].vs_control), in words.
+// null for another goal.
+function controlWords(st) {
+  const bandits = st.bandits || [];
+  if (!bandits.some((b) => (b.arms || []).some((a) => a.vs_control))) return null;
+  const n = fmtInt(st.pulls);
+  const pullsWord = st.pulls === 1 ? 'pull' : 'pulls';
+  const multi = bandits.length > 1;
+  let decided = 0;
+  let compared = 0;
+  const phrases = [];
+  const details = [];
+  for (const b of bandits) {
+    const arms = b.arms || [];
+    const ctl = (arms.find((a) => a.control) || {}).id || 'the control';
+    const by = (d) => arms.filter((a) => a.vs_control && a.vs_control.decision === d).map((a) => a.id);
+    const sup = by('superior');
+    const fut = by('futile');
+    const open = by('open');
+    decided += sup.length + fut.length;
+    compared += sup.length + fut.length + open.length;
+    const parts = [];
+    if (sup.length) parts.push(`${listWords(sup)} ${sup.length === 1 ? 'beats' : 'beat'} ${ctl} by more than the margin`);
+    if (fut.length) parts.push(`${listWords(fut)} ${fut.length === 1 ? 'does' : 'do'} not`);
+    if (open.length) parts.push(`${listWords(open)} still open`);
+    phrases.push(`${multi ? `${b.id}: ` : ''}${parts.join('; ')}`);
+    for (const a of arms) {
+      const v = a.vs_control;
+      if (!v) continue;
+      const diff = v.difference === null || v.difference === undefined ? '–' : fmtNum(v.difference);
+      details.push(`${multi ? `${b.id}: ` : ''}${a.id} − ${ctl} = ${diff}, anytime interval ${fmtNum(v.lower)} to ${fmtNum(v.upper)}: ${v.decision}.`);
+    }
+  }
+  const phrase = phrases.join('; ');
+  if (st.stopped || st.state === 'stopped') {
+    if (st.stop_reason === 'superiority') return { tone: 'stopped', headline: `Stopped for superiority after ${n} ${pullsWord}: ${phrase}.`, details };
+    if (st.stop_reason === 'futility') return { tone: 'stopped', headline: `Stopped for futility after ${n} ${pullsWord}: no arm beats the control by the margin.`, details };
+    if (st.stop_reason === 'budget') return { tone: 'stopped', headline: `Stopped: the budget is spent after ${n} ${pullsWord}; ${phrase}.`, details };
+    if (st.stop_reason === 'manual') return { tone: 'stopped', headline: `Stopped by hand after ${n} ${pullsWord}: ${phrase}.`, details };
+    return { tone: 'stopped', headline: `Stopped after ${n} ${pullsWord}: ${phrase}.`, details };
+  }
+  if (st.pulls === 0) return { tone: st.state, headline: `${st.state === 'paused' ? 'Paused' : 'Running'}: no rewards yet.`, details };
+  const count = `${decided} of ${compared} comparisons with the control decided`;
+  if (st.state === 'paused') return { tone: 'paused', headline: `Paused after ${n} ${pullsWord}: no new assignments are handed out; ${count} (${phrase}).`, details };
+  return { tone: 'running', headline: `Running: ${count} after ${n} ${pullsWord} (${phrase}).`, details };
+}
+
 function decisionWords(st) {
+  const vs = controlWords(st);
+  if (vs) return vs;
   const delta = st.delta;
   const m = st.m || 1;
   const eps = st.epsilon || 0;
