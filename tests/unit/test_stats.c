@@ -503,6 +503,110 @@ static void test_cutoff_hat_hand(void **state)
     CLOSE(stats_cutoff_hat(mixed, 2, h2, 0.0), 0.6, 1e-15);
 }
 
+/* The tracked cutoff (ADAPT's select): a cold call is the full search (or
+ * ĉ where δᶜ is 1 everywhere in I); then, over runs of one reward and one
+ * pending pull at a time, the δᶜ_i it returns are stats_delta_c_at's at
+ * the cutoff it used, δᶜ there is within 2% of the full search's minimum
+ * wherever 10⁻⁴ < δᶜ ≤ 1/2, and repeated calls on one state converge onto
+ * the minimum there (10⁻⁹ relative). Most calls take the Newton step (not only the
+ * fallbacks are tested). */
+static void test_delta_c_track(void **state)
+{
+    (void)state;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 2027);
+    enum { KMAX = 12, STEPS = 40 };
+    void *ws = malloc(stats_dc_ws_size(KMAX));
+    assert_non_null(ws);
+    stats_dc_ws_init(ws, KMAX);
+    int n_calls = 0, n_newton = 0, n_flat = 0;
+    int n_converged = 0;
+    double worst = 0.0;
+    for (int trial = 0; trial < 60; trial++) {
+        struct stats_arm arms[KMAX];
+        unsigned char high[KMAX];
+        double p[KMAX] = {0}, per[KMAX], per_ref[KMAX];
+        size_t k = 2 + gsl_rng_uniform_int(r, KMAX - 1);
+        unsigned m = 1 + (unsigned)gsl_rng_uniform_int(r, k - 1);
+        for (size_t i = 0; i < k; i++) {
+            p[i] = gsl_rng_uniform(r);
+            arms[i] = sampled_arm(r, 2 + gsl_rng_uniform_int(r, trial < 10 ? 30 : 4000), p[i]);
+            arms[i].pending = gsl_rng_uniform_int(r, 4);
+        }
+        struct stats_dc_opts o = {STATS_BOUND_ANYTIME, (trial % 3) * 0.02, (trial / 3) % 2,
+                                  (trial / 6) % 2};
+        order_top_m(arms, k, m, NULL, high);
+        double cut = NAN, c_ref;
+        int rc = stats_delta_c_track(arms, k, high, &o, &cut, per, ws);
+        double dc = stats_delta_c_ws(arms, k, high, &o, &c_ref, per_ref, ws);
+        if (rc == 0) {
+            assert_memory_equal(&cut, &c_ref, sizeof cut);
+            assert_memory_equal(per, per_ref, k * sizeof per[0]);
+        } else {
+            assert_int_equal(rc, 2); /* never a Newton step without a start */
+            CLOSE(dc, 1.0, 0);
+            CLOSE(cut, stats_cutoff_hat(arms, k, high, o.epsilon), 0);
+            for (size_t i = 0; i < k; i++)
+                CLOSE(per[i], per_ref[i], 1e-12 * per_ref[i]);
+        }
+        for (int step = 0; step < STEPS; step++) {
+            size_t i = gsl_rng_uniform_int(r, k), j = gsl_rng_uniform_int(r, k);
+            stats_arm_add(&arms[i], gsl_rng_uniform(r) < p[i]);
+            arms[j].pending = arms[j].pending ? arms[j].pending - 1 : 1;
+            order_top_m(arms, k, m, NULL, high);
+            double c_used = cut;
+            rc = stats_delta_c_track(arms, k, high, &o, &cut, per, ws);
+            n_calls++;
+            dc = stats_delta_c(arms, k, high, &o, &c_ref, NULL);
+            if (rc == 0)
+                continue; /* the full search: as above */
+            if (rc == 2) {
+                n_flat++;
+                CLOSE(dc, 1.0, 0);
+                c_used = cut;
+            } else {
+                n_newton++;
+            }
+            double f = stats_delta_c_at(arms, k, high, &o, c_used, per_ref);
+            for (size_t a = 0; a < k; a++)
+                CLOSE(per[a], per_ref[a], 1e-12 * per_ref[a]);
+            /* The cutoff used is the last state's next Newton point: it
+             * lags the minimiser by what one reward moves it. From δᶜ =
+             * 1/2 (where ln(1 − δᶜ) is concave near its maximum) down to
+             * 10⁻⁴ (ADAPT stops long before) that costs under 2% of δᶜ. */
+            double rel = (f - dc) / dc;
+            if (dc > 1e-4 && dc <= 0.5 && rel > worst)
+                worst = rel;
+            if (dc > 1e-4 && dc <= 0.5 && !(rel <= 0.02))
+                fail_msg("trial %d step %d: δᶜ(%.12g) = %.15g against the full search's %.15g "
+                         "at %.12g",
+                         trial, step, c_used, f, dc, c_ref);
+        }
+        /* On a fixed state the steps converge onto the full search's minimum. */
+        double c_used = cut;
+        for (int it = 0; it < 6; it++) {
+            c_used = cut;
+            rc = stats_delta_c_track(arms, k, high, &o, &cut, per, ws);
+        }
+        dc = stats_delta_c(arms, k, high, &o, &c_ref, NULL);
+        if (rc == 1 && dc <= 0.5) {
+            n_converged++;
+            double f = stats_delta_c_at(arms, k, high, &o, c_used, NULL);
+            if (!(f <= dc * (1.0 + 1e-9)))
+                fail_msg("trial %d: converged to δᶜ(%.12g) = %.15g against %.15g at %.12g", trial,
+                         c_used, f, dc, c_ref);
+        }
+    }
+    print_message("track: %d calls, %d Newton steps, %d flat, worst relative excess %.3g; %d "
+                  "converged\n",
+                  n_calls, n_newton, n_flat, worst, n_converged);
+    assert_true(n_newton > n_calls / 2);
+    assert_true(n_converged > 30);
+    assert_true(n_flat > 0);
+    free(ws);
+    gsl_rng_free(r);
+}
+
 /* δᶜ at c* is no worse than at ĉ or at any of 100 cutoffs across I. */
 static void test_delta_c_optimal(void **state)
 {
@@ -1372,6 +1476,7 @@ int main(void)
         cmocka_unit_test(test_pair_mixture),
         cmocka_unit_test(test_kk_threshold),
         cmocka_unit_test(test_top_m),
+        cmocka_unit_test(test_delta_c_track),
         cmocka_unit_test(test_normal_sf),
         cmocka_unit_test(test_mc_anytime_vs_fixed),
     };
