@@ -187,6 +187,13 @@ $(BUILD)/scripts/tstar: $(OBJ)/scripts/tstar.o $(LIB_POLICIES) $(LIB_BASE)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Each GLR threshold's samples to stop on one pair (docs/stop-rules.md,
+# "Literature thresholds"): no simulation, a second.
+$(BUILD)/scripts/thresholds: $(OBJ)/scripts/thresholds.o $(LIB_POLICIES) $(LIB_BASE)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # --- the README's two commands ----------------------------------------------------
 
 deps:
@@ -545,7 +552,8 @@ $(DOCS_TOOL): scripts/docs_tool.c
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(shell pkg-config --cflags jansson) -o $@ $< \
 		$(shell pkg-config --libs jansson) -lm
 
-.PHONY: docs-policies docs-delays docs-blocks docs-constraints docs-defaults docs-oc
+.PHONY: docs-policies docs-delays docs-blocks docs-constraints docs-defaults docs-oc \
+	docs-thresholds
 docs-policies: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	$(BUILD)/bandit-sim --list-policies | $(DOCS_TOOL) params $(DOCS_POLICIES)
 
@@ -563,12 +571,22 @@ docs-defaults: $(BUILD)/bandit-sim $(BUILD)/scripts/tstar $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim TSTAR=$(BUILD)/scripts/tstar DOCS_TOOL=$(DOCS_TOOL) \
 		./scripts/docs_defaults.py $(DOCS_MEASUREMENTS)
 
-# An operating-characteristics report of a three-arm trial with a control
-# (docs/oc-example.md and its JSON; bandit-sim oc, about 15 s).
+docs-thresholds: $(BUILD)/scripts/thresholds $(DOCS_TOOL)
+	$(BUILD)/scripts/thresholds | $(DOCS_TOOL) splice docs/stop-rules.md thresholds
+
+# Operating-characteristics reports (bandit-sim oc; about a minute): a
+# three-arm trial with a control (goal control, docs/oc-example.md), and a
+# calibration of δ (a best-arm design with the heuristic GLR stop,
+# docs/oc-calibration-example.md); each with its JSON under docs/oc/.
 docs-oc: $(BUILD)/bandit-sim
 	$(BUILD)/bandit-sim oc --design docs/oc/trial3-design.json \
-		--scenarios docs/oc/trial3-scenarios.json --runs 2000 --seed 1 --calibrate 0.05 \
-		--no-progress --pretty --markdown docs/oc-example.md > docs/oc/trial3-report.json
+		--scenarios docs/oc/trial3-scenarios.json --runs 2000 --seed 1 \
+		--no-progress --pretty --markdown docs/oc-example.md \
+		--svg docs/img/oc-example-sample-size.svg > docs/oc/trial3-report.json
+	$(BUILD)/bandit-sim oc --design docs/oc/calibration-design.json \
+		--scenarios docs/oc/calibration-scenarios.json --runs 2000 --seed 1 --calibrate 0.05 \
+		--no-progress --pretty --markdown docs/oc-calibration-example.md \
+		> docs/oc/calibration-report.json
 
 docs-constraints: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_constraints.sh \

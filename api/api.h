@@ -134,9 +134,12 @@ struct api_write {
     struct exp_batch batch;
     struct http_req *req; /* held until the commit */
 };
-/* The audit trail's name of r's caller: "key:<id>:<name>" (the name may
- * be empty; ids are digits, so the first ':' after them ends the id). */
-void api_actor(struct http_req *r, char *buf, size_t len);
+/* The audit trail's name of r's caller, "key:<id>:<name>" (the name may
+ * be empty; ids are digits, so the first ':' after them ends the id),
+ * written into buf (API_ACTOR_LEN bytes): buf, or NULL when r came without
+ * a key (an open API, an open route). */
+#define API_ACTOR_LEN (32 + HTTP_CALLER_NAME_MAX)
+const char *api_actor(struct http_req *r, char buf[API_ACTOR_LEN]);
 /* A new write for r (a hold on r taken), or NULL after replying 503. */
 struct api_write *api_write_begin(struct http_req *r);
 /* Lock and prepare x (api_exp_enter) and begin a write: NULL after

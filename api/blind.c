@@ -38,10 +38,10 @@ int api_unblinded_read(struct http_req *r, struct exp *x)
 
 void api_join_record_read(struct api_join *j, struct http_req *r, const char *id, const char *what)
 {
-    char actor[32 + HTTP_CALLER_NAME_MAX];
-    api_actor(r, actor, sizeof actor);
-    log_info("unblinded read of %s (%s) by %s (request %s)", id, what, actor,
-             http_req_request_id(r));
+    char actor[API_ACTOR_LEN];
+    const char *who = api_actor(r, actor);
+    log_info("unblinded read of %s (%s) by %s (request %s)", id, what,
+             who != NULL ? who : "a caller without a key", http_req_request_id(r));
     api_join_record(j, STORE_AUDIT_UNBLINDED, id, what);
 }
 
@@ -62,6 +62,7 @@ int api_read_finish_as(struct http_req *r, struct exp *x, unsigned status, json_
     }
     return api_join_finish(j, status, body);
 }
+
 int api_reply_blinded(struct http_req *r)
 {
     http_reply_header(

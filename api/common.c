@@ -174,9 +174,12 @@ int api_reply_store_error(struct http_req *r, int store_err)
 
 /* --- writes that answer once committed ------------------------------------------------ */
 
-void api_actor(struct http_req *r, char *buf, size_t len)
+const char *api_actor(struct http_req *r, char buf[API_ACTOR_LEN])
 {
-    snprintf(buf, len, "key:%" PRId64 ":%s", http_req_caller(r), http_req_caller_name(r));
+    if (http_req_caller(r) <= 0)
+        return NULL;
+    snprintf(buf, API_ACTOR_LEN, "key:%" PRId64 ":%s", http_req_caller(r), http_req_caller_name(r));
+    return buf;
 }
 
 struct api_write *api_write_begin(struct http_req *r)
@@ -188,10 +191,8 @@ struct api_write *api_write_begin(struct http_req *r)
     }
     exp_batch_init(&w->batch);
     /* The audit trail: who asked, and which request (exp/audit.c). */
-    char actor[32 + HTTP_CALLER_NAME_MAX];
-    api_actor(r, actor, sizeof actor);
-    int64_t key = http_req_caller(r);
-    if (exp_batch_caller(&w->batch, key > 0 ? actor : NULL, http_req_request_id(r)) != 0) {
+    char actor[API_ACTOR_LEN];
+    if (exp_batch_caller(&w->batch, api_actor(r, actor), http_req_request_id(r)) != 0) {
         free(w);
         http_reply_oom(r);
         return NULL;
@@ -299,10 +300,9 @@ void api_join_add(struct api_join *j, struct exp *x)
 
 void api_join_record(struct api_join *j, int kind, const char *subject, const char *detail)
 {
-    char actor[32 + HTTP_CALLER_NAME_MAX];
-    api_actor(j->req, actor, sizeof actor);
+    char actor[API_ACTOR_LEN];
     atomic_fetch_add(&j->left, 1);
-    int rc = exp_audit_record(kind, subject, detail, http_req_caller(j->req) > 0 ? actor : NULL,
+    int rc = exp_audit_record(kind, subject, detail, api_actor(j->req, actor),
                               http_req_request_id(j->req), join_done, j);
     if (rc != STORE_OK) { /* as api_join_add's */
         atomic_store(&j->err, rc);

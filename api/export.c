@@ -523,11 +523,9 @@ int api_export_get(struct http_req *r)
     /* The audit log's record of the export (docs/contract.md, Audit
      * trail), on disk before the first byte goes out: no lock is held
      * here, the wait is one group commit. */
-    char detail[64], actor[32 + HTTP_CALLER_NAME_MAX];
+    char detail[64], actor[API_ACTOR_LEN];
     snprintf(detail, sizeof detail, "%s after %" PRId64, fmt == FMT_CSV ? "csv" : "ndjson", after);
-    api_actor(r, actor, sizeof actor);
-    if (exp_audit_record_sync(STORE_AUDIT_EXPORT, e->id, detail,
-                              http_req_caller(r) > 0 ? actor : NULL,
+    if (exp_audit_record_sync(STORE_AUDIT_EXPORT, e->id, detail, api_actor(r, actor),
                               http_req_request_id(r)) != STORE_OK) {
         export_free(e);
         return http_reply_problem(r, 503, "cannot record the export in the audit log; retry later",

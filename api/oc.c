@@ -64,9 +64,10 @@ int api_oc_create(struct http_req *r)
         .runs = OC_RUNS_DEFAULT, .seed = 1, .threads = 1, .seconds = OC_SECONDS};
     struct sim_oc_scenarios *sc = NULL;
     json_t *errors = json_array();
-    int rc = errors == NULL ? -1 : 0, markdown = 0;
+    int rc = errors == NULL ? -1 : 0, markdown;
     char err[320];
-    static const char *const keys[] = {"scenarios", "runs", "seed", "max_pulls", "markdown", NULL};
+    static const char *const keys[] = {"scenarios", "runs", "seed", "max_pulls",
+                                       "markdown",  "svg",  NULL};
     if (rc == 0 && !json_is_object(body)) {
         jv_error(errors, "", "the body must be a JSON object");
         rc = 1;
@@ -83,6 +84,21 @@ int api_oc_create(struct http_req *r)
         rc = 1;
     }
     markdown = json_is_true(md);
+    json_t *sv = json_object_get(body, "svg");
+    if (rc == 0 && sv != NULL && !json_is_boolean(sv)) {
+        jv_error(errors, "svg", "must be a boolean");
+        rc = 1;
+    }
+    int svg = json_is_true(sv);
+    size_t arms = 0;
+    for (size_t b = 0; b < c->n_bandits; b++)
+        arms += c->n_arms[b];
+    if (rc == 0 && arms > 0 && (double)o.runs * (double)arms > (double)SIM_OC_MAX_CELLS) {
+        jv_error(errors, "runs", "at most %llu runs for %zu arms (runs × arms ≤ %llu)",
+                 (unsigned long long)(SIM_OC_MAX_CELLS / arms), arms,
+                 (unsigned long long)SIM_OC_MAX_CELLS);
+        rc = 1;
+    }
     if (rc == 0 && json_object_get(body, "scenarios") == NULL) {
         jv_error(errors, "scenarios",
                  "required: the true mean (or distribution) of every arm, "
@@ -121,6 +137,15 @@ int api_oc_create(struct http_req *r)
     if (report != NULL && markdown) {
         char *text = sim_oc_markdown(report);
         if (text == NULL || json_object_set_new(report, "markdown", json_string(text)) != 0) {
+            json_decref(report);
+            report = NULL;
+            snprintf(err, sizeof err, "out of memory");
+        }
+        free(text);
+    }
+    if (report != NULL && svg) {
+        char *text = sim_oc_svg(report);
+        if (text == NULL || json_object_set_new(report, "svg", json_string(text)) != 0) {
             json_decref(report);
             report = NULL;
             snprintf(err, sizeof err, "out of memory");

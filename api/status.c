@@ -17,15 +17,16 @@
 /* Lock {id} unless the client has its current version (If-None-Match):
  * NULL after answering (404, 503, or 304). Either way the ETag is set:
  * the experiment's creation time, id and version (which changes whenever
- * these answers can). */
+ * these answers can), and "-blinded" for a blinded view, so that a
+ * caller who saw the blinded view never gets a 304 for the full one. */
 static struct exp *lock_if_modified(struct http_req *r)
 {
     struct exp *x = api_exp_lock(r);
     if (x == NULL)
         return NULL;
     char etag[160];
-    snprintf(etag, sizeof etag, "\"%" PRId64 "-%s-%" PRIu64 "\"", exp_created_ms(x), exp_id(x),
-             exp_version(x));
+    snprintf(etag, sizeof etag, "\"%" PRId64 "-%s-%" PRIu64 "%s\"", exp_created_ms(x), exp_id(x),
+             exp_version(x), api_blinded(r, x) ? "-blinded" : "");
     http_reply_header(r, "ETag", etag);
     if (http_etag_matches(http_req_header(r, "If-None-Match"), etag)) {
         api_exp_unlock(x);

@@ -43,8 +43,8 @@ static void word(struct ser *s, uint64_t *w, size_t n)
 {
     if (!ser_ok(s))
         return;
-    unsigned char b[8];
     if (!s->reading) {
+        unsigned char b[8];
         for (size_t i = 0; i < n; i++)
             b[i] = (unsigned char)(*w >> (8 * i));
         if (buf_put(s->out, b, n) != 0)

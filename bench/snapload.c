@@ -260,8 +260,8 @@ int main(int argc, char **argv)
     if (out != NULL) {
         FILE *f = fopen(out, "w");
         if (f != NULL) {
-            fputs(table, f);
-            fclose(f);
+            (void)fputs(table, f);
+            (void)fclose(f);
         }
     }
     engine_free(g.e);
@@ -269,13 +269,13 @@ int main(int argc, char **argv)
     exp_config_free(&mine);
     if (db == path) {
         char p[300];
-        unlink(path);
+        (void)unlink(path);
         snprintf(p, sizeof p, "%s-wal", path);
-        unlink(p);
+        (void)unlink(p);
         snprintf(p, sizeof p, "%s-shm", path);
-        unlink(p);
+        (void)unlink(p);
         snprintf(p, sizeof p, "%s.lock", path);
-        unlink(p);
+        (void)unlink(p);
     }
     return full < 0 || first < 0 || snap < 0;
 }

@@ -158,7 +158,7 @@ void exp_design_snap(struct exp_data *d, struct ser *s)
     ser_int(s, &have);
     if (!ser_ok(s) || !have)
         return;
-    if (s->reading && (d->design = calloc(1, sizeof *d->design)) == NULL) {
+    if (d->design == NULL && (!s->reading || (d->design = calloc(1, sizeof *d->design)) == NULL)) {
         ser_fail(s);
         return;
     }

@@ -729,6 +729,7 @@ void exp_registry_checkpoint(void)
                 n++;
         pthread_mutex_unlock(&g_shards[s].mu);
     }
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     struct exp **all = calloc(n ? n : 1, sizeof *all);
     if (all == NULL)
         return;

@@ -58,8 +58,8 @@ void fc_phases_snap(struct fc_phases *p, struct ser *s)
     ser_u64(s, &p->xlvl);
     if (p->n_perm > p->k || p->n_active > p->k)
         ser_fail(s);
-    for (size_t i = 0; i < p->k && ser_ok(s); i++)
-        if (p->perm[i] >= p->k && i < p->n_perm)
+    for (size_t i = 0; i < p->n_perm && ser_ok(s); i++)
+        if (p->perm[i] >= p->k)
             ser_fail(s);
 }
 

@@ -35,6 +35,8 @@ static const char usage_text[] =
     "  --iterations N       calibration's bisection steps (default 12)\n"
     "  --format F           json (default) or markdown\n"
     "  --markdown FILE      also write the Markdown report to FILE\n"
+    "  --svg FILE           also write the sample sizes as an SVG figure (linked from the\n"
+    "                       Markdown, relative to its folder)\n"
     "  --pretty             indent the JSON\n"
     "  --no-progress        no progress bar\n";
 
@@ -51,6 +53,7 @@ enum {
     O_ITER,
     O_FORMAT,
     O_MARKDOWN,
+    O_SVG,
     O_PRETTY,
     O_NO_PROGRESS,
     O_HELP,
@@ -69,6 +72,7 @@ static const struct option opts[] = {
     {"iterations", required_argument, NULL, O_ITER},
     {"format", required_argument, NULL, O_FORMAT},
     {"markdown", required_argument, NULL, O_MARKDOWN},
+    {"svg", required_argument, NULL, O_SVG},
     {"pretty", no_argument, NULL, O_PRETTY},
     {"no-progress", no_argument, NULL, O_NO_PROGRESS},
     {"help", no_argument, NULL, O_HELP},
@@ -137,7 +141,8 @@ static int write_text(const char *path, const char *text)
 
 int cli_oc_main(int argc, char **argv)
 {
-    const char *design_path = NULL, *scen_path = NULL, *null_name = NULL, *md_path = NULL;
+    const char *design_path = NULL, *scen_path = NULL, *null_name = NULL, *md_path = NULL,
+               *svg_path = NULL;
     struct sim_oc_options o = {.runs = 1000, .seed = 1, .progress = 1};
     double alpha = NAN, dlo = 1e-6, dhi = 0.5;
     uint64_t iterations = 12;
@@ -193,6 +198,9 @@ int cli_oc_main(int argc, char **argv)
             break;
         case O_MARKDOWN:
             md_path = optarg;
+            break;
+        case O_SVG:
+            svg_path = optarg;
             break;
         case O_PRETTY:
             pretty = 1;
@@ -283,6 +291,21 @@ int cli_oc_main(int argc, char **argv)
         snprintf(cmd + len, sizeof cmd - len, " %s", argv[i]);
     }
     json_object_set_new(report, "command", json_string(cmd));
+    if (svg_path != NULL) {
+        char *svg = sim_oc_svg(report);
+        int bad = svg == NULL || write_text(svg_path, svg) != 0;
+        free(svg);
+        if (bad) {
+            fprintf(stderr, "bandit-sim: oc: --svg %s: cannot write it\n", svg_path);
+            goto out;
+        }
+        /* The link in the Markdown: relative to the Markdown's folder. */
+        const char *slash = md_path != NULL ? strrchr(md_path, '/') : NULL;
+        size_t dir = slash != NULL ? (size_t)(slash - md_path) + 1 : 0;
+        const char *link =
+            dir > 0 && strncmp(svg_path, md_path, dir) == 0 ? svg_path + dir : svg_path;
+        json_object_set_new(report, "figure", json_string(link));
+    }
     md = sim_oc_markdown(report);
     if (md == NULL) {
         fprintf(stderr, "bandit-sim: oc: out of memory\n");

@@ -333,7 +333,6 @@ struct oc_acc {
     const struct sim_problem *p;
     const struct oc_goal *g;
     int null;
-    uint64_t base;    /* the first run's index */
     size_t ka;        /* arms, all bandits */
     size_t *off;      /* owned: first arm of each bandit in the per-run arrays */
     struct oc_rec *r; /* owned, runs */
@@ -364,7 +363,7 @@ static void on_end(void *arg, uint64_t run, const struct engine *e, const struct
 {
     struct oc_acc *a = arg;
     const struct sim_problem *p = a->p;
-    uint64_t i = run - a->base;
+    uint64_t i = run; /* run i's record is r[i]: the batches' indexes are absolute */
     struct oc_rec *rec = &a->r[i];
     rec->pulls = r->pulls;
     rec->reason = r->capped ? "cap" : engine_stop_reason_name(e);
@@ -654,7 +653,6 @@ static int run_scenario(const struct engine_config *c, const struct sim_oc_desig
             batch = o->runs - n;
         so.first_run = n;
         so.runs = batch;
-        a->base = 0; /* records by absolute index: run i at r[i] */
         struct sim_result res;
         if (sim_run(p, &so, &res, err, errlen) != 0)
             return -1;
@@ -864,7 +862,8 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
     }
     /* Invariant: type I(lo) ≤ target < type I(hi) (or hi itself holds). */
     uint64_t k = klo;
-    if ((double)khi <= target * n) {
+    int bracketed = (double)khi > target * n;
+    if (!bracketed) {
         lo = hi;
         k = khi;
     } else {
@@ -893,6 +892,10 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
                   "at every delta): the largest delta tried whose type I error is at most the "
                   "target",
                   "steps", steps);
+    /* false: even the top of the range keeps the type I error under the
+     * target; the δ found is that top, not a root. */
+    if (*out != NULL)
+        json_object_set_new(*out, "bracketed", json_boolean(bracketed));
     if (*out == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -96,4 +96,10 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
  * sample size, and the MC SE formulas. New string (free), or NULL. */
 char *sim_oc_markdown(const json_t *report);
 
+/* The sample size of every scenario as one SVG figure (a histogram per
+ * scenario on a common axis, the mean and the 5% and 95% quantiles
+ * marked). New string (free), or NULL. When the report has a string
+ * "figure", sim_oc_markdown links it under the headline. */
+char *sim_oc_svg(const json_t *report);
+
 #endif

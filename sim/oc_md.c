@@ -160,11 +160,17 @@ static void calibration(struct buf *b, const json_t *c)
     buf_printf(b,
                "## Calibration\n\nδ = %.6g holds the type I error at %.4f ± %.4f (target %g) "
                "under scenario `%s` (%.0f runs, seed %.0f; %s). The figures below are those of "
-               "the design with this δ (its hash above; the design as given had `%s`).\n\n"
-               "| δ tried | type I error |\n| --- | --- |\n",
+               "the design with this δ (its hash above; the design as given had `%s`).\n\n",
                num(c, "delta"), num(c, "type_i_error"), num(c, "type_i_error_mc_se"),
                num(c, "target"), str(c, "scenario"), num(c, "runs"), num(c, "seed"),
                str(c, "method"), str(c, "original_design_hash"));
+    if (json_is_false(json_object_get(c, "bracketed")))
+        buf_printf(b,
+                   "**Not a root**: even δ = %g, the top of the range searched, keeps the type I "
+                   "error under the target; the design is conservative here by more than δ can "
+                   "trade.\n\n",
+                   num(c, "delta"));
+    buf_puts(b, "| δ tried | type I error |\n| --- | --- |\n");
     size_t i;
     json_t *st;
     json_array_foreach(json_object_get(c, "steps"), i, st)
@@ -290,6 +296,8 @@ char *sim_oc_markdown(const json_t *report)
     definitions(&b, report);
     calibration(&b, json_object_get(report, "calibration"));
     headline(&b, report);
+    if (json_is_string(json_object_get(report, "figure")))
+        buf_printf(&b, "![The sample size N of every scenario](%s)\n\n", str(report, "figure"));
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(report, "scenarios"), i, s) scenario(&b, s);

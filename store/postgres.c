@@ -1112,10 +1112,17 @@ static int writer_exp_create(struct store_backend *b, const struct store_op *op,
     " WHERE exp = $1 ORDER BY seq DESC"
 
 /* Run sql with p (lengths and formats: NULL for text parameters) on the
- * writer's connection. */
+ * writer's connection, in the group's transaction (its BEGIN first when no
+ * statement sent it yet, as w_exec does). */
 static int w_exec_sql(struct store_backend *b, const char *sql, const struct params *p,
                       const int *lengths, const int *formats, int *own)
 {
+    if (b->in_tx && !b->begun) {
+        b->begun = 1;
+        int err = w_exec(b, PQ_BEGIN, NULL, NULL, own);
+        if (err != STORE_OK)
+            return err;
+    }
     PGresult *r = PQexecParams(b->w, sql, p->n, NULL, p->v, lengths, formats, 0);
     ExecStatusType st = PQresultStatus(r);
     int err = STORE_OK;
@@ -1690,11 +1697,10 @@ static int pg_load_snapshots(struct store_backend *b, int64_t exp,
 {
     struct params p = {.n = 0};
     PGresult *res = NULL;
-    int err = STORE_OK;
     p_i64(&p, exp);
     for (int attempt = 0;; attempt++) {
         struct reader *r;
-        err = reader_get(b, &r);
+        int err = reader_get(b, &r);
         if (err != STORE_OK)
             return err;
         res = PQexecParams(r->c, PG_SNAPSHOTS, p.n, NULL, p.v, NULL, NULL, 0);

@@ -616,6 +616,25 @@ static void test_scope_matrix(void **state)
         }
     }
 
+    /* The blinded view has an ETag of its own: no 304 of it for a full one. */
+    r = treq_key(d, "GET", "/v1/experiments/bl/status", key[K_READ], NULL);
+    char etag[200], inm[240];
+    snprintf(etag, sizeof etag, "%s", tresp_header(r, "ETag"));
+    tresp_free(r);
+    snprintf(inm, sizeof inm, "If-None-Match: %s", etag);
+    char auth[200];
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", key[K_UNBLINDED]);
+    const char *hu[] = {inm, auth, NULL};
+    r = treq(d, "GET", "/v1/experiments/bl/status", NULL, hu);
+    assert_status(r, 200);
+    assert_non_null(tjson_get(r->json, "bandits[0].arms"));
+    assert_string_not_equal(tresp_header(r, "ETag"), etag);
+    tresp_free(r);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", key[K_READ]);
+    r = treq(d, "GET", "/v1/experiments/bl/status", NULL, hu);
+    assert_status(r, 304);
+    tresp_free(r);
+
     /* Not blinded: a read key sees the arms and δᶜ. */
     r = treq_key(d, "GET", "/v1/experiments/open/status", key[K_READ], NULL);
     assert_status(r, 200);
@@ -798,12 +817,16 @@ static void test_audit_chain_postgres(void **state)
     const char *args[] = {"audit", "verify", "--db", uri, "pg", NULL};
     assert_int_equal(tdaemon_cli(d, args, NULL, out, sizeof out, NULL, 0), 0);
     assert_non_null(strstr(out, "pg: ok, 4 events, 4 chained"));
-    /* the audit log: the creation and a key, then the key's row changed */
+    /* the audit log: the creation, an export and a key, then the key's row
+     * changed */
+    r = treq(d, "GET", "/v1/experiments/pg/export", NULL, NULL);
+    assert_status(r, 200);
+    tresp_free(r);
     char key[128];
     const char *mk[] = {"keys", "create", "--db", uri, "--scope", "read", "--name", "r", NULL};
     assert_int_equal(tdaemon_cli(d, mk, NULL, key, sizeof key, NULL, 0), 0);
     assert_int_equal(tdaemon_cli(d, args, NULL, out, sizeof out, NULL, 0), 0);
-    assert_non_null(strstr(out, "audit log: ok, 2 records"));
+    assert_non_null(strstr(out, "audit log: ok, 3 records"));
     assert_int_equal(tpg_exec(uri, "UPDATE api_keys SET scopes = 'admin'"), 0);
     assert_int_equal(tdaemon_cli(d, args, NULL, out, sizeof out, NULL, 0), 1);
     assert_non_null(strstr(out, "audit log: BROKEN: key 1 differs from its creation record"));

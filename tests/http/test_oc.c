@@ -63,7 +63,7 @@ static void test_report(void **state)
     json_decref(tcall(tgroup_d, "POST", "/v1/experiments/oc1/amendments",
                       "{\"change\":{\"goal\":{\"budget\":200}},\"reason\":\"fewer patients\"}",
                       201));
-    snprintf(body, sizeof body, "{%s,\"runs\":10,\"markdown\":true}", scenarios);
+    snprintf(body, sizeof body, "{%s,\"runs\":10,\"markdown\":true,\"svg\":true}", scenarios);
     r = tcall(tgroup_d, "POST", "/v1/experiments/oc1/oc", body, 200);
     st = texp_status(tgroup_d, "oc1");
     assert_string_equal(tjson_str(r, "design_hash"), tjson_str(st, "design_hash"));
@@ -73,6 +73,7 @@ static void test_report(void **state)
     assert_non_null(md);
     assert_non_null(strstr(md, "# Operating characteristics of `oc1`"));
     assert_non_null(strstr(md, tjson_str(st, "design_hash")));
+    assert_int_equal(strncmp(tjson_str(r, "svg"), "<svg ", 5), 0);
     json_decref(st);
     json_decref(r);
 }
@@ -114,6 +115,7 @@ static void test_invalid(void **state)
         {"{\"scenarios\":[{\"name\":\"x\",\"arms\":[0.1,0.2]}],\"runs\":1001}", "runs"},
         {"{\"scenarios\":[{\"name\":\"x\",\"arms\":[0.1,0.2]}],\"max_pulls\":0}", "max_pulls"},
         {"{\"scenarios\":[{\"name\":\"x\",\"arms\":[0.1,0.2]}],\"markdown\":1}", "markdown"},
+        {"{\"scenarios\":[{\"name\":\"x\",\"arms\":[0.1,0.2]}],\"svg\":\"yes\"}", "svg"},
         {"{\"scenarios\":[{\"name\":\"x\",\"arms\":[0.1,0.2]}],\"threads\":4}", "threads"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

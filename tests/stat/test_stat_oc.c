@@ -210,6 +210,7 @@ static void test_calibration(void **state)
     if (sim_oc_calibrate(&d.d, s, 0, &o, target, 1e-4, 0.9, 12, &delta, &cal, err, sizeof err) != 0)
         fail_msg("%s", err);
     double achieved = field(cal, "type_i_error");
+    assert_true(json_is_true(json_object_get(cal, "bracketed")));
     assert_true(achieved <= target);
     assert_true(fabs(field(cal, "delta") - delta) < 1e-15);
 

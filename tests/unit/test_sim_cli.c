@@ -250,8 +250,9 @@ static void test_oc(void **state)
                scen, sizeof scen);
     write_text("bad.json", "[{\"name\": \"n\", \"arms\": [0.4, 0.4, 0.4]}]", badf, sizeof badf);
     snprintf(md, sizeof md, "%s/oc.md", dir);
-    snprintf(args, sizeof args, "oc --design '%s' --scenarios '%s' --runs 8 --markdown '%s'",
-             design, scen, md);
+    snprintf(args, sizeof args,
+             "oc --design '%s' --scenarios '%s' --runs 8 --markdown '%s' --svg '%s/n.svg'", design,
+             scen, md, dir);
     struct outcome o;
     run(args, &o);
     if (o.status != 0)
@@ -267,10 +268,17 @@ static void test_oc(void **state)
     tread_file(md, text, sizeof text);
     assert_non_null(strstr(text, hash));
     assert_non_null(strstr(text, "## Headline"));
+    assert_non_null(strstr(text, "](n.svg)")); /* the figure, relative to the page */
+    char svg[65536], svgpath[300];
+    snprintf(svgpath, sizeof svgpath, "%s/n.svg", dir);
+    tread_file(svgpath, svg, sizeof svg);
+    assert_int_equal(strncmp(svg, "<svg ", 5), 0);
+    assert_non_null(strstr(svg, "</svg>"));
     /* --format markdown prints the same page. */
     snprintf(args, sizeof args,
-             "oc --design '%s' --scenarios '%s' --runs 8 --markdown '%s' --format markdown", design,
-             scen, md);
+             "oc --design '%s' --scenarios '%s' --runs 8 --markdown '%s' --svg '%s/n.svg' "
+             "--format markdown",
+             design, scen, md, dir);
     run(args, &o);
     assert_int_equal(o.status, 0);
     /* the same page but the command line that made it */

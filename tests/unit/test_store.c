@@ -1629,6 +1629,14 @@ static void test_snapshots(void **state)
     op[0] = ev_op(exp, 1, STORE_EV_OBSERVE);
     op[1] = snap_op(&sn[0], exp, 1, bytes, sizeof bytes);
     assert_int_equal(store_write_sync(f->s, op, 2), STORE_OK);
+    /* in the transaction of its submission: a failed event takes it back
+     * (seq 1 is taken), even first in the group */
+    op[0] = snap_op(&sn[0], exp, 99, bytes, 10);
+    op[1] = ev_op(exp, 1, STORE_EV_OBSERVE);
+    assert_int_not_equal(store_write_sync(f->s, op, 2), STORE_OK);
+    assert_int_equal(store_load_snapshots(f->s, exp, collect_snap, &l), STORE_OK);
+    assert_true(l.n == 1 && l.seq[0] == 1);
+    memset(&l, 0, sizeof l);
     op[0] = snap_op(&sn[0], exp, 10, bytes, 100);
     op[1] = snap_op(&sn[1], other, 5, bytes, 10);
     assert_int_equal(store_write_sync(f->s, op, 2), STORE_OK);

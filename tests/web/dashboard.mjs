@@ -11,7 +11,9 @@
 // stop badge in red, the goal's card — target δ or the budget's use —,
 // the export buttons), live refresh with ETags, polling paused in a hidden
 // tab, pause/resume/stop, create-from-form, the API key in sessionStorage,
-// a phone-sized viewport, and that the console stayed clean. Screenshots: $TEST_OUT/dashboard.png
+// a phone-sized viewport, a blinded trial through a read key (totals, no
+// arm, no δᶜ) and an unblinded one (arms; its reads recorded), and that the
+// console stayed clean. Screenshots: $TEST_OUT/dashboard.png
 // (the stopped experiment), dashboard-multi.png, dashboard-list.png and
 // dashboard-phone.png.
 //
@@ -799,6 +801,16 @@ async function blindedChecks(browser) {
     return (JSON.stringify(got.arms) === JSON.stringify(arms) && !got.label && got.exportShown) || got;
   });
   await u.ctx.close();
+  await check('unblinded: the page\'s reads are recorded (audit log records and log lines, named by the key), the read key\'s are not', async () => {
+    const lines = daemonErr.split('\n').filter((l) => l.includes(`unblinded read of ${id} `));
+    const v = spawnSync(BIN, ['audit', 'verify', '--db', join(work, 't.db')], { encoding: 'utf8' });
+    const m = v.stdout.match(/audit log: ok, (\d+) records/);
+    // keys 3, experiments 5 + the trial, the API's status read above is
+    // the read key's (not recorded); the page: a status and a history
+    const reads = lines.filter((l) => l.includes('by key:') && l.includes(':web-unblinded'));
+    const kinds = new Set(reads.map((l) => (l.match(/\((status|history)\)/) || [])[1]));
+    return (v.status === 0 && m && reads.length === lines.length && kinds.has('status') && kinds.has('history')) || { lines, verify: v.stdout.slice(-400) };
+  });
 }
 
 // --- run --------------------------------------------------------------------------------
