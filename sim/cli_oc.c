@@ -303,7 +303,8 @@ int cli_oc_main(int argc, char **argv)
     char cmd[2048] = "bandit-sim";
     for (int i = 0; i < argc; i++) {
         size_t len = strlen(cmd);
-        snprintf(cmd + len, sizeof cmd - len, " %s", argv[i]);
+        /* quoted when it holds a space, so that the line can be run again */
+        snprintf(cmd + len, sizeof cmd - len, strchr(argv[i], ' ') ? " \"%s\"" : " %s", argv[i]);
     }
     json_object_set_new(report, "command", json_string(cmd));
     if (svg_path != NULL) {

@@ -92,7 +92,8 @@ static void provenance(struct buf *b, const json_t *r)
     if (!isnan(num(d, "scale")))
         buf_printf(b,
                    "**Unproven rule**: every bound's width is scaled by %g (goal.scale; 1 is the "
-                   "proven rule). Its error rates are this simulation's, not a proof's "
+                   "proven rule); so are the intervals status shows and whose coverage is "
+                   "reported below. Its error rates are this simulation's, not a proof's "
                    "(docs/stop-rules.md, `control`).\n\n",
                    num(d, "scale"));
     size_t i;
