@@ -187,6 +187,13 @@ $(BUILD)/scripts/tstar: $(OBJ)/scripts/tstar.o $(LIB_POLICIES) $(LIB_BASE)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Each GLR threshold's samples to stop on one pair (docs/stop-rules.md,
+# "Literature thresholds"): no simulation, a second.
+$(BUILD)/scripts/thresholds: $(OBJ)/scripts/thresholds.o $(LIB_POLICIES) $(LIB_BASE)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # --- the README's two commands ----------------------------------------------------
 
 deps:
@@ -545,7 +552,8 @@ $(DOCS_TOOL): scripts/docs_tool.c
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(shell pkg-config --cflags jansson) -o $@ $< \
 		$(shell pkg-config --libs jansson) -lm
 
-.PHONY: docs-policies docs-delays docs-blocks docs-constraints docs-defaults docs-oc
+.PHONY: docs-policies docs-delays docs-blocks docs-constraints docs-defaults docs-oc \
+	docs-thresholds
 docs-policies: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	$(BUILD)/bandit-sim --list-policies | $(DOCS_TOOL) params $(DOCS_POLICIES)
 
@@ -562,6 +570,9 @@ docs-blocks: $(BUILD)/bandit-sim $(DOCS_TOOL)
 docs-defaults: $(BUILD)/bandit-sim $(BUILD)/scripts/tstar $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim TSTAR=$(BUILD)/scripts/tstar DOCS_TOOL=$(DOCS_TOOL) \
 		./scripts/docs_defaults.py $(DOCS_MEASUREMENTS)
+
+docs-thresholds: $(BUILD)/scripts/thresholds $(DOCS_TOOL)
+	$(BUILD)/scripts/thresholds | $(DOCS_TOOL) splice docs/stop-rules.md thresholds
 
 # Operating-characteristics reports (bandit-sim oc; about three minutes): a
 # three-arm trial with a control (goal control, docs/oc-example.md), a

@@ -10,9 +10,11 @@
  *                 Bernstein, per arm) — the default.
  *
  * We use the optimised cutoff c* (the paper's experiments use ĉ; c* is never
- * worse, §4). Pending pulls count as returned at the arm's current mean; an
- * arm with no reward yet weighs 1/(1 + pending), which is the paper's weight 1
- * when rewards are synchronous and stops a slow arm from absorbing every pull
+ * worse, §4), tracked from one select() to the next by a Newton step
+ * (stats_delta_c_track; the full search where a step cannot be trusted).
+ * Pending pulls count as returned at the arm's current mean; an arm with no
+ * reward yet weighs 1/(1 + pending), which is the paper's weight 1 when
+ * rewards are synchronous and stops a slow arm from absorbing every pull
  * while its first rewards are in flight.
  * Optional `cap` (the paper's remark after π4): never pull an arm more often
  * than DIRECT would, ⌈(2/ε²) ln(K/δ)⌉, which bounds the worst case.
@@ -56,7 +58,8 @@ struct adapt {
     size_t *order;
     unsigned char *high;
     double *w;
-    void *dc_ws; /* stats_delta_c_ws workspace */
+    void *dc_ws; /* stats_delta_c_track workspace */
+    double cut;  /* the last select()'s cutoff (NaN: none yet): the next one's start */
 };
 
 static void adapt_fini(void *state)
@@ -95,6 +98,7 @@ static int adapt_init(void **state, const struct policy_ctx *ctx, char *err, siz
     if (!s->order || !s->high || !s->w || !s->dc_ws)
         goto nomem;
     stats_dc_ws_init(s->dc_ws, s->k);
+    s->cut = NAN;
     *state = s;
     return 0;
 nomem:
@@ -163,7 +167,7 @@ static int adapt_select(void *state, const struct policy_ctx *ctx, int bandit,
                                   .epsilon = ctx->epsilon,
                                   .hoeffding_only = s->variant == V_DELTAC,
                                   .count_pending = 1};
-        stats_delta_c_ws(a, k, s->high, &o, NULL, s->w, s->dc_ws);
+        stats_delta_c_track(a, k, s->high, &o, &s->cut, s->w, s->dc_ws);
         break;
     }
     }
@@ -187,8 +191,9 @@ static int adapt_select(void *state, const struct policy_ctx *ctx, int bandit,
     return POLICY_OK;
 }
 
-/* Scratch only (select() rewrites it; dc_ws is refilled by every search),
- * saved all the same but dc_ws: a loaded state then equals a replayed one. */
+/* The cutoff is state (the next search starts from it); the rest is scratch
+ * (select() rewrites it; dc_ws is a cache keyed by the arms' values), saved
+ * all the same but dc_ws: a loaded state then equals a replayed one. */
 static void adapt_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
 {
     struct adapt *a = state;
@@ -198,6 +203,7 @@ static void adapt_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
     ser_sizes(s, a->order, a->k);
     ser_bytes(s, a->high, a->k);
     ser_f64s(s, a->w, a->k);
+    ser_f64(s, &a->cut);
 }
 
 const struct policy_ops policy_adapt = {

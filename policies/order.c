@@ -123,9 +123,6 @@ void order_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t 
 void order_top_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t m, size_t *idx,
                        unsigned char *high)
 {
-    for (size_t i = 0; i < k; i++)
-        idx[i] = i;
-    order_shuffle(rng, idx, k);
     if (m >= 1 && m < k && m <= TOP_FAST_MAX) {
         double top[TOP_FAST_MAX + 1] = {0};
         size_t nt = 0;
@@ -144,6 +141,9 @@ void order_top_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, siz
             return;
         }
     }
+    for (size_t i = 0; i < k; i++)
+        idx[i] = i;
+    order_shuffle(rng, idx, k);
     struct sort_key key = {NULL, NULL, arms};
     shell_sort(idx, k, mean_before, &key, k > 64 ? 0 : SHELL_NGAPS - 1);
     for (size_t r = 0; r < k; r++)

@@ -43,10 +43,10 @@ void order_sort_desc(size_t *idx, size_t n, const double *val, const uint32_t *r
 void order_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t *idx);
 
 /* high[i] = 1 for the first m arms of order_by_mean's order, 0 for the
- * others, with the same draws; idx is scratch of k entries (left in no
- * particular order). O(mK) without the sort when the m-th and (m+1)-th
- * largest means differ (m ≤ 8), where the set does not depend on the order
- * of ties. */
+ * others; idx is scratch of k entries (left in no particular order). O(mK)
+ * without the shuffle and the sort, and without a draw, when the m-th and
+ * (m+1)-th largest means differ (m ≤ 8), where the set does not depend on
+ * the order of ties; otherwise order_by_mean's draws. */
 void order_top_by_mean(gsl_rng *rng, const struct stats_arm *arms, size_t k, size_t m, size_t *idx,
                        unsigned char *high);
 

@@ -161,6 +161,21 @@ void stats_dc_ws_init(void *ws, size_t k);
 double stats_delta_c_ws(const struct stats_arm *arms, size_t k, const unsigned char *high,
                         const struct stats_dc_opts *o, double *c_out, double *per_arm, void *ws);
 
+/* The cutoff tracked from one call to the next (ADAPT's select()): *cut
+ * is where the previous call on the same workspace left it (NaN: none).
+ * When it can be trusted (anytime bounds, every δᶜ_i below 1 there,
+ * ln(1 − δᶜ) concave) per_arm (not NULL) receives each δᶜ_i at *cut, to
+ * rounding, and *cut moves one Newton step on ln(1 − δᶜ(c)) for the next
+ * call: returns 1, after one pass over the arms. Where δᶜ is 1 at every
+ * cutoff of I (some arm's bound vacuous at each: known from each arm's
+ * vacuous width, cached), per_arm is taken at ĉ, the full search's answer
+ * there, and *cut = ĉ: returns 2. Otherwise stats_delta_c_ws's full search
+ * (c* into *cut, per_arm there): returns 0. Near a minimum the cutoff used
+ * lags the minimiser by the change one call makes; unit tests: δᶜ within
+ * 10⁻⁶ relative of the full search's after a few calls. */
+int stats_delta_c_track(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                        const struct stats_dc_opts *o, double *cut, double *per_arm, void *ws);
+
 /* --- Bayesian confidence ρ̄ (Bachman & Precup 2013, eq. 3; stats_rho.c) -------
  * r̄_j = α_j/(α_j+β_j), γ̄ = (r̄_(m) + r̄_(m+1))/2, σ̄_j = sqrt(r̄_j (1 − r̄_j)),
  * ρ̄ = max(0, 1 − Σ_j [1 − Φ(√t_j |r̄_j − γ̄| / σ̄_j)]), t_j = pulls of arm j.
@@ -224,8 +239,9 @@ double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, un
 double stats_kt_regret(double n, double mean);
 /* A lower bound on inf over c ∈ [0, 1 − ε] of ln M_i(c) + ln M_j(c + ε),
  * M_i(c) arm i's one-sided normal mixture for "μ_i ≤ c" (deviation
- * n_i(μ̂_i − c), V = n_i/4, ρ of the anytime bound) and M_j(y) arm j's for
- * "μ_j ≥ y": the log e-value of the pair's null μ_j ≥ μ_i + ε. Within
+ * n_i(μ̂_i − c), V = n_i/4, ρ four times the anytime bound's: i is the
+ * returned arm, the leader) and M_j(y) arm j's for "μ_j ≥ y" (the anytime
+ * bound's ρ): the log e-value of the pair's null μ_j ≥ μ_i + ε. Within
  * 1e-11 relative plus the bracket's 1e-13 in c of the infimum, never above
  * it. An arm with n <= 0 contributes M = 1 (ln 0): both empty give 0. */
 double stats_pair_mixture(double ni, double mi, double nj, double mj, double eps);
@@ -285,6 +301,26 @@ int stats_glr_stop_best(const struct stats_arm *arms, size_t k, size_t best, dou
 int stats_glr_stop_best_memo(const struct stats_arm *arms, size_t k, size_t best, double eps,
                              enum stats_glr_threshold kind, double beta,
                              struct stats_glr_memo *memo);
+
+/* --- literature thresholds (stats_kk.c) ------------------------------------
+ * Kaufmann & Koolen (2021, JMLR 22(246), "Mixture martingales revisited"):
+ * for a pair, P(∃t: N_i kl(μ̂_i, μ_i) + N_j kl(μ̂_j, μ_j) − 3 ln(1 + ln N_i)
+ * − 3 ln(1 + ln N_j) > 2𝒞_exp(x/2)) ≤ e^{−x}. No stop rule uses it: it is
+ * the literature's proven threshold our own is compared with
+ * (docs/stop-rules.md, "Literature thresholds"). */
+
+/* The lower branch W_{−1}(x) of the Lambert W function, x ∈ [−1/e, 0): the
+ * root w ≤ −1 of w e^w = x, to a few ulps. NAN outside the domain. */
+double stats_lambert_wm1(double x);
+/* 𝒞_exp(x) = 2 h̃_{3/2}((h⁻¹(1 + x) + ln(2ζ(2)))/2), h(u) = u − ln u
+ * (u ≥ 1), h̃_z(y) = e^{1/h⁻¹(y)} h⁻¹(y) for y ≥ h⁻¹(1/ln z), z(y − ln ln z)
+ * below; x ≥ 0 (NAN otherwise). About x + ln x + O(ln ln x) for large x,
+ * 10.67 at x = 1.7. */
+double stats_kk_cexp(double x);
+/* The pair threshold on Z_ij of the rule built on it, at level δ/P
+ * (P = m(K − m), K − 1 when m = 1): 2𝒞_exp(ln(P/δ)/2) + 3 ln(1 + ln N_i) +
+ * 3 ln(1 + ln N_j) (ln N read as 0 below N = 1). +INFINITY when δ <= 0. */
+double stats_kk_pair_threshold(double ni, double nj, size_t k, unsigned m, double delta);
 
 /* --- the normal tail (stats_bounds.c) -------------------------------------- */
 

@@ -104,6 +104,8 @@ struct dc_arm {
     double hvr, hsq, hc0; /* Hoeffding mixture: V + ρ, its sqrt, c0 */
     double bv, bl0;       /* Bernstein: max(ebv, v_min), ℓ₀ there; bv < 0: not usable */
     double d;             /* scratch: δᶜ_i at the point being evaluated (dc_at_search) */
+    double wv;            /* width up to which δᶜ_i = 1 (stats_delta_c_track); NaN: not yet */
+    double hec0;          /* e^{−c0} of the mixture (stats_delta_c_track) */
 };
 
 size_t stats_dc_ws_size(size_t k)
@@ -133,12 +135,14 @@ static void dc_cache_fill(const struct stats_arm *arms, size_t k, const struct s
         x->khoeff = o->hoeffding_only;
         x->ne = 0.0;
         x->bv = -1.0;
+        x->wv = NAN;
         if (a->n == 0)
             continue;
         x->ne = ne;
         x->hvr = ne / 4.0 + MIX_RHO;
         x->hsq = sqrt(x->hvr);
         x->hc0 = mix_c0(x->hvr);
+        x->hec0 = exp(-x->hc0);
         if (o->hoeffding_only || !(ne >= 2.0))
             continue;
         double v = eff_ebv(a, ne);
@@ -304,4 +308,160 @@ double stats_delta_c_ws(const struct stats_arm *arms, size_t k, const unsigned c
             stats_delta_c_at(arms, k, high, o, s.best_c, per_arm);
     }
     return s.best_f;
+}
+
+/* --- the tracked cutoff (ADAPT's select) -----------------------------------
+ * The full search above evaluates δᶜ at about 53 cutoffs of K arms each.
+ * Between two select() calls of ADAPT one or two arms change (a reward, a
+ * pending pull), so the minimiser moves little: each call evaluates the
+ * δᶜ_i at the cutoff the last one left, with G(c) = Σ_i ln(1 − δᶜ_i(c))
+ * (ln(1 − δᶜ), maximised where δᶜ is least) differentiated twice in closed
+ * form on the way, and leaves the next call one Newton step further: one
+ * pass over the arms, without a logarithm. Near the minimum, where every
+ * δᶜ_i is below e^{−1/2}, each ln(1 − δᶜ_i) is concave in c and G is too;
+ * wherever the step cannot be trusted (no last cutoff, a vacuous arm,
+ * G″ ≥ 0, a step leaving the part of I where δᶜ < 1 or longer than an
+ * eighth of I) the full search answers instead. */
+
+/* δᶜ_i at c with the first two derivatives of ln(1 − δᶜ_i) in c, from the
+ * cache. With z = u/√vr (u = wn the deviation), the mixture's exponent is
+ * x = c0 + z²/2 + ln Φ(z), so e^{−x} = e^{−c0} e^{−z²/2} / Φ(z), and
+ * x′ = u/vr + r/√vr, x″ = (1 − r(z + r))/vr with r = φ(z)/Φ(z): the one
+ * exponential serves both. Bernstein's x = u²/(A + Bu) − ℓ₀ has
+ * x′ = u(2A + Bu)/(A + Bu)², x″ = 2A²/(A + Bu)³. δᶜ_i is arm_dc_cached's
+ * value up to rounding (not bit for bit: no logarithm); 1 when the bound is
+ * vacuous at c (then *g1 and *g2 are not set). g1 NULL: δᶜ_i only. */
+static double arm_dc_newton(const struct stats_arm *a, const struct dc_arm *x, int is_high,
+                            const struct stats_dc_opts *o, double c, double *g1, double *g2)
+{
+    double w = is_high ? a->mean + o->epsilon - c : c - a->mean;
+    if (!(w > 0.0) || x->ne == 0.0)
+        return 1.0;
+    double u = w * x->ne;
+    double z = u / x->hsq;
+    double e = exp(-0.5 * z * z);
+    double phi = 1.0, r = 0.0; /* Φ(z), φ(z)/Φ(z): 1 and 0 beyond 8.5, as in log_phi */
+    if (z < 8.5) {
+        phi = 1.0 - 0.5 * erfc(z / M_SQRT2);
+        r = e / (sqrt(2.0 * M_PI) * phi);
+    }
+    double ex = x->hec0 * e / phi; /* e^{−x} */
+    double x1 = u / x->hvr + r / x->hsq;
+    double x2 = (1.0 - r * (z + r)) / x->hvr;
+    if (!o->hoeffding_only && x->bv >= 0.0) {
+        double k1 = stitch_k1();
+        double aa = k1 * k1 * x->bv, bb = 2.0 * stitch_k2(), dd = aa + bb * u;
+        double eb = exp(-(u * u / dd - x->bl0));
+        if (eb < ex) {
+            ex = eb;
+            x1 = u * (2.0 * aa + bb * u) / (dd * dd);
+            x2 = 2.0 * aa * aa / (dd * dd * dd);
+        }
+    }
+    double d = o->hoeffding_only ? clamp_conf(ex) : clamp_conf(2.0 * clamp_conf(ex));
+    if (d >= 1.0 || g1 == NULL)
+        return d;
+    double s = is_high ? -x->ne : x->ne; /* du/dc */
+    double d1 = -x1 * d * s, d2 = (x1 * x1 - x2) * d * s * s;
+    double q = 1.0 - d;
+    *g1 = -d1 / q;
+    *g2 = -d2 / q - d1 * d1 / (q * q);
+    return d;
+}
+
+/* One pass at c: δᶜ_i into per_arm, G′ and G″ summed; 0 when some arm is
+ * vacuous at c (per_arm then partly written). Arms with δᶜ_i above e^{−1/2}
+ * may make G locally convex (G″ ≥ 0: the full search) or slow the steps
+ * down; a limit there (0.5) sent a third of the calls of a K = 100 run to
+ * the full search, 6× the cost, for no gain where δᶜ is below 1/2. */
+static int dc_newton_pass(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                          const struct stats_dc_opts *o, const struct dc_arm *ws, double c,
+                          double *per_arm, double *gp, double *gpp)
+{
+    double s1 = 0.0, s2 = 0.0;
+    for (size_t i = 0; i < k; i++) {
+        double g1, g2;
+        double d = arm_dc_newton(&arms[i], &ws[i], high[i] != 0, o, c, &g1, &g2);
+        if (d >= 1.0)
+            return 0;
+        per_arm[i] = d;
+        s1 += g1;
+        s2 += g2;
+    }
+    *gp = s1;
+    *gpp = s2;
+    return 1;
+}
+
+/* The width w_v up to which arm i's δᶜ_i is 1 (δᶜ_i < 1 exactly when its
+ * distance to the cutoff exceeds it): arm_dc_cached's exp(−x) reaches 1/2
+ * (1 for π3's Hoeffding alone) there, that is the widths of the two bounds
+ * at that level, the smaller one. Computed once per cache entry. */
+static double arm_vacuous_width(const struct stats_arm *a, struct dc_arm *x,
+                                const struct stats_dc_opts *o)
+{
+    if (x->ne == 0.0)
+        return INFINITY;
+    if (isnan(x->wv)) {
+        if (o->hoeffding_only)
+            x->wv = stats_anytime_hoeffding_width(x->ne, nextafter(1.0, 0.0));
+        else
+            x->wv = fmin(stats_anytime_hoeffding_width(x->ne, 0.5),
+                         x->bv >= 0.0 ? stats_anytime_bernstein_width(x->ne, eff_ebv(a, x->ne), 0.5)
+                                      : INFINITY);
+    }
+    return x->wv;
+}
+
+int stats_delta_c_track(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                        const struct stats_dc_opts *o, double *cut, double *per_arm, void *ws)
+{
+    size_t im = 0, im1 = 0;
+    double c0 = *cut;
+    if (k < 2 || o->bound != STATS_BOUND_ANYTIME || !boundary_arms(arms, k, high, &im, &im1))
+        goto full;
+    double lo = arms[im1].mean, hi = arms[im].mean + o->epsilon;
+    if (!(lo < hi))
+        goto full;
+    struct dc_arm *x = ws;
+    dc_cache_fill(arms, k, o, x);
+    /* In I, δᶜ(c) < 1 on (vl, vh) only: below vl some Low arm is vacuous,
+     * above vh some High arm. */
+    double vl = lo, vh = hi;
+    for (size_t i = 0; i < k; i++) {
+        double wv = arm_vacuous_width(&arms[i], &x[i], o);
+        if (high[i])
+            vh = fmin(vh, arms[i].mean + o->epsilon - wv);
+        else
+            vl = fmax(vl, arms[i].mean + wv);
+    }
+    if (!(vl < vh)) {
+        /* δᶜ is 1 at every cutoff of I: the full search's answer is its
+         * first point, ĉ (no later point is below 1), here in one pass. */
+        double c = stats_cutoff_hat(arms, k, high, o->epsilon);
+        *cut = c;
+        for (size_t i = 0; i < k; i++) {
+            /* Well inside its vacuous width (whose solve errs wide by
+             * 1e-12 relative at most) an arm's δᶜ_i is 1 without its
+             * exponential: most arms of a young experiment. */
+            double w = high[i] ? arms[i].mean + o->epsilon - c : c - arms[i].mean;
+            per_arm[i] = w < x[i].wv * (1.0 - 1e-9)
+                             ? 1.0
+                             : arm_dc_newton(&arms[i], &x[i], high[i] != 0, o, c, NULL, NULL);
+        }
+        return 2;
+    }
+    double gp, gpp;
+    if (!(c0 > vl && c0 < vh)) /* NaN too */
+        goto full;
+    if (!dc_newton_pass(arms, k, high, o, x, c0, per_arm, &gp, &gpp) || !(gpp < 0.0))
+        goto full;
+    double c1 = c0 - gp / gpp;
+    if (!(c1 > vl && c1 < vh) || !(fabs(c1 - c0) <= (hi - lo) / 8.0))
+        goto full;
+    *cut = c1;
+    return 1;
+full:
+    stats_delta_c_ws(arms, k, high, o, cut, per_arm, ws);
+    return 0;
 }

@@ -503,6 +503,110 @@ static void test_cutoff_hat_hand(void **state)
     CLOSE(stats_cutoff_hat(mixed, 2, h2, 0.0), 0.6, 1e-15);
 }
 
+/* The tracked cutoff (ADAPT's select): a cold call is the full search (or
+ * ĉ where δᶜ is 1 everywhere in I); then, over runs of one reward and one
+ * pending pull at a time, the δᶜ_i it returns are stats_delta_c_at's at
+ * the cutoff it used, δᶜ there is within 2% of the full search's minimum
+ * wherever 10⁻⁴ < δᶜ ≤ 1/2, and repeated calls on one state converge onto
+ * the minimum there (10⁻⁹ relative). Most calls take the Newton step (not only the
+ * fallbacks are tested). */
+static void test_delta_c_track(void **state)
+{
+    (void)state;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 2027);
+    enum { KMAX = 12, STEPS = 40 };
+    void *ws = malloc(stats_dc_ws_size(KMAX));
+    assert_non_null(ws);
+    stats_dc_ws_init(ws, KMAX);
+    int n_calls = 0, n_newton = 0, n_flat = 0;
+    int n_converged = 0;
+    double worst = 0.0;
+    for (int trial = 0; trial < 60; trial++) {
+        struct stats_arm arms[KMAX];
+        unsigned char high[KMAX];
+        double p[KMAX] = {0}, per[KMAX], per_ref[KMAX];
+        size_t k = 2 + gsl_rng_uniform_int(r, KMAX - 1);
+        unsigned m = 1 + (unsigned)gsl_rng_uniform_int(r, k - 1);
+        for (size_t i = 0; i < k; i++) {
+            p[i] = gsl_rng_uniform(r);
+            arms[i] = sampled_arm(r, 2 + gsl_rng_uniform_int(r, trial < 10 ? 30 : 4000), p[i]);
+            arms[i].pending = gsl_rng_uniform_int(r, 4);
+        }
+        struct stats_dc_opts o = {STATS_BOUND_ANYTIME, (trial % 3) * 0.02, (trial / 3) % 2,
+                                  (trial / 6) % 2};
+        order_top_m(arms, k, m, NULL, high);
+        double cut = NAN, c_ref;
+        int rc = stats_delta_c_track(arms, k, high, &o, &cut, per, ws);
+        double dc = stats_delta_c_ws(arms, k, high, &o, &c_ref, per_ref, ws);
+        if (rc == 0) {
+            assert_memory_equal(&cut, &c_ref, sizeof cut);
+            assert_memory_equal(per, per_ref, k * sizeof per[0]);
+        } else {
+            assert_int_equal(rc, 2); /* never a Newton step without a start */
+            CLOSE(dc, 1.0, 0);
+            CLOSE(cut, stats_cutoff_hat(arms, k, high, o.epsilon), 0);
+            for (size_t i = 0; i < k; i++)
+                CLOSE(per[i], per_ref[i], 1e-12 * per_ref[i]);
+        }
+        for (int step = 0; step < STEPS; step++) {
+            size_t i = gsl_rng_uniform_int(r, k), j = gsl_rng_uniform_int(r, k);
+            stats_arm_add(&arms[i], gsl_rng_uniform(r) < p[i]);
+            arms[j].pending = arms[j].pending ? arms[j].pending - 1 : 1;
+            order_top_m(arms, k, m, NULL, high);
+            double c_used = cut;
+            rc = stats_delta_c_track(arms, k, high, &o, &cut, per, ws);
+            n_calls++;
+            dc = stats_delta_c(arms, k, high, &o, &c_ref, NULL);
+            if (rc == 0)
+                continue; /* the full search: as above */
+            if (rc == 2) {
+                n_flat++;
+                CLOSE(dc, 1.0, 0);
+                c_used = cut;
+            } else {
+                n_newton++;
+            }
+            double f = stats_delta_c_at(arms, k, high, &o, c_used, per_ref);
+            for (size_t a = 0; a < k; a++)
+                CLOSE(per[a], per_ref[a], 1e-12 * per_ref[a]);
+            /* The cutoff used is the last state's next Newton point: it
+             * lags the minimiser by what one reward moves it. From δᶜ =
+             * 1/2 (where ln(1 − δᶜ) is concave near its maximum) down to
+             * 10⁻⁴ (ADAPT stops long before) that costs under 2% of δᶜ. */
+            double rel = (f - dc) / dc;
+            if (dc > 1e-4 && dc <= 0.5 && rel > worst)
+                worst = rel;
+            if (dc > 1e-4 && dc <= 0.5 && !(rel <= 0.02))
+                fail_msg("trial %d step %d: δᶜ(%.12g) = %.15g against the full search's %.15g "
+                         "at %.12g",
+                         trial, step, c_used, f, dc, c_ref);
+        }
+        /* On a fixed state the steps converge onto the full search's minimum. */
+        double c_used = cut;
+        for (int it = 0; it < 6; it++) {
+            c_used = cut;
+            rc = stats_delta_c_track(arms, k, high, &o, &cut, per, ws);
+        }
+        dc = stats_delta_c(arms, k, high, &o, &c_ref, NULL);
+        if (rc == 1 && dc <= 0.5) {
+            n_converged++;
+            double f = stats_delta_c_at(arms, k, high, &o, c_used, NULL);
+            if (!(f <= dc * (1.0 + 1e-9)))
+                fail_msg("trial %d: converged to δᶜ(%.12g) = %.15g against %.15g at %.12g", trial,
+                         c_used, f, dc, c_ref);
+        }
+    }
+    print_message("track: %d calls, %d Newton steps, %d flat, worst relative excess %.3g; %d "
+                  "converged\n",
+                  n_calls, n_newton, n_flat, worst, n_converged);
+    assert_true(n_newton > n_calls / 2);
+    assert_true(n_converged > 30);
+    assert_true(n_flat > 0);
+    free(ws);
+    gsl_rng_free(r);
+}
+
 /* δᶜ at c* is no worse than at ĉ or at any of 100 cutoffs across I. */
 static void test_delta_c_optimal(void **state)
 {
@@ -826,6 +930,20 @@ static double mix_rho(void)
     return 125.0 / (2 * l + log1p(2 * l));
 }
 
+/* The same at a given ρ: the pair mixture's High arm uses confseq's
+ * best_rho at v_opt = 500, four times mix_rho(). */
+static double mix_lnm_rho(double u, double v, double rho)
+{
+    double vr = v + rho;
+    return 0.5 * log(rho / vr) + u * u / (2 * vr) + gsl_sf_log_erfc(-u / sqrt(vr) / M_SQRT2);
+}
+
+static double mix_rho_high(void)
+{
+    double l = log(1.0 / (2 * 0.025));
+    return 500.0 / (2 * l + log1p(2 * l));
+}
+
 static double mix_lnm(double u, double v)
 {
     double rho = mix_rho(), vr = v + rho;
@@ -870,7 +988,8 @@ static double pair_grid(double ni, double mi, double nj, double mj, double eps, 
             double c = g < 0 ? 0 : g > pts ? 1 - eps : lo + step * g;
             if (c < 0 || c > 1 - eps)
                 continue;
-            double f = mix_lnm(ni * (mi - c), ni / 4) + mix_lnm(nj * (c + eps - mj), nj / 4);
+            double f = mix_lnm_rho(ni * (mi - c), ni / 4, mix_rho_high()) +
+                       mix_lnm(nj * (c + eps - mj), nj / 4);
             if (f < best) {
                 best = f;
                 bc = c;
@@ -880,6 +999,65 @@ static double pair_grid(double ni, double mi, double nj, double mj, double eps, 
         hi = bc + step;
     }
     return best;
+}
+
+/* Kaufmann & Koolen's 𝒞_exp and the Lambert W_{−1} it needs, against values
+ * computed with mpmath at 30 digits (mpmath.lambertw(x, -1); 𝒞_exp from its
+ * definition with h⁻¹(y) = −W_{−1}(−e^{−y})). */
+static void test_kk_threshold(void **state)
+{
+    (void)state;
+    const double w[][2] = {{-0.3, -1.7813370234216276963},
+                           {-0.1, -3.5771520639572971414},
+                           {-1e-5, -14.163600815810182921},
+                           {-1e-300, -697.32277629546016097}};
+    for (size_t i = 0; i < LEN(w); i++)
+        CLOSE(stats_lambert_wm1(w[i][0]), w[i][1], 1e-14 * fabs(w[i][1]));
+    /* the branch point, and w e^w = x along the branch */
+    CLOSE(stats_lambert_wm1(-exp(-1.0)), -1.0, 1e-7);
+    for (int i = 1; i <= 60; i++) {
+        double x = -exp(-1.0 - 0.5 * i); /* from near −1/e to 1e-13 */
+        double v = stats_lambert_wm1(x);
+        assert_true(v <= -1.0);
+        CLOSE(v * exp(v), x, 1e-14 * fabs(x));
+    }
+    assert_true(isnan(stats_lambert_wm1(0.0)));
+    assert_true(isnan(stats_lambert_wm1(-0.5)));
+    const double c[][2] = {{0.5, 8.0309476026185245205},   {1.7, 10.666216913422995917},
+                           {2.85, 12.844669860333967208},  {5, 15.191398743095775095},
+                           {10, 21.446819418406929943},    {50, 65.133544034453425328},
+                           {300, 320.0612576099964707},    {698.5, 721.02281549564187355},
+                           {699.5, 722.02702024384204179}, {1500, 1524.7812036205750979}};
+    /* (698.5 and 699.5 either side of h⁻¹'s switch to Newton at y = 700) */
+    for (size_t i = 0; i < LEN(c); i++)
+        CLOSE(stats_kk_cexp(c[i][0]), c[i][1], 1e-12 * c[i][1]);
+    /* the pair threshold: δ = 0.1, K = 4 (P = 3), N = 3000 and 500 */
+    CLOSE(stats_kk_pair_threshold(3000, 500, 4, 1, 0.1),
+          2 * stats_kk_cexp(log(30.0) / 2) + 3 * log1p(log(3000.0)) + 3 * log1p(log(500.0)), 1e-12);
+    assert_true(isinf(stats_kk_pair_threshold(10, 10, 2, 1, 0.0)));
+    /* docs/stop-rules.md's claim that it would be no faster rule: wherever a
+     * pair clears Kaufmann & Koolen's threshold, it clears the proven rule's
+     * (counts 10 to 10^6, both orders of size, means near 0, 1/2 and 1). */
+    const double ns[] = {10, 100, 1000, 1e4, 1e5, 1e6};
+    const double pm[][2] = {{0.5, 0.45}, {0.5, 0.3}, {0.06, 0.03}, {0.95, 0.9}, {0.9, 0.2}};
+    int checked = 0;
+    for (size_t a = 0; a < LEN(ns); a++)
+        for (size_t b = 0; b < LEN(ns); b++)
+            for (size_t r = 0; r < LEN(pm); r++)
+                for (int kd = 0; kd < 2; kd++) {
+                    size_t k = kd ? 10 : 2;
+                    double delta = kd ? 0.01 : 0.1;
+                    struct stats_arm x = mk_arm((uint64_t)ns[a], pm[r][0], 0.25);
+                    struct stats_arm y = mk_arm((uint64_t)ns[b], pm[r][1], 0.25);
+                    double z = stats_glr_pair_z(&x, &y, 0);
+                    if (!(z > stats_kk_pair_threshold(ns[a], ns[b], k, 1, delta)))
+                        continue;
+                    checked++;
+                    assert_true(stats_glr_pair_passes(
+                        STATS_GLR_PROVEN, &x, &y, z, 0,
+                        stats_glr_threshold(STATS_GLR_PROVEN, ns[a] + ns[b], k, 1, delta)));
+                }
+    assert_true(checked > 100); /* the grid reaches K&K's region */
 }
 
 /* The pair mixture against quadrature and a brute-force scan of c, and its
@@ -923,7 +1101,7 @@ static void test_pair_mixture(void **state)
     CLOSE(got, fine, 1e-6 * fabs(fine));
     /* ε ≥ 1: the null holds at most at c = 0. */
     CLOSE(stats_pair_mixture(10, 0.9, 10, 0.2, 1.0),
-          mix_lnm(10 * 0.9, 2.5) + mix_lnm(10 * (1.0 - 0.2), 2.5), 1e-9);
+          mix_lnm_rho(10 * 0.9, 2.5, mix_rho_high()) + mix_lnm(10 * (1.0 - 0.2), 2.5), 1e-9);
     /* No data on a side: that side's M is 1, the other at its worst cutoff
      * (arm j at y = ε, the least deviation). */
     CLOSE(stats_pair_mixture(0, 0.5, 10, 0.2, 0), mix_lnm(-2, 2.5), 1e-9);
@@ -1296,7 +1474,9 @@ int main(void)
         cmocka_unit_test(test_glr_best_is_glr),
         cmocka_unit_test(test_glr_stop_memo),
         cmocka_unit_test(test_pair_mixture),
+        cmocka_unit_test(test_kk_threshold),
         cmocka_unit_test(test_top_m),
+        cmocka_unit_test(test_delta_c_track),
         cmocka_unit_test(test_normal_sf),
         cmocka_unit_test(test_mc_anytime_vs_fixed),
     };
