@@ -458,7 +458,7 @@ bench: bench-deps
 	./$(BUILD)/bench/load metrics --daemon $(BUILD)/banditd --out $(BUILD)/bench/metrics.md
 	./$(BUILD)/bench/load blocks --daemon $(BUILD)/banditd --duration $(BENCH_DURATION) \
 		--out $(BUILD)/bench/blocks.md
-	./$(BUILD)/bench/load pg --daemon $(BUILD)/banditd --conns 64 --pairs 5 \
+	./$(BUILD)/bench/load pg --daemon $(BUILD)/banditd --conns 64,256 --pairs 3 \
 		--duration $(BENCH_DURATION) --out $(BUILD)/bench/pg.md
 	./$(BUILD)/bench/load cluster --daemon $(BUILD)/banditd --conns 64 \
 		--duration $(BENCH_DURATION) --out $(BUILD)/bench/cluster.md

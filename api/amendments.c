@@ -49,6 +49,6 @@ int api_amendments_create(struct http_req *r)
     }
     json_t *j =
         json_pack("{s:s,s:s,s:s,s:o}", "previous_hash", before, "design_hash", exp_design_hash(x),
-                  "reason", req.edit.reason, "design", exp_design_json(x));
+                  "reason", req.edit.reason, "design", exp_design_json(x, api_blinded(r, x)));
     return api_write_finish(wr, x, 201, j);
 }

@@ -113,9 +113,9 @@ int api_reply_blinded(struct http_req *r);
  * id and whether it is done, nothing per arm. */
 void api_blind_bandits(json_t *bandits);
 
-/* Experiment representation for GET, list and create: new reference.
- * Lock held. */
-json_t *api_experiment_json(struct exp *x);
+/* Experiment representation for GET, PATCH and create, as r may see it
+ * (its design's changes blinded by api_blinded): new reference. Lock held. */
+json_t *api_experiment_json(struct http_req *r, struct exp *x);
 
 /* Reply to a failed parse: rc −1 is out of memory (503, errors dropped),
  * rc 1 a 400 with detail and errors (stolen). Returns HTTP_DONE. */

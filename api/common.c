@@ -105,7 +105,7 @@ void api_exp_unlock(struct exp *x)
     exp_put(x);
 }
 
-json_t *api_experiment_json(struct exp *x)
+json_t *api_experiment_json(struct http_req *r, struct exp *x)
 {
     json_t *j = json_deep_copy(exp_cfg(x)->json);
     if (j == NULL)
@@ -123,7 +123,7 @@ json_t *api_experiment_json(struct exp *x)
                             exp_budget(x) ? json_integer((json_int_t)exp_budget(x)) : json_null());
     json_object_set_new(j, "edits", json_integer((json_int_t)exp_edits(x)));
     json_object_set_new(j, "design_hash", json_string(exp_design_hash(x)));
-    json_object_set_new(j, "design", exp_design_json(x));
+    json_object_set_new(j, "design", exp_design_json(x, api_blinded(r, x)));
     json_object_set_new(j, "state", json_string(exp_state_name(exp_get_state(x))));
     json_object_set_new(j, "stopped", json_boolean(engine_stopped(e)));
     json_object_set_new(j, "stop_reason", reason ? json_string(reason) : json_null());

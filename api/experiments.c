@@ -81,7 +81,7 @@ int api_experiments_create(struct http_req *r)
         return http_reply_problem(r, 503, "cannot store the experiment now; retry later", NULL);
     }
     exp_lock(x);
-    json_t *j = api_experiment_json(x);
+    json_t *j = api_experiment_json(r, x);
     exp_unlock(x);
     exp_put(x);
     char loc[128];
@@ -173,7 +173,7 @@ int api_experiments_get(struct http_req *r)
     struct exp *x = api_exp_lock(r);
     if (x == NULL)
         return HTTP_DONE;
-    json_t *j = api_experiment_json(x);
+    json_t *j = api_experiment_json(r, x);
     return api_read_finish(r, x, 200, j);
 }
 
@@ -222,7 +222,7 @@ int api_experiments_patch(struct http_req *r)
     /* Asking for the state already held queues no event, but still waits
      * for the write that set it: a 200 must never report a state a crash
      * could take back. */
-    json_t *j = api_experiment_json(x);
+    json_t *j = api_experiment_json(r, x);
     return api_write_finish(wr, x, 200, j);
 }
 
@@ -232,7 +232,7 @@ int api_experiments_delete(struct http_req *r)
     struct api_write *wr = x != NULL ? api_write_enter_delete(r, x) : NULL;
     if (wr == NULL)
         return HTTP_DONE;
-    int rc = exp_delete_locked(x, &wr->batch, api_write_done, wr);
+    int rc = exp_delete_locked(x, &wr->batch, http_req_now_ms(r), api_write_done, wr);
     api_exp_unlock(x);
     if (rc != STORE_OK) {
         api_write_abandon(wr);

@@ -121,7 +121,7 @@ int api_status_get(struct http_req *r)
         c->engine.epsilon * exp_range(x), "bandits_done", (json_int_t)engine_bandits_done(e),
         "bandits_total", (json_int_t)c->n_bandits, "bandits", bandits);
     json_object_set_new(j, "design_hash", json_string(exp_design_hash(x)));
-    json_object_set_new(j, "design", exp_design_json(x));
+    json_object_set_new(j, "design", exp_design_json(x, api_blinded(r, x)));
     if (api_blinded(r, x)) {
         api_blind_bandits(bandits);
         json_object_set_new(j, "blinded", json_true());
@@ -167,7 +167,11 @@ int api_history_get(struct http_req *r)
                                         dc, "rho", rho, "error_bound", bound, "arm_pulls", arms));
     }
     /* Where the run was changed: edits and corrections (the latest
-     * EXP_MARKS), at the rewarded pulls they came at. */
+     * EXP_MARKS), at the rewarded pulls they came at. A blinded reader
+     * gets when and what kind, not the note: an edit's names the arm it
+     * retired and its reason, a correction's an outcome (exp_design_json
+     * shows such a reader the design's changes the same way). */
+    int blind = api_blinded(r, x);
     json_t *marks = json_array();
     for (size_t i = 0; i < exp_marks_len(x); i++) {
         const struct exp_mark *m = exp_mark_at(x, i);
@@ -176,11 +180,11 @@ int api_history_get(struct http_req *r)
         json_array_append_new(marks, json_pack("{s:I,s:s,s:I,s:s,s:s?}", "seq", (json_int_t)m->seq,
                                                "time", ts, "pulls", (json_int_t)m->pulls, "kind",
                                                m->kind == STORE_EV_EDIT ? "edit" : "correction",
-                                               "note", m->text));
+                                               "note", blind ? NULL : m->text));
     }
     json_t *j = json_pack("{s:s,s:f,s:o,s:o,s:o,s:o}", "id", exp_id(x), "delta", c->engine.delta,
                           "pulls", pulls, "time", times, "bandits", bandits, "marks", marks);
-    if (api_blinded(r, x)) {
+    if (blind) {
         api_blind_bandits(bandits);
         json_object_set_new(j, "blinded", json_true());
     }

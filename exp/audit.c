@@ -22,8 +22,9 @@
  *
  * It also verifies the audit log (store.h): the chain of the records of
  * what no experiment's log holds (keys created and revoked, experiments
- * created), and that the API keys are as recorded: each key made since
- * the log began has its creation record with the same name, scopes,
+ * created and deleted; a deletion record must name the design and the last
+ * row, and `audit verify ID` of a deleted experiment prints it), and that the API keys are as
+ * recorded: each key made since the log began has its creation record with the same name, scopes,
  * experiments and hash, and each revoked key its revocation — a key row
  * changed (a scope added), added or un-revoked behind the CLI's back is
  * named. Keys older than the log (schema 8) have no record and are only
@@ -304,6 +305,8 @@ struct key_record {
 };
 
 struct verify_log {
+    const char *only;  /* audit verify ID: the experiment asked for; borrowed */
+    char deleted[512]; /* its latest deletion record, as printed; "" none */
     char chain[65];
     int64_t expect_seq, broken_seq;
     char why[200];
@@ -332,6 +335,34 @@ static struct key_record *key_record(struct verify_log *v, int64_t id, int add)
     return &v->keys[v->n++];
 }
 
+/* Whether the n bytes at p are a SHA-256 in hex or "none". */
+static int hash_or_none(const char *p, size_t n)
+{
+    return (n == 4 && strncmp(p, "none", 4) == 0) ||
+           (n == DIGEST_SHA256_HEX && strspn(p, "0123456789abcdef") >= n);
+}
+
+/* A deletion record's detail (store.h, STORE_AUDIT_EXP_DELETE): "design
+ * <hex|none> last <seq> chain <hex|none>". 1 when well formed. */
+static int delete_detail_ok(const char *d)
+{
+    if (d == NULL || strncmp(d, "design ", 7) != 0)
+        return 0;
+    const char *h = d + 7;
+    size_t hn = strcspn(h, " ");
+    if (!hash_or_none(h, hn) || strncmp(h + hn, " last ", 6) != 0)
+        return 0;
+    const char *n = h + hn + 6;
+    char *end = NULL;
+    long long last = strtoll(n, &end, 10);
+    if (end == n || *n == '-' || *n == '+' || last < 0 || strncmp(end, " chain ", 7) != 0)
+        return 0;
+    const char *c = end + 7;
+    size_t cn = strlen(c);
+    /* no event, no chain; rows older than the chain have none either */
+    return hash_or_none(c, cn) && (last != 0 || cn == 4);
+}
+
 static int verify_record(void *arg, const struct store_audit_row *row)
 {
     struct verify_log *v = arg;
@@ -350,6 +381,22 @@ static int verify_record(void *arg, const struct store_audit_row *row)
         return VERIFY_STOP;
     }
     memcpy(v->chain, next, sizeof next);
+    if (row->kind == STORE_AUDIT_EXP_DELETE) {
+        if (!delete_detail_ok(row->detail)) {
+            v->broken_seq = row->seq;
+            snprintf(v->why, sizeof v->why, "a deletion record without its design and last row");
+            return VERIFY_STOP;
+        }
+        if (v->only != NULL && row->subject != NULL && strcmp(row->subject, v->only) == 0) {
+            char ts[CLOCK_RFC3339_LEN];
+            clock_format_rfc3339(row->ts_ms, ts, sizeof ts);
+            /* the latest deletion of that id (it may have been made again) */
+            snprintf(v->deleted, sizeof v->deleted,
+                     "%s: deleted %s by %s (request %s; audit log seq %" PRId64 "): %s\n", v->only,
+                     ts, row->actor != NULL ? row->actor : "a caller without a key",
+                     row->request_id != NULL ? row->request_id : "none", row->seq, row->detail);
+        }
+    }
     int64_t id = 0;
     char *end = NULL;
     if (row->subject != NULL && strncmp(row->subject, "key:", 4) == 0)
@@ -419,12 +466,20 @@ static int verify_key(void *arg, const struct store_key_row *row)
 
 /* Verify the audit log and the keys against it, one line to out: 0 ok,
  * 1 broken, 2 unreadable. */
-static int verify_log(struct store *st, FILE *out)
+static int verify_log(struct store *st, const char *deleted_id, FILE *out)
 {
-    struct verify_log v = {.chain = STORE_AUDIT_GENESIS, .expect_seq = 1};
+    struct verify_log v = {.only = deleted_id, .chain = STORE_AUDIT_GENESIS, .expect_seq = 1};
     struct verify_keys vk = {.v = &v};
     int ret = 0;
     int rc = store_load_audit(st, verify_record, &v);
+    if (deleted_id != NULL && v.broken_seq == 0 && rc == STORE_OK) {
+        if (v.deleted[0] == '\0') {
+            fprintf(out, "%s: no such experiment, and no record of its deletion\n", deleted_id);
+            ret = 2;
+            goto out;
+        }
+        fputs(v.deleted, out);
+    }
     if (v.broken_seq != 0) {
         fprintf(out, "audit log: BROKEN at seq %" PRId64 " (%s)\n", v.broken_seq, v.why);
         ret = 1;
@@ -479,10 +534,11 @@ int exp_audit_verify(struct store *st, const char *id, FILE *out)
         fprintf(out, "cannot read the experiments: %s\n", store_strerror(rc));
         return 2;
     }
-    if (id != NULL && va.found == 0) {
-        fprintf(out, "%s: no such experiment\n", id);
-        return 2;
-    }
-    int log = verify_log(st, out);
+    /* A deleted experiment's log is gone: its deletion record (who, when,
+     * its design and last chain value, against which an export archived
+     * before can be checked) is what is left to show. */
+    int log = verify_log(st, id != NULL && va.found == 0 ? id : NULL, out);
+    if (id != NULL && va.found == 0)
+        return log;
     return va.broken > 0 || log == 1 ? 1 : va.failed > 0 || log == 2 ? 2 : 0;
 }

@@ -291,13 +291,23 @@ int exp_prepare_locked(struct exp *x, int64_t now)
     return EXP_OK;
 }
 
-int exp_delete_locked(struct exp *x, struct exp_batch *b, store_done_fn done, void *arg)
+int exp_delete_locked(struct exp *x, struct exp_batch *b, int64_t now_ms, store_done_fn done,
+                      void *arg)
 {
     struct store_op *op = exp_batch_op(b);
     if (op == NULL)
         return STORE_ERR_NOMEM;
     op->kind = STORE_OP_EXP_DELETE;
     op->exp = x->rowid;
+    /* The audit log's record of the delete (store.h, STORE_AUDIT_EXP_DELETE). */
+    int known = x->d != NULL && x->corrupt[0] == '\0';
+    op->id = exp_batch_str(b, x->id);
+    op->design_hash = known ? exp_batch_str(b, exp_design_hash(x)) : NULL;
+    op->ev.ts_ms = now_ms;
+    op->ev.actor = b->actor;
+    op->ev.request_id = b->request_id;
+    if (op->id == NULL || (known && op->design_hash == NULL))
+        return STORE_ERR_NOMEM;
     int rc = exp_submit(x, b, 0, 1, done, arg);
     if (rc != STORE_OK)
         return rc;

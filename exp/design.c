@@ -251,7 +251,7 @@ out:
     return rc;
 }
 
-json_t *exp_design_json(struct exp *x)
+json_t *exp_design_json(struct exp *x, int blinded)
 {
     const struct exp_design_log *l = x->d->design;
     json_t *list = json_array();
@@ -259,12 +259,17 @@ json_t *exp_design_json(struct exp *x)
         const struct exp_design_change *ch = &l->ring[(l->head + i) % EXP_DESIGN_KEEP];
         char ts[CLOCK_RFC3339_LEN];
         clock_format_rfc3339(ch->ts_ms, ts, sizeof ts);
-        json_array_append_new(list,
-                              json_pack("{s:I,s:s,s:s,s:b,s:o,s:s,s:s}", "seq", (json_int_t)ch->seq,
-                                        "at", ts, "via", ch->amendment ? "amendment" : "patch",
-                                        "amendment", ch->amendment, "reason",
-                                        ch->reason != NULL ? json_string(ch->reason) : json_null(),
-                                        "previous_hash", ch->previous, "design_hash", ch->hash));
+        json_t *c =
+            json_pack("{s:I,s:s,s:s,s:b,s:s,s:s}", "seq", (json_int_t)ch->seq, "at", ts, "via",
+                      ch->amendment ? "amendment" : "patch", "amendment", ch->amendment,
+                      "previous_hash", ch->previous, "design_hash", ch->hash);
+        /* The one place a change is rendered for a caller: a blinded
+         * reader sees that it happened, when, and its hashes (the chain
+         * from initial_hash to hash stays checkable), not why. */
+        if (c != NULL && !blinded)
+            json_object_set_new(c, "reason",
+                                ch->reason != NULL ? json_string(ch->reason) : json_null());
+        json_array_append_new(list, c);
     }
     return json_pack("{s:s,s:s,s:b,s:b,s:b,s:I,s:o}", "hash", exp_design_hash(x), "initial_hash",
                      exp_design_hash_initial(x), "frozen", x->cfg.design_frozen, "blinded",

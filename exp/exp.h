@@ -442,13 +442,17 @@ uint64_t exp_budget(const struct exp *x);
  * hash now and at creation (64 hex digits; borrowed, valid while locked),
  * whether it is frozen now (created frozen, and assigned to), and all of
  * it as JSON {"hash", "initial_hash", "frozen", "locked", "changes",
- * "amendments": the latest changes} (new reference). */
+ * "amendments": the latest changes} (new reference). blinded: the view of
+ * a blinded reader (docs/contract.md, Clinical trials): each change keeps
+ * its seq, time, kind and hashes but not its reason, which is free text
+ * and may name the arm an amendment retired; the change itself is never
+ * shown here (only the export, to unblinded readers, has it). */
 const char *exp_design_hash(struct exp *x);
 const char *exp_design_hash_initial(struct exp *x);
 /* The hash of configuration c as created, into out (65 bytes). 0 or −1. */
 int exp_design_hash_of(const struct exp_config *c, char out[65]);
 int exp_design_frozen(const struct exp *x);
-json_t *exp_design_json(struct exp *x);
+json_t *exp_design_json(struct exp *x, int blinded);
 /* Append a record of kind (enum store_audit_kind: an export, an unblinded
  * read) to the audit log through the writer (audit.c): the strings are
  * copied, the time is now. done(arg, store_err) runs once after its
@@ -512,8 +516,12 @@ int exp_submit_locked(struct exp *x, struct exp_batch *b, store_done_fn done, vo
 /* Mark for deletion (under lock) and queue the delete; later requests get
  * EXP_ERR_GONE. The registry forgets the id once the delete is committed
  * (before done runs); if it fails, the experiment is back as the disk has
- * it. Same return contract as exp_submit_locked. */
-int exp_delete_locked(struct exp *x, struct exp_batch *b, store_done_fn done, void *arg);
+ * it. Same return contract as exp_submit_locked. The delete's transaction
+ * appends its record to the audit log: b's caller (exp_batch_caller), now,
+ * the design in force ("none" for a corrupt log, whose replay stopped
+ * short of it) and the log's last seq and chain value as on disk. */
+int exp_delete_locked(struct exp *x, struct exp_batch *b, int64_t now_ms, store_done_fn done,
+                      void *arg);
 
 /* 1 once a delete of x is queued or committed (takes x's lock: call
  * without it). A reader of the store that finds this 0 after its read knows

@@ -156,6 +156,11 @@ void store_event_copy_strings(struct store_event *ev, char *buf, size_t buflen);
  * buf is too small. */
 int store_audit_of_key(const struct store_key_op *k, int64_t key_id, struct store_audit_row *row,
                        char *buf, size_t len);
+/* The same for an experiment's deletion (op of kind EXP_DELETE) whose log
+ * ends at last_seq with chain value last_chain (0 and NULL: no event; NULL
+ * too on rows older than the chain). */
+int store_audit_of_delete(const struct store_op *op, int64_t last_seq, const char *last_chain,
+                          struct store_audit_row *row, char *buf, size_t len);
 int store_audit_of_create(const struct store_op *op, struct store_audit_row *row, char *buf,
                           size_t len);
 

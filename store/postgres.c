@@ -76,6 +76,7 @@ enum pq {
     PQ_ROLLBACK_TO,
     PQ_EXP_INSERT,
     PQ_EXP_DELETE,
+    PQ_LAST_EVENT,
     PQ_PURGE_ADD,
     PQ_PURGE_NEXT,
     PQ_PURGE_CHUNK,
@@ -124,6 +125,9 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
                        "INSERT INTO experiments(id, config, created_ms) VALUES ($1, $2, $3)"
                        " RETURNING rowid"},
     [PQ_EXP_DELETE] = {"exp_delete", STORE_SQL_WRITE, "DELETE FROM experiments WHERE rowid = $1"},
+    /* the deleted log's last row, for the audit log's record of the delete */
+    [PQ_LAST_EVENT] = {"last_event", STORE_SQL_WRITE,
+                       "SELECT seq, chain FROM events WHERE exp = $1 ORDER BY seq DESC LIMIT 1"},
     [PQ_PURGE_ADD] = {"purge_add", STORE_SQL_WRITE,
                       "INSERT INTO purges(exp) VALUES ($1) ON CONFLICT DO NOTHING"},
     [PQ_PURGE_NEXT] = {"purge_next", STORE_SQL_WRITE,
@@ -1173,14 +1177,28 @@ static int writer_snapshot(struct store_backend *b, const struct store_snapshot 
 }
 
 /* The row goes now; its log is listed for the purge (as in sqlite.c). */
-static int writer_exp_delete(struct store_backend *b, int64_t exp, int *own)
+static int writer_exp_delete(struct store_backend *b, const struct store_op *op, int *own)
 {
     struct params p = {.n = 0};
     PGresult *r = NULL;
+    int64_t exp = op->exp;
     if (fence(b, exp, own) != STORE_OK)
         return STORE_ERR_NOTOWNER;
     p_i64(&p, exp);
-    int err = w_exec(b, PQ_EXP_DELETE, &p, &r, own);
+    /* The audit log's record: the log's last row as this transaction sees
+     * it (pg_write_op flushed the deferred events before this op). */
+    char chain[DIGEST_SHA256_HEX + 1] = "";
+    int64_t last = 0;
+    int err = w_exec(b, PQ_LAST_EVENT, &p, &r, own);
+    if (err != STORE_OK)
+        return err;
+    if (PQntuples(r) == 1) {
+        last = col_i64(r, 0, 0);
+        snprintf(chain, sizeof chain, "%s", col_text(r, 0, 1) ? col_text(r, 0, 1) : "");
+    }
+    PQclear(r);
+    r = NULL;
+    err = w_exec(b, PQ_EXP_DELETE, &p, &r, own);
     if (err == STORE_OK && changed(r) == 0) {
         err = STORE_ERR_NOTFOUND;
         *own = 1;
@@ -1190,7 +1208,15 @@ static int writer_exp_delete(struct store_backend *b, int64_t exp, int *own)
         err = w_exec(b, PQ_PURGE_ADD, &p, NULL, own);
     if (err == STORE_OK)
         err = snapshots_delete(b, exp, own);
-    return err;
+    if (err != STORE_OK)
+        return err;
+    char buf[STORE_AUDIT_BUF];
+    struct store_audit_row row;
+    if (store_audit_of_delete(op, last, chain, &row, buf, sizeof buf) != 0) {
+        *own = 1;
+        return STORE_ERR_IO;
+    }
+    return writer_audit(b, &row, own);
 }
 
 /* A write that leaves nothing behind but commits like any other. */
@@ -1321,7 +1347,7 @@ static int pg_write_op(struct store_backend *b, const struct store_op *op, int *
     case STORE_OP_EXP_CREATE:
         return writer_exp_create(b, op, own);
     case STORE_OP_EXP_DELETE:
-        return writer_exp_delete(b, op->exp, own);
+        return writer_exp_delete(b, op, own);
     case STORE_OP_EVENT:
         return writer_event(b, &op->ev, own);
     case STORE_OP_PROBE:

@@ -66,6 +66,7 @@ enum q {
     Q_ROLLBACK_TO,
     Q_EXP_INSERT,
     Q_EXP_DELETE,
+    Q_LAST_EVENT,
     Q_PURGE_ADD,
     Q_PURGE_NEXT,
     Q_PURGE_CHUNK,
@@ -120,6 +121,9 @@ static const struct store_sql queries[Q_COUNT] = {
      * deleting a long log at once would hold the writer, and every other
      * experiment's writes, for seconds. */
     [Q_EXP_DELETE] = {"exp_delete", STORE_SQL_WRITE, "DELETE FROM experiments WHERE rowid = ?1"},
+    /* the deleted log's last row, for the audit log's record of the delete */
+    [Q_LAST_EVENT] = {"last_event", STORE_SQL_WRITE,
+                      "SELECT seq, chain FROM events WHERE exp = ?1 ORDER BY seq DESC LIMIT 1"},
     [Q_PURGE_ADD] = {"purge_add", STORE_SQL_WRITE, "INSERT OR IGNORE INTO purges(exp) VALUES (?1)"},
     [Q_PURGE_NEXT] = {"purge_next", STORE_SQL_WRITE, "SELECT exp FROM purges ORDER BY exp LIMIT 1"},
     [Q_PURGE_CHUNK] = {"purge_chunk", STORE_SQL_WRITE,
@@ -512,9 +516,9 @@ static int writer_exp_create(struct store_backend *s, const struct store_op *op)
 
 /* The experiment's row goes now; its log is queued for the purge
  * (writer_purge_step), which the front starts after the commit. */
-static int writer_exp_delete(struct store_backend *s, int64_t exp)
+static int writer_exp_delete(struct store_backend *s, const struct store_op *op)
 {
-    const struct sql_arg a[] = {arg_int(exp)};
+    const struct sql_arg a[] = {arg_int(op->exp)};
     int rc = wrun(s, Q_EXP_DELETE, a, 1);
     if (rc == SQLITE_OK && sqlite3_changes(s->wdb) == 0)
         rc = SQLITE_NOTFOUND;
@@ -522,7 +526,31 @@ static int writer_exp_delete(struct store_backend *s, int64_t exp)
         rc = wrun(s, Q_PURGE_ADD, a, 1);
     if (rc == SQLITE_OK)
         rc = wrun(s, Q_SNAP_DELETE, a, 1);
-    return rc;
+    if (rc != SQLITE_OK)
+        return rc;
+    /* The audit log's record: the log's last row as this transaction sees
+     * it (its events are still there: the purge comes later). */
+    sqlite3_stmt *st = s->wst[Q_LAST_EVENT];
+    char chain[DIGEST_SHA256_HEX + 1] = "";
+    int64_t last = 0;
+    rc = bind_args(st, a, 1);
+    if (rc == SQLITE_OK)
+        rc = step_retry(st);
+    if (rc == SQLITE_ROW) {
+        const char *c = (const char *)sqlite3_column_text(st, 1);
+        last = sqlite3_column_int64(st, 0);
+        snprintf(chain, sizeof chain, "%s", c != NULL ? c : "");
+    }
+    rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_OK)
+        return rc;
+    char buf[STORE_AUDIT_BUF];
+    struct store_audit_row row;
+    return store_audit_of_delete(op, last, chain, &row, buf, sizeof buf) == 0
+               ? writer_audit(s, &row)
+               : SQLITE_TOOBIG;
 }
 
 static int writer_snapshot(struct store_backend *s, const struct store_snapshot *sn)
@@ -655,7 +683,7 @@ static int writer_op(struct store_backend *s, const struct store_op *op)
     case STORE_OP_EXP_CREATE:
         return writer_exp_create(s, op);
     case STORE_OP_EXP_DELETE:
-        return writer_exp_delete(s, op->exp);
+        return writer_exp_delete(s, op);
     case STORE_OP_EVENT:
         return writer_event(s, &op->ev);
     case STORE_OP_PROBE:

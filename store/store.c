@@ -712,6 +712,31 @@ int store_audit_of_create(const struct store_op *op, struct store_audit_row *row
     return 0;
 }
 
+int store_audit_of_delete(const struct store_op *op, int64_t last_seq, const char *last_chain,
+                          struct store_audit_row *row, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "design %s last %" PRId64 " chain %s",
+                     op->design_hash != NULL ? op->design_hash : "none", last_seq,
+                     last_chain != NULL && last_chain[0] != '\0' ? last_chain : "none");
+    if (n < 0 || (size_t)n >= len)
+        return -1;
+    const char *subject = op->id;
+    if (subject == NULL) { /* a caller that knows only the row: named by it */
+        char *s = buf + n + 1;
+        int m = snprintf(s, len - (size_t)n - 1, "rowid:%" PRId64, op->exp);
+        if (m < 0 || (size_t)m >= len - (size_t)n - 1)
+            return -1;
+        subject = s;
+    }
+    *row = (struct store_audit_row){.ts_ms = op->ev.ts_ms,
+                                    .kind = STORE_AUDIT_EXP_DELETE,
+                                    .subject = subject,
+                                    .detail = buf,
+                                    .actor = op->ev.actor,
+                                    .request_id = op->ev.request_id};
+    return 0;
+}
+
 int store_load_audit(struct store *s, int (*cb)(void *arg, const struct store_audit_row *row),
                      void *arg)
 {

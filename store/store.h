@@ -152,7 +152,9 @@ struct store_event {
 enum store_op_kind {
     STORE_OP_EXP_CREATE = 1,    /* id, config_json, created_ms → rowid filled on commit;
                                  * ev.actor, ev.request_id: who asked (the audit log) */
-    STORE_OP_EXP_DELETE = 2,    /* exp: the row; NOTFOUND if none. Its events are
+    STORE_OP_EXP_DELETE = 2,    /* exp: the row; NOTFOUND if none. id, design_hash,
+                                 * ev.ts_ms, ev.actor, ev.request_id: the audit log's
+                                 * record (STORE_AUDIT_EXP_DELETE). Its events are
                                  * purged by the writer afterwards, in chunks
                                  * between group commits (no write waits for a
                                  * long log); rowids are never reused, so they
@@ -183,8 +185,9 @@ struct store_op {
     const char *config_json; /* borrowed until the callback */
     int64_t created_ms;
     int64_t *rowid_out; /* receives the new rowid before the callback */
-    /* EXP_DELETE */
+    /* EXP_DELETE (and id, ev's time, actor and request id) */
     int64_t exp;
+    const char *design_hash; /* the design in force; borrowed until the callback */
     /* EVENT */
     struct store_event ev; /* strings borrowed until the callback */
     /* OUTBOX, OUTBOX_UPDATE, OUTBOX_PRUNE */
@@ -465,8 +468,9 @@ uint64_t store_keys_epoch(struct store *s);
 /* The actions no experiment's log holds, in one hash chain of their own:
  * API keys created and revoked (a key is not one experiment's: a key over
  * every experiment would need a record in every log, and one made before
- * an experiment in none), and experiments created (with who asked: the
- * experiment's own log starts at its first event). Each record is written
+ * an experiment in none), experiments created (with who asked: the
+ * experiment's own log starts at its first event) and deleted (the log
+ * goes with the experiment; the record keeps its last chain value). Each record is written
  * by the backend in the transaction that makes the change, its seq and
  * chain value taken under the log's lock (one writer on SQLite; a table
  * lock on PostgreSQL, which several daemons and the keys CLI share), so
@@ -480,6 +484,11 @@ enum store_audit_kind {
     STORE_AUDIT_EXPORT = 4,     /* subject the experiment's id; detail "<format> after <seq>" */
     STORE_AUDIT_UNBLINDED = 5,  /* a blinded experiment read in full: subject its id,
                                  * detail what ("status", "history", "webhooks") */
+    STORE_AUDIT_EXP_DELETE = 6, /* subject the experiment's id; detail "design <hex> last
+                                 * <seq> chain <hex>" (seq 0, chain "none": no event):
+                                 * its design in force and its log's last row as it was
+                                 * in the deleting transaction, so that an export
+                                 * archived before can still be shown to be its log */
 };
 
 struct store_audit_row {

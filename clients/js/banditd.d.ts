@@ -146,11 +146,49 @@ export interface Status {
   epsilon?: number;
   bandits_done?: number;
   bandits_total?: number;
-  bandits: BanditStatus[];
+  /** BanditStatus items in the full view, BlindedBandit items in the blinded one */
+  bandits: BanditStatus[] | BlindedBandit[];
   design_hash?: string;
-  /** the Design schema of docs/openapi.json: frozen, blinded, amendments */
-  design?: Record<string, unknown>;
-  blinded?: boolean;
+  design?: Design;
+  /** true in the blinded view (a blinded experiment read without scope unblinded) */
+  blinded?: true;
+}
+
+/** @schema BlindedBandit */
+export interface BlindedBandit {
+  id: string;
+  done?: boolean;
+}
+
+/** A status in full: every bandit with its arms, recommendation, δᶜ and stop evaluation. */
+export type FullStatus = Status & { blinded?: undefined; bandits: BanditStatus[] };
+/** A blinded experiment's status read by a key without scope unblinded: totals,
+ * state, whether and why it stopped, each bandit's id and done; nothing per arm. */
+export type BlindedStatus = Status & { blinded: true; bandits: BlindedBandit[] };
+/** Whether s is the blinded view (narrows the bandits' type). */
+export declare function isBlinded(s: Status): s is BlindedStatus;
+
+/** @schema Design */
+export interface Design {
+  hash: string;
+  initial_hash: string;
+  frozen: boolean;
+  locked: boolean;
+  changes: number;
+  amendments: DesignChange[];
+  blinded: boolean;
+}
+
+/** @schema DesignChange */
+export interface DesignChange {
+  seq: number;
+  at: string;
+  via: 'patch' | 'amendment';
+  amendment: boolean;
+  /** absent from the blinded view */
+  reason?: string | null;
+  previous_hash: string;
+  design_hash: string;
 }
 
 /** @schema ExperimentPatch */
@@ -258,7 +296,7 @@ export declare class Client {
   constructor(options: ClientOptions | string);
   create(config: Record<string, unknown>): Promise<Experiment>;
   get(experiment: string): Promise<Experiment>;
-  status(experiment: string): Promise<Status>;
+  status(experiment: string): Promise<FullStatus | BlindedStatus>;
   stop(experiment: string): Promise<Experiment>;
   assign(
     experiment: string,

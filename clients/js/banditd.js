@@ -74,6 +74,10 @@ export function cookieStore(doc = globalThis.document, { maxAge = 31536000, path
   };
 }
 
+/** Whether a status is the blinded view of a blinded experiment (a key
+ * without scope unblinded): its bandits are {id, done} only. */
+export function isBlinded(s) { return s != null && s.blinded === true; }
+
 /** In memory only (Node, tests). */
 export function memoryStore() {
   const m = new Map();

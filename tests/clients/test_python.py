@@ -65,6 +65,12 @@ def test_openapi_agreement():
         check(set(td.__required_keys__) == set(s.get("required", [])),
               "type %s requires what the schema requires" % name,
               "client %s, document %s" % (sorted(td.__required_keys__), sorted(s.get("required", []))))
+    # a status's bandits are either view's, as the schema's oneOf
+    hints = typing.get_type_hints(bc.Status)
+    union = typing.get_args(typing.get_args(hints["bandits"])[0])
+    refs = [x["$ref"].rsplit("/", 1)[1] for x in schemas["Status"]["properties"]["bandits"]["items"]["oneOf"]]
+    check(sorted(u.__name__ for u in union) == sorted(refs), "Status.bandits is the union of the schema's oneOf",
+          "client %s, document %s" % (union, refs))
     # the reward statuses the client names are the document's
     enum = schemas["RewardResult"]["properties"]["status"]["enum"]
     check(set(typing.get_args(bc.RewardStatus)) == set(enum), "reward statuses agree", str(enum))
@@ -97,6 +103,34 @@ def test_operations(d, admin):
     stopped = bd.stop("checkout-button")
     check(stopped.get("state") == "stopped", "stop")
     check(bd.status("checkout-button")["stopped"] is True, "status says stopped")
+
+
+def test_blinded(d, admin):
+    """A blinded experiment's status: the blinded view (a valid Status, its
+    bandits BlindedBandits) to a read key, the full one to admin."""
+    bd = bc.Client(d.url, admin)
+    bd.create({"id": "trial", "arms": ["a", "b", "c"], "seed": 5, "design": {"blinded": True}})
+    got = bd.assign("trial", count=3)
+    bd.reward("trial", [(a["id"], 1.0) for a in got])
+    st = bc.Client(d.url, d.key("read")).status("trial")
+    check(bc.is_blinded(st) and st["pulls"] == 3 and st["pending"] == 0,
+          "a read key gets the blinded view with its totals", json.dumps(st)[:300])
+    check(all(set(b) == set(bc.BlindedBandit.__annotations__) | set(bc._BlindedBandit.__annotations__)
+              for b in st["bandits"]), "its bandits are BlindedBandits", json.dumps(st["bandits"]))
+    try:
+        from jsonschema import Draft202012Validator
+    except ImportError:
+        skip("the blinded status validates against Status", "no python3-jsonschema")
+    else:
+        v = Draft202012Validator({"$ref": "#/components/schemas/Status", "components": DOC["components"]})
+        errs = [e.message[:160] for e in v.iter_errors(st)]
+        check(not errs, "the blinded status validates against Status", "; ".join(errs[:3]))
+        # and the schema tells the views apart: the full view's bandits are no blinded status's
+        errs = list(v.iter_errors(dict(st, bandits=[{"id": "default", "arms": []}])))
+        check(errs, "a blinded status with a full bandit does not validate")
+    full = bd.status("trial")
+    check(not bc.is_blinded(full) and [a["pulls"] for a in full["bandits"][0]["arms"]] == [1, 1, 1],
+          "admin sees it in full", json.dumps(full)[:300])
 
 
 def test_errors(d, admin):
@@ -217,6 +251,7 @@ def main():
         test_operations(d, admin)
         test_errors(d, admin)
         test_blocks(d, admin)
+        test_blinded(d, admin)
         test_restart(d, admin)
         rc = d.stop()
         check(rc == 0, "daemon shut down cleanly", "exit %s: %s" % (rc, d.stderr()[-500:]))

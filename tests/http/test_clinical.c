@@ -539,7 +539,7 @@ static void test_scope_matrix(void **state)
         key[k] = k == K_NONE ? NULL : keys[k];
     struct tresp *r =
         treq_key(d, "POST", "/v1/experiments", key[K_ADMIN],
-                 "{\"id\":\"bl\",\"arms\":[\"a\",\"b\"],\"design\":{\"blinded\":true}}");
+                 "{\"id\":\"bl\",\"arms\":[\"a\",\"b\",\"c\"],\"design\":{\"blinded\":true}}");
     assert_status(r, 201);
     tresp_free(r);
     r = treq_key(d, "POST", "/v1/experiments", key[K_ADMIN],
@@ -634,6 +634,55 @@ static void test_scope_matrix(void **state)
     r = treq(d, "GET", "/v1/experiments/bl/status", NULL, hu);
     assert_status(r, 304);
     tresp_free(r);
+
+    /* A blinded reader sees each change of the design (when, its kind, its
+     * hashes: the chain from initial_hash to hash) but not its reason,
+     * which may name the arm it retired; nor does anything else it reads
+     * (docs/contract.md, Clinical trials). */
+    r = treq_key(d, "POST", "/v1/experiments/bl/amendments", key[K_ADMIN],
+                 "{\"change\":{\"retire\":{\"arm\":\"b\"}},\"reason\":\"DMC: arm b harms\"}");
+    assert_status(r, 201);
+    tresp_free(r);
+    static const char *const reads[] = {"/v1/experiments/bl", "/v1/experiments/bl/status",
+                                        "/v1/experiments/bl/history", "/v1/experiments"};
+    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
+        for (int k = K_ADMIN; k <= K_READ; k++) {
+            int blind = k == K_READ;
+            r = treq_key(d, "GET", reads[i], key[k], NULL);
+            assert_status(r, 200);
+            json_t *ds = tjson_get(r->json, "design");
+            json_t *marks = tjson_get(r->json, "marks");
+            /* the reason is nowhere in what a blinded reader reads; the
+             * others see it where the design or the history's marks are */
+            if ((strstr(r->body, "arm b harms") != NULL) != (!blind && (ds != NULL || marks)))
+                fail_msg("GET %s with %s: the amendment's reason %s: %s", reads[i], scope_names[k],
+                         blind ? "shown" : "hidden", r->body);
+            json_t *list = json_object_get(ds, "amendments");
+            size_t n = json_array_size(list);
+            /* the PATCH, the row's amendment, the retirement */
+            assert_true(ds == NULL || n >= 3);
+            const char *prev = ds != NULL ? tjson_str(ds, "initial_hash") : NULL;
+            for (size_t c = 0; c < n; c++) {
+                json_t *ch = json_array_get(list, c);
+                assert_string_equal(tjson_str(ch, "previous_hash"), prev);
+                prev = tjson_str(ch, "design_hash");
+                assert_true(is_hex64(prev));
+                assert_non_null(tjson_str(ch, "at"));
+                assert_true(json_object_get(ch, "reason") == NULL ? blind : !blind);
+            }
+            /* the history's marks: when and what kind stay, the note is
+             * the change itself (the arm retired) */
+            for (size_t m = 0; m < json_array_size(marks); m++)
+                assert_true(json_is_null(json_object_get(json_array_get(marks, m), "note")) ==
+                            blind);
+            assert_true(marks == NULL || json_array_size(marks) >= 3);
+            if (ds != NULL) {
+                assert_string_equal(prev, tjson_str(ds, "hash"));
+                assert_string_equal(tjson_str(json_array_get(list, n - 1), "via"), "amendment");
+            }
+            tresp_free(r);
+        }
+    }
 
     /* Not blinded: a read key sees the arms and δᶜ. */
     r = treq_key(d, "GET", "/v1/experiments/open/status", key[K_READ], NULL);
@@ -792,6 +841,104 @@ static void test_audit_log(void **state)
     }
 }
 
+/* The last row's chain value of an export (NDJSON body), into out. */
+static void export_head(const char *body, char *out, size_t len)
+{
+    const char *c = NULL;
+    for (const char *p = strstr(body, "\"chain\":\""); p != NULL; p = strstr(p + 1, "\"chain\":\""))
+        c = p + 9;
+    assert_non_null(c);
+    snprintf(out, len, "%.64s", c);
+}
+
+/* A delete is a record of the audit log (who, when, the request, the
+ * design in force and the deleted log's last seq and chain value): the
+ * chain of an export archived before the delete ends where the record
+ * says; `audit verify ID` of the deleted experiment shows the record, and
+ * one changed is named. */
+static void test_audit_delete(void **state)
+{
+    struct tdaemon *d = *state;
+    assert_int_equal(tdaemon_launch(d, NULL, 0), 0);
+    char admin[128], out[4096];
+    assert_int_equal(tdaemon_create_key(d, "admin", admin, sizeof admin), 0);
+    struct tresp *r = treq_key(d, "POST", "/v1/experiments", admin,
+                               "{\"id\":\"gone\",\"arms\":[\"a\",\"b\"],\"seed\":3}");
+    assert_status(r, 201);
+    tresp_free(r);
+    for (int i = 0; i < 3; i++) {
+        r = treq_key(d, "POST", "/v1/experiments/gone/assignments", admin, "{}");
+        assert_status(r, 201);
+        tresp_free(r);
+    }
+    r = treq_key(d, "PATCH", "/v1/experiments/gone", admin, "{\"name\":\"renamed\"}");
+    assert_status(r, 200);
+    char design[80];
+    snprintf(design, sizeof design, "%s", tjson_str(r->json, "design_hash"));
+    tresp_free(r);
+    r = treq_key(d, "GET", "/v1/experiments/gone/export?format=ndjson", admin, NULL);
+    assert_status(r, 200);
+    char head[80];
+    export_head(r->body, head, sizeof head);
+    tresp_free(r);
+    char auth[200];
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", admin);
+    const char *h[] = {"X-Request-Id: close-out-3", auth, NULL};
+    r = treq(d, "DELETE", "/v1/experiments/gone", NULL, h);
+    assert_status(r, 204);
+    tresp_free(r);
+    /* an experiment that never had an event */
+    r = treq_key(d, "POST", "/v1/experiments", admin, "{\"id\":\"empty\",\"arms\":[\"a\",\"b\"]}");
+    assert_status(r, 201);
+    tresp_free(r);
+    r = treq_key(d, "DELETE", "/v1/experiments/empty", admin, NULL);
+    assert_status(r, 204);
+    tresp_free(r);
+
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_open(tdaemon_db_path(d), &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT subject, actor, request_id, detail, ts_ms FROM"
+                                        " audit_log WHERE kind = 6 ORDER BY seq",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    char want[256];
+    /* the log: 3 assignments, the edit: its last row is seq 4 */
+    snprintf(want, sizeof want, "design %s last 4 chain %s", design, head);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(st, 0), "gone");
+    assert_string_equal((const char *)sqlite3_column_text(st, 1), "key:1:");
+    assert_string_equal((const char *)sqlite3_column_text(st, 2), "close-out-3");
+    assert_string_equal((const char *)sqlite3_column_text(st, 3), want);
+    assert_true(sqlite3_column_int64(st, 4) > 0);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(st, 0), "empty");
+    assert_non_null(strstr((const char *)sqlite3_column_text(st, 3), " last 0 chain none"));
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+
+    assert_int_equal(verify_all(d, out, sizeof out), 0);
+    assert_non_null(
+        strstr(out, "audit log: ok, 6 records")); /* key, 2 creations, export, 2 deletes */
+    const char *one[] = {"audit", "verify", "--db", tdaemon_db_path(d), "gone", NULL};
+    assert_int_equal(tdaemon_cli(d, one, NULL, out, sizeof out, NULL, 0), 0);
+    if (strstr(out, "gone: deleted ") == NULL || strstr(out, "request close-out-3") == NULL ||
+        strstr(out, want) == NULL || strstr(out, "audit log: ok") == NULL)
+        fail_msg("audit verify gone: %s", out);
+    const char *never[] = {"audit", "verify", "--db", tdaemon_db_path(d), "never", NULL};
+    assert_int_equal(tdaemon_cli(d, never, NULL, out, sizeof out, NULL, 0), 2);
+    assert_non_null(strstr(out, "never: no such experiment, and no record of its deletion"));
+
+    /* the record changed: its chain names it */
+    assert_int_equal(tdaemon_stop(d), 0);
+    db_change(d, "UPDATE audit_log SET detail = replace(detail, 'last 4', 'last 3') WHERE kind = 6"
+                 " AND subject = 'gone'");
+    assert_int_equal(verify_all(d, out, sizeof out), 1);
+    assert_non_null(strstr(out, "audit log: BROKEN at seq 4 (chain value does not match"));
+}
+
 /* The same chain on PostgreSQL: rows written one by one and in a group
  * (one INSERT of arrays) verify; a changed row is named. */
 static void test_audit_chain_postgres(void **state)
@@ -822,11 +969,27 @@ static void test_audit_chain_postgres(void **state)
     r = treq(d, "GET", "/v1/experiments/pg/export", NULL, NULL);
     assert_status(r, 200);
     tresp_free(r);
+    /* a delete: its record names the log's last row as on disk */
+    json_decref(texp_create(d, "{\"id\":\"pg2\",\"arms\":[\"a\",\"b\"]}"));
+    json_decref(texp_assign(d, "pg2", NULL));
+    r = treq(d, "GET", "/v1/experiments/pg2/export?format=ndjson", NULL, NULL);
+    assert_status(r, 200);
+    char head[80];
+    export_head(r->body, head, sizeof head);
+    tresp_free(r);
+    r = treq(d, "DELETE", "/v1/experiments/pg2", NULL, NULL);
+    assert_status(r, 204);
+    tresp_free(r);
+    const char *one[] = {"audit", "verify", "--db", uri, "pg2", NULL};
+    assert_int_equal(tdaemon_cli(d, one, NULL, out, sizeof out, NULL, 0), 0);
+    if (strstr(out, "pg2: deleted ") == NULL || strstr(out, head) == NULL ||
+        strstr(out, " last 1 chain ") == NULL || strstr(out, "audit log: ok, 5 records") == NULL)
+        fail_msg("audit verify pg2: %s", out);
     char key[128];
     const char *mk[] = {"keys", "create", "--db", uri, "--scope", "read", "--name", "r", NULL};
     assert_int_equal(tdaemon_cli(d, mk, NULL, key, sizeof key, NULL, 0), 0);
     assert_int_equal(tdaemon_cli(d, args, NULL, out, sizeof out, NULL, 0), 0);
-    assert_non_null(strstr(out, "audit log: ok, 3 records"));
+    assert_non_null(strstr(out, "audit log: ok, 6 records"));
     assert_int_equal(tpg_exec(uri, "UPDATE api_keys SET scopes = 'admin'"), 0);
     assert_int_equal(tdaemon_cli(d, args, NULL, out, sizeof out, NULL, 0), 1);
     assert_non_null(strstr(out, "audit log: BROKEN: key 1 differs from its creation record"));
@@ -848,6 +1011,7 @@ int main(void)
         cmocka_unit_test(test_permuted_blocks),
         cmocka_unit_test_setup_teardown(test_scope_matrix, tfresh_setup, tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_audit_log, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_audit_delete, tfresh_setup, tfresh_teardown),
         cmocka_unit_test(test_audit_chain_postgres),
     };
     return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);

@@ -289,7 +289,7 @@ static void test_failed_delete_keeps_experiment(void **state)
     twait_init(&w);
     exp_lock(x);
     assert_int_equal(exp_prepare_locked(x, now), EXP_OK);
-    assert_int_equal(exp_delete_locked(x, &b, twait_done, &w), STORE_OK);
+    assert_int_equal(exp_delete_locked(x, &b, 0, twait_done, &w), STORE_OK);
     exp_unlock(x);
     assert_int_equal(twait_wait(&w), STORE_ERR_FULL); /* the client got a 503 */
     exp_batch_free(&b);
@@ -306,7 +306,7 @@ static void test_failed_delete_keeps_experiment(void **state)
     exp_batch_init(&b);
     twait_init(&w);
     exp_lock(x);
-    assert_int_equal(exp_delete_locked(x, &b, twait_done, &w), STORE_OK);
+    assert_int_equal(exp_delete_locked(x, &b, 0, twait_done, &w), STORE_OK);
     exp_unlock(x);
     assert_int_equal(twait_wait(&w), STORE_OK);
     exp_batch_free(&b);
@@ -368,7 +368,7 @@ static void test_concurrent_creates_respect_limit(void **state)
             exp_batch_init(&b);
             twait_init(&w);
             exp_lock(c[i].got);
-            assert_int_equal(exp_delete_locked(c[i].got, &b, twait_done, &w), STORE_OK);
+            assert_int_equal(exp_delete_locked(c[i].got, &b, 0, twait_done, &w), STORE_OK);
             exp_unlock(c[i].got);
             assert_int_equal(twait_wait(&w), STORE_OK);
             exp_batch_free(&b);

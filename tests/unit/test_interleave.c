@@ -207,7 +207,7 @@ static int request(struct exp *x, struct step *s, enum req kind, int64_t arg)
         }
     }
     if (rc == EXP_OK) {
-        int err = kind == R_DELETE ? exp_delete_locked(x, &s->b, step_done, s)
+        int err = kind == R_DELETE ? exp_delete_locked(x, &s->b, 0, step_done, s)
                                    : exp_submit_locked(x, &s->b, step_done, s);
         if (err != STORE_OK)
             rc = -err;

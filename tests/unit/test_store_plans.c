@@ -136,6 +136,7 @@ static const struct expect expects[] = {
     {"outcome", "SEARCH events USING INDEX events_ref (exp=? AND ref=?)", 0, "EA0"},
     {"unit", "SEARCH events USING INDEX events_unit (exp=? AND unit=?)", 0, "EUM"},
     {"last_seq", "SEARCH events USING PRIMARY KEY (exp=?)", 1, "E"},
+    {"last_event", "SEARCH events USING PRIMARY KEY (exp=?)", 1, "E"}, /* a delete's record */
     {"keys", "SCAN api_keys", 0, ""},
     {"audit", "SCAN audit_log", 0, ""},
     /* the webhook outbox: its partial indexes bound each read by what is
@@ -477,6 +478,7 @@ static const struct pg_expect pg_expects[] = {
     {"outcome", "events_ref", 1, "EA0"},
     {"unit", "events_unit", 1, "EUM"},
     {"last_seq", "events_pkey", 1, "E"},
+    {"last_event", "events_pkey", 1, "E"}, /* a delete's record */
     {"keys", NULL, 0, ""},
     {"audit", NULL, 0, ""},
     {"outbox_pending", NULL, 0, "1111s1"}, /* with pg_locks and nodes: a few rows */

@@ -719,6 +719,57 @@ async function browserChecks(browser, ids) {
   await phone.close();
 }
 
+// --- comparisons with control ------------------------------------------------------------
+
+// A trial against a control (goal type control): the intervals chart is
+// each arm's difference with the control against the margin Δ (a superior
+// arm's interval drawn above the Δ line), the pulls chart puts the control
+// first and has no m | m + 1 boundary, and the captions say so.
+async function controlChecks(browser) {
+  const id = 'vs-placebo';
+  const margin = 0.05;
+  await call('POST', '/v1/experiments', { id, arms: ['placebo', 'better', 'same'], seed: 21,
+    goal: { type: 'control', control: 'placebo', margin, delta: 0.1, budget: 1500 } });
+  const st = await drive(id, { placebo: 0.3, better: 0.85, same: 0.3 }, 5, 1500);
+  const decisions = Object.fromEntries(st.bandits[0].arms.filter((a) => a.vs_control).map((a) => [a.id, a.vs_control.decision]));
+  ok(decisions.better === 'superior', 'API: the control trial declared the better arm superior', st.bandits[0].arms);
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, deviceScaleFactor: 1 });
+  const page = await ctx.newPage();
+  watch(page, 'control');
+  await page.goto(`${U}/experiments/${id}`);
+  await page.waitForSelector('.chart.ci svg rect.vs', { timeout: 10000 }).catch(() => {});
+  await check('control: the intervals chart is each arm\'s difference with the control against Δ, a superior arm above the Δ line', async () => {
+    const r = await page.$eval('.chart.ci', (fig) => {
+      const svg = fig.querySelector('svg');
+      const line = svg.querySelector('path.margin');
+      return {
+        caption: fig.querySelector('figcaption').textContent,
+        label: svg.getAttribute('aria-label'),
+        arms: [...svg.querySelectorAll('rect.vs')].map((e) => ({ arm: e.dataset.arm, decision: e.dataset.decision,
+          top: Number(e.getAttribute('y')), bottom: Number(e.getAttribute('y')) + Number(e.getAttribute('height')) })),
+        marginY: line ? Number(line.getAttribute('d').match(/^M[\d.]+,([\d.]+)/)[1]) : null,
+        cutoff: svg.querySelectorAll('path.cutoff').length,
+        zero: svg.querySelectorAll('path.zero').length,
+      };
+    });
+    const byArm = Object.fromEntries(r.arms.map((a) => [a.arm, a]));
+    const sup = r.arms.filter((a) => a.decision === 'superior');
+    return (r.caption.startsWith('Each arm\'s difference with the control') && r.label.includes(`Margin Δ = ${margin}`) &&
+      r.arms.length === 2 && !byArm.placebo && Object.entries(decisions).every(([arm, d]) => byArm[arm]?.decision === d) &&
+      r.marginY !== null && sup.length >= 1 && sup.every((a) => a.bottom < r.marginY) && r.cutoff === 0 && r.zero === 1) || { r, decisions };
+  });
+  await check('control: the pulls chart puts the control first, with no m | m + 1 boundary', async () => {
+    const r = await page.$eval('.chart.hist', (fig) => ({
+      caption: fig.querySelector('figcaption').textContent,
+      bars: [...fig.querySelectorAll('path.bar')].map((e) => e.dataset.arm),
+      boundary: fig.querySelectorAll('path.boundary').length,
+    }));
+    return (r.caption === 'Pulls per arm, the control first' && r.bars[0] === 'placebo' && r.bars.length === 3 && r.boundary === 0) || r;
+  });
+  await page.screenshot({ path: join(OUT, 'dashboard-control.png'), fullPage: true });
+  await ctx.close();
+}
+
 // --- blinding -------------------------------------------------------------------------
 
 // A key made by the CLI beside the running daemon (the first one closes
@@ -867,6 +918,7 @@ try {
       '--disable-component-update', '--disable-sync'],
   });
   await browserChecks(browser, ids);
+  await controlChecks(browser);
   await blindedChecks(browser);
   ok(consoleProblems.length === 0, 'no console errors or warnings, no failed requests, no 4xx/5xx', consoleProblems.join('\n'));
 } catch (e) {

@@ -6,7 +6,7 @@
 // a 304 and no redraw.
 
 import { api, ApiError, download, expPath, getKey, setKey } from './api.js';
-import { ConfidenceChart, PullsChart, drawIntervals, drawPullsHistogram, plotOf, ranked } from './charts.js';
+import { ConfidenceChart, PullsChart, drawControl, drawIntervals, drawPullsHistogram, plotOf, ranked } from './charts.js';
 import { armColours } from './colours.js';
 import { STOP_WORDS, bandit_series, blindedDecision, decision, fmtAge, fmtInt, fmtNum, fmtParam, fmtProb, planSentence } from './format.js';
 
@@ -403,6 +403,22 @@ function figure(cls, caption, body, fallback, note) {
 }
 
 const CONF_CAPTION = 'δᶜ and ρ̄ against pulls (log scale; the dashed line is the target δ)';
+// The two SVG figures' captions and notes: best-arm goals (K&S's figures)
+// and comparisons with control.
+const SVG_FIGURES = {
+  best: {
+    ci: ['Means and confidence intervals against the cutoff c* (Kalyanakrishnan & Stone, Fig. 1)',
+      'Solid: recommended arms, which should sit above c*; pale with a hollow dot: the others, below it. Dots are means; bars span the intervals; each arm in its colour.'],
+    hist: ['Pulls per arm, best mean first (Kalyanakrishnan & Stone, Fig. 2c)',
+      'Adaptive policies spend their pulls on the arms either side of the m | m + 1 boundary. Solid bars: recommended arms.'],
+  },
+  control: {
+    ci: ['Each arm\'s difference with the control: anytime intervals against the margin Δ',
+      'An arm is superior once its interval lies above Δ (solid), futile once it lies below (pale); dashed: still open. Dots are the differences of the means; the grey line is no difference. The intervals hold together at every time with probability ≥ 1 − δ.'],
+    hist: ['Pulls per arm, the control first',
+      'The control keeps about √k times the pulls of each of the k arms still open; a decided arm gets no more. Solid bars: arms declared superior.'],
+  },
+};
 // A fixed budget has no target δ: δ only sets the bounds' level there.
 const CONF_CAPTION_BUDGET = 'δᶜ and ρ̄ against pulls (log scale; the dashed line is δ, for reference)';
 
@@ -425,10 +441,8 @@ class BanditView {
     const grid = h('div', { class: 'grid' },
         figure('conf', CONF_CAPTION, this.confHost, this.histFallback,
           'δᶜ bounds the chance that the recommendation is wrong, at any time (proven); the δᶜ rule stops at δᶜ ≤ δ, the GLR rule (the default) on its own error bound, the dotted line, named in the decision above. ρ̄ is the Bayesian confidence (no proof), drawn as 1 − ρ̄.'),
-        figure('ci', 'Means and confidence intervals against the cutoff c* (Kalyanakrishnan & Stone, Fig. 1)', this.ciHost, null,
-          'Solid: recommended arms, which should sit above c*; pale with a hollow dot: the others, below it. Dots are means; bars span the intervals; each arm in its colour.'),
-        figure('hist', 'Pulls per arm, best mean first (Kalyanakrishnan & Stone, Fig. 2c)', this.histHost, null,
-          'Adaptive policies spend their pulls on the arms either side of the m | m + 1 boundary. Solid bars: recommended arms.'),
+        figure('ci', SVG_FIGURES.best.ci[0], this.ciHost, null, SVG_FIGURES.best.ci[1]),
+        figure('hist', SVG_FIGURES.best.hist[0], this.histHost, null, SVG_FIGURES.best.hist[1]),
         figure('pulls', 'Pulls per arm against total pulls', this.pullsHost));
     this.fold = collapsed ? h('details', { class: 'charts-fold' }, h('summary', {}, 'Charts'), grid) : null;
     if (this.fold) this.fold.addEventListener('toggle', () => this.fold.open && this.drawCharts());
@@ -441,8 +455,10 @@ class BanditView {
     this.pulls = new PullsChart(this.pullsHost);
   }
 
-  render(status, hist) {
+  // config: the experiment as GET shows it (the control goal's margin Δ).
+  render(status, hist, config) {
     const b = status.bandits[this.bi];
+    this.margin = config?.goal?.type === 'control' ? config.goal.margin : null;
     setText(this.title, this.multi ? `Bandit ${b.id}` : 'Arms and confidence');
     this.doneBadge.className = `badge ${b.done ? 'badge-done' : 'badge-open'}`;
     setText(this.doneBadge, b.done ? 'done' : 'sampling');
@@ -470,7 +486,15 @@ class BanditView {
     if (!this.last || (this.fold && !this.fold.open)) return;
     const { status } = this.last;
     const b = status.bandits[this.bi];
-    drawIntervals(this.ciHost, b, status);
+    const vsControl = b.arms.some((a) => a.vs_control);
+    const texts = SVG_FIGURES[vsControl ? 'control' : 'best'];
+    for (const [host, [caption, note]] of [[this.ciHost, texts.ci], [this.histHost, texts.hist]]) {
+      const fig = host.parentElement;
+      setText(fig.querySelector('figcaption'), caption);
+      setText(fig.querySelector('.hint'), note);
+    }
+    if (vsControl) drawControl(this.ciHost, b, this.margin);
+    else drawIntervals(this.ciHost, b, status);
     drawPullsHistogram(this.histHost, b, status);
   }
 
@@ -644,7 +668,7 @@ function experimentView(id) {
       views = status.bandits.map((b, i) => new BanditView(i, nb > 1, nb > FOLD_BANDITS));
       banditsHost.replaceChildren(...views.map((v) => v.el));
     }
-    views.forEach((v) => v.render(status, hist));
+    views.forEach((v) => v.render(status, hist, config));
   }
 
   async function load() {

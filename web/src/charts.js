@@ -2,7 +2,10 @@
 // canvases (δᶜ and 1 − ρ̄ on a log axis with the target δ; pulls per arm);
 // per-arm pictures are small SVGs drawn here: means and confidence
 // intervals against the cutoff (Kalyanakrishnan & Stone 2010, Fig. 1) and
-// pulls per arm sorted by mean (their Fig. 2c). Every chart carries a text
+// pulls per arm sorted by mean (their Fig. 2c); for a comparison with
+// control (goal type control), each arm's anytime interval on its
+// difference with the control against 0 and the margin Δ, and the pulls
+// with the control first. Every chart carries a text
 // alternative (aria-label) kept current with the data; tables beside them
 // hold the numbers.
 
@@ -308,18 +311,91 @@ export function drawIntervals(host, bandit, status) {
   return desc;
 }
 
+// Goal type control: the arms compared with the control, in their order.
+export function comparedArms(bandit) {
+  return bandit.arms.map((a, i) => ({ ...a, index: i })).filter((a) => a.vs_control);
+}
+
+// Goal type control (docs/contract.md, Comparisons with control): each
+// arm's anytime interval on μ_arm − μ_control, with 0 (no difference) and
+// the margin Δ (null: not known) the decisions are taken against: an arm
+// is superior once its interval lies above Δ, futile once below. Superior
+// arms solid, open ones pale and dashed, futile ones pale; dots are the
+// differences of the means.
+export function drawControl(host, bandit, margin) {
+  const arms = comparedArms(bandit);
+  const ctl = (bandit.arms.find((a) => a.control) || {}).id || 'the control';
+  const labelRoom = arms.length > 6 ? 64 : 26;
+  const height = 250 + (labelRoom - 26);
+  const hasMargin = typeof margin === 'number' && Number.isFinite(margin);
+  const desc = (hasMargin ? `Margin Δ = ${fmtNum(margin)}. ` : '') + arms.map((a) => {
+    const v = a.vs_control;
+    return `${a.id} − ${ctl}: difference ${fmtNum(v.difference)}, interval ${fmtNum(v.lower)} to ${fmtNum(v.upper)}, ${v.decision}`;
+  }).join('; ') + '.';
+  const { svg, width } = svgShell(host, height, `Differences with the control (${ctl}) against the margin`, desc);
+  const m = { l: 48, r: 12, t: 14, b: labelRoom };
+  const vals = arms.flatMap((a) => [a.vs_control.lower, a.vs_control.upper]).concat([0, hasMargin ? margin : 0])
+    .filter((v) => v !== null && Number.isFinite(v));
+  let lo = Math.min(...vals);
+  let hi = Math.max(...vals);
+  if (hi - lo < 1e-9) { lo -= 0.5; hi += 0.5; }
+  const pad = (hi - lo) * 0.05;
+  lo -= pad; hi += pad;
+  const y = (v) => m.t + (hi - v) / (hi - lo) * (height - m.t - m.b);
+  const sl = slots(arms.length, m.l, width - m.r);
+  const g = s('g');
+  for (const t of yTicks(lo, hi, 5)) {
+    g.append(s('line', { x1: m.l, x2: width - m.r, y1: y(t), y2: y(t), stroke: GRID }));
+    g.append(s('text', { x: m.l - 6, y: y(t) + 4, 'text-anchor': 'end', class: 'tick' }, fmtNum(t)));
+  }
+  g.append(s('text', { x: 12, y: m.t + (height - m.t - m.b) / 2, transform: `rotate(-90 12 ${m.t + (height - m.t - m.b) / 2})`, 'text-anchor': 'middle', class: 'tick' }, `arm − ${ctl}`));
+  g.append(s('path', { d: `M${m.l},${y(0)}H${width - m.r}`, stroke: MUTED, 'stroke-width': 1, fill: 'none', class: 'zero' }));
+  if (hasMargin) {
+    g.append(s('path', { d: `M${m.l},${y(margin)}H${width - m.r}`, stroke: CUTOFF, 'stroke-width': 1.5, 'stroke-dasharray': '7 4', fill: 'none', class: 'margin' }));
+    g.append(s('text', { x: width - m.r - 2, y: y(margin) - 4, 'text-anchor': 'end', class: 'cut-lbl' }, `Δ = ${fmtNum(margin)}`));
+  }
+  const barW = Math.max(2, Math.min(10, sl.w * 0.3));
+  const colours = armColours(bandit.arms.map((a) => a.id));
+  arms.forEach((a, i) => {
+    const v = a.vs_control;
+    const x = sl.at(i);
+    const col = colours[a.index];
+    const sup = v.decision === 'superior';
+    const top = y(v.upper);
+    const rect = { x: x - barW / 2, y: top, width: barW, height: Math.max(1, y(v.lower) - top), fill: col, stroke: col, class: `vs ${v.decision}`, 'data-arm': a.id, 'data-decision': v.decision };
+    g.append(s('rect', sup ? { ...rect, 'fill-opacity': 0.35 }
+      : { ...rect, 'fill-opacity': 0.08, ...(v.decision === 'open' ? { 'stroke-dasharray': '3 2' } : {}) }));
+    if (v.difference !== null) {
+      const r = Math.max(2.5, Math.min(5, barW * 0.6));
+      g.append(s('circle', sup ? { cx: x, cy: y(v.difference), r, fill: col, class: 'diff', 'data-arm': a.id }
+        : { cx: x, cy: y(v.difference), r, fill: '#fff', stroke: col, 'stroke-width': 1.5, class: 'diff', 'data-arm': a.id }));
+    }
+  });
+  armLabels(g, arms, sl, height - m.b + 2);
+  svg.append(g);
+  host.replaceChildren(svg);
+  return desc;
+}
+
 // Pulls per arm, arms ranked by mean, the m | m+1 boundary marked (K&S
-// Fig. 2c): an adaptive policy spends its pulls on the arms near it.
+// Fig. 2c): an adaptive policy spends its pulls on the arms near it. A
+// comparison with control has no such boundary: the control comes first
+// (it keeps about √k times the pulls of each of the k open arms), and the
+// arms declared superior are solid.
 export function drawPullsHistogram(host, bandit, status) {
-  const arms = ranked(bandit);
-  const m = Math.min(status.m || 1, arms.length);
+  const vsControl = bandit.arms.some((a) => a.control);
+  const arms = vsControl
+    ? ranked(bandit).map((a) => ({ ...a, high: a.vs_control?.decision === 'superior' })).sort((a, b) => (b.control ? 1 : 0) - (a.control ? 1 : 0))
+    : ranked(bandit);
+  const m = vsControl ? arms.length : Math.min(status.m || 1, arms.length);
   const labelRoom = arms.length > 6 ? 64 : 26;
   const height = 220 + (labelRoom - 26);
   const total = arms.reduce((t, a) => t + a.pulls, 0);
   const desc = total === 0
     ? 'No pulls yet.'
-    : 'Arms from the highest mean to the lowest: ' + arms.map((a) => `${a.id} ${fmtInt(a.pulls)} pulls`).join(', ') + '.';
-  const { svg, width } = svgShell(host, height, 'Pulls per arm, arms ranked by mean', desc);
+    : (vsControl ? 'The control, then the other arms from the highest mean to the lowest: ' : 'Arms from the highest mean to the lowest: ') +
+      arms.map((a) => `${a.id} ${fmtInt(a.pulls)} pulls`).join(', ') + '.';
+  const { svg, width } = svgShell(host, height, vsControl ? 'Pulls per arm, the control first' : 'Pulls per arm, arms ranked by mean', desc);
   const mg = { l: 48, r: 12, t: 18, b: labelRoom };
   const hi = Math.max(1, ...arms.map((a) => a.pulls)) * 1.1;
   const y = (v) => mg.t + (hi - v) / hi * (height - mg.t - mg.b);

@@ -8,13 +8,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, existsSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, existsSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Daemon } from './daemon.mjs';
+import { Daemon, ROOT } from './daemon.mjs';
 import {
-  Client, BanditdError, memoryStore, localStorageStore, cookieStore,
+  Client, BanditdError, memoryStore, localStorageStore, cookieStore, isBlinded,
 } from '../banditd.js';
 
 let d;
@@ -99,6 +99,31 @@ test('rewards retried across a restart are counted once', async () => {
   assert.deepEqual([r.accepted, r.duplicates], [2, 2]);
   const st = await bd.status('restart');
   assert.deepEqual([st.pulls, st.pending], [4, 0], 'nothing counted twice');
+});
+
+test('a blinded status: the blinded view to a read key, the full one to admin', async () => {
+  const doc = JSON.parse(readFileSync(join(ROOT, 'docs/openapi.json'), 'utf8')).components.schemas;
+  const bd = client();
+  await bd.create({ id: 'trial', arms: ['a', 'b', 'c'], seed: 5, design: { blinded: true } });
+  const got = await bd.assign('trial', { count: 3 });
+  await bd.reward('trial', got.map((a) => [a.id, 1]));
+  const reader = client({ key: d.key('read') });
+  const st = await reader.status('trial');
+  assert.ok(isBlinded(st), 'a read key gets the blinded view: ' + JSON.stringify(st));
+  assert.deepEqual([st.pulls, st.pending, st.stopped], [3, 0, false], 'totals stay');
+  const fields = new Set(Object.keys(doc.Status.properties));
+  assert.ok(Object.keys(st).every((k) => fields.has(k)), 'only the Status schema\'s fields');
+  assert.ok(doc.Status.required.every((k) => k in st), 'every required field');
+  const bb = Object.keys(doc.BlindedBandit.properties).sort();
+  for (const b of st.bandits) {
+    assert.deepEqual(Object.keys(b).sort(), bb, 'a bandit is a BlindedBandit: ' + JSON.stringify(b));
+  }
+  assert.ok(!JSON.stringify(st).includes('"arms"') && !('recommended' in st.bandits[0]));
+  const full = await bd.status('trial');
+  assert.ok(!isBlinded(full) && full.blinded === undefined, 'admin sees it in full');
+  const need = doc.BanditStatus.required;
+  assert.ok(need.every((k) => k in full.bandits[0]), 'a full bandit is a BanditStatus');
+  assert.deepEqual(full.bandits[0].arms.map((a) => a.pulls), [1, 1, 1]);
 });
 
 /** A fetch that counts the requests it passes on. */

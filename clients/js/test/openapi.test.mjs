@@ -81,3 +81,16 @@ test('string unions are the document\'s enums', () => {
   const reasons = dts.match(/stop_reason: ([^;]+);/)[1].match(/'([\w-]+)'/g).map((s) => s.slice(1, -1)).sort();
   assert.deepEqual(reasons, doc.components.schemas.StopReason.enum.filter((x) => x !== null).sort());
 });
+
+test('a status is either view: the bandits\' union is the schema\'s oneOf', () => {
+  const st = doc.components.schemas.Status;
+  const refs = st.properties.bandits.items.oneOf.map((x) => x.$ref.split('/').pop()).sort();
+  const union = dts.match(/bandits: ([^;]+);/g).map((l) => l.match(/(\w+)\[\]/g) || [])
+    .find((names) => names.length > 1).map((n) => n.slice(0, -2)).sort();
+  assert.deepEqual(union, refs);
+  // the view is told apart as the schema does: blinded present, BlindedBandit items
+  assert.deepEqual(st.if, { required: ['blinded'] });
+  assert.equal(st.then.properties.bandits.items.$ref, '#/components/schemas/BlindedBandit');
+  assert.equal(st.else.properties.bandits.items.$ref, '#/components/schemas/BanditStatus');
+  assert.match(dts, /export type BlindedStatus = Status & \{ blinded: true; bandits: BlindedBandit\[\] \}/);
+});

@@ -48,6 +48,10 @@ __all__ = [
     "RewardResponse",
     "Status",
     "BanditStatus",
+    "BlindedBandit",
+    "Design",
+    "DesignChange",
+    "is_blinded",
     "ArmStatus",
     "StopEval",
     "Problem",
@@ -185,6 +189,39 @@ class BanditStatus(_BanditStatus, total=False):
     glr: float
 
 
+class _BlindedBandit(TypedDict):
+    id: str
+
+
+class BlindedBandit(_BlindedBandit, total=False):
+    """A bandit in the blinded view: its id and whether it is done."""
+
+    done: bool
+
+
+class _DesignChange(TypedDict):
+    seq: int
+    at: str
+    via: Literal["patch", "amendment"]
+    amendment: bool
+    previous_hash: str
+    design_hash: str
+
+
+class DesignChange(_DesignChange, total=False):
+    reason: Optional[str]  # absent from the blinded view
+
+
+class Design(TypedDict):
+    hash: str
+    initial_hash: str
+    frozen: bool
+    locked: bool
+    changes: int
+    amendments: List[DesignChange]
+    blinded: bool
+
+
 State = Literal["running", "paused", "stopped"]
 
 
@@ -196,7 +233,9 @@ class _Status(TypedDict):
     pulls: int
     pending: int
     budget: Optional[int]
-    bandits: List[BanditStatus]
+    # BanditStatus items in the full view; BlindedBandit items in the blinded
+    # view of a blinded experiment (blinded: True; is_blinded()).
+    bandits: List[Union[BanditStatus, BlindedBandit]]
 
 
 class Status(_Status, total=False):
@@ -208,8 +247,15 @@ class Status(_Status, total=False):
     bandits_done: int
     bandits_total: int
     design_hash: str
-    design: Dict[str, Any]  # the Design schema: frozen, blinded, amendments
-    blinded: bool
+    design: Design
+    blinded: Literal[True]
+
+
+def is_blinded(status: Mapping[str, Any]) -> bool:
+    """Whether status is the blinded view of a blinded experiment (read by a
+    key without scope unblinded): totals, state, whether and why it stopped,
+    and each bandit's id and done (BlindedBandit); nothing per arm."""
+    return status.get("blinded") is True
 
 
 class ExperimentPatch(TypedDict, total=False):
@@ -254,6 +300,9 @@ SCHEMAS: Dict[str, type] = {
         ArmStatus,
         StopEval,
         BanditStatus,
+        BlindedBandit,
+        Design,
+        DesignChange,
         Status,
         ExperimentPatch,
         FieldError,
