@@ -178,8 +178,12 @@ void exp_design_snap(struct exp_data *d, struct ser *s)
         ser_str(s, &c->reason, 1u << 20);
         snap_hash(s, c->previous);
         snap_hash(s, c->hash);
-        if (s->reading && ser_ok(s))
+        if (s->reading && ser_ok(s)) {
             l->len++;
+        } else if (s->reading) {
+            free(c->reason); /* not counted in len: the free of the log misses it */
+            c->reason = NULL;
+        }
     }
 }
 
