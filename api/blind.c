@@ -65,9 +65,7 @@ int api_read_finish_as(struct http_req *r, struct exp *x, unsigned status, json_
 
 int api_reply_blinded(struct http_req *r)
 {
-    http_reply_header(
-        r, "WWW-Authenticate",
-        "Bearer realm=\"banditd\", error=\"insufficient_scope\", scope=\"unblinded\"");
+    auth_challenge_scope(r, API_SCOPE_UNBLINDED);
     return http_reply_problem(
         r, 403,
         "this experiment is blinded: this endpoint needs an API key with scope unblinded (or "
