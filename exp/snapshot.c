@@ -34,8 +34,11 @@
 
 /* The layout below; the column holds it with the engine's (format()). */
 #define EXP_SNAPSHOT_FORMAT 1
-/* Largest snapshot read back (a million pending assignments are ~40 MB). */
-#define EXP_SNAPSHOT_MAX ((size_t)1 << 30)
+/* Largest snapshot written (a million pending assignments are ~40 MB). It
+ * rides in its events' transaction, so one the store refuses would fail
+ * them too: below SQLite's default SQLITE_MAX_LENGTH (10^9 bytes) and
+ * PostgreSQL's 1 GB field; a larger state is simply not snapshotted. */
+#define EXP_SNAPSHOT_MAX ((size_t)1 << 29)
 
 struct exp_snapshot {
     struct store_snapshot row; /* its strings and state point below */
