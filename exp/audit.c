@@ -62,14 +62,8 @@ int exp_audit_next(const char *prev, const struct store_event *ev, char out[65])
                      slen(ev->actor), slen(ev->request_id));
     if (n < 0 || (size_t)n >= sizeof head)
         return -1;
-    const char *s[4] = {ev->unit, ev->text, ev->actor, ev->request_id};
-    const void *p[6] = {prev, head};
-    size_t len[6] = {strlen(prev), (size_t)n};
-    for (int i = 0; i < 4; i++) {
-        p[2 + i] = s[i] != NULL ? s[i] : "";
-        len[2 + i] = s[i] != NULL ? strlen(s[i]) : 0;
-    }
-    return digest_sha256_hex(p, len, 6, out);
+    const char *const s[4] = {ev->unit, ev->text, ev->actor, ev->request_id};
+    return digest_chain_hex(prev, head, (size_t)n, s, 4, out);
 }
 
 int exp_audit_step(struct exp *x, struct exp_data *d, const struct store_event *ev)
