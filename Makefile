@@ -458,7 +458,7 @@ bench: bench-deps
 	./$(BUILD)/bench/load metrics --daemon $(BUILD)/banditd --out $(BUILD)/bench/metrics.md
 	./$(BUILD)/bench/load blocks --daemon $(BUILD)/banditd --duration $(BENCH_DURATION) \
 		--out $(BUILD)/bench/blocks.md
-	./$(BUILD)/bench/load pg --daemon $(BUILD)/banditd --conns 64 --pairs 5 \
+	./$(BUILD)/bench/load pg --daemon $(BUILD)/banditd --conns 64,256 --pairs 3 \
 		--duration $(BENCH_DURATION) --out $(BUILD)/bench/pg.md
 	./$(BUILD)/bench/load cluster --daemon $(BUILD)/banditd --conns 64 \
 		--duration $(BENCH_DURATION) --out $(BUILD)/bench/cluster.md
@@ -574,10 +574,12 @@ docs-defaults: $(BUILD)/bandit-sim $(BUILD)/scripts/tstar $(DOCS_TOOL)
 docs-thresholds: $(BUILD)/scripts/thresholds $(DOCS_TOOL)
 	$(BUILD)/scripts/thresholds | $(DOCS_TOOL) splice docs/stop-rules.md thresholds
 
-# Operating-characteristics reports (bandit-sim oc; about a minute): a
-# three-arm trial with a control (goal control, docs/oc-example.md), and a
+# Operating-characteristics reports (bandit-sim oc; about three minutes): a
+# three-arm trial with a control (goal control, docs/oc-example.md), a
 # calibration of δ (a best-arm design with the heuristic GLR stop,
-# docs/oc-calibration-example.md); each with its JSON under docs/oc/.
+# docs/oc-calibration-example.md), and the same control trial calibrated
+# (goal.scale, unproven, at the least favourable null:
+# docs/oc-control-calibration-example.md); each with its JSON under docs/oc/.
 docs-oc: $(BUILD)/bandit-sim
 	$(BUILD)/bandit-sim oc --design docs/oc/trial3-design.json \
 		--scenarios docs/oc/trial3-scenarios.json --runs 2000 --seed 1 \
@@ -587,6 +589,11 @@ docs-oc: $(BUILD)/bandit-sim
 		--scenarios docs/oc/calibration-scenarios.json --runs 2000 --seed 1 --calibrate 0.05 \
 		--no-progress --pretty --markdown docs/oc-calibration-example.md \
 		> docs/oc/calibration-report.json
+	$(BUILD)/bandit-sim oc --design docs/oc/trial3-design.json \
+		--scenarios docs/oc/trial3-scenarios.json --runs 1000 --seed 1 --calibrate 0.05 \
+		--null "both doses at the margin" --iterations 8 \
+		--no-progress --pretty --markdown docs/oc-control-calibration-example.md \
+		> docs/oc/trial3-calibrated-report.json
 
 docs-constraints: $(BUILD)/bandit-sim $(DOCS_TOOL)
 	BANDIT_SIM=$(BUILD)/bandit-sim DOCS_TOOL=$(DOCS_TOOL) ./scripts/docs_constraints.sh \

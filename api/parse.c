@@ -445,7 +445,7 @@ int api_parse_patch(json_t *body, const struct exp_config *cfg, struct api_patch
         if (!json_is_object(v))
             return invalid(e, "goal", "must be an object");
         static const char *const gfixed[] = {"type",    "m",      "epsilon", "delta",
-                                             "control", "margin", NULL};
+                                             "control", "margin", "scale",   NULL};
         for (size_t i = 0; gfixed[i] != NULL; i++)
             if (json_object_get(v, gfixed[i]) != NULL) {
                 char field[16];

@@ -1806,10 +1806,9 @@ static int pg_mode(const struct opts *o)
             "|\n");
     for (size_t ci = 0; ci < o->nconns; ci++) {
         unsigned n = o->conns[ci];
-        struct result probe = run_wrk(o, n, "assign.lua", ds.port, "/", NULL); /* warm-up */
-        if (!probe.ok)
-            goto out;
-        size_t per_run = (size_t)(probe.rps * o->duration * 3) + 1000;
+        /* fresh assignments for each reward run: 1.5 times the most
+         * assignments either engine served in one run of this count */
+        size_t per_run = 1000;
         for (int k = 0; k < 2; k++) {
             struct side e[2] = {{.d = &ds}, {.d = &dp}};
             for (int j = 0; j < 2; j++) {
@@ -1844,6 +1843,10 @@ static int pg_mode(const struct opts *o)
                 v[8][i] = e[0].r[i].rps > 0 ? e[1].r[i].rps / e[0].r[i].rps : 0;
                 v[9][i] = e[1].r[i].p99_ms > 0 ? e[0].r[i].p99_ms / e[1].r[i].p99_ms : 0;
             }
+            for (unsigned i = 0; i < o->pairs; i++)
+                for (size_t j = 0; j < 2; j++)
+                    if ((size_t)(e[j].r[i].rps * o->duration * 1.5) + 1000 > per_run)
+                        per_run = (size_t)(e[j].r[i].rps * o->duration * 1.5) + 1000;
             long errors = 0;
             for (unsigned i = 0; i < o->pairs; i++)
                 errors += e[0].r[i].non2xx + e[0].r[i].sock_errors + e[1].r[i].non2xx +

@@ -317,6 +317,9 @@ static int normalise(struct exp_config *c, json_t *stop_rule, const char *bound,
                          "delta", e->delta);
     json_object_set_new(goal, "budget",
                         e->budget ? json_integer((json_int_t)e->budget) : json_null());
+    /* only when calibrated: a design with the proven width keeps its hash */
+    if (engine_calibrated(e))
+        json_object_set_new(goal, "scale", json_real(e->scale));
     c->json = json_pack("{s:s,s:s,s:{s:s,s:O},s:o,s:{s:f,s:f},s:o,s:I,s:I,s:s}", "id", c->id,
                         "name", c->name, "policy", "name", c->policy->name, "params",
                         c->policy_params, "goal", goal, "reward", "min", c->reward_min, "max",
@@ -486,8 +489,8 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     goal_defaults(&g);
     json_t *goal = json_object_get(body, "goal");
     if (goal != NULL) {
-        static const char *const gkeys[] = {"type",   "m",       "epsilon", "delta",
-                                            "budget", "control", "margin",  NULL};
+        static const char *const gkeys[] = {"type",    "m",      "epsilon", "delta", "budget",
+                                            "control", "margin", "scale",   NULL};
         int unknown = jv_object(goal, gkeys, "goal", errors);
         if (unknown != 0)
             bad = 1;
@@ -498,6 +501,7 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
     e->delta = g.delta;
     e->budget = g.budget;
     e->goal = g.type;
+    e->scale = g.scale;
     json_t *goal_control = g.control; /* resolved once the arms are parsed */
     if (!reward_bad) {
         e->epsilon = g.epsilon / range; /* the engine's [0, 1] units */

@@ -93,13 +93,17 @@ json_t *describe_policies(void)
     json_t *stops = json_array();
     size_t n;
     const struct stop_rule_info *rules = stop_rule_all(&n);
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(stops,
-                              json_pack("{s:s, s:s, s:o, s:s}", "name", rules[i].name, "proof",
-                                        stop_rule_proof_name(rules[i].proof), "proven",
-                                        rules[i].proof == STOP_RULE_PER_POLICY
-                                            ? json_null()
-                                            : json_boolean(rules[i].proof == STOP_RULE_PROVEN),
-                                        "summary", rules[i].summary));
+    for (size_t i = 0; i < n; i++) {
+        json_t *r = json_pack("{s:s, s:s, s:o, s:s}", "name", rules[i].name, "proof",
+                              stop_rule_proof_name(rules[i].proof), "proven",
+                              rules[i].proof == STOP_RULE_PER_POLICY
+                                  ? json_null()
+                                  : json_boolean(rules[i].proof == STOP_RULE_PROVEN),
+                              "summary", rules[i].summary);
+        if (r != NULL && stop_rule_unproven_when(rules[i].rule) != NULL)
+            json_object_set_new(r, "unproven_when",
+                                json_string(stop_rule_unproven_when(rules[i].rule)));
+        json_array_append_new(stops, r);
+    }
     return json_pack("{s:o, s:o}", "policies", list, "stop_rules", stops);
 }

@@ -110,8 +110,10 @@ int engine_rule_proven(const struct engine_config *c, enum engine_stop_rule r)
 {
     switch (r) {
     case ENGINE_RULE_DELTA_C:
-    case ENGINE_RULE_CONTROL:
         return c->bound == STATS_BOUND_ANYTIME;
+    case ENGINE_RULE_CONTROL:
+        /* a calibrated width trades the proof for power */
+        return c->bound == STATS_BOUND_ANYTIME && !engine_calibrated(c);
     case ENGINE_RULE_GLR:
         return 1;
     case ENGINE_RULE_POLICY:
@@ -139,7 +141,15 @@ static int validate_control(const struct engine_config *c, struct policy_error *
             policy_error_set(err, "stop_rule", "\"control\" needs goal.type \"control\"");
             return -1;
         }
+        if (engine_calibrated(c)) {
+            policy_error_set(err, "goal.scale", GOAL_CONTROL_ONLY);
+            return -1;
+        }
         return 0;
+    }
+    if (!goal_scale_valid(c->scale)) {
+        policy_error_set(err, "goal.scale", GOAL_SCALE_RULE);
+        return -1;
     }
     for (size_t b = 0; b < c->n_bandits; b++)
         if (c->control_arm == NULL || c->control_arm[b] < 0) {
@@ -1201,11 +1211,12 @@ void engine_bandit_stop(const struct engine *e, size_t b, struct engine_stop_eva
         out->error_bound = e->cfg.delta;
 }
 
-void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, double d, double *lo,
-                         double *hi)
+/* engine_arm_interval with the width multiplied by scale. */
+static void arm_interval(const struct engine *e, size_t bandit, size_t arm, double d, double scale,
+                         double *lo, double *hi)
 {
     const struct stats_arm *a = &e->arms[bandit][arm];
-    double w = stats_width(e->cfg.bound, a, 0, d);
+    double w = scale * stats_width(e->cfg.bound, a, 0, d);
     if (a->n == 0 || !isfinite(w)) {
         *lo = 0;
         *hi = 1;
@@ -1213,6 +1224,12 @@ void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, doub
     }
     *lo = a->mean - w < 0 ? 0 : a->mean - w;
     *hi = a->mean + w > 1 ? 1 : a->mean + w;
+}
+
+void engine_arm_interval(const struct engine *e, size_t bandit, size_t arm, double d, double *lo,
+                         double *hi)
+{
+    arm_interval(e, bandit, arm, d, 1.0, lo, hi); /* 1 · w == w: bit-identical */
 }
 
 int engine_vs_control(const struct engine *e, size_t b, size_t arm, struct engine_vs_control *out)
@@ -1237,7 +1254,8 @@ int engine_control_arm(const struct engine *e, size_t b)
 void engine_arm_status_interval(const struct engine *e, size_t bandit, size_t arm, double *lo,
                                 double *hi)
 {
-    engine_arm_interval(e, bandit, arm, e->cfg.delta / (2.0 * (double)e->k[bandit]), lo, hi);
+    double d = e->cfg.delta / (2.0 * (double)e->k[bandit]);
+    arm_interval(e, bandit, arm, d, engine_calibrated(&e->cfg) ? e->cfg.scale : 1.0, lo, hi);
 }
 
 const char *engine_stop_reason_name(const struct engine *e)

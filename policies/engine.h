@@ -109,7 +109,21 @@ struct engine_config {
      * > margin is proven, futile when μ_i − μ_control < margin is. */
     enum engine_goal goal;
     double margin; /* Δ in [0, 1) units (caller rescales) */
+    /* Goal control: the factor on the half-width of every arm's bound
+     * (goal.scale). 0 or 1: the proven rule; in (0, 1): a calibrated,
+     * unproven rule whose error rate only a simulation gives (bandit-sim
+     * oc --calibrate; docs/stop-rules.md, `control`). The level δ/(2K)
+     * alone cannot be calibrated: even at 0.5 per side the time-uniform
+     * width keeps its ln ln n term, and the type I error at the margin
+     * stays near 0.02 (200 runs of docs/oc/trial3-design.json). */
+    double scale;
 };
+
+/* Is c's rule calibrated (goal control with a scale in (0, 1))? */
+static inline int engine_calibrated(const struct engine_config *c)
+{
+    return c->scale > 0 && c->scale < 1;
+}
 
 struct engine;
 

@@ -19,6 +19,7 @@ void goal_defaults(struct goal *g)
     g->type = ENGINE_GOAL_TOP;
     g->margin = 0;
     g->control = NULL;
+    g->scale = 1;
     g->m = 1;
     g->epsilon = 0;
     g->delta = 0.05;
@@ -61,7 +62,6 @@ static const char *delta_error(int ok, double delta)
 
 #define CONTROL_M "must be 1 with type \"control\" (each arm is compared with the control)"
 #define CONTROL_EPSILON "must be 0 with type \"control\" (the margin is its slack)"
-#define TOP_ONLY "only with type \"control\""
 
 static const char *budget_error(int ok, uint64_t budget)
 {
@@ -89,7 +89,10 @@ int goal_check(const struct goal *g, double range, const char *prefix, struct po
     if (member == NULL && g->type == ENGINE_GOAL_CONTROL) {
         if ((why = in_range_error(isfinite(g->margin), g->margin, range, buf, sizeof buf)) != NULL)
             member = "margin";
-        else if (g->m != 1)
+        else if (!goal_scale_valid(g->scale)) {
+            member = "scale";
+            why = GOAL_SCALE_RULE;
+        } else if (g->m != 1)
             member = "m";
         else if (g->epsilon != 0)
             member = "epsilon";
@@ -179,7 +182,7 @@ int goal_parse(json_t *obj, double range, const char *prefix, struct goal *g, js
         double margin = 0;
         int ok = jv_number(v, &margin);
         if (!control)
-            bad += refuse(errors, prefix, "margin", TOP_ONLY);
+            bad += refuse(errors, prefix, "margin", GOAL_CONTROL_ONLY);
         else if ((why = in_range_error(ok, margin, range, buf, sizeof buf)) != NULL)
             bad += refuse(errors, prefix, "margin", why);
         else
@@ -188,7 +191,7 @@ int goal_parse(json_t *obj, double range, const char *prefix, struct goal *g, js
     if ((v = json_object_get(obj, "control")) != NULL) {
         uint64_t idx;
         if (!control)
-            bad += refuse(errors, prefix, "control", TOP_ONLY);
+            bad += refuse(errors, prefix, "control", GOAL_CONTROL_ONLY);
         else if (!(json_is_string(v) && json_string_length(v) > 0) &&
                  !jv_count(v, GOAL_MAX_M, &idx))
             bad += refuse(errors, prefix, "control", "must name an arm (or give its index)");
@@ -196,6 +199,16 @@ int goal_parse(json_t *obj, double range, const char *prefix, struct goal *g, js
             g->control = v;
     } else if (control) {
         bad += refuse(errors, prefix, "control", "required with type \"control\": the control arm");
+    }
+    if ((v = json_object_get(obj, "scale")) != NULL && !json_is_null(v)) {
+        double scale = 0;
+        int ok = jv_number(v, &scale);
+        if (!control)
+            bad += refuse(errors, prefix, "scale", GOAL_CONTROL_ONLY);
+        else if (!ok || !(scale > 0 && scale <= 1))
+            bad += refuse(errors, prefix, "scale", GOAL_SCALE_RULE);
+        else
+            g->scale = scale;
     }
     if (control && g->m != 1)
         bad += refuse(errors, prefix, "m", CONTROL_M);

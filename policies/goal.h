@@ -43,7 +43,23 @@ struct goal {
      * arms). With type control, m is 1 and ε 0. */
     double margin;
     json_t *control;
+    /* type control only: the factor on the widths of the bounds the
+     * decisions rest on; 1 (absent or null): the proven rule. Below 1 the
+     * rule is calibrated, not proven (engine_config.scale). */
+    double scale;
 };
+
+/* goal.scale's rule as its message; the message refusing a control-only member. */
+#define GOAL_SCALE_RULE                                                                            \
+    "must be null or 1 (the proven rule), or in (0, 1): a calibrated width, unproven (its error "  \
+    "rate is the simulation's: bandit-sim oc --calibrate)"
+#define GOAL_CONTROL_ONLY "only with type \"control\""
+
+/* 0 stands for 1 in an engine configuration (zero-initialised: proven). */
+static inline int goal_scale_valid(double scale)
+{
+    return scale > 0 ? scale <= 1 : scale == 0;
+}
 
 /* Two settings beside the goal that the same three places read: the reward
  * range [min, max] (finite, max > min by a finite range: ε and every reward
@@ -64,7 +80,8 @@ static inline int goal_tau_valid(double tau)
     return isnan(tau) || (tau > 0 && tau < 1);
 }
 
-/* type top, m 1, ε 0, δ 0.05, no budget, Δ 0, no control: what a missing member means. */
+/* type top, m 1, ε 0, δ 0.05, no budget, Δ 0, no control, the proven
+ * width: what a missing member means. */
 void goal_defaults(struct goal *g);
 
 /* Check g's values. range is the reward range ε is measured in (1 for the
@@ -77,10 +94,10 @@ int goal_check(const struct goal *g, double range, const char *prefix, struct po
 int goal_check_arms(unsigned m, const size_t *n_arms, size_t n_bandits, const char *prefix,
                     struct policy_error *err);
 
-/* Read obj's members type, m, epsilon, delta, budget, margin and control
- * (each optional but control with type control, which also refuses m ≠ 1
- * and ε ≠ 0; margin and control are refused with another type; budget may
- * be null; m and budget integers, 1e6 written as a real too) over g,
+/* Read obj's members type, m, epsilon, delta, budget, margin, control and
+ * scale (each optional but control with type control, which also refuses
+ * m ≠ 1 and ε ≠ 0; margin, control and scale are refused with another
+ * type; budget and scale may be null; m and budget integers, 1e6 written as a real too) over g,
  * which holds the defaults, and check each as goal_check does. range NaN:
  * unknown (the reward range is itself wrong), ε is then checked for ≥ 0
  * only. Every wrong member is appended to errors (borrowed array, jv_error)

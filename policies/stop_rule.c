@@ -56,6 +56,15 @@ const char *stop_rule_name(enum engine_stop_rule r)
     return "unknown";
 }
 
+const char *stop_rule_unproven_when(enum engine_stop_rule r)
+{
+    /* engine_rule_proven: goal.scale below 1 (docs/stop-rules.md, `control`) */
+    return r == ENGINE_RULE_CONTROL
+               ? "goal.scale below 1: every width scaled by a calibrated factor, opt-in, no proof "
+                 "(the error rates are the simulation's: bandit-sim oc --calibrate)"
+               : NULL;
+}
+
 const char *stop_rule_proof_name(enum stop_rule_proof p)
 {
     static const char *const names[] = {

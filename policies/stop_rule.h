@@ -35,6 +35,10 @@ const struct stop_rule_info *stop_rule_find(const char *name);
 /* The name of rule r ("unknown" for a value outside the enum). */
 const char *stop_rule_name(enum engine_stop_rule r);
 
+/* The setting that makes proven rule r unproven, as a sentence, or NULL
+ * (none does). GET /v1/policies shows it beside the rule. */
+const char *stop_rule_unproven_when(enum engine_stop_rule r);
+
 /* "proven", "unproven", "no-claim" or "per-policy". */
 const char *stop_rule_proof_name(enum stop_rule_proof p);
 

@@ -28,10 +28,12 @@ static const char usage_text[] =
     "  --seed S             run i is seeded by (S, i) in every scenario (default 1)\n"
     "  --threads N          worker threads (default: all cores; results do not depend on it)\n"
     "  --max-pulls N        cap per run of a design without a budget (default 10000)\n"
-    "  --calibrate ALPHA    first find the largest delta whose type I error under the\n"
-    "                       null scenario is at most ALPHA, then report at that delta\n"
+    "  --calibrate ALPHA    first find the largest delta (goal control: the smallest\n"
+    "                       goal.scale, an unproven rule) whose type I error under the\n"
+    "                       null scenario is at most ALPHA, then report at that value\n"
     "  --null NAME          the null scenario to calibrate on (default: the first null)\n"
-    "  --delta-range LO,HI  calibration's search interval (default 1e-6,0.5)\n"
+    "  --delta-range LO,HI  calibration's search interval for delta (default 1e-6,0.5)\n"
+    "  --scale-range LO,HI  for goal.scale, goal control (default 0.05,1; 1 is proven)\n"
     "  --iterations N       calibration's bisection steps (default 12)\n"
     "  --format F           json (default) or markdown\n"
     "  --markdown FILE      also write the Markdown report to FILE\n"
@@ -50,6 +52,7 @@ enum {
     O_CALIBRATE,
     O_NULL,
     O_RANGE,
+    O_SCALE_RANGE,
     O_ITER,
     O_FORMAT,
     O_MARKDOWN,
@@ -69,6 +72,7 @@ static const struct option opts[] = {
     {"calibrate", required_argument, NULL, O_CALIBRATE},
     {"null", required_argument, NULL, O_NULL},
     {"delta-range", required_argument, NULL, O_RANGE},
+    {"scale-range", required_argument, NULL, O_SCALE_RANGE},
     {"iterations", required_argument, NULL, O_ITER},
     {"format", required_argument, NULL, O_FORMAT},
     {"markdown", required_argument, NULL, O_MARKDOWN},
@@ -139,12 +143,25 @@ static int write_text(const char *path, const char *text)
     return bad ? -1 : 0;
 }
 
+/* LO,HI from arg into *lo, *hi: 0 < LO < HI < 1 (HI ≤ 1 when to_one), or exit 2. */
+static void range_of(const char *opt, char *arg, int to_one, double *lo, double *hi)
+{
+    char *comma = strchr(arg, ',');
+    if (comma == NULL)
+        cli_die(2, "%s: must be LO,HI (got \"%s\")", opt, arg);
+    *comma = '\0';
+    *lo = cli_double(opt, arg);
+    *hi = cli_double(opt, comma + 1);
+    if (!(*lo > 0 && *lo < *hi && (to_one ? *hi <= 1 : *hi < 1)))
+        cli_die(2, "%s: must be LO,HI with 0 < LO < HI %s 1", opt, to_one ? "<=" : "<");
+}
+
 int cli_oc_main(int argc, char **argv)
 {
     const char *design_path = NULL, *scen_path = NULL, *null_name = NULL, *md_path = NULL,
                *svg_path = NULL;
     struct sim_oc_options o = {.runs = 1000, .seed = 1, .progress = 1};
-    double alpha = NAN, dlo = 1e-6, dhi = 0.5;
+    double alpha = NAN, dlo = 1e-6, dhi = 0.5, slo = 0.05, shi = 1;
     uint64_t iterations = 12;
     int pretty = 0, markdown = 0, c;
     optind = 1;
@@ -177,17 +194,12 @@ int cli_oc_main(int argc, char **argv)
         case O_NULL:
             null_name = optarg;
             break;
-        case O_RANGE: {
-            char *comma = strchr(optarg, ',');
-            if (comma == NULL)
-                cli_die(2, "--delta-range: must be LO,HI (got \"%s\")", optarg);
-            *comma = '\0';
-            dlo = cli_double("--delta-range", optarg);
-            dhi = cli_double("--delta-range", comma + 1);
-            if (!(dlo > 0 && dlo < dhi && dhi < 1))
-                cli_die(2, "--delta-range: must be LO,HI with 0 < LO < HI < 1");
+        case O_RANGE:
+            range_of("--delta-range", optarg, 0, &dlo, &dhi);
             break;
-        }
+        case O_SCALE_RANGE:
+            range_of("--scale-range", optarg, 1, &slo, &shi);
+            break;
         case O_ITER:
             iterations = cli_u64("--iterations", optarg, 1, 60);
             break;
@@ -253,21 +265,24 @@ int cli_oc_main(int argc, char **argv)
                     null_name ? "no scenario of that name" : "no null scenario to calibrate on");
             goto out;
         }
-        double delta;
-        if (sim_oc_calibrate(&d, sc, (size_t)null, &o, alpha, dlo, dhi, (unsigned)iterations,
-                             &delta, &calib, err, sizeof err) != 0) {
+        double value;
+        const char *param = sim_oc_calibrated(d.engine);
+        int by_scale = strcmp(param, "scale") == 0;
+        if (sim_oc_calibrate(&d, sc, (size_t)null, &o, alpha, by_scale ? slo : dlo,
+                             by_scale ? shi : dhi, (unsigned)iterations, &value, &calib, err,
+                             sizeof err) != 0) {
             fprintf(stderr, "bandit-sim: oc: %s\n", err);
             rc = 1;
             goto out;
         }
-        /* The calibrated design is the design with goal.delta = δ: parsed
-         * and hashed as the daemon would the create body. */
+        /* The calibrated design is the design with goal.delta = δ (or
+         * goal.scale): parsed and hashed as the daemon would the create body. */
         json_t *goal = json_object_get(body, "goal");
         if (goal == NULL) {
             goal = json_object();
             json_object_set_new(body, "goal", goal);
         }
-        json_object_set_new(goal, "delta", json_real(delta));
+        json_object_set_new(goal, param, json_real(value));
         if (design_parse(body, &cal, cal_hash) != 0)
             goto out;
         design_view(&cal, cal_hash, &d);
@@ -288,7 +303,8 @@ int cli_oc_main(int argc, char **argv)
     char cmd[2048] = "bandit-sim";
     for (int i = 0; i < argc; i++) {
         size_t len = strlen(cmd);
-        snprintf(cmd + len, sizeof cmd - len, " %s", argv[i]);
+        /* quoted when it holds a space, so that the line can be run again */
+        snprintf(cmd + len, sizeof cmd - len, strchr(argv[i], ' ') ? " \"%s\"" : " %s", argv[i]);
     }
     json_object_set_new(report, "command", json_string(cmd));
     if (svg_path != NULL) {

@@ -383,7 +383,8 @@ int main(int argc, char **argv)
                      .epsilon = p.epsilon,
                      .delta = p.delta,
                      .budget = p.budget,
-                     .margin = p.margin};
+                     .margin = p.margin,
+                     .scale = p.scale};
     struct policy_error gerr;
     if (delta != NULL) {
         p.delta = g.delta = cli_double("--delta", delta);

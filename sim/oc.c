@@ -724,6 +724,10 @@ static json_t *design_json(const struct sim_oc_design *d, uint64_t cap)
     json_object_set_new(j, "goal", json_string(goal_type_name(c->goal)));
     if (c->goal == ENGINE_GOAL_CONTROL)
         json_object_set_new(j, "margin", json_real(c->margin * range));
+    if (engine_calibrated(c))
+        json_object_set_new(j, "scale", json_real(c->scale));
+    json_object_set_new(j, "stop_proven",
+                        json_boolean(engine_rule_proven(c, engine_resolve_rule(c))));
     if (c->burn_in > 0)
         json_object_set_new(j, "burn_in", json_integer((json_int_t)c->burn_in));
     if (c->min_prob > 0)
@@ -801,13 +805,21 @@ json_t *sim_oc_run(const struct sim_oc_design *d, const struct sim_oc_scenarios 
 
 /* --- calibration ------------------------------------------------------------------ */
 
-/* Type I errors (count) of scenario sc at δ. */
+const char *sim_oc_calibrated(const struct engine_config *c)
+{
+    return c->goal == ENGINE_GOAL_CONTROL ? "scale" : "delta";
+}
+
+/* Type I errors (count) of scenario sc with the calibrated parameter at x. */
 static int rejects_at(const struct sim_oc_design *d, const struct oc_scenario *sc,
-                      const struct sim_oc_options *o, double delta, uint64_t *k, char *err,
+                      const struct sim_oc_options *o, double x, uint64_t *k, char *err,
                       size_t errlen)
 {
     struct engine_config c = *d->engine;
-    c.delta = delta;
+    if (c.goal == ENGINE_GOAL_CONTROL)
+        c.scale = x;
+    else
+        c.delta = x;
     struct oc_acc a;
     uint64_t n = 0;
     struct sim_oc_options so = *o;
@@ -820,9 +832,14 @@ static int rejects_at(const struct sim_oc_design *d, const struct oc_scenario *s
     return rc;
 }
 
+static json_t *step_json(const char *name, double x, uint64_t k, double n)
+{
+    return json_pack("{s:f,s:f}", name, x, "type_i_error", (double)k / n);
+}
+
 int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenarios *s,
                      size_t scenario, const struct sim_oc_options *o, double target, double lo,
-                     double hi, unsigned iterations, double *delta, json_t **out, char *err,
+                     double hi, unsigned iterations, double *value, json_t **out, char *err,
                      size_t errlen)
 {
     *out = NULL;
@@ -832,68 +849,76 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
         snprintf(err, errlen, "calibrate: the scenario must be a null (every arm the same mean)");
         return -1;
     }
-    if (!(target > 0 && target < 1) || !(lo > 0 && lo < hi && hi < 1)) {
-        snprintf(err, errlen, "calibrate: needs 0 < target < 1 and 0 < lo < hi < 1");
+    /* δ: the type I error grows with it, bisected over log δ. The scale
+     * of a control design: it shrinks as the scale grows, bisected
+     * linearly; 1 is the proven rule. */
+    const char *name = sim_oc_calibrated(d->engine);
+    int by_scale = d->engine->goal == ENGINE_GOAL_CONTROL;
+    if (!(target > 0 && target < 1) || !(lo > 0 && lo < hi && (by_scale ? hi <= 1 : hi < 1))) {
+        snprintf(err, errlen, "calibrate: needs 0 < target < 1 and 0 < lo < hi %s 1",
+                 by_scale ? "<=" : "<");
         return -1;
     }
     const struct oc_scenario *sc = &s->s[scenario];
     const double n = (double)o->runs;
+    /* strict: the end that keeps the error lowest; loose: the other. */
+    double strict = by_scale ? hi : lo, loose = by_scale ? lo : hi;
     json_t *steps = json_array();
-    uint64_t klo, khi;
-    if (steps == NULL || rejects_at(d, sc, o, lo, &klo, err, errlen) != 0 ||
-        rejects_at(d, sc, o, hi, &khi, err, errlen) != 0)
+    uint64_t ks, kl;
+    if (steps == NULL || rejects_at(d, sc, o, strict, &ks, err, errlen) != 0 ||
+        rejects_at(d, sc, o, loose, &kl, err, errlen) != 0)
         goto fail;
-    json_array_append_new(steps,
-                          json_pack("{s:f,s:f}", "delta", lo, "type_i_error", (double)klo / n));
-    json_array_append_new(steps,
-                          json_pack("{s:f,s:f}", "delta", hi, "type_i_error", (double)khi / n));
-    if ((double)klo > target * n) {
-        if (klo == khi)
+    json_array_append_new(steps, step_json(name, strict, ks, n));
+    json_array_append_new(steps, step_json(name, loose, kl, n));
+    if ((double)ks > target * n) {
+        if (ks == kl)
             snprintf(err, errlen,
-                     "calibrate: the type I error is %.4g at every delta from %g to %g: it does "
-                     "not depend on delta (a fixed-budget design decides at its budget)",
-                     (double)klo / n, lo, hi);
+                     "calibrate: the type I error is %.4g at every %s from %g to %g: it does "
+                     "not depend on %s (a fixed-budget design decides at its budget)",
+                     (double)ks / n, name, lo, hi, name);
         else
             snprintf(err, errlen,
-                     "calibrate: the type I error is %.4g > %.4g even at delta = %g (raise "
+                     "calibrate: the type I error is %.4g > %.4g even at %s = %g (raise "
                      "max_pulls or change the design)",
-                     (double)klo / n, target, lo);
+                     (double)ks / n, target, name, strict);
         goto fail;
     }
-    /* Invariant: type I(lo) ≤ target < type I(hi) (or hi itself holds). */
-    uint64_t k = klo;
-    int bracketed = (double)khi > target * n;
+    /* Invariant: type I(strict) ≤ target < type I(loose) (or loose itself holds). */
+    uint64_t k = ks;
+    int bracketed = (double)kl > target * n;
     if (!bracketed) {
-        lo = hi;
-        k = khi;
+        strict = loose;
+        k = kl;
     } else {
         for (unsigned it = 0; it < iterations; it++) {
-            double mid = exp(0.5 * (log(lo) + log(hi)));
+            double mid = by_scale ? 0.5 * (strict + loose) : exp(0.5 * (log(strict) + log(loose)));
             uint64_t km;
             if (rejects_at(d, sc, o, mid, &km, err, errlen) != 0)
                 goto fail;
-            json_array_append_new(
-                steps, json_pack("{s:f,s:f}", "delta", mid, "type_i_error", (double)km / n));
+            json_array_append_new(steps, step_json(name, mid, km, n));
             if ((double)km <= target * n) {
-                lo = mid;
+                strict = mid;
                 k = km;
             } else {
-                hi = mid;
+                loose = mid;
             }
         }
     }
-    *delta = lo;
+    *value = strict;
     double p = (double)k / n;
-    *out =
-        json_pack("{s:s,s:f,s:f,s:f,s:f,s:I,s:I,s:s,s:o}", "scenario", sc->name, "target", target,
-                  "delta", lo, "type_i_error", p, "type_i_error_mc_se", sqrt(p * (1 - p) / n),
-                  "runs", (json_int_t)o->runs, "seed", (json_int_t)o->seed, "method",
-                  "bisection over log delta, common random numbers (run i seeded by (seed, i) "
-                  "at every delta): the largest delta tried whose type I error is at most the "
-                  "target",
-                  "steps", steps);
-    /* false: even the top of the range keeps the type I error under the
-     * target; the δ found is that top, not a root. */
+    *out = json_pack(
+        "{s:s,s:s,s:f,s:f,s:f,s:f,s:I,s:I,s:s,s:o}", "scenario", sc->name, "parameter", name,
+        "target", target, name, strict, "type_i_error", p, "type_i_error_mc_se",
+        sqrt(p * (1 - p) / n), "runs", (json_int_t)o->runs, "seed", (json_int_t)o->seed, "method",
+        by_scale ? "bisection over the scale of the bounds' widths (goal.scale), common random "
+                   "numbers (run i seeded by (seed, i) at every scale): the smallest scale tried "
+                   "whose type I error is at most the target; the rule it gives is unproven"
+                 : "bisection over log delta, common random numbers (run i seeded by (seed, i) "
+                   "at every delta): the largest delta tried whose type I error is at most the "
+                   "target",
+        "steps", steps);
+    /* false: even the loose end of the range keeps the type I error under
+     * the target; the value found is that end, not a root. */
     if (*out != NULL)
         json_object_set_new(*out, "bracketed", json_boolean(bracketed));
     if (*out == NULL) {

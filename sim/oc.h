@@ -79,15 +79,22 @@ int sim_oc_scenarios_null(const struct sim_oc_design *d, const struct sim_oc_sce
 json_t *sim_oc_run(const struct sim_oc_design *d, const struct sim_oc_scenarios *s,
                    const struct sim_oc_options *o, char *err, size_t errlen);
 
-/* Calibration: the largest δ in [lo, hi] whose type I error on scenario
- * `scenario` (a null) is at most `target`, by bisection over log δ with
- * common random numbers (`iterations` steps). 0 with *delta and the
- * calibration as a new JSON object in *out (δ, its type I error with its
- * MC SE, every step), or −1 with a message (the error exceeds the target
- * even at lo; the design's type I error does not depend on δ). */
+/* The goal member calibration sets for design c: "delta", or "scale" for
+ * goal control (whose proven rule spends far less than δ: docs/stop-rules.md,
+ * `control`; a scale below 1 is unproven). Static string. */
+const char *sim_oc_calibrated(const struct engine_config *c);
+
+/* Calibration of that member, with common random numbers (`iterations`
+ * bisection steps) on scenario `scenario` (a null): the largest δ in
+ * [lo, hi] (over log δ) or the smallest scale in [lo, hi] (hi ≤ 1, linear)
+ * whose type I error is at most `target`. 0 with *value and the
+ * calibration as a new JSON object in *out (the parameter's name and
+ * value, its type I error with its MC SE, every step), or −1 with a
+ * message (the error exceeds the target even at the strict end; the
+ * design's type I error does not depend on the parameter). */
 int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenarios *s,
                      size_t scenario, const struct sim_oc_options *o, double target, double lo,
-                     double hi, unsigned iterations, double *delta, json_t **out, char *err,
+                     double hi, unsigned iterations, double *value, json_t **out, char *err,
                      size_t errlen);
 
 /* The report (sim_oc_run's JSON, borrowed) as Markdown a statistician can

@@ -89,6 +89,13 @@ static void provenance(struct buf *b, const json_t *r)
     if (!isnan(num(d, "control_share")))
         buf_printf(b, ", control share %g", num(d, "control_share"));
     buf_puts(b, ".\n\n");
+    if (!isnan(num(d, "scale")))
+        buf_printf(b,
+                   "**Unproven rule**: every bound's width is scaled by %g (goal.scale; 1 is the "
+                   "proven rule); so are the intervals status shows and whose coverage is "
+                   "reported below. Its error rates are this simulation's, not a proof's "
+                   "(docs/stop-rules.md, `control`).\n\n",
+                   num(d, "scale"));
     size_t i;
     json_t *bj;
     json_array_foreach(json_object_get(d, "bandits"), i, bj)
@@ -157,24 +164,29 @@ static void calibration(struct buf *b, const json_t *c)
 {
     if (!json_is_object(c))
         return;
+    /* δ, or goal.scale for goal control (a report without "parameter": δ) */
+    const char *key =
+        json_is_string(json_object_get(c, "parameter")) ? str(c, "parameter") : "delta";
+    int by_scale = strcmp(key, "scale") == 0;
+    const char *sym = by_scale ? "goal.scale" : "δ";
     buf_printf(b,
-               "## Calibration\n\nδ = %.6g holds the type I error at %.4f ± %.4f (target %g) "
+               "## Calibration\n\n%s = %.6g holds the type I error at %.4f ± %.4f (target %g) "
                "under scenario `%s` (%.0f runs, seed %.0f; %s). The figures below are those of "
-               "the design with this δ (its hash above; the design as given had `%s`).\n\n",
-               num(c, "delta"), num(c, "type_i_error"), num(c, "type_i_error_mc_se"),
+               "the design with this %s (its hash above; the design as given had `%s`).\n\n",
+               sym, num(c, key), num(c, "type_i_error"), num(c, "type_i_error_mc_se"),
                num(c, "target"), str(c, "scenario"), num(c, "runs"), num(c, "seed"),
-               str(c, "method"), str(c, "original_design_hash"));
+               str(c, "method"), sym, str(c, "original_design_hash"));
     if (json_is_false(json_object_get(c, "bracketed")))
         buf_printf(b,
-                   "**Not a root**: even δ = %g, the top of the range searched, keeps the type I "
-                   "error under the target; the design is conservative here by more than δ can "
-                   "trade.\n\n",
-                   num(c, "delta"));
-    buf_puts(b, "| δ tried | type I error |\n| --- | --- |\n");
+                   "**Not a root**: even %s = %g, the loose end of the range searched, keeps the "
+                   "type I error under the target; the design is conservative here by more than "
+                   "%s can trade.\n\n",
+                   sym, num(c, key), sym);
+    buf_printf(b, "| %s tried | type I error |\n| --- | --- |\n", sym);
     size_t i;
     json_t *st;
     json_array_foreach(json_object_get(c, "steps"), i, st)
-        buf_printf(b, "| %.6g | %.4f |\n", num(st, "delta"), num(st, "type_i_error"));
+        buf_printf(b, "| %.6g | %.4f |\n", num(st, key), num(st, "type_i_error"));
     buf_puts(b, "\n");
 }
 

@@ -79,6 +79,7 @@ json_t *sim_plan_json(const struct engine_config *ec, double lo, double hi,
     p.bound = ec->bound;
     p.goal = ec->goal;
     p.margin = ec->margin; /* [0, 1] units, as the problem's range */
+    p.scale = ec->scale;
     p.control = vs_control && ec->control_arm != NULL ? ec->control_arm[0] : -1;
     p.n_arms = calloc(p.n_bandits, sizeof *p.n_arms);
     // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, one per bandit

@@ -157,9 +157,9 @@ static int parse_arms(json_t *arms, const char *where, struct sim_problem *p, si
     return 0;
 }
 
-static const char *const problem_keys[] = {"type",       "m",      "epsilon", "delta", "budget",
-                                           "control",    "margin", "bandits", "arms",  "reward",
-                                           "target_arm", "tau",    "bound",   NULL};
+static const char *const problem_keys[] = {"type",    "m",          "epsilon", "delta",   "budget",
+                                           "control", "margin",     "scale",   "bandits", "arms",
+                                           "reward",  "target_arm", "tau",     "bound",   NULL};
 
 /* The arms list of bandit b as given (top-level "arms" or bandits[b].arms). */
 static json_t *arms_json(json_t *j, size_t b)
@@ -259,6 +259,7 @@ int sim_problem_parse(json_t *j, struct sim_problem *p, char *err, size_t errlen
     json_decref(errors);
     p->goal = g.type;
     p->margin = g.margin;
+    p->scale = g.scale;
     p->m = g.m;
     p->epsilon = g.epsilon;
     p->delta = g.delta;

@@ -171,6 +171,7 @@ void sim_engine_cfg(const struct sim_problem *p, const struct sim_options *o, ui
     }
     c->goal = p->goal;
     c->margin = p->margin / (p->reward_max - p->reward_min);
+    c->scale = p->scale;
 }
 
 int sim_vs_control_truth(const struct sim_problem *p, size_t b, size_t i)

@@ -66,6 +66,7 @@ struct sim_problem {
      * goal) by the superiority margin Δ (reward units) */
     enum engine_goal goal;
     double margin;
+    double scale; /* goal.scale: the factor on the bounds' widths; 1 (or 0): proven */
     int control;
 };
 

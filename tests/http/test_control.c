@@ -5,7 +5,9 @@
  * status names the stop reason, each arm's decision and its anytime
  * interval on the difference with the control; a blinded read sees only
  * that and why it stopped; a restart replays the same decisions; the goal's
- * fields are refused with problem+json naming them.
+ * fields are refused with problem+json naming them; a calibrated width
+ * (goal.scale below 1) is labelled unproven in the status and in
+ * GET /v1/policies.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -159,7 +161,7 @@ static void test_futility_and_fields(void **state)
     assert_string_equal(tjson_str(r->json, "bandits[0].recommended[0]"), "c");
     tresp_free(r);
     /* what the guarantee rests on is fixed at creation, as m, δ and ε are */
-    static const char *const fixed[] = {"margin", "control", "type"};
+    static const char *const fixed[] = {"margin", "control", "type", "scale"};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
         char field[32];
         snprintf(field, sizeof field, "goal.%s", fixed[i]);
@@ -188,6 +190,11 @@ static void test_futility_and_fields(void **state)
         {"{\"type\":\"best\"}", "", "goal.type"},
         {"{\"margin\":0.1}", "", "goal.margin"},
         {"{\"control\":\"c\"}", "", "goal.control"},
+        {"{\"type\":\"control\",\"control\":\"c\",\"scale\":0}", "", "goal.scale"},
+        {"{\"type\":\"control\",\"control\":\"c\",\"scale\":1.5}", "", "goal.scale"},
+        {"{\"type\":\"control\",\"control\":\"c\",\"scale\":-0.5}", "", "goal.scale"},
+        {"{\"type\":\"control\",\"control\":\"c\",\"scale\":\"half\"}", "", "goal.scale"},
+        {"{\"scale\":0.5}", "", "goal.scale"},
         {"{\"type\":\"control\",\"control\":\"c\"}", ",\"policy\":{\"name\":\"adapt\"}",
          "policy.name"},
         {"{\"type\":\"control\",\"control\":\"c\"}", ",\"stop_rule\":\"glr\"", "stop_rule"},
@@ -209,11 +216,76 @@ static void test_futility_and_fields(void **state)
     assert_int_equal(tdaemon_stop(d), 0);
 }
 
+/* A calibrated trial (goal.scale 0.5; the superiority rewards above): it
+ * stops for superiority on the right arm, sooner than the proven rule
+ * would, and says it rests on no proof: stop.proven false and no error
+ * bound; the design keeps its scale (and a design without one gets none,
+ * so that its hash is unchanged); GET /v1/policies says what makes the
+ * rule unproven. */
+static void test_calibrated(void **state)
+{
+    struct tdaemon *d = *state;
+    assert_int_equal(tdaemon_launch(d, NULL, 0), 0);
+    static const char *const ids[] = {"proven", "calibrated"};
+    static const double reward[] = {0.3, 0.3, 0.9};
+    int pulls[2];
+    for (int k = 0; k < 2; k++) {
+        struct tresp *r = treqf(d, "POST", "/v1/experiments",
+                                "{\"id\":\"%s\",\"arms\":[\"placebo\",\"a\",\"b\"],\"seed\":5,"
+                                "\"goal\":{\"type\":\"control\",\"control\":\"placebo\","
+                                "\"margin\":0.1,\"delta\":0.1%s}}",
+                                ids[k], k == 1 ? ",\"scale\":0.5" : "");
+        assert_status(r, 201);
+        if (k == 1)
+            assert_true(fabs(tjson_num(r->json, "goal.scale") - 0.5) < 1e-12);
+        else
+            assert_null(tjson_get(r->json, "goal.scale"));
+        tresp_free(r);
+        pulls[k] = run_trial(d, ids[k], NULL, reward);
+        char path[96];
+        snprintf(path, sizeof path, "/v1/experiments/%s/status", ids[k]);
+        r = treq(d, "GET", path, NULL, NULL);
+        assert_status(r, 200);
+        assert_string_equal(tjson_str(r->json, "stop_reason"), "superiority");
+        assert_string_equal(tjson_str(r->json, "bandits[0].recommended[0]"), "b");
+        assert_string_equal(tjson_str(r->json, "bandits[0].stop.rule"), "control");
+        assert_true(json_is_true(tjson_get(r->json, "bandits[0].stop.fired")));
+        if (k == 1) {
+            assert_true(json_is_false(tjson_get(r->json, "bandits[0].stop.proven")));
+            assert_true(json_is_null(tjson_get(r->json, "bandits[0].stop.error_bound")));
+        } else {
+            assert_true(json_is_true(tjson_get(r->json, "bandits[0].stop.proven")));
+        }
+        tresp_free(r);
+    }
+    /* narrower intervals decide sooner: that is what the proof is traded for */
+    assert_true(pulls[1] < pulls[0]);
+
+    struct tresp *r = treq(d, "GET", "/v1/policies", NULL, NULL);
+    assert_status(r, 200);
+    const json_t *rules = tjson_get(r->json, "stop_rules");
+    int seen = 0;
+    for (size_t i = 0; i < json_array_size(rules); i++) {
+        const json_t *rule = json_array_get(rules, i);
+        const char *when = tjson_str(rule, "unproven_when");
+        if (strcmp(tjson_str(rule, "name"), "control") == 0) {
+            assert_true(json_is_true(tjson_get(rule, "proven")));
+            assert_non_null(when);
+            assert_non_null(strstr(when, "goal.scale"));
+            seen = 1;
+        }
+    }
+    assert_true(seen);
+    tresp_free(r);
+    assert_int_equal(tdaemon_stop(d), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_superiority, tfresh_setup, tfresh_teardown),
         cmocka_unit_test_setup_teardown(test_futility_and_fields, tfresh_setup, tfresh_teardown),
+        cmocka_unit_test_setup_teardown(test_calibrated, tfresh_setup, tfresh_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

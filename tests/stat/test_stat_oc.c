@@ -19,9 +19,13 @@
  *   0.4 above the control, power is exactly that arm's rate of superiority
  *   and the other arm is never declared superior; every difference
  *   interval misses its true difference in at most δ of the runs (the
- *   anytime guarantee); the stop reasons are the goal's; calibration
- *   finds a δ whose type I error is within the target. One-sided exact
+ *   anytime guarantee); the stop reasons are the goal's. One-sided exact
  *   binomial tests at level 0.01.
+ * - Goal control calibrated (two arms, x at the margin, budget 600):
+ *   --calibrate sets goal.scale for a type I error of 0.1 (200 runs, seed
+ *   22); on fresh seeds (400 runs, seed 23) the design at that scale is
+ *   within 3 combined MC SEs (plus 2/200) of the target, and says it is
+ *   unproven.
  * - Scenario files: every error names its field.
  */
 #include <setjmp.h>
@@ -313,23 +317,72 @@ static void test_control(void **state)
         assert_true(strcmp(why, "superiority") == 0 || strcmp(why, "futility") == 0 ||
                     strcmp(why, "budget") == 0);
     }
-    /* Calibration targets the same type I error: the largest δ of the
-     * range whose rate of some arm declared superior under the null is at
-     * most the target. */
-    double delta;
-    json_t *cal = NULL;
-    struct sim_oc_options few = {.runs = 100, .seed = 22};
-    if (sim_oc_calibrate(&d.d, s, 0, &few, 0.05, 1e-3, 0.5, 3, &delta, &cal, err, sizeof err) != 0)
-        fail_msg("%s", err);
-    assert_true(field(cal, "type_i_error") <= 0.05);
-    assert_true(delta >= 1e-3 && delta <= 0.5);
-    json_decref(cal);
-
     char *md = sim_oc_markdown(r);
     assert_non_null(md);
     assert_non_null(strstr(md, "Comparisons with the control"));
     free(md);
     json_decref(r);
+    sim_oc_scenarios_free(s);
+    exp_config_free(&d.cfg);
+}
+
+/* Goal control: calibration sets goal.scale (the proven rule spends far
+ * less than δ), and the design at the scale found, on fresh seeds, has
+ * the target's type I error within its MC error; the report and the
+ * design say the rule is unproven. */
+static void test_control_calibration(void **state)
+{
+    (void)state;
+    struct design d;
+    design_load("{\"id\": \"ctlcal\", \"seed\": 1, \"policy\": {\"name\": \"vs-control\"}, "
+                "\"arms\": [\"c\", \"x\"], \"goal\": {\"type\": \"control\", "
+                "\"control\": \"c\", \"margin\": 0.1, \"delta\": 0.05, \"budget\": 600}}",
+                &d);
+    /* the least favourable null: x exactly at the margin */
+    struct sim_oc_scenarios *s = scenarios(&d, "[{\"name\": \"at the margin\", "
+                                               "\"arms\": [0.3, 0.4]}]");
+    assert_int_equal(sim_oc_scenarios_null(&d.d, s), 0);
+    assert_string_equal(sim_oc_calibrated(d.d.engine), "scale");
+    const double target = 0.1;
+    struct sim_oc_options o = {.runs = 200, .seed = 22};
+    double scale;
+    json_t *cal = NULL;
+    char err[256];
+    if (sim_oc_calibrate(&d.d, s, 0, &o, target, 0.05, 1, 10, &scale, &cal, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    double achieved = field(cal, "type_i_error");
+    assert_true(json_is_true(json_object_get(cal, "bracketed")));
+    assert_string_equal(json_string_value(json_object_get(cal, "parameter")), "scale");
+    assert_true(fabs(field(cal, "scale") - scale) < 1e-15);
+    assert_true(achieved <= target);
+    /* the proven end is the first step, far under the target */
+    assert_true(field(json_array_get(json_object_get(cal, "steps"), 0), "scale") == 1);
+    assert_true(field(json_array_get(json_object_get(cal, "steps"), 0), "type_i_error") < target);
+    assert_true(scale > 0.05 && scale < 1);
+
+    struct engine_config at = d.cfg.engine;
+    at.scale = scale;
+    struct sim_oc_design dd = d.d;
+    dd.engine = &at;
+    struct sim_oc_options fresh = {.runs = 400, .seed = 23};
+    json_t *r = sim_oc_run(&dd, s, &fresh, err, sizeof err);
+    if (r == NULL)
+        fail_msg("%s", err);
+    double t1 = field(scenario(r, 0), "type_i_error.estimate");
+    /* 3 combined MC SEs of the two estimates, plus the calibration's step */
+    double tol = 3 * sqrt(target * (1 - target) * (1.0 / 200 + 1.0 / 400)) + 2.0 / 200;
+    print_message("# calibrated scale %.5g: type I %.4f (calibration runs), %.4f ± %.4f (fresh "
+                  "runs), target %.2f, tolerance %.4f\n",
+                  scale, achieved, t1, field(scenario(r, 0), "type_i_error.mc_se"), target, tol);
+    assert_true(fabs(t1 - target) <= tol);
+    assert_true(fabs(field(r, "design.scale") - scale) < 1e-12);
+    assert_true(json_is_false(json_object_get(json_object_get(r, "design"), "stop_proven")));
+    char *md = sim_oc_markdown(r);
+    assert_non_null(md);
+    assert_non_null(strstr(md, "**Unproven rule**"));
+    free(md);
+    json_decref(r);
+    json_decref(cal);
     sim_oc_scenarios_free(s);
     exp_config_free(&d.cfg);
 }
@@ -371,9 +424,8 @@ static void test_scenario_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_known_power),
-        cmocka_unit_test(test_calibration),
-        cmocka_unit_test(test_control),
+        cmocka_unit_test(test_known_power),     cmocka_unit_test(test_calibration),
+        cmocka_unit_test(test_control),         cmocka_unit_test(test_control_calibration),
         cmocka_unit_test(test_scenario_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

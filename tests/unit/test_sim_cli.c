@@ -294,6 +294,8 @@ static void test_oc(void **state)
         {design, scen, "--runs 0", "--runs: must be an integer"},
         {design, scen, "--calibrate 2", "--calibrate: must be a type I error"},
         {design, scen, "--calibrate 0.1 --null alt", "must be a null"},
+        {design, scen, "--scale-range 0.5,2", "--scale-range: must be LO,HI with 0 < LO < HI <= 1"},
+        {design, scen, "--delta-range 0.5,1", "--delta-range: must be LO,HI with 0 < LO < HI < 1"},
         {scen, scen, "", "--design: "},
         {design, scen, "--stop glr", "--stop: unknown option"},
     };
