@@ -50,17 +50,12 @@ int exp_design_parse(struct exp_config *c, json_t *v, json_t *errors)
     static const char *const keys[] = {"frozen", "blinded", NULL};
     if (jv_object(v, keys, "design", errors) != 0)
         return 1;
-    json_t *f = json_object_get(v, "frozen"), *b = json_object_get(v, "blinded");
-    if (f != NULL && !json_is_boolean(f)) {
-        jv_error(errors, "design.frozen", "must be a boolean");
+    int frozen = 0, blinded = 0;
+    if (jv_bool_member(v, "frozen", "design.frozen", &frozen, errors) ||
+        jv_bool_member(v, "blinded", "design.blinded", &blinded, errors))
         return 1;
-    }
-    if (b != NULL && !json_is_boolean(b)) {
-        jv_error(errors, "design.blinded", "must be a boolean");
-        return 1;
-    }
-    c->design_frozen = json_is_true(f);
-    c->design_blinded = json_is_true(b);
+    c->design_frozen = frozen;
+    c->design_blinded = blinded;
     return 0;
 }
 
