@@ -205,15 +205,24 @@ struct verify {
     char why[160];
 };
 
+/* Whether seq breaks a log numbered 1, 2, 3...: 1 with *broken and why
+ * ("missing", "repeated") set, else 0 and *expect moved on. */
+static int seq_breaks(int64_t seq, int64_t *expect, int64_t *broken, char *why, size_t len)
+{
+    if (seq != *expect) {
+        *broken = *expect;
+        snprintf(why, len, "%s", seq > *expect ? "missing" : "repeated");
+        return 1;
+    }
+    (*expect)++;
+    return 0;
+}
+
 static int verify_event(void *arg, const struct store_event *ev)
 {
     struct verify *v = arg;
-    if (ev->seq != v->expect_seq) {
-        v->broken_seq = v->expect_seq;
-        snprintf(v->why, sizeof v->why, "%s", ev->seq > v->expect_seq ? "missing" : "repeated");
+    if (seq_breaks(ev->seq, &v->expect_seq, &v->broken_seq, v->why, sizeof v->why))
         return VERIFY_STOP;
-    }
-    v->expect_seq++;
     v->events++;
     char next[65];
     if (exp_audit_next(v->chain, ev, next) != 0)
@@ -360,12 +369,8 @@ static int delete_detail_ok(const char *d)
 static int verify_record(void *arg, const struct store_audit_row *row)
 {
     struct verify_log *v = arg;
-    if (row->seq != v->expect_seq) {
-        v->broken_seq = v->expect_seq;
-        snprintf(v->why, sizeof v->why, "%s", row->seq > v->expect_seq ? "missing" : "repeated");
+    if (seq_breaks(row->seq, &v->expect_seq, &v->broken_seq, v->why, sizeof v->why))
         return VERIFY_STOP;
-    }
-    v->expect_seq++;
     char next[65];
     if (store_audit_next(v->chain, row, next) != 0)
         return -1;
