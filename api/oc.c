@@ -26,22 +26,6 @@
 #define OC_MAX_PULLS_MAX 100000
 #define OC_SECONDS 5.0
 
-/* An integer member in [lo, hi] into *out (kept when absent): 0, or 1
- * after an error naming it. */
-static int int_member(json_t *body, const char *key, json_int_t lo, json_int_t hi, uint64_t *out,
-                      json_t *errors)
-{
-    json_t *v = json_object_get(body, key);
-    if (v == NULL)
-        return 0;
-    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-        jv_error(errors, key, "must be an integer from %lld to %lld", (long long)lo, (long long)hi);
-        return 1;
-    }
-    *out = (uint64_t)json_integer_value(v);
-    return 0;
-}
-
 int api_oc_create(struct http_req *r)
 {
     json_t *body;
@@ -75,21 +59,14 @@ int api_oc_create(struct http_req *r)
         rc = 1;
     }
     if (rc == 0)
-        rc = int_member(body, "runs", 1, OC_RUNS_MAX, &o.runs, errors) |
-             int_member(body, "seed", 0, INT64_MAX, &o.seed, errors) |
-             int_member(body, "max_pulls", 1, OC_MAX_PULLS_MAX, &o.max_pulls, errors);
-    json_t *md = json_object_get(body, "markdown");
-    if (rc == 0 && md != NULL && !json_is_boolean(md)) {
-        jv_error(errors, "markdown", "must be a boolean");
-        rc = 1;
-    }
-    markdown = json_is_true(md);
-    json_t *sv = json_object_get(body, "svg");
-    if (rc == 0 && sv != NULL && !json_is_boolean(sv)) {
-        jv_error(errors, "svg", "must be a boolean");
-        rc = 1;
-    }
-    int svg = json_is_true(sv);
+        rc = jv_int_member(body, "runs", NULL, 1, OC_RUNS_MAX, &o.runs, errors) |
+             jv_int_member(body, "seed", NULL, 0, INT64_MAX, &o.seed, errors) |
+             jv_int_member(body, "max_pulls", NULL, 1, OC_MAX_PULLS_MAX, &o.max_pulls, errors);
+    int svg = 0;
+    markdown = 0;
+    if (rc == 0)
+        rc = jv_bool_member(body, "markdown", NULL, &markdown, errors) |
+             jv_bool_member(body, "svg", NULL, &svg, errors);
     size_t arms = 0;
     for (size_t b = 0; b < c->n_bandits; b++)
         arms += c->n_arms[b];
