@@ -169,24 +169,47 @@ static void calibration(struct buf *b, const json_t *c)
         json_is_string(json_object_get(c, "parameter")) ? str(c, "parameter") : "delta";
     int by_scale = strcmp(key, "scale") == 0;
     const char *sym = by_scale ? "goal.scale" : "δ";
-    buf_printf(b,
-               "## Calibration\n\n%s = %.6g holds the type I error at %.4f ± %.4f (target %g) "
-               "under scenario `%s` (%.0f runs, seed %.0f; %s). The figures below are those of "
-               "the design with this %s (its hash above; the design as given had `%s`).\n\n",
-               sym, num(c, key), num(c, "type_i_error"), num(c, "type_i_error_mc_se"),
-               num(c, "target"), str(c, "scenario"), num(c, "runs"), num(c, "seed"),
-               str(c, "method"), sym, str(c, "original_design_hash"));
+    /* Several nulls: the type I error is the largest over them; the
+     * binding one is named (older reports: one scenario). */
+    const json_t *nulls = json_object_get(c, "nulls");
+    int many = json_array_size(nulls) > 1;
+    buf_printf(
+        b,
+        "## Calibration\n\n%s = %.6g holds the type I error at %.4f ± %.4f (target %g) "
+        "under %s`%s` (%.0f runs, seed %.0f; %s). The figures below are those of "
+        "the design with this %s (its hash above; the design as given had `%s`).\n\n",
+        sym, num(c, key), num(c, "type_i_error"), num(c, "type_i_error_mc_se"), num(c, "target"),
+        many ? "the least favourable of the null scenarios, the binding one being " : "scenario ",
+        str(c, "scenario"), num(c, "runs"), num(c, "seed"), str(c, "method"), sym,
+        str(c, "original_design_hash"));
     if (json_is_false(json_object_get(c, "bracketed")))
         buf_printf(b,
                    "**Not a root**: even %s = %g, the loose end of the range searched, keeps the "
                    "type I error under the target; the design is conservative here by more than "
                    "%s can trade.\n\n",
                    sym, num(c, key), sym);
-    buf_printf(b, "| %s tried | type I error |\n| --- | --- |\n", sym);
     size_t i;
     json_t *st;
-    json_array_foreach(json_object_get(c, "steps"), i, st)
-        buf_printf(b, "| %.6g | %.4f |\n", num(st, key), num(st, "type_i_error"));
+    if (many) {
+        buf_printf(b,
+                   "At %s = %.6g (calibration runs):\n\n| null | type I error |\n"
+                   "| --- | --- |\n",
+                   sym, num(c, key));
+        json_array_foreach(nulls, i, st)
+            buf_printf(b, "| %s | %.4f ± %.4f |\n", str(st, "scenario"), num(st, "type_i_error"),
+                       num(st, "type_i_error_mc_se"));
+        buf_puts(b, "\n");
+        buf_printf(b,
+                   "| %s tried | type I error (largest) | binding null |\n"
+                   "| --- | --- | --- |\n",
+                   sym);
+        json_array_foreach(json_object_get(c, "steps"), i, st) buf_printf(
+            b, "| %.6g | %.4f | %s |\n", num(st, key), num(st, "type_i_error"), str(st, "binding"));
+    } else {
+        buf_printf(b, "| %s tried | type I error |\n| --- | --- |\n", sym);
+        json_array_foreach(json_object_get(c, "steps"), i, st)
+            buf_printf(b, "| %.6g | %.4f |\n", num(st, key), num(st, "type_i_error"));
+    }
     buf_puts(b, "\n");
 }
 

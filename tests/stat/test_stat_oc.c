@@ -387,6 +387,61 @@ static void test_control_calibration(void **state)
     exp_config_free(&d.cfg);
 }
 
+/* Without a named null, calibration holds every null at the target: here
+ * the all-equal null comes first and almost never errs, the null at the
+ * margin binds. The design at the scale found, on fresh seeds, keeps the
+ * type I error of both nulls under the target within the MC error. */
+static void test_least_favourable_null(void **state)
+{
+    (void)state;
+    struct design d;
+    design_load("{\"id\": \"ctllf\", \"seed\": 1, \"policy\": {\"name\": \"vs-control\"}, "
+                "\"arms\": [\"c\", \"x\"], \"goal\": {\"type\": \"control\", "
+                "\"control\": \"c\", \"margin\": 0.1, \"delta\": 0.05, \"budget\": 600}}",
+                &d);
+    struct sim_oc_scenarios *s = scenarios(&d, "[{\"name\": \"all equal\", \"arms\": [0.3, 0.3]}, "
+                                               "{\"name\": \"at the margin\", "
+                                               "\"arms\": [0.3, 0.4]}]");
+    const double target = 0.1;
+    struct sim_oc_options o = {.runs = 200, .seed = 22};
+    double scale, first;
+    json_t *cal = NULL, *cal0 = NULL;
+    char err[256];
+    if (sim_oc_calibrate(&d.d, s, -1, &o, target, 0.05, 1, 10, &scale, &cal, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_string_equal(json_string_value(json_object_get(cal, "scenario")), "at the margin");
+    assert_int_equal(json_array_size(json_object_get(cal, "nulls")), 2);
+    assert_true(field(cal, "type_i_error") <= target);
+    /* The first null alone allows a lower (looser) scale. */
+    if (sim_oc_calibrate(&d.d, s, 0, &o, target, 0.05, 1, 10, &first, &cal0, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_string_equal(json_string_value(json_object_get(cal0, "scenario")), "all equal");
+    assert_true(first < scale);
+
+    struct engine_config at = d.cfg.engine;
+    at.scale = scale;
+    struct sim_oc_design dd = d.d;
+    dd.engine = &at;
+    struct sim_oc_options fresh = {.runs = 400, .seed = 23};
+    json_t *r = sim_oc_run(&dd, s, &fresh, err, sizeof err);
+    if (r == NULL)
+        fail_msg("%s", err);
+    /* 3 combined MC SEs of the two estimates, plus the calibration's step */
+    double tol = 3 * sqrt(target * (1 - target) * (1.0 / 200 + 1.0 / 400)) + 2.0 / 200;
+    for (size_t i = 0; i < 2; i++) {
+        double t1 = field(scenario(r, i), "type_i_error.estimate");
+        print_message("# scale %.5g (first null alone %.5g): null %zu type I %.4f, target %.2f, "
+                      "tolerance %.4f\n",
+                      scale, first, i, t1, target, tol);
+        assert_true(t1 <= target + tol);
+    }
+    json_decref(r);
+    json_decref(cal0);
+    json_decref(cal);
+    sim_oc_scenarios_free(s);
+    exp_config_free(&d.cfg);
+}
+
 static void test_scenario_errors(void **state)
 {
     (void)state;
@@ -424,8 +479,11 @@ static void test_scenario_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_known_power),     cmocka_unit_test(test_calibration),
-        cmocka_unit_test(test_control),         cmocka_unit_test(test_control_calibration),
+        cmocka_unit_test(test_known_power),
+        cmocka_unit_test(test_calibration),
+        cmocka_unit_test(test_control),
+        cmocka_unit_test(test_control_calibration),
+        cmocka_unit_test(test_least_favourable_null),
         cmocka_unit_test(test_scenario_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
