@@ -396,13 +396,26 @@ static void on_end(void *arg, uint64_t run, const struct engine *e, const struct
 }
 
 /* An estimate with its Monte Carlo standard error (new reference). */
+/* When k is 0 or n the MC SE is 0, which reads as certainty: o gains the
+ * exact one-sided 95% bound, "upper95" = 1 − 0.05^(1/n) (k = 0, the rule
+ * of three ≈ 3/n) or "lower95" = 0.05^(1/n) (k = n). o may be NULL. */
+static json_t *with_bound95(json_t *o, uint64_t k, uint64_t n)
+{
+    if (o == NULL || n == 0 || (k != 0 && k != n))
+        return o;
+    double b = pow(0.05, 1.0 / (double)n);
+    json_object_set_new(o, k == 0 ? "upper95" : "lower95", json_real(k == 0 ? 1.0 - b : b));
+    return o;
+}
+
 static json_t *prop_json(uint64_t k, uint64_t n)
 {
     double p = n > 0 ? (double)k / (double)n : 0.0, lo, hi;
     sim_wilson(k, n, SIM_Z95, &lo, &hi);
-    return json_pack("{s:f,s:f,s:I,s:I,s:[f,f]}", "estimate", p, "mc_se",
-                     n > 0 ? sqrt(p * (1.0 - p) / (double)n) : 0.0, "count", (json_int_t)k, "runs",
-                     (json_int_t)n, "ci95", lo, hi);
+    return with_bound95(json_pack("{s:f,s:f,s:I,s:I,s:[f,f]}", "estimate", p, "mc_se",
+                                  n > 0 ? sqrt(p * (1.0 - p) / (double)n) : 0.0, "count",
+                                  (json_int_t)k, "runs", (json_int_t)n, "ci95", lo, hi),
+                        k, n);
 }
 
 /* MC SE of the q-quantile of sorted x[0..n): half the distance between the
@@ -945,9 +958,11 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
     json_t *nulls = json_array();
     for (size_t j = 0; nulls != NULL && j < nl.n; j++) {
         double pj = (double)ks[j] / n;
-        json_array_append_new(nulls, json_pack("{s:s,s:f,s:f}", "scenario", s->s[nl.idx[j]].name,
-                                               "type_i_error", pj, "type_i_error_mc_se",
-                                               sqrt(pj * (1 - pj) / n)));
+        json_array_append_new(nulls,
+                              with_bound95(json_pack("{s:s,s:f,s:f}", "scenario",
+                                                     s->s[nl.idx[j]].name, "type_i_error", pj,
+                                                     "type_i_error_mc_se", sqrt(pj * (1 - pj) / n)),
+                                           ks[j], o->runs));
     }
     double p = (double)ks[bs] / n;
     *out = json_pack(

@@ -147,6 +147,12 @@ static void test_known_power(void **state)
     /* Under the null a fixed-budget design always names a winner. */
     assert_true(json_is_true(json_object_get(null, "null")));
     assert_true(field(null, "type_i_error.estimate") == 1.0);
+    /* At 1 the SE is 0: the exact one-sided 95% bound says how close to 1
+     * (0.05^(1/n)); a rate inside (0, 1) has no such bound. */
+    assert_true(fabs(field(null, "type_i_error.lower95") - pow(0.05, 1.0 / (double)runs)) < 1e-12);
+    assert_null(json_object_get(json_object_get(null, "type_i_error"), "upper95"));
+    assert_null(json_object_get(json_object_get(alt, "power"), "lower95"));
+    assert_null(json_object_get(json_object_get(alt, "power"), "upper95"));
     assert_true(json_is_null(json_object_get(null, "power")));
     json_t *reasons = json_object_get(null, "stop_reasons");
     assert_int_equal(json_array_size(reasons), 1);
@@ -189,7 +195,9 @@ static void test_known_power(void **state)
     assert_non_null(md);
     assert_non_null(strstr(md, d.hash));
     assert_non_null(strstr(md, "| alt | 0.4, 0.6 | power = "));
-    assert_non_null(strstr(md, "| null (null) | 0.5, 0.5 | α = 1.0000 ± 0.0000"));
+    assert_non_null(strstr(md, "each side at δ/(2K)"));
+    assert_null(strstr(md, "no coverage guarantee"));
+    assert_non_null(strstr(md, "| null (null) | 0.5, 0.5 | α = 1.0000 (≥ 0.9985)"));
     free(md);
     json_decref(r1);
     json_decref(r);
@@ -288,6 +296,14 @@ static void test_control(void **state)
     /* Null: some arm declared superior, at most δ; each arm's rate below it. */
     uint64_t k = (uint64_t)prob(null, "type_i_error");
     stattest_assert_rate_at_most("control null: type I error", k, runs, 0.2, 0.01);
+    /* 0 of n (the proven rule is conservative: none at this seed): the
+     * rule of three, 1 − 0.05^(1/n) ≈ 3/n, in the JSON and the Markdown. */
+    assert_int_equal(k, 0);
+    assert_true(fabs(field(null, "type_i_error.upper95") - (1 - pow(0.05, 1.0 / runs))) < 1e-12);
+    char *md0 = sim_oc_markdown(r);
+    assert_non_null(md0);
+    assert_non_null(strstr(md0, "α = 0.0000 (≤ 0.0075)"));
+    free(md0);
     json_t *arms = json_object_get(null, "arms");
     for (size_t i = 1; i < 3; i++) {
         json_t *v = json_object_get(json_array_get(arms, i), "vs_control");
@@ -380,6 +396,9 @@ static void test_control_calibration(void **state)
     char *md = sim_oc_markdown(r);
     assert_non_null(md);
     assert_non_null(strstr(md, "**Unproven rule**"));
+    /* the coverage defined as the scaled intervals', with no guarantee */
+    assert_non_null(strstr(md, "carries no coverage guarantee"));
+    assert_null(strstr(md, "each side at δ/(2K)"));
     free(md);
     json_decref(r);
     json_decref(cal);
