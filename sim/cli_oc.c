@@ -162,7 +162,8 @@ int cli_oc_main(int argc, char **argv)
     const char *design_path = NULL, *scen_path = NULL, *null_name = NULL, *md_path = NULL,
                *svg_path = NULL;
     struct sim_oc_options o = {.runs = 1000, .seed = 1, .progress = 1};
-    double alpha = NAN, dlo = 1e-6, dhi = 0.5, slo = 0.05, shi = 1;
+    double alpha = NAN, dlo = SIM_OC_DELTA_LO, dhi = SIM_OC_DELTA_HI, slo = SIM_OC_SCALE_LO,
+           shi = SIM_OC_SCALE_HI;
     uint64_t iterations = 12;
     int pretty = 0, markdown = 0, c;
     optind = 1;

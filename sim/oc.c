@@ -823,9 +823,10 @@ const char *sim_oc_calibrated(const struct engine_config *c)
     return c->goal == ENGINE_GOAL_CONTROL ? "scale" : "delta";
 }
 
-/* Type I errors (count) of scenario sc with the calibrated parameter at x. */
+/* Type I errors (count) of scenario sc with the calibrated parameter at x,
+ * over all o->runs: −1 when o->seconds (counted from t0) cut them. */
 static int rejects_at(const struct sim_oc_design *d, const struct oc_scenario *sc,
-                      const struct sim_oc_options *o, double x, uint64_t *k, char *err,
+                      const struct sim_oc_options *o, uint64_t t0, double x, uint64_t *k, char *err,
                       size_t errlen)
 {
     struct engine_config c = *d->engine;
@@ -835,9 +836,14 @@ static int rejects_at(const struct sim_oc_design *d, const struct oc_scenario *s
         c.delta = x;
     struct oc_acc a;
     uint64_t n = 0;
-    struct sim_oc_options so = *o;
-    so.seconds = 0;
-    int rc = run_scenario(&c, d, sc, &so, clock_mono_ns(), &a, &n, err, errlen);
+    int rc = run_scenario(&c, d, sc, o, t0, &a, &n, err, errlen);
+    if (rc == 0 && n < o->runs) {
+        snprintf(err, errlen,
+                 "calibrate: more than %g s of computing (the bound): fewer runs, a lower "
+                 "max_pulls, or bandit-sim oc --calibrate",
+                 o->seconds);
+        rc = -1;
+    }
     *k = 0;
     for (uint64_t i = 0; rc == 0 && i < n; i++)
         *k += a.r[i].reject;
@@ -855,12 +861,12 @@ struct cal_nulls {
  * i in each: common random numbers) and the binding one, the largest
  * count (the first of equals). */
 static int worst_at(const struct sim_oc_design *d, const struct sim_oc_scenarios *s,
-                    const struct cal_nulls *nl, const struct sim_oc_options *o, double x,
-                    uint64_t *k, size_t *binding, char *err, size_t errlen)
+                    const struct cal_nulls *nl, const struct sim_oc_options *o, uint64_t t0,
+                    double x, uint64_t *k, size_t *binding, char *err, size_t errlen)
 {
     *binding = 0;
     for (size_t j = 0; j < nl->n; j++) {
-        if (rejects_at(d, &s->s[nl->idx[j]], o, x, &k[j], err, errlen) != 0)
+        if (rejects_at(d, &s->s[nl->idx[j]], o, t0, x, &k[j], err, errlen) != 0)
             return -1;
         if (k[j] > k[*binding])
             *binding = j;
@@ -907,6 +913,7 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
         return -1;
     }
     const double n = (double)o->runs;
+    const uint64_t t0 = clock_mono_ns();
     /* strict: the end that keeps the error lowest; loose: the other. The
      * error at a value is the largest over the nulls (the least
      * favourable one binds). */
@@ -914,8 +921,8 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
     json_t *steps = json_array();
     uint64_t ks[SIM_OC_MAX_SCENARIOS], kl[SIM_OC_MAX_SCENARIOS], km[SIM_OC_MAX_SCENARIOS];
     size_t bs, bl, bm;
-    if (steps == NULL || worst_at(d, s, &nl, o, strict, ks, &bs, err, errlen) != 0 ||
-        worst_at(d, s, &nl, o, loose, kl, &bl, err, errlen) != 0)
+    if (steps == NULL || worst_at(d, s, &nl, o, t0, strict, ks, &bs, err, errlen) != 0 ||
+        worst_at(d, s, &nl, o, t0, loose, kl, &bl, err, errlen) != 0)
         goto fail;
     json_array_append_new(steps, step_json(s, &nl, name, strict, ks, bs, n));
     json_array_append_new(steps, step_json(s, &nl, name, loose, kl, bl, n));
@@ -942,7 +949,7 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
     } else {
         for (unsigned it = 0; it < iterations; it++) {
             double mid = by_scale ? 0.5 * (strict + loose) : exp(0.5 * (log(strict) + log(loose)));
-            if (worst_at(d, s, &nl, o, mid, km, &bm, err, errlen) != 0)
+            if (worst_at(d, s, &nl, o, t0, mid, km, &bm, err, errlen) != 0)
                 goto fail;
             json_array_append_new(steps, step_json(s, &nl, name, mid, km, bm, n));
             if ((double)km[bm] <= target * n) {

@@ -35,6 +35,11 @@
 #define SIM_OC_MAX_RUNS 1000000ULL
 #define SIM_OC_MAX_CELLS 50000000ULL      /* runs × arms kept for one scenario */
 #define SIM_OC_DEFAULT_MAX_PULLS 10000ULL /* a run's cap without a budget */
+/* Calibration's default search ranges (δ over log δ; goal.scale, 1 proven). */
+#define SIM_OC_DELTA_LO 1e-6
+#define SIM_OC_DELTA_HI 0.5
+#define SIM_OC_SCALE_LO 0.05
+#define SIM_OC_SCALE_HI 1.0
 
 /* The design as an experiment has it. Everything borrowed. */
 struct sim_oc_design {
@@ -95,7 +100,8 @@ const char *sim_oc_calibrated(const struct engine_config *c);
  * null, its type I error with its MC SE, each null's, every step), or −1
  * with a message (no null; the error exceeds the target even at the
  * strict end; the design's type I error does not depend on the
- * parameter). */
+ * parameter; o->seconds > 0 and the calibration took longer: every step
+ * runs all o->runs, so a cut one would break common random numbers). */
 int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenarios *s, int scenario,
                      const struct sim_oc_options *o, double target, double lo, double hi,
                      unsigned iterations, double *value, json_t **out, char *err, size_t errlen);
