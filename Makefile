@@ -574,7 +574,7 @@ docs-defaults: $(BUILD)/bandit-sim $(BUILD)/scripts/tstar $(DOCS_TOOL)
 docs-thresholds: $(BUILD)/scripts/thresholds $(DOCS_TOOL)
 	$(BUILD)/scripts/thresholds | $(DOCS_TOOL) splice docs/stop-rules.md thresholds
 
-# Operating-characteristics reports (bandit-sim oc; about three minutes): a
+# Operating-characteristics reports (bandit-sim oc; about four minutes): a
 # three-arm trial with a control (goal control, docs/oc-example.md), a
 # calibration of δ (a best-arm design with the heuristic GLR stop,
 # docs/oc-calibration-example.md), and the same control trial calibrated
