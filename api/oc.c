@@ -130,6 +130,7 @@ int api_oc_create(struct http_req *r)
         char detail[400];
         if (rc > 0)
             jv_first_error(errors, NULL, detail, sizeof detail);
+        sim_oc_scenarios_free(sc); /* parsed when only calibrate was refused */
         exp_put(x);
         return api_reply_parse(r, rc, errors, detail);
     }
