@@ -342,6 +342,22 @@ static void test_control(void **state)
     exp_config_free(&d.cfg);
 }
 
+/* The report of design d with goal.scale = scale on fresh seeds (400
+ * runs, seed 23: not the calibration's). */
+static json_t *run_at_scale(struct design *d, const struct sim_oc_scenarios *s, double scale)
+{
+    struct engine_config at = d->cfg.engine;
+    at.scale = scale;
+    struct sim_oc_design dd = d->d;
+    dd.engine = &at;
+    struct sim_oc_options fresh = {.runs = 400, .seed = 23};
+    char err[256];
+    json_t *r = sim_oc_run(&dd, s, &fresh, err, sizeof err);
+    if (r == NULL)
+        fail_msg("%s", err);
+    return r;
+}
+
 /* Goal control: calibration sets goal.scale (the proven rule spends far
  * less than δ), and the design at the scale found, on fresh seeds, has
  * the target's type I error within its MC error; the report and the
@@ -376,14 +392,7 @@ static void test_control_calibration(void **state)
     assert_true(field(json_array_get(json_object_get(cal, "steps"), 0), "type_i_error") < target);
     assert_true(scale > 0.05 && scale < 1);
 
-    struct engine_config at = d.cfg.engine;
-    at.scale = scale;
-    struct sim_oc_design dd = d.d;
-    dd.engine = &at;
-    struct sim_oc_options fresh = {.runs = 400, .seed = 23};
-    json_t *r = sim_oc_run(&dd, s, &fresh, err, sizeof err);
-    if (r == NULL)
-        fail_msg("%s", err);
+    json_t *r = run_at_scale(&d, s, scale);
     double t1 = field(scenario(r, 0), "type_i_error.estimate");
     /* 3 combined MC SEs of the two estimates, plus the calibration's step */
     double tol = 3 * sqrt(target * (1 - target) * (1.0 / 200 + 1.0 / 400)) + 2.0 / 200;
@@ -437,14 +446,7 @@ static void test_least_favourable_null(void **state)
     assert_string_equal(json_string_value(json_object_get(cal0, "scenario")), "all equal");
     assert_true(first < scale);
 
-    struct engine_config at = d.cfg.engine;
-    at.scale = scale;
-    struct sim_oc_design dd = d.d;
-    dd.engine = &at;
-    struct sim_oc_options fresh = {.runs = 400, .seed = 23};
-    json_t *r = sim_oc_run(&dd, s, &fresh, err, sizeof err);
-    if (r == NULL)
-        fail_msg("%s", err);
+    json_t *r = run_at_scale(&d, s, scale);
     /* 3 combined MC SEs of the two estimates, plus the calibration's step */
     double tol = 3 * sqrt(target * (1 - target) * (1.0 / 200 + 1.0 / 400)) + 2.0 / 200;
     for (size_t i = 0; i < 2; i++) {
