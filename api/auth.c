@@ -753,6 +753,15 @@ static const char *scope_name(unsigned bit)
     return "admin";
 }
 
+void auth_challenge_scope(struct http_req *r, unsigned need)
+{
+    char challenge[96];
+    snprintf(challenge, sizeof challenge,
+             "Bearer realm=\"banditd\", error=\"insufficient_scope\", scope=\"%s\"",
+             scope_name(need));
+    http_reply_header(r, "WWW-Authenticate", challenge);
+}
+
 int auth_admit(struct http_req *r, const struct http_route *route)
 {
     unsigned need = route != NULL ? route->need : API_SCOPE_NONE;
@@ -818,10 +827,8 @@ int auth_admit(struct http_req *r, const struct http_route *route)
     }
     if (!(scopes & API_SCOPE_ADMIN) && !(scopes & need)) {
         const char *name = scope_name(need);
-        char challenge[96], detail[128];
-        snprintf(challenge, sizeof challenge,
-                 "Bearer realm=\"banditd\", error=\"insufficient_scope\", scope=\"%s\"", name);
-        http_reply_header(r, "WWW-Authenticate", challenge);
+        char detail[128];
+        auth_challenge_scope(r, need);
         if (need == API_SCOPE_ADMIN)
             snprintf(detail, sizeof detail, "this endpoint needs an API key with scope admin");
         else

@@ -83,6 +83,9 @@ unsigned auth_scopes(const char *authorization, int *known, int64_t *key_id);
  * sets no header); any other key there is refused (401). Returns 0 or −1
  * (refused). */
 int auth_admit(struct http_req *r, const struct http_route *route);
+/* Set r's RFC 6750 challenge for a key that lacks scope need (one enum
+ * api_scope bit, named in it): auth_admit's and the blinded routes'. */
+void auth_challenge_scope(struct http_req *r, unsigned need);
 /* --metrics-need-key: /metrics (API_SCOPE_IF_CONFIGURED) needs its scope. */
 void auth_set_metrics_need_key(int on);
 

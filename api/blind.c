@@ -12,14 +12,15 @@
  * record of the audit log, committed before the answer goes out (a read
  * the log cannot take is answered 503), and a log line; the list's and the
  * metrics' one figure is not (polled every few seconds by dashboards and
- * scrapers). An open API (no key) has no roles to blind by.
+ * scrapers). An open API (no key) has no roles to blind by. The record is
+ * written by common.c's joins (api_read_finish_as, api_join_record_read),
+ * with the other commits a read waits for.
  */
 #include "api/api.h"
 
 #include <string.h>
 
 #include "api/auth.h"
-#include "base/log.h"
 
 int api_sees_blinded(const struct http_req *r)
 {
@@ -36,38 +37,9 @@ int api_unblinded_read(struct http_req *r, struct exp *x)
     return exp_cfg(x)->design_blinded && auth_enabled() && api_sees_blinded(r);
 }
 
-void api_join_record_read(struct api_join *j, struct http_req *r, const char *id, const char *what)
-{
-    char actor[API_ACTOR_LEN];
-    const char *who = api_actor(r, actor);
-    log_info("unblinded read of %s (%s) by %s (request %s)", id, what,
-             who != NULL ? who : "a caller without a key", http_req_request_id(r));
-    api_join_record(j, STORE_AUDIT_UNBLINDED, id, what);
-}
-
-int api_read_finish_as(struct http_req *r, struct exp *x, unsigned status, json_t *body,
-                       const char *what)
-{
-    if (what == NULL)
-        return api_read_finish(r, x, status, body);
-    struct api_join *j = api_join_begin(r);
-    if (j != NULL) {
-        api_join_add(j, x);
-        api_join_record_read(j, r, exp_id(x), what);
-    }
-    api_exp_unlock(x);
-    if (j == NULL) {
-        json_decref(body);
-        return HTTP_DONE;
-    }
-    return api_join_finish(j, status, body);
-}
-
 int api_reply_blinded(struct http_req *r)
 {
-    http_reply_header(
-        r, "WWW-Authenticate",
-        "Bearer realm=\"banditd\", error=\"insufficient_scope\", scope=\"unblinded\"");
+    auth_challenge_scope(r, API_SCOPE_UNBLINDED);
     return http_reply_problem(
         r, 403,
         "this experiment is blinded: this endpoint needs an API key with scope unblinded (or "

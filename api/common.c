@@ -13,6 +13,7 @@
 
 #include "api/parse.h"
 #include "base/clock.h"
+#include "base/log.h"
 
 struct exp *api_exp_find(struct http_req *r)
 {
@@ -326,6 +327,33 @@ int api_read_finish(struct http_req *r, struct exp *x, unsigned status, json_t *
     struct api_join *j = api_join_begin(r);
     if (j != NULL)
         api_join_add(j, x);
+    api_exp_unlock(x);
+    if (j == NULL) {
+        json_decref(body);
+        return HTTP_DONE;
+    }
+    return api_join_finish(j, status, body);
+}
+
+void api_join_record_read(struct api_join *j, struct http_req *r, const char *id, const char *what)
+{
+    char actor[API_ACTOR_LEN];
+    const char *who = api_actor(r, actor);
+    log_info("unblinded read of %s (%s) by %s (request %s)", id, what,
+             who != NULL ? who : "a caller without a key", http_req_request_id(r));
+    api_join_record(j, STORE_AUDIT_UNBLINDED, id, what);
+}
+
+int api_read_finish_as(struct http_req *r, struct exp *x, unsigned status, json_t *body,
+                       const char *what)
+{
+    if (what == NULL)
+        return api_read_finish(r, x, status, body);
+    struct api_join *j = api_join_begin(r);
+    if (j != NULL) {
+        api_join_add(j, x);
+        api_join_record_read(j, r, exp_id(x), what);
+    }
     api_exp_unlock(x);
     if (j == NULL) {
         json_decref(body);

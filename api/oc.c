@@ -10,7 +10,11 @@
  * data, so a blinded reader may have it. Its cost is bounded as POST
  * /v1/plan's is: one thread, at most OC_RUNS_MAX runs per scenario, a cap
  * on pulls per run, and no new batch of runs after OC_SECONDS; the report
- * says how many runs it holds.
+ * says how many runs it holds. A `calibrate` target first calibrates δ (or
+ * goal.scale, goal control) under every null, OC_CAL_ITERATIONS bisection
+ * steps within OC_CAL_SECONDS (every step runs all the runs, for common
+ * random numbers: a calibration the bound cuts is refused, not shortened),
+ * and reports the design at the value found.
  */
 #include "api/api.h"
 
@@ -25,22 +29,8 @@
 #define OC_RUNS_MAX 1000
 #define OC_MAX_PULLS_MAX 100000
 #define OC_SECONDS 5.0
-
-/* An integer member in [lo, hi] into *out (kept when absent): 0, or 1
- * after an error naming it. */
-static int int_member(json_t *body, const char *key, json_int_t lo, json_int_t hi, uint64_t *out,
-                      json_t *errors)
-{
-    json_t *v = json_object_get(body, key);
-    if (v == NULL)
-        return 0;
-    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-        jv_error(errors, key, "must be an integer from %lld to %lld", (long long)lo, (long long)hi);
-        return 1;
-    }
-    *out = (uint64_t)json_integer_value(v);
-    return 0;
-}
+#define OC_CAL_ITERATIONS 8
+#define OC_CAL_SECONDS 10.0
 
 int api_oc_create(struct http_req *r)
 {
@@ -66,8 +56,8 @@ int api_oc_create(struct http_req *r)
     json_t *errors = json_array();
     int rc = errors == NULL ? -1 : 0, markdown;
     char err[320];
-    static const char *const keys[] = {"scenarios", "runs", "seed", "max_pulls",
-                                       "markdown",  "svg",  NULL};
+    static const char *const keys[] = {"scenarios", "runs", "seed",      "max_pulls",
+                                       "markdown",  "svg",  "calibrate", NULL};
     if (rc == 0 && !json_is_object(body)) {
         jv_error(errors, "", "the body must be a JSON object");
         rc = 1;
@@ -75,21 +65,20 @@ int api_oc_create(struct http_req *r)
         rc = 1;
     }
     if (rc == 0)
-        rc = int_member(body, "runs", 1, OC_RUNS_MAX, &o.runs, errors) |
-             int_member(body, "seed", 0, INT64_MAX, &o.seed, errors) |
-             int_member(body, "max_pulls", 1, OC_MAX_PULLS_MAX, &o.max_pulls, errors);
-    json_t *md = json_object_get(body, "markdown");
-    if (rc == 0 && md != NULL && !json_is_boolean(md)) {
-        jv_error(errors, "markdown", "must be a boolean");
+        rc = jv_int_member(body, "runs", NULL, 1, OC_RUNS_MAX, &o.runs, errors) |
+             jv_int_member(body, "seed", NULL, 0, INT64_MAX, &o.seed, errors) |
+             jv_int_member(body, "max_pulls", NULL, 1, OC_MAX_PULLS_MAX, &o.max_pulls, errors);
+    int svg = 0;
+    markdown = 0;
+    if (rc == 0)
+        rc = jv_bool_member(body, "markdown", NULL, &markdown, errors) |
+             jv_bool_member(body, "svg", NULL, &svg, errors);
+    json_t *cj = json_object_get(body, "calibrate");
+    double target = cj != NULL ? json_number_value(cj) : 0;
+    if (rc == 0 && cj != NULL && (!json_is_number(cj) || !(target > 0 && target < 1))) {
+        jv_error(errors, "calibrate", "must be a type I error in (0, 1)");
         rc = 1;
     }
-    markdown = json_is_true(md);
-    json_t *sv = json_object_get(body, "svg");
-    if (rc == 0 && sv != NULL && !json_is_boolean(sv)) {
-        jv_error(errors, "svg", "must be a boolean");
-        rc = 1;
-    }
-    int svg = json_is_true(sv);
     size_t arms = 0;
     for (size_t b = 0; b < c->n_bandits; b++)
         arms += c->n_arms[b];
@@ -110,10 +99,15 @@ int api_oc_create(struct http_req *r)
         jv_error(errors, "scenarios", "%s", err);
         rc = 1;
     }
+    if (rc == 0 && cj != NULL && sim_oc_scenarios_null(&d, sc) < 0) {
+        jv_error(errors, "calibrate", "needs a null scenario among the scenarios");
+        rc = 1;
+    }
     if (rc != 0) {
         char detail[400];
         if (rc > 0)
             jv_first_error(errors, NULL, detail, sizeof detail);
+        sim_oc_scenarios_free(sc); /* parsed when only calibrate was refused */
         exp_put(x);
         return api_reply_parse(r, rc, errors, detail);
     }
@@ -132,7 +126,35 @@ int api_oc_create(struct http_req *r)
     d.engine = &ec;
     d.hash = hash;
 
+    json_t *calib = NULL;
+    if (cj != NULL) {
+        /* The design with the value found, as bandit-sim oc --calibrate
+         * reports it; its hash is not a stored experiment's, so the
+         * report names the original one in calibration. */
+        int by_scale = ec.goal == ENGINE_GOAL_CONTROL;
+        struct sim_oc_options co = o;
+        co.seconds = OC_CAL_SECONDS;
+        double value;
+        if (sim_oc_calibrate(&d, sc, -1, &co, target, by_scale ? SIM_OC_SCALE_LO : SIM_OC_DELTA_LO,
+                             by_scale ? SIM_OC_SCALE_HI : SIM_OC_DELTA_HI, OC_CAL_ITERATIONS,
+                             &value, &calib, err, sizeof err) != 0) {
+            sim_oc_scenarios_free(sc);
+            exp_put(x);
+            const char *why = strncmp(err, "calibrate: ", 11) == 0 ? err + 11 : err;
+            return http_reply_invalid(r, "calibrate", why);
+        }
+        if (by_scale)
+            ec.scale = value;
+        else
+            ec.delta = value;
+        json_object_set_new(calib, "original_design_hash", json_string(hash));
+        d.hash = NULL;
+    }
     json_t *report = sim_oc_run(&d, sc, &o, err, sizeof err);
+    if (report != NULL && calib != NULL)
+        json_object_set_new(report, "calibration", calib);
+    else
+        json_decref(calib);
     sim_oc_scenarios_free(sc);
     if (report != NULL && markdown) {
         char *text = sim_oc_markdown(report);

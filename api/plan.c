@@ -93,16 +93,8 @@ int api_plan_create(struct http_req *r)
         }
     }
     uint64_t runs = PLAN_RUNS_DEFAULT;
-    json_t *rv = json_object_get(body, "runs");
-    if (rc == 0 && rv != NULL) {
-        if (!json_is_integer(rv) || json_integer_value(rv) < 1 ||
-            json_integer_value(rv) > PLAN_RUNS_MAX) {
-            jv_error(errors, "runs", "must be an integer from 1 to %d", PLAN_RUNS_MAX);
-            rc = 1;
-        } else {
-            runs = (uint64_t)json_integer_value(rv);
-        }
-    }
+    if (rc == 0)
+        rc = jv_int_member(body, "runs", NULL, 1, PLAN_RUNS_MAX, &runs, errors);
     if (rc == 0) {
         size_t total = 0;
         for (size_t b = 0; b < cfg.n_bandits; b++)

@@ -51,3 +51,19 @@ out:
         free(buf);
     return rc;
 }
+
+int digest_chain_hex(const char *prev, const char *head, size_t hlen, const char *const *s,
+                     size_t ns, char hex[DIGEST_SHA256_HEX + 1])
+{
+    const void *p[2 + DIGEST_CHAIN_MAX_STRINGS] = {prev, head};
+    size_t len[2 + DIGEST_CHAIN_MAX_STRINGS] = {strlen(prev), hlen};
+    if (ns > DIGEST_CHAIN_MAX_STRINGS) {
+        hex[0] = '\0';
+        return -1;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        p[2 + i] = s[i] != NULL ? s[i] : "";
+        len[2 + i] = s[i] != NULL ? strlen(s[i]) : 0;
+    }
+    return digest_sha256_hex(p, len, 2 + ns, hex);
+}

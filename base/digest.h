@@ -23,4 +23,13 @@ int digest_sha256(const void *data, size_t n, uint8_t out[DIGEST_SHA256_LEN]);
 int digest_sha256_hex(const void *const *p, const size_t *len, size_t np,
                       char hex[DIGEST_SHA256_HEX + 1]);
 
+/* Most strings digest_chain_hex takes after the head. */
+#define DIGEST_CHAIN_MAX_STRINGS 8
+
+/* The next value of a hash chain (the event log's and the audit log's):
+ * digest_sha256_hex of prev, then head (hlen bytes), then s[0..ns) (NULL
+ * as empty; ns ≤ DIGEST_CHAIN_MAX_STRINGS). 0, or −1. */
+int digest_chain_hex(const char *prev, const char *head, size_t hlen, const char *const *s,
+                     size_t ns, char hex[DIGEST_SHA256_HEX + 1]);
+
 #endif

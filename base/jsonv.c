@@ -124,6 +124,34 @@ int jv_count(const json_t *v, uint64_t max, uint64_t *out)
     return 1;
 }
 
+int jv_int_member(const json_t *obj, const char *key, const char *field, json_int_t lo,
+                  json_int_t hi, uint64_t *out, json_t *errors)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+        jv_error(errors, field != NULL ? field : key, "must be an integer from %lld to %lld",
+                 (long long)lo, (long long)hi);
+        return 1;
+    }
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+int jv_bool_member(const json_t *obj, const char *key, const char *field, int *out, json_t *errors)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL)
+        return 0;
+    if (!json_is_boolean(v)) {
+        jv_error(errors, field != NULL ? field : key, "must be a boolean");
+        return 1;
+    }
+    *out = json_is_true(v);
+    return 0;
+}
+
 char *jv_dumps(const json_t *j, size_t flags)
 {
     unsigned long before = t_failed;

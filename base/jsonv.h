@@ -68,6 +68,17 @@ json_t *jv_real(double x);
  * real (1e6): 1 and *out, or 0. */
 int jv_count(const json_t *v, uint64_t max, uint64_t *out);
 
+/* obj's member key, when present, an integer in [lo, hi] into *out (kept
+ * when absent): 0, or 1 after appending "must be an integer from lo to hi"
+ * under field (key when NULL). */
+int jv_int_member(const json_t *obj, const char *key, const char *field, json_int_t lo,
+                  json_int_t hi, uint64_t *out, json_t *errors);
+
+/* obj's member key, when present, a boolean into *out (1 or 0; kept when
+ * absent): 0, or 1 after appending "must be a boolean" under field (key
+ * when NULL). */
+int jv_bool_member(const json_t *obj, const char *key, const char *field, int *out, json_t *errors);
+
 /* "field: message" of the first error of the list into buf (a problem's
  * one-line detail), with `suffix` appended (may be NULL). */
 void jv_first_error(const json_t *errors, const char *suffix, char *buf, size_t len);

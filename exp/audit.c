@@ -62,14 +62,8 @@ int exp_audit_next(const char *prev, const struct store_event *ev, char out[65])
                      slen(ev->actor), slen(ev->request_id));
     if (n < 0 || (size_t)n >= sizeof head)
         return -1;
-    const char *s[4] = {ev->unit, ev->text, ev->actor, ev->request_id};
-    const void *p[6] = {prev, head};
-    size_t len[6] = {strlen(prev), (size_t)n};
-    for (int i = 0; i < 4; i++) {
-        p[2 + i] = s[i] != NULL ? s[i] : "";
-        len[2 + i] = s[i] != NULL ? strlen(s[i]) : 0;
-    }
-    return digest_sha256_hex(p, len, 6, out);
+    const char *const s[4] = {ev->unit, ev->text, ev->actor, ev->request_id};
+    return digest_chain_hex(prev, head, (size_t)n, s, 4, out);
 }
 
 int exp_audit_step(struct exp *x, struct exp_data *d, const struct store_event *ev)
@@ -211,15 +205,24 @@ struct verify {
     char why[160];
 };
 
+/* Whether seq breaks a log numbered 1, 2, 3...: 1 with *broken and why
+ * ("missing", "repeated") set, else 0 and *expect moved on. */
+static int seq_breaks(int64_t seq, int64_t *expect, int64_t *broken, char *why, size_t len)
+{
+    if (seq != *expect) {
+        *broken = *expect;
+        snprintf(why, len, "%s", seq > *expect ? "missing" : "repeated");
+        return 1;
+    }
+    (*expect)++;
+    return 0;
+}
+
 static int verify_event(void *arg, const struct store_event *ev)
 {
     struct verify *v = arg;
-    if (ev->seq != v->expect_seq) {
-        v->broken_seq = v->expect_seq;
-        snprintf(v->why, sizeof v->why, "%s", ev->seq > v->expect_seq ? "missing" : "repeated");
+    if (seq_breaks(ev->seq, &v->expect_seq, &v->broken_seq, v->why, sizeof v->why))
         return VERIFY_STOP;
-    }
-    v->expect_seq++;
     v->events++;
     char next[65];
     if (exp_audit_next(v->chain, ev, next) != 0)
@@ -366,12 +369,8 @@ static int delete_detail_ok(const char *d)
 static int verify_record(void *arg, const struct store_audit_row *row)
 {
     struct verify_log *v = arg;
-    if (row->seq != v->expect_seq) {
-        v->broken_seq = v->expect_seq;
-        snprintf(v->why, sizeof v->why, "%s", row->seq > v->expect_seq ? "missing" : "repeated");
+    if (seq_breaks(row->seq, &v->expect_seq, &v->broken_seq, v->why, sizeof v->why))
         return VERIFY_STOP;
-    }
-    v->expect_seq++;
     char next[65];
     if (store_audit_next(v->chain, row, next) != 0)
         return -1;

@@ -50,17 +50,12 @@ int exp_design_parse(struct exp_config *c, json_t *v, json_t *errors)
     static const char *const keys[] = {"frozen", "blinded", NULL};
     if (jv_object(v, keys, "design", errors) != 0)
         return 1;
-    json_t *f = json_object_get(v, "frozen"), *b = json_object_get(v, "blinded");
-    if (f != NULL && !json_is_boolean(f)) {
-        jv_error(errors, "design.frozen", "must be a boolean");
+    int frozen = 0, blinded = 0;
+    if (jv_bool_member(v, "frozen", "design.frozen", &frozen, errors) ||
+        jv_bool_member(v, "blinded", "design.blinded", &blinded, errors))
         return 1;
-    }
-    if (b != NULL && !json_is_boolean(b)) {
-        jv_error(errors, "design.blinded", "must be a boolean");
-        return 1;
-    }
-    c->design_frozen = json_is_true(f);
-    c->design_blinded = json_is_true(b);
+    c->design_frozen = frozen;
+    c->design_blinded = blinded;
     return 0;
 }
 
@@ -178,8 +173,12 @@ void exp_design_snap(struct exp_data *d, struct ser *s)
         ser_str(s, &c->reason, 1u << 20);
         snap_hash(s, c->previous);
         snap_hash(s, c->hash);
-        if (s->reading && ser_ok(s))
+        if (s->reading && ser_ok(s)) {
             l->len++;
+        } else if (s->reading) {
+            free(c->reason); /* not counted in len: the free of the log misses it */
+            c->reason = NULL;
+        }
     }
 }
 

@@ -206,7 +206,11 @@ void exp_history_snap(const struct exp *x, struct exp_data *d, struct ser *s)
         ser_int(s, &k->kind);
         ser_str(s, &k->text, 1u << 20);
         ser_i64(s, &k->ref);
-        if (s->reading && ser_ok(s))
+        if (s->reading && ser_ok(s)) {
             d->mlen++;
+        } else if (s->reading) {
+            free(k->text); /* not counted in mlen: the free of the marks misses it */
+            k->text = NULL;
+        }
     }
 }

@@ -34,8 +34,11 @@
 
 /* The layout below; the column holds it with the engine's (format()). */
 #define EXP_SNAPSHOT_FORMAT 1
-/* Largest snapshot read back (a million pending assignments are ~40 MB). */
-#define EXP_SNAPSHOT_MAX ((size_t)1 << 30)
+/* Largest snapshot written (a million pending assignments are ~40 MB). It
+ * rides in its events' transaction, so one the store refuses would fail
+ * them too: below SQLite's default SQLITE_MAX_LENGTH (10^9 bytes) and
+ * PostgreSQL's 1 GB field; a larger state is simply not snapshotted. */
+#define EXP_SNAPSHOT_MAX ((size_t)1 << 29)
 
 struct exp_snapshot {
     struct store_snapshot row; /* its strings and state point below */
@@ -75,7 +78,7 @@ static void snap_config(struct ser *s, const struct exp *x)
 
 /* The pending assignments, in the expiry FIFO's order (a replay pushes every
  * assignment and skips the answered ones at the head: the same order). */
-static void snap_pending(struct ser *s, struct exp_data *d)
+static void snap_pending(struct ser *s, const struct exp *x, struct exp_data *d)
 {
     size_t n = d->pending;
     ser_size(s, &n);
@@ -115,7 +118,10 @@ static void snap_pending(struct ser *s, struct exp_data *d)
         a->status = EXP_A_PENDING;
         a->committed = 1;
         a->outcome_committed = 1;
-        if (!ser_ok(s) || a->seq < 1 || a->seq > d->seq || exp_tab_find(d, a->seq) != NULL ||
+        /* bandit and arm index the engine's arrays when the assignment is
+         * answered: bytes that name another layout are refused here */
+        if (!ser_ok(s) || a->seq < 1 || a->seq > d->seq || bandit >= x->cfg.n_bandits ||
+            arm >= x->cfg.n_arms[bandit] || exp_tab_find(d, a->seq) != NULL ||
             exp_tab_insert(d, a) != 0) {
             free(a);
             ser_fail(s);
@@ -150,7 +156,7 @@ static void snap_data(struct ser *s, struct exp *x, struct exp_data *d, int64_t 
     ser_size(s, &d->edits);
     exp_design_snap(d, s);
     exp_history_snap(x, d, s);
-    snap_pending(s, d); /* last: it checks seqs against d->seq */
+    snap_pending(s, x, d); /* last: it checks seqs against d->seq */
 }
 
 void exp_snapshot_free(struct exp_snapshot *sn)

@@ -56,7 +56,8 @@ void fc_phases_snap(struct fc_phases *p, struct ser *s)
     ser_size(s, &p->cursor);
     ser_u64(s, &p->qlvl);
     ser_u64(s, &p->xlvl);
-    if (p->n_perm > p->k || p->n_active > p->k)
+    /* the cursor indexes perm (select's turn starts there): < n_perm, or 0 */
+    if (p->n_perm > p->k || p->n_active > p->k || (p->cursor != 0 && p->cursor >= p->n_perm))
         ser_fail(s);
     for (size_t i = 0; i < p->n_perm && ser_ok(s); i++)
         if (p->perm[i] >= p->k)

@@ -186,9 +186,9 @@ static int keys_create(const struct cli_args *a)
         return 2;
     }
     if (auth_parse_scopes(a->scope, &scopes, bad, sizeof bad) != 0) {
-        fprintf(stderr,
-                "banditd: --scope: unknown scope \"%s\" (admin, assign, report, read, unblinded)\n",
-                bad);
+        char all[64]; /* the names from auth's one table: a new scope is listed */
+        auth_format_scopes(~0u, all, sizeof all);
+        fprintf(stderr, "banditd: --scope: unknown scope \"%s\" (one of %s)\n", bad, all);
         return 2;
     }
     if (a->experiments != NULL) {

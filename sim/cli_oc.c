@@ -29,9 +29,10 @@ static const char usage_text[] =
     "  --threads N          worker threads (default: all cores; results do not depend on it)\n"
     "  --max-pulls N        cap per run of a design without a budget (default 10000)\n"
     "  --calibrate ALPHA    first find the largest delta (goal control: the smallest\n"
-    "                       goal.scale, an unproven rule) whose type I error under the\n"
-    "                       null scenario is at most ALPHA, then report at that value\n"
-    "  --null NAME          the null scenario to calibrate on (default: the first null)\n"
+    "                       goal.scale, an unproven rule) whose type I error, the\n"
+    "                       largest over the null scenarios, is at most ALPHA, then\n"
+    "                       report at that value\n"
+    "  --null NAME          calibrate on that null only (default: every null)\n"
     "  --delta-range LO,HI  calibration's search interval for delta (default 1e-6,0.5)\n"
     "  --scale-range LO,HI  for goal.scale, goal control (default 0.05,1; 1 is proven)\n"
     "  --iterations N       calibration's bisection steps (default 12)\n"
@@ -161,7 +162,8 @@ int cli_oc_main(int argc, char **argv)
     const char *design_path = NULL, *scen_path = NULL, *null_name = NULL, *md_path = NULL,
                *svg_path = NULL;
     struct sim_oc_options o = {.runs = 1000, .seed = 1, .progress = 1};
-    double alpha = NAN, dlo = 1e-6, dhi = 0.5, slo = 0.05, shi = 1;
+    double alpha = NAN, dlo = SIM_OC_DELTA_LO, dhi = SIM_OC_DELTA_HI, slo = SIM_OC_SCALE_LO,
+           shi = SIM_OC_SCALE_HI;
     uint64_t iterations = 12;
     int pretty = 0, markdown = 0, c;
     optind = 1;
@@ -252,7 +254,8 @@ int cli_oc_main(int argc, char **argv)
         goto out;
     }
     if (!isnan(alpha)) {
-        int null = null_name == NULL ? sim_oc_scenarios_null(&d, sc) : -1;
+        /* Without --null: every null, the least favourable binding. */
+        int null = -1;
         if (null_name != NULL) {
             json_t *list = json_is_array(sj) ? sj : json_object_get(sj, "scenarios");
             for (size_t i = 0; i < json_array_size(list); i++)
@@ -260,7 +263,7 @@ int cli_oc_main(int argc, char **argv)
                            null_name) == 0)
                     null = (int)i;
         }
-        if (null < 0) {
+        if (null < 0 && (null_name != NULL || sim_oc_scenarios_null(&d, sc) < 0)) {
             fprintf(stderr, "bandit-sim: oc: --calibrate: %s\n",
                     null_name ? "no scenario of that name" : "no null scenario to calibrate on");
             goto out;
@@ -268,9 +271,8 @@ int cli_oc_main(int argc, char **argv)
         double value;
         const char *param = sim_oc_calibrated(d.engine);
         int by_scale = strcmp(param, "scale") == 0;
-        if (sim_oc_calibrate(&d, sc, (size_t)null, &o, alpha, by_scale ? slo : dlo,
-                             by_scale ? shi : dhi, (unsigned)iterations, &value, &calib, err,
-                             sizeof err) != 0) {
+        if (sim_oc_calibrate(&d, sc, null, &o, alpha, by_scale ? slo : dlo, by_scale ? shi : dhi,
+                             (unsigned)iterations, &value, &calib, err, sizeof err) != 0) {
             fprintf(stderr, "bandit-sim: oc: %s\n", err);
             rc = 1;
             goto out;

@@ -396,13 +396,26 @@ static void on_end(void *arg, uint64_t run, const struct engine *e, const struct
 }
 
 /* An estimate with its Monte Carlo standard error (new reference). */
+/* When k is 0 or n the MC SE is 0, which reads as certainty: o gains the
+ * exact one-sided 95% bound, "upper95" = 1 − 0.05^(1/n) (k = 0, the rule
+ * of three ≈ 3/n) or "lower95" = 0.05^(1/n) (k = n). o may be NULL. */
+static json_t *with_bound95(json_t *o, uint64_t k, uint64_t n)
+{
+    if (o == NULL || n == 0 || (k != 0 && k != n))
+        return o;
+    double b = pow(0.05, 1.0 / (double)n);
+    json_object_set_new(o, k == 0 ? "upper95" : "lower95", json_real(k == 0 ? 1.0 - b : b));
+    return o;
+}
+
 static json_t *prop_json(uint64_t k, uint64_t n)
 {
     double p = n > 0 ? (double)k / (double)n : 0.0, lo, hi;
     sim_wilson(k, n, SIM_Z95, &lo, &hi);
-    return json_pack("{s:f,s:f,s:I,s:I,s:[f,f]}", "estimate", p, "mc_se",
-                     n > 0 ? sqrt(p * (1.0 - p) / (double)n) : 0.0, "count", (json_int_t)k, "runs",
-                     (json_int_t)n, "ci95", lo, hi);
+    return with_bound95(json_pack("{s:f,s:f,s:I,s:I,s:[f,f]}", "estimate", p, "mc_se",
+                                  n > 0 ? sqrt(p * (1.0 - p) / (double)n) : 0.0, "count",
+                                  (json_int_t)k, "runs", (json_int_t)n, "ci95", lo, hi),
+                        k, n);
 }
 
 /* MC SE of the q-quantile of sorted x[0..n): half the distance between the
@@ -810,9 +823,10 @@ const char *sim_oc_calibrated(const struct engine_config *c)
     return c->goal == ENGINE_GOAL_CONTROL ? "scale" : "delta";
 }
 
-/* Type I errors (count) of scenario sc with the calibrated parameter at x. */
+/* Type I errors (count) of scenario sc with the calibrated parameter at x,
+ * over all o->runs: −1 when o->seconds (counted from t0) cut them. */
 static int rejects_at(const struct sim_oc_design *d, const struct oc_scenario *sc,
-                      const struct sim_oc_options *o, double x, uint64_t *k, char *err,
+                      const struct sim_oc_options *o, uint64_t t0, double x, uint64_t *k, char *err,
                       size_t errlen)
 {
     struct engine_config c = *d->engine;
@@ -822,9 +836,14 @@ static int rejects_at(const struct sim_oc_design *d, const struct oc_scenario *s
         c.delta = x;
     struct oc_acc a;
     uint64_t n = 0;
-    struct sim_oc_options so = *o;
-    so.seconds = 0;
-    int rc = run_scenario(&c, d, sc, &so, clock_mono_ns(), &a, &n, err, errlen);
+    int rc = run_scenario(&c, d, sc, o, t0, &a, &n, err, errlen);
+    if (rc == 0 && n < o->runs) {
+        snprintf(err, errlen,
+                 "calibrate: more than %g s of computing (the bound): fewer runs, a lower "
+                 "max_pulls, or bandit-sim oc --calibrate",
+                 o->seconds);
+        rc = -1;
+    }
     *k = 0;
     for (uint64_t i = 0; rc == 0 && i < n; i++)
         *k += a.r[i].reject;
@@ -832,20 +851,54 @@ static int rejects_at(const struct sim_oc_design *d, const struct oc_scenario *s
     return rc;
 }
 
-static json_t *step_json(const char *name, double x, uint64_t k, double n)
+/* The nulls calibration holds at the target: scenario `scenario`, or
+ * every null when it is −1. */
+struct cal_nulls {
+    size_t n, idx[SIM_OC_MAX_SCENARIOS];
+};
+
+/* Type I errors of every null at x (k[j] for nulls idx[j], the same runs
+ * i in each: common random numbers) and the binding one, the largest
+ * count (the first of equals). */
+static int worst_at(const struct sim_oc_design *d, const struct sim_oc_scenarios *s,
+                    const struct cal_nulls *nl, const struct sim_oc_options *o, uint64_t t0,
+                    double x, uint64_t *k, size_t *binding, char *err, size_t errlen)
 {
-    return json_pack("{s:f,s:f}", name, x, "type_i_error", (double)k / n);
+    *binding = 0;
+    for (size_t j = 0; j < nl->n; j++) {
+        if (rejects_at(d, &s->s[nl->idx[j]], o, t0, x, &k[j], err, errlen) != 0)
+            return -1;
+        if (k[j] > k[*binding])
+            *binding = j;
+    }
+    return 0;
 }
 
-int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenarios *s,
-                     size_t scenario, const struct sim_oc_options *o, double target, double lo,
-                     double hi, unsigned iterations, double *value, json_t **out, char *err,
-                     size_t errlen)
+static json_t *step_json(const struct sim_oc_scenarios *s, const struct cal_nulls *nl,
+                         const char *name, double x, const uint64_t *k, size_t b, double n)
+{
+    return json_pack("{s:f,s:f,s:s}", name, x, "type_i_error", (double)k[b] / n, "binding",
+                     s->s[nl->idx[b]].name);
+}
+
+int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenarios *s, int scenario,
+                     const struct sim_oc_options *o, double target, double lo, double hi,
+                     unsigned iterations, double *value, json_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (check_options(o, err, errlen) != 0)
         return -1;
-    if (scenario >= s->n || !goal_of(d->engine)->is_null(&s->s[scenario].p)) {
+    const struct oc_goal *g = goal_of(d->engine);
+    struct cal_nulls nl = {0};
+    if (scenario >= 0) {
+        if ((size_t)scenario < s->n && g->is_null(&s->s[scenario].p))
+            nl.idx[nl.n++] = (size_t)scenario;
+    } else {
+        for (size_t i = 0; i < s->n; i++)
+            if (g->is_null(&s->s[i].p))
+                nl.idx[nl.n++] = i;
+    }
+    if (nl.n == 0) {
         snprintf(err, errlen, "calibrate: the scenario must be a null (every arm the same mean)");
         return -1;
     }
@@ -859,64 +912,81 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
                  by_scale ? "<=" : "<");
         return -1;
     }
-    const struct oc_scenario *sc = &s->s[scenario];
     const double n = (double)o->runs;
-    /* strict: the end that keeps the error lowest; loose: the other. */
+    const uint64_t t0 = clock_mono_ns();
+    /* strict: the end that keeps the error lowest; loose: the other. The
+     * error at a value is the largest over the nulls (the least
+     * favourable one binds). */
     double strict = by_scale ? hi : lo, loose = by_scale ? lo : hi;
     json_t *steps = json_array();
-    uint64_t ks, kl;
-    if (steps == NULL || rejects_at(d, sc, o, strict, &ks, err, errlen) != 0 ||
-        rejects_at(d, sc, o, loose, &kl, err, errlen) != 0)
+    uint64_t ks[SIM_OC_MAX_SCENARIOS], kl[SIM_OC_MAX_SCENARIOS], km[SIM_OC_MAX_SCENARIOS];
+    size_t bs, bl, bm;
+    if (steps == NULL || worst_at(d, s, &nl, o, t0, strict, ks, &bs, err, errlen) != 0 ||
+        worst_at(d, s, &nl, o, t0, loose, kl, &bl, err, errlen) != 0)
         goto fail;
-    json_array_append_new(steps, step_json(name, strict, ks, n));
-    json_array_append_new(steps, step_json(name, loose, kl, n));
-    if ((double)ks > target * n) {
-        if (ks == kl)
+    json_array_append_new(steps, step_json(s, &nl, name, strict, ks, bs, n));
+    json_array_append_new(steps, step_json(s, &nl, name, loose, kl, bl, n));
+    if ((double)ks[bs] > target * n) {
+        if (ks[bs] == kl[bl])
             snprintf(err, errlen,
                      "calibrate: the type I error is %.4g at every %s from %g to %g: it does "
                      "not depend on %s (a fixed-budget design decides at its budget)",
-                     (double)ks / n, name, lo, hi, name);
+                     (double)ks[bs] / n, name, lo, hi, name);
         else
             snprintf(err, errlen,
-                     "calibrate: the type I error is %.4g > %.4g even at %s = %g (raise "
-                     "max_pulls or change the design)",
-                     (double)ks / n, target, name, strict);
+                     "calibrate: the type I error is %.4g > %.4g (null \"%s\") even at %s = %g "
+                     "(raise max_pulls or change the design)",
+                     (double)ks[bs] / n, target, s->s[nl.idx[bs]].name, name, strict);
         goto fail;
     }
-    /* Invariant: type I(strict) ≤ target < type I(loose) (or loose itself holds). */
-    uint64_t k = ks;
-    int bracketed = (double)kl > target * n;
+    /* Invariant: type I(strict) ≤ target < type I(loose) (or loose itself
+     * holds); ks and bs are strict's. */
+    int bracketed = (double)kl[bl] > target * n;
     if (!bracketed) {
         strict = loose;
-        k = kl;
+        memcpy(ks, kl, sizeof ks);
+        bs = bl;
     } else {
         for (unsigned it = 0; it < iterations; it++) {
             double mid = by_scale ? 0.5 * (strict + loose) : exp(0.5 * (log(strict) + log(loose)));
-            uint64_t km;
-            if (rejects_at(d, sc, o, mid, &km, err, errlen) != 0)
+            if (worst_at(d, s, &nl, o, t0, mid, km, &bm, err, errlen) != 0)
                 goto fail;
-            json_array_append_new(steps, step_json(name, mid, km, n));
-            if ((double)km <= target * n) {
+            json_array_append_new(steps, step_json(s, &nl, name, mid, km, bm, n));
+            if ((double)km[bm] <= target * n) {
                 strict = mid;
-                k = km;
+                memcpy(ks, km, sizeof ks);
+                bs = bm;
             } else {
                 loose = mid;
             }
         }
     }
     *value = strict;
-    double p = (double)k / n;
+    json_t *nulls = json_array();
+    for (size_t j = 0; nulls != NULL && j < nl.n; j++) {
+        double pj = (double)ks[j] / n;
+        json_array_append_new(nulls,
+                              with_bound95(json_pack("{s:s,s:f,s:f}", "scenario",
+                                                     s->s[nl.idx[j]].name, "type_i_error", pj,
+                                                     "type_i_error_mc_se", sqrt(pj * (1 - pj) / n)),
+                                           ks[j], o->runs));
+    }
+    double p = (double)ks[bs] / n;
     *out = json_pack(
-        "{s:s,s:s,s:f,s:f,s:f,s:f,s:I,s:I,s:s,s:o}", "scenario", sc->name, "parameter", name,
-        "target", target, name, strict, "type_i_error", p, "type_i_error_mc_se",
+        "{s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:I,s:I,s:s,s:o,s:o}", "scenario", s->s[nl.idx[bs]].name,
+        "nulls_used",
+        scenario >= 0 ? "the one named" : "every null scenario (the least favourable binds)",
+        "parameter", name, "target", target, name, strict, "type_i_error", p, "type_i_error_mc_se",
         sqrt(p * (1 - p) / n), "runs", (json_int_t)o->runs, "seed", (json_int_t)o->seed, "method",
         by_scale ? "bisection over the scale of the bounds' widths (goal.scale), common random "
-                   "numbers (run i seeded by (seed, i) at every scale): the smallest scale tried "
-                   "whose type I error is at most the target; the rule it gives is unproven"
+                   "numbers (run i seeded by (seed, i) at every scale and in every null): the "
+                   "smallest scale tried whose type I error, the largest over the nulls, is at "
+                   "most the target; the rule it gives is unproven"
                  : "bisection over log delta, common random numbers (run i seeded by (seed, i) "
-                   "at every delta): the largest delta tried whose type I error is at most the "
-                   "target",
-        "steps", steps);
+                   "at every delta and in every null): the largest delta tried whose type I "
+                   "error, the largest over the nulls, is at most the target",
+        "steps", steps, "nulls", nulls);
+    steps = NULL;
     /* false: even the loose end of the range keeps the type I error under
      * the target; the value found is that end, not a root. */
     if (*out != NULL)

@@ -10,7 +10,8 @@
  * the bias and the coverage of the final per-arm estimates, each with its
  * Monte Carlo standard error; plus the seed, the runs, the design's hash
  * and the software version. Calibration finds the δ that holds the type I
- * error at a target under a null scenario (as adaptr's calibrate_trial).
+ * error at a target under the least favourable null scenario (as adaptr's
+ * calibrate_trial).
  *
  * Goals: what "a claim", "type I error" and "power" mean depends on the
  * goal (struct oc_goal in oc.c, one row per goal): best arm / top m today.
@@ -34,6 +35,11 @@
 #define SIM_OC_MAX_RUNS 1000000ULL
 #define SIM_OC_MAX_CELLS 50000000ULL      /* runs × arms kept for one scenario */
 #define SIM_OC_DEFAULT_MAX_PULLS 10000ULL /* a run's cap without a budget */
+/* Calibration's default search ranges (δ over log δ; goal.scale, 1 proven). */
+#define SIM_OC_DELTA_LO 1e-6
+#define SIM_OC_DELTA_HI 0.5
+#define SIM_OC_SCALE_LO 0.05
+#define SIM_OC_SCALE_HI 1.0
 
 /* The design as an experiment has it. Everything borrowed. */
 struct sim_oc_design {
@@ -85,17 +91,20 @@ json_t *sim_oc_run(const struct sim_oc_design *d, const struct sim_oc_scenarios 
 const char *sim_oc_calibrated(const struct engine_config *c);
 
 /* Calibration of that member, with common random numbers (`iterations`
- * bisection steps) on scenario `scenario` (a null): the largest δ in
- * [lo, hi] (over log δ) or the smallest scale in [lo, hi] (hi ≤ 1, linear)
- * whose type I error is at most `target`. 0 with *value and the
- * calibration as a new JSON object in *out (the parameter's name and
- * value, its type I error with its MC SE, every step), or −1 with a
- * message (the error exceeds the target even at the strict end; the
- * design's type I error does not depend on the parameter). */
-int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenarios *s,
-                     size_t scenario, const struct sim_oc_options *o, double target, double lo,
-                     double hi, unsigned iterations, double *value, json_t **out, char *err,
-                     size_t errlen);
+ * bisection steps) on scenario `scenario` (a null), or with −1 on every
+ * null scenario at each step, the type I error being the largest over
+ * them (the least favourable null binds): the largest δ in [lo, hi]
+ * (over log δ) or the smallest scale in [lo, hi] (hi ≤ 1, linear) whose
+ * type I error is at most `target`. 0 with *value and the calibration as
+ * a new JSON object in *out (the parameter's name and value, the binding
+ * null, its type I error with its MC SE, each null's, every step), or −1
+ * with a message (no null; the error exceeds the target even at the
+ * strict end; the design's type I error does not depend on the
+ * parameter; o->seconds > 0 and the calibration took longer: every step
+ * runs all o->runs, so a cut one would break common random numbers). */
+int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenarios *s, int scenario,
+                     const struct sim_oc_options *o, double target, double lo, double hi,
+                     unsigned iterations, double *value, json_t **out, char *err, size_t errlen);
 
 /* The report (sim_oc_run's JSON, borrowed) as Markdown a statistician can
  * attach to a protocol: provenance, definitions, the headline table, per

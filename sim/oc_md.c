@@ -23,6 +23,18 @@ static const char *str(const json_t *o, const char *key)
     return s != NULL ? s : "";
 }
 
+/* "0.0480 ± 0.0048"; at 0 or 1, where the SE is 0, the one-sided 95%
+ * bound of bounds ("upper95"/"lower95") instead: "0.0000 (≤ 0.0015)". */
+static void prob(struct buf *b, double p, double se, const json_t *bounds)
+{
+    if (json_is_number(json_object_get(bounds, "upper95")))
+        buf_printf(b, "%.4f (≤ %.4f)", p, num(bounds, "upper95"));
+    else if (json_is_number(json_object_get(bounds, "lower95")))
+        buf_printf(b, "%.4f (≥ %.4f)", p, num(bounds, "lower95"));
+    else
+        buf_printf(b, "%.4f ± %.4f", p, se);
+}
+
 /* "0.0480 ± 0.0048" of a {"estimate", "mc_se"} object; "—" for null. */
 static void est(struct buf *b, const json_t *o)
 {
@@ -30,7 +42,7 @@ static void est(struct buf *b, const json_t *o)
         buf_puts(b, "—");
         return;
     }
-    buf_printf(b, "%.4f ± %.4f", num(o, "estimate"), num(o, "mc_se"));
+    prob(b, num(o, "estimate"), num(o, "mc_se"), o);
 }
 
 static void means(struct buf *b, const json_t *tm)
@@ -117,6 +129,19 @@ static void provenance(struct buf *b, const json_t *r)
 static void definitions(struct buf *b, const json_t *r)
 {
     const json_t *g = json_object_get(r, "goal");
+    /* A scaled design's intervals are narrowed with its bounds: the proven
+     * level δ/(2K) per side does not hold for them. */
+    double scale = num(json_object_get(r, "design"), "scale");
+    char interval[256];
+    if (!isnan(scale))
+        snprintf(interval, sizeof interval,
+                 "the one status reports, its width scaled by %g like every bound of this "
+                 "design: it carries no coverage guarantee, the coverage below is only this "
+                 "simulation's",
+                 scale);
+    else
+        snprintf(interval, sizeof interval,
+                 "the one status reports: each side at δ/(2K), all K together at 1 − δ");
     buf_printf(b,
                "## Definitions (goal `%s`)\n\n"
                "- **Claim**: %s.\n"
@@ -126,11 +151,10 @@ static void definitions(struct buf *b, const json_t *r)
                "or until the cap.\n"
                "- **Bias**: the mean over runs of the final estimate of an arm's mean minus its "
                "true mean (runs where the arm has data); **coverage**: the share of runs whose "
-               "final interval (the one status reports: each side at δ/(2K), all K together at "
-               "1 − δ) holds the true mean.\n"
-               "- Every figure is followed by its Monte Carlo standard error (± MC SE), formulas "
-               "at the end.\n\n",
-               str(g, "name"), str(g, "claim"), str(g, "type_i_error"), str(g, "power"));
+               "final interval (%s) holds the true mean.\n"
+               "- Every figure is followed by its Monte Carlo standard error (± MC SE; at 0 or 1, "
+               "where it is 0, the one-sided 95%% bound instead), formulas at the end.\n\n",
+               str(g, "name"), str(g, "claim"), str(g, "type_i_error"), str(g, "power"), interval);
 }
 
 static void headline(struct buf *b, const json_t *r)
@@ -169,24 +193,50 @@ static void calibration(struct buf *b, const json_t *c)
         json_is_string(json_object_get(c, "parameter")) ? str(c, "parameter") : "delta";
     int by_scale = strcmp(key, "scale") == 0;
     const char *sym = by_scale ? "goal.scale" : "δ";
-    buf_printf(b,
-               "## Calibration\n\n%s = %.6g holds the type I error at %.4f ± %.4f (target %g) "
-               "under scenario `%s` (%.0f runs, seed %.0f; %s). The figures below are those of "
-               "the design with this %s (its hash above; the design as given had `%s`).\n\n",
-               sym, num(c, key), num(c, "type_i_error"), num(c, "type_i_error_mc_se"),
-               num(c, "target"), str(c, "scenario"), num(c, "runs"), num(c, "seed"),
-               str(c, "method"), sym, str(c, "original_design_hash"));
+    /* Several nulls: the type I error is the largest over them; the
+     * binding one is named (older reports: one scenario). */
+    const json_t *nulls = json_object_get(c, "nulls");
+    int many = json_array_size(nulls) > 1;
+    buf_printf(
+        b,
+        "## Calibration\n\n%s = %.6g holds the type I error at %.4f ± %.4f (target %g) "
+        "under %s`%s` (%.0f runs, seed %.0f; %s). The figures below are those of "
+        "the design with this %s (its hash above; the design as given had `%s`).\n\n",
+        sym, num(c, key), num(c, "type_i_error"), num(c, "type_i_error_mc_se"), num(c, "target"),
+        many ? "the least favourable of the null scenarios, the binding one being " : "scenario ",
+        str(c, "scenario"), num(c, "runs"), num(c, "seed"), str(c, "method"), sym,
+        str(c, "original_design_hash"));
     if (json_is_false(json_object_get(c, "bracketed")))
         buf_printf(b,
                    "**Not a root**: even %s = %g, the loose end of the range searched, keeps the "
                    "type I error under the target; the design is conservative here by more than "
                    "%s can trade.\n\n",
                    sym, num(c, key), sym);
-    buf_printf(b, "| %s tried | type I error |\n| --- | --- |\n", sym);
     size_t i;
     json_t *st;
-    json_array_foreach(json_object_get(c, "steps"), i, st)
-        buf_printf(b, "| %.6g | %.4f |\n", num(st, key), num(st, "type_i_error"));
+    if (many) {
+        buf_printf(b,
+                   "At %s = %.6g (calibration runs):\n\n| null | type I error |\n"
+                   "| --- | --- |\n",
+                   sym, num(c, key));
+        json_array_foreach(nulls, i, st)
+        {
+            buf_printf(b, "| %s | ", str(st, "scenario"));
+            prob(b, num(st, "type_i_error"), num(st, "type_i_error_mc_se"), st);
+            buf_puts(b, " |\n");
+        }
+        buf_puts(b, "\n");
+        buf_printf(b,
+                   "| %s tried | type I error (largest) | binding null |\n"
+                   "| --- | --- | --- |\n",
+                   sym);
+        json_array_foreach(json_object_get(c, "steps"), i, st) buf_printf(
+            b, "| %.6g | %.4f | %s |\n", num(st, key), num(st, "type_i_error"), str(st, "binding"));
+    } else {
+        buf_printf(b, "| %s tried | type I error |\n| --- | --- |\n", sym);
+        json_array_foreach(json_object_get(c, "steps"), i, st)
+            buf_printf(b, "| %.6g | %.4f |\n", num(st, key), num(st, "type_i_error"));
+    }
     buf_puts(b, "\n");
 }
 
@@ -284,7 +334,10 @@ static const char formulas[] =
     "With n runs per scenario (run i seeded by (seed, i), the same i in every scenario):\n\n"
     "- a probability p̂ = k/n (type I error, power, a stop reason, coverage, "
     "P(recommended)): √(p̂(1 − p̂)/n); the JSON adds the 95% Wilson interval (`ci95`), "
-    "which stays inside [0, 1] when k is 0 or n;\n"
+    "which stays inside [0, 1] when k is 0 or n. When k is 0 or n the SE is 0, which is not "
+    "certainty: the cell shows instead the exact one-sided 95% bound, 1 − 0.05^(1/n) "
+    "(≈ 3/n, the rule of three) for k = 0 (\"0.0000 (≤ 0.0015)\" at n = 2000) and "
+    "0.05^(1/n) for k = n (`upper95`, `lower95` in the JSON);\n"
     "- the mean sample size: s/√n, s the sample standard deviation of N;\n"
     "- the q-quantile of N: half the distance between the order statistics of ranks "
     "nq − √(nq(1 − q)) and nq + √(nq(1 − q)) (±1 binomial SE of the count below the "

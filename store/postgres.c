@@ -697,13 +697,10 @@ static int w_ready(struct store_backend *b)
     return STORE_OK;
 }
 
-/* Run a writer statement as it is; *res (when not NULL) receives the
- * result (new: PQclear it) on success. */
-static int w_run(struct store_backend *b, enum pq q, const struct params *p, PGresult **res,
-                 int *own)
+/* A writer statement's result r (taken): STORE_OK with *res (when not
+ * NULL) receiving it (new: PQclear it), or the error, its text in errbuf. */
+static int w_result(struct store_backend *b, PGresult *r, PGresult **res, int *own)
 {
-    PGresult *r =
-        PQexecPrepared(b->w, pg_queries[q].name, p ? p->n : 0, p ? p->v : NULL, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
     int err = STORE_OK;
     if (own)
@@ -720,6 +717,15 @@ static int w_run(struct store_backend *b, enum pq q, const struct params *p, PGr
     else
         PQclear(r);
     return err;
+}
+
+/* Run a writer statement as it is; *res as w_result's. */
+static int w_run(struct store_backend *b, enum pq q, const struct params *p, PGresult **res,
+                 int *own)
+{
+    PGresult *r =
+        PQexecPrepared(b->w, pg_queries[q].name, p ? p->n : 0, p ? p->v : NULL, NULL, NULL, 0);
+    return w_result(b, r, res, own);
 }
 
 /* Run a writer statement, after the transaction's BEGIN when it is the
@@ -1128,17 +1134,7 @@ static int w_exec_sql(struct store_backend *b, const char *sql, const struct par
             return err;
     }
     PGresult *r = PQexecParams(b->w, sql, p->n, NULL, p->v, lengths, formats, 0);
-    ExecStatusType st = PQresultStatus(r);
-    int err = STORE_OK;
-    if (own)
-        *own = 0;
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        err = store_err_from_pg(b->w, r, own);
-        snprintf(b->errbuf, sizeof b->errbuf, "%s", PQerrorMessage(b->w));
-        b->errbuf[strcspn(b->errbuf, "\n")] = '\0';
-    }
-    PQclear(r);
-    return err;
+    return w_result(b, r, NULL, own);
 }
 
 static int snapshots_delete(struct store_backend *b, int64_t exp, int *own)

@@ -651,14 +651,8 @@ int store_audit_next(const char *prev, const struct store_audit_row *row, char o
                      slen(row->request_id));
     if (n < 0 || (size_t)n >= sizeof head)
         return -1;
-    const char *s[4] = {row->subject, row->detail, row->actor, row->request_id};
-    const void *p[6] = {prev, head};
-    size_t len[6] = {strlen(prev), (size_t)n};
-    for (int i = 0; i < 4; i++) {
-        p[2 + i] = s[i] != NULL ? s[i] : "";
-        len[2 + i] = s[i] != NULL ? strlen(s[i]) : 0;
-    }
-    return digest_sha256_hex(p, len, 6, out);
+    const char *const s[4] = {row->subject, row->detail, row->actor, row->request_id};
+    return digest_chain_hex(prev, head, (size_t)n, s, 4, out);
 }
 
 int store_key_detail(const char *name, const char *scopes, const char *experiments,

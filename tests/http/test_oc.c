@@ -102,6 +102,47 @@ static void test_control_goal(void **state)
     json_decref(r);
 }
 
+/* calibrate: goal.scale of a control design held under both nulls, the
+ * report at the value found; the stored design untouched. */
+static void test_calibrate(void **state)
+{
+    (void)state;
+    json_decref(texp_create(tgroup_d, "{\"id\":\"oc5\",\"arms\":[\"ctl\",\"a\"],"
+                                      "\"policy\":{\"name\":\"vs-control\"},\"goal\":{\"type\":"
+                                      "\"control\",\"control\":\"ctl\",\"margin\":0.1,"
+                                      "\"budget\":300}}"));
+    json_t *r = tcall(tgroup_d, "POST", "/v1/experiments/oc5/oc",
+                      "{\"scenarios\":[{\"name\":\"equal\",\"arms\":[0.3,0.3]},"
+                      "{\"name\":\"margin\",\"arms\":[0.3,0.4]},"
+                      "{\"name\":\"works\",\"arms\":[0.3,0.6]}],\"runs\":40,\"calibrate\":0.2}",
+                      200);
+    json_t *st = texp_status(tgroup_d, "oc5");
+    assert_string_equal(tjson_str(r, "calibration.parameter"), "scale");
+    assert_string_equal(tjson_str(r, "calibration.original_design_hash"),
+                        tjson_str(st, "design_hash"));
+    assert_true(json_is_null(tjson_get(r, "design_hash")));
+    assert_int_equal(json_array_size(tjson_get(r, "calibration.nulls")), 2);
+    const char *binding = tjson_str(r, "calibration.scenario");
+    assert_true(strcmp(binding, "equal") == 0 || strcmp(binding, "margin") == 0);
+    assert_true(tjson_num(r, "calibration.type_i_error") <= 0.2);
+    double scale = tjson_num(r, "calibration.scale");
+    assert_true(scale >= 0.05 && scale <= 1);
+    if (scale < 1)
+        assert_true(fabs(tjson_num(r, "design.scale") - scale) < 1e-12);
+    /* the report's runs are the calibration's seeds: its type I errors
+     * are those at the value found */
+    assert_true(fabs(tjson_num(r, "scenarios[1].type_i_error.estimate") -
+                     tjson_num(r, "calibration.nulls[1].type_i_error")) < 1e-12);
+    json_decref(st);
+    json_decref(r);
+    /* Without calibrate the stored design (the proven rule) is reported. */
+    r = tcall(tgroup_d, "POST", "/v1/experiments/oc5/oc",
+              "{\"scenarios\":[{\"name\":\"equal\",\"arms\":[0.3,0.3]}],\"runs\":5}", 200);
+    assert_null(tjson_get(r, "calibration"));
+    assert_null(tjson_get(r, "design.scale"));
+    json_decref(r);
+}
+
 static void test_invalid(void **state)
 {
     (void)state;
@@ -117,6 +158,10 @@ static void test_invalid(void **state)
         {"{\"scenarios\":[{\"name\":\"x\",\"arms\":[0.1,0.2]}],\"markdown\":1}", "markdown"},
         {"{\"scenarios\":[{\"name\":\"x\",\"arms\":[0.1,0.2]}],\"svg\":\"yes\"}", "svg"},
         {"{\"scenarios\":[{\"name\":\"x\",\"arms\":[0.1,0.2]}],\"threads\":4}", "threads"},
+        {"{\"scenarios\":[{\"name\":\"x\",\"arms\":[0.1,0.2]}],\"calibrate\":0}", "calibrate"},
+        {"{\"scenarios\":[{\"name\":\"x\",\"arms\":[0.1,0.2]}],\"calibrate\":\"a\"}", "calibrate"},
+        /* no null to calibrate on */
+        {"{\"scenarios\":[{\"name\":\"x\",\"arms\":[0.1,0.2]}],\"calibrate\":0.1}", "calibrate"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments/oc2/oc", bad[i].body, NULL);
@@ -213,9 +258,8 @@ static void test_cli_same_engine(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_report),
-        cmocka_unit_test(test_control_goal),
-        cmocka_unit_test(test_invalid),
+        cmocka_unit_test(test_report),          cmocka_unit_test(test_control_goal),
+        cmocka_unit_test(test_calibrate),       cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_cli_same_engine),
     };
     return cmocka_run_group_tests(tests, tgroup_setup, tgroup_teardown);

@@ -147,6 +147,12 @@ static void test_known_power(void **state)
     /* Under the null a fixed-budget design always names a winner. */
     assert_true(json_is_true(json_object_get(null, "null")));
     assert_true(field(null, "type_i_error.estimate") == 1.0);
+    /* At 1 the SE is 0: the exact one-sided 95% bound says how close to 1
+     * (0.05^(1/n)); a rate inside (0, 1) has no such bound. */
+    assert_true(fabs(field(null, "type_i_error.lower95") - pow(0.05, 1.0 / (double)runs)) < 1e-12);
+    assert_null(json_object_get(json_object_get(null, "type_i_error"), "upper95"));
+    assert_null(json_object_get(json_object_get(alt, "power"), "lower95"));
+    assert_null(json_object_get(json_object_get(alt, "power"), "upper95"));
     assert_true(json_is_null(json_object_get(null, "power")));
     json_t *reasons = json_object_get(null, "stop_reasons");
     assert_int_equal(json_array_size(reasons), 1);
@@ -189,7 +195,9 @@ static void test_known_power(void **state)
     assert_non_null(md);
     assert_non_null(strstr(md, d.hash));
     assert_non_null(strstr(md, "| alt | 0.4, 0.6 | power = "));
-    assert_non_null(strstr(md, "| null (null) | 0.5, 0.5 | α = 1.0000 ± 0.0000"));
+    assert_non_null(strstr(md, "each side at δ/(2K)"));
+    assert_null(strstr(md, "no coverage guarantee"));
+    assert_non_null(strstr(md, "| null (null) | 0.5, 0.5 | α = 1.0000 (≥ 0.9985)"));
     free(md);
     json_decref(r1);
     json_decref(r);
@@ -288,6 +296,14 @@ static void test_control(void **state)
     /* Null: some arm declared superior, at most δ; each arm's rate below it. */
     uint64_t k = (uint64_t)prob(null, "type_i_error");
     stattest_assert_rate_at_most("control null: type I error", k, runs, 0.2, 0.01);
+    /* 0 of n (the proven rule is conservative: none at this seed): the
+     * rule of three, 1 − 0.05^(1/n) ≈ 3/n, in the JSON and the Markdown. */
+    assert_int_equal(k, 0);
+    assert_true(fabs(field(null, "type_i_error.upper95") - (1 - pow(0.05, 1.0 / runs))) < 1e-12);
+    char *md0 = sim_oc_markdown(r);
+    assert_non_null(md0);
+    assert_non_null(strstr(md0, "α = 0.0000 (≤ 0.0075)"));
+    free(md0);
     json_t *arms = json_object_get(null, "arms");
     for (size_t i = 1; i < 3; i++) {
         json_t *v = json_object_get(json_array_get(arms, i), "vs_control");
@@ -326,6 +342,22 @@ static void test_control(void **state)
     exp_config_free(&d.cfg);
 }
 
+/* The report of design d with goal.scale = scale on fresh seeds (400
+ * runs, seed 23: not the calibration's). */
+static json_t *run_at_scale(struct design *d, const struct sim_oc_scenarios *s, double scale)
+{
+    struct engine_config at = d->cfg.engine;
+    at.scale = scale;
+    struct sim_oc_design dd = d->d;
+    dd.engine = &at;
+    struct sim_oc_options fresh = {.runs = 400, .seed = 23};
+    char err[256];
+    json_t *r = sim_oc_run(&dd, s, &fresh, err, sizeof err);
+    if (r == NULL)
+        fail_msg("%s", err);
+    return r;
+}
+
 /* Goal control: calibration sets goal.scale (the proven rule spends far
  * less than δ), and the design at the scale found, on fresh seeds, has
  * the target's type I error within its MC error; the report and the
@@ -360,14 +392,7 @@ static void test_control_calibration(void **state)
     assert_true(field(json_array_get(json_object_get(cal, "steps"), 0), "type_i_error") < target);
     assert_true(scale > 0.05 && scale < 1);
 
-    struct engine_config at = d.cfg.engine;
-    at.scale = scale;
-    struct sim_oc_design dd = d.d;
-    dd.engine = &at;
-    struct sim_oc_options fresh = {.runs = 400, .seed = 23};
-    json_t *r = sim_oc_run(&dd, s, &fresh, err, sizeof err);
-    if (r == NULL)
-        fail_msg("%s", err);
+    json_t *r = run_at_scale(&d, s, scale);
     double t1 = field(scenario(r, 0), "type_i_error.estimate");
     /* 3 combined MC SEs of the two estimates, plus the calibration's step */
     double tol = 3 * sqrt(target * (1 - target) * (1.0 / 200 + 1.0 / 400)) + 2.0 / 200;
@@ -380,8 +405,59 @@ static void test_control_calibration(void **state)
     char *md = sim_oc_markdown(r);
     assert_non_null(md);
     assert_non_null(strstr(md, "**Unproven rule**"));
+    /* the coverage defined as the scaled intervals', with no guarantee */
+    assert_non_null(strstr(md, "carries no coverage guarantee"));
+    assert_null(strstr(md, "each side at δ/(2K)"));
     free(md);
     json_decref(r);
+    json_decref(cal);
+    sim_oc_scenarios_free(s);
+    exp_config_free(&d.cfg);
+}
+
+/* Without a named null, calibration holds every null at the target: here
+ * the all-equal null comes first and almost never errs, the null at the
+ * margin binds. The design at the scale found, on fresh seeds, keeps the
+ * type I error of both nulls under the target within the MC error. */
+static void test_least_favourable_null(void **state)
+{
+    (void)state;
+    struct design d;
+    design_load("{\"id\": \"ctllf\", \"seed\": 1, \"policy\": {\"name\": \"vs-control\"}, "
+                "\"arms\": [\"c\", \"x\"], \"goal\": {\"type\": \"control\", "
+                "\"control\": \"c\", \"margin\": 0.1, \"delta\": 0.05, \"budget\": 600}}",
+                &d);
+    struct sim_oc_scenarios *s = scenarios(&d, "[{\"name\": \"all equal\", \"arms\": [0.3, 0.3]}, "
+                                               "{\"name\": \"at the margin\", "
+                                               "\"arms\": [0.3, 0.4]}]");
+    const double target = 0.1;
+    struct sim_oc_options o = {.runs = 200, .seed = 22};
+    double scale, first;
+    json_t *cal = NULL, *cal0 = NULL;
+    char err[256];
+    if (sim_oc_calibrate(&d.d, s, -1, &o, target, 0.05, 1, 10, &scale, &cal, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_string_equal(json_string_value(json_object_get(cal, "scenario")), "at the margin");
+    assert_int_equal(json_array_size(json_object_get(cal, "nulls")), 2);
+    assert_true(field(cal, "type_i_error") <= target);
+    /* The first null alone allows a lower (looser) scale. */
+    if (sim_oc_calibrate(&d.d, s, 0, &o, target, 0.05, 1, 10, &first, &cal0, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_string_equal(json_string_value(json_object_get(cal0, "scenario")), "all equal");
+    assert_true(first < scale);
+
+    json_t *r = run_at_scale(&d, s, scale);
+    /* 3 combined MC SEs of the two estimates, plus the calibration's step */
+    double tol = 3 * sqrt(target * (1 - target) * (1.0 / 200 + 1.0 / 400)) + 2.0 / 200;
+    for (size_t i = 0; i < 2; i++) {
+        double t1 = field(scenario(r, i), "type_i_error.estimate");
+        print_message("# scale %.5g (first null alone %.5g): null %zu type I %.4f, target %.2f, "
+                      "tolerance %.4f\n",
+                      scale, first, i, t1, target, tol);
+        assert_true(t1 <= target + tol);
+    }
+    json_decref(r);
+    json_decref(cal0);
     json_decref(cal);
     sim_oc_scenarios_free(s);
     exp_config_free(&d.cfg);
@@ -424,8 +500,11 @@ static void test_scenario_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_known_power),     cmocka_unit_test(test_calibration),
-        cmocka_unit_test(test_control),         cmocka_unit_test(test_control_calibration),
+        cmocka_unit_test(test_known_power),
+        cmocka_unit_test(test_calibration),
+        cmocka_unit_test(test_control),
+        cmocka_unit_test(test_control_calibration),
+        cmocka_unit_test(test_least_favourable_null),
         cmocka_unit_test(test_scenario_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -141,8 +141,14 @@ static int conf_add(const char *path, const char *text, int first, char *err, si
         old[n] = '\0';
     }
     f = fopen(path, first ? "w" : "a");
-    if (f == NULL || fputs(text, f) < 0 || fputs(old, f) < 0 || fclose(f) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    int ok = f != NULL && fputs(text, f) >= 0 && fputs(old, f) >= 0;
+    int saved = errno;
+    if (f != NULL && fclose(f) != 0 && ok) { /* closed on every path */
+        ok = 0;
+        saved = errno;
+    }
+    if (!ok) {
+        snprintf(err, errlen, "%s: %s", path, strerror(saved));
         return -1;
     }
     return 0;
