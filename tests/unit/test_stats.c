@@ -931,7 +931,7 @@ static double mix_rho(void)
 }
 
 /* The same at a given ρ: the pair mixture's High arm uses confseq's
- * best_rho at v_opt = 500, four times mix_rho(). */
+ * best_rho at v_opt = 250, twice mix_rho(). */
 static double mix_lnm_rho(double u, double v, double rho)
 {
     double vr = v + rho;
@@ -941,7 +941,7 @@ static double mix_lnm_rho(double u, double v, double rho)
 static double mix_rho_high(void)
 {
     double l = log(1.0 / (2 * 0.025));
-    return 500.0 / (2 * l + log1p(2 * l));
+    return 250.0 / (2 * l + log1p(2 * l));
 }
 
 static double mix_lnm(double u, double v)
