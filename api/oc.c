@@ -135,11 +135,17 @@ int api_oc_create(struct http_req *r)
         struct sim_oc_options co = o;
         co.seconds = OC_CAL_SECONDS;
         double value;
-        if (sim_oc_calibrate(&d, sc, -1, &co, target, by_scale ? SIM_OC_SCALE_LO : SIM_OC_DELTA_LO,
+        int crc =
+            sim_oc_calibrate(&d, sc, -1, &co, target, by_scale ? SIM_OC_SCALE_LO : SIM_OC_DELTA_LO,
                              by_scale ? SIM_OC_SCALE_HI : SIM_OC_DELTA_HI, OC_CAL_ITERATIONS,
-                             &value, &calib, err, sizeof err) != 0) {
+                             &value, &calib, err, sizeof err);
+        if (crc != 0) {
             sim_oc_scenarios_free(sc);
             exp_put(x);
+            /* A refusal is the caller's target; an engine failure is ours,
+             * answered as the uncalibrated report's. */
+            if (crc < 0)
+                return http_reply_problem(r, 503, err, NULL);
             const char *why = strncmp(err, "calibrate: ", 11) == 0 ? err + 11 : err;
             return http_reply_invalid(r, "calibrate", why);
         }

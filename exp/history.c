@@ -158,6 +158,12 @@ void exp_history_snap(const struct exp *x, struct exp_data *d, struct ser *s)
     /* The points thin at history_points: another cap would thin otherwise. */
     ser_expect(s, exp_rt.lim.history_points);
     ser_u64(s, &d->hstride);
+    /* A spacing of 0 would record a point at every pull and never thin
+     * apart: out of range like a count past the cap. */
+    if (s->reading && ser_ok(s) && d->hstride == 0) {
+        ser_fail(s);
+        return;
+    }
     ser_u64(s, &d->hnext);
     size_t n = d->hlen;
     ser_size(s, &n);

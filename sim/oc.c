@@ -824,7 +824,8 @@ const char *sim_oc_calibrated(const struct engine_config *c)
 }
 
 /* Type I errors (count) of scenario sc with the calibrated parameter at x,
- * over all o->runs: −1 when o->seconds (counted from t0) cut them. */
+ * over all o->runs: 1 when o->seconds (counted from t0) cut them (a
+ * refusal), −1 when the engine failed. */
 static int rejects_at(const struct sim_oc_design *d, const struct oc_scenario *sc,
                       const struct sim_oc_options *o, uint64_t t0, double x, uint64_t *k, char *err,
                       size_t errlen)
@@ -842,7 +843,7 @@ static int rejects_at(const struct sim_oc_design *d, const struct oc_scenario *s
                  "calibrate: more than %g s of computing (the bound): fewer runs, a lower "
                  "max_pulls, or bandit-sim oc --calibrate",
                  o->seconds);
-        rc = -1;
+        rc = 1;
     }
     *k = 0;
     for (uint64_t i = 0; rc == 0 && i < n; i++)
@@ -866,8 +867,9 @@ static int worst_at(const struct sim_oc_design *d, const struct sim_oc_scenarios
 {
     *binding = 0;
     for (size_t j = 0; j < nl->n; j++) {
-        if (rejects_at(d, &s->s[nl->idx[j]], o, t0, x, &k[j], err, errlen) != 0)
-            return -1;
+        int rc = rejects_at(d, &s->s[nl->idx[j]], o, t0, x, &k[j], err, errlen);
+        if (rc != 0)
+            return rc;
         if (k[j] > k[*binding])
             *binding = j;
     }
@@ -886,6 +888,7 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
                      unsigned iterations, double *value, json_t **out, char *err, size_t errlen)
 {
     *out = NULL;
+    int rc = -1; /* 1: refused (a "calibrate: " message), −1: failed */
     if (check_options(o, err, errlen) != 0)
         return -1;
     const struct oc_goal *g = goal_of(d->engine);
@@ -900,7 +903,7 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
     }
     if (nl.n == 0) {
         snprintf(err, errlen, "calibrate: the scenario must be a null (every arm the same mean)");
-        return -1;
+        return 1;
     }
     /* δ: the type I error grows with it, bisected over log δ. The scale
      * of a control design: it shrinks as the scale grows, bisected
@@ -910,7 +913,7 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
     if (!(target > 0 && target < 1) || !(lo > 0 && lo < hi && (by_scale ? hi <= 1 : hi < 1))) {
         snprintf(err, errlen, "calibrate: needs 0 < target < 1 and 0 < lo < hi %s 1",
                  by_scale ? "<=" : "<");
-        return -1;
+        return 1;
     }
     const double n = (double)o->runs;
     const uint64_t t0 = clock_mono_ns();
@@ -921,8 +924,12 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
     json_t *steps = json_array();
     uint64_t ks[SIM_OC_MAX_SCENARIOS], kl[SIM_OC_MAX_SCENARIOS], km[SIM_OC_MAX_SCENARIOS];
     size_t bs, bl, bm;
-    if (steps == NULL || worst_at(d, s, &nl, o, t0, strict, ks, &bs, err, errlen) != 0 ||
-        worst_at(d, s, &nl, o, t0, loose, kl, &bl, err, errlen) != 0)
+    if (steps == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if ((rc = worst_at(d, s, &nl, o, t0, strict, ks, &bs, err, errlen)) != 0 ||
+        (rc = worst_at(d, s, &nl, o, t0, loose, kl, &bl, err, errlen)) != 0)
         goto fail;
     json_array_append_new(steps, step_json(s, &nl, name, strict, ks, bs, n));
     json_array_append_new(steps, step_json(s, &nl, name, loose, kl, bl, n));
@@ -937,6 +944,7 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
                      "calibrate: the type I error is %.4g > %.4g (null \"%s\") even at %s = %g "
                      "(raise max_pulls or change the design)",
                      (double)ks[bs] / n, target, s->s[nl.idx[bs]].name, name, strict);
+        rc = 1;
         goto fail;
     }
     /* Invariant: type I(strict) ≤ target < type I(loose) (or loose itself
@@ -949,7 +957,7 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
     } else {
         for (unsigned it = 0; it < iterations; it++) {
             double mid = by_scale ? 0.5 * (strict + loose) : exp(0.5 * (log(strict) + log(loose)));
-            if (worst_at(d, s, &nl, o, t0, mid, km, &bm, err, errlen) != 0)
+            if ((rc = worst_at(d, s, &nl, o, t0, mid, km, &bm, err, errlen)) != 0)
                 goto fail;
             json_array_append_new(steps, step_json(s, &nl, name, mid, km, bm, n));
             if ((double)km[bm] <= target * n) {
@@ -998,5 +1006,5 @@ int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenario
     return 0;
 fail:
     json_decref(steps);
-    return -1;
+    return rc;
 }

@@ -97,11 +97,14 @@ const char *sim_oc_calibrated(const struct engine_config *c);
  * (over log δ) or the smallest scale in [lo, hi] (hi ≤ 1, linear) whose
  * type I error is at most `target`. 0 with *value and the calibration as
  * a new JSON object in *out (the parameter's name and value, the binding
- * null, its type I error with its MC SE, each null's, every step), or −1
- * with a message (no null; the error exceeds the target even at the
- * strict end; the design's type I error does not depend on the
- * parameter; o->seconds > 0 and the calibration took longer: every step
- * runs all o->runs, so a cut one would break common random numbers). */
+ * null, its type I error with its MC SE, each null's, every step); 1 with
+ * a message starting "calibrate: " when the calibration is refused (no
+ * null; a target or range out of bounds; the error exceeds the target
+ * even at the strict end; the design's type I error does not depend on
+ * the parameter; o->seconds > 0 and the calibration took longer: every
+ * step runs all o->runs, so a cut one would break common random numbers);
+ * −1 with a message when the options are bad or the engine or memory
+ * failed, as sim_oc_run fails. */
 int sim_oc_calibrate(const struct sim_oc_design *d, const struct sim_oc_scenarios *s, int scenario,
                      const struct sim_oc_options *o, double target, double lo, double hi,
                      unsigned iterations, double *value, json_t **out, char *err, size_t errlen);

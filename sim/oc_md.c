@@ -184,8 +184,9 @@ static void headline(struct buf *b, const json_t *r)
     buf_puts(b, "\n");
 }
 
-static void calibration(struct buf *b, const json_t *c)
+static void calibration(struct buf *b, const json_t *r)
 {
+    const json_t *c = json_object_get(r, "calibration");
     if (!json_is_object(c))
         return;
     /* δ, or goal.scale for goal control (a report without "parameter": δ) */
@@ -201,10 +202,14 @@ static void calibration(struct buf *b, const json_t *c)
         b,
         "## Calibration\n\n%s = %.6g holds the type I error at %.4f ± %.4f (target %g) "
         "under %s`%s` (%.0f runs, seed %.0f; %s). The figures below are those of "
-        "the design with this %s (its hash above; the design as given had `%s`).\n\n",
+        "the design with this %s (%s; the design as given had `%s`, "
+        "`calibration.original_design_hash`).\n\n",
         sym, num(c, key), num(c, "type_i_error"), num(c, "type_i_error_mc_se"), num(c, "target"),
         many ? "the least favourable of the null scenarios, the binding one being " : "scenario ",
         str(c, "scenario"), num(c, "runs"), num(c, "seed"), str(c, "method"), sym,
+        /* The daemon's calibrated design is no stored one: it has no hash. */
+        json_is_string(json_object_get(r, "design_hash")) ? "its hash above"
+                                                          : "not a stored design: no hash",
         str(c, "original_design_hash"));
     if (json_is_false(json_object_get(c, "bracketed")))
         buf_printf(b,
@@ -359,7 +364,7 @@ char *sim_oc_markdown(const json_t *report)
                name && (!exp || strcmp(name, exp) != 0) ? name : "");
     provenance(&b, report);
     definitions(&b, report);
-    calibration(&b, json_object_get(report, "calibration"));
+    calibration(&b, report);
     headline(&b, report);
     if (json_is_string(json_object_get(report, "figure")))
         buf_printf(&b, "![The sample size N of every scenario](%s)\n\n", str(report, "figure"));

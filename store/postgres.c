@@ -1484,24 +1484,28 @@ static int reader_get(struct store_backend *b, struct reader **out)
     return STORE_OK;
 }
 
-/* Run read q with p on this thread's connection; *res is new on success. A
- * connection found broken (a server restart, a failover) is made again and
- * the read retried once: a read changes nothing. */
-static int r_query(struct store_backend *b, enum pq q, const struct params *p, PGresult **res)
+/* Run read q (prepared on first use), or with q NULL the unprepared
+ * statement sql, with p on this thread's connection; *res is new on
+ * success. A connection found broken (a server restart, a failover) is
+ * made again and the read retried once: a read changes nothing. */
+static int r_exec(struct store_backend *b, const enum pq *q, const char *sql,
+                  const struct params *p, PGresult **res)
 {
     for (int attempt = 0;; attempt++) {
         struct reader *r;
         int err = reader_get(b, &r);
         if (err != STORE_OK)
             return err;
-        if (!r->prepared[q]) {
-            err = prepare(r->c, q);
+        if (q != NULL && !r->prepared[*q]) {
+            err = prepare(r->c, *q);
             if (err == STORE_OK)
-                r->prepared[q] = 1;
+                r->prepared[*q] = 1;
         }
         if (err == STORE_OK) {
-            PGresult *x = PQexecPrepared(r->c, pg_queries[q].name, p ? p->n : 0, p ? p->v : NULL,
-                                         NULL, NULL, 0);
+            int n = p ? p->n : 0;
+            const char *const *v = p ? p->v : NULL;
+            PGresult *x = q != NULL ? PQexecPrepared(r->c, pg_queries[*q].name, n, v, NULL, NULL, 0)
+                                    : PQexecParams(r->c, sql, n, NULL, v, NULL, NULL, 0);
             if (PQresultStatus(x) == PGRES_TUPLES_OK) {
                 *res = x;
                 return STORE_OK;
@@ -1512,6 +1516,11 @@ static int r_query(struct store_backend *b, enum pq q, const struct params *p, P
         if (attempt > 0 || r->depth > 0 || PQstatus(r->c) == CONNECTION_OK)
             return err;
     }
+}
+
+static int r_query(struct store_backend *b, enum pq q, const struct params *p, PGresult **res)
+{
+    return r_exec(b, &q, NULL, p, res);
 }
 
 /* A streaming read: q's rows through a cursor, PG_FETCH at a time, each
@@ -1711,30 +1720,17 @@ static int pg_last_seq(struct store_backend *b, int64_t exp, int64_t *out)
     return err;
 }
 
-/* Snapshots of exp, the latest first (PG_SNAPSHOTS: a few rows), on this
- * thread's reader connection; a broken connection is made again and the
- * read retried once, as r_query does. */
+/* Snapshots of exp, the latest first (PG_SNAPSHOTS: a few rows, an
+ * unprepared statement), on this thread's reader connection. */
 static int pg_load_snapshots(struct store_backend *b, int64_t exp,
                              int (*cb)(void *arg, const struct store_snapshot *sn), void *arg)
 {
     struct params p = {.n = 0};
     PGresult *res = NULL;
     p_i64(&p, exp);
-    for (int attempt = 0;; attempt++) {
-        struct reader *r;
-        int err = reader_get(b, &r);
-        if (err != STORE_OK)
-            return err;
-        res = PQexecParams(r->c, PG_SNAPSHOTS, p.n, NULL, p.v, NULL, NULL, 0);
-        if (PQresultStatus(res) == PGRES_TUPLES_OK)
-            break;
-        err = store_err_from_pg(r->c, res, NULL);
-        PQclear(res);
-        res = NULL;
-        if (attempt > 0 || r->depth > 0 || PQstatus(r->c) == CONNECTION_OK)
-            return err;
-    }
-    int ret = STORE_OK;
+    int ret = r_exec(b, NULL, PG_SNAPSHOTS, &p, &res);
+    if (ret != STORE_OK)
+        return ret;
     for (int i = 0; ret == STORE_OK && i < PQntuples(res); i++) {
         size_t len = 0;
         unsigned char *bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(res, i, 7), &len);

@@ -114,13 +114,20 @@ static void test_calibrate(void **state)
     json_t *r = tcall(tgroup_d, "POST", "/v1/experiments/oc5/oc",
                       "{\"scenarios\":[{\"name\":\"equal\",\"arms\":[0.3,0.3]},"
                       "{\"name\":\"margin\",\"arms\":[0.3,0.4]},"
-                      "{\"name\":\"works\",\"arms\":[0.3,0.6]}],\"runs\":40,\"calibrate\":0.2}",
+                      "{\"name\":\"works\",\"arms\":[0.3,0.6]}],\"runs\":40,\"calibrate\":0.2,"
+                      "\"markdown\":true}",
                       200);
     json_t *st = texp_status(tgroup_d, "oc5");
     assert_string_equal(tjson_str(r, "calibration.parameter"), "scale");
     assert_string_equal(tjson_str(r, "calibration.original_design_hash"),
                         tjson_str(st, "design_hash"));
     assert_true(json_is_null(tjson_get(r, "design_hash")));
+    /* The Markdown says the calibrated design has no hash, and names the
+     * original's, not a hash row that reads "(none)". */
+    const char *md = tjson_str(r, "markdown");
+    assert_non_null(strstr(md, "not a stored design: no hash"));
+    assert_null(strstr(md, "its hash above"));
+    assert_non_null(strstr(md, tjson_str(st, "design_hash")));
     assert_int_equal(json_array_size(tjson_get(r, "calibration.nulls")), 2);
     const char *binding = tjson_str(r, "calibration.scenario");
     assert_true(strcmp(binding, "equal") == 0 || strcmp(binding, "margin") == 0);
