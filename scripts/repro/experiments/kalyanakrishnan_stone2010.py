@@ -83,17 +83,18 @@ def section(ctx):
     tr = {}
     for label, v in KS_VARIANTS:
         if v == "adapt":
-            tr[v] = ctx.r.submit("ks50-trace", big, "adapt", R50, seed, {"variant": v}, trace=50)
+            tr[v] = ctx.r.submit("ks50-trace", big, "adapt", R50, seed, {"variant": v}, trace=50,
+                                 stop="delta_c")
         else:
             tr[v] = ctx.r.submit("ks50-trace", big, "adapt", R50, seed, {"variant": v}, trace=50,
                                  stop="none", budget=cap)
     anytime = ctx.r.submit("ks50-anytime", big, "adapt", R50a, seed, {"variant": "adapt"},
-                           bound="anytime", trace=50)
+                           bound="anytime", trace=50, stop="delta_c")
     small_runs = {}
     for label, v in KS_VARIANTS:
         for bound in ("fixed", "anytime"):
             small_runs[(v, bound)] = ctx.r.submit("ks5", small, "adapt", R5, seed, {"variant": v},
-                                                  bound=bound)
+                                                  bound=bound, stop="delta_c")
     phase = {}
     for pol in ("direct", "halving", "incremental"):
         if ctx.need(pol, "Kalyanakrishnan & Stone n = 5 sample counts"):
