@@ -24,16 +24,12 @@
 
 static struct tresp *amend(const char *id, const char *body)
 {
-    char path[128];
-    snprintf(path, sizeof path, "/v1/experiments/%s/amendments", id);
-    return treq(tgroup_d, "POST", path, body, NULL);
+    return texp_req(tgroup_d, "POST", id, "/amendments", body);
 }
 
 static struct tresp *patch(const char *id, const char *body)
 {
-    char path[128];
-    snprintf(path, sizeof path, "/v1/experiments/%s", id);
-    return treq(tgroup_d, "PATCH", path, body, NULL);
+    return texp_req(tgroup_d, "PATCH", id, "", body);
 }
 
 static int is_hex64(const char *s)

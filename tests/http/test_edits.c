@@ -21,9 +21,7 @@
 
 static struct tresp *patch(const char *id, const char *body)
 {
-    char path[128];
-    snprintf(path, sizeof path, "/v1/experiments/%s", id);
-    return treq(tgroup_d, "PATCH", path, body, NULL);
+    return texp_req(tgroup_d, "PATCH", id, "", body);
 }
 
 static json_t *get_exp(const char *id)

@@ -486,6 +486,14 @@ json_t *texp_status(struct tdaemon *d, const char *exp)
     return j;
 }
 
+struct tresp *texp_req(struct tdaemon *d, const char *method, const char *exp, const char *tail,
+                       const char *body)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/v1/experiments/%s%s", exp, tail);
+    return treq(d, method, path, body, NULL);
+}
+
 void texp_assert_acknowledged(const json_t *st, int k, const long *pulls, const long *sum)
 {
     for (int a = 0; a < k; a++) {

@@ -303,6 +303,10 @@ const char *texp_reward(struct tdaemon *d, const char *exp, const char *assignme
                         double reward);
 /* GET status; asserts 200; new reference. */
 json_t *texp_status(struct tdaemon *d, const char *exp);
+/* method on /v1/experiments/{exp}{tail} (tail "" or "/amendments"...) with
+ * body (may be NULL); asserts nothing: the caller owns and frees the answer. */
+struct tresp *texp_req(struct tdaemon *d, const char *method, const char *exp, const char *tail,
+                       const char *body);
 /* Bandit 0 of status st shows exactly what was acknowledged: for each of
  * k arms, pulls[a] rewards summing to sum[a] (its mean within 1e-9); fails
  * naming the arm otherwise. The crash, failover and cluster suites' check
