@@ -193,6 +193,16 @@ static int proc_stop(struct proc *p)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* A daemon still running at the end of a run stopped: 0, or 1 after saying
+ * it did not stop cleanly (what names it, log is where it wrote). */
+static int stop_checked(struct proc *p, const char *what, const char *log)
+{
+    if (p->pid <= 0 || proc_stop(p) == 0)
+        return 0;
+    fprintf(stderr, "load: %s did not stop cleanly (see %s)\n", what, log);
+    return 1;
+}
+
 static long rss_kb(pid_t pid)
 {
     char path[64], line[256];
@@ -591,6 +601,18 @@ static void remove_dir(const char *dir)
         fprintf(stderr, "load: could not remove %s\n", dir);
 }
 
+/* The end of every run: its directory removed when it passed, its logs kept
+ * and named when it failed. Returns rc. */
+static int finish_run(int rc, CURL *c, const char *dir)
+{
+    curl_easy_cleanup(c);
+    if (rc == 0)
+        remove_dir(dir);
+    else
+        fprintf(stderr, "load: failed; logs kept in %s\n", dir);
+    return rc;
+}
+
 static int throughput(const struct opts *o)
 {
     char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], dbn[256], log1[256], log2[256], log3[256],
@@ -729,23 +751,13 @@ static int throughput(const struct opts *o)
     }
     rc = 0;
 out:
-    if (d.pid > 0 && proc_stop(&d) != 0) {
-        fprintf(stderr, "load: banditd did not stop cleanly (see %s)\n", log2);
+    if (stop_checked(&d, "banditd", log2) != 0)
         rc = 1;
-    }
-    if (dn.pid > 0 && proc_stop(&dn) != 0) {
-        fprintf(stderr, "load: banditd (--sync normal) did not stop cleanly (see %s)\n", log3);
+    if (stop_checked(&dn, "banditd (--sync normal)", log3) != 0)
         rc = 1;
-    }
     if (bare.pid > 0)
         proc_stop(&bare);
-    curl_easy_cleanup(c);
-    if (rc == 0) {
-        remove_dir(dir);
-    } else {
-        fprintf(stderr, "load: failed; logs kept in %s\n", dir);
-    }
-    return rc;
+    return finish_run(rc, c, dir);
 }
 
 /* --- memory ---------------------------------------------------------------------- */
@@ -820,15 +832,9 @@ static int memory(const struct opts *o)
     }
     rc = 0;
 out:
-    if (d.pid > 0 && proc_stop(&d) != 0)
+    if (stop_checked(&d, "banditd", log) != 0)
         rc = 1;
-    curl_easy_cleanup(c);
-    if (rc == 0) {
-        remove_dir(dir);
-    } else {
-        fprintf(stderr, "load: memory run failed (see %s)\n", log);
-    }
-    return rc;
+    return finish_run(rc, c, dir);
 }
 
 /* --- log: work that grows with the log (issue 12) ------------------------------ */
@@ -1313,20 +1319,13 @@ static int log_mode(const struct opts *o)
     }
     rc = 0;
 out:
-    if (d.pid > 0 && proc_stop(&d) != 0) {
-        fprintf(stderr, "load: banditd did not stop cleanly (see %s)\n", log2);
+    if (stop_checked(&d, "banditd", log2) != 0)
         rc = 1;
-    }
     free(first);
     free(last);
     free(dummy_first);
     free(dummy_last);
-    curl_easy_cleanup(c);
-    if (rc == 0)
-        remove_dir(dir);
-    else
-        fprintf(stderr, "load: log run failed; logs kept in %s\n", dir);
-    return rc;
+    return finish_run(rc, c, dir);
 }
 
 /* --- main ------------------------------------------------------------------------ */
@@ -1518,14 +1517,9 @@ static int metrics_mode(const struct opts *o)
     }
     rc = 0;
 out:
-    if (d.pid > 0 && proc_stop(&d) != 0)
+    if (stop_checked(&d, "banditd", log) != 0)
         rc = 1;
-    curl_easy_cleanup(c);
-    if (rc == 0)
-        remove_dir(dir);
-    else
-        fprintf(stderr, "load: metrics run failed (see %s)\n", log);
-    return rc;
+    return finish_run(rc, c, dir);
 }
 
 /* --- blocks ------------------------------------------------------------------------ */
@@ -1675,16 +1669,9 @@ static int blocks_mode(const struct opts *o)
     }
     rc = 0;
 out:
-    if (d.pid > 0 && proc_stop(&d) != 0) {
-        fprintf(stderr, "load: banditd did not stop cleanly (see %s)\n", log);
+    if (stop_checked(&d, "banditd", log) != 0)
         rc = 1;
-    }
-    curl_easy_cleanup(c);
-    if (rc == 0)
-        remove_dir(dir);
-    else
-        fprintf(stderr, "load: failed; logs kept in %s\n", dir);
-    return rc;
+    return finish_run(rc, c, dir);
 }
 
 /* --- pg: PostgreSQL against SQLite, and daemons sharing one PostgreSQL ---------------- */
@@ -1875,20 +1862,11 @@ out:
         perror(o->out);
         rc = 1;
     }
-    if (ds.pid > 0 && proc_stop(&ds) != 0) {
-        fprintf(stderr, "load: the SQLite daemon did not stop cleanly (see %s)\n", log1);
+    if (stop_checked(&ds, "the SQLite daemon", log1) != 0)
         rc = 1;
-    }
-    if (dp.pid > 0 && proc_stop(&dp) != 0) {
-        fprintf(stderr, "load: the PostgreSQL daemon did not stop cleanly (see %s)\n", log2);
+    if (stop_checked(&dp, "the PostgreSQL daemon", log2) != 0)
         rc = 1;
-    }
-    curl_easy_cleanup(c);
-    if (rc == 0)
-        remove_dir(dir);
-    else
-        fprintf(stderr, "load: failed; logs kept in %s\n", dir);
-    return rc;
+    return finish_run(rc, c, dir);
 }
 
 /* One wrk run on its own thread (the cluster's daemons are loaded at once). */
@@ -2026,12 +2004,7 @@ out:
     for (int i = 0; i < CLUSTER_MAX; i++)
         if (d[i].pid > 0)
             proc_stop(&d[i]);
-    curl_easy_cleanup(c);
-    if (rc == 0)
-        remove_dir(dir);
-    else
-        fprintf(stderr, "load: failed; logs kept in %s\n", dir);
-    return rc;
+    return finish_run(rc, c, dir);
 }
 
 static int parse_conns(struct opts *o, const char *v)
