@@ -1760,8 +1760,11 @@ static int cyc_step(struct cycler *y, CURL *c)
         }
         y->lat[y->nlat++] = dt;
     }
-    json_array_foreach(list, i, a) if (cyc_push(y, json_string_value(json_object_get(a, "id"))) !=
-                                       0) goto out;
+    json_array_foreach(list, i, a)
+    {
+        if (cyc_push(y, json_string_value(json_object_get(a, "id"))) != 0)
+            goto out;
+    }
     if (y->qn > y->lag) {
         json_t *rewards = json_array();
         for (int k = 0; k < PEND_BLOCK && y->qn > 0; k++) {
