@@ -163,13 +163,15 @@ double stats_delta_c_ws(const struct stats_arm *arms, size_t k, const unsigned c
 
 /* The cutoff tracked from one call to the next (ADAPT's select()): *cut
  * is where the previous call on the same workspace left it (NaN: none).
- * When it can be trusted (anytime bounds, every δᶜ_i below 1 there,
- * ln(1 − δᶜ) concave) per_arm (not NULL) receives each δᶜ_i at *cut, to
- * rounding, and *cut moves one Newton step on ln(1 − δᶜ(c)) for the next
- * call: returns 1, after one pass over the arms. Where δᶜ is 1 at every
- * cutoff of I (some arm's bound vacuous at each: known from each arm's
- * vacuous width, cached), per_arm is taken at ĉ, the full search's answer
- * there, and *cut = ĉ: returns 2. Otherwise stats_delta_c_ws's full search
+ * When it can be trusted (every δᶜ_i below 1 there, ln(1 − δᶜ) concave)
+ * per_arm (not NULL) receives each δᶜ_i at *cut (to rounding with the
+ * anytime bounds, bit for bit with the fixed-n ones), and *cut moves one
+ * Newton step on ln(1 − δᶜ(c)) for the next call: returns 1, after one
+ * pass over the arms. Where δᶜ is 1 at every cutoff of I (some arm's bound
+ * vacuous at each: known from each arm's vacuous width, cached; with the
+ * fixed-n bounds only an arm without rewards is), per_arm is taken at ĉ,
+ * the full search's answer there, and *cut = ĉ: returns 2. Otherwise
+ * stats_delta_c_ws's full search
  * (c* into *cut, per_arm there): returns 0. Near a minimum the cutoff used
  * lags the minimiser by the change one call makes; unit tests: δᶜ within
  * 10⁻⁶ relative of the full search's after a few calls. */

@@ -510,9 +510,8 @@ static void test_cutoff_hat_hand(void **state)
  * wherever 10⁻⁴ < δᶜ ≤ 1/2, and repeated calls on one state converge onto
  * the minimum there (10⁻⁹ relative). Most calls take the Newton step (not only the
  * fallbacks are tested). */
-static void test_delta_c_track(void **state)
+static void delta_c_track_trials(enum stats_bound bound)
 {
-    (void)state;
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(r, 2027);
     enum { KMAX = 12, STEPS = 40 };
@@ -533,8 +532,7 @@ static void test_delta_c_track(void **state)
             arms[i] = sampled_arm(r, 2 + gsl_rng_uniform_int(r, trial < 10 ? 30 : 4000), p[i]);
             arms[i].pending = gsl_rng_uniform_int(r, 4);
         }
-        struct stats_dc_opts o = {STATS_BOUND_ANYTIME, (trial % 3) * 0.02, (trial / 3) % 2,
-                                  (trial / 6) % 2};
+        struct stats_dc_opts o = {bound, (trial % 3) * 0.02, (trial / 3) % 2, (trial / 6) % 2};
         order_top_m(arms, k, m, NULL, high);
         double cut = NAN, c_ref;
         int rc = stats_delta_c_track(arms, k, high, &o, &cut, per, ws);
@@ -568,6 +566,8 @@ static void test_delta_c_track(void **state)
                 n_newton++;
             }
             double f = stats_delta_c_at(arms, k, high, &o, c_used, per_ref);
+            if (bound == STATS_BOUND_FIXED) /* the same calls: the same values */
+                assert_memory_equal(per, per_ref, k * sizeof per[0]);
             for (size_t a = 0; a < k; a++)
                 CLOSE(per[a], per_ref[a], 1e-12 * per_ref[a]);
             /* The cutoff used is the last state's next Newton point: it
@@ -597,14 +597,41 @@ static void test_delta_c_track(void **state)
                          c_used, f, dc, c_ref);
         }
     }
-    print_message("track: %d calls, %d Newton steps, %d flat, worst relative excess %.3g; %d "
-                  "converged\n",
-                  n_calls, n_newton, n_flat, worst, n_converged);
+    print_message("track (%s): %d calls, %d Newton steps, %d flat, worst relative excess %.3g; "
+                  "%d converged\n",
+                  bound == STATS_BOUND_FIXED ? "fixed" : "anytime", n_calls, n_newton, n_flat,
+                  worst, n_converged);
     assert_true(n_newton > n_calls / 2);
     assert_true(n_converged > 30);
-    assert_true(n_flat > 0);
+    /* (the fixed-n bounds are vacuous only on arms without rewards: none here) */
+    assert_true(bound == STATS_BOUND_FIXED ? n_flat == 0 : n_flat > 0);
     free(ws);
     gsl_rng_free(r);
+}
+
+/* ... with either bound family: the papers' fixed-n bounds (`bound:
+ * "fixed"`) are tracked too, their δᶜ_i at the cutoff used the full
+ * search's bit for bit. */
+static void test_delta_c_track(void **state)
+{
+    (void)state;
+    delta_c_track_trials(STATS_BOUND_ANYTIME);
+    delta_c_track_trials(STATS_BOUND_FIXED);
+    /* With the fixed-n bounds an arm without rewards makes δᶜ 1 everywhere:
+     * ĉ and the values there, exactly the full search's, from any start. */
+    struct stats_arm arms[3] = {mk_arm(400, 0.6, 0.24), mk_arm(300, 0.5, 0.25),
+                                mk_arm(0, 0.0, 0.0)};
+    unsigned char high[3] = {1, 0, 0};
+    struct stats_dc_opts o = {STATS_BOUND_FIXED, 0.0, 0, 1};
+    void *ws = malloc(stats_dc_ws_size(3));
+    assert_non_null(ws);
+    stats_dc_ws_init(ws, 3);
+    double cut = 0.55, c_ref, per[3], per_ref[3];
+    assert_int_equal(stats_delta_c_track(arms, 3, high, &o, &cut, per, ws), 2);
+    CLOSE(stats_delta_c_ws(arms, 3, high, &o, &c_ref, per_ref, ws), 1.0, 0);
+    assert_memory_equal(&cut, &c_ref, sizeof cut);
+    assert_memory_equal(per, per_ref, sizeof per);
+    free(ws);
 }
 
 /* δᶜ at c* is no worse than at ĉ or at any of 100 cutoffs across I. */
