@@ -8,6 +8,7 @@
  */
 #include "policies/stats.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "policies/stats_impl.h"
@@ -325,7 +326,9 @@ double stats_delta_c_ws(const struct stats_arm *arms, size_t k, const unsigned c
  * (`bound: "fixed"`, the papers') are tracked the same way, from their
  * closed forms (arm_dc_fixed): no cache, and no vacuous width but an
  * arm's with no reward (the Hoeffding term is below 1 at any positive
- * distance). */
+ * distance); and where δᶜ is within rounding of 1 at the cutoff tried, a
+ * call without a usable last cutoff starts from ĉ and a step too long is
+ * damped, rather than the full search answering (see there why). */
 
 /* δᶜ_i at c with the first two derivatives of ln(1 − δᶜ_i) in c, from the
  * cache. With z = u/√vr (u = wn the deviation), the mixture's exponent is
@@ -412,16 +415,17 @@ static double arm_dc_fixed(const struct stats_arm *a, int is_high, const struct 
     return d;
 }
 
-/* One pass at c: δᶜ_i into per_arm, G′ and G″ summed; 0 when some arm is
+/* One pass at c: δᶜ_i into per_arm, G′ and G″ summed, Π(1 − δᶜ_i) into
+ * *prod (1 − δᶜ, or 0 once it underflows); 0 when some arm is
  * vacuous at c (per_arm then partly written). Arms with δᶜ_i above e^{−1/2}
  * may make G locally convex (G″ ≥ 0: the full search) or slow the steps
  * down; a limit there (0.5) sent a third of the calls of a K = 100 run to
  * the full search, 6× the cost, for no gain where δᶜ is below 1/2. */
 static int dc_newton_pass(const struct stats_arm *arms, size_t k, const unsigned char *high,
                           const struct stats_dc_opts *o, const struct dc_arm *ws, double c,
-                          double *per_arm, double *gp, double *gpp)
+                          double *per_arm, double *gp, double *gpp, double *prod)
 {
-    double s1 = 0.0, s2 = 0.0;
+    double s1 = 0.0, s2 = 0.0, p = 1.0;
     for (size_t i = 0; i < k; i++) {
         double g1, g2;
         double d = o->bound == STATS_BOUND_FIXED
@@ -432,9 +436,11 @@ static int dc_newton_pass(const struct stats_arm *arms, size_t k, const unsigned
         per_arm[i] = d;
         s1 += g1;
         s2 += g2;
+        p *= 1.0 - d;
     }
     *gp = s1;
     *gpp = s2;
+    *prod = p;
     return 1;
 }
 
@@ -503,14 +509,37 @@ int stats_delta_c_track(const struct stats_arm *arms, size_t k, const unsigned c
         }
         return 2;
     }
-    double gp, gpp;
-    if (!(c0 > vl && c0 < vh)) /* NaN too */
+    double gp, gpp, prod;
+    int restart = 0;
+    if (!(c0 > vl && c0 < vh)) { /* NaN too */
+        if (!fixed)
+            goto full;
+        c0 = stats_cutoff_hat(arms, k, high, o->epsilon); /* the paper's, to start from */
+        if (!(c0 > vl && c0 < vh))
+            goto full;
+        restart = 1;
+    }
+    if (!dc_newton_pass(arms, k, high, o, x, c0, per_arm, &gp, &gpp, &prod) || !(gpp < 0.0))
         goto full;
-    if (!dc_newton_pass(arms, k, high, o, x, c0, per_arm, &gp, &gpp) || !(gpp < 0.0))
+    /* (fixed-n bounds:) from ĉ only where δᶜ is within rounding of 1 there */
+    if (restart && !(prod < DBL_EPSILON))
         goto full;
     double c1 = c0 - gp / gpp;
-    if (!(c1 > vl && c1 < vh) || !(fabs(c1 - c0) <= (hi - lo) / 8.0))
-        goto full;
+    if (!(c1 > vl && c1 < vh) || !(fabs(c1 - c0) <= (hi - lo) / 8.0)) {
+        if (!fixed || isnan(c1) || !(prod < DBL_EPSILON))
+            goto full;
+        /* A damped step: at most an eighth of I, at most halfway to the
+         * edge. Where δᶜ is within rounding of 1 (with the fixed-n bounds:
+         * many arms with few rewards near the cutoff) the full search sees
+         * a flat 1 and answers ĉ, while G, and so the cutoff of least δᶜ,
+         * is still well defined: the steps walk there instead (G → −∞ at
+         * both edges, its maximum is inside). */
+        double lim = (hi - lo) / 8.0;
+        double step = c1 - c0 > lim ? lim : c1 - c0 < -lim ? -lim : c1 - c0;
+        c1 = c0 + step;
+        if (!(c1 > vl && c1 < vh))
+            c1 = 0.5 * (c0 + (step > 0.0 ? vh : vl));
+    }
     *cut = c1;
     return 1;
 full:

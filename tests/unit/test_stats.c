@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -510,6 +511,23 @@ static void test_cutoff_hat_hand(void **state)
  * wherever 10⁻⁴ < δᶜ ≤ 1/2, and repeated calls on one state converge onto
  * the minimum there (10⁻⁹ relative). Most calls take the Newton step (not only the
  * fallbacks are tested). */
+/* The cutoff a call of stats_delta_c_track used, given the one it was
+ * passed: that one, or with the fixed-n bounds ĉ where the one passed is
+ * not strictly inside I (NaN too). */
+static double dc_used(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                      const struct stats_dc_opts *o, double passed)
+{
+    if (o->bound != STATS_BOUND_FIXED)
+        return passed;
+    double lo = -INFINITY, hi = INFINITY;
+    for (size_t i = 0; i < k; i++)
+        if (high[i])
+            hi = fmin(hi, arms[i].mean + o->epsilon);
+        else
+            lo = fmax(lo, arms[i].mean);
+    return passed > lo && passed < hi ? passed : stats_cutoff_hat(arms, k, high, o->epsilon);
+}
+
 static void delta_c_track_trials(enum stats_bound bound)
 {
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
@@ -540,6 +558,11 @@ static void delta_c_track_trials(enum stats_bound bound)
         if (rc == 0) {
             assert_memory_equal(&cut, &c_ref, sizeof cut);
             assert_memory_equal(per, per_ref, k * sizeof per[0]);
+        } else if (rc == 1) { /* the fixed-n bounds start from ĉ */
+            assert_int_equal(bound, STATS_BOUND_FIXED);
+            stats_delta_c_at(arms, k, high, &o, stats_cutoff_hat(arms, k, high, o.epsilon),
+                             per_ref);
+            assert_memory_equal(per, per_ref, k * sizeof per[0]);
         } else {
             assert_int_equal(rc, 2); /* never a Newton step without a start */
             CLOSE(dc, 1.0, 0);
@@ -552,7 +575,7 @@ static void delta_c_track_trials(enum stats_bound bound)
             stats_arm_add(&arms[i], gsl_rng_uniform(r) < p[i]);
             arms[j].pending = arms[j].pending ? arms[j].pending - 1 : 1;
             order_top_m(arms, k, m, NULL, high);
-            double c_used = cut;
+            double c_used = dc_used(arms, k, high, &o, cut);
             rc = stats_delta_c_track(arms, k, high, &o, &cut, per, ws);
             n_calls++;
             dc = stats_delta_c(arms, k, high, &o, &c_ref, NULL);
@@ -585,7 +608,7 @@ static void delta_c_track_trials(enum stats_bound bound)
         /* On a fixed state the steps converge onto the full search's minimum. */
         double c_used = cut;
         for (int it = 0; it < 6; it++) {
-            c_used = cut;
+            c_used = dc_used(arms, k, high, &o, cut);
             rc = stats_delta_c_track(arms, k, high, &o, &cut, per, ws);
         }
         dc = stats_delta_c(arms, k, high, &o, &c_ref, NULL);
@@ -632,6 +655,46 @@ static void test_delta_c_track(void **state)
     assert_memory_equal(&cut, &c_ref, sizeof cut);
     assert_memory_equal(per, per_ref, sizeof per);
     free(ws);
+
+    /* Many arms with few rewards near the cutoff: δᶜ rounds to 1 over all
+     * of I, the full search sees it flat and answers ĉ; the tracked cutoff
+     * starts from ĉ and walks (damped steps) to where G = Σ ln(1 − δᶜ_i),
+     * still finite, is greatest: within 10⁻⁶ of its maximum on a grid. */
+    enum { KW = 60 };
+    struct stats_arm wide[KW];
+    unsigned char hw[KW] = {0};
+    for (size_t i = 0; i < KW; i++)
+        wide[i] = mk_arm(20, 0.45 + 0.1 * (double)i / (KW - 1), 0.25);
+    hw[KW - 1] = 1;
+    struct stats_dc_opts of = {STATS_BOUND_FIXED, 0.0, 0, 0};
+    void *wsw = malloc(stats_dc_ws_size(KW));
+    assert_non_null(wsw);
+    stats_dc_ws_init(wsw, KW);
+    double pw[KW], c_full;
+    CLOSE(stats_delta_c_ws(wide, KW, hw, &of, &c_full, pw, wsw), 1.0, 0);
+    CLOSE(c_full, stats_cutoff_hat(wide, KW, hw, 0.0), 0);
+    double lo = wide[KW - 2].mean, hi = wide[KW - 1].mean, g_max = -INFINITY;
+    for (int j = 1; j < 4000; j++) {
+        double g = 0.0;
+        stats_delta_c_at(wide, KW, hw, &of, lo + (hi - lo) * j / 4000.0, pw);
+        for (size_t i = 0; i < KW; i++)
+            g += log1p(-pw[i]);
+        g_max = fmax(g_max, g);
+    }
+    double cw = NAN, g = -INFINITY;
+    for (int it = 0; it < 30; it++) {
+        double used = dc_used(wide, KW, hw, &of, cw);
+        assert_int_equal(stats_delta_c_track(wide, KW, hw, &of, &cw, pw, wsw), 1);
+        if (it == 0)
+            CLOSE(used, c_full, 0);
+        g = 0.0;
+        for (size_t i = 0; i < KW; i++)
+            g += log1p(-pw[i]);
+    }
+    assert_true(g_max < log(DBL_EPSILON)); /* δᶜ is 1 in doubles */
+    if (!(g >= g_max - 1e-6 * fabs(g_max)))
+        fail_msg("flat δᶜ: G at the tracked cutoff %.12g, grid maximum %.12g", g, g_max);
+    free(wsw);
 }
 
 /* δᶜ at c* is no worse than at ĉ or at any of 100 cutoffs across I. */
