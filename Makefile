@@ -427,7 +427,9 @@ reproduce:
 # SQLite; load cluster: 1, 2 and 3 daemons on one PostgreSQL, each starting
 # its own server as the tests do) about three minutes, the snapshot run (one
 # experiment of BENCH_SNAP_EVENTS events written, then loaded whole and from a
-# snapshot) about four minutes at 10⁷ events.
+# snapshot) about four minutes at 10⁷ events, the pending run (one experiment
+# filled to 3·10⁵ pending against a fresh one, 3 pairs) about 10 s plus six
+# times BENCH_DURATION.
 
 BENCH_DURATION ?= 3
 BENCH_LOG_EVENTS ?= 1000000
