@@ -427,7 +427,9 @@ reproduce:
 # SQLite; load cluster: 1, 2 and 3 daemons on one PostgreSQL, each starting
 # its own server as the tests do) about three minutes, the snapshot run (one
 # experiment of BENCH_SNAP_EVENTS events written, then loaded whole and from a
-# snapshot) about four minutes at 10⁷ events.
+# snapshot) about four minutes at 10⁷ events, the pending run (one experiment
+# filled to 3·10⁵ pending against a fresh one, 3 pairs) about 10 s plus six
+# times BENCH_DURATION.
 
 BENCH_DURATION ?= 3
 BENCH_LOG_EVENTS ?= 1000000
@@ -463,10 +465,13 @@ bench: bench-deps
 	./$(BUILD)/bench/load cluster --daemon $(BUILD)/banditd --conns 64 \
 		--duration $(BENCH_DURATION) --out $(BUILD)/bench/cluster.md
 	./$(BUILD)/bench/snapload --events $(BENCH_SNAP_EVENTS) --out $(BUILD)/bench/snapload.md
+	./$(BUILD)/bench/load pending --daemon $(BUILD)/banditd --duration $(BENCH_DURATION) \
+		--out $(BUILD)/bench/pending.md
 	@{ echo "# Benchmark results"; echo; echo "Written by \`make bench\` on $$(uname -n)."; echo; \
 	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md $(BUILD)/bench/log.md \
 	  $(BUILD)/bench/metrics.md $(BUILD)/bench/blocks.md $(BUILD)/bench/pg.md \
-	  $(BUILD)/bench/cluster.md $(BUILD)/bench/snapload.md $(BUILD)/bench/policies.md; } \
+	  $(BUILD)/bench/cluster.md $(BUILD)/bench/snapload.md $(BUILD)/bench/pending.md \
+	  $(BUILD)/bench/policies.md; } \
 	  > bench/results.md
 	@echo "written bench/results.md"
 
