@@ -32,8 +32,9 @@
 #include "base/version.h"
 #include "exp/internal.h"
 
-/* The layout below; the column holds it with the engine's (format()). */
-#define EXP_SNAPSHOT_FORMAT 1
+/* The layout below; the column holds it with the engine's (format()).
+ * 2: corrected_from (a correction's rebuild starts from a snapshot). */
+#define EXP_SNAPSHOT_FORMAT 2
 /* Largest snapshot written (a million pending assignments are ~40 MB). It
  * rides in its events' transaction, so one the store refuses would fail
  * them too: below SQLite's default SQLITE_MAX_LENGTH (10^9 bytes) and
@@ -154,6 +155,9 @@ static void snap_data(struct ser *s, struct exp *x, struct exp_data *d, int64_t 
     ser_str(s, &d->name, 1u << 16);
     ser_i64(s, &d->ttl_s);
     ser_size(s, &d->edits);
+    ser_i64(s, &d->corrected_from);
+    if (s->reading && ser_ok(s) && (d->corrected_from < 0 || d->corrected_from > d->seq))
+        ser_fail(s);
     exp_design_snap(d, s);
     exp_history_snap(x, d, s);
     snap_pending(s, x, d); /* last: it checks seqs against d->seq */
