@@ -350,7 +350,7 @@ coverage:
 # make it a regression test of make test). Report: build/fuzz/report.md.
 FUZZ_TIME ?= 60
 FUZZ_TARGETS := expconfig assignment rewards corrections observations patch simproblem replay \
-                etag
+                etag snapshot
 fuzz:
 	@$(MAKE) --no-print-directory BUILD=build/fuzz FUZZ=1 CC=clang \
 		$(addprefix build/fuzz/fuzz/fuzz_,$(FUZZ_TARGETS))

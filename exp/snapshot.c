@@ -137,6 +137,38 @@ static void snap_pending(struct ser *s, const struct exp *x, struct exp_data *d)
     }
 }
 
+/* A reader's check of the pending assignments against the engine's
+ * pending pulls, arm by arm: each assignment answered later releases its
+ * arm's count, so a count the engine does not hold would go wrong then. */
+static void check_pending(struct ser *s, const struct exp *x, struct exp_data *d)
+{
+    if (!s->reading || !ser_ok(s))
+        return;
+    size_t nb = x->cfg.n_bandits, total = 0;
+    size_t *off = calloc(nb + 1, sizeof *off);
+    for (size_t b = 0; off != NULL && b < nb; b++)
+        off[b + 1] = total += x->cfg.n_arms[b];
+    uint64_t *cnt = calloc(total ? total : 1, sizeof *cnt);
+    if (off == NULL || cnt == NULL) {
+        ser_fail(s);
+        goto out;
+    }
+    for (size_t i = 0; i < d->flen; i++) {
+        const struct exp_assignment *a = exp_tab_find(d, d->fifo[(d->fhead + i) % d->fcap]);
+        if (a != NULL) /* snap_pending checked bandit and arm */
+            cnt[off[a->bandit] + (size_t)a->arm]++;
+    }
+    ser_check(s, d->pending == engine_pending(d->eng));
+    for (size_t b = 0; b < nb && ser_ok(s); b++) {
+        const struct stats_arm *arms = engine_arms(d->eng, b);
+        for (size_t i = 0; i < x->cfg.n_arms[b]; i++)
+            ser_check(s, arms[i].pending == cnt[off[b] + i]);
+    }
+out:
+    free(off);
+    free(cnt);
+}
+
 /* The whole of d, both ways (a reader fills a fresh d of x's). */
 static void snap_data(struct ser *s, struct exp *x, struct exp_data *d, int64_t *last_ms)
 {
@@ -151,7 +183,7 @@ static void snap_data(struct ser *s, struct exp *x, struct exp_data *d, int64_t 
     if (s->reading && ser_ok(s) && d->chain[sizeof d->chain - 1] != '\0')
         ser_fail(s);
     engine_snap(d->eng, s);
-    ser_bytes(s, d->concluded, x->cfg.n_bandits);
+    ser_flags(s, d->concluded, x->cfg.n_bandits);
     ser_str(s, &d->name, 1u << 16);
     ser_i64(s, &d->ttl_s);
     ser_size(s, &d->edits);
@@ -161,6 +193,7 @@ static void snap_data(struct ser *s, struct exp *x, struct exp_data *d, int64_t 
     exp_design_snap(d, s);
     exp_history_snap(x, d, s);
     snap_pending(s, x, d); /* last: it checks seqs against d->seq */
+    check_pending(s, x, d);
 }
 
 void exp_snapshot_free(struct exp_snapshot *sn)
