@@ -427,7 +427,8 @@ reproduce:
 # SQLite; load cluster: 1, 2 and 3 daemons on one PostgreSQL, each starting
 # its own server as the tests do) about three minutes, the snapshot run (one
 # experiment of BENCH_SNAP_EVENTS events written, then loaded whole and from a
-# snapshot) about four minutes at 10⁷ events.
+# snapshot, then a reward near its end corrected with and without snapshots)
+# about five minutes at 10⁷ events.
 
 BENCH_DURATION ?= 3
 BENCH_LOG_EVENTS ?= 1000000

@@ -16,8 +16,11 @@
  * back to the full replay whenever one does not fit — another layout
  * (EXP_SNAPSHOT_FORMAT with the engine's), another build (a policy may have
  * changed), another configuration or design, a bad checksum, bytes that do
- * not parse, or a tail that the policy no longer reproduces or that holds a
- * correction. Such a state is never used, so never a wrong one.
+ * not parse or fields that disagree (every field read is checked: ranges,
+ * indices, counts against each other, here, in engine_snap and in each
+ * policy's ops->snap: a checksum does not catch a state written wrong), or
+ * a tail that the policy no longer reproduces or that holds a correction.
+ * Such a state is never used, so never a wrong one.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -311,7 +314,7 @@ struct exp_data *exp_snapshot_load(struct exp *x, const struct store_snapshot *s
     if (!ser_end(&s) || d->seq != sn->seq) {
         snprintf(why, len,
                  "state does not parse as this experiment's (another configuration, policy "
-                 "layout or --history-points)");
+                 "layout or --history-points), or its fields disagree (a damaged state)");
         exp_data_free(d); /* its pending count goes with it */
         return NULL;
     }
