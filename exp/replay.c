@@ -334,23 +334,29 @@ static int try_snapshot(void *arg, const struct store_snapshot *sn)
     return t->d != NULL; /* else the next, older one */
 }
 
+/* New data for x from its latest usable snapshot below seq `before`, or
+ * NULL (why logged, but for "none"). */
+static struct exp_data *snapshot_below(struct exp *x, int64_t before)
+{
+    struct snap_try t = {.x = x};
+    int rc = store_load_snapshots(exp_rt.store, x->rowid, before, try_snapshot, &t);
+    if (t.d == NULL && (rc < 0 || (rc != STORE_OK && rc != 1)))
+        log_warn("experiment %s: reading snapshots: %s", x->id,
+                 rc < 0 ? "out of memory" : store_strerror(rc));
+    return t.d;
+}
+
 /* x's data from its latest usable snapshot and the events after it, or
  * NULL: the caller replays the whole log (why logged, but for "none"). */
 static struct exp_data *replay_from_snapshot(struct exp *x)
 {
-    struct snap_try t = {.x = x};
-    int rc = store_load_snapshots(exp_rt.store, x->rowid, INT64_MAX, try_snapshot, &t);
-    if (t.d == NULL) {
-        if (rc < 0 || (rc != STORE_OK && rc != 1))
-            log_warn("experiment %s: reading snapshots: %s", x->id,
-                     rc < 0 ? "out of memory" : store_strerror(rc));
+    struct exp_data *d = snapshot_below(x, INT64_MAX), *saved = x->d;
+    if (d == NULL)
         return NULL;
-    }
-    struct exp_data *d = t.d, *saved = x->d;
     int64_t from = d->seq;
     x->d = d; /* history_maybe_record reads x->d */
     struct replay r = {.x = x, .d = d, .exact = 1};
-    rc = store_load_events(exp_rt.store, x->rowid, from, replay_event, &r);
+    int rc = store_load_events(exp_rt.store, x->rowid, from, replay_event, &r);
     x->d = saved;
     if (rc != STORE_OK) {
         log_warn("experiment %s: the log after the snapshot at seq %" PRId64 " %s: replaying it "
@@ -384,20 +390,14 @@ static struct exp_data *correct_from_snapshot(struct exp *x, const struct exp_co
         if (before == 0 || extra[i].at < before)
             before = extra[i].at;
     }
-    struct snap_try t = {.x = x};
-    int rc = store_load_snapshots(exp_rt.store, x->rowid, before, try_snapshot, &t);
-    if (t.d == NULL) {
-        if (rc < 0 || (rc != STORE_OK && rc != 1))
-            log_warn("experiment %s: reading snapshots: %s", x->id,
-                     rc < 0 ? "out of memory" : store_strerror(rc));
+    struct exp_data *d = snapshot_below(x, before), *saved = x->d;
+    if (d == NULL)
         return NULL;
-    }
-    struct exp_data *d = t.d, *saved = x->d;
     int64_t from = d->seq;
     /* Every correction logged after `from`: none is before it (each one
      * follows the reward it replaced, which is after `from`). */
     struct corrections cs = {0};
-    rc = collect(x, from, extra, nextra, &cs);
+    int rc = collect(x, from, extra, nextra, &cs);
     if (rc == 0) {
         x->d = d; /* history_maybe_record reads x->d */
         struct replay r = {.x = x, .d = d, .exact = 1, .corr = &cs};

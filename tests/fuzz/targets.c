@@ -255,6 +255,52 @@ static const char *replay_db(void)
     return path;
 }
 
+/* The store of the stored-data targets: one for the process, each input
+ * an experiment of its own, deleted afterwards (opening a store per input
+ * is 30 times slower). */
+static struct store *replay_store(void)
+{
+    char err[256];
+    if (g_replay_store == NULL &&
+        (g_replay_store = store_open(replay_db(), STORE_SYNC_NORMAL, err, sizeof err)) == NULL)
+        abort();
+    return g_replay_store;
+}
+
+/* The end of a stored-data target: the registry loads st as a start does;
+ * experiment id, when served, is read as the status endpoint would and its
+ * engine asked for `assigns` assignments (nothing written); then the
+ * registry is freed, the experiment (rowid) deleted and the registry set
+ * back to parsing only, for the other targets. */
+static void load_read_forget(struct store *st, const char *id, int64_t rowid, int assigns)
+{
+    char err[256];
+    struct exp_limits lim = *exp_limits();
+    exp_registry_init(st, &lim);
+    struct exp *x = NULL;
+    if (exp_registry_load(err, sizeof err) == 0 && (x = exp_get(id)) != NULL) {
+        exp_lock(x);
+        struct engine *e = exp_engine(x);
+        unsigned char high[ENGINE_MAX_ARMS];
+        for (size_t b = 0; b < exp_cfg(x)->n_bandits; b++) {
+            struct engine_bandit_status bs;
+            engine_bandit_status(e, b, high, &bs);
+        }
+        for (int k = 0; k < assigns; k++) {
+            struct engine_pull p;
+            (void)engine_assign(e, k % 3 - 1, &p);
+        }
+        (void)exp_pending_count(x);
+        exp_unlock(x);
+        exp_put(x);
+    }
+    exp_registry_free();
+    struct store_op del = {.kind = STORE_OP_EXP_DELETE, .exp = rowid};
+    if (store_write_sync(st, &del, 1) != STORE_OK)
+        abort();
+    exp_registry_init(NULL, &lim);
+}
+
 /* The input as event rows (REPLAY_EVENT_BYTES each: kind, bandit, arm,
  * flags, value, ref, seq step, state text, unit, expiry) of one experiment
  * (the fixture: two bandits of three arms, rewards in [-1, 5]), written
@@ -263,13 +309,7 @@ static const char *replay_db(void)
 int fuzz_replay(const uint8_t *data, size_t size)
 {
     init_once();
-    char err[256];
-    /* one store for the process: each input is an experiment of its own,
-     * deleted afterwards (opening a store per input is 30 times slower) */
-    if (g_replay_store == NULL &&
-        (g_replay_store = store_open(replay_db(), STORE_SYNC_NORMAL, err, sizeof err)) == NULL)
-        abort();
-    struct store *st = g_replay_store;
+    struct store *st = replay_store();
     int64_t rowid = 0;
     char *config = json_dumps(g_cfg.json, JSON_COMPACT | JSON_SORT_KEYS);
     struct store_op op = {.kind = STORE_OP_EXP_CREATE,
@@ -309,28 +349,7 @@ int fuzz_replay(const uint8_t *data, size_t size)
     if (nev > 0 && store_write_sync(st, evs, nev) != STORE_OK)
         for (size_t i = 0; i < nev; i++)
             (void)store_write_sync(st, &evs[i], 1);
-    struct exp_limits lim = *exp_limits();
-    exp_registry_init(st, &lim);
-    if (exp_registry_load(err, sizeof err) == 0) {
-        struct exp *x = exp_get("fz");
-        if (x != NULL) {
-            exp_lock(x);
-            struct engine *e = exp_engine(x);
-            unsigned char high[ENGINE_MAX_ARMS];
-            for (size_t bd = 0; bd < exp_cfg(x)->n_bandits; bd++) {
-                struct engine_bandit_status bs;
-                engine_bandit_status(e, bd, high, &bs);
-            }
-            (void)exp_pending_count(x);
-            exp_unlock(x);
-            exp_put(x);
-        }
-    }
-    exp_registry_free();
-    struct store_op del = {.kind = STORE_OP_EXP_DELETE, .exp = rowid};
-    if (store_write_sync(st, &del, 1) != STORE_OK)
-        abort();
-    exp_registry_init(NULL, &lim); /* back to parsing only, for the other targets */
+    load_read_forget(st, "fz", rowid, 0);
     return 0;
 }
 
@@ -445,11 +464,7 @@ static void snap_make(struct store *st)
 int fuzz_snapshot(const uint8_t *data, size_t size)
 {
     init_once();
-    char err[256];
-    if (g_replay_store == NULL &&
-        (g_replay_store = store_open(replay_db(), STORE_SYNC_NORMAL, err, sizeof err)) == NULL)
-        abort();
-    struct store *st = g_replay_store;
+    struct store *st = replay_store();
     if (!g_snap.ready)
         snap_make(st);
     struct exp_limits lim = *exp_limits();
@@ -487,28 +502,7 @@ int fuzz_snapshot(const uint8_t *data, size_t size)
         abort();
     free(state);
 
-    exp_registry_init(st, &lim);
-    if (exp_registry_load(err, sizeof err) == 0 && (x = exp_get("fs")) != NULL) {
-        exp_lock(x);
-        struct engine *e = exp_engine(x);
-        unsigned char high[ENGINE_MAX_ARMS];
-        for (size_t b = 0; b < exp_cfg(x)->n_bandits; b++) {
-            struct engine_bandit_status bs;
-            engine_bandit_status(e, b, high, &bs);
-        }
-        for (int k = 0; k < 4; k++) {
-            struct engine_pull p;
-            (void)engine_assign(e, k % 3 - 1, &p);
-        }
-        (void)exp_pending_count(x);
-        exp_unlock(x);
-        exp_put(x);
-    }
-    exp_registry_free();
-    struct store_op del = {.kind = STORE_OP_EXP_DELETE, .exp = rowid};
-    if (store_write_sync(st, &del, 1) != STORE_OK)
-        abort();
-    exp_registry_init(NULL, &lim); /* back to parsing only, for the other targets */
+    load_read_forget(st, "fs", rowid, 4);
     return 0;
 }
 

@@ -152,9 +152,10 @@ static void step(struct side *s, int t, struct trng *g)
     }
 }
 
-static void test_restart_from_snapshot(void **state)
+/* Two daemons on SQLite with experiment x each: one writing a snapshot
+ * every 25 events, the witness with --no-snapshots. */
+static struct side *two_sides(void)
 {
-    (void)state;
     static const char *const snap_flags[] = {"--snapshot-every", "25", NULL};
     static const char *const witness_flags[] = {"--no-snapshots", NULL};
     struct side *s = calloc(2, sizeof *s);
@@ -165,6 +166,13 @@ static void test_restart_from_snapshot(void **state)
     assert_non_null(s[1].d);
     for (int k = 0; k < 2; k++)
         json_decref(texp_create(s[k].d, CREATE));
+    return s;
+}
+
+static void test_restart_from_snapshot(void **state)
+{
+    (void)state;
+    struct side *s = two_sides();
     struct trng g;
     trng_seed(&g, 14);
     for (int t = 0; t < STEPS; t++) {
@@ -307,16 +315,7 @@ static int log_count(struct tdaemon *d, const char *what)
 static void test_bad_snapshot_state(void **state)
 {
     (void)state;
-    static const char *const snap_flags[] = {"--snapshot-every", "25", NULL};
-    static const char *const witness_flags[] = {"--no-snapshots", NULL};
-    struct side *s = calloc(2, sizeof *s);
-    assert_non_null(s);
-    s[0].d = tdaemon_start(snap_flags);
-    s[1].d = tdaemon_start(witness_flags);
-    assert_non_null(s[0].d);
-    assert_non_null(s[1].d);
-    for (int k = 0; k < 2; k++)
-        json_decref(texp_create(s[k].d, CREATE));
+    struct side *s = two_sides();
     struct trng g;
     trng_seed(&g, 16);
     int t = 0;
