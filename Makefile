@@ -464,10 +464,13 @@ bench: bench-deps
 	./$(BUILD)/bench/load cluster --daemon $(BUILD)/banditd --conns 64 \
 		--duration $(BENCH_DURATION) --out $(BUILD)/bench/cluster.md
 	./$(BUILD)/bench/snapload --events $(BENCH_SNAP_EVENTS) --out $(BUILD)/bench/snapload.md
+	./$(BUILD)/bench/load pending --daemon $(BUILD)/banditd --duration $(BENCH_DURATION) \
+		--out $(BUILD)/bench/pending.md
 	@{ echo "# Benchmark results"; echo; echo "Written by \`make bench\` on $$(uname -n)."; echo; \
 	  cat $(BUILD)/bench/load.md $(BUILD)/bench/memory.md $(BUILD)/bench/log.md \
 	  $(BUILD)/bench/metrics.md $(BUILD)/bench/blocks.md $(BUILD)/bench/pg.md \
-	  $(BUILD)/bench/cluster.md $(BUILD)/bench/snapload.md $(BUILD)/bench/policies.md; } \
+	  $(BUILD)/bench/cluster.md $(BUILD)/bench/snapload.md $(BUILD)/bench/pending.md \
+	  $(BUILD)/bench/policies.md; } \
 	  > bench/results.md
 	@echo "written bench/results.md"
 

@@ -11,6 +11,7 @@
  *                               assignment blocks of 1, 10 and 100
  *   load pg [options]           PostgreSQL against SQLite in the same run
  *   load cluster [options]      1, 2 and 3 daemons on one PostgreSQL
+ *   load pending [options]      assignments/s with ~3·10⁵ pending against ~0
  *
  * throughput: starts the bare libmicrohttpd + jansson server (bench/bare.c,
  * the stack's ceiling) and banditd on a fresh database, both on free ports
@@ -75,6 +76,15 @@
  * over them, one wrk per daemon, all at once; the sum of their req/s and
  * the largest p99 (assignments, then rewards), medians over --pairs runs.
  *
+ * pending: a request's cost must not grow with the experiment's pending
+ * assignments. Eight libcurl connections cycle (assignments count=100,
+ * then a rewards batch for the oldest 100 once a connection holds more
+ * than its share of --pending P, 300000): one experiment is filled to P
+ * pending, then --pairs runs of --duration s alternate between it and a
+ * fresh experiment rewarding at once (~0 pending): the same request mix.
+ * Assignments/s, p99 and the largest latency of each; the median of the
+ * per-pair ratios (target ≥ 0.5).
+ *
  * Options: --daemon PATH (build/banditd) --bare PATH (build/bench/bare)
  * --scripts DIR (bench) --out FILE --duration S (3, per run) --pairs P (3)
  * --conns 16,64,256
@@ -116,6 +126,7 @@ struct opts {
     unsigned conns[MAX_CONNS];
     size_t nconns;
     size_t experiments, assignments;
+    size_t pending;      /* pending: the experiment's pending assignments */
     int sync_normal_too; /* also assignments, rewards, observations with --sync normal at 64 */
     unsigned pairs;      /* (ceiling, daemon) run pairs per row */
     size_t log_events, log_small, log_batch; /* log: events in big and small, batch */
@@ -1674,6 +1685,343 @@ out:
     return finish_run(rc, c, dir);
 }
 
+/* --- pending: a request's cost against the pending assignments ----------------------- */
+
+#define PEND_THREADS 8 /* client connections */
+#define PEND_BLOCK 100 /* assignments per request (count), rewards per batch */
+
+/* One client connection's cycles: an assignments request of PEND_BLOCK,
+ * their ids queued, and once more than `lag` wait, a rewards batch for the
+ * oldest PEND_BLOCK. The queue is kept between runs (the fill leaves it
+ * full), so the experiment's pending assignments stay at the fill's level
+ * while the timed runs go on. */
+struct cycler {
+    unsigned port;
+    const char *id;
+    size_t lag;            /* ids this connection keeps unrewarded */
+    double secs;           /* run for this long; 0: until lag ids wait (the fill) */
+    pthread_barrier_t *go; /* every connection starts its run at once */
+    char **q;              /* ring of ids awaiting their reward (owned) */
+    size_t qhead, qn, qcap;
+    long cycles, value; /* cycles of the last run; rewards alternate 0 and 1 */
+    double *lat;        /* the last run's assignment latencies, seconds (owned) */
+    size_t nlat, caplat;
+    int failed;
+};
+
+static int cyc_push(struct cycler *y, const char *id)
+{
+    if (y->qn == y->qcap) {
+        size_t ncap = y->qcap ? y->qcap * 2 : 1024;
+        char **n = malloc(ncap * sizeof *n);
+        if (n == NULL)
+            return -1;
+        for (size_t i = 0; i < y->qn; i++)
+            n[i] = y->q[(y->qhead + i) % y->qcap];
+        free(y->q);
+        y->q = n;
+        y->qcap = ncap;
+        y->qhead = 0;
+    }
+    char *copy = strdup(id);
+    if (copy == NULL)
+        return -1;
+    y->q[(y->qhead + y->qn++) % y->qcap] = copy;
+    return 0;
+}
+
+/* One cycle on c: 0, or −1 (said why). */
+static int cyc_step(struct cycler *y, CURL *c)
+{
+    char path[128], rpath[128], body[64];
+    snprintf(path, sizeof path, "/v1/experiments/%s/assignments", y->id);
+    snprintf(rpath, sizeof rpath, "/v1/experiments/%s/rewards", y->id);
+    snprintf(body, sizeof body, "{\"count\":%d}", PEND_BLOCK);
+    json_t *got = NULL;
+    double t0 = now_s();
+    long st = http(c, y->port, "POST", path, body, &got);
+    double dt = now_s() - t0;
+    json_t *list = json_object_get(got, "assignments");
+    size_t i;
+    json_t *a;
+    int rc = -1;
+    if (st != 201 || json_array_size(list) != PEND_BLOCK) {
+        fprintf(stderr, "load: pending: assignments on %s: HTTP %ld\n", y->id, st);
+        goto out;
+    }
+    if (y->secs > 0) {
+        if (y->nlat == y->caplat) {
+            size_t ncap = y->caplat ? y->caplat * 2 : 1024;
+            double *n = realloc(y->lat, ncap * sizeof *n);
+            if (n == NULL)
+                goto out;
+            y->lat = n;
+            y->caplat = ncap;
+        }
+        y->lat[y->nlat++] = dt;
+    }
+    json_array_foreach(list, i, a)
+    {
+        if (cyc_push(y, json_string_value(json_object_get(a, "id"))) != 0)
+            goto out;
+    }
+    if (y->qn > y->lag) {
+        json_t *rewards = json_array();
+        for (int k = 0; k < PEND_BLOCK && y->qn > 0; k++) {
+            char *id = y->q[y->qhead];
+            y->qhead = (y->qhead + 1) % y->qcap;
+            y->qn--;
+            json_array_append_new(rewards, json_pack("{s:s,s:i}", "assignment_id", id, "reward",
+                                                     (int)(y->value++ % 2)));
+            free(id);
+        }
+        json_t *rb = json_pack("{s:o}", "rewards", rewards);
+        char *text = json_dumps(rb, JSON_COMPACT);
+        json_decref(rb);
+        long sr = text != NULL ? http(c, y->port, "POST", rpath, text, NULL) : 0;
+        free(text);
+        if (sr != 200) {
+            fprintf(stderr, "load: pending: rewards on %s: HTTP %ld\n", y->id, sr);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    json_decref(got);
+    return rc;
+}
+
+static void *cyc_main(void *arg)
+{
+    struct cycler *y = arg;
+    CURL *c = curl_easy_init();
+    y->cycles = 0;
+    y->nlat = 0;
+    pthread_barrier_wait(y->go);
+    if (c == NULL) {
+        y->failed = 1;
+        return NULL;
+    }
+    double t0 = now_s();
+    while (!y->failed && (y->secs > 0 ? now_s() - t0 < y->secs : y->qn < y->lag)) {
+        if (cyc_step(y, c) != 0)
+            y->failed = 1;
+        y->cycles++;
+    }
+    curl_easy_cleanup(c);
+    return NULL;
+}
+
+static void cyc_free(struct cycler *y)
+{
+    for (size_t i = 0; i < y->qn; i++)
+        free(y->q[(y->qhead + i) % y->qcap]);
+    free(y->q);
+    free(y->lat);
+}
+
+struct pend_run {
+    double aps;             /* assignments per second, every connection */
+    double p50, p99, worst; /* the assignments requests' latency, ms */
+    long long pending;      /* the experiment's pending assignments after the run */
+};
+
+/* The experiment's pending assignments (GET status), or −1. */
+static long long pending_now(CURL *c, unsigned port, const char *id)
+{
+    char path[128];
+    json_t *st = NULL;
+    snprintf(path, sizeof path, "/v1/experiments/%s/status", id);
+    long code = http(c, port, "GET", path, NULL, &st);
+    json_t *p = json_object_get(st, "pending");
+    long long n = code == 200 && json_is_integer(p) ? (long long)json_integer_value(p) : -1;
+    json_decref(st);
+    return n;
+}
+
+/* One run of the PEND_THREADS connections y[] (secs 0: the fill). 0 or −1. */
+static int pend_run(struct cycler *y, double secs, CURL *c, struct pend_run *out)
+{
+    pthread_barrier_t go;
+    pthread_t t[PEND_THREADS];
+    int started = 0, failed = 0;
+    pthread_barrier_init(&go, NULL, PEND_THREADS + 1);
+    for (; started < PEND_THREADS; started++) {
+        y[started].secs = secs;
+        y[started].go = &go;
+        if (pthread_create(&t[started], NULL, cyc_main, &y[started]) != 0)
+            break;
+    }
+    if (started < PEND_THREADS) {
+        /* the barrier cannot be passed: nothing was sent */
+        fprintf(stderr, "load: pthread_create failed\n");
+        exit(1);
+    }
+    double t0 = now_s();
+    pthread_barrier_wait(&go);
+    long cycles = 0;
+    size_t nlat = 0;
+    for (int i = 0; i < started; i++) {
+        pthread_join(t[i], NULL);
+        failed |= y[i].failed;
+        cycles += y[i].cycles;
+        nlat += y[i].nlat;
+    }
+    double wall = now_s() - t0;
+    pthread_barrier_destroy(&go);
+    if (failed || out == NULL)
+        return failed ? -1 : 0;
+    double *all = malloc((nlat ? nlat : 1) * sizeof *all);
+    if (all == NULL)
+        return -1;
+    size_t k = 0;
+    for (int i = 0; i < started; i++)
+        for (size_t j = 0; j < y[i].nlat; j++)
+            all[k++] = y[i].lat[j] * 1e3;
+    qsort(all, k, sizeof *all, cmp_d);
+    out->aps = (double)cycles * PEND_BLOCK / wall;
+    out->p50 = k ? all[k / 2] : 0;
+    out->p99 = k ? all[(k * 99) / 100] : 0;
+    out->worst = k ? all[k - 1] : 0;
+    out->pending = pending_now(c, y[0].port, y[0].id);
+    free(all);
+    return 0;
+}
+
+/* The create body of experiment id. stop_rule none: equal means for a long
+ * time must not end a run in a stop (assignments would then be
+ * exploitations, never pending). */
+static void pend_body(char *body, size_t len, const char *id)
+{
+    snprintf(body, len,
+             "{\"id\":\"%s\",\"policy\":{\"name\":\"adapt\"},\"arms\":[\"a\",\"b\",\"c\"],"
+             "\"seed\":1,\"stop_rule\":\"none\",\"assignment_ttl_s\":86400}",
+             id);
+}
+
+static int pending_mode(const struct opts *o)
+{
+    char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], log[256], thr[16], load0[64], load1[64];
+    struct proc d = {0};
+    struct cycler big[PEND_THREADS], zero[PEND_THREADS];
+    struct pend_run rb[MAX_PAIRS], rz[MAX_PAIRS];
+    int rc = 1;
+    CURL *c = curl_easy_init();
+    memset(big, 0, sizeof big);
+    memset(zero, 0, sizeof zero);
+    if (c == NULL || mkdtemp(dir) == NULL) {
+        fprintf(stderr, "load: setup failed\n");
+        return 1;
+    }
+    snprintf(db, sizeof db, "%s/pending.db", dir);
+    snprintf(log, sizeof log, "%s/banditd.log", dir);
+    snprintf(thr, sizeof thr, "%u", o->threads);
+    char *argv[] = {mut(o->daemon),
+                    mut("--listen"),
+                    mut("127.0.0.1:0"),
+                    mut("--db"),
+                    db,
+                    mut("--threads"),
+                    thr,
+                    mut("--sync"),
+                    mut(o->sync),
+                    mut("--max-pending"),
+                    mut("100000000"),
+                    mut("--max-connections-per-ip"),
+                    mut("0"),
+                    NULL};
+    loadavg(load0, sizeof load0);
+    if (proc_start(&d, argv, log) != 0)
+        goto out;
+    char body[256];
+    pend_body(body, sizeof body, "big");
+    if (http(c, d.port, "POST", "/v1/experiments", body, NULL) != 201) {
+        fprintf(stderr, "load: pending: creating the experiment failed\n");
+        goto out;
+    }
+    for (int i = 0; i < PEND_THREADS; i++) {
+        big[i] = (struct cycler){.port = d.port, .id = "big", .lag = o->pending / PEND_THREADS};
+        zero[i] = (struct cycler){.port = d.port, .lag = 0};
+    }
+    double f0 = now_s();
+    if (pend_run(big, 0, c, NULL) != 0)
+        goto out;
+    double fill_s = now_s() - f0;
+    long long filled = pending_now(c, d.port, "big");
+    fprintf(stderr, "load: pending: %lld pending in %.1f s\n", filled, fill_s);
+    char ids[MAX_PAIRS][32];
+    for (unsigned p = 0; p < o->pairs; p++) {
+        /* a fresh experiment each pair: ~0 pending in every run of it */
+        snprintf(ids[p], sizeof ids[p], "zero-%u", p);
+        pend_body(body, sizeof body, ids[p]);
+        if (http(c, d.port, "POST", "/v1/experiments", body, NULL) != 201)
+            goto out;
+        for (int i = 0; i < PEND_THREADS; i++)
+            zero[i].id = ids[p];
+        /* zero first in even pairs, big first in odd ones: a neighbour's
+         * load falls on both alike */
+        int first_zero = p % 2 == 0;
+        if (pend_run(first_zero ? zero : big, o->duration, c, first_zero ? &rz[p] : &rb[p]) != 0 ||
+            pend_run(first_zero ? big : zero, o->duration, c, first_zero ? &rb[p] : &rz[p]) != 0)
+            goto out;
+        fprintf(stderr, "load: pending: pair %u: %.0f/s at %lld pending, %.0f/s at %lld\n", p,
+                rb[p].aps, rb[p].pending, rz[p].aps, rz[p].pending);
+    }
+    loadavg(load1, sizeof load1);
+    double ratio[MAX_PAIRS], ab[MAX_PAIRS], az[MAX_PAIRS], wb = 0, wz = 0, pb[MAX_PAIRS],
+                                                           pz[MAX_PAIRS];
+    long long lo = filled, hi = filled, zmax = 0;
+    for (unsigned p = 0; p < o->pairs; p++) {
+        ratio[p] = rz[p].aps > 0 ? rb[p].aps / rz[p].aps : 0;
+        ab[p] = rb[p].aps;
+        az[p] = rz[p].aps;
+        pb[p] = rb[p].p99;
+        pz[p] = rz[p].p99;
+        wb = rb[p].worst > wb ? rb[p].worst : wb;
+        wz = rz[p].worst > wz ? rz[p].worst : wz;
+        lo = rb[p].pending < lo ? rb[p].pending : lo;
+        hi = rb[p].pending > hi ? rb[p].pending : hi;
+        zmax = rz[p].pending > zmax ? rz[p].pending : zmax;
+    }
+    double r = med(ratio, o->pairs);
+    FILE *f = NULL;
+    if (o->out != NULL && (f = fopen(o->out, "w")) == NULL) {
+        perror(o->out);
+        goto out;
+    }
+    emit(f, "## Pending assignments: a request's cost against them (bench/load pending)\n\n");
+    emit(f,
+         "banditd --sync %s, %u HTTP threads; load average before %s, after %s. %d client "
+         "connections (libcurl, kept alive), each cycling: an assignments request of count=%d, "
+         "then a rewards batch of %d for the oldest it holds once it holds more than its share "
+         "of the pending target. One experiment filled to %lld pending (%.1f s, no rewards), "
+         "then %u pairs of %u s runs (alternating which goes first): that experiment (%lld to "
+         "%lld pending after its runs) against a fresh one rewarding at once (at most %lld "
+         "pending). Same request mix on both sides.\n\n",
+         o->sync, o->threads, load0, load1, PEND_THREADS, PEND_BLOCK, PEND_BLOCK, filled, fill_s,
+         o->pairs, o->duration, lo, hi, zmax);
+    emit(f, "| experiment | assignments/s (median) | p99 ms (median) | largest ms |\n");
+    emit(f, "| --- | ---: | ---: | ---: |\n");
+    emit(f, "| ~%lld pending | %.0f | %.1f | %.1f |\n", filled, med(ab, o->pairs),
+         med(pb, o->pairs), wb);
+    emit(f, "| ~0 pending | %.0f | %.1f | %.1f |\n\n", med(az, o->pairs), med(pz, o->pairs), wz);
+    emit(f, "Ratio (median of the per-pair ratios): **%.2f** (target ≥ 0.5: %s).\n\n", r,
+         r >= 0.5 ? "met" : "MISSED");
+    if (f != NULL && fclose(f) != 0) {
+        perror(o->out);
+        goto out;
+    }
+    rc = 0;
+out:
+    for (int i = 0; i < PEND_THREADS; i++) {
+        cyc_free(&big[i]);
+        cyc_free(&zero[i]);
+    }
+    if (stop_checked(&d, "banditd", log) != 0)
+        rc = 1;
+    return finish_run(rc, c, dir);
+}
+
 /* --- pg: PostgreSQL against SQLite, and daemons sharing one PostgreSQL ---------------- */
 
 /* The writer's figures from /metrics (store.h's store_stats). */
@@ -2032,6 +2380,7 @@ int main(int argc, char **argv)
                      .duration = 3,
                      .experiments = 1000,
                      .assignments = 100000,
+                     .pending = 300000,
                      .sync_normal_too = 1,
                      .pairs = 3,
                      .log_events = 1000000,
@@ -2045,8 +2394,9 @@ int main(int argc, char **argv)
     if (argc < 2 || (strcmp(argv[1], "throughput") != 0 && strcmp(argv[1], "memory") != 0 &&
                      strcmp(argv[1], "log") != 0 && strcmp(argv[1], "metrics") != 0 &&
                      strcmp(argv[1], "blocks") != 0 && strcmp(argv[1], "pg") != 0 &&
-                     strcmp(argv[1], "cluster") != 0)) {
-        fprintf(stderr, "usage: load throughput|memory|log|metrics|blocks|pg|cluster [options] "
+                     strcmp(argv[1], "cluster") != 0 && strcmp(argv[1], "pending") != 0)) {
+        fprintf(stderr, "usage: load throughput|memory|log|metrics|blocks|pg|cluster|pending "
+                        "[options] "
                         "(see bench/load.c)\n");
         return 2;
     }
@@ -2078,6 +2428,8 @@ int main(int argc, char **argv)
             o.experiments_given = 1;
         } else if (strcmp(a, "--metrics-cap") == 0)
             o.metrics_cap = strtol(v, NULL, 10);
+        else if (strcmp(a, "--pending") == 0)
+            o.pending = strtoul(v, NULL, 10);
         else if (strcmp(a, "--assignments") == 0)
             o.assignments = strtoul(v, NULL, 10);
         else if (strcmp(a, "--normal-too") == 0)
@@ -2121,6 +2473,7 @@ int main(int argc, char **argv)
              : strcmp(argv[1], "blocks") == 0   ? blocks_mode(&o)
              : strcmp(argv[1], "pg") == 0       ? pg_mode(&o)
              : strcmp(argv[1], "cluster") == 0  ? cluster_mode(&o)
+             : strcmp(argv[1], "pending") == 0  ? pending_mode(&o)
                                                 : log_mode(&o);
     curl_global_cleanup();
     return rc;

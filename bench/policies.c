@@ -3,6 +3,7 @@
  * policy (policy_all(): whatever policies/list.h holds when it is built).
  *
  *   policies [--out FILE] [--ms MS] [--only NAME,...] [--k K,...] [--checks-only] [--cpu]
+ *            [--bound anytime|fixed]
  *
  * For K = 10, 100 and 1000 arms (--k: others; --only: those policies) (one bandit, m = 1, Bernoulli
  * arms with means spread evenly over [0.45, 0.55], so that no policy stops quickly):
@@ -28,6 +29,10 @@
  * heuristic GLR and δᶜ; eb-tc's own proven GLR) at δ = 0.1, on issue 11's K = 10 instance and a
  * K = 100 one; ns per reward = (the run's CPU time under the rule − its
  * CPU time under "none" for the same pulls and rewards) / pulls.
+ *
+ * --bound fixed: every engine and simulation with the papers' fixed-n
+ * bounds (`bound: "fixed"`) instead of the anytime ones; only the policies
+ * and rules built on δᶜ (adapt, delta_c) differ.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -51,6 +56,9 @@
  * 20 ns per select over a burst). */
 static int use_cpu_clock;
 static double cpu_s(void);
+
+/* --bound: the bound family of every engine and simulation. */
+static enum stats_bound bench_bound = STATS_BOUND_ANYTIME;
 
 static double now_s(void)
 {
@@ -230,6 +238,8 @@ static void checks_table(FILE *f)
     }
     emit(f, "\n");
     emit(f, "## select() over whole runs (bench/policies)\n\n");
+    if (bench_bound == STATS_BOUND_FIXED)
+        emit(f, "With the fixed-n bounds (--bound fixed). ");
     emit(f, "The same instances, each policy with its default stop at δ = 0.1 (3 runs at K = 4 "
             "and 10, 1 at K = 100): ns per engine_assign averaged over every pull of the runs, "
             "each call in this thread's CPU time less the clock's cost.\n\n");
@@ -257,7 +267,7 @@ static void config_for(const struct policy_ops *p, const size_t *k, struct engin
     c->delta = 0.05;
     c->epsilon = (p->flags & POLICY_F_NEEDS_EPSILON) ? 0.1 : 0.0;
     c->budget = (p->flags & POLICY_F_FIXED_BUDGET) ? 1000000000000ULL : 0;
-    c->bound = STATS_BOUND_ANYTIME;
+    c->bound = bench_bound;
     c->stop_rule = ENGINE_RULE_DEFAULT;
     c->tau = NAN;
     c->target_arm = (p->flags & POLICY_F_NEEDS_TARGET) ? 0 : -1;
@@ -402,7 +412,7 @@ static double sim_pulls_s(const struct policy_ops *p, size_t k, const double *mu
     prob.reward_max = 1;
     prob.target_arm = (p->flags & POLICY_F_NEEDS_TARGET) ? 0 : -1;
     prob.tau = NAN;
-    prob.bound = STATS_BOUND_ANYTIME;
+    prob.bound = bench_bound;
     prob.control = -1;
     if (p->flags & POLICY_F_CONTROL) {
         prob.goal = ENGINE_GOAL_CONTROL;
@@ -476,7 +486,15 @@ int main(int argc, char **argv)
             checks_only = 1;
         else if (strcmp(argv[i], "--cpu") == 0)
             use_cpu_clock = 1;
-        else if (strcmp(argv[i], "--k") == 0 && i + 1 < argc) {
+        else if (strcmp(argv[i], "--bound") == 0 && i + 1 < argc) {
+            const char *b = argv[++i];
+            if (strcmp(b, "fixed") == 0)
+                bench_bound = STATS_BOUND_FIXED;
+            else if (strcmp(b, "anytime") != 0) {
+                fprintf(stderr, "policies: --bound: anytime or fixed\n");
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--k") == 0 && i + 1 < argc) {
             char *p = argv[++i];
             for (nk = 0; nk < MAX_KS && *p != '\0'; nk++) {
                 char *end;
@@ -490,7 +508,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: policies [--out FILE] [--ms MS] [--only NAME,...] [--k K,...] "
-                            "[--checks-only] [--cpu]\n");
+                            "[--checks-only] [--cpu] [--bound anytime|fixed]\n");
             return 2;
         }
     }
@@ -512,6 +530,8 @@ int main(int argc, char **argv)
          "(bursts of 16, rewards untimed%s); pulls/s: assign + reward on one thread",
          load[0], load[1], load[2], use_cpu_clock ? "; this thread's CPU time" : "");
     emit(f, "; sim pulls/s: sim_run, budget 20·K (less for slow policies), all threads");
+    if (bench_bound == STATS_BOUND_FIXED)
+        emit(f, "; the fixed-n bounds (--bound fixed)");
     emit(f, ". Median of %d timings of %.0f ms.\n\n", REPEATS, ms);
     emit(f, "| policy |");
     for (int part = 0; part < 3; part++)

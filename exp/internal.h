@@ -47,7 +47,9 @@ struct exp_data {
     /* sticky units of uncommitted assignments: open addressing, value = seq */
     int64_t *utab;
     size_t utab_cap, utab_n;
-    /* pending seqs in creation order (= expiry order: one TTL per experiment) */
+    /* pending seqs in creation order (= expiry order: one TTL per experiment),
+     * with answered ones not yet dropped: at most 2·pending + EXP_FIFO_SLACK
+     * after a push (table.c) */
     int64_t *fifo;
     size_t fhead, flen, fcap;
     size_t pending;
@@ -161,6 +163,11 @@ void exp_utab_insert(struct exp_data *d, int64_t seq, const char *unit);
 /* Remove the unit's entry if it is still seq's. */
 void exp_utab_remove(struct exp_data *d, const char *unit, int64_t seq);
 
+/* Answered seqs the FIFO may hold beyond as many as are pending before a
+ * reserve compacts it (table.c). */
+#define EXP_FIFO_SLACK 64
+/* Make room for one more seq (0, or −1 out of memory); may first drop the
+ * seqs no longer pending (order kept). */
 int exp_fifo_reserve(struct exp_data *d);
 int exp_fifo_push(struct exp_data *d, int64_t seq);
 
@@ -248,7 +255,8 @@ const struct store_snapshot *exp_snapshot_row(const struct exp_snapshot *sn);
  * caller's. For data that is the disk's (a load's), never for live data
  * (exp_snapshot_attach). */
 int exp_snapshot_submit(struct exp_snapshot *sn, store_done_fn done);
-/* Whether d has gone --snapshot-every events past its latest snapshot. */
+/* Whether d has gone --snapshot-every events past its latest snapshot, and
+ * at least half as many as its FIFO holds (a snapshot's cost is in those). */
 int exp_snapshot_due(const struct exp *x, const struct exp_data *d);
 /* Before b is queued (exp_submit, after its events were sealed): when x is
  * due (force: when an event came since its latest snapshot), append a snapshot of x's data to b

@@ -3,7 +3,8 @@
  * assignments it still tracks (open addressing on seq, linear probing,
  * backward-shift deletion), the sticky units whose assignment is not
  * committed yet (keyed by unit, valued by seq), and the FIFO of pending
- * seqs in expiry order; and the data a reload replaces as a whole.
+ * seqs in expiry order (compacted as answers accumulate in it); and the
+ * data a reload replaces as a whole.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,9 +164,32 @@ void exp_utab_remove(struct exp_data *d, const char *unit, int64_t seq)
     }
 }
 
+/* Drop the seqs no longer pending from the FIFO, keeping the order. An
+ * answered assignment leaves its seq behind until it reaches the head, and
+ * one old assignment still pending holds back every later one: without
+ * this the FIFO, and every snapshot's walk of it, would grow with the
+ * assignments of a whole TTL rather than with the pending ones. */
+static void fifo_compact(struct exp_data *d)
+{
+    size_t w = 0;
+    for (size_t r = 0; r < d->flen; r++) {
+        int64_t seq = d->fifo[(d->fhead + r) % d->fcap];
+        const struct exp_assignment *a = exp_tab_find(d, seq);
+        if (a != NULL && a->status == EXP_A_PENDING)
+            d->fifo[(d->fhead + w++) % d->fcap] = seq;
+    }
+    d->flen = w;
+}
+
 /* Make room for one more pending seq. */
 int exp_fifo_reserve(struct exp_data *d)
 {
+    /* Compacted once the answered seqs outnumber the pending ones (every
+     * pending assignment has its seq here): a walk of flen entries then
+     * drops at least flen/2 of them, so its cost per answer is bounded,
+     * and flen ≤ 2·pending + EXP_FIFO_SLACK after every push. */
+    if (d->flen >= 2 * d->pending + EXP_FIFO_SLACK)
+        fifo_compact(d);
     if (d->flen < d->fcap)
         return 0;
     size_t ncap = d->fcap ? d->fcap * 2 : 64;

@@ -163,13 +163,15 @@ double stats_delta_c_ws(const struct stats_arm *arms, size_t k, const unsigned c
 
 /* The cutoff tracked from one call to the next (ADAPT's select()): *cut
  * is where the previous call on the same workspace left it (NaN: none).
- * When it can be trusted (anytime bounds, every δᶜ_i below 1 there,
- * ln(1 − δᶜ) concave) per_arm (not NULL) receives each δᶜ_i at *cut, to
- * rounding, and *cut moves one Newton step on ln(1 − δᶜ(c)) for the next
- * call: returns 1, after one pass over the arms. Where δᶜ is 1 at every
- * cutoff of I (some arm's bound vacuous at each: known from each arm's
- * vacuous width, cached), per_arm is taken at ĉ, the full search's answer
- * there, and *cut = ĉ: returns 2. Otherwise stats_delta_c_ws's full search
+ * When it can be trusted (every δᶜ_i below 1 there, ln(1 − δᶜ) concave)
+ * per_arm (not NULL) receives each δᶜ_i at *cut (to rounding with the
+ * anytime bounds, bit for bit with the fixed-n ones), and *cut moves one
+ * Newton step on ln(1 − δᶜ(c)) for the next call: returns 1, after one
+ * pass over the arms. Where δᶜ is 1 at every cutoff of I (some arm's bound
+ * vacuous at each: known from each arm's vacuous width, cached; with the
+ * fixed-n bounds only an arm without rewards is), per_arm is taken at ĉ,
+ * the full search's answer there, and *cut = ĉ: returns 2. Otherwise
+ * stats_delta_c_ws's full search
  * (c* into *cut, per_arm there): returns 0. Near a minimum the cutoff used
  * lags the minimiser by the change one call makes; unit tests: δᶜ within
  * 10⁻⁶ relative of the full search's after a few calls. */
@@ -303,18 +305,20 @@ int stats_glr_stop_best_memo(const struct stats_arm *arms, size_t k, size_t best
                              struct stats_glr_memo *memo);
 
 /* --- literature thresholds (stats_kk.c) ------------------------------------
- * Kaufmann & Koolen (2021, JMLR 22(246), "Mixture martingales revisited"):
- * for a pair, P(∃t: N_i kl(μ̂_i, μ_i) + N_j kl(μ̂_j, μ_j) − 3 ln(1 + ln N_i)
+ * Kaufmann & Koolen (2021, JMLR 22(246), "Mixture martingales revisited";
+ * Theorem 14 of arXiv 1811.11419v1, where 𝒞_exp is called 𝒯): for a pair,
+ * P(∃t: N_i kl(μ̂_i, μ_i) + N_j kl(μ̂_j, μ_j) − 3 ln(1 + ln N_i)
  * − 3 ln(1 + ln N_j) > 2𝒞_exp(x/2)) ≤ e^{−x}. No stop rule uses it: it is
  * the literature's proven threshold our own is compared with
- * (docs/stop-rules.md, "Literature thresholds"). */
+ * (docs/stop-rules.md, "Literature thresholds", which says where the
+ * statement was checked). */
 
 /* The lower branch W_{−1}(x) of the Lambert W function, x ∈ [−1/e, 0): the
  * root w ≤ −1 of w e^w = x, to a few ulps. NAN outside the domain. */
 double stats_lambert_wm1(double x);
 /* 𝒞_exp(x) = 2 h̃_{3/2}((h⁻¹(1 + x) + ln(2ζ(2)))/2), h(u) = u − ln u
  * (u ≥ 1), h̃_z(y) = e^{1/h⁻¹(y)} h⁻¹(y) for y ≥ h⁻¹(1/ln z), z(y − ln ln z)
- * below; x ≥ 0 (NAN otherwise). About x + ln x + O(ln ln x) for large x,
+ * below; x ≥ 0 (NAN otherwise). About x + 3 ln x + 2.8 for large x,
  * 10.67 at x = 1.7. */
 double stats_kk_cexp(double x);
 /* The pair threshold on Z_ij of the rule built on it, at level δ/P

@@ -8,6 +8,7 @@
  */
 #include "policies/stats.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "policies/stats_impl.h"
@@ -321,7 +322,13 @@ double stats_delta_c_ws(const struct stats_arm *arms, size_t k, const unsigned c
  * δᶜ_i is below e^{−1/2}, each ln(1 − δᶜ_i) is concave in c and G is too;
  * wherever the step cannot be trusted (no last cutoff, a vacuous arm,
  * G″ ≥ 0, a step leaving the part of I where δᶜ < 1 or longer than an
- * eighth of I) the full search answers instead. */
+ * eighth of I) the full search answers instead. The fixed-n bounds
+ * (`bound: "fixed"`, the papers') are tracked the same way, from their
+ * closed forms (arm_dc_fixed): no cache, and no vacuous width but an
+ * arm's with no reward (the Hoeffding term is below 1 at any positive
+ * distance); and where δᶜ is within rounding of 1 at the cutoff tried, a
+ * call without a usable last cutoff starts from ĉ and a step too long is
+ * damped, rather than the full search answering (see there why). */
 
 /* δᶜ_i at c with the first two derivatives of ln(1 − δᶜ_i) in c, from the
  * cache. With z = u/√vr (u = wn the deviation), the mixture's exponent is
@@ -369,27 +376,71 @@ static double arm_dc_newton(const struct stats_arm *a, const struct dc_arm *x, i
     return d;
 }
 
-/* One pass at c: δᶜ_i into per_arm, G′ and G″ summed; 0 when some arm is
+/* arm_dc_newton for the fixed-n bounds: δᶜ_i is arm_dc's value bit for bit
+ * (the same calls), with G_i′ and G_i″ from whichever bound gave it. With
+ * δᶜ_i = e^{−x(w)}, w the arm's distance to c: Hoeffding x = 2nw²,
+ * x′ = 4nw, x″ = 4n; Bernstein (Maurer & Pontil) 2e^{−σ²} with
+ * w = aσ + bσ², so x = σ² − ln 2, σ′ = 1/(a + 2bσ), x′ = 2σσ′,
+ * x″ = 2σ′² − 4bσσ′³. Where the two cross, G has a kink: the steps may
+ * then overshoot, which the caller's limits catch. */
+static double arm_dc_fixed(const struct stats_arm *a, int is_high, const struct stats_dc_opts *o,
+                           double c, double *g1, double *g2)
+{
+    double w = is_high ? a->mean + o->epsilon - c : c - a->mean;
+    if (a->n == 0 || !(w > 0.0))
+        return 1.0;
+    double ne = eff_n(a, o->count_pending ? a->pending : 0);
+    double dh = stats_hoeffding_conf(ne, w);
+    double x1 = 4.0 * ne * w, x2 = 4.0 * ne;
+    double d = dh;
+    if (!o->hoeffding_only) {
+        double var = stats_arm_var(a);
+        double db = stats_bernstein_conf(ne, var, w);
+        d = fmin(dh, db);
+        if (db < dh) {
+            double aa = sqrt(2.0 * var / ne), bb = 7.0 / (3.0 * (ne - 1.0));
+            double sg = 2.0 * w / (aa + sqrt(aa * aa + 4.0 * bb * w));
+            double sp = 1.0 / (aa + 2.0 * bb * sg);
+            x1 = 2.0 * sg * sp;
+            x2 = 2.0 * sp * sp - 4.0 * bb * sg * sp * sp * sp;
+        }
+    }
+    if (d >= 1.0)
+        return d;
+    double s = is_high ? -1.0 : 1.0; /* dw/dc */
+    double d1 = -x1 * d * s, d2 = (x1 * x1 - x2) * d;
+    double q = 1.0 - d;
+    *g1 = -d1 / q;
+    *g2 = -d2 / q - d1 * d1 / (q * q);
+    return d;
+}
+
+/* One pass at c: δᶜ_i into per_arm, G′ and G″ summed, Π(1 − δᶜ_i) into
+ * *prod (1 − δᶜ, or 0 once it underflows); 0 when some arm is
  * vacuous at c (per_arm then partly written). Arms with δᶜ_i above e^{−1/2}
  * may make G locally convex (G″ ≥ 0: the full search) or slow the steps
  * down; a limit there (0.5) sent a third of the calls of a K = 100 run to
  * the full search, 6× the cost, for no gain where δᶜ is below 1/2. */
 static int dc_newton_pass(const struct stats_arm *arms, size_t k, const unsigned char *high,
                           const struct stats_dc_opts *o, const struct dc_arm *ws, double c,
-                          double *per_arm, double *gp, double *gpp)
+                          double *per_arm, double *gp, double *gpp, double *prod)
 {
-    double s1 = 0.0, s2 = 0.0;
+    double s1 = 0.0, s2 = 0.0, p = 1.0;
     for (size_t i = 0; i < k; i++) {
         double g1, g2;
-        double d = arm_dc_newton(&arms[i], &ws[i], high[i] != 0, o, c, &g1, &g2);
+        double d = o->bound == STATS_BOUND_FIXED
+                       ? arm_dc_fixed(&arms[i], high[i] != 0, o, c, &g1, &g2)
+                       : arm_dc_newton(&arms[i], &ws[i], high[i] != 0, o, c, &g1, &g2);
         if (d >= 1.0)
             return 0;
         per_arm[i] = d;
         s1 += g1;
         s2 += g2;
+        p *= 1.0 - d;
     }
     *gp = s1;
     *gpp = s2;
+    *prod = p;
     return 1;
 }
 
@@ -418,18 +469,21 @@ int stats_delta_c_track(const struct stats_arm *arms, size_t k, const unsigned c
 {
     size_t im = 0, im1 = 0;
     double c0 = *cut;
-    if (k < 2 || o->bound != STATS_BOUND_ANYTIME || !boundary_arms(arms, k, high, &im, &im1))
+    int fixed = o->bound == STATS_BOUND_FIXED;
+    if (k < 2 || !boundary_arms(arms, k, high, &im, &im1))
         goto full;
     double lo = arms[im1].mean, hi = arms[im].mean + o->epsilon;
     if (!(lo < hi))
         goto full;
     struct dc_arm *x = ws;
-    dc_cache_fill(arms, k, o, x);
+    if (!fixed)
+        dc_cache_fill(arms, k, o, x);
     /* In I, δᶜ(c) < 1 on (vl, vh) only: below vl some Low arm is vacuous,
      * above vh some High arm. */
     double vl = lo, vh = hi;
     for (size_t i = 0; i < k; i++) {
-        double wv = arm_vacuous_width(&arms[i], &x[i], o);
+        double wv =
+            fixed ? (arms[i].n == 0 ? INFINITY : 0.0) : arm_vacuous_width(&arms[i], &x[i], o);
         if (high[i])
             vh = fmin(vh, arms[i].mean + o->epsilon - wv);
         else
@@ -441,6 +495,10 @@ int stats_delta_c_track(const struct stats_arm *arms, size_t k, const unsigned c
         double c = stats_cutoff_hat(arms, k, high, o->epsilon);
         *cut = c;
         for (size_t i = 0; i < k; i++) {
+            if (fixed) { /* the full search's values there, bit for bit */
+                per_arm[i] = arm_dc(&arms[i], high[i] != 0, o, c);
+                continue;
+            }
             /* Well inside its vacuous width (whose solve errs wide by
              * 1e-12 relative at most) an arm's δᶜ_i is 1 without its
              * exponential: most arms of a young experiment. */
@@ -451,14 +509,37 @@ int stats_delta_c_track(const struct stats_arm *arms, size_t k, const unsigned c
         }
         return 2;
     }
-    double gp, gpp;
-    if (!(c0 > vl && c0 < vh)) /* NaN too */
+    double gp, gpp, prod;
+    int restart = 0;
+    if (!(c0 > vl && c0 < vh)) { /* NaN too */
+        if (!fixed)
+            goto full;
+        c0 = stats_cutoff_hat(arms, k, high, o->epsilon); /* the paper's, to start from */
+        if (!(c0 > vl && c0 < vh))
+            goto full;
+        restart = 1;
+    }
+    if (!dc_newton_pass(arms, k, high, o, x, c0, per_arm, &gp, &gpp, &prod) || !(gpp < 0.0))
         goto full;
-    if (!dc_newton_pass(arms, k, high, o, x, c0, per_arm, &gp, &gpp) || !(gpp < 0.0))
+    /* (fixed-n bounds:) from ĉ only where δᶜ is within rounding of 1 there */
+    if (restart && !(prod < DBL_EPSILON))
         goto full;
     double c1 = c0 - gp / gpp;
-    if (!(c1 > vl && c1 < vh) || !(fabs(c1 - c0) <= (hi - lo) / 8.0))
-        goto full;
+    if (!(c1 > vl && c1 < vh) || !(fabs(c1 - c0) <= (hi - lo) / 8.0)) {
+        if (!fixed || isnan(c1) || !(prod < DBL_EPSILON))
+            goto full;
+        /* A damped step: at most an eighth of I, at most halfway to the
+         * edge. Where δᶜ is within rounding of 1 (with the fixed-n bounds:
+         * many arms with few rewards near the cutoff) the full search sees
+         * a flat 1 and answers ĉ, while G, and so the cutoff of least δᶜ,
+         * is still well defined: the steps walk there instead (G → −∞ at
+         * both edges, its maximum is inside). */
+        double lim = (hi - lo) / 8.0;
+        double step = c1 - c0 > lim ? lim : c1 - c0 < -lim ? -lim : c1 - c0;
+        c1 = c0 + step;
+        if (!(c1 > vl && c1 < vh))
+            c1 = 0.5 * (c0 + (step > 0.0 ? vh : vl));
+    }
     *cut = c1;
     return 1;
 full:

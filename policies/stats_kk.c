@@ -60,8 +60,8 @@ static double h_inv(double y)
 }
 
 /* h̃_z(x) = e^{1/h⁻¹(x)} h⁻¹(x) when x ≥ h⁻¹(1/ln z), z(x − ln ln z)
- * otherwise (Kaufmann & Koolen 2021, the function their Theorem's bound is
- * made of). */
+ * otherwise (Kaufmann & Koolen 2021: the function their bound for
+ * exponential families, Theorem 14 of arXiv 1811.11419v1, is made of). */
 static double h_tilde(double x, double z)
 {
     if (x >= h_inv(1.0 / log(z))) {

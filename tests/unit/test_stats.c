@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -510,9 +511,25 @@ static void test_cutoff_hat_hand(void **state)
  * wherever 10⁻⁴ < δᶜ ≤ 1/2, and repeated calls on one state converge onto
  * the minimum there (10⁻⁹ relative). Most calls take the Newton step (not only the
  * fallbacks are tested). */
-static void test_delta_c_track(void **state)
+/* The cutoff a call of stats_delta_c_track used, given the one it was
+ * passed: that one, or with the fixed-n bounds ĉ where the one passed is
+ * not strictly inside I (NaN too). */
+static double dc_used(const struct stats_arm *arms, size_t k, const unsigned char *high,
+                      const struct stats_dc_opts *o, double passed)
 {
-    (void)state;
+    if (o->bound != STATS_BOUND_FIXED)
+        return passed;
+    double lo = -INFINITY, hi = INFINITY;
+    for (size_t i = 0; i < k; i++)
+        if (high[i])
+            hi = fmin(hi, arms[i].mean + o->epsilon);
+        else
+            lo = fmax(lo, arms[i].mean);
+    return passed > lo && passed < hi ? passed : stats_cutoff_hat(arms, k, high, o->epsilon);
+}
+
+static void delta_c_track_trials(enum stats_bound bound)
+{
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(r, 2027);
     enum { KMAX = 12, STEPS = 40 };
@@ -533,14 +550,18 @@ static void test_delta_c_track(void **state)
             arms[i] = sampled_arm(r, 2 + gsl_rng_uniform_int(r, trial < 10 ? 30 : 4000), p[i]);
             arms[i].pending = gsl_rng_uniform_int(r, 4);
         }
-        struct stats_dc_opts o = {STATS_BOUND_ANYTIME, (trial % 3) * 0.02, (trial / 3) % 2,
-                                  (trial / 6) % 2};
+        struct stats_dc_opts o = {bound, (trial % 3) * 0.02, (trial / 3) % 2, (trial / 6) % 2};
         order_top_m(arms, k, m, NULL, high);
         double cut = NAN, c_ref;
         int rc = stats_delta_c_track(arms, k, high, &o, &cut, per, ws);
         double dc = stats_delta_c_ws(arms, k, high, &o, &c_ref, per_ref, ws);
         if (rc == 0) {
             assert_memory_equal(&cut, &c_ref, sizeof cut);
+            assert_memory_equal(per, per_ref, k * sizeof per[0]);
+        } else if (rc == 1) { /* the fixed-n bounds start from ĉ */
+            assert_int_equal(bound, STATS_BOUND_FIXED);
+            stats_delta_c_at(arms, k, high, &o, stats_cutoff_hat(arms, k, high, o.epsilon),
+                             per_ref);
             assert_memory_equal(per, per_ref, k * sizeof per[0]);
         } else {
             assert_int_equal(rc, 2); /* never a Newton step without a start */
@@ -554,7 +575,7 @@ static void test_delta_c_track(void **state)
             stats_arm_add(&arms[i], gsl_rng_uniform(r) < p[i]);
             arms[j].pending = arms[j].pending ? arms[j].pending - 1 : 1;
             order_top_m(arms, k, m, NULL, high);
-            double c_used = cut;
+            double c_used = dc_used(arms, k, high, &o, cut);
             rc = stats_delta_c_track(arms, k, high, &o, &cut, per, ws);
             n_calls++;
             dc = stats_delta_c(arms, k, high, &o, &c_ref, NULL);
@@ -568,6 +589,8 @@ static void test_delta_c_track(void **state)
                 n_newton++;
             }
             double f = stats_delta_c_at(arms, k, high, &o, c_used, per_ref);
+            if (bound == STATS_BOUND_FIXED) /* the same calls: the same values */
+                assert_memory_equal(per, per_ref, k * sizeof per[0]);
             for (size_t a = 0; a < k; a++)
                 CLOSE(per[a], per_ref[a], 1e-12 * per_ref[a]);
             /* The cutoff used is the last state's next Newton point: it
@@ -585,7 +608,7 @@ static void test_delta_c_track(void **state)
         /* On a fixed state the steps converge onto the full search's minimum. */
         double c_used = cut;
         for (int it = 0; it < 6; it++) {
-            c_used = cut;
+            c_used = dc_used(arms, k, high, &o, cut);
             rc = stats_delta_c_track(arms, k, high, &o, &cut, per, ws);
         }
         dc = stats_delta_c(arms, k, high, &o, &c_ref, NULL);
@@ -597,14 +620,81 @@ static void test_delta_c_track(void **state)
                          c_used, f, dc, c_ref);
         }
     }
-    print_message("track: %d calls, %d Newton steps, %d flat, worst relative excess %.3g; %d "
-                  "converged\n",
-                  n_calls, n_newton, n_flat, worst, n_converged);
+    print_message("track (%s): %d calls, %d Newton steps, %d flat, worst relative excess %.3g; "
+                  "%d converged\n",
+                  bound == STATS_BOUND_FIXED ? "fixed" : "anytime", n_calls, n_newton, n_flat,
+                  worst, n_converged);
     assert_true(n_newton > n_calls / 2);
     assert_true(n_converged > 30);
-    assert_true(n_flat > 0);
+    /* (the fixed-n bounds are vacuous only on arms without rewards: none here) */
+    assert_true(bound == STATS_BOUND_FIXED ? n_flat == 0 : n_flat > 0);
     free(ws);
     gsl_rng_free(r);
+}
+
+/* ... with either bound family: the papers' fixed-n bounds (`bound:
+ * "fixed"`) are tracked too, their δᶜ_i at the cutoff used the full
+ * search's bit for bit. */
+static void test_delta_c_track(void **state)
+{
+    (void)state;
+    delta_c_track_trials(STATS_BOUND_ANYTIME);
+    delta_c_track_trials(STATS_BOUND_FIXED);
+    /* With the fixed-n bounds an arm without rewards makes δᶜ 1 everywhere:
+     * ĉ and the values there, exactly the full search's, from any start. */
+    struct stats_arm arms[3] = {mk_arm(400, 0.6, 0.24), mk_arm(300, 0.5, 0.25),
+                                mk_arm(0, 0.0, 0.0)};
+    unsigned char high[3] = {1, 0, 0};
+    struct stats_dc_opts o = {STATS_BOUND_FIXED, 0.0, 0, 1};
+    void *ws = malloc(stats_dc_ws_size(3));
+    assert_non_null(ws);
+    stats_dc_ws_init(ws, 3);
+    double cut = 0.55, c_ref, per[3], per_ref[3];
+    assert_int_equal(stats_delta_c_track(arms, 3, high, &o, &cut, per, ws), 2);
+    CLOSE(stats_delta_c_ws(arms, 3, high, &o, &c_ref, per_ref, ws), 1.0, 0);
+    assert_memory_equal(&cut, &c_ref, sizeof cut);
+    assert_memory_equal(per, per_ref, sizeof per);
+    free(ws);
+
+    /* Many arms with few rewards near the cutoff: δᶜ rounds to 1 over all
+     * of I, the full search sees it flat and answers ĉ; the tracked cutoff
+     * starts from ĉ and walks (damped steps) to where G = Σ ln(1 − δᶜ_i),
+     * still finite, is greatest: within 10⁻⁶ of its maximum on a grid. */
+    enum { KW = 60 };
+    struct stats_arm wide[KW];
+    unsigned char hw[KW] = {0};
+    for (size_t i = 0; i < KW; i++)
+        wide[i] = mk_arm(20, 0.45 + 0.1 * (double)i / (KW - 1), 0.25);
+    hw[KW - 1] = 1;
+    struct stats_dc_opts of = {STATS_BOUND_FIXED, 0.0, 0, 0};
+    void *wsw = malloc(stats_dc_ws_size(KW));
+    assert_non_null(wsw);
+    stats_dc_ws_init(wsw, KW);
+    double pw[KW], c_full;
+    CLOSE(stats_delta_c_ws(wide, KW, hw, &of, &c_full, pw, wsw), 1.0, 0);
+    CLOSE(c_full, stats_cutoff_hat(wide, KW, hw, 0.0), 0);
+    double lo = wide[KW - 2].mean, hi = wide[KW - 1].mean, g_max = -INFINITY;
+    for (int j = 1; j < 4000; j++) {
+        double g = 0.0;
+        stats_delta_c_at(wide, KW, hw, &of, lo + (hi - lo) * j / 4000.0, pw);
+        for (size_t i = 0; i < KW; i++)
+            g += log1p(-pw[i]);
+        g_max = fmax(g_max, g);
+    }
+    double cw = NAN, g = -INFINITY;
+    for (int it = 0; it < 30; it++) {
+        double used = dc_used(wide, KW, hw, &of, cw);
+        assert_int_equal(stats_delta_c_track(wide, KW, hw, &of, &cw, pw, wsw), 1);
+        if (it == 0)
+            CLOSE(used, c_full, 0);
+        g = 0.0;
+        for (size_t i = 0; i < KW; i++)
+            g += log1p(-pw[i]);
+    }
+    assert_true(g_max < log(DBL_EPSILON)); /* δᶜ is 1 in doubles */
+    if (!(g >= g_max - 1e-6 * fabs(g_max)))
+        fail_msg("flat δᶜ: G at the tracked cutoff %.12g, grid maximum %.12g", g, g_max);
+    free(wsw);
 }
 
 /* δᶜ at c* is no worse than at ĉ or at any of 100 cutoffs across I. */
