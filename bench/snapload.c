@@ -220,7 +220,7 @@ static double correct(const char *db, const struct exp_limits *lim, int64_t rowi
     struct exp_correction_item it = {
         .id = {.seq = seq}, .value = v > 0.5 ? 0.0 : 1.0, .reason = "bench"};
     struct exp_batch b;
-    struct exp_refusal why;
+    struct exp_refusal why = {{0}, {0}};
     size_t bad = 0;
     int done = 0;
     exp_batch_init(&b);

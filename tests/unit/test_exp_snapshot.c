@@ -317,7 +317,7 @@ static int64_t correct_one(struct store *st, const char *id, int64_t upto, int64
         struct exp_batch b;
         struct twait w;
         size_t bad = 0;
-        struct exp_refusal why;
+        struct exp_refusal why = {{0}, {0}};
         exp_batch_init(&b);
         exp_lock(x);
         int rc = exp_prepare_locked(x, now);
@@ -412,13 +412,14 @@ static void correction_from_snapshot(struct tstore *f, const char *const *only)
     assert_non_null(live);
     assert_non_null(w);
     assert_non_null(t);
-    char witness[300], tail[300], err[256];
+    char witness[300], tail[300];
     const char *del = "DELETE FROM events WHERE seq <= (SELECT max(seq) FROM snapshots s"
                       " WHERE s.exp = events.exp)";
     int pg = tstore_is_pg(f);
     snprintf(witness, sizeof witness, "%s/witness.db", f->dir);
     snprintf(tail, sizeof tail, "%s/tail.db", f->dir);
     if (!pg) {
+        char err[256];
         assert_int_equal(store_backup(f->s, witness, err, sizeof err), STORE_OK);
         assert_int_equal(store_backup(f->s, tail, err, sizeof err), STORE_OK);
     }
