@@ -428,7 +428,9 @@ reproduce:
 # its own server as the tests do) about three minutes, the snapshot run (one
 # experiment of BENCH_SNAP_EVENTS events written, then loaded whole and from a
 # snapshot, then a reward near its end corrected with and without snapshots)
-# about five minutes at 10⁷ events.
+# about five minutes at 10⁷ events, the pending run (one experiment filled
+# to 3·10⁵ pending against a fresh one, 3 pairs) about 10 s plus six times
+# BENCH_DURATION.
 
 BENCH_DURATION ?= 3
 BENCH_LOG_EVENTS ?= 1000000

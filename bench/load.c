@@ -1696,7 +1696,6 @@ out:
  * full), so the experiment's pending assignments stay at the fill's level
  * while the timed runs go on. */
 struct cycler {
-    unsigned port;
     const char *id;
     size_t lag;            /* ids this connection keeps unrewarded */
     double secs;           /* run for this long; 0: until lag ids wait (the fill) */
@@ -1706,6 +1705,7 @@ struct cycler {
     long cycles, value; /* cycles of the last run; rewards alternate 0 and 1 */
     double *lat;        /* the last run's assignment latencies, seconds (owned) */
     size_t nlat, caplat;
+    unsigned port;
     int failed;
 };
 
@@ -1762,7 +1762,8 @@ static int cyc_step(struct cycler *y, CURL *c)
     }
     json_array_foreach(list, i, a)
     {
-        if (cyc_push(y, json_string_value(json_object_get(a, "id"))) != 0)
+        const char *id = json_string_value(json_object_get(a, "id"));
+        if (id == NULL || cyc_push(y, id) != 0)
             goto out;
     }
     if (y->qn > y->lag) {
@@ -1968,8 +1969,8 @@ static int pending_mode(const struct opts *o)
                 rb[p].aps, rb[p].pending, rz[p].aps, rz[p].pending);
     }
     loadavg(load1, sizeof load1);
-    double ratio[MAX_PAIRS], ab[MAX_PAIRS], az[MAX_PAIRS], wb = 0, wz = 0, pb[MAX_PAIRS],
-                                                           pz[MAX_PAIRS];
+    double ratio[MAX_PAIRS] = {0}, ab[MAX_PAIRS] = {0}, az[MAX_PAIRS] = {0};
+    double pb[MAX_PAIRS] = {0}, pz[MAX_PAIRS] = {0}, wb = 0, wz = 0;
     long long lo = filled, hi = filled, zmax = 0;
     for (unsigned p = 0; p < o->pairs; p++) {
         ratio[p] = rz[p].aps > 0 ? rb[p].aps / rz[p].aps : 0;

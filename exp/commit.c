@@ -269,9 +269,8 @@ int exp_prepare_locked(struct exp *x, int64_t now)
                  x->id, d->seq, how);
     }
     if (x->d->flen > 0) {
-        int64_t head = x->d->fifo[x->d->fhead];
-        struct exp_assignment *a = exp_tab_find(x->d, head);
-        if (a == NULL || a->status != EXP_A_PENDING || a->expires_ms <= now) {
+        const struct exp_assignment *a = exp_fifo_at(x->d, 0);
+        if (a->status != EXP_A_PENDING || a->expires_ms <= now) {
             struct exp_batch *b = calloc(1, sizeof *b);
             if (b == NULL)
                 return EXP_OK;

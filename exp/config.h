@@ -28,8 +28,8 @@ struct exp_limits {
     size_t max_pending; /* outstanding assignments per experiment */
     size_t history_points;
     size_t max_memory;     /* resident bytes past which nothing new is taken in; 0: no cap */
-    size_t snapshot_every; /* events between two snapshots of an experiment (exp/snapshot.c);
-                            * 0: none written */
+    size_t snapshot_every; /* events between two snapshots of an experiment, at least
+                            * (exp/snapshot.c: more with many pending); 0: none written */
     int no_snapshots;      /* neither read nor write snapshots: every load replays the log */
 };
 

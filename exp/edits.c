@@ -58,8 +58,8 @@ static void refuse(struct exp_refusal *why, const struct policy_error *err)
 static void cap_expiries(struct exp_data *d, int64_t ttl_s, int64_t now)
 {
     for (size_t i = 0; i < d->flen; i++) {
-        struct exp_assignment *a = exp_tab_find(d, d->fifo[(d->fhead + i) % d->fcap]);
-        if (a == NULL || a->status != EXP_A_PENDING)
+        struct exp_assignment *a = exp_fifo_at(d, i);
+        if (a->status != EXP_A_PENDING)
             continue;
         int64_t cap = a->created_ms + ttl_s * 1000;
         if (cap < now)

@@ -323,7 +323,7 @@ int exp_ev_assign(struct exp *x, struct exp_batch *b, int bandit, const char *un
     if (unit != NULL)
         exp_utab_insert(d, a->seq, a->unit);
     if (!pull.exploit) {
-        exp_fifo_push(d, a->seq);
+        exp_fifo_push(d, a);
         d->pending++;
         atomic_fetch_add(&exp_rt.pending_total, 1);
     }
@@ -706,9 +706,8 @@ void exp_expire_due(struct exp *x, struct exp_batch *b, int64_t now)
 {
     struct exp_data *d = x->d;
     while (d->flen > 0) {
-        int64_t seq = d->fifo[d->fhead];
-        struct exp_assignment *a = exp_tab_find(d, seq);
-        if (a != NULL && a->status == EXP_A_PENDING) {
+        struct exp_assignment *a = exp_fifo_at(d, 0);
+        if (a->status == EXP_A_PENDING) {
             if (a->expires_ms > now)
                 break;
             if (grow((void **)&b->ops, &b->cap, b->n + 1, sizeof *b->ops) != 0 ||
@@ -733,7 +732,6 @@ void exp_expire_due(struct exp *x, struct exp_batch *b, int64_t now)
             set_outcome(x, b, a, op);
             exp_history_maybe_record(x, now);
         }
-        d->fhead = (d->fhead + 1) % d->fcap;
-        d->flen--;
+        exp_fifo_pop(d);
     }
 }

@@ -70,6 +70,8 @@ struct exp_assignment {
     uint8_t committed;         /* the ASSIGN event is on disk */
     uint8_t outcome_committed; /* the outcome event (if any) is on disk */
     uint8_t released;          /* EXPIRED by a release (exp_ev_release_id) */
+    uint8_t queued;            /* exp/ only: in the expiry FIFO (table.c) */
+    uint8_t dropped;           /* exp/ only: out of the table, freed once the FIFO lets go */
     char *unit;                /* owned; NULL when none */
 };
 

@@ -47,10 +47,12 @@ struct exp_data {
     /* sticky units of uncommitted assignments: open addressing, value = seq */
     int64_t *utab;
     size_t utab_cap, utab_n;
-    /* pending seqs in creation order (= expiry order: one TTL per experiment),
-     * with answered ones not yet dropped: at most 2·pending + EXP_FIFO_SLACK
-     * after a push (table.c) */
-    int64_t *fifo;
+    /* pending assignments in creation order (= expiry order: one TTL per
+     * experiment), with answered ones not yet let go: at most 2·pending +
+     * EXP_FIFO_SLACK after a push (table.c). Pointers, not seqs: a walk
+     * (a snapshot's, an expiry's) reads each in order without a table
+     * lookup; an assignment in it is freed only once it leaves it. */
+    struct exp_assignment **fifo;
     size_t fhead, flen, fcap;
     size_t pending;
     /* history */
@@ -152,6 +154,9 @@ int exp_tab_reserve(struct exp_data *d);
 /* Insert a (owned by the table from now); −1 when the table cannot grow. */
 int exp_tab_insert(struct exp_data *d, struct exp_assignment *a);
 void exp_tab_remove(struct exp_data *d, int64_t seq);
+/* Remove a (not pending) from the table and free it, or, while the FIFO
+ * still holds it, mark it to be freed when the FIFO lets go of it. */
+void exp_tab_drop(struct exp_data *d, struct exp_assignment *a);
 
 int64_t exp_utab_find(const struct exp_data *d, const char *unit);
 /* Make room for one more unit (0, or −1). */
@@ -163,13 +168,18 @@ void exp_utab_insert(struct exp_data *d, int64_t seq, const char *unit);
 /* Remove the unit's entry if it is still seq's. */
 void exp_utab_remove(struct exp_data *d, const char *unit, int64_t seq);
 
-/* Answered seqs the FIFO may hold beyond as many as are pending before a
- * reserve compacts it (table.c). */
+/* Answered assignments the FIFO may hold beyond as many as are pending
+ * before a reserve compacts it (table.c). */
 #define EXP_FIFO_SLACK 64
-/* Make room for one more seq (0, or −1 out of memory); may first drop the
- * seqs no longer pending (order kept). */
+/* Make room for one more entry (0, or −1 out of memory); may first let go
+ * of the assignments no longer pending (order kept). */
 int exp_fifo_reserve(struct exp_data *d);
-int exp_fifo_push(struct exp_data *d, int64_t seq);
+/* Append a (pending, in the table: borrowed, the table owns it). */
+int exp_fifo_push(struct exp_data *d, struct exp_assignment *a);
+/* The i-th entry from the head (i < d->flen), borrowed. */
+struct exp_assignment *exp_fifo_at(const struct exp_data *d, size_t i);
+/* Let go of the head (d->flen > 0), freeing it if the table dropped it. */
+void exp_fifo_pop(struct exp_data *d);
 
 void exp_assignment_free(struct exp_assignment *a);
 /* Drop a from the table once it is final: its outcome known and every

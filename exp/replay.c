@@ -201,7 +201,7 @@ static int replay_assign(struct replay *r, const struct store_event *ev)
         free(a);
         return -1;
     }
-    if (exp_fifo_push(d, ev->seq) != 0)
+    if (exp_fifo_push(d, a) != 0)
         return -1;
     d->pending++;
     atomic_fetch_add(&exp_rt.pending_total, 1);
@@ -239,8 +239,9 @@ static int replay_outcome(struct replay *r, const struct store_event *ev)
         engine_release(d->eng, (size_t)a->bandit, (size_t)a->arm);
     d->pending--;
     atomic_fetch_sub(&exp_rt.pending_total, 1);
-    exp_tab_remove(d, a->seq);
-    exp_assignment_free(a);
+    /* no longer pending: the FIFO lets go of it (table.c) */
+    a->status = ev->kind == STORE_EV_REWARD ? EXP_A_REWARDED : EXP_A_EXPIRED;
+    exp_tab_drop(d, a);
     exp_history_maybe_record(x, ev->ts_ms);
     return 0;
 }

@@ -89,8 +89,8 @@ static void snap_pending(struct ser *s, const struct exp *x, struct exp_data *d)
     if (!s->reading) {
         size_t seen = 0;
         for (size_t i = 0; i < d->flen && ser_ok(s); i++) {
-            struct exp_assignment *a = exp_tab_find(d, d->fifo[(d->fhead + i) % d->fcap]);
-            if (a == NULL || a->status != EXP_A_PENDING)
+            struct exp_assignment *a = exp_fifo_at(d, i);
+            if (a->status != EXP_A_PENDING)
                 continue;
             ser_i64(s, &a->seq);
             ser_u32(s, (uint32_t *)&a->bandit);
@@ -131,7 +131,7 @@ static void snap_pending(struct ser *s, const struct exp *x, struct exp_data *d)
             ser_fail(s);
             return;
         }
-        if (exp_fifo_push(d, a->seq) != 0) {
+        if (exp_fifo_push(d, a) != 0) {
             ser_fail(s);
             return;
         }
@@ -157,8 +157,8 @@ static void check_pending(struct ser *s, const struct exp *x, struct exp_data *d
         goto out;
     }
     for (size_t i = 0; i < d->flen; i++) {
-        const struct exp_assignment *a = exp_tab_find(d, d->fifo[(d->fhead + i) % d->fcap]);
-        if (a != NULL && a->status == EXP_A_PENDING) /* snap_pending checked its arm */
+        const struct exp_assignment *a = exp_fifo_at(d, i);
+        if (a->status == EXP_A_PENDING) /* snap_pending checked its arm */
             cnt[off[a->bandit] + (size_t)a->arm]++;
     }
     ser_check(s, d->pending == engine_pending(d->eng));

@@ -3,8 +3,8 @@
  * assignments it still tracks (open addressing on seq, linear probing,
  * backward-shift deletion), the sticky units whose assignment is not
  * committed yet (keyed by unit, valued by seq), and the FIFO of pending
- * seqs in expiry order (compacted as answers accumulate in it); and the
- * data a reload replaces as a whole.
+ * assignments in expiry order (compacted as answers accumulate in it); and
+ * the data a reload replaces as a whole.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,36 +164,45 @@ void exp_utab_remove(struct exp_data *d, const char *unit, int64_t seq)
     }
 }
 
-/* Drop the seqs no longer pending from the FIFO, keeping the order. An
- * answered assignment leaves its seq behind until it reaches the head, and
- * one old assignment still pending holds back every later one: without
- * this the FIFO, and every snapshot's walk of it, would grow with the
+/* The FIFO lets go of a: freed if the table dropped it already. */
+static void fifo_release(struct exp_assignment *a)
+{
+    a->queued = 0;
+    if (a->dropped)
+        exp_assignment_free(a);
+}
+
+/* Let go of the assignments no longer pending, keeping the order. An
+ * answered assignment stays in the FIFO until it reaches the head, and one
+ * old assignment still pending holds back every later one: without this
+ * the FIFO, and every snapshot's walk of it, would grow with the
  * assignments of a whole TTL rather than with the pending ones. */
 static void fifo_compact(struct exp_data *d)
 {
     size_t w = 0;
     for (size_t r = 0; r < d->flen; r++) {
-        int64_t seq = d->fifo[(d->fhead + r) % d->fcap];
-        const struct exp_assignment *a = exp_tab_find(d, seq);
-        if (a != NULL && a->status == EXP_A_PENDING)
-            d->fifo[(d->fhead + w++) % d->fcap] = seq;
+        struct exp_assignment *a = d->fifo[(d->fhead + r) % d->fcap];
+        if (a->status == EXP_A_PENDING)
+            d->fifo[(d->fhead + w++) % d->fcap] = a;
+        else
+            fifo_release(a);
     }
     d->flen = w;
 }
 
-/* Make room for one more pending seq. */
 int exp_fifo_reserve(struct exp_data *d)
 {
-    /* Compacted once the answered seqs outnumber the pending ones (every
-     * pending assignment has its seq here): a walk of flen entries then
-     * drops at least flen/2 of them, so its cost per answer is bounded,
+    /* Compacted once the answered entries outnumber the pending ones
+     * (every pending assignment is here): a walk of flen entries then lets
+     * go of at least flen/2 of them, so its cost per answer is bounded,
      * and flen ≤ 2·pending + EXP_FIFO_SLACK after every push. */
     if (d->flen >= 2 * d->pending + EXP_FIFO_SLACK)
         fifo_compact(d);
     if (d->flen < d->fcap)
         return 0;
     size_t ncap = d->fcap ? d->fcap * 2 : 64;
-    int64_t *n = malloc(ncap * sizeof *n);
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): sizeof *p for an array of pointers
+    struct exp_assignment **n = malloc(ncap * sizeof *n);
     if (n == NULL)
         return -1;
     for (size_t i = 0; i < d->flen; i++)
@@ -206,13 +215,36 @@ int exp_fifo_reserve(struct exp_data *d)
     return 0;
 }
 
-int exp_fifo_push(struct exp_data *d, int64_t seq)
+int exp_fifo_push(struct exp_data *d, struct exp_assignment *a)
 {
     if (exp_fifo_reserve(d) != 0)
         return -1;
-    d->fifo[(d->fhead + d->flen) % d->fcap] = seq;
+    d->fifo[(d->fhead + d->flen) % d->fcap] = a;
     d->flen++;
+    a->queued = 1;
     return 0;
+}
+
+struct exp_assignment *exp_fifo_at(const struct exp_data *d, size_t i)
+{
+    return d->fifo[(d->fhead + i) % d->fcap];
+}
+
+void exp_fifo_pop(struct exp_data *d)
+{
+    struct exp_assignment *a = d->fifo[d->fhead];
+    d->fhead = (d->fhead + 1) % d->fcap;
+    d->flen--;
+    fifo_release(a);
+}
+
+void exp_tab_drop(struct exp_data *d, struct exp_assignment *a)
+{
+    exp_tab_remove(d, a->seq);
+    if (a->queued)
+        a->dropped = 1; /* the FIFO frees it (fifo_release) */
+    else
+        exp_assignment_free(a);
 }
 
 void exp_assignment_free(struct exp_assignment *a)
@@ -228,6 +260,12 @@ void exp_data_free(struct exp_data *d)
     if (d == NULL)
         return;
     engine_free(d->eng);
+    /* what the table dropped is the FIFO's alone; the rest is the table's */
+    for (size_t i = 0; i < d->flen; i++) {
+        struct exp_assignment *a = exp_fifo_at(d, i);
+        if (a->dropped)
+            exp_assignment_free(a);
+    }
     for (size_t i = 0; i < d->tab_cap; i++)
         exp_assignment_free(d->tab[i]);
     free(d->tab);
@@ -281,8 +319,6 @@ static int is_final(const struct exp_assignment *a)
 
 void exp_drop_if_final(struct exp_data *d, struct exp_assignment *a)
 {
-    if (a != NULL && is_final(a)) {
-        exp_tab_remove(d, a->seq);
-        exp_assignment_free(a);
-    }
+    if (a != NULL && is_final(a))
+        exp_tab_drop(d, a);
 }

@@ -170,8 +170,11 @@ double stats_delta_c_ws(const struct stats_arm *arms, size_t k, const unsigned c
  * pass over the arms. Where δᶜ is 1 at every cutoff of I (some arm's bound
  * vacuous at each: known from each arm's vacuous width, cached; with the
  * fixed-n bounds only an arm without rewards is), per_arm is taken at ĉ,
- * the full search's answer there, and *cut = ĉ: returns 2. Otherwise
- * stats_delta_c_ws's full search
+ * the full search's answer there, and *cut = ĉ: returns 2. With the
+ * fixed-n bounds, where δᶜ is within rounding of 1 at the cutoff tried (the
+ * full search sees 1 everywhere and answers ĉ), a call without a usable
+ * *cut starts from ĉ and a step too long is damped: returns 1, per_arm at
+ * the cutoff used. Otherwise stats_delta_c_ws's full search
  * (c* into *cut, per_arm there): returns 0. Near a minimum the cutoff used
  * lags the minimiser by the change one call makes; unit tests: δᶜ within
  * 10⁻⁶ relative of the full search's after a few calls. */

@@ -37,7 +37,7 @@
 #include "store/store.h"
 #include "tests/support/tstore.h"
 
-#define TTL_S 3600
+#define TTL_MS ((int64_t)3600 * 1000)
 #define STEPS 3000 /* assignments after the old one */
 #define KEEP 97    /* every KEEP-th of them stays pending */
 #define MAX_KEPT (STEPS / KEEP + 1)
@@ -63,14 +63,14 @@ static int64_t wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Create experiment id (three arms, never stopping, TTL_S) and wait. */
+/* Create experiment id (three arms, never stopping, TTL_MS) and wait. */
 static void create(const char *id)
 {
     char body[256];
     snprintf(body, sizeof body,
              "{\"id\":\"%s\",\"arms\":[\"a\",\"b\",\"c\"],\"policy\":{\"name\":\"uniform\"},"
              "\"stop_rule\":\"none\",\"seed\":7,\"assignment_ttl_s\":%d}",
-             id, TTL_S);
+             id, (int)(TTL_MS / 1000));
     json_t *j = json_loads(body, 0, NULL), *errors = json_array();
     struct exp_config cfg;
     assert_non_null(j);
@@ -110,7 +110,7 @@ static int64_t assign(struct exp *x, struct exp_batch *b, int64_t now)
     const struct exp_assignment *a = NULL;
     assert_int_equal(exp_ev_assign(x, b, -1, NULL, now, &a), EXP_OK);
     assert_int_equal(a->status, EXP_A_PENDING);
-    assert_int_equal(a->expires_ms, now + TTL_S * 1000);
+    assert_int_equal(a->expires_ms, now + TTL_MS);
     return a->seq;
 }
 
@@ -137,7 +137,7 @@ static void drive(const char *id, int64_t t0, struct kept *k)
         int64_t seq = assign(x, &b, now);
         if (i == 0 || i % KEEP == 0) {
             k->seq[k->n] = seq;
-            k->expires[k->n++] = now + TTL_S * 1000;
+            k->expires[k->n++] = now + TTL_MS;
         } else {
             assert_int_equal(exp_ev_reward(x, &b, seq, (double)(i % 2), now), EXP_R_ACCEPTED);
         }
