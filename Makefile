@@ -350,7 +350,7 @@ coverage:
 # make it a regression test of make test). Report: build/fuzz/report.md.
 FUZZ_TIME ?= 60
 FUZZ_TARGETS := expconfig assignment rewards corrections observations patch simproblem replay \
-                etag
+                etag snapshot
 fuzz:
 	@$(MAKE) --no-print-directory BUILD=build/fuzz FUZZ=1 CC=clang \
 		$(addprefix build/fuzz/fuzz/fuzz_,$(FUZZ_TARGETS))
@@ -427,9 +427,10 @@ reproduce:
 # SQLite; load cluster: 1, 2 and 3 daemons on one PostgreSQL, each starting
 # its own server as the tests do) about three minutes, the snapshot run (one
 # experiment of BENCH_SNAP_EVENTS events written, then loaded whole and from a
-# snapshot) about four minutes at 10⁷ events, the pending run (one experiment
-# filled to 3·10⁵ pending against a fresh one, 3 pairs) about 10 s plus six
-# times BENCH_DURATION.
+# snapshot, then a reward near its end corrected with and without snapshots)
+# about five minutes at 10⁷ events, the pending run (one experiment filled
+# to 3·10⁵ pending against a fresh one, 3 pairs) about 10 s plus six times
+# BENCH_DURATION.
 
 BENCH_DURATION ?= 3
 BENCH_LOG_EVENTS ?= 1000000
