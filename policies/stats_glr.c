@@ -229,7 +229,11 @@ static double stirling_one(double n)
 
 /* r = S ln μ̂ + F ln(1 − μ̂) − ln B(S + ½, F + ½) + ln π with F = N − S,
  * μ̂ = S/N; Stirling's formula cancels the large terms exactly:
- * r = ½ ln(πN/2) − ρ(S) − ρ(F) + ρ₁(N), ρ and ρ₁ the remainders above. */
+ * r = ½ ln(πN/2) − ρ(S) − ρ(F) + ρ₁(N), ρ and ρ₁ the remainders above.
+ * F is N(1 − μ̂), not N − S: N − S loses S's rounding (half an ulp of N,
+ * 6e-5 at N = 10^12) against a small F, and ρ(F) moves by ln(1/F) times
+ * that: 1.4e-10 nats at N = 3.3·10^6, F = 0.09, above the pair e-value's
+ * 1e-11 relative margin. 1 − μ̂ is exact for μ̂ ≥ ½ (Sterbenz). */
 double stats_kt_regret(double n, double mean)
 {
     if (!(n > 0.0))
@@ -238,9 +242,7 @@ double stats_kt_regret(double n, double mean)
         mean = 0.0;
     else if (mean > 1.0)
         mean = 1.0;
-    double s = n * mean, f = n - s;
-    if (f < 0.0)
-        f = 0.0;
+    double s = n * mean, f = n * (1.0 - mean);
     return 0.5 * log(M_PI * n / 2.0) - stirling_half(s) - stirling_half(f) + stirling_one(n);
 }
 
@@ -329,6 +331,30 @@ static void pair_mix_init(struct pair_mix *p, double ni, double mi, double nj, d
     p->cj = mix_c0(p->vj);
 }
 
+/* Arm j's null mean c + ε rounded down to a double (at most 1), and the top
+ * of the null's range of c, 1 − ε rounded up: both factors of arm j grow
+ * with c + ε, so a sum rounded down only lowers them, and a range a half
+ * ulp too wide only adds points. Rounded to nearest instead, a c just
+ * below 1 − ε read c + ε as 1 (arm j's KT factor +∞ where it is finite:
+ * ε = 0.85 made the middle piece [0.15, 1 − ε] one ulp wide and lost it,
+ * 0.78 nats too much at N_i = 10^10), and 1 − ε rounded down dropped the
+ * range's top (ε = 0.15: the last piece's only point). Exact for ε = 0. */
+static double null_sum(double c, double eps)
+{
+    double s = c + eps, e = s - c;
+    if ((c - (s - e)) + (eps - e) < 0.0) /* TwoSum: the rounding error */
+        s = nextafter(s, -INFINITY);
+    return s < 1.0 ? s : 1.0;
+}
+
+static double null_top(double eps)
+{
+    double hi = 1.0 - eps;
+    if (!(hi > 0.0))
+        return 0.0;
+    return 1.0 - hi > eps ? nextafter(hi, 2.0) : hi; /* 1 − hi is exact (Sterbenz) */
+}
+
 static double pair_a(const struct pair_mix *p, double c)
 {
     return mix_logm_lower(p->ni * (p->mi - c), p->vi, p->si, p->ci);
@@ -336,7 +362,7 @@ static double pair_a(const struct pair_mix *p, double c)
 
 static double pair_b(const struct pair_mix *p, double c)
 {
-    return mix_logm_lower(p->nj * (c + p->eps - p->mj), p->vj, p->sj, p->cj);
+    return mix_logm_lower(p->nj * (null_sum(c, p->eps) - p->mj), p->vj, p->sj, p->cj);
 }
 
 #define PAIR_GOLDEN 64 /* 0.618^64 < 1e-13 on [0, 1] */
@@ -349,7 +375,7 @@ static double pair_mix_sum(void *ctx, double c)
 
 static double pair_mix_lower(struct pair_mix *p)
 {
-    double a = 0.0, b = 1.0 - p->eps;
+    double a = 0.0, b = null_top(p->eps);
     if (!(b > a)) /* ε ≥ 1: at most the point c = 0 is in the null */
         return pair_a(p, 0.0) + pair_b(p, 0.0);
     golden_section(pair_mix_sum, p, &a, &b, PAIR_GOLDEN, -1.0);
@@ -466,7 +492,7 @@ void stats_glr_pair_weights(double c, double w[4], double ln_w[4])
  * regrets), and the current piece's ln weights. */
 struct pair_ev {
     struct pair_mix mix;
-    double ni, mi, nj, mj, eps, hi; /* hi = max(1 − ε, 0): the null's c range */
+    double ni, mi, nj, mj, eps, hi; /* hi = null_top(ε): the null's c range */
     double ri, rj;
     const double *lw;
 };
@@ -484,7 +510,7 @@ static void pair_ev_init(struct pair_ev *e, const struct stats_arm *ai, const st
     e->mi = unit_clamp(ai->mean);
     e->mj = unit_clamp(aj->mean);
     e->eps = eps > 0.0 ? eps : 0.0;
-    e->hi = 1.0 - e->eps > 0.0 ? 1.0 - e->eps : 0.0;
+    e->hi = null_top(e->eps);
     e->ri = ri;
     e->rj = rj;
     e->lw = PAIR_W.lw[0];
@@ -521,7 +547,7 @@ static double ev_ki_inc(const struct pair_ev *e, double c)
 /* K_j (nondecreasing). */
 static double ev_kj(const struct pair_ev *e, double c)
 {
-    double cj = c + e->eps < 1.0 ? c + e->eps : 1.0;
+    double cj = null_sum(c, e->eps);
     return (e->nj > 0.0 && cj > e->mj ? e->nj * kl_exact(e->mj, cj) : 0.0) - e->rj;
 }
 
@@ -552,12 +578,14 @@ static double ev_f(void *ctx, double c)
 }
 
 /* The lower bound on ln f_k over [a, b] from the monotone parts, less the
- * rounding margin. */
+ * rounding margin. +∞ stays +∞: the margin's ∞ − ∞ would be a NaN, which
+ * failed every pair whose last piece is the single point c = 1 − ε (ε =
+ * 0.15: 1 − ε is the edge 0.85), where arm j's KT factor is infinite. */
 static double ev_bound(const struct pair_ev *e, double a, double b)
 {
     double v = ev_combine(e, ev_ki_dec(e, b) + ev_ki_inc(e, a), pair_a(&e->mix, b), ev_kj(e, a),
                           pair_b(&e->mix, a));
-    return v - 1e-11 * (1.0 + fabs(v));
+    return v == INFINITY ? v : v - 1e-11 * (1.0 + fabs(v));
 }
 
 /* Piece k ∩ [0, hi] as [*a, *b], its weights current; 0 when the piece
@@ -597,6 +625,8 @@ static double pair_ev_lower(const struct stats_arm *ai, const struct stats_arm *
             continue;
         golden_section(ev_f, &e, &a, &b, PAIR_GOLDEN, PAIR_TOL);
         double x = ev_bound(&e, a, b);
+        if (x != x) /* never an overstatement, whatever went wrong */
+            x = -INFINITY;
         v = x < v ? x : v;
     }
     return v;
@@ -614,7 +644,7 @@ static double pair_ev_pinsker(const struct stats_arm *ai, const struct stats_arm
     const struct pair_w *t = &PAIR_W;
     double ni = (double)ai->n, nj = (double)aj->n, mi = ai->mean, mj = aj->mean;
     eps = eps > 0.0 ? eps : 0.0;
-    double hi = 1.0 - eps > 0.0 ? 1.0 - eps : 0.0;
+    double hi = null_top(eps);
     double n = ni + nj;
     double cs = n > 0.0 ? (ni * mi + nj * (mj - eps)) / n : 0.0;
     double v = INFINITY;

@@ -1,7 +1,7 @@
 /*
  * test_stat_stop.c — the two proven stop rules keep "error rate ≤ δ" at
- * δ = 0.01, 0.05 and 0.1: the GLR rule (the mean of the KT and the
- * normal-mixture e-values per pair, stats_glr_stop) and δᶜ with the
+ * δ = 0.01, 0.05 and 0.1: the GLR rule (the four products of the KT and
+ * normal-mixture e-values, mixed per null point, stats_glr_stop) and δᶜ with the
  * anytime bounds (the one-sided normal mixture for Hoeffding), each with
  * rewards back at once and 100 pulls late. test_stat_fc.c and
  * test_stat_uniform.c cover the policies' own rules at δ ≥ 0.05; this one
