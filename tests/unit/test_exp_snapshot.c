@@ -32,6 +32,7 @@
 #include <sqlite3.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/ser.h"
 #include "exp/exp.h"
 #include "policies/engine.h"
@@ -90,14 +91,17 @@ static void create(const struct policy_ops *p, int i)
 
 /* Run experiment id for `steps` requests: assignments (the policy's or a
  * named bandit's), each rewarded DELAY requests later, an observation now
- * and then. Exploit answers get no reward. */
+ * and then. Exploit answers get no reward. Times start at the wall clock:
+ * once a copy is loaded, the registry's sweeper expires by it every
+ * second, and assignments of a fixed past date (their TTL long over) would
+ * expire in whichever copy it reached before observe() did. */
 static void drive(const char *id, int steps, struct trng *g)
 {
     struct exp *x = exp_get(id);
     assert_non_null(x);
     int64_t pend[4096];
     size_t head = 0, tail = 0;
-    int64_t now = 1700000000000;
+    int64_t now = clock_wall_ms();
     for (int t = 0; t < steps; t++, now += 10) {
         struct exp_batch b;
         struct twait w;
