@@ -28,11 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "base/clock.h"
 #include "exp/exp.h"
 #include "store/store.h"
 #include "tests/support/tstore.h"
@@ -54,13 +54,6 @@ static struct exp_limits limits(size_t snapshot_every, int no_snapshots)
                            .snapshot_every = snapshot_every,
                            .no_snapshots = no_snapshots};
     return l;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Create experiment id (three arms, never stopping, TTL_MS) and wait. */
@@ -213,7 +206,7 @@ static void test_answered_behind_a_pending_one(void **state)
     struct exp *x = exp_get("mid");
     int64_t rowid = exp_rowid(x);
     exp_put(x);
-    drive("mid", wall_ms(), &k);
+    drive("mid", clock_wall_ms(), &k);
     assert_int_equal(k.n, STEPS / KEEP + 1);
     expire_one_by_one("mid", &k);
     close_registry(f);
@@ -230,7 +223,7 @@ static void test_snapshot_spacing(void **state)
     assert_int_equal(exp_registry_init(f->s, &l), 0);
     create("grow");
     struct exp *x = exp_get("grow");
-    int64_t t0 = wall_ms(), last = 0, seq = 0;
+    int64_t t0 = clock_wall_ms(), last = 0, seq = 0;
     size_t snapshots = 0;
     for (int i = 0; i < N; i++) {
         struct exp_batch b;
@@ -292,7 +285,7 @@ static void test_restart_keeps_pending(void **state)
     char witness[300], tail[300], err[256];
     assert_int_equal(exp_registry_init(f->s, &l), 0);
     create("mid");
-    drive("mid", wall_ms(), &k);
+    drive("mid", clock_wall_ms(), &k);
     snprintf(witness, sizeof witness, "%s/witness.db", f->dir);
     snprintf(tail, sizeof tail, "%s/tail.db", f->dir);
     assert_int_equal(store_backup(f->s, witness, err, sizeof err), STORE_OK);
