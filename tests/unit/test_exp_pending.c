@@ -11,6 +11,8 @@
  *   - snapshots of a growing pending set come every --snapshot-every
  *     events, or every half as many events as are pending when that is
  *     more, and never stop coming;
+ *   - answers behind an old pending assignment are let go of without a
+ *     later assignment (the snapshots' spacing shrinks back at once);
  *   - the same out-of-order experiment restarted from its latest snapshot
  *     and the tail (the events before the snapshot deleted: only the
  *     snapshot can load it) and from the whole log: both hold the same
@@ -252,6 +254,61 @@ static void test_snapshot_spacing(void **state)
     tstore_free(f);
 }
 
+/* A burst of assignments answered but the first, then no assignment: the
+ * FIFO lets go of the answered ones all the same (at the next request or
+ * sweep, exp_prepare_locked), not a TTL later when the first expires. Seen
+ * in the snapshots' spacing, which is half the FIFO's length when that is
+ * more than --snapshot-every: with the answered ones let go, the next
+ * snapshot comes --snapshot-every events after the previous one (or at the
+ * next event), not half the burst after it. */
+static void test_answered_let_go_without_assignments(void **state)
+{
+    (void)state;
+    enum { EVERY = 10, BURST = 400 };
+    struct tstore *f = tstore_new("t.db");
+    struct exp_limits l = limits(EVERY, 0);
+    assert_int_equal(exp_registry_init(f->s, &l), 0);
+    create("burst");
+    struct exp *x = exp_get("burst");
+    int64_t t0 = clock_wall_ms(), seqs[BURST];
+    for (int i = 0; i < BURST; i++) {
+        struct exp_batch b;
+        exp_batch_init(&b);
+        exp_lock(x);
+        seqs[i] = assign(x, &b, t0 + i);
+        commit(x, &b);
+    }
+    for (int i = 1; i < BURST; i++) {
+        struct exp_batch b;
+        exp_batch_init(&b);
+        exp_lock(x);
+        assert_int_equal(exp_ev_reward(x, &b, seqs[i], 1.0, t0 + BURST + i), EXP_R_ACCEPTED);
+        commit(x, &b);
+    }
+    assert_int_equal(exp_pending_count(x), 1);
+    int64_t last = tcount(f->path, "SELECT max(seq) FROM snapshots");
+    int64_t seq = exp_last_seq(x);
+    /* the burst's spacing held until here: nothing forces one now */
+    assert_true(seq - last < BURST / 2);
+    int64_t due = last + EVERY > seq + 1 ? last + EVERY : seq + 1;
+    for (int64_t now = t0 + 2 * BURST; seq < due; now++) {
+        struct exp_batch b;
+        exp_batch_init(&b);
+        exp_lock(x);
+        assert_int_equal(exp_prepare_locked(x, now), EXP_OK);
+        assert_int_equal(exp_ev_observe(x, &b, 0, 1, 0.5, now), EXP_OK);
+        seq = exp_last_seq(x);
+        commit(x, &b);
+    }
+    int64_t s = tcount(f->path, "SELECT max(seq) FROM snapshots");
+    if (s != due)
+        fail_msg("latest snapshot at seq %lld, expected one at %lld (the previous at %lld)",
+                 (long long)s, (long long)due, (long long)last);
+    exp_put(x);
+    close_registry(f);
+    tstore_free(f);
+}
+
 /* Load the database at path (a copy) in a fresh registry and check that
  * experiment id's pending assignments are k's, expiring one by one. */
 static void load_and_expire(const char *path, int no_snapshots, const char *id,
@@ -314,6 +371,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_answered_behind_a_pending_one),
         cmocka_unit_test(test_snapshot_spacing),
+        cmocka_unit_test(test_answered_let_go_without_assignments),
         cmocka_unit_test(test_restart_keeps_pending),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
