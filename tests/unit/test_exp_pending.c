@@ -37,6 +37,7 @@
 #include "base/clock.h"
 #include "exp/exp.h"
 #include "store/store.h"
+#include "tests/support/trun.h"
 #include "tests/support/tstore.h"
 
 #define TTL_MS ((int64_t)3600 * 1000)
@@ -66,21 +67,7 @@ static void create(const char *id)
              "{\"id\":\"%s\",\"arms\":[\"a\",\"b\",\"c\"],\"policy\":{\"name\":\"uniform\"},"
              "\"stop_rule\":\"none\",\"seed\":7,\"assignment_ttl_s\":%d}",
              id, (int)(TTL_MS / 1000));
-    json_t *j = json_loads(body, 0, NULL), *errors = json_array();
-    struct exp_config cfg;
-    assert_non_null(j);
-    if (exp_config_parse(j, exp_limits(), &cfg, errors) != 0) {
-        char *e = json_dumps(errors, 0);
-        fail_msg("%s", e);
-    }
-    json_decref(j);
-    json_decref(errors);
-    struct twait w;
-    twait_init(&w);
-    struct exp *x = NULL;
-    assert_int_equal(exp_create(&cfg, NULL, NULL, twait_done, &w, &x), EXP_OK);
-    assert_int_equal(twait_wait(&w), STORE_OK);
-    exp_put(x);
+    exp_put(trun_create(body));
 }
 
 /* Submit b (x locked) and wait for its commit; unlocks x. */
@@ -291,7 +278,7 @@ static void test_answered_let_go_without_assignments(void **state)
     /* the burst's spacing held until here: nothing forces one now */
     assert_true(seq - last < BURST / 2);
     int64_t due = last + EVERY > seq + 1 ? last + EVERY : seq + 1;
-    for (int64_t now = t0 + 2 * BURST; seq < due; now++) {
+    for (int64_t now = t0 + 2 * (int64_t)BURST; seq < due; now++) {
         struct exp_batch b;
         exp_batch_init(&b);
         exp_lock(x);

@@ -37,6 +37,7 @@
 #include "exp/exp.h"
 #include "policies/engine.h"
 #include "tests/support/harness.h"
+#include "tests/support/trun.h"
 #include "tests/support/tstore.h"
 
 #define MAX_POLICIES 64
@@ -72,21 +73,7 @@ static void create(const struct policy_ops *p, int i)
              "\"seed\":%d%s%s}",
              p->name, p->name, 100 + i, goal,
              (p->flags & POLICY_F_NEEDS_TARGET) ? ",\"target_arm\":\"b\"" : "");
-    json_t *j = json_loads(body, 0, NULL), *errors = json_array();
-    struct exp_config cfg;
-    assert_non_null(j);
-    if (exp_config_parse(j, exp_limits(), &cfg, errors) != 0) {
-        char *e = json_dumps(errors, 0);
-        fail_msg("%s: %s", p->name, e);
-    }
-    json_decref(j);
-    json_decref(errors);
-    struct twait w;
-    twait_init(&w);
-    struct exp *x = NULL;
-    assert_int_equal(exp_create(&cfg, NULL, NULL, twait_done, &w, &x), EXP_OK);
-    assert_int_equal(twait_wait(&w), STORE_OK);
-    exp_put(x);
+    exp_put(trun_create(body));
 }
 
 /* Run experiment id for `steps` requests: assignments (the policy's or a
