@@ -193,6 +193,48 @@ void ser_uints(struct ser *s, unsigned *v, size_t n)
         ser_uint(s, &v[i]);
 }
 
+void ser_flags(struct ser *s, unsigned char *v, size_t n)
+{
+    ser_bytes(s, v, n);
+    for (size_t i = 0; s->reading && i < n && ser_ok(s); i++)
+        if (v[i] > 1)
+            s->failed = 1;
+}
+
+void ser_indices(struct ser *s, size_t *v, size_t n, size_t bound)
+{
+    ser_sizes(s, v, n);
+    for (size_t i = 0; s->reading && i < n && ser_ok(s); i++)
+        if (v[i] >= bound)
+            s->failed = 1;
+}
+
+void ser_check(struct ser *s, int ok)
+{
+    if (s->reading && ser_ok(s) && !ok)
+        s->failed = 1;
+}
+
+void ser_check_perm(struct ser *s, const uint32_t *v, size_t n)
+{
+    if (!s->reading || !ser_ok(s))
+        return;
+    /* each value below n, none twice */
+    unsigned char *seen = calloc(n ? n : 1, 1);
+    if (seen == NULL) {
+        s->failed = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] >= n || seen[v[i]]) {
+            s->failed = 1;
+            break;
+        }
+        seen[v[i]] = 1;
+    }
+    free(seen);
+}
+
 void ser_str(struct ser *s, char **v, size_t max)
 {
     if (!s->reading) {

@@ -65,6 +65,20 @@ void ser_sizes(struct ser *s, size_t *v, size_t n);
 void ser_f64s(struct ser *s, double *v, size_t n);
 void ser_uints(struct ser *s, unsigned *v, size_t n);
 
+/* The same layouts as ser_bytes and ser_sizes, with what a reader accepts
+ * narrowed: flags each 0 or 1; indices each below bound (they index an
+ * array of that length once loaded). */
+void ser_flags(struct ser *s, unsigned char *v, size_t n);
+void ser_indices(struct ser *s, size_t *v, size_t n, size_t bound);
+
+/* A reader's check of what it loaded (ok 0: fail s); a writer ignores it.
+ * For the consistency of fields with each other: counts that must add up,
+ * an index below a count read earlier. */
+void ser_check(struct ser *s, int ok);
+/* A reader's check that v[0..n) is a permutation of 0..n-1 (tie-break
+ * ranks: a repeated or out-of-range one would break the order they make). */
+void ser_check_perm(struct ser *s, const uint32_t *v, size_t n);
+
 /* A string: writer from *v (NULL allowed); reader into a new malloc'd
  * string in *v (NULL when none was written), which the caller owns and
  * must free, at most max bytes. */

@@ -7,6 +7,10 @@
  * the corrected value at the reward's place, the way a restart replays it
  * (replay.c): memory and a later restart agree bit for bit.
  *
+ * The rebuild starts from a stored snapshot taken before the earliest
+ * corrected reward when there is one (replay.c, exp_replay_with): its cost
+ * follows the distance to that reward, not the experiment's age.
+ *
  * The rebuild reads the log from disk, so every write of the experiment
  * must have committed first: the correction waits for them with the
  * experiment marked draining, which holds other requests back
@@ -14,6 +18,7 @@
  * place; the replay itself runs without the lock.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +76,7 @@ static int find_reward(struct exp *x, struct exp_correction_item *it, struct exp
         return refused(why, "assignment_id",
                        "expired before its reward came: no reward of it is counted");
     it->previous = o.value;
+    it->reward_seq = o.seq;
     rc = store_find_outcome_kind(exp_rt.store, x->rowid, id->seq, STORE_EV_CORRECT, &o);
     if (rc == STORE_OK)
         return refused(why, "assignment_id", "corrected already; a correction is final");
@@ -99,8 +105,10 @@ static int rebuild(struct exp *x, struct exp_batch *b, struct exp_correction_ite
                 rc = refused(why, "assignment_id", "corrected twice in one request");
         if (rc == EXP_OK)
             rc = find_reward(x, &items[i], why);
-        cs[i] = (struct exp_correction){
-            .ref = items[i].id.seq, .seq = x->d->seq + 1 + (int64_t)i, .value = items[i].value};
+        cs[i] = (struct exp_correction){.ref = items[i].id.seq,
+                                        .seq = x->d->seq + 1 + (int64_t)i,
+                                        .at = items[i].reward_seq,
+                                        .value = items[i].value};
         /* What the events need, reserved before the data changes: their
          * ops (taken back at once; the room stays) and the reasons. */
         if (rc == EXP_OK && (texts[i] = exp_batch_str(b, items[i].reason)) == NULL)
@@ -138,6 +146,10 @@ static int rebuild(struct exp *x, struct exp_batch *b, struct exp_correction_ite
             rc = refused(why, "reward", msg);
             goto out;
         }
+    char how[64] = "the whole log replayed";
+    if (d->loaded_from > 0)
+        snprintf(how, sizeof how, "from the snapshot at seq %" PRId64, d->loaded_from);
+    log_info("experiment %s: correction: rebuilt %s", x->id, how);
     /* What the webhooks announced stays what they announced: a transition
      * the correction causes (a bandit done) goes out with its event. */
     exp_watch_free(d->watch);

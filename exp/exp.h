@@ -222,6 +222,9 @@ const char *exp_stop_reason(const struct exp *x);
  * definition for both). New reference, or NULL. */
 json_t *exp_stop_json(const struct engine *e, size_t b);
 int64_t exp_last_seq(const struct exp *x); /* events applied so far */
+/* The seq of the snapshot x's data was rebuilt from at its last load or
+ * correction, 0 when from the whole log (lock held; the logs, tests). */
+int64_t exp_loaded_from(const struct exp *x);
 uint64_t exp_version(const struct exp *x); /* changes whenever status may change */
 size_t exp_pending_count(const struct exp *x);
 /* 1 while some write of x is queued and not yet committed (or failed):
@@ -486,7 +489,8 @@ struct exp_correction_item {
     const char *reason; /* required; recorded as the event's text */
     int64_t seq;        /* out: the correction's event */
     int32_t bandit, arm;
-    double previous; /* out: the value reported */
+    double previous;    /* out: the value reported */
+    int64_t reward_seq; /* out: the event that reported it */
 };
 
 /* Replace the rewards of rewarded pulls (items[0..n), one event each, in

@@ -212,6 +212,8 @@ void exp_history_snap(const struct exp *x, struct exp_data *d, struct ser *s)
         ser_int(s, &k->kind);
         ser_str(s, &k->text, 1u << 20);
         ser_i64(s, &k->ref);
+        ser_check(s, (k->kind == STORE_EV_EDIT || k->kind == STORE_EV_CORRECT) && k->seq >= 1 &&
+                         k->seq <= d->seq && k->ref >= 0 && k->ref < k->seq);
         if (s->reading && ser_ok(s)) {
             d->mlen++;
         } else if (s->reading) {

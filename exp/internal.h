@@ -78,6 +78,9 @@ struct exp_data {
                                     * loaded (0: none) */
     int64_t loaded_from;           /* replay.c: the seq of the snapshot this data was loaded
                                     * from (0: the whole log), for the logs */
+    int64_t corrected_from;        /* replay.c: the seq of the earliest reward (or default
+                                    * reward) a correction replaced (0: none); a correction's
+                                    * rebuild starts from a snapshot before it */
 };
 
 struct exp {
@@ -233,13 +236,20 @@ int exp_submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, stor
  * not exist, a value out of range, an unknown kind or state). */
 struct exp_data *exp_replay_all(struct exp *x, char *err, size_t errlen, int *is_corrupt);
 
-/* A correction: assignment ref's reward is value from event seq on. */
+/* A correction: assignment ref's reward is value from event seq on; at:
+ * the event that reported the value it replaces (0: not known). */
 struct exp_correction {
-    int64_t ref, seq;
+    int64_t ref, seq, at;
     double value;
 };
 /* The same with the corrections of the log plus extra[0..nextra), the
- * ones being made (their seqs: the next events'): corrections.c's rebuild. */
+ * ones being made (their seqs: the next events', their `at` known):
+ * corrections.c's rebuild, with x's data drained and not read meanwhile.
+ * It starts from the latest usable snapshot before both the earliest `at`
+ * and x->d->corrected_from (the state there is the full replay's: no
+ * correction reaches back before it) and replays the events after it,
+ * and replays the whole log when there is none (or the tail does not
+ * replay). */
 struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *extra, size_t nextra,
                                  char *err, size_t errlen, int *is_corrupt);
 

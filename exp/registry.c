@@ -351,6 +351,11 @@ int64_t exp_last_seq(const struct exp *x)
     return x->d->seq;
 }
 
+int64_t exp_loaded_from(const struct exp *x)
+{
+    return x->d->loaded_from;
+}
+
 uint64_t exp_version(const struct exp *x)
 {
     /* The event count alone would repeat after a reload: events applied

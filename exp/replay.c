@@ -19,6 +19,16 @@
  * the policy does not reproduce, a correction in the tail, an error) and
  * it replays the whole log as above. A load that replayed a long stretch
  * writes a snapshot of what it rebuilt, so the next load is short.
+ *
+ * The rebuild at a correction starts from a snapshot too, one taken before
+ * the earliest reward any correction of the log (or the new one) replaced:
+ * up to there the full replay applies no correction and re-selects every
+ * pull, as the live daemon did, so its state is the snapshot's; after it
+ * the tail replays exactly as the full replay's end does (the same
+ * corrections, the same pulls recorded). Snapshots after that reward
+ * cannot serve: from the first corrected reward to the last correction the
+ * replay records the logged pulls where the live daemon had re-selected
+ * them (a generator, a policy's phase), so their states differ.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -97,11 +107,12 @@ static int collect_event(void *arg, const struct store_event *ev)
     return corr_add(arg, &e);
 }
 
-/* Every correction of x's log, plus extra[0..nextra), sorted. */
-static int collect(struct exp *x, const struct exp_correction *extra, size_t nextra,
+/* Every correction of x's log after seq `after`, plus extra[0..nextra),
+ * sorted. */
+static int collect(struct exp *x, int64_t after, const struct exp_correction *extra, size_t nextra,
                    struct corrections *c)
 {
-    int rc = store_load_events(exp_rt.store, x->rowid, 0, collect_event, c);
+    int rc = store_load_events(exp_rt.store, x->rowid, after, collect_event, c);
     if (rc != STORE_OK)
         return rc;
     for (size_t i = 0; i < nextra; i++)
@@ -219,6 +230,8 @@ static int replay_outcome(struct replay *r, const struct store_event *ev)
     if (c != NULL) {
         v = c->value;
         r->diverged = 1;
+        if (d->corrected_from == 0 || ev->seq < d->corrected_from)
+            d->corrected_from = ev->seq;
     }
     if (ev->kind == STORE_EV_REWARD || !isnan(v))
         engine_reward(d->eng, (size_t)a->bandit, (size_t)a->arm, exp_scale(x, v));
@@ -322,23 +335,29 @@ static int try_snapshot(void *arg, const struct store_snapshot *sn)
     return t->d != NULL; /* else the next, older one */
 }
 
+/* New data for x from its latest usable snapshot below seq `before`, or
+ * NULL (why logged, but for "none"). */
+static struct exp_data *snapshot_below(struct exp *x, int64_t before)
+{
+    struct snap_try t = {.x = x};
+    int rc = store_load_snapshots(exp_rt.store, x->rowid, before, try_snapshot, &t);
+    if (t.d == NULL && (rc < 0 || (rc != STORE_OK && rc != 1)))
+        log_warn("experiment %s: reading snapshots: %s", x->id,
+                 rc < 0 ? "out of memory" : store_strerror(rc));
+    return t.d;
+}
+
 /* x's data from its latest usable snapshot and the events after it, or
  * NULL: the caller replays the whole log (why logged, but for "none"). */
 static struct exp_data *replay_from_snapshot(struct exp *x)
 {
-    struct snap_try t = {.x = x};
-    int rc = store_load_snapshots(exp_rt.store, x->rowid, try_snapshot, &t);
-    if (t.d == NULL) {
-        if (rc < 0 || (rc != STORE_OK && rc != 1))
-            log_warn("experiment %s: reading snapshots: %s", x->id,
-                     rc < 0 ? "out of memory" : store_strerror(rc));
+    struct exp_data *d = snapshot_below(x, INT64_MAX), *saved = x->d;
+    if (d == NULL)
         return NULL;
-    }
-    struct exp_data *d = t.d, *saved = x->d;
     int64_t from = d->seq;
     x->d = d; /* history_maybe_record reads x->d */
     struct replay r = {.x = x, .d = d, .exact = 1};
-    rc = store_load_events(exp_rt.store, x->rowid, from, replay_event, &r);
+    int rc = store_load_events(exp_rt.store, x->rowid, from, replay_event, &r);
     x->d = saved;
     if (rc != STORE_OK) {
         log_warn("experiment %s: the log after the snapshot at seq %" PRId64 " %s: replaying it "
@@ -354,6 +373,53 @@ static struct exp_data *replay_from_snapshot(struct exp *x)
     d->loaded_from = from;
     atomic_fetch_add(&exp_rt.snapshot_loads, 1);
     atomic_fetch_add(&exp_rt.events_replayed, r.events);
+    return d;
+}
+
+/* The rebuild at a correction (extra[0..nextra)) from the latest usable
+ * snapshot before every corrected reward, and the events after it with
+ * the corrections (exp_replay_with's contract); NULL: the caller replays
+ * the whole log (why logged, but for "no such snapshot"). */
+static struct exp_data *correct_from_snapshot(struct exp *x, const struct exp_correction *extra,
+                                              size_t nextra)
+{
+    /* x->d is the data the correction replaces, drained: nobody writes it */
+    int64_t before = x->d->corrected_from;
+    for (size_t i = 0; i < nextra; i++) {
+        if (extra[i].at < 1)
+            return NULL; /* not known: no bound */
+        if (before == 0 || extra[i].at < before)
+            before = extra[i].at;
+    }
+    struct exp_data *d = snapshot_below(x, before), *saved = x->d;
+    if (d == NULL)
+        return NULL;
+    int64_t from = d->seq;
+    /* Every correction logged after `from`: none is before it (each one
+     * follows the reward it replaced, which is after `from`). */
+    struct corrections cs = {0};
+    int rc = collect(x, from, extra, nextra, &cs);
+    if (rc == 0) {
+        x->d = d; /* history_maybe_record reads x->d */
+        struct replay r = {.x = x, .d = d, .exact = 1, .corr = &cs};
+        rc = store_load_events(exp_rt.store, x->rowid, from, replay_event, &r);
+        x->d = saved;
+    }
+    free(cs.v);
+    if (rc != STORE_OK) {
+        log_warn("experiment %s: correction: the log after the snapshot at seq %" PRId64
+                 " %s: replaying it whole",
+                 x->id, from,
+                 rc == EXP_REPLAY_MISMATCH  ? "is not what the policy chooses"
+                 : rc == EXP_REPLAY_CORRUPT ? "is corrupt"
+                                            : "cannot be read");
+        exp_data_free(d);
+        return NULL;
+    }
+    d->loaded_from = from;
+    /* as after a full rebuild: the next batch (the correction's) takes a
+     * snapshot of the corrected state, so a restart need not replay */
+    d->snap_seq = 0;
     return d;
 }
 
@@ -390,22 +456,24 @@ struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *ext
     struct corrections cs = {0};
     const struct corrections *corr = NULL;
     struct exp_data *res = NULL;
+    if (!exp_rt.lim.no_snapshots) {
+        struct exp_data *d =
+            nextra == 0 ? replay_from_snapshot(x) : correct_from_snapshot(x, extra, nextra);
+        if (d != NULL) {
+            exp_watch_sync(x, d);
+            if (nextra == 0)
+                snapshot_after_load(x, d);
+            return d;
+        }
+    }
     if (nextra > 0) {
-        int rc = collect(x, extra, nextra, &cs);
+        int rc = collect(x, 0, extra, nextra, &cs);
         if (rc != 0) {
             snprintf(err, errlen, "reading events: %s",
                      rc < 0 ? "out of memory" : store_strerror(rc));
             goto out;
         }
         corr = &cs;
-    }
-    if (nextra == 0 && !exp_rt.lim.no_snapshots) {
-        struct exp_data *d = replay_from_snapshot(x);
-        if (d != NULL) {
-            exp_watch_sync(x, d);
-            snapshot_after_load(x, d);
-            return d;
-        }
     }
     for (int exact = 1; exact >= 0; exact--) {
         struct exp_data *d = exp_data_new(&x->cfg, err, errlen);
@@ -419,7 +487,7 @@ struct exp_data *exp_replay_with(struct exp *x, const struct exp_correction *ext
         if (rc == EXP_REPLAY_CORRECTIONS) {
             /* The log holds corrections: replay again knowing them. */
             exp_data_free(d);
-            rc = collect(x, NULL, 0, &cs);
+            rc = collect(x, 0, NULL, 0, &cs);
             if (rc != 0) {
                 snprintf(err, errlen, "reading events: %s",
                          rc < 0 ? "out of memory" : store_strerror(rc));

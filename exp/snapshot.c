@@ -16,8 +16,11 @@
  * back to the full replay whenever one does not fit — another layout
  * (EXP_SNAPSHOT_FORMAT with the engine's), another build (a policy may have
  * changed), another configuration or design, a bad checksum, bytes that do
- * not parse, or a tail that the policy no longer reproduces or that holds a
- * correction. Such a state is never used, so never a wrong one.
+ * not parse or fields that disagree (every field read is checked: ranges,
+ * indices, counts against each other, here, in engine_snap and in each
+ * policy's ops->snap: a checksum does not catch a state written wrong), or
+ * a tail that the policy no longer reproduces or that holds a correction.
+ * Such a state is never used, so never a wrong one.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -32,8 +35,9 @@
 #include "base/version.h"
 #include "exp/internal.h"
 
-/* The layout below; the column holds it with the engine's (format()). */
-#define EXP_SNAPSHOT_FORMAT 1
+/* The layout below; the column holds it with the engine's (format()).
+ * 2: corrected_from (a correction's rebuild starts from a snapshot). */
+#define EXP_SNAPSHOT_FORMAT 2
 /* Largest snapshot written (a million pending assignments are ~40 MB). It
  * rides in its events' transaction, so one the store refuses would fail
  * them too: below SQLite's default SQLITE_MAX_LENGTH (10^9 bytes) and
@@ -136,6 +140,38 @@ static void snap_pending(struct ser *s, const struct exp *x, struct exp_data *d)
     }
 }
 
+/* A reader's check of the pending assignments against the engine's
+ * pending pulls, arm by arm: each assignment answered later releases its
+ * arm's count, so a count the engine does not hold would go wrong then. */
+static void check_pending(struct ser *s, const struct exp *x, struct exp_data *d)
+{
+    if (!s->reading || !ser_ok(s))
+        return;
+    size_t nb = x->cfg.n_bandits, total = 0;
+    size_t *off = calloc(nb + 1, sizeof *off);
+    for (size_t b = 0; off != NULL && b < nb; b++)
+        off[b + 1] = total += x->cfg.n_arms[b];
+    uint64_t *cnt = calloc(total ? total : 1, sizeof *cnt);
+    if (off == NULL || cnt == NULL) {
+        ser_fail(s);
+        goto out;
+    }
+    for (size_t i = 0; i < d->flen; i++) {
+        const struct exp_assignment *a = exp_fifo_at(d, i);
+        if (a->status == EXP_A_PENDING) /* snap_pending checked its arm */
+            cnt[off[a->bandit] + (size_t)a->arm]++;
+    }
+    ser_check(s, d->pending == engine_pending(d->eng));
+    for (size_t b = 0; b < nb && ser_ok(s); b++) {
+        const struct stats_arm *arms = engine_arms(d->eng, b);
+        for (size_t i = 0; i < x->cfg.n_arms[b]; i++)
+            ser_check(s, arms[i].pending == cnt[off[b] + i]);
+    }
+out:
+    free(off);
+    free(cnt);
+}
+
 /* The whole of d, both ways (a reader fills a fresh d of x's). */
 static void snap_data(struct ser *s, struct exp *x, struct exp_data *d, int64_t *last_ms)
 {
@@ -150,13 +186,17 @@ static void snap_data(struct ser *s, struct exp *x, struct exp_data *d, int64_t 
     if (s->reading && ser_ok(s) && d->chain[sizeof d->chain - 1] != '\0')
         ser_fail(s);
     engine_snap(d->eng, s);
-    ser_bytes(s, d->concluded, x->cfg.n_bandits);
+    ser_flags(s, d->concluded, x->cfg.n_bandits);
     ser_str(s, &d->name, 1u << 16);
     ser_i64(s, &d->ttl_s);
     ser_size(s, &d->edits);
+    ser_i64(s, &d->corrected_from);
+    if (s->reading && ser_ok(s) && (d->corrected_from < 0 || d->corrected_from > d->seq))
+        ser_fail(s);
     exp_design_snap(d, s);
     exp_history_snap(x, d, s);
     snap_pending(s, x, d); /* last: it checks seqs against d->seq */
+    check_pending(s, x, d);
 }
 
 void exp_snapshot_free(struct exp_snapshot *sn)
@@ -284,7 +324,7 @@ struct exp_data *exp_snapshot_load(struct exp *x, const struct store_snapshot *s
     if (!ser_end(&s) || d->seq != sn->seq) {
         snprintf(why, len,
                  "state does not parse as this experiment's (another configuration, policy "
-                 "layout or --history-points)");
+                 "layout or --history-points), or its fields disagree (a damaged state)");
         exp_data_free(d); /* its pending count goes with it */
         return NULL;
     }

@@ -200,8 +200,8 @@ static void adapt_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
     (void)ctx;
     ser_expect(s, a->k);
     ser_u64(s, &a->cap);
-    ser_sizes(s, a->order, a->k);
-    ser_bytes(s, a->high, a->k);
+    ser_indices(s, a->order, a->k, a->k);
+    ser_flags(s, a->high, a->k);
     ser_f64s(s, a->w, a->k);
     ser_f64(s, &a->cut);
 }

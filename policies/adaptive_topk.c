@@ -216,8 +216,9 @@ static void atopk_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
     ser_f64(s, &a->delta);
     ser_uint(s, &a->r);
     ser_uint(s, &a->n_acc);
-    ser_bytes(s, a->acc, a->e.k);
-    ser_bytes(s, a->rej, a->e.k);
+    ser_flags(s, a->acc, a->e.k);
+    ser_flags(s, a->rej, a->e.k);
+    ser_check(s, a->n_acc <= a->e.k);
 }
 
 const struct policy_ops policy_adaptive_topk = {

@@ -1441,6 +1441,47 @@ static void snap_eval(struct ser *s, struct engine_stop_eval *f)
     f->fires = (enum engine_fires)fires;
 }
 
+/* A loaded state's fields against each other (a reader only): the counts
+ * that add up (each bandit's rewarded pulls are its arms' counts, its
+ * pending pulls count in its budget count, which counts in what it handed
+ * out; the totals are the sums), flags 0 or 1, each bandit's tie-break
+ * ranks a permutation, the statistics finite and in range. A checksum
+ * cannot catch a state written wrong, or edited with its checksum redone;
+ * this does, and the load falls back to the log. */
+static void snap_check(struct engine *e, struct ser *s)
+{
+    uint64_t pulls = 0, pending = 0, used = 0, handed = 0;
+    size_t off = 0; /* bandit b's first arm in the arrays of all arms */
+    for (size_t b = 0; b < e->nb && ser_ok(s); off += e->k[b], b++) {
+        uint64_t n = 0, pend = 0;
+        for (size_t i = 0; i < e->k[b]; i++) {
+            const struct stats_arm *a = &e->arms[b][i];
+            n += a->n;
+            pend += a->pending;
+            /* rewards are in [0, 1]: the mean too (an ulp of slack) */
+            ser_check(s, isfinite(a->mean) && a->mean >= -1e-9 && a->mean <= 1 + 1e-9 &&
+                             (a->n > 0 || a->mean == 0) && isfinite(a->m2) && a->m2 >= -1e-9 &&
+                             isfinite(a->ebv) && a->ebv >= 0 && isfinite(a->alpha) &&
+                             a->alpha > 0 && isfinite(a->beta) && a->beta > 0);
+            if (e->verdict_store != NULL)
+                ser_check(s, e->verdict[b][i] <= POLICY_FUTILE &&
+                                 e->verdict_at[off + i] <= e->rewarded[b]);
+        }
+        ser_check_perm(s, e->rank[b], e->k[b]);
+        ser_check(s, n == e->rewarded[b] && pend <= e->used[b] && e->used[b] <= e->handed[b]);
+        if (e->ninst > 1)
+            ser_check(s, e->ctx[b].handed_out == e->handed[b]);
+        pulls += n;
+        pending += pend;
+        used += e->used[b];
+        handed += e->handed[b];
+    }
+    ser_check(s, pulls == e->pulls && pending == e->pending && used == e->used_total &&
+                     handed == e->handed_total && (e->paused == 0 || e->paused == 1));
+    if (e->ninst == 1)
+        ser_check(s, e->ctx[0].handed_out == e->handed_total);
+}
+
 void engine_snap(struct engine *e, struct ser *s)
 {
     const struct policy_ops *p = e->cfg.policy;
@@ -1469,7 +1510,7 @@ void engine_snap(struct engine *e, struct ser *s)
     for (size_t i = 0; i < total && ser_ok(s); i++)
         snap_arm(s, &e->store[i]);
     ser_u32s(s, e->rank_store, total);
-    ser_bytes(s, e->done, e->nb);
+    ser_flags(s, e->done, e->nb);
     ser_u64s(s, e->used, e->nb);
     ser_u64s(s, e->handed, e->nb);
     ser_u64(s, &e->pulls);
@@ -1486,7 +1527,7 @@ void engine_snap(struct engine *e, struct ser *s)
     ser_u32s(s, e->block_left, total);
     for (size_t b = 0; b < e->nb && ser_ok(s); b++)
         snap_eval(s, &e->fired[b]);
-    ser_bytes(s, e->retired, total);
+    ser_flags(s, e->retired, total);
     /* goal control: the verdicts and when they fell; the GLR memo is a
      * cache of answers that do not depend on it (stats.h): a loaded engine
      * starts it empty */
@@ -1501,4 +1542,6 @@ void engine_snap(struct engine *e, struct ser *s)
         ser_u64(s, &e->ctx[i].handed_out);
         p->snap(e->pstate[i], &e->ctx[i], s);
     }
+    if (s->reading)
+        snap_check(e, s);
 }

@@ -46,7 +46,7 @@ void fc_phases_snap(struct fc_phases *p, struct ser *s)
     ser_int(s, &p->last);
     ser_size(s, &p->n_active);
     ser_size(s, &p->n_full);
-    ser_bytes(s, p->active, p->k);
+    ser_flags(s, p->active, p->k);
     ser_u64s(s, p->cnt, p->k);
     ser_f64s(s, p->sum, p->k);
     ser_u64s(s, p->ccnt, p->k);
@@ -57,7 +57,8 @@ void fc_phases_snap(struct fc_phases *p, struct ser *s)
     ser_u64(s, &p->qlvl);
     ser_u64(s, &p->xlvl);
     /* the cursor indexes perm (select's turn starts there): < n_perm, or 0 */
-    if (p->n_perm > p->k || p->n_active > p->k || (p->cursor != 0 && p->cursor >= p->n_perm))
+    if (p->n_perm > p->k || p->n_active > p->k || p->n_full > p->n_active ||
+        (p->cursor != 0 && p->cursor >= p->n_perm))
         ser_fail(s);
     for (size_t i = 0; i < p->n_perm && ser_ok(s); i++)
         if (p->perm[i] >= p->k)
@@ -222,9 +223,11 @@ void fc_elim_snap(struct fc_elim *e, struct ser *s)
     ser_expect(s, e->k);
     fc_phases_snap(&e->ph, s);
     ser_int(s, &e->finished);
-    ser_bytes(s, e->chosen, e->k);
+    ser_check(s, e->finished == 0 || e->finished == 1);
+    ser_flags(s, e->chosen, e->k);
     ser_u32s(s, e->rank, e->k);
-    ser_sizes(s, e->idx, e->k);
+    ser_check_perm(s, e->rank, e->k);
+    ser_indices(s, e->idx, e->k, e->k);
     ser_f64s(s, e->val, e->k);
 }
 
@@ -340,9 +343,11 @@ void fc_glr_snap(struct fc_glr *g, struct ser *s)
     ser_expect(s, g->k);
     ser_expect(s, (uint64_t)g->thr);
     ser_int(s, &g->stopped);
+    ser_check(s, g->stopped == 0 || g->stopped == 1);
     ser_size(s, &g->certified);
     ser_u32s(s, g->rank, g->k);
-    ser_sizes(s, g->idx, g->k);
+    ser_check_perm(s, g->rank, g->k);
+    ser_indices(s, g->idx, g->k, g->k);
     ser_f64s(s, g->val, g->k);
     if (g->certified >= g->k)
         ser_fail(s);

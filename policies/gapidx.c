@@ -60,8 +60,8 @@ void gapidx_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
     ser_f64(s, &g->h_fixed);
     ser_f64s(s, g->gap, g->total);
     ser_f64s(s, g->idx, g->total);
-    ser_bytes(s, g->mask, g->total);
-    ser_bytes(s, g->ready, g->nb);
+    ser_flags(s, g->mask, g->total);
+    ser_flags(s, g->ready, g->nb);
     ser_f64s(s, g->rt, g->total);
     ser_f64s(s, g->sd, g->total);
 }

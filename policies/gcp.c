@@ -133,8 +133,10 @@ void gcp_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
     ser_f64s(s, g->index, g->kmax);
     ser_f64s(s, g->cost, g->nb);
     ser_f64s(s, g->rho, g->nb);
-    ser_bytes(s, g->cand, g->nb);
+    ser_flags(s, g->cand, g->nb);
     ser_u32s(s, g->rank, total);
+    for (size_t b = 0; b < ctx->n_bandits; b++)
+        ser_check_perm(s, g->rank + g->rank_off[b], ctx->n_arms[b]);
 }
 
 /* --- order statistics --------------------------------------------------------- */

@@ -136,6 +136,7 @@ static void halving_snap(void *state, const struct policy_ctx *ctx, struct ser *
     fc_elim_snap(&h->e, s);
     ser_uint(s, &h->rounds);
     ser_uint(s, &h->round);
+    ser_check(s, h->round <= h->rounds);
     ser_f64(s, &h->eps_l);
     ser_f64(s, &h->delta_l);
 }

@@ -156,7 +156,8 @@ static void incremental_snap(void *state, const struct policy_ctx *ctx, struct s
     ser_f64(s, &c->eps_l);
     ser_f64(s, &c->delta_l);
     ser_uint(s, &c->n_selected);
-    ser_bytes(s, c->selected, c->e.k);
+    ser_flags(s, c->selected, c->e.k);
+    ser_check(s, c->n_selected <= c->e.k);
 }
 
 const struct policy_ops policy_incremental = {

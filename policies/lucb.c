@@ -79,8 +79,9 @@ void lucb_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
             l->queued = (long)q64;
     }
     ser_int(s, &l->stopped);
-    ser_bytes(s, l->high, l->n);
-    ser_bytes(s, l->certified, l->n);
+    ser_check(s, l->stopped == 0 || l->stopped == 1);
+    ser_flags(s, l->high, l->n);
+    ser_flags(s, l->certified, l->n);
     for (int c = 0; c < 2; c++)
         for (size_t i = 0; i < l->n; i++) {
             struct lucb_cache *x = &l->cache[c][i];
@@ -90,9 +91,10 @@ void lucb_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
             ser_f64(s, &x->lo);
             ser_f64(s, &x->hi);
         }
-    ser_sizes(s, l->order, l->n);
+    ser_indices(s, l->order, l->n, l->n);
     ser_f64s(s, l->val, l->n);
     ser_u32s(s, l->rank, l->n);
+    ser_check_perm(s, l->rank, l->n);
 }
 
 /* Count used for arm i: n (+ pending when choosing pulls). */

@@ -62,13 +62,24 @@ void phases_snap(struct phases *ph, struct ser *s)
     ser_bytes(s, ph->status, ph->total);
     ser_uints(s, ph->need, ph->nb);
     ser_sizes(s, ph->n_active, ph->nb);
-    ser_bytes(s, ph->settled, ph->nb);
+    ser_flags(s, ph->settled, ph->nb);
     ser_size(s, &ph->n_settled);
     ser_u64s(s, ph->target, ph->nphases ? ph->nphases : 1);
     ser_size(s, &ph->phase);
     ser_u32s(s, ph->rank, ph->total);
     if (ph->phase > ph->nphases || ph->n_settled > ph->nb)
         ser_fail(s);
+    /* each bandit: its statuses known, its counts within its arms, its
+     * ranks a permutation (bandit after bandit, as phases_init draws them) */
+    for (size_t b = 0; s->reading && b < ph->nb && ser_ok(s); b++) {
+        size_t k = ph->off[b + 1] - ph->off[b], active = 0;
+        for (size_t i = ph->off[b]; i < ph->off[b + 1]; i++) {
+            ser_check(s, ph->status[i] <= PHASES_REJECTED);
+            active += ph->status[i] == PHASES_ACTIVE;
+        }
+        ser_check(s, ph->n_active[b] == active && ph->need[b] <= k);
+        ser_check_perm(s, &ph->rank[ph->off[b]], k);
+    }
 }
 
 void phases_state_snap(void *state, const struct policy_ctx *ctx, struct ser *s)

@@ -133,7 +133,7 @@ static void sh_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
     struct sh *h = state;
     (void)ctx;
     phases_snap(&h->ph, s);
-    ser_sizes(s, h->keep, h->ph.nphases);
+    ser_indices(s, h->keep, h->ph.nphases, h->ph.total + 1); /* arms kept: at most all */
 }
 
 const struct policy_ops policy_seq_halving = {

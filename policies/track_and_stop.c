@@ -260,6 +260,7 @@ static void tas_snap(void *state, const struct policy_ctx *ctx, struct ser *s)
     ser_u64(s, &t->wdata);
     ser_u64(s, &t->refresh);
     ser_int(s, &t->have_w);
+    ser_check(s, (t->have_w == 0 || t->have_w == 1) && (t->warm.valid == 0 || t->warm.valid == 1));
 }
 
 const struct policy_ops policy_track_and_stop = {

@@ -142,8 +142,11 @@ struct store_backend_ops {
     int (*load_audit)(struct store_backend *b,
                       int (*cb)(void *arg, const struct store_audit_row *row), void *arg);
     int (*backup)(struct store_backend *b, const char *path, char *err, size_t errlen);
-    int (*load_snapshots)(struct store_backend *b, int64_t exp,
-                          int (*cb)(void *arg, const struct store_snapshot *sn), void *arg);
+    /* cb(arg, the latest snapshot of exp whose seq is below `before`):
+     * cb's result, or STORE_ERR_NOTFOUND when there is none, or an error
+     * (store_load_snapshots walks back with it, one row at a time). */
+    int (*load_snapshot)(struct store_backend *b, int64_t exp, int64_t before,
+                         int (*cb)(void *arg, const struct store_snapshot *sn), void *arg);
 };
 
 /* Copy ev's unit (truncated), then actor, request_id and chain (each

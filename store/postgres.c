@@ -111,6 +111,11 @@ enum pq {
     PQ_OUTBOX_PENDING,
     PQ_OUTBOX_LIST,
     PQ_OUTBOX_DEPTH,
+    PQ_SNAP_INSERT,
+    PQ_SNAP_SEQS,
+    PQ_SNAP_DROP,
+    PQ_SNAP_DELETE,
+    PQ_SNAPSHOTS,
     PQ_COUNT
 };
 
@@ -254,6 +259,26 @@ static const struct store_sql pg_queries[PQ_COUNT] = {
                         " ORDER BY id DESC LIMIT $3"},
     [PQ_OUTBOX_DEPTH] = {"outbox_depth", STORE_SQL_READ,
                          "SELECT count(*) FROM outbox WHERE state = 0"},
+
+    /* Snapshots (store.h). The insert runs unprepared (PQexecParams: the
+     * state a binary bytea parameter; one every many thousand events);
+     * after it the experiment's seqs (the primary key; a dozen rows, sorted
+     * by store_snapshots_keep) say which go, each by its key. A load reads
+     * one row at a time, the latest below $2, by the primary key. */
+    [PQ_SNAP_INSERT] = {"snap_insert", STORE_SQL_ONCE,
+                        "INSERT INTO snapshots(exp, seq, format, software, design, checksum,"
+                        " created_ms, state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+                        " ON CONFLICT (exp, seq) DO UPDATE SET format = excluded.format,"
+                        " software = excluded.software, design = excluded.design,"
+                        " checksum = excluded.checksum, created_ms = excluded.created_ms,"
+                        " state = excluded.state"},
+    [PQ_SNAP_SEQS] = {"snap_seqs", STORE_SQL_WRITE, "SELECT seq FROM snapshots WHERE exp = $1"},
+    [PQ_SNAP_DROP] = {"snap_drop", STORE_SQL_WRITE,
+                      "DELETE FROM snapshots WHERE exp = $1 AND seq = $2"},
+    [PQ_SNAP_DELETE] = {"snap_delete", STORE_SQL_WRITE, "DELETE FROM snapshots WHERE exp = $1"},
+    [PQ_SNAPSHOTS] = {"snapshots", STORE_SQL_READ,
+                      "SELECT exp, seq, format, software, design, checksum, created_ms, state"
+                      " FROM snapshots WHERE exp = $1 AND seq < $2 ORDER BY seq DESC LIMIT 1"},
 };
 
 const struct store_sql *store_test_pg_sql(size_t i)
@@ -1102,24 +1127,7 @@ static int writer_exp_create(struct store_backend *b, const struct store_op *op,
     return err;
 }
 
-/* --- snapshots (store.h) ------------------------------------------------------
- * Written and read with statements of their own (PQexecParams: a snapshot is
- * written every many thousand events, read once per load), the state as a
- * binary bytea parameter. Fenced like events. */
-
-#define PG_SNAP_INSERT                                                                             \
-    "INSERT INTO snapshots(exp, seq, format, software, design, checksum, created_ms, state)"       \
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (exp, seq) DO UPDATE SET"                \
-    " format = excluded.format, software = excluded.software, design = excluded.design,"           \
-    " checksum = excluded.checksum, created_ms = excluded.created_ms, state = excluded.state"
-/* the latest STORE_SNAPSHOTS_KEEP (2: the OFFSET) stay */
-#define PG_SNAP_PRUNE                                                                              \
-    "DELETE FROM snapshots WHERE exp = $1 AND seq < (SELECT seq FROM snapshots WHERE exp = $1"     \
-    " ORDER BY seq DESC LIMIT 1 OFFSET 1)"
-#define PG_SNAP_DELETE "DELETE FROM snapshots WHERE exp = $1"
-#define PG_SNAPSHOTS                                                                               \
-    "SELECT exp, seq, format, software, design, checksum, created_ms, state FROM snapshots"        \
-    " WHERE exp = $1 ORDER BY seq DESC"
+/* --- snapshots (store.h): the statements are pg_queries' PQ_SNAP_* ---------- */
 
 /* Run sql with p (lengths and formats: NULL for text parameters) on the
  * writer's connection, in the group's transaction (its BEGIN first when no
@@ -1141,7 +1149,7 @@ static int snapshots_delete(struct store_backend *b, int64_t exp, int *own)
 {
     struct params p = {.n = 0};
     p_i64(&p, exp);
-    return w_exec_sql(b, PG_SNAP_DELETE, &p, NULL, NULL, own);
+    return w_exec(b, PQ_SNAP_DELETE, &p, NULL, own);
 }
 
 static int writer_snapshot(struct store_backend *b, const struct store_snapshot *sn, int *own)
@@ -1164,12 +1172,32 @@ static int writer_snapshot(struct store_backend *b, const struct store_snapshot 
     p_text(&p, sn->state); /* binary: the bytes as they are */
     lengths[7] = (int)sn->len;
     formats[7] = 1;
-    int err = w_exec_sql(b, PG_SNAP_INSERT, &p, lengths, formats, own);
+    int err = w_exec_sql(b, pg_queries[PQ_SNAP_INSERT].sql, &p, lengths, formats, own);
     if (err != STORE_OK)
         return err;
+    /* Thin the older ones (store_snapshots_keep; at most one more than it
+     * leaves: seq[] has room to spare). */
+    int64_t seq[2 * STORE_SNAPSHOTS_MAX];
+    unsigned char keep[2 * STORE_SNAPSHOTS_MAX];
+    size_t n = 0;
+    PGresult *r = NULL;
     struct params e = {.n = 0};
     p_i64(&e, sn->exp);
-    return w_exec_sql(b, PG_SNAP_PRUNE, &e, NULL, NULL, own);
+    err = w_exec(b, PQ_SNAP_SEQS, &e, &r, own);
+    if (err != STORE_OK)
+        return err;
+    for (int i = 0; i < PQntuples(r) && n < sizeof seq / sizeof seq[0]; i++)
+        seq[n++] = col_i64(r, i, 0);
+    PQclear(r);
+    store_snapshots_keep(seq, n, keep);
+    for (size_t i = 0; i < n && err == STORE_OK; i++)
+        if (!keep[i]) {
+            struct params d = {.n = 0};
+            p_i64(&d, sn->exp);
+            p_i64(&d, seq[i]);
+            err = w_exec(b, PQ_SNAP_DROP, &d, NULL, own);
+        }
+    return err;
 }
 
 /* The row goes now; its log is listed for the purge (as in sqlite.c). */
@@ -1720,36 +1748,39 @@ static int pg_last_seq(struct store_backend *b, int64_t exp, int64_t *out)
     return err;
 }
 
-/* Snapshots of exp, the latest first (PG_SNAPSHOTS: a few rows, an
- * unprepared statement), on this thread's reader connection. */
-static int pg_load_snapshots(struct store_backend *b, int64_t exp,
-                             int (*cb)(void *arg, const struct store_snapshot *sn), void *arg)
+/* The latest snapshot of exp below `before` (PQ_SNAPSHOTS: the primary key
+ * finds it) to cb. */
+static int pg_load_snapshot(struct store_backend *b, int64_t exp, int64_t before,
+                            int (*cb)(void *arg, const struct store_snapshot *sn), void *arg)
 {
     struct params p = {.n = 0};
     PGresult *res = NULL;
     p_i64(&p, exp);
-    int ret = r_exec(b, NULL, PG_SNAPSHOTS, &p, &res);
+    p_i64(&p, before);
+    int ret = r_query(b, PQ_SNAPSHOTS, &p, &res);
     if (ret != STORE_OK)
         return ret;
-    for (int i = 0; ret == STORE_OK && i < PQntuples(res); i++) {
-        size_t len = 0;
-        unsigned char *bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(res, i, 7), &len);
-        if (bytes == NULL) {
-            ret = STORE_ERR_NOMEM;
-            break;
-        }
-        struct store_snapshot sn = {.exp = col_i64(res, i, 0),
-                                    .seq = col_i64(res, i, 1),
-                                    .format = (int)col_i64(res, i, 2),
-                                    .software = col_text(res, i, 3),
-                                    .design = col_text(res, i, 4),
-                                    .checksum = col_text(res, i, 5),
-                                    .created_ms = col_i64(res, i, 6),
-                                    .state = bytes,
-                                    .len = len};
-        ret = cb(arg, &sn);
-        PQfreemem(bytes);
+    if (PQntuples(res) != 1) {
+        PQclear(res);
+        return STORE_ERR_NOTFOUND;
     }
+    size_t len = 0;
+    unsigned char *bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(res, 0, 7), &len);
+    if (bytes == NULL) {
+        PQclear(res);
+        return STORE_ERR_NOMEM;
+    }
+    struct store_snapshot sn = {.exp = col_i64(res, 0, 0),
+                                .seq = col_i64(res, 0, 1),
+                                .format = (int)col_i64(res, 0, 2),
+                                .software = col_text(res, 0, 3),
+                                .design = col_text(res, 0, 4),
+                                .checksum = col_text(res, 0, 5),
+                                .created_ms = col_i64(res, 0, 6),
+                                .state = bytes,
+                                .len = len};
+    ret = cb(arg, &sn);
+    PQfreemem(bytes);
     PQclear(res);
     return ret;
 }
@@ -2188,5 +2219,5 @@ const struct store_backend_ops store_postgres_ops = {
     .load_keys = pg_load_keys,
     .load_audit = pg_load_audit,
     .backup = pg_backup,
-    .load_snapshots = pg_load_snapshots,
+    .load_snapshot = pg_load_snapshot,
 };

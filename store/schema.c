@@ -141,8 +141,8 @@ static const struct migration migrations[] = {
     {9,
      /* Snapshots (store.h): an experiment's serialized state as of event
       * seq, so that a load replays only the events after it. A few rows
-      * per experiment (the writer keeps the latest two), large ones: a
-      * rowid table, keyed (exp, seq). */
+      * per experiment (the writer thins them: store_snapshots_keep), large
+      * ones: a rowid table, keyed (exp, seq). */
      "CREATE TABLE snapshots ("
      " exp INTEGER NOT NULL,"
      " seq INTEGER NOT NULL,"

@@ -80,7 +80,8 @@ enum q {
     Q_OUTBOX_UPDATE,
     Q_OUTBOX_PRUNE,
     Q_SNAP_INSERT,
-    Q_SNAP_PRUNE,
+    Q_SNAP_SEQS,
+    Q_SNAP_DROP,
     Q_SNAP_DELETE,
     Q_SYNC_FULL,
     Q_SYNC_NORMAL,
@@ -153,15 +154,15 @@ static const struct store_sql queries[Q_COUNT] = {
     [Q_OUTBOX_PRUNE] = {"outbox_prune", STORE_SQL_WRITE,
                         "DELETE FROM outbox INDEXED BY outbox_finished"
                         " WHERE state != 0 AND last_ms < ?1"},
-    /* Snapshots (store.h): one replaces another of the same seq; the prune
-     * keeps the latest STORE_SNAPSHOTS_KEEP (2: the OFFSET) of the
-     * experiment (no second-latest: NULL, nothing goes). */
+    /* Snapshots (store.h): one replaces another of the same seq; then the
+     * experiment's seqs (the primary key's index alone; a dozen rows, sorted
+     * by store_snapshots_keep) say which go, each by its key. */
     [Q_SNAP_INSERT] = {"snap_insert", STORE_SQL_WRITE,
                        "INSERT OR REPLACE INTO snapshots(exp, seq, format, software, design,"
                        " checksum, created_ms, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
-    [Q_SNAP_PRUNE] = {"snap_prune", STORE_SQL_WRITE,
-                      "DELETE FROM snapshots WHERE exp = ?1 AND seq < (SELECT seq FROM snapshots"
-                      " WHERE exp = ?1 ORDER BY seq DESC LIMIT 1 OFFSET 1)"},
+    [Q_SNAP_SEQS] = {"snap_seqs", STORE_SQL_WRITE, "SELECT seq FROM snapshots WHERE exp = ?1"},
+    [Q_SNAP_DROP] = {"snap_drop", STORE_SQL_WRITE,
+                     "DELETE FROM snapshots WHERE exp = ?1 AND seq = ?2"},
     [Q_SNAP_DELETE] = {"snap_delete", STORE_SQL_WRITE, "DELETE FROM snapshots WHERE exp = ?1"},
     /* The connections' sync mode, set once at open. Never prepared and
      * stepped again: SQLite applies PRAGMA synchronous when it compiles the
@@ -207,9 +208,10 @@ static const struct store_sql queries[Q_COUNT] = {
     [Q_OUTBOX_DEPTH] = {"outbox_depth", STORE_SQL_READ,
                         "SELECT count(*) FROM outbox INDEXED BY outbox_pending WHERE state = 0"},
 
+    /* the latest below ?2, by the primary key's index: one row */
     [Q_SNAPSHOTS] = {"snapshots", STORE_SQL_READ,
                      "SELECT exp, seq, format, software, design, checksum, created_ms, state"
-                     " FROM snapshots WHERE exp = ?1 ORDER BY seq DESC"},
+                     " FROM snapshots WHERE exp = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT 1"},
 
     [Q_WAL] = {"wal", STORE_SQL_ONCE, "PRAGMA journal_mode=WAL"},
 
@@ -563,9 +565,30 @@ static int writer_snapshot(struct store_backend *s, const struct store_snapshot 
                                 arg_text(sn->design),    arg_text(sn->checksum),
                                 arg_int(sn->created_ms), blob};
     int rc = wrun(s, Q_SNAP_INSERT, a, NARGS(a));
+    if (rc != SQLITE_OK)
+        return rc;
+    /* Thin the older ones (store_snapshots_keep). The rule leaves at most
+     * STORE_SNAPSHOTS_MAX, so with this one there are at most one more:
+     * seq[] has room to spare. */
+    int64_t seq[2 * STORE_SNAPSHOTS_MAX];
+    unsigned char keep[2 * STORE_SNAPSHOTS_MAX];
+    size_t n = 0;
     const struct sql_arg e[] = {arg_int(sn->exp)};
+    sqlite3_stmt *st = s->wst[Q_SNAP_SEQS];
+    rc = bind_args(st, e, 1);
     if (rc == SQLITE_OK)
-        rc = wrun(s, Q_SNAP_PRUNE, e, 1);
+        rc = step_retry(st);
+    for (; rc == SQLITE_ROW && n < sizeof seq / sizeof seq[0]; rc = sqlite3_step(st))
+        seq[n++] = sqlite3_column_int64(st, 0);
+    rc = rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    store_snapshots_keep(seq, n, keep);
+    for (size_t i = 0; i < n && rc == SQLITE_OK; i++)
+        if (!keep[i]) {
+            const struct sql_arg d[] = {arg_int(sn->exp), arg_int(seq[i])};
+            rc = wrun(s, Q_SNAP_DROP, d, NARGS(d));
+        }
     return rc;
 }
 
@@ -1159,12 +1182,12 @@ static int rd_int(struct store_backend *s, enum q q, const struct sql_arg *a, si
     return err;
 }
 
-static int sq_load_snapshots(struct store_backend *s, int64_t exp,
-                             int (*cb)(void *arg, const struct store_snapshot *sn), void *arg)
+static int sq_load_snapshot(struct store_backend *s, int64_t exp, int64_t before,
+                            int (*cb)(void *arg, const struct store_snapshot *sn), void *arg)
 {
-    const struct sql_arg a[] = {arg_int(exp)};
+    const struct sql_arg a[] = {arg_int(exp), arg_int(before)};
     const struct rd_each e = {.kind = EACH_SNAPSHOT, .cb.snapshot = cb, .arg = arg};
-    return rd_each(s, Q_SNAPSHOTS, a, 1, &e, 0);
+    return rd_each(s, Q_SNAPSHOTS, a, NARGS(a), &e, 1);
 }
 
 static int sq_load_experiments(struct store_backend *s,
@@ -1591,5 +1614,5 @@ const struct store_backend_ops store_sqlite_ops = {
     .load_keys = sq_load_keys,
     .load_audit = sq_load_audit,
     .backup = sq_backup,
-    .load_snapshots = sq_load_snapshots,
+    .load_snapshot = sq_load_snapshot,
 };

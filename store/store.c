@@ -790,10 +790,71 @@ int store_last_seq(struct store *s, int64_t exp, int64_t *out)
     return s->ops->last_seq(s->be, exp, out);
 }
 
-int store_load_snapshots(struct store *s, int64_t exp,
+/* store_load_snapshots' walk: the caller's callback, and where it is. */
+struct snap_walk {
+    int (*cb)(void *arg, const struct store_snapshot *sn);
+    void *arg;
+    int64_t seq; /* the last row's */
+    int ret;     /* the callback's result for it */
+};
+
+static int snap_step(void *arg, const struct store_snapshot *sn)
+{
+    struct snap_walk *w = arg;
+    w->seq = sn->seq;
+    w->ret = w->cb(w->arg, sn);
+    return w->ret;
+}
+
+int store_load_snapshots(struct store *s, int64_t exp, int64_t before,
                          int (*cb)(void *arg, const struct store_snapshot *sn), void *arg)
 {
-    return s->ops->load_snapshots(s->be, exp, cb, arg);
+    struct snap_walk w = {.cb = cb, .arg = arg, .seq = before};
+    for (;;) {
+        int64_t below = w.seq;
+        w.ret = 0;
+        int rc = s->ops->load_snapshot(s->be, exp, below, snap_step, &w);
+        if (w.ret != 0)
+            return w.ret; /* the callback stopped */
+        if (rc == STORE_ERR_NOTFOUND)
+            return STORE_OK; /* no older one */
+        if (rc != STORE_OK)
+            return rc;
+        if (w.seq >= below)
+            return STORE_ERR_IO; /* a row not below: never walk in place */
+    }
+}
+
+static int seq_desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+void store_snapshots_keep(int64_t *seq, size_t n, unsigned char *keep)
+{
+    int last_bucket = -1;
+    qsort(seq, n, sizeof *seq, seq_desc);
+    for (size_t i = 0; i < n; i++)
+        keep[i] = i < STORE_SNAPSHOTS_KEEP;
+    /* Walk from the oldest, so that the first met in each bucket (the
+     * oldest) is the one that stays: as the latest moves on, each kept one
+     * drifts into the next bucket, where it is older than a newcomer. */
+    for (size_t k = n; k-- > STORE_SNAPSHOTS_KEEP;) {
+        uint64_t dist = (uint64_t)(seq[0] - seq[k]);
+        int bucket = 0;
+        while (dist > 1) {
+            dist >>= 1;
+            bucket++;
+        }
+        keep[k] = bucket != last_bucket;
+        last_bucket = bucket;
+    }
+    /* the cap: the oldest beyond it go */
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (keep[i] && kept++ >= STORE_SNAPSHOTS_MAX)
+            keep[i] = 0;
 }
 
 int store_outbox_pending(struct store *s, int64_t after_id, int limit,

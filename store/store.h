@@ -170,8 +170,8 @@ enum store_op_kind {
     STORE_OP_CLAIM = 8,         /* exp: make this daemon its owner (store_claim) */
     STORE_OP_AUDIT = 9,         /* audit: a record of the audit log (below); its seq and
                                  * chain are the backend's */
-    STORE_OP_SNAPSHOT = 10,     /* snap: a checkpoint of exp's state (below); the older
-                                 * ones but the latest STORE_SNAPSHOTS_KEEP go */
+    STORE_OP_SNAPSHOT = 10,     /* snap: a checkpoint of exp's state (below); older
+                                 * ones are thinned (store_snapshots_keep) */
 };
 
 struct store_snapshot;
@@ -308,11 +308,28 @@ int store_last_seq(struct store *s, int64_t exp, int64_t *out);
  * whenever one does not fit (another format, build or design, a bad
  * checksum). A snapshot is written like events (STORE_OP_SNAPSHOT, in the
  * same group commit, fenced like them on PostgreSQL: only the owner's
- * writer commits one), replacing one of the same seq; the writer keeps the
- * latest STORE_SNAPSHOTS_KEEP of an experiment, and a delete takes them
- * all. */
+ * writer commits one), replacing one of the same seq; the writer then
+ * thins the experiment's older ones (store_snapshots_keep), and a delete
+ * takes them all.
+ *
+ * Older snapshots are kept, log-spaced, for the rebuild at a correction
+ * (exp/corrections.c): it must start before the corrected reward, so a
+ * snapshot at most about twice as far back as that reward serves it. Kept:
+ * the latest two (a damaged latest falls back to the one before), then,
+ * for each power of two d, the oldest snapshot whose distance in events
+ * from the latest lies in [2^d, 2^(d+1)); at most STORE_SNAPSHOTS_MAX in
+ * all (the oldest beyond it go). With a snapshot every E events, an
+ * experiment of n events keeps about 2 + log2(n / E) of them (12 at
+ * n = 10^7, E = 10^4). */
 
 #define STORE_SNAPSHOTS_KEEP 2
+#define STORE_SNAPSHOTS_MAX 12
+
+/* Which snapshots of an experiment stay: seq[0..n) are their seqs (no two
+ * equal), in any order; sorts them in place, the latest first, and sets
+ * keep[i] to 1 for those that stay, 0 for those that go. The one rule both
+ * backends apply. */
+void store_snapshots_keep(int64_t *seq, size_t n, unsigned char *keep);
 
 struct store_snapshot {
     int64_t exp;          /* experiment rowid */
@@ -326,10 +343,12 @@ struct store_snapshot {
     size_t len;
 };
 
-/* Call cb for each snapshot of exp, the latest (highest seq) first; its
- * fields are borrowed for the callback's duration. cb returns non-zero to
- * stop (that value is returned). */
-int store_load_snapshots(struct store *s, int64_t exp,
+/* Call cb for each snapshot of exp whose seq is below `before` (INT64_MAX:
+ * every one), the latest (highest seq) first, one row read at a time (an
+ * index serves "the latest below X"); its fields are borrowed for the
+ * callback's duration. cb returns non-zero to stop (that value is
+ * returned). */
+int store_load_snapshots(struct store *s, int64_t exp, int64_t before,
                          int (*cb)(void *arg, const struct store_snapshot *sn), void *arg);
 
 /* --- ownership: several daemons on one database -------------------------- */

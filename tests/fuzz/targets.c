@@ -19,6 +19,7 @@
 
 #include "exp/exp.h"
 #include "api/parse.h"
+#include "base/digest.h"
 #include "http/http.h"
 #include "store/store.h"
 #include "policies/engine.h"
@@ -254,6 +255,52 @@ static const char *replay_db(void)
     return path;
 }
 
+/* The store of the stored-data targets: one for the process, each input
+ * an experiment of its own, deleted afterwards (opening a store per input
+ * is 30 times slower). */
+static struct store *replay_store(void)
+{
+    char err[256];
+    if (g_replay_store == NULL &&
+        (g_replay_store = store_open(replay_db(), STORE_SYNC_NORMAL, err, sizeof err)) == NULL)
+        abort();
+    return g_replay_store;
+}
+
+/* The end of a stored-data target: the registry loads st as a start does;
+ * experiment id, when served, is read as the status endpoint would and its
+ * engine asked for `assigns` assignments (nothing written); then the
+ * registry is freed, the experiment (rowid) deleted and the registry set
+ * back to parsing only, for the other targets. */
+static void load_read_forget(struct store *st, const char *id, int64_t rowid, int assigns)
+{
+    char err[256];
+    struct exp_limits lim = *exp_limits();
+    exp_registry_init(st, &lim);
+    struct exp *x = NULL;
+    if (exp_registry_load(err, sizeof err) == 0 && (x = exp_get(id)) != NULL) {
+        exp_lock(x);
+        struct engine *e = exp_engine(x);
+        unsigned char high[ENGINE_MAX_ARMS];
+        for (size_t b = 0; b < exp_cfg(x)->n_bandits; b++) {
+            struct engine_bandit_status bs;
+            engine_bandit_status(e, b, high, &bs);
+        }
+        for (int k = 0; k < assigns; k++) {
+            struct engine_pull p;
+            (void)engine_assign(e, k % 3 - 1, &p);
+        }
+        (void)exp_pending_count(x);
+        exp_unlock(x);
+        exp_put(x);
+    }
+    exp_registry_free();
+    struct store_op del = {.kind = STORE_OP_EXP_DELETE, .exp = rowid};
+    if (store_write_sync(st, &del, 1) != STORE_OK)
+        abort();
+    exp_registry_init(NULL, &lim);
+}
+
 /* The input as event rows (REPLAY_EVENT_BYTES each: kind, bandit, arm,
  * flags, value, ref, seq step, state text, unit, expiry) of one experiment
  * (the fixture: two bandits of three arms, rewards in [-1, 5]), written
@@ -262,13 +309,7 @@ static const char *replay_db(void)
 int fuzz_replay(const uint8_t *data, size_t size)
 {
     init_once();
-    char err[256];
-    /* one store for the process: each input is an experiment of its own,
-     * deleted afterwards (opening a store per input is 30 times slower) */
-    if (g_replay_store == NULL &&
-        (g_replay_store = store_open(replay_db(), STORE_SYNC_NORMAL, err, sizeof err)) == NULL)
-        abort();
-    struct store *st = g_replay_store;
+    struct store *st = replay_store();
     int64_t rowid = 0;
     char *config = json_dumps(g_cfg.json, JSON_COMPACT | JSON_SORT_KEYS);
     struct store_op op = {.kind = STORE_OP_EXP_CREATE,
@@ -308,28 +349,160 @@ int fuzz_replay(const uint8_t *data, size_t size)
     if (nev > 0 && store_write_sync(st, evs, nev) != STORE_OK)
         for (size_t i = 0; i < nev; i++)
             (void)store_write_sync(st, &evs[i], 1);
+    load_read_forget(st, "fz", rowid, 0);
+    return 0;
+}
+
+/* --- a stored snapshot's state (exp/snapshot.c, engine_snap) ------------------ */
+
+/* The experiment whose snapshot is damaged: two bandits of three arms,
+ * ttts (a policy with ranks and index arrays of its own). */
+static const char *const g_snap_config = "{\"id\":\"fs\",\"policy\":{\"name\":\"ttts\"},\"seed\":3,"
+                                         "\"bandits\":[{\"id\":\"x\",\"arms\":[\"a\",\"b\",\"c\"]},"
+                                         "{\"id\":\"y\",\"arms\":[\"d\",\"e\",\"f\"]}]}";
+
+/* A valid snapshot of it, made once: its row's labels and its bytes. */
+static struct {
+    int ready;
+    int64_t seq;
+    int format;
+    char software[64], design[80];
+    unsigned char *state;
+    size_t len;
+} g_snap;
+
+static void flag_done(void *arg, int err)
+{
+    *(int *)arg = err == STORE_OK ? 1 : -1;
+}
+
+/* The first snapshot read (store_load_snapshots' callback). */
+static int keep_snapshot(void *arg, const struct store_snapshot *sn)
+{
+    (void)arg;
+    g_snap.seq = sn->seq;
+    g_snap.format = sn->format;
+    snprintf(g_snap.software, sizeof g_snap.software, "%s", sn->software);
+    snprintf(g_snap.design, sizeof g_snap.design, "%s", sn->design);
+    g_snap.state = malloc(sn->len);
+    if (g_snap.state == NULL)
+        abort();
+    memcpy(g_snap.state, sn->state, sn->len);
+    g_snap.len = sn->len;
+    return 1;
+}
+
+/* Create experiment fs in the registry (initialised on a store) and wait
+ * for its commit: a new reference. */
+static struct exp *snap_create(void)
+{
+    json_t *j = json_loads(g_snap_config, 0, NULL), *errors = json_array();
+    struct exp_config cfg;
+    struct exp *x = NULL;
+    int done = 0;
+    if (j == NULL || errors == NULL || exp_config_parse(j, exp_limits(), &cfg, errors) != 0 ||
+        exp_create(&cfg, NULL, NULL, flag_done, &done, &x) != EXP_OK)
+        abort();
+    while (done == 0)
+        usleep(100);
+    json_decref(j);
+    json_decref(errors);
+    if (done < 0)
+        abort();
+    return x;
+}
+
+/* Make g_snap: experiment fs served for a while (assignments, most
+ * rewarded, some pending) with a snapshot every 7 events; the latest kept. */
+static void snap_make(struct store *st)
+{
     struct exp_limits lim = *exp_limits();
+    lim.snapshot_every = 7;
     exp_registry_init(st, &lim);
-    if (exp_registry_load(err, sizeof err) == 0) {
-        struct exp *x = exp_get("fz");
-        if (x != NULL) {
-            exp_lock(x);
-            struct engine *e = exp_engine(x);
-            unsigned char high[ENGINE_MAX_ARMS];
-            for (size_t bd = 0; bd < exp_cfg(x)->n_bandits; bd++) {
-                struct engine_bandit_status bs;
-                engine_bandit_status(e, bd, high, &bs);
-            }
-            (void)exp_pending_count(x);
-            exp_unlock(x);
-            exp_put(x);
-        }
+    struct exp *x = snap_create();
+    int64_t now = 1700000000000, pend[64];
+    size_t n = 0;
+    for (int t = 0; t < 60; t++, now += 10) {
+        struct exp_batch b;
+        const struct exp_assignment *a = NULL;
+        int done = 0;
+        exp_batch_init(&b);
+        exp_lock(x);
+        if (exp_prepare_locked(x, now) != EXP_OK ||
+            exp_ev_assign(x, &b, -1, NULL, now, &a) != EXP_OK)
+            abort();
+        if (a->status == EXP_A_PENDING && n < 64)
+            pend[n++] = a->seq;
+        if (t % 3 != 2 && n > 2)
+            (void)exp_ev_reward(x, &b, pend[n - 3], (double)(t % 2), now);
+        if (exp_submit_locked(x, &b, flag_done, &done) != STORE_OK)
+            abort();
+        exp_unlock(x);
+        while (done == 0)
+            usleep(100);
+        exp_batch_free(&b);
     }
+    int64_t rowid = exp_rowid(x);
+    exp_put(x);
     exp_registry_free();
+    if (store_load_snapshots(st, rowid, INT64_MAX, keep_snapshot, NULL) != 1)
+        abort();
     struct store_op del = {.kind = STORE_OP_EXP_DELETE, .exp = rowid};
     if (store_write_sync(st, &del, 1) != STORE_OK)
         abort();
-    exp_registry_init(NULL, &lim); /* back to parsing only, for the other targets */
+    g_snap.ready = 1;
+}
+
+/* The input as damage to a valid snapshot of experiment fs: three bytes
+ * at a time, an offset (two bytes, little-endian, modulo the length) and a
+ * value XORed there; a last lone byte b, when there is one, truncates the
+ * state to b/256 of its length. The state's checksum is redone, so the
+ * decoder's own checks are all that stand between the bytes and the
+ * engine. The experiment (no event in its log: the snapshot is all of it)
+ * is loaded as a start does and, when served, read as the status endpoint
+ * would, and its engine asked for a few assignments. */
+int fuzz_snapshot(const uint8_t *data, size_t size)
+{
+    init_once();
+    struct store *st = replay_store();
+    if (!g_snap.ready)
+        snap_make(st);
+    struct exp_limits lim = *exp_limits();
+    exp_registry_init(st, &lim);
+    struct exp *x = snap_create();
+    int64_t rowid = exp_rowid(x);
+    exp_put(x);
+    exp_registry_free();
+
+    unsigned char *state = malloc(g_snap.len);
+    if (state == NULL)
+        abort();
+    memcpy(state, g_snap.state, g_snap.len);
+    size_t len = g_snap.len, i = 0;
+    for (; i + 3 <= size; i += 3)
+        state[(data[i] | (size_t)data[i + 1] << 8) % g_snap.len] ^= data[i + 2];
+    if (i < size)
+        len = len * data[i] / 256;
+    char sum[DIGEST_SHA256_HEX + 1];
+    const void *pieces[1] = {state};
+    size_t lens[1] = {len};
+    if (digest_sha256_hex(pieces, lens, 1, sum) != 0)
+        abort();
+    struct store_snapshot sn = {.exp = rowid,
+                                .seq = g_snap.seq,
+                                .format = g_snap.format,
+                                .software = g_snap.software,
+                                .design = g_snap.design,
+                                .checksum = sum,
+                                .created_ms = 1,
+                                .state = state,
+                                .len = len};
+    struct store_op op = {.kind = STORE_OP_SNAPSHOT, .snap = &sn};
+    if (store_write_sync(st, &op, 1) != STORE_OK)
+        abort();
+    free(state);
+
+    load_read_forget(st, "fs", rowid, 4);
     return 0;
 }
 

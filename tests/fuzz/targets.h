@@ -25,6 +25,9 @@ int fuzz_patch(const uint8_t *data, size_t size);
 int fuzz_simproblem(const uint8_t *data, size_t size);
 /* Bytes as rows of a stored event log, replayed by the registry's load. */
 int fuzz_replay(const uint8_t *data, size_t size);
+/* Bytes as damage to a valid stored snapshot (its checksum redone), which
+ * the registry's load then reads. */
+int fuzz_snapshot(const uint8_t *data, size_t size);
 /* Bytes as an If-None-Match value and an ETag (split at the first NUL). */
 int fuzz_etag(const uint8_t *data, size_t size);
 

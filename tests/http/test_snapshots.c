@@ -11,6 +11,11 @@
  * flag, each reward's outcome — and every status document must be the same
  * on both, before and after each restart and at the end; a clean stop
  * leaves a snapshot of the last event, so the next start replays nothing.
+ * A snapshot whose state is wrong under a right checksum (a bug, a partial
+ * write, a hand edit that redid the checksum: truncated, a count changed,
+ * an arm index or a tie-break rank out of range) is refused by the
+ * decoder's own checks: the daemon starts, logs why, replays the log and
+ * serves what the witness does.
  * On PostgreSQL (a server the test starts, tests/support/tpg.h): the owner
  * is killed and another daemon takes the experiment over from the latest
  * snapshot (its log line says so), answering as the witness on SQLite does.
@@ -27,6 +32,7 @@
 
 #include <sqlite3.h>
 
+#include "base/digest.h"
 #include "tests/support/harness.h"
 #include "tests/support/tpg.h"
 
@@ -146,9 +152,10 @@ static void step(struct side *s, int t, struct trng *g)
     }
 }
 
-static void test_restart_from_snapshot(void **state)
+/* Two daemons on SQLite with experiment x each: one writing a snapshot
+ * every 25 events, the witness with --no-snapshots. */
+static struct side *two_sides(void)
 {
-    (void)state;
     static const char *const snap_flags[] = {"--snapshot-every", "25", NULL};
     static const char *const witness_flags[] = {"--no-snapshots", NULL};
     struct side *s = calloc(2, sizeof *s);
@@ -159,6 +166,13 @@ static void test_restart_from_snapshot(void **state)
     assert_non_null(s[1].d);
     for (int k = 0; k < 2; k++)
         json_decref(texp_create(s[k].d, CREATE));
+    return s;
+}
+
+static void test_restart_from_snapshot(void **state)
+{
+    (void)state;
+    struct side *s = two_sides();
     struct trng g;
     trng_seed(&g, 14);
     for (int t = 0; t < STEPS; t++) {
@@ -190,6 +204,144 @@ static void test_restart_from_snapshot(void **state)
     assert_int_equal(tdaemon_restart(s[0].d), 0);
     last_load_says(s[0].d, "(1 from a snapshot), 0 events replayed");
     same_status(s, "after a clean restart");
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(tdaemon_stop(s[k].d), 0);
+        tdaemon_free(s[k].d);
+    }
+    free(s);
+}
+
+/* Where the state's fields sit (exp/snapshot.c, engine_snap) for CREATE:
+ * one bandit of 4 arms, ttts. The first arm's reward count follows the
+ * layout's format, the configuration's hash, seq, state, time and chain,
+ * then the engine's format, policy name, bandits, instances and arm
+ * count; the ranks follow the 4 arms' statistics (7 fields each) and their
+ * count. The last pending assignment ends the state: seq, bandit, arm,
+ * created, expires. */
+#define OFF_ARM0_N (8 + (8 + 64) + 8 + 4 + 8 + (8 + 65) + 8 + (8 + 4) + 8 + 8 + 8)
+#define OFF_RANK0 (OFF_ARM0_N + 4 * 7 * 8 + 8)
+#define OFF_LAST_ARM_FROM_END (32 - 12)
+
+static uint64_t get_le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static void put_le(unsigned char *p, int n, uint64_t v)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+enum damage { TRUNCATED, COUNT_CHANGED, ARM_OUT_OF_RANGE, RANK_OUT_OF_RANGE, N_DAMAGES };
+static const char *const damage_name[N_DAMAGES] = {
+    "truncated", "a count changed", "an arm index out of range", "a rank out of range"};
+
+/* Keep only d's latest snapshot, damage its state as `how` says and redo
+ * its checksum, so that only the decoder can tell. arm0_pulls: the first
+ * arm's reward count, which the layout must show where expected. */
+static void damage_snapshot(struct tdaemon *d, enum damage how, int64_t arm0_pulls)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_open(tdaemon_db_path(d), &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "DELETE FROM snapshots WHERE seq < (SELECT max(seq) FROM"
+                                  " snapshots)",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT seq, state FROM snapshots", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t seq = sqlite3_column_int64(st, 0);
+    size_t len = (size_t)sqlite3_column_bytes(st, 1);
+    unsigned char *b = malloc(len);
+    assert_non_null(b);
+    memcpy(b, sqlite3_column_blob(st, 1), len);
+    sqlite3_finalize(st);
+    assert_true(len > OFF_RANK0 + 4 + 32);
+    /* the layout is where this test expects it */
+    assert_int_equal((int64_t)get_le(b + OFF_ARM0_N, 8), arm0_pulls);
+    assert_true(get_le(b + OFF_RANK0, 4) < 4);
+    assert_true(get_le(b + len - OFF_LAST_ARM_FROM_END, 4) < 4);
+    switch (how) {
+    case TRUNCATED:
+        len -= 9;
+        break;
+    case COUNT_CHANGED:
+        put_le(b + OFF_ARM0_N, 8, (uint64_t)arm0_pulls + 1);
+        break;
+    case ARM_OUT_OF_RANGE:
+        put_le(b + len - OFF_LAST_ARM_FROM_END, 4, 99);
+        break;
+    case RANK_OUT_OF_RANGE:
+        put_le(b + OFF_RANK0, 4, 77);
+        break;
+    default:
+        break;
+    }
+    char sum[DIGEST_SHA256_HEX + 1];
+    const void *pieces[1] = {b};
+    size_t lens[1] = {len};
+    assert_int_equal(digest_sha256_hex(pieces, lens, 1, sum), 0);
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "UPDATE snapshots SET state = ?1, checksum = ?2"
+                                        " WHERE seq = ?3",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_blob(st, 1, b, (int)len, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, sum, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, seq);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    free(b);
+}
+
+/* How many times `what` occurs in d's log. */
+static int log_count(struct tdaemon *d, const char *what)
+{
+    char *log = tdaemon_stderr(d);
+    int n = 0;
+    for (const char *p = log != NULL ? strstr(log, what) : NULL; p != NULL; p = strstr(p + 1, what))
+        n++;
+    free(log);
+    return n;
+}
+
+static void test_bad_snapshot_state(void **state)
+{
+    (void)state;
+    struct side *s = two_sides();
+    struct trng g;
+    trng_seed(&g, 16);
+    int t = 0;
+    for (int how = 0; how < N_DAMAGES; how++) {
+        for (int end = t + 40; t < end; t++)
+            step(s, t, &g);
+        json_t *st = texp_status(s[0].d, "x");
+        json_t *arm0 = json_array_get(
+            json_object_get(json_array_get(json_object_get(st, "bandits"), 0), "arms"), 0);
+        int64_t pulls = tjson_int(arm0, "pulls");
+        assert_true(tjson_int(st, "pending") > 0); /* a pending assignment ends the state */
+        json_decref(st);
+        /* a clean stop snapshots the last event */
+        assert_int_equal(tdaemon_stop(s[0].d), 0);
+        damage_snapshot(s[0].d, (enum damage)how, pulls);
+        assert_int_equal(tdaemon_restart(s[0].d), 0);
+        last_load_says(s[0].d, "(0 from a snapshot)");
+        if (log_count(s[0].d, "not used (state does not parse") != how + 1)
+            fail_msg("%s: no warning of the damaged snapshot", damage_name[how]);
+        char when[96];
+        snprintf(when, sizeof when, "after a restart past a snapshot %s", damage_name[how]);
+        same_status(s, when);
+    }
+    for (int end = t + 20; t < end; t++)
+        step(s, t, &g);
+    same_status(s, "at the end");
     for (int k = 0; k < 2; k++) {
         assert_int_equal(tdaemon_stop(s[k].d), 0);
         tdaemon_free(s[k].d);
@@ -268,6 +420,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_restart_from_snapshot),
+        cmocka_unit_test(test_bad_snapshot_state),
         cmocka_unit_test(test_takeover_from_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,11 @@
  * The run mixes what the daemon feeds an engine: assignments (bandit
  * chosen by the engine or named), rewards returned out of order and late,
  * releases (expiries), observations, pauses and a budget edit.
+ *
+ * A state that parses but whose fields disagree (a reward count changed,
+ * a tie-break rank out of range or repeated, a flag neither 0 nor 1) is
+ * refused too, for every policy; and no single damaged byte of a state
+ * crashes a load (ASan and UBSan watch): it loads or is refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -303,11 +308,150 @@ static void test_constraints(void **state)
     engine_free(l);
 }
 
+/* Where engine_snap puts the first arm's reward count and the first rank
+ * (its layout: format, policy name, bandits, instances, each bandit's arm
+ * count, the arms' statistics of 7 fields, then the ranks' count and the
+ * ranks). */
+static size_t off_arm0(const struct engine_config *c)
+{
+    return 8 + 8 + strlen(c->policy->name) + 8 + 8 + 8 * c->n_bandits;
+}
+
+static size_t off_rank0(const struct engine_config *c)
+{
+    size_t total = 0;
+    for (size_t b = 0; b < c->n_bandits; b++)
+        total += c->n_arms[b];
+    return off_arm0(c) + total * 7 * 8 + 8;
+}
+
+static uint64_t get_le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static void put_le(unsigned char *p, int n, uint64_t v)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Load copy of b with `n` bytes at `off` set to v: refused. */
+static void refused(const struct engine_config *c, const struct buf *b, size_t off, int n,
+                    uint64_t v, const char *what)
+{
+    unsigned char *copy = malloc(b->len);
+    assert_non_null(copy);
+    memcpy(copy, b->p, b->len);
+    put_le(copy + off, n, v);
+    struct engine *l = load(c, copy, b->len);
+    if (l != NULL)
+        fail_msg("%s: a state with %s loaded", c->policy->name, what);
+    free(copy);
+}
+
+static void test_damaged_state(void **state)
+{
+    (void)state;
+    size_t k3[] = {3, 4, 5};
+    size_t n = 0;
+    for (const struct policy_ops *const *pp = policy_all(); *pp != NULL; pp++, n++) {
+        struct engine_config c = config_for(*pp, 3, k3, 1);
+        struct engine *e = make(&c);
+        struct driver d = {.rng = gsl_rng_alloc(rng_xoshiro256ss)};
+        assert_non_null(d.rng);
+        rng_seed64(d.rng, 300 + n);
+        for (int t = 0; t < 200; t++)
+            step(e, &d, 3, k3, c.budget);
+        struct buf b;
+        save(e, &b);
+        struct engine *l = load(&c, b.p, b.len); /* the layout is where expected */
+        assert_non_null(l);
+        assert_int_equal(get_le((const unsigned char *)b.p + off_arm0(&c), 8),
+                         engine_arms(e, 0)[0].n);
+        engine_free(l);
+        size_t a0 = off_arm0(&c), r0 = off_rank0(&c);
+        uint64_t arm0 = get_le((const unsigned char *)b.p + a0, 8);
+        uint32_t rank0 = (uint32_t)get_le((const unsigned char *)b.p + r0, 4);
+        refused(&c, &b, a0, 8, arm0 + 1, "a reward count one too many");
+        refused(&c, &b, a0 + 8, 8, get_le((const unsigned char *)b.p + a0 + 8, 8) + 1,
+                "a pending count one too many");
+        refused(&c, &b, r0, 4, 3, "a rank out of range");
+        refused(&c, &b, r0, 4, rank0 == 0 ? 1 : 0, "a rank twice");
+        /* every 5th byte XORed: loads or is refused, never a crash */
+        unsigned char *copy = malloc(b.len);
+        assert_non_null(copy);
+        for (size_t i = 0; i < b.len; i += 5) {
+            memcpy(copy, b.p, b.len);
+            copy[i] ^= (unsigned char)(0x5a + i);
+            struct engine *x = load(&c, copy, b.len);
+            if (x != NULL) {
+                struct engine_pull p;
+                (void)engine_assign(x, -1, &p);
+                engine_free(x);
+            }
+        }
+        free(copy);
+        buf_free(&b);
+        engine_free(e);
+        gsl_rng_free(d.rng);
+    }
+    assert_true(n >= 20);
+}
+
+/* The codec's narrowed readers (base/ser.h): flags, indices, ranks. */
+static void test_ser_checks(void **state)
+{
+    (void)state;
+    unsigned char f[3] = {0, 1, 0}, g[3];
+    size_t ix[3] = {2, 0, 1}, iy[3];
+    uint32_t perm[4] = {3, 0, 2, 1}, dup[4] = {3, 0, 3, 1};
+    struct buf b;
+    struct ser s;
+    buf_init(&b, 0);
+    ser_writer(&s, &b);
+    ser_flags(&s, f, 3);
+    ser_indices(&s, ix, 3, 3);
+    assert_true(ser_ok(&s));
+    ser_reader(&s, b.p, b.len);
+    ser_flags(&s, g, 3);
+    ser_indices(&s, iy, 3, 3);
+    assert_true(ser_end(&s));
+    assert_memory_equal(f, g, 3);
+    assert_memory_equal(ix, iy, sizeof ix);
+    ser_reader(&s, b.p, b.len);
+    ser_flags(&s, g, 3);
+    ser_indices(&s, iy, 3, 2); /* a 2 where 2 is out of range */
+    assert_false(ser_ok(&s));
+    ((unsigned char *)b.p)[8 + 1] = 2; /* a flag of 2 */
+    ser_reader(&s, b.p, b.len);
+    ser_flags(&s, g, 3);
+    assert_false(ser_ok(&s));
+    ser_reader(&s, b.p, b.len);
+    ser_check_perm(&s, perm, 4);
+    assert_true(ser_ok(&s));
+    ser_check_perm(&s, dup, 4);
+    assert_false(ser_ok(&s));
+    ser_reader(&s, b.p, b.len);
+    ser_check(&s, 0);
+    assert_false(ser_ok(&s));
+    ser_writer(&s, &b); /* a writer ignores the checks */
+    ser_check(&s, 0);
+    ser_check_perm(&s, dup, 4);
+    assert_true(ser_ok(&s));
+    buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_policy),
         cmocka_unit_test(test_constraints),
+        cmocka_unit_test(test_damaged_state),
+        cmocka_unit_test(test_ser_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -100,6 +100,12 @@ static void test_replay(void **s)
     replay("replay", fuzz_replay, 1);
 }
 
+static void test_snapshot(void **s)
+{
+    (void)s;
+    replay("snapshot", fuzz_snapshot, 1);
+}
+
 static void test_etag(void **s)
 {
     (void)s;
@@ -255,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_patch),
         cmocka_unit_test(test_simproblem),
         cmocka_unit_test(test_replay),
+        cmocka_unit_test(test_snapshot),
         cmocka_unit_test(test_etag),
         cmocka_unit_test(test_jsonw_matches_jansson),
         cmocka_unit_test(test_rfc3339_matches_strftime),

@@ -1567,10 +1567,10 @@ static void test_pg_connection_lost(void **state)
     assert_int_equal(last, 1);
 }
 
-/* Snapshots: written like events, read latest first with their labels and
- * bytes exact (NUL bytes and all), the latest two kept, one of the same seq
- * replaced, all gone with their experiment; on PostgreSQL only the owner
- * writes one (fencing). */
+/* Snapshots: written like events, read latest first (all, or those below a
+ * seq) with their labels and bytes exact (NUL bytes and all), older ones
+ * thinned, one of the same seq replaced, all gone with their experiment; on
+ * PostgreSQL only the owner writes one (fencing). */
 struct snaps {
     int n;
     int64_t seq[4];
@@ -1624,7 +1624,7 @@ static void test_snapshots(void **state)
     struct store_op op[2];
     struct snaps l = {0};
 
-    assert_int_equal(store_load_snapshots(f->s, exp, collect_snap, &l), STORE_OK);
+    assert_int_equal(store_load_snapshots(f->s, exp, INT64_MAX, collect_snap, &l), STORE_OK);
     assert_int_equal(l.n, 0);
     op[0] = ev_op(exp, 1, STORE_EV_OBSERVE);
     op[1] = snap_op(&sn[0], exp, 1, bytes, sizeof bytes);
@@ -1634,7 +1634,7 @@ static void test_snapshots(void **state)
     op[0] = snap_op(&sn[0], exp, 99, bytes, 10);
     op[1] = ev_op(exp, 1, STORE_EV_OBSERVE);
     assert_int_not_equal(store_write_sync(f->s, op, 2), STORE_OK);
-    assert_int_equal(store_load_snapshots(f->s, exp, collect_snap, &l), STORE_OK);
+    assert_int_equal(store_load_snapshots(f->s, exp, INT64_MAX, collect_snap, &l), STORE_OK);
     assert_true(l.n == 1 && l.seq[0] == 1);
     memset(&l, 0, sizeof l);
     op[0] = snap_op(&sn[0], exp, 10, bytes, 100);
@@ -1642,10 +1642,19 @@ static void test_snapshots(void **state)
     assert_int_equal(store_write_sync(f->s, op, 2), STORE_OK);
     op[0] = snap_op(&sn[0], exp, 20, bytes + 1, 200);
     assert_int_equal(store_write_sync(f->s, op, 1), STORE_OK);
-    assert_int_equal(store_load_snapshots(f->s, exp, collect_snap, &l), STORE_OK);
-    assert_int_equal(l.n, 2); /* the first went */
-    assert_true(l.seq[0] == 20 && l.seq[1] == 10);
+    assert_int_equal(store_load_snapshots(f->s, exp, INT64_MAX, collect_snap, &l), STORE_OK);
+    assert_int_equal(l.n, 3); /* the first stays: 19 events back, the oldest of its span */
+    assert_true(l.seq[0] == 20 && l.seq[1] == 10 && l.seq[2] == 1);
     assert_true(l.len[0] == 200 && l.len[1] == 100);
+    /* below a seq: the latest under it first */
+    memset(&l, 0, sizeof l);
+    assert_int_equal(store_load_snapshots(f->s, exp, 20, collect_snap, &l), STORE_OK);
+    assert_true(l.n == 2 && l.seq[0] == 10 && l.seq[1] == 1);
+    memset(&l, 0, sizeof l);
+    assert_int_equal(store_load_snapshots(f->s, exp, 1, collect_snap, &l), STORE_OK);
+    assert_int_equal(l.n, 0);
+    memset(&l, 0, sizeof l);
+    assert_int_equal(store_load_snapshots(f->s, exp, INT64_MAX, collect_snap, &l), STORE_OK);
     assert_memory_equal(l.first, bytes + 1, sizeof l.first);
     assert_string_equal(l.software, "1.2.3");
     assert_string_equal(l.design, "d35");
@@ -1655,16 +1664,16 @@ static void test_snapshots(void **state)
     op[0] = snap_op(&sn[0], exp, 20, bytes, sizeof bytes);
     assert_int_equal(store_write_sync(f->s, op, 1), STORE_OK);
     memset(&l, 0, sizeof l);
-    assert_int_equal(store_load_snapshots(f->s, exp, collect_snap, &l), STORE_OK);
-    assert_true(l.n == 2 && l.seq[0] == 20 && l.len[0] == sizeof bytes);
+    assert_int_equal(store_load_snapshots(f->s, exp, INT64_MAX, collect_snap, &l), STORE_OK);
+    assert_true(l.n == 3 && l.seq[0] == 20 && l.len[0] == sizeof bytes);
     assert_memory_equal(l.first, bytes, sizeof l.first);
     /* a delete takes them */
     op[0] = (struct store_op){.kind = STORE_OP_EXP_DELETE, .exp = exp};
     assert_int_equal(store_write_sync(f->s, op, 1), STORE_OK);
     memset(&l, 0, sizeof l);
-    assert_int_equal(store_load_snapshots(f->s, exp, collect_snap, &l), STORE_OK);
+    assert_int_equal(store_load_snapshots(f->s, exp, INT64_MAX, collect_snap, &l), STORE_OK);
     assert_int_equal(l.n, 0);
-    assert_int_equal(store_load_snapshots(f->s, other, collect_snap, &l), STORE_OK);
+    assert_int_equal(store_load_snapshots(f->s, other, INT64_MAX, collect_snap, &l), STORE_OK);
     assert_int_equal(l.n, 1);
     if (tstore_is_pg(f)) {
         /* a daemon that does not own the experiment writes no snapshot */
@@ -1676,8 +1685,46 @@ static void test_snapshots(void **state)
         assert_int_equal(store_write_sync(b, op, 1), STORE_ERR_NOTOWNER);
         store_close(b);
         memset(&l, 0, sizeof l);
-        assert_int_equal(store_load_snapshots(f->s, other, collect_snap, &l), STORE_OK);
+        assert_int_equal(store_load_snapshots(f->s, other, INT64_MAX, collect_snap, &l), STORE_OK);
         assert_true(l.n == 1 && l.seq[0] == 5);
+    }
+}
+
+/* The retention rule (store_snapshots_keep) over a long life, a snapshot
+ * every E events: never more than STORE_SNAPSHOTS_MAX, the latest two and
+ * the first always there, and for any seq X after the first, the latest
+ * kept below X is at most 5 (L - X + E) events behind the latest L (what
+ * a correction of a reward at X replays), up to 1,000 E events. */
+static void test_snapshots_keep(void **state)
+{
+    (void)state;
+    static const int64_t every[] = {7, 10, 100};
+    for (size_t e = 0; e < sizeof every / sizeof every[0]; e++) {
+        int64_t E = every[e], seq[STORE_SNAPSHOTS_MAX + 1];
+        unsigned char keep[STORE_SNAPSHOTS_MAX + 1];
+        size_t n = 0;
+        for (int64_t L = E; L <= 1000 * E; L += E) {
+            memmove(seq + 1, seq, n * sizeof *seq);
+            seq[0] = L;
+            n++;
+            store_snapshots_keep(seq, n, keep);
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++)
+                if (keep[i])
+                    seq[k++] = seq[i];
+            assert_true(keep[0] && (n < 2 || keep[1]));
+            n = k;
+            assert_true(n <= STORE_SNAPSHOTS_MAX);
+            for (int64_t X = E + 1; X <= L; X += L / 97 + 1) {
+                size_t i = 0;
+                while (seq[i] >= X)
+                    i++;
+                if (L - seq[i] > 5 * (L - X + E))
+                    fail_msg("every %lld, latest %lld: below %lld the latest kept is %lld",
+                             (long long)E, (long long)L, (long long)X, (long long)seq[i]);
+            }
+        }
+        assert_int_equal(seq[n - 1], E); /* the first */
     }
 }
 
@@ -1772,6 +1819,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_real_disk_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshots, setup, teardown),
+        cmocka_unit_test(test_snapshots_keep),
         cmocka_unit_test_setup_teardown(test_backup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_modes, setup, teardown),
     };
