@@ -44,11 +44,19 @@ static void word(struct ser *s, uint64_t *w, size_t n)
     if (!ser_ok(s))
         return;
     if (!s->reading) {
-        unsigned char b[8];
+        unsigned char b[8], *to = b;
+        struct buf *o = s->out;
+        int direct = buf_fits(o, n); /* no call per field: a snapshot has millions */
+        if (direct)
+            to = (unsigned char *)o->p + o->len;
         for (size_t i = 0; i < n; i++)
-            b[i] = (unsigned char)(*w >> (8 * i));
-        if (buf_put(s->out, b, n) != 0)
+            to[i] = (unsigned char)(*w >> (8 * i));
+        if (direct) {
+            o->len += n;
+            o->p[o->len] = '\0';
+        } else if (buf_put(o, b, n) != 0) {
             s->failed = 1;
+        }
         return;
     }
     if (s->len - s->pos < n) {

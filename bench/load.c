@@ -83,7 +83,8 @@
  * pending, then --pairs runs of --duration s alternate between it and a
  * fresh experiment rewarding at once (~0 pending): the same request mix.
  * Assignments/s, p99 and the largest latency of each; the median of the
- * per-pair ratios (target ≥ 0.5).
+ * per-pair ratios (target ≥ 0.5). --snapshots off: the daemon with
+ * --no-snapshots (what the snapshots cost the latency).
  *
  * Options: --daemon PATH (build/banditd) --bare PATH (build/bench/bare)
  * --scripts DIR (bench) --out FILE --duration S (3, per run) --pairs P (3)
@@ -133,6 +134,7 @@ struct opts {
     unsigned timeout_s;                      /* log: per request */
     int experiments_given;                   /* --experiments was given */
     long metrics_cap;                        /* metrics: --metrics-experiments; −1: not passed */
+    int no_snapshots;                        /* pending: the daemon with --no-snapshots */
 };
 
 /* --- processes ------------------------------------------------------------ */
@@ -1930,6 +1932,7 @@ static int pending_mode(const struct opts *o)
                     mut("100000000"),
                     mut("--max-connections-per-ip"),
                     mut("0"),
+                    o->no_snapshots ? mut("--no-snapshots") : NULL,
                     NULL};
     loadavg(load0, sizeof load0);
     if (proc_start(&d, argv, log) != 0)
@@ -1998,9 +2001,10 @@ static int pending_mode(const struct opts *o)
          "of the pending target. One experiment filled to %lld pending (%.1f s, no rewards), "
          "then %u pairs of %u s runs (alternating which goes first): that experiment (%lld to "
          "%lld pending after its runs) against a fresh one rewarding at once (at most %lld "
-         "pending). Same request mix on both sides.\n\n",
+         "pending). Same request mix on both sides.%s\n\n",
          o->sync, o->threads, load0, load1, PEND_THREADS, PEND_BLOCK, PEND_BLOCK, filled, fill_s,
-         o->pairs, o->duration, lo, hi, zmax);
+         o->pairs, o->duration, lo, hi, zmax,
+         o->no_snapshots ? " The daemon ran with --no-snapshots." : "");
     emit(f, "| experiment | assignments/s (median) | p99 ms (median) | largest ms |\n");
     emit(f, "| --- | ---: | ---: | ---: |\n");
     emit(f, "| ~%lld pending | %.0f | %.1f | %.1f |\n", filled, med(ab, o->pairs),
@@ -2431,6 +2435,8 @@ int main(int argc, char **argv)
             o.metrics_cap = strtol(v, NULL, 10);
         else if (strcmp(a, "--pending") == 0)
             o.pending = strtoul(v, NULL, 10);
+        else if (strcmp(a, "--snapshots") == 0)
+            o.no_snapshots = strcmp(v, "off") == 0;
         else if (strcmp(a, "--assignments") == 0)
             o.assignments = strtoul(v, NULL, 10);
         else if (strcmp(a, "--normal-too") == 0)
