@@ -474,7 +474,7 @@ static double med(double *v, size_t n)
 static struct row summarise(const char *what, unsigned conns, const struct result *d,
                             const struct result *c, size_t pairs)
 {
-    double v[6][MAX_PAIRS], rr[3][MAX_PAIRS];
+    double v[6][MAX_PAIRS] = {{0}}, rr[3][MAX_PAIRS] = {{0}};
     struct row w = {.what = what, .conns = conns};
     for (size_t i = 0; i < pairs; i++) {
         v[0][i] = d[i].rps;
@@ -975,7 +975,7 @@ static void during_purge(CURL *c, unsigned port, const char *db, unsigned timeou
 #define RESENDS 5
 static long resend(CURL *c, unsigned port, const char *body, unsigned timeout_s, double *secs)
 {
-    double v[RESENDS], spent = 0;
+    double v[RESENDS] = {0}, spent = 0;
     long st = 0;
     int n = 0;
     while (n < RESENDS && (n == 0 || spent < 30)) {
@@ -991,7 +991,7 @@ static long resend(CURL *c, unsigned port, const char *body, unsigned timeout_s,
 /* Median latency of n single assignments on experiment id. */
 static double assign_median(CURL *c, unsigned port, const char *id, int n, unsigned timeout_s)
 {
-    double v[32];
+    double v[32] = {0};
     char path[128];
     if (n > 32)
         n = 32;
@@ -1301,7 +1301,7 @@ static int log_mode(const struct opts *o)
      * assignments there until the purge of big's log is over */
     r.assign_small_s = assign_median(c, d.port, "small", 15, o->timeout_s);
     {
-        double v[N_EMPTY];
+        double v[N_EMPTY] = {0};
         for (int i = 0; i < N_EMPTY; i++) {
             char path[64];
             snprintf(path, sizeof path, "/v1/experiments/empty%d", i);
@@ -2172,7 +2172,7 @@ static int pg_mode(const struct opts *o)
                 for (int j = 0; j < 2; j++)
                     if (side_run(o, c, n, &e[(j + i) % 2], i) != 0)
                         goto out;
-            double v[10][MAX_PAIRS];
+            double v[10][MAX_PAIRS] = {{0}};
             for (unsigned i = 0; i < o->pairs; i++) {
                 for (size_t j = 0; j < 2; j++) {
                     v[4 * j][i] = e[j].r[i].rps;
@@ -2284,7 +2284,7 @@ static int cluster_mode(const struct opts *o)
     emit(f, "| ---: | ---: | ---: | ---: | ---: |\n");
     for (int nd = 1; nd <= CLUSTER_MAX; nd++) {
         struct scenario sc[CLUSTER_MAX][2];
-        double v[4][MAX_PAIRS];
+        double v[4][MAX_PAIRS] = {{0}};
         unsigned conns = total / (unsigned)nd;
         if (pgserver_new_db(uri, sizeof uri, err, sizeof err) != 0) {
             fprintf(stderr, "load: PostgreSQL: %s\n", err);
