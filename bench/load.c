@@ -83,7 +83,10 @@
  * pending, then --pairs runs of --duration s alternate between it and a
  * fresh experiment rewarding at once (~0 pending): the same request mix.
  * Assignments/s, p99 and the largest latency of each; the median of the
- * per-pair ratios (target ≥ 0.5). --snapshots off: the daemon with
+ * per-pair ratios (target ≥ 0.5). Alongside every run one more connection
+ * cycles on a third experiment rewarding at once (the neighbour: what the
+ * big one's snapshots cost another experiment's writes): its p99 and
+ * largest latency beside each side. --snapshots off: the daemon with
  * --no-snapshots (what the snapshots cost the latency).
  *
  * Options: --daemon PATH (build/banditd) --bare PATH (build/bench/bare)
@@ -1824,10 +1827,28 @@ static void cyc_free(struct cycler *y)
 }
 
 struct pend_run {
-    double aps;             /* assignments per second, every connection */
-    double p50, p99, worst; /* the assignments requests' latency, ms */
-    long long pending;      /* the experiment's pending assignments after the run */
+    double aps;              /* assignments per second, every connection */
+    double p50, p99, worst;  /* the assignments requests' latency, ms */
+    long long pending;       /* the experiment's pending assignments after the run */
+    double nb_p99, nb_worst; /* the neighbour's (when one ran), ms */
 };
+
+/* The p99 and largest of y's latencies, ms. */
+static void lat_tail(const struct cycler *y, double *p99, double *worst)
+{
+    double *v = malloc((y->nlat ? y->nlat : 1) * sizeof *v);
+    *p99 = *worst = 0;
+    if (v == NULL)
+        return;
+    for (size_t j = 0; j < y->nlat; j++)
+        v[j] = y->lat[j] * 1e3;
+    qsort(v, y->nlat, sizeof *v, cmp_d);
+    if (y->nlat > 0) {
+        *p99 = v[(y->nlat * 99) / 100];
+        *worst = v[y->nlat - 1];
+    }
+    free(v);
+}
 
 /* The experiment's pending assignments (GET status), or −1. */
 static long long pending_now(CURL *c, unsigned port, const char *id)
@@ -1842,20 +1863,22 @@ static long long pending_now(CURL *c, unsigned port, const char *id)
     return n;
 }
 
-/* One run of the PEND_THREADS connections y[] (secs 0: the fill). 0 or −1. */
-static int pend_run(struct cycler *y, double secs, CURL *c, struct pend_run *out)
+/* One run of the PEND_THREADS connections y[] (secs 0: the fill), and of
+ * the neighbour nb alongside when not NULL (its latencies apart). 0 or −1. */
+static int pend_run(struct cycler *y, struct cycler *nb, double secs, CURL *c, struct pend_run *out)
 {
     pthread_barrier_t go;
-    pthread_t t[PEND_THREADS];
-    int started = 0, failed = 0;
-    pthread_barrier_init(&go, NULL, PEND_THREADS + 1);
-    for (; started < PEND_THREADS; started++) {
-        y[started].secs = secs;
-        y[started].go = &go;
-        if (pthread_create(&t[started], NULL, cyc_main, &y[started]) != 0)
+    pthread_t t[PEND_THREADS + 1];
+    int started = 0, failed = 0, want = PEND_THREADS + (nb != NULL);
+    pthread_barrier_init(&go, NULL, (unsigned)want + 1);
+    for (; started < want; started++) {
+        struct cycler *one = started < PEND_THREADS ? &y[started] : nb;
+        one->secs = secs;
+        one->go = &go;
+        if (pthread_create(&t[started], NULL, cyc_main, one) != 0)
             break;
     }
-    if (started < PEND_THREADS) {
+    if (started < want) {
         /* the barrier cannot be passed: nothing was sent */
         fprintf(stderr, "load: pthread_create failed\n");
         exit(1);
@@ -1866,6 +1889,10 @@ static int pend_run(struct cycler *y, double secs, CURL *c, struct pend_run *out
     size_t nlat = 0;
     for (int i = 0; i < started; i++) {
         pthread_join(t[i], NULL);
+        if (i == PEND_THREADS) {
+            failed |= nb->failed;
+            continue;
+        }
         failed |= y[i].failed;
         cycles += y[i].cycles;
         nlat += y[i].nlat;
@@ -1878,7 +1905,7 @@ static int pend_run(struct cycler *y, double secs, CURL *c, struct pend_run *out
     if (all == NULL)
         return -1;
     size_t k = 0;
-    for (int i = 0; i < started; i++)
+    for (int i = 0; i < PEND_THREADS; i++)
         for (size_t j = 0; j < y[i].nlat; j++)
             all[k++] = y[i].lat[j] * 1e3;
     qsort(all, k, sizeof *all, cmp_d);
@@ -1887,6 +1914,8 @@ static int pend_run(struct cycler *y, double secs, CURL *c, struct pend_run *out
     out->p99 = k ? all[(k * 99) / 100] : 0;
     out->worst = k ? all[k - 1] : 0;
     out->pending = pending_now(c, y[0].port, y[0].id);
+    if (nb != NULL)
+        lat_tail(nb, &out->nb_p99, &out->nb_worst);
     free(all);
     return 0;
 }
@@ -1906,7 +1935,7 @@ static int pending_mode(const struct opts *o)
 {
     char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], log[256], thr[16], load0[64], load1[64];
     struct proc d = {0};
-    struct cycler big[PEND_THREADS], zero[PEND_THREADS];
+    struct cycler big[PEND_THREADS], zero[PEND_THREADS], nb = {0};
     struct pend_run rb[MAX_PAIRS], rz[MAX_PAIRS];
     int rc = 1;
     CURL *c = curl_easy_init();
@@ -1948,8 +1977,14 @@ static int pending_mode(const struct opts *o)
         zero[i] = (struct cycler){.port = d.port, .lag = 0};
     }
     double f0 = now_s();
-    if (pend_run(big, 0, c, NULL) != 0)
+    if (pend_run(big, NULL, 0, c, NULL) != 0)
         goto out;
+    /* the neighbour: one connection on an experiment of its own, rewarding
+     * at once, alongside the runs of big (its snapshots' writes) */
+    pend_body(body, sizeof body, "neighbour");
+    if (http(c, d.port, "POST", "/v1/experiments", body, NULL) != 201)
+        goto out;
+    nb = (struct cycler){.port = d.port, .id = "neighbour", .lag = 0};
     double fill_s = now_s() - f0;
     long long filled = pending_now(c, d.port, "big");
     fprintf(stderr, "load: pending: %lld pending in %.1f s\n", filled, fill_s);
@@ -1965,8 +2000,10 @@ static int pending_mode(const struct opts *o)
         /* zero first in even pairs, big first in odd ones: a neighbour's
          * load falls on both alike */
         int first_zero = p % 2 == 0;
-        if (pend_run(first_zero ? zero : big, o->duration, c, first_zero ? &rz[p] : &rb[p]) != 0 ||
-            pend_run(first_zero ? big : zero, o->duration, c, first_zero ? &rb[p] : &rz[p]) != 0)
+        if (pend_run(first_zero ? zero : big, &nb, o->duration, c, first_zero ? &rz[p] : &rb[p]) !=
+                0 ||
+            pend_run(first_zero ? big : zero, &nb, o->duration, c, first_zero ? &rb[p] : &rz[p]) !=
+                0)
             goto out;
         fprintf(stderr, "load: pending: pair %u: %.0f/s at %lld pending, %.0f/s at %lld\n", p,
                 rb[p].aps, rb[p].pending, rz[p].aps, rz[p].pending);
@@ -1974,8 +2011,13 @@ static int pending_mode(const struct opts *o)
     loadavg(load1, sizeof load1);
     double ratio[MAX_PAIRS] = {0}, ab[MAX_PAIRS] = {0}, az[MAX_PAIRS] = {0};
     double pb[MAX_PAIRS] = {0}, pz[MAX_PAIRS] = {0}, wb = 0, wz = 0;
+    double pnb[MAX_PAIRS] = {0}, pnz[MAX_PAIRS] = {0}, wnb = 0, wnz = 0;
     long long lo = filled, hi = filled, zmax = 0;
     for (unsigned p = 0; p < o->pairs; p++) {
+        pnb[p] = rb[p].nb_p99;
+        pnz[p] = rz[p].nb_p99;
+        wnb = rb[p].nb_worst > wnb ? rb[p].nb_worst : wnb;
+        wnz = rz[p].nb_worst > wnz ? rz[p].nb_worst : wnz;
         ratio[p] = rz[p].aps > 0 ? rb[p].aps / rz[p].aps : 0;
         ab[p] = rb[p].aps;
         az[p] = rz[p].aps;
@@ -2001,7 +2043,8 @@ static int pending_mode(const struct opts *o)
          "of the pending target. One experiment filled to %lld pending (%.1f s, no rewards), "
          "then %u pairs of %u s runs (alternating which goes first): that experiment (%lld to "
          "%lld pending after its runs) against a fresh one rewarding at once (at most %lld "
-         "pending). Same request mix on both sides.%s\n\n",
+         "pending). Same request mix on both sides, and alongside every run one more connection "
+         "on a third experiment rewarding at once (the neighbour).%s\n\n",
          o->sync, o->threads, load0, load1, PEND_THREADS, PEND_BLOCK, PEND_BLOCK, filled, fill_s,
          o->pairs, o->duration, lo, hi, zmax,
          o->no_snapshots ? " The daemon ran with --no-snapshots." : "");
@@ -2009,7 +2052,9 @@ static int pending_mode(const struct opts *o)
     emit(f, "| --- | ---: | ---: | ---: |\n");
     emit(f, "| ~%lld pending | %.0f | %.1f | %.1f |\n", filled, med(ab, o->pairs),
          med(pb, o->pairs), wb);
-    emit(f, "| ~0 pending | %.0f | %.1f | %.1f |\n\n", med(az, o->pairs), med(pz, o->pairs), wz);
+    emit(f, "| ~0 pending | %.0f | %.1f | %.1f |\n", med(az, o->pairs), med(pz, o->pairs), wz);
+    emit(f, "| its neighbour (1 connection) | | %.1f | %.1f |\n", med(pnb, o->pairs), wnb);
+    emit(f, "| ~0's neighbour | | %.1f | %.1f |\n\n", med(pnz, o->pairs), wnz);
     emit(f, "Ratio (median of the per-pair ratios): **%.2f** (target ≥ 0.5: %s).\n\n", r,
          r >= 0.5 ? "met" : "MISSED");
     if (f != NULL && fclose(f) != 0) {
@@ -2022,6 +2067,7 @@ out:
         cyc_free(&big[i]);
         cyc_free(&zero[i]);
     }
+    cyc_free(&nb);
     if (stop_checked(&d, "banditd", log) != 0)
         rc = 1;
     return finish_run(rc, c, dir);
