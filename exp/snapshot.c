@@ -45,8 +45,9 @@
 #include "exp/internal.h"
 
 /* The layout below; the column holds it with the engine's (format()).
- * 2: corrected_from (a correction's rebuild starts from a snapshot). */
-#define EXP_SNAPSHOT_FORMAT 2
+ * 2: corrected_from (a correction's rebuild starts from a snapshot).
+ * 3: pending assignments as small differences (snap_pending). */
+#define EXP_SNAPSHOT_FORMAT 3
 /* Largest snapshot written (a million pending assignments are ~40 MB). It
  * rides in its events' transaction, so one the store refuses would fail
  * them too: below SQLite's default SQLITE_MAX_LENGTH (10^9 bytes) and
@@ -106,23 +107,54 @@ static void snap_config(struct ser *s, const struct exp *x)
     free(got);
 }
 
+/* One pending assignment after prev (the one before it in the FIFO, zero
+ * before the first) with d's TTL in ms: its seq and creation as
+ * differences from prev's, its expiry from its creation plus the TTL
+ * (0 unless a shorter TTL capped it), bandit and arm — about 5 bytes where
+ * fixed fields took 32, so a snapshot's copy, checksum and write of
+ * 3·10⁵ pending are 1.5 MB, not 10. Differences in wrapping arithmetic: a
+ * reader's garbage gives garbage values, which it checks, never overflow. */
+static void snap_one(struct ser *s, struct exp_assignment *a, const struct exp_assignment *prev,
+                     uint64_t ttl_ms)
+{
+    int64_t dseq = (int64_t)((uint64_t)a->seq - (uint64_t)prev->seq);
+    int64_t dcreated = (int64_t)((uint64_t)a->created_ms - (uint64_t)prev->created_ms);
+    int64_t dexpires = (int64_t)((uint64_t)a->expires_ms - (uint64_t)a->created_ms - ttl_ms);
+    uint64_t bandit = (uint64_t)a->bandit, arm = (uint64_t)a->arm;
+    ser_zigzag(s, &dseq);
+    ser_varint(s, &bandit);
+    ser_varint(s, &arm);
+    ser_zigzag(s, &dcreated);
+    ser_zigzag(s, &dexpires);
+    if (!s->reading || !ser_ok(s))
+        return;
+    a->seq = (int64_t)((uint64_t)prev->seq + (uint64_t)dseq);
+    a->created_ms = (int64_t)((uint64_t)prev->created_ms + (uint64_t)dcreated);
+    a->expires_ms = (int64_t)((uint64_t)a->created_ms + ttl_ms + (uint64_t)dexpires);
+    if (bandit > INT32_MAX || arm > INT32_MAX) {
+        ser_fail(s);
+        return;
+    }
+    a->bandit = (int32_t)bandit;
+    a->arm = (int32_t)arm;
+}
+
 /* The pending assignments, in the expiry FIFO's order (a replay pushes every
  * assignment and skips the answered ones at the head: the same order). */
 static void snap_pending(struct ser *s, const struct exp *x, struct exp_data *d)
 {
     size_t n = d->pending;
     ser_size(s, &n);
+    struct exp_assignment zero = {0}, *prev = &zero;
+    uint64_t ttl_ms = (uint64_t)d->ttl_s * 1000u;
     if (!s->reading) {
         size_t seen = 0;
         for (size_t i = 0; i < d->flen && ser_ok(s); i++) {
             struct exp_assignment *a = exp_fifo_at(d, i);
             if (a->status != EXP_A_PENDING)
                 continue;
-            ser_i64(s, &a->seq);
-            ser_u32(s, (uint32_t *)&a->bandit);
-            ser_u32(s, (uint32_t *)&a->arm);
-            ser_i64(s, &a->created_ms);
-            ser_i64(s, &a->expires_ms);
+            snap_one(s, a, prev, ttl_ms);
+            prev = a;
             seen++;
         }
         if (seen != n)
@@ -135,14 +167,7 @@ static void snap_pending(struct ser *s, const struct exp *x, struct exp_data *d)
             ser_fail(s);
             return;
         }
-        uint32_t bandit = 0, arm = 0;
-        ser_i64(s, &a->seq);
-        ser_u32(s, &bandit);
-        ser_u32(s, &arm);
-        ser_i64(s, &a->created_ms);
-        ser_i64(s, &a->expires_ms);
-        a->bandit = (int32_t)bandit;
-        a->arm = (int32_t)arm;
+        snap_one(s, a, prev, ttl_ms);
         a->value = NAN;
         a->late = NAN;
         a->status = EXP_A_PENDING;
@@ -150,8 +175,8 @@ static void snap_pending(struct ser *s, const struct exp *x, struct exp_data *d)
         a->outcome_committed = 1;
         /* bandit and arm index the engine's arrays when the assignment is
          * answered: bytes that name another layout are refused here */
-        if (!ser_ok(s) || a->seq < 1 || a->seq > d->seq || bandit >= x->cfg.n_bandits ||
-            arm >= x->cfg.n_arms[bandit] || exp_tab_find(d, a->seq) != NULL ||
+        if (!ser_ok(s) || a->seq < 1 || a->seq > d->seq || (size_t)a->bandit >= x->cfg.n_bandits ||
+            (size_t)a->arm >= x->cfg.n_arms[a->bandit] || exp_tab_find(d, a->seq) != NULL ||
             exp_tab_insert(d, a) != 0) {
             free(a);
             ser_fail(s);
@@ -161,6 +186,7 @@ static void snap_pending(struct ser *s, const struct exp *x, struct exp_data *d)
             ser_fail(s);
             return;
         }
+        prev = a;
         d->pending++;
         atomic_fetch_add(&exp_rt.pending_total, 1);
     }
@@ -253,11 +279,11 @@ static struct exp_snapshot *capture(struct exp *x, struct exp_data *d)
     struct exp_snapshot *sn = calloc(1, sizeof *sn);
     struct buf b;
     buf_init(&b, EXP_SNAPSHOT_MAX);
-    /* 32 bytes per pending assignment (snap_pending) and the rest, which is
-     * small: room at once (the spare's pages, or one allocation), not by
-     * doubling (a copy each, under the lock); too big fails as appending
-     * would */
-    size_t want = d->pending < EXP_SNAPSHOT_MAX / 64 ? 32 * d->pending + 65536 : 0;
+    /* At most 43 bytes per pending assignment (snap_one: five varints),
+     * about 5 as a rule, and the rest, which is small: room at once (the
+     * spare's pages, or one allocation), not by doubling (a copy each,
+     * under the lock); too big fails as appending would */
+    size_t want = d->pending < EXP_SNAPSHOT_MAX / 64 ? 8 * d->pending + 65536 : 0;
     if (want >= SPARE_MIN) {
         pthread_mutex_lock(&spare_mu);
         if (spare != NULL && spare_cap > want) {
@@ -382,8 +408,8 @@ const struct store_snapshot *exp_snapshot_row(const struct exp_snapshot *sn)
 int exp_snapshot_due(const struct exp *x, const struct exp_data *d)
 {
     size_t every = exp_rt.lim.snapshot_every;
-    /* A snapshot walks the FIFO (snap_pending) and copies 32 bytes per
-     * pending assignment under x's lock, then writes them.
+    /* A snapshot walks the FIFO (snap_pending) and copies about 5 bytes
+     * per pending assignment under x's lock, then writes them.
      * Spaced by half as many events as the FIFO holds, its cost per event
      * stays bounded however many are pending (every 10⁴ events at 3·10⁵
      * pending cut assignments/s to a quarter: docs/measurements.md). Half:

@@ -235,11 +235,27 @@ static void test_restart_from_snapshot(void **state)
  * layout's format, the configuration's hash, seq, state, time and chain,
  * then the engine's format, policy name, bandits, instances and arm
  * count; the ranks follow the 4 arms' statistics (7 fields each) and their
- * count. The last pending assignment ends the state: seq, bandit, arm,
- * created, expires. */
+ * count. The last pending assignment ends the state, in varints (ser.h):
+ * seq, bandit, arm, created, expires (last_arm). */
 #define OFF_ARM0_N (8 + (8 + 64) + 8 + 4 + 8 + (8 + 65) + 8 + (8 + 4) + 8 + 8 + 8)
 #define OFF_RANK0 (OFF_ARM0_N + 4 * 7 * 8 + 8)
-#define OFF_LAST_ARM_FROM_END (32 - 12)
+
+/* The first byte of the varint that ends just before b + end (its last
+ * byte has the high bit clear, the others set). */
+static size_t varint_start(const unsigned char *b, size_t end)
+{
+    size_t i = end - 1;
+    while (i > 0 && (b[i - 1] & 0x80))
+        i--;
+    return i;
+}
+
+/* The offset of the last pending assignment's arm (one byte: below 128),
+ * before its creation's and expiry's varints. */
+static size_t last_arm(const unsigned char *b, size_t len)
+{
+    return varint_start(b, varint_start(b, len)) - 1;
+}
 
 static uint64_t get_le(const unsigned char *p, int n)
 {
@@ -285,7 +301,7 @@ static void damage_snapshot(struct tdaemon *d, enum damage how, int64_t arm0_pul
     /* the layout is where this test expects it */
     assert_int_equal((int64_t)get_le(b + OFF_ARM0_N, 8), arm0_pulls);
     assert_true(get_le(b + OFF_RANK0, 4) < 4);
-    assert_true(get_le(b + len - OFF_LAST_ARM_FROM_END, 4) < 4);
+    assert_true(b[last_arm(b, len)] < 4);
     switch (how) {
     case TRUNCATED:
         len -= 9;
@@ -294,7 +310,7 @@ static void damage_snapshot(struct tdaemon *d, enum damage how, int64_t arm0_pul
         put_le(b + OFF_ARM0_N, 8, (uint64_t)arm0_pulls + 1);
         break;
     case ARM_OUT_OF_RANGE:
-        put_le(b + len - OFF_LAST_ARM_FROM_END, 4, 99);
+        b[last_arm(b, len)] = 99;
         break;
     case RANK_OUT_OF_RANGE:
         put_le(b + OFF_RANK0, 4, 77);
