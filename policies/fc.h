@@ -182,14 +182,14 @@ struct fc_glr {
  * track-and-stop): one entry of their policy_param_spec tables, choice 0
  * proven, 1 heuristic, as fc_glr_init reads it. */
 extern const char *const fc_glr_thresholds[];
-#define FC_GLR_PARAM_THRESHOLD                                                                        \
-    {                                                                                                 \
-        .name = "threshold", .type = POLICY_PARAM_ENUM, .def = 0, .choices = fc_glr_thresholds,       \
-        .doc = "GLR stop threshold: proven = per pair, the mean of two e-values exceeds (K−1)/δ: " \
-               "e^(Z − r_i − r_j), r the Jeffreys mixture's regret (Garivier & Kaufmann 2016's "  \
-               "proof), and the arms' one-sided normal mixtures at the worst cutoff "                 \
-               "(stats_glr_pair_evidence); heuristic = ln((ln t + 1)/δ) (Garivier & Kaufmann "       \
-               "2016 experiments, no proof)"                                                          \
+#define FC_GLR_PARAM_THRESHOLD                                                                       \
+    {                                                                                                \
+        .name = "threshold", .type = POLICY_PARAM_ENUM, .def = 0, .choices = fc_glr_thresholds,      \
+        .doc = "GLR stop threshold: proven = per pair, an e-value exceeds (K−1)/δ: at the worst " \
+               "null point, a fixed mixture of the products of the two arms' Jeffreys-mixture "      \
+               "(Garivier & Kaufmann 2016's proof, regret exact) and one-sided normal-mixture "      \
+               "e-values (stats_glr_pair_evidence); heuristic = ln((ln t + 1)/δ) (Garivier & "      \
+               "Kaufmann 2016 experiments, no proof)"                                                \
     }
 
 /* Allocate for ctx's bandit 0, take the threshold from the policy's enum

@@ -224,13 +224,12 @@ enum stats_glr_threshold {
     /* ln((ln t + 1)/δ): Garivier & Kaufmann's code, a heuristic. */
     STATS_GLR_HEURISTIC = 0,
     /* A rule with a proof (stats_glr.c): every pair (i ∈ High, j ∈ Low) has
-     *   ln((e^{Z_ij − r_i − r_j} + E_ij)/2) > ln(m(K−m)/δ),
-     * r_a = stats_kt_regret(N_a, μ̂_a), the regret of the Jeffreys
-     * (Krichevsky–Trofimov) mixture (Garivier & Kaufmann 2016's proof of
-     * β = ln(2t(K−1)/δ), regrets exact), and E_ij = exp(stats_pair_mixture),
-     * the pair's product of one-sided normal mixtures at the worst cutoff:
-     * the mean of two e-values, each valid for any [0, 1] rewards and any
-     * sampling rule. */
+     * stats_glr_pair_evidence > ln(m(K−m)/δ): at each null point a fixed
+     * mixture, weight w(c), of the Jeffreys (Krichevsky–Trofimov) mixtures'
+     * e-value (Garivier & Kaufmann 2016's, regrets r_a =
+     * stats_kt_regret(N_a, μ̂_a) exact) and the one-sided normal mixtures'
+     * one, the infimum over the pair's null taken of the mixture: an
+     * e-value valid for any [0, 1] rewards and any sampling rule. */
     STATS_GLR_PROVEN = 1,
 };
 /* The part of the rule every pair shares: ln((ln t + 1)/δ) for the
@@ -250,13 +249,28 @@ double stats_kt_regret(double n, double mean);
  * 1e-11 relative plus the bracket's 1e-13 in c of the infimum, never above
  * it. An arm with n <= 0 contributes M = 1 (ln 0): both empty give 0. */
 double stats_pair_mixture(double ni, double mi, double nj, double mj, double eps);
+/* The proven rule's weights at the High arm's null mean c (a fixed
+ * function, piecewise constant; stats_glr.c) on the four products of the
+ * two arms' e-values, arm i's first: KT·KT, KT·N, N·KT, N·N (KT the
+ * Jeffreys mixture, N the one-sided normal mixture); their logs into ln_w
+ * (−∞ for 0). Either may be NULL. */
+void stats_glr_pair_weights(double c, double w[4], double ln_w[4]);
 /* A pair's evidence, to compare with stats_glr_threshold: z itself for the
- * heuristic; ln((e^{z − r_i − r_j} + e^{stats_pair_mixture})/2) for the
- * proven rule, z the pair's GLR statistic (i the better arm). */
+ * heuristic; for the proven rule (z unused) a lower bound, within 1e-11
+ * relative plus the bracket's 4e-14 in c, on
+ *   ln inf_{c ∈ [0, 1 − ε]} Σ_s w_s(c) e^{x_s(c)},
+ * w = stats_glr_pair_weights and x_s the sum of arm i's log e-value at c
+ * (N_i kl(μ̂_i, c) − r_i, or ln M_i(c) as in stats_pair_mixture) and arm
+ * j's at max(c + ε, μ̂_j) (KT) or c + ε (normal mixture). */
 double stats_glr_pair_evidence(enum stats_glr_threshold kind, const struct stats_arm *ai,
                                const struct stats_arm *aj, double z, double eps);
+/* A lower bound on stats_glr_pair_evidence without its search (Pinsker on
+ * the weighted KT part; the heuristic: Pinsker on z), −∞ for the heuristic
+ * when the Low arm is ahead: what the minimum over pairs skips on. */
+double stats_glr_pair_evidence_lower(enum stats_glr_threshold kind, const struct stats_arm *ai,
+                                     const struct stats_arm *aj, double eps);
 /* stats_glr_pair_evidence(kind, ai, aj, z, eps) > beta, usually without the
- * mixture's cutoff search (stats_glr.c): what the stop rules call per pair. */
+ * search (stats_glr.c): what the stop rules call per pair. */
 int stats_glr_pair_passes(enum stats_glr_threshold kind, const struct stats_arm *ai,
                           const struct stats_arm *aj, double z, double eps, double beta);
 /* The GLR stop: every pair's evidence, the pair's statistic for "μ_i ≥

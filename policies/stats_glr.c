@@ -3,8 +3,8 @@
  * "GLR"): the pair statistic Z_ij (ε = 0: the pooled Bernoulli KL; ε > 0: its
  * ε-version for "i is ε-better than j"), the minimum over the pairs of a
  * returned set, the heuristic and the proven thresholds, each pair's
- * evidence (the KT mixture's e-value and the normal mixtures' e-value,
- * averaged) and the stop loop over pairs. One implementation serves both
+ * evidence (the KT mixtures' and the normal mixtures' e-values, mixed per
+ * null point) and the stop loop over pairs. One implementation serves both
  * kinds of returned set: a top-m set given as a mask (the engine's stop
  * rules, the status endpoint) and one certified arm with ε (ttts and
  * track-and-stop).
@@ -196,16 +196,15 @@ double stats_glr_best(const struct stats_arm *arms, size_t k, size_t best, doubl
  * sample sizes we serve: its ln ln N terms only win beyond N ≈ 10¹⁶ per
  * arm, so a minimum of the two (each at δ/2) would never pay.
  *
- * The proven rule (stats_glr_stop, stats_glr_stop_best) then averages this e-value,
- * E_KT = e^{Z_ij − r_i − r_j}, with a second one for the same pair, the
- * product of the two arms' one-sided normal mixtures at the worst cutoff
- * (stats_pair_mixture, below): the mean of two e-processes is an e-process
- * (Vovk & Wang 2021, "E-values: calibration, combination and
- * applications"), so stopping when ln((E_KT + E_N)/2) > ln(P/δ) for every
- * pair keeps P(error) ≤ δ. The mixture's regret is ½ ln(1 + V/ρ) per arm
- * instead of ½ ln(πN/2) (its prior sits on the null instead of spreading
- * over [0, 1]), which on means near 1/2 needs about 40% fewer samples;
- * far from 1/2 the KT term carries the evidence at a cost of ln 2. */
+ * The proven rule (stats_glr_stop, stats_glr_stop_best) mixes this e-value
+ * with a second one for the same pair, the product of the two arms'
+ * one-sided normal mixtures (stats_pair_mixture, below), and with the two
+ * cross products, at each point of the pair's null, and takes the
+ * infimum of the mixture (below stats_pair_mixture). The mixture's regret
+ * is ½ ln(1 + V/ρ) per arm instead of ½ ln(πN/2) (its prior sits on the
+ * null instead of spreading over [0, 1]), which on means near 1/2 needs
+ * about 40% fewer samples; far from 1/2, or for an arm far from the
+ * cutoff, the KT factor carries the evidence. */
 
 /* ln Γ(x + 1/2) − (x ln x − x + ½ ln 2π), x ≥ 0: Stirling's remainder,
  * by its asymptotic series beyond x = 100 (the next term is below 1e-13
@@ -260,10 +259,9 @@ double stats_kt_regret(double n, double mean)
  * (with delays, the reward is independent of what arrived in between), and
  * mixing the two λ's over a product prior keeps the property (Fubini).
  * The KT e-value is bounded by a test martingale on the same filtration
- * (stats_kt_regret's mixture over the likelihood at the true means), so
- * their mean is one too (Vovk & Wang 2021), and Ville's inequality applies
- * to it. (Robbins 1970; Howard et al. 2021 §3.2 for the mixture; the
- * infimum over the null as in Kaufmann & Koolen 2021's GLR with mixtures.)
+ * (stats_kt_regret's mixture over the likelihood at the true means); how
+ * the rule mixes the two is below stats_pair_mixture. (Robbins 1970; Howard et al. 2021 §3.2 for
+ * the mixture; the infimum over the null as in Kaufmann & Koolen 2021's GLR with mixtures.)
  *
  * The infimum: ln M is convex and increasing in the deviation (a log of a
  * mixture of exponentials of it, λ ≥ 0), so A(c) = ln M_i(c) falls,
@@ -341,17 +339,6 @@ static double pair_b(const struct pair_mix *p, double c)
     return mix_logm_lower(p->nj * (c + p->eps - p->mj), p->vj, p->sj, p->cj);
 }
 
-/* An upper bound on the infimum, from one cutoff: where the Gaussian
- * approximation of A + B (2n_i(μ̂_i − c)² + 2n_j(c + ε − μ̂_j)²) is least. */
-static double pair_mix_upper(const struct pair_mix *p)
-{
-    double hi = 1.0 - p->eps > 0.0 ? 1.0 - p->eps : 0.0;
-    double n = p->ni + p->nj;
-    double c = n > 0.0 ? (p->ni * p->mi + p->nj * (p->mj - p->eps)) / n : 0.0;
-    c = c < 0.0 ? 0.0 : c > hi ? hi : c;
-    return pair_a(p, c) + pair_b(p, c);
-}
-
 #define PAIR_GOLDEN 64 /* 0.618^64 < 1e-13 on [0, 1] */
 
 static double pair_mix_sum(void *ctx, double c)
@@ -377,59 +364,330 @@ double stats_pair_mixture(double ni, double mi, double nj, double mj, double eps
     return pair_mix_lower(&p);
 }
 
-/* ln((e^x + e^y)/2) without overflow. */
-static double log_mean_exp(double x, double y)
+/* --- the proven rule's pair e-value: four products, mixed per null point ---
+ * The pair's null is a point (c, c') with c' ≥ c + ε, c ∈ [0, 1 − ε]
+ * (μ_i = c, μ_j = c'). For each arm two e-processes for its mean, both
+ * bounded by test supermartingales at the true mean: the KT mixture's
+ * KT_a/L_a(θ) (stats_kt_regret, above) and the one-sided normal mixture
+ * (pair_a, pair_b). The product of one of arm i's with one of arm j's is
+ * bounded by a test supermartingale on the filtration of all rewards (each
+ * reward moves one factor), so for weights w_s(c) ≥ 0 summing to 1, fixed
+ * before any data, on the four products s ∈ {KT·KT, KT·N, N·KT, N·N}
+ * (arm i's factor first),
+ *   E(c, c') = Σ_s w_s(c) X_s(c, c')
+ * at the true point is one too (a mean of e-processes with fixed weights:
+ * Vovk & Wang 2021), and inf over the null of E is an e-value for the
+ * pair, to which Ville's inequality and the union over the P pairs apply.
+ * For a fixed c, arm j's KT factor e^{N_j kl(μ̂_j, c') − r_j} is least over
+ * c' ≥ c + ε at max(c + ε, μ̂_j), and its normal mixture grows with c', so
+ *   inf_{c' ≥ c+ε} E(c, c') ≥ f(c) = Σ_s w_s(c) e^{x_s(c)},
+ * x_s the sum of the two factors' logs: for arm i
+ *   K_i(c) = N_i kl(μ̂_i, c) − r_i   or   N_i(c) = pair_a(c),
+ * for arm j
+ *   K_j(c) = N_j kl(μ̂_j, max(c + ε, μ̂_j)) − r_j   or   N_j(c) = pair_b(c).
+ * Each is convex in c (kl(p, ·) is convex with its minimum 0 at p, so
+ * kl(p, max(x, p)) is convex in x; ln M is convex, its deviation affine in
+ * c), so each e^{x_s} and any positive combination of them is log-convex.
+ *
+ * The weights are piecewise constant on a fixed partition of [0, 1]
+ * (PAIR_W). On a piece, f_k is log-convex: golden section keeps its
+ * minimiser in the bracket [a, b] (in exact arithmetic). Each factor is a
+ * nonincreasing part plus a nondecreasing one (K_i: N_i kl(μ̂_i, min(c,
+ * μ̂_i)) − r_i and N_i kl(μ̂_i, max(c, μ̂_i)); N_i nonincreasing; K_j, N_j
+ * nondecreasing), so on [a, b] f_k ≥ Σ_s w_s e^{D_s(b) + I_s(a)}: at the
+ * final bracket a lower bound on the piece's infimum (the bracket's width
+ * only making it lower), at a whole piece a cheap first test. The pieces'
+ * closed intervals cover [0, 1 − ε], so the least of their bounds is a
+ * lower bound on inf_c f. Rounding: as for the normal mixtures alone
+ * (above), a margin of 1e-11 relative. With weights ½ on KT·KT and N·N this
+ * is never below the mean of the two separate infima, the rule before:
+ * the infimum of a sum is at least the sum of the infima. */
+
+/* The weights: a fixed function of the High arm's null mean c, piecewise
+ * constant. The cost of a weight w on the product that carries the
+ * evidence is ln(1/w). N·N is sharp near c = ½, where the normal mixtures'
+ * regret ½ ln(1 + V/ρ) is far below the KT one ½ ln(πN/2) and the
+ * sub-Gaussian variance ¼ is nearly c(1 − c); KT·KT near 0 and 1, where
+ * c(1 − c) ≪ ¼ makes the KT exponent the larger; N·KT where the Low arm is
+ * far from c with few samples (a challenger of a top-two sampler): the
+ * normal mixture's regret ρλ*²/2 grows with the square of the arm's
+ * deviation, the KT one does not. ln w is kept with w (the unit tests
+ * recompute it). The table is candidate D of docs/stop-rules.md ("Four
+ * products and their weights"), chosen by the rule that chose ρ_H: the
+ * smallest worst ratio to the best of five candidates (the rule before
+ * among them) in paired runs, 1.013 against 1.135 for the rule before. Any
+ * table fixed before the data keeps the proof. */
+#define PAIR_W_MAX 8
+#define PAIR_TERMS 4 /* KT·KT, KT·N, N·KT, N·N: arm i's factor first */
+struct pair_w {
+    int n;                             /* pieces */
+    double edge[PAIR_W_MAX + 1];       /* 0 = edge[0] < … < edge[n] = 1 */
+    double w[PAIR_W_MAX][PAIR_TERMS];  /* on [edge[k], edge[k + 1]] */
+    double lw[PAIR_W_MAX][PAIR_TERMS]; /* ln w (−∞ for 0) */
+};
+
+static const struct pair_w PAIR_W = {
+    3,
+    {0.0, 0.15, 0.85, 1.0},
+    {
+        {0.75, 0.0625, 0.125, 0.0625},
+        {0.015625, 0.0078125, 0.125, 0.8515625},
+        {0.75, 0.0625, 0.125, 0.0625},
+    },
+    {
+        {-0.2876820724517809, -2.772588722239781, -2.0794415416798357, -2.772588722239781},
+        {-4.1588830833596715, -4.852030263919617, -2.0794415416798357, -0.16068238169047347},
+        {-0.2876820724517809, -2.772588722239781, -2.0794415416798357, -2.772588722239781},
+    },
+};
+
+/* The piece that holds c (the first, at an edge). */
+static int pair_w_piece(const struct pair_w *t, double c)
 {
-    double hi = x > y ? x : y, lo = x > y ? y : x;
-    if (hi == -INFINITY)
-        return -INFINITY;
-    return hi - M_LN2 + log1p(exp(lo - hi));
+    int k = 0;
+    while (k + 1 < t->n && c > t->edge[k + 1])
+        k++;
+    return k;
 }
 
-/* ln of the mean of the two e-values, e^{z − r_i − r_j} (KT) and the pair
- * mixture: the mean of two e-processes is one (Vovk & Wang 2021), and it is
- * never below the better of the two less ln 2. */
+void stats_glr_pair_weights(double c, double w[4], double ln_w[4])
+{
+    const struct pair_w *t = &PAIR_W;
+    int k = pair_w_piece(t, c);
+    for (int s = 0; s < PAIR_TERMS; s++) {
+        if (w != NULL)
+            w[s] = t->w[k][s];
+        if (ln_w != NULL)
+            ln_w[s] = t->lw[k][s];
+    }
+}
+
+/* One pair's problem: the normal mixtures', the KT ones' (counts, means,
+ * regrets), and the current piece's ln weights. */
+struct pair_ev {
+    struct pair_mix mix;
+    double ni, mi, nj, mj, eps, hi; /* hi = max(1 − ε, 0): the null's c range */
+    double ri, rj;
+    const double *lw;
+};
+
+static double unit_clamp(double x)
+{
+    return x > 0.0 ? (x < 1.0 ? x : 1.0) : 0.0;
+}
+
+static void pair_ev_init(struct pair_ev *e, const struct stats_arm *ai, const struct stats_arm *aj,
+                         double eps, double ri, double rj)
+{
+    e->ni = (double)ai->n;
+    e->nj = (double)aj->n;
+    e->mi = unit_clamp(ai->mean);
+    e->mj = unit_clamp(aj->mean);
+    e->eps = eps > 0.0 ? eps : 0.0;
+    e->hi = 1.0 - e->eps > 0.0 ? 1.0 - e->eps : 0.0;
+    e->ri = ri;
+    e->rj = rj;
+    e->lw = PAIR_W.lw[0];
+    pair_mix_init(&e->mix, e->ni, ai->mean, e->nj, aj->mean, e->eps);
+}
+
+/* Bernoulli kl(p, q) for p, q ∈ [0, 1], +∞ where it is (q = 0 < p or
+ * q = 1 > p): no clamp, so that N kl stays convex in q up to the ends. By
+ * log1p of the ratios' distance from 1: ln((1 − p)/(1 − q)) computed as a
+ * log of a rounded ratio errs by 1e-16 absolute, which N(1 − p) would make
+ * 1e-4 nats at N = 10^12. */
+static double kl_exact(double p, double q)
+{
+    double d = 0.0;
+    if (p > 0.0)
+        d += p * log1p((p - q) / q);
+    if (p < 1.0)
+        d += (1.0 - p) * log1p((q - p) / (1.0 - q));
+    return d;
+}
+
+/* K_i's nonincreasing part, with −r_i. */
+static double ev_ki_dec(const struct pair_ev *e, double c)
+{
+    return (e->ni > 0.0 && c < e->mi ? e->ni * kl_exact(e->mi, c) : 0.0) - e->ri;
+}
+
+/* K_i's nondecreasing part. */
+static double ev_ki_inc(const struct pair_ev *e, double c)
+{
+    return e->ni > 0.0 && c > e->mi ? e->ni * kl_exact(e->mi, c) : 0.0;
+}
+
+/* K_j (nondecreasing). */
+static double ev_kj(const struct pair_ev *e, double c)
+{
+    double cj = c + e->eps < 1.0 ? c + e->eps : 1.0;
+    return (e->nj > 0.0 && cj > e->mj ? e->nj * kl_exact(e->mj, cj) : 0.0) - e->rj;
+}
+
+/* ln Σ_s w_s e^{x_s} from the four factors' logs. */
+static double ev_combine(const struct pair_ev *e, double ki, double ni, double kj, double nj)
+{
+    double x[PAIR_TERMS] = {ki + kj, ki + nj, ni + kj, ni + nj};
+    double hi = -INFINITY;
+    for (int s = 0; s < PAIR_TERMS; s++) {
+        /* a weight 0 drops its product, even an infinite one */
+        x[s] = e->lw[s] == -INFINITY ? -INFINITY : e->lw[s] + x[s];
+        hi = x[s] > hi ? x[s] : hi;
+    }
+    if (hi == -INFINITY || hi == INFINITY || hi != hi)
+        return hi;
+    double sum = 0.0;
+    for (int s = 0; s < PAIR_TERMS; s++)
+        sum += exp(x[s] - hi);
+    return hi + log(sum);
+}
+
+/* ln f_k(c) with the current piece's weights. */
+static double ev_f(void *ctx, double c)
+{
+    const struct pair_ev *e = ctx;
+    return ev_combine(e, ev_ki_dec(e, c) + ev_ki_inc(e, c), pair_a(&e->mix, c), ev_kj(e, c),
+                      pair_b(&e->mix, c));
+}
+
+/* The lower bound on ln f_k over [a, b] from the monotone parts, less the
+ * rounding margin. */
+static double ev_bound(const struct pair_ev *e, double a, double b)
+{
+    double v = ev_combine(e, ev_ki_dec(e, b) + ev_ki_inc(e, a), pair_a(&e->mix, b), ev_kj(e, a),
+                          pair_b(&e->mix, a));
+    return v - 1e-11 * (1.0 + fabs(v));
+}
+
+/* Piece k ∩ [0, hi] as [*a, *b], its weights current; 0 when the piece
+ * lies beyond hi. */
+static int ev_piece(struct pair_ev *e, const struct pair_w *t, int k, double *a, double *b)
+{
+    *a = t->edge[k];
+    *b = t->edge[k + 1] < e->hi ? t->edge[k + 1] : e->hi;
+    if (*a > *b)
+        return 0;
+    e->lw = t->lw[k];
+    return 1;
+}
+
+#define PAIR_TOL 4e-14 /* golden section's final bracket: 0.618^64 on [0, 1] */
+
+/* Where the Gaussian approximation of the normal mixtures is least: a
+ * point near the minimiser of f, whose value bounds the infimum above. */
+static double ev_guess(const struct pair_ev *e)
+{
+    double n = e->ni + e->nj;
+    double c = n > 0.0 ? (e->ni * e->mi + e->nj * (e->mj - e->eps)) / n : 0.0;
+    return c < 0.0 ? 0.0 : c > e->hi ? e->hi : c;
+}
+
+/* ln of the pair's e-value as computed: the least bound over the pieces. */
+static double pair_ev_lower(const struct stats_arm *ai, const struct stats_arm *aj, double eps,
+                            double ri, double rj)
+{
+    const struct pair_w *t = &PAIR_W;
+    struct pair_ev e;
+    pair_ev_init(&e, ai, aj, eps, ri, rj);
+    double v = INFINITY;
+    for (int k = 0; k < t->n; k++) {
+        double a, b;
+        if (!ev_piece(&e, t, k, &a, &b))
+            continue;
+        golden_section(ev_f, &e, &a, &b, PAIR_GOLDEN, PAIR_TOL);
+        double x = ev_bound(&e, a, b);
+        v = x < v ? x : v;
+    }
+    return v;
+}
+
+/* A lower bound on pair_ev_lower without any search: f ≥ w_KT·KT e^{K_i +
+ * K_j}, and Pinsker (kl(p, q) ≥ 2(p − q)²) bounds K_i + K_j + r_i + r_j
+ * below by 2N_i(μ̂_i − c)₊² + 2N_j(c + ε − μ̂_j)₊², a convex function of c
+ * least, on a piece, at its unconstrained minimiser clamped into the piece.
+ * Less a margin of 1e-9 for rounding in the search's kl. −∞ when the
+ * weights put nothing on KT·KT. */
+static double pair_ev_pinsker(const struct stats_arm *ai, const struct stats_arm *aj, double eps,
+                              double ri, double rj)
+{
+    const struct pair_w *t = &PAIR_W;
+    double ni = (double)ai->n, nj = (double)aj->n, mi = ai->mean, mj = aj->mean;
+    eps = eps > 0.0 ? eps : 0.0;
+    double hi = 1.0 - eps > 0.0 ? 1.0 - eps : 0.0;
+    double n = ni + nj;
+    double cs = n > 0.0 ? (ni * mi + nj * (mj - eps)) / n : 0.0;
+    double v = INFINITY;
+    for (int k = 0; k < t->n; k++) {
+        double a = t->edge[k], b = t->edge[k + 1] < hi ? t->edge[k + 1] : hi;
+        if (a > b)
+            break;
+        double c = cs < a ? a : cs > b ? b : cs;
+        double gi = mi - c > 0.0 ? mi - c : 0.0, gj = c + eps - mj > 0.0 ? c + eps - mj : 0.0;
+        double x = t->lw[k][0] + 2.0 * ni * gi * gi + 2.0 * nj * gj * gj;
+        v = x < v ? x : v;
+    }
+    v -= ri + rj;
+    return v - 1e-9 * (1.0 + fabs(v));
+}
+
 double stats_glr_pair_evidence(enum stats_glr_threshold kind, const struct stats_arm *ai,
                                const struct stats_arm *aj, double z, double eps)
 {
     if (kind != STATS_GLR_PROVEN)
         return z;
-    double ni = (double)ai->n, nj = (double)aj->n;
-    double kt = z - stats_kt_regret(ni, ai->mean) - stats_kt_regret(nj, aj->mean);
-    return log_mean_exp(kt, stats_pair_mixture(ni, ai->mean, nj, aj->mean, eps));
+    return pair_ev_lower(ai, aj, eps, stats_kt_regret((double)ai->n, ai->mean),
+                         stats_kt_regret((double)aj->n, aj->mean));
 }
 
-/* Two shortcuts decide most calls without the 130 evaluations of the
- * search: the KT part alone clearing beta + ln 2, and the mixture at one
- * cutoff (an upper bound on its infimum) failing to lift the mean above
- * beta. Both are implied by the exact comparison, so the answer is that of
- * stats_glr_pair_evidence(...) > beta. */
-static int pair_passes_r(const struct stats_arm *ai, const struct stats_arm *aj, double z,
-                         double eps, double beta, double ri, double rj);
+double stats_glr_pair_evidence_lower(enum stats_glr_threshold kind, const struct stats_arm *ai,
+                                     const struct stats_arm *aj, double eps)
+{
+    double g = ai->mean + (eps > 0.0 ? eps : 0.0) - aj->mean;
+    if (kind != STATS_GLR_PROVEN) {
+        double ni = (double)ai->n, nj = (double)aj->n;
+        return g > 0.0 ? 2.0 * ni * nj / (ni + nj) * g * g : -INFINITY;
+    }
+    return pair_ev_pinsker(ai, aj, eps, stats_kt_regret((double)ai->n, ai->mean),
+                           stats_kt_regret((double)aj->n, aj->mean));
+}
+
+/* Shortcuts decide most calls without a search: f at one cutoff (an upper
+ * bound on the infimum) at or below beta fails, and a piece whose bound at
+ * its ends clears beta needs none. Each is implied by the exact
+ * comparison, so the answer is that of pair_ev_lower(...) > beta (up to the
+ * 1e-11 margin). */
+static int pair_passes_r(const struct stats_arm *ai, const struct stats_arm *aj, double eps,
+                         double beta, double ri, double rj)
+{
+    const struct pair_w *t = &PAIR_W;
+    struct pair_ev e;
+    pair_ev_init(&e, ai, aj, eps, ri, rj);
+    double c0 = ev_guess(&e);
+    int k0 = pair_w_piece(t, c0);
+    double a, b;
+    if (ev_piece(&e, t, k0, &a, &b) && !(ev_f(&e, c0) > beta))
+        return 0;
+    for (int i = 0; i < t->n; i++) {
+        int k = i == 0 ? k0 : i <= k0 ? i - 1 : i; /* k0 first, then the others in order */
+        if (!ev_piece(&e, t, k, &a, &b))
+            continue;
+        if (ev_bound(&e, a, b) > beta)
+            continue;
+        golden_section(ev_f, &e, &a, &b, PAIR_GOLDEN, PAIR_TOL);
+        if (!(ev_bound(&e, a, b) > beta))
+            return 0;
+    }
+    return 1;
+}
 
 int stats_glr_pair_passes(enum stats_glr_threshold kind, const struct stats_arm *ai,
                           const struct stats_arm *aj, double z, double eps, double beta)
 {
     if (kind != STATS_GLR_PROVEN)
         return z > beta;
-    return pair_passes_r(ai, aj, z, eps, beta, stats_kt_regret((double)ai->n, ai->mean),
+    return pair_passes_r(ai, aj, eps, beta, stats_kt_regret((double)ai->n, ai->mean),
                          stats_kt_regret((double)aj->n, aj->mean));
-}
-
-/* The proven rule's pair test with the regrets r_i, r_j given (the stop
- * loops compute them once per arm, or keep them in a memo). */
-static int pair_passes_r(const struct stats_arm *ai, const struct stats_arm *aj, double z,
-                         double eps, double beta, double ri, double rj)
-{
-    double ni = (double)ai->n, nj = (double)aj->n;
-    double kt = z - ri - rj;
-    if (kt - M_LN2 > beta)
-        return 1;
-    struct pair_mix p;
-    pair_mix_init(&p, ni, ai->mean, nj, aj->mean, eps);
-    if (!(log_mean_exp(kt, pair_mix_upper(&p)) > beta))
-        return 0;
-    return log_mean_exp(kt, pair_mix_lower(&p)) > beta;
 }
 
 /* HEURISTIC: Garivier & Kaufmann's experiments (and tensorzero's
@@ -452,15 +710,15 @@ double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, un
 }
 
 /* Does pair (i, j) fail the proven rule? r_i, r_j its arms' KT regrets. A
- * pair whose KT part alone, from the Pinsker bound on Z_ij, clears
- * beta + ln 2 passes without its exact statistic or the mixture's search. */
+ * pair whose Pinsker bound on the KT part alone (weighted) clears beta
+ * passes without a search: far challengers cost two regrets and a few
+ * products. */
 static int pair_fails(const struct stats_arm *ai, const struct stats_arm *aj, double eps,
                       double beta, double ri, double rj)
 {
-    if (glr_pair_pinsker(ai, aj, eps) - ri - rj - M_LN2 > beta)
+    if (pair_ev_pinsker(ai, aj, eps, ri, rj) > beta)
         return 0;
-    double z = stats_glr_pair_z(ai, aj, eps);
-    return !pair_passes_r(ai, aj, z, eps, beta, ri, rj);
+    return !pair_passes_r(ai, aj, eps, beta, ri, rj);
 }
 
 /* The stop loop. The heuristic compares the minimum itself, so its stops are

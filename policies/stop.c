@@ -140,20 +140,11 @@ static double pair_evidence(enum stats_glr_threshold kind, const struct stats_ar
 }
 
 /* A lower bound on pair_evidence without the exact statistic or the
- * mixture's search: Pinsker bounds Z from below by 2 n_i n_j/(n_i + n_j)
- * (μ̂_i + ε − μ̂_j)², and the mean of two e-values is at least half the KT
- * one, e^{Z − r_i − r_j}/2. −∞ for a pair whose Low arm is ahead. */
+ * search (stats_glr_pair_evidence_lower). */
 static double pair_evidence_lower(enum stats_glr_threshold kind, const struct stats_arm *ai,
                                   const struct stats_arm *aj, double eps)
 {
-    double g = ai->mean + eps - aj->mean;
-    if (!(g > 0.0))
-        return -INFINITY;
-    double ni = (double)ai->n, nj = (double)aj->n;
-    double pinsker = 2.0 * ni * nj / (ni + nj) * g * g;
-    if (kind != STATS_GLR_PROVEN)
-        return pinsker;
-    return pinsker - stats_kt_regret(ni, ai->mean) - stats_kt_regret(nj, aj->mean) - M_LN2;
+    return stats_glr_pair_evidence_lower(kind, ai, aj, eps);
 }
 
 /* The pair of least lower bound first, then only the pairs whose lower
