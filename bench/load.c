@@ -1869,13 +1869,17 @@ static int pend_run(struct cycler *y, struct cycler *nb, double secs, CURL *c, s
 {
     pthread_barrier_t go;
     pthread_t t[PEND_THREADS + 1];
-    int started = 0, failed = 0, want = PEND_THREADS + (nb != NULL);
+    struct cycler *conn[PEND_THREADS + 1];
+    int started = 0, failed = 0, want = 0;
+    for (; want < PEND_THREADS; want++)
+        conn[want] = &y[want];
+    if (nb != NULL)
+        conn[want++] = nb;
     pthread_barrier_init(&go, NULL, (unsigned)want + 1);
     for (; started < want; started++) {
-        struct cycler *one = started < PEND_THREADS ? &y[started] : nb;
-        one->secs = secs;
-        one->go = &go;
-        if (pthread_create(&t[started], NULL, cyc_main, one) != 0)
+        conn[started]->secs = secs;
+        conn[started]->go = &go;
+        if (pthread_create(&t[started], NULL, cyc_main, conn[started]) != 0)
             break;
     }
     if (started < want) {
@@ -1889,11 +1893,9 @@ static int pend_run(struct cycler *y, struct cycler *nb, double secs, CURL *c, s
     size_t nlat = 0;
     for (int i = 0; i < started; i++) {
         pthread_join(t[i], NULL);
-        if (i == PEND_THREADS) {
-            failed |= nb->failed;
-            continue;
-        }
-        failed |= y[i].failed;
+        failed |= conn[i]->failed;
+        if (i == PEND_THREADS)
+            continue; /* the neighbour: its latencies apart */
         cycles += y[i].cycles;
         nlat += y[i].nlat;
     }
@@ -1973,7 +1975,13 @@ static int pending_mode(const struct opts *o)
         goto out;
     }
     for (int i = 0; i < PEND_THREADS; i++) {
-        big[i] = (struct cycler){.port = d.port, .id = "big", .lag = o->pending / PEND_THREADS};
+        /* a whole number of blocks: the fill ends when a connection holds
+         * exactly its lag (with a part block it would reward and refill
+         * forever) */
+        big[i] = (struct cycler){.port = d.port,
+                                 .id = "big",
+                                 .lag = (o->pending / PEND_THREADS + PEND_BLOCK - 1) / PEND_BLOCK *
+                                        PEND_BLOCK};
         zero[i] = (struct cycler){.port = d.port, .lag = 0};
     }
     double f0 = now_s();

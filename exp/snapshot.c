@@ -355,6 +355,16 @@ static void captured_written(void *arg, int err)
     exp_snapshot_free(sn);
 }
 
+/* No snapshot of d could be made: a shortcut only (the log has
+ * everything), so say so and try again in --snapshot-every events. */
+static void skipped(const struct exp *x, struct exp_data *d)
+{
+    d->snap_seq = d->seq;
+    log_warn("experiment %s: no snapshot at seq %" PRId64 " (out of memory, or a state that "
+             "does not serialize); the next in --snapshot-every events",
+             x->id, d->seq);
+}
+
 void exp_snapshot_capture(struct exp *x)
 {
     struct exp_data *d = x->d;
@@ -362,11 +372,7 @@ void exp_snapshot_capture(struct exp *x)
         return; /* one at a time per thread: this one comes at a later batch */
     struct exp_snapshot *sn = capture(x, d);
     if (sn == NULL) {
-        /* a shortcut only: the log has everything; try again later */
-        d->snap_seq = d->seq;
-        log_warn("experiment %s: no snapshot at seq %" PRId64 " (out of memory, or a state that "
-                 "does not serialize); the next in --snapshot-every events",
-                 x->id, d->seq);
+        skipped(x, d);
         return;
     }
     atomic_fetch_add(&x->refs, 1);
@@ -430,11 +436,7 @@ void exp_snapshot_attach(struct exp *x, struct exp_batch *b)
         return;
     struct exp_snapshot *sn = exp_snapshot_make(x, d);
     if (sn == NULL) {
-        /* a shortcut only: the log has everything; try again later */
-        d->snap_seq = d->seq;
-        log_warn("experiment %s: no snapshot at seq %" PRId64 " (out of memory, or a state that "
-                 "does not serialize); the next in --snapshot-every events",
-                 x->id, d->seq);
+        skipped(x, d);
         return;
     }
     struct store_op *op = exp_batch_op(b);
