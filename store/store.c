@@ -454,7 +454,7 @@ static void *writer_main(void *arg)
         last->next = NULL;
         int inject = 0;
         if (batch->aside && s->kill_aside > 0 && --s->kill_aside == 0)
-            raise(SIGKILL);
+            (void)raise(SIGKILL);
         if (s->fault_skip > 0) {
             s->fault_skip--;
         } else if (s->fault_fail > 0) {
