@@ -21,7 +21,9 @@ EPS_MU = [0.7, 0.55, 0.5, 0.4]  # for the policies that need ε > 0 (ε = 0.1: o
 # label, policy, params, stop (None: its own / the default), instance, criterion, runs (relative)
 FC_POLICIES = [
     ("uniform + δᶜ", "uniform", {}, "delta_c", "A", "error_rate", 1.0),
-    ("ADAPT (π4)", "adapt", {}, None, "A", "error_rate", 0.5),
+    # adapt's default stop is the proven GLR: δᶜ must be asked for, or its cells measure the GLR
+    # under δᶜ's name (and the fixed-n bound's error count in "What next" with them).
+    ("ADAPT (π4)", "adapt", {}, "delta_c", "A", "error_rate", 0.5),
     ("LUCB1", "lucb1", {}, None, "A", "error_rate", 1.0),
     ("KL-LUCB", "kl-lucb", {}, None, "A", "error_rate", 1.0),
     ("TTTS", "ttts", {}, None, "A", "error_rate", 1.0),
@@ -35,7 +37,7 @@ FC_POLICIES = [
 
 
 # What "its own" stop is, per policy (the δ-check's stop column).
-OWN_STOP = {"adapt": "δᶜ ≤ δ", "lucb1": "its own (LUCB confidence bounds)",
+OWN_STOP = {"lucb1": "its own (LUCB confidence bounds)",
             "kl-lucb": "its own (KL confidence bounds)", "ttts": "its GLR, proven threshold",
             "track-and-stop": "its GLR, proven threshold", "direct": "its own (fixed sample size)",
             "incremental": "its own (Median Elimination rounds)", "halving": "its own (halving rounds)",
