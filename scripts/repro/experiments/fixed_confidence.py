@@ -367,7 +367,9 @@ def fc_analysis(ctx, ratios, lb, ts, w, facts):
         "T_w/T* and a **threshold factor** β(τ, δ)/kl(δ, 1 − δ). For the heuristic threshold "
         "β = ln((ln t + 1)/δ) the table takes β at the mean stop time and reads the allocation "
         "factor off the measured ratio. The proven threshold of this build ("
-        + proven_threshold_doc(ctx) + ") is read off the data instead: with the allocation factor of "
+        + proven_threshold_doc(ctx) + "; its weights, piecewise constant in the null mean, and its proof: "
+        "[stop-rules.md](stop-rules.md#glr--the-proven-glr-rule)) is read off the data instead: with the "
+        "allocation factor of "
         "the same sampler's heuristic runs, its **effective threshold** is β_eff = τ / T_w (marked *). "
         f"Check of the model: uniform sampling's T_w is known exactly, {t_unif:.0f} = {t_unif / ts:.2f} T*.\n\n")
     fw = {}  # (sampler, δ) → allocation factor (heuristic threshold)
