@@ -191,6 +191,31 @@ static int proc_start(struct proc *p, char *const argv[], const char *errlog)
     return 0;
 }
 
+/* A banditd on db (an SQLite file or a postgresql:// URI) with the runs'
+ * settings (--threads, no pending or per-address cap) and the --sync
+ * given; 0 or −1. */
+static int daemon_start(const struct opts *o, struct proc *p, const char *db, const char *sync,
+                        const char *log)
+{
+    char thr[16];
+    snprintf(thr, sizeof thr, "%u", o->threads);
+    char *argv[] = {mut(o->daemon),
+                    mut("--listen"),
+                    mut("127.0.0.1:0"),
+                    mut("--db"),
+                    mut(db),
+                    mut("--threads"),
+                    thr,
+                    mut("--sync"),
+                    mut(sync),
+                    mut("--max-pending"),
+                    mut("100000000"),
+                    mut("--max-connections-per-ip"),
+                    mut("0"),
+                    NULL};
+    return proc_start(p, argv, log);
+}
+
 /* SIGTERM and wait; the exit status, or −1. */
 static int proc_stop(struct proc *p)
 {
@@ -1597,7 +1622,7 @@ static long serve_blocks(CURL *c, unsigned port, const char *id, size_t b, doubl
 
 static int blocks_mode(const struct opts *o)
 {
-    char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], log[256], thr[16], load0[64], load1[64];
+    char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], log[256], load0[64], load1[64];
     struct proc d = {0};
     int rc = 1;
     CURL *c = curl_easy_init();
@@ -1607,26 +1632,11 @@ static int blocks_mode(const struct opts *o)
     }
     snprintf(db, sizeof db, "%s/blocks.db", dir);
     snprintf(log, sizeof log, "%s/banditd.log", dir);
-    snprintf(thr, sizeof thr, "%u", o->threads);
-    char *argv[] = {mut(o->daemon),
-                    mut("--listen"),
-                    mut("127.0.0.1:0"),
-                    mut("--db"),
-                    db,
-                    mut("--threads"),
-                    thr,
-                    mut("--sync"),
-                    mut(o->sync),
-                    mut("--max-pending"),
-                    mut("100000000"),
-                    mut("--max-connections-per-ip"),
-                    mut("0"),
-                    NULL};
     static const size_t sizes[] = {1, 10, 100};
     double vps[3] = {0}, per_visitor[3] = {0};
     struct result own[2];
     loadavg(load0, sizeof load0);
-    if (proc_start(&d, argv, log) != 0)
+    if (daemon_start(o, &d, db, o->sync, log) != 0)
         goto out;
     for (size_t k = 0; k < 3; k++) {
         char id[32];
@@ -1902,7 +1912,7 @@ static void pend_body(char *body, size_t len, const char *id)
 
 static int pending_mode(const struct opts *o)
 {
-    char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], log[256], thr[16], load0[64], load1[64];
+    char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], log[256], load0[64], load1[64];
     struct proc d = {0};
     struct cycler big[PEND_THREADS], zero[PEND_THREADS];
     struct pend_run rb[MAX_PAIRS], rz[MAX_PAIRS];
@@ -1916,23 +1926,8 @@ static int pending_mode(const struct opts *o)
     }
     snprintf(db, sizeof db, "%s/pending.db", dir);
     snprintf(log, sizeof log, "%s/banditd.log", dir);
-    snprintf(thr, sizeof thr, "%u", o->threads);
-    char *argv[] = {mut(o->daemon),
-                    mut("--listen"),
-                    mut("127.0.0.1:0"),
-                    mut("--db"),
-                    db,
-                    mut("--threads"),
-                    thr,
-                    mut("--sync"),
-                    mut(o->sync),
-                    mut("--max-pending"),
-                    mut("100000000"),
-                    mut("--max-connections-per-ip"),
-                    mut("0"),
-                    NULL};
     loadavg(load0, sizeof load0);
-    if (proc_start(&d, argv, log) != 0)
+    if (daemon_start(o, &d, db, o->sync, log) != 0)
         goto out;
     char body[256];
     pend_body(body, sizeof body, "big");
@@ -2045,29 +2040,6 @@ static int store_figures(CURL *c, unsigned port, struct storefig *out)
     return 0;
 }
 
-/* A daemon on db (an SQLite file or a postgresql:// URI) with the
- * throughput run's settings; 0 or −1. */
-static int pg_daemon(const struct opts *o, struct proc *p, const char *db, const char *log)
-{
-    char thr[16];
-    snprintf(thr, sizeof thr, "%u", o->threads);
-    char *argv[] = {mut(o->daemon),
-                    mut("--listen"),
-                    mut("127.0.0.1:0"),
-                    mut("--db"),
-                    mut(db),
-                    mut("--threads"),
-                    thr,
-                    mut("--sync"),
-                    mut("full"),
-                    mut("--max-pending"),
-                    mut("100000000"),
-                    mut("--max-connections-per-ip"),
-                    mut("0"),
-                    NULL};
-    return proc_start(p, argv, log);
-}
-
 /* One engine's side of a pg row: its daemon, its scenario, its runs. */
 struct side {
     struct proc *d;
@@ -2117,7 +2089,7 @@ static int pg_mode(const struct opts *o)
     snprintf(log1, sizeof log1, "%s/sqlite.log", dir);
     snprintf(log2, sizeof log2, "%s/postgres.log", dir);
     loadavg(load0, sizeof load0);
-    if (pg_daemon(o, &ds, sq, log1) != 0 || pg_daemon(o, &dp, uri, log2) != 0)
+    if (daemon_start(o, &ds, sq, "full", log1) != 0 || daemon_start(o, &dp, uri, "full", log2) != 0)
         goto out;
     if (o->out != NULL && (f = fopen(o->out, "w")) == NULL) {
         perror(o->out);
@@ -2288,7 +2260,7 @@ static int cluster_mode(const struct opts *o)
         }
         for (int i = 0; i < nd; i++) {
             snprintf(log[i], sizeof log[i], "%s/daemon%d-%d.log", dir, nd, i);
-            if (pg_daemon(o, &d[i], uri, log[i]) != 0)
+            if (daemon_start(o, &d[i], uri, "full", log[i]) != 0)
                 goto out;
         }
         /* rewards to spare: 20,000/s per daemon is more than one reaches here */

@@ -268,6 +268,11 @@ int exp_prepare_locked(struct exp *x, int64_t now)
                  " events, %s)",
                  x->id, d->seq, how);
     }
+    /* Not only at a push: answers behind an old pending assignment, with
+     * no assignment after them, would keep the assignments (and every
+     * snapshot's walk of them) until that one expires, a TTL later. The
+     * sweeper comes here every second. */
+    exp_fifo_trim(x->d);
     if (x->d->flen > 0) {
         const struct exp_assignment *a = exp_fifo_at(x->d, 0);
         if (a->status != EXP_A_PENDING || a->expires_ms <= now) {

@@ -169,10 +169,13 @@ void exp_utab_insert(struct exp_data *d, int64_t seq, const char *unit);
 void exp_utab_remove(struct exp_data *d, const char *unit, int64_t seq);
 
 /* Answered assignments the FIFO may hold beyond as many as are pending
- * before a reserve compacts it (table.c). */
+ * before a trim compacts it (table.c). */
 #define EXP_FIFO_SLACK 64
-/* Make room for one more entry (0, or −1 out of memory); may first let go
- * of the assignments no longer pending (order kept). */
+/* Let go of the assignments no longer pending (order kept) once they
+ * outnumber the pending ones by EXP_FIFO_SLACK: freeing those the table
+ * dropped. Cost amortised over the answers. */
+void exp_fifo_trim(struct exp_data *d);
+/* Make room for one more entry (0, or −1 out of memory); trims first. */
 int exp_fifo_reserve(struct exp_data *d);
 /* Append a (pending, in the table: borrowed, the table owns it). */
 int exp_fifo_push(struct exp_data *d, struct exp_assignment *a);

@@ -190,14 +190,18 @@ static void fifo_compact(struct exp_data *d)
     d->flen = w;
 }
 
-int exp_fifo_reserve(struct exp_data *d)
+void exp_fifo_trim(struct exp_data *d)
 {
     /* Compacted once the answered entries outnumber the pending ones
      * (every pending assignment is here): a walk of flen entries then lets
-     * go of at least flen/2 of them, so its cost per answer is bounded,
-     * and flen ≤ 2·pending + EXP_FIFO_SLACK after every push. */
+     * go of at least flen/2 of them, so its cost per answer is bounded. */
     if (d->flen >= 2 * d->pending + EXP_FIFO_SLACK)
         fifo_compact(d);
+}
+
+int exp_fifo_reserve(struct exp_data *d)
+{
+    exp_fifo_trim(d); /* flen ≤ 2·pending + EXP_FIFO_SLACK after every push */
     if (d->flen < d->fcap)
         return 0;
     size_t ncap = d->fcap ? d->fcap * 2 : 64;

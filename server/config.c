@@ -107,8 +107,9 @@ static const struct opt opts[] = {
      "history points kept per experiment (default 256)", 2, 65536},
     {"snapshot-every", K_SIZE, LIM(snapshot_every), 0,
      "events between two snapshots of an experiment's state, so that a start or a takeover "
-     "replays only the events after the latest, and one of each at a clean shutdown; or half "
-     "as many as its pending assignments when more (default 10000; 0: none written)",
+     "replays only the events after the latest, and one of each at a clean shutdown; or, when "
+     "more, half as many as its expiry queue holds (between half and all of its pending "
+     "assignments) (default 10000; 0: none written)",
      0, 1ULL << 40},
     {"no-snapshots", K_FLAG, LIM(no_snapshots), 0,
      "neither read nor write snapshots: every load replays the whole event log", 0, 0},

@@ -11,6 +11,8 @@
  *   - snapshots of a growing pending set come every --snapshot-every
  *     events, or every half as many events as are pending when that is
  *     more, and never stop coming;
+ *   - answers behind an old pending assignment are let go of without a
+ *     later assignment (the snapshots' spacing shrinks back at once);
  *   - the same out-of-order experiment restarted from its latest snapshot
  *     and the tail (the events before the snapshot deleted: only the
  *     snapshot can load it) and from the whole log: both hold the same
@@ -28,13 +30,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "base/clock.h"
 #include "exp/exp.h"
 #include "store/store.h"
+#include "tests/support/trun.h"
 #include "tests/support/tstore.h"
 
 #define TTL_MS ((int64_t)3600 * 1000)
@@ -56,13 +59,6 @@ static struct exp_limits limits(size_t snapshot_every, int no_snapshots)
     return l;
 }
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Create experiment id (three arms, never stopping, TTL_MS) and wait. */
 static void create(const char *id)
 {
@@ -71,21 +67,7 @@ static void create(const char *id)
              "{\"id\":\"%s\",\"arms\":[\"a\",\"b\",\"c\"],\"policy\":{\"name\":\"uniform\"},"
              "\"stop_rule\":\"none\",\"seed\":7,\"assignment_ttl_s\":%d}",
              id, (int)(TTL_MS / 1000));
-    json_t *j = json_loads(body, 0, NULL), *errors = json_array();
-    struct exp_config cfg;
-    assert_non_null(j);
-    if (exp_config_parse(j, exp_limits(), &cfg, errors) != 0) {
-        char *e = json_dumps(errors, 0);
-        fail_msg("%s", e);
-    }
-    json_decref(j);
-    json_decref(errors);
-    struct twait w;
-    twait_init(&w);
-    struct exp *x = NULL;
-    assert_int_equal(exp_create(&cfg, NULL, NULL, twait_done, &w, &x), EXP_OK);
-    assert_int_equal(twait_wait(&w), STORE_OK);
-    exp_put(x);
+    exp_put(trun_create(body));
 }
 
 /* Submit b (x locked) and wait for its commit; unlocks x. */
@@ -213,7 +195,7 @@ static void test_answered_behind_a_pending_one(void **state)
     struct exp *x = exp_get("mid");
     int64_t rowid = exp_rowid(x);
     exp_put(x);
-    drive("mid", wall_ms(), &k);
+    drive("mid", clock_wall_ms(), &k);
     assert_int_equal(k.n, STEPS / KEEP + 1);
     expire_one_by_one("mid", &k);
     close_registry(f);
@@ -230,7 +212,7 @@ static void test_snapshot_spacing(void **state)
     assert_int_equal(exp_registry_init(f->s, &l), 0);
     create("grow");
     struct exp *x = exp_get("grow");
-    int64_t t0 = wall_ms(), last = 0, seq = 0;
+    int64_t t0 = clock_wall_ms(), last = 0, seq = 0;
     size_t snapshots = 0;
     for (int i = 0; i < N; i++) {
         struct exp_batch b;
@@ -254,6 +236,61 @@ static void test_snapshot_spacing(void **state)
     /* they keep coming: the latest is within one spacing of the end */
     assert_true(snapshots >= 5);
     assert_true(seq - last < (N / 2 > EVERY ? N / 2 : EVERY));
+    exp_put(x);
+    close_registry(f);
+    tstore_free(f);
+}
+
+/* A burst of assignments answered but the first, then no assignment: the
+ * FIFO lets go of the answered ones all the same (at the next request or
+ * sweep, exp_prepare_locked), not a TTL later when the first expires. Seen
+ * in the snapshots' spacing, which is half the FIFO's length when that is
+ * more than --snapshot-every: with the answered ones let go, the next
+ * snapshot comes --snapshot-every events after the previous one (or at the
+ * next event), not half the burst after it. */
+static void test_answered_let_go_without_assignments(void **state)
+{
+    (void)state;
+    enum { EVERY = 10, BURST = 400 };
+    struct tstore *f = tstore_new("t.db");
+    struct exp_limits l = limits(EVERY, 0);
+    assert_int_equal(exp_registry_init(f->s, &l), 0);
+    create("burst");
+    struct exp *x = exp_get("burst");
+    int64_t t0 = clock_wall_ms(), seqs[BURST];
+    for (int i = 0; i < BURST; i++) {
+        struct exp_batch b;
+        exp_batch_init(&b);
+        exp_lock(x);
+        seqs[i] = assign(x, &b, t0 + i);
+        commit(x, &b);
+    }
+    for (int i = 1; i < BURST; i++) {
+        struct exp_batch b;
+        exp_batch_init(&b);
+        exp_lock(x);
+        assert_int_equal(exp_ev_reward(x, &b, seqs[i], 1.0, t0 + BURST + i), EXP_R_ACCEPTED);
+        commit(x, &b);
+    }
+    assert_int_equal(exp_pending_count(x), 1);
+    int64_t last = tcount(f->path, "SELECT max(seq) FROM snapshots");
+    int64_t seq = exp_last_seq(x);
+    /* the burst's spacing held until here: nothing forces one now */
+    assert_true(seq - last < BURST / 2);
+    int64_t due = last + EVERY > seq + 1 ? last + EVERY : seq + 1;
+    for (int64_t now = t0 + 2 * (int64_t)BURST; seq < due; now++) {
+        struct exp_batch b;
+        exp_batch_init(&b);
+        exp_lock(x);
+        assert_int_equal(exp_prepare_locked(x, now), EXP_OK);
+        assert_int_equal(exp_ev_observe(x, &b, 0, 1, 0.5, now), EXP_OK);
+        seq = exp_last_seq(x);
+        commit(x, &b);
+    }
+    int64_t s = tcount(f->path, "SELECT max(seq) FROM snapshots");
+    if (s != due)
+        fail_msg("latest snapshot at seq %lld, expected one at %lld (the previous at %lld)",
+                 (long long)s, (long long)due, (long long)last);
     exp_put(x);
     close_registry(f);
     tstore_free(f);
@@ -292,7 +329,7 @@ static void test_restart_keeps_pending(void **state)
     char witness[300], tail[300], err[256];
     assert_int_equal(exp_registry_init(f->s, &l), 0);
     create("mid");
-    drive("mid", wall_ms(), &k);
+    drive("mid", clock_wall_ms(), &k);
     snprintf(witness, sizeof witness, "%s/witness.db", f->dir);
     snprintf(tail, sizeof tail, "%s/tail.db", f->dir);
     assert_int_equal(store_backup(f->s, witness, err, sizeof err), STORE_OK);
@@ -321,6 +358,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_answered_behind_a_pending_one),
         cmocka_unit_test(test_snapshot_spacing),
+        cmocka_unit_test(test_answered_let_go_without_assignments),
         cmocka_unit_test(test_restart_keeps_pending),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -39,11 +39,13 @@
 #include <sqlite3.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/ser.h"
 #include "exp/exp.h"
 #include "policies/engine.h"
 #include "tests/support/harness.h"
 #include "tests/support/tpg.h"
+#include "tests/support/trun.h"
 #include "tests/support/tstore.h"
 
 #define MAX_POLICIES 64
@@ -79,21 +81,7 @@ static void create(const struct policy_ops *p, int i)
              "\"seed\":%d%s%s}",
              p->name, p->name, 100 + i, goal,
              (p->flags & POLICY_F_NEEDS_TARGET) ? ",\"target_arm\":\"b\"" : "");
-    json_t *j = json_loads(body, 0, NULL), *errors = json_array();
-    struct exp_config cfg;
-    assert_non_null(j);
-    if (exp_config_parse(j, exp_limits(), &cfg, errors) != 0) {
-        char *e = json_dumps(errors, 0);
-        fail_msg("%s: %s", p->name, e);
-    }
-    json_decref(j);
-    json_decref(errors);
-    struct twait w;
-    twait_init(&w);
-    struct exp *x = NULL;
-    assert_int_equal(exp_create(&cfg, NULL, NULL, twait_done, &w, &x), EXP_OK);
-    assert_int_equal(twait_wait(&w), STORE_OK);
-    exp_put(x);
+    exp_put(trun_create(body));
 }
 
 /* Run experiment id for `steps` requests: assignments (the policy's or a
@@ -138,9 +126,21 @@ static void drive_from(const char *id, int steps, struct trng *g, int64_t now)
     exp_put(x);
 }
 
+/* The time the runs start from: the wall clock's at the first call. Once a
+ * copy is loaded, the registry's sweeper expires by the wall clock every
+ * second, and assignments of a fixed past date (their TTL long over) would
+ * expire in whichever copy it reached before observe() did. */
+static int64_t t0(void)
+{
+    static int64_t at;
+    if (at == 0)
+        at = clock_wall_ms();
+    return at;
+}
+
 static void drive(const char *id, int steps, struct trng *g)
 {
-    drive_from(id, steps, g, 1700000000000);
+    drive_from(id, steps, g, t0());
 }
 
 /* What must match, of experiment id: its engine's bytes, seq, pending
@@ -385,18 +385,18 @@ static void correction_from_snapshot(struct tstore *f, const char *const *only)
         struct exp *x = exp_get(id);
         int64_t last = exp_last_seq(x);
         exp_put(x);
-        int64_t first = correct_one(f->s, id, last - 20, 1700000100000);
+        int64_t first = correct_one(f->s, id, last - 20, t0() + 100000);
         if (first == 0)
             continue; /* every candidate refused (a concluded bandit, a stop) */
         int64_t from = loaded_from(id);
         if (from == 0 || from >= first)
             fail_msg("%s: the correction of the reward at %lld rebuilt from %lld", id,
                      (long long)first, (long long)from);
-        drive_from(id, 25, &g, 1700000101000);
+        drive_from(id, 25, &g, t0() + 101000);
         x = exp_get(id);
         last = exp_last_seq(x);
         exp_put(x);
-        int64_t second = correct_one(f->s, id, last - 3, 1700000200000);
+        int64_t second = correct_one(f->s, id, last - 3, t0() + 200000);
         if (second > 0) {
             from = loaded_from(id);
             if (from == 0 || from >= first)

@@ -26,6 +26,7 @@
 #include "api/metrics.h"
 #include "base/clock.h"
 #include "tests/support/prom.h"
+#include "tests/support/trun.h"
 #include "tests/support/tstore.h"
 
 static struct store *g_st;
@@ -277,19 +278,7 @@ static struct exp *create(const char *id, const char *goal)
     char body[256];
     snprintf(body, sizeof body, "{\"id\":\"%s\",\"arms\":[\"a\",\"b\"],\"seed\":3%s%s}", id,
              goal ? ",\"goal\":" : "", goal ? goal : "");
-    json_t *j = json_loads(body, 0, NULL);
-    json_t *errors = json_array();
-    struct exp_config cfg;
-    assert_non_null(j);
-    assert_int_equal(exp_config_parse(j, exp_limits(), &cfg, errors), 0);
-    json_decref(j);
-    json_decref(errors);
-    struct twait w;
-    twait_init(&w);
-    struct exp *x = NULL;
-    assert_int_equal(exp_create(&cfg, NULL, NULL, twait_done, &w, &x), EXP_OK);
-    assert_int_equal(twait_wait(&w), STORE_OK);
-    return x;
+    return trun_create(body);
 }
 
 /* One event on x at time t (ms): an assignment, or a change to state s. */
