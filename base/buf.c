@@ -29,15 +29,17 @@ int buf_grow(void **p, size_t *cap, size_t need, size_t size, size_t first)
     return 0;
 }
 
-static size_t limit(const struct buf *b)
-{
-    return b->max ? b->max : SIZE_MAX / 2;
-}
-
 void buf_init(struct buf *b, size_t max)
 {
     memset(b, 0, sizeof *b);
     b->max = max;
+}
+
+void buf_init_owned(struct buf *b, char *p, size_t cap, size_t max)
+{
+    buf_init(b, max);
+    b->p = p;
+    b->cap = p != NULL ? cap : 0;
 }
 
 void buf_init_inline(struct buf *b, char *storage, size_t size, size_t max)
@@ -51,7 +53,7 @@ int buf_reserve(struct buf *b, size_t n)
 {
     if (b->failed)
         return -1;
-    if (n > limit(b) || b->len > limit(b) - n) {
+    if (n > buf_limit(b) || b->len > buf_limit(b) - n) {
         b->failed = 1;
         return -1;
     }

@@ -12,6 +12,7 @@
 #define BANDITD_BASE_BUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Make the array *p (of *cap elements of `size` bytes, possibly NULL/0)
  * hold at least `need` elements, doubling from `first`. Returns 0, or −1 on
@@ -31,7 +32,24 @@ struct buf {
     size_t inl_size;
 };
 
+/* The most bytes b may hold (its max, or SIZE_MAX / 2 when 0). */
+static inline size_t buf_limit(const struct buf *b)
+{
+    return b->max ? b->max : SIZE_MAX / 2;
+}
+
+/* Whether n more bytes (and the NUL) fit in b's storage as it is, so that
+ * a writer may store them at p + len itself (base/ser.c's fast path: a
+ * snapshot appends millions of small fields). */
+static inline int buf_fits(const struct buf *b, size_t n)
+{
+    return !b->failed && b->p != NULL && b->cap - b->len > n && n <= buf_limit(b) - b->len;
+}
+
 void buf_init(struct buf *b, size_t max);
+/* Start in heap storage p of cap bytes (malloc'd; stolen: b frees it, or
+ * buf_detach hands it on), to append into pages already in use. */
+void buf_init_owned(struct buf *b, char *p, size_t cap, size_t max);
 /* Start in storage (borrowed, size bytes, outliving b's use). */
 void buf_init_inline(struct buf *b, char *storage, size_t size, size_t max);
 /* Room for n more bytes plus a NUL: 0, or −1 (and failed set). */

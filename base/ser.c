@@ -44,11 +44,19 @@ static void word(struct ser *s, uint64_t *w, size_t n)
     if (!ser_ok(s))
         return;
     if (!s->reading) {
-        unsigned char b[8];
+        unsigned char b[8], *to = b;
+        struct buf *o = s->out;
+        int direct = buf_fits(o, n); /* no call per field: a snapshot has millions */
+        if (direct)
+            to = (unsigned char *)o->p + o->len;
         for (size_t i = 0; i < n; i++)
-            b[i] = (unsigned char)(*w >> (8 * i));
-        if (buf_put(s->out, b, n) != 0)
+            to[i] = (unsigned char)(*w >> (8 * i));
+        if (direct) {
+            o->len += n;
+            o->p[o->len] = '\0';
+        } else if (buf_put(o, b, n) != 0) {
             s->failed = 1;
+        }
         return;
     }
     if (s->len - s->pos < n) {
@@ -109,6 +117,62 @@ void ser_size(struct ser *s, size_t *v)
         else
             *v = (size_t)w;
     }
+}
+
+void ser_varint(struct ser *s, uint64_t *v)
+{
+    if (!ser_ok(s))
+        return;
+    if (!s->reading) {
+        unsigned char b[10];
+        size_t n = 0;
+        uint64_t w = *v;
+        do {
+            b[n] = (unsigned char)(w & 0x7f);
+            w >>= 7;
+            b[n] |= w != 0 ? 0x80 : 0;
+            n++;
+        } while (w != 0);
+        if (buf_fits(s->out, n)) { /* as word(): no call per field */
+            memcpy(s->out->p + s->out->len, b, n);
+            s->out->len += n;
+            s->out->p[s->out->len] = '\0';
+        } else if (buf_put(s->out, b, n) != 0) {
+            s->failed = 1;
+        }
+        return;
+    }
+    uint64_t w = 0;
+    for (unsigned shift = 0;; shift += 7) {
+        /* at most 10 bytes, the tenth holding bit 63 alone: no overlong
+         * form, nothing shifted out */
+        if (s->pos == s->len || shift > 63) {
+            s->failed = 1;
+            return;
+        }
+        unsigned char c = s->p[s->pos++];
+        if (shift == 63 && c > 1) {
+            s->failed = 1;
+            return;
+        }
+        w |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            if (c == 0 && shift > 0) { /* a trailing zero: another form of a shorter one */
+                s->failed = 1;
+                return;
+            }
+            break;
+        }
+    }
+    *v = w;
+}
+
+void ser_zigzag(struct ser *s, int64_t *v)
+{
+    uint64_t u = (uint64_t)*v, w = (u << 1) ^ (*v < 0 ? UINT64_MAX : 0);
+    ser_varint(s, &w);
+    if (s->reading && ser_ok(s))
+        *v = (int64_t)((w >> 1) ^ (0 - (w & 1)));
 }
 
 void ser_f64(struct ser *s, double *v)

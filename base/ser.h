@@ -50,6 +50,13 @@ void ser_int(struct ser *s, int *v);
 void ser_uint(struct ser *s, unsigned *v);
 void ser_size(struct ser *s, size_t *v);
 void ser_f64(struct ser *s, double *v);
+/* An unsigned number in 1 to 10 bytes, 7 bits each, low bits first, the
+ * high bit set on all but the last (LEB128): small numbers in few bytes.
+ * A reader fails on a form longer than needed or over 64 bits. */
+void ser_varint(struct ser *s, uint64_t *v);
+/* A signed number as ser_varint of its zigzag form (0, −1, 1, −2, … as 0,
+ * 1, 2, 3, …): small differences of either sign in few bytes. */
+void ser_zigzag(struct ser *s, int64_t *v);
 /* An enum or small code (stored as an int): a reader fails outside [0, max]. */
 void ser_enum(struct ser *s, int *v, int max);
 

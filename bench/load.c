@@ -83,7 +83,11 @@
  * pending, then --pairs runs of --duration s alternate between it and a
  * fresh experiment rewarding at once (~0 pending): the same request mix.
  * Assignments/s, p99 and the largest latency of each; the median of the
- * per-pair ratios (target ≥ 0.5).
+ * per-pair ratios (target ≥ 0.5). Alongside every run one more connection
+ * cycles on a third experiment rewarding at once (the neighbour: what the
+ * big one's snapshots cost another experiment's writes): its p99 and
+ * largest latency beside each side. --snapshots off: the daemon with
+ * --no-snapshots (what the snapshots cost the latency).
  *
  * Options: --daemon PATH (build/banditd) --bare PATH (build/bench/bare)
  * --scripts DIR (bench) --out FILE --duration S (3, per run) --pairs P (3)
@@ -133,6 +137,7 @@ struct opts {
     unsigned timeout_s;                      /* log: per request */
     int experiments_given;                   /* --experiments was given */
     long metrics_cap;                        /* metrics: --metrics-experiments; −1: not passed */
+    int no_snapshots;                        /* pending: the daemon with --no-snapshots */
 };
 
 /* --- processes ------------------------------------------------------------ */
@@ -192,8 +197,8 @@ static int proc_start(struct proc *p, char *const argv[], const char *errlog)
 }
 
 /* A banditd on db (an SQLite file or a postgresql:// URI) with the runs'
- * settings (--threads, no pending or per-address cap) and the --sync
- * given; 0 or −1. */
+ * settings (--threads, no pending or per-address cap, --no-snapshots with
+ * --snapshots off) and the --sync given; 0 or −1. */
 static int daemon_start(const struct opts *o, struct proc *p, const char *db, const char *sync,
                         const char *log)
 {
@@ -212,6 +217,7 @@ static int daemon_start(const struct opts *o, struct proc *p, const char *db, co
                     mut("100000000"),
                     mut("--max-connections-per-ip"),
                     mut("0"),
+                    o->no_snapshots ? mut("--no-snapshots") : NULL,
                     NULL};
     return proc_start(p, argv, log);
 }
@@ -497,7 +503,7 @@ static double med(double *v, size_t n)
 static struct row summarise(const char *what, unsigned conns, const struct result *d,
                             const struct result *c, size_t pairs)
 {
-    double v[6][MAX_PAIRS], rr[3][MAX_PAIRS];
+    double v[6][MAX_PAIRS] = {{0}}, rr[3][MAX_PAIRS] = {{0}};
     struct row w = {.what = what, .conns = conns};
     for (size_t i = 0; i < pairs; i++) {
         v[0][i] = d[i].rps;
@@ -998,7 +1004,7 @@ static void during_purge(CURL *c, unsigned port, const char *db, unsigned timeou
 #define RESENDS 5
 static long resend(CURL *c, unsigned port, const char *body, unsigned timeout_s, double *secs)
 {
-    double v[RESENDS], spent = 0;
+    double v[RESENDS] = {0}, spent = 0;
     long st = 0;
     int n = 0;
     while (n < RESENDS && (n == 0 || spent < 30)) {
@@ -1014,7 +1020,7 @@ static long resend(CURL *c, unsigned port, const char *body, unsigned timeout_s,
 /* Median latency of n single assignments on experiment id. */
 static double assign_median(CURL *c, unsigned port, const char *id, int n, unsigned timeout_s)
 {
-    double v[32];
+    double v[32] = {0};
     char path[128];
     if (n > 32)
         n = 32;
@@ -1324,7 +1330,7 @@ static int log_mode(const struct opts *o)
      * assignments there until the purge of big's log is over */
     r.assign_small_s = assign_median(c, d.port, "small", 15, o->timeout_s);
     {
-        double v[N_EMPTY];
+        double v[N_EMPTY] = {0};
         for (int i = 0; i < N_EMPTY; i++) {
             char path[64];
             snprintf(path, sizeof path, "/v1/experiments/empty%d", i);
@@ -1832,10 +1838,28 @@ static void cyc_free(struct cycler *y)
 }
 
 struct pend_run {
-    double aps;             /* assignments per second, every connection */
-    double p50, p99, worst; /* the assignments requests' latency, ms */
-    long long pending;      /* the experiment's pending assignments after the run */
+    double aps;              /* assignments per second, every connection */
+    double p50, p99, worst;  /* the assignments requests' latency, ms */
+    long long pending;       /* the experiment's pending assignments after the run */
+    double nb_p99, nb_worst; /* the neighbour's (when one ran), ms */
 };
+
+/* The p99 and largest of y's latencies, ms. */
+static void lat_tail(const struct cycler *y, double *p99, double *worst)
+{
+    double *v = malloc((y->nlat ? y->nlat : 1) * sizeof *v);
+    *p99 = *worst = 0;
+    if (v == NULL)
+        return;
+    for (size_t j = 0; j < y->nlat; j++)
+        v[j] = y->lat[j] * 1e3;
+    qsort(v, y->nlat, sizeof *v, cmp_d);
+    if (y->nlat > 0) {
+        *p99 = v[(y->nlat * 99) / 100];
+        *worst = v[y->nlat - 1];
+    }
+    free(v);
+}
 
 /* The experiment's pending assignments (GET status), or −1. */
 static long long pending_now(CURL *c, unsigned port, const char *id)
@@ -1850,20 +1874,26 @@ static long long pending_now(CURL *c, unsigned port, const char *id)
     return n;
 }
 
-/* One run of the PEND_THREADS connections y[] (secs 0: the fill). 0 or −1. */
-static int pend_run(struct cycler *y, double secs, CURL *c, struct pend_run *out)
+/* One run of the PEND_THREADS connections y[] (secs 0: the fill), and of
+ * the neighbour nb alongside when not NULL (its latencies apart). 0 or −1. */
+static int pend_run(struct cycler *y, struct cycler *nb, double secs, CURL *c, struct pend_run *out)
 {
     pthread_barrier_t go;
-    pthread_t t[PEND_THREADS];
-    int started = 0, failed = 0;
-    pthread_barrier_init(&go, NULL, PEND_THREADS + 1);
-    for (; started < PEND_THREADS; started++) {
-        y[started].secs = secs;
-        y[started].go = &go;
-        if (pthread_create(&t[started], NULL, cyc_main, &y[started]) != 0)
+    pthread_t t[PEND_THREADS + 1];
+    struct cycler *conn[PEND_THREADS + 1];
+    int started = 0, failed = 0, want = 0;
+    for (; want < PEND_THREADS; want++)
+        conn[want] = &y[want];
+    if (nb != NULL)
+        conn[want++] = nb;
+    pthread_barrier_init(&go, NULL, (unsigned)want + 1);
+    for (; started < want; started++) {
+        conn[started]->secs = secs;
+        conn[started]->go = &go;
+        if (pthread_create(&t[started], NULL, cyc_main, conn[started]) != 0)
             break;
     }
-    if (started < PEND_THREADS) {
+    if (started < want) {
         /* the barrier cannot be passed: nothing was sent */
         fprintf(stderr, "load: pthread_create failed\n");
         exit(1);
@@ -1874,7 +1904,9 @@ static int pend_run(struct cycler *y, double secs, CURL *c, struct pend_run *out
     size_t nlat = 0;
     for (int i = 0; i < started; i++) {
         pthread_join(t[i], NULL);
-        failed |= y[i].failed;
+        failed |= conn[i]->failed;
+        if (i == PEND_THREADS)
+            continue; /* the neighbour: its latencies apart */
         cycles += y[i].cycles;
         nlat += y[i].nlat;
     }
@@ -1886,7 +1918,7 @@ static int pend_run(struct cycler *y, double secs, CURL *c, struct pend_run *out
     if (all == NULL)
         return -1;
     size_t k = 0;
-    for (int i = 0; i < started; i++)
+    for (int i = 0; i < PEND_THREADS; i++)
         for (size_t j = 0; j < y[i].nlat; j++)
             all[k++] = y[i].lat[j] * 1e3;
     qsort(all, k, sizeof *all, cmp_d);
@@ -1895,6 +1927,8 @@ static int pend_run(struct cycler *y, double secs, CURL *c, struct pend_run *out
     out->p99 = k ? all[(k * 99) / 100] : 0;
     out->worst = k ? all[k - 1] : 0;
     out->pending = pending_now(c, y[0].port, y[0].id);
+    if (nb != NULL)
+        lat_tail(nb, &out->nb_p99, &out->nb_worst);
     free(all);
     return 0;
 }
@@ -1914,7 +1948,7 @@ static int pending_mode(const struct opts *o)
 {
     char dir[] = "/tmp/banditd-bench.XXXXXX", db[256], log[256], load0[64], load1[64];
     struct proc d = {0};
-    struct cycler big[PEND_THREADS], zero[PEND_THREADS];
+    struct cycler big[PEND_THREADS], zero[PEND_THREADS], nb = {0};
     struct pend_run rb[MAX_PAIRS], rz[MAX_PAIRS];
     int rc = 1;
     CURL *c = curl_easy_init();
@@ -1936,12 +1970,24 @@ static int pending_mode(const struct opts *o)
         goto out;
     }
     for (int i = 0; i < PEND_THREADS; i++) {
-        big[i] = (struct cycler){.port = d.port, .id = "big", .lag = o->pending / PEND_THREADS};
+        /* a whole number of blocks: the fill ends when a connection holds
+         * exactly its lag (with a part block it would reward and refill
+         * forever) */
+        big[i] = (struct cycler){.port = d.port,
+                                 .id = "big",
+                                 .lag = (o->pending / PEND_THREADS + PEND_BLOCK - 1) / PEND_BLOCK *
+                                        PEND_BLOCK};
         zero[i] = (struct cycler){.port = d.port, .lag = 0};
     }
     double f0 = now_s();
-    if (pend_run(big, 0, c, NULL) != 0)
+    if (pend_run(big, NULL, 0, c, NULL) != 0)
         goto out;
+    /* the neighbour: one connection on an experiment of its own, rewarding
+     * at once, alongside the runs of big (its snapshots' writes) */
+    pend_body(body, sizeof body, "neighbour");
+    if (http(c, d.port, "POST", "/v1/experiments", body, NULL) != 201)
+        goto out;
+    nb = (struct cycler){.port = d.port, .id = "neighbour", .lag = 0};
     double fill_s = now_s() - f0;
     long long filled = pending_now(c, d.port, "big");
     fprintf(stderr, "load: pending: %lld pending in %.1f s\n", filled, fill_s);
@@ -1957,8 +2003,10 @@ static int pending_mode(const struct opts *o)
         /* zero first in even pairs, big first in odd ones: a neighbour's
          * load falls on both alike */
         int first_zero = p % 2 == 0;
-        if (pend_run(first_zero ? zero : big, o->duration, c, first_zero ? &rz[p] : &rb[p]) != 0 ||
-            pend_run(first_zero ? big : zero, o->duration, c, first_zero ? &rb[p] : &rz[p]) != 0)
+        if (pend_run(first_zero ? zero : big, &nb, o->duration, c, first_zero ? &rz[p] : &rb[p]) !=
+                0 ||
+            pend_run(first_zero ? big : zero, &nb, o->duration, c, first_zero ? &rb[p] : &rz[p]) !=
+                0)
             goto out;
         fprintf(stderr, "load: pending: pair %u: %.0f/s at %lld pending, %.0f/s at %lld\n", p,
                 rb[p].aps, rb[p].pending, rz[p].aps, rz[p].pending);
@@ -1966,8 +2014,13 @@ static int pending_mode(const struct opts *o)
     loadavg(load1, sizeof load1);
     double ratio[MAX_PAIRS] = {0}, ab[MAX_PAIRS] = {0}, az[MAX_PAIRS] = {0};
     double pb[MAX_PAIRS] = {0}, pz[MAX_PAIRS] = {0}, wb = 0, wz = 0;
+    double pnb[MAX_PAIRS] = {0}, pnz[MAX_PAIRS] = {0}, wnb = 0, wnz = 0;
     long long lo = filled, hi = filled, zmax = 0;
     for (unsigned p = 0; p < o->pairs; p++) {
+        pnb[p] = rb[p].nb_p99;
+        pnz[p] = rz[p].nb_p99;
+        wnb = rb[p].nb_worst > wnb ? rb[p].nb_worst : wnb;
+        wnz = rz[p].nb_worst > wnz ? rz[p].nb_worst : wnz;
         ratio[p] = rz[p].aps > 0 ? rb[p].aps / rz[p].aps : 0;
         ab[p] = rb[p].aps;
         az[p] = rz[p].aps;
@@ -1993,14 +2046,18 @@ static int pending_mode(const struct opts *o)
          "of the pending target. One experiment filled to %lld pending (%.1f s, no rewards), "
          "then %u pairs of %u s runs (alternating which goes first): that experiment (%lld to "
          "%lld pending after its runs) against a fresh one rewarding at once (at most %lld "
-         "pending). Same request mix on both sides.\n\n",
+         "pending). Same request mix on both sides, and alongside every run one more connection "
+         "on a third experiment rewarding at once (the neighbour).%s\n\n",
          o->sync, o->threads, load0, load1, PEND_THREADS, PEND_BLOCK, PEND_BLOCK, filled, fill_s,
-         o->pairs, o->duration, lo, hi, zmax);
+         o->pairs, o->duration, lo, hi, zmax,
+         o->no_snapshots ? " The daemon ran with --no-snapshots." : "");
     emit(f, "| experiment | assignments/s (median) | p99 ms (median) | largest ms |\n");
     emit(f, "| --- | ---: | ---: | ---: |\n");
     emit(f, "| ~%lld pending | %.0f | %.1f | %.1f |\n", filled, med(ab, o->pairs),
          med(pb, o->pairs), wb);
-    emit(f, "| ~0 pending | %.0f | %.1f | %.1f |\n\n", med(az, o->pairs), med(pz, o->pairs), wz);
+    emit(f, "| ~0 pending | %.0f | %.1f | %.1f |\n", med(az, o->pairs), med(pz, o->pairs), wz);
+    emit(f, "| its neighbour (1 connection) | | %.1f | %.1f |\n", med(pnb, o->pairs), wnb);
+    emit(f, "| ~0's neighbour | | %.1f | %.1f |\n\n", med(pnz, o->pairs), wnz);
     emit(f, "Ratio (median of the per-pair ratios): **%.2f** (target ≥ 0.5: %s).\n\n", r,
          r >= 0.5 ? "met" : "MISSED");
     if (f != NULL && fclose(f) != 0) {
@@ -2013,6 +2070,7 @@ out:
         cyc_free(&big[i]);
         cyc_free(&zero[i]);
     }
+    cyc_free(&nb);
     if (stop_checked(&d, "banditd", log) != 0)
         rc = 1;
     return finish_run(rc, c, dir);
@@ -2140,7 +2198,7 @@ static int pg_mode(const struct opts *o)
                 for (int j = 0; j < 2; j++)
                     if (side_run(o, c, n, &e[(j + i) % 2], i) != 0)
                         goto out;
-            double v[10][MAX_PAIRS];
+            double v[10][MAX_PAIRS] = {{0}};
             for (unsigned i = 0; i < o->pairs; i++) {
                 for (size_t j = 0; j < 2; j++) {
                     v[4 * j][i] = e[j].r[i].rps;
@@ -2252,7 +2310,7 @@ static int cluster_mode(const struct opts *o)
     emit(f, "| ---: | ---: | ---: | ---: | ---: |\n");
     for (int nd = 1; nd <= CLUSTER_MAX; nd++) {
         struct scenario sc[CLUSTER_MAX][2];
-        double v[4][MAX_PAIRS];
+        double v[4][MAX_PAIRS] = {{0}};
         unsigned conns = total / (unsigned)nd;
         if (pgserver_new_db(uri, sizeof uri, err, sizeof err) != 0) {
             fprintf(stderr, "load: PostgreSQL: %s\n", err);
@@ -2403,6 +2461,8 @@ int main(int argc, char **argv)
             o.metrics_cap = strtol(v, NULL, 10);
         else if (strcmp(a, "--pending") == 0)
             o.pending = strtoul(v, NULL, 10);
+        else if (strcmp(a, "--snapshots") == 0)
+            o.no_snapshots = strcmp(v, "off") == 0;
         else if (strcmp(a, "--assignments") == 0)
             o.assignments = strtoul(v, NULL, 10);
         else if (strcmp(a, "--normal-too") == 0)

@@ -107,9 +107,6 @@ int exp_submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, stor
         atomic_store(&x->stale, 1);
         return STORE_ERR_NOMEM;
     }
-    /* A checkpoint now and then, in the transaction of the events it covers. */
-    if (!is_delete)
-        exp_snapshot_attach(x, b, 0);
     s->x = x;
     s->gen = atomic_load(&x->gen);
     s->batch = b;
@@ -131,6 +128,10 @@ int exp_submit(struct exp *x, struct exp_batch *b, int owns, int is_delete, stor
     }
     x->d->need_reset = 0;
     x->inflight++;
+    /* A checkpoint now and then: captured here, sealed and queued behind
+     * this batch once x's lock is let go (exp_unlock). */
+    if (!is_delete)
+        exp_snapshot_capture(x);
     return STORE_OK;
 }
 

@@ -262,20 +262,33 @@ struct exp_snapshot *exp_snapshot_make(struct exp *x, struct exp_data *d);
 void exp_snapshot_free(struct exp_snapshot *sn);
 /* Its row for STORE_OP_SNAPSHOT, borrowed from sn. */
 const struct store_snapshot *exp_snapshot_row(const struct exp_snapshot *sn);
-/* Queue sn on its own, keyed by its experiment like its writes (after a
- * failed write of it, refused until the reload): STORE_OK, and done(sn,
- * err) runs once it committed or failed (it frees sn); else sn is still the
- * caller's. For data that is the disk's (a load's), never for live data
- * (exp_snapshot_attach). */
+/* Queue sn on its own, behind its experiment's writes queued so far and
+ * refused while one of them failed (store_submit_aside: in a transaction
+ * of its own; its failure fails nothing else): STORE_OK, and done(sn, err)
+ * runs once it committed or failed (it frees sn); else sn is still the
+ * caller's. For data that is the disk's (a load's); live data goes through
+ * exp_snapshot_capture. */
 int exp_snapshot_submit(struct exp_snapshot *sn, store_done_fn done);
 /* Whether d has gone --snapshot-every events past its latest snapshot, and
  * at least half as many as its FIFO holds (a snapshot's cost is in those). */
 int exp_snapshot_due(const struct exp *x, const struct exp_data *d);
-/* Before b is queued (exp_submit, after its events were sealed): when x is
- * due (force: when an event came since its latest snapshot), append a snapshot of x's data to b
- * (owned by b from then on), so it commits with the events it covers, or with nothing. Best effort:
- * a snapshot that cannot be made is skipped (logged). */
-void exp_snapshot_attach(struct exp *x, struct exp_batch *b, int force);
+/* x locked, right after a batch was queued (exp_submit), so every event of
+ * x's data is queued: when x is due, copy its data into a snapshot's bytes
+ * (the one O(state) step under the lock) and keep it for this thread's
+ * exp_snapshot_flush. Best effort: one that cannot be made is skipped
+ * (logged); a thread holds one at a time. */
+void exp_snapshot_capture(struct exp *x);
+/* x unlocked by this thread (exp_unlock): the snapshot it captured of x,
+ * if any, checksummed without the lock, then queued (exp_snapshot_submit,
+ * x locked a moment) unless x was reloaded, went stale or is being deleted
+ * since: a snapshot never covers an event the disk lost. A crash before
+ * it is written loses only it: the next load starts from the previous one
+ * and replays a longer tail. */
+void exp_snapshot_flush(struct exp *x);
+/* A snapshot in b when an event came since x's latest one (the shutdown's
+ * checkpoint, exp_registry_checkpoint), owned by b from then on. Best
+ * effort: one that cannot be made is skipped (logged). */
+void exp_snapshot_attach(struct exp *x, struct exp_batch *b);
 /* New data for x from a stored snapshot, or NULL with why (another
  * format, build, configuration or design, a bad checksum, bytes that do
  * not parse): the caller replays the log in full. */

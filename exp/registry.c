@@ -307,6 +307,7 @@ void exp_lock(struct exp *x)
 void exp_unlock(struct exp *x)
 {
     pthread_mutex_unlock(&x->mu);
+    exp_snapshot_flush(x); /* the snapshot this thread captured, if any */
 }
 
 const struct exp_config *exp_cfg(const struct exp *x)
@@ -746,7 +747,7 @@ void exp_registry_checkpoint(void)
         if (b != NULL && x->d != NULL && atomic_load(&x->owned) && !atomic_load(&x->stale) &&
             !x->deleting && !x->deleted) {
             exp_batch_init(b);
-            exp_snapshot_attach(x, b, 1);
+            exp_snapshot_attach(x, b);
             if (b->snap != NULL && exp_submit(x, b, 1, 0, NULL, NULL) == STORE_OK) {
                 b = NULL; /* the runtime's now */
                 queued++;

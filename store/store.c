@@ -12,7 +12,9 @@
  * that one fails. A failure of the transaction itself (full disk, I/O
  * error, a lost connection, injected fault) rolls everything back and
  * fails every submission of the batch. API keys are written through the
- * same queue, so the database has exactly one writing connection.
+ * same queue, so the database has exactly one writing connection. An aside
+ * submission (store_submit_aside: a snapshot) runs alone, after the group
+ * before it has been answered.
  *
  * Deletes: an experiment's row goes in the request's batch; its log is
  * listed for the purge and removed by the writer afterwards, one chunk per
@@ -32,6 +34,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +49,9 @@
 #define STORE_BATCH_MAX 4096   /* submissions per group commit */
 #define STORE_QUEUE_MAX 131072 /* submissions waiting: beyond, FULL (503) */
 #define STORE_FAULT_ENV "BANDITD_STORE_FAIL_COMMITS"
+/* "N": SIGKILL just before the Nth aside submission is written — a crash
+ * between a batch's commit and its snapshot's (tests/http/test_snapshots.c). */
+#define STORE_KILL_ASIDE_ENV "BANDITD_STORE_KILL_ASIDE"
 #define PURGE_INTERVAL_US 100000u /* under load, one purge step per 100 ms */
 #define PURGE_RETRY_US 1000000u   /* after a failed purge step */
 #define GROUP_WAIT_MAX_US 2000u   /* group_wait's longest wait */
@@ -61,6 +67,7 @@ struct sub {
     size_t n;
     int64_t pkey; /* store_submit_keyed: > 0 */
     int reset;
+    int aside; /* store_submit_aside: alone in its transaction, poisons nothing */
     const struct store_key_op *key; /* instead of ops; borrowed */
     store_done_fn done;
     void *arg;
@@ -84,6 +91,7 @@ struct store {
     int paused;
     int fault_skip, fault_fail;   /* commits to let through, then to fail */
     int fault_submits;            /* submissions to refuse (store_test.h) */
+    int kill_aside;               /* STORE_KILL_ASIDE_ENV: asides until the kill; 0: none */
     int purging;                  /* deleted experiments' logs wait for the purge */
     uint64_t purge_not_before_us; /* no purge step before (now_us) */
     int purge_paused;             /* store_test_pause_purge */
@@ -231,7 +239,8 @@ static int writer_run(struct store *s, struct sub *batch, int careful)
             if (!careful)
                 return -1;
             sub->err = err;
-            poison_add(s, sub->pkey, sub->err);
+            if (!sub->aside)
+                poison_add(s, sub->pkey, sub->err);
             err = s->ops->rollback_to(s->be);
         } else if (err != STORE_OK) {
             return batch_err(err);
@@ -304,7 +313,8 @@ finish:
     for (sub = batch; sub; sub = sub->next) {
         if (fatal != STORE_OK) {
             sub->err = fatal;
-            poison_add(s, sub->pkey, fatal);
+            if (!sub->aside)
+                poison_add(s, sub->pkey, fatal);
         } else if (sub->err == STORE_OK) {
             committed++;
             deleted |= sub_has(sub, STORE_OP_EXP_DELETE);
@@ -431,7 +441,10 @@ static void *writer_main(void *arg)
         group_wait(s);
         struct sub *batch = s->head, *last = s->head;
         s->depth--;
-        for (int n = 1; n < STORE_BATCH_MAX && last->next; n++) {
+        /* An aside write (a snapshot: megabytes) goes alone, after the
+         * group before it has committed and been answered. */
+        for (int n = 1; n < STORE_BATCH_MAX && last->next && !batch->aside && !last->next->aside;
+             n++) {
             last = last->next;
             s->depth--;
         }
@@ -440,6 +453,8 @@ static void *writer_main(void *arg)
             s->tail = NULL;
         last->next = NULL;
         int inject = 0;
+        if (batch->aside && s->kill_aside > 0 && --s->kill_aside == 0)
+            (void)raise(SIGKILL);
         if (s->fault_skip > 0) {
             s->fault_skip--;
         } else if (s->fault_fail > 0) {
@@ -455,8 +470,8 @@ static void *writer_main(void *arg)
 }
 
 /* Queue a submission. On STORE_OK, done will be called exactly once. */
-static int submit(struct store *s, int64_t pkey, int reset, const struct store_op *ops, size_t n,
-                  const struct store_key_op *key, store_done_fn done, void *arg)
+static int submit(struct store *s, int64_t pkey, int reset, int aside, const struct store_op *ops,
+                  size_t n, const struct store_key_op *key, store_done_fn done, void *arg)
 {
     int err = STORE_OK;
     struct sub *sub = calloc(1, sizeof *sub);
@@ -465,6 +480,7 @@ static int submit(struct store *s, int64_t pkey, int reset, const struct store_o
         return STORE_ERR_NOMEM;
     sub->pkey = pkey;
     sub->reset = reset;
+    sub->aside = aside;
     sub->ops = ops;
     sub->n = n;
     sub->key = key;
@@ -494,13 +510,19 @@ static int submit(struct store *s, int64_t pkey, int reset, const struct store_o
 
 int store_submit(struct store *s, struct store_op *ops, size_t n, store_done_fn done, void *arg)
 {
-    return submit(s, 0, 0, ops, n, NULL, done, arg);
+    return submit(s, 0, 0, 0, ops, n, NULL, done, arg);
 }
 
 int store_submit_keyed(struct store *s, int64_t key, int reset, struct store_op *ops, size_t n,
                        store_done_fn done, void *arg)
 {
-    return submit(s, key, reset, ops, n, NULL, done, arg);
+    return submit(s, key, reset, 0, ops, n, NULL, done, arg);
+}
+
+int store_submit_aside(struct store *s, int64_t key, struct store_op *ops, size_t n,
+                       store_done_fn done, void *arg)
+{
+    return submit(s, key, 0, 1, ops, n, NULL, done, arg);
 }
 
 struct waiter {
@@ -531,7 +553,7 @@ static int submit_wait(struct store *s, const struct store_op *ops, size_t n,
         return STORE_ERR_IO; /* from a callback: would wait for itself */
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
-    err = submit(s, 0, 0, ops, n, key, waiter_done, &w);
+    err = submit(s, 0, 0, 0, ops, n, key, waiter_done, &w);
     if (err == STORE_OK) {
         pthread_mutex_lock(&w.mu);
         while (!w.done)
@@ -984,6 +1006,13 @@ static void fault_from_env(struct store *s)
     s->fault_fail = (int)fail;
 }
 
+static void kill_from_env(struct store *s)
+{
+    const char *v = getenv(STORE_KILL_ASIDE_ENV);
+    long n = v != NULL && *v != '\0' ? fault_count(&v) : 0;
+    s->kill_aside = n > 0 ? (int)n : 0;
+}
+
 /* Free whatever of s exists. The writer must not be running. */
 static void store_free(struct store *s)
 {
@@ -1018,6 +1047,7 @@ struct store *store_open(const char *path, enum store_sync sync, char *err, size
     if (s->be == NULL)
         goto fail;
     fault_from_env(s);
+    kill_from_env(s);
     if ((prc = pthread_create(&s->writer, NULL, writer_main, s)) != 0)
         goto fail_sys;
     s->writer_started = 1;

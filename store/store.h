@@ -230,6 +230,15 @@ int store_submit(struct store *s, struct store_op *ops, size_t n, store_done_fn 
 int store_submit_keyed(struct store *s, int64_t key, int reset, struct store_op *ops, size_t n,
                        store_done_fn done, void *arg);
 
+/* A write nothing depends on (a snapshot: a shortcut, megabytes) that
+ * depends on key's writes queued before it: refused like them while key's
+ * failure stands, but its own failure poisons nothing (later writes of key
+ * do not need it). It commits in a transaction of its own, after the group
+ * queued before it has committed and been answered, so their writers never
+ * wait for its bytes. Otherwise as store_submit_keyed (reset = 0). */
+int store_submit_aside(struct store *s, int64_t key, struct store_op *ops, size_t n,
+                       store_done_fn done, void *arg);
+
 /* Submit and wait (tools, tests, startup). Same atomicity. Not from a
  * completion callback. */
 int store_write_sync(struct store *s, struct store_op *ops, size_t n);

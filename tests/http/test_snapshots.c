@@ -19,6 +19,10 @@
  * On PostgreSQL (a server the test starts, tests/support/tpg.h): the owner
  * is killed and another daemon takes the experiment over from the latest
  * snapshot (its log line says so), answering as the witness on SQLite does.
+ * A snapshot is written after its batch, in a transaction of its own: a
+ * daemon killed between the two (BANDITD_STORE_KILL_ASIDE) has every
+ * answered event on disk and no second snapshot; it restarts from the
+ * first and the tail, into the state a replay of the whole log gives.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +30,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +104,20 @@ static void sql(struct tdaemon *d, const char *stmt)
     if (sqlite3_exec(db, stmt, NULL, NULL, &err) != SQLITE_OK)
         fail_msg("%s: %s", stmt, err);
     sqlite3_close(db);
+}
+
+/* The one integer stmt selects from d's database. */
+static int64_t sql_int(struct tdaemon *d, const char *stmt)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_open(tdaemon_db_path(d), &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, stmt, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
 }
 
 static void kill_both(struct side *s)
@@ -216,11 +235,27 @@ static void test_restart_from_snapshot(void **state)
  * layout's format, the configuration's hash, seq, state, time and chain,
  * then the engine's format, policy name, bandits, instances and arm
  * count; the ranks follow the 4 arms' statistics (7 fields each) and their
- * count. The last pending assignment ends the state: seq, bandit, arm,
- * created, expires. */
+ * count. The last pending assignment ends the state, in varints (ser.h):
+ * seq, bandit, arm, created, expires (last_arm). */
 #define OFF_ARM0_N (8 + (8 + 64) + 8 + 4 + 8 + (8 + 65) + 8 + (8 + 4) + 8 + 8 + 8)
 #define OFF_RANK0 (OFF_ARM0_N + 4 * 7 * 8 + 8)
-#define OFF_LAST_ARM_FROM_END (32 - 12)
+
+/* The first byte of the varint that ends just before b + end (its last
+ * byte has the high bit clear, the others set). */
+static size_t varint_start(const unsigned char *b, size_t end)
+{
+    size_t i = end - 1;
+    while (i > 0 && (b[i - 1] & 0x80))
+        i--;
+    return i;
+}
+
+/* The offset of the last pending assignment's arm (one byte: below 128),
+ * before its creation's and expiry's varints. */
+static size_t last_arm(const unsigned char *b, size_t len)
+{
+    return varint_start(b, varint_start(b, len)) - 1;
+}
 
 static uint64_t get_le(const unsigned char *p, int n)
 {
@@ -266,7 +301,7 @@ static void damage_snapshot(struct tdaemon *d, enum damage how, int64_t arm0_pul
     /* the layout is where this test expects it */
     assert_int_equal((int64_t)get_le(b + OFF_ARM0_N, 8), arm0_pulls);
     assert_true(get_le(b + OFF_RANK0, 4) < 4);
-    assert_true(get_le(b + len - OFF_LAST_ARM_FROM_END, 4) < 4);
+    assert_true(b[last_arm(b, len)] < 4);
     switch (how) {
     case TRUNCATED:
         len -= 9;
@@ -275,7 +310,7 @@ static void damage_snapshot(struct tdaemon *d, enum damage how, int64_t arm0_pul
         put_le(b + OFF_ARM0_N, 8, (uint64_t)arm0_pulls + 1);
         break;
     case ARM_OUT_OF_RANGE:
-        put_le(b + len - OFF_LAST_ARM_FROM_END, 4, 99);
+        b[last_arm(b, len)] = 99;
         break;
     case RANK_OUT_OF_RANGE:
         put_le(b + OFF_RANK0, 4, 77);
@@ -416,11 +451,89 @@ static void test_takeover_from_snapshot(void **state)
     free(s);
 }
 
+/* Killed between a batch's commit and its snapshot's write: the writer
+ * raises SIGKILL just before the second snapshot (the second aside write),
+ * after the group holding that snapshot's batch was committed and answered. */
+static void test_crash_before_snapshot_write(void **state)
+{
+    (void)state;
+    static const char *const flags[] = {"--snapshot-every", "25", NULL};
+    setenv("BANDITD_STORE_KILL_ASIDE", "2", 1);
+    struct tdaemon *d = tdaemon_start(flags);
+    unsetenv("BANDITD_STORE_KILL_ASIDE"); /* restarts run without it */
+    assert_non_null(d);
+    json_decref(texp_create(d, CREATE));
+    char held[400][64];
+    int64_t last_seq = 0;
+    size_t nheld = 0, rewarded = 0, t = 0;
+    struct trng g;
+    trng_seed(&g, 17);
+    /* assignments, each other one rewarded two steps later, until the kill */
+    for (; t < 400; t++) {
+        struct tresp *r = treq(d, "POST", "/v1/experiments/x/assignments", "{}", NULL);
+        int ok = r->status == 200 || r->status == 201;
+        if (ok) {
+            const char *id = tjson_str(r->json, "assignments[0].id");
+            assert_non_null(id);
+            snprintf(held[nheld++], sizeof held[0], "%s", id);
+            last_seq = tassignment_seq(id, NULL, 0);
+        }
+        tresp_free(r);
+        if (!ok)
+            break;
+        if (t % 2 == 1 && nheld >= 3) {
+            r = treqf(d, "POST", "/v1/experiments/x/rewards",
+                      "{\"assignment_id\":\"%s\",\"reward\":%d}", held[nheld - 3],
+                      trng_bernoulli(&g, 0.5));
+            ok = r->status == 200 &&
+                 strcmp(tjson_str(r->json, "results[0].status"), "accepted") == 0;
+            tresp_free(r);
+            if (!ok)
+                break;
+            rewarded++;
+        }
+    }
+    if (t == 400)
+        fail_msg("the daemon was not killed at its second snapshot's write");
+    assert_int_equal(tdaemon_wait(d), 128 + SIGKILL);
+    /* the first snapshot only; every answered event on disk, and the batch
+     * the second snapshot followed (25 events or more after the first) */
+    assert_int_equal(sql_int(d, "SELECT count(*) FROM snapshots"), 1);
+    int64_t snap = sql_int(d, "SELECT seq FROM snapshots"),
+            last = sql_int(d, "SELECT max(seq) FROM events");
+    assert_true(snap >= 25);
+    assert_true(last >= snap + 25);
+    assert_true(last >= last_seq);
+    /* the restart starts from that snapshot and replays the tail */
+    assert_int_equal(tdaemon_restart(d), 0);
+    last_load_says(d, "(1 from a snapshot)");
+    json_t *from_snap = texp_status(d, "x");
+    assert_true(tjson_int(from_snap, "pending") > 0);
+    long long pulls = 0;
+    json_t *arms =
+        json_object_get(json_array_get(json_object_get(from_snap, "bandits"), 0), "arms");
+    for (size_t i = 0; i < json_array_size(arms); i++)
+        pulls += tjson_int(json_array_get(arms, i), "pulls");
+    assert_true(pulls >= (long long)rewarded); /* every answered reward counted */
+    assert_int_equal(tdaemon_kill(d), 0);
+    /* and that state is the whole log's */
+    static const char *const replay[] = {"--no-snapshots", NULL};
+    assert_int_equal(tdaemon_launch(d, replay, 0), 0);
+    last_load_says(d, "(0 from a snapshot)");
+    json_t *from_log = texp_status(d, "x");
+    tjson_must_equal(from_snap, from_log, "status (snapshot + tail, whole log)");
+    json_decref(from_snap);
+    json_decref(from_log);
+    assert_int_equal(tdaemon_stop(d), 0);
+    tdaemon_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_restart_from_snapshot),
         cmocka_unit_test(test_bad_snapshot_state),
+        cmocka_unit_test(test_crash_before_snapshot_write),
         cmocka_unit_test(test_takeover_from_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -403,6 +403,55 @@ static void test_damaged_state(void **state)
 }
 
 /* The codec's narrowed readers (base/ser.h): flags, indices, ranks. */
+/* ser_varint and ser_zigzag (exp/snapshot.c's pending assignments): the
+ * extremes come back as written, in the lengths LEB128 gives; a reader
+ * refuses a form longer than needed, one over 64 bits and a cut one. */
+static void test_ser_varints(void **state)
+{
+    (void)state;
+    static const uint64_t u[] = {0, 1, 127, 128, 16383, 16384, UINT64_MAX / 2, UINT64_MAX};
+    static const size_t ulen[] = {1, 1, 1, 2, 2, 3, 9, 10};
+    static const int64_t z[] = {0, -1, 1, -64, 63, 64, INT64_MIN, INT64_MAX};
+    static const size_t zlen[] = {1, 1, 1, 1, 1, 2, 10, 10};
+    struct buf b;
+    struct ser s;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+        size_t at = b.len;
+        uint64_t v = u[i];
+        ser_writer(&s, &b);
+        ser_varint(&s, &v);
+        assert_int_equal(b.len - at, ulen[i]);
+        int64_t w = z[i];
+        at = b.len;
+        ser_zigzag(&s, &w);
+        assert_int_equal(b.len - at, zlen[i]);
+        assert_true(ser_ok(&s));
+    }
+    ser_reader(&s, b.p, b.len);
+    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+        uint64_t v = 0;
+        int64_t w = 0;
+        ser_varint(&s, &v);
+        ser_zigzag(&s, &w);
+        assert_true(v == u[i]);
+        assert_true(w == z[i]);
+    }
+    assert_true(ser_end(&s));
+    buf_free(&b);
+    static const unsigned char overlong[] = {0x81, 0x00}, wide[] = {0xff, 0xff, 0xff, 0xff, 0xff,
+                                                                    0xff, 0xff, 0xff, 0xff, 0x02},
+                               cut[] = {0x80};
+    const unsigned char *bad[] = {overlong, wide, cut};
+    size_t badlen[] = {sizeof overlong, sizeof wide, sizeof cut};
+    for (size_t i = 0; i < 3; i++) {
+        uint64_t v = 0;
+        ser_reader(&s, bad[i], badlen[i]);
+        ser_varint(&s, &v);
+        assert_false(ser_ok(&s));
+    }
+}
+
 static void test_ser_checks(void **state)
 {
     (void)state;
@@ -448,10 +497,9 @@ static void test_ser_checks(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_policy),
-        cmocka_unit_test(test_constraints),
-        cmocka_unit_test(test_damaged_state),
-        cmocka_unit_test(test_ser_checks),
+        cmocka_unit_test(test_every_policy),  cmocka_unit_test(test_constraints),
+        cmocka_unit_test(test_damaged_state), cmocka_unit_test(test_ser_checks),
+        cmocka_unit_test(test_ser_varints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1690,6 +1690,61 @@ static void test_snapshots(void **state)
     }
 }
 
+/* store_submit_aside: refused while a failure of its key's writes queued
+ * before it stands; its own failure (here its transaction's, injected: it
+ * has one of its own) poisons nothing, so the key's next write commits. */
+static void test_aside(void **state)
+{
+    struct tstore *f = *state;
+    int64_t exp = create_exp(f->s, "aside"), last = -1;
+    unsigned char bytes[64] = {1, 2, 3};
+    struct store_snapshot sn[2];
+    struct store_op op[5];
+    struct collector c;
+    struct slot sl[5];
+    struct snaps l = {0};
+    collector_init(&c);
+    for (int i = 0; i < 5; i++)
+        sl[i] = (struct slot){&c, i};
+    op[0] = ev_op(exp, 1, STORE_EV_OBSERVE);
+    assert_int_equal(store_write_sync(f->s, op, 1), STORE_OK);
+    /* seq 1 again fails on its own data and poisons the key: the aside
+     * behind it is refused with its error, unwritten */
+    store_test_pause_writer(f->s, 1);
+    op[1] = ev_op(exp, 1, STORE_EV_OBSERVE);
+    op[2] = snap_op(&sn[0], exp, 1, bytes, sizeof bytes);
+    assert_int_equal(store_submit_keyed(f->s, exp, 0, &op[1], 1, collect, &sl[1]), STORE_OK);
+    assert_int_equal(store_submit_aside(f->s, exp, &op[2], 1, collect, &sl[2]), STORE_OK);
+    store_test_pause_writer(f->s, 0);
+    collector_wait(&c, 2);
+    assert_int_not_equal(c.err[1], STORE_OK);
+    assert_int_equal(c.err[2], c.err[1]);
+    assert_int_equal(store_load_snapshots(f->s, exp, INT64_MAX, collect_snap, &l), STORE_OK);
+    assert_int_equal(l.n, 0);
+    /* after the reset, the aside's own transaction fails: the key's write
+     * queued behind it commits all the same */
+    op[0] = ev_op(exp, 2, STORE_EV_OBSERVE);
+    assert_int_equal(store_submit_keyed(f->s, exp, 1, &op[0], 1, collect, &sl[0]), STORE_OK);
+    collector_wait(&c, 3);
+    assert_int_equal(c.err[0], STORE_OK);
+    store_test_pause_writer(f->s, 1);
+    store_test_fail_commits(f->s, 1);
+    op[3] = snap_op(&sn[1], exp, 2, bytes, sizeof bytes);
+    op[4] = ev_op(exp, 3, STORE_EV_OBSERVE);
+    assert_int_equal(store_submit_aside(f->s, exp, &op[3], 1, collect, &sl[3]), STORE_OK);
+    assert_int_equal(store_submit_keyed(f->s, exp, 0, &op[4], 1, collect, &sl[4]), STORE_OK);
+    store_test_pause_writer(f->s, 0);
+    collector_wait(&c, 5);
+    assert_int_equal(c.err[3], STORE_ERR_FULL);
+    assert_int_equal(c.err[4], STORE_OK);
+    assert_int_equal(store_last_seq(f->s, exp, &last), STORE_OK);
+    assert_int_equal(last, 3);
+    memset(&l, 0, sizeof l);
+    assert_int_equal(store_load_snapshots(f->s, exp, INT64_MAX, collect_snap, &l), STORE_OK);
+    assert_int_equal(l.n, 0);
+    collector_destroy(&c);
+}
+
 /* The retention rule (store_snapshots_keep) over a long life, a snapshot
  * every E events: never more than STORE_SNAPSHOTS_MAX, the latest two and
  * the first always there, and for any seq X after the first, the latest
@@ -1819,6 +1874,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_real_disk_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_aside, setup, teardown),
         cmocka_unit_test(test_snapshots_keep),
         cmocka_unit_test_setup_teardown(test_backup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_modes, setup, teardown),
@@ -1847,6 +1903,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sync_from_callback_refused, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_keys, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_snapshots, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_aside, setup_pg, teardown),
     };
     int failed = cmocka_run_group_tests_name("store", tests, NULL, NULL);
     return failed + cmocka_run_group_tests_name("store-postgresql", pg_tests, NULL, NULL);

@@ -21,7 +21,9 @@ EPS_MU = [0.7, 0.55, 0.5, 0.4]  # for the policies that need ε > 0 (ε = 0.1: o
 # label, policy, params, stop (None: its own / the default), instance, criterion, runs (relative)
 FC_POLICIES = [
     ("uniform + δᶜ", "uniform", {}, "delta_c", "A", "error_rate", 1.0),
-    ("ADAPT (π4)", "adapt", {}, None, "A", "error_rate", 0.5),
+    # adapt's default stop is the proven GLR: δᶜ must be asked for, or its cells measure the GLR
+    # under δᶜ's name (and the fixed-n bound's error count in "What next" with them).
+    ("ADAPT (π4)", "adapt", {}, "delta_c", "A", "error_rate", 0.5),
     ("LUCB1", "lucb1", {}, None, "A", "error_rate", 1.0),
     ("KL-LUCB", "kl-lucb", {}, None, "A", "error_rate", 1.0),
     ("TTTS", "ttts", {}, None, "A", "error_rate", 1.0),
@@ -35,7 +37,7 @@ FC_POLICIES = [
 
 
 # What "its own" stop is, per policy (the δ-check's stop column).
-OWN_STOP = {"adapt": "δᶜ ≤ δ", "lucb1": "its own (LUCB confidence bounds)",
+OWN_STOP = {"lucb1": "its own (LUCB confidence bounds)",
             "kl-lucb": "its own (KL confidence bounds)", "ttts": "its GLR, proven threshold",
             "track-and-stop": "its GLR, proven threshold", "direct": "its own (fixed sample size)",
             "incremental": "its own (Median Elimination rounds)", "halving": "its own (halving rounds)",
@@ -365,7 +367,9 @@ def fc_analysis(ctx, ratios, lb, ts, w, facts):
         "T_w/T* and a **threshold factor** β(τ, δ)/kl(δ, 1 − δ). For the heuristic threshold "
         "β = ln((ln t + 1)/δ) the table takes β at the mean stop time and reads the allocation "
         "factor off the measured ratio. The proven threshold of this build ("
-        + proven_threshold_doc(ctx) + ") is read off the data instead: with the allocation factor of "
+        + proven_threshold_doc(ctx) + "; its weights, piecewise constant in the null mean, and its proof: "
+        "[stop-rules.md](stop-rules.md#glr--the-proven-glr-rule)) is read off the data instead: with the "
+        "allocation factor of "
         "the same sampler's heuristic runs, its **effective threshold** is β_eff = τ / T_w (marked *). "
         f"Check of the model: uniform sampling's T_w is known exactly, {t_unif:.0f} = {t_unif / ts:.2f} T*.\n\n")
     fw = {}  # (sampler, δ) → allocation factor (heuristic threshold)
