@@ -95,8 +95,9 @@ fb=$( (names fixed_budget; names '!fixed_confidence' '!fixed_budget') | awk '!se
 # shellcheck disable=SC2086
 {
     printf 'Samples to stop, mean ± 95%% half-width (wrong answers / runs); '
-    printf 'Bernoulli μ = (0.7, 0.5, 0.4, 0.3), δ = 0.05, each policy'"'"'s own stop rule '
-    printf '(δᶜ ≤ δ with the anytime bound when it has none), ε = 0.1 for the policies '
+    printf 'Bernoulli μ = (0.7, 0.5, 0.4, 0.3), δ = 0.05, each policy'"'"'s default stop '
+    printf 'rule (its own when proven, the proven GLR for `uniform`, `adapt`, `gcp`, '
+    printf '`gcp-targeted`), ε = 0.1 for the policies '
     printf 'that need ε > 0, %s runs per cell, seed 1, cap 10⁶ pulls.\n\n' "$runs_fc"
     table fc $fc
 } >"$tmp/fc.md"

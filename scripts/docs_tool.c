@@ -199,12 +199,23 @@ static const struct {
     {"multi_bandit", "multi-bandit (chooses the bandit when a request names none)"},
     {"top_m", "top-m (`goal.m` > 1)"},
     {"needs_epsilon", "needs `goal.epsilon` > 0"},
-    {"own_stop", "own stop rule (`stop_rule: \"policy\"`, its default)"},
+    {"own_stop", "own stop rule (`stop_rule: \"policy\"`"}, /* closed by own_stop_default() */
     {"bayesian", "Bayesian (reads the Beta posteriors: `prior`)"},
     {"needs_target_arm", "needs `target_arm`"},
     {"regret", "regret-minimising (no stop of its own)"},
     {"control", "comparisons with control (`goal.type: \"control\"`, and only that goal)"},
 };
+
+/* Whether the own rule is also the default: not for gcp and gcp-targeted,
+ * whose own rule (ρ̄) has no proof and whose default is the proven GLR. */
+static void own_stop_default(struct buf *b, json_t *p)
+{
+    const char *def = json_string_value(json_object_get(p, "default_stop"));
+    if (def == NULL || strcmp(def, "policy") == 0)
+        puts_(b, ", its default)");
+    else
+        putf(b, "; the default is `%s`)", def);
+}
 
 /* A number as a person writes it: integers without a point, 1e-06 as such. */
 static void fmt_num(struct buf *b, json_t *v)
@@ -255,6 +266,8 @@ static void params_block(struct buf *b, json_t *p, const char *name)
         if (!has_flag(p, flag_text[i].flag))
             continue;
         putf(b, "%s%s", first ? "" : "; ", flag_text[i].text);
+        if (strcmp(flag_text[i].flag, "own_stop") == 0)
+            own_stop_default(b, p);
         first = 0;
     }
     puts_(b, first ? "none.\n\n" : ".\n\n");

@@ -2,8 +2,10 @@
  * test_stat_adapt.c — ADAPT (Kalyanakrishnan & Stone 2010, §4) keeps its
  * fixed-confidence promise and earns its keep, measured by simulation.
  *
- * 1. Error rate ≤ δ: on three instances (best arm of three, top 2 of 5, a
- *    close pair beside a bad arm), under the anytime and the fixed-n bound,
+ * 1. Error rate ≤ δ on ADAPT's default stop (the proven GLR since issue 11;
+ *    the bound moves ADAPT's sampling, not this stop): on three instances
+ *    (best arm of three, top 2 of 5, a close pair beside a bad arm), under
+ *    the anytime and the fixed-n bound,
  *    with rewards back at once and 100 pulls late. Each case is a one-sided
  *    exact binomial test at level 0.01 of "error rate ≤ δ"; the number of
  *    runs is the fewest that make a true rate of 2δ fail it with probability
