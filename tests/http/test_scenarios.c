@@ -333,7 +333,9 @@ static void test_multi_bandit_uniform(void **state)
 static void test_gcp_easy_bandit_first(void **state)
 {
     (void)state;
-    /* Three bandits of decreasing gap; the coordinator never names one. */
+    /* Three bandits of decreasing gap; the coordinator never names one. gcp
+     * stops on its default, the proven GLR (ρ̄ ≥ τ is opt-in since issue 11):
+     * "done" is the GLR's verdict; ρ̄ ≥ τ below is checked beside it. */
     struct tresp *r = treq(tgroup_d, "POST", "/v1/experiments",
                            "{\"id\":\"gcp3\",\"bandits\":["
                            "{\"id\":\"easy\",\"arms\":[\"a\",\"b\"]},"

@@ -495,8 +495,9 @@ static void test_deterministic_and_thread_independent(void **state)
 }
 
 /* With delay D every reward still reaches the engine, and none before D
- * further pulls: adapt cannot stop (δᶜ needs data on every arm) before the
- * first rewards arrive, so every run hands out more than D pulls. */
+ * further pulls: adapt cannot stop (its default, the proven GLR, needs data
+ * on every arm, as δᶜ did) before the first rewards arrive, so every run
+ * hands out more than D pulls. */
 static void test_delay_fifo(void **state)
 {
     (void)state;
