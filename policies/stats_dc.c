@@ -427,7 +427,7 @@ static int dc_newton_pass(const struct stats_arm *arms, size_t k, const unsigned
 {
     double s1 = 0.0, s2 = 0.0, p = 1.0;
     for (size_t i = 0; i < k; i++) {
-        double g1, g2;
+        double g1 = 0.0, g2 = 0.0; /* written unless the arm is vacuous (d ≥ 1: returned) */
         double d = o->bound == STATS_BOUND_FIXED
                        ? arm_dc_fixed(&arms[i], high[i] != 0, o, c, &g1, &g2)
                        : arm_dc_newton(&arms[i], &ws[i], high[i] != 0, o, c, &g1, &g2);

@@ -1269,6 +1269,40 @@ static double ev_ref(double ni, double mi, double nj, double mj, double eps, dou
     return hi + log(s);
 }
 
+/* Whether two rows of the proven rule's weights are the same. */
+static int same_weights(const double a[4], const double b[4])
+{
+    for (int s = 0; s < 4; s++)
+        if (!(a[s] <= b[s] && a[s] >= b[s]))
+            return 0;
+    return 1;
+}
+
+/* The points where stats_glr_pair_weights changes piece, scanned on a grid
+ * of `steps` cells of [0, 1] and bisected to the last ulp: edge[i] is the
+ * last c with the left piece's weights. At most max of them; their number. */
+static int weight_edges(double *edge, int max, int steps)
+{
+    int n = 0;
+    for (int g = 0; g < steps && n < max; g++) {
+        double a = (double)g / steps, b = (double)(g + 1) / steps, w0[4], w1[4];
+        stats_glr_pair_weights(a, w0, NULL);
+        stats_glr_pair_weights(b, w1, NULL);
+        if (same_weights(w0, w1))
+            continue;
+        while (nextafter(a, 1) < b) {
+            double mid = a + (b - a) / 2, wm[4];
+            stats_glr_pair_weights(mid, wm, NULL);
+            if (same_weights(wm, w0))
+                a = mid;
+            else
+                b = mid;
+        }
+        edge[n++] = a;
+    }
+    return n;
+}
+
 static double ev_grid(double ni, double mi, double nj, double mj, double eps)
 {
     double best = INFINITY, lo = 0, hi = 1 - eps, bc = 0, lw[4];
@@ -1291,23 +1325,14 @@ static double ev_grid(double ni, double mi, double nj, double mj, double eps)
     }
     /* the edges of the weights' pieces (found by bisection), under both
      * neighbours' weights */
-    for (double c = 0.0; c + 1.0 / 1024 <= 1; c += 1.0 / 1024) {
-        double w0[4], w1[4], lw1[4];
-        stats_glr_pair_weights(c, w0, lw);
-        stats_glr_pair_weights(c + 1.0 / 1024, w1, lw1);
-        if (memcmp(w0, w1, sizeof w0) == 0)
-            continue;
-        double a = c, b = c + 1.0 / 1024; /* weights(a) = w0, weights(b) = w1 */
-        for (int it = 0; it < 60; it++) {
-            double mid = 0.5 * (a + b), wm[4];
-            stats_glr_pair_weights(mid, wm, NULL);
-            if (memcmp(wm, w0, sizeof wm) == 0)
-                a = mid;
-            else
-                b = mid;
-        }
+    double edge[16];
+    int ne = weight_edges(edge, 16, 1024);
+    for (int e = 0; e < ne; e++) {
+        double a = edge[e], lw0[4], lw1[4];
+        stats_glr_pair_weights(a, NULL, lw0);
+        stats_glr_pair_weights(nextafter(a, 1), NULL, lw1);
         if (a <= 1 - eps) {
-            double f0 = ev_ref(ni, mi, nj, mj, eps, a, lw),
+            double f0 = ev_ref(ni, mi, nj, mj, eps, a, lw0),
                    f1 = ev_ref(ni, mi, nj, mj, eps, a, lw1);
             best = f0 < best ? f0 : best;
             best = f1 < best ? f1 : best;
@@ -1323,8 +1348,8 @@ static double ev_grid(double ni, double mi, double nj, double mj, double eps)
 static void test_pair_evidence(void **state)
 {
     (void)state;
-    for (double c = 0; c <= 1; c += 1.0 / 512) {
-        double w[4], lw[4], sum = 0;
+    for (int g = 0; g <= 512; g++) {
+        double c = g / 512.0, w[4], lw[4], sum = 0;
         stats_glr_pair_weights(c, w, lw);
         for (int s = 0; s < 4; s++) {
             assert_true(w[s] >= 0);
@@ -1465,29 +1490,12 @@ static ldbl ld_pair_min(struct ld_pair *p)
 {
     /* the weights' edges, by bisection on stats_glr_pair_weights */
     double edge[10] = {0};
-    int n = 1;
-    for (double c = 0; c + 1.0 / 256 <= 1 && n < 9; c += 1.0 / 256) {
-        double w0[4], w1[4];
-        stats_glr_pair_weights(c, w0, NULL);
-        stats_glr_pair_weights(c + 1.0 / 256, w1, NULL);
-        if (memcmp(w0, w1, sizeof w0) == 0)
-            continue;
-        double a = c, b = c + 1.0 / 256;
-        while (nextafter(a, 1) < b) {
-            double mid = a + (b - a) / 2, wm[4];
-            stats_glr_pair_weights(mid, wm, NULL);
-            if (memcmp(wm, w0, sizeof wm) == 0)
-                a = mid;
-            else
-                b = mid;
-        }
-        edge[n++] = a; /* the last point with the left piece's weights */
-    }
+    int n = 1 + weight_edges(edge + 1, 8, 256);
     edge[n] = 1;
     ldbl top = 1 - (ldbl)p->eps, best = INFINITY;
     for (int k = 0; k < n && edge[k] <= top; k++) {
         ldbl a = edge[k], b = edge[k + 1] < top ? edge[k + 1] : top, bc = a;
-        stats_glr_pair_weights(a + (b - a) / 2, NULL, p->lw);
+        stats_glr_pair_weights((double)(a + (b - a) / 2), NULL, p->lw);
         ldbl guess[3] = {p->mi, p->mj - p->eps,
                          (p->ni * p->mi + p->nj * (p->mj - p->eps)) / (p->ni + p->nj)};
         for (int g = 0; g <= 203; g++) {
