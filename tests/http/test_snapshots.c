@@ -39,6 +39,7 @@
 
 #include "base/digest.h"
 #include "tests/support/harness.h"
+#include "tests/support/tbytes.h"
 #include "tests/support/tpg.h"
 
 #define STEPS 360
@@ -257,20 +258,6 @@ static size_t last_arm(const unsigned char *b, size_t len)
     return varint_start(b, varint_start(b, len)) - 1;
 }
 
-static uint64_t get_le(const unsigned char *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
-static void put_le(unsigned char *p, int n, uint64_t v)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
 enum damage { TRUNCATED, COUNT_CHANGED, ARM_OUT_OF_RANGE, RANK_OUT_OF_RANGE, N_DAMAGES };
 static const char *const damage_name[N_DAMAGES] = {
     "truncated", "a count changed", "an arm index out of range", "a rank out of range"};
@@ -299,21 +286,21 @@ static void damage_snapshot(struct tdaemon *d, enum damage how, int64_t arm0_pul
     sqlite3_finalize(st);
     assert_true(len > OFF_RANK0 + 4 + 32);
     /* the layout is where this test expects it */
-    assert_int_equal((int64_t)get_le(b + OFF_ARM0_N, 8), arm0_pulls);
-    assert_true(get_le(b + OFF_RANK0, 4) < 4);
+    assert_int_equal((int64_t)tbytes_get_le(b + OFF_ARM0_N, 8), arm0_pulls);
+    assert_true(tbytes_get_le(b + OFF_RANK0, 4) < 4);
     assert_true(b[last_arm(b, len)] < 4);
     switch (how) {
     case TRUNCATED:
         len -= 9;
         break;
     case COUNT_CHANGED:
-        put_le(b + OFF_ARM0_N, 8, (uint64_t)arm0_pulls + 1);
+        tbytes_put_le(b + OFF_ARM0_N, 8, (uint64_t)arm0_pulls + 1);
         break;
     case ARM_OUT_OF_RANGE:
         b[last_arm(b, len)] = 99;
         break;
     case RANK_OUT_OF_RANGE:
-        put_le(b + OFF_RANK0, 4, 77);
+        tbytes_put_le(b + OFF_RANK0, 4, 77);
         break;
     default:
         break;

@@ -33,6 +33,7 @@
 #include "base/ser.h"
 #include "policies/engine.h"
 #include "policies/rng.h"
+#include "tests/support/tbytes.h"
 
 #define MAX_PENDING 4096
 
@@ -325,20 +326,6 @@ static size_t off_rank0(const struct engine_config *c)
     return off_arm0(c) + total * 7 * 8 + 8;
 }
 
-static uint64_t get_le(const unsigned char *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
-static void put_le(unsigned char *p, int n, uint64_t v)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
 /* Load copy of b with `n` bytes at `off` set to v: refused. */
 static void refused(const struct engine_config *c, const struct buf *b, size_t off, int n,
                     uint64_t v, const char *what)
@@ -346,7 +333,7 @@ static void refused(const struct engine_config *c, const struct buf *b, size_t o
     unsigned char *copy = malloc(b->len);
     assert_non_null(copy);
     memcpy(copy, b->p, b->len);
-    put_le(copy + off, n, v);
+    tbytes_put_le(copy + off, n, v);
     struct engine *l = load(c, copy, b->len);
     if (l != NULL)
         fail_msg("%s: a state with %s loaded", c->policy->name, what);
@@ -370,14 +357,14 @@ static void test_damaged_state(void **state)
         save(e, &b);
         struct engine *l = load(&c, b.p, b.len); /* the layout is where expected */
         assert_non_null(l);
-        assert_int_equal(get_le((const unsigned char *)b.p + off_arm0(&c), 8),
+        assert_int_equal(tbytes_get_le((const unsigned char *)b.p + off_arm0(&c), 8),
                          engine_arms(e, 0)[0].n);
         engine_free(l);
         size_t a0 = off_arm0(&c), r0 = off_rank0(&c);
-        uint64_t arm0 = get_le((const unsigned char *)b.p + a0, 8);
-        uint32_t rank0 = (uint32_t)get_le((const unsigned char *)b.p + r0, 4);
+        uint64_t arm0 = tbytes_get_le((const unsigned char *)b.p + a0, 8);
+        uint32_t rank0 = (uint32_t)tbytes_get_le((const unsigned char *)b.p + r0, 4);
         refused(&c, &b, a0, 8, arm0 + 1, "a reward count one too many");
-        refused(&c, &b, a0 + 8, 8, get_le((const unsigned char *)b.p + a0 + 8, 8) + 1,
+        refused(&c, &b, a0 + 8, 8, tbytes_get_le((const unsigned char *)b.p + a0 + 8, 8) + 1,
                 "a pending count one too many");
         refused(&c, &b, r0, 4, 3, "a rank out of range");
         refused(&c, &b, r0, 4, rank0 == 0 ? 1 : 0, "a rank twice");
