@@ -252,6 +252,28 @@ function yTicks(lo, hi, count) {
   return ticks;
 }
 
+// The vertical axis both interval charts share: the range of the finite
+// values in vals, padded by 5% (a unit range when they all agree), its
+// grid, ticks and label, and k arms' slots along the width.
+function intervalAxes(vals, k, width, height, labelRoom, label) {
+  const m = { l: 48, r: 12, t: 14, b: labelRoom };
+  const finite = vals.filter((v) => v !== null && Number.isFinite(v));
+  let lo = Math.min(...finite);
+  let hi = Math.max(...finite);
+  if (hi - lo < 1e-9) { lo -= 0.5; hi += 0.5; }
+  const pad = (hi - lo) * 0.05;
+  lo -= pad; hi += pad;
+  const y = (v) => m.t + (hi - v) / (hi - lo) * (height - m.t - m.b);
+  const sl = slots(k, m.l, width - m.r);
+  const g = s('g');
+  for (const t of yTicks(lo, hi, 5)) {
+    g.append(s('line', { x1: m.l, x2: width - m.r, y1: y(t), y2: y(t), stroke: GRID }));
+    g.append(s('text', { x: m.l - 6, y: y(t) + 4, 'text-anchor': 'end', class: 'tick' }, fmtNum(t)));
+  }
+  g.append(s('text', { x: 12, y: m.t + (height - m.t - m.b) / 2, transform: `rotate(-90 12 ${m.t + (height - m.t - m.b) / 2})`, 'text-anchor': 'middle', class: 'tick' }, label));
+  return { m, y, sl, g };
+}
+
 // Means with confidence intervals against the cutoff c* (K&S Fig. 1): the
 // recommended (High) arms should sit above c*, the others below it.
 export function drawIntervals(host, bandit, status) {
@@ -265,21 +287,8 @@ export function drawIntervals(host, bandit, status) {
     ? 'No rewards yet: every interval spans the reward range.'
     : `Cutoff c* = ${fmtNum(cut)}. ` + arms.map((a) => `${a.id}: mean ${fmtNum(a.mean)}, interval ${fmtNum(a.lower)} to ${fmtNum(a.upper)}${a.high ? ', recommended' : ''}`).join('; ') + '.';
   const { svg, width } = svgShell(host, height, 'Means and confidence intervals against the cutoff', desc);
-  const m = { l: 48, r: 12, t: 14, b: labelRoom };
-  const vals = arms.flatMap((a) => [a.lower, a.upper]).concat([cut, eps > 0 ? cut - eps : cut]).filter((v) => v !== null && Number.isFinite(v));
-  let lo = Math.min(...vals);
-  let hi = Math.max(...vals);
-  if (hi - lo < 1e-9) { lo -= 0.5; hi += 0.5; }
-  const pad = (hi - lo) * 0.05;
-  lo -= pad; hi += pad;
-  const y = (v) => m.t + (hi - v) / (hi - lo) * (height - m.t - m.b);
-  const sl = slots(arms.length, m.l, width - m.r);
-  const g = s('g');
-  for (const t of yTicks(lo, hi, 5)) {
-    g.append(s('line', { x1: m.l, x2: width - m.r, y1: y(t), y2: y(t), stroke: GRID }));
-    g.append(s('text', { x: m.l - 6, y: y(t) + 4, 'text-anchor': 'end', class: 'tick' }, fmtNum(t)));
-  }
-  g.append(s('text', { x: 12, y: m.t + (height - m.t - m.b) / 2, transform: `rotate(-90 12 ${m.t + (height - m.t - m.b) / 2})`, 'text-anchor': 'middle', class: 'tick' }, 'reward'));
+  const vals = arms.flatMap((a) => [a.lower, a.upper]).concat([cut, eps > 0 ? cut - eps : cut]);
+  const { m, y, sl, g } = intervalAxes(vals, arms.length, width, height, labelRoom, 'reward');
   const barW = Math.max(2, Math.min(10, sl.w * 0.3));
   const colours = armColours(bandit.arms.map((a) => a.id));
   // Each arm in its own colour; recommended arms solid, the others pale
@@ -333,22 +342,8 @@ export function drawControl(host, bandit, margin) {
     return `${a.id} − ${ctl}: difference ${fmtNum(v.difference)}, interval ${fmtNum(v.lower)} to ${fmtNum(v.upper)}, ${v.decision}`;
   }).join('; ') + '.';
   const { svg, width } = svgShell(host, height, `Differences with the control (${ctl}) against the margin`, desc);
-  const m = { l: 48, r: 12, t: 14, b: labelRoom };
-  const vals = arms.flatMap((a) => [a.vs_control.lower, a.vs_control.upper]).concat([0, hasMargin ? margin : 0])
-    .filter((v) => v !== null && Number.isFinite(v));
-  let lo = Math.min(...vals);
-  let hi = Math.max(...vals);
-  if (hi - lo < 1e-9) { lo -= 0.5; hi += 0.5; }
-  const pad = (hi - lo) * 0.05;
-  lo -= pad; hi += pad;
-  const y = (v) => m.t + (hi - v) / (hi - lo) * (height - m.t - m.b);
-  const sl = slots(arms.length, m.l, width - m.r);
-  const g = s('g');
-  for (const t of yTicks(lo, hi, 5)) {
-    g.append(s('line', { x1: m.l, x2: width - m.r, y1: y(t), y2: y(t), stroke: GRID }));
-    g.append(s('text', { x: m.l - 6, y: y(t) + 4, 'text-anchor': 'end', class: 'tick' }, fmtNum(t)));
-  }
-  g.append(s('text', { x: 12, y: m.t + (height - m.t - m.b) / 2, transform: `rotate(-90 12 ${m.t + (height - m.t - m.b) / 2})`, 'text-anchor': 'middle', class: 'tick' }, `arm − ${ctl}`));
+  const vals = arms.flatMap((a) => [a.vs_control.lower, a.vs_control.upper]).concat([0, hasMargin ? margin : 0]);
+  const { m, y, sl, g } = intervalAxes(vals, arms.length, width, height, labelRoom, `arm − ${ctl}`);
   g.append(s('path', { d: `M${m.l},${y(0)}H${width - m.r}`, stroke: MUTED, 'stroke-width': 1, fill: 'none', class: 'zero' }));
   if (hasMargin) {
     g.append(s('path', { d: `M${m.l},${y(margin)}H${width - m.r}`, stroke: CUTOFF, 'stroke-width': 1.5, 'stroke-dasharray': '7 4', fill: 'none', class: 'margin' }));
