@@ -998,6 +998,7 @@ static void learn(struct engine *e, size_t b, size_t arm, double r, enum policy_
             r = 0;
         if (r > 1)
             r = 1;
+        stats_arm_lead(e->arms[b], e->k[b], arm, r);
         stats_arm_add(a, r);
         /* Bernoulli trick (Agrawal & Goyal): a reward in (0, 1) updates the
          * Beta posterior as a success with probability r. 0 and 1 need no
@@ -1136,10 +1137,11 @@ static void glr_eval(const struct engine *e, size_t b, const unsigned char *high
                      enum stats_glr_threshold kind, unsigned m, struct engine_stop_eval *out)
 {
     out->evidence = stop_glr_evidence(e->arms[b], e->k[b], high, kind, e->cfg.epsilon);
-    out->threshold = stats_glr_threshold(kind, total_pulls(e, b), e->k[b], m, e->cfg.delta);
+    out->threshold =
+        stats_glr_threshold(kind, total_pulls(e, b), e->k[b], m, e->cfg.epsilon, e->cfg.delta);
     out->fires = ENGINE_FIRES_ABOVE;
     if (kind == STATS_GLR_PROVEN)
-        out->error_bound = stop_glr_error_bound(out->evidence, e->k[b], m);
+        out->error_bound = stop_glr_error_bound(out->evidence, e->k[b], m, e->cfg.epsilon);
 }
 
 static void rho_eval(const struct engine *e, size_t b, struct engine_stop_eval *out)
@@ -1425,6 +1427,8 @@ static void snap_arm(struct ser *s, struct stats_arm *a)
     ser_f64(s, &a->ebv);
     ser_f64(s, &a->alpha);
     ser_f64(s, &a->beta);
+    ser_u64(s, &a->lead_n);
+    ser_f64(s, &a->lead_sum);
 }
 
 static void snap_eval(struct ser *s, struct engine_stop_eval *f)
@@ -1462,7 +1466,9 @@ static void snap_check(struct engine *e, struct ser *s)
             ser_check(s, isfinite(a->mean) && a->mean >= -1e-9 && a->mean <= 1 + 1e-9 &&
                              (a->n > 0 || a->mean == 0) && isfinite(a->m2) && a->m2 >= -1e-9 &&
                              isfinite(a->ebv) && a->ebv >= 0 && isfinite(a->alpha) &&
-                             a->alpha > 0 && isfinite(a->beta) && a->beta > 0);
+                             a->alpha > 0 && isfinite(a->beta) && a->beta > 0 &&
+                             a->lead_n <= a->n && isfinite(a->lead_sum) && a->lead_sum >= 0 &&
+                             a->lead_sum <= (double)a->lead_n * (1 + 1e-9));
             if (e->verdict_store != NULL)
                 ser_check(s, e->verdict[b][i] <= POLICY_FUTILE &&
                                  e->verdict_at[off + i] <= e->rewarded[b]);

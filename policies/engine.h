@@ -297,7 +297,7 @@ struct ser; /* base/ser.h */
 /* The layout of engine_snap, with every policy's ops->snap: bump it when
  * either changes (a snapshot of another format is never loaded: the log is
  * replayed in full instead). */
-#define ENGINE_SNAPSHOT_FORMAT 2
+#define ENGINE_SNAPSHOT_FORMAT 3
 
 /* Save (s a writer) or load (s a reader) e's whole state: statistics,
  * pending and budget counts, the random generator, stop state and the

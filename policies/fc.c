@@ -366,7 +366,7 @@ int fc_glr_done(struct fc_glr *g, const struct policy_ctx *ctx)
         g->val[i] = a[i].mean;
     }
     size_t best = order_argmax(ctx->rng, g->val, NULL, g->k);
-    double beta = stats_glr_threshold(g->thr, t, g->k, 1, ctx->delta);
+    double beta = stats_glr_threshold(g->thr, t, g->k, 1, ctx->epsilon, ctx->delta);
     if (!stats_glr_stop_best_memo(a, g->k, best, ctx->epsilon, g->thr, beta, &g->memo))
         return 0;
     g->stopped = 1;

@@ -51,6 +51,10 @@ struct stats_arm {
                        * empirical-Bernstein confidence sequence */
     double alpha;     /* Beta posterior, prior included */
     double beta;
+    /* The rewards that arrived while this arm was its bandit's leader
+     * (stats_arm_lead): what the proven rule's leader product weighs. */
+    uint64_t lead_n;
+    double lead_sum;
 };
 
 /* Reset an arm to no data with a Beta(a, b) prior. */
@@ -60,6 +64,12 @@ void stats_arm_init(struct stats_arm *a, double prior_alpha, double prior_beta);
  * The Beta posterior is updated separately (stats_arm_add_bayes) because the
  * Bernoulli trick needs a random draw. */
 void stats_arm_add(struct stats_arm *a, double x);
+
+/* Before stats_arm_add(&arms[arm], x): if arm is the leader of arms[0..k)
+ * (the largest mean among arms with a reward, the lowest index on a tie),
+ * x counts in its lead_n and lead_sum (stats_lead.c). Decided on the rewards
+ * before x, so the leader product's factors stay supermartingales. */
+void stats_arm_lead(struct stats_arm *arms, size_t k, size_t arm, double x);
 
 /* Add a success (s = 1) or failure (s = 0) to the Beta posterior. */
 void stats_arm_add_bayes(struct stats_arm *a, int s);
@@ -233,10 +243,11 @@ enum stats_glr_threshold {
     STATS_GLR_PROVEN = 1,
 };
 /* The part of the rule every pair shares: ln((ln t + 1)/δ) for the
- * heuristic, ln(P/δ) for the proven one (P = m(K−m) pairs, K − 1 when
- * m = 1). +INFINITY when δ <= 0. */
+ * heuristic, ln(P/δ) for the proven one, P = stats_glr_union(...):
+ * m(K−m) pairs, K − 1 when m = 1, and 1 for the leader product (m = 1,
+ * ε = 0, K ≥ 3). +INFINITY when δ <= 0. */
 double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, unsigned m,
-                           double delta);
+                           double eps, double delta);
 /* ln sup_θ L(θ) − ln ∫ L(θ) Beta(½, ½)(dθ) for n rewards of mean `mean`
  * (L(θ) = θ^S (1−θ)^(n−S), S = n·mean, real S allowed): ≥ 0, at most
  * ½ ln n + ln 2, about ½ ln(πn/2) for means inside (0, 1). 0 when n <= 0. */
@@ -288,6 +299,8 @@ int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *
 struct stats_glr_memo_arm {
     uint64_t n;
     double mean, regret;
+    uint64_t lead_n; /* the leader product's: the lead rewards' regret */
+    double lead_sum, lead_regret;
 };
 struct stats_glr_memo {
     size_t k;
@@ -320,6 +333,37 @@ int stats_glr_stop_best(const struct stats_arm *arms, size_t k, size_t best, dou
 int stats_glr_stop_best_memo(const struct stats_arm *arms, size_t k, size_t best, double eps,
                              enum stats_glr_threshold kind, double beta,
                              struct stats_glr_memo *memo);
+
+/* --- the leader product (stats_lead.c) --------------------------------------
+ * The proven rule for one returned arm with ε = 0 and K ≥ 3 arms: for each
+ * arm a other than the returned one, a lower bound (1e-11 relative, the
+ * bracket's 4e-14 in c) on
+ *   ln inf_{c ∈ [0, 1]} F_a(c) · Π_{h ≠ a} G_h(c),
+ * F_a a fixed mixture (weights by c) of a's KT e-value at max(c, μ̂_a) and
+ * its one-sided normal mixture for "μ_a ≥ c"; G_h = p₀ + (1 − p₀)·(the same
+ * for "μ_h ≤ c") on the rewards h received while it led (stats_arm_lead),
+ * 1 for an arm that never led. Under "a is a best arm" it is bounded by a
+ * test supermartingale, so every challenger's evidence above ln(1/δ) errs
+ * with probability at most δ, with no union over the challengers
+ * (docs/stop-rules.md, "The leader product"). */
+int stats_glr_uses_lead(enum stats_glr_threshold kind, size_t k, unsigned m, double eps);
+/* How many e-values the proven rule's error is a union over: 1 for the
+ * leader product, m(K − m) pairs otherwise (1 when either set is empty). */
+double stats_glr_union(enum stats_glr_threshold kind, size_t k, unsigned m, double eps);
+/* The least evidence over the challengers a ≠ best (+∞ when there is none);
+ * −∞ when out of memory (k regrets are allocated). */
+double stats_glr_lead_evidence(const struct stats_arm *arms, size_t k, size_t best);
+/* Every challenger's evidence > beta: the same answer as the evidence's,
+ * usually without its search. memo (may be NULL: k regrets allocated, no
+ * stop when out of memory) keeps the regrets and the last failing
+ * challenger between checks. */
+int stats_glr_lead_stop(const struct stats_arm *arms, size_t k, size_t best, double beta,
+                        struct stats_glr_memo *memo);
+/* Refresh reg[0..k)'s regrets where the arms' counts moved. */
+void stats_glr_lead_regrets(const struct stats_arm *arms, size_t k, struct stats_glr_memo_arm *reg);
+/* The weights at the null mean c: a's factor (KT, normal mixture) and a
+ * lead factor's (KT, normal mixture, the atom), each summing to 1. */
+void stats_glr_lead_weights(double c, double w_a[2], double w_h[3]);
 
 /* --- literature thresholds (stats_kk.c) ------------------------------------
  * Kaufmann & Koolen (2021, JMLR 22(246), "Mixture martingales revisited";

@@ -9,7 +9,8 @@
  * rules, the status endpoint) and one certified arm with ε (ttts and
  * track-and-stop).
  *
- * No allocation; no state but the caller's memo (stats_glr_stop_memo).
+ * No allocation and no state but the caller's memo (stats_glr_stop_memo),
+ * except in the leader product's stop without a memo (stats_lead.c).
  */
 #include "policies/stats.h"
 
@@ -279,34 +280,6 @@ double stats_kt_regret(double n, double mean)
  * KL near p = 1/2, loose far from it, where the KT part of the evidence
  * carries it. */
 
-/* ln M(u), any sign of u, from below: exact (log_phi) down to z = −30 (Φ is
- * 1e-198 there, far from underflow, and u²/(2vr) + ln Φ(z) loses under
- * 1e-13 to cancellation); beyond, Gordon's inequality
- * Φ(z) ≥ φ(z)|z|/(z² + 1) (0.1% low at most), in which u²/(2vr) = z²/2
- * cancels exactly. With n = 0 (vr = ρ, u = 0) it is exactly 0: M = 1. */
-static double mix_logm_lower(double u, double vr, double sq, double c0)
-{
-    double z = u / sq;
-    if (z >= -30.0)
-        return mix_logm(u, vr, sq, c0);
-    return c0 + log(-z / (z * z + 1.0)) - 0.5 * log(2.0 * M_PI);
-}
-
-/* The returned (High) arm's prior: confseq's best_rho at v_opt = 250
- * (n = 1000) instead of the arm bounds' 125, the same α = 0.025, so twice
- * MIX_RHO (the formula is linear in v_opt). Why a second ρ: in a pair
- * (i ∈ High, j ∈ Low) the High arm is the sampling rules' leader, pulled
- * about as often as all its challengers together, so at a stop its deviation
- * per sample λ* = 4(μ̂_i − c) is small and its V large, where a narrower
- * half-normal prior (larger ρ) puts more mass: its regret ½ ln(1 + V/ρ) +
- * ρλ*²/2 falls. The Low arm keeps MIX_RHO: fewer samples, a larger λ*.
- * Why 2 and not 4: 4·MIX_RHO saved 2–3% more on long stops but cost 14% on
- * a 500-pull stop (adapt, (0.7, 0.5, 0.4, 0.3), δ = 0.05); 2·MIX_RHO is
- * within 4.3% of the best of ρ_H ∈ {1, 2, 4}·MIX_RHO on every instance of
- * docs/stop-rules.md's paired table, 1 within 8.9%, 4 within 13.7%. The proof
- * needs only that ρ is fixed before any data, per role: the e-value of the
- * ordered pair (i, j) is one fixed construction (docs/stop-rules.md). */
-#define PAIR_RHO_HIGH (2.0 * MIX_RHO)
 
 /* One pair's mixture problem: A(c) + B(c) above. */
 struct pair_mix {
@@ -517,21 +490,6 @@ static void pair_ev_init(struct pair_ev *e, const struct stats_arm *ai, const st
     pair_mix_init(&e->mix, e->ni, ai->mean, e->nj, aj->mean, e->eps);
 }
 
-/* Bernoulli kl(p, q) for p, q ∈ [0, 1], +∞ where it is (q = 0 < p or
- * q = 1 > p): no clamp, so that N kl stays convex in q up to the ends. By
- * log1p of the ratios' distance from 1: ln((1 − p)/(1 − q)) computed as a
- * log of a rounded ratio errs by 1e-16 absolute, which N(1 − p) would make
- * 1e-4 nats at N = 10^12. */
-static double kl_exact(double p, double q)
-{
-    double d = 0.0;
-    if (p > 0.0)
-        d += p * log1p((p - q) / q);
-    if (p < 1.0)
-        d += (1.0 - p) * log1p((q - p) / (1.0 - q));
-    return d;
-}
-
 /* K_i's nonincreasing part, with −r_i. */
 static double ev_ki_dec(const struct pair_ev *e, double c)
 {
@@ -723,9 +681,10 @@ int stats_glr_pair_passes(enum stats_glr_threshold kind, const struct stats_arm 
 /* HEURISTIC: Garivier & Kaufmann's experiments (and tensorzero's
  * Track-and-Stop) use ln((ln t + 1)/δ); it has no proof.
  * PROVEN: the part of the pair threshold shared by all pairs, ln(P/δ),
- * P = m(K − m) (K − 1 when m = 1); see the proof above. */
+ * P = m(K − m) (K − 1 when m = 1), see the proof above; ln(1/δ) for the
+ * leader product (stats_lead.c). */
 double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, unsigned m,
-                           double delta)
+                           double eps, double delta)
 {
     if (!(delta > 0.0))
         return INFINITY;
@@ -733,10 +692,7 @@ double stats_glr_threshold(enum stats_glr_threshold kind, double t, size_t k, un
         double lt = t > 1.0 ? log(t) : 0.0;
         return log((lt + 1.0) / delta);
     }
-    double pairs = 1.0;
-    if (m > 0 && (size_t)m < k)
-        pairs = (double)m * (double)(k - m);
-    return log(pairs / delta);
+    return log(stats_glr_union(kind, k, m, eps) / delta);
 }
 
 /* Does pair (i, j) fail the proven rule? r_i, r_j its arms' KT regrets. A
@@ -757,6 +713,26 @@ static int pair_fails(const struct stats_arm *ai, const struct stats_arm *aj, do
  * pair whose KT part alone, from the Pinsker bound on Z_ij, clears
  * beta + ln 2 passes without its exact statistic or the mixture's search:
  * far challengers cost two regrets; the rest go to stats_glr_pair_passes. */
+/* The returned arm when High is one arm (k when it is not). */
+static size_t glr_single(const struct glr_set *s, size_t k)
+{
+    if (s->high == NULL)
+        return s->best;
+    size_t one = k;
+    for (size_t i = 0; i < k; i++) {
+        if (!s->high[i])
+            continue;
+        if (one != k)
+            return k;
+        one = i;
+    }
+    return one;
+}
+
+/* The proven rule's loops: the leader product where it applies (m = 1,
+ * ε = 0, K ≥ 3: stats_lead.c), the pairs otherwise. Both wait, as the
+ * minimum does, for every arm's first reward and for the Low arms to be
+ * below the High ones. */
 static int glr_stop_pairs(const struct stats_arm *arms, size_t k, const struct glr_set *s,
                           enum stats_glr_threshold kind, double beta)
 {
@@ -765,6 +741,9 @@ static int glr_stop_pairs(const struct stats_arm *arms, size_t k, const struct g
     int ready = glr_ready(arms, k, s);
     if (ready <= 0) /* nothing to distinguish: stop as the minimum's +∞ would */
         return ready < 0 ? beta < INFINITY : 0;
+    size_t one = glr_single(s, k);
+    if (one < k && stats_glr_uses_lead(kind, k, 1, s->eps))
+        return stats_glr_lead_stop(arms, k, one, beta, NULL);
     for (size_t i = 0; i < k; i++) {
         if (!glr_in_high(s, i))
             continue;
@@ -801,6 +780,9 @@ void stats_glr_memo_init(struct stats_glr_memo *memo, struct stats_glr_memo_arm 
         arm[i].n = UINT64_MAX; /* never an arm's count: the first use computes */
         arm[i].mean = 0.0;
         arm[i].regret = 0.0;
+        arm[i].lead_n = UINT64_MAX;
+        arm[i].lead_sum = 0.0;
+        arm[i].lead_regret = 0.0;
     }
 }
 
@@ -829,12 +811,16 @@ static int glr_stop_memo(const struct stats_arm *arms, size_t k, const struct gl
     /* The witness first. A valid pair (i ∈ High, j ∉ High) means both sets
      * are non-empty; if some arm lacks data the loop answers 0 as well. */
     size_t wi = memo->wi, wj = memo->wj;
-    if (wi != wj && wi < k && wj < k && glr_in_high(s, wi) && !glr_in_high(s, wj) &&
+    int lead = stats_glr_uses_lead(STATS_GLR_PROVEN, k, 1, s->eps) && glr_single(s, k) < k;
+    if (!lead && wi != wj && wi < k && wj < k && glr_in_high(s, wi) && !glr_in_high(s, wj) &&
         memo_fails(memo, arms, s, wi, wj, beta))
         return 0;
     int ready = glr_ready(arms, k, s);
     if (ready <= 0)
         return ready < 0 ? beta < INFINITY : 0;
+    size_t one = glr_single(s, k);
+    if (one < k && stats_glr_uses_lead(STATS_GLR_PROVEN, k, 1, s->eps))
+        return stats_glr_lead_stop(arms, k, one, beta, memo);
     /* The pair of least lower bound on its KT evidence. */
     size_t si = k, sj = k;
     double least = INFINITY;
@@ -882,7 +868,7 @@ int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *
     for (size_t i = 0; i < k; i++)
         t += (double)arms[i].n;
     struct glr_set s = {high, 0, eps > 0 ? eps : 0.0};
-    return glr_stop_pairs(arms, k, &s, kind, stats_glr_threshold(kind, t, k, m, delta));
+    return glr_stop_pairs(arms, k, &s, kind, stats_glr_threshold(kind, t, k, m, eps, delta));
 }
 
 int stats_glr_stop_memo(const struct stats_arm *arms, size_t k, const unsigned char *high,
@@ -895,7 +881,7 @@ int stats_glr_stop_memo(const struct stats_arm *arms, size_t k, const unsigned c
     for (size_t i = 0; i < k; i++)
         t += (double)arms[i].n;
     struct glr_set s = {high, 0, eps > 0 ? eps : 0.0};
-    return glr_stop_memo(arms, k, &s, stats_glr_threshold(kind, t, k, m, delta), memo);
+    return glr_stop_memo(arms, k, &s, stats_glr_threshold(kind, t, k, m, eps, delta), memo);
 }
 
 int stats_glr_stop_best_memo(const struct stats_arm *arms, size_t k, size_t best, double eps,

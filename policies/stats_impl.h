@@ -3,7 +3,7 @@
  * pieces of the time-uniform bounds (Howard et al.'s stitching, the
  * one-sided normal mixture, counting pending pulls) that the δᶜ search
  * (stats_dc.c) caches per arm and the GLR's mixture e-value (stats_glr.c)
- * reuses. They are `static inline` here, defined once, so that the cached δᶜ
+ * and the leader product (stats_lead.c) reuse. They are `static inline` here, defined once, so that the cached δᶜ
  * and the GLR compute with the very operations stats_bounds.c uses, bit for
  * bit, and stay inlined on the hot paths they were written for.
  */
@@ -125,6 +125,50 @@ static inline double mix_logm(double u, double vr, double sq, double c0)
 static inline double mix_c0(double vr)
 {
     return M_LN2 + 0.5 * log(MIX_RHO / vr);
+}
+
+/* ln M(u), any sign of u, from below: exact (log_phi) down to z = −30 (Φ is
+ * 1e-198 there, far from underflow, and u²/(2vr) + ln Φ(z) loses under
+ * 1e-13 to cancellation); beyond, Gordon's inequality
+ * Φ(z) ≥ φ(z)|z|/(z² + 1) (0.1% low at most), in which u²/(2vr) = z²/2
+ * cancels exactly. With n = 0 (vr = ρ, u = 0) it is exactly 0: M = 1. */
+static inline double mix_logm_lower(double u, double vr, double sq, double c0)
+{
+    double z = u / sq;
+    if (z >= -30.0)
+        return mix_logm(u, vr, sq, c0);
+    return c0 + log(-z / (z * z + 1.0)) - 0.5 * log(2.0 * M_PI);
+}
+
+/* The returned (High) arm's prior: confseq's best_rho at v_opt = 250
+ * (n = 1000) instead of the arm bounds' 125, the same α = 0.025, so twice
+ * MIX_RHO (the formula is linear in v_opt). Why a second ρ: in a pair
+ * (i ∈ High, j ∈ Low) the High arm is the sampling rules' leader, pulled
+ * about as often as all its challengers together, so at a stop its deviation
+ * per sample λ* = 4(μ̂_i − c) is small and its V large, where a narrower
+ * half-normal prior (larger ρ) puts more mass: its regret ½ ln(1 + V/ρ) +
+ * ρλ*²/2 falls. The Low arm keeps MIX_RHO: fewer samples, a larger λ*.
+ * Why 2 and not 4: 4·MIX_RHO saved 2–3% more on long stops but cost 14% on
+ * a 500-pull stop (adapt, (0.7, 0.5, 0.4, 0.3), δ = 0.05); 2·MIX_RHO is
+ * within 4.3% of the best of ρ_H ∈ {1, 2, 4}·MIX_RHO on every instance of
+ * docs/stop-rules.md's paired table, 1 within 8.9%, 4 within 13.7%. The proof
+ * needs only that ρ is fixed before any data, per role: the e-value of the
+ * ordered pair (i, j) is one fixed construction (docs/stop-rules.md). */
+#define PAIR_RHO_HIGH (2.0 * MIX_RHO)
+
+/* Bernoulli kl(p, q) for p, q ∈ [0, 1], +∞ where it is (q = 0 < p or
+ * q = 1 > p): no clamp, so that N kl stays convex in q up to the ends. By
+ * log1p of the ratios' distance from 1: ln((1 − p)/(1 − q)) computed as a
+ * log of a rounded ratio errs by 1e-16 absolute, which N(1 − p) would make
+ * 1e-4 nats at N = 10^12. */
+static inline double kl_exact(double p, double q)
+{
+    double d = 0.0;
+    if (p > 0.0)
+        d += p * log1p((p - q) / q);
+    if (p < 1.0)
+        d += (1.0 - p) * log1p((q - p) / (1.0 - q));
+    return d;
 }
 
 /* Pending pulls count as returned at the current mean: n grows, the mean and

@@ -159,6 +159,14 @@ double stop_glr_evidence(const struct stats_arm *arms, size_t k, const unsigned 
         return INFINITY;
     if (any_empty(arms, k))
         return 0.0;
+    size_t one = k, nhigh = 0;
+    for (size_t i = 0; i < k; i++)
+        if (high[i]) {
+            one = i;
+            nhigh++;
+        }
+    if (nhigh == 1 && stats_glr_uses_lead(kind, k, 1, eps))
+        return stats_glr_lead_evidence(arms, k, one);
     size_t si = k, sj = k;
     double least = INFINITY;
     for (size_t i = 0; i < k; i++) {
@@ -192,11 +200,8 @@ double stop_glr_evidence(const struct stats_arm *arms, size_t k, const unsigned 
     return ev;
 }
 
-double stop_glr_error_bound(double evidence, size_t k, unsigned m)
+double stop_glr_error_bound(double evidence, size_t k, unsigned m, double eps)
 {
-    double pairs = 1.0;
-    if (m > 0 && (size_t)m < k)
-        pairs = (double)m * (double)(k - m);
-    double b = pairs * exp(-evidence);
+    double b = stats_glr_union(STATS_GLR_PROVEN, k, m, eps) * exp(-evidence);
     return b < 1.0 ? b : 1.0;
 }

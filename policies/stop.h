@@ -41,14 +41,16 @@ int stop_delta_c_met(const struct stats_arm *arms, size_t k, const unsigned char
 
 /* The smallest pair evidence over (i ∈ High, j ∈ Low) at ε (for
  * STATS_GLR_PROVEN the log of the pair's e-value, for the heuristic the
- * statistic Z itself): what stats_glr_stop compares with its threshold. 0 while some arm has no
+ * statistic Z itself), or with one High arm, ε = 0 and K ≥ 3 the proven
+ * rule's least leader product (stats_glr_lead_evidence): what
+ * stats_glr_stop compares with its threshold. 0 while some arm has no
  * reward; +INFINITY with nothing to distinguish. */
 double stop_glr_evidence(const struct stats_arm *arms, size_t k, const unsigned char *high,
                          enum stats_glr_threshold kind, double eps);
 
 /* The proven GLR rule's error bound from its evidence: min(1, P e^{−ev}),
- * P = m(K − m) pairs (K − 1 when m = 1): the smallest δ at which the rule
- * holds. */
-double stop_glr_error_bound(double evidence, size_t k, unsigned m);
+ * P = stats_glr_union(...) (m(K − m) pairs, 1 for the leader product): the
+ * smallest δ at which the rule holds. */
+double stop_glr_error_bound(double evidence, size_t k, unsigned m, double eps);
 
 #endif

@@ -36,6 +36,15 @@
 #define FLOORS_NONE UINT64_MAX    /* no count below the cap passes */
 #define FLOORS_CAP (1ull << 34)   /* a count no experiment reaches */
 
+/* The pair rule's threshold ln((K − 1)/δ): these floors are the pair
+ * rule's (the proven rule's before the leader product, and its rule for
+ * ε > 0 or top-m); stats_glr_threshold gives ln(1/δ) for the leader
+ * product, which is no pair rule. */
+static double floors_pair_beta(size_t k, double delta)
+{
+    return log((double)(k - 1) / delta);
+}
+
 struct instance {
     const char *name;  /* as the default table's column heads spell it */
     const char *label; /* as this table prints it */
@@ -164,7 +173,7 @@ static uint64_t floor_opt_heuristic(struct cell *c, double delta, uint64_t *n1_o
 {
     uint64_t t = 10000, f = FLOORS_NONE;
     for (int it = 0; it < 50; it++) {
-        c->beta = stats_glr_threshold(STATS_GLR_HEURISTIC, (double)t, c->in->k, 1, delta);
+        c->beta = stats_glr_threshold(STATS_GLR_HEURISTIC, (double)t, c->in->k, 1, 0.0, delta);
         f = floor_opt(c, n1_out);
         if (f == t || f == FLOORS_NONE)
             break;
@@ -193,7 +202,7 @@ static int stops_along(struct cell *c, const double *w, uint64_t big_n, double d
     uint64_t n[FLOORS_MAX_ARMS] = {0};
     uint64_t t = counts_along(w, c->in->k, big_n, n);
     if (c->kind == STATS_GLR_HEURISTIC)
-        c->beta = stats_glr_threshold(STATS_GLR_HEURISTIC, (double)t, c->in->k, 1, delta);
+        c->beta = stats_glr_threshold(STATS_GLR_HEURISTIC, (double)t, c->in->k, 1, 0.0, delta);
     for (size_t j = 1; j < c->in->k; j++)
         if (!pair_passes(c, n[0], j, n[j]))
             return 0;
@@ -228,7 +237,7 @@ static uint64_t floor_along(struct cell *c, const double *w, double delta)
  * it (the cell has slack beyond the range). */
 static double delta_for(const struct instance *in, double delta, double want)
 {
-    double beta = stats_glr_threshold(STATS_GLR_PROVEN, 0.0, in->k, 1, delta);
+    double beta = floors_pair_beta(in->k, delta);
     struct cell c = {in, STATS_GLR_PROVEN, beta + 3.0};
     uint64_t n1;
     if ((double)floor_opt(&c, &n1) <= want)
@@ -361,7 +370,7 @@ static void compute(const struct instance *in, double delta, struct result *r)
     double w[FLOORS_MAX_ARMS];
     r->tkl = tas_lower_bound(in->mu, in->k, delta, w);
     tas_optimal_weights(in->mu, in->k, w);
-    r->proven_beta = stats_glr_threshold(STATS_GLR_PROVEN, 0.0, in->k, 1, delta);
+    r->proven_beta = floors_pair_beta(in->k, delta);
     struct cell c = {in, STATS_GLR_PROVEN, r->proven_beta};
     r->proven = floor_opt(&c, &r->proven_n1);
     r->proven_w = floor_along(&c, w, delta);

@@ -39,13 +39,13 @@ static int passes(enum rule r, const struct row *w, uint64_t nj)
     switch (r) {
     case RULE_PROVEN:
         return stats_glr_pair_passes(STATS_GLR_PROVEN, &ai, &aj, z, 0.0,
-                                     stats_glr_threshold(STATS_GLR_PROVEN, t, w->k, 1, w->delta));
+                                     log((double)(w->k - 1) / w->delta));
     case RULE_KK:
         return z > stats_kk_pair_threshold((double)ai.n, (double)aj.n, w->k, 1, w->delta);
     case RULE_GK:
         return z > log(2.0 * t * (double)(w->k - 1) / w->delta);
     case RULE_HEURISTIC:
-        return z > stats_glr_threshold(STATS_GLR_HEURISTIC, t, w->k, 1, w->delta);
+        return z > stats_glr_threshold(STATS_GLR_HEURISTIC, t, w->k, 1, 0.0, w->delta);
     case N_RULE:
         break;
     }

@@ -492,8 +492,20 @@ static int rule_holds(const struct engine *e, enum engine_stop_rule rule, size_t
     case ENGINE_RULE_DELTA_C:
         return st.delta_c <= c->delta;
     case ENGINE_RULE_GLR: {
-        /* Per pair: the pair's evidence > ln(m(K−m)/δ). */
+        /* One returned arm of K ≥ 3 with ε = 0: every challenger's leader
+         * product > ln(1/δ). Otherwise per pair: the pair's evidence >
+         * ln(m(K−m)/δ). */
         size_t k = engine_n_arms(e, b);
+        if (stats_glr_uses_lead(STATS_GLR_PROVEN, k, c->m, c->epsilon)) {
+            size_t best = k;
+            for (size_t i = 0; i < k; i++)
+                if (high[i])
+                    best = i;
+            for (size_t j = 0; j < k; j++)
+                if (!high[j] && a[j].mean > a[best].mean)
+                    return 0;
+            return stats_glr_lead_evidence(a, k, best) > log(1.0 / c->delta);
+        }
         double base = log((double)c->m * (double)(k - c->m) / c->delta);
         for (size_t i = 0; i < k; i++)
             for (size_t j = 0; j < k; j++) {
@@ -511,7 +523,7 @@ static int rule_holds(const struct engine *e, enum engine_stop_rule rule, size_t
     }
     case ENGINE_RULE_GLR_HEURISTIC:
         return st.glr > stats_glr_threshold(STATS_GLR_HEURISTIC, (double)t, engine_n_arms(e, b),
-                                            c->m, c->delta);
+                                            c->m, 0.0, c->delta);
     case ENGINE_RULE_RHO:
     case ENGINE_RULE_POLICY: /* only used with gcp: ρ̄ ≥ τ */
         return st.rho >= c->tau;

@@ -976,15 +976,17 @@ static void test_glr_threshold(void **state)
 {
     (void)state;
     /* Heuristic, t = 1000, δ = .1: ln((ln 1000 + 1)/.1) = ln(79.0775528) = 4.37042905 */
-    CLOSE(stats_glr_threshold(STATS_GLR_HEURISTIC, 1000, 2, 1, 0.1), 4.370429051817273, 1e-12);
+    CLOSE(stats_glr_threshold(STATS_GLR_HEURISTIC, 1000, 2, 1, 0.0, 0.1), 4.370429051817273, 1e-12);
     /* Proven, shared part ln(P/δ): K = 2, m = 1, δ = .1: ln 10; K = 4,
      * m = 1, δ = .05: ln 60; m = 2: four pairs, ln 80; m ↔ K − m. */
-    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 1000, 2, 1, 0.1), log(10.0), 1e-15);
-    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 1, 0.05), log(60.0), 1e-15);
-    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 2, 0.05), log(80.0), 1e-15);
-    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 2, 0.05),
-          stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 8, 0.05), 1e-15);
-    assert_true(isinf(stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 2, 0.0)));
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 1000, 2, 1, 0.0, 0.1), log(10.0), 1e-15);
+    /* one returned arm of K ≥ 3 with ε = 0: the leader product, no union */
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 1, 0.0, 0.05), log(20.0), 1e-15);
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 1, 0.1, 0.05), log(60.0), 1e-15);
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 2, 4, 2, 0.0, 0.05), log(80.0), 1e-15);
+    CLOSE(stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 2, 0.0, 0.05),
+          stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 8, 0.0, 0.05), 1e-15);
+    assert_true(isinf(stats_glr_threshold(STATS_GLR_PROVEN, 100, 10, 2, 0.0, 0.0)));
 
     /* KT regret r = ln L(μ̂) − ln(B(S+½, N−S+½)/π), by hand:
      * N = 1, S = 1: L = 1, B(1.5, .5) = Γ(1.5)Γ(.5)/Γ(2) = π/2: r = ln 2.
@@ -1145,7 +1147,7 @@ static void test_kk_threshold(void **state)
                     checked++;
                     assert_true(stats_glr_pair_passes(
                         STATS_GLR_PROVEN, &x, &y, z, 0,
-                        stats_glr_threshold(STATS_GLR_PROVEN, ns[a] + ns[b], k, 1, delta)));
+                        stats_glr_threshold(STATS_GLR_PROVEN, ns[a] + ns[b], k, 1, 0.0, delta)));
                 }
     assert_true(checked > 100); /* the grid reaches K&K's region */
 }
@@ -1616,7 +1618,7 @@ static void test_pair_evidence_random(void **state)
             struct stats_arm two[2] = {ai, aj};
             unsigned char high[2] = {1, 0};
             double delta = exp(-beta);
-            double b2 = stats_glr_threshold(STATS_GLR_PROVEN, 2, 2, 1, delta);
+            double b2 = stats_glr_threshold(STATS_GLR_PROVEN, 2, 2, 1, 0.0, delta);
             if (!(fabs(got - b2) > 1e-9 * (1 + fabs(got))))
                 continue;
             struct stats_glr_memo memo;
@@ -1629,6 +1631,173 @@ static void test_pair_evidence_random(void **state)
             assert_int_equal(stop, mean[1] > mean[0] + eps ? 0 : got > b2);
         }
     }
+    gsl_rng_free(r);
+}
+
+/* The leader product against an independent brute force in long double
+ * (the helpers above): for each challenger a, a's factor for "μ_a ≥ c" and
+ * every other arm's lead factor for "μ_h ≤ c" with its atom, at the
+ * weights stats_glr_lead_weights gives on each piece (0.15 and 0.85 the
+ * edges), scanned and zoomed as ld_pair_min does. */
+struct ld_lead {
+    size_t k, a;
+    ldbl n[8], m[8], r[8], ln[8], lm[8], lr[8];
+    ldbl rho, rho_h;
+    double wa[2], wh[3];
+};
+
+static ldbl ld_lse(const ldbl *x, int n)
+{
+    ldbl hi = -INFINITY, s = 0;
+    for (int i = 0; i < n; i++)
+        hi = x[i] > hi ? x[i] : hi;
+    if (!(hi > -INFINITY && hi < INFINITY))
+        return hi;
+    for (int i = 0; i < n; i++)
+        s += expl(x[i] - hi);
+    return hi + logl(s);
+}
+
+static ldbl ld_lead_f(const struct ld_lead *p, ldbl c)
+{
+    size_t a = p->a;
+    ldbl kt = (c > p->m[a] ? p->n[a] * ld_kl(p->m[a], c) : 0) - p->r[a];
+    ldbl fa[2] = {logl(p->wa[0]) + kt,
+                  logl(p->wa[1]) + ld_lnm(p->n[a] * (c - p->m[a]), p->n[a] / 4, p->rho)};
+    ldbl v = ld_lse(fa, 2);
+    for (size_t h = 0; h < p->k; h++) {
+        if (h == a || p->ln[h] == 0)
+            continue;
+        ldbl kh = (c < p->lm[h] ? p->ln[h] * ld_kl(p->lm[h], c) : 0) - p->lr[h];
+        ldbl g[3] = {logl(p->wh[0]) + kh,
+                     logl(p->wh[1]) + ld_lnm(p->ln[h] * (p->lm[h] - c), p->ln[h] / 4, p->rho_h),
+                     logl(p->wh[2])};
+        v += ld_lse(g, 3);
+    }
+    return v;
+}
+
+static ldbl ld_lead_min(struct ld_lead *p)
+{
+    const double edge[4] = {0, 0.15, 0.85, 1};
+    ldbl best = INFINITY;
+    for (int k = 0; k < 3; k++) {
+        ldbl a = edge[k], b = edge[k + 1], bc = a;
+        stats_glr_lead_weights((double)(a + (b - a) / 2), p->wa, p->wh);
+        for (int g = 0; g <= 200; g++) {
+            ldbl c = g == 200 ? b : a + (b - a) * g / 200, v = ld_lead_f(p, c);
+            if (v < best || (g == 0 && v <= best)) {
+                best = v;
+                bc = c;
+            }
+        }
+        ldbl step = (b - a) / 200;
+        for (int z = 0; z < 12; z++) {
+            ldbl lo = bc - step < a ? a : bc - step, hi = bc + step > b ? b : bc + step;
+            for (int g = 0; g <= 40; g++) {
+                ldbl c = lo + (hi - lo) * g / 40, v = ld_lead_f(p, c);
+                if (v < best) {
+                    best = v;
+                    bc = c;
+                }
+            }
+            step = (hi - lo) / 40;
+        }
+    }
+    return best;
+}
+
+/* The weights are probability vectors, the documented fractions, constant
+ * on each piece; then random bandits with lead rewards against the brute
+ * force: the evidence never above its minimum (1e-12 relative), within
+ * 1e-6 of it (a rule that returned −∞ would fail here), and the stop, with
+ * a memo and without, equal to evidence > beta. Fixed seed. */
+static void test_lead_evidence_random(void **state)
+{
+    (void)state;
+    const double cs[] = {0, 0.1, 0.15, 0.150001, 0.5, 0.85, 0.850001, 0.99, 1};
+    const double want_a[3][2] = {{7 / 8.0, 1 / 8.0}, {1 / 8.0, 7 / 8.0}, {7 / 8.0, 1 / 8.0}};
+    const double want_h[3][2] = {{13 / 16.0, 3 / 16.0}, {1 / 32.0, 31 / 32.0}, {13 / 16.0, 3 / 16.0}};
+    for (size_t i = 0; i < LEN(cs); i++) {
+        double wa[2], wh[3];
+        stats_glr_lead_weights(cs[i], wa, wh);
+        int k = cs[i] <= 0.15 ? 0 : cs[i] <= 0.85 ? 1 : 2;
+        CLOSE(wa[0] + wa[1], 1.0, 1e-15);
+        CLOSE(wh[0] + wh[1] + wh[2], 1.0, 1e-15);
+        CLOSE(wh[2], 0.15, 1e-15);
+        for (int s = 0; s < 2; s++) {
+            CLOSE(wa[s], want_a[k][s], 1e-15);
+            CLOSE(wh[s], 0.85 * want_h[k][s], 1e-15);
+        }
+    }
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 2027);
+    ldbl l = logl(1.0L / (2 * 0.025L));
+    ldbl rho = 125 / (2 * l + log1pl(2 * l)), rho_h = 250 / (2 * l + log1pl(2 * l));
+    int stops = 0, fails = 0;
+    for (int t = 0; t < 120; t++) {
+        size_t k = 3 + gsl_rng_uniform_int(r, 6);
+        struct stats_arm arms[8];
+        struct ld_lead p = {.k = k, .rho = rho, .rho_h = rho_h};
+        double base = gsl_rng_uniform(r);
+        size_t best = 0;
+        for (size_t i = 0; i < k; i++) {
+            double u = gsl_rng_uniform(r);
+            uint64_t n = u < 0.1 ? 1 : (uint64_t)floor(exp(gsl_rng_uniform(r) * log(1e6)));
+            double m = base - gsl_rng_uniform(r) * (t % 2 ? 0.05 : 0.5);
+            m = m < 0 ? (u < 0.5 ? 0 : -m) : m;
+            m = m > 1 ? 1 : m;
+            m = round(m * (double)n) / (double)n;
+            arms[i] = mk_arm(n, m, m * (1 - m));
+            if (arms[i].mean > arms[best].mean)
+                best = i;
+            u = gsl_rng_uniform(r);
+            if (u < 0.5) { /* some arms led for a while */
+                uint64_t ln = (uint64_t)floor(gsl_rng_uniform(r) * (double)n);
+                double lm = m + (gsl_rng_uniform(r) - 0.5) * 0.1;
+                lm = lm < 0 ? 0 : lm > 1 ? 1 : lm;
+                arms[i].lead_n = ln;
+                arms[i].lead_sum = round(lm * (double)ln);
+            }
+            p.n[i] = (ldbl)arms[i].n;
+            p.m[i] = arms[i].mean;
+            p.r[i] = ld_regret(p.n[i], p.m[i]);
+            p.ln[i] = (ldbl)arms[i].lead_n;
+            p.lm[i] = arms[i].lead_n ? (ldbl)arms[i].lead_sum / (ldbl)arms[i].lead_n : 0;
+            p.lr[i] = arms[i].lead_n ? ld_regret(p.ln[i], p.lm[i]) : 0;
+        }
+        /* the leader led most */
+        arms[best].lead_n = arms[best].n - arms[best].n / 5;
+        arms[best].lead_sum = round(arms[best].mean * (double)arms[best].lead_n);
+        p.ln[best] = (ldbl)arms[best].lead_n;
+        p.lm[best] = arms[best].lead_n ? (ldbl)arms[best].lead_sum / p.ln[best] : 0;
+        p.lr[best] = arms[best].lead_n ? ld_regret(p.ln[best], p.lm[best]) : 0;
+        ldbl brute = INFINITY;
+        for (size_t a = 0; a < k; a++) {
+            if (a == best)
+                continue;
+            p.a = a;
+            ldbl v = ld_lead_min(&p);
+            brute = v < brute ? v : brute;
+        }
+        double got = stats_glr_lead_evidence(arms, k, best);
+        if (!((ldbl)got <= brute + 1e-12L * (1 + fabsl(brute))) ||
+            !((ldbl)got >= brute - 1e-6L * (1 + fabsl(brute))))
+            fail_msg("trial %d k %zu: %.17g, brute force %.17Lg", t, k, got, brute);
+        const double off[] = {1e-8, -1e-8, 1e-3, -1e-3, 0.5, -0.5, 5, -5};
+        struct stats_glr_memo memo;
+        struct stats_glr_memo_arm ma[8];
+        stats_glr_memo_init(&memo, ma, k);
+        for (size_t o = 0; o < LEN(off); o++) {
+            double beta = got + off[o] * (fabs(off[o]) < 1e-5 ? 1 + fabs(got) : 1);
+            int want = got > beta;
+            assert_int_equal(stats_glr_lead_stop(arms, k, best, beta, NULL), want);
+            assert_int_equal(stats_glr_lead_stop(arms, k, best, beta, &memo), want);
+            stops += want;
+            fails += !want;
+        }
+    }
+    assert_true(stops > 100 && fails > 100);
     gsl_rng_free(r);
 }
 
@@ -1656,11 +1825,27 @@ static void test_glr_stop(void **state)
         double delta = trial % 2 ? 0.1 : 0.01;
         double z = stats_glr(arms, k, high);
         assert_int_equal(stats_glr_stop(arms, k, high, STATS_GLR_HEURISTIC, m, 0.0, delta),
-                         z > stats_glr_threshold(STATS_GLR_HEURISTIC, t, k, m, delta));
-        /* proven: every pair over its own threshold */
+                         z > stats_glr_threshold(STATS_GLR_HEURISTIC, t, k, m, 0.0, delta));
+        /* proven, one returned arm of K ≥ 3: every challenger's leader
+         * product over ln(1/δ), the returned arm having led for half its
+         * pulls; otherwise every pair over its own threshold */
         int want = 1;
         double base = log((double)m * (double)(k - m) / delta);
-        for (size_t i = 0; i < k; i++)
+        if (stats_glr_uses_lead(STATS_GLR_PROVEN, k, m, 0.0)) {
+            size_t best = k;
+            for (size_t i = 0; i < k; i++)
+                if (high[i])
+                    best = i;
+            arms[best].lead_n = arms[best].n / 2;
+            arms[best].lead_sum = arms[best].mean * (double)arms[best].lead_n;
+            base = INFINITY;
+            for (size_t j = 0; j < k; j++)
+                if (j != best && arms[j].mean > arms[best].mean)
+                    want = 0;
+            if (want)
+                want = stats_glr_lead_evidence(arms, k, best) > log(1.0 / delta);
+        }
+        for (size_t i = 0; i < k && base < INFINITY; i++)
             for (size_t j = 0; j < k; j++) {
                 if (!high[i] || high[j])
                     continue;
@@ -1722,7 +1907,7 @@ static void test_glr_best_is_glr(void **state)
         assert_true(stats_glr(arms, k, high) == stats_glr_best(arms, k, best, 0));
         for (int c = 0; c < 2; c++) {
             enum stats_glr_threshold kind = c ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
-            double beta = stats_glr_threshold(kind, t, k, 1, 0.05);
+            double beta = stats_glr_threshold(kind, t, k, 1, 0.0, 0.05);
             int a = stats_glr_stop(arms, k, high, kind, 1, 0.0, 0.05);
             assert_int_equal(a, stats_glr_stop_best(arms, k, best, 0, kind, beta));
             stops += a;
@@ -1779,7 +1964,7 @@ static void test_glr_stop_memo(void **state)
             double tn = 0;
             for (size_t j = 0; j < k; j++)
                 tn += (double)arms[j].n;
-            double beta = stats_glr_threshold(kind, tn, k, 1, delta);
+            double beta = stats_glr_threshold(kind, tn, k, 1, 0.0, delta);
             assert_int_equal(stats_glr_stop_best_memo(arms, k, best, eps, kind, beta, &memo_b),
                              stats_glr_stop_best(arms, k, best, eps, kind, beta));
         }
@@ -1959,6 +2144,7 @@ int main(void)
         cmocka_unit_test(test_pair_mixture),
         cmocka_unit_test(test_pair_evidence),
         cmocka_unit_test(test_pair_evidence_random),
+        cmocka_unit_test(test_lead_evidence_random),
         cmocka_unit_test(test_kk_threshold),
         cmocka_unit_test(test_top_m),
         cmocka_unit_test(test_delta_c_track),

@@ -1,0 +1,300 @@
+/*
+ * stats_lead.c — the proven rule's leader product (stats.h, "the leader
+ * product"): for one returned arm with ε = 0 and K ≥ 3, one e-value per
+ * challenger a for the null "a is a best arm": a's own e-value for
+ * "μ_a ≥ c" times, for every other arm h, an e-value for "μ_h ≤ c" on the
+ * rewards h received while it led its bandit, at a common null point c.
+ * Compared with ln(1/δ): the error's union runs over no pairs, where the
+ * pair rule's runs over K − 1 (docs/stop-rules.md, `glr`, "The leader
+ * product", has the proof and the measurements).
+ *
+ * No state but the caller's memo; a stop or an evidence without one
+ * allocates k regrets.
+ */
+#include "policies/stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "policies/stats_impl.h"
+
+int stats_glr_uses_lead(enum stats_glr_threshold kind, size_t k, unsigned m, double eps)
+{
+    return kind == STATS_GLR_PROVEN && m == 1 && k >= 3 && !(eps > 0.0);
+}
+
+double stats_glr_union(enum stats_glr_threshold kind, size_t k, unsigned m, double eps)
+{
+    if (stats_glr_uses_lead(kind, k, m, eps))
+        return 1.0;
+    if (m > 0 && (size_t)m < k)
+        return (double)m * (double)(k - m);
+    return 1.0;
+}
+
+/* The leader is chosen on the rewards before x: whether x counts cannot
+ * depend on x, which is what keeps each lead factor a supermartingale. */
+void stats_arm_lead(struct stats_arm *arms, size_t k, size_t arm, double x)
+{
+    if (arm >= k || isnan(x))
+        return;
+    size_t lead = k;
+    for (size_t i = 0; i < k; i++)
+        if (arms[i].n > 0 && (lead == k || arms[i].mean > arms[lead].mean))
+            lead = i;
+    if (lead != arm)
+        return;
+    arms[arm].lead_n++;
+    arms[arm].lead_sum += x < 0.0 ? 0.0 : x > 1.0 ? 1.0 : x;
+}
+
+/* The weights, fixed before any data, on a fixed partition of the null
+ * mean c: each arm's factor mixes its KT e-value and its one-sided normal
+ * mixture (as in the pair rule: KT near 0 and 1, the normal mixture near
+ * 1/2), and a lead factor keeps an atom P0 at 1 (the mixture's λ = 0), so
+ * that an arm that led for a while and then fell behind costs at most
+ * ln(1/P0) instead of its KT regret. The table and P0 were chosen in pilot
+ * runs (docs/stop-rules.md, "The leader product"); any table fixed before
+ * the data keeps the proof. ln w is kept with w (the unit tests recompute
+ * it). */
+#define LEAD_PIECES 3
+static const double LEAD_EDGE[LEAD_PIECES + 1] = {0.0, 0.15, 0.85, 1.0};
+/* the challenger a's factor, "μ_a ≥ c": KT, normal mixture */
+static const double LEAD_LW_A[LEAD_PIECES][2] = {
+    {-0.13353139262452263, -2.0794415416798357}, /* 7/8, 1/8 */
+    {-2.0794415416798357, -0.13353139262452263}, /* 1/8, 7/8 */
+    {-0.13353139262452263, -2.0794415416798357},
+};
+/* a lead factor, "μ_h ≤ c", beside its atom: KT, normal mixture */
+static const double LEAD_LW_H[LEAD_PIECES][2] = {
+    {-0.2076393647782445, -1.6739764335716716}, /* 13/16, 3/16 */
+    {-3.4657359027997265, -0.0317486983145803}, /* 1/32, 31/32 */
+    {-0.2076393647782445, -1.6739764335716716},
+};
+#define LEAD_LN_P0 (-1.8971199848858813) /* ln 0.15 */
+#define LEAD_LN_1P0 (-0.16251892949777494) /* ln 0.85 */
+
+void stats_glr_lead_weights(double c, double w_a[2], double w_h[3])
+{
+    int k = 0;
+    while (k + 1 < LEAD_PIECES && c > LEAD_EDGE[k + 1])
+        k++;
+    for (int s = 0; s < 2; s++) {
+        w_a[s] = exp(LEAD_LW_A[k][s]);
+        w_h[s] = exp(LEAD_LN_1P0 + LEAD_LW_H[k][s]);
+    }
+    w_h[2] = exp(LEAD_LN_P0);
+}
+
+static double lse2(double x, double y)
+{
+    double h = x > y ? x : y;
+    if (h == -INFINITY || h == INFINITY || h != h)
+        return h;
+    return h + log1p(exp(-fabs(x - y)));
+}
+
+static double unit_mean(double sum, uint64_t n)
+{
+    double m = n > 0 ? sum / (double)n : 0.0;
+    return m > 0.0 ? (m < 1.0 ? m : 1.0) : 0.0;
+}
+
+/* One challenger's problem: the arms, their regrets (reg[i].regret for
+ * (n, μ̂), reg[i].lead_regret for the lead rewards, both current), a and
+ * the current piece. */
+struct lead_ev {
+    const struct stats_arm *arms;
+    const struct stats_glr_memo_arm *reg;
+    size_t k, a;
+    int piece;
+};
+
+/* ln F_a(c): a's KT e-value at max(c, μ̂_a) and its normal mixture for
+ * "μ_a ≥ c"; nondecreasing in c. */
+static double lead_fa(const struct lead_ev *e, double c)
+{
+    const struct stats_arm *x = &e->arms[e->a];
+    double n = (double)x->n, m = x->mean > 0.0 ? (x->mean < 1.0 ? x->mean : 1.0) : 0.0;
+    double kt = (n > 0.0 && c > m ? n * kl_exact(m, c) : 0.0) - e->reg[e->a].regret;
+    double vr = n / 4.0 + MIX_RHO;
+    double nm = mix_logm_lower(n * (c - m), vr, sqrt(vr), mix_c0(vr));
+    return lse2(LEAD_LW_A[e->piece][0] + kt, LEAD_LW_A[e->piece][1] + nm);
+}
+
+/* Σ over h ≠ a with lead rewards of ln G_h(c): the atom, h's KT e-value at
+ * min(c, μ̂'_h) and its normal mixture for "μ_h ≤ c" (the pair rule's
+ * High prior ρ_H), on the lead rewards; nonincreasing in c. */
+static double lead_gh(const struct lead_ev *e, double c)
+{
+    double v = 0.0;
+    for (size_t h = 0; h < e->k; h++) {
+        const struct stats_arm *x = &e->arms[h];
+        if (h == e->a || x->lead_n == 0)
+            continue;
+        double n = (double)x->lead_n, m = unit_mean(x->lead_sum, x->lead_n);
+        double kt = (c < m ? n * kl_exact(m, c) : 0.0) - e->reg[h].lead_regret;
+        double vr = n / 4.0 + PAIR_RHO_HIGH;
+        double nm = mix_logm_lower(n * (m - c), vr, sqrt(vr),
+                                   M_LN2 + 0.5 * log(PAIR_RHO_HIGH / vr));
+        double g = lse2(LEAD_LW_H[e->piece][0] + kt, LEAD_LW_H[e->piece][1] + nm);
+        v += lse2(LEAD_LN_P0, LEAD_LN_1P0 + g);
+    }
+    return v;
+}
+
+static double lead_f(void *ctx, double c)
+{
+    const struct lead_ev *e = ctx;
+    return lead_fa(e, c) + lead_gh(e, c);
+}
+
+/* On [lo, hi] the product is at least F_a(lo) Π G_h(hi) (each factor
+ * monotone), less the rounding margin of the pair rule. +∞ stays +∞. */
+static double lead_bound(const struct lead_ev *e, double lo, double hi)
+{
+    double v = lead_fa(e, lo) + lead_gh(e, hi);
+    if (v != v)
+        return -INFINITY;
+    return v == INFINITY ? v : v - 1e-11 * (1.0 + fabs(v));
+}
+
+#define LEAD_GOLDEN 64 /* 0.618^64 < 1e-13 on [0, 1] */
+#define LEAD_TOL 4e-14
+
+/* A point near the minimiser: the mean of a's rewards and every lead
+ * reward of the others. Its value bounds the infimum above. */
+static double lead_guess(const struct lead_ev *e)
+{
+    double n = (double)e->arms[e->a].n, s = n * e->arms[e->a].mean;
+    for (size_t h = 0; h < e->k; h++) {
+        if (h == e->a)
+            continue;
+        n += (double)e->arms[h].lead_n;
+        s += e->arms[h].lead_sum;
+    }
+    double c = n > 0.0 ? s / n : 0.5;
+    return c > 0.0 ? (c < 1.0 ? c : 1.0) : 0.0;
+}
+
+static int lead_piece(double c)
+{
+    int k = 0;
+    while (k + 1 < LEAD_PIECES && c > LEAD_EDGE[k + 1])
+        k++;
+    return k;
+}
+
+/* The evidence against "a is a best arm" (beta = NAN), or whether it
+ * exceeds beta: the least bound over the pieces, each searched by golden
+ * section (the product is log-convex: each factor is a positive mixture of
+ * log-convex functions of c, so the search keeps the minimiser in its
+ * bracket). With a beta, a guess at or below it fails at once and a piece
+ * whose bound at its ends clears it needs no search; both are implied by
+ * the full comparison, so the answer is that of the evidence > beta. */
+static double lead_run(const struct stats_arm *arms, size_t k, size_t a,
+                       const struct stats_glr_memo_arm *reg, double beta)
+{
+    struct lead_ev e = {arms, reg, k, a, 0};
+    int test = !isnan(beta);
+    if (test) {
+        double c0 = lead_guess(&e);
+        e.piece = lead_piece(c0);
+        if (!(lead_f(&e, c0) > beta))
+            return -INFINITY;
+    }
+    double v = INFINITY;
+    for (int p = 0; p < LEAD_PIECES; p++) {
+        double lo = LEAD_EDGE[p], hi = LEAD_EDGE[p + 1];
+        e.piece = p;
+        if (test && lead_bound(&e, lo, hi) > beta)
+            continue;
+        golden_section(lead_f, &e, &lo, &hi, LEAD_GOLDEN, LEAD_TOL);
+        double x = lead_bound(&e, lo, hi);
+        if (test && !(x > beta))
+            return -INFINITY;
+        v = x < v ? x : v;
+    }
+    return v;
+}
+
+/* The regrets the evaluation reads, refreshed where an arm's counts moved
+ * (the same function of the same counts: a memo changes no answer). */
+void stats_glr_lead_regrets(const struct stats_arm *arms, size_t k, struct stats_glr_memo_arm *reg)
+{
+    for (size_t i = 0; i < k; i++) {
+        struct stats_glr_memo_arm *x = &reg[i];
+        if (x->n != arms[i].n || x->mean != arms[i].mean) {
+            x->n = arms[i].n;
+            x->mean = arms[i].mean;
+            x->regret = stats_kt_regret((double)arms[i].n, arms[i].mean);
+        }
+        if (x->lead_n != arms[i].lead_n || x->lead_sum != arms[i].lead_sum) {
+            x->lead_n = arms[i].lead_n;
+            x->lead_sum = arms[i].lead_sum;
+            x->lead_regret = stats_kt_regret((double)arms[i].lead_n,
+                                             unit_mean(arms[i].lead_sum, arms[i].lead_n));
+        }
+    }
+}
+
+double stats_glr_lead_evidence(const struct stats_arm *arms, size_t k, size_t best)
+{
+    struct stats_glr_memo memo;
+    struct stats_glr_memo_arm *reg = malloc(k * sizeof *reg);
+    if (reg == NULL)
+        return -INFINITY; /* never an overstatement */
+    stats_glr_memo_init(&memo, reg, k);
+    stats_glr_lead_regrets(arms, k, reg);
+    double v = INFINITY;
+    for (size_t a = 0; a < k; a++) {
+        if (a == best)
+            continue;
+        double x = lead_run(arms, k, a, reg, NAN);
+        v = x < v ? x : v;
+    }
+    free(reg);
+    return v;
+}
+
+/* Every challenger passes: the one that failed last first (the witness,
+ * memo->wj), then the one of largest mean (the likeliest to fail), then
+ * the rest; the answer does not depend on the order. */
+static int lead_stop(const struct stats_arm *arms, size_t k, size_t best, double beta,
+                     struct stats_glr_memo *memo)
+{
+    size_t w = memo->wi != memo->wj && memo->wi == best ? memo->wj : k;
+    stats_glr_lead_regrets(arms, k, memo->arm);
+    if (w < k && w != best && !(lead_run(arms, k, w, memo->arm, beta) > beta))
+        return 0;
+    size_t top = k;
+    for (size_t a = 0; a < k; a++)
+        if (a != best && a != w && (top == k || arms[a].mean > arms[top].mean))
+            top = a;
+    for (size_t i = 0; i <= k; i++) {
+        size_t a = i == 0 ? top : i - 1;
+        if (a >= k || a == best || a == w || (i > 0 && a == top))
+            continue;
+        if (!(lead_run(arms, k, a, memo->arm, beta) > beta)) {
+            memo->wi = best;
+            memo->wj = a;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int stats_glr_lead_stop(const struct stats_arm *arms, size_t k, size_t best, double beta,
+                        struct stats_glr_memo *memo)
+{
+    if (memo != NULL && memo->k == k)
+        return lead_stop(arms, k, best, beta, memo);
+    struct stats_glr_memo_arm *reg = malloc(k * sizeof *reg);
+    if (reg == NULL)
+        return 0; /* no stop is never a wrong one */
+    struct stats_glr_memo own;
+    stats_glr_memo_init(&own, reg, k);
+    int r = lead_stop(arms, k, best, beta, &own);
+    free(reg);
+    return r;
+}
