@@ -8,6 +8,9 @@
  *     the own rule of track-and-stop and ttts) and δᶜ (the default before
  *     issue 11, proven, opt-in), both under uniform sampling (the proofs
  *     hold for any sampling; adapt costs 1.5 s of CPU a run here);
+ *   - the near tie of three arms (0.5, 0.47, 0.47), ε = 0: the proven GLR
+ *     rule's leader product (K ≥ 3, one best arm, ε = 0), under uniform,
+ *     adapt, eb-tc, track-and-stop and ttts;
  *   - three arms (0.6, 0.55, 0.4) with ε = 0.02 (arm 1 is not ε-good, so an
  *     error is possible; the GLR rules run their ε-versions): the default of
  *     every fixed-confidence policy that does not need ε, and adapt on δᶜ;
@@ -91,6 +94,22 @@ static void test_near_tie(void **state)
     check_cases("near tie", "[0.5, 0.49]", 0.0, cs, LEN(cs), 1101);
 }
 
+/* A near tie of three arms with ε = 0: the proven GLR rule is the leader
+ * product there (one e-value per challenger against ln(1/δ), no union), on
+ * every sampler whose default or own rule it is. */
+static void test_near_tie_three(void **state)
+{
+    (void)state;
+    static const struct dcase cs[] = {
+        {"uniform", ENGINE_RULE_DEFAULT, ENGINE_RULE_GLR},
+        {"adapt", ENGINE_RULE_DEFAULT, ENGINE_RULE_GLR},
+        {"track-and-stop", ENGINE_RULE_DEFAULT, ENGINE_RULE_POLICY},
+        {"ttts", ENGINE_RULE_DEFAULT, ENGINE_RULE_POLICY},
+        {"eb-tc", ENGINE_RULE_DEFAULT, ENGINE_RULE_POLICY},
+    };
+    check_cases("near tie, three arms", "[0.5, 0.47, 0.47]", 0.0, cs, LEN(cs), 1151);
+}
+
 static void test_three_arms(void **state)
 {
     (void)state;
@@ -123,6 +142,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_near_tie),
+        cmocka_unit_test(test_near_tie_three),
         cmocka_unit_test(test_three_arms),
         cmocka_unit_test(test_needs_epsilon),
     };

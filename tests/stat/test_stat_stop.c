@@ -12,7 +12,9 @@
  *     (sub-Gaussian, variance 1/4: exact for p = 1/2) carries the evidence;
  *   - two close arms far from 1/2 (0.15 against 0.05), where the KT one does;
  *   - two non-Bernoulli arms (uniform on [0.2, 1] and [0, 0.8]): the KT
- *     e-value is a supermartingale for any [0, 1] rewards, not only 0/1.
+ *     e-value is a supermartingale for any [0, 1] rewards, not only 0/1;
+ *   - three arms (0.6, 0.45, 0.45): the GLR rule's leader product, which
+ *     applies to one best arm of K ≥ 3 with ε = 0.
  * Each case is a one-sided exact binomial test at level 0.01 on the runs
  * that make a true rate of 2δ fail it with probability 0.9
  * (stattest_binom_runs); every run must stop by the rule. Seeds fixed.
@@ -49,6 +51,10 @@ static const struct instance INSTANCES[] = {
      "[{\"dist\": \"uniform\", \"low\": 0.2, \"high\": 1.0},"
      " {\"dist\": \"uniform\", \"low\": 0.0, \"high\": 0.8}]",
      403, 0},
+    /* three arms, one best: the GLR rule's leader product (ε = 0, K ≥ 3),
+     * no union over the challengers; two equal challengers, so either can
+     * be the one whose evidence is short */
+    {"bernoulli(0.6,0.45,0.45)", "[0.6, 0.45, 0.45]", 404, 1},
 };
 
 static void check(const struct instance *in, enum engine_stop_rule rule, double delta)
