@@ -64,6 +64,10 @@ struct engine {
      * glr_memo_arm (all arms, bandit after bandit); NULL for other rules. */
     struct stats_glr_memo *glr_memo;
     struct stats_glr_memo_arm *glr_memo_arm;
+    /* per bandit: its leader (stats_arms_leader), k[b] when to be found
+     * again; a cache of the arms, not state (a loaded engine starts it
+     * empty) */
+    size_t *lead;
 };
 
 static int is_multi(const struct engine *e)
@@ -346,6 +350,7 @@ void engine_free(struct engine *e)
     free(e->verdict);
     free(e->verdict_at);
     free(e->rewarded);
+    free(e->lead);
     free(e->k);
     free(e->store);
     free(e->arms);
@@ -420,8 +425,11 @@ struct engine *engine_create(const struct engine_config *cfg, struct policy_erro
     }
     e->rule = engine_resolve_rule(&e->cfg);
     e->rewarded = calloc(e->nb, sizeof *e->rewarded);
-    if (e->rewarded == NULL)
+    e->lead = malloc(e->nb * sizeof *e->lead);
+    if (e->rewarded == NULL || e->lead == NULL)
         goto nomem;
+    for (size_t b = 0; b < e->nb; b++)
+        e->lead[b] = e->k[b];
     if (e->cfg.goal == ENGINE_GOAL_CONTROL) {
         e->verdict_store = calloc(total, 1);
         e->verdict_at = calloc(total, sizeof *e->verdict_at);
@@ -972,6 +980,27 @@ void engine_record_pull(struct engine *e, size_t bandit, size_t arm)
 
 /* --- outcomes --------------------------------------------------------------- */
 
+/* Adds reward r to arm's statistics, counting it as a lead reward first if
+ * arm leads (stats_arm_lead, with the leader kept between rewards: found
+ * again only when the leader's own mean fell). */
+static void learn_lead(struct engine *e, size_t b, size_t arm, double r)
+{
+    struct stats_arm *arms = e->arms[b], *a = &arms[arm];
+    size_t k = e->k[b], lead = e->lead[b];
+    if (lead >= k)
+        lead = stats_arms_leader(arms, k);
+    if (lead == arm)
+        stats_arm_lead_add(a, r);
+    double before = a->mean;
+    stats_arm_add(a, r);
+    if (lead >= k || (lead == arm && a->mean < before))
+        lead = k;
+    else if (lead != arm &&
+             (a->mean > arms[lead].mean || (a->mean == arms[lead].mean && arm < lead)))
+        lead = arm;
+    e->lead[b] = lead;
+}
+
 static void learn(struct engine *e, size_t b, size_t arm, double r, enum policy_event ev)
 {
     struct stats_arm *a = &e->arms[b][arm];
@@ -998,8 +1027,7 @@ static void learn(struct engine *e, size_t b, size_t arm, double r, enum policy_
             r = 0;
         if (r > 1)
             r = 1;
-        stats_arm_lead(e->arms[b], e->k[b], arm, r);
-        stats_arm_add(a, r);
+        learn_lead(e, b, arm, r);
         /* Bernoulli trick (Agrawal & Goyal): a reward in (0, 1) updates the
          * Beta posterior as a success with probability r. 0 and 1 need no
          * draw, so Bernoulli experiments keep their random stream. */
@@ -1429,6 +1457,8 @@ static void snap_arm(struct ser *s, struct stats_arm *a)
     ser_f64(s, &a->beta);
     ser_u64(s, &a->lead_n);
     ser_f64(s, &a->lead_sum);
+    ser_u64(s, &a->pool_n);
+    ser_f64(s, &a->pool_sum);
 }
 
 static void snap_eval(struct ser *s, struct engine_stop_eval *f)
@@ -1467,8 +1497,12 @@ static void snap_check(struct engine *e, struct ser *s)
                              (a->n > 0 || a->mean == 0) && isfinite(a->m2) && a->m2 >= -1e-9 &&
                              isfinite(a->ebv) && a->ebv >= 0 && isfinite(a->alpha) &&
                              a->alpha > 0 && isfinite(a->beta) && a->beta > 0 &&
-                             a->lead_n <= a->n && isfinite(a->lead_sum) && a->lead_sum >= 0 &&
-                             a->lead_sum <= (double)a->lead_n * (1 + 1e-9));
+                             a->pool_n <= STATS_LEAD_POOLED &&
+                             (a->lead_n == 0 || a->pool_n == STATS_LEAD_POOLED) &&
+                             a->lead_n <= a->n - a->pool_n && isfinite(a->lead_sum) &&
+                             a->lead_sum >= 0 && a->lead_sum <= (double)a->lead_n * (1 + 1e-9) &&
+                             isfinite(a->pool_sum) && a->pool_sum >= 0 &&
+                             a->pool_sum <= (double)a->pool_n * (1 + 1e-9));
             if (e->verdict_store != NULL)
                 ser_check(s, e->verdict[b][i] <= POLICY_FUTILE &&
                                  e->verdict_at[off + i] <= e->rewarded[b]);
@@ -1548,6 +1582,9 @@ void engine_snap(struct engine *e, struct ser *s)
         ser_u64(s, &e->ctx[i].handed_out);
         p->snap(e->pstate[i], &e->ctx[i], s);
     }
-    if (s->reading)
+    if (s->reading) {
         snap_check(e, s);
+        for (size_t b = 0; b < e->nb; b++)
+            e->lead[b] = e->k[b];
+    }
 }

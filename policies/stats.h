@@ -52,9 +52,14 @@ struct stats_arm {
     double alpha;     /* Beta posterior, prior included */
     double beta;
     /* The rewards that arrived while this arm was its bandit's leader
-     * (stats_arm_lead): what the proven rule's leader product weighs. */
+     * (stats_arm_lead), what the proven rule's leader product weighs: the
+     * first STATS_LEAD_POOLED of them go to the bandit's pool (pool_n,
+     * pool_sum: this arm's share of it), the rest to the arm's own factor
+     * (lead_n, lead_sum). */
     uint64_t lead_n;
     double lead_sum;
+    uint64_t pool_n;
+    double pool_sum;
 };
 
 /* Reset an arm to no data with a Beta(a, b) prior. */
@@ -67,9 +72,16 @@ void stats_arm_add(struct stats_arm *a, double x);
 
 /* Before stats_arm_add(&arms[arm], x): if arm is the leader of arms[0..k)
  * (the largest mean among arms with a reward, the lowest index on a tie),
- * x counts in its lead_n and lead_sum (stats_lead.c). Decided on the rewards
- * before x, so the leader product's factors stay supermartingales. */
+ * x counts in its pool_n and pool_sum while pool_n < STATS_LEAD_POOLED,
+ * in its lead_n and lead_sum after that (stats_lead.c). Decided on the
+ * rewards before x, so the leader product's factors stay supermartingales. */
+#define STATS_LEAD_POOLED 32
 void stats_arm_lead(struct stats_arm *arms, size_t k, size_t arm, double x);
+/* The parts of stats_arm_lead, for a caller that keeps the leader between
+ * rewards (the engine): the leader of arms[0..k) (k when no arm has a
+ * reward), and x counted as a lead reward of a. */
+size_t stats_arms_leader(const struct stats_arm *arms, size_t k);
+void stats_arm_lead_add(struct stats_arm *a, double x);
 
 /* Add a success (s = 1) or failure (s = 0) to the Beta posterior. */
 void stats_arm_add_bayes(struct stats_arm *a, int s);
@@ -233,8 +245,10 @@ double stats_glr_best(const struct stats_arm *arms, size_t k, size_t best, doubl
 enum stats_glr_threshold {
     /* ln((ln t + 1)/δ): Garivier & Kaufmann's code, a heuristic. */
     STATS_GLR_HEURISTIC = 0,
-    /* A rule with a proof (stats_glr.c): every pair (i ∈ High, j ∈ Low) has
-     * stats_glr_pair_evidence > ln(m(K−m)/δ): at each null point a fixed
+    /* A rule with a proof (stats_glr.c, stats_lead.c): with one best arm of
+     * K ≥ 3 and ε = 0 every challenger's leader product
+     * (stats_glr_lead_evidence) > ln(1/δ); otherwise every pair (i ∈ High,
+     * j ∈ Low) has stats_glr_pair_evidence > ln(m(K−m)/δ): at each null point a fixed
      * mixture, weight w(c), of the Jeffreys (Krichevsky–Trofimov) mixtures'
      * e-value (Garivier & Kaufmann 2016's, regrets r_a =
      * stats_kt_regret(N_a, μ̂_a) exact) and the one-sided normal mixtures'
@@ -301,6 +315,11 @@ struct stats_glr_memo_arm {
     double mean, regret;
     uint64_t lead_n; /* the leader product's: the lead rewards' regret */
     double lead_sum, lead_regret;
+    /* the normal mixtures' constants (V + ρ, its root, ln 2 + ½ ln(ρ/(V + ρ))):
+     * the arm's own with ρ, its lead rewards' with ρ_H */
+    double vr, sq, c0, lead_vr, lead_sq, lead_c0;
+    size_t next;  /* the next arm with lead rewards (k: none), per check */
+    size_t order; /* entry i: the arm of i-th largest mean, as last sorted */
 };
 struct stats_glr_memo {
     size_t k;
@@ -359,8 +378,6 @@ double stats_glr_lead_evidence(const struct stats_arm *arms, size_t k, size_t be
  * challenger between checks. */
 int stats_glr_lead_stop(const struct stats_arm *arms, size_t k, size_t best, double beta,
                         struct stats_glr_memo *memo);
-/* Refresh reg[0..k)'s regrets where the arms' counts moved. */
-void stats_glr_lead_regrets(const struct stats_arm *arms, size_t k, struct stats_glr_memo_arm *reg);
 /* The weights at the null mean c: a's factor (KT, normal mixture) and a
  * lead factor's (KT, normal mixture, the atom), each summing to 1. */
 void stats_glr_lead_weights(double c, double w_a[2], double w_h[3]);

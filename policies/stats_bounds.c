@@ -33,6 +33,8 @@ void stats_arm_init(struct stats_arm *a, double prior_alpha, double prior_beta)
     a->beta = prior_beta;
     a->lead_n = 0;
     a->lead_sum = 0.0;
+    a->pool_n = 0;
+    a->pool_sum = 0.0;
 }
 
 /* Welford's update, plus Howard et al.'s predictable variance process. */

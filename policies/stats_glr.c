@@ -783,6 +783,7 @@ void stats_glr_memo_init(struct stats_glr_memo *memo, struct stats_glr_memo_arm 
         arm[i].lead_n = UINT64_MAX;
         arm[i].lead_sum = 0.0;
         arm[i].lead_regret = 0.0;
+        arm[i].order = i;
     }
 }
 
@@ -790,11 +791,8 @@ void stats_glr_memo_init(struct stats_glr_memo *memo, struct stats_glr_memo_arm 
 static double memo_regret(struct stats_glr_memo *memo, const struct stats_arm *arms, size_t i)
 {
     struct stats_glr_memo_arm *x = &memo->arm[i];
-    if (x->n != arms[i].n || x->mean != arms[i].mean) {
-        x->n = arms[i].n;
-        x->mean = arms[i].mean;
-        x->regret = stats_kt_regret((double)arms[i].n, arms[i].mean);
-    }
+    if (x->n != arms[i].n || x->mean != arms[i].mean)
+        memo_arm_own(x, &arms[i]);
     return x->regret;
 }
 

@@ -171,6 +171,19 @@ static inline double kl_exact(double p, double q)
     return d;
 }
 
+/* A GLR memo's entry for an arm's own rewards (stats_glr_stop_memo's
+ * regrets, the leader product's constants): one refresh for both users of
+ * a memo, so that neither finds the other's half-updated entry. */
+static inline void memo_arm_own(struct stats_glr_memo_arm *x, const struct stats_arm *a)
+{
+    x->n = a->n;
+    x->mean = a->mean;
+    x->regret = stats_kt_regret((double)a->n, a->mean);
+    x->vr = (double)a->n / 4.0 + MIX_RHO;
+    x->sq = sqrt(x->vr);
+    x->c0 = mix_c0(x->vr);
+}
+
 /* Pending pulls count as returned at the current mean: n grows, the mean and
  * the variance stay; the anytime variance process grows in proportion. */
 static inline double eff_n(const struct stats_arm *a, uint64_t extra)

@@ -34,18 +34,33 @@ double stats_glr_union(enum stats_glr_threshold kind, size_t k, unsigned m, doub
 
 /* The leader is chosen on the rewards before x: whether x counts cannot
  * depend on x, which is what keeps each lead factor a supermartingale. */
-void stats_arm_lead(struct stats_arm *arms, size_t k, size_t arm, double x)
+size_t stats_arms_leader(const struct stats_arm *arms, size_t k)
 {
-    if (arm >= k || isnan(x))
-        return;
     size_t lead = k;
     for (size_t i = 0; i < k; i++)
         if (arms[i].n > 0 && (lead == k || arms[i].mean > arms[lead].mean))
             lead = i;
-    if (lead != arm)
+    return lead;
+}
+
+void stats_arm_lead(struct stats_arm *arms, size_t k, size_t arm, double x)
+{
+    if (arm < k && stats_arms_leader(arms, k) == arm)
+        stats_arm_lead_add(&arms[arm], x);
+}
+
+void stats_arm_lead_add(struct stats_arm *a, double x)
+{
+    if (isnan(x))
         return;
-    arms[arm].lead_n++;
-    arms[arm].lead_sum += x < 0.0 ? 0.0 : x > 1.0 ? 1.0 : x;
+    x = x < 0.0 ? 0.0 : x > 1.0 ? 1.0 : x;
+    if (a->pool_n < STATS_LEAD_POOLED) {
+        a->pool_n++;
+        a->pool_sum += x;
+    } else {
+        a->lead_n++;
+        a->lead_sum += x;
+    }
 }
 
 /* The weights, fixed before any data, on a fixed partition of the null
@@ -101,12 +116,14 @@ static double unit_mean(double sum, uint64_t n)
 }
 
 /* One challenger's problem: the arms, their regrets (reg[i].regret for
- * (n, μ̂), reg[i].lead_regret for the lead rewards, both current), a and
- * the current piece. */
+ * (n, μ̂), reg[i].lead_regret for the lead rewards, both current), a, the
+ * pool of the other arms' first lead rewards (count, sum, the normal
+ * mixture's constants) and the current piece. */
 struct lead_ev {
     const struct stats_arm *arms;
     const struct stats_glr_memo_arm *reg;
-    size_t k, a;
+    size_t k, a, first; /* first: the first arm with lead rewards (reg[].next) */
+    double pn, ps, pvr, psq, pc0;
     int piece;
 };
 
@@ -115,30 +132,63 @@ struct lead_ev {
 static double lead_fa(const struct lead_ev *e, double c)
 {
     const struct stats_arm *x = &e->arms[e->a];
+    const struct stats_glr_memo_arm *g = &e->reg[e->a];
     double n = (double)x->n, m = x->mean > 0.0 ? (x->mean < 1.0 ? x->mean : 1.0) : 0.0;
-    double kt = (n > 0.0 && c > m ? n * kl_exact(m, c) : 0.0) - e->reg[e->a].regret;
-    double vr = n / 4.0 + MIX_RHO;
-    double nm = mix_logm_lower(n * (c - m), vr, sqrt(vr), mix_c0(vr));
+    double kt = (n > 0.0 && c > m ? n * kl_exact(m, c) : 0.0) - g->regret;
+    double nm = mix_logm_lower(n * (c - m), g->vr, g->sq, g->c0);
     return lse2(LEAD_LW_A[e->piece][0] + kt, LEAD_LW_A[e->piece][1] + nm);
 }
 
-/* Σ over h ≠ a with lead rewards of ln G_h(c): the atom, h's KT e-value at
- * min(c, μ̂'_h) and its normal mixture for "μ_h ≤ c" (the pair rule's
- * High prior ρ_H), on the lead rewards; nonincreasing in c. */
+/* ln G_h(c): the atom, h's KT e-value at min(c, μ̂'_h) and its normal
+ * mixture for "μ_h ≤ c" (the pair rule's High prior ρ_H), on the lead
+ * rewards; nonincreasing in c, and at most 0 from c = μ̂'_h on (the KT
+ * factor is e^{−r'} ≤ 1 there and the mixture at most its value at a zero
+ * deviation, ½ ln(ρ_H/(V + ρ_H)) ≤ 0). */
+static double lead_g1(const struct lead_ev *e, size_t h, double c)
+{
+    const struct stats_arm *x = &e->arms[h];
+    const struct stats_glr_memo_arm *g = &e->reg[h];
+    double n = (double)x->lead_n, m = unit_mean(x->lead_sum, x->lead_n);
+    double kt = (c < m ? n * kl_exact(m, c) : 0.0) - g->lead_regret;
+    double nm = mix_logm_lower(n * (m - c), g->lead_vr, g->lead_sq, g->lead_c0);
+    double in = lse2(LEAD_LW_H[e->piece][0] + kt, LEAD_LW_H[e->piece][1] + nm);
+    return lse2(LEAD_LN_P0, LEAD_LN_1P0 + in);
+}
+
+/* ln G_pool(c): the atom and the normal mixture for "every pooled reward's
+ * mean ≤ c" on the pool (Hoeffding holds for each reward at its own mean:
+ * no KT factor, whose likelihood needs one mean); nonincreasing in c, at
+ * most 0 from the pool's mean on. */
+static double lead_gp(const struct lead_ev *e, double c)
+{
+    if (!(e->pn > 0.0))
+        return 0.0;
+    double nm = mix_logm_lower(e->ps - e->pn * c, e->pvr, e->psq, e->pc0);
+    return lse2(LEAD_LN_P0, LEAD_LN_1P0 + nm);
+}
+
+/* Σ over h ≠ a with lead rewards of ln G_h(c), and the pool's. */
 static double lead_gh(const struct lead_ev *e, double c)
 {
-    double v = 0.0;
-    for (size_t h = 0; h < e->k; h++) {
+    double v = lead_gp(e, c);
+    for (size_t h = e->first; h < e->k; h = e->reg[h].next)
+        if (h != e->a)
+            v += lead_g1(e, h, c);
+    return v;
+}
+
+/* An upper bound on ln of the product at c, for failing only: the terms
+ * of lead arms with μ̂'_h ≤ c are at most 0 and left out, which spares
+ * their logarithms (most arms that once led are far below the cutoff). */
+static double lead_upper(const struct lead_ev *e, double c)
+{
+    double v = lead_fa(e, c);
+    if (e->ps > e->pn * c)
+        v += lead_gp(e, c);
+    for (size_t h = e->first; h < e->k; h = e->reg[h].next) {
         const struct stats_arm *x = &e->arms[h];
-        if (h == e->a || x->lead_n == 0)
-            continue;
-        double n = (double)x->lead_n, m = unit_mean(x->lead_sum, x->lead_n);
-        double kt = (c < m ? n * kl_exact(m, c) : 0.0) - e->reg[h].lead_regret;
-        double vr = n / 4.0 + PAIR_RHO_HIGH;
-        double nm = mix_logm_lower(n * (m - c), vr, sqrt(vr),
-                                   M_LN2 + 0.5 * log(PAIR_RHO_HIGH / vr));
-        double g = lse2(LEAD_LW_H[e->piece][0] + kt, LEAD_LW_H[e->piece][1] + nm);
-        v += lse2(LEAD_LN_P0, LEAD_LN_1P0 + g);
+        if (h != e->a && unit_mean(x->lead_sum, x->lead_n) > c)
+            v += lead_g1(e, h, c);
     }
     return v;
 }
@@ -166,8 +216,9 @@ static double lead_bound(const struct lead_ev *e, double lo, double hi)
  * reward of the others. Its value bounds the infimum above. */
 static double lead_guess(const struct lead_ev *e)
 {
-    double n = (double)e->arms[e->a].n, s = n * e->arms[e->a].mean;
-    for (size_t h = 0; h < e->k; h++) {
+    double n = (double)e->arms[e->a].n, s = n * e->arms[e->a].mean + e->ps;
+    n += e->pn;
+    for (size_t h = e->first; h < e->k; h = e->reg[h].next) {
         if (h == e->a)
             continue;
         n += (double)e->arms[h].lead_n;
@@ -185,22 +236,76 @@ static int lead_piece(double c)
     return k;
 }
 
+/* Golden section on [*lo, *hi] (the product is log-convex on a piece:
+ * each factor is a positive mixture of log-convex functions of c, so the
+ * search keeps the minimiser in its bracket), as golden_section does. With
+ * a beta (not NAN) it ends early: at a point whose value is at most beta
+ * (the infimum is too: returns 0) or once the bracket's bound clears it
+ * (every bound of a narrower bracket is at least that one: returns 1).
+ * Without, or when neither happens, it runs to the end and returns −1. */
+static int lead_search(struct lead_ev *e, double *lo, double *hi, double beta)
+{
+    const double g = (sqrt(5.0) - 1.0) / 2.0;
+    int test = !isnan(beta);
+    double a = *lo, b = *hi;
+    double x1 = b - g * (b - a), x2 = a + g * (b - a);
+    double f1 = lead_f(e, x1), f2 = lead_f(e, x2);
+    int r = -1;
+    for (int it = 0; it < LEAD_GOLDEN && b - a > LEAD_TOL; it++) {
+        if (test && (!(f1 > beta) || !(f2 > beta))) {
+            r = 0;
+            break;
+        }
+        if (f1 <= f2) {
+            b = x2;
+            x2 = x1;
+            f2 = f1;
+            x1 = b - g * (b - a);
+            f1 = lead_f(e, x1);
+        } else {
+            a = x1;
+            x1 = x2;
+            f1 = f2;
+            x2 = a + g * (b - a);
+            f2 = lead_f(e, x2);
+        }
+        if (test && it % 4 == 3 && lead_bound(e, a, b) > beta) {
+            r = 1;
+            break;
+        }
+    }
+    *lo = a;
+    *hi = b;
+    return r;
+}
+
 /* The evidence against "a is a best arm" (beta = NAN), or whether it
  * exceeds beta: the least bound over the pieces, each searched by golden
- * section (the product is log-convex: each factor is a positive mixture of
- * log-convex functions of c, so the search keeps the minimiser in its
- * bracket). With a beta, a guess at or below it fails at once and a piece
- * whose bound at its ends clears it needs no search; both are implied by
- * the full comparison, so the answer is that of the evidence > beta. */
-static double lead_run(const struct stats_arm *arms, size_t k, size_t a,
-                       const struct stats_glr_memo_arm *reg, double beta)
+ * section. With a beta, an upper bound at a guess at or below it fails at
+ * once, a piece whose bound at its ends clears it needs no search, and the
+ * search ends early (lead_search); all are implied by the full
+ * comparison, so the answer is that of the evidence > beta. */
+struct lead_set {
+    const struct stats_glr_memo_arm *reg;
+    size_t first;  /* the list of arms with lead rewards, by reg[].next */
+    double pn, ps; /* the pool: every arm's share */
+};
+
+static double lead_run(const struct stats_arm *arms, size_t k, size_t a, const struct lead_set *set,
+                       double beta)
 {
-    struct lead_ev e = {arms, reg, k, a, 0};
+    struct lead_ev e = {arms, set->reg, k, a, set->first, 0.0, 0.0, 0.0, 0.0, 0.0, 0};
+    e.pn = set->pn - (double)arms[a].pool_n;
+    e.ps = set->ps - arms[a].pool_sum;
+    e.ps = e.ps > 0.0 ? (e.ps < e.pn ? e.ps : e.pn) : 0.0; /* the difference's rounding */
+    e.pvr = e.pn / 4.0 + MIX_RHO;
+    e.psq = sqrt(e.pvr);
+    e.pc0 = mix_c0(e.pvr);
     int test = !isnan(beta);
     if (test) {
         double c0 = lead_guess(&e);
         e.piece = lead_piece(c0);
-        if (!(lead_f(&e, c0) > beta))
+        if (!(lead_upper(&e, c0) > beta))
             return -INFINITY;
     }
     double v = INFINITY;
@@ -209,7 +314,11 @@ static double lead_run(const struct stats_arm *arms, size_t k, size_t a,
         e.piece = p;
         if (test && lead_bound(&e, lo, hi) > beta)
             continue;
-        golden_section(lead_f, &e, &lo, &hi, LEAD_GOLDEN, LEAD_TOL);
+        int r = lead_search(&e, &lo, &hi, beta);
+        if (r == 1)
+            continue;
+        if (r == 0)
+            return -INFINITY;
         double x = lead_bound(&e, lo, hi);
         if (test && !(x > beta))
             return -INFINITY;
@@ -218,24 +327,37 @@ static double lead_run(const struct stats_arm *arms, size_t k, size_t a,
     return v;
 }
 
-/* The regrets the evaluation reads, refreshed where an arm's counts moved
- * (the same function of the same counts: a memo changes no answer). */
-void stats_glr_lead_regrets(const struct stats_arm *arms, size_t k, struct stats_glr_memo_arm *reg)
+/* Refresh the regrets and constants the evaluation reads where an arm's
+ * counts moved (the same function of the same counts: a memo changes no
+ * answer), chain the arms with lead rewards and total the pool. */
+static void lead_refresh(const struct stats_arm *arms, size_t k, struct stats_glr_memo_arm *reg,
+                         struct lead_set *set)
 {
+    set->reg = reg;
+    set->first = k;
+    set->pn = set->ps = 0.0;
+    size_t *link = &set->first;
     for (size_t i = 0; i < k; i++) {
         struct stats_glr_memo_arm *x = &reg[i];
-        if (x->n != arms[i].n || x->mean != arms[i].mean) {
-            x->n = arms[i].n;
-            x->mean = arms[i].mean;
-            x->regret = stats_kt_regret((double)arms[i].n, arms[i].mean);
+        const struct stats_arm *a = &arms[i];
+        if (x->n != a->n || x->mean != a->mean)
+            memo_arm_own(x, a);
+        set->pn += (double)a->pool_n;
+        set->ps += a->pool_sum;
+        if (a->lead_n == 0)
+            continue;
+        if (x->lead_n != a->lead_n || x->lead_sum != a->lead_sum) {
+            x->lead_n = a->lead_n;
+            x->lead_sum = a->lead_sum;
+            x->lead_regret = stats_kt_regret((double)a->lead_n, unit_mean(a->lead_sum, a->lead_n));
+            x->lead_vr = (double)a->lead_n / 4.0 + PAIR_RHO_HIGH;
+            x->lead_sq = sqrt(x->lead_vr);
+            x->lead_c0 = M_LN2 + 0.5 * log(PAIR_RHO_HIGH / x->lead_vr);
         }
-        if (x->lead_n != arms[i].lead_n || x->lead_sum != arms[i].lead_sum) {
-            x->lead_n = arms[i].lead_n;
-            x->lead_sum = arms[i].lead_sum;
-            x->lead_regret = stats_kt_regret((double)arms[i].lead_n,
-                                             unit_mean(arms[i].lead_sum, arms[i].lead_n));
-        }
+        *link = i;
+        link = &x->next;
     }
+    *link = k;
 }
 
 double stats_glr_lead_evidence(const struct stats_arm *arms, size_t k, size_t best)
@@ -245,37 +367,53 @@ double stats_glr_lead_evidence(const struct stats_arm *arms, size_t k, size_t be
     if (reg == NULL)
         return -INFINITY; /* never an overstatement */
     stats_glr_memo_init(&memo, reg, k);
-    stats_glr_lead_regrets(arms, k, reg);
+    struct lead_set set;
+    lead_refresh(arms, k, reg, &set);
     double v = INFINITY;
     for (size_t a = 0; a < k; a++) {
         if (a == best)
             continue;
-        double x = lead_run(arms, k, a, reg, NAN);
+        double x = lead_run(arms, k, a, &set, NAN);
         v = x < v ? x : v;
     }
     free(reg);
     return v;
 }
 
+/* memo's order by mean, largest first (the lowest index on a tie), sorted
+ * again from the last check's: insertion sort, about O(k) when few means
+ * crossed since. */
+static void lead_sort(const struct stats_arm *arms, size_t k, struct stats_glr_memo_arm *reg)
+{
+    for (size_t i = 1; i < k; i++) {
+        size_t x = reg[i].order, j = i;
+        for (; j > 0; j--) {
+            size_t y = reg[j - 1].order;
+            if (arms[y].mean > arms[x].mean || (arms[y].mean == arms[x].mean && y < x))
+                break;
+            reg[j].order = y;
+        }
+        reg[j].order = x;
+    }
+}
+
 /* Every challenger passes: the one that failed last first (the witness,
- * memo->wj), then the one of largest mean (the likeliest to fail), then
- * the rest; the answer does not depend on the order. */
+ * memo->wj), then the others by mean, largest first (the likeliest to
+ * fail, and the next witness); the answer does not depend on the order. */
 static int lead_stop(const struct stats_arm *arms, size_t k, size_t best, double beta,
                      struct stats_glr_memo *memo)
 {
     size_t w = memo->wi != memo->wj && memo->wi == best ? memo->wj : k;
-    stats_glr_lead_regrets(arms, k, memo->arm);
-    if (w < k && w != best && !(lead_run(arms, k, w, memo->arm, beta) > beta))
+    struct lead_set set;
+    lead_refresh(arms, k, memo->arm, &set);
+    if (w < k && w != best && !(lead_run(arms, k, w, &set, beta) > beta))
         return 0;
-    size_t top = k;
-    for (size_t a = 0; a < k; a++)
-        if (a != best && a != w && (top == k || arms[a].mean > arms[top].mean))
-            top = a;
-    for (size_t i = 0; i <= k; i++) {
-        size_t a = i == 0 ? top : i - 1;
-        if (a >= k || a == best || a == w || (i > 0 && a == top))
+    lead_sort(arms, k, memo->arm);
+    for (size_t i = 0; i < k; i++) {
+        size_t a = memo->arm[i].order;
+        if (a == best || a == w)
             continue;
-        if (!(lead_run(arms, k, a, memo->arm, beta) > beta)) {
+        if (!(lead_run(arms, k, a, &set, beta) > beta)) {
             memo->wi = best;
             memo->wj = a;
             return 0;

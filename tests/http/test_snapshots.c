@@ -235,11 +235,11 @@ static void test_restart_from_snapshot(void **state)
  * one bandit of 4 arms, ttts. The first arm's reward count follows the
  * layout's format, the configuration's hash, seq, state, time and chain,
  * then the engine's format, policy name, bandits, instances and arm
- * count; the ranks follow the 4 arms' statistics (9 fields each) and their
+ * count; the ranks follow the 4 arms' statistics (11 fields each) and their
  * count. The last pending assignment ends the state, in varints (ser.h):
  * seq, bandit, arm, created, expires (last_arm). */
 #define OFF_ARM0_N (8 + (8 + 64) + 8 + 4 + 8 + (8 + 65) + 8 + (8 + 4) + 8 + 8 + 8)
-#define OFF_RANK0 (OFF_ARM0_N + 4 * 9 * 8 + 8)
+#define OFF_RANK0 (OFF_ARM0_N + 4 * 11 * 8 + 8)
 
 /* The first byte of the varint that ends just before b + end (its last
  * byte has the high bit clear, the others set). */

@@ -311,7 +311,7 @@ static void test_constraints(void **state)
 
 /* Where engine_snap puts the first arm's reward count and the first rank
  * (its layout: format, policy name, bandits, instances, each bandit's arm
- * count, the arms' statistics of 9 fields, then the ranks' count and the
+ * count, the arms' statistics of 11 fields, then the ranks' count and the
  * ranks). */
 static size_t off_arm0(const struct engine_config *c)
 {
@@ -323,7 +323,7 @@ static size_t off_rank0(const struct engine_config *c)
     size_t total = 0;
     for (size_t b = 0; b < c->n_bandits; b++)
         total += c->n_arms[b];
-    return off_arm0(c) + total * 9 * 8 + 8;
+    return off_arm0(c) + total * 11 * 8 + 8;
 }
 
 /* Load copy of b with `n` bytes at `off` set to v: refused. */
@@ -366,8 +366,10 @@ static void test_damaged_state(void **state)
         refused(&c, &b, a0, 8, arm0 + 1, "a reward count one too many");
         refused(&c, &b, a0 + 8, 8, tbytes_get_le((const unsigned char *)b.p + a0 + 8, 8) + 1,
                 "a pending count one too many");
-        /* lead rewards (the 8th field) beyond the arm's rewards */
+        /* lead rewards (the 8th field) beyond the arm's rewards, a pool
+         * share (the 10th) beyond its cap */
         refused(&c, &b, a0 + 7 * 8, 8, arm0 + 1, "more lead rewards than rewards");
+        refused(&c, &b, a0 + 9 * 8, 8, STATS_LEAD_POOLED + 1, "a pool share beyond its cap");
         refused(&c, &b, r0, 4, 3, "a rank out of range");
         refused(&c, &b, r0, 4, rank0 == 0 ? 1 : 0, "a rank twice");
         /* every 5th byte XORed: loads or is refused, never a crash */

@@ -1641,7 +1641,7 @@ static void test_pair_evidence_random(void **state)
  * edges), scanned and zoomed as ld_pair_min does. */
 struct ld_lead {
     size_t k, a;
-    ldbl n[8], m[8], r[8], ln[8], lm[8], lr[8];
+    ldbl n[8], m[8], r[8], ln[8], lm[8], lr[8], pn[8], ps[8];
     ldbl rho, rho_h;
     double wa[2], wh[3];
 };
@@ -1664,7 +1664,17 @@ static ldbl ld_lead_f(const struct ld_lead *p, ldbl c)
     ldbl kt = (c > p->m[a] ? p->n[a] * ld_kl(p->m[a], c) : 0) - p->r[a];
     ldbl fa[2] = {logl(p->wa[0]) + kt,
                   logl(p->wa[1]) + ld_lnm(p->n[a] * (c - p->m[a]), p->n[a] / 4, p->rho)};
-    ldbl v = ld_lse(fa, 2);
+    ldbl v = ld_lse(fa, 2), pn = 0, ps = 0;
+    for (size_t h = 0; h < p->k; h++)
+        if (h != a) {
+            pn += p->pn[h];
+            ps += p->ps[h];
+        }
+    if (pn > 0) { /* the pool: the atom and the normal mixture, ρ */
+        ldbl g[2] = {logl(p->wh[2]),
+                     logl(1 - p->wh[2]) + ld_lnm(ps - pn * c, pn / 4, p->rho)};
+        v += ld_lse(g, 2);
+    }
     for (size_t h = 0; h < p->k; h++) {
         if (h == a || p->ln[h] == 0)
             continue;
@@ -1752,12 +1762,15 @@ static void test_lead_evidence_random(void **state)
             if (arms[i].mean > arms[best].mean)
                 best = i;
             u = gsl_rng_uniform(r);
-            if (u < 0.5) { /* some arms led for a while */
+            if (u < 0.5) { /* some arms led for a while: the pool first */
                 uint64_t ln = (uint64_t)floor(gsl_rng_uniform(r) * (double)n);
                 double lm = m + (gsl_rng_uniform(r) - 0.5) * 0.1;
                 lm = lm < 0 ? 0 : lm > 1 ? 1 : lm;
-                arms[i].lead_n = ln;
-                arms[i].lead_sum = round(lm * (double)ln);
+                uint64_t pn = ln < STATS_LEAD_POOLED ? ln : STATS_LEAD_POOLED;
+                arms[i].pool_n = pn;
+                arms[i].pool_sum = round(lm * (double)pn);
+                arms[i].lead_n = ln - pn;
+                arms[i].lead_sum = round(lm * (double)(ln - pn));
             }
             p.n[i] = (ldbl)arms[i].n;
             p.m[i] = arms[i].mean;
@@ -1765,10 +1778,17 @@ static void test_lead_evidence_random(void **state)
             p.ln[i] = (ldbl)arms[i].lead_n;
             p.lm[i] = arms[i].lead_n ? (ldbl)arms[i].lead_sum / (ldbl)arms[i].lead_n : 0;
             p.lr[i] = arms[i].lead_n ? ld_regret(p.ln[i], p.lm[i]) : 0;
+            p.pn[i] = (ldbl)arms[i].pool_n;
+            p.ps[i] = arms[i].pool_sum;
         }
         /* the leader led most */
-        arms[best].lead_n = arms[best].n - arms[best].n / 5;
+        uint64_t led = arms[best].n - arms[best].n / 5;
+        arms[best].pool_n = led < STATS_LEAD_POOLED ? led : STATS_LEAD_POOLED;
+        arms[best].pool_sum = round(arms[best].mean * (double)arms[best].pool_n);
+        arms[best].lead_n = led - arms[best].pool_n;
         arms[best].lead_sum = round(arms[best].mean * (double)arms[best].lead_n);
+        p.pn[best] = (ldbl)arms[best].pool_n;
+        p.ps[best] = arms[best].pool_sum;
         p.ln[best] = (ldbl)arms[best].lead_n;
         p.lm[best] = arms[best].lead_n ? (ldbl)arms[best].lead_sum / p.ln[best] : 0;
         p.lr[best] = arms[best].lead_n ? ld_regret(p.ln[best], p.lm[best]) : 0;
