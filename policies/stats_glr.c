@@ -25,6 +25,7 @@ struct glr_set {
     const unsigned char *high;
     size_t best;
     double eps;
+    unsigned m; /* the m the threshold was computed for (1 with best) */
 };
 
 static int glr_in_high(const struct glr_set *s, size_t i)
@@ -153,13 +154,13 @@ static double glr_min(const struct stats_arm *arms, size_t k, const struct glr_s
 
 double stats_glr(const struct stats_arm *arms, size_t k, const unsigned char *high)
 {
-    struct glr_set s = {high, 0, 0.0};
+    struct glr_set s = {high, 0, 0.0, 0};
     return glr_min(arms, k, &s);
 }
 
 double stats_glr_best(const struct stats_arm *arms, size_t k, size_t best, double eps)
 {
-    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0};
+    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0, 1};
     return glr_min(arms, k, &s);
 }
 
@@ -741,8 +742,10 @@ static int glr_stop_pairs(const struct stats_arm *arms, size_t k, const struct g
     int ready = glr_ready(arms, k, s);
     if (ready <= 0) /* nothing to distinguish: stop as the minimum's +∞ would */
         return ready < 0 ? beta < INFINITY : 0;
+    /* the leader product only where the threshold is its ln(1/δ): the
+     * caller's m is 1 and High one arm */
     size_t one = glr_single(s, k);
-    if (one < k && stats_glr_uses_lead(kind, k, 1, s->eps))
+    if (one < k && stats_glr_uses_lead(kind, k, s->m, s->eps))
         return stats_glr_lead_stop(arms, k, one, beta, NULL);
     for (size_t i = 0; i < k; i++) {
         if (!glr_in_high(s, i))
@@ -809,7 +812,7 @@ static int glr_stop_memo(const struct stats_arm *arms, size_t k, const struct gl
     /* The witness first. A valid pair (i ∈ High, j ∉ High) means both sets
      * are non-empty; if some arm lacks data the loop answers 0 as well. */
     size_t wi = memo->wi, wj = memo->wj;
-    int lead = stats_glr_uses_lead(STATS_GLR_PROVEN, k, 1, s->eps) && glr_single(s, k) < k;
+    int lead = stats_glr_uses_lead(STATS_GLR_PROVEN, k, s->m, s->eps) && glr_single(s, k) < k;
     if (!lead && wi != wj && wi < k && wj < k && glr_in_high(s, wi) && !glr_in_high(s, wj) &&
         memo_fails(memo, arms, s, wi, wj, beta))
         return 0;
@@ -817,7 +820,7 @@ static int glr_stop_memo(const struct stats_arm *arms, size_t k, const struct gl
     if (ready <= 0)
         return ready < 0 ? beta < INFINITY : 0;
     size_t one = glr_single(s, k);
-    if (one < k && stats_glr_uses_lead(STATS_GLR_PROVEN, k, 1, s->eps))
+    if (one < k && stats_glr_uses_lead(STATS_GLR_PROVEN, k, s->m, s->eps))
         return stats_glr_lead_stop(arms, k, one, beta, memo);
     /* The pair of least lower bound on its KT evidence. */
     size_t si = k, sj = k;
@@ -865,7 +868,7 @@ int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *
     double t = 0.0;
     for (size_t i = 0; i < k; i++)
         t += (double)arms[i].n;
-    struct glr_set s = {high, 0, eps > 0 ? eps : 0.0};
+    struct glr_set s = {high, 0, eps > 0 ? eps : 0.0, m};
     return glr_stop_pairs(arms, k, &s, kind, stats_glr_threshold(kind, t, k, m, eps, delta));
 }
 
@@ -878,7 +881,7 @@ int stats_glr_stop_memo(const struct stats_arm *arms, size_t k, const unsigned c
     double t = 0.0;
     for (size_t i = 0; i < k; i++)
         t += (double)arms[i].n;
-    struct glr_set s = {high, 0, eps > 0 ? eps : 0.0};
+    struct glr_set s = {high, 0, eps > 0 ? eps : 0.0, m};
     return glr_stop_memo(arms, k, &s, stats_glr_threshold(kind, t, k, m, eps, delta), memo);
 }
 
@@ -888,13 +891,13 @@ int stats_glr_stop_best_memo(const struct stats_arm *arms, size_t k, size_t best
 {
     if (memo == NULL || memo->k != k || kind != STATS_GLR_PROVEN)
         return stats_glr_stop_best(arms, k, best, eps, kind, beta);
-    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0};
+    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0, 1};
     return glr_stop_memo(arms, k, &s, beta, memo);
 }
 
 int stats_glr_stop_best(const struct stats_arm *arms, size_t k, size_t best, double eps,
                         enum stats_glr_threshold kind, double beta)
 {
-    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0};
+    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0, 1};
     return glr_stop_pairs(arms, k, &s, kind, beta);
 }

@@ -8,11 +8,10 @@
  *   C-tracking (their §3.1): w^ε = the L∞ projection of w*(μ̂) on
  *     {w : w_a ≥ ε_t}, ε_t = (K² + t)^(−1/2)/2; pull argmax_a Σ_{s≤t} w^ε_a(s) − N_a.
  *
- * Stop: the GLR (Chernoff) rule, Z(t) > β(t, δ) with Z the ε-GLR of the
- * empirical best (stats_glr_best; the usual statistic at ε = 0) and β the proven
- * per-pair threshold ln((K−1)/δ) + r_best + r_j of stats_glr_threshold (the
- * Jeffreys-mixture proof of Garivier & Kaufmann 2016, regrets exact) by
- * default, or
+ * Stop: the proven GLR rule by default (stats_glr_stop_best: with ε = 0
+ * and K ≥ 3 the leader product against ln(1/δ), stats_lead.c; otherwise
+ * each pair's e-value, whose Jeffreys-mixture part is Garivier & Kaufmann
+ * 2016's, regrets exact, against ln((K−1)/δ)), or
  * the heuristic ln((ln t + 1)/δ) of Garivier & Kaufmann's experiments
  * (param `threshold`). The arm certified at the stop is what recommend()
  * returns from then on.

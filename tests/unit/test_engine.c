@@ -390,6 +390,51 @@ static void test_budget_exact(void **state)
     engine_free(e);
 }
 
+/* The lead rewards the engine counts with its leader kept between rewards
+ * (learn_lead) are those of the stateless stats_arm_lead fed the same
+ * rewards in the same order: ties (rewards 0, ½, 1 on few pulls), the
+ * leader's own mean falling, the pool filling up and several bandits. */
+static void test_lead_rewards(void **state)
+{
+    (void)state;
+    size_t k[] = {4, 6};
+    struct engine_config c = cfg_of(pol("uniform"), 2, k);
+    c.stop_rule = ENGINE_RULE_NONE;
+    struct engine *e = tengine_create(&c);
+    gsl_rng *env = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(env, 21);
+    struct stats_arm mirror[2][6];
+    for (size_t b = 0; b < 2; b++)
+        for (size_t i = 0; i < k[b]; i++)
+            stats_arm_init(&mirror[b][i], 1, 1);
+    uint64_t pooled = 0, own = 0;
+    for (int t = 0; t < 3000; t++) {
+        struct engine_pull p;
+        engine_assign(e, -1, &p);
+        double r = (double)gsl_rng_uniform_int(env, 3) / 2.0;
+        if (gsl_rng_uniform(env) < 0.1 * (double)p.arm)
+            r = 1.0; /* higher arms ahead, so that the lead settles and moves */
+        engine_reward(e, p.bandit, p.arm, r);
+        stats_arm_lead(mirror[p.bandit], k[p.bandit], p.arm, r);
+        stats_arm_add(&mirror[p.bandit][p.arm], r);
+    }
+    for (size_t b = 0; b < 2; b++) {
+        const struct stats_arm *a = engine_arms(e, b);
+        for (size_t i = 0; i < k[b]; i++) {
+            assert_int_equal(a[i].lead_n, mirror[b][i].lead_n);
+            assert_int_equal(a[i].pool_n, mirror[b][i].pool_n);
+            assert_true(a[i].lead_sum == mirror[b][i].lead_sum);
+            assert_true(a[i].pool_sum == mirror[b][i].pool_sum);
+            assert_true(a[i].pool_n <= STATS_LEAD_POOLED);
+            pooled += a[i].pool_n;
+            own += a[i].lead_n;
+        }
+    }
+    assert_true(pooled > 2 * STATS_LEAD_POOLED && own > 300);
+    gsl_rng_free(env);
+    engine_free(e);
+}
+
 /* Pending pulls hold their place in the budget; released ones give it back
  * until the budget is spent, and a spent budget stays spent. */
 static void test_budget_pending_and_release(void **state)
@@ -1255,6 +1300,7 @@ int main(void)
         cmocka_unit_test(test_validate_split_budget),
         cmocka_unit_test(test_policy_init_error),
         cmocka_unit_test(test_budget_exact),
+        cmocka_unit_test(test_lead_rewards),
         cmocka_unit_test(test_budget_pending_and_release),
         cmocka_unit_test(test_budget_split),
         cmocka_unit_test(test_stop_delta_c),
