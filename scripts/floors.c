@@ -1,7 +1,9 @@
 /*
- * floors.c — `make docs-thresholds`, second table: how far the proven GLR
- * rule itself keeps the default from issue 11's targets (docs/stop-rules.md,
- * "What the issue-11 targets need"). Deterministic, no simulation.
+ * floors.c — `make docs-thresholds`, second table: the floors of the pair
+ * rule (the proven GLR rule for ε > 0, top m and two arms, and for one best
+ * arm before the leader product) on issue 11's instances, beside the
+ * default's measured ratios (docs/stop-rules.md, "What the issue-11 targets
+ * need"). Deterministic, no simulation.
  *
  * The floor of a rule on an instance: the empirical means sit at the true
  * ones, the counts are integers (struct stats_arm with n, mean = μ,
@@ -11,17 +13,14 @@
  * count n1, each challenger's least count at which its pair passes, summed,
  * minimised over n1) or along Garivier & Kaufmann's optimal weights w*
  * (tas_optimal_weights). The heuristic threshold depends on the total t:
- * its optimal-allocation floor is the fixed point t = floor(β(t)). For
- * issue 11's four target cells, the Δ (nats off the proven threshold) whose
- * floor is target × floor ÷ measured: the threshold a rule would need if
- * runs kept beating the floor by today's factor.
+ * its optimal-allocation floor is the fixed point t = floor(β(t)). The
+ * leader product has no such floor: what it pays depends on how long the
+ * returned arm led, a property of the run.
  *
  * The measured ratios are quoted, not simulated: argv[1] is
  * docs/measurements.md, whose generated default table (`make docs-defaults`)
  * gives the row of the default (`adapt`, GLR proven); its T*·kl column heads
- * are checked against ours. The paired 1,000–2,000-run means of that page's
- * "The choice" paragraph are prose, quoted below.
- */
+ * are checked against ours. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,12 +63,6 @@ static const struct instance instances[] = {
 #define N_INST (sizeof instances / sizeof instances[0])
 static const double deltas[] = {0.1, 0.01};
 #define N_DELTA (sizeof deltas / sizeof deltas[0])
-
-/* Issue 11's targets for the best proven default (0: none on this cell),
- * and the paired means of docs/measurements.md ("The choice": `adapt`, the
- * four-product rule, 2,000 runs at δ = 0.1, 1,000–2,000 at δ = 0.01). */
-static const double targets[N_INST][N_DELTA] = {{3.0, 1.8}, {0, 0}, {3.5, 2.0}, {0, 0}};
-static const double paired[N_INST][N_DELTA] = {{3.06, 1.78}, {0, 0}, {3.88, 2.18}, {0, 0}};
 
 /* One cell's problem: an instance, a rule, its threshold. */
 struct cell {
@@ -231,40 +224,6 @@ static uint64_t floor_along(struct cell *c, const double *w, double delta)
     return counts_along(w, c->in->k, hi, n);
 }
 
-/* The least Δ (to 10⁻³ nats, in [−3, β]) at which the proven rule's
- * optimal-allocation floor, the threshold lowered by Δ, is at most `want`
- * samples: bisection, the floor falling as Δ grows. NAN if even −3 meets
- * it (the cell has slack beyond the range). */
-static double delta_for(const struct instance *in, double delta, double want)
-{
-    double beta = floors_pair_beta(in->k, delta);
-    struct cell c = {in, STATS_GLR_PROVEN, beta + 3.0};
-    uint64_t n1;
-    if ((double)floor_opt(&c, &n1) <= want)
-        return NAN;
-    double lo = -3.0, hi = beta; /* floor(β − lo) > want ≥ floor(β − hi) */
-    while (hi - lo > 1e-3) {
-        double mid = 0.5 * (lo + hi);
-        c.beta = beta - mid;
-        if ((double)floor_opt(&c, &n1) <= want)
-            hi = mid;
-        else
-            lo = mid;
-    }
-    return hi;
-}
-
-/* x with a sign, the minus as the docs write it ("−"), into buf; "< −3"
- * for NAN (delta_for's slack beyond its range). */
-static const char *signed_nats(char *buf, size_t cap, double x)
-{
-    if (isnan(x))
-        snprintf(buf, cap, "< −3");
-    else
-        snprintf(buf, cap, "%s%.2f", x < 0 ? "−" : "+", fabs(x));
-    return buf;
-}
-
 /* --- the measured ratios, quoted from docs/measurements.md ----------------- */
 
 struct quoted {
@@ -408,12 +367,16 @@ int main(int argc, char **argv)
            "each challenger's least count at which its pair passes, the sum minimised over n1 "
            "(the leader's share n1/total in brackets: the minimum is flat, shares about "
            "0.01 apart reach the same total); *at w\\**: counts along Garivier & "
-           "Kaufmann's optimal weights. Proven: the four-product rule, threshold ln((K − 1)/δ); "
+           "Kaufmann's optimal weights. Proven: the pair rule (four products, threshold "
+           "ln((K − 1)/δ); the rule for ε > 0, top m and two arms, and for one best arm before "
+           "the leader product); "
            "heuristic: ln((ln t + 1)/δ) at the floor's own t (a fixed point; its value in "
-           "brackets). *Measured*: the default (`adapt`, proven GLR) in "
+           "brackets). *Measured*: the default (`adapt`, proven GLR: the leader product on "
+           "every instance here but two arms) in "
            "[measurements.md](measurements.md#the-default-proven-stop-rules-against-the-lower-"
            "bound)'s generated table (100 runs at δ = 0.1, 50 at δ = 0.01; half on two arms), "
-           "quoted, and its ratio to the proven floor.\n\n");
+           "quoted, and its ratio to the pair rule's floor (below 1 where the leader product "
+           "saves the union).\n\n");
     printf("| instance | δ | T*·kl | proven, best allocation | proven, at w* | "
            "heuristic, best allocation | heuristic, at w* | measured | measured ÷ floor |\n");
     printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
@@ -430,30 +393,5 @@ int main(int argc, char **argv)
         }
     }
 
-    printf("\nIssue 11's targets: Δ is the least cut (nats) of the proven threshold "
-           "ln((K − 1)/δ) at which the best-allocation floor is at most target × floor ÷ "
-           "measured, i.e. where the runs would meet the target if they kept beating the floor "
-           "by the factor they do today; once with the generated table's mean, once with the "
-           "paired means of measurements.md's \"The choice\" (`adapt`, 2,000 runs at δ = 0.1, "
-           "1,000–2,000 at δ = 0.01; quoted). A negative Δ is slack.\n\n");
-    printf("| instance | δ | target | proven floor | ln((K − 1)/δ) | measured (table) | "
-           "Δ | measured (paired) | Δ |\n");
-    printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-    for (size_t i = 0; i < N_INST; i++) {
-        for (size_t d = 0; d < N_DELTA; d++) {
-            const struct result *r = &res[i][d];
-            if (!(targets[i][d] > 0))
-                continue;
-            double fl = (double)r->proven / r->tkl;
-            double dt =
-                delta_for(&instances[i], deltas[d], targets[i][d] * fl / q.ratio[i][d] * r->tkl);
-            double dp =
-                delta_for(&instances[i], deltas[d], targets[i][d] * fl / paired[i][d] * r->tkl);
-            char bt[32], bp[32];
-            printf("| %s | %g | %.1f× | %.2f× | %.2f | %.2f× | %s | %.2f× | %s |\n",
-                   instances[i].name, deltas[d], targets[i][d], fl, r->proven_beta, q.ratio[i][d],
-                   signed_nats(bt, sizeof bt, dt), paired[i][d], signed_nats(bp, sizeof bp, dp));
-        }
-    }
     return 0;
 }
