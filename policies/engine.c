@@ -1493,16 +1493,15 @@ static void snap_check(struct engine *e, struct ser *s)
             n += a->n;
             pend += a->pending;
             /* rewards are in [0, 1]: the mean too (an ulp of slack) */
-            ser_check(s, isfinite(a->mean) && a->mean >= -1e-9 && a->mean <= 1 + 1e-9 &&
-                             (a->n > 0 || a->mean == 0) && isfinite(a->m2) && a->m2 >= -1e-9 &&
-                             isfinite(a->ebv) && a->ebv >= 0 && isfinite(a->alpha) &&
-                             a->alpha > 0 && isfinite(a->beta) && a->beta > 0 &&
-                             a->pool_n <= STATS_LEAD_POOLED &&
-                             (a->lead_n == 0 || a->pool_n == STATS_LEAD_POOLED) &&
-                             a->lead_n <= a->n - a->pool_n && isfinite(a->lead_sum) &&
-                             a->lead_sum >= 0 && a->lead_sum <= (double)a->lead_n * (1 + 1e-9) &&
-                             isfinite(a->pool_sum) && a->pool_sum >= 0 &&
-                             a->pool_sum <= (double)a->pool_n * (1 + 1e-9));
+            ser_check(
+                s, isfinite(a->mean) && a->mean >= -1e-9 && a->mean <= 1 + 1e-9 &&
+                       (a->n > 0 || a->mean == 0) && isfinite(a->m2) && a->m2 >= -1e-9 &&
+                       isfinite(a->ebv) && a->ebv >= 0 && isfinite(a->alpha) && a->alpha > 0 &&
+                       isfinite(a->beta) && a->beta > 0 && a->pool_n <= STATS_LEAD_POOLED &&
+                       (a->lead_n == 0 || a->pool_n == STATS_LEAD_POOLED) &&
+                       a->lead_n <= a->n - a->pool_n && isfinite(a->lead_sum) && a->lead_sum >= 0 &&
+                       a->lead_sum <= (double)a->lead_n * (1 + 1e-9) && isfinite(a->pool_sum) &&
+                       a->pool_sum >= 0 && a->pool_sum <= (double)a->pool_n * (1 + 1e-9));
             if (e->verdict_store != NULL)
                 ser_check(s, e->verdict[b][i] <= POLICY_FUTILE &&
                                  e->verdict_at[off + i] <= e->rewarded[b]);

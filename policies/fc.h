@@ -182,16 +182,16 @@ struct fc_glr {
  * track-and-stop): one entry of their policy_param_spec tables, choice 0
  * proven, 1 heuristic, as fc_glr_init reads it. */
 extern const char *const fc_glr_thresholds[];
-#define FC_GLR_PARAM_THRESHOLD                                                                       \
-    {                                                                                                \
-        .name = "threshold", .type = POLICY_PARAM_ENUM, .def = 0, .choices = fc_glr_thresholds,      \
-        .doc = "GLR stop threshold: proven = with ε = 0 and K ≥ 3, every challenger's leader "     \
-               "product (its e-value times the others' on the rewards they got while leading; "      \
-               "stats_glr_lead_evidence) exceeds 1/δ; otherwise per pair, an e-value exceeds "       \
-               "(K−1)/δ: at the worst null point, a fixed mixture of the products of the two "       \
-               "arms' Jeffreys-mixture (Garivier & Kaufmann 2016's proof, regret exact) and "        \
-               "one-sided normal-mixture e-values (stats_glr_pair_evidence); heuristic = "           \
-               "ln((ln t + 1)/δ) (Garivier & Kaufmann 2016 experiments, no proof)"                   \
+#define FC_GLR_PARAM_THRESHOLD                                                                     \
+    {                                                                                              \
+        .name = "threshold", .type = POLICY_PARAM_ENUM, .def = 0, .choices = fc_glr_thresholds,    \
+        .doc = "GLR stop threshold: proven = with ε = 0 and K ≥ 3, every challenger's leader "  \
+               "product (its e-value times the others' on the rewards they got while leading; "    \
+               "stats_glr_lead_evidence) exceeds 1/δ; otherwise per pair, an e-value exceeds "    \
+               "(K−1)/δ: at the worst null point, a fixed mixture of the products of the two "  \
+               "arms' Jeffreys-mixture (Garivier & Kaufmann 2016's proof, regret exact) and "      \
+               "one-sided normal-mixture e-values (stats_glr_pair_evidence); heuristic = "         \
+               "ln((ln t + 1)/δ) (Garivier & Kaufmann 2016 experiments, no proof)"                \
     }
 
 /* Allocate for ctx's bandit 0, take the threshold from the policy's enum

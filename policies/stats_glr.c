@@ -281,7 +281,6 @@ double stats_kt_regret(double n, double mean)
  * KL near p = 1/2, loose far from it, where the KT part of the evidence
  * carries it. */
 
-
 /* One pair's mixture problem: A(c) + B(c) above. */
 struct pair_mix {
     double ni, mi, vi, si, ci;

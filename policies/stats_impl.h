@@ -3,9 +3,9 @@
  * pieces of the time-uniform bounds (Howard et al.'s stitching, the
  * one-sided normal mixture, counting pending pulls) that the δᶜ search
  * (stats_dc.c) caches per arm and the GLR's mixture e-value (stats_glr.c)
- * and the leader product (stats_lead.c) reuse. They are `static inline` here, defined once, so that the cached δᶜ
- * and the GLR compute with the very operations stats_bounds.c uses, bit for
- * bit, and stay inlined on the hot paths they were written for.
+ * and the leader product (stats_lead.c) reuse. They are `static inline` here, defined once, so that
+ * the cached δᶜ and the GLR compute with the very operations stats_bounds.c uses, bit for bit, and
+ * stay inlined on the hot paths they were written for.
  */
 #ifndef BANDITD_POLICIES_STATS_IMPL_H
 #define BANDITD_POLICIES_STATS_IMPL_H

@@ -86,7 +86,7 @@ static const double LEAD_LW_H[LEAD_PIECES][2] = {
     {-3.4657359027997265, -0.0317486983145803}, /* 1/32, 31/32 */
     {-0.2076393647782445, -1.6739764335716716},
 };
-#define LEAD_LN_P0 (-1.8971199848858813) /* ln 0.15 */
+#define LEAD_LN_P0 (-1.8971199848858813)   /* ln 0.15 */
 #define LEAD_LN_1P0 (-0.16251892949777494) /* ln 0.85 */
 
 void stats_glr_lead_weights(double c, double w_a[2], double w_h[3])

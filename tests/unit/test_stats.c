@@ -1671,8 +1671,7 @@ static ldbl ld_lead_f(const struct ld_lead *p, ldbl c)
             ps += p->ps[h];
         }
     if (pn > 0) { /* the pool: the atom and the normal mixture, ρ */
-        ldbl g[2] = {logl(p->wh[2]),
-                     logl(1 - p->wh[2]) + ld_lnm(ps - pn * c, pn / 4, p->rho)};
+        ldbl g[2] = {logl(p->wh[2]), logl(1 - p->wh[2]) + ld_lnm(ps - pn * c, pn / 4, p->rho)};
         v += ld_lse(g, 2);
     }
     for (size_t h = 0; h < p->k; h++) {
@@ -1727,7 +1726,8 @@ static void test_lead_evidence_random(void **state)
     (void)state;
     const double cs[] = {0, 0.1, 0.15, 0.150001, 0.5, 0.85, 0.850001, 0.99, 1};
     const double want_a[3][2] = {{7 / 8.0, 1 / 8.0}, {1 / 8.0, 7 / 8.0}, {7 / 8.0, 1 / 8.0}};
-    const double want_h[3][2] = {{13 / 16.0, 3 / 16.0}, {1 / 32.0, 31 / 32.0}, {13 / 16.0, 3 / 16.0}};
+    const double want_h[3][2] = {
+        {13 / 16.0, 3 / 16.0}, {1 / 32.0, 31 / 32.0}, {13 / 16.0, 3 / 16.0}};
     for (size_t i = 0; i < LEN(cs); i++) {
         double wa[2], wh[3];
         stats_glr_lead_weights(cs[i], wa, wh);

@@ -169,8 +169,8 @@ static void test_glr_epsilon(void **state)
     if (top[2].mean < fmin(top[0].mean, top[1].mean)) {
         unsigned char h2[4] = {1, 1, 0, 0};
         assert_true(stats_glr_stop(top, 4, h2, STATS_GLR_PROVEN, 2, 0.1, 0.05));
-        assert_true(stop_glr_error_bound(stop_glr_evidence(top, 4, h2, STATS_GLR_PROVEN, 0.1), 4,
-                                         2, 0.1) <= 0.05);
+        assert_true(stop_glr_error_bound(stop_glr_evidence(top, 4, h2, STATS_GLR_PROVEN, 0.1), 4, 2,
+                                         0.1) <= 0.05);
     }
     unsigned char h1[4] = {1, 0, 0, 0};
     assert_false(stats_glr_stop(top, 4, h1, STATS_GLR_PROVEN, 1, 0.0, 0.05));
