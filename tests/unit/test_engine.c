@@ -430,7 +430,7 @@ static void test_lead_rewards(void **state)
             own += a[i].lead_n;
         }
     }
-    assert_true(pooled > 2 * STATS_LEAD_POOLED && own > 300);
+    assert_true(pooled > (uint64_t)2 * STATS_LEAD_POOLED && own > 300);
     gsl_rng_free(env);
     engine_free(e);
 }

@@ -368,8 +368,9 @@ static void test_damaged_state(void **state)
                 "a pending count one too many");
         /* lead rewards (the 8th field) beyond the arm's rewards, a pool
          * share (the 10th) beyond its cap */
-        refused(&c, &b, a0 + 7 * 8, 8, arm0 + 1, "more lead rewards than rewards");
-        refused(&c, &b, a0 + 9 * 8, 8, STATS_LEAD_POOLED + 1, "a pool share beyond its cap");
+        refused(&c, &b, a0 + (size_t)7 * 8, 8, arm0 + 1, "more lead rewards than rewards");
+        refused(&c, &b, a0 + (size_t)9 * 8, 8, STATS_LEAD_POOLED + 1,
+                "a pool share beyond its cap");
         refused(&c, &b, r0, 4, 3, "a rank out of range");
         refused(&c, &b, r0, 4, rank0 == 0 ? 1 : 0, "a rank twice");
         /* every 5th byte XORed: loads or is refused, never a crash */

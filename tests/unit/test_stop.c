@@ -130,7 +130,7 @@ static void test_glr_epsilon(void **state)
     int stops = 0;
     for (int it = 0; it < 300; it++) {
         size_t k = 2 + (size_t)gsl_rng_uniform_int(r, 5);
-        struct stats_arm arms[8];
+        struct stats_arm arms[8] = {0};
         unsigned char high[8] = {0};
         size_t best = 0;
         for (size_t i = 0; i < k; i++) {
