@@ -335,9 +335,9 @@ int api_parse_observations(json_t *body, const struct exp_config *cfg, size_t ma
 /* Configuration fields a PATCH names but may not change: what was
  * randomised, or what the guarantee was computed for. */
 static const char *const fixed_keys[] = {
-    "id",       "policy",   "reward",     "bandits",        "arms",        "seed",  "stop_rule",
-    "bound",    "tau",      "target_arm", "default_reward", "constraints", "prior", "units",
-    "fallback", "webhooks", NULL};
+    "id",        "policy", "reward",   "bandits",    "arms",           "seed",
+    "stop_rule", "bound",  "tau",      "target_arm", "default_reward", "constraints",
+    "prior",     "units",  "fallback", "webhooks",   "rule_revision",  NULL};
 
 /* "reason": an optional string of at most API_REASON_MAX bytes. */
 static int parse_reason(json_t *v, const char **out, struct api_errors *e)

@@ -343,6 +343,9 @@ static int normalise(struct exp_config *c, json_t *stop_rule, const char *bound,
                         json_pack("{s:s,s:s}", "after_stop", after_stop_names[c->after_stop],
                                   "after_expiry", after_expiry_names[c->after_expiry]));
     json_object_set_new(c->json, "fallback", json_string(fallback_names[c->fallback]));
+    /* revision 1 has no member: the designs (and hashes) stored before it */
+    if (e->glr_revision >= 2)
+        json_object_set_new(c->json, "rule_revision", json_integer((json_int_t)e->glr_revision));
     return 0;
 }
 
@@ -416,12 +419,28 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
         jv_error(errors, "", "the body must be a JSON object");
         return 1;
     }
-    static const char *const keys[] = {
-        "id",      "name",  "policy",           "goal",           "reward",
-        "bandits", "arms",  "assignment_ttl_s", "seed",           "stop_rule",
-        "bound",   "tau",   "target_arm",       "default_reward", "constraints",
-        "prior",   "units", "fallback",         "webhooks",       "design",
-        NULL};
+    static const char *const keys[] = {"id",
+                                       "name",
+                                       "policy",
+                                       "goal",
+                                       "reward",
+                                       "bandits",
+                                       "arms",
+                                       "assignment_ttl_s",
+                                       "seed",
+                                       "stop_rule",
+                                       "bound",
+                                       "tau",
+                                       "target_arm",
+                                       "default_reward",
+                                       "constraints",
+                                       "prior",
+                                       "units",
+                                       "fallback",
+                                       "webhooks",
+                                       "design",
+                                       "rule_revision",
+                                       NULL};
     if (jv_unknown_keys(body, keys, "", errors))
         bad = 1;
 
@@ -569,6 +588,21 @@ static int parse(json_t *body, const struct exp_limits *lim, struct exp_config *
         if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
             r = 12345;
         e->seed = r; /* stored with the configuration: replays are exact */
+    }
+    /* The proven GLR rule's revision, stored too: a replay after an upgrade
+     * decides with the rule the experiment ran under. Stored without one:
+     * created before the field, under revision 1 (the pair rule). */
+    if ((v = json_object_get(body, "rule_revision")) != NULL) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            json_integer_value(v) > ENGINE_GLR_REVISION) {
+            jv_error(errors, "rule_revision", "must be an integer from 1 to %d",
+                     ENGINE_GLR_REVISION);
+            bad = 1;
+        } else {
+            e->glr_revision = (unsigned)json_integer_value(v);
+        }
+    } else {
+        e->glr_revision = stored ? 1 : ENGINE_GLR_REVISION;
     }
 
     /* stop rule, bound, tau */

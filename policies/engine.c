@@ -70,6 +70,12 @@ struct engine {
     size_t *lead;
 };
 
+/* The proven GLR rule of the experiment's revision (engine_config). */
+static enum stats_glr_threshold glr_proven_kind(const struct engine_config *c)
+{
+    return c->glr_revision == 1 ? STATS_GLR_PROVEN_PAIRS : STATS_GLR_PROVEN;
+}
+
 static int is_multi(const struct engine *e)
 {
     return (e->cfg.policy->flags & POLICY_F_MULTI) != 0 || e->nb == 1;
@@ -208,6 +214,10 @@ int engine_validate(const struct engine_config *c, struct policy_error *err)
                              "times the number of arms (%zu) must be below 1", c->n_arms[b]);
             return -1;
         }
+    }
+    if (c->glr_revision > ENGINE_GLR_REVISION) {
+        policy_error_set(err, "rule_revision", "must be from 1 to %d", ENGINE_GLR_REVISION);
+        return -1;
     }
     /* The goal on its own (in [0, 1] units: ε and Δ against a range of 1). */
     struct goal g = {.type = c->goal,
@@ -466,6 +476,7 @@ struct engine *engine_create(const struct engine_config *cfg, struct policy_erro
         c->m = e->cfg.m;
         c->epsilon = e->cfg.epsilon;
         c->delta = e->cfg.delta;
+        c->glr_proven = glr_proven_kind(&e->cfg);
         if (e->cfg.budget > 0) {
             /* Split the budget between per-bandit instances; the first
              * budget % M bandits get one pull more. */
@@ -630,7 +641,7 @@ static int rule_met(struct engine *e, size_t b)
     case ENGINE_RULE_GLR:
     case ENGINE_RULE_GLR_HEURISTIC: {
         enum stats_glr_threshold kind =
-            e->rule == ENGINE_RULE_GLR ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
+            e->rule == ENGINE_RULE_GLR ? glr_proven_kind(&e->cfg) : STATS_GLR_HEURISTIC;
         return stats_glr_stop_memo(e->arms[b], e->k[b], high, kind, e->cfg.m, e->cfg.epsilon,
                                    e->cfg.delta, e->glr_memo != NULL ? &e->glr_memo[b] : NULL);
     }
@@ -1168,8 +1179,8 @@ static void glr_eval(const struct engine *e, size_t b, const unsigned char *high
     out->threshold =
         stats_glr_threshold(kind, total_pulls(e, b), e->k[b], m, e->cfg.epsilon, e->cfg.delta);
     out->fires = ENGINE_FIRES_ABOVE;
-    if (kind == STATS_GLR_PROVEN)
-        out->error_bound = stop_glr_error_bound(out->evidence, e->k[b], m, e->cfg.epsilon);
+    if (kind != STATS_GLR_HEURISTIC)
+        out->error_bound = stop_glr_error_bound(kind, out->evidence, e->k[b], m, e->cfg.epsilon);
 }
 
 static void rho_eval(const struct engine *e, size_t b, struct engine_stop_eval *out)
@@ -1199,7 +1210,7 @@ static void stop_eval(const struct engine *e, size_t b, unsigned char *high,
             out->error_bound = out->evidence;
         break;
     case ENGINE_RULE_GLR:
-        glr_eval(e, b, high, STATS_GLR_PROVEN, e->cfg.m, out);
+        glr_eval(e, b, high, glr_proven_kind(&e->cfg), e->cfg.m, out);
         break;
     case ENGINE_RULE_GLR_HEURISTIC:
         glr_eval(e, b, high, STATS_GLR_HEURISTIC, e->cfg.m, out);
@@ -1215,7 +1226,8 @@ static void stop_eval(const struct engine *e, size_t b, unsigned char *high,
         break;
     case ENGINE_RULE_POLICY:
         if (p->flags & POLICY_F_GLR_STOP)
-            glr_eval(e, b, high, out->proven ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC, 1, out);
+            glr_eval(e, b, high, out->proven ? glr_proven_kind(&e->cfg) : STATS_GLR_HEURISTIC, 1,
+                     out);
         if (p->flags & POLICY_F_RHO_STOP)
             rho_eval(e, b, out);
         break;

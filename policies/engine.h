@@ -90,6 +90,12 @@ struct engine_config {
     int target_arm; /* −1: none */
     uint64_t seed;
     double prior_alpha, prior_beta; /* Beta prior; 0 means 1 */
+    /* The proven GLR rule's revision, kept per experiment so that a replay
+     * after an upgrade decides as the experiment's own rule did: 0 the
+     * current (ENGINE_GLR_REVISION: the leader product for one best arm of
+     * K ≥ 3 with ε = 0); 1 the pair rule only (experiments created before
+     * the leader product). */
+    unsigned glr_revision;
     const struct policy_ops *policy;
     struct policy_params params; /* validated values, defaults filled */
     /* clinical-trial constraints */
@@ -298,6 +304,9 @@ struct ser; /* base/ser.h */
  * either changes (a snapshot of another format is never loaded: the log is
  * replayed in full instead). */
 #define ENGINE_SNAPSHOT_FORMAT 3
+
+/* The proven GLR rule's current revision (engine_config.glr_revision). */
+#define ENGINE_GLR_REVISION 2
 
 /* Save (s a writer) or load (s a reader) e's whole state: statistics,
  * pending and budget counts, the random generator, stop state and the

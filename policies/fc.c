@@ -319,7 +319,7 @@ int fc_glr_init(struct fc_glr *g, const struct policy_ctx *ctx, int threshold)
     size_t k = ctx->n_arms[0];
     memset(g, 0, sizeof *g);
     g->k = k;
-    g->thr = policy_param(ctx, threshold) == 0 ? STATS_GLR_PROVEN : STATS_GLR_HEURISTIC;
+    g->thr = policy_param(ctx, threshold) == 0 ? ctx->glr_proven : STATS_GLR_HEURISTIC;
     g->rank = order_rank_new(ctx->rng, k);
     g->idx = calloc(k, sizeof *g->idx);
     g->val = calloc(k, sizeof *g->val);

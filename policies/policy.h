@@ -104,6 +104,10 @@ struct policy_ctx {
     unsigned m;                       /* size of the wanted top set */
     double epsilon;                   /* in [0, 1] units */
     double delta;
+    /* the proven GLR rule's kind for this experiment (STATS_GLR_PROVEN, or
+     * STATS_GLR_PROVEN_PAIRS for rule revision 1): what the policies' own
+     * GLR stop uses when proven */
+    enum stats_glr_threshold glr_proven;
     uint64_t budget;        /* pulls this policy instance may hand out; 0 = none */
     uint64_t handed_out;    /* pulls handed out so far (rewarded + pending + released) */
     enum stats_bound bound; /* "anytime" (default) or "fixed" */

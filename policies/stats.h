@@ -255,6 +255,10 @@ enum stats_glr_threshold {
      * one, the infimum over the pair's null taken of the mixture: an
      * e-value valid for any [0, 1] rewards and any sampling rule. */
     STATS_GLR_PROVEN = 1,
+    /* The proven rule with pairs only, never the leader product: rule
+     * revision 1 (engine_config.glr_revision), what an experiment created
+     * before the leader product keeps. */
+    STATS_GLR_PROVEN_PAIRS = 2,
 };
 /* The part of the rule every pair shares: ln((ln t + 1)/δ) for the
  * heuristic, ln(P/δ) for the proven one, P = stats_glr_union(...):

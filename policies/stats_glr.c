@@ -26,6 +26,7 @@ struct glr_set {
     size_t best;
     double eps;
     unsigned m; /* the m the threshold was computed for (1 with best) */
+    int lead;   /* the leader product may apply (STATS_GLR_PROVEN) */
 };
 
 static int glr_in_high(const struct glr_set *s, size_t i)
@@ -154,13 +155,13 @@ static double glr_min(const struct stats_arm *arms, size_t k, const struct glr_s
 
 double stats_glr(const struct stats_arm *arms, size_t k, const unsigned char *high)
 {
-    struct glr_set s = {high, 0, 0.0, 0};
+    struct glr_set s = {high, 0, 0.0, 0, 0};
     return glr_min(arms, k, &s);
 }
 
 double stats_glr_best(const struct stats_arm *arms, size_t k, size_t best, double eps)
 {
-    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0, 1};
+    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0, 1, 0};
     return glr_min(arms, k, &s);
 }
 
@@ -622,7 +623,7 @@ static double pair_ev_pinsker(const struct stats_arm *ai, const struct stats_arm
 double stats_glr_pair_evidence(enum stats_glr_threshold kind, const struct stats_arm *ai,
                                const struct stats_arm *aj, double z, double eps)
 {
-    if (kind != STATS_GLR_PROVEN)
+    if (kind == STATS_GLR_HEURISTIC)
         return z;
     return pair_ev_lower(ai, aj, eps, stats_kt_regret((double)ai->n, ai->mean),
                          stats_kt_regret((double)aj->n, aj->mean));
@@ -632,7 +633,7 @@ double stats_glr_pair_evidence_lower(enum stats_glr_threshold kind, const struct
                                      const struct stats_arm *aj, double eps)
 {
     double g = ai->mean + (eps > 0.0 ? eps : 0.0) - aj->mean;
-    if (kind != STATS_GLR_PROVEN) {
+    if (kind == STATS_GLR_HEURISTIC) {
         double ni = (double)ai->n, nj = (double)aj->n;
         return g > 0.0 ? 2.0 * ni * nj / (ni + nj) * g * g : -INFINITY;
     }
@@ -672,7 +673,7 @@ static int pair_passes_r(const struct stats_arm *ai, const struct stats_arm *aj,
 int stats_glr_pair_passes(enum stats_glr_threshold kind, const struct stats_arm *ai,
                           const struct stats_arm *aj, double z, double eps, double beta)
 {
-    if (kind != STATS_GLR_PROVEN)
+    if (kind == STATS_GLR_HEURISTIC)
         return z > beta;
     return pair_passes_r(ai, aj, eps, beta, stats_kt_regret((double)ai->n, ai->mean),
                          stats_kt_regret((double)aj->n, aj->mean));
@@ -736,7 +737,7 @@ static size_t glr_single(const struct glr_set *s, size_t k)
 static int glr_stop_pairs(const struct stats_arm *arms, size_t k, const struct glr_set *s,
                           enum stats_glr_threshold kind, double beta)
 {
-    if (kind != STATS_GLR_PROVEN)
+    if (kind == STATS_GLR_HEURISTIC)
         return glr_min(arms, k, s) > beta;
     int ready = glr_ready(arms, k, s);
     if (ready <= 0) /* nothing to distinguish: stop as the minimum's +∞ would */
@@ -744,7 +745,7 @@ static int glr_stop_pairs(const struct stats_arm *arms, size_t k, const struct g
     /* the leader product only where the threshold is its ln(1/δ): the
      * caller's m is 1 and High one arm */
     size_t one = glr_single(s, k);
-    if (one < k && stats_glr_uses_lead(kind, k, s->m, s->eps))
+    if (one < k && s->lead && stats_glr_uses_lead(STATS_GLR_PROVEN, k, s->m, s->eps))
         return stats_glr_lead_stop(arms, k, one, beta, NULL);
     for (size_t i = 0; i < k; i++) {
         if (!glr_in_high(s, i))
@@ -811,7 +812,8 @@ static int glr_stop_memo(const struct stats_arm *arms, size_t k, const struct gl
     /* The witness first. A valid pair (i ∈ High, j ∉ High) means both sets
      * are non-empty; if some arm lacks data the loop answers 0 as well. */
     size_t wi = memo->wi, wj = memo->wj;
-    int lead = stats_glr_uses_lead(STATS_GLR_PROVEN, k, s->m, s->eps) && glr_single(s, k) < k;
+    int lead =
+        s->lead && stats_glr_uses_lead(STATS_GLR_PROVEN, k, s->m, s->eps) && glr_single(s, k) < k;
     if (!lead && wi != wj && wi < k && wj < k && glr_in_high(s, wi) && !glr_in_high(s, wj) &&
         memo_fails(memo, arms, s, wi, wj, beta))
         return 0;
@@ -819,7 +821,7 @@ static int glr_stop_memo(const struct stats_arm *arms, size_t k, const struct gl
     if (ready <= 0)
         return ready < 0 ? beta < INFINITY : 0;
     size_t one = glr_single(s, k);
-    if (one < k && stats_glr_uses_lead(STATS_GLR_PROVEN, k, s->m, s->eps))
+    if (one < k && s->lead && stats_glr_uses_lead(STATS_GLR_PROVEN, k, s->m, s->eps))
         return stats_glr_lead_stop(arms, k, one, beta, memo);
     /* The pair of least lower bound on its KT evidence. */
     size_t si = k, sj = k;
@@ -867,7 +869,7 @@ int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *
     double t = 0.0;
     for (size_t i = 0; i < k; i++)
         t += (double)arms[i].n;
-    struct glr_set s = {high, 0, eps > 0 ? eps : 0.0, m};
+    struct glr_set s = {high, 0, eps > 0 ? eps : 0.0, m, kind == STATS_GLR_PROVEN};
     return glr_stop_pairs(arms, k, &s, kind, stats_glr_threshold(kind, t, k, m, eps, delta));
 }
 
@@ -875,12 +877,12 @@ int stats_glr_stop_memo(const struct stats_arm *arms, size_t k, const unsigned c
                         enum stats_glr_threshold kind, unsigned m, double eps, double delta,
                         struct stats_glr_memo *memo)
 {
-    if (memo == NULL || memo->k != k || kind != STATS_GLR_PROVEN)
+    if (memo == NULL || memo->k != k || kind == STATS_GLR_HEURISTIC)
         return stats_glr_stop(arms, k, high, kind, m, eps, delta);
     double t = 0.0;
     for (size_t i = 0; i < k; i++)
         t += (double)arms[i].n;
-    struct glr_set s = {high, 0, eps > 0 ? eps : 0.0, m};
+    struct glr_set s = {high, 0, eps > 0 ? eps : 0.0, m, kind == STATS_GLR_PROVEN};
     return glr_stop_memo(arms, k, &s, stats_glr_threshold(kind, t, k, m, eps, delta), memo);
 }
 
@@ -888,15 +890,15 @@ int stats_glr_stop_best_memo(const struct stats_arm *arms, size_t k, size_t best
                              enum stats_glr_threshold kind, double beta,
                              struct stats_glr_memo *memo)
 {
-    if (memo == NULL || memo->k != k || kind != STATS_GLR_PROVEN)
+    if (memo == NULL || memo->k != k || kind == STATS_GLR_HEURISTIC)
         return stats_glr_stop_best(arms, k, best, eps, kind, beta);
-    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0, 1};
+    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0, 1, kind == STATS_GLR_PROVEN};
     return glr_stop_memo(arms, k, &s, beta, memo);
 }
 
 int stats_glr_stop_best(const struct stats_arm *arms, size_t k, size_t best, double eps,
                         enum stats_glr_threshold kind, double beta)
 {
-    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0, 1};
+    struct glr_set s = {NULL, best, eps > 0 ? eps : 0.0, 1, kind == STATS_GLR_PROVEN};
     return glr_stop_pairs(arms, k, &s, kind, beta);
 }

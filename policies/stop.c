@@ -200,8 +200,9 @@ double stop_glr_evidence(const struct stats_arm *arms, size_t k, const unsigned 
     return ev;
 }
 
-double stop_glr_error_bound(double evidence, size_t k, unsigned m, double eps)
+double stop_glr_error_bound(enum stats_glr_threshold kind, double evidence, size_t k, unsigned m,
+                            double eps)
 {
-    double b = stats_glr_union(STATS_GLR_PROVEN, k, m, eps) * exp(-evidence);
+    double b = stats_glr_union(kind, k, m, eps) * exp(-evidence);
     return b < 1.0 ? b : 1.0;
 }

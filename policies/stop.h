@@ -49,8 +49,9 @@ double stop_glr_evidence(const struct stats_arm *arms, size_t k, const unsigned 
                          enum stats_glr_threshold kind, double eps);
 
 /* The proven GLR rule's error bound from its evidence: min(1, P e^{−ev}),
- * P = stats_glr_union(...) (m(K − m) pairs, 1 for the leader product): the
- * smallest δ at which the rule holds. */
-double stop_glr_error_bound(double evidence, size_t k, unsigned m, double eps);
+ * P = stats_glr_union(kind, ...) (m(K − m) pairs, 1 for the leader
+ * product): the smallest δ at which the rule holds. */
+double stop_glr_error_bound(enum stats_glr_threshold kind, double evidence, size_t k, unsigned m,
+                            double eps);
 
 #endif

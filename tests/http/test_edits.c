@@ -204,6 +204,7 @@ static void test_refused_fields(void **state)
     } bad[] = {
         {"{}", ""},
         {"{\"seed\":1}", "seed"},
+        {"{\"rule_revision\":1}", "rule_revision"},
         {"{\"bandits\":[]}", "bandits"},
         {"{\"policy\":{\"name\":\"lucb\"}}", "policy"},
         {"{\"goal\":{\"delta\":0.1}}", "goal.delta"},

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include <ftw.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "exp/config.h"
 #include "exp/exp.h"
+#include "policies/engine.h"
 #include "store/store.h"
 #include "store/store_test.h"
 #include "tests/support/tstore.h"
@@ -165,6 +168,93 @@ static int64_t assert_no_gap(struct store *s, int64_t rowid)
 }
 
 /* --- tests ----------------------------------------------------------------------- */
+
+static int parse_body(const char *body, int stored, struct exp_config *cfg, json_t **errors)
+{
+    json_error_t jerr;
+    json_t *j = json_loads(body, 0, &jerr);
+    assert_non_null(j);
+    *errors = json_array();
+    int rc = stored ? exp_config_load(j, exp_limits(), cfg, *errors)
+                    : exp_config_parse(j, exp_limits(), cfg, *errors);
+    json_decref(j);
+    return rc;
+}
+
+/* The threshold of bandit 0's stop rule after the same rewards. */
+static double threshold_after(const struct exp_config *cfg)
+{
+    struct policy_error err;
+    struct engine *e = engine_create(&cfg->engine, &err);
+    assert_non_null(e);
+    for (int t = 0; t < 400; t++) {
+        struct engine_pull p;
+        engine_assign(e, -1, &p);
+        engine_reward(e, p.bandit, p.arm, (t * 7 + (int)p.arm) % 5 < 2 + (int)p.arm % 2);
+    }
+    struct engine_stop_eval ev;
+    engine_bandit_stop(e, 0, &ev);
+    engine_free(e);
+    return ev.threshold;
+}
+
+/* rule_revision: a new experiment runs under the current revision and
+ * stores it; a stored one without it (created before the field) is revision
+ * 1, whose JSON, and so whose design hash, is unchanged; revision 1 weighs
+ * the GLR's pairs against ln((K − 1)/δ), revision 2 the leader product
+ * against ln(1/δ); values out of range are refused naming the field. */
+static void test_rule_revision(void **state)
+{
+    (void)state;
+    static const char *const policies[] = {"uniform",
+                                           "ttts"}; /* the engine's GLR, a policy's own */
+    for (size_t p = 0; p < 2; p++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"id\":\"rr\",\"arms\":[\"a\",\"b\",\"c\",\"d\"],"
+                 "\"policy\":{\"name\":\"%s\"},\"seed\":3,\"goal\":{\"delta\":0.05}}",
+                 policies[p]);
+        struct exp_config now, old;
+        json_t *errors;
+        assert_int_equal(parse_body(body, 0, &now, &errors), 0);
+        json_decref(errors);
+        assert_int_equal(now.engine.glr_revision, ENGINE_GLR_REVISION);
+        json_t *rr = json_object_get(now.json, "rule_revision");
+        assert_true(json_is_integer(rr) && json_integer_value(rr) == ENGINE_GLR_REVISION);
+        /* the stored form of an experiment from before the field */
+        json_t *stored = json_deep_copy(now.json);
+        json_object_del(stored, "rule_revision");
+        char *text = json_dumps(stored, JSON_COMPACT);
+        assert_int_equal(parse_body(text, 1, &old, &errors), 0);
+        json_decref(errors);
+        assert_int_equal(old.engine.glr_revision, 1);
+        assert_true(json_equal(old.json, stored));
+        free(text);
+        json_decref(stored);
+        double t1 = threshold_after(&old), t2 = threshold_after(&now);
+        if (!(fabs(t1 - log(3 / 0.05)) < 1e-12 && fabs(t2 - log(1 / 0.05)) < 1e-12))
+            fail_msg("%s: thresholds %.17g (revision 1) and %.17g (revision 2)", policies[p], t1,
+                     t2);
+        exp_config_free(&now);
+        exp_config_free(&old);
+    }
+    json_t *errors;
+    const char *bad[] = {"0", "3", "\"2\"", "1.5", "null"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char b[512];
+        snprintf(b, sizeof b,
+                 "{\"id\":\"rr\",\"arms\":[\"a\",\"b\",\"c\"],\"policy\":{\"name\":\"uniform\"},"
+                 "\"rule_revision\":%s}",
+                 bad[i]);
+        struct exp_config c;
+        assert_true(parse_body(b, 0, &c, &errors) != 0);
+        char *e = json_dumps(errors, JSON_COMPACT);
+        if (strstr(e, "\"rule_revision\"") == NULL)
+            fail_msg("rule_revision %s: %s", bad[i], e);
+        free(e);
+        json_decref(errors);
+    }
+}
 
 /* A write refused at queue time makes the experiment stale; the reload it
  * triggers must not run while an older write of the same experiment is
@@ -381,6 +471,7 @@ static void test_concurrent_creates_respect_limit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_rule_revision, setup1, teardown),
         cmocka_unit_test_setup_teardown(test_reload_waits_for_queued_writes, setup10, teardown),
         cmocka_unit_test_setup_teardown(test_refused_expiry_leaves_no_gap, setup10, teardown),
         cmocka_unit_test_setup_teardown(test_failed_delete_keeps_experiment, setup10, teardown),

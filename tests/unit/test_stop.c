@@ -155,7 +155,7 @@ static void test_glr_epsilon(void **state)
             if (fabs(ev - beta) > 1e-9 * fmax(1.0, fabs(beta)))
                 assert_int_equal(met, ev > beta);
             if (kd == STATS_GLR_PROVEN && met)
-                assert_true(stop_glr_error_bound(ev, k, 1, eps) <= delta);
+                assert_true(stop_glr_error_bound(kd, ev, k, 1, eps) <= delta);
             stops += met;
         }
     }
@@ -169,7 +169,8 @@ static void test_glr_epsilon(void **state)
     if (top[2].mean < fmin(top[0].mean, top[1].mean)) {
         unsigned char h2[4] = {1, 1, 0, 0};
         assert_true(stats_glr_stop(top, 4, h2, STATS_GLR_PROVEN, 2, 0.1, 0.05));
-        assert_true(stop_glr_error_bound(stop_glr_evidence(top, 4, h2, STATS_GLR_PROVEN, 0.1), 4, 2,
+        assert_true(stop_glr_error_bound(STATS_GLR_PROVEN,
+                                         stop_glr_evidence(top, 4, h2, STATS_GLR_PROVEN, 0.1), 4, 2,
                                          0.1) <= 0.05);
     }
     unsigned char h1[4] = {1, 0, 0, 0};
