@@ -186,8 +186,8 @@ extern const char *const fc_glr_thresholds[];
     {                                                                                              \
         .name = "threshold", .type = POLICY_PARAM_ENUM, .def = 0, .choices = fc_glr_thresholds,    \
         .doc = "GLR stop threshold: proven = with ε = 0 and K ≥ 3, every challenger's leader "  \
-               "product (its e-value times the others' on the rewards they got while leading; "    \
-               "stats_glr_lead_evidence) exceeds 1/δ; otherwise per pair, an e-value exceeds "    \
+               "product (its e-value times the others' on the rewards they got while leading, "    \
+               "stats_glr_lead_evidence) exceeds 1/δ, otherwise per pair an e-value exceeds "     \
                "(K−1)/δ: at the worst null point, a fixed mixture of the products of the two "  \
                "arms' Jeffreys-mixture (Garivier & Kaufmann 2016's proof, regret exact) and "      \
                "one-sided normal-mixture e-values (stats_glr_pair_evidence); heuristic = "         \
