@@ -248,6 +248,7 @@ static void test_rule_revision(void **state)
                  bad[i]);
         struct exp_config c;
         assert_true(parse_body(b, 0, &c, &errors) != 0);
+        exp_config_free(&c);
         char *e = json_dumps(errors, JSON_COMPACT);
         if (strstr(e, "\"rule_revision\"") == NULL)
             fail_msg("rule_revision %s: %s", bad[i], e);
