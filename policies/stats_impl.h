@@ -199,17 +199,25 @@ static inline double eff_ebv(const struct stats_arm *a, double ne)
 /* Golden-section search for the minimum of a unimodal f on [*a, *b]: at most
  * max_it steps, stopping once b − a ≤ tol (tol < 0: always max_it steps).
  * f is evaluated at the two interior points first (x1 then x2), then once
- * per step; the final bracket is left in *a, *b. Shared by the δᶜ cutoff
- * search (which records the best point in f's context) and the GLR pair
- * mixture's lower bound (which reads the bracket). */
-static inline void golden_section(double (*f)(void *ctx, double x), void *ctx, double *a, double *b,
-                                  int max_it, double tol)
+ * per step; the final bracket is left in *a, *b. Before each step, stop
+ * (when not NULL) sees the step's number, the bracket and the two interior
+ * values, and a nonzero answer ends the search and is returned (0 when it
+ * ran to its end). Shared by the δᶜ cutoff search (which records the best
+ * point in f's context), the GLR pair mixture's lower bound (which reads
+ * the bracket) and the leader product (which ends early, stats_lead.c). */
+static inline int golden_section_until(double (*f)(void *ctx, double x),
+                                       int (*stop)(void *ctx, int it, double lo, double hi,
+                                                   double f1, double f2),
+                                       void *ctx, double *a, double *b, int max_it, double tol)
 {
     const double g = (sqrt(5.0) - 1.0) / 2.0;
     double lo = *a, hi = *b;
     double x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo);
     double f1 = f(ctx, x1), f2 = f(ctx, x2);
+    int r = 0;
     for (int it = 0; it < max_it && (tol < 0.0 || hi - lo > tol); it++) {
+        if (stop != NULL && (r = stop(ctx, it, lo, hi, f1, f2)) != 0)
+            break;
         if (f1 <= f2) {
             hi = x2;
             x2 = x1;
@@ -226,6 +234,13 @@ static inline void golden_section(double (*f)(void *ctx, double x), void *ctx, d
     }
     *a = lo;
     *b = hi;
+    return r;
+}
+
+static inline void golden_section(double (*f)(void *ctx, double x), void *ctx, double *a, double *b,
+                                  int max_it, double tol)
+{
+    (void)golden_section_until(f, NULL, ctx, a, b, max_it, tol);
 }
 
 #endif

@@ -236,47 +236,41 @@ static int lead_piece(double c)
     return k;
 }
 
+/* The search's early ends (lead_search): a point whose value is at most
+ * beta (the infimum is too: 0) or, every fourth step, a bracket whose bound
+ * clears it (every bound of a narrower bracket is at least that one: 1). */
+struct lead_stop_at {
+    struct lead_ev *e;
+    double beta;
+};
+
+static double lead_f_at(void *ctx, double c)
+{
+    return lead_f(((struct lead_stop_at *)ctx)->e, c);
+}
+
+static int lead_early(void *ctx, int it, double lo, double hi, double f1, double f2)
+{
+    const struct lead_stop_at *s = ctx;
+    if (!(f1 > s->beta) || !(f2 > s->beta))
+        return -1;
+    return it > 0 && it % 4 == 0 && lead_bound(s->e, lo, hi) > s->beta ? 1 : 0;
+}
+
 /* Golden section on [*lo, *hi] (the product is log-convex on a piece:
  * each factor is a positive mixture of log-convex functions of c, so the
- * search keeps the minimiser in its bracket), as golden_section does. With
- * a beta (not NAN) it ends early: at a point whose value is at most beta
- * (the infimum is too: returns 0) or once the bracket's bound clears it
- * (every bound of a narrower bracket is at least that one: returns 1).
- * Without, or when neither happens, it runs to the end and returns −1. */
+ * search keeps the minimiser in its bracket). With a beta (not NAN) it
+ * ends early (lead_early): 0 for a fail, 1 for a pass; −1 when it ran to
+ * its end, the bracket in *lo, *hi. */
 static int lead_search(struct lead_ev *e, double *lo, double *hi, double beta)
 {
-    const double g = (sqrt(5.0) - 1.0) / 2.0;
-    int test = !isnan(beta);
-    double a = *lo, b = *hi;
-    double x1 = b - g * (b - a), x2 = a + g * (b - a);
-    double f1 = lead_f(e, x1), f2 = lead_f(e, x2);
-    int r = -1;
-    for (int it = 0; it < LEAD_GOLDEN && b - a > LEAD_TOL; it++) {
-        if (test && (!(f1 > beta) || !(f2 > beta))) {
-            r = 0;
-            break;
-        }
-        if (f1 <= f2) {
-            b = x2;
-            x2 = x1;
-            f2 = f1;
-            x1 = b - g * (b - a);
-            f1 = lead_f(e, x1);
-        } else {
-            a = x1;
-            x1 = x2;
-            f1 = f2;
-            x2 = a + g * (b - a);
-            f2 = lead_f(e, x2);
-        }
-        if (test && it % 4 == 3 && lead_bound(e, a, b) > beta) {
-            r = 1;
-            break;
-        }
+    if (isnan(beta)) {
+        golden_section(lead_f, e, lo, hi, LEAD_GOLDEN, LEAD_TOL);
+        return -1;
     }
-    *lo = a;
-    *hi = b;
-    return r;
+    struct lead_stop_at s = {e, beta};
+    int r = golden_section_until(lead_f_at, lead_early, &s, lo, hi, LEAD_GOLDEN, LEAD_TOL);
+    return r < 0 ? 0 : r > 0 ? 1 : -1;
 }
 
 /* The evidence against "a is a best arm" (beta = NAN), or whether it
