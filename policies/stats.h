@@ -314,6 +314,11 @@ int stats_glr_stop(const struct stats_arm *arms, size_t k, const unsigned char *
 /* What stats_glr_stop_memo keeps between checks of one bandit's arms: the
  * pair that failed last and each arm's KT regret with the (n, μ̂) it was
  * computed for. The caller owns both; the arm array holds k entries. */
+/* One cached value of a pure function of (c, its piece, two inputs). */
+struct stats_glr_memo_cache {
+    double c, x, y, v;
+    int piece;
+};
 struct stats_glr_memo_arm {
     uint64_t n;
     double mean, regret;
@@ -324,11 +329,15 @@ struct stats_glr_memo_arm {
     double vr, sq, c0, lead_vr, lead_sq, lead_c0;
     size_t next;  /* the next arm with lead rewards (k: none), per check */
     size_t order; /* entry i: the arm of i-th largest mean, as last sorted */
+    /* the leader product's factors at the last cutoff they were taken at:
+     * this arm's lead factor, its own as a challenger, its challenger's pool */
+    struct stats_glr_memo_cache as_lead, as_challenger, pool;
 };
 struct stats_glr_memo {
     size_t k;
     size_t wi, wj; /* the last failing pair; wi == wj: none */
     struct stats_glr_memo_arm *arm;
+    double wc; /* the leader product: the cutoff the witness last failed at (NAN: none) */
 };
 /* An empty memo for k arms over arm[0..k) (borrowed, must outlive it). */
 void stats_glr_memo_init(struct stats_glr_memo *memo, struct stats_glr_memo_arm *arm, size_t k);

@@ -779,6 +779,7 @@ void stats_glr_memo_init(struct stats_glr_memo *memo, struct stats_glr_memo_arm 
     memo->k = k;
     memo->wi = memo->wj = 0; /* i == j: no witness */
     memo->arm = arm;
+    memo->wc = NAN;
     for (size_t i = 0; i < k; i++) {
         arm[i].n = UINT64_MAX; /* never an arm's count: the first use computes */
         arm[i].mean = 0.0;
@@ -787,6 +788,7 @@ void stats_glr_memo_init(struct stats_glr_memo *memo, struct stats_glr_memo_arm 
         arm[i].lead_sum = 0.0;
         arm[i].lead_regret = 0.0;
         arm[i].order = i;
+        arm[i].as_lead.c = arm[i].as_challenger.c = arm[i].pool.c = NAN; /* never equal */
     }
 }
 

@@ -121,7 +121,7 @@ static double unit_mean(double sum, uint64_t n)
  * mixture's constants) and the current piece. */
 struct lead_ev {
     const struct stats_arm *arms;
-    const struct stats_glr_memo_arm *reg;
+    struct stats_glr_memo_arm *reg;
     size_t k, a, first; /* first: the first arm with lead rewards (reg[].next) */
     double pn, ps, pvr, psq, pc0;
     int piece;
@@ -177,18 +177,32 @@ static double lead_gh(const struct lead_ev *e, double c)
     return v;
 }
 
+/* f(c, piece, x, y) from m when it was computed for the same arguments,
+ * else computed and kept: the factors are pure functions of them, so the
+ * value is the same bit for bit. */
+#define LEAD_CACHED(m, c_, piece_, x_, y_, expr)                                                   \
+    ((m)->c == (c_) && (m)->piece == (piece_) && (m)->x == (x_) && (m)->y == (y_)                  \
+         ? (m)->v                                                                                  \
+         : ((m)->c = (c_), (m)->piece = (piece_), (m)->x = (x_), (m)->y = (y_), (m)->v = (expr)))
+
 /* An upper bound on ln of the product at c, for failing only: the terms
  * of lead arms with μ̂'_h ≤ c are at most 0 and left out, which spares
- * their logarithms (most arms that once led are far below the cutoff). */
-static double lead_upper(const struct lead_ev *e, double c)
+ * their logarithms (most arms that once led are far below the cutoff).
+ * Each factor's value is kept in the memo with its arguments: at the
+ * cutoff the witness last failed at, a check after one reward recomputes
+ * the one factor that reward moved. */
+static double lead_upper(struct lead_ev *e, double c)
 {
-    double v = lead_fa(e, c);
+    struct stats_glr_memo_arm *ra = &e->reg[e->a];
+    const struct stats_arm *xa = &e->arms[e->a];
+    double v = LEAD_CACHED(&ra->as_challenger, c, e->piece, (double)xa->n, xa->mean, lead_fa(e, c));
     if (e->ps > e->pn * c)
-        v += lead_gp(e, c);
+        v += LEAD_CACHED(&ra->pool, c, e->piece, e->pn, e->ps, lead_gp(e, c));
     for (size_t h = e->first; h < e->k; h = e->reg[h].next) {
         const struct stats_arm *x = &e->arms[h];
         if (h != e->a && unit_mean(x->lead_sum, x->lead_n) > c)
-            v += lead_g1(e, h, c);
+            v += LEAD_CACHED(&e->reg[h].as_lead, c, e->piece, (double)x->lead_n, x->lead_sum,
+                             lead_g1(e, h, c));
     }
     return v;
 }
@@ -242,6 +256,7 @@ static int lead_piece(double c)
 struct lead_stop_at {
     struct lead_ev *e;
     double beta;
+    double at; /* a point whose value was at most beta, after a fail */
 };
 
 static double lead_f_at(void *ctx, double c)
@@ -251,26 +266,48 @@ static double lead_f_at(void *ctx, double c)
 
 static int lead_early(void *ctx, int it, double lo, double hi, double f1, double f2)
 {
-    const struct lead_stop_at *s = ctx;
-    if (!(f1 > s->beta) || !(f2 > s->beta))
+    struct lead_stop_at *s = ctx;
+    if (!(f1 > s->beta) || !(f2 > s->beta)) {
+        const double g = (sqrt(5.0) - 1.0) / 2.0; /* golden_section's interior points */
+        s->at = !(f1 > s->beta) ? hi - g * (hi - lo) : lo + g * (hi - lo);
         return -1;
+    }
     return it > 0 && it % 4 == 0 && lead_bound(s->e, lo, hi) > s->beta ? 1 : 0;
 }
 
 /* Golden section on [*lo, *hi] (the product is log-convex on a piece:
  * each factor is a positive mixture of log-convex functions of c, so the
  * search keeps the minimiser in its bracket). With a beta (not NAN) it
- * ends early (lead_early): 0 for a fail, 1 for a pass; −1 when it ran to
- * its end, the bracket in *lo, *hi. */
-static int lead_search(struct lead_ev *e, double *lo, double *hi, double beta)
+ * ends early (lead_early): 0 for a fail (a point about where it failed in
+ * *at), 1 for a pass; −1 when it ran to its end, the bracket in *lo, *hi. */
+static int lead_search(struct lead_ev *e, double *lo, double *hi, double beta, double *at)
 {
     if (isnan(beta)) {
         golden_section(lead_f, e, lo, hi, LEAD_GOLDEN, LEAD_TOL);
         return -1;
     }
-    struct lead_stop_at s = {e, beta};
+    struct lead_stop_at s = {e, beta, NAN};
     int r = golden_section_until(lead_f_at, lead_early, &s, lo, hi, LEAD_GOLDEN, LEAD_TOL);
+    *at = s.at;
     return r < 0 ? 0 : r > 0 ? 1 : -1;
+}
+
+/* ln of the product at c with every factor (lead_f), each kept in the memo
+ * with its arguments as lead_upper's: a value at any c is an upper bound
+ * on the infimum. */
+static double lead_value(struct lead_ev *e, double c)
+{
+    struct stats_glr_memo_arm *ra = &e->reg[e->a];
+    const struct stats_arm *xa = &e->arms[e->a];
+    double v = LEAD_CACHED(&ra->as_challenger, c, e->piece, (double)xa->n, xa->mean, lead_fa(e, c));
+    v += LEAD_CACHED(&ra->pool, c, e->piece, e->pn, e->ps, lead_gp(e, c));
+    for (size_t h = e->first; h < e->k; h = e->reg[h].next) {
+        const struct stats_arm *x = &e->arms[h];
+        if (h != e->a)
+            v += LEAD_CACHED(&e->reg[h].as_lead, c, e->piece, (double)x->lead_n, x->lead_sum,
+                             lead_g1(e, h, c));
+    }
+    return v;
 }
 
 /* The evidence against "a is a best arm" (beta = NAN), or whether it
@@ -280,13 +317,13 @@ static int lead_search(struct lead_ev *e, double *lo, double *hi, double beta)
  * search ends early (lead_search); all are implied by the full
  * comparison, so the answer is that of the evidence > beta. */
 struct lead_set {
-    const struct stats_glr_memo_arm *reg;
+    struct stats_glr_memo_arm *reg;
     size_t first;  /* the list of arms with lead rewards, by reg[].next */
     double pn, ps; /* the pool: every arm's share */
 };
 
 static double lead_run(const struct stats_arm *arms, size_t k, size_t a, const struct lead_set *set,
-                       double beta)
+                       double beta, double *wc)
 {
     struct lead_ev e = {arms, set->reg, k, a, set->first, 0.0, 0.0, 0.0, 0.0, 0.0, 0};
     e.pn = set->pn - (double)arms[a].pool_n;
@@ -296,11 +333,21 @@ static double lead_run(const struct stats_arm *arms, size_t k, size_t a, const s
     e.psq = sqrt(e.pvr);
     e.pc0 = mix_c0(e.pvr);
     int test = !isnan(beta);
+    if (test && wc != NULL && !isnan(*wc)) { /* where it failed last: one factor moved */
+        e.piece = lead_piece(*wc);
+        if (!(lead_value(&e, *wc) > beta))
+            return -INFINITY;
+    }
     if (test) {
         double c0 = lead_guess(&e);
         e.piece = lead_piece(c0);
-        if (!(lead_upper(&e, c0) > beta))
+        if (!(lead_upper(&e, c0) > beta)) {
+            if (wc != NULL)
+                *wc = c0;
             return -INFINITY;
+        }
+        if (wc != NULL)
+            *wc = NAN;
     }
     double v = INFINITY;
     for (int p = 0; p < LEAD_PIECES; p++) {
@@ -308,14 +355,21 @@ static double lead_run(const struct stats_arm *arms, size_t k, size_t a, const s
         e.piece = p;
         if (test && lead_bound(&e, lo, hi) > beta)
             continue;
-        int r = lead_search(&e, &lo, &hi, beta);
+        double at = NAN;
+        int r = lead_search(&e, &lo, &hi, beta, &at);
         if (r == 1)
             continue;
-        if (r == 0)
+        if (r == 0) {
+            if (wc != NULL && at >= LEAD_EDGE[p] && at <= LEAD_EDGE[p + 1])
+                *wc = at;
             return -INFINITY;
+        }
         double x = lead_bound(&e, lo, hi);
-        if (test && !(x > beta))
+        if (test && !(x > beta)) {
+            if (wc != NULL)
+                *wc = lo + (hi - lo) / 2;
             return -INFINITY;
+        }
         v = x < v ? x : v;
     }
     return v;
@@ -367,7 +421,7 @@ double stats_glr_lead_evidence(const struct stats_arm *arms, size_t k, size_t be
     for (size_t a = 0; a < k; a++) {
         if (a == best)
             continue;
-        double x = lead_run(arms, k, a, &set, NAN);
+        double x = lead_run(arms, k, a, &set, NAN, NULL);
         v = x < v ? x : v;
     }
     free(reg);
@@ -400,18 +454,20 @@ static int lead_stop(const struct stats_arm *arms, size_t k, size_t best, double
     size_t w = memo->wi != memo->wj && memo->wi == best ? memo->wj : k;
     struct lead_set set;
     lead_refresh(arms, k, memo->arm, &set);
-    if (w < k && w != best && !(lead_run(arms, k, w, &set, beta) > beta))
+    if (w < k && w != best && !(lead_run(arms, k, w, &set, beta, &memo->wc) > beta))
         return 0;
+    memo->wc = NAN;
     lead_sort(arms, k, memo->arm);
     for (size_t i = 0; i < k; i++) {
         size_t a = memo->arm[i].order;
         if (a == best || a == w)
             continue;
-        if (!(lead_run(arms, k, a, &set, beta) > beta)) {
+        if (!(lead_run(arms, k, a, &set, beta, &memo->wc) > beta)) {
             memo->wi = best;
             memo->wj = a;
             return 0;
         }
+        memo->wc = NAN;
     }
     return 1;
 }
