@@ -431,13 +431,21 @@ double stats_glr_lead_evidence(const struct stats_arm *arms, size_t k, size_t be
 /* memo's order by mean, largest first (the lowest index on a tie), sorted
  * again from the last check's: insertion sort, about O(k) when few means
  * crossed since. */
+static int lead_ahead(const struct stats_arm *arms, size_t y, size_t x)
+{
+    double my = arms[y].mean, mx = arms[x].mean;
+    if (my != mx)
+        return my > mx;
+    return y < x; /* a tie: the lower index first */
+}
+
 static void lead_sort(const struct stats_arm *arms, size_t k, struct stats_glr_memo_arm *reg)
 {
     for (size_t i = 1; i < k; i++) {
         size_t x = reg[i].order, j = i;
         for (; j > 0; j--) {
             size_t y = reg[j - 1].order;
-            if (arms[y].mean > arms[x].mean || (arms[y].mean == arms[x].mean && y < x))
+            if (lead_ahead(arms, y, x))
                 break;
             reg[j].order = y;
         }

@@ -1747,7 +1747,7 @@ static void test_lead_evidence_random(void **state)
     int stops = 0, fails = 0;
     for (int t = 0; t < 120; t++) {
         size_t k = 3 + gsl_rng_uniform_int(r, 6);
-        struct stats_arm arms[8];
+        struct stats_arm arms[8] = {{0}};
         struct ld_lead p = {.k = k, .rho = rho, .rho_h = rho_h};
         double base = gsl_rng_uniform(r);
         size_t best = 0;
