@@ -245,9 +245,10 @@ static json_t *run_until_stop(const char *id, uint64_t seed)
 static json_t *rule_run(const char *policy, const char *rule, const char *goal, const char *extra,
                         uint64_t seed)
 {
-    char id[64];
-    snprintf(id, sizeof id, "rule-%s-%s-%llu", policy, rule ? rule : "default",
-             (unsigned long long)seed);
+    static int runs;
+    char id[80];
+    snprintf(id, sizeof id, "rule-%s-%s-%llu-%d", policy, rule ? rule : "default",
+             (unsigned long long)seed, runs++);
     char stop[64] = "";
     if (rule != NULL)
         snprintf(stop, sizeof stop, ",\"stop_rule\":\"%s\"", rule);
@@ -295,8 +296,16 @@ static void test_stop_rules(void **state)
         assert_stop(s, "glr", 1);
         json_decref(s);
 
+        /* one best arm of three, ε = 0: the leader product, against
+         * ln(1/δ); an experiment of rule_revision 1 (as one stored before
+         * the field) keeps the pair rule, against ln((K − 1)/δ) */
         s = rule_run("adapt", "glr", NULL, "", seed);
         assert_stop(s, "glr", 1);
+        assert_true(fabs(tjson_num(s, "bandits[0].stop.threshold") - log(1 / 0.05)) < 1e-9);
+        json_decref(s);
+        s = rule_run("adapt", "glr", NULL, ",\"rule_revision\":1", seed);
+        assert_stop(s, "glr", 1);
+        assert_true(fabs(tjson_num(s, "bandits[0].stop.threshold") - log(2 / 0.05)) < 1e-9);
         json_decref(s);
 
         /* ρ̄ ≥ τ, τ given: opt-in, no proof. */
