@@ -21,7 +21,9 @@ static const struct stop_rule_info rules[] = {
      "δᶜ ≤ δ: the arms' anytime bounds at δ/K separate High from Low (bound \"fixed\": no "
      "proof)"},
     {"glr", ENGINE_RULE_GLR, STOP_RULE_PROVEN,
-     "GLR with the proven threshold: every pair's e-value exceeds m(K−m)/δ"},
+     "GLR with the proven threshold: for one best arm of K ≥ 3 with ε = 0 every "
+     "challenger's leader product exceeds 1/δ (rule_revision 2), otherwise every pair's "
+     "e-value exceeds m(K−m)/δ"},
     {"glr-heuristic", ENGINE_RULE_GLR_HEURISTIC, STOP_RULE_UNPROVEN,
      "GLR > ln((ln t + 1)/δ): no proof"},
     {"rho", ENGINE_RULE_RHO, STOP_RULE_UNPROVEN, "ρ̄ ≥ τ (Bachman & Precup): no proof"},
