@@ -185,22 +185,23 @@ static double lead_gh(const struct lead_ev *e, double c)
          ? (m)->v                                                                                  \
          : ((m)->c = (c_), (m)->piece = (piece_), (m)->x = (x_), (m)->y = (y_), (m)->v = (expr)))
 
-/* An upper bound on ln of the product at c, for failing only: the terms
- * of lead arms with μ̂'_h ≤ c are at most 0 and left out, which spares
- * their logarithms (most arms that once led are far below the cutoff).
- * Each factor's value is kept in the memo with its arguments: at the
- * cutoff the witness last failed at, a check after one reward recomputes
- * the one factor that reward moved. */
-static double lead_upper(struct lead_ev *e, double c)
+/* ln of the product at c, each factor's value kept in the memo with its
+ * arguments (LEAD_CACHED): at the cutoff the witness last failed at, a
+ * check after one reward recomputes the one factor that reward moved.
+ * With upper, the factors of lead arms with μ̂'_h ≤ c (and of a pool with
+ * its mean ≤ c), at most 0, are left out: an upper bound that spares
+ * their logarithms, for failing only (most arms that once led are far
+ * below the cutoff). Either is an upper bound on the infimum. */
+static double lead_at(struct lead_ev *e, double c, int upper)
 {
     struct stats_glr_memo_arm *ra = &e->reg[e->a];
     const struct stats_arm *xa = &e->arms[e->a];
     double v = LEAD_CACHED(&ra->as_challenger, c, e->piece, (double)xa->n, xa->mean, lead_fa(e, c));
-    if (e->ps > e->pn * c)
+    if (!upper || e->ps > e->pn * c)
         v += LEAD_CACHED(&ra->pool, c, e->piece, e->pn, e->ps, lead_gp(e, c));
     for (size_t h = e->first; h < e->k; h = e->reg[h].next) {
         const struct stats_arm *x = &e->arms[h];
-        if (h != e->a && unit_mean(x->lead_sum, x->lead_n) > c)
+        if (h != e->a && (!upper || unit_mean(x->lead_sum, x->lead_n) > c))
             v += LEAD_CACHED(&e->reg[h].as_lead, c, e->piece, (double)x->lead_n, x->lead_sum,
                              lead_g1(e, h, c));
     }
@@ -292,24 +293,6 @@ static int lead_search(struct lead_ev *e, double *lo, double *hi, double beta, d
     return r < 0 ? 0 : r > 0 ? 1 : -1;
 }
 
-/* ln of the product at c with every factor (lead_f), each kept in the memo
- * with its arguments as lead_upper's: a value at any c is an upper bound
- * on the infimum. */
-static double lead_value(struct lead_ev *e, double c)
-{
-    struct stats_glr_memo_arm *ra = &e->reg[e->a];
-    const struct stats_arm *xa = &e->arms[e->a];
-    double v = LEAD_CACHED(&ra->as_challenger, c, e->piece, (double)xa->n, xa->mean, lead_fa(e, c));
-    v += LEAD_CACHED(&ra->pool, c, e->piece, e->pn, e->ps, lead_gp(e, c));
-    for (size_t h = e->first; h < e->k; h = e->reg[h].next) {
-        const struct stats_arm *x = &e->arms[h];
-        if (h != e->a)
-            v += LEAD_CACHED(&e->reg[h].as_lead, c, e->piece, (double)x->lead_n, x->lead_sum,
-                             lead_g1(e, h, c));
-    }
-    return v;
-}
-
 /* The evidence against "a is a best arm" (beta = NAN), or whether it
  * exceeds beta: the least bound over the pieces, each searched by golden
  * section. With a beta, an upper bound at a guess at or below it fails at
@@ -335,13 +318,13 @@ static double lead_run(const struct stats_arm *arms, size_t k, size_t a, const s
     int test = !isnan(beta);
     if (test && wc != NULL && !isnan(*wc)) { /* where it failed last: one factor moved */
         e.piece = lead_piece(*wc);
-        if (!(lead_value(&e, *wc) > beta))
+        if (!(lead_at(&e, *wc, 0) > beta))
             return -INFINITY;
     }
     if (test) {
         double c0 = lead_guess(&e);
         e.piece = lead_piece(c0);
-        if (!(lead_upper(&e, c0) > beta)) {
+        if (!(lead_at(&e, c0, 1) > beta)) {
             if (wc != NULL)
                 *wc = c0;
             return -INFINITY;
