@@ -30,7 +30,7 @@
  * with bench/bare.c, the stack's ceiling, so both run the same event loop. */
 #define HTTP_MHD_FLAGS                                                                             \
     (MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |                 \
-     MHD_USE_ITC /* MHD_quiesce_daemon needs it with a thread pool */)
+     MHD_USE_ITC /* suspended connections resumed from other threads */)
 
 /* The longest {id} path segment a route matches (a longer one: 404). */
 #define HTTP_ID_MAX 64
