@@ -89,13 +89,12 @@ static int pair_passes(const struct cell *c, uint64_t n1, size_t j, uint64_t nj)
     return stats_glr_pair_passes(c->kind, &ai, &aj, z, 0.0, c->beta);
 }
 
-/* Arm j's least count at which its pair passes with the leader at n1
- * (FLOORS_NONE if none below the cap): doubling, then bisection (the
- * evidence grows with nj on the mean path). */
-static uint64_t least_nj(const struct cell *c, uint64_t n1, size_t j)
+/* The least n ≥ 1 at which passes(ctx, n) holds, for a test monotone in n
+ * (FLOORS_NONE if none below the cap): doubling, then bisection. */
+static uint64_t least_passing(int (*passes)(void *ctx, uint64_t n), void *ctx)
 {
     uint64_t hi = 1;
-    while (!pair_passes(c, n1, j, hi)) {
+    while (!passes(ctx, hi)) {
         if (hi >= FLOORS_CAP)
             return FLOORS_NONE;
         hi *= 2;
@@ -103,12 +102,33 @@ static uint64_t least_nj(const struct cell *c, uint64_t n1, size_t j)
     uint64_t lo = hi / 2; /* fails, or 0 */
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (pair_passes(c, n1, j, mid))
+        if (passes(ctx, mid))
             hi = mid;
         else
             lo = mid;
     }
     return hi;
+}
+
+struct nj_at {
+    const struct cell *c;
+    uint64_t n1;
+    size_t j;
+};
+
+static int nj_passes(void *ctx, uint64_t nj)
+{
+    const struct nj_at *a = ctx;
+    return pair_passes(a->c, a->n1, a->j, nj);
+}
+
+/* Arm j's least count at which its pair passes with the leader at n1
+ * (FLOORS_NONE if none below the cap; the evidence grows with nj on the
+ * mean path). */
+static uint64_t least_nj(const struct cell *c, uint64_t n1, size_t j)
+{
+    struct nj_at a = {c, n1, j};
+    return least_passing(nj_passes, &a);
 }
 
 /* The least total with the leader at n1; FLOORS_NONE if some pair never
@@ -204,22 +224,24 @@ static int stops_along(struct cell *c, const double *w, uint64_t big_n, double d
 
 /* The floor along w: the least total of the counts at the least scale N
  * at which the rule stops (FLOORS_NONE if none below the cap). */
+struct along_at {
+    struct cell *c;
+    const double *w;
+    double delta;
+};
+
+static int along_stops(void *ctx, uint64_t n)
+{
+    const struct along_at *a = ctx;
+    return stops_along(a->c, a->w, n, a->delta);
+}
+
 static uint64_t floor_along(struct cell *c, const double *w, double delta)
 {
-    uint64_t hi = 1;
-    while (!stops_along(c, w, hi, delta)) {
-        if (hi >= FLOORS_CAP)
-            return FLOORS_NONE;
-        hi *= 2;
-    }
-    uint64_t lo = hi / 2;
-    while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (stops_along(c, w, mid, delta))
-            hi = mid;
-        else
-            lo = mid;
-    }
+    struct along_at a = {c, w, delta};
+    uint64_t hi = least_passing(along_stops, &a);
+    if (hi == FLOORS_NONE)
+        return FLOORS_NONE;
     uint64_t n[FLOORS_MAX_ARMS] = {0};
     return counts_along(w, c->in->k, hi, n);
 }
