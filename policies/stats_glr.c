@@ -471,11 +471,6 @@ struct pair_ev {
     const double *lw;
 };
 
-static double unit_clamp(double x)
-{
-    return x > 0.0 ? (x < 1.0 ? x : 1.0) : 0.0;
-}
-
 static void pair_ev_init(struct pair_ev *e, const struct stats_arm *ai, const struct stats_arm *aj,
                          double eps, double ri, double rj)
 {

@@ -171,6 +171,13 @@ static inline double kl_exact(double p, double q)
     return d;
 }
 
+/* x clamped to [0, 1] (a NaN to 0): a mean or a reward read as the rules
+ * read them. */
+static inline double unit_clamp(double x)
+{
+    return x > 0.0 ? (x < 1.0 ? x : 1.0) : 0.0;
+}
+
 /* A GLR memo's entry for an arm's own rewards (stats_glr_stop_memo's
  * regrets, the leader product's constants): one refresh for both users of
  * a memo, so that neither finds the other's half-updated entry. */

@@ -53,7 +53,7 @@ void stats_arm_lead_add(struct stats_arm *a, double x)
 {
     if (isnan(x))
         return;
-    x = x < 0.0 ? 0.0 : x > 1.0 ? 1.0 : x;
+    x = unit_clamp(x);
     if (a->pool_n < STATS_LEAD_POOLED) {
         a->pool_n++;
         a->pool_sum += x;
@@ -89,11 +89,18 @@ static const double LEAD_LW_H[LEAD_PIECES][2] = {
 #define LEAD_LN_P0 (-1.8971199848858813)   /* ln 0.15 */
 #define LEAD_LN_1P0 (-0.16251892949777494) /* ln 0.85 */
 
-void stats_glr_lead_weights(double c, double w_a[2], double w_h[3])
+/* The piece that holds c (the first, at an edge). */
+static int lead_piece(double c)
 {
     int k = 0;
     while (k + 1 < LEAD_PIECES && c > LEAD_EDGE[k + 1])
         k++;
+    return k;
+}
+
+void stats_glr_lead_weights(double c, double w_a[2], double w_h[3])
+{
+    int k = lead_piece(c);
     for (int s = 0; s < 2; s++) {
         w_a[s] = exp(LEAD_LW_A[k][s]);
         w_h[s] = exp(LEAD_LN_1P0 + LEAD_LW_H[k][s]);
@@ -111,8 +118,7 @@ static double lse2(double x, double y)
 
 static double unit_mean(double sum, uint64_t n)
 {
-    double m = n > 0 ? sum / (double)n : 0.0;
-    return m > 0.0 ? (m < 1.0 ? m : 1.0) : 0.0;
+    return unit_clamp(n > 0 ? sum / (double)n : 0.0);
 }
 
 /* One challenger's problem: the arms, their regrets (reg[i].regret for
@@ -133,7 +139,7 @@ static double lead_fa(const struct lead_ev *e, double c)
 {
     const struct stats_arm *x = &e->arms[e->a];
     const struct stats_glr_memo_arm *g = &e->reg[e->a];
-    double n = (double)x->n, m = x->mean > 0.0 ? (x->mean < 1.0 ? x->mean : 1.0) : 0.0;
+    double n = (double)x->n, m = unit_clamp(x->mean);
     double kt = (n > 0.0 && c > m ? n * kl_exact(m, c) : 0.0) - g->regret;
     double nm = mix_logm_lower(n * (c - m), g->vr, g->sq, g->c0);
     return lse2(LEAD_LW_A[e->piece][0] + kt, LEAD_LW_A[e->piece][1] + nm);
@@ -240,15 +246,7 @@ static double lead_guess(const struct lead_ev *e)
         s += e->arms[h].lead_sum;
     }
     double c = n > 0.0 ? s / n : 0.5;
-    return c > 0.0 ? (c < 1.0 ? c : 1.0) : 0.0;
-}
-
-static int lead_piece(double c)
-{
-    int k = 0;
-    while (k + 1 < LEAD_PIECES && c > LEAD_EDGE[k + 1])
-        k++;
-    return k;
+    return unit_clamp(c);
 }
 
 /* The search's early ends (lead_search): a point whose value is at most
